@@ -1,0 +1,426 @@
+/* The chunked container; see chunkfile.h and docs/formats.md. */
+#include "common/chunkfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define DEFAULT_CHUNK_BYTES (256u << 10)
+
+struct cfile_writer {
+	int fd;
+	uint8_t *buf;      /* raw records of the open chunk */
+	size_t len, cap;
+	uint32_t nrecords;
+	uint8_t *zbuf;
+	size_t zcap;
+	uint64_t bytes, records;
+};
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t k = write(fd, b, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
+					  uint32_t format_version, size_t chunk_bytes,
+					  bool private_file)
+{
+	struct cfile_writer *w = calloc(1, sizeof(*w));
+	int saved;
+	if (!w)
+		return NULL;
+	w->cap = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
+	if (w->cap > VP_MAX_CHUNK_RAW)
+		w->cap = VP_MAX_CHUNK_RAW;
+	w->buf = malloc(w->cap);
+	w->zcap = compressBound(w->cap);
+	w->zbuf = malloc(w->zcap);
+	w->fd = -1;
+	if (!w->buf || !w->zbuf)
+		goto fail;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		     private_file ? 0600 : 0644);
+	if (w->fd < 0)
+		goto fail;
+	struct vp_file_header h = {
+		.magic = VP_FILE_MAGIC,
+		.version = VP_CONTAINER_VERSION,
+		.header_size = sizeof(h),
+		.kind = kind,
+		.flags = 0,
+		.format_version = format_version,
+		.created_ns = now_ns(CLOCK_MONOTONIC),
+		.created_realtime_ns = now_ns(CLOCK_REALTIME),
+	};
+	int err = write_all(w->fd, &h, sizeof(h));
+	if (err) {
+		errno = -err;
+		goto fail;
+	}
+	w->bytes = sizeof(h);
+	return w;
+fail:
+	saved = errno;
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w->buf);
+	free(w->zbuf);
+	free(w);
+	errno = saved;
+	return NULL;
+}
+
+void *cfile_writer__reserve(struct cfile_writer *w, uint32_t type, uint64_t time,
+			    size_t body_len)
+{
+	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
+	if (size > VP_MAX_RECORD_SIZE || size > w->cap) {
+		errno = EMSGSIZE;
+		return NULL;
+	}
+	if (w->len + size > w->cap) {
+		int err = cfile_writer__flush(w);
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+	}
+	struct vp_record *r = (struct vp_record *)(w->buf + w->len);
+	memset(r, 0, size);
+	r->type = type;
+	r->size = (uint32_t)size;
+	r->time = time;
+	w->len += size;
+	w->nrecords++;
+	w->records++;
+	return r + 1;
+}
+
+int cfile_writer__append(struct cfile_writer *w, uint32_t type, uint64_t time,
+			 const void *body, size_t body_len)
+{
+	void *p = cfile_writer__reserve(w, type, time, body_len);
+	if (!p)
+		return -errno;
+	if (body_len)
+		memcpy(p, body, body_len);
+	return 0;
+}
+
+int cfile_writer__flush(struct cfile_writer *w)
+{
+	if (!w || !w->len)
+		return 0;
+	uLongf zlen = w->zcap;
+	/* Level 1: the recorder compresses on the sampling path's heels; a higher level
+	 * costs CPU on the profiled machine for a few percent of size. */
+	if (compress2(w->zbuf, &zlen, w->buf, w->len, 1) != Z_OK)
+		return -ENOMEM;
+	struct vp_chunk_header ch = {
+		.magic = VP_CHUNK_MAGIC,
+		.comp_size = (uint32_t)zlen,
+		.raw_size = (uint32_t)w->len,
+		.crc32 = (uint32_t)crc32(0L, w->zbuf, (uInt)zlen),
+		.nrecords = w->nrecords,
+	};
+	ch.header_crc = (uint32_t)crc32(0L, (const Bytef *)&ch, offsetof(struct vp_chunk_header, header_crc));
+	/* One write per chunk where possible, so that a kill leaves a torn tail at worst. */
+	size_t total = sizeof(ch) + zlen;
+	uint8_t stackbuf[sizeof(ch)];
+	memcpy(stackbuf, &ch, sizeof(ch));
+	int err = write_all(w->fd, stackbuf, sizeof(ch));
+	if (!err)
+		err = write_all(w->fd, w->zbuf, zlen);
+	if (err)
+		return err;
+	w->bytes += total;
+	w->len = 0;
+	w->nrecords = 0;
+	return 0;
+}
+
+uint64_t cfile_writer__bytes(const struct cfile_writer *w) { return w->bytes; }
+uint64_t cfile_writer__records(const struct cfile_writer *w) { return w->records; }
+
+int cfile_writer__close(struct cfile_writer *w)
+{
+	if (!w)
+		return 0;
+	int err = cfile_writer__flush(w);
+	if (close(w->fd) < 0 && !err)
+		err = -errno;
+	free(w->buf);
+	free(w->zbuf);
+	free(w);
+	return err;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+struct cfile_reader {
+	int fd;
+	char *path;
+	struct vp_file_header hdr;
+	uint8_t *raw, *z;
+	size_t raw_cap, z_cap;
+	size_t pos, end;      /* cursor in raw */
+	uint64_t chunks;
+	off_t off;
+	bool truncated, failed;
+	char err[256];
+};
+
+static void set_err(char *dst, size_t len, const char *fmt, ...)
+{
+	if (!dst || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Reads exactly n bytes; returns n, a short count at EOF, or -errno. */
+static ssize_t read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, (uint8_t *)p + got, n - got);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+static const char *kind_name(uint32_t k)
+{
+	switch (k) {
+	case VP_KIND_SESSION_STREAM: return "session stream";
+	case VP_KIND_CODEMAP: return "code map";
+	default: return "unknown";
+	}
+}
+
+struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *err, size_t errlen)
+{
+	struct cfile_reader *r = calloc(1, sizeof(*r));
+	int e = 0;
+	if (!r)
+		return NULL;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		e = errno;
+		set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		goto fail;
+	}
+	uint8_t hb[512];
+	ssize_t n = read_full(r->fd, hb, 8);
+	if (n < 0) {
+		e = (int)-n;
+		set_err(err, errlen, "%s: cannot read: %s", path, strerror(e));
+		goto fail;
+	}
+	if (n < 8) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: file is empty or truncated before its header (%zd bytes); the recording did not start", path, n);
+		goto fail;
+	}
+	uint32_t magic;
+	uint16_t ver, hsize;
+	memcpy(&magic, hb, 4);
+	memcpy(&ver, hb + 4, 2);
+	memcpy(&hsize, hb + 6, 2);
+	if (magic == __builtin_bswap32(VP_FILE_MAGIC)) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: written with the other byte order; read it on a little-endian host", path);
+		goto fail;
+	}
+	if (magic != VP_FILE_MAGIC) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: not a viprof file (bad magic 0x%08x)", path, magic);
+		goto fail;
+	}
+	if (ver != VP_CONTAINER_VERSION) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: container version %u is not supported (this viprof reads %u); use a matching viprof",
+			path, ver, VP_CONTAINER_VERSION);
+		goto fail;
+	}
+	if (hsize < sizeof(struct vp_file_header) || hsize > sizeof(hb)) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: bad header size %u", path, hsize);
+		goto fail;
+	}
+	n = read_full(r->fd, hb + 8, hsize - 8);
+	if (n != (ssize_t)(hsize - 8)) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: truncated inside its header", path);
+		goto fail;
+	}
+	memcpy(&r->hdr, hb, sizeof(r->hdr));
+	if (r->hdr.flags & ~VP_FILE_FLAGS_KNOWN) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: unknown flags 0x%x; written by a newer viprof", path, r->hdr.flags);
+		goto fail;
+	}
+	if (r->hdr.kind != kind) {
+		e = EBADMSG;
+		set_err(err, errlen, "%s: is a %s file, expected a %s file", path,
+			kind_name(r->hdr.kind), kind_name(kind));
+		goto fail;
+	}
+	r->off = hsize;
+	r->path = strdup(path);
+	return r;
+fail:
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	errno = e ? e : EIO;
+	return NULL;
+}
+
+const struct vp_file_header *cfile_reader__header(const struct cfile_reader *r) { return &r->hdr; }
+bool cfile_reader__truncated(const struct cfile_reader *r) { return r->truncated; }
+const char *cfile_reader__error(const struct cfile_reader *r) { return r->err; }
+uint64_t cfile_reader__chunks(const struct cfile_reader *r) { return r->chunks; }
+
+static int grow(uint8_t **p, size_t *cap, size_t need)
+{
+	if (*cap >= need)
+		return 0;
+	uint8_t *q = realloc(*p, need);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = need;
+	return 0;
+}
+
+/* Loads the next chunk: 1 loaded, 0 clean end or torn tail, <0 corruption. */
+static int load_chunk(struct cfile_reader *r)
+{
+	struct vp_chunk_header ch;
+	ssize_t n = read_full(r->fd, &ch, sizeof(ch));
+	if (n < 0) {
+		set_err(r->err, sizeof(r->err), "%s: read error: %s", r->path, strerror((int)-n));
+		return (int)n;
+	}
+	if (n == 0)
+		return 0;
+	if (n < (ssize_t)sizeof(ch)) {
+		r->truncated = true;
+		return 0;
+	}
+	uint32_t hcrc = (uint32_t)crc32(0L, (const Bytef *)&ch, offsetof(struct vp_chunk_header, header_crc));
+	if (ch.magic != VP_CHUNK_MAGIC || hcrc != ch.header_crc) {
+		/* Zeros after the last chunk come from a file system that extended the
+		 * file but never wrote the data: a torn tail, not corruption. */
+		static const struct vp_chunk_header zero;
+		if (!memcmp(&ch, &zero, sizeof(ch))) {
+			r->truncated = true;
+			return 0;
+		}
+		set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld is corrupt (bad chunk header); data before it was read",
+			r->path, (unsigned long long)r->chunks, (long long)r->off);
+		return -EBADMSG;
+	}
+	if (ch.raw_size > VP_MAX_CHUNK_RAW || ch.comp_size > compressBound(VP_MAX_CHUNK_RAW)) {
+		set_err(r->err, sizeof(r->err), "%s: chunk %llu claims %u bytes, more than the %u allowed",
+			r->path, (unsigned long long)r->chunks, ch.raw_size, VP_MAX_CHUNK_RAW);
+		return -EBADMSG;
+	}
+	if (grow(&r->z, &r->z_cap, ch.comp_size ? ch.comp_size : 1) || grow(&r->raw, &r->raw_cap, ch.raw_size ? ch.raw_size : 1))
+		return -ENOMEM;
+	n = read_full(r->fd, r->z, ch.comp_size);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < ch.comp_size) {
+		r->truncated = true;
+		return 0;
+	}
+	if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32) {
+		set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld fails its checksum; data before it was read",
+			r->path, (unsigned long long)r->chunks, (long long)r->off);
+		return -EBADMSG;
+	}
+	uLongf rawlen = ch.raw_size;
+	if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size) {
+		set_err(r->err, sizeof(r->err), "%s: chunk %llu does not inflate to its stated size", r->path,
+			(unsigned long long)r->chunks);
+		return -EBADMSG;
+	}
+	r->off += (off_t)(sizeof(ch) + ch.comp_size);
+	r->pos = 0;
+	r->end = rawlen;
+	r->chunks++;
+	return 1;
+}
+
+int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
+{
+	if (r->failed)
+		return -EBADMSG;
+	while (r->pos >= r->end) {
+		int k = load_chunk(r);
+		if (k <= 0) {
+			if (k < 0)
+				r->failed = true;
+			return k;
+		}
+	}
+	const struct vp_record *h = (const struct vp_record *)(r->raw + r->pos);
+	size_t left = r->end - r->pos;
+	if (left < sizeof(*h) || h->size < sizeof(*h) || h->size > left || (h->size & 7)) {
+		set_err(r->err, sizeof(r->err), "%s: record at chunk %llu offset %zu has a bad size (%u, %zu left)",
+			r->path, (unsigned long long)r->chunks - 1, r->pos, left >= 8 ? h->size : 0, left);
+		r->failed = true;
+		return -EBADMSG;
+	}
+	r->pos += h->size;
+	*rec = h;
+	return 1;
+}
+
+void cfile_reader__close(struct cfile_reader *r)
+{
+	if (!r)
+		return;
+	close(r->fd);
+	free(r->raw);
+	free(r->z);
+	free(r->path);
+	free(r);
+}

@@ -1,0 +1,161 @@
+/* The session directory and its record stream: the one definition shared by the
+ * recorder (daemon/), the samplers (sampler-kernel/) and the reader (postproc/).
+ * Prose spec: docs/formats.md.
+ *
+ * A session is a directory:
+ *   stream.vps     chunkfile.h container of kind VP_KIND_SESSION_STREAM holding the
+ *                  records below, in the order they were observed (roughly by time)
+ *   meta.json      human-readable summary written at the end (never read back; the
+ *                  stream's META and END records are the truth)
+ *   jit/<pid>/     code maps written by the JVM agent (maps/codemap_format.h)
+ *
+ * Every record starts with struct vp_record {type, size, time}; the bodies below
+ * follow it. Variable-length tails (stacks, strings) are bounded by the record size,
+ * and readers check them against it. Unknown types are skipped. Times are
+ * CLOCK_MONOTONIC nanoseconds. */
+#ifndef VIPROF_SESSION_FORMAT_H
+#define VIPROF_SESSION_FORMAT_H
+
+#include <stdint.h>
+#include "common/chunkfile.h"
+
+#define VP_SESSION_FORMAT_VERSION 1
+#define VP_SESSION_STREAM "stream.vps"
+#define VP_SESSION_META_JSON "meta.json"
+#define VP_SESSION_JIT_DIR "jit"
+
+enum vp_rec_type {
+	VP_REC_META       = 1,  /* body: "key\0value\0" pairs, repeated */
+	VP_REC_EVENT      = 2,  /* struct vp_event_desc */
+	VP_REC_SAMPLE     = 3,  /* struct vp_sample + ips[] */
+	VP_REC_MMAP       = 4,  /* struct vp_mmap + filename */
+	VP_REC_COMM       = 5,  /* struct vp_comm */
+	VP_REC_FORK       = 6,  /* struct vp_task */
+	VP_REC_EXIT       = 7,  /* struct vp_task */
+	VP_REC_LOST       = 8,  /* struct vp_lost */
+	VP_REC_KSYM       = 9,  /* struct vp_ksym + name */
+	VP_REC_STEAL      = 10, /* struct vp_steal */
+	VP_REC_SWITCH     = 11, /* struct vp_switch */
+	VP_REC_COUNTER    = 12, /* struct vp_counter */
+	VP_REC_JVM        = 13, /* struct vp_jvm + maps directory (relative to session) */
+	VP_REC_END        = 14, /* struct vp_end: the recording ended cleanly */
+};
+
+/* One recorded event (index = position among EVENT records, 0-based). */
+struct vp_event_desc {
+	uint32_t index;
+	uint32_t perf_type;     /* PERF_TYPE_* */
+	uint64_t perf_config;
+	uint64_t period;        /* fixed period, or 0 when freq is used */
+	uint64_t freq;          /* samples/s requested per CPU, or 0 */
+	uint32_t flags;         /* VP_EVENT_* */
+	uint32_t reserved;
+	char name[64];          /* as the user wrote it, NUL-terminated */
+};
+#define VP_EVENT_SOFTWARE   0x1u  /* the kernel's clock events, not a (v)PMU */
+#define VP_EVENT_TIME_UNITS 0x2u  /* period is in nanoseconds (cpu-clock, task-clock) */
+
+/* Privilege level of the sampled IP. */
+enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,
+	       VP_MODE_HYPERVISOR = 3, VP_MODE_GUEST_KERNEL = 4, VP_MODE_GUEST_USER = 5 };
+
+struct vp_sample {
+	uint32_t pid, tid;
+	uint32_t cpu;
+	uint16_t event;         /* index of its vp_event_desc */
+	uint8_t  mode;          /* enum vp_mode of ips[0] / the interrupted context */
+	uint8_t  flags;         /* VP_SAMPLE_* */
+	uint64_t period;        /* events (or ns) this sample stands for */
+	uint16_t nr_kernel;     /* kernel frames, leaf first */
+	uint16_t nr_user;       /* then user frames, leaf first */
+	uint32_t reserved;
+	uint64_t ips[];         /* nr_kernel + nr_user entries */
+};
+#define VP_SAMPLE_USER_TRUNCATED 0x1u /* user stack walk stopped early (no frame pointers?) */
+#define VP_SAMPLE_KERNEL_ERROR   0x2u /* kernel stack could not be read */
+#define VP_SAMPLE_USER_ERROR     0x4u /* user stack could not be read */
+#define VP_MAX_FRAMES 127
+
+struct vp_mmap {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino;
+	uint32_t prot, flags;
+	uint8_t  build_id[20];  /* as seen at record time, when known */
+	uint8_t  build_id_size; /* 0 when unknown */
+	uint8_t  synthesized;   /* 1 = from /proc/PID/maps at start, 0 = live event */
+	uint16_t reserved;
+	uint32_t reserved2;
+	char filename[];        /* NUL-terminated */
+};
+
+struct vp_comm {
+	uint32_t pid, tid;
+	uint32_t exec;          /* 1 when the comm changed because of exec */
+	char comm[16];
+	uint32_t reserved;
+};
+
+struct vp_task {              /* FORK and EXIT */
+	uint32_t pid, ppid, tid, ptid;
+};
+
+enum vp_lost_source { VP_LOST_KERNEL_RING = 1, /* ring/perf buffer full, counted in kernel */
+		      VP_LOST_STACK = 2,        /* stack could not be stored */
+		      VP_LOST_SIDEBAND = 3 };   /* mmap/comm records lost */
+struct vp_lost {
+	uint32_t cpu;           /* UINT32_MAX when summed over all CPUs */
+	uint32_t source;        /* enum vp_lost_source */
+	uint64_t count;
+};
+
+/* A kernel symbol the session needs: the recorder emits one for each kernel
+ * function that appears in a sample (before the first such sample's chunk ends). */
+struct vp_ksym {
+	uint64_t addr;
+	uint64_t size;          /* up to the next symbol */
+	char module[56];        /* "" for vmlinux */
+	char name[];            /* NUL-terminated */
+};
+
+struct vp_steal {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t steal_ns;      /* cumulative, as the kernel accounts it for this vCPU */
+};
+
+struct vp_switch {
+	uint32_t cpu;
+	uint32_t prev_pid, prev_tid;
+	uint32_t next_pid, next_tid;
+	uint32_t reserved;
+};
+
+struct vp_counter {           /* a counting (not sampling) read */
+	uint32_t pid, tid;
+	uint32_t event;
+	uint32_t reserved;
+	uint64_t value;          /* raw */
+	uint64_t time_enabled;
+	uint64_t time_running;
+};
+
+struct vp_jvm {
+	uint32_t pid;
+	uint32_t flags;          /* VP_JVM_* */
+	char maps_dir[];         /* relative to the session directory */
+};
+#define VP_JVM_AGENT_LOADED      0x1u
+#define VP_JVM_NO_FRAME_POINTERS 0x2u /* -XX:+PreserveFramePointer was not in effect */
+#define VP_JVM_ATTACH_REFUSED    0x4u
+
+struct vp_end {
+	uint64_t samples;
+	uint64_t lost;
+	uint64_t duration_ns;
+	uint32_t exit_status;    /* of the launched command, or 0 */
+	uint32_t reserved;
+};
+
+#endif

@@ -1,0 +1,13 @@
+/* Placeholder until the component lands. */
+#include <stdio.h>
+#include "cli/commands.h"
+int cmd_probe(int argc, char **argv)
+{
+	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
+	return 1;
+}
+int cmd_stat(int argc, char **argv)
+{
+	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
+	return 1;
+}

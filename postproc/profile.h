@@ -1,0 +1,78 @@
+/* The aggregated profile: what postproc builds from a session (or several) and what
+ * every report writer reads. Frames are interned; a stack is a list of frame ids,
+ * root first, with one count and one weight per recorded event. */
+#ifndef VIPROF_PROFILE_H
+#define VIPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum vp_layer {
+	VP_LAYER_HYPERVISOR = 0, /* steal time, Xen symbols */
+	VP_LAYER_KERNEL,
+	VP_LAYER_NATIVE,         /* native user code: executables, libc, JNI libraries */
+	VP_LAYER_JVM,            /* the JVM runtime: libjvm.so, stubs, adapters */
+	VP_LAYER_JIT,            /* JIT-compiled Java methods */
+	VP_LAYER_INLINED,        /* Java methods inlined into a JIT-compiled one */
+	VP_LAYER_INTERPRETED,    /* interpreted Java methods, and the interpreter */
+	VP_LAYER_UNKNOWN,
+	VP_LAYER__COUNT
+};
+const char *vp_layer_name(enum vp_layer l);  /* "kernel", "jit", ... */
+
+struct vp_frame {
+	const char *name;       /* symbol or method; never NULL ("[unknown]" only when the image is unknown too) */
+	const char *image;      /* path or "[kernel.kallsyms]", "[jit]", module name; may be "" */
+	const char *build_id;   /* hex, or "" */
+	const char *file;       /* source file where known, or "" */
+	uint64_t addr;          /* image-relative address of the first sample that named it, 0 if n/a */
+	uint32_t line;
+	uint8_t layer;          /* enum vp_layer */
+};
+
+struct vp_prof_event {
+	char name[64];          /* "cpu-clock", "page-faults", "steal" */
+	char unit[16];          /* "nanoseconds" for time-based events, else "events" */
+};
+
+struct vp_stack {
+	uint32_t *frames;       /* frame ids, root first */
+	uint32_t nframes;
+	uint32_t pid, tid;
+	const char *comm;       /* thread name */
+	uint64_t *samples;      /* per event: number of samples */
+	uint64_t *weight;       /* per event: sum of periods (events or ns) */
+};
+
+struct vp_meta_kv { char *key, *value; };
+
+struct vp_profile {
+	struct vp_frame *frames;  size_t nframes;
+	struct vp_stack *stacks;  size_t nstacks;
+	struct vp_prof_event events[8]; int nevents;
+	struct vp_meta_kv *meta;  size_t nmeta;   /* session metadata, in recorded order */
+	uint64_t lost;            /* samples lost while recording */
+	bool incomplete;          /* a session ended without its END record (crash/kill) */
+	char *warnings;           /* newline-separated notes for the report, or NULL */
+	void *priv;               /* interning tables */
+};
+
+struct vp_profile *vp_profile__new(void);
+void vp_profile__free(struct vp_profile *p);   /* accepts NULL */
+/* Registers an event; returns its index or -errno. Same name twice returns the same index. */
+int vp_profile__add_event(struct vp_profile *p, const char *name, const char *unit);
+/* Interns a frame by (layer, name, image); strings are copied. Returns its id, or
+ * UINT32_MAX on allocation failure. */
+uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f);
+/* Adds samples to the stack (frames root first) of (pid, tid, comm); identical stacks
+ * merge. Returns 0 or -errno. */
+int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid,
+		    uint32_t tid, const char *comm, int event, uint64_t samples, uint64_t weight);
+void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value);
+const char *vp_profile__meta(const struct vp_profile *p, const char *key);
+void vp_profile__warn(struct vp_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Merges src into dst (events matched by name), scaling src's counts by 1 (merge). */
+int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src);
+
+#endif

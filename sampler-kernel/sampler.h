@@ -1,0 +1,79 @@
+/* The sampler backend interface: one table of functions per kind of sampler, tried in
+ * a fixed order (bpf, then perf) unless the user forces one with --backend. Both
+ * backends emit the same session records (common/session_format.h) through a sink. */
+#ifndef VIPROF_SAMPLER_H
+#define VIPROF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VP_MAX_EVENTS 8
+
+/* One event as perf_event_attr needs it (filled by hv-glue/events.h). */
+struct sampler_event {
+	uint32_t type;          /* PERF_TYPE_* */
+	uint64_t config;
+	uint64_t period;        /* sample every N events (or ns for clock events); 0 = use freq */
+	uint64_t freq;          /* samples per second per CPU; 0 = use period */
+	bool software;          /* a kernel clock/software event rather than a (v)PMU one */
+	char name[64];
+};
+
+enum sampler_target {
+	SAMPLER_TARGET_ALL,     /* -a: every CPU, every process */
+	SAMPLER_TARGET_PIDS,    /* -p: these processes, all their threads, and children they fork */
+	SAMPLER_TARGET_LAUNCH,  /* --: a child the recorder created and holds before exec */
+};
+
+/* Where samplers put what they observe. emit() is called from the recorder's own
+ * thread (inside poll/stop), never from a signal handler. It returns 0 or -errno; a
+ * sampler stops draining when it fails. Record bodies follow session_format.h. */
+struct vp_sink {
+	int (*emit)(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len);
+	void *ctx;
+};
+
+struct sampler_config {
+	struct sampler_event events[VP_MAX_EVENTS];
+	int nr_events;
+	bool callchain;         /* -g: kernel and user stacks (frame pointers) */
+	enum sampler_target target;
+	const pid_t *pids;      /* SAMPLER_TARGET_PIDS: the processes; LAUNCH: the one child */
+	int nr_pids;
+	bool want_switches;     /* emit VP_REC_SWITCH (for steal-time victim attribution) */
+	bool want_sideband;     /* emit MMAP/COMM/FORK/EXIT records (always true for record) */
+	size_t buffer_pages;    /* per-CPU buffer size in pages, 0 = default */
+	struct vp_sink sink;
+};
+
+struct sampler;   /* opaque, one per recording; never shared between recordings */
+
+struct sampler_backend {
+	const char *name;       /* "bpf", "perf" */
+	/* Can this backend run here with this config? If not, a one-line reason. */
+	bool (*supported)(const struct sampler_config *cfg, char *why, size_t whylen);
+	/* Opens events and buffers and starts sampling. NULL and a one-line reason
+	 * naming the cause and the fix on failure. */
+	struct sampler *(*start)(const struct sampler_config *cfg, char *err, size_t errlen);
+	/* Waits up to timeout_ms for data, then drains every buffer into the sink.
+	 * Returns the number of records emitted or -errno. */
+	int (*poll)(struct sampler *s, int timeout_ms);
+	/* Disables the events, drains what is left, and emits VP_REC_LOST totals. */
+	int (*stop)(struct sampler *s);
+	/* Samples stored and lost so far (for the live status line). */
+	void (*counts)(const struct sampler *s, uint64_t *samples, uint64_t *lost);
+	void (*destroy)(struct sampler *s);  /* accepts NULL */
+};
+
+extern const struct sampler_backend sampler_backend_bpf;
+extern const struct sampler_backend sampler_backend_perf;
+
+/* Picks a backend: name is "auto", "bpf" or "perf". For auto, the first supported one
+ * in the fixed order bpf, perf; the reason for the choice goes into why. NULL with
+ * the reason in why when nothing fits. */
+const struct sampler_backend *sampler__select(const char *name, const struct sampler_config *cfg,
+					      char *why, size_t whylen);
+
+#endif
