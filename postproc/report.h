@@ -1,0 +1,49 @@
+/* Report writers: one output interface with a sticky error, one options struct, one
+ * function per format. report_cmd.c parses the command line, builds the profile
+ * (postproc/session.h) and switches on the format. */
+#ifndef VIPROF_REPORT_H
+#define VIPROF_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "postproc/profile.h"
+
+/* Output with a sticky error: once a write fails, every later call is a no-op and
+ * close() returns the first error. */
+struct vp_out {
+	FILE *f;
+	int err;            /* 0 or the first -errno */
+	bool owned;         /* close f on close */
+	bool tty;           /* writing to a terminal */
+	int width;          /* terminal columns (80 when not a terminal) */
+	char *path;
+};
+int vp_out__open(struct vp_out *o, const char *path);   /* NULL or "-" = stdout */
+void vp_out__write(struct vp_out *o, const void *buf, size_t len);
+void vp_out__printf(struct vp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vp_out__puts(struct vp_out *o, const char *s);
+int vp_out__close(struct vp_out *o);   /* returns 0 or the first error */
+
+enum vp_sort { VP_SORT_SELF, VP_SORT_TOTAL };
+
+struct vp_report_opts {
+	int top;                 /* rows in hotspot tables; 0 = default (25) */
+	enum vp_sort sort;
+	int sort_event;          /* which event column to sort by */
+	bool layers;             /* print the per-layer summary (text) */
+	bool color;              /* colour allowed: a terminal and no NO_COLOR */
+	const char *title;       /* overrides the generated title */
+};
+
+/* Each returns 0 or -errno (the output's sticky error included). base is the profile
+ * to compare against for --diff, or NULL. */
+int report_text(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
+		const struct vp_report_opts *opts);
+int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
+int report_html(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
+		const struct vp_report_opts *opts);
+int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
+int report_json(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
+		const struct vp_report_opts *opts);
+
+#endif
