@@ -6,8 +6,3 @@ int cmd_record(int argc, char **argv)
 	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
 	return 1;
 }
-int cmd_attach(int argc, char **argv)
-{
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
-}
