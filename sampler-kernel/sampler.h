@@ -19,6 +19,10 @@ struct sampler_event {
 	uint64_t freq;          /* samples per second per CPU; 0 = use period */
 	bool software;          /* a kernel clock/software event rather than a (v)PMU one */
 	char name[64];
+	/* Modifiers of perf's "name:u" / "name:k" syntax (added by hv-glue, additive):
+	 * copy them into perf_event_attr.exclude_kernel / exclude_user. */
+	bool exclude_kernel;    /* ":u": count user mode only */
+	bool exclude_user;      /* ":k": count kernel mode only */
 };
 
 enum sampler_target {
