@@ -1,0 +1,477 @@
+/* The aggregated profile: interned frames and stacks, per-event counts, metadata and
+ * warnings. Two open-addressing hash tables (frames by (layer, name, image), stacks by
+ * (frames, pid, tid, comm)) live in p->priv; the public arrays stay plain so that
+ * writers can walk them without any accessor. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postproc/profile.h"
+
+#define EMPTY UINT32_MAX
+#define MAX_EVENTS ((int)(sizeof(((struct vp_profile *)0)->events) / sizeof(struct vp_prof_event)))
+
+/* A table of ids into the profile's frames or stacks; size is a power of two. */
+struct idtab {
+	uint32_t *slot;
+	size_t size, used;
+};
+
+struct priv {
+	struct idtab frames, stacks;
+	size_t frames_cap, stacks_cap;
+	size_t warn_len;
+};
+
+static const char *const layer_names[VP_LAYER__COUNT] = {
+	[VP_LAYER_HYPERVISOR] = "hypervisor",
+	[VP_LAYER_KERNEL] = "kernel",
+	[VP_LAYER_NATIVE] = "native",
+	[VP_LAYER_JVM] = "jvm",
+	[VP_LAYER_JIT] = "jit",
+	[VP_LAYER_INLINED] = "inlined",
+	[VP_LAYER_INTERPRETED] = "interpreted",
+	[VP_LAYER_UNKNOWN] = "unknown",
+};
+
+const char *vp_layer_name(enum vp_layer l)
+{
+	if ((unsigned)l >= VP_LAYER__COUNT)
+		return "unknown";
+	return layer_names[l];
+}
+
+/* FNV-1a, folded a word at a time for the integer parts. */
+static uint64_t hash_bytes(uint64_t h, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	/* The terminating NUL is hashed too, so ("ab","c") and ("a","bc") differ. */
+	return hash_bytes(h, s ? s : "", strlen(s ? s : "") + 1);
+}
+
+static uint64_t frame_hash(uint8_t layer, const char *name, const char *image)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	h = hash_bytes(h, &layer, 1);
+	h = hash_str(h, name);
+	return hash_str(h, image);
+}
+
+static uint64_t stack_hash(const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid, const char *comm)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	h = hash_bytes(h, &n, sizeof(n));
+	h = hash_bytes(h, frames, n * sizeof(*frames));
+	h = hash_bytes(h, &pid, sizeof(pid));
+	h = hash_bytes(h, &tid, sizeof(tid));
+	return hash_str(h, comm);
+}
+
+static const char *nz(const char *s)
+{
+	return s ? s : "";
+}
+
+static bool frame_eq(const struct vp_frame *f, uint8_t layer, const char *name, const char *image)
+{
+	return f->layer == layer && !strcmp(f->name, nz(name)) && !strcmp(f->image, nz(image));
+}
+
+static bool stack_eq(const struct vp_stack *s, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
+		     const char *comm)
+{
+	return s->nframes == n && s->pid == pid && s->tid == tid && !strcmp(s->comm, nz(comm)) &&
+	       (n == 0 || !memcmp(s->frames, frames, n * sizeof(*frames)));
+}
+
+static int idtab_init(struct idtab *t, size_t size)
+{
+	t->slot = malloc(size * sizeof(*t->slot));
+	if (!t->slot)
+		return -ENOMEM;
+	memset(t->slot, 0xff, size * sizeof(*t->slot));
+	t->size = size;
+	t->used = 0;
+	return 0;
+}
+
+/* Doubles the table; rehash needs each id's hash, which the callers recompute. */
+static int frames_rehash(struct vp_profile *p)
+{
+	struct priv *pv = p->priv;
+	struct idtab n;
+	if (idtab_init(&n, pv->frames.size * 2))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nframes; i++) {
+		const struct vp_frame *f = &p->frames[i];
+		size_t j = frame_hash(f->layer, f->name, f->image) & (n.size - 1);
+		while (n.slot[j] != EMPTY)
+			j = (j + 1) & (n.size - 1);
+		n.slot[j] = (uint32_t)i;
+		n.used++;
+	}
+	free(pv->frames.slot);
+	pv->frames = n;
+	return 0;
+}
+
+static int stacks_rehash(struct vp_profile *p)
+{
+	struct priv *pv = p->priv;
+	struct idtab n;
+	if (idtab_init(&n, pv->stacks.size * 2))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		size_t j = stack_hash(s->frames, s->nframes, s->pid, s->tid, s->comm) & (n.size - 1);
+		while (n.slot[j] != EMPTY)
+			j = (j + 1) & (n.size - 1);
+		n.slot[j] = (uint32_t)i;
+		n.used++;
+	}
+	free(pv->stacks.slot);
+	pv->stacks = n;
+	return 0;
+}
+
+struct vp_profile *vp_profile__new(void)
+{
+	struct vp_profile *p = calloc(1, sizeof(*p));
+	struct priv *pv = calloc(1, sizeof(*pv));
+	if (!p || !pv)
+		goto fail;
+	p->priv = pv;
+	if (idtab_init(&pv->frames, 1024) || idtab_init(&pv->stacks, 1024))
+		goto fail;
+	return p;
+fail:
+	if (pv) {
+		free(pv->frames.slot);
+		free(pv->stacks.slot);
+	}
+	free(pv);
+	free(p);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void vp_profile__free(struct vp_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nframes; i++) {
+		struct vp_frame *f = &p->frames[i];
+		free((char *)f->name);
+		free((char *)f->image);
+		free((char *)f->build_id);
+		free((char *)f->file);
+	}
+	free(p->frames);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		struct vp_stack *s = &p->stacks[i];
+		free(s->frames);
+		free((char *)s->comm);
+		free(s->samples);
+		free(s->weight);
+	}
+	free(p->stacks);
+	for (size_t i = 0; i < p->nmeta; i++) {
+		free(p->meta[i].key);
+		free(p->meta[i].value);
+	}
+	free(p->meta);
+	free(p->warnings);
+	struct priv *pv = p->priv;
+	if (pv) {
+		free(pv->frames.slot);
+		free(pv->stacks.slot);
+		free(pv);
+	}
+	free(p);
+}
+
+int vp_profile__add_event(struct vp_profile *p, const char *name, const char *unit)
+{
+	if (!name || !*name || strlen(name) >= sizeof(p->events[0].name))
+		return -EINVAL;
+	for (int i = 0; i < p->nevents; i++)
+		if (!strcmp(p->events[i].name, name))
+			return i;
+	if (p->nevents >= MAX_EVENTS)
+		return -ENOSPC;
+	struct vp_prof_event *e = &p->events[p->nevents];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	snprintf(e->unit, sizeof(e->unit), "%s", unit && *unit ? unit : "events");
+	/* Stacks carry arrays sized for all MAX_EVENTS up front (see new_stack), so adding an
+	 * event never has to touch existing stacks: their new column is already zero. */
+	return p->nevents++;
+}
+
+uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f)
+{
+	struct priv *pv = p->priv;
+	const char *name = f->name && *f->name ? f->name : "[unknown]";
+	uint8_t layer = f->layer < VP_LAYER__COUNT ? f->layer : VP_LAYER_UNKNOWN;
+	size_t mask = pv->frames.size - 1;
+	size_t j = frame_hash(layer, name, f->image) & mask;
+	for (; pv->frames.slot[j] != EMPTY; j = (j + 1) & mask)
+		if (frame_eq(&p->frames[pv->frames.slot[j]], layer, name, f->image))
+			return pv->frames.slot[j];
+	if (p->nframes >= UINT32_MAX - 1)
+		return UINT32_MAX;
+	if (p->nframes == pv->frames_cap) {
+		size_t cap = pv->frames_cap ? pv->frames_cap * 2 : 256;
+		struct vp_frame *nf = realloc(p->frames, cap * sizeof(*nf));
+		if (!nf)
+			return UINT32_MAX;
+		p->frames = nf;
+		pv->frames_cap = cap;
+	}
+	struct vp_frame *d = &p->frames[p->nframes];
+	d->name = strdup(name);
+	d->image = strdup(nz(f->image));
+	d->build_id = strdup(nz(f->build_id));
+	d->file = strdup(nz(f->file));
+	d->addr = f->addr;
+	d->line = f->line;
+	d->layer = layer;
+	if (!d->name || !d->image || !d->build_id || !d->file) {
+		free((char *)d->name);
+		free((char *)d->image);
+		free((char *)d->build_id);
+		free((char *)d->file);
+		return UINT32_MAX;
+	}
+	uint32_t id = (uint32_t)p->nframes++;
+	pv->frames.slot[j] = id;
+	/* Keep the load at or under one half so probes stay short. */
+	if (++pv->frames.used * 2 > pv->frames.size && frames_rehash(p)) {
+		/* The frame is in the array and the old table; only growth failed. */
+	}
+	return id;
+}
+
+static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid,
+				  uint32_t tid, const char *comm)
+{
+	struct priv *pv = p->priv;
+	if (p->nstacks == pv->stacks_cap) {
+		size_t cap = pv->stacks_cap ? pv->stacks_cap * 2 : 256;
+		struct vp_stack *ns = realloc(p->stacks, cap * sizeof(*ns));
+		if (!ns)
+			return NULL;
+		p->stacks = ns;
+		pv->stacks_cap = cap;
+	}
+	struct vp_stack *s = &p->stacks[p->nstacks];
+	memset(s, 0, sizeof(*s));
+	s->frames = malloc((n ? n : 1) * sizeof(*frames));
+	s->comm = strdup(nz(comm));
+	s->samples = calloc(MAX_EVENTS, sizeof(uint64_t));
+	s->weight = calloc(MAX_EVENTS, sizeof(uint64_t));
+	if (!s->frames || !s->comm || !s->samples || !s->weight) {
+		free(s->frames);
+		free((char *)s->comm);
+		free(s->samples);
+		free(s->weight);
+		return NULL;
+	}
+	if (n)
+		memcpy(s->frames, frames, n * sizeof(*frames));
+	s->nframes = n;
+	s->pid = pid;
+	s->tid = tid;
+	p->nstacks++;
+	return s;
+}
+
+int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
+		    const char *comm, int event, uint64_t samples, uint64_t weight)
+{
+	struct priv *pv = p->priv;
+	if (event < 0 || event >= p->nevents || (n && !frames))
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		if (frames[i] >= p->nframes)
+			return -EINVAL;
+	size_t mask = pv->stacks.size - 1;
+	size_t j = stack_hash(frames, n, pid, tid, nz(comm)) & mask;
+	struct vp_stack *s = NULL;
+	for (; pv->stacks.slot[j] != EMPTY; j = (j + 1) & mask) {
+		struct vp_stack *c = &p->stacks[pv->stacks.slot[j]];
+		if (stack_eq(c, frames, n, pid, tid, comm)) {
+			s = c;
+			break;
+		}
+	}
+	if (!s) {
+		s = new_stack(p, frames, n, pid, tid, comm);
+		if (!s)
+			return -ENOMEM;
+		pv->stacks.slot[j] = (uint32_t)(p->nstacks - 1);
+		if (++pv->stacks.used * 2 > pv->stacks.size) {
+			/* s points into p->stacks, which rehash does not move. */
+			int err = stacks_rehash(p);
+			(void)err; /* a failed growth leaves a fuller but valid table */
+		}
+	}
+	s->samples[event] += samples;
+	s->weight[event] += weight;
+	return 0;
+}
+
+void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value)
+{
+	if (!key)
+		return;
+	for (size_t i = 0; i < p->nmeta; i++) {
+		if (!strcmp(p->meta[i].key, key)) {
+			char *v = strdup(nz(value));
+			if (v) {
+				free(p->meta[i].value);
+				p->meta[i].value = v;
+			}
+			return;
+		}
+	}
+	struct vp_meta_kv *m = realloc(p->meta, (p->nmeta + 1) * sizeof(*m));
+	if (!m)
+		return;
+	p->meta = m;
+	char *k = strdup(key), *v = strdup(nz(value));
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return;
+	}
+	p->meta[p->nmeta].key = k;
+	p->meta[p->nmeta].value = v;
+	p->nmeta++;
+}
+
+const char *vp_profile__meta(const struct vp_profile *p, const char *key)
+{
+	for (size_t i = 0; key && i < p->nmeta; i++)
+		if (!strcmp(p->meta[i].key, key))
+			return p->meta[i].value;
+	return NULL;
+}
+
+/* True when the warnings already hold this exact line: merging the same session twice,
+ * or a loader warning once per sample, must not repeat the note. */
+static bool has_warning(const struct vp_profile *p, const char *line, size_t len)
+{
+	for (const char *w = p->warnings; w && *w;) {
+		const char *nl = strchr(w, '\n');
+		size_t l = nl ? (size_t)(nl - w) : strlen(w);
+		if (l == len && !memcmp(w, line, len))
+			return true;
+		w = nl ? nl + 1 : w + l;
+	}
+	return false;
+}
+
+static void append_warning(struct vp_profile *p, const char *msg)
+{
+	struct priv *pv = p->priv;
+	size_t len = strlen(msg);
+	while (len && msg[len - 1] == '\n')
+		len--;
+	if (!len || has_warning(p, msg, len))
+		return;
+	char *w = realloc(p->warnings, pv->warn_len + len + 2);
+	if (!w)
+		return;
+	memcpy(w + pv->warn_len, msg, len);
+	w[pv->warn_len + len] = '\n';
+	w[pv->warn_len + len + 1] = '\0';
+	p->warnings = w;
+	pv->warn_len += len + 1;
+}
+
+void vp_profile__warn(struct vp_profile *p, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	append_warning(p, buf);
+}
+
+int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
+{
+	int evmap[MAX_EVENTS];
+	uint32_t *fmap = NULL, *buf = NULL;
+	int err = 0;
+
+	for (int e = 0; e < src->nevents; e++) {
+		evmap[e] = vp_profile__add_event(dst, src->events[e].name, src->events[e].unit);
+		if (evmap[e] < 0)
+			return evmap[e];
+	}
+	fmap = malloc((src->nframes ? src->nframes : 1) * sizeof(*fmap));
+	if (!fmap)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nframes; i++) {
+		fmap[i] = vp_profile__frame(dst, &src->frames[i]);
+		if (fmap[i] == UINT32_MAX) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	size_t bufcap = 0;
+	for (size_t i = 0; i < src->nstacks; i++) {
+		const struct vp_stack *s = &src->stacks[i];
+		if (s->nframes > bufcap) {
+			uint32_t *nb = realloc(buf, s->nframes * sizeof(*nb));
+			if (!nb) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+			bufcap = s->nframes;
+		}
+		for (uint32_t k = 0; k < s->nframes; k++)
+			buf[k] = fmap[s->frames[k]];
+		for (int e = 0; e < src->nevents; e++) {
+			if (!s->samples[e] && !s->weight[e])
+				continue;
+			err = vp_profile__add(dst, buf, s->nframes, s->pid, s->tid, s->comm, evmap[e], s->samples[e],
+					      s->weight[e]);
+			if (err)
+				goto cleanup;
+		}
+	}
+	/* The first session's metadata describes the merged profile; later sessions only
+	 * fill in keys it did not have. */
+	for (size_t i = 0; i < src->nmeta; i++)
+		if (!vp_profile__meta(dst, src->meta[i].key))
+			vp_profile__set_meta(dst, src->meta[i].key, src->meta[i].value);
+	for (const char *w = src->warnings; w && *w;) {
+		const char *nl = strchr(w, '\n');
+		size_t l = nl ? (size_t)(nl - w) : strlen(w);
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)l, w);
+		append_warning(dst, line);
+		w = nl ? nl + 1 : w + l;
+	}
+	dst->lost += src->lost;
+	dst->incomplete |= src->incomplete;
+cleanup:
+	free(fmap);
+	free(buf);
+	return err;
+}
