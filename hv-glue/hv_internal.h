@@ -1,0 +1,37 @@
+/* hv-glue internals shared by events.c, probe.c and probe_cmd.c; not for other components. */
+#ifndef VIPROF_HV_INTERNAL_H
+#define VIPROF_HV_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The hypervisor as a short name ("KVM", "Xen", "Hyper-V", "VMware", "QEMU-TCG", ...),
+ * "none" on bare metal, "unknown" when the CPUID hypervisor bit is set but the
+ * signature is not one we know. sig (13 bytes) receives the raw CPUID signature or "". */
+const char *vp_hv__name(char *sig, size_t siglen, bool *hv_bit);
+
+/* Name of the core PMU's event source ("cpu", "cpu_core", "cpu_atom"), or NULL when
+ * the kernel registered none (no PMU, or the hypervisor hides it). */
+const char *vp_hv__pmu_device(void);
+
+/* One perf_event_open of (type, config) for the calling thread on any CPU, counting or
+ * sampling; the fd is closed again. 0 or -errno. */
+int vp_hv__try_event(uint32_t type, uint64_t config, bool sampling, bool exclude_kernel, bool exclude_user);
+
+/* The perf names of the events this machine can sample, table order, ", "-separated. */
+void vp_hv__available(char *buf, size_t len);
+
+/* A name for an errno ("ENOENT"), never NULL. */
+const char *vp_hv__errname(int err);
+
+/* The named events that vp_events__parse knows (cache events aside), for the probe. */
+struct vp_hv_event {
+	const char *name;
+	uint32_t type;
+	uint64_t config;
+};
+extern const struct vp_hv_event vp_hv_events[];
+extern const int vp_hv_nr_events;
+
+#endif

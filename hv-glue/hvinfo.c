@@ -1,0 +1,138 @@
+/* Hypervisor identity, PMU presence and live event tests, shared by events and probe. */
+#define _GNU_SOURCE  /* strerrorname_np */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "hv-glue/hv_internal.h"
+
+/* Hypervisor CPUID signatures (leaf 0x40000000 EBX, ECX, EDX) and the names we show. */
+static const struct {
+	const char *sig;
+	const char *name;
+} hv_sigs[] = {
+	{ "KVMKVMKVM", "KVM" },        { "XenVMMXenVMM", "Xen" },      { "Microsoft Hv", "Hyper-V" },
+	{ "VMwareVMware", "VMware" },  { "TCGTCGTCGTCG", "QEMU-TCG" }, { "ACRNACRNACRN", "ACRN" },
+	{ "bhyve bhyve ", "bhyve" },   { "VBoxVBoxVBox", "VirtualBox" }, { " lrpepyh  vr", "Parallels" },
+	{ "QNXQVMBSQG", "QNX" },       { "Linux KVM Hv", "KVM" },      { "EVMMEVMMEVMM", "EVMM" },
+};
+
+static bool read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+const char *vp_hv__name(char *sig, size_t siglen, bool *hv_bit)
+{
+	const char *name = NULL;
+	bool bit = false;
+	if (sig && siglen)
+		sig[0] = '\0';
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	if (__get_cpuid(1, &a, &b, &c, &d))
+		bit = (c >> 31) & 1;
+	if (bit) {
+		/* KVM and Xen also answer at 0x40000100 when they emulate Hyper-V at the first
+		 * leaf (enlightenments for Windows guests); the real hypervisor wins. */
+		for (unsigned base = 0x40000000; base <= 0x40000100; base += 0x100) {
+			char s[13];
+			__cpuid(base, a, b, c, d);
+			memcpy(s, &b, 4);
+			memcpy(s + 4, &c, 4);
+			memcpy(s + 8, &d, 4);
+			s[12] = '\0';
+			if (base == 0x40000000 && sig && siglen)
+				snprintf(sig, siglen, "%s", s);
+			for (size_t i = 0; i < sizeof(hv_sigs) / sizeof(hv_sigs[0]); i++) {
+				if (strncmp(s, hv_sigs[i].sig, 12))
+					continue;
+				if (!name || !strcmp(name, "Hyper-V"))
+					name = hv_sigs[i].name;
+			}
+		}
+	}
+#endif
+	if (hv_bit)
+		*hv_bit = bit;
+	if (name)
+		return name;
+	/* Xen PV guests and dom0 may not show the signature; the xen driver's sysfs does. */
+	char t[32];
+	if (read_line("/sys/hypervisor/type", t, sizeof(t)) && !strcmp(t, "xen"))
+		return "Xen";
+	return bit ? "unknown" : "none";
+}
+
+const char *vp_hv__pmu_device(void)
+{
+	static const char *const devs[] = { "cpu", "cpu_core", "cpu_atom" };
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		char p[96];
+		snprintf(p, sizeof(p), "/sys/bus/event_source/devices/%s", devs[i]);
+		if (access(p, F_OK) == 0)
+			return devs[i];
+	}
+	return NULL;
+}
+
+int vp_hv__try_event(uint32_t type, uint64_t config, bool sampling, bool exclude_kernel, bool exclude_user)
+{
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = type;
+	attr.config = config;
+	attr.disabled = 1;
+	attr.exclude_kernel = exclude_kernel;
+	attr.exclude_user = exclude_user;
+	if (sampling) {
+		/* A sampling event needs an overflow interrupt, which a counting-only (v)PMU
+		 * cannot give; the period is irrelevant because the event is never enabled. */
+		attr.sample_period = 10000000;
+		attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	}
+	int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+void vp_hv__available(char *buf, size_t len)
+{
+	size_t n = 0;
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < vp_hv_nr_events; i++) {
+		if (vp_hv__try_event(vp_hv_events[i].type, vp_hv_events[i].config, true, false, false))
+			continue;
+		int k = snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", vp_hv_events[i].name);
+		if (k > 0)
+			n += (size_t)k;
+	}
+	if (n == 0 && len)
+		snprintf(buf, len, "none");
+}
+
+const char *vp_hv__errname(int err)
+{
+	if (err < 0)
+		err = -err;
+	const char *s = strerrorname_np(err);
+	return s ? s : "E?";
+}

@@ -1,0 +1,94 @@
+/* Steal time per vCPU from /proc/stat. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hv-glue/steal.h"
+
+/* Ticks of USER_HZ to ns without overflowing for any realistic uptime. */
+static uint64_t ticks_to_ns(uint64_t t, long hz)
+{
+	return t / (uint64_t)hz * 1000000000ull + t % (uint64_t)hz * 1000000000ull / (uint64_t)hz;
+}
+
+int vp_steal__parse(const char *text, long clk_tck, uint64_t *steal_ns, int max_cpus)
+{
+	if (!text || clk_tck <= 0 || !steal_ns || max_cpus <= 0)
+		return -EINVAL;
+	memset(steal_ns, 0, sizeof(*steal_ns) * (size_t)max_cpus);
+	int n = 0;
+	bool any = false;
+	for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		/* "cpuN user nice system idle iowait irq softirq steal guest guest_nice";
+		 * the aggregate "cpu " line has no number and is skipped. */
+		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
+			continue;
+		char *p;
+		unsigned long cpu = strtoul(line + 3, &p, 10);
+		if (*p != ' ' && *p != '\t')
+			continue;
+		any = true;
+		uint64_t v = 0;
+		int col = 0;
+		for (; col < 8; col++) {
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p < '0' || *p > '9')
+				break;  /* Old kernels (< 2.6.11) stop before steal: it counts as 0. */
+			v = strtoull(p, &p, 10);
+		}
+		if (cpu >= (unsigned long)max_cpus)
+			continue;
+		steal_ns[cpu] = col == 8 ? ticks_to_ns(v, clk_tck) : 0;
+		if ((int)cpu + 1 > n)
+			n = (int)cpu + 1;
+	}
+	if (!any)
+		return -EINVAL;
+	return n;
+}
+
+int vp_steal__read(uint64_t *steal_ns, int max_cpus)
+{
+	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* /proc/stat grows with the CPU and interrupt count; read it whole. */
+	size_t cap = 16384, len = 0;
+	char *buf = malloc(cap);
+	int ret;
+	if (!buf) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				ret = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t k = read(fd, buf + len, cap - len - 1);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto cleanup;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	buf[len] = '\0';
+	ret = vp_steal__parse(buf, sysconf(_SC_CLK_TCK), steal_ns, max_cpus);
+cleanup:
+	free(buf);
+	close(fd);
+	return ret;
+}
