@@ -1,8 +1,556 @@
-/* Placeholder until the component lands. */
+/* viprof record: opens the events, runs a sampler backend, and writes the session
+ * directory (common/session_format.h) through the session writer. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "daemon/ksyms.h"
+#include "daemon/procsynth.h"
+#include "daemon/record_opts.h"
+#include "daemon/session_writer.h"
+#include "hv-glue/events.h"
+#include "hv-glue/probe.h"
+#include "hv-glue/steal.h"
+#include "sampler-kernel/sampler.h"
+
+#ifndef VIPROF_VERSION
+#define VIPROF_VERSION "0.0.0"
+#endif
+
+#define NSEC 1000000000ull
+#define POLL_MS 100
+#define STEAL_INTERVAL_NS (100ull * 1000000)
+#define FLUSH_INTERVAL_NS NSEC          /* a kill -9 loses at most about this much */
+#define STATUS_INTERVAL_NS (500ull * 1000000)
+#define MAX_CPUS 4096
+
+static volatile sig_atomic_t stop_signal;
+
+/* The first SIGINT/SIGTERM asks for a clean end (drain, LOST, END, meta.json); a
+ * second one exits at once. The stream is flushed every second and its chunks are
+ * self-contained, so what was flushed stays readable. Only async-signal-safe calls. */
+static void on_signal(int sig)
+{
+	if (stop_signal)
+		_exit(128 + sig);
+	stop_signal = sig;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+static void join_args(char *buf, size_t len, char **argv, int argc)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (int i = 0; (argc < 0 ? argv[i] != NULL : i < argc) && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", argv[i]);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) ? -1 : 0;
+}
+
+/* A helper for META records from vp_probe__foreach_meta, kept apart from ours by a prefix. */
+struct meta_ctx {
+	struct vp_session_writer *w;
+	int err;
+};
+
+static void probe_meta_cb(void *ctx, const char *key, const char *value)
+{
+	struct meta_ctx *m = ctx;
+	char k[160];
+	snprintf(k, sizeof(k), "probe.%s", key);
+	if (!m->err)
+		m->err = vp_session_writer__meta(m->w, k, value);
+}
+
+/* Forks the command and holds it before exec until release_child(): the sampler must
+ * be watching the pid before the first instruction of the new program runs. */
+static pid_t launch_child(char **cmd, const char *java_opts, int *go_fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		char go;
+		ssize_t k;
+		do
+			k = read(p[0], &go, 1);
+		while (k < 0 && errno == EINTR);
+		if (k != 1)
+			_exit(127);   /* the recorder gave up before starting: never run unprofiled */
+		/* The command runs as the invoking user, not as a set-uid viprof. */
+		if (getuid() != geteuid() || getgid() != getegid()) {
+			if (setgid(getgid()) != 0 || setuid(getuid()) != 0)
+				_exit(127);
+		}
+		if (java_opts)
+			setenv("JAVA_TOOL_OPTIONS", java_opts, 1);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "viprof: cannot run '%s': %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return pid;
+}
+
+static void release_child(int *go_fd)
+{
+	if (*go_fd < 0)
+		return;
+	ssize_t k;
+	do
+		k = write(*go_fd, "g", 1);
+	while (k < 0 && errno == EINTR);
+	close(*go_fd);
+	*go_fd = -1;
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* The agent options for a launched JVM, appended to what the user already set. */
+static char *java_tool_options(const char *session_dir, bool no_jit, bool quiet)
+{
+	if (no_jit)
+		return NULL;
+	const char *agent = viprof_agent_path();
+	if (!agent || !*agent) {
+		fprintf(stderr, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
+				"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
+		return NULL;
+	}
+	const char *old = getenv("JAVA_TOOL_OPTIONS");
+	char *s = NULL;
+	/* Frame pointers let the sampler walk through compiled Java frames; DebugNonSafepoints
+	 * makes the agent's PC-to-line tables precise between safepoints. */
+	if (asprintf(&s, "%s%s-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR
+			 " -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
+		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir) < 0)
+		return NULL;
+	return s;
+}
+
+static const char *target_name(enum record_target t)
+{
+	switch (t) {
+	case RECORD_TARGET_ALL: return "all";
+	case RECORD_TARGET_PIDS: return "pids";
+	case RECORD_TARGET_LAUNCH: return "launch";
+	default: return "none";
+	}
+}
+
+static int write_metadata(struct vp_session_writer *w, const struct record_opts *o, int argc, char **argv,
+			  const char *backend, const char *backend_why, const char *event_why,
+			  uint64_t start_mono, uint64_t start_real)
+{
+	char buf[4096];
+	struct utsname u;
+	int e = 0;
+#define META(k, v) do { if (!e) e = vp_session_writer__meta(w, (k), (v)); } while (0)
+	META("version", VIPROF_VERSION);
+	if (gethostname(buf, sizeof(buf)) == 0) {
+		buf[sizeof(buf) - 1] = '\0';
+		META("hostname", buf);
+	}
+	if (uname(&u) == 0) {
+		META("kernel", u.release);
+		META("machine", u.machine);
+	}
+	join_args(buf, sizeof(buf), argv, argc);
+	META("cmdline", buf);
+	META("target", target_name(o->target));
+	if (o->target == RECORD_TARGET_LAUNCH) {
+		join_args(buf, sizeof(buf), o->cmd, -1);
+		META("command", buf);
+	} else if (o->target == RECORD_TARGET_PIDS) {
+		size_t off = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < o->npids && off < sizeof(buf); i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%d", i ? "," : "", (int)o->pids[i]);
+		META("pids", buf);
+	}
+	META("backend", backend);
+	META("backend.why", backend_why);
+	if (event_why)
+		META("event.why", event_why);
+	META("callchain", o->callchain ? "yes" : "no");
+	META("clock", "CLOCK_MONOTONIC");
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start_mono);
+	META("start_monotonic_ns", buf);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start_real);
+	META("start_realtime_ns", buf);
+	snprintf(buf, sizeof(buf), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	META("ncpus", buf);
+#undef META
+	if (e)
+		return e;
+	struct vp_probe *p = vp_probe__run();
+	if (p) {
+		struct meta_ctx m = { .w = w };
+		vp_probe__foreach_meta(p, probe_meta_cb, &m);
+		vp_probe__free(p);
+		e = m.err;
+	}
+	return e;
+}
+
+static void print_status(uint64_t elapsed_ns, uint64_t samples, uint64_t lost)
+{
+	double t = (double)elapsed_ns / 1e9;
+	fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, (unsigned long long)samples,
+		(unsigned long long)lost, t > 0 ? (double)samples / t : 0.0);
+}
+
+/* Bytes under the session directory (stream, meta.json, code maps). */
+static uint64_t du_bytes;
+static int du_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_F)
+		du_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
+/* Whether err already tells the user how to get the privilege. */
+static bool names_privilege_fix(const char *err)
+{
+	return strstr(err, "paranoid") || strstr(err, "CAP_") || strstr(err, "root");
+}
+
+static int steal_snapshot(struct vp_session_writer *w, uint64_t *steal, int max)
+{
+	int n = vp_steal__read(steal, max);
+	if (n <= 0)
+		return 0;   /* no steal accounting here: nothing to record, not a failure */
+	return vp_session_writer__steal(w, now_ns(CLOCK_MONOTONIC), steal, n);
+}
+
 int cmd_record(int argc, char **argv)
 {
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
+	struct record_opts o;
+	struct sampler_config cfg = { 0 };
+	char err[1024] = "", why[512] = "", event_why[512] = "";
+	struct vp_session_writer *w = NULL;
+	const struct sampler_backend *be = NULL;
+	struct sampler *s = NULL;
+	uint64_t *steal = NULL;
+	char *java_opts = NULL;
+	pid_t child = 0;
+	int go_fd = -1, child_status = 0, ret = 1, e;
+	bool child_done = false, started = false, created_dir = false;
+
+	record_opts__defaults(&o);
+	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		record_opts__usage(stdout);
+		return 0;
+	}
+
+	/* Events: parsed and live-checked before anything is created, so that a typo or
+	 * an event this VM cannot count costs nothing but one clear line. */
+	if (o.events) {
+		int n = vp_events__parse(o.events, cfg.events, VP_MAX_EVENTS, err, sizeof(err));
+		if (n < 0) {
+			fprintf(stderr, "viprof record: %s\n", err);
+			return 2;
+		}
+		cfg.nr_events = n;
+	} else {
+		if (vp_events__default(&cfg.events[0], event_why, sizeof(event_why)) != 0) {
+			fprintf(stderr, "viprof record: %s\n", event_why[0] ? event_why : "no event can be sampled here");
+			return 2;
+		}
+		cfg.nr_events = 1;
+	}
+	for (int i = 0; i < cfg.nr_events; i++) {
+		cfg.events[i].freq = o.freq;
+		cfg.events[i].period = o.period;
+		if (vp_events__check(&cfg.events[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "viprof record: %s\n", err);
+			return 2;
+		}
+	}
+	if (!o.events && !o.quiet) {
+		if (o.period)
+			fprintf(stderr, "viprof: sampling %s every %llu: %s\n", cfg.events[0].name,
+				(unsigned long long)o.period, event_why);
+		else
+			fprintf(stderr, "viprof: sampling %s at %llu Hz: %s\n", cfg.events[0].name,
+				(unsigned long long)o.freq, event_why);
+	}
+
+	/* Kernel symbols, once: the hot path then only searches this array. */
+	bool all_zero = false;
+	struct vp_ksyms *ks = vp_ksyms__load(NULL, &all_zero);
+	if (!ks)
+		fprintf(stderr, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
+			strerror(errno));
+	else if (all_zero)
+		fprintf(stderr, "viprof: warning: /proc/kallsyms shows every address as 0 (kptr_restrict); kernel frames "
+				"will not be named; fix: sysctl kernel.kptr_restrict=0\n");
+
+	struct stat st;
+	created_dir = lstat(o.output, &st) != 0;
+	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
+	if (!w) {
+		vp_ksyms__free(ks);
+		fprintf(stderr, "viprof record: %s\n", err);
+		return 1;
+	}
+	created_dir = true;   /* create() either made it or emptied it (--force) */
+	vp_session_writer__set_ksyms(w, ks);
+
+	uint64_t start_real = now_ns(CLOCK_REALTIME), start = now_ns(CLOCK_MONOTONIC);
+	cfg.callchain = o.callchain;
+	cfg.want_switches = true;   /* steal-time victim attribution needs who ran when */
+	cfg.want_sideband = true;
+	cfg.sink = vp_session_writer__sink(w);
+	switch (o.target) {
+	case RECORD_TARGET_ALL:
+		cfg.target = SAMPLER_TARGET_ALL;
+		break;
+	case RECORD_TARGET_PIDS:
+		cfg.target = SAMPLER_TARGET_PIDS;
+		cfg.pids = o.pids;
+		cfg.nr_pids = o.npids;
+		break;
+	default:
+		cfg.target = SAMPLER_TARGET_LAUNCH;
+		java_opts = java_tool_options(vp_session_writer__dir(w), o.no_jit, o.quiet);
+		/* Orphaned grandchildren are reparented to us, so "the command and its
+		 * descendants are done" is simply "no child is left". */
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		child = launch_child(o.cmd, java_opts, &go_fd);
+		if (child < 0) {
+			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o.cmd[0], strerror(-child));
+			child = 0;
+			goto cleanup;
+		}
+		cfg.pids = &child;
+		cfg.nr_pids = 1;
+		break;
+	}
+
+	be = sampler__select(o.backend, &cfg, why, sizeof(why));
+	if (!be) {
+		fprintf(stderr, "viprof record: no sampler backend can run here: %s%s\n", why,
+			geteuid() != 0 && !names_privilege_fix(why)
+				? "; run as root, or grant CAP_PERFMON and CAP_BPF, or lower 'sysctl kernel.perf_event_paranoid'"
+				: "");
+		goto cleanup;
+	}
+	e = write_metadata(w, &o, argc, argv, be->name, why, o.events ? NULL : event_why, start, start_real);
+	for (int i = 0; !e && i < cfg.nr_events; i++)
+		e = vp_session_writer__event(w, &cfg.events[i]);
+	if (e) {
+		fprintf(stderr, "viprof record: cannot write the session in %s: %s\n", vp_session_writer__dir(w),
+			strerror(-e));
+		goto cleanup;
+	}
+
+	/* Processes that already run: their mappings predate any live MMAP event. */
+	struct vp_procsynth *ps = vp_procsynth__new();
+	if (!ps) {
+		fprintf(stderr, "viprof record: out of memory\n");
+		goto cleanup;
+	}
+	e = 0;
+	if (o.target == RECORD_TARGET_ALL) {
+		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), &cfg.sink);
+		e = e < 0 ? e : 0;
+	} else if (o.target == RECORD_TARGET_PIDS) {
+		for (int i = 0; i < o.npids && !e; i++) {
+			e = vp_procsynth__process(ps, o.pids[i], now_ns(CLOCK_MONOTONIC), &cfg.sink);
+			if (e == -ESRCH) {
+				fprintf(stderr, "viprof record: process %d exited before recording started\n", (int)o.pids[i]);
+				vp_procsynth__free(ps);
+				goto cleanup;
+			}
+		}
+	}
+	vp_procsynth__free(ps);
+	if (e) {
+		fprintf(stderr, "viprof record: cannot read the processes' mappings: %s\n", strerror(-e));
+		goto cleanup;
+	}
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	s = be->start(&cfg, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "viprof record: %s backend: %s%s\n", be->name, err,
+			geteuid() != 0 && !names_privilege_fix(err)
+				? "; run as root, or grant CAP_PERFMON and CAP_BPF, or lower 'sysctl kernel.perf_event_paranoid'"
+				: "");
+		goto cleanup;
+	}
+	started = true;
+	steal = calloc(MAX_CPUS, sizeof(*steal));
+	if (steal)
+		steal_snapshot(w, steal, MAX_CPUS);
+	release_child(&go_fd);
+
+	bool tty = isatty(STDERR_FILENO) && !o.quiet;
+	uint64_t last_steal = now_ns(CLOCK_MONOTONIC), last_status = 0, samples = 0, lost = 0;
+	uint64_t deadline = o.duration > 0 ? start + (uint64_t)(o.duration * 1e9) : 0;
+	bool failed = false;
+	while (!stop_signal) {
+		int r = be->poll(s, POLL_MS);
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		if (r < 0 && r != -EINTR) {
+			e = vp_session_writer__error(w);
+			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "",
+				e ? "cannot write the session stream; stopping (what was written stays readable)"
+				  : "the sampler failed; stopping (what was recorded stays readable)");
+			if (e)
+				fprintf(stderr, "viprof record: %s: %s\n", vp_session_writer__dir(w), strerror(-e));
+			failed = true;
+			break;
+		}
+		if (steal && now - last_steal >= STEAL_INTERVAL_NS) {
+			steal_snapshot(w, steal, MAX_CPUS);
+			last_steal = now;
+		}
+		if (vp_session_writer__maybe_flush(w, now, FLUSH_INTERVAL_NS)) {
+			fprintf(stderr, "%sviprof record: cannot write %s: %s; stopping\n", tty ? "\n" : "",
+				vp_session_writer__dir(w), strerror(-vp_session_writer__error(w)));
+			failed = true;
+			break;
+		}
+		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
+			be->counts(s, &samples, &lost);
+			print_status(now - start, samples, lost);
+			last_status = now;
+		}
+		if (deadline && now >= deadline)
+			break;
+		if (child) {
+			/* Reap the command and any orphaned descendant; stop when none is left. */
+			int status;
+			pid_t p;
+			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (p == child) {
+					child_status = status;
+					child_done = true;
+				}
+			}
+			if (p < 0 && errno == ECHILD)
+				break;
+		}
+	}
+	if (tty)
+		fputc('\n', stderr);
+
+	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
+	 * status is known and nothing keeps running unprofiled behind the user's back. */
+	bool we_stopped_child = false;
+	if (child && !child_done) {
+		int status;
+		kill(child, SIGTERM);
+		we_stopped_child = true;
+		for (int i = 0; i < 20 && !child_done; i++) {
+			if (waitpid(child, &status, WNOHANG) == child) {
+				child_status = status;
+				child_done = true;
+			} else {
+				usleep(50000);
+			}
+		}
+	}
+
+	if (be->stop(s) < 0 && !failed) {
+		fprintf(stderr, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
+		failed = true;
+	}
+	be->counts(s, &samples, &lost);
+	if (steal)
+		steal_snapshot(w, steal, MAX_CPUS);
+	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
+	struct vp_end end = {
+		.lost = lost,
+		.duration_ns = end_time - start,
+		.exit_status = child_done && !we_stopped_child ? (uint32_t)exit_code(child_status) : 0,
+	};
+	if (vp_session_writer__finish(w, end_time, &end, err, sizeof(err))) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		failed = true;
+	}
+	du_bytes = 0;
+	nftw(vp_session_writer__dir(w), du_entry, 16, FTW_PHYS);
+	double secs = (double)end.duration_ns / 1e9;
+	fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+		(unsigned long long)end.samples, (unsigned long long)lost, secs,
+		secs > 0 ? (double)end.samples / secs : 0.0, vp_session_writer__dir(w), (unsigned long long)du_bytes);
+	if (stop_signal && !o.quiet)
+		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
+	ret = failed ? 1 : child && child_done && !we_stopped_child ? exit_code(child_status) : 0;
+
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd);   /* the held child reads EOF and exits without running the command */
+	if (child && !started) {
+		int status;
+		waitpid(child, &status, 0);
+	}
+	if (s)
+		be->destroy(s);
+	if (!started && w && created_dir) {
+		/* Nothing was recorded: leave no half-made session behind to trip --force. */
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", vp_session_writer__dir(w));
+		vp_session_writer__free(w);
+		w = NULL;
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	vp_session_writer__free(w);
+	free(steal);
+	free(java_opts);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return ret;
 }

@@ -1,0 +1,204 @@
+/* Kernel symbol snapshot: see ksyms.h. */
+#include "daemon/ksyms.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name_off;    /* into names */
+	uint32_t module_off;  /* into names; 0 is the empty string */
+};
+
+struct vp_ksyms {
+	struct ksym *syms;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+	uint64_t *emitted;    /* one bit per symbol */
+	/* The last symbol has no successor; kallsyms gives no end, so its size is a guess. */
+	uint64_t last_size;
+};
+
+#define LAST_SYMBOL_SIZE 4096
+
+static int names_add(struct vp_ksyms *k, const char *s, size_t len, uint32_t *off)
+{
+	if (k->names_len + len + 1 > k->names_cap) {
+		size_t cap = k->names_cap ? k->names_cap * 2 : 1 << 20;
+		while (cap < k->names_len + len + 1)
+			cap *= 2;
+		char *p = realloc(k->names, cap);
+		if (!p)
+			return -ENOMEM;
+		k->names = p;
+		k->names_cap = cap;
+	}
+	if (k->names_len > UINT32_MAX - len - 1)
+		return -E2BIG;
+	memcpy(k->names + k->names_len, s, len);
+	k->names[k->names_len + len] = '\0';
+	*off = (uint32_t)k->names_len;
+	k->names_len += len + 1;
+	return 0;
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Stable-ish for aliases at one address: keep the first name read (e.g. _stext
+	 * after srso_alias_untrain_ret) deterministic by name offset. */
+	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
+}
+
+struct vp_ksyms *vp_ksyms__load(const char *path, bool *all_zero)
+{
+	struct vp_ksyms *k = calloc(1, sizeof(*k));
+	FILE *f = NULL;
+	char *line = NULL;
+	size_t linecap = 0;
+	int err = 0;
+	bool any_nonzero = false;
+	uint32_t off;
+
+	if (!k)
+		return NULL;
+	/* Offset 0 is the empty module name. */
+	if ((err = names_add(k, "", 0, &off)))
+		goto fail;
+	f = fopen(path ? path : "/proc/kallsyms", "re");
+	if (!f) {
+		err = -errno;
+		goto fail;
+	}
+	while (getline(&line, &linecap, f) > 0) {
+		char *p = line, *end;
+		uint64_t addr = strtoull(p, &end, 16);
+		if (end == p || *end != ' ')
+			continue;
+		char type = end[1];
+		if (end[2] != ' ')
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		char *name = end + 3;
+		size_t nlen = strcspn(name, "\t\n");
+		char *mod = name + nlen, *modend;
+		size_t mlen = 0;
+		if (*mod == '\t' && mod[1] == '[' && (modend = strchr(mod + 2, ']'))) {
+			mod += 2;
+			mlen = (size_t)(modend - mod);
+		}
+		if (addr)
+			any_nonzero = true;
+		if (k->n == k->cap) {
+			size_t cap = k->cap ? k->cap * 2 : 65536;
+			struct ksym *s = realloc(k->syms, cap * sizeof(*s));
+			if (!s) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			k->syms = s;
+			k->cap = cap;
+		}
+		struct ksym *s = &k->syms[k->n];
+		s->addr = addr;
+		if ((err = names_add(k, name, nlen, &s->name_off)))
+			goto fail;
+		s->module_off = 0;
+		if (mlen && (err = names_add(k, mod, mlen, &s->module_off)))
+			goto fail;
+		k->n++;
+	}
+	if (ferror(f)) {
+		err = -EIO;
+		goto fail;
+	}
+	fclose(f);
+	f = NULL;
+	free(line);
+	line = NULL;
+	if (all_zero)
+		*all_zero = k->n > 0 && !any_nonzero;
+	if (!any_nonzero)
+		k->n = 0;   /* addresses hidden: nothing can be resolved */
+	qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
+	k->emitted = calloc(k->n / 64 + 1, sizeof(uint64_t));
+	if (!k->emitted) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	k->last_size = LAST_SYMBOL_SIZE;
+	return k;
+fail:
+	if (f)
+		fclose(f);
+	free(line);
+	vp_ksyms__free(k);
+	errno = -err;
+	return NULL;
+}
+
+void vp_ksyms__free(struct vp_ksyms *k)
+{
+	if (!k)
+		return;
+	free(k->syms);
+	free(k->names);
+	free(k->emitted);
+	free(k);
+}
+
+size_t vp_ksyms__count(const struct vp_ksyms *k) { return k->n; }
+
+/* Size of symbol i: up to the next symbol at a higher address (aliases share one
+ * address and must not get size 0). */
+static uint64_t sym_size(const struct vp_ksyms *k, size_t i)
+{
+	for (size_t j = i + 1; j < k->n; j++)
+		if (k->syms[j].addr > k->syms[i].addr)
+			return k->syms[j].addr - k->syms[i].addr;
+	return k->last_size;
+}
+
+long vp_ksyms__find(const struct vp_ksyms *k, uint64_t addr)
+{
+	if (!k->n || addr < k->syms[0].addr)
+		return -1;
+	size_t lo = 0, hi = k->n;   /* find the last symbol with addr <= the address */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (k->syms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* Of aliases at one address, report the first (lowest index). */
+	while (lo > 0 && k->syms[lo - 1].addr == k->syms[lo].addr)
+		lo--;
+	if (addr - k->syms[lo].addr >= sym_size(k, lo))
+		return -1;
+	return (long)lo;
+}
+
+void vp_ksyms__info(const struct vp_ksyms *k, long idx, struct vp_ksym_info *out)
+{
+	const struct ksym *s = &k->syms[idx];
+	out->addr = s->addr;
+	out->size = sym_size(k, (size_t)idx);
+	out->name = k->names + s->name_off;
+	out->module = k->names + s->module_off;
+}
+
+bool vp_ksyms__mark(struct vp_ksyms *k, long idx)
+{
+	uint64_t bit = 1ull << (idx & 63);
+	if (k->emitted[idx / 64] & bit)
+		return false;
+	k->emitted[idx / 64] |= bit;
+	return true;
+}

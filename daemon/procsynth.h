@@ -1,0 +1,28 @@
+/* Synthesized sideband for processes that already run when recording starts: one
+ * VP_REC_COMM per thread (from /proc/PID/task/TID/comm) and one VP_REC_MMAP per
+ * executable mapping (from /proc/PID/maps), marked synthesized=1, so that samples
+ * taken before any live MMAP event can still be symbolized. */
+#ifndef VIPROF_DAEMON_PROCSYNTH_H
+#define VIPROF_DAEMON_PROCSYNTH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler-kernel/sampler.h"
+
+struct vp_procsynth;   /* opaque: caches build-ids across processes (libc is in all of them) */
+
+struct vp_procsynth *vp_procsynth__new(void);
+void vp_procsynth__free(struct vp_procsynth *ps);   /* accepts NULL */
+/* Emits COMM and MMAP records for pid at time through sink. 0, -ESRCH when the
+ * process went away (not an error for -a), or the sink's -errno. */
+int vp_procsynth__process(struct vp_procsynth *ps, pid_t pid, uint64_t time, const struct vp_sink *sink);
+/* Every process in /proc; processes that exit meanwhile are skipped. Returns the
+ * number of processes synthesized or the sink's -errno. */
+int vp_procsynth__all(struct vp_procsynth *ps, uint64_t time, const struct vp_sink *sink);
+
+/* Reads the GNU build-id note of the ELF file at path (PT_NOTE segments). Returns
+ * its length (1..20) or -errno (-ENOENT when the file has none). */
+int vp_elf_build_id(const char *path, uint8_t *out, size_t outlen);
+
+#endif

@@ -1,0 +1,228 @@
+/* 'viprof record' option parsing: see record_opts.h. */
+#define _GNU_SOURCE
+#include "daemon/record_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void record_opts__defaults(struct record_opts *o)
+{
+	*o = (struct record_opts){
+		.freq = RECORD_DEFAULT_FREQ,
+		.output = RECORD_DEFAULT_DIR,
+		.backend = "auto",
+		.target = RECORD_TARGET_NONE,
+	};
+}
+
+void record_opts__usage(FILE *f)
+{
+	fprintf(f,
+		"usage: viprof record [options] [-a | -p PID[,PID..] | [--] CMD [ARGS...]]\n"
+		"\n"
+		"Samples the target and writes a session directory for 'viprof report'.\n"
+		"\n"
+		"  -e, --event EV[,EV..]  events to sample (perf names, e.g. cycles, cpu-clock,\n"
+		"                         page-faults, or raw rNNNN); default: cycles where this\n"
+		"                         machine counts them, else cpu-clock (see 'viprof probe')\n"
+		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
+		"                         not beat with 1000 Hz timers), at most %d\n"
+		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
+		"  -g, --call-graph       record kernel and user call stacks (frame pointers)\n"
+		"  -a, --all-cpus         every process on every CPU\n"
+		"  -p, --pid PID[,PID..]  these running processes (and what they fork)\n"
+		"  -d, --duration SEC     stop after SEC seconds (default: when CMD exits, or Ctrl-C)\n"
+		"  -o, --output DIR       session directory (default %s)\n"
+		"      --force            replace a non-empty DIR (the old one is kept as DIR.old)\n"
+		"      --backend NAME     auto (default: bpf, else perf), bpf or perf\n"
+		"      --no-jit           do not load the JVM agent into Java processes\n"
+		"  -q, --quiet            no live status line\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"examples:\n"
+		"  viprof record -g -- java -jar app.jar        launch and profile a JVM\n"
+		"  viprof record -F 4000 -g -p 1234 -d 30       a running process for 30 s\n"
+		"  viprof record -a -e page-faults -c 1 -d 5    every page fault, system-wide\n"
+		"  viprof record -o run1 --force -- ./bench     replace run1 (old kept as run1.old)\n",
+		RECORD_DEFAULT_FREQ, RECORD_MAX_FREQ, RECORD_DEFAULT_DIR);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A whole positive decimal number up to max, or -1. */
+static long long parse_uint(const char *s, unsigned long long max)
+{
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	return (long long)v;
+}
+
+static int parse_pids(struct record_opts *o, const char *arg, char *err, size_t errlen)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int ret = 0;
+	if (!copy)
+		return -ENOMEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long long pid = parse_uint(tok, 4194304);   /* PID_MAX_LIMIT */
+		if (pid <= 0) {
+			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a positive number)", arg, tok);
+			goto out;
+		}
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%lld", pid);
+		if (stat(path, &st) != 0) {
+			ret = fail(err, errlen, "-p %s: no process %lld is running", arg, pid);
+			goto out;
+		}
+		if (o->npids == RECORD_MAX_PIDS) {
+			ret = fail(err, errlen, "-p: at most %d processes", RECORD_MAX_PIDS);
+			goto out;
+		}
+		o->pids[o->npids++] = (pid_t)pid;
+	}
+	if (!o->npids)
+		ret = fail(err, errlen, "-p needs a process id, e.g. -p 1234 or -p 1234,5678");
+out:
+	free(copy);
+	return ret;
+}
+
+int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT };
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "call-graph", no_argument, NULL, 'g' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool have_freq = false, have_all = false, have_pids = false;
+	int c, ret;
+	long long v;
+	char *end;
+
+	optind = 0;   /* full reinitialization: we may be called more than once */
+	opterr = 0;   /* our own one-line messages instead of getopt's */
+	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
+	while ((c = getopt_long(argc, argv, "+:e:F:c:gap:d:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			if (!*optarg)
+				return fail(err, errlen, "-e needs an event list, e.g. -e cpu-clock");
+			o->events = optarg;
+			break;
+		case 'F':
+			v = parse_uint(optarg, RECORD_MAX_FREQ);
+			if (v <= 0)
+				return fail(err, errlen, "-F %s: the frequency must be a whole number from 1 to %d (samples/s)",
+					    optarg, RECORD_MAX_FREQ);
+			o->freq = (uint64_t)v;
+			have_freq = true;
+			break;
+		case 'c':
+			v = parse_uint(optarg, (1ull << 62));
+			if (v <= 0)
+				return fail(err, errlen, "-c %s: the period must be a positive whole number of events", optarg);
+			o->period = (uint64_t)v;
+			break;
+		case 'g':
+			o->callchain = true;
+			break;
+		case 'a':
+			have_all = true;
+			break;
+		case 'p':
+			if ((ret = parse_pids(o, optarg, err, errlen)))
+				return ret;
+			have_pids = true;
+			break;
+		case 'd': {
+			errno = 0;
+			double d = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(d) || d <= 0 || d > 31 * 86400.0)
+				return fail(err, errlen, "-d %s: the duration must be a positive number of seconds", optarg);
+			o->duration = d;
+			break;
+		}
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "-o needs a directory name");
+			o->output = optarg;
+			break;
+		case OPT_FORCE:
+			o->force = true;
+			break;
+		case OPT_BACKEND:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "bpf") && strcmp(optarg, "perf"))
+				return fail(err, errlen, "--backend %s: must be auto, bpf or perf", optarg);
+			o->backend = optarg;
+			break;
+		case OPT_NO_JIT:
+			o->no_jit = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		case ':':
+			if (optopt)
+				return fail(err, errlen, "option -%c needs a value; see 'viprof record --help'", optopt);
+			return fail(err, errlen, "option '%s' needs a value; see 'viprof record --help'",
+				    argv[optind - 1]);
+		default:
+			if (optopt)
+				return fail(err, errlen, "unknown option -%c; see 'viprof record --help'", optopt);
+			return fail(err, errlen, "unknown option '%s'; see 'viprof record --help'",
+				    argv[optind - 1]);
+		}
+	}
+	if (have_freq && o->period)
+		return fail(err, errlen, "-F and -c exclude each other: sample by frequency (-F HZ) or every N events (-c N)");
+	bool have_cmd = optind < argc;
+	if (have_all + have_pids + have_cmd > 1)
+		return fail(err, errlen, "choose one target: -a, -p PID, or -- CMD");
+	if (!have_all && !have_pids && !have_cmd)
+		return fail(err, errlen, "nothing to record: give -a, -p PID, or -- CMD; see 'viprof record --help'");
+	if (have_all)
+		o->target = RECORD_TARGET_ALL;
+	else if (have_pids)
+		o->target = RECORD_TARGET_PIDS;
+	else {
+		o->target = RECORD_TARGET_LAUNCH;
+		o->cmd = argv + optind;
+	}
+	if (o->period)
+		o->freq = 0;
+	return 0;
+}

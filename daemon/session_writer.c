@@ -1,0 +1,438 @@
+/* The recorder's session directory writer: see session_writer.h. */
+#define _GNU_SOURCE
+#include "daemon/session_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "daemon/ksyms.h"
+
+/* Kernel text lives in the top half of the address space on every 64-bit Linux
+ * architecture we sample; PERF_CONTEXT_* markers sit at the very top and are not IPs. */
+#define KERNEL_START 0xffff800000000000ull
+#define MAX_STEAL_CPUS 1024
+
+struct meta_pair {
+	char *key, *value;
+};
+
+struct vp_session_writer {
+	char dir[PATH_MAX];
+	struct cfile_writer *cw;
+	struct vp_ksyms *ks;
+	struct meta_pair *meta;
+	int nmeta, meta_cap;
+	char event_names[VP_MAX_EVENTS][64];
+	int nevents;
+	uint64_t samples, ksyms_emitted, records_seen;
+	uint64_t last_flush;
+	uint64_t final_bytes;  /* of stream.vps once closed */
+	uint64_t *steal_first, *steal_last;
+	int steal_ncpus;
+	bool have_steal;
+	int error;        /* sticky -errno */
+};
+
+static void set_err(char *dst, size_t len, const char *fmt, ...)
+{
+	if (!dst || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) ? -1 : 0;
+}
+
+static bool dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool empty = true;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			empty = false;
+			break;
+		}
+	}
+	closedir(d);
+	return empty;
+}
+
+/* Makes dir an empty directory we may fill, following the --force rules. */
+static int prepare_dir(const char *dir, bool force, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode) && dir_is_empty(dir))
+			return 0;
+		if (!force) {
+			set_err(err, errlen, "%s already exists and is not empty; use --force (the old one is kept as %s.old) or -o another directory",
+				dir, dir);
+			return -EEXIST;
+		}
+		char old[PATH_MAX];
+		if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old)) {
+			set_err(err, errlen, "%s: path too long", dir);
+			return -ENAMETOOLONG;
+		}
+		if (lstat(old, &st) == 0 && nftw(old, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+			int e = errno;
+			set_err(err, errlen, "cannot remove the previous %s: %s", old, strerror(e));
+			return -e;
+		}
+		if (rename(dir, old) != 0) {
+			int e = errno;
+			set_err(err, errlen, "cannot rename %s to %s: %s", dir, old, strerror(e));
+			return -e;
+		}
+	}
+	if (mkdir(dir, 0755) != 0) {
+		int e = errno;
+		set_err(err, errlen, "cannot create session directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
+						    char *err, size_t errlen)
+{
+	struct vp_session_writer *w = calloc(1, sizeof(*w));
+	char path[PATH_MAX + 32];
+	int e;
+	if (!w) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	if ((e = prepare_dir(dir, force, err, errlen)))
+		goto fail;
+	if (!realpath(dir, w->dir)) {
+		e = -errno;
+		set_err(err, errlen, "%s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	/* The JVM agent writes its code maps under jit/; in launch mode the JVM runs as
+	 * we do, but an attached JVM may run as another user and must be able to look in. */
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR, w->dir);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+		e = -errno;
+		set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	chmod(path, 0755);   /* not subject to our umask */
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, w->dir);
+	w->cw = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, chunk_bytes, false);
+	if (!w->cw) {
+		e = -errno;
+		set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	return w;
+fail:
+	free(w);
+	errno = -e;
+	return NULL;
+}
+
+void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_ksyms *ks)
+{
+	vp_ksyms__free(w->ks);
+	w->ks = ks;
+}
+
+const char *vp_session_writer__dir(const struct vp_session_writer *w) { return w->dir; }
+
+static int append(struct vp_session_writer *w, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	if (w->error)
+		return w->error;
+	int e = cfile_writer__append(w->cw, type, time, body, len);
+	if (e)
+		w->error = e;
+	return e;
+}
+
+int vp_session_writer__meta(struct vp_session_writer *w, const char *key, const char *value)
+{
+	size_t kl = strlen(key), vl = strlen(value);
+	char *body = malloc(kl + vl + 2);
+	if (!body)
+		return -ENOMEM;
+	memcpy(body, key, kl + 1);
+	memcpy(body + kl + 1, value, vl + 1);
+	int e = append(w, VP_REC_META, 0, body, kl + vl + 2);
+	free(body);
+	if (e)
+		return e;
+	if (w->nmeta == w->meta_cap) {
+		int cap = w->meta_cap ? w->meta_cap * 2 : 32;
+		struct meta_pair *m = realloc(w->meta, (size_t)cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		w->meta = m;
+		w->meta_cap = cap;
+	}
+	w->meta[w->nmeta].key = strdup(key);
+	w->meta[w->nmeta].value = strdup(value);
+	if (!w->meta[w->nmeta].key || !w->meta[w->nmeta].value) {
+		free(w->meta[w->nmeta].key);
+		free(w->meta[w->nmeta].value);
+		return -ENOMEM;
+	}
+	w->nmeta++;
+	return 0;
+}
+
+int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_event *ev)
+{
+	if (w->nevents >= VP_MAX_EVENTS)
+		return -E2BIG;
+	struct vp_event_desc d = {
+		.index = (uint32_t)w->nevents,
+		.perf_type = ev->type,
+		.perf_config = ev->config,
+		.period = ev->period,
+		.freq = ev->freq,
+	};
+	if (ev->software)
+		d.flags |= VP_EVENT_SOFTWARE;
+	/* The clock events count nanoseconds, so their period is a time. */
+	if (ev->type == PERF_TYPE_SOFTWARE &&
+	    (ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK))
+		d.flags |= VP_EVENT_TIME_UNITS;
+	snprintf(d.name, sizeof(d.name), "%s", ev->name);
+	snprintf(w->event_names[w->nevents], sizeof(w->event_names[0]), "%s", ev->name);
+	w->nevents++;
+	return append(w, VP_REC_EVENT, 0, &d, sizeof(d));
+}
+
+/* Emits a KSYM record for each kernel frame whose symbol is new to this session. It
+ * runs for every sample, so it is a binary search and a bitmap test per frame. */
+static int emit_ksyms(struct vp_session_writer *w, uint64_t time, const struct vp_sample *s)
+{
+	for (unsigned i = 0; i < s->nr_kernel; i++) {
+		uint64_t ip = s->ips[i];
+		if (ip < KERNEL_START || ip >= (uint64_t)-4095)
+			continue;
+		long idx = vp_ksyms__find(w->ks, ip);
+		if (idx < 0 || !vp_ksyms__mark(w->ks, idx))
+			continue;
+		struct vp_ksym_info ki;
+		vp_ksyms__info(w->ks, idx, &ki);
+		size_t nl = strlen(ki.name);
+		struct vp_ksym *k = cfile_writer__reserve(w->cw, VP_REC_KSYM, time, sizeof(*k) + nl + 1);
+		if (!k)
+			return w->error = -errno;
+		k->addr = ki.addr;
+		k->size = ki.size;
+		snprintf(k->module, sizeof(k->module), "%s", ki.module);
+		memcpy(k->name, ki.name, nl + 1);
+		w->ksyms_emitted++;
+	}
+	return 0;
+}
+
+int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t time,
+			    const void *body, size_t len)
+{
+	if (w->error)
+		return w->error;
+	if (type == VP_REC_SAMPLE) {
+		const struct vp_sample *s = body;
+		if (len < sizeof(*s) ||
+		    len < sizeof(*s) + ((size_t)s->nr_kernel + s->nr_user) * sizeof(uint64_t))
+			return -EINVAL;   /* a sampler bug; refuse rather than write garbage */
+		if (w->ks && s->nr_kernel) {
+			int e = emit_ksyms(w, time, s);
+			if (e)
+				return e;
+		}
+		w->samples++;
+	}
+	return append(w, type, time, body, len);
+}
+
+static int sink_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	return vp_session_writer__emit(ctx, type, time, body, len);
+}
+
+struct vp_sink vp_session_writer__sink(struct vp_session_writer *w)
+{
+	return (struct vp_sink){ .emit = sink_emit, .ctx = w };
+}
+
+int vp_session_writer__steal(struct vp_session_writer *w, uint64_t time, const uint64_t *steal_ns, int ncpus)
+{
+	if (ncpus > MAX_STEAL_CPUS)
+		ncpus = MAX_STEAL_CPUS;
+	if (!w->have_steal) {
+		w->steal_first = calloc((size_t)ncpus + 1, sizeof(uint64_t));
+		w->steal_last = calloc((size_t)ncpus + 1, sizeof(uint64_t));
+		if (!w->steal_first || !w->steal_last)
+			return -ENOMEM;
+		memcpy(w->steal_first, steal_ns, (size_t)ncpus * sizeof(uint64_t));
+		w->steal_ncpus = ncpus;
+		w->have_steal = true;
+	}
+	for (int c = 0; c < ncpus; c++) {
+		struct vp_steal st = { .cpu = (uint32_t)c, .steal_ns = steal_ns[c] };
+		int e = append(w, VP_REC_STEAL, time, &st, sizeof(st));
+		if (e)
+			return e;
+		if (c < w->steal_ncpus)
+			w->steal_last[c] = steal_ns[c];
+	}
+	return 0;
+}
+
+int vp_session_writer__flush(struct vp_session_writer *w)
+{
+	if (w->error)
+		return w->error;
+	int e = cfile_writer__flush(w->cw);
+	if (e)
+		w->error = e;
+	return e;
+}
+
+int vp_session_writer__maybe_flush(struct vp_session_writer *w, uint64_t now, uint64_t interval_ns)
+{
+	if (now - w->last_flush < interval_ns)
+		return 0;
+	w->last_flush = now;
+	return vp_session_writer__flush(w);
+}
+
+uint64_t vp_session_writer__samples(const struct vp_session_writer *w) { return w->samples; }
+uint64_t vp_session_writer__ksyms_emitted(const struct vp_session_writer *w) { return w->ksyms_emitted; }
+uint64_t vp_session_writer__bytes(const struct vp_session_writer *w)
+{
+	return w->cw ? cfile_writer__bytes(w->cw) : w->final_bytes;
+}
+int vp_session_writer__error(const struct vp_session_writer *w) { return w->error; }
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void json_u64_array(FILE *f, const uint64_t *v, int n)
+{
+	fputc('[', f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+	fputc(']', f);
+}
+
+static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end, uint64_t stream_bytes,
+			   char *err, size_t errlen)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_META_JSON, w->dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		int e = errno;
+		set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		return -e;
+	}
+	fprintf(f, "{\n  \"format_version\": %d,\n  \"meta\": {", VP_SESSION_FORMAT_VERSION);
+	for (int i = 0; i < w->nmeta; i++) {
+		fprintf(f, "%s\n    ", i ? "," : "");
+		json_str(f, w->meta[i].key);
+		fputs(": ", f);
+		json_str(f, w->meta[i].value);
+	}
+	fputs("\n  },\n  \"events\": [", f);
+	for (int i = 0; i < w->nevents; i++) {
+		fputs(i ? ", " : "", f);
+		json_str(f, w->event_names[i]);
+	}
+	fprintf(f, "],\n  \"samples\": %llu,\n  \"lost\": %llu,\n  \"duration_s\": %.3f,\n"
+		   "  \"exit_status\": %u,\n  \"kernel_symbols\": %llu,\n  \"stream_bytes\": %llu,\n",
+		(unsigned long long)end->samples, (unsigned long long)end->lost,
+		(double)end->duration_ns / 1e9, end->exit_status,
+		(unsigned long long)w->ksyms_emitted, (unsigned long long)stream_bytes);
+	fputs("  \"steal_ns_start\": ", f);
+	json_u64_array(f, w->steal_first, w->have_steal ? w->steal_ncpus : 0);
+	fputs(",\n  \"steal_ns_end\": ", f);
+	json_u64_array(f, w->steal_last, w->have_steal ? w->steal_ncpus : 0);
+	fputs("\n}\n", f);
+	if (fflush(f) != 0 || ferror(f)) {
+		int e = errno ? errno : EIO;
+		fclose(f);
+		unlink(tmp);
+		set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		return -e;
+	}
+	fclose(f);
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+		set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct vp_end *end,
+			      char *err, size_t errlen)
+{
+	end->samples = w->samples;
+	int e = append(w, VP_REC_END, time, end, sizeof(*end));
+	int ce = cfile_writer__close(w->cw);
+	w->cw = NULL;
+	if (!e)
+		e = ce;
+	if (e) {
+		set_err(err, errlen, "cannot write %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
+		return e;
+	}
+	char path[PATH_MAX + 32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, w->dir);
+	w->final_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	return write_meta_json(w, end, w->final_bytes, err, errlen);
+}
+
+void vp_session_writer__free(struct vp_session_writer *w)
+{
+	if (!w)
+		return;
+	cfile_writer__close(w->cw);
+	vp_ksyms__free(w->ks);
+	for (int i = 0; i < w->nmeta; i++) {
+		free(w->meta[i].key);
+		free(w->meta[i].value);
+	}
+	free(w->meta);
+	free(w->steal_first);
+	free(w->steal_last);
+	free(w);
+}

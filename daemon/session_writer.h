@@ -1,0 +1,62 @@
+/* The recorder's side of a session directory (common/session_format.h): creates the
+ * directory, writes META/EVENT records first, passes the samplers' records through to
+ * stream.vps (adding a VP_REC_KSYM before the first sample that needs each kernel
+ * symbol), flushes on a timer so a killed recorder leaves a readable stream, and at
+ * the end writes LOST/END and meta.json. Not thread-safe: the recorder's one thread
+ * owns it. */
+#ifndef VIPROF_DAEMON_SESSION_WRITER_H
+#define VIPROF_DAEMON_SESSION_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/session_format.h"
+#include "sampler-kernel/sampler.h"
+
+struct vp_ksyms;
+struct vp_session_writer;   /* opaque */
+
+/* Prepares dir: creates it (0755) if missing; an existing empty directory is used; a
+ * non-empty one is refused (-EEXIST) unless force, which renames it to dir.old
+ * (replacing an older dir.old), as perf does with perf.data.old. Creates dir/jit and
+ * dir/stream.vps. chunk_bytes 0 = the container's default. NULL, errno, and a
+ * one-line reason in err on failure. */
+struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
+						    char *err, size_t errlen);
+/* Takes ownership of ks (may be NULL: then no KSYM records are written). */
+void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_ksyms *ks);
+/* The session's absolute directory path. */
+const char *vp_session_writer__dir(const struct vp_session_writer *w);
+
+/* One META record; the pair is also kept for meta.json. 0 or -errno. */
+int vp_session_writer__meta(struct vp_session_writer *w, const char *key, const char *value);
+/* One VP_REC_EVENT; index is assigned in call order. */
+int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_event *ev);
+/* Appends any record. For VP_REC_SAMPLE it checks the body against its length,
+ * counts the sample, and first emits KSYM records for kernel IPs whose symbol has
+ * not been seen yet. The first error sticks: later calls return it. */
+int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t time,
+			    const void *body, size_t len);
+/* A sink whose emit() is vp_session_writer__emit, for struct sampler_config. */
+struct vp_sink vp_session_writer__sink(struct vp_session_writer *w);
+/* Emits VP_REC_STEAL for each CPU and remembers the values (first and last call go
+ * into meta.json). */
+int vp_session_writer__steal(struct vp_session_writer *w, uint64_t time, const uint64_t *steal_ns, int ncpus);
+/* Writes the open chunk when at least interval_ns passed since the last write. */
+int vp_session_writer__maybe_flush(struct vp_session_writer *w, uint64_t now, uint64_t interval_ns);
+int vp_session_writer__flush(struct vp_session_writer *w);
+
+uint64_t vp_session_writer__samples(const struct vp_session_writer *w);
+uint64_t vp_session_writer__ksyms_emitted(const struct vp_session_writer *w);
+uint64_t vp_session_writer__bytes(const struct vp_session_writer *w);
+int vp_session_writer__error(const struct vp_session_writer *w);  /* sticky, 0 if none */
+
+/* Ends the stream with VP_REC_END (end->samples is filled in from the count), closes
+ * it, and writes meta.json. Call once; free() afterwards. 0 or -errno. */
+int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct vp_end *end,
+			      char *err, size_t errlen);
+/* Closes without END (a failed recording): everything written so far stays readable. */
+void vp_session_writer__free(struct vp_session_writer *w);   /* accepts NULL */
+
+#endif
