@@ -96,11 +96,11 @@ static int parse_one(const char *name, struct sampler_event *ev, char *err, size
 		ev->type = vp_hv_events[i].type;
 		ev->config = vp_hv_events[i].config;
 		ev->software = ev->type == PERF_TYPE_SOFTWARE;
-		snprintf(ev->name, sizeof(ev->name), "%s", name);
+		snprintf(ev->name, sizeof(ev->name), "%s", vp_hv_events[i].name);
 		return 0;
 	}
 	if (parse_cache(name, ev)) {
-		snprintf(ev->name, sizeof(ev->name), "%s", name);
+		snprintf(ev->name, sizeof(ev->name), "%.*s", (int)sizeof(ev->name) - 1, name);  /* matched names are short */
 		return 0;
 	}
 	if (name[0] == 'r' && name[1]) {
@@ -181,8 +181,8 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 				else if (*m == 'k')
 					k = true;
 				else {
-					snprintf(err, errlen, "event '%s' has unknown modifier '%c': use :u (user only) or :k (kernel only)",
-						 tok, *m);
+					snprintf(err, errlen, "event '%s:%s' has unknown modifier '%c': use :u (user only) or :k (kernel only)",
+						 tok, colon + 1, *m);
 					return -EINVAL;
 				}
 			}

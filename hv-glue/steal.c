@@ -40,8 +40,11 @@ int vp_steal__parse(const char *text, long clk_tck, uint64_t *steal_ns, int max_
 				break;  /* Old kernels (< 2.6.11) stop before steal: it counts as 0. */
 			v = strtoull(p, &p, 10);
 		}
-		if (cpu >= (unsigned long)max_cpus)
+		/* A CPU past the array still proves that the gaps below it are real CPUs. */
+		if (cpu >= (unsigned long)max_cpus) {
+			n = max_cpus;
 			continue;
+		}
 		steal_ns[cpu] = col == 8 ? ticks_to_ns(v, clk_tck) : 0;
 		if ((int)cpu + 1 > n)
 			n = (int)cpu + 1;
