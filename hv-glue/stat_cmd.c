@@ -1,8 +1,510 @@
-/* Placeholder until the component lands. */
+/* viprof stat [-e EV,..] [--per-thread] [-x SEP] (-p PID | -- CMD...)
+ *
+ * Counting-mode perf events, like perf stat. Totals: one event per existing thread with
+ * inherit, so that threads and processes created later are counted in their creator's
+ * event (the kernel folds inherited counts into the parent's read()). --per-thread: one
+ * event per thread WITHOUT inherit, and /proc/PID/task is polled every 10 ms for new
+ * threads, because an inherited counter cannot be read per thread; a new thread's
+ * first <= 10 ms and child processes are therefore not counted in --per-thread mode.
+ * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING and
+ * scaled by enabled/running; "(multiplexed, NN%)" marks events that were not on a
+ * counter all the time. Output goes to stderr, as perf stat's does; the exit status is
+ * the command's. */
+#define _GNU_SOURCE   /* pipe2 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <getopt.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "hv-glue/events.h"
+
+#define STAT_POLL_MS 10
+#define STAT_DEFAULT_EVENTS "task-clock,context-switches,cpu-migrations,page-faults"
+
+struct stat_thread {
+	pid_t tid;
+	char comm[16];
+	int fd[VP_MAX_EVENTS];
+	uint64_t val[VP_MAX_EVENTS], ena[VP_MAX_EVENTS], run[VP_MAX_EVENTS];
+};
+
+struct stat_opts {
+	const char *events;
+	bool per_thread;
+	const char *sep;        /* -x: CSV-like output with this separator */
+	pid_t pid;
+	char **cmd;
+};
+
+struct stat_ctx {
+	struct stat_opts o;
+	struct sampler_event ev[VP_MAX_EVENTS];
+	int nev;
+	pid_t target;           /* the process whose threads are counted */
+	struct stat_thread *th;
+	int nth, capth;
+};
+
+static volatile sig_atomic_t stat_interrupted;
+
+static void on_signal(int sig)
+{
+	stat_interrupted = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [-x SEP] (-p PID | -- CMD [ARGS...])\n\n"
+		   "Counts events (perf_event_open counting mode) for a command and all it creates,\n"
+		   "or for a running process until it exits or you press Ctrl-C.\n\n"
+		   "  -e, --event EV,..   events (default " STAT_DEFAULT_EVENTS ")\n"
+		   "  --per-thread        one row per thread (tid, comm); new threads are found by\n"
+		   "                      polling /proc every 10 ms, child processes are not followed\n"
+		   "  -x, --field-separator SEP  machine-readable rows:\n"
+		   "                      [comm-tid SEP] value SEP unit SEP event SEP running-ns SEP pct-running\n"
+		   "  -p, --pid PID       count an existing process\n"
+		   "  -h, --help          this text\n\n"
+		   "examples:\n  viprof stat -- make -j2\n"
+		   "  viprof stat --per-thread -e task-clock,cs -p 1234\n"
+		   "  viprof stat -x, -e page-faults -- ./a.out\n");
+}
+
+static bool is_clock(const struct sampler_event *ev)
+{
+	return ev->type == PERF_TYPE_SOFTWARE &&
+	       (ev->config == PERF_COUNT_SW_TASK_CLOCK || ev->config == PERF_COUNT_SW_CPU_CLOCK);
+}
+
+static int open_event(const struct sampler_event *ev, pid_t tid, bool inherit, bool on_exec)
+{
+	struct perf_event_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = ev->type;
+	attr.config = ev->config;
+	attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+	attr.inherit = inherit;
+	attr.exclude_kernel = ev->exclude_kernel;
+	attr.exclude_user = ev->exclude_user;
+	attr.exclude_hv = 1;
+	/* For a launched command, start at its exec, not in our fork/exec glue. */
+	attr.disabled = on_exec;
+	attr.enable_on_exec = on_exec;
+	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void read_comm(pid_t pid, pid_t tid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;     /* gone: keep the last name seen */
+	if (fgets(comm, (int)len, f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+}
+
+static struct stat_thread *find_thread(struct stat_ctx *s, pid_t tid)
+{
+	for (int i = 0; i < s->nth; i++)
+		if (s->th[i].tid == tid)
+			return &s->th[i];
+	return NULL;
+}
+
+/* Opens every event for tid. -ESRCH (the thread exited meanwhile) is not an error. */
+static int add_thread(struct stat_ctx *s, pid_t tid, bool inherit, bool on_exec)
+{
+	struct stat_thread *t;
+
+	if (s->nth == s->capth) {
+		int cap = s->capth ? s->capth * 2 : 16;
+		struct stat_thread *n = realloc(s->th, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->th = n;
+		s->capth = cap;
+	}
+	t = &s->th[s->nth];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	for (int i = 0; i < s->nev; i++) {
+		int fd = open_event(&s->ev[i], tid, inherit, on_exec);
+
+		if (fd < 0) {
+			for (int j = 0; j < i; j++)
+				close(t->fd[j]);
+			return fd;
+		}
+		t->fd[i] = fd;
+	}
+	read_comm(s->target, tid, t->comm, sizeof(t->comm));
+	s->nth++;
+	return 0;
+}
+
+/* Picks up threads of the target that are not counted yet, and refreshes names (a
+ * thread often names itself after it starts, e.g. every JVM thread). */
+static int scan_threads(struct stat_ctx *s, bool inherit, bool on_exec)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)s->target);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while (!err && (d = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(d->d_name);
+		struct stat_thread *t;
+
+		if (tid <= 0)
+			continue;
+		if ((t = find_thread(s, tid))) {
+			read_comm(s->target, tid, t->comm, sizeof(t->comm));
+			continue;
+		}
+		err = add_thread(s, tid, inherit, on_exec);
+		if (err == -ESRCH)
+			err = 0;
+	}
+	closedir(dir);
+	return err;
+}
+
+static void read_all(struct stat_ctx *s)
+{
+	for (int i = 0; i < s->nth; i++) {
+		for (int e = 0; e < s->nev; e++) {
+			uint64_t buf[3];
+
+			/* A thread that has exited keeps its final count in its event. */
+			if (read(s->th[i].fd[e], buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
+				s->th[i].val[e] = buf[0];
+				s->th[i].ena[e] = buf[1];
+				s->th[i].run[e] = buf[2];
+			}
+		}
+	}
+}
+
+/* One output row. scaled is the count scaled to the enabled time; pct the share of
+ * enabled time the event spent on a counter; not_counted when it never got one. */
+static void print_row(const struct stat_ctx *s, const struct stat_thread *t, int e,
+		      double scaled, uint64_t run, double pct, bool not_counted)
+{
+	const struct sampler_event *ev = &s->ev[e];
+	bool clock = is_clock(ev);
+	const char *unit = clock ? "msec" : "";
+	char who[48] = "", val[32];
+
+	if (not_counted)
+		snprintf(val, sizeof(val), "<not counted>");
+	else if (clock)
+		snprintf(val, sizeof(val), "%.2f", scaled / 1e6);
+	else
+		snprintf(val, sizeof(val), "%.0f", scaled);
+	if (t)
+		snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
+	if (s->o.sep) {
+		const char *x = s->o.sep;
+
+		if (t)
+			fprintf(stderr, "%s%s", who, x);
+		fprintf(stderr, "%s%s%s%s%s%s%" PRIu64 "%s%.2f\n", val, x, unit, x, ev->name, x, run, x, pct);
+		return;
+	}
+	if (t)
+		fprintf(stderr, "%24s ", who);
+	fprintf(stderr, "%20s %-5s %s", val, unit, ev->name);
+	if (!not_counted && pct < 100.0)
+		fprintf(stderr, "  (multiplexed, %.2f%%)", pct);
+	fputc('\n', stderr);
+}
+
+static void print_report(const struct stat_ctx *s, double secs)
+{
+	if (!s->o.sep) {
+		fprintf(stderr, "\n Performance counter stats for ");
+		if (s->o.cmd) {
+			fprintf(stderr, "'");
+			for (char **a = s->o.cmd; *a; a++)
+				fprintf(stderr, "%s%s", a == s->o.cmd ? "" : " ", *a);
+			fprintf(stderr, "'");
+		} else {
+			fprintf(stderr, "process id '%d'", (int)s->o.pid);
+		}
+		fprintf(stderr, "%s:\n\n", s->o.per_thread ? " per thread" : "");
+	}
+	for (int e = 0; e < s->nev; e++) {
+		double total = 0;
+		uint64_t ena = 0, run = 0;
+
+		for (int i = 0; i < s->nth; i++) {
+			const struct stat_thread *t = &s->th[i];
+			double scaled = t->run[e] ? (double)t->val[e] * ((double)t->ena[e] / (double)t->run[e]) : 0;
+
+			if (s->o.per_thread)
+				print_row(s, t, e, scaled, t->run[e],
+					  t->ena[e] ? 100.0 * (double)t->run[e] / (double)t->ena[e] : 100.0,
+					  t->ena[e] && !t->run[e]);
+			total += scaled;
+			ena += t->ena[e];
+			run += t->run[e];
+		}
+		/* Totals: the sum of the per-thread scaled counts, and the overall share of
+		 * enabled time on a counter as the multiplexing ratio. */
+		if (!s->o.per_thread)
+			print_row(s, NULL, e, total, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
+				  ena && !run);
+	}
+	if (!s->o.sep)
+		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Explains a failed open of event e in one line and returns the exit status 1. */
+static int open_failed(const struct stat_ctx *s, int e, int err)
+{
+	char msg[512];
+
+	if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
+		snprintf(msg, sizeof(msg), "event '%s' cannot be counted for pid %d: %s; "
+			 "run as root or set kernel.perf_event_paranoid <= 2", s->ev[e].name,
+			 (int)s->target, strerror(-err));
+	fprintf(stderr, "viprof stat: %s\n", msg);
+	return 1;
+}
+
+/* The child waits for one byte on go before exec, so that our events exist first. */
+static pid_t launch(char **cmd, int *go_fd)
+{
+	int go[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);   /* the parent gave up before exec */
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "viprof stat: cannot run '%s': %s; check the command name and PATH\n",
+			cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(go[0]);
+	*go_fd = go[1];
+	return pid;
+}
+
+static int parse_args(int argc, char **argv, struct stat_opts *o)
+{
+	static const struct option opts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "per-thread", no_argument, NULL, 'T' },
+		{ "field-separator", required_argument, NULL, 'x' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	optind = 1;
+	/* '+': stop at the first non-option so that the command keeps its own options. */
+	while ((c = getopt_long(argc, argv, "+e:x:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e': o->events = optarg; break;
+		case 'T': o->per_thread = true; break;
+		case 'x':
+			if (!*optarg) {
+				fprintf(stderr, "viprof stat: -x needs a non-empty separator, e.g. -x,\n");
+				return 2;
+			}
+			o->sep = optarg;
+			break;
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > INT32_MAX) {
+				fprintf(stderr, "viprof stat: -p '%s' is not a process id; give a positive number\n", optarg);
+				return 2;
+			}
+			o->pid = (pid_t)v;
+			break;
+		}
+		case 'h': usage(stdout); return -1;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	if (!!o->pid == !!o->cmd) {
+		fprintf(stderr, "viprof stat: give either -p PID or -- CMD (exactly one); see viprof stat --help\n");
+		return 2;
+	}
+	return 0;
+}
+
+static int run(struct stat_ctx *s)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	bool inherit = !s->o.per_thread;
+	int go_fd = -1, status = 0, ret = 0, err;
+	double t0;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (s->o.cmd) {
+		pid_t pid = launch(s->o.cmd, &go_fd);
+
+		if (pid < 0) {
+			fprintf(stderr, "viprof stat: cannot start '%s': %s\n", s->o.cmd[0], strerror(-pid));
+			return 1;
+		}
+		s->target = pid;
+		/* One thread so far, held before exec: events enable themselves at exec. */
+		if ((err = add_thread(s, pid, inherit, true)) < 0) {
+			int e = 0;
+
+			/* Find which event failed, for the message. */
+			for (; e < s->nev; e++) {
+				int fd = open_event(&s->ev[e], pid, inherit, true);
+
+				if (fd < 0)
+					break;
+				close(fd);
+			}
+			close(go_fd);   /* the child sees EOF and exits without exec */
+			waitpid(pid, NULL, 0);
+			return open_failed(s, e < s->nev ? e : 0, err);
+		}
+		/* The name exec will give it; a command that exits before the first poll
+		 * would otherwise be shown under our own name. */
+		const char *base = strrchr(s->o.cmd[0], '/');
+		snprintf(s->th[0].comm, sizeof(s->th[0].comm), "%.15s", base ? base + 1 : s->o.cmd[0]);
+		t0 = now_s();
+		if (write(go_fd, "g", 1) != 1) {
+			fprintf(stderr, "viprof stat: cannot release the command: %s\n", strerror(errno));
+			close(go_fd);
+			waitpid(pid, NULL, 0);
+			return 1;
+		}
+		close(go_fd);
+	} else {
+		s->target = s->o.pid;
+		if (kill(s->target, 0) && errno == ESRCH) {
+			fprintf(stderr, "viprof stat: no process %d; check the pid (ps -e)\n", (int)s->target);
+			return 1;
+		}
+		if ((err = scan_threads(s, inherit, false)) < 0) {
+			for (int e = 0; e < s->nev; e++) {
+				int fd = open_event(&s->ev[e], s->target, false, false);
+
+				if (fd < 0)
+					return open_failed(s, e, fd);
+				close(fd);
+			}
+			fprintf(stderr, "viprof stat: cannot count the threads of %d: %s\n",
+				(int)s->target, strerror(-err));
+			return 1;
+		}
+		t0 = now_s();
+	}
+
+	for (;;) {
+		struct timespec ts = { 0, STAT_POLL_MS * 1000000L };
+
+		if (s->o.cmd) {
+			pid_t w = waitpid(s->target, &status, WNOHANG);
+
+			if (w == s->target)
+				break;
+			if (stat_interrupted) {
+				/* Forward once, as the terminal would, and keep waiting for it. */
+				kill(s->target, stat_interrupted);
+				stat_interrupted = 0;
+			}
+		} else {
+			if (stat_interrupted || (kill(s->target, 0) && errno == ESRCH))
+				break;
+		}
+		if (s->o.per_thread && (err = scan_threads(s, false, false)) < 0 && err != -ENOENT) {
+			fprintf(stderr, "viprof stat: cannot follow the threads of %d: %s\n",
+				(int)s->target, strerror(-err));
+			ret = 1;
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	read_all(s);
+	print_report(s, now_s() - t0);
+	if (ret)
+		return ret;
+	if (s->o.cmd) {
+		if (WIFEXITED(status))
+			return WEXITSTATUS(status);
+		if (WIFSIGNALED(status))
+			return 128 + WTERMSIG(status);
+	}
+	return 0;
+}
+
 int cmd_stat(int argc, char **argv)
 {
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
+	struct stat_ctx s;
+	char err[512];
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.o.events = STAT_DEFAULT_EVENTS;
+	ret = parse_args(argc, argv, &s.o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	s.nev = vp_events__parse(s.o.events, s.ev, VP_MAX_EVENTS, err, sizeof(err));
+	if (s.nev <= 0) {
+		fprintf(stderr, "viprof stat: %s\n", s.nev < 0 ? err : "no events given; e.g. -e task-clock");
+		return 2;
+	}
+	ret = run(&s);
+	for (int i = 0; i < s.nth; i++)
+		for (int e = 0; e < s.nev; e++)
+			close(s.th[i].fd[e]);
+	free(s.th);
+	return ret;
 }

@@ -1,0 +1,287 @@
+/* Per-thread virtualized counters (see counters.h). */
+#include "hv-glue/counters.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hv-glue/events.h"
+
+struct ctr {
+	int fd;
+	struct perf_event_mmap_page *pc;  /* the user page, read-only */
+	uint64_t sum;                     /* logical count of finished periods */
+	uint64_t start;                   /* phys at the start of the current period */
+	bool rdpmc;                       /* the last read used rdpmc */
+	char name[64];
+};
+
+struct vp_counters {
+	int n;
+	bool started;
+	long page;
+	struct ctr c[VP_MAX_EVENTS];
+};
+
+#define barrier() __asm__ __volatile__("" ::: "memory")
+
+#if defined(__x86_64__) || defined(__i386__)
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t rdpmc(uint32_t counter)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(counter));
+	return ((uint64_t)hi << 32) | lo;
+}
+#define HAVE_RDPMC 1
+#else
+#define HAVE_RDPMC 0
+#endif
+
+/* value * enabled / running without overflowing: 128-bit intermediate. */
+static uint64_t scale(uint64_t value, uint64_t enabled, uint64_t running)
+{
+	if (running == 0)
+		return 0;       /* never scheduled on a counter: nothing is known */
+	if (running >= enabled)
+		return value;
+	return (uint64_t)((unsigned __int128)value * enabled / running);
+}
+
+static int read_syscall(struct ctr *e, uint64_t *phys)
+{
+	uint64_t buf[3];    /* value, time_enabled, time_running (read_format) */
+	ssize_t n = read(e->fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(buf))
+		return -EIO;
+	*phys = scale(buf[0], buf[1], buf[2]);
+	return 0;
+}
+
+/* The self-monitoring protocol of include/uapi/linux/perf_event.h: read the page's
+ * fields between two loads of pc->lock and retry if the kernel updated the page in
+ * between (it does so at every sched-in/out of the event). */
+static int read_phys(struct ctr *e, uint64_t *phys)
+{
+#if HAVE_RDPMC
+	volatile struct perf_event_mmap_page *pc = e->pc;
+	uint64_t count, enabled, running, cyc = 0, time_offset = 0;
+	uint32_t seq, idx, time_mult = 0;
+	uint16_t time_shift = 0;
+	bool cap_time, cap_rdpmc;
+
+	do {
+		seq = pc->lock;
+		barrier();
+		enabled = pc->time_enabled;
+		running = pc->time_running;
+		cap_time = pc->cap_user_time;
+		if (cap_time && enabled != running) {
+			cyc = rdtsc();
+			time_offset = pc->time_offset;
+			time_mult = pc->time_mult;
+			time_shift = pc->time_shift;
+		}
+		idx = pc->index;
+		cap_rdpmc = pc->cap_user_rdpmc;
+		count = pc->offset;
+		if (cap_rdpmc && idx) {
+			uint16_t width = pc->pmc_width;
+			int64_t pmc = (int64_t)rdpmc(idx - 1);
+
+			/* Sign-extend the counter's width: offset may be negative. */
+			pmc <<= 64 - width;
+			pmc >>= 64 - width;
+			count += (uint64_t)pmc;
+		}
+		barrier();
+	} while (pc->lock != seq);
+
+	if (cap_rdpmc && idx) {
+		if (cap_time && enabled != running) {
+			/* Extend the times from the last page update to now (TSC based). */
+			uint64_t quot = cyc >> time_shift;
+			uint64_t rem = cyc & (((uint64_t)1 << time_shift) - 1);
+			uint64_t delta = time_offset + quot * time_mult + ((rem * time_mult) >> time_shift);
+
+			enabled += delta;
+			running += delta;   /* idx != 0: the event is on a counter right now */
+		}
+		e->rdpmc = true;
+		*phys = scale(count, enabled, running);
+		return 0;
+	}
+#endif
+	/* index 0: a software event, or not on a counter now; the kernel must read it. */
+	e->rdpmc = false;
+	return read_syscall(e, phys);
+}
+
+static int open_one(struct vp_counters *c, const struct sampler_event *ev, char *err, size_t errlen)
+{
+	struct perf_event_attr attr;
+	struct ctr *e = &c->c[c->n];
+	void *page;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = ev->type;
+	attr.config = ev->config;
+	attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+	attr.exclude_kernel = ev->exclude_kernel;
+	attr.exclude_user = ev->exclude_user;
+	attr.exclude_hv = 1;
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		int e0 = errno;
+
+		/* vp_events__check says what is available here and what to try instead. */
+		if (vp_events__check(ev, err, errlen) == 0)
+			snprintf(err, errlen, "event '%s' cannot be counted for this thread: %s; "
+				 "check kernel.perf_event_paranoid (<= 2 needed)", ev->name, strerror(e0));
+		return -e0;
+	}
+	page = mmap(NULL, (size_t)c->page, PROT_READ, MAP_SHARED, fd, 0);
+	if (page == MAP_FAILED) {
+		int e0 = errno;
+
+		snprintf(err, errlen, "cannot map the perf user page of event '%s': %s; "
+			 "raise the locked-memory limit (ulimit -l)", ev->name, strerror(e0));
+		close(fd);
+		return -e0;
+	}
+	e->fd = fd;
+	e->pc = page;
+	snprintf(e->name, sizeof(e->name), "%s", ev->name);
+	c->n++;
+	return 0;
+}
+
+struct vp_counters *vp_counters__open(const char *events, char *err, size_t errlen)
+{
+	struct sampler_event evs[VP_MAX_EVENTS];
+	struct vp_counters *c;
+	int n, ret = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	memset(evs, 0, sizeof(evs));
+	n = vp_events__parse(events, evs, VP_MAX_EVENTS, err, errlen);
+	if (n < 0) {
+		errno = -n;
+		return NULL;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no events given; name at least one, e.g. \"task-clock\"");
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->page = sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < n && !ret; i++)
+		ret = open_one(c, &evs[i], err, errlen);
+	if (ret) {
+		vp_counters__close(c);
+		errno = -ret;
+		return NULL;
+	}
+	return c;
+}
+
+int vp_counters__count(const struct vp_counters *c)
+{
+	return c->n;
+}
+
+const char *vp_counters__name(const struct vp_counters *c, int i)
+{
+	return i >= 0 && i < c->n ? c->c[i].name : NULL;
+}
+
+int vp_counters__start(struct vp_counters *c)
+{
+	int err;
+
+	if (c->started)
+		return -EALREADY;
+	for (int i = 0; i < c->n; i++)
+		if ((err = read_phys(&c->c[i], &c->c[i].start)))
+			return err;
+	c->started = true;
+	return 0;
+}
+
+int vp_counters__read(struct vp_counters *c, uint64_t *values)
+{
+	for (int i = 0; i < c->n; i++) {
+		uint64_t phys;
+		int err;
+
+		if (!c->started) {
+			values[i] = c->c[i].sum;
+			continue;
+		}
+		if ((err = read_phys(&c->c[i], &phys)))
+			return err;
+		/* Scaling can make an estimate dip below an earlier one; never go back. */
+		values[i] = c->c[i].sum + (phys > c->c[i].start ? phys - c->c[i].start : 0);
+	}
+	return 0;
+}
+
+int vp_counters__stop(struct vp_counters *c)
+{
+	uint64_t phys[VP_MAX_EVENTS];
+	int err;
+
+	if (!c->started)
+		return -EINVAL;
+	for (int i = 0; i < c->n; i++)
+		if ((err = read_phys(&c->c[i], &phys[i])))
+			return err;
+	for (int i = 0; i < c->n; i++)
+		c->c[i].sum += phys[i] > c->c[i].start ? phys[i] - c->c[i].start : 0;
+	c->started = false;
+	return 0;
+}
+
+int vp_counters__used_rdpmc(const struct vp_counters *c, int i)
+{
+	if (i < 0 || i >= c->n)
+		return -EINVAL;
+	return c->c[i].rdpmc;
+}
+
+void vp_counters__close(struct vp_counters *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n; i++) {
+		munmap(c->c[i].pc, (size_t)c->page);
+		close(c->c[i].fd);
+	}
+	free(c);
+}

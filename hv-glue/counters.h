@@ -1,0 +1,61 @@
+/* Per-thread virtualized counters read in user mode: the Perfctr-xen "a-mode" idea on
+ * top of Linux perf_events. Built into vp_hvglue and also as libviprof-counters.so,
+ * which exports only the functions below.
+ *
+ * A counter set belongs to the thread that opened it (it counts that thread only,
+ * wherever it runs). Its logical value follows Perfctr-xen:
+ *     value = sum + (phys - start)   while started,
+ *     value = sum                    while stopped,
+ * where phys is the kernel's count scaled by time_enabled/time_running (so time the
+ * event was multiplexed off the PMU is estimated, and time the vCPU or the thread was
+ * descheduled is not counted at all for per-thread events). start and stop are
+ * user-mode bookkeeping; the kernel events stay enabled from open to close.
+ *
+ * phys is read through the perf mmap page under its seqlock (pc->lock): with rdpmc when
+ * the page says cap_user_rdpmc and the event sits on a hardware counter (index != 0),
+ * else with read(). Software events (task-clock, page-faults, ...) always have index 0,
+ * so on a VM without a PMU every read is a read() system call. rdpmc is only valid on
+ * the opening thread: call vp_counters__read from that thread.
+ *
+ * Not async-signal-safe (read() may be interrupted; no locking between threads). */
+#ifndef VIPROF_HV_COUNTERS_H
+#define VIPROF_HV_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(VIPROF_COUNTERS_BUILD)
+#define VP_COUNTERS_API __attribute__((visibility("default")))
+#else
+#define VP_COUNTERS_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct vp_counters;   /* opaque */
+
+/* Opens the comma list of perf-style event names (as `viprof stat -e`, e.g.
+ * "task-clock,page-faults,instructions:u") for the calling thread. NULL with errno set
+ * and a one-line message in err naming the event, the cause and the fix. */
+VP_COUNTERS_API struct vp_counters *vp_counters__open(const char *events, char *err, size_t errlen);
+/* Number of events and the name of event i, as parsed. */
+VP_COUNTERS_API int vp_counters__count(const struct vp_counters *c);
+VP_COUNTERS_API const char *vp_counters__name(const struct vp_counters *c, int i);
+/* Begins a counting period: start = phys. -EALREADY when already started. */
+VP_COUNTERS_API int vp_counters__start(struct vp_counters *c);
+/* values[i] = the logical value of event i (count events, or ns for the clock events);
+ * values needs vp_counters__count() entries. 0 or -errno. */
+VP_COUNTERS_API int vp_counters__read(struct vp_counters *c, uint64_t *values);
+/* Ends a counting period: sum += phys - start. -EINVAL when not started. */
+VP_COUNTERS_API int vp_counters__stop(struct vp_counters *c);
+/* Which path the last read of event i took: 1 rdpmc, 0 read(). -EINVAL for a bad i. */
+VP_COUNTERS_API int vp_counters__used_rdpmc(const struct vp_counters *c, int i);
+VP_COUNTERS_API void vp_counters__close(struct vp_counters *c);  /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

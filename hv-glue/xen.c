@@ -1,0 +1,106 @@
+/* Xen PMU mode through /sys/hypervisor/pmu/pmu_mode (see xen.h). */
+#include "hv-glue/xen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const xen_modes[] = { "off", "self", "hv", "all" };
+
+static void explain(int e, const char *path, const char *what, char *err, size_t errlen)
+{
+	if (e == ENOENT)
+		snprintf(err, errlen, "cannot %s Xen's PMU mode: %s does not exist; this is not a Xen "
+			 "dom0 (or the xen sysfs driver is not loaded); run viprof in dom0 of a Xen host", what, path);
+	else if (e == EACCES || e == EPERM)
+		snprintf(err, errlen, "cannot %s Xen's PMU mode in %s: %s; run as root in dom0", what, path, strerror(e));
+	else if (e == EINVAL || e == EOPNOTSUPP)
+		snprintf(err, errlen, "Xen refused to %s the PMU mode (%s); boot Xen with vpmu=1 (or vpmu=bts) "
+			 "so that a vPMU exists", what, strerror(e));
+	else
+		snprintf(err, errlen, "cannot %s Xen's PMU mode in %s: %s", what, path, strerror(e));
+}
+
+int vp_xen__get_pmu_mode_at(const char *path, char *mode, size_t len, char *err, size_t errlen)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+
+		explain(e, path, "read", err, errlen);
+		return -e;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		explain(e, path, "read", err, errlen);
+		return -e;
+	}
+	close(fd);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(mode, len, "%s", buf);
+	return 0;
+}
+
+int vp_xen__set_pmu_mode_at(const char *path, const char *mode, char *err, size_t errlen)
+{
+	char line[16], now[32];
+	size_t i;
+	int fd, ret;
+
+	for (i = 0; i < sizeof(xen_modes) / sizeof(xen_modes[0]); i++)
+		if (!strcmp(mode, xen_modes[i]))
+			break;
+	if (i == sizeof(xen_modes) / sizeof(xen_modes[0])) {
+		snprintf(err, errlen, "unknown Xen PMU mode '%s'; use off, self, hv or all", mode);
+		return -EINVAL;
+	}
+	/* The kernel compares the first len-1 bytes, i.e. it expects echo's newline. */
+	snprintf(line, sizeof(line), "%s\n", mode);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		explain(e, path, "set", err, errlen);
+		return -e;
+	}
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
+		int e = errno ? errno : EIO;
+
+		close(fd);
+		explain(e, path, "set", err, errlen);
+		return -e;
+	}
+	if (close(fd)) {
+		int e = errno;
+
+		explain(e, path, "set", err, errlen);
+		return -e;
+	}
+	if ((ret = vp_xen__get_pmu_mode_at(path, now, sizeof(now), err, errlen)))
+		return ret;
+	if (strcmp(now, mode)) {
+		snprintf(err, errlen, "Xen kept PMU mode '%s' after being asked for '%s'; check the "
+			 "hypervisor's log (xl dmesg) for the reason", now, mode);
+		return -EIO;
+	}
+	return 0;
+}
+
+int vp_xen__get_pmu_mode(char *mode, size_t len, char *err, size_t errlen)
+{
+	return vp_xen__get_pmu_mode_at(VP_XEN_PMU_MODE_PATH, mode, len, err, errlen);
+}
+
+int vp_xen__set_pmu_mode(const char *mode, char *err, size_t errlen)
+{
+	return vp_xen__set_pmu_mode_at(VP_XEN_PMU_MODE_PATH, mode, err, errlen);
+}

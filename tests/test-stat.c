@@ -1,0 +1,303 @@
+/* viprof stat: per-thread task-clock agrees with the scheduler's own account
+ * (/proc/PID/task/TID/schedstat, first field, ns) within 1%; totals follow the
+ * command's children (inherit); the exit status is the command's; an event the VM
+ * cannot count fails with one line. argv[1] is the viprof binary.
+ *
+ * The per-thread check uses -p: a workload with two threads is held blocked until
+ * viprof stat has opened its events, then each thread burns a different amount of
+ * CPU and blocks again, so that both sides measure exactly the same work and the
+ * schedstat values are frozen when read. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "test.h"
+
+static const char *viprof;
+static int go_pipe[2], ready_pipe[2], done_pipe[2];
+static volatile uint64_t sink;
+
+static void burn_ms(int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do {
+		for (int i = 0; i < 10000; i++)
+			sink += (uint64_t)i * i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ms * 1000000LL);
+}
+
+static void *worker(void *arg)
+{
+	int ms = (int)(intptr_t)arg;
+	int tid = (int)syscall(SYS_gettid);
+	char name[16], c;
+
+	snprintf(name, sizeof(name), "burn%d", ms);
+	pthread_setname_np(pthread_self(), name);
+	if (write(ready_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		_exit(2);
+	if (read(go_pipe[0], &c, 1) != 1)
+		_exit(2);
+	burn_ms(ms);
+	if (write(done_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		_exit(2);
+	for (;;)
+		pause();    /* hold the thread (and its frozen schedstat) until killed */
+	return NULL;
+}
+
+static void workload(void)
+{
+	pthread_t a, b;
+
+	pthread_create(&a, NULL, worker, (void *)(intptr_t)240);
+	pthread_create(&b, NULL, worker, (void *)(intptr_t)120);
+	pthread_join(a, NULL);
+	_exit(0);
+}
+
+static uint64_t schedstat_ns(pid_t pid, int tid)
+{
+	char path[96];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		FAIL("cannot open %s: %s", path, strerror(errno));
+	if (fscanf(f, "%llu", &ns) != 1)
+		FAIL("cannot parse %s", path);
+	fclose(f);
+	return ns;
+}
+
+static int count_perf_fds(pid_t pid)
+{
+	char path[64], link[384], target[128];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((d = readdir(dir))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "%s/%s", path, d->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			if (strstr(target, "perf_event"))
+				n++;
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Runs viprof with args, stderr into a file; returns the pid (not waited). */
+static pid_t spawn(char *const args[], const char *errfile)
+{
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0)
+			_exit(126);
+		dup2(fd, 2);
+		execv(viprof, args);
+		_exit(126);
+	}
+	return pid;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		FAIL("cannot open %s", path);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Value (ms) of the "-x ," row "<comm>-<tid>,<value>,msec,task-clock,..." of tid. */
+static double row_ms(const char *out, int tid)
+{
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "-%d,", tid);
+	p = strstr(out, key);
+	if (!p)
+		FAIL("no row for tid %d in:\n%s", tid, out);
+	p += strlen(key);
+	if (strncmp(strchr(p, ',') ?: "", ",msec,task-clock,", 17))
+		FAIL("unexpected row for tid %d: %.80s", tid, p);
+	return strtod(p, NULL);
+}
+
+static void test_per_thread_vs_schedstat(void)
+{
+	const char *errfile = "test-stat.per-thread.txt";
+	int tids[2], status;
+	uint64_t s0[2], s1[2];
+	char pidarg[16];
+	pid_t wl, st;
+
+	ASSERT_OK(pipe(go_pipe));
+	ASSERT_OK(pipe(ready_pipe));
+	ASSERT_OK(pipe(done_pipe));
+	wl = fork();
+	ASSERT_GE(wl, 0);
+	if (wl == 0)
+		workload();
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(read(ready_pipe[0], &tids[i], sizeof(int)), sizeof(int));
+	for (int i = 0; i < 2; i++)
+		s0[i] = schedstat_ns(wl, tids[i]);
+
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)wl);
+	char *args[] = { "viprof", "stat", "--per-thread", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
+	st = spawn(args, errfile);
+	/* Three threads (main + two workers), one task-clock event each. */
+	for (int i = 0; count_perf_fds(st) < 3; i++) {
+		if (i > 1000 || waitpid(st, &status, WNOHANG) == st)
+			FAIL("viprof stat did not open 3 events:\n%s", slurp(errfile));
+		usleep(10000);
+	}
+	ASSERT_EQ(write(go_pipe[1], "gg", 2), 2);
+	for (int i = 0; i < 2; i++) {
+		int t;
+
+		ASSERT_EQ(read(done_pipe[0], &t, sizeof(t)), sizeof(t));
+	}
+	for (int i = 0; i < 2; i++)
+		s1[i] = schedstat_ns(wl, tids[i]);
+	kill(st, SIGINT);
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	const char *out = slurp(errfile);
+	fprintf(stderr, "%s", out);
+	for (int i = 0; i < 2; i++) {
+		double stat_ns = row_ms(out, tids[i]) * 1e6;
+		double sched = (double)(s1[i] - s0[i]);
+
+		fprintf(stderr, "tid %d: viprof stat %.0f ns, schedstat %.0f ns (%.3f%%)\n",
+			tids[i], stat_ns, sched, 100.0 * (stat_ns - sched) / sched);
+		ASSERT_GT(sched, 100e6);
+		ASSERT_DBL_NEAR(stat_ns, sched, sched * 0.01);
+	}
+	/* The names the threads gave themselves, found by the /proc polling. */
+	ASSERT_CONTAINS(out, "burn240-");
+	ASSERT_CONTAINS(out, "burn120-");
+	kill(wl, SIGKILL);
+	waitpid(wl, NULL, 0);
+}
+
+/* Totals follow children: a shell that runs two children which each fault in 2000 pages. */
+static void test_inherit_and_status(const char *self)
+{
+	const char *errfile = "test-stat.inherit.txt";
+	char script[8400];
+	int status;
+
+	snprintf(script, sizeof(script), "%s --touch 2000 && %s --touch 2000; exit 7", self, self);
+	char *args[] = { "viprof", "stat", "-x", ";", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
+	pid_t st = spawn(args, errfile);
+
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 7);     /* the command's status */
+	const char *out = slurp(errfile);
+	fprintf(stderr, "%s", out);
+	const char *row = strstr(out, ";;minor-faults;");
+	ASSERT_NOT_NULL(row);
+	while (row > out && row[-1] != '\n')
+		row--;
+	long faults = strtol(row, NULL, 10);
+	ASSERT_GE(faults, 4000);        /* both children's pages */
+	ASSERT_LT(faults, 4000 + 3000); /* plus exec and libc start-up, not more */
+}
+
+static void test_errors(void)
+{
+	const char *errfile = "test-stat.errors.txt";
+	int status;
+	char *a1[] = { "viprof", "stat", "-e", "bogus-event", "--", "true", NULL };
+	pid_t st = spawn(a1, errfile);
+
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_EQ(WEXITSTATUS(status), 2);
+	ASSERT_CONTAINS(slurp(errfile), "bogus-event");
+
+	char *a2[] = { "viprof", "stat", "-e", "task-clock", NULL };
+	st = spawn(a2, errfile);
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_EQ(WEXITSTATUS(status), 2);
+	ASSERT_CONTAINS(slurp(errfile), "-p PID or -- CMD");
+
+	/* Where the VM exposes no PMU, cycles must fail before the command runs. */
+	if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0) {
+		char *a3[] = { "viprof", "stat", "-e", "cycles", "--", "sh", "-c", "echo ran >&2", NULL };
+
+		st = spawn(a3, errfile);
+		ASSERT_EQ(waitpid(st, &status, 0), st);
+		ASSERT_EQ(WEXITSTATUS(status), 1);
+		const char *out = slurp(errfile);
+		ASSERT_CONTAINS(out, "cycles");
+		ASSERT_TRUE(strstr(out, "ran") == NULL);
+		ASSERT_TRUE(strchr(out, '\n') == out + strlen(out) - 1);   /* one line */
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char self[4096];
+	ssize_t n;
+
+	if (argc == 3 && !strcmp(argv[1], "--touch")) {
+		long pages = atol(argv[2]);
+		/* No transparent huge pages: one fault per 4 KiB page, not per 2 MiB. */
+		char *m = mmap(NULL, (size_t)pages * 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED || madvise(m, (size_t)pages * 4096, MADV_NOHUGEPAGE))
+			return 1;
+		for (long i = 0; i < pages; i++)
+			m[i * 4096] = 1;
+		return 0;
+	}
+	if (argc < 2)
+		FAIL("usage: test-stat /path/to/viprof");
+	viprof = argv[1];
+	if (access("/proc/self/schedstat", R_OK) != 0)
+		SKIP("no /proc/PID/schedstat (CONFIG_SCHEDSTATS/SCHED_INFO off)");
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ASSERT_GT(n, 0);
+	self[n] = '\0';
+	test_errors();
+	test_inherit_and_status(self);
+	test_per_thread_vs_schedstat();
+	printf("test-stat: ok\n");
+	return 0;
+}
