@@ -9,8 +9,15 @@
 
 static inline uint32_t synth_frame(struct vp_profile *p, int layer, const char *name, const char *image, uint64_t addr)
 {
-	struct vp_frame f = { .name = name, .image = image, .layer = (uint8_t)layer, .addr = addr,
-			      .build_id = layer == VP_LAYER_NATIVE ? "4f2a9c0e5b1d" : "" };
+	/* Native images get a build id derived from their path: distinct files, distinct ids. */
+	char bid[20] = "";
+	if (layer == VP_LAYER_NATIVE || layer == VP_LAYER_JVM) {
+		uint32_t h = 2166136261u;
+		for (const char *c = image; *c; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
+		snprintf(bid, sizeof(bid), "%08x%08x", h, h ^ 0x5bd1e995u);
+	}
+	struct vp_frame f = { .name = name, .image = image, .layer = (uint8_t)layer, .addr = addr, .build_id = bid };
 	uint32_t id = vp_profile__frame(p, &f);
 	ASSERT_NE(id, UINT32_MAX);
 	return id;
