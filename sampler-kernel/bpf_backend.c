@@ -1,0 +1,521 @@
+/* The bpf backend: profile.bpf.c attached to one perf event per CPU per requested
+ * event, samples in one BPF ring buffer consumed on a timer, and sideband from a dummy
+ * perf event per CPU (perf_ring.c). */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "common/session_format.h"
+#include "sampler-kernel/perf_ring.h"
+#include "sampler-kernel/profile.h"
+#include "sampler-kernel/sampler.h"
+#include "profile.skel.h"
+
+#define DEFAULT_RINGBUF (16u << 20)   /* ~0.5 s of -g samples at 10 kHz on 2 CPUs */
+#define SIDEBAND_PAGES 64
+
+struct sampler {
+	struct sampler_config cfg;
+	int ncpu;
+	/* One skeleton per event: each carries its event_index in rodata; the first one
+	 * owns the maps and the fork/switch programs, the others reuse its maps. */
+	struct profile *skel[VP_MAX_EVENTS];
+	int nr_skel;
+	struct bpf_link **links;       /* perf event links (they own the perf fds) */
+	int nr_links;
+	struct bpf_link *fork_link, *switch_link;
+	struct ring_buffer *rb;
+	int *sb_fds;
+	struct perf_ring **sb_rings;
+	struct pollfd *pfds;
+	int nr_sb;
+	struct perf_sideband sb;
+	struct pid_set *filter;
+	struct vp_sample *buf;
+	uint64_t samples;
+	int cb_err;
+	bool stopped;
+};
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* The verifier log is long; warnings alone say what went wrong. */
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
+{
+	struct vp_sample *out = s->buf;
+	int nk = 0, nu = 0, n = 0;
+
+	if (len < VPB_SAMPLE_HDR)
+		return -EBADMSG;
+	memset(out, 0, sizeof(*out));
+	out->pid = b->pid;
+	out->tid = b->tid;
+	out->cpu = b->cpu;
+	out->event = (uint16_t)b->event;
+	out->mode = (uint8_t)b->mode;
+	out->flags = (uint8_t)b->flags;
+	out->period = b->period;
+	if (s->cfg.callchain && len >= sizeof(*b)) {
+		if (b->kstack_bytes > 0)
+			nk = b->kstack_bytes / 8;
+		if (b->ustack_bytes > 0)
+			nu = b->ustack_bytes / 8;
+		if (nk > VPB_MAX_KSTACK)
+			nk = VPB_MAX_KSTACK;
+		if (nu > VPB_MAX_USTACK)
+			nu = VPB_MAX_USTACK;
+		/* A full buffer means the walk was cut, like perf's sample_max_stack. */
+		if (nu == VPB_MAX_USTACK)
+			out->flags |= VP_SAMPLE_USER_TRUNCATED;
+		/* The session format holds at most VP_MAX_FRAMES in all; keep the kernel
+		 * frames and as much of the user stack as fits. */
+		if (nk > VP_MAX_FRAMES)
+			nk = VP_MAX_FRAMES;
+		if (nk + nu > VP_MAX_FRAMES) {
+			nu = VP_MAX_FRAMES - nk;
+			out->flags |= VP_SAMPLE_USER_TRUNCATED;
+		}
+		memcpy(out->ips, b->kstack, (size_t)nk * 8);
+		memcpy(out->ips + nk, b->ustack, (size_t)nu * 8);
+		n = nk + nu;
+	}
+	/* Without -g, or when the interrupted side's stack could not be read, the IP
+	 * alone stands for that side. */
+	if (b->mode == VPB_MODE_KERNEL && nk == 0) {
+		memmove(out->ips + 1, out->ips, (size_t)n * 8);
+		out->ips[0] = b->ip;
+		nk = 1;
+		n++;
+	} else if (b->mode == VPB_MODE_USER && nu == 0 && n < VP_MAX_FRAMES) {
+		out->ips[n++] = b->ip;
+		nu = 1;
+	}
+	out->nr_kernel = (uint16_t)nk;
+	out->nr_user = (uint16_t)nu;
+	s->samples++;
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, b->time, out,
+				sizeof(*out) + (size_t)n * 8);
+}
+
+static int on_ringbuf(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+	const uint32_t *kind = data;
+	int err;
+
+	if (len < 4)
+		return 0;
+	if (*kind == VPB_KIND_SAMPLE) {
+		err = on_sample(s, data, len);
+	} else if (*kind == VPB_KIND_SWITCH && len >= sizeof(struct vpb_switch)) {
+		const struct vpb_switch *w = data;
+		struct vp_switch out = { .cpu = w->cpu, .prev_pid = w->prev_pid,
+					 .prev_tid = w->prev_tid, .next_pid = w->next_pid,
+					 .next_tid = w->next_tid };
+
+		err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SWITCH, w->time, &out, sizeof(out));
+	} else {
+		return 0;
+	}
+	if (err < 0)
+		s->cb_err = err;
+	return err;
+}
+
+static int on_sideband(void *ctx, const struct perf_event_header *h)
+{
+	struct sampler *s = ctx;
+	int err = perf_sideband__handle(&s->sb, h);
+
+	return err < 0 ? err : 0;
+}
+
+static int drain(struct sampler *s)
+{
+	int total = 0, n;
+
+	/* Sideband first, so that the MMAP of a new executable precedes its samples. */
+	for (int i = 0; i < s->nr_sb; i++) {
+		n = perf_ring__drain(s->sb_rings[i], on_sideband, s);
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	s->cb_err = 0;
+	n = ring_buffer__consume(s->rb);
+	if (n < 0)
+		return s->cb_err ? s->cb_err : n;
+	return total + n;
+}
+
+static void bpf_destroy(struct sampler *s);
+
+static int open_sideband(struct sampler *s)
+{
+	size_t bytes = SIDEBAND_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+
+	for (int cpu = 0; cpu < s->ncpu; cpu++) {
+		struct perf_event_attr a = {
+			.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
+			.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+			.sample_id_all = 1, .mmap = 1, .mmap2 = 1, .comm = 1, .comm_exec = 1,
+			.task = 1, .build_id = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+			.watermark = 1, .wakeup_watermark = (uint32_t)(bytes / 4),
+		};
+		struct perf_ring *r;
+		int fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd == -ENODEV)
+			continue;   /* offline CPU */
+		if (fd < 0)
+			return fd;
+		r = perf_ring__open(fd, SIDEBAND_PAGES);
+		if (!r) {
+			int e = -errno;
+
+			close(fd);
+			return e;
+		}
+		s->sb_fds[s->nr_sb] = fd;
+		s->sb_rings[s->nr_sb] = r;
+		s->pfds[s->nr_sb] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		s->nr_sb++;
+	}
+	return 0;
+}
+
+static uint32_t ringbuf_size(const struct sampler_config *cfg, int ncpu)
+{
+	uint64_t want = cfg->buffer_pages ? (uint64_t)cfg->buffer_pages * 4096 * ncpu : DEFAULT_RINGBUF;
+	uint32_t sz = 1u << 20;
+
+	while (sz < want && sz < (1u << 30))
+		sz <<= 1;
+	return sz;
+}
+
+static int load_skeletons(struct sampler *s, char *err, size_t errlen)
+{
+	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
+	int rc;
+
+	for (int e = 0; e < s->cfg.nr_events; e++) {
+		struct profile *k = profile__open();
+
+		if (!k) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot open the BPF object: %s", strerror(-rc));
+			return rc;
+		}
+		s->skel[s->nr_skel++] = k;
+		k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
+		k->rodata->callchain = s->cfg.callchain;
+		k->rodata->event_index = (uint32_t)e;
+		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
+		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
+		if (e == 0) {
+			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
+		} else {
+			struct profile *k0 = s->skel[0];
+
+			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost)))) {
+				snprintf(err, errlen, "bpf sampler: cannot share maps between events: %s",
+					 strerror(-rc));
+				return rc;
+			}
+		}
+		rc = profile__load(k);
+		if (rc) {
+			snprintf(err, errlen, "bpf sampler: the kernel refused the BPF program (%s); use --backend perf",
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int attach_events(struct sampler *s, char *err, size_t errlen)
+{
+	for (int cpu = 0; cpu < s->ncpu; cpu++) {
+		for (int e = 0; e < s->cfg.nr_events; e++) {
+			const struct sampler_event *ev = &s->cfg.events[e];
+			struct perf_event_attr a = { .size = sizeof(a), .type = ev->type,
+						     .config = ev->config, .disabled = 1 };
+			struct bpf_link *l;
+			int fd;
+
+			if (ev->period) {
+				a.sample_period = ev->period;
+			} else {
+				a.freq = 1;
+				a.sample_freq = ev->freq ? ev->freq : 1000;
+			}
+			fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			if (fd == -ENODEV)
+				break;      /* offline CPU */
+			if (fd < 0) {
+				snprintf(err, errlen, "bpf sampler: perf_event_open of '%s' on CPU %d: %s; check the event with 'viprof probe'",
+					 ev->name, cpu, strerror(-fd));
+				return fd;
+			}
+			l = bpf_program__attach_perf_event(s->skel[e]->progs.on_sample, fd);
+			if (!l) {
+				int rc = -errno;
+
+				close(fd);
+				snprintf(err, errlen, "bpf sampler: cannot attach to the '%s' event: %s",
+					 ev->name, strerror(-rc));
+				return rc;
+			}
+			s->links[s->nr_links++] = l;
+		}
+	}
+	return 0;
+}
+
+static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, size_t errlen)
+{
+	int ncpu = libbpf_num_possible_cpus(), rc = 0;
+	struct sampler *s = NULL;
+	uint8_t one = 1;
+
+	if (cfg->nr_events < 1 || cfg->nr_events > VP_MAX_EVENTS ||
+	    (cfg->target != SAMPLER_TARGET_ALL && cfg->nr_pids < 1) || !cfg->sink.emit) {
+		snprintf(err, errlen, "bpf sampler: bad configuration (need 1..%d events, a sink, and pids unless -a)",
+			 VP_MAX_EVENTS);
+		errno = EINVAL;
+		return NULL;
+	}
+	libbpf_set_print(libbpf_quiet);
+	if (ncpu <= 0 || !(s = calloc(1, sizeof(*s)))) {
+		snprintf(err, errlen, "bpf sampler: out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cfg = *cfg;
+	s->ncpu = ncpu;
+	s->links = calloc((size_t)ncpu * cfg->nr_events, sizeof(*s->links));
+	s->sb_fds = calloc(ncpu, sizeof(*s->sb_fds));
+	s->sb_rings = calloc(ncpu, sizeof(*s->sb_rings));
+	s->pfds = calloc(ncpu, sizeof(*s->pfds));
+	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t));
+	if (!s->links || !s->sb_fds || !s->sb_rings || !s->pfds || !s->buf) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "bpf sampler: out of memory");
+		goto cleanup;
+	}
+	rc = load_skeletons(s, err, errlen);
+	if (rc)
+		goto cleanup;
+
+	if (cfg->target != SAMPLER_TARGET_ALL) {
+		s->filter = pid_set__new();
+		if (!s->filter) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "bpf sampler: out of memory");
+			goto cleanup;
+		}
+		for (int i = 0; i < cfg->nr_pids; i++) {
+			uint32_t pid = (uint32_t)cfg->pids[i];
+
+			if ((rc = pid_set__add(s->filter, pid)) ||
+			    (rc = bpf_map_update_elem(bpf_map__fd(s->skel[0]->maps.tracked), &pid, &one, BPF_ANY))) {
+				snprintf(err, errlen, "bpf sampler: cannot track pid %u: %s", pid, strerror(-rc));
+				goto cleanup;
+			}
+		}
+		/* Fork tracking goes live before the events so no child slips through. */
+		s->fork_link = bpf_program__attach(s->skel[0]->progs.on_fork);
+		if (!s->fork_link) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot attach to sched_process_fork: %s", strerror(-rc));
+			goto cleanup;
+		}
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel[0]->maps.events), on_ringbuf, s, NULL);
+	if (!s->rb) {
+		rc = -errno;
+		snprintf(err, errlen, "bpf sampler: cannot map the ring buffer: %s", strerror(-rc));
+		goto cleanup;
+	}
+	s->sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	s->sb.filter = s->filter;
+	s->sb.sink = &s->cfg.sink;
+	if (cfg->want_sideband && (rc = open_sideband(s))) {
+		snprintf(err, errlen, "bpf sampler: cannot open the sideband event: %s; run as root or grant CAP_PERFMON",
+			 strerror(-rc));
+		goto cleanup;
+	}
+	if (cfg->want_switches) {
+		s->switch_link = bpf_program__attach(s->skel[0]->progs.on_switch);
+		if (!s->switch_link) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot attach to sched_switch: %s", strerror(-rc));
+			goto cleanup;
+		}
+	}
+	rc = attach_events(s, err, errlen);
+	if (rc == 0 && s->nr_links == 0) {
+		rc = -ENODEV;
+		snprintf(err, errlen, "bpf sampler: no online CPU to sample");
+	}
+cleanup:
+	if (rc) {
+		bpf_destroy(s);
+		errno = -rc;
+		return NULL;
+	}
+	return s;
+}
+
+static int bpf_poll(struct sampler *s, int timeout_ms)
+{
+	/* The BPF side never wakes us (BPF_RB_NO_WAKEUP); the sideband rings wake at a
+	 * watermark. Either way the timeout is the drain period. */
+	if (!s->stopped && timeout_ms > 0) {
+		if (s->nr_sb) {
+			if (poll(s->pfds, s->nr_sb, timeout_ms) < 0 && errno != EINTR)
+				return -errno;
+		} else {
+			struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return drain(s);
+}
+
+static void read_lost(const struct sampler *s, uint64_t out[VPB_LOST_NR])
+{
+	uint64_t *v = calloc(s->ncpu, sizeof(*v));
+
+	memset(out, 0, VPB_LOST_NR * sizeof(*out));
+	if (!v || !s->nr_skel)
+		goto out;
+	for (uint32_t k = 0; k < VPB_LOST_NR; k++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel[0]->maps.lost), &k, v))
+			continue;
+		for (int c = 0; c < s->ncpu; c++)
+			out[k] += v[c];
+	}
+out:
+	free(v);
+}
+
+static int emit_lost(struct sampler *s, uint32_t source, uint64_t count, uint64_t t)
+{
+	struct vp_lost l = { .cpu = UINT32_MAX, .source = source, .count = count };
+
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_LOST, t, &l, sizeof(l));
+}
+
+static int bpf_stop(struct sampler *s)
+{
+	uint64_t lost[VPB_LOST_NR], t;
+	int n, rc;
+
+	if (s->stopped)
+		return 0;
+	/* Destroying a perf link disables and closes its event. */
+	for (int i = 0; i < s->nr_links; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nr_links = 0;
+	bpf_link__destroy(s->switch_link);
+	s->switch_link = NULL;
+	s->stopped = true;
+	n = drain(s);
+	if (n < 0)
+		return n;
+	read_lost(s, lost);
+	t = now_ns();
+	rc = emit_lost(s, VP_LOST_KERNEL_RING, lost[VPB_LOST_RINGBUF], t);
+	if (!rc && lost[VPB_LOST_STACK])
+		rc = emit_lost(s, VP_LOST_STACK, lost[VPB_LOST_STACK], t);
+	if (!rc && s->sb.lost)
+		rc = emit_lost(s, VP_LOST_SIDEBAND, s->sb.lost, t);
+	return rc;
+}
+
+static void bpf_counts(const struct sampler *s, uint64_t *samples, uint64_t *lost)
+{
+	uint64_t l[VPB_LOST_NR];
+
+	read_lost(s, l);
+	*samples = s->samples;
+	*lost = l[VPB_LOST_RINGBUF];
+}
+
+static void bpf_destroy(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nr_links; i++)
+		bpf_link__destroy(s->links[i]);
+	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->fork_link);
+	ring_buffer__free(s->rb);
+	for (int i = 0; i < s->nr_sb; i++) {
+		perf_ring__free(s->sb_rings[i]);
+		close(s->sb_fds[i]);
+	}
+	for (int i = 0; i < s->nr_skel; i++)
+		profile__destroy(s->skel[i]);
+	pid_set__free(s->filter);
+	free(s->links);
+	free(s->sb_fds);
+	free(s->sb_rings);
+	free(s->pfds);
+	free(s->buf);
+	free(s);
+}
+
+static bool bpf_supported(const struct sampler_config *cfg, char *why, size_t whylen)
+{
+	int r;
+
+	libbpf_set_print(libbpf_quiet);
+	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
+	if (r <= 0) {
+		snprintf(why, whylen, "BPF unavailable (needs CAP_BPF and CAP_PERFMON, or root): cannot load a perf_event program (%s)",
+			 r < 0 ? strerror(-r) : "not supported by this kernel");
+		return false;
+	}
+	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	if (r <= 0) {
+		snprintf(why, whylen, "BPF unavailable: no BPF ring buffer (kernel 5.8+ needed) (%s)",
+			 r < 0 ? strerror(-r) : "not supported");
+		return false;
+	}
+	snprintf(why, whylen, "BPF programs and ring buffers load here");
+	return true;
+}
+
+const struct sampler_backend sampler_backend_bpf = {
+	.name = "bpf",
+	.supported = bpf_supported,
+	.start = bpf_start,
+	.poll = bpf_poll,
+	.stop = bpf_stop,
+	.counts = bpf_counts,
+	.destroy = bpf_destroy,
+};

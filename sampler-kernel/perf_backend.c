@@ -1,0 +1,447 @@
+/* The perf backend: plain perf_event_open and mmap rings, no BPF, for users and
+ * containers that may not load BPF programs. Samples and sideband share one ring per
+ * CPU; every other fd on that CPU is redirected into it (PERF_EVENT_IOC_SET_OUTPUT),
+ * as perf record does. */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/session_format.h"
+#include "sampler-kernel/perf_ring.h"
+#include "sampler-kernel/sampler.h"
+
+#define DEFAULT_PAGES 256      /* 1 MiB per CPU: ~100 ms of -g samples at 10 kHz */
+
+#define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
+		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
+
+struct id_map {
+	uint64_t id;
+	uint16_t event;
+};
+
+struct sampler {
+	struct sampler_config cfg;
+	uint64_t sample_type;
+	int *fds;
+	int nr_fds, cap_fds;
+	struct perf_ring **rings;      /* one per CPU that could be opened */
+	int nr_rings;
+	struct pollfd *pfds;
+	struct id_map *ids;
+	int nr_ids, cap_ids;
+	struct perf_sideband sb;
+	struct vp_sample *buf;         /* room for VP_MAX_FRAMES ips */
+	uint64_t samples;
+	bool stopped;
+};
+
+static int push_fd(struct sampler *s, int fd)
+{
+	if (s->nr_fds == s->cap_fds) {
+		int cap = s->cap_fds ? s->cap_fds * 2 : 64;
+		int *p = realloc(s->fds, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->fds = p;
+		s->cap_fds = cap;
+	}
+	s->fds[s->nr_fds++] = fd;
+	return 0;
+}
+
+static int push_id(struct sampler *s, int fd, int event)
+{
+	uint64_t id;
+
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	if (s->nr_ids == s->cap_ids) {
+		int cap = s->cap_ids ? s->cap_ids * 2 : 64;
+		struct id_map *p = realloc(s->ids, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->ids = p;
+		s->cap_ids = cap;
+	}
+	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .event = (uint16_t)event };
+	return 0;
+}
+
+static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cfg,
+		      const struct sampler_event *ev, bool sideband, size_t ring_bytes)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = ev->type;
+	a->config = ev->config;
+	if (ev->period) {
+		a->sample_period = ev->period;
+	} else {
+		a->freq = 1;
+		a->sample_freq = ev->freq ? ev->freq : 1000;
+	}
+	a->sample_type = SAMPLE_TYPE | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_max_stack = VP_MAX_FRAMES;
+	a->disabled = 1;
+	a->inherit = cfg->target != SAMPLER_TARGET_ALL;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->sample_id_all = 1;
+	/* Wake the poller when a quarter of the ring is full, not per sample: a wakeup
+	 * per sample costs more than the sample itself on a VM. */
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(ring_bytes / 4);
+	if (sideband && cfg->want_sideband) {
+		a->mmap = 1;
+		a->mmap2 = 1;
+		a->comm = 1;
+		a->comm_exec = 1;
+		a->task = 1;
+		a->build_id = 1;
+	}
+}
+
+static size_t ring_pages(const struct sampler_config *cfg)
+{
+	return cfg->buffer_pages ? cfg->buffer_pages : DEFAULT_PAGES;
+}
+
+static int emit_sample(struct sampler *s, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const uint64_t *end = (const void *)((const char *)h + h->size);
+	struct vp_sample *out = s->buf;
+	uint64_t id, ip, time, nr = 0;
+	uint32_t pid, tid, cpu;
+	int n = 0, kernel_n = 0, user_n = 0, ctx = 0;
+	uint8_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	/* IDENTIFIER, IP, TID, TIME, CPU, PERIOD, [CALLCHAIN]: the order is the kernel's. */
+	if (end - p < 6)
+		return -EBADMSG;
+	id = p[0];
+	ip = p[1];
+	pid = (uint32_t)p[2];
+	tid = (uint32_t)(p[2] >> 32);
+	time = p[3];
+	cpu = (uint32_t)p[4];
+	memset(out, 0, sizeof(*out));
+	out->period = p[5];
+	p += 6;
+	out->pid = pid;
+	out->tid = tid;
+	out->cpu = cpu;
+	out->mode = mode;
+	if (s->cfg.nr_events > 1) {
+		for (int i = 0; i < s->nr_ids; i++) {
+			if (s->ids[i].id == id) {
+				out->event = s->ids[i].event;
+				break;
+			}
+		}
+	}
+	if (s->sample_type & PERF_SAMPLE_CALLCHAIN) {
+		if (end - p < 1)
+			return -EBADMSG;
+		nr = *p++;
+		if (nr > (uint64_t)(end - p))
+			return -EBADMSG;
+		/* Kernel frames come first, then user frames; the PERF_CONTEXT_* markers
+		 * between them say which is which and are not frames themselves. */
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t a = p[i];
+
+			if (a >= (uint64_t)PERF_CONTEXT_MAX) {
+				ctx = a == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+				      a == (uint64_t)PERF_CONTEXT_USER ? 2 : 3;
+				continue;
+			}
+			if (ctx != 1 && ctx != 2)
+				continue;   /* hypervisor/guest frames have no place here */
+			if (n >= VP_MAX_FRAMES) {
+				out->flags |= VP_SAMPLE_USER_TRUNCATED;
+				break;
+			}
+			if (ctx == 1) {
+				if (user_n)
+					continue;   /* not expected: kernel after user */
+				kernel_n++;
+			} else {
+				user_n++;
+			}
+			out->ips[n++] = a;
+		}
+		/* The kernel stops the walk at sample_max_stack frames. */
+		if (n >= VP_MAX_FRAMES)
+			out->flags |= VP_SAMPLE_USER_TRUNCATED;
+	}
+	if (n == 0) {
+		out->ips[n++] = ip;
+		if (mode == PERF_RECORD_MISC_KERNEL || mode == PERF_RECORD_MISC_HYPERVISOR ||
+		    mode == PERF_RECORD_MISC_GUEST_KERNEL)
+			kernel_n = 1;
+		else
+			user_n = 1;
+	}
+	out->nr_kernel = (uint16_t)kernel_n;
+	out->nr_user = (uint16_t)user_n;
+	s->samples++;
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, time, out,
+				sizeof(*out) + (size_t)n * sizeof(uint64_t));
+}
+
+static int on_record(void *ctx, const struct perf_event_header *h)
+{
+	struct sampler *s = ctx;
+	int err;
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		return emit_sample(s, h);
+	err = perf_sideband__handle(&s->sb, h);
+	return err < 0 ? err : 0;
+}
+
+static int drain(struct sampler *s)
+{
+	int total = 0;
+
+	for (int i = 0; i < s->nr_rings; i++) {
+		int n = perf_ring__drain(s->rings[i], on_record, s);
+
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	return total;
+}
+
+/* Opens every event of one target thread (or -1 = all) on one CPU; the first fd on
+ * a CPU gets the mmap ring, the rest write into it. ENODEV/ENOENT = offline CPU or a
+ * thread that already exited: skipped. */
+static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
+{
+	size_t pages = ring_pages(&s->cfg);
+	size_t bytes = pages * (size_t)sysconf(_SC_PAGESIZE);
+
+	for (int e = 0; e < s->cfg.nr_events; e++) {
+		struct perf_event_attr a;
+		int fd, err;
+
+		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes);
+		fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
+			return 0;
+		if (fd < 0)
+			return fd;
+		err = push_fd(s, fd);
+		if (err) {
+			close(fd);
+			return err;
+		}
+		err = push_id(s, fd, e);
+		if (err)
+			return err;
+		if (*ring_fd < 0) {
+			struct perf_ring *r = perf_ring__open(fd, pages);
+
+			if (!r)
+				return -errno;
+			s->rings[s->nr_rings++] = r;
+			*ring_fd = fd;
+		} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *ring_fd) < 0) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int open_pid_threads(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int err = 0, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)) && !err) {
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		err = open_on_cpu(s, (pid_t)atoi(d->d_name), cpu, ring_fd);
+		n++;
+	}
+	closedir(dir);
+	return err ? err : (n ? 0 : -ESRCH);
+}
+
+static void perf_destroy(struct sampler *s);
+
+static struct sampler *perf_start(const struct sampler_config *cfg, char *err, size_t errlen)
+{
+	int ncpu = get_nprocs_conf(), rc = 0;
+	struct sampler *s;
+
+	if (cfg->nr_events < 1 || cfg->nr_events > VP_MAX_EVENTS ||
+	    (cfg->target != SAMPLER_TARGET_ALL && cfg->nr_pids < 1) || !cfg->sink.emit) {
+		snprintf(err, errlen, "perf sampler: bad configuration (need 1..%d events, a sink, and pids unless -a)",
+			 VP_MAX_EVENTS);
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto nomem;
+	s->cfg = *cfg;
+	s->sample_type = SAMPLE_TYPE | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0);
+	s->rings = calloc(ncpu, sizeof(*s->rings));
+	s->pfds = calloc(ncpu, sizeof(*s->pfds));
+	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t));
+	if (!s->rings || !s->pfds || !s->buf)
+		goto nomem;
+	s->sb.sample_type = s->sample_type;
+	s->sb.sink = &s->cfg.sink;
+	/* The kernel filters sideband for per-task events (only the inherited tasks
+	 * report), so no user-space filter is needed in any mode. */
+	s->sb.filter = NULL;
+
+	for (int cpu = 0; cpu < ncpu && !rc; cpu++) {
+		int ring_fd = -1;
+
+		if (cfg->target == SAMPLER_TARGET_ALL) {
+			rc = open_on_cpu(s, -1, cpu, &ring_fd);
+		} else if (cfg->target == SAMPLER_TARGET_LAUNCH) {
+			rc = open_on_cpu(s, cfg->pids[0], cpu, &ring_fd);
+		} else {
+			for (int i = 0; i < cfg->nr_pids && !rc; i++)
+				rc = open_pid_threads(s, cfg->pids[i], cpu, &ring_fd);
+		}
+	}
+	if (rc == 0 && s->nr_rings == 0)
+		rc = -ESRCH;
+	if (rc) {
+		if (rc == -EACCES || rc == -EPERM)
+			snprintf(err, errlen, "perf sampler: perf_event_open: %s; run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",
+				 strerror(-rc), cfg->target == SAMPLER_TARGET_ALL ? 0 : 1);
+		else if (rc == -ESRCH)
+			snprintf(err, errlen, "perf sampler: no such process to sample; check the pid");
+		else
+			snprintf(err, errlen, "perf sampler: perf_event_open of '%s': %s; check the event with 'viprof probe'",
+				 cfg->events[0].name, strerror(-rc));
+		perf_destroy(s);
+		errno = -rc;
+		return NULL;
+	}
+	for (int i = 0; i < s->nr_rings; i++)
+		s->pfds[i] = (struct pollfd){ .fd = perf_ring__fd(s->rings[i]), .events = POLLIN };
+	for (int i = 0; i < s->nr_fds; i++)
+		ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	return s;
+nomem:
+	snprintf(err, errlen, "perf sampler: out of memory");
+	perf_destroy(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static int perf_poll(struct sampler *s, int timeout_ms)
+{
+	if (!s->stopped && poll(s->pfds, s->nr_rings, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	return drain(s);
+}
+
+static int emit_lost(const struct vp_sink *sink, uint32_t source, uint64_t count)
+{
+	struct vp_lost l = { .cpu = UINT32_MAX, .source = source, .count = count };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return sink->emit(sink->ctx, VP_REC_LOST,
+			  (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &l, sizeof(l));
+}
+
+static int perf_stop(struct sampler *s)
+{
+	int n;
+
+	if (s->stopped)
+		return 0;
+	for (int i = 0; i < s->nr_fds; i++)
+		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	s->stopped = true;
+	n = drain(s);
+	if (n < 0)
+		return n;
+	return emit_lost(&s->cfg.sink, VP_LOST_KERNEL_RING, s->sb.lost);
+}
+
+static void perf_counts(const struct sampler *s, uint64_t *samples, uint64_t *lost)
+{
+	*samples = s->samples;
+	*lost = s->sb.lost;
+}
+
+static void perf_destroy(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nr_rings; i++)
+		perf_ring__free(s->rings[i]);
+	for (int i = 0; i < s->nr_fds; i++)
+		close(s->fds[i]);
+	free(s->rings);
+	free(s->pfds);
+	free(s->fds);
+	free(s->ids);
+	free(s->buf);
+	free(s);
+}
+
+/* A real open of the first event, the way start() will open it, is the only reliable
+ * test: paranoia level, capabilities, seccomp and the event itself all play a part. */
+static bool perf_supported(const struct sampler_config *cfg, char *why, size_t whylen)
+{
+	struct perf_event_attr a;
+	bool all = cfg->target == SAMPLER_TARGET_ALL;
+	int fd;
+
+	if (cfg->nr_events < 1) {
+		snprintf(why, whylen, "perf: no event requested");
+		return false;
+	}
+	fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4);
+	fd = vp_perf_event_open(&a, all ? -1 : 0, all ? 0 : -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		if (fd == -EACCES || fd == -EPERM)
+			snprintf(why, whylen, "perf: perf_event_open not permitted (%s); run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",
+				 strerror(-fd), all ? 0 : 1);
+		else
+			snprintf(why, whylen, "perf: cannot open event '%s' (%s); see 'viprof probe'",
+				 cfg->events[0].name, strerror(-fd));
+		return false;
+	}
+	close(fd);
+	snprintf(why, whylen, "perf: perf_event_open works here");
+	return true;
+}
+
+const struct sampler_backend sampler_backend_perf = {
+	.name = "perf",
+	.supported = perf_supported,
+	.start = perf_start,
+	.poll = perf_poll,
+	.stop = perf_stop,
+	.counts = perf_counts,
+	.destroy = perf_destroy,
+};

@@ -1,0 +1,210 @@
+/* Both sampler backends, launch mode, on a fixture with a known hot function pair and
+ * a syscall-heavy phase: samples carry the child's pid, user stacks walk from hot_leaf
+ * into hot_spin, the syscall phase has kernel frames, and the sideband has the
+ * fixture's MMAP, its exec COMM and its EXIT. Needs root; bpf parts need BPF. */
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include "test-sampler-util.h"
+
+struct sym { uint64_t addr, size; };
+
+static const char *fixture = SAMPLER_FIXTURE;
+static int out_pipe[2];
+
+static int run_fixture(void *arg)
+{
+	dup2(out_pipe[1], 1);
+	close(out_pipe[0]);
+	close(out_pipe[1]);
+	execl(fixture, fixture, "1.0", (char *)NULL);
+	return 127;
+}
+
+/* Symbol size from nm; the runtime address comes from the fixture itself (PIE). */
+static uint64_t nm_size(const char *name)
+{
+	char cmd[512], line[256];
+	uint64_t size = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", fixture);
+	f = popen(cmd, "r");
+	ASSERT_NOT_NULL(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, sz;
+		char t, n[128];
+
+		if (sscanf(line, "%llx %llx %c %127s", &a, &sz, &t, n) == 4 && !strcmp(n, name))
+			size = sz;
+	}
+	pclose(f);
+	if (!size)
+		FAIL("nm found no size for %s in %s", name, fixture);
+	return size;
+}
+
+static bool in(const struct sym *s, uint64_t a)
+{
+	return a >= s->addr && a < s->addr + s->size;
+}
+
+static void run(const struct sampler_backend *b, bool callchain)
+{
+	struct mem_sink m = { .keep_stacks = true };
+	struct sampler_config cfg = { .nr_events = 1, .callchain = callchain,
+				      .target = SAMPLER_TARGET_LAUNCH, .nr_pids = 1,
+				      .want_sideband = true,
+				      .sink = { mem_sink__emit, &m } };
+	struct sym leaf = {0}, spin = {0};
+	char err[512], line[256] = {0};
+	struct launch l;
+	struct rusage ru;
+	struct sampler *s;
+	int status, samples = 0, leaf_hits = 0, leaf_in_spin = 0, kernel_hits = 0;
+	int mmaps = 0, comm_exec = 0, exits = 0, lost = 0;
+	uint64_t t0 = mono_ns(), t1;
+	pid_t pid;
+	FILE *f;
+
+	cfg.events[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE,
+						.config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1000,
+						.software = true, .name = "cpu-clock" };
+	if (pipe(out_pipe))
+		FAIL("pipe: %s", strerror(errno));
+	l = launch__hold(run_fixture, NULL);
+	close(out_pipe[1]);
+	pid = l.pid;
+	cfg.pids = &pid;
+	s = b->start(&cfg, err, sizeof(err));
+	if (!s)
+		FAIL("%s start: %s", b->name, err);
+	launch__go(&l);
+	f = fdopen(out_pipe[0], "r");
+	ASSERT_NOT_NULL(f);
+	if (!fgets(line, sizeof(line), f))
+		FAIL("no address line from the fixture");
+	if (sscanf(line, "hot_leaf=%" SCNx64 " hot_spin=%" SCNx64, &leaf.addr, &spin.addr) != 2)
+		FAIL("bad address line from the fixture: %s", line);
+	leaf.size = nm_size("hot_leaf");
+	spin.size = nm_size("hot_spin");
+	launch__run(&l, b, s, &ru, &status);
+	fclose(f);
+	t1 = mono_ns();
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+
+	for (size_t i = 0; i < m.n; i++) {
+		const struct rec *r = &m.r[i];
+
+		switch (r->type) {
+		case VP_REC_SAMPLE: {
+			const struct vp_sample *x = r->body;
+			int nk = x->nr_kernel, nu = x->nr_user;
+
+			ASSERT_EQ(r->len, sizeof(*x) + (size_t)(nk + nu) * 8);
+			/* Launch mode keeps other processes out. */
+			ASSERT_EQ(x->pid, pid);
+			ASSERT_GE(r->time, t0);
+			ASSERT_LE(r->time, t1);
+			ASSERT_GT(x->period, 0);
+			if (!callchain)
+				ASSERT_EQ(nk + nu, 1);
+			samples++;
+			if (nu >= 1 && in(&leaf, x->ips[nk])) {
+				/* An interrupt or fault inside hot_leaf is sampled in kernel
+				 * mode with hot_leaf as the user leaf; otherwise it is user. */
+				if (nk == 0)
+					ASSERT_EQ(x->mode, VP_MODE_USER);
+				leaf_hits++;
+				if (nu >= 2 && in(&spin, x->ips[nk + 1]))
+					leaf_in_spin++;
+			}
+			if (nk > 0) {
+				ASSERT_EQ(x->mode, VP_MODE_KERNEL);
+				/* Kernel frames are kernel addresses (x86-64/arm64 upper half). */
+				ASSERT_TRUE((int64_t)x->ips[0] < 0);
+				kernel_hits++;
+			}
+			break;
+		}
+		case VP_REC_MMAP: {
+			const struct vp_mmap *x = r->body;
+			const char *base = strrchr(x->filename, '/');
+
+			if (x->pid == (uint32_t)pid && base && !strcmp(base + 1, "sampler-fixture"))
+				mmaps++;
+			break;
+		}
+		case VP_REC_COMM: {
+			const struct vp_comm *x = r->body;
+
+			if (x->pid == (uint32_t)pid && x->exec && !strncmp(x->comm, "sampler-fixtur", 14))
+				comm_exec++;
+			break;
+		}
+		case VP_REC_EXIT: {
+			const struct vp_task *x = r->body;
+
+			if (x->pid == (uint32_t)pid)
+				exits++;
+			break;
+		}
+		case VP_REC_LOST:
+			lost++;
+			break;
+		}
+	}
+	printf("%s %s: %d samples, %d in hot_leaf (%d with hot_spin as caller), %d with kernel frames, "
+	       "%d fixture MMAPs, %d exec COMMs, %d EXITs\n", b->name, callchain ? "-g" : "no -g",
+	       samples, leaf_hits, leaf_in_spin, kernel_hits, mmaps, comm_exec, exits);
+	/* 1 s of spinning at 1 kHz: hundreds of samples even on a busy machine. */
+	ASSERT_GT(samples, 100);
+	ASSERT_GT(leaf_hits, 50);
+	if (callchain) {
+		/* Nearly all hot_leaf samples should walk into hot_spin; a few land on
+		 * the prologue before the frame pointer is pushed. */
+		ASSERT_GT(leaf_in_spin * 10, leaf_hits * 8);
+	}
+	ASSERT_GT(kernel_hits, 10);
+	ASSERT_GE(mmaps, 1);
+	ASSERT_GE(comm_exec, 1);
+	ASSERT_GE(exits, 1);
+	ASSERT_GE(lost, 1);     /* stop() reports the totals, even when zero */
+	b->destroy(s);
+	mem_sink__clear(&m);
+}
+
+int main(void)
+{
+	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_ALL };
+	const struct sampler_backend *b;
+	char why[512];
+	bool bpf_ok;
+
+	REQUIRE_ROOT();
+	cfg.events[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE,
+						.config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1000 };
+
+	ASSERT_NULL(sampler__select("bogus", &cfg, why, sizeof(why)));
+	ASSERT_CONTAINS(why, "unknown backend");
+	b = sampler__select("perf", &cfg, why, sizeof(why));
+	ASSERT_TRUE(b == &sampler_backend_perf);
+	b = sampler__select("auto", &cfg, why, sizeof(why));
+	ASSERT_NOT_NULL(b);
+	printf("auto: %s\n", why);
+	bpf_ok = sampler_backend_bpf.supported(&cfg, why, sizeof(why));
+	if (bpf_ok) {
+		ASSERT_TRUE(b == &sampler_backend_bpf);
+		ASSERT_STREQ(why, "BPF programs and ring buffers load here");
+	} else {
+		ASSERT_TRUE(b == &sampler_backend_perf);
+	}
+
+	run(&sampler_backend_perf, true);
+	run(&sampler_backend_perf, false);
+	if (!bpf_ok)
+		SKIP("bpf backend: %s (the perf backend passed)", why);
+	run(&sampler_backend_bpf, true);
+	run(&sampler_backend_bpf, false);
+	return 0;
+}
