@@ -1,0 +1,372 @@
+/* Process mapping history. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postproc/procmaps.h"
+
+#define NBUCKETS 4096
+
+/* One process instance: a pid lives again as a new struct proc after exit/reuse. */
+struct proc {
+	uint32_t pid;
+	uint64_t t_start, t_end;
+	struct vp_map *maps; size_t nmaps, cap;
+	uint64_t max_len;
+	bool sorted;
+	struct proc *next_gen;       /* the later instance of the same pid */
+	struct proc *next;           /* hash chain (first instance of each pid) */
+};
+
+struct comm_ent {
+	uint64_t t;
+	char comm[16];
+};
+
+struct thread {
+	uint32_t tid;
+	struct comm_ent *h; size_t n;
+	struct thread *next;
+};
+
+struct str {
+	struct str *next;
+	char s[];
+};
+
+struct vp_procmaps {
+	struct proc *procs[NBUCKETS];
+	struct thread *threads[NBUCKETS];
+	struct str *strs[NBUCKETS];
+};
+
+static unsigned hash32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x45d9f3bu;
+	x ^= x >> 16;
+	return x % NBUCKETS;
+}
+
+static const char *intern(struct vp_procmaps *pm, const char *s)
+{
+	unsigned h = 5381;
+	for (const char *c = s; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	h %= NBUCKETS;
+	for (struct str *x = pm->strs[h]; x; x = x->next)
+		if (!strcmp(x->s, s))
+			return x->s;
+	size_t l = strlen(s);
+	struct str *x = malloc(sizeof(*x) + l + 1);
+	if (!x)
+		return NULL;
+	memcpy(x->s, s, l + 1);
+	x->next = pm->strs[h];
+	pm->strs[h] = x;
+	return x->s;
+}
+
+struct vp_procmaps *vp_procmaps__new(void)
+{
+	return calloc(1, sizeof(struct vp_procmaps));
+}
+
+void vp_procmaps__free(struct vp_procmaps *pm)
+{
+	if (!pm)
+		return;
+	for (int i = 0; i < NBUCKETS; i++) {
+		for (struct proc *p = pm->procs[i], *pn; p; p = pn) {
+			pn = p->next;
+			for (struct proc *g = p, *gn; g; g = gn) {
+				gn = g->next_gen;
+				free(g->maps);
+				free(g);
+			}
+		}
+		for (struct thread *t = pm->threads[i], *tn; t; t = tn) {
+			tn = t->next;
+			free(t->h);
+			free(t);
+		}
+		for (struct str *s = pm->strs[i], *sn; s; s = sn) {
+			sn = s->next;
+			free(s);
+		}
+	}
+	free(pm);
+}
+
+static struct proc *first_gen(struct vp_procmaps *pm, uint32_t pid)
+{
+	for (struct proc *p = pm->procs[hash32(pid)]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+/* The latest instance of pid, created (valid from time 0: it existed before the
+ * recording) when the pid is new. */
+static struct proc *current_gen(struct vp_procmaps *pm, uint32_t pid)
+{
+	struct proc *p = first_gen(pm, pid);
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->pid = pid;
+		p->t_end = UINT64_MAX;
+		p->sorted = true;
+		p->next = pm->procs[hash32(pid)];
+		pm->procs[hash32(pid)] = p;
+		return p;
+	}
+	while (p->next_gen)
+		p = p->next_gen;
+	return p;
+}
+
+static struct proc *new_gen(struct vp_procmaps *pm, uint32_t pid, uint64_t t)
+{
+	struct proc *last = first_gen(pm, pid);
+	if (!last)
+		return current_gen(pm, pid);
+	while (last->next_gen)
+		last = last->next_gen;
+	struct proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->t_start = t;
+	p->t_end = UINT64_MAX;
+	p->sorted = true;
+	if (last->t_end > t)  /* its exit was lost: the new process ends it */
+		last->t_end = t;
+	last->next_gen = p;
+	return p;
+}
+
+static int add_map(struct proc *p, const struct vp_map *m)
+{
+	if (p->nmaps == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct vp_map *n = realloc(p->maps, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+		p->cap = cap;
+	}
+	p->maps[p->nmaps++] = *m;
+	if (m->len > p->max_len)
+		p->max_len = m->len;
+	p->sorted = false;
+	return 0;
+}
+
+int vp_procmaps__mmap(struct vp_procmaps *pm, uint64_t t, const struct vp_mmap *m,
+		      const char *filename)
+{
+	struct proc *p = current_gen(pm, m->pid);
+	if (!p)
+		return -ENOMEM;
+	if (!m->len)
+		return 0;
+	uint64_t s = m->start, e = m->start + m->len;
+	/* A new mapping replaces whatever was live in its range from t on; the parts of
+	 * an old mapping outside the range live on as new entries. */
+	size_t n = p->nmaps;
+	for (size_t i = 0; i < n; i++) {
+		struct vp_map o = p->maps[i];
+		if (o.t_end != UINT64_MAX || o.start >= e || o.start + o.len <= s)
+			continue;
+		p->maps[i].t_end = t;
+		if (o.t_start >= t)  /* replaced at the same instant: it never was valid */
+			p->maps[i].t_end = o.t_start;
+		o.t_start = t;
+		o.priv = NULL;
+		o.priv_set = false;
+		if (o.start < s) {
+			struct vp_map l = o;
+			l.len = s - o.start;
+			if (add_map(p, &l))
+				return -ENOMEM;
+		}
+		if (o.start + o.len > e) {
+			struct vp_map r = o;
+			r.start = e;
+			r.len = o.start + o.len - e;
+			r.pgoff = o.pgoff + (e - o.start);
+			if (add_map(p, &r))
+				return -ENOMEM;
+		}
+	}
+	struct vp_map nm = {
+		.start = m->start, .len = m->len, .pgoff = m->pgoff,
+		.t_start = t, .t_end = UINT64_MAX,
+		.filename = intern(pm, filename ? filename : ""),
+		.build_id_size = m->build_id_size > 20 ? 20 : m->build_id_size,
+		.prot = m->prot,
+	};
+	if (!nm.filename)
+		return -ENOMEM;
+	memcpy(nm.build_id, m->build_id, sizeof(nm.build_id));
+	return add_map(p, &nm);
+}
+
+static struct proc *gen_at(struct vp_procmaps *pm, uint32_t pid, uint64_t t)
+{
+	struct proc *p = first_gen(pm, pid), *best = p;
+	for (; p; p = p->next_gen)
+		if (p->t_start <= t)
+			best = p;
+	return best;
+}
+
+static struct thread *thread_get(struct vp_procmaps *pm, uint32_t tid, bool create)
+{
+	for (struct thread *x = pm->threads[hash32(tid)]; x; x = x->next)
+		if (x->tid == tid)
+			return x;
+	if (!create)
+		return NULL;
+	struct thread *x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->tid = tid;
+	x->next = pm->threads[hash32(tid)];
+	pm->threads[hash32(tid)] = x;
+	return x;
+}
+
+static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char *comm)
+{
+	struct thread *x = thread_get(pm, tid, true);
+	if (!x)
+		return -ENOMEM;
+	if (x->n && !strncmp(x->h[x->n - 1].comm, comm, 15))
+		return 0;
+	struct comm_ent *h = realloc(x->h, (x->n + 1) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	x->h = h;
+	h[x->n].t = t;
+	strncpy(h[x->n].comm, comm, 15);
+	h[x->n].comm[15] = '\0';
+	x->n++;
+	return 0;
+}
+
+int vp_procmaps__fork(struct vp_procmaps *pm, uint64_t t, const struct vp_task *task)
+{
+	const char *pc = vp_procmaps__comm_at(pm, task->ptid, t);
+	if (pc) {
+		char c[16];
+		snprintf(c, sizeof(c), "%s", pc);
+		int err = set_comm(pm, t, task->tid, c);
+		if (err)
+			return err;
+	}
+	if (task->pid == task->ppid)
+		return 0;
+	struct proc *parent = gen_at(pm, task->ppid, t);
+	struct proc *child = new_gen(pm, task->pid, t);
+	if (!child)
+		return -ENOMEM;
+	if (!parent)
+		return 0;
+	for (size_t i = 0; i < parent->nmaps; i++) {
+		struct vp_map m = parent->maps[i];
+		if (m.t_start > t || m.t_end <= t)
+			continue;
+		m.t_start = t;
+		m.priv = NULL;
+		m.priv_set = false;
+		if (add_map(child, &m))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int vp_procmaps__exit(struct vp_procmaps *pm, uint64_t t, const struct vp_task *task)
+{
+	if (task->pid != task->tid)  /* a thread: the process lives on */
+		return 0;
+	struct proc *p = first_gen(pm, task->pid);
+	if (!p)
+		return 0;
+	while (p->next_gen)
+		p = p->next_gen;
+	if (p->t_end > t)
+		p->t_end = t;
+	return 0;
+}
+
+int vp_procmaps__comm(struct vp_procmaps *pm, uint64_t t, uint32_t pid, uint32_t tid,
+		      const char *comm, bool exec)
+{
+	if (exec) {
+		struct proc *p = current_gen(pm, pid);
+		if (!p)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->nmaps; i++)
+			if (p->maps[i].t_end > t)
+				p->maps[i].t_end = p->maps[i].t_start > t ? p->maps[i].t_start : t;
+	}
+	return set_comm(pm, t, tid, comm);
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct vp_map *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->t_start < y->t_start ? -1 : x->t_start > y->t_start;
+}
+
+struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t)
+{
+	struct proc *p = gen_at(pm, pid, t);
+	if (!p || !p->nmaps)
+		return NULL;
+	if (!p->sorted) {
+		qsort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
+		p->sorted = true;
+	}
+	size_t lo = 0, hi = p->nmaps;
+	while (lo < hi) {  /* first map starting above ip */
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->maps[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct vp_map *later = NULL;
+	/* Live mappings never overlap, so at most one holds ip at t; older ones that
+	 * did are further left, bounded by the longest mapping. */
+	for (size_t i = lo; i-- > 0;) {
+		struct vp_map *m = &p->maps[i];
+		if (m->start + p->max_len <= ip)
+			break;
+		if (ip >= m->start + m->len)
+			continue;
+		if (m->t_start <= t && t < m->t_end)
+			return m;
+		if (m->t_start > t && (!later || m->t_start < later->t_start))
+			later = m;
+	}
+	return later;
+}
+
+const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t)
+{
+	struct thread *x = thread_get(pm, tid, false);
+	if (!x || !x->n)
+		return NULL;
+	const char *c = x->h[0].comm;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->h[i].t <= t)
+			c = x->h[i].comm;
+	return c;
+}

@@ -1,0 +1,348 @@
+/* The text report: a header with the session's facts, a per-layer summary, and a
+ * hotspot table (or, with a base profile, the change per frame).
+ *
+ * Percentages count samples (not periods) of each event. The table's self% column
+ * plus its "(other)" row adds up to exactly 100.0 as printed: each column is rounded
+ * to tenths with the largest-remainder method, so the rounding never shows as 99.9.
+ * total% counts a frame once per stack however often it recurs there. The per-layer
+ * summary is always printed, above the table. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postproc/report.h"
+#include "postproc/report_util.h"
+
+#define DEFAULT_TOP 25
+#define MAX_COLS 8
+
+static const char *layer_color(int layer)
+{
+	switch (layer) {
+	case VP_LAYER_HYPERVISOR: return "\033[1;31m";
+	case VP_LAYER_KERNEL: return "\033[31m";
+	case VP_LAYER_NATIVE: return "\033[33m";
+	case VP_LAYER_JVM: return "\033[35m";
+	case VP_LAYER_JIT: return "\033[32m";
+	case VP_LAYER_INLINED: return "\033[36m";
+	case VP_LAYER_INTERPRETED: return "\033[34m";
+	default: return "";
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	if (!path || !*path)
+		return "";
+	if (path[0] == '[')
+		return path;
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Copies s into buf fitting w columns: cut at the end with "..." (symbols keep their
+ * start, which names them) or in the middle (images keep their distinctive tail). */
+static const char *fit(const char *s, int w, bool middle, char *buf, size_t len)
+{
+	int l = (int)strlen(s);
+	if (l <= w || w < 4 || (size_t)w >= len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	if (!middle) {
+		snprintf(buf, len, "%.*s...", w - 3, s);
+	} else {
+		int head = (w - 3) / 2, tail = w - 3 - head;
+		snprintf(buf, len, "%.*s...%s", head, s, s + l - tail);
+	}
+	return buf;
+}
+
+/* Rounds counts[i]/total to tenths of a percent so that they add up to 1000 exactly
+ * (largest remainder). counts must sum to total. */
+static void round_tenths(const uint64_t *counts, size_t n, uint64_t total, int64_t *tenths)
+{
+	if (!total) {
+		memset(tenths, 0, n * sizeof(*tenths));
+		return;
+	}
+	int64_t sum = 0;
+	double *rem = malloc((n ? n : 1) * sizeof(*rem));
+	for (size_t i = 0; i < n; i++) {
+		double exact = 1000.0 * (double)counts[i] / (double)total;
+		tenths[i] = (int64_t)exact;
+		sum += tenths[i];
+		if (rem)
+			rem[i] = exact - (double)tenths[i];
+	}
+	while (sum < 1000 && rem) {  /* hand out the missing tenths, biggest remainder first */
+		size_t best = 0;
+		for (size_t i = 1; i < n; i++)
+			if (rem[i] > rem[best])
+				best = i;
+		tenths[best]++;
+		rem[best] = -1.0;
+		sum++;
+	}
+	free(rem);
+}
+
+static void print_tenths(struct vp_out *o, int64_t t, int w)
+{
+	vp_out__printf(o, "%*lld.%lld", w - 2, (long long)(t / 10), (long long)(t % 10));
+}
+
+static void header(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
+{
+	if (opts->title)
+		vp_out__printf(o, "# %s\n", opts->title);
+	for (int e = 0; e < p->nevents; e++)
+		vp_out__printf(o, "# event: %s (%s), %llu samples\n", p->events[e].name, p->events[e].unit,
+			       (unsigned long long)vp_event_samples(p, e));
+	vp_out__printf(o, "# lost: %llu%s\n", (unsigned long long)p->lost,
+		       p->incomplete ? " (session incomplete)" : "");
+	const char *d = vp_profile__meta(p, "duration_ns");
+	if (d)
+		vp_out__printf(o, "# duration: %.3f s\n", strtod(d, NULL) / 1e9);
+	static const char *const keys[] = { "backend", "hypervisor", "pmu.device", "pmu.hw_sampling",
+					    "default_event.why", "kernel" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = vp_profile__meta(p, keys[i]);
+		if (v && *v)
+			vp_out__printf(o, "# %s: %s\n", keys[i], v);
+	}
+	if (p->warnings) {
+		const char *s = p->warnings;
+		while (*s) {
+			const char *nl = strchr(s, '\n');
+			int n = nl ? (int)(nl - s) : (int)strlen(s);
+			if (n)
+				vp_out__printf(o, "# warning: %.*s\n", n, s);
+			s += n + (nl ? 1 : 0);
+		}
+	}
+}
+
+static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, const struct vp_frame_count *fc)
+{
+	uint64_t per[VP_LAYER__COUNT] = { 0 };
+	uint64_t total = 0;
+	for (size_t f = 0; f < p->nframes; f++) {
+		int l = p->frames[f].layer < VP_LAYER__COUNT ? p->frames[f].layer : VP_LAYER_UNKNOWN;
+		per[l] += fc[f].self;
+		total += fc[f].self;
+	}
+	int64_t t[VP_LAYER__COUNT];
+	round_tenths(per, VP_LAYER__COUNT, total, t);
+	vp_out__printf(o, "#\n# self by layer (%s):\n", p->nevents ? p->events[ev].name : "-");
+	for (int l = 0; l < VP_LAYER__COUNT; l++) {
+		if (!per[l])
+			continue;
+		vp_out__printf(o, "#   %-12s", vp_layer_name(l));
+		print_tenths(o, t[l], 6);
+		vp_out__printf(o, "%% %10llu\n", (unsigned long long)per[l]);
+	}
+	vp_out__puts(o, "#\n");
+}
+
+struct row {
+	uint32_t frame;     /* UINT32_MAX = the (other) row */
+	uint64_t key;       /* sort key */
+	double dkey;        /* diff sort key */
+};
+
+static const struct vp_profile *sort_p;
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return strcmp(sort_p->frames[x->frame].name, sort_p->frames[y->frame].name);
+}
+
+static int cmp_drow(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->dkey != y->dkey)
+		return x->dkey > y->dkey ? -1 : 1;
+	return strcmp(sort_p->frames[x->frame].name, sort_p->frames[y->frame].name);
+}
+
+/* Symbol and image column widths for what is left of the line. */
+static void name_widths(struct vp_out *o, int fixed, int *symw, int *imgw)
+{
+	int width = o->width > 0 ? o->width : 80;
+	int rem = width - fixed;
+	*imgw = rem / 3 > 28 ? 28 : rem / 3;
+	if (*imgw < 8)
+		*imgw = 8;
+	*symw = rem - *imgw - 2;
+	if (*symw < 16)
+		*symw = 16;
+}
+
+static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int imgw, bool color)
+{
+	char a[1024], b[1024];
+	const char *c = color ? layer_color(f->layer) : "";
+	vp_out__printf(o, "  %s%-11s%s %-*s  %s\n", c, vp_layer_name(f->layer), *c ? "\033[0m" : "", symw,
+		       fit(f->name, symw, false, a, sizeof(a)), fit(base_name(f->image), imgw, true, b, sizeof(b)));
+}
+
+static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
+{
+	int ev = opts->sort_event, ncols = p->nevents < MAX_COLS ? p->nevents : MAX_COLS;
+	int top = opts->top > 0 ? opts->top : DEFAULT_TOP, ret = 0;
+	struct vp_frame_count *fc[MAX_COLS] = { 0 };
+	struct row *rows = calloc(p->nframes + 1, sizeof(*rows));
+	uint64_t *cnt = calloc((size_t)top + 1, sizeof(*cnt));
+	int64_t *tenths = calloc((size_t)top + 1, sizeof(*tenths));
+	int64_t *col_t[MAX_COLS] = { 0 };
+	if (!rows || !cnt || !tenths) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (int e = 0; e < ncols; e++) {
+		fc[e] = vp_frame_counts(p, e);
+		col_t[e] = calloc((size_t)top + 1, sizeof(int64_t));
+		if (!fc[e] || !col_t[e]) {
+			ret = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	layer_summary(p, o, ev, fc[ev]);
+	size_t nrows = 0;
+	for (size_t f = 0; f < p->nframes; f++) {
+		if (!fc[ev][f].self && !fc[ev][f].total)
+			continue;
+		rows[nrows].frame = (uint32_t)f;
+		rows[nrows].key = opts->sort == VP_SORT_TOTAL ? fc[ev][f].total : fc[ev][f].self;
+		nrows++;
+	}
+	sort_p = p;
+	qsort(rows, nrows, sizeof(*rows), cmp_row);
+	size_t shown = nrows < (size_t)top ? nrows : (size_t)top;
+	for (int e = 0; e < ncols; e++) {
+		uint64_t total = vp_event_samples(p, e), sum = 0;
+		for (size_t i = 0; i < shown; i++) {
+			cnt[i] = fc[e][rows[i].frame].self;
+			sum += cnt[i];
+		}
+		cnt[shown] = total - sum;
+		round_tenths(cnt, shown + 1, total, col_t[e]);
+	}
+	uint64_t evtotal = vp_event_samples(p, ev);
+	int fixed = 8 * ncols + 8 + 10 + 2 + 12;
+	int symw, imgw;
+	name_widths(o, fixed, &symw, &imgw);
+	for (int e = 0; e < ncols; e++) {
+		char h[16];
+		snprintf(h, sizeof(h), "%.7s", ncols > 1 ? p->events[e].name : "self%");
+		vp_out__printf(o, "%8s", h);
+	}
+	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", "samples", "layer", symw, "symbol", "image");
+	for (size_t i = 0; i < shown; i++) {
+		uint32_t f = rows[i].frame;
+		for (int e = 0; e < ncols; e++) {
+			print_tenths(o, col_t[e][i], 7);
+			vp_out__puts(o, " ");
+		}
+		vp_out__printf(o, "%7.1f %10llu", vp_pct(fc[ev][f].total, evtotal), (unsigned long long)fc[ev][f].self);
+		name_cols(o, &p->frames[f], symw, imgw, opts->color);
+	}
+	if (nrows) {
+		for (int e = 0; e < ncols; e++) {
+			print_tenths(o, col_t[e][shown], 7);
+			vp_out__puts(o, " ");
+		}
+		uint64_t rest = 0;
+		for (size_t i = shown; i < nrows; i++)
+			rest += fc[ev][rows[i].frame].self;
+		vp_out__printf(o, "%7s %10llu  %-11s (other: %zu more frames)\n", "-", (unsigned long long)rest, "",
+			       nrows - shown);
+	}
+cleanup:
+	for (int e = 0; e < ncols; e++) {
+		free(fc[e]);
+		free(col_t[e]);
+	}
+	free(rows);
+	free(cnt);
+	free(tenths);
+	return ret;
+}
+
+static int diff(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
+		const struct vp_report_opts *opts)
+{
+	int ev = opts->sort_event, bev = vp_event_match(p, ev, base), ret = 0;
+	int top = opts->top > 0 ? opts->top : DEFAULT_TOP;
+	struct vp_keyspace ks = { 0 };
+	struct vp_frame_count *pc = NULL, *bc = NULL;
+	double *pp = NULL, *bp = NULL;
+	struct row *rows = NULL;
+	if ((ret = vp_keyspace__init(&ks, p, base)) < 0)
+		return ret;
+	size_t n = ks.u->nframes;
+	pc = vp_frame_counts(p, ev);
+	bc = bev >= 0 ? vp_frame_counts(base, bev) : NULL;
+	pp = calloc(n + 1, sizeof(*pp));
+	bp = calloc(n + 1, sizeof(*bp));
+	rows = calloc(n + 1, sizeof(*rows));
+	if (!pc || (bev >= 0 && !bc) || !pp || !bp || !rows) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	uint64_t pt = vp_event_samples(p, ev), bt = bev >= 0 ? vp_event_samples(base, bev) : 0;
+	for (size_t f = 0; f < p->nframes; f++)
+		pp[f] = vp_pct(pc[f].self, pt);
+	for (size_t f = 0; bc && f < base->nframes; f++)
+		bp[ks.base_map[f]] += vp_pct(bc[f].self, bt);
+	size_t nrows = 0;
+	for (size_t f = 0; f < n; f++) {
+		if (pp[f] == 0 && bp[f] == 0)
+			continue;
+		double d = pp[f] - bp[f];
+		rows[nrows].frame = (uint32_t)f;
+		rows[nrows].dkey = d < 0 ? -d : d;
+		nrows++;
+	}
+	sort_p = ks.u;
+	qsort(rows, nrows, sizeof(*rows), cmp_drow);
+	vp_out__printf(o, "# diff on %s: base %llu samples, new %llu samples; self%% normalized per profile\n",
+		       p->nevents ? p->events[ev].name : "-", (unsigned long long)bt, (unsigned long long)pt);
+	if (bev < 0)
+		vp_out__printf(o, "# warning: the base profile has no event %s\n", p->nevents ? p->events[ev].name : "-");
+	int symw, imgw;
+	name_widths(o, 8 + 8 + 8 + 2 + 12, &symw, &imgw);
+	vp_out__printf(o, "%8s%8s%8s  %-11s %-*s  %s\n", "base%", "new%", "delta", "layer", symw, "symbol", "image");
+	for (size_t i = 0; i < nrows && i < (size_t)top; i++) {
+		uint32_t f = rows[i].frame;
+		vp_out__printf(o, "%7.1f %7.1f %+7.1f", bp[f], pp[f], pp[f] - bp[f]);
+		name_cols(o, &ks.u->frames[f], symw, imgw, opts->color);
+	}
+cleanup:
+	free(pc);
+	free(bc);
+	free(pp);
+	free(bp);
+	free(rows);
+	vp_keyspace__fini(&ks);
+	return ret;
+}
+
+int report_text(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
+		const struct vp_report_opts *opts)
+{
+	static const struct vp_report_opts defaults;
+	struct vp_report_opts op = opts ? *opts : defaults;
+	if (op.sort_event < 0 || op.sort_event >= p->nevents)
+		op.sort_event = 0;
+	header(p, o, &op);
+	if (!p->nevents) {
+		vp_out__puts(o, "# no samples\n");
+		return o->err;
+	}
+	int ret = base ? diff(p, base, o, &op) : hotspots(p, o, &op);
+	return ret ? ret : o->err;
+}

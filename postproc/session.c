@@ -1,0 +1,535 @@
+/* Loading a session: read the whole stream first (sideband into the mapping history,
+ * KSYM into the kernel table, samples into memory), then resolve every sample. Two
+ * phases because the recorder may write a KSYM or an MMAP after the first sample that
+ * needs it (it flushes them before that sample's chunk ends, not before the sample). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/session_format.h"
+#include "postproc/elfsym.h"
+#include "postproc/ksyms.h"
+#include "postproc/procmaps.h"
+#include "postproc/session.h"
+
+#if __has_include("maps/jit_index.h")
+#include "maps/jit_index.h"
+#define HAVE_JIT_INDEX 1
+#else
+#define HAVE_JIT_INDEX 0
+#endif
+
+#define MAX_EVENTS 256
+#define MAX_OUT_FRAMES 1024
+#define MAX_JIT_DEPTH 16
+
+static char *debug_root;
+
+void vp_session__set_debug_root(const char *root)
+{
+	free(debug_root);
+	debug_root = root ? strdup(root) : NULL;
+}
+
+struct jvm {
+	uint32_t pid;
+	bool tried;
+	bool has_dir;
+#if HAVE_JIT_INDEX
+	struct vp_jit_index *idx;
+#endif
+};
+
+struct loader {
+	const char *dir;
+	struct vp_profile *p;
+	const struct vp_session_opts *o;
+	struct vp_procmaps *pm;
+	struct vp_ksyms *ks;
+	struct vp_elfsym *elfs;
+	struct vp_elf *hv;           /* --hv-syms */
+	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
+	struct vp_record **samples; size_t nsamples, capsamples;
+	struct jvm *jvms; size_t njvms;
+	uint64_t t0, t_last;
+	uint64_t lost, end_lost, end_duration;
+	bool saw_end;
+	uint64_t unmapped;           /* user frames in no known mapping */
+};
+
+static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	if (!err || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
+static void on_meta(struct loader *l, const struct vp_record *r)
+{
+	const char *b = vp_record_body(r), *end = b + vp_record_body_len(r);
+	while (b < end) {
+		const char *k = b, *kz = memchr(k, '\0', (size_t)(end - k));
+		if (!kz || kz + 1 >= end)
+			break;
+		const char *v = kz + 1, *vz = memchr(v, '\0', (size_t)(end - v));
+		if (!vz)
+			break;
+		if (*k)
+			vp_profile__set_meta(l->p, k, v);
+		b = vz + 1;
+	}
+}
+
+static int on_event(struct loader *l, const struct vp_record *r)
+{
+	if (vp_record_body_len(r) < sizeof(struct vp_event_desc))
+		return 0;
+	const struct vp_event_desc *e = vp_record_body(r);
+	if (e->index >= MAX_EVENTS)
+		return 0;
+	char name[sizeof(e->name) + 1];
+	memcpy(name, e->name, sizeof(e->name));
+	name[sizeof(e->name)] = '\0';
+	int idx = vp_profile__add_event(l->p, name, e->flags & VP_EVENT_TIME_UNITS ? "nanoseconds" : "events");
+	if (idx < 0)
+		return idx;
+	l->evmap[e->index] = idx;
+	return 0;
+}
+
+static int keep_sample(struct loader *l, const struct vp_record *r)
+{
+	size_t blen = vp_record_body_len(r);
+	if (blen < sizeof(struct vp_sample))
+		return 0;
+	const struct vp_sample *s = vp_record_body(r);
+	if (sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) > blen)
+		return 0;  /* a stack longer than its record: skip rather than read past it */
+	if (l->nsamples == l->capsamples) {
+		size_t cap = l->capsamples ? l->capsamples * 2 : 4096;
+		struct vp_record **n = realloc(l->samples, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		l->samples = n;
+		l->capsamples = cap;
+	}
+	struct vp_record *c = malloc(r->size);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, r, r->size);
+	l->samples[l->nsamples++] = c;
+	return 0;
+}
+
+static int on_record(struct loader *l, const struct vp_record *r)
+{
+	size_t blen = vp_record_body_len(r);
+	const void *b = vp_record_body(r);
+	if (r->time > l->t_last)
+		l->t_last = r->time;
+	switch (r->type) {
+	case VP_REC_META:
+		on_meta(l, r);
+		return 0;
+	case VP_REC_EVENT:
+		return on_event(l, r);
+	case VP_REC_SAMPLE:
+		return keep_sample(l, r);
+	case VP_REC_MMAP: {
+		const struct vp_mmap *m = b;
+		if (blen <= sizeof(*m))
+			return 0;
+		char name[4096];
+		size_t n = blen - sizeof(*m);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, m->filename, n);
+		name[n] = '\0';
+		return vp_procmaps__mmap(l->pm, r->time, m, name);
+	}
+	case VP_REC_COMM: {
+		const struct vp_comm *c = b;
+		if (blen < sizeof(*c))
+			return 0;
+		char comm[17];
+		memcpy(comm, c->comm, 16);
+		comm[16] = '\0';
+		return vp_procmaps__comm(l->pm, r->time, c->pid, c->tid, comm, c->exec);
+	}
+	case VP_REC_FORK:
+		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__fork(l->pm, r->time, b);
+	case VP_REC_EXIT:
+		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__exit(l->pm, r->time, b);
+	case VP_REC_LOST:
+		if (blen >= sizeof(struct vp_lost))
+			l->lost += ((const struct vp_lost *)b)->count;
+		return 0;
+	case VP_REC_KSYM: {
+		const struct vp_ksym *k = b;
+		if (blen <= sizeof(*k))
+			return 0;
+		char module[sizeof(k->module) + 1], name[512];
+		memcpy(module, k->module, sizeof(k->module));
+		module[sizeof(k->module)] = '\0';
+		size_t n = blen - sizeof(*k);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, k->name, n);
+		name[n] = '\0';
+		return vp_ksyms__add(l->ks, k->addr, k->size, module, name);
+	}
+	case VP_REC_JVM: {
+		const struct vp_jvm *j = b;
+		if (blen >= sizeof(*j) && (j->flags & VP_JVM_NO_FRAME_POINTERS))
+			vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
+					 "short; restart it with that flag for full stacks", j->pid);
+		return 0;
+	}
+	case VP_REC_END: {
+		const struct vp_end *e = b;
+		l->saw_end = true;
+		if (blen >= sizeof(*e)) {
+			l->end_lost = e->lost;
+			l->end_duration = e->duration_ns;
+		}
+		return 0;
+	}
+	default:
+		return 0;  /* steal, switch, counters are for other readers; unknown types skipped */
+	}
+}
+
+static struct jvm *jvm_get(struct loader *l, uint32_t pid)
+{
+	for (size_t i = 0; i < l->njvms; i++)
+		if (l->jvms[i].pid == pid)
+			return &l->jvms[i];
+	struct jvm *n = realloc(l->jvms, (l->njvms + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	l->jvms = n;
+	struct jvm *j = &l->jvms[l->njvms++];
+	memset(j, 0, sizeof(*j));
+	j->pid = pid;
+	return j;
+}
+
+/* Opens <session>/jit/<pid> the first time a pid needs it. */
+static struct jvm *jvm_open(struct loader *l, uint32_t pid)
+{
+	struct jvm *j = jvm_get(l, pid);
+	if (!j || j->tried)
+		return j;
+	j->tried = true;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s/%u", l->dir, VP_SESSION_JIT_DIR, pid);
+	struct stat st;
+	j->has_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (!j->has_dir)
+		return j;
+#if HAVE_JIT_INDEX
+	char err[256] = "";
+	j->idx = vp_jit_index__open(path, err, sizeof(err));
+	if (!j->idx && errno != ENOENT)
+		vp_profile__warn(l->p, "%s", err[0] ? err : "cannot read JIT code maps");
+	if (j->idx && !vp_jit_index__frame_pointers(j->idx))
+		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
+				 "short; restart it with that flag for full stacks", pid);
+#else
+	vp_profile__warn(l->p, "%s has JIT code maps but this viprof was built without the JIT index "
+			 "(maps/jit_index.h); Java frames are unnamed", path);
+#endif
+	return j;
+}
+
+static uint32_t add_frame(struct loader *l, uint8_t layer, const char *name, const char *image,
+			  const char *build_id, uint64_t addr, const char *file, uint32_t line)
+{
+	struct vp_frame f = { .name = name, .image = image ? image : "", .build_id = build_id ? build_id : "",
+			      .file = file ? file : "", .addr = addr, .line = line, .layer = layer };
+	return vp_profile__frame(l->p, &f);
+}
+
+static bool is_file_backed(const char *f)
+{
+	return f[0] == '/' && f[1] != '/' && strncmp(f, "/memfd:", 7) && strncmp(f, "/dev/zero", 9) &&
+	       strncmp(f, "/SYSV", 5);
+}
+
+static uint32_t kernel_frame(struct loader *l, uint64_t ip, bool caller)
+{
+	char name[64];
+	const struct vp_ksym_entry *k = vp_ksyms__find(l->ks, caller ? ip - 1 : ip);
+	if (!k) {
+		snprintf(name, sizeof(name), "[kernel] 0x%llx", (unsigned long long)ip);
+		return add_frame(l, VP_LAYER_KERNEL, name, "[kernel.kallsyms]", "", ip, "", 0);
+	}
+	char image[64 + 2];
+	if (k->module[0])
+		snprintf(image, sizeof(image), "[%s]", k->module);
+	else
+		snprintf(image, sizeof(image), "[kernel.kallsyms]");
+	return add_frame(l, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
+}
+
+static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
+{
+	char name[64];
+	if (l->hv) {
+		uint64_t off;
+		const char *s = vp_elf__symbol(l->hv, ip, &off);
+		if (s)
+			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(vp_elf__path(l->hv)),
+					 vp_elf__build_id(l->hv), ip - off, "", 0);
+	}
+	snprintf(name, sizeof(name), "[hypervisor] 0x%llx", (unsigned long long)ip);
+	return add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
+}
+
+/* The ELF of a mapping, opened once per mapping; the build-id check runs then too. */
+static struct vp_elf *map_elf(struct loader *l, struct vp_map *m, uint32_t pid)
+{
+	if (m->priv_set)
+		return m->priv;
+	m->priv_set = true;
+	struct vp_elf *e = vp_elfsym__open(l->elfs, m->filename, pid);
+	m->priv = e;
+	if (e && m->build_id_size) {
+		char rec[41];
+		hex(m->build_id, m->build_id_size, rec);
+		const char *now = vp_elf__build_id(e);
+		if (now[0] && strcmp(now, rec))
+			vp_profile__warn(l->p, "%s: file changed since recording (build-id %s, recorded %s); "
+					 "its symbols are not trusted: copy the recorded file back or "
+					 "place its debug file under the debug root", vp_elf__path(e), now, rec);
+	} else if (!e) {
+		vp_profile__warn(l->p, "%s: cannot open for symbols (%s); its frames show as image+offset",
+				 m->filename, strerror(errno));
+	}
+	return e;
+}
+
+/* Appends the frames for one user address, leaf first; returns how many. */
+static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, bool caller, uint32_t *out,
+		       int max)
+{
+	uint64_t look = caller ? ip - 1 : ip;
+	struct vp_map *m = vp_procmaps__find(l->pm, pid, look, t);
+	char name[512];
+	if (m && is_file_backed(m->filename)) {
+		struct vp_elf *e = map_elf(l, m, pid);
+		/* The build-id check above found a mismatch: the file's symbols name the
+		 * wrong functions, so only the offset is shown. */
+		char recbid[41] = "";
+		if (m->build_id_size)
+			hex(m->build_id, m->build_id_size, recbid);
+		bool trusted = e && (!recbid[0] || !vp_elf__build_id(e)[0] || !strcmp(recbid, vp_elf__build_id(e)));
+		const char *bname = base_name(m->filename);
+		uint8_t layer = !strncmp(bname, "libjvm.so", 9) ? VP_LAYER_JVM : VP_LAYER_NATIVE;
+		uint64_t vaddr, off;
+		if (trusted && vp_elf__to_vaddr(e, m->start, m->pgoff, look, &vaddr)) {
+			const char *s = vp_elf__symbol(e, vaddr, &off);
+			if (s) {
+				out[0] = add_frame(l, layer, s, m->filename, vp_elf__build_id(e), vaddr - off, "", 0);
+				return 1;
+			}
+			vp_elf__to_vaddr(e, m->start, m->pgoff, ip, &vaddr);
+			snprintf(name, sizeof(name), "%s+0x%llx", bname, (unsigned long long)vaddr);
+			out[0] = add_frame(l, layer, name, m->filename, vp_elf__build_id(e), vaddr, "", 0);
+			return 1;
+		}
+		uint64_t foff = ip - m->start + m->pgoff;
+		snprintf(name, sizeof(name), "%s+0x%llx", bname, (unsigned long long)foff);
+		out[0] = add_frame(l, layer, name, m->filename, recbid, foff, "", 0);
+		return 1;
+	}
+	struct jvm *j = jvm_open(l, pid);
+#if HAVE_JIT_INDEX
+	if (j && j->idx) {
+		struct vp_jit_frame jf[MAX_JIT_DEPTH];
+		int n = vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf,
+					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
+		for (int i = 0; i < n; i++)
+			out[i] = add_frame(l, jf[i].layer, jf[i].name ? jf[i].name : "[unknown]", "[jit]", "", 0,
+					   jf[i].file, jf[i].line);
+		if (n > 0)
+			return n;
+	}
+#else
+	(void)j;
+#endif
+	if (m && m->filename[0] == '[' && strncmp(m->filename, "[anon", 5)) {  /* [vdso], [vsyscall] */
+		snprintf(name, sizeof(name), "%s+0x%llx", m->filename, (unsigned long long)(ip - m->start));
+		out[0] = add_frame(l, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);
+		return 1;
+	}
+	if (!m)
+		l->unmapped++;
+	out[0] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", m ? "[anon]" : "", "", 0, "", 0);
+	return 1;
+}
+
+static bool in_list(const uint32_t *v, int n, uint32_t x)
+{
+	if (!v || n <= 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static int resolve_sample(struct loader *l, const struct vp_record *r)
+{
+	const struct vp_sample *s = vp_record_body(r);
+	const struct vp_session_opts *o = l->o;
+	if (!in_list(o->pids, o->npids, s->pid) || !in_list(o->tids, o->ntids, s->tid))
+		return 0;
+	double rel = r->time >= l->t0 ? (double)(r->time - l->t0) / 1e9 : 0;
+	if (rel < o->t_from || (o->t_to > 0 && rel > o->t_to))
+		return 0;
+	const char *comm = vp_procmaps__comm_at(l->pm, s->tid, r->time);
+	if (!comm)
+		comm = vp_procmaps__comm_at(l->pm, s->pid, r->time);
+	if (!comm)
+		comm = "";
+	if (o->comm && strcmp(o->comm, comm))
+		return 0;
+	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
+		return 0;  /* a sample of an event never described: nothing to count it as */
+
+	uint32_t leaf_first[MAX_OUT_FRAMES];
+	int n = 0;
+	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
+		if (i == 0 && s->mode == VP_MODE_HYPERVISOR)
+			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
+		else
+			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
+	}
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++)
+		n += user_frames(l, s->pid, r->time, s->ips[s->nr_kernel + i], i > 0, leaf_first + n,
+				 MAX_OUT_FRAMES - n);
+	if (n == 0)
+		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
+	uint32_t root_first[MAX_OUT_FRAMES];
+	for (int i = 0; i < n; i++) {
+		if (leaf_first[i] == UINT32_MAX)
+			return -ENOMEM;
+		root_first[n - 1 - i] = leaf_first[i];
+	}
+	return vp_profile__add(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
+			       s->period);
+}
+
+static void loader_free(struct loader *l)
+{
+	for (size_t i = 0; i < l->nsamples; i++)
+		free(l->samples[i]);
+	free(l->samples);
+#if HAVE_JIT_INDEX
+	for (size_t i = 0; i < l->njvms; i++)
+		vp_jit_index__close(l->jvms[i].idx);
+#endif
+	free(l->jvms);
+	vp_procmaps__free(l->pm);
+	vp_ksyms__free(l->ks);
+	vp_elfsym__free(l->elfs);
+}
+
+int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o, char *err,
+		     size_t errlen)
+{
+	static const struct vp_session_opts none;
+	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none };
+	char path[4096];
+	int ret = 0;
+	struct cfile_reader *r = NULL;
+	for (int i = 0; i < MAX_EVENTS; i++)
+		l.evmap[i] = -1;
+	l.pm = vp_procmaps__new();
+	l.ks = vp_ksyms__new();
+	l.elfs = vp_elfsym__new(debug_root);
+	if (!l.pm || !l.ks || !l.elfs) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "out of memory loading %s", dir);
+		goto cleanup;
+	}
+	if (l.o->hv_syms) {
+		l.hv = vp_elfsym__open(l.elfs, l.o->hv_syms, 0);
+		if (!l.hv) {
+			ret = -errno;
+			set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
+				l.o->hv_syms, strerror(errno));
+			goto cleanup;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+	if (!r) {
+		ret = errno ? -errno : -EINVAL;
+		goto cleanup;
+	}
+	l.t0 = cfile_reader__header(r)->created_ns;
+	const struct vp_record *rec;
+	int k;
+	bool first = true;
+	while ((k = cfile_reader__next(r, &rec)) == 1) {
+		if (first && !l.t0)
+			l.t0 = rec->time;
+		first = false;
+		if ((ret = on_record(&l, rec)) < 0) {
+			set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
+			goto cleanup;
+		}
+	}
+	if (k < 0) {
+		ret = k;
+		set_err(err, errlen, "%s", cfile_reader__error(r));
+		goto cleanup;
+	}
+	if (!l.saw_end || cfile_reader__truncated(r)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
+	}
+	for (size_t i = 0; i < l.nsamples; i++) {
+		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
+			set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
+			goto cleanup;
+		}
+	}
+	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;
+	uint64_t dur = l.end_duration ? l.end_duration : l.t_last > l.t0 ? l.t_last - l.t0 : 0;
+	if (!vp_profile__meta(p, "duration_ns")) {
+		char d[32];
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)dur);
+		vp_profile__set_meta(p, "duration_ns", d);
+	}
+	if (l.unmapped)
+		vp_profile__warn(p, "%llu user frames were in no recorded mapping (mapping records lost?)",
+				 (unsigned long long)l.unmapped);
+	ret = 0;
+cleanup:
+	cfile_reader__close(r);
+	loader_free(&l);
+	return ret;
+}

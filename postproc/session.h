@@ -1,0 +1,32 @@
+/* Loading a recorded session directory into a profile: the record stream, the process
+ * and mapping history, kernel, native (ELF), JIT and hypervisor symbols, layers. */
+#ifndef VIPROF_SESSION_H
+#define VIPROF_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "postproc/profile.h"
+
+struct vp_session_opts {
+	const uint32_t *pids; int npids;    /* keep only these pids (0 = all) */
+	const uint32_t *tids; int ntids;
+	const char *comm;                   /* keep only threads with this comm, or NULL */
+	double t_from, t_to;                /* seconds since the start of recording; t_to <= 0 = to the end */
+	bool map_mode_flat;                 /* --map-mode flat */
+	const char *hv_syms;                /* --hv-syms: a Xen symbol ELF, or NULL */
+};
+
+/* Reads the session directory dir and adds its samples to p (events matched by name; p may
+ * already hold other sessions: that is how merge works). Symbolizes kernel (KSYM records), native
+ * (ELF), JIT (maps/jit_index.h) frames and assigns layers. 0, or -errno with a one-line message
+ * in err. A torn tail is not an error: p->incomplete is set and a warning added. */
+int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o,
+		     char *err, size_t errlen);
+
+/* Where separate debug files are looked for (default "/usr/lib/debug"); for tests and
+ * for a symbol tree copied from the recording machine. NULL restores the default. */
+void vp_session__set_debug_root(const char *root);
+
+#endif
