@@ -205,7 +205,24 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 	return n;
 }
 
-/* Why an event that perf_event_open refused fails here, in words. */
+static bool denied(int r)
+{
+	return r == -EACCES || r == -EPERM;
+}
+
+static int paranoid_level(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = 2;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 2;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Why an event that perf_event_open refused fails here, in words; fits after "event 'x' ". */
 static void explain(const struct sampler_event *ev, int e, char *cause, size_t len)
 {
 	char sig[16];
@@ -213,13 +230,14 @@ static void explain(const struct sampler_event *ev, int e, char *cause, size_t l
 	const char *hv = vp_hv__name(sig, sizeof(sig), &bit);
 	bool vm = strcmp(hv, "none") != 0;
 	bool pmu_event = ev->type == PERF_TYPE_HARDWARE || ev->type == PERF_TYPE_HW_CACHE || ev->type == PERF_TYPE_RAW;
-	if (e == EACCES || e == EPERM)
-		snprintf(cause, len, "permission denied (perf_event_paranoid too high or missing CAP_PERFMON); "
-			 "run as root or 'sysctl kernel.perf_event_paranoid=1'");
-	else if (pmu_event && !vp_hv__pmu_device() && vm)
+	/* No PMU first: even root cannot fix that, so it is the cause worth naming. */
+	if (pmu_event && !vp_hv__pmu_device() && vm)
 		snprintf(cause, len, "cannot be counted on this VM (%s): the hypervisor exposes no PMU", hv);
 	else if (pmu_event && !vp_hv__pmu_device())
 		snprintf(cause, len, "cannot be counted here: the kernel registered no CPU PMU");
+	else if (e == EACCES || e == EPERM)
+		snprintf(cause, len, "is not permitted (perf_event_paranoid=%d and no CAP_PERFMON): run as root or "
+			 "'sysctl kernel.perf_event_paranoid=1'", paranoid_level());
 	else if (pmu_event && (e == ENOENT || e == EOPNOTSUPP))
 		snprintf(cause, len, "is not supported by this %s (%s)", vm ? "vPMU" : "PMU", vp_hv__errname(e));
 	else
@@ -235,14 +253,20 @@ int vp_events__check(const struct sampler_event *ev, char *err, size_t errlen)
 	int r = vp_hv__try_event(ev->type, ev->config, true, ev->exclude_kernel, ev->exclude_user);
 	if (r == 0 || !err || !errlen)
 		return r;
-	/* A counting-only vPMU opens the event but cannot sample it; say so. */
-	bool counts = vp_hv__try_event(ev->type, ev->config, false, ev->exclude_kernel, ev->exclude_user) == 0;
-	char cause[256], avail[512];
-	if (counts)
+	char cause[320], avail[512];
+	if (denied(r) && !ev->exclude_kernel && vp_hv__try_event(ev->type, ev->config, true, true, false) == 0) {
+		/* perf_event_paranoid=2: this user may sample its own threads, user mode only. */
+		char base[64];
+		snprintf(base, sizeof(base), "%.*s", (int)strcspn(ev->name, ":"), ev->name);
+		snprintf(cause, sizeof(cause), "cannot include kernel mode for this user (perf_event_paranoid=%d, no "
+			 "CAP_PERFMON): use '%s:u' for user mode only, or run as root", paranoid_level(), base);
+	} else if (vp_hv__try_event(ev->type, ev->config, false, ev->exclude_kernel, ev->exclude_user) == 0) {
+		/* A counting-only vPMU opens the event but cannot sample it; say so. */
 		snprintf(cause, sizeof(cause), "can be counted but not sampled here (%s: no overflow interrupt)",
-			 vp_hv__errname(-r));
-	else
+			 vp_hv__errname(r));
+	} else {
 		explain(ev, -r, cause, sizeof(cause));
+	}
 	vp_hv__available(avail, sizeof(avail));
 	const char *comma = strchr(avail, ',');
 	size_t first = comma ? (size_t)(comma - avail) : strlen(avail);
@@ -267,32 +291,52 @@ int vp_events__default(struct sampler_event *out, char *why, size_t whylen)
 	}
 	const char *hv = vp_hv__name(sig, sizeof(sig), &bit);
 	bool vm = strcmp(hv, "none") != 0;
-	int r = vp_events__parse("cycles", out, 1, err, sizeof(err));
-	if (r == 1 && vp_events__check(out, err, sizeof(err)) == 0) {
+	char user_only[160];
+	snprintf(user_only, sizeof(user_only), "; user mode only, because perf_event_paranoid=%d and no CAP_PERFMON "
+		 "(run as root to include the kernel)", paranoid_level());
+
+	/* Preference: cycles, cycles:u, cpu-clock, cpu-clock:u. Kernel access is lost to
+	 * perf_event_paranoid for every event alike, so cycles:u never beats a working cpu-clock
+	 * by accident. */
+	static const char *const cands[] = { "cycles", "cycles:u", "cpu-clock", "cpu-clock:u" };
+	int chosen = -1, rc = 0;
+	for (int i = 0; i < 4 && chosen < 0; i++) {
+		struct sampler_event ev;
+		if (vp_events__parse(cands[i], &ev, 1, err, sizeof(err)) != 1)
+			return -EINVAL;
+		int r = vp_hv__try_event(ev.type, ev.config, true, ev.exclude_kernel, ev.exclude_user);
+		if (i == 0)
+			rc = r;
+		if (r == 0) {
+			*out = ev;
+			chosen = i;
+		}
+	}
+	if (chosen < 0) {
+		struct sampler_event ev;
+		vp_events__parse("cpu-clock", &ev, 1, err, sizeof(err));
+		int r = vp_events__check(&ev, why, whylen);
+		return r ? r : -ENOENT;
+	}
+	if (chosen <= 1) {
 		if (vm)
-			snprintf(why, whylen, "cycles: the vPMU of this VM (%s) samples it", hv);
+			snprintf(why, whylen, "%s: the vPMU of this VM (%s) samples it%s", out->name, hv,
+				 chosen == 1 ? user_only : "");
 		else
-			snprintf(why, whylen, "cycles: the CPU's PMU samples it");
+			snprintf(why, whylen, "%s: the CPU's PMU samples it%s", out->name, chosen == 1 ? user_only : "");
 		return 0;
 	}
-	int rc = vp_hv__try_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, true, false, false);
-	r = vp_events__parse("cpu-clock", out, 1, err, sizeof(err));
-	if (r != 1)
-		return r < 0 ? r : -EINVAL;
-	int rs = vp_events__check(out, err, sizeof(err));
-	if (rs) {
-		snprintf(why, whylen, "%s", err);
-		return rs;
-	}
-	if (rc == -EACCES || rc == -EPERM)
-		snprintf(why, whylen, "cpu-clock (hrtimer): cycles is not permitted (%s); run as root for hardware events",
-			 vp_hv__errname(rc));
+	const char *tail = chosen == 3 ? user_only : "";
+	if (denied(rc) && vp_hv__pmu_device())
+		snprintf(why, whylen, "%s (hrtimer): cycles is not permitted (%s)%s", out->name, vp_hv__errname(rc), tail);
 	else if (!vp_hv__pmu_device() && vm)
-		snprintf(why, whylen, "cpu-clock (hrtimer): this VM (%s) exposes no PMU, so cycles cannot be sampled", hv);
+		snprintf(why, whylen, "%s (hrtimer): this VM (%s) exposes no PMU, so cycles cannot be sampled%s", out->name,
+			 hv, tail);
 	else if (!vp_hv__pmu_device())
-		snprintf(why, whylen, "cpu-clock (hrtimer): the kernel registered no CPU PMU, so cycles cannot be sampled");
+		snprintf(why, whylen, "%s (hrtimer): the kernel registered no CPU PMU, so cycles cannot be sampled%s",
+			 out->name, tail);
 	else
-		snprintf(why, whylen, "cpu-clock (hrtimer): the %s cannot sample cycles (%s)", vm ? "vPMU" : "PMU",
-			 vp_hv__errname(rc));
+		snprintf(why, whylen, "%s (hrtimer): the %s cannot sample cycles (%s)%s", out->name, vm ? "vPMU" : "PMU",
+			 vp_hv__errname(rc), tail);
 	return 0;
 }

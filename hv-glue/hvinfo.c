@@ -119,9 +119,18 @@ void vp_hv__available(char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	for (int i = 0; i < vp_hv_nr_events; i++) {
-		if (vp_hv__try_event(vp_hv_events[i].type, vp_hv_events[i].config, true, false, false))
+		const struct vp_hv_event *e = &vp_hv_events[i];
+		const char *mod = "";
+		int r = vp_hv__try_event(e->type, e->config, true, false, false);
+		/* perf_event_paranoid=2 still lets anyone sample their own threads in user
+		 * mode; list such events with the ":u" that makes them work. */
+		if ((r == -EACCES || r == -EPERM) && vp_hv__try_event(e->type, e->config, true, true, false) == 0) {
+			mod = ":u";
+			r = 0;
+		}
+		if (r)
 			continue;
-		int k = snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", vp_hv_events[i].name);
+		int k = snprintf(buf + n, n < len ? len - n : 0, "%s%s%s", n ? ", " : "", e->name, mod);
 		if (k > 0)
 			n += (size_t)k;
 	}

@@ -34,6 +34,7 @@ struct probe_event {
 	bool hardware;
 	int count_err;   /* 0 or -errno of a counting perf_event_open */
 	int sample_err;  /* 0 or -errno of a sampling perf_event_open */
+	bool user_only;  /* works only with exclude_kernel (perf_event_paranoid, no CAP_PERFMON) */
 };
 
 struct vp_probe {
@@ -72,7 +73,7 @@ struct vp_probe {
 	/* Conclusions. */
 	char default_event[64], default_why[512];
 	const char *backend;      /* "bpf", "perf" or "none" */
-	char recommendation[1024];
+	char recommendation[2048];
 };
 
 static bool read_line(const char *path, char *buf, size_t len)
@@ -165,7 +166,16 @@ static void probe_events(struct vp_probe *p)
 		pe->name = e->name;
 		pe->hardware = e->type == PERF_TYPE_HARDWARE;
 		pe->count_err = vp_hv__try_event(e->type, e->config, false, false, false);
-		pe->sample_err = pe->count_err ? pe->count_err : vp_hv__try_event(e->type, e->config, true, false, false);
+		if (pe->count_err == -EACCES || pe->count_err == -EPERM) {
+			/* Not privileged for the kernel; user mode of our own threads may work, and
+			 * if it fails for another reason (no PMU), that reason is the real one. */
+			int r = vp_hv__try_event(e->type, e->config, false, true, false);
+			pe->user_only = r == 0;
+			if (r != -EACCES && r != -EPERM)
+				pe->count_err = r;
+		}
+		pe->sample_err = pe->count_err ? pe->count_err
+					       : vp_hv__try_event(e->type, e->config, true, pe->user_only, false);
 		if (!strcmp(e->name, "cycles")) {
 			p->hw_counting = pe->count_err == 0;
 			p->hw_sampling = pe->sample_err == 0;
@@ -270,7 +280,10 @@ static void conclude(struct vp_probe *p)
 	bool root_like = has_cap(p, CAP_SYS_ADMIN_BIT);
 	bool can_bpf = p->bpf_load_err == 0 && p->bpf_perf_event == 1 &&
 		       (root_like || (has_cap(p, CAP_BPF_BIT) && has_cap(p, CAP_PERFMON_BIT)));
-	bool can_perf = root_like || has_cap(p, CAP_PERFMON_BIT) || p->paranoid <= 1;
+	/* The perf backend needs only perf_event_open of the default event; with
+	 * perf_event_paranoid=2 that is user mode of the user's own processes. */
+	bool can_perf = strcmp(p->default_event, "none") != 0;
+	bool user_only = strstr(p->default_event, ":u") != NULL;
 	p->backend = can_bpf ? "bpf" : can_perf ? "perf" : "none";
 
 	bool vm = strcmp(p->hypervisor, "none") != 0;
@@ -278,8 +291,15 @@ static void conclude(struct vp_probe *p)
 	char *r = p->recommendation;
 #define ADD(...) do { int _k = snprintf(r + n, n < len ? len - n : 0, __VA_ARGS__); if (_k > 0) n += (size_t)_k; } while (0)
 	if (!strcmp(p->backend, "none")) {
-		ADD("viprof cannot sample here: perf_event_paranoid is %d and this process lacks CAP_PERFMON/CAP_BPF; "
-		    "run as root or 'sysctl kernel.perf_event_paranoid=1'.", p->paranoid);
+		ADD("viprof cannot sample here: %s.", p->default_why);
+	} else if (user_only) {
+		ADD("As this user (perf_event_paranoid=%d, no CAP_PERFMON/CAP_BPF) viprof can sample only the user mode of "
+		    "your own processes: %s with the perf backend, no kernel stacks, no -a. Run as root (or "
+		    "'sysctl kernel.perf_event_paranoid=1') for whole-system profiles with the bpf backend.",
+		    p->paranoid, p->default_event);
+		if (!p->hw_counting && p->pmu_device == NULL && vm)
+			ADD(" This VM (%s) exposes no PMU, so hardware events are not available even as root; for them, "
+			    "ask the hypervisor admin to enable vPMU (%s).", p->hypervisor, vpmu_advice(p->hypervisor));
 	} else if (p->hw_sampling) {
 		ADD("This %s%s%s samples hardware events: viprof will sample cycles with the %s backend "
 		    "(-e cache-misses, branch-misses, ... work too).", vm ? "VM (" : "machine", vm ? p->hypervisor : "",
@@ -296,7 +316,7 @@ static void conclude(struct vp_probe *p)
 		ADD("This machine has no usable PMU (none registered by the kernel): viprof will sample cpu-clock (hrtimer) "
 		    "with the %s backend; check the BIOS and the kernel's perf support for hardware events.", p->backend);
 	}
-	if (strcmp(p->backend, "none") && strcmp(p->backend, "bpf"))
+	if (!strcmp(p->backend, "perf") && !user_only)
 		ADD(" BPF is not usable (%s), so the slower perf ring backend is used; root or CAP_BPF+CAP_PERFMON enable it.",
 		    p->bpf_load_err ? vp_hv__errname(p->bpf_load_err) : "no perf_event programs");
 	if (p->steal_total_ns)
@@ -372,12 +392,15 @@ static void pmu_summary(const struct vp_probe *p, char *buf, size_t len)
 
 static void event_status(const struct probe_event *e, char *buf, size_t len)
 {
-	if (e->count_err)
+	const char *u = e->user_only ? " (user mode only: not privileged for the kernel)" : "";
+	if (e->count_err == -EACCES || e->count_err == -EPERM)
+		snprintf(buf, len, "not permitted (%s)", vp_hv__errname(e->count_err));
+	else if (e->count_err)
 		snprintf(buf, len, "not supported (%s)", vp_hv__errname(e->count_err));
 	else if (e->sample_err)
-		snprintf(buf, len, "counts, cannot sample (%s)", vp_hv__errname(e->sample_err));
+		snprintf(buf, len, "counts, cannot sample (%s)%s", vp_hv__errname(e->sample_err), u);
 	else
-		snprintf(buf, len, "ok");
+		snprintf(buf, len, "ok%s", u);
 }
 
 void vp_probe__foreach_meta(const struct vp_probe *p, void (*cb)(void *ctx, const char *key, const char *value), void *ctx)
@@ -612,6 +635,7 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 		jstr(f, 6, &s, "count_error", e->count_err ? vp_hv__errname(e->count_err) : NULL);
 		jbool(f, 6, &s, "sample", e->sample_err == 0);
 		jstr(f, 6, &s, "sample_error", e->sample_err ? vp_hv__errname(e->sample_err) : NULL);
+		jbool(f, 6, &s, "user_only", e->user_only);
 		fputs("\n    }", f);
 	}
 	fputs("\n  ]", f);

@@ -23,7 +23,7 @@ struct jp {
 	const char *s;
 	char path[256];      /* dotted key path of the current value, e.g. "hypervisor.name" */
 	const char *want[8]; /* paths whose string/literal values to capture */
-	char got[8][512];
+	char got[8][2048];
 	int nwant;
 };
 
@@ -140,7 +140,7 @@ static bool jvalue(struct jp *j)
 	if (*j->s == '[')
 		return jarray(j);
 	if (*j->s == '"') {
-		char buf[512];
+		char buf[2048];
 		ok = jstring(j, buf, sizeof(buf));
 		if (ok)
 			for (int i = 0; i < j->nwant; i++)
