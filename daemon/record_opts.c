@@ -83,7 +83,7 @@ static int parse_pids(struct record_opts *o, const char *arg, char *err, size_t 
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		long long pid = parse_uint(tok, 4194304);   /* PID_MAX_LIMIT */
 		if (pid <= 0) {
-			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a positive number)", arg, tok);
+			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a number from 1 to 4194304)", arg, tok);
 			goto out;
 		}
 		char path[64];
