@@ -1,8 +1,369 @@
-/* Placeholder until the component lands. */
+/* viprof maps: inspect the agent's epoch code maps of one JVM. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli/commands.h"
+#include "maps/codemap.h"
+#include "maps/codemap_format.h"
+#include "maps/jit_index.h"
+#include "postproc/profile.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: viprof maps [DIR] [--pid PID] COMMAND\n"
+		"       viprof maps --perf-map FILE | --jitdump FILE COMMAND\n"
+		"Inspects the JIT code maps the viprof agent wrote for one JVM.\n"
+		"DIR is a session (maps in DIR/jit/PID), an agent dir=DIR (DIR/PID), or a PID directory;\n"
+		"default '.'. --pid may be left out when DIR holds one JVM.\n"
+		"commands:\n"
+		"  list                  epochs: time span (s since the map began), reason, loads, live code\n"
+		"  show EPOCH            the code loaded in one epoch, by address\n"
+		"  diff A B              code loaded, unloaded and reused between epochs A and B\n"
+		"  lookup ADDR [--at T]  who was at ADDR at T seconds (default: in each epoch), and its history\n"
+		"  export-perf-map FILE  the flat map as perf-PID.map text, for perf report\n"
+		"  export-jitdump FILE   the loads as a jitdump file (code bytes zeroed), for perf inject --jit\n"
+		"examples:\n"
+		"  viprof maps /tmp/s --pid 4242 list\n"
+		"  viprof maps /tmp/s lookup 0x7f3a8c0123a0 --at 2.5\n"
+		"  viprof maps /tmp/s export-perf-map /tmp/perf-4242.map\n");
+}
+
+static bool has_codemap(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d)))
+		found = !strncmp(de->d_name, "codemap", 7) && strstr(de->d_name, ".vpm");
+	closedir(d);
+	return found;
+}
+
+/* Finds the directory holding one JVM's maps; 0 or -errno with a message printed. */
+static int find_pid_dir(const char *dir, long pid, char *out, size_t outlen)
+{
+	char base[PATH_MAX - 512];
+	struct stat st;
+	if (has_codemap(dir) && pid <= 0) {
+		snprintf(out, outlen, "%s", dir);
+		return 0;
+	}
+	snprintf(base, sizeof(base), "%s/jit", dir);
+	if (stat(base, &st) || !S_ISDIR(st.st_mode))
+		snprintf(base, sizeof(base), "%s", dir);
+	if (pid > 0) {
+		snprintf(out, outlen, "%s/%ld", base, pid);
+		if (!has_codemap(out)) {
+			fprintf(stderr, "viprof maps: no code maps for pid %ld in %s; check --pid (the agent writes %s/PID/codemap.vpm)\n",
+				pid, base, base);
+			return -ENOENT;
+		}
+		return 0;
+	}
+	DIR *d = opendir(base);
+	if (!d) {
+		fprintf(stderr, "viprof maps: cannot open %s: %s; pass a session directory\n", base, strerror(errno));
+		return -errno;
+	}
+	int n = 0;
+	char pids[512] = "";
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+		char sub[PATH_MAX + 300];
+		snprintf(sub, sizeof(sub), "%s/%s", base, de->d_name);
+		if (*end || p <= 0 || !has_codemap(sub))
+			continue;
+		if (!n++)
+			snprintf(out, outlen, "%s", sub);
+		size_t l = strlen(pids);
+		snprintf(pids + l, sizeof(pids) - l, "%s%ld", l ? ", " : "", p);
+	}
+	closedir(d);
+	if (n == 1)
+		return 0;
+	if (!n)
+		fprintf(stderr, "viprof maps: no code maps under %s; was the JVM run with the viprof agent?\n", base);
+	else
+		fprintf(stderr, "viprof maps: %s holds maps of several JVMs (%s); pick one with --pid\n", base, pids);
+	return n ? -EINVAL : -ENOENT;
+}
+
+static double rel(const struct vp_codemap *m, uint64_t t)
+{
+	return t ? ((double)t - (double)m->created_ns) / 1e9 : 0.0;
+}
+
+static int cmd_list(const struct vp_codemap *m)
+{
+	printf("pid %u, %s, frame pointers %s%s%s\n", m->pid, m->vm[0] ? m->vm : "unknown VM",
+	       (m->flags & VP_CM_META_FRAME_POINTERS) ? "on" : "off",
+	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
+	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
+	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
+	       "unloads", "live", "live-bytes", "dropped");
+	for (size_t i = 0; i < m->nepochs; i++) {
+		const struct vp_cm_epoch_info *e = &m->epochs[i];
+		char end[32] = "-";
+		if (e->ended)
+			snprintf(end, sizeof(end), "%.3f", rel(m, e->t_end));
+		printf("%6zu %10.3f %10s %-7s %7u %7u ", i, rel(m, e->t_begin), end, vp_cm_reason_name(e->reason),
+		       e->nloads, e->nunloads);
+		if (e->ended)
+			printf("%7u %10" PRIu64 " %7" PRIu64 "\n", e->live_methods, e->live_bytes, e->dropped);
+		else
+			printf("%7s %10s %7s\n", "-", "-", "-");
+	}
+	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
+	return 0;
+}
+
+static int parse_epoch(const struct vp_codemap *m, const char *s, size_t *out)
+{
+	char *end;
+	unsigned long e = strtoul(s, &end, 10);
+	if (*end || end == s || e >= m->nepochs) {
+		fprintf(stderr, "viprof maps: no epoch '%s'; 'list' shows epochs 0..%zu\n", s, m->nepochs ? m->nepochs - 1 : 0);
+		return -EINVAL;
+	}
+	*out = e;
+	return 0;
+}
+
+static int cmd_show(const struct vp_codemap *m, size_t e)
+{
+	const struct vp_cm_epoch_info *ep = &m->epochs[e];
+	printf("epoch %zu (%s) from %.3f s: %u methods loaded\n", e, vp_cm_reason_name(ep->reason),
+	       rel(m, ep->t_begin), ep->nloads);
+	for (uint32_t i = 0; i < ep->nloads; i++) {
+		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[i]];
+		printf("%#" PRIx64 "-%#" PRIx64 " %6u  %s  (loaded %.3f s", x->start, x->start + x->size, x->size,
+		       x->name, rel(m, x->load_time));
+		if (x->unload_time != VP_CM_NEVER)
+			printf(", unloaded %.3f s", rel(m, x->unload_time));
+		printf(")\n");
+	}
+	return 0;
+}
+
+/* Is method x live (loaded, not yet unloaded) at the end of epoch e? */
+static bool live_at_end(const struct vp_codemap *m, const struct vp_cm_method_info *x, size_t e)
+{
+	if (x->epoch > e)
+		return false;
+	if (x->unload_time == VP_CM_NEVER)
+		return true;
+	const struct vp_cm_epoch_info *ep = &m->epochs[e];
+	uint64_t end = ep->ended ? ep->t_end : (e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : VP_CM_NEVER);
+	return x->unload_time > end;
+}
+
+static int cmd_diff(const struct vp_codemap *m, size_t a, size_t b)
+{
+	size_t loaded = 0, unloaded = 0, reused = 0;
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		bool la = live_at_end(m, x, a), lb = live_at_end(m, x, b);
+		if (la && !lb) {
+			printf("- %#" PRIx64 " %6u %s\n", x->start, x->size, x->name);
+			unloaded++;
+		} else if (!la && lb) {
+			printf("+ %#" PRIx64 " %6u %s\n", x->start, x->size, x->name);
+			loaded++;
+		}
+	}
+	/* Reused: a range live after A now holds different code after B. */
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		if (!live_at_end(m, x, a) || live_at_end(m, x, b))
+			continue;
+		for (size_t j = 0; j < m->nmethods; j++) {
+			const struct vp_cm_method_info *y = &m->methods[j];
+			if (j == i || live_at_end(m, y, a) || !live_at_end(m, y, b))
+				continue;
+			if (y->start < x->start + x->size && x->start < y->start + y->size) {
+				printf("~ %#" PRIx64 "-%#" PRIx64 " %s -> %#" PRIx64 "-%#" PRIx64 " %s\n", x->start,
+				       x->start + x->size, x->name, y->start, y->start + y->size, y->name);
+				reused++;
+			}
+		}
+	}
+	printf("epoch %zu -> %zu: %zu loaded, %zu unloaded, %zu reused ranges\n", a, b, loaded, unloaded, reused);
+	return 0;
+}
+
+static void print_frames(struct vp_jit_frame *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		printf("%s%s", i ? " <- " : "", f[i].name);
+		if (f[i].line)
+			printf(" (%s:%u)", f[i].file, f[i].line);
+	}
+	printf("%s\n", n ? "" : "(nothing)");
+}
+
+static int cmd_lookup(struct vp_jit_index *xi, const struct vp_codemap *m, uint64_t addr, const char *at)
+{
+	struct vp_jit_frame f[64];
+	if (at) {
+		char *end;
+		double s = strtod(at, &end);
+		if (*end || end == at) {
+			fprintf(stderr, "viprof maps: --at wants seconds since the map began, e.g. --at 2.5\n");
+			return 2;
+		}
+		uint64_t t = m->created_ns + (uint64_t)(s * 1e9);
+		printf("at %.3f s (epoch %zu): ", s, vp_codemap__epoch_at(m, t));
+		print_frames(f, vp_jit_index__resolve(xi, addr, t, false, f, 64));
+		printf("flat map (perf-PID.map) says: ");
+		print_frames(f, vp_jit_index__resolve(xi, addr, t, true, f, 64));
+	} else {
+		for (size_t e = 0; e < m->nepochs; e++) {
+			uint64_t t = m->epochs[e].ended ? m->epochs[e].t_end : m->epochs[e].t_begin;
+			printf("epoch %zu (end %.3f s): ", e, rel(m, t));
+			print_frames(f, vp_jit_index__resolve(xi, addr, t, false, f, 64));
+		}
+	}
+	printf("history of %#" PRIx64 ":\n", addr);
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		if (addr < x->start || addr >= x->start + (x->size ? x->size : 1))
+			continue;
+		printf("  epoch %u: %s loaded %.3f s", x->epoch, x->name, rel(m, x->load_time));
+		if (x->unload_time != VP_CM_NEVER)
+			printf(", unloaded %.3f s", rel(m, x->unload_time));
+		printf("\n");
+	}
+	const struct vp_cm_blob_info *b = vp_codemap__blob(m, addr);
+	if (b)
+		printf("  stub: %s (%#" PRIx64 ", %u bytes)\n", b->name, b->start, b->size);
+	return 0;
+}
+
 int cmd_maps(int argc, char **argv)
 {
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "at", required_argument, NULL, 't' },
+		{ "perf-map", required_argument, NULL, 'm' },
+		{ "jitdump", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	long pid = 0;
+	const char *at = NULL, *perf_map = NULL, *jitdump = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			char *end;
+			pid = strtol(optarg, &end, 10);
+			if (*end || pid <= 0) {
+				fprintf(stderr, "viprof maps: --pid wants a process id, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 't': at = optarg; break;
+		case 'm': perf_map = optarg; break;
+		case 'j': jitdump = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	/* Positional: [DIR] COMMAND ARGS, with --at allowed after lookup's ADDR. */
+	char *pos[8];
+	int npos = 0;
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--at") && i + 1 < argc) {
+			at = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+			pid = strtol(argv[++i], NULL, 10);
+			continue;
+		}
+		if (npos < 8)
+			pos[npos++] = argv[i];
+	}
+	static const char *cmds[] = { "list", "show", "diff", "lookup", "export-perf-map", "export-jitdump" };
+	int ci = -1;
+	const char *dir = ".";
+	for (int k = 0; k < 2 && k < npos && ci < 0; k++) {
+		for (size_t j = 0; j < sizeof(cmds) / sizeof(cmds[0]); j++)
+			if (!strcmp(pos[k], cmds[j]))
+				ci = k;
+	}
+	if (ci < 0) {
+		fprintf(stderr, "viprof maps: missing command (list, show, diff, lookup, export-perf-map, export-jitdump)\n");
+		usage(stderr);
+		return 2;
+	}
+	if (ci == 1)
+		dir = pos[0];
+	const char *cmd = pos[ci];
+	char **args = pos + ci + 1;
+	int nargs = npos - ci - 1;
+	int need = !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "diff") ? 2 : 1;
+	if (nargs != need) {
+		fprintf(stderr, "viprof maps: '%s' takes %d argument%s\n", cmd, need, need == 1 ? "" : "s");
+		return 2;
+	}
+
+	char err[512] = "", pdir[PATH_MAX + 512];
+	struct vp_jit_index *xi;
+	if (perf_map)
+		xi = vp_jit_index__open_perf_map(perf_map, err, sizeof(err));
+	else if (jitdump)
+		xi = vp_jit_index__open_jitdump(jitdump, err, sizeof(err));
+	else if (find_pid_dir(dir, pid, pdir, sizeof(pdir)))
+		return 1;
+	else
+		xi = vp_jit_index__open(pdir, err, sizeof(err));
+	if (!xi) {
+		fprintf(stderr, "viprof maps: %s\n", err);
+		return 1;
+	}
+	const struct vp_codemap *m = vp_jit_index__codemap(xi);
+	int ret = 0;
+	size_t a, b;
+	if (!strcmp(cmd, "list")) {
+		ret = cmd_list(m);
+	} else if (!strcmp(cmd, "show")) {
+		ret = parse_epoch(m, args[0], &a) ? 2 : cmd_show(m, a);
+	} else if (!strcmp(cmd, "diff")) {
+		ret = parse_epoch(m, args[0], &a) || parse_epoch(m, args[1], &b) ? 2 : cmd_diff(m, a, b);
+	} else if (!strcmp(cmd, "lookup")) {
+		char *end;
+		uint64_t addr = strtoull(args[0], &end, 0);
+		if (*end || end == args[0]) {
+			fprintf(stderr, "viprof maps: lookup wants an address such as 0x7f3a8c0123a0, got '%s'\n", args[0]);
+			ret = 2;
+		} else {
+			ret = cmd_lookup(xi, m, addr, at);
+		}
+	} else {
+		bool perf = !strcmp(cmd, "export-perf-map");
+		int e = perf ? vp_codemap__export_perf_map(m, args[0]) : vp_codemap__export_jitdump(m, args[0]);
+		if (e) {
+			fprintf(stderr, "viprof maps: writing %s failed: %s; pick a writable path\n", args[0], strerror(-e));
+			ret = 1;
+		} else {
+			printf("wrote %s (%zu methods)\n", args[0], m->nmethods);
+		}
+	}
+	vp_jit_index__close(xi);
+	return ret;
 }

@@ -1,0 +1,910 @@
+/* libviprof-jvmti.so: records where the JVM puts compiled code, stubs and the
+ * interpreter, and when (epochs), into <dir>/<pid>/codemap.vpm (maps/codemap_format.h).
+ *
+ * Threads: JVMTI callbacks run on compiler threads, the GC thread and whichever thread
+ * calls GenerateEvents. They only append finished records to a preallocated, bounded
+ * queue under one raw monitor; the agent's own Java thread (RunAgentThread) swaps the
+ * queue out, decides the epochs and writes the file. The GC callback touches nothing but
+ * the raw monitor and the preallocated queue, as the JVMTI spec demands there.
+ *
+ * The agent never takes the JVM down: on any failure it prints one line, disables
+ * itself, and returns JNI_OK so the JVM keeps running without JIT names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jvmti.h>
+#include <jvmticmlr.h>
+
+#include "common/chunkfile.h"
+#include "jvm-agent/names.h"
+#include "maps/codemap_format.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Each of the two queue halves; callbacks fill one while the agent thread writes the
+ * other. Only touched pages cost memory. */
+#define QUEUE_BYTES (8u << 20)
+#define NAME_MAX_LEN 1024
+#define MAX_LINES 2048
+#define SEEN_SLOTS (1u << 18) /* method ids already named; open addressing, no growth */
+
+/* Internal queue record: a GC finished (never written to the file). */
+#define Q_GC 0x100u
+
+struct interval {
+	uint64_t start, end;
+};
+
+/* A sorted array of disjoint [start,end) ranges; only the agent thread uses it. */
+struct ranges {
+	struct interval *v;
+	size_t n, cap;
+};
+
+static struct agent {
+	jvmtiEnv *jvmti;
+	jrawMonitorID lock;
+	volatile bool disabled;
+	bool attached;
+	bool frame_pointers;
+	char dir[PATH_MAX];
+	char path[PATH_MAX + 32];
+
+	/* Under lock: the queue. */
+	uint8_t *qbuf[2];
+	size_t qlen;
+	int qcur;
+	uint64_t dropped;
+	bool stopping, thread_running, thread_done;
+	uint64_t *seen;  /* jmethodIDs with a METHOD_NAME queued; 0 = empty slot */
+	size_t nseen;
+
+	/* Agent thread only (or the unloading thread once the agent thread is gone). */
+	struct cfile_writer *w;
+	uint32_t epoch;
+	bool epoch_dirty;      /* the current epoch holds loads or unloads */
+	struct ranges epoch_used;
+	struct ranges live;
+	uint64_t live_methods;
+	uint64_t last_flush;
+} A;
+
+static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *jvmti_err(jvmtiError e)
+{
+	static char buf[64];
+	char *name = NULL;
+	if (A.jvmti && (*A.jvmti)->GetErrorName(A.jvmti, e, &name) == JVMTI_ERROR_NONE && name) {
+		snprintf(buf, sizeof(buf), "%s", name);
+		(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)name);
+	} else {
+		snprintf(buf, sizeof(buf), "JVMTI error %d", (int)e);
+	}
+	return buf;
+}
+
+static void fail(const char *what, const char *why)
+{
+	fprintf(stderr, "viprof agent: %s failed: %s; JIT frames will not be named\n", what, why);
+	A.disabled = true;
+}
+
+/* ---- the queue (callbacks) ---- */
+
+/* Reserves a record in the queue; the caller holds A.lock. NULL when full (counted as a
+ * drop), except on the replaying thread, which waits for the agent thread to make room:
+ * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
+static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+{
+	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
+	if (size > VP_MAX_RECORD_SIZE) {
+		A.dropped++;
+		return NULL;
+	}
+	while (A.qlen + size > QUEUE_BYTES) {
+		if (!tl_replaying || !A.thread_running || A.stopping) {
+			A.dropped++;
+			return NULL;
+		}
+		(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
+	}
+	struct vp_record *r = (struct vp_record *)(A.qbuf[A.qcur] + A.qlen);
+	memset(r, 0, size);
+	r->type = type;
+	r->size = (uint32_t)size;
+	r->time = time;
+	A.qlen += size;
+	return r + 1;
+}
+
+static void lock(void) { (*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock); }
+static void unlock_notify(void)
+{
+	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+}
+
+static size_t seen_slot(uint64_t id)
+{
+	uint64_t h = id * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
+}
+
+/* Under lock. */
+static bool seen_has(uint64_t id)
+{
+	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
+		if (A.seen[i] == id)
+			return true;
+		if (!A.seen[i])
+			return false;
+	}
+	return false;
+}
+
+/* Under lock. A full table just means names get queued again, which readers tolerate. */
+static void seen_add(uint64_t id)
+{
+	if (A.nseen >= SEEN_SLOTS / 2)
+		return;
+	size_t i = seen_slot(id);
+	while (A.seen[i] && A.seen[i] != id)
+		i = (i + 1) & (SEEN_SLOTS - 1);
+	if (!A.seen[i]) {
+		A.seen[i] = id;
+		A.nseen++;
+	}
+}
+
+struct mnames {
+	char readable[NAME_MAX_LEN];
+	char klass[NAME_MAX_LEN];
+	char name[NAME_MAX_LEN / 4];
+	char sig[NAME_MAX_LEN];
+	char file[256];
+};
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* Resolves a method's names; allowed in CompiledMethodLoad, where the class is pinned. */
+static int resolve_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+{
+	char *name = NULL, *sig = NULL, *csig = NULL, *file = NULL;
+	jclass cls = NULL;
+	int err = 0;
+	memset(out, 0, sizeof(*out));
+	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
+		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
+			csig = NULL;
+		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
+			file = NULL;
+	}
+	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
+	copy_str(out->name, sizeof(out->name), name);
+	copy_str(out->sig, sizeof(out->sig), sig);
+	copy_str(out->file, sizeof(out->file), file);
+	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
+cleanup:
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
+	return err;
+}
+
+/* Resolves and queues METHOD_NAME for m unless it was queued before. */
+static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
+{
+	uint64_t id = (uint64_t)(uintptr_t)m;
+	lock();
+	bool have = seen_has(id);
+	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+	if (have || resolve_names(jvmti, m, scratch))
+		return;
+
+	jvmtiLineNumberEntry *lines = NULL;
+	jint nlines = 0;
+	if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
+		lines = NULL;
+		nlines = 0;
+	}
+	if (nlines > MAX_LINES)
+		nlines = MAX_LINES;
+	size_t nl = strlen(scratch->readable), fl = strlen(scratch->file);
+	lock();
+	struct vp_cm_method_name *b = q_reserve(VP_CM_METHOD_NAME, now_ns(),
+						sizeof(*b) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+	if (b) {
+		b->method_id = id;
+		b->name_len = (uint16_t)nl;
+		b->file_len = (uint16_t)fl;
+		b->nlines = (uint32_t)nlines;
+		char *p = (char *)(b + 1);
+		memcpy(p, scratch->readable, nl);
+		memcpy(p + nl, scratch->file, fl);
+		/* Lines follow the strings unaligned; readers memcpy them out. */
+		uint8_t *lp = (uint8_t *)p + nl + fl;
+		for (jint i = 0; i < nlines; i++) {
+			struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
+						.line = (uint32_t)lines[i].line_number };
+			memcpy(lp + (size_t)i * sizeof(l), &l, sizeof(l));
+		}
+		seen_add(id);
+	}
+	unlock_notify();
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
+}
+
+static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
+{
+	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
+	for (int guard = 0; h && guard < 16; h = h->next, guard++)
+		if (h->kind == JVMTI_CMLR_INLINE_INFO)
+			return (const jvmtiCompiledMethodLoadInlineRecord *)h;
+	return NULL;
+}
+
+static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+				     const void *code_addr, jint map_length,
+				     const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+	if (A.disabled)
+		return;
+	uint64_t t = now_ns();
+	struct mnames nm;
+	if (resolve_names(jvmti, method, &nm))
+		return;
+	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+
+	/* Names of every method that shows up in the inlining, once each per JVM. */
+	struct mnames *scratch = &nm; /* reuse after the load record is queued */
+	size_t nl = strlen(nm.readable), cl = strlen(nm.klass), ml = strlen(nm.name),
+	       sl = strlen(nm.sig);
+	lock();
+	struct vp_cm_method_load *b = q_reserve(VP_CM_METHOD_LOAD, t, sizeof(*b) + nl + cl + ml + sl);
+	if (b) {
+		b->code_start = (uint64_t)(uintptr_t)code_addr;
+		b->code_size = (uint32_t)code_size;
+		b->level = VP_CM_LEVEL_UNKNOWN;
+		b->method_id = (uint64_t)(uintptr_t)method;
+		b->name_len = (uint16_t)nl;
+		b->class_len = (uint16_t)cl;
+		b->mname_len = (uint16_t)ml;
+		b->sig_len = (uint16_t)sl;
+		char *p = (char *)(b + 1);
+		memcpy(p, nm.readable, nl);
+		memcpy(p + nl, nm.klass, cl);
+		memcpy(p + nl + cl, nm.name, ml);
+		memcpy(p + nl + cl + ml, nm.sig, sl);
+	}
+	unlock_notify();
+	if (!b)
+		return;
+
+	queue_method_name(jvmti, method, scratch);
+	if (!inl || inl->numpcs <= 0)
+		return;
+	size_t nframes = 0;
+	for (jint i = 0; i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		for (jint k = 0; k < pc->numstackframes; k++)
+			queue_method_name(jvmti, pc->methods[k], scratch);
+		if (pc->numstackframes > 0)
+			nframes += (size_t)pc->numstackframes;
+	}
+	size_t body = sizeof(struct vp_cm_inline) + (size_t)inl->numpcs * sizeof(struct vp_cm_pc) +
+		      nframes * sizeof(struct vp_cm_frame);
+	lock();
+	struct vp_cm_inline *ib = q_reserve(VP_CM_INLINE, t, body);
+	if (ib) {
+		ib->code_start = (uint64_t)(uintptr_t)code_addr;
+		ib->method_id = (uint64_t)(uintptr_t)method;
+		struct vp_cm_pc *pcs = (struct vp_cm_pc *)(ib + 1);
+		struct vp_cm_frame *fr = (struct vp_cm_frame *)(pcs + inl->numpcs);
+		uint32_t np = 0, nf = 0;
+		for (jint i = 0; i < inl->numpcs; i++) {
+			const PCStackInfo *pc = &inl->pcinfo[i];
+			uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
+			if (a < s || a - s > (uintptr_t)code_size || pc->numstackframes <= 0)
+				continue;
+			pcs[np] = (struct vp_cm_pc){ .pc_offset = (uint32_t)(a - s),
+						     .depth = (uint16_t)pc->numstackframes, .first = nf };
+			for (jint k = 0; k < pc->numstackframes; k++)
+				fr[nf++] = (struct vp_cm_frame){ .method_id = (uint64_t)(uintptr_t)pc->methods[k],
+								 .bci = pc->bcis[k] };
+			np++;
+		}
+		/* HotSpot lists pc descriptors by address already; keep it that way if not. */
+		for (uint32_t i = 1; i < np; i++) {
+			struct vp_cm_pc x = pcs[i];
+			uint32_t j = i;
+			for (; j > 0 && pcs[j - 1].pc_offset > x.pc_offset; j--)
+				pcs[j] = pcs[j - 1];
+			pcs[j] = x;
+		}
+		/* Frames of skipped pcs leave no gap: compact by moving the frame block. */
+		if (np < (uint32_t)inl->numpcs)
+			memmove(pcs + np, fr, nf * sizeof(*fr));
+		ib->npcs = np;
+		ib->nframes = nf;
+	}
+	unlock_notify();
+}
+
+static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
+{
+	if (A.disabled)
+		return;
+	lock();
+	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
+	if (b) {
+		b->code_start = (uint64_t)(uintptr_t)code_addr;
+		b->method_id = (uint64_t)(uintptr_t)method;
+	}
+	unlock_notify();
+}
+
+static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
+{
+	if (A.disabled)
+		return;
+	size_t nl = strnlen(name ? name : "", 255);
+	lock();
+	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	if (b) {
+		b->code_start = (uint64_t)(uintptr_t)address;
+		b->code_size = (uint32_t)length;
+		b->kind = (name && !strcmp(name, "Interpreter")) ? VP_BLOB_INTERPRETER : VP_BLOB_STUB;
+		b->name_len = (uint16_t)nl;
+		memcpy(b + 1, name, nl);
+	}
+	unlock_notify();
+}
+
+/* Runs inside the GC: raw monitor calls and the preallocated queue only. */
+static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
+{
+	if (A.disabled)
+		return;
+	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
+	q_reserve(Q_GC, now_ns(), 0);
+	(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
+	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+}
+
+/* ---- the writer side (agent thread) ---- */
+
+static size_t ranges_find(const struct ranges *r, uint64_t start)
+{
+	size_t lo = 0, hi = r->n; /* first index with v[i].start >= start */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->v[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool ranges_overlaps(const struct ranges *r, uint64_t s, uint64_t e)
+{
+	size_t i = ranges_find(r, s);
+	if (i < r->n && r->v[i].start < e)
+		return true;
+	return i > 0 && r->v[i - 1].end > s;
+}
+
+static int ranges_insert(struct ranges *r, uint64_t s, uint64_t e)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+		struct interval *v = realloc(r->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	size_t i = ranges_find(r, s);
+	memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof(*r->v));
+	r->v[i] = (struct interval){ s, e };
+	r->n++;
+	return 0;
+}
+
+static void ranges_remove_start(struct ranges *r, uint64_t s)
+{
+	size_t i = ranges_find(r, s);
+	if (i < r->n && r->v[i].start == s) {
+		memmove(r->v + i, r->v + i + 1, (r->n - i - 1) * sizeof(*r->v));
+		r->n--;
+	}
+}
+
+static int write_epoch_end(uint64_t t)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < A.live.n; i++)
+		bytes += A.live.v[i].end - A.live.v[i].start;
+	lock();
+	uint64_t dropped = A.dropped;
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	struct vp_cm_epoch_end e = { .epoch = A.epoch, .live_methods = (uint32_t)A.live.n,
+				     .live_bytes = bytes, .dropped = dropped };
+	int err = cfile_writer__append(A.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
+	return err ? err : cfile_writer__flush(A.w);
+}
+
+static int begin_epoch(uint32_t reason, uint64_t t)
+{
+	struct vp_cm_epoch_begin b = { .epoch = A.epoch, .reason = reason };
+	A.epoch_used.n = 0;
+	A.epoch_dirty = false;
+	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
+}
+
+static int next_epoch(uint32_t reason, uint64_t t)
+{
+	int err = write_epoch_end(t);
+	if (err)
+		return err;
+	A.epoch++;
+	return begin_epoch(reason, t);
+}
+
+static int write_record(const struct vp_record *r)
+{
+	const void *body = vp_record_body(r);
+	int err = 0;
+	switch (r->type) {
+	case Q_GC:
+		/* An epoch that saw no code change needs no successor. */
+		return A.epoch_dirty ? next_epoch(VP_EPOCH_GC, r->time) : 0;
+	case VP_CM_METHOD_LOAD: {
+		const struct vp_cm_method_load *l = body;
+		uint64_t s = l->code_start, e = l->code_start + (l->code_size ? l->code_size : 1);
+		if (ranges_overlaps(&A.epoch_used, s, e) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
+			return err;
+		if ((err = ranges_insert(&A.epoch_used, s, e)))
+			return err;
+		ranges_remove_start(&A.live, s); /* a missed unload must not double count */
+		if ((err = ranges_insert(&A.live, s, e)))
+			return err;
+		A.epoch_dirty = true;
+		break;
+	}
+	case VP_CM_METHOD_UNLOAD:
+		ranges_remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
+		A.epoch_dirty = true;
+		break;
+	default:
+		break;
+	}
+	return cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
+}
+
+/* Writes the queue half the callbacks no longer fill. */
+static int drain(const uint8_t *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		const struct vp_record *r = (const struct vp_record *)(buf + off);
+		int err = write_record(r);
+		if (err)
+			return err;
+		off += r->size;
+	}
+	uint64_t t = now_ns();
+	if (t - A.last_flush >= 1000000000ull) {
+		A.last_flush = t;
+		return cfile_writer__flush(A.w);
+	}
+	return 0;
+}
+
+/* Takes the current queue half under the lock; returns its length. */
+static size_t take(const uint8_t **buf)
+{
+	*buf = A.qbuf[A.qcur];
+	size_t n = A.qlen;
+	A.qcur ^= 1;
+	A.qlen = 0;
+	return n;
+}
+
+static void finish_file(void)
+{
+	if (!A.w)
+		return;
+	int err = write_epoch_end(now_ns());
+	int cerr = cfile_writer__close(A.w);
+	A.w = NULL;
+	if (err || cerr)
+		fprintf(stderr, "viprof agent: closing %s failed: %s; the last JIT names may be missing\n",
+			A.path, strerror(-(err ? err : cerr)));
+}
+
+static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+	for (;;) {
+		const uint8_t *buf;
+		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
+		if (A.qlen == 0 && !A.stopping)
+			(*jvmti)->RawMonitorWait(jvmti, A.lock, 1000);
+		size_t n = take(&buf);
+		bool stop = A.stopping;
+		/* Room was made: wake a replaying thread that waits for it. */
+		(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
+		(*jvmti)->RawMonitorExit(jvmti, A.lock);
+
+		int err = drain(buf, n);
+		if (err) {
+			fail("writing the code map", strerror(-err));
+			lock();
+			A.qlen = 0;
+			(*jvmti)->RawMonitorExit(jvmti, A.lock);
+		}
+		if (stop || A.disabled)
+			break;
+	}
+	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
+	/* Anything queued after the last take is written by whoever waits for us. */
+	A.thread_done = true;
+	A.thread_running = false;
+	(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
+	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+}
+
+static int start_thread(JNIEnv *jni)
+{
+	jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
+	if (!cls)
+		goto jni_fail;
+	jmethodID init = (*jni)->GetMethodID(jni, cls, "<init>", "(Ljava/lang/String;)V");
+	jstring name = (*jni)->NewStringUTF(jni, "viprof-jvmti");
+	if (!init || !name)
+		goto jni_fail;
+	jthread th = (*jni)->NewObject(jni, cls, init, name);
+	if (!th)
+		goto jni_fail;
+	A.thread_running = true;
+	jvmtiError e = (*A.jvmti)->RunAgentThread(A.jvmti, th, agent_thread, NULL, JVMTI_THREAD_NORM_PRIORITY);
+	if (e != JVMTI_ERROR_NONE) {
+		A.thread_running = false;
+		fail("RunAgentThread", jvmti_err(e));
+		return -EINVAL;
+	}
+	return 0;
+jni_fail:
+	if ((*jni)->ExceptionCheck(jni))
+		(*jni)->ExceptionClear(jni);
+	fail("creating the agent thread", "JNI could not create a java.lang.Thread");
+	return -EINVAL;
+}
+
+/* Stops the agent thread (waiting at most ~2 s), then writes what is left and closes. */
+static void shutdown_agent(void)
+{
+	if (!A.jvmti || !A.lock)
+		return;
+	(*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock);
+	A.stopping = true;
+	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+	for (int i = 0; i < 20 && A.thread_running; i++)
+		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
+	bool can_write = !A.thread_running;
+	const uint8_t *buf = NULL;
+	size_t n = can_write ? take(&buf) : 0;
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (!can_write)
+		return; /* never race the writer; the file stays readable up to its last chunk */
+	if (A.w && !A.disabled && n)
+		drain(buf, n);
+	finish_file();
+	A.disabled = true;
+}
+
+static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	if (!A.disabled)
+		start_thread(jni);
+}
+
+static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	shutdown_agent();
+}
+
+/* ---- setup ---- */
+
+/* -XX:[+-]PreserveFramePointer in one whitespace- or NUL-separated list; last one wins. */
+static void scan_fp(const char *s, size_t len, int *state)
+{
+	static const char on[] = "-XX:+PreserveFramePointer", off[] = "-XX:-PreserveFramePointer";
+	for (size_t i = 0; i + sizeof(on) - 1 <= len; i++) {
+		if (i > 0 && s[i - 1] != '\0' && s[i - 1] != ' ' && s[i - 1] != '\t')
+			continue;
+		if (!memcmp(s + i, on, sizeof(on) - 1))
+			*state = 1;
+		else if (!memcmp(s + i, off, sizeof(off) - 1))
+			*state = 0;
+	}
+}
+
+/* JVMTI does not expose VM flags, so read them where the JVM did: JAVA_TOOL_OPTIONS,
+ * then JDK_JAVA_OPTIONS, then the command line, then _JAVA_OPTIONS (HotSpot's order). */
+static bool detect_frame_pointers(void)
+{
+	int state = 0;
+	const char *env = getenv("JAVA_TOOL_OPTIONS");
+	if (env)
+		scan_fp(env, strlen(env), &state);
+	if ((env = getenv("JDK_JAVA_OPTIONS")))
+		scan_fp(env, strlen(env), &state);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[65536];
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n > 0)
+			scan_fp(buf, (size_t)n, &state);
+		close(fd);
+	}
+	if ((env = getenv("_JAVA_OPTIONS")))
+		scan_fp(env, strlen(env), &state);
+	return state == 1;
+}
+
+static int parse_options(const char *options)
+{
+	A.dir[0] = '\0';
+	if (!options)
+		options = "";
+	const char *p = options;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > 4 && !strncmp(p, "dir=", 4)) {
+			if (len - 4 >= sizeof(A.dir))
+				return -ENAMETOOLONG;
+			memcpy(A.dir, p + 4, len - 4);
+			A.dir[len - 4] = '\0';
+		} else if (len) {
+			return -EINVAL;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	if (!A.dir[0])
+		snprintf(A.dir, sizeof(A.dir), "/tmp/viprof-jit");
+	return 0;
+}
+
+/* mkdir -p with 0700 for the directories we create; existing ones are left alone. */
+static int make_dirs(const char *path)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(tmp, 0700) && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	if (stat(path, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int open_file(void)
+{
+	char piddir[PATH_MAX];
+	if (snprintf(piddir, sizeof(piddir), "%s/%d", A.dir, (int)getpid()) >= (int)sizeof(piddir))
+		return -ENAMETOOLONG;
+	int err = make_dirs(piddir);
+	if (err)
+		return err;
+	/* A second agent in the same pid directory (pid reuse, a second attach) gets its own
+	 * file; readers take all codemap*.vpm files of the directory in creation order. */
+	for (int i = 0; i < 100; i++) {
+		if (i == 0)
+			snprintf(A.path, sizeof(A.path), "%s/%s", piddir, VP_CODEMAP_FILE);
+		else
+			snprintf(A.path, sizeof(A.path), "%s/codemap.%d.vpm", piddir, i);
+		A.w = cfile_writer__create(A.path, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+		if (A.w)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int write_meta(void)
+{
+	char vm[256] = "";
+	char *name = NULL, *ver = NULL;
+	(*A.jvmti)->GetSystemProperty(A.jvmti, "java.vm.name", &name);
+	(*A.jvmti)->GetSystemProperty(A.jvmti, "java.vm.version", &ver);
+	snprintf(vm, sizeof(vm), "%s %s", name ? name : "?", ver ? ver : "?");
+	(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)name);
+	(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)ver);
+	size_t vl = strlen(vm);
+	uint8_t body[sizeof(struct vp_cm_meta) + sizeof(vm)];
+	struct vp_cm_meta m = { .pid = (uint32_t)getpid(), .agent_version = VP_AGENT_VERSION,
+				.vm_len = (uint16_t)vl };
+	m.flags = (A.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (A.attached ? VP_CM_META_LATE_ATTACH : 0);
+	memcpy(body, &m, sizeof(m));
+	memcpy(body + sizeof(m), vm, vl);
+	int err = cfile_writer__append(A.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
+	if (!err)
+		err = begin_epoch(A.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
+	return err ? err : cfile_writer__flush(A.w);
+}
+
+static int setup(JavaVM *vm, const char *options, bool attach)
+{
+	jvmtiError e;
+	int err;
+	if (A.jvmti) {
+		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", A.path);
+		return 0;
+	}
+	A.attached = attach;
+	if ((*vm)->GetEnv(vm, (void **)&A.jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
+		A.jvmti = NULL;
+		fail("GetEnv(JVMTI 1.2)", "this JVM offers no JVMTI 1.2");
+		return -ENOTSUP;
+	}
+	if ((err = parse_options(options))) {
+		fail("parsing the options", err == -EINVAL ? "expected dir=<directory>" : strerror(-err));
+		return err;
+	}
+	A.frame_pointers = detect_frame_pointers();
+	A.qbuf[0] = malloc(QUEUE_BYTES);
+	A.qbuf[1] = malloc(QUEUE_BYTES);
+	A.seen = calloc(SEEN_SLOTS, sizeof(*A.seen));
+	if (!A.qbuf[0] || !A.qbuf[1] || !A.seen) {
+		fail("allocating the event queue", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	if ((e = (*A.jvmti)->CreateRawMonitor(A.jvmti, "viprof-queue", &A.lock)) != JVMTI_ERROR_NONE) {
+		fail("CreateRawMonitor", jvmti_err(e));
+		return -EINVAL;
+	}
+	if ((err = open_file())) {
+		char why[PATH_MAX + 64];
+		snprintf(why, sizeof(why), "%s (in %s; pass dir=<writable directory>)", strerror(-err), A.dir);
+		fail("creating the code map", why);
+		return err;
+	}
+	if ((err = write_meta())) {
+		fail("writing the code map header", strerror(-err));
+		return err;
+	}
+	A.last_flush = now_ns();
+
+	jvmtiCapabilities caps = { 0 };
+	caps.can_generate_compiled_method_load_events = 1;
+	caps.can_generate_garbage_collection_events = 1;
+	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE) {
+		fail("AddCapabilities(compiled method load, garbage collection)", jvmti_err(e));
+		return -EINVAL;
+	}
+	/* Source files and line numbers only improve the output; go on without them. */
+	jvmtiCapabilities opt = { 0 };
+	opt.can_get_source_file_name = 1;
+	opt.can_get_line_numbers = 1;
+	(*A.jvmti)->AddCapabilities(A.jvmti, &opt);
+
+	jvmtiEventCallbacks cb = { 0 };
+	cb.CompiledMethodLoad = cb_compiled_load;
+	cb.CompiledMethodUnload = cb_compiled_unload;
+	cb.DynamicCodeGenerated = cb_dynamic_code;
+	cb.GarbageCollectionFinish = cb_gc_finish;
+	cb.VMInit = cb_vm_init;
+	cb.VMDeath = cb_vm_death;
+	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
+		fail("SetEventCallbacks", jvmti_err(e));
+		return -EINVAL;
+	}
+	static const jvmtiEvent events[] = {
+		JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+		JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
+		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH,
+	};
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
+			continue;
+		e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, events[i], NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			fail("SetEventNotificationMode", jvmti_err(e));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Stops the events after a failure in setup so that nothing reaches a half-made agent. */
+static void disable_events(void)
+{
+	A.disabled = true;
+	if (A.jvmti) {
+		jvmtiEventCallbacks cb = { 0 };
+		(*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb));
+	}
+	if (A.w) {
+		cfile_writer__close(A.w);
+		A.w = NULL;
+	}
+}
+
+EXPORT JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
+{
+	if (setup(vm, options, false))
+		disable_events();
+	return JNI_OK; /* a failed agent must not stop the JVM from starting */
+}
+
+EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
+{
+	bool again = A.jvmti != NULL;
+	if (setup(vm, options, true)) {
+		disable_events();
+		return JNI_ERR; /* tells the attaching tool that it did not work */
+	}
+	if (again)
+		return JNI_OK;
+	JNIEnv *jni = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || start_thread(jni)) {
+		if (!A.disabled)
+			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
+		disable_events();
+		return JNI_ERR;
+	}
+	/* Replay what was compiled and generated before we came. This thread may wait for
+	 * queue room: it is the attach listener, not application code. */
+	tl_replaying = true;
+	jvmtiError e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+	if (e == JVMTI_ERROR_NONE)
+		e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+	tl_replaying = false;
+	if (e != JVMTI_ERROR_NONE)
+		fprintf(stderr, "viprof agent: GenerateEvents failed: %s; code compiled before the attach will not be named\n",
+			jvmti_err(e));
+	return JNI_OK;
+}
+
+EXPORT JNIEXPORT void JNICALL Agent_OnUnload(JavaVM *vm)
+{
+	if (!A.disabled)
+		shutdown_agent();
+}

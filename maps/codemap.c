@@ -1,0 +1,931 @@
+/* Reading code maps (maps/codemap_format.h) into struct vp_codemap, importing perf maps
+ * and jitdump, and exporting to them. Every length inside a record is checked against
+ * the record; a bad record is an error naming the file and offset, never a crash. */
+#include "maps/codemap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/chunkfile.h"
+#include "maps/codemap_format.h"
+
+struct flat_iv {
+	uint64_t start, end;
+	uint32_t method;
+};
+
+struct priv {
+	char **strs;           /* every string we own */
+	size_t nstrs, capstrs;
+	/* start address -> index of the last method loaded there (open addressing). */
+	uint64_t *hkeys;
+	uint32_t *hvals;
+	size_t hcap, hn;
+	struct flat_iv *flat;
+	size_t nflat, capflat;
+	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines;
+	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
+	uint32_t file;
+};
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	if (!err || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+static const char *own_str(struct priv *pv, const char *s, size_t len)
+{
+	if (GROW(pv->strs, pv->capstrs, pv->nstrs + 1))
+		return NULL;
+	char *c = malloc(len + 1);
+	if (!c)
+		return NULL;
+	memcpy(c, s, len);
+	c[len] = '\0';
+	pv->strs[pv->nstrs++] = c;
+	return c;
+}
+
+static size_t hslot(const struct priv *pv, uint64_t k)
+{
+	return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 17) & (pv->hcap - 1);
+}
+
+static int hput(struct priv *pv, uint64_t k, uint32_t v)
+{
+	if ((pv->hn + 1) * 2 > pv->hcap) {
+		size_t oc = pv->hcap, nc = oc ? oc * 2 : 1024;
+		uint64_t *ok = pv->hkeys;
+		uint32_t *ov = pv->hvals;
+		pv->hkeys = malloc(nc * sizeof(uint64_t));
+		pv->hvals = malloc(nc * sizeof(uint32_t));
+		if (!pv->hkeys || !pv->hvals) {
+			free(pv->hkeys);
+			free(pv->hvals);
+			pv->hkeys = ok;
+			pv->hvals = ov;
+			return -ENOMEM;
+		}
+		memset(pv->hvals, 0xff, nc * sizeof(uint32_t));
+		pv->hcap = nc;
+		pv->hn = 0;
+		for (size_t i = 0; i < oc; i++)
+			if (ov[i] != UINT32_MAX)
+				hput(pv, ok[i], ov[i]);
+		free(ok);
+		free(ov);
+	}
+	size_t i = hslot(pv, k);
+	while (pv->hvals[i] != UINT32_MAX && pv->hkeys[i] != k)
+		i = (i + 1) & (pv->hcap - 1);
+	if (pv->hvals[i] == UINT32_MAX)
+		pv->hn++;
+	pv->hkeys[i] = k;
+	pv->hvals[i] = v;
+	return 0;
+}
+
+static uint32_t hget(const struct priv *pv, uint64_t k)
+{
+	if (!pv->hcap)
+		return UINT32_MAX;
+	for (size_t i = hslot(pv, k);; i = (i + 1) & (pv->hcap - 1)) {
+		if (pv->hvals[i] == UINT32_MAX)
+			return UINT32_MAX;
+		if (pv->hkeys[i] == k)
+			return pv->hvals[i];
+	}
+}
+
+static struct vp_codemap *codemap_new(void)
+{
+	struct vp_codemap *m = calloc(1, sizeof(*m));
+	struct priv *pv = calloc(1, sizeof(*pv));
+	if (!m || !pv) {
+		free(m);
+		free(pv);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pv->cur_epoch = -1;
+	m->priv = pv;
+	return m;
+}
+
+void vp_codemap__free(struct vp_codemap *m)
+{
+	if (!m)
+		return;
+	struct priv *pv = m->priv;
+	for (size_t i = 0; i < pv->nstrs; i++)
+		free(pv->strs[i]);
+	free(pv->strs);
+	free(pv->hkeys);
+	free(pv->hvals);
+	free(pv->flat);
+	for (size_t i = 0; i < m->nepochs; i++)
+		free(m->epochs[i].by_addr);
+	for (size_t i = 0; i < m->ninlines; i++) {
+		free(m->inlines[i].pcs);
+		free(m->inlines[i].frames);
+	}
+	for (size_t i = 0; i < m->nnames; i++)
+		free(m->names[i].lines);
+	free(m->methods);
+	free(m->blobs);
+	free(m->epochs);
+	free(m->names);
+	free(m->inlines);
+	free(pv);
+	free(m);
+}
+
+const char *vp_cm_reason_name(uint32_t reason)
+{
+	switch (reason) {
+	case VP_EPOCH_START: return "start";
+	case VP_EPOCH_GC: return "gc";
+	case VP_EPOCH_REUSE: return "reuse";
+	case VP_EPOCH_ATTACH: return "attach";
+	case VP_EPOCH_IMPORT: return "import";
+	default: return "unknown";
+	}
+}
+
+/* ---- building ---- */
+
+static int begin_epoch(struct vp_codemap *m, uint32_t id, uint32_t reason, uint64_t t)
+{
+	struct priv *pv = m->priv;
+	if (GROW(m->epochs, pv->cap_epochs, m->nepochs + 1))
+		return -ENOMEM;
+	m->epochs[m->nepochs] = (struct vp_cm_epoch_info){ .id = id, .reason = reason, .t_begin = t,
+							    .file = pv->file };
+	pv->cur_epoch = (int32_t)m->nepochs++;
+	return 0;
+}
+
+static int ensure_epoch(struct vp_codemap *m, uint64_t t)
+{
+	struct priv *pv = m->priv;
+	return pv->cur_epoch < 0 ? begin_epoch(m, 0, VP_EPOCH_START, t) : 0;
+}
+
+static int add_method(struct vp_codemap *m, uint64_t start, uint32_t size, uint64_t id, uint64_t t,
+		      const char *name, size_t nl, const char *klass, size_t cl, const char *mname,
+		      size_t ml, const char *sig, size_t sl)
+{
+	struct priv *pv = m->priv;
+	int err = ensure_epoch(m, t);
+	if (err || (err = GROW(m->methods, pv->cap_methods, m->nmethods + 1)))
+		return err ? err : -ENOMEM;
+	struct vp_cm_method_info *x = &m->methods[m->nmethods];
+	*x = (struct vp_cm_method_info){ .start = start, .size = size, .epoch = (uint32_t)pv->cur_epoch,
+					 .method_id = id, .load_time = t, .unload_time = VP_CM_NEVER, .inl = -1 };
+	x->name = own_str(pv, name, nl);
+	x->klass = own_str(pv, klass, cl);
+	x->mname = own_str(pv, mname, ml);
+	x->sig = own_str(pv, sig, sl);
+	if (!x->name || !x->klass || !x->mname || !x->sig)
+		return -ENOMEM;
+	if ((err = hput(pv, start, (uint32_t)m->nmethods)))
+		return err;
+	m->epochs[pv->cur_epoch].nloads++;
+	m->nmethods++;
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *path, const char *what, uint64_t n)
+{
+	set_err(err, errlen, "%s: corrupt code map: %s in record %" PRIu64 "; the file is damaged, re-record it",
+		path, what, n);
+	return -EBADMSG;
+}
+
+/* Parses one record. 0, or -errno with err set. */
+static int parse_record(struct vp_codemap *m, const struct vp_record *r, const char *path, uint64_t n,
+			char *err, size_t errlen)
+{
+	struct priv *pv = m->priv;
+	const uint8_t *b = vp_record_body(r);
+	size_t len = vp_record_body_len(r);
+	int e = 0;
+
+	switch (r->type) {
+	case VP_CM_META: {
+		struct vp_cm_meta x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short META", n);
+		memcpy(&x, b, sizeof(x));
+		if (x.vm_len > len - sizeof(x))
+			return bad(err, errlen, path, "META string overruns the record", n);
+		m->pid = x.pid;
+		m->flags = x.flags;
+		size_t vl = x.vm_len < sizeof(m->vm) - 1 ? x.vm_len : sizeof(m->vm) - 1;
+		memcpy(m->vm, b + sizeof(x), vl);
+		m->vm[vl] = '\0';
+		return 0;
+	}
+	case VP_CM_EPOCH_BEGIN: {
+		struct vp_cm_epoch_begin x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short EPOCH_BEGIN", n);
+		memcpy(&x, b, sizeof(x));
+		return begin_epoch(m, x.epoch, x.reason, r->time);
+	}
+	case VP_CM_EPOCH_END: {
+		struct vp_cm_epoch_end x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short EPOCH_END", n);
+		memcpy(&x, b, sizeof(x));
+		if (pv->cur_epoch >= 0) {
+			struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
+			ep->ended = true;
+			ep->t_end = r->time;
+			ep->live_methods = x.live_methods;
+			ep->live_bytes = x.live_bytes;
+			ep->dropped = x.dropped;
+		}
+		return 0;
+	}
+	case VP_CM_METHOD_LOAD: {
+		struct vp_cm_method_load x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_LOAD", n);
+		memcpy(&x, b, sizeof(x));
+		size_t total = (size_t)x.name_len + x.class_len + x.mname_len + x.sig_len;
+		if (total > len - sizeof(x))
+			return bad(err, errlen, path, "METHOD_LOAD strings overrun the record", n);
+		const char *s = (const char *)b + sizeof(x);
+		e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, s, x.name_len,
+			       s + x.name_len, x.class_len, s + x.name_len + x.class_len, x.mname_len,
+			       s + x.name_len + x.class_len + x.mname_len, x.sig_len);
+		break;
+	}
+	case VP_CM_METHOD_UNLOAD: {
+		struct vp_cm_method_unload x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_UNLOAD", n);
+		memcpy(&x, b, sizeof(x));
+		uint32_t i = hget(pv, x.code_start);
+		if (i != UINT32_MAX && m->methods[i].method_id == x.method_id &&
+		    m->methods[i].unload_time == VP_CM_NEVER)
+			m->methods[i].unload_time = r->time;
+		if ((e = ensure_epoch(m, r->time)))
+			break;
+		m->epochs[pv->cur_epoch].nunloads++;
+		return 0;
+	}
+	case VP_CM_INLINE: {
+		struct vp_cm_inline x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short INLINE", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.npcs * sizeof(struct vp_cm_pc) + (uint64_t)x.nframes * sizeof(struct vp_cm_frame) >
+		    len - sizeof(x))
+			return bad(err, errlen, path, "INLINE tables overrun the record", n);
+		uint32_t mi = hget(pv, x.code_start);
+		if (mi == UINT32_MAX || m->methods[mi].method_id != x.method_id)
+			return 0; /* inlining of code we never saw loaded: nothing to attach it to */
+		struct vp_cm_inline_info in = { .npcs = x.npcs, .nframes = x.nframes };
+		in.pcs = malloc(((size_t)x.npcs + 1) * sizeof(*in.pcs));
+		in.frames = malloc(((size_t)x.nframes + 1) * sizeof(*in.frames));
+		if (!in.pcs || !in.frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
+			free(in.pcs);
+			free(in.frames);
+			return -ENOMEM;
+		}
+		memcpy(in.pcs, b + sizeof(x), (size_t)x.npcs * sizeof(*in.pcs));
+		memcpy(in.frames, b + sizeof(x) + (size_t)x.npcs * sizeof(*in.pcs), (size_t)x.nframes * sizeof(*in.frames));
+		for (uint32_t i = 0; i < x.npcs; i++) {
+			if ((uint64_t)in.pcs[i].first + in.pcs[i].depth > x.nframes ||
+			    (i && in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset)) {
+				free(in.pcs);
+				free(in.frames);
+				return bad(err, errlen, path, "INLINE pc table out of range or unsorted", n);
+			}
+		}
+		m->methods[mi].inl = (int32_t)m->ninlines;
+		m->inlines[m->ninlines++] = in;
+		return 0;
+	}
+	case VP_CM_METHOD_NAME: {
+		struct vp_cm_method_name x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_NAME", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.name_len + x.file_len + (uint64_t)x.nlines * sizeof(struct vp_cm_line) > len - sizeof(x))
+			return bad(err, errlen, path, "METHOD_NAME overruns the record", n);
+		if (GROW(m->names, pv->cap_names, m->nnames + 1))
+			return -ENOMEM;
+		const char *s = (const char *)b + sizeof(x);
+		struct vp_cm_name_info ni = { .method_id = x.method_id, .nlines = x.nlines };
+		ni.name = own_str(pv, s, x.name_len);
+		ni.file = own_str(pv, s + x.name_len, x.file_len);
+		ni.lines = malloc(((size_t)x.nlines + 1) * sizeof(*ni.lines));
+		if (!ni.name || !ni.file || !ni.lines) {
+			free(ni.lines);
+			return -ENOMEM;
+		}
+		memcpy(ni.lines, s + x.name_len + x.file_len, (size_t)x.nlines * sizeof(*ni.lines));
+		m->names[m->nnames++] = ni;
+		return 0;
+	}
+	case VP_CM_CODE_BLOB: {
+		struct vp_cm_code_blob x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short CODE_BLOB", n);
+		memcpy(&x, b, sizeof(x));
+		if (x.name_len > len - sizeof(x))
+			return bad(err, errlen, path, "CODE_BLOB name overruns the record", n);
+		if ((e = ensure_epoch(m, r->time)) || (e = GROW(m->blobs, pv->cap_blobs, m->nblobs + 1)))
+			break;
+		struct vp_cm_blob_info bi = { .start = x.code_start, .size = x.code_size, .kind = x.kind,
+					      .time = r->time, .epoch = (uint32_t)pv->cur_epoch };
+		if (!(bi.name = own_str(pv, (const char *)b + sizeof(x), x.name_len)))
+			return -ENOMEM;
+		m->blobs[m->nblobs++] = bi;
+		return 0;
+	}
+	default:
+		return 0; /* unknown types are skipped: newer writers may add some */
+	}
+	if (e == -ENOMEM)
+		set_err(err, errlen, "%s: out of memory reading the code map", path);
+	return e;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+
+static const struct vp_codemap *sort_ctx;
+static int cmp_by_start(const void *a, const void *b)
+{
+	const struct vp_cm_method_info *x = &sort_ctx->methods[*(const uint32_t *)a],
+				       *y = &sort_ctx->methods[*(const uint32_t *)b];
+	int c = cmp_u64(x->start, y->start);
+	return c ? c : cmp_u64(*(const uint32_t *)a, *(const uint32_t *)b);
+}
+static int cmp_blob(const void *a, const void *b)
+{
+	const struct vp_cm_blob_info *x = a, *y = b;
+	int c = cmp_u64(x->start, y->start);
+	return c ? c : cmp_u64(x->time, y->time);
+}
+static int cmp_name(const void *a, const void *b)
+{
+	const struct vp_cm_name_info *x = a, *y = b;
+	int c = cmp_u64(x->method_id, y->method_id);
+	/* Equal ids keep file order (the pointers say it); the last one wins in lookups. */
+	return c ? c : (x->name < y->name ? -1 : x->name > y->name);
+}
+
+/* Inserts method i into the flat map: last loaded wins, older ranges are trimmed. */
+static int flat_insert(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
+{
+	/* Room for the new range and one split piece. */
+	if (GROW(pv->flat, pv->capflat, pv->nflat + 2))
+		return -ENOMEM;
+	size_t lo = 0, hi = pv->nflat; /* first with end > s */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pv->flat[mid].end <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t k = lo;
+	struct flat_iv right = { 0 };
+	bool have_right = false;
+	size_t j = k;
+	while (j < pv->nflat && pv->flat[j].start < e) {
+		struct flat_iv *v = &pv->flat[j];
+		if (v->end > e) {
+			right = (struct flat_iv){ e, v->end, v->method };
+			have_right = true;
+		}
+		j++;
+	}
+	/* Ranges k..j-1 overlap; the first may keep a left piece. */
+	struct flat_iv left = { 0 };
+	bool have_left = k < j && pv->flat[k].start < s;
+	if (have_left)
+		left = (struct flat_iv){ pv->flat[k].start, s, pv->flat[k].method };
+	size_t add = 1 + have_left + have_right;
+	size_t remove = j - k;
+	memmove(pv->flat + k + add, pv->flat + j, (pv->nflat - j) * sizeof(*pv->flat));
+	pv->nflat = pv->nflat - remove + add;
+	size_t p = k;
+	if (have_left)
+		pv->flat[p++] = left;
+	pv->flat[p++] = (struct flat_iv){ s, e, i };
+	if (have_right)
+		pv->flat[p++] = right;
+	return 0;
+}
+
+static int finish(struct vp_codemap *m, char *err, size_t errlen)
+{
+	struct priv *pv = m->priv;
+	for (size_t e = 0; e < m->nepochs; e++) {
+		struct vp_cm_epoch_info *ep = &m->epochs[e];
+		ep->by_addr = malloc((ep->nloads + 1) * sizeof(uint32_t));
+		if (!ep->by_addr)
+			goto nomem;
+		ep->nloads = 0;
+	}
+	for (size_t i = 0; i < m->nmethods; i++) {
+		struct vp_cm_epoch_info *ep = &m->epochs[m->methods[i].epoch];
+		ep->by_addr[ep->nloads++] = (uint32_t)i;
+	}
+	sort_ctx = m;
+	for (size_t e = 0; e < m->nepochs; e++)
+		qsort(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start);
+	qsort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
+	qsort(m->names, m->nnames, sizeof(*m->names), cmp_name);
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	set_err(err, errlen, "out of memory indexing the code map");
+	return -ENOMEM;
+}
+
+static int load_one(struct vp_codemap *m, const char *path, char *err, size_t errlen)
+{
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_CODEMAP, err, errlen);
+	if (!r)
+		return -errno;
+	int ret = 0;
+	const struct vp_file_header *h = cfile_reader__header(r);
+	if (h->format_version != VP_CODEMAP_FORMAT_VERSION) {
+		set_err(err, errlen, "%s: code map format version %u, this viprof reads %u; use a matching viprof",
+			path, h->format_version, VP_CODEMAP_FORMAT_VERSION);
+		ret = -EPROTO;
+		goto cleanup;
+	}
+	if (!m->created_ns)
+		m->created_ns = h->created_ns;
+	((struct priv *)m->priv)->cur_epoch = -1;
+	const struct vp_record *rec;
+	uint64_t n = 0;
+	int k;
+	while ((k = cfile_reader__next(r, &rec)) > 0) {
+		if ((ret = parse_record(m, rec, path, n++, err, errlen)))
+			goto cleanup;
+	}
+	if (k < 0) {
+		set_err(err, errlen, "%s", cfile_reader__error(r));
+		ret = k;
+		goto cleanup;
+	}
+	if (cfile_reader__truncated(r))
+		m->truncated = true;
+cleanup:
+	cfile_reader__close(r);
+	return ret;
+}
+
+struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t errlen)
+{
+	struct vp_codemap *m = codemap_new();
+	if (!m)
+		return NULL;
+	int ret = load_one(m, path, err, errlen);
+	if (!ret)
+		ret = finish(m, err, errlen);
+	if (ret) {
+		vp_codemap__free(m);
+		errno = -ret;
+		return NULL;
+	}
+	return m;
+}
+
+struct cand {
+	char name[256];
+	uint64_t created;
+};
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	int c = cmp_u64(x->created, y->created);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	struct cand *c = NULL;
+	size_t n = 0, cap = 0;
+	struct vp_codemap *m = NULL;
+	int ret = 0;
+	if (!d) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s; no code maps for this process (was the agent loaded?)", dir, strerror(errno));
+		goto cleanup;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "codemap", 7) || l < 11 || strcmp(de->d_name + l - 4, ".vpm") ||
+		    l >= sizeof(c->name))
+			continue;
+		if (GROW(c, cap, n + 1)) {
+			ret = -ENOMEM;
+			goto cleanup;
+		}
+		snprintf(c[n].name, sizeof(c[n].name), "%s", de->d_name);
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		struct cfile_reader *r = cfile_reader__open(p, VP_KIND_CODEMAP, NULL, 0);
+		c[n].created = r ? cfile_reader__header(r)->created_ns : 0;
+		cfile_reader__close(r);
+		n++;
+	}
+	if (!n) {
+		ret = -ENOENT;
+		set_err(err, errlen, "%s: no codemap*.vpm files; run the JVM with the viprof agent", dir);
+		goto cleanup;
+	}
+	qsort(c, n, sizeof(*c), cmp_cand);
+	if (!(m = codemap_new())) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", dir, c[i].name);
+		((struct priv *)m->priv)->file = (uint32_t)i;
+		ret = load_one(m, p, err, errlen);
+	}
+	if (!ret)
+		ret = finish(m, err, errlen);
+cleanup:
+	if (d)
+		closedir(d);
+	free(c);
+	if (ret) {
+		vp_codemap__free(m);
+		errno = -ret;
+		return NULL;
+	}
+	return m;
+}
+
+/* ---- imports ---- */
+
+struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	struct vp_codemap *m = NULL;
+	int ret = 0;
+	char line[8192];
+	if (!f) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	if (!(m = codemap_new())) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, 0)))
+		goto cleanup;
+	for (unsigned long ln = 1; fgets(line, sizeof(line), f); ln++) {
+		char *e1, *e2;
+		unsigned long long start = strtoull(line, &e1, 16);
+		unsigned long long size = strtoull(e1, &e2, 16);
+		if (e1 == line || e2 == e1 || (*e2 != ' ' && *e2 != '\t')) {
+			set_err(err, errlen, "%s:%lu: expected \"START SIZE name\" in hex; is this a perf-PID.map?", path, ln);
+			ret = -EBADMSG;
+			goto cleanup;
+		}
+		char *name = e2 + 1;
+		size_t nl = strcspn(name, "\n");
+		if ((ret = add_method(m, start, (uint32_t)size, 0, 0, name, nl, "", 0, "", 0, "", 0)))
+			goto cleanup;
+	}
+	ret = finish(m, err, errlen);
+cleanup:
+	if (f)
+		fclose(f);
+	if (ret) {
+		vp_codemap__free(m);
+		errno = -ret;
+		return NULL;
+	}
+	return m;
+}
+
+#define JITDUMP_MAGIC 0x4A695444u
+struct jd_header {
+	uint32_t magic, version, total_size, elf_mach, pad1, pid;
+	uint64_t timestamp, flags;
+};
+struct jd_rec {
+	uint32_t id, total_size;
+	uint64_t timestamp;
+};
+struct jd_load {
+	uint32_t pid, tid;
+	uint64_t vma, code_addr, code_size, code_index;
+};
+struct jd_move {
+	uint32_t pid, tid;
+	uint64_t vma, old_code_addr, new_code_addr, code_size, code_index;
+};
+enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1 };
+
+/* Opens a new epoch when [s,e) overlaps a load of the current one, as the agent does. */
+static int import_place(struct vp_codemap *m, uint64_t s, uint64_t e, uint64_t t)
+{
+	struct priv *pv = m->priv;
+	const struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
+	for (size_t i = m->nmethods; i-- > 0 && m->methods[i].epoch == (uint32_t)pv->cur_epoch;) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		if (x->start < e && s < x->start + (x->size ? x->size : 1))
+			return begin_epoch(m, ep->id + 1, VP_EPOCH_REUSE, t);
+	}
+	return 0;
+}
+
+struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	struct vp_codemap *m = NULL;
+	uint8_t *buf = NULL;
+	int ret = 0;
+	struct jd_header h;
+	if (!f) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != JITDUMP_MAGIC || h.version != 1 ||
+	    h.total_size < sizeof(h) || h.total_size > 4096) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "%s: not a little-endian jitdump version 1 file (magic 0x4A695444)", path);
+		goto cleanup;
+	}
+	if (fseek(f, h.total_size, SEEK_SET) || !(m = codemap_new()) || !(buf = malloc(1 << 20))) {
+		ret = errno ? -errno : -ENOMEM;
+		goto cleanup;
+	}
+	m->pid = h.pid;
+	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, h.timestamp)))
+		goto cleanup;
+	struct jd_rec r;
+	while (fread(&r, sizeof(r), 1, f) == 1) {
+		if (r.total_size < sizeof(r)) {
+			ret = -EBADMSG;
+			set_err(err, errlen, "%s: jitdump record of size %u is too short; the file is damaged", path, r.total_size);
+			goto cleanup;
+		}
+		size_t body = r.total_size - sizeof(r);
+		if (r.id != JIT_CODE_LOAD && r.id != JIT_CODE_MOVE) {
+			if (fseek(f, (long)body, SEEK_CUR))
+				break;
+			continue;
+		}
+		/* Load records carry the code after the name; read only the head we need. */
+		size_t want = body < (1 << 20) ? body : (1 << 20);
+		if (fread(buf, 1, want, f) != want)
+			break; /* torn tail: keep what we have */
+		if (body > want && fseek(f, (long)(body - want), SEEK_CUR))
+			break;
+		if (r.id == JIT_CODE_LOAD) {
+			struct jd_load l;
+			if (want < sizeof(l) + 1)
+				goto short_rec;
+			memcpy(&l, buf, sizeof(l));
+			const char *name = (const char *)buf + sizeof(l);
+			size_t nl = strnlen(name, want - sizeof(l));
+			if (nl == want - sizeof(l) || l.code_size > UINT32_MAX)
+				goto short_rec;
+			if ((ret = import_place(m, l.code_addr, l.code_addr + l.code_size, r.timestamp)) ||
+			    (ret = add_method(m, l.code_addr, (uint32_t)l.code_size, l.code_index, r.timestamp,
+					      name, nl, "", 0, "", 0, "", 0)))
+				goto cleanup;
+		} else {
+			struct jd_move mv;
+			if (want < sizeof(mv))
+				goto short_rec;
+			memcpy(&mv, buf, sizeof(mv));
+			uint32_t i = hget(m->priv, mv.old_code_addr);
+			if (i == UINT32_MAX)
+				continue;
+			const char *name = m->methods[i].name;
+			m->methods[i].unload_time = r.timestamp;
+			if ((ret = import_place(m, mv.new_code_addr, mv.new_code_addr + mv.code_size, r.timestamp)) ||
+			    (ret = add_method(m, mv.new_code_addr, (uint32_t)mv.code_size, mv.code_index, r.timestamp,
+					      name, strlen(name), "", 0, "", 0, "", 0)))
+				goto cleanup;
+		}
+		continue;
+short_rec:
+		ret = -EBADMSG;
+		set_err(err, errlen, "%s: jitdump record id %u is malformed; the file is damaged", path, r.id);
+		goto cleanup;
+	}
+	ret = finish(m, err, errlen);
+cleanup:
+	free(buf);
+	if (f)
+		fclose(f);
+	if (ret) {
+		vp_codemap__free(m);
+		errno = -ret;
+		return NULL;
+	}
+	return m;
+}
+
+/* ---- lookups ---- */
+
+const struct vp_cm_name_info *vp_codemap__name(const struct vp_codemap *m, uint64_t id)
+{
+	size_t lo = 0, hi = m->nnames; /* last with method_id <= id */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->names[mid].method_id <= id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && m->names[lo - 1].method_id == id ? &m->names[lo - 1] : NULL;
+}
+
+uint32_t vp_codemap__line(const struct vp_cm_name_info *n, int32_t bci)
+{
+	uint32_t line = 0, best = 0;
+	bool have = false;
+	if (!n || bci < 0)
+		return 0;
+	for (uint32_t i = 0; i < n->nlines; i++) {
+		if (n->lines[i].start_bci <= (uint32_t)bci && (!have || n->lines[i].start_bci >= best)) {
+			best = n->lines[i].start_bci;
+			line = n->lines[i].line;
+			have = true;
+		}
+	}
+	return line;
+}
+
+const struct vp_cm_method_info *vp_codemap__in_epoch(const struct vp_codemap *m, size_t e, uint64_t addr)
+{
+	if (e >= m->nepochs)
+		return NULL;
+	const struct vp_cm_epoch_info *ep = &m->epochs[e];
+	size_t lo = 0, hi = ep->nloads; /* last with start <= addr */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->methods[ep->by_addr[mid]].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Within one epoch ranges do not overlap, except in damaged or imported maps: look a
+	 * few entries back so a long range is still found behind a short one. */
+	for (size_t k = lo, n = 0; k-- > 0 && n < 8; n++) {
+		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[k]];
+		if (addr < x->start + (x->size ? x->size : 1))
+			return x;
+	}
+	return NULL;
+}
+
+const struct vp_cm_method_info *vp_codemap__flat(const struct vp_codemap *m, uint64_t addr)
+{
+	const struct priv *pv = m->priv;
+	size_t lo = 0, hi = pv->nflat;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pv->flat[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < pv->flat[lo - 1].end)
+		return &m->methods[pv->flat[lo - 1].method];
+	return NULL;
+}
+
+const struct vp_cm_blob_info *vp_codemap__blob(const struct vp_codemap *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->nblobs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->blobs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, n = 0; k-- > 0 && n < 8; n++)
+		if (addr < m->blobs[k].start + m->blobs[k].size)
+			return &m->blobs[k];
+	return NULL;
+}
+
+size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t)
+{
+	size_t lo = 0, hi = m->nepochs; /* last with t_begin <= t */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->epochs[mid].t_begin <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
+/* ---- exports ---- */
+
+int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path)
+{
+	const struct priv *pv = m->priv;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -errno;
+	}
+	for (size_t i = 0; i < pv->nflat; i++)
+		fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", pv->flat[i].start, pv->flat[i].end - pv->flat[i].start,
+			m->methods[pv->flat[i].method].name);
+	for (size_t i = 0; i < m->nblobs; i++)
+		fprintf(f, "%" PRIx64 " %x %s\n", m->blobs[i].start, m->blobs[i].size, m->blobs[i].name);
+	int bad_write = ferror(f);
+	if (fclose(f) || bad_write)
+		return -EIO;
+	return 0;
+}
+
+int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -errno;
+	}
+	struct jd_header h = { .magic = JITDUMP_MAGIC, .version = 1, .total_size = sizeof(h),
+			       .elf_mach = 62 /* EM_X86_64 */, .pid = m->pid, .timestamp = m->created_ns };
+	fwrite(&h, sizeof(h), 1, f);
+	static const uint8_t zeros[4096];
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		size_t nl = strlen(x->name) + 1;
+		struct jd_rec r = { .id = JIT_CODE_LOAD, .timestamp = x->load_time };
+		r.total_size = (uint32_t)(sizeof(r) + sizeof(struct jd_load) + nl + x->size);
+		struct jd_load l = { .pid = m->pid, .tid = m->pid, .vma = x->start, .code_addr = x->start,
+				     .code_size = x->size, .code_index = i };
+		fwrite(&r, sizeof(r), 1, f);
+		fwrite(&l, sizeof(l), 1, f);
+		fwrite(x->name, 1, nl, f);
+		for (size_t left = x->size; left;) {
+			size_t k = left < sizeof(zeros) ? left : sizeof(zeros);
+			fwrite(zeros, 1, k, f);
+			left -= k;
+		}
+	}
+	int bad_write = ferror(f);
+	if (fclose(f) || bad_write)
+		return -EIO;
+	return 0;
+}

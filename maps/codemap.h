@@ -1,0 +1,99 @@
+/* The code maps of one JVM, read into memory: what `viprof maps` prints and what the JIT
+ * index (jit_index.h) searches. Built from the agent's codemap*.vpm files, or imported
+ * from a perf-PID.map or a jitdump file. */
+#ifndef VIPROF_CODEMAP_H
+#define VIPROF_CODEMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VP_CM_NEVER UINT64_MAX /* unload_time of code that was never unloaded */
+
+struct vp_cm_inline_info {
+	uint32_t npcs, nframes;
+	struct vp_cm_pc *pcs;        /* sorted by pc_offset */
+	struct vp_cm_frame *frames;
+};
+
+struct vp_cm_method_info {
+	uint64_t start;
+	uint32_t size;
+	uint32_t epoch;              /* index into vp_codemap.epochs of the epoch it was loaded in */
+	uint64_t method_id;
+	uint64_t load_time, unload_time; /* CLOCK_MONOTONIC ns; unload VP_CM_NEVER if never */
+	const char *name, *klass, *mname, *sig; /* klass/mname/sig are "" for imports */
+	int32_t inl;                 /* index into vp_codemap.inlines, or -1 */
+};
+
+struct vp_cm_blob_info {
+	uint64_t start;
+	uint32_t size;
+	uint16_t kind;               /* enum vp_cm_blob_kind */
+	uint64_t time;
+	uint32_t epoch;
+	const char *name;
+};
+
+struct vp_cm_epoch_info {
+	uint32_t id;                 /* as written; index in the array is the global number */
+	uint32_t reason;             /* enum vp_cm_epoch_reason */
+	uint32_t file;               /* which codemap file (0 = the first) */
+	uint64_t t_begin, t_end;     /* t_end 0 when the epoch never ended (crash, still running) */
+	bool ended;
+	uint32_t live_methods;
+	uint64_t live_bytes, dropped;
+	uint32_t nloads, nunloads;
+	uint32_t *by_addr;           /* indices of the methods loaded here, sorted by start */
+};
+
+struct vp_cm_name_info {
+	uint64_t method_id;
+	const char *name, *file;
+	uint32_t nlines;
+	struct vp_cm_line *lines;    /* sorted by start_bci */
+};
+
+struct vp_codemap {
+	uint32_t pid, flags;         /* META; flags VP_CM_META_* */
+	char vm[256];
+	uint64_t created_ns;         /* CLOCK_MONOTONIC creation of the first file, 0 if unknown */
+	bool truncated;              /* a file ended in a torn chunk (crash or still running) */
+	struct vp_cm_method_info *methods; size_t nmethods;   /* in load order */
+	struct vp_cm_blob_info *blobs; size_t nblobs;         /* sorted by start after finish */
+	struct vp_cm_epoch_info *epochs; size_t nepochs;
+	struct vp_cm_name_info *names; size_t nnames;         /* sorted by method_id after finish */
+	struct vp_cm_inline_info *inlines; size_t ninlines;
+	void *priv;
+};
+
+/* Reads every codemap*.vpm in dir (in creation order). NULL with errno ENOENT and a message
+ * when there is none; other errno and a one-line reason on a bad file. */
+struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errlen);
+/* Reads one code-map file. */
+struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t errlen);
+/* Imports a perf-PID.map ("START SIZE name" per line, hex) as one timeless epoch. */
+struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size_t errlen);
+/* Imports a jitdump file's JIT_CODE_LOAD/JIT_CODE_MOVE records; a load that overlaps code
+ * already placed starts a new epoch, as the agent does. */
+struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen);
+void vp_codemap__free(struct vp_codemap *m);
+
+const char *vp_cm_reason_name(uint32_t reason);   /* "start", "gc", ... */
+const struct vp_cm_name_info *vp_codemap__name(const struct vp_codemap *m, uint64_t method_id);
+/* Source line of bci in a method, 0 when unknown. */
+uint32_t vp_codemap__line(const struct vp_cm_name_info *n, int32_t bci);
+/* The method loaded in epoch e whose code covers addr, or NULL. */
+const struct vp_cm_method_info *vp_codemap__in_epoch(const struct vp_codemap *m, size_t e, uint64_t addr);
+/* The last-loaded method whose code covers addr, ignoring time (perf-PID.map semantics). */
+const struct vp_cm_method_info *vp_codemap__flat(const struct vp_codemap *m, uint64_t addr);
+const struct vp_cm_blob_info *vp_codemap__blob(const struct vp_codemap *m, uint64_t addr);
+/* The epoch a time falls in (last one begun at or before t; 0 if t is before them all). */
+size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t);
+
+/* Exports the flat map as perf-PID.map text, or as a jitdump file (code bytes are not
+ * kept by viprof, so JIT_CODE_LOAD carries zeros of the right size). 0 or -errno. */
+int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path);
+int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path);
+
+#endif

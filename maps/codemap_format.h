@@ -1,0 +1,136 @@
+/* The code-map format: what the JVM agent writes and what maps/ reads, one file per JVM
+ * at <dir>/<pid>/codemap.vpm. The records travel in the common/chunkfile.h container of
+ * kind VP_KIND_CODEMAP, so a crash loses at most the last (torn) chunk; the agent flushes
+ * at every epoch end and about once a second. The prose spec is docs/codemap-format.md.
+ *
+ * Every record is { u32 type; u32 size; u64 time; body } (struct vp_record); time is the
+ * CLOCK_MONOTONIC ns at which the JVM reported the event. Bodies are a fixed struct
+ * followed by the variable bytes its length fields announce, in the order listed; strings
+ * are not NUL-terminated. A reader checks the lengths against the body and skips unknown
+ * record types. The body is padded to 8 bytes, so a reader never relies on the size alone. */
+#ifndef VIPROF_CODEMAP_FORMAT_H
+#define VIPROF_CODEMAP_FORMAT_H
+
+#include <stdint.h>
+
+#define VP_CODEMAP_FORMAT_VERSION 1
+#define VP_CODEMAP_FILE "codemap.vpm"
+#define VP_AGENT_VERSION 1
+
+enum vp_cm_type {
+	VP_CM_META         = 1,
+	VP_CM_EPOCH_BEGIN  = 2,
+	VP_CM_METHOD_LOAD  = 3,
+	VP_CM_METHOD_UNLOAD = 4,
+	VP_CM_INLINE       = 5,
+	VP_CM_METHOD_NAME  = 6,
+	VP_CM_CODE_BLOB    = 7,
+	VP_CM_EPOCH_END    = 8,
+};
+
+#define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
+#define VP_CM_META_LATE_ATTACH    0x2u /* loaded with Agent_OnAttach */
+
+/* VP_CM_META: once, first. Followed by vm_len bytes of "java.vm.name java.vm.version". */
+struct vp_cm_meta {
+	uint32_t pid;
+	uint32_t flags;          /* VP_CM_META_* */
+	uint32_t agent_version;  /* VP_AGENT_VERSION */
+	uint16_t vm_len;
+	uint16_t reserved;
+};
+
+enum vp_cm_epoch_reason {
+	VP_EPOCH_START  = 0, /* agent loaded with the JVM */
+	VP_EPOCH_GC     = 1, /* after GarbageCollectionFinish */
+	VP_EPOCH_REUSE  = 2, /* a load overlapped code already placed in this epoch */
+	VP_EPOCH_ATTACH = 3, /* agent attached late; live code is replayed */
+	VP_EPOCH_IMPORT = 4, /* not written by the agent: imported perf map / jitdump */
+};
+
+/* VP_CM_EPOCH_BEGIN: epochs are numbered from 0 and contiguous; within one epoch an
+ * address names at most one method. */
+struct vp_cm_epoch_begin {
+	uint32_t epoch;
+	uint32_t reason;         /* enum vp_cm_epoch_reason */
+};
+
+/* VP_CM_EPOCH_END: written before the next EPOCH_BEGIN and at agent shutdown. */
+struct vp_cm_epoch_end {
+	uint32_t epoch;
+	uint32_t live_methods;   /* compiled methods live when the epoch ended */
+	uint64_t live_bytes;
+	uint64_t dropped;        /* events the agent's queue had to drop so far */
+};
+
+#define VP_CM_LEVEL_UNKNOWN 0xffu
+
+/* VP_CM_METHOD_LOAD. Followed by name_len bytes of the readable name
+ * ("java.util.HashMap.get(Object)"), class_len bytes of the class signature
+ * ("Ljava/util/HashMap;"), mname_len bytes of the method name, sig_len bytes of the
+ * method signature ("(Ljava/lang/Object;)Ljava/lang/Object;"). */
+struct vp_cm_method_load {
+	uint64_t code_start;
+	uint32_t code_size;
+	uint8_t level;           /* compile level, VP_CM_LEVEL_UNKNOWN when JVMTI does not say */
+	uint8_t reserved[3];
+	uint64_t method_id;      /* the jmethodID; stable while the class is loaded */
+	uint16_t name_len, class_len, mname_len, sig_len;
+};
+
+/* VP_CM_METHOD_UNLOAD */
+struct vp_cm_method_unload {
+	uint64_t code_start;
+	uint64_t method_id;
+};
+
+/* VP_CM_METHOD_NAME: once per method id that appears in an INLINE record (and for every
+ * loaded method). Followed by name_len bytes of the readable name, file_len bytes of the
+ * source file name, then nlines struct vp_cm_line (bci -> line table, by start bci). */
+struct vp_cm_method_name {
+	uint64_t method_id;
+	uint16_t name_len, file_len;
+	uint32_t nlines;
+};
+struct vp_cm_line {
+	uint32_t start_bci;
+	uint32_t line;
+};
+
+/* VP_CM_INLINE: the inlining of one compiled method (after its METHOD_LOAD). Followed by
+ * npcs struct vp_cm_pc, sorted by pc_offset, then nframes struct vp_cm_frame; pc i owns
+ * frames [first, first + depth) (vp_cm_pc.first), innermost first, the compiled method
+ * itself last. */
+struct vp_cm_inline {
+	uint64_t code_start;
+	uint64_t method_id;
+	uint32_t npcs;
+	uint32_t nframes;
+};
+struct vp_cm_pc {
+	uint32_t pc_offset;      /* from code_start */
+	uint16_t depth;
+	uint16_t reserved;
+	uint32_t first;          /* index of the first frame */
+	uint32_t reserved2;
+};
+struct vp_cm_frame {
+	uint64_t method_id;
+	int32_t bci;
+	uint32_t reserved;
+};
+
+enum vp_cm_blob_kind {
+	VP_BLOB_STUB        = 0, /* StubRoutines, adapters, runtime stubs, ... */
+	VP_BLOB_INTERPRETER = 1, /* the template interpreter */
+};
+
+/* VP_CM_CODE_BLOB: DynamicCodeGenerated. Followed by name_len bytes of the name. */
+struct vp_cm_code_blob {
+	uint64_t code_start;
+	uint32_t code_size;
+	uint16_t kind;           /* enum vp_cm_blob_kind */
+	uint16_t name_len;
+};
+
+#endif

@@ -1,0 +1,150 @@
+#include "maps/jit_index.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "maps/codemap.h"
+#include "maps/codemap_format.h"
+#include "postproc/profile.h"
+
+struct vp_jit_index {
+	struct vp_codemap *m;
+};
+
+static struct vp_jit_index *wrap(struct vp_codemap *m)
+{
+	if (!m)
+		return NULL;
+	struct vp_jit_index *x = calloc(1, sizeof(*x));
+	if (!x) {
+		vp_codemap__free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->m = m;
+	return x;
+}
+
+struct vp_jit_index *vp_jit_index__open(const char *dir, char *err, size_t errlen)
+{
+	return wrap(vp_codemap__load_dir(dir, err, errlen));
+}
+
+struct vp_jit_index *vp_jit_index__open_perf_map(const char *path, char *err, size_t errlen)
+{
+	return wrap(vp_codemap__import_perf_map(path, err, errlen));
+}
+
+struct vp_jit_index *vp_jit_index__open_jitdump(const char *path, char *err, size_t errlen)
+{
+	return wrap(vp_codemap__import_jitdump(path, err, errlen));
+}
+
+const struct vp_codemap *vp_jit_index__codemap(const struct vp_jit_index *x) { return x->m; }
+
+bool vp_jit_index__frame_pointers(const struct vp_jit_index *x)
+{
+	return x && (x->m->flags & VP_CM_META_FRAME_POINTERS);
+}
+
+void vp_jit_index__close(struct vp_jit_index *x)
+{
+	if (!x)
+		return;
+	vp_codemap__free(x->m);
+	free(x);
+}
+
+/* The method whose code held addr at t, by epochs (see jit_index.h). */
+static const struct vp_cm_method_info *by_epochs(const struct vp_codemap *m, uint64_t addr, uint64_t t)
+{
+	size_t e = vp_codemap__epoch_at(m, t);
+	const struct vp_cm_method_info *hit = vp_codemap__in_epoch(m, e, addr);
+	/* A hit loaded at or before t is certain. One loaded after t still owns the address
+	 * (callbacks trail the installation) unless older code was provably there at t: the
+	 * JVM posts the unload before it reuses the memory, so an unload at or after t means
+	 * the old code still sat there. */
+	if (hit && hit->load_time <= t)
+		return hit;
+	for (size_t k = e; k-- > 0;) {
+		const struct vp_cm_method_info *old = vp_codemap__in_epoch(m, k, addr);
+		if (!old)
+			continue;
+		if (old->unload_time != VP_CM_NEVER && old->unload_time >= t)
+			return old;
+		/* Never unloaded yet overlapped by newer code: its unload was lost, so the newer
+		 * code wins; without newer code it is simply still there. */
+		if (old->unload_time == VP_CM_NEVER && !hit)
+			return old;
+		break; /* the newest older code there was gone before t */
+	}
+	return hit;
+}
+
+static int expand(const struct vp_codemap *m, const struct vp_cm_method_info *x, uint64_t addr,
+		  struct vp_jit_frame *out, int max)
+{
+	const struct vp_cm_name_info *self = vp_codemap__name(m, x->method_id);
+	if (max <= 0)
+		return 0;
+	if (x->inl >= 0) {
+		const struct vp_cm_inline_info *in = &m->inlines[x->inl];
+		uint64_t off = addr - x->start;
+		/* Debug info sits at the pc after a call or safepoint; the instruction at addr
+		 * belongs to the scope recorded at the next pc at or after it. */
+		size_t lo = 0, hi = in->npcs;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (in->pcs[mid].pc_offset < off)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == in->npcs && lo > 0)
+			lo--;
+		if (lo < in->npcs && in->pcs[lo].depth > 1) {
+			const struct vp_cm_pc *pc = &in->pcs[lo];
+			int n = 0;
+			for (uint32_t k = 0; k < pc->depth && n < max; k++) {
+				const struct vp_cm_frame *f = &in->frames[pc->first + k];
+				bool last = k + 1 == pc->depth;
+				const struct vp_cm_name_info *ni = last ? self : vp_codemap__name(m, f->method_id);
+				out[n++] = (struct vp_jit_frame){
+					.name = last ? x->name : (ni ? ni->name : "[unknown inlined method]"),
+					.file = ni ? ni->file : "",
+					.line = vp_codemap__line(ni, f->bci),
+					.layer = last ? VP_LAYER_JIT : VP_LAYER_INLINED,
+				};
+			}
+			/* Out of room: the compiled method itself is the frame to keep. */
+			if (n == max && n < pc->depth)
+				out[n - 1] = (struct vp_jit_frame){ .name = x->name, .file = self ? self->file : "",
+								    .layer = VP_LAYER_JIT };
+			return n;
+		}
+		if (lo < in->npcs && in->pcs[lo].depth == 1) {
+			out[0] = (struct vp_jit_frame){ .name = x->name, .file = self ? self->file : "",
+							.line = vp_codemap__line(self, in->frames[in->pcs[lo].first].bci),
+							.layer = VP_LAYER_JIT };
+			return 1;
+		}
+	}
+	out[0] = (struct vp_jit_frame){ .name = x->name, .file = self ? self->file : "", .layer = VP_LAYER_JIT };
+	return 1;
+}
+
+int vp_jit_index__resolve(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
+			  struct vp_jit_frame *out, int max)
+{
+	const struct vp_codemap *m = xi->m;
+	const struct vp_cm_method_info *x = flat ? vp_codemap__flat(m, addr) : by_epochs(m, addr, t);
+	if (x)
+		return expand(m, x, addr, out, max);
+	const struct vp_cm_blob_info *b = vp_codemap__blob(m, addr);
+	if (b && max > 0) {
+		out[0] = (struct vp_jit_frame){ .name = b->name, .file = "",
+						.layer = b->kind == VP_BLOB_INTERPRETER ? VP_LAYER_INTERPRETED : VP_LAYER_JVM };
+		return 1;
+	}
+	return 0;
+}
