@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,7 @@ static int synth_maps(struct vp_procsynth *ps, pid_t pid, uint64_t time, const s
 		m->filename[fl] = '\0';
 		if (file[0] == '/' && ino != 0 && !strstr(file, " (deleted)"))
 			lookup_build_id(ps, pid, m, file);
-		if ((ret = sink->emit(sink->ctx, VP_REC_MMAP, time, m, sizeof(*m) + fl + 1)))
+		if ((ret = sink->emit(sink->ctx, VP_REC_MMAP, time, m, offsetof(struct vp_mmap, filename) + fl + 1)))
 			break;
 	}
 	free(m);
