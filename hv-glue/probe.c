@@ -386,7 +386,9 @@ static void pmu_summary(const struct vp_probe *p, char *buf, size_t len)
 				 p->amd_v2_counters);
 		else
 			snprintf(buf, len, "AMD PerfCtrExtCore (6 counters)");
-	} else
+	} else if (p->amd)
+		snprintf(buf, len, "no PerfCtrExtCore, no PerfMonV2 in CPUID (at most the 4 legacy counters)");
+	else
 		snprintf(buf, len, "none advertised in CPUID");
 }
 
