@@ -69,6 +69,29 @@ static void test_fixtures(void)
 	ASSERT_EQ(vp_steal__parse(two, 100, ns, 0), -EINVAL);
 }
 
+/* Mangled /proc/stat texts (a deterministic generator): never a crash or a write past
+ * the array, and the result is either -EINVAL or a CPU count within bounds. */
+static void test_mangled(void)
+{
+	static const char alphabet[] = "cpu0123456789 \t\n-x";
+	unsigned seed = 12345;
+	char text[256];
+	for (int iter = 0; iter < 20000; iter++) {
+		size_t len = (size_t)(iter % 200);
+		for (size_t i = 0; i < len; i++) {
+			seed = seed * 1103515245u + 12345u;
+			text[i] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+		}
+		text[len] = '\0';
+		uint64_t ns[5];
+		ns[4] = 0x5a5a5a5a;
+		int n = vp_steal__parse(text, 100, ns, 4);
+		if (n != -EINVAL && (n < 1 || n > 4))
+			FAIL("parse of \"%s\" returned %d", text, n);
+		ASSERT_UEQ(ns[4], 0x5a5a5a5a);
+	}
+}
+
 static void test_live(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -107,6 +130,7 @@ static void test_live(void)
 int main(void)
 {
 	test_fixtures();
+	test_mangled();
 	test_live();
 	return 0;
 }
