@@ -285,6 +285,29 @@ static int open_pid_threads(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 	return err ? err : (n ? 0 : -ESRCH);
 }
 
+/* Every context switch on this CPU, whichever process it involves (steal-time victim
+ * attribution needs them all): a CPU-wide dummy event writing into the CPU's ring. */
+static int open_switches(struct sampler *s, int cpu, int ring_fd)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
+		/* The same sample_type as the ring's other events: one trailer layout. */
+		.sample_type = s->sample_type, .sample_id_all = 1, .context_switch = 1,
+		.use_clockid = 1, .clockid = CLOCK_MONOTONIC, .disabled = 1,
+	};
+	int fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = push_fd(s, fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 ? -errno : 0;
+}
+
 static void perf_destroy(struct sampler *s);
 
 static struct sampler *perf_start(const struct sampler_config *cfg, char *err, size_t errlen)
@@ -325,6 +348,16 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 		} else {
 			for (int i = 0; i < cfg->nr_pids && !rc; i++)
 				rc = open_pid_threads(s, cfg->pids[i], cpu, &ring_fd);
+		}
+		if (!rc && ring_fd >= 0 && cfg->want_switches) {
+			rc = open_switches(s, cpu, ring_fd);
+			if (rc == -EACCES || rc == -EPERM) {
+				snprintf(err, errlen, "perf sampler: context switches of all CPUs need CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=0' (%s); run as root or record without steal attribution",
+					 strerror(-rc));
+				perf_destroy(s);
+				errno = -rc;
+				return NULL;
+			}
 		}
 	}
 	if (rc == 0 && s->nr_rings == 0)

@@ -309,7 +309,7 @@ int perf_sideband__handle(struct perf_sideband *sb, const struct perf_event_head
 
 	switch (h->type) {
 	case PERF_RECORD_MMAP2: case PERF_RECORD_COMM: case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT: case PERF_RECORD_LOST:
+	case PERF_RECORD_EXIT: case PERF_RECORD_LOST: case PERF_RECORD_SWITCH_CPU_WIDE:
 		break;
 	default:
 		return 0;
@@ -357,6 +357,23 @@ int perf_sideband__handle(struct perf_sideband *sb, const struct perf_event_head
 		out = (struct vp_task){ .pid = t->pid, .ppid = t->ppid, .tid = t->tid, .ptid = t->ptid };
 		err = emit(sb, h->type == PERF_RECORD_FORK ? VP_REC_FORK : VP_REC_EXIT,
 			   sid.time, &out, sizeof(out));
+		return err < 0 ? err : 1;
+	}
+	case PERF_RECORD_SWITCH_CPU_WIDE: {
+		const struct { uint32_t next_prev_pid, next_prev_tid; } *w = (const void *)(h + 1);
+		struct vp_switch out = { .cpu = sid.cpu };
+
+		/* Each switch is reported twice (out of prev, into next); the switch-out
+		 * half has both sides: prev in the sample_id, next in the body. */
+		if (body_len < sizeof(*w))
+			return -EBADMSG;
+		if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT))
+			return 1;
+		out.prev_pid = sid.pid;
+		out.prev_tid = sid.tid;
+		out.next_pid = w->next_prev_pid;
+		out.next_tid = w->next_prev_tid;
+		err = emit(sb, VP_REC_SWITCH, sid.time, &out, sizeof(out));
 		return err < 0 ? err : 1;
 	}
 	case PERF_RECORD_LOST: {

@@ -1,5 +1,5 @@
 /* perf_event mmap ring buffers and the sideband records they carry (MMAP2, COMM, FORK,
- * EXIT, LOST), shared by the perf backend (where they share the ring with samples) and
+ * EXIT, LOST, SWITCH_CPU_WIDE), shared by the perf backend (where they share the ring with samples) and
  * the bpf backend (a dummy event per CPU just for sideband). Internal to sampler-kernel/. */
 #ifndef VIPROF_SAMPLER_PERF_RING_H
 #define VIPROF_SAMPLER_PERF_RING_H

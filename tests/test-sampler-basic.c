@@ -4,6 +4,7 @@
  * fixture's MMAP, its exec COMM and its EXIT. Needs root; bpf parts need BPF. */
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <sys/sysinfo.h>
 #include "test-sampler-util.h"
 
 struct sym { uint64_t addr, size; };
@@ -174,6 +175,49 @@ static void run(const struct sampler_backend *b, bool callchain)
 	mem_sink__clear(&m);
 }
 
+/* -a with want_switches: every CPU's context switches, including ours (we sleep in
+ * poll), with both sides filled in. */
+static void run_switches(const struct sampler_backend *b)
+{
+	struct mem_sink m = { .keep_stacks = false };
+	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_ALL,
+				      .want_switches = true, .sink = { mem_sink__emit, &m } };
+	int switches = 0, ours_out = 0, ours_in = 0, samples = 0, ncpu = get_nprocs_conf();
+	uint32_t me = (uint32_t)getpid();
+	char err[512];
+	struct sampler *s;
+
+	cfg.events[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE,
+						.config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1000,
+						.software = true, .name = "cpu-clock" };
+	s = b->start(&cfg, err, sizeof(err));
+	if (!s)
+		FAIL("%s start: %s", b->name, err);
+	for (int i = 0; i < 5; i++)
+		ASSERT_GE(b->poll(s, 60), 0);
+	ASSERT_OK(b->stop(s));
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.r[i].type == VP_REC_SWITCH) {
+			const struct vp_switch *w = m.r[i].body;
+
+			ASSERT_LT(w->cpu, ncpu);
+			ASSERT_FALSE(w->prev_tid == w->next_tid && w->prev_pid == w->next_pid);
+			ours_out += w->prev_pid == me && w->prev_tid == me;
+			ours_in += w->next_pid == me && w->next_tid == me;
+			switches++;
+		} else if (m.r[i].type == VP_REC_SAMPLE) {
+			samples++;
+		}
+	}
+	printf("%s -a switches: %d switches (%d out of / %d into this test), %d samples\n",
+	       b->name, switches, ours_out, ours_in, samples);
+	ASSERT_GE(ours_out, 4);
+	ASSERT_GE(ours_in, 4);
+	ASSERT_GT(samples, 0);
+	b->destroy(s);
+	mem_sink__clear(&m);
+}
+
 int main(void)
 {
 	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_ALL };
@@ -202,9 +246,11 @@ int main(void)
 
 	run(&sampler_backend_perf, true);
 	run(&sampler_backend_perf, false);
+	run_switches(&sampler_backend_perf);
 	if (!bpf_ok)
 		SKIP("bpf backend: %s (the perf backend passed)", why);
 	run(&sampler_backend_bpf, true);
 	run(&sampler_backend_bpf, false);
+	run_switches(&sampler_backend_bpf);
 	return 0;
 }
