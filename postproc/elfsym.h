@@ -6,6 +6,7 @@
 #define VIPROF_ELFSYM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vp_elfsym;   /* the cache of opened files */
