@@ -44,6 +44,7 @@ struct vp_probe {
 	bool hv_bit;
 	char sys_hv_type[32];     /* /sys/hypervisor/type, "" if absent */
 	char xen_pmu_mode[32];    /* /sys/hypervisor/pmu/pmu_mode, "" if absent */
+	bool xen_dom0;            /* /proc/xen/capabilities says control_d */
 	char dmi_product[128], dmi_vendor[128];
 	/* CPU and PMU virtualization. */
 	char cpu_vendor[16], cpu_brand[64];
@@ -254,8 +255,14 @@ static void probe_steal(struct vp_probe *p)
 }
 
 /* The hypervisor-specific way to turn the vPMU on, for the recommendation. */
-static const char *vpmu_advice(const char *hv)
+static const char *vpmu_advice(const struct vp_probe *p)
 {
+	const char *hv = p->hypervisor;
+	/* In a cloud the tenant cannot change the hypervisor; the instance type decides. */
+	if (strstr(p->dmi_vendor, "Amazon") || strstr(p->dmi_product, "EC2"))
+		return "EC2: use a .metal instance or a full-socket instance size, which expose the PMU";
+	if (strstr(p->dmi_vendor, "Google") || strstr(p->dmi_product, "Google Compute Engine"))
+		return "GCE: create the VM with --performance-monitoring-unit=standard on a machine series that supports it";
 	if (!strcmp(hv, "KVM"))
 		return "KVM: -cpu host,pmu=on; libvirt: <pmu state='on'/>";
 	if (!strcmp(hv, "Xen"))
@@ -299,7 +306,7 @@ static void conclude(struct vp_probe *p)
 		    p->paranoid, p->default_event);
 		if (!p->hw_counting && p->pmu_device == NULL && vm)
 			ADD(" This VM (%s) exposes no PMU, so hardware events are not available even as root; for them, "
-			    "ask the hypervisor admin to enable vPMU (%s).", p->hypervisor, vpmu_advice(p->hypervisor));
+			    "ask the hypervisor admin to enable vPMU (%s).", p->hypervisor, vpmu_advice(p));
 	} else if (p->hw_sampling) {
 		ADD("This %s%s%s samples hardware events: viprof will sample cycles with the %s backend "
 		    "(-e cache-misses, branch-misses, ... work too).", vm ? "VM (" : "machine", vm ? p->hypervisor : "",
@@ -307,11 +314,11 @@ static void conclude(struct vp_probe *p)
 	} else if (p->hw_counting) {
 		ADD("This %s%s%s counts hardware events but cannot sample them (no overflow interrupt): viprof will sample "
 		    "cpu-clock (hrtimer) with the %s backend; 'viprof stat' can still count cycles. For sampling: %s.",
-		    vm ? "VM (" : "machine", vm ? p->hypervisor : "", vm ? ")" : "", p->backend, vpmu_advice(p->hypervisor));
+		    vm ? "VM (" : "machine", vm ? p->hypervisor : "", vm ? ")" : "", p->backend, vpmu_advice(p));
 	} else if (vm) {
 		ADD("This VM (%s) exposes no PMU: viprof will sample cpu-clock (hrtimer) with the %s backend; hardware "
 		    "events (cycles, cache-misses) are not available here. Ask the hypervisor admin to enable vPMU (%s) "
-		    "for hardware events.", p->hypervisor, p->backend, vpmu_advice(p->hypervisor));
+		    "for hardware events.", p->hypervisor, p->backend, vpmu_advice(p));
 	} else {
 		ADD("This machine has no usable PMU (none registered by the kernel): viprof will sample cpu-clock (hrtimer) "
 		    "with the %s backend; check the BIOS and the kernel's perf support for hardware events.", p->backend);
@@ -337,6 +344,8 @@ struct vp_probe *vp_probe__run(void)
 	p->hypervisor = vp_hv__name(p->hv_signature, sizeof(p->hv_signature), &p->hv_bit);
 	read_line("/sys/hypervisor/type", p->sys_hv_type, sizeof(p->sys_hv_type));
 	read_line("/sys/hypervisor/pmu/pmu_mode", p->xen_pmu_mode, sizeof(p->xen_pmu_mode));
+	char caps[128];
+	p->xen_dom0 = read_line("/proc/xen/capabilities", caps, sizeof(caps)) && strstr(caps, "control_d");
 	read_line("/sys/class/dmi/id/product_name", p->dmi_product, sizeof(p->dmi_product));
 	read_line("/sys/class/dmi/id/sys_vendor", p->dmi_vendor, sizeof(p->dmi_vendor));
 	probe_cpu(p);
@@ -415,6 +424,8 @@ void vp_probe__foreach_meta(const struct vp_probe *p, void (*cb)(void *ctx, cons
 		cb(ctx, "hypervisor.signature", p->hv_signature);
 	if (*p->xen_pmu_mode)
 		cb(ctx, "hypervisor.xen_pmu_mode", p->xen_pmu_mode);
+	if (p->xen_dom0)
+		cb(ctx, "hypervisor.xen_domain", "dom0");
 	if (*p->dmi_product)
 		cb(ctx, "dmi.product", p->dmi_product);
 	if (*p->dmi_vendor)
@@ -489,6 +500,8 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 	kv(f, "/sys/hypervisor/type", *p->sys_hv_type ? p->sys_hv_type : "-");
 	if (*p->xen_pmu_mode)
 		kv(f, "Xen pmu_mode", p->xen_pmu_mode);
+	if (!strcmp(p->hypervisor, "Xen"))
+		kv(f, "Xen domain", p->xen_dom0 ? "dom0 (control domain)" : "domU");
 	kv(f, "DMI product", *p->dmi_product ? p->dmi_product : "-");
 	kv(f, "DMI vendor", *p->dmi_vendor ? p->dmi_vendor : "-");
 
@@ -597,6 +610,7 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 	jstr(f, 4, &s, "cpuid_signature", *p->hv_signature ? p->hv_signature : NULL);
 	jstr(f, 4, &s, "sys_hypervisor_type", *p->sys_hv_type ? p->sys_hv_type : NULL);
 	jstr(f, 4, &s, "xen_pmu_mode", *p->xen_pmu_mode ? p->xen_pmu_mode : NULL);
+	jbool(f, 4, &s, "xen_dom0", p->xen_dom0);
 	jstr(f, 4, &s, "dmi_product", *p->dmi_product ? p->dmi_product : NULL);
 	jstr(f, 4, &s, "dmi_vendor", *p->dmi_vendor ? p->dmi_vendor : NULL);
 	fputs("\n  }", f);
