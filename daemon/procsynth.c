@@ -230,10 +230,12 @@ static int synth_maps(struct vp_procsynth *ps, pid_t pid, uint64_t time, const s
 		m->flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
 		m->synthesized = 1;
 		memcpy(m->filename, file, fl);
-		m->filename[fl] = '\0';
+		memset(m->filename + fl, 0, 8);
+		/* The length counts sizeof(*m), which includes 4 bytes of tail padding past
+		 * offsetof(filename): readers that size the name from sizeof still get it whole. */
 		if (file[0] == '/' && ino != 0 && !strstr(file, " (deleted)"))
 			lookup_build_id(ps, pid, m, file);
-		if ((ret = sink->emit(sink->ctx, VP_REC_MMAP, time, m, offsetof(struct vp_mmap, filename) + fl + 1)))
+		if ((ret = sink->emit(sink->ctx, VP_REC_MMAP, time, m, sizeof(*m) + fl + 1)))
 			break;
 	}
 	free(m);
