@@ -4,6 +4,7 @@
 #ifndef VIPROF_KSYMS_H
 #define VIPROF_KSYMS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct vp_ksym_entry {

@@ -208,6 +208,7 @@ int vp_procmaps__mmap(struct vp_procmaps *pm, uint64_t t, const struct vp_mmap *
 		.filename = intern(pm, filename ? filename : ""),
 		.build_id_size = m->build_id_size > 20 ? 20 : m->build_id_size,
 		.prot = m->prot,
+		.synthesized = m->synthesized != 0,
 	};
 	if (!nm.filename)
 		return -ENOMEM;
@@ -353,7 +354,7 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 			continue;
 		if (m->t_start <= t && t < m->t_end)
 			return m;
-		if (m->t_start > t && (!later || m->t_start < later->t_start))
+		if (m->synthesized && m->t_start > t && (!later || m->t_start < later->t_start))
 			later = m;
 	}
 	return later;

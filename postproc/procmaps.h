@@ -18,6 +18,7 @@ struct vp_map {
 	uint8_t build_id[20];
 	uint8_t build_id_size;
 	uint32_t prot;
+	bool synthesized;            /* from the recorder's /proc/PID/maps snapshot */
 	void *priv;                  /* the caller's cache for this mapping (e.g. its ELF) */
 	bool priv_set;
 };
@@ -38,8 +39,9 @@ int vp_procmaps__comm(struct vp_procmaps *pm, uint64_t t, uint32_t pid, uint32_t
 		      const char *comm, bool exec);
 
 /* The mapping holding ip in pid at time t, or NULL. When none was valid at t, the
- * earliest one that appeared later in the same process is used: the recorder's
- * snapshot of /proc/PID/maps can be stamped after the first samples. */
+ * earliest synthesized one that appeared later in the same process is used: the
+ * recorder's snapshot of /proc/PID/maps can be stamped after the first samples (a
+ * live mapping that appears later was really not there yet). */
 struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t);
 /* The name of thread tid at t (the latest one set at or before t, else the first), or NULL. */
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t);
