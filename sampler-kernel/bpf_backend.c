@@ -496,8 +496,10 @@ static bool bpf_supported(const struct sampler_config *cfg, char *why, size_t wh
 	libbpf_set_print(libbpf_quiet);
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
 	if (r <= 0) {
+		/* The probe reports a refusal as "unsupported" too; the uid tells them apart. */
 		snprintf(why, whylen, "BPF unavailable (needs CAP_BPF and CAP_PERFMON, or root): cannot load a perf_event program (%s)",
-			 r < 0 ? strerror(-r) : "not supported by this kernel");
+			 r < 0 ? strerror(-r) : geteuid() != 0 ? "not permitted for this user" :
+			 "not supported by this kernel");
 		return false;
 	}
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);

@@ -38,6 +38,7 @@ struct sampler {
 	int nr_ids, cap_ids;
 	struct perf_sideband sb;
 	struct vp_sample *buf;         /* room for VP_MAX_FRAMES ips */
+	bool user_only;                /* kernel excluded: not permitted (paranoid 2) */
 	uint64_t samples;
 	bool stopped;
 };
@@ -77,7 +78,8 @@ static int push_id(struct sampler *s, int fd, int event)
 }
 
 static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cfg,
-		      const struct sampler_event *ev, bool sideband, size_t ring_bytes)
+		      const struct sampler_event *ev, bool sideband, size_t ring_bytes,
+		      bool user_only)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -96,6 +98,11 @@ static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cf
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->sample_id_all = 1;
+	/* perf_event_paranoid 2 (the default) lets ordinary users sample their own
+	 * processes only in user mode. */
+	a->exclude_kernel = user_only;
+	a->exclude_hv = user_only;
+	a->exclude_callchain_kernel = user_only && cfg->callchain;
 	/* Wake the poller when a quarter of the ring is full, not per sample: a wakeup
 	 * per sample costs more than the sample itself on a VM. */
 	a->watermark = 1;
@@ -236,7 +243,7 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		struct perf_event_attr a;
 		int fd, err;
 
-		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes);
+		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes, s->user_only);
 		fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
@@ -308,6 +315,65 @@ static int open_switches(struct sampler *s, int cpu, int ring_fd)
 	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 ? -errno : 0;
 }
 
+/* A warning for the session: the sampler runs, but with less than was asked for. */
+static int note(struct sampler *s, const char *key, const char *value)
+{
+	size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
+	char body[512];
+	struct timespec ts;
+
+	if (kl + vl > sizeof(body))
+		return -EINVAL;
+	memcpy(body, key, kl);
+	memcpy(body + kl, value, vl);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_META,
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, body, kl + vl);
+}
+
+static int open_all(struct sampler *s, int ncpu)
+{
+	const struct sampler_config *cfg = &s->cfg;
+	bool switches_denied = false;
+	int rc = 0;
+
+	for (int cpu = 0; cpu < ncpu && !rc; cpu++) {
+		int ring_fd = -1;
+
+		if (cfg->target == SAMPLER_TARGET_ALL) {
+			rc = open_on_cpu(s, -1, cpu, &ring_fd);
+		} else if (cfg->target == SAMPLER_TARGET_LAUNCH) {
+			rc = open_on_cpu(s, cfg->pids[0], cpu, &ring_fd);
+		} else {
+			for (int i = 0; i < cfg->nr_pids && !rc; i++)
+				rc = open_pid_threads(s, cfg->pids[i], cpu, &ring_fd);
+		}
+		if (!rc && ring_fd >= 0 && cfg->want_switches && !switches_denied) {
+			rc = open_switches(s, cpu, ring_fd);
+			if (rc == -EACCES || rc == -EPERM) {
+				switches_denied = true;
+				rc = 0;
+			}
+		}
+	}
+	if (rc == 0 && s->nr_rings == 0)
+		rc = -ESRCH;
+	/* Steal attribution is a bonus; sampling without it beats not sampling. */
+	if (rc == 0 && switches_denied)
+		rc = note(s, "sampler.switches",
+			  "unavailable: context switches of all CPUs need CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=0'; steal time cannot be charged to threads");
+	return rc;
+}
+
+static void close_all(struct sampler *s)
+{
+	for (int i = 0; i < s->nr_rings; i++)
+		perf_ring__free(s->rings[i]);
+	for (int i = 0; i < s->nr_fds; i++)
+		close(s->fds[i]);
+	s->nr_rings = s->nr_fds = s->nr_ids = 0;
+}
+
 static void perf_destroy(struct sampler *s);
 
 static struct sampler *perf_start(const struct sampler_config *cfg, char *err, size_t errlen)
@@ -338,30 +404,16 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 	 * report), so no user-space filter is needed in any mode. */
 	s->sb.filter = NULL;
 
-	for (int cpu = 0; cpu < ncpu && !rc; cpu++) {
-		int ring_fd = -1;
-
-		if (cfg->target == SAMPLER_TARGET_ALL) {
-			rc = open_on_cpu(s, -1, cpu, &ring_fd);
-		} else if (cfg->target == SAMPLER_TARGET_LAUNCH) {
-			rc = open_on_cpu(s, cfg->pids[0], cpu, &ring_fd);
-		} else {
-			for (int i = 0; i < cfg->nr_pids && !rc; i++)
-				rc = open_pid_threads(s, cfg->pids[i], cpu, &ring_fd);
-		}
-		if (!rc && ring_fd >= 0 && cfg->want_switches) {
-			rc = open_switches(s, cpu, ring_fd);
-			if (rc == -EACCES || rc == -EPERM) {
-				snprintf(err, errlen, "perf sampler: context switches of all CPUs need CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=0' (%s); run as root or record without steal attribution",
-					 strerror(-rc));
-				perf_destroy(s);
-				errno = -rc;
-				return NULL;
-			}
-		}
+	rc = open_all(s, ncpu);
+	if ((rc == -EACCES || rc == -EPERM) && cfg->target != SAMPLER_TARGET_ALL) {
+		/* Not allowed to see the kernel: sample user mode only, and say so. */
+		close_all(s);
+		s->user_only = true;
+		rc = open_all(s, ncpu);
+		if (!rc)
+			rc = note(s, "sampler.kernel",
+				  "excluded: sampling the kernel needs CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=1'; samples show user mode only");
 	}
-	if (rc == 0 && s->nr_rings == 0)
-		rc = -ESRCH;
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)
 			snprintf(err, errlen, "perf sampler: perf_event_open: %s; run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",
@@ -429,10 +481,7 @@ static void perf_destroy(struct sampler *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < s->nr_rings; i++)
-		perf_ring__free(s->rings[i]);
-	for (int i = 0; i < s->nr_fds; i++)
-		close(s->fds[i]);
+	close_all(s);
 	free(s->rings);
 	free(s->pfds);
 	free(s->fds);
@@ -453,8 +502,12 @@ static bool perf_supported(const struct sampler_config *cfg, char *why, size_t w
 		snprintf(why, whylen, "perf: no event requested");
 		return false;
 	}
-	fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4);
+	fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, false);
 	fd = vp_perf_event_open(&a, all ? -1 : 0, all ? 0 : -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if ((fd == -EACCES || fd == -EPERM) && !all) {
+		fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, true);
+		fd = vp_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
 	if (fd < 0) {
 		if (fd == -EACCES || fd == -EPERM)
 			snprintf(why, whylen, "perf: perf_event_open not permitted (%s); run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",

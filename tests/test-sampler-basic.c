@@ -4,6 +4,8 @@
  * fixture's MMAP, its exec COMM and its EXIT. Needs root; bpf parts need BPF. */
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/sysinfo.h>
 #include "test-sampler-util.h"
 
@@ -49,7 +51,9 @@ static bool in(const struct sym *s, uint64_t a)
 	return a >= s->addr && a < s->addr + s->size;
 }
 
-static void run(const struct sampler_backend *b, bool callchain)
+/* user_only: running unprivileged at perf_event_paranoid 2, where only user mode may
+ * be sampled; the sampler must say so in a META record and show no kernel frames. */
+static void run(const struct sampler_backend *b, bool callchain, bool user_only)
 {
 	struct mem_sink m = { .keep_stacks = true };
 	struct sampler_config cfg = { .nr_events = 1, .callchain = callchain,
@@ -62,7 +66,7 @@ static void run(const struct sampler_backend *b, bool callchain)
 	struct rusage ru;
 	struct sampler *s;
 	int status, samples = 0, leaf_hits = 0, leaf_in_spin = 0, kernel_hits = 0;
-	int mmaps = 0, comm_exec = 0, exits = 0, lost = 0;
+	int mmaps = 0, comm_exec = 0, exits = 0, lost = 0, kernel_note = 0;
 	uint64_t t0 = mono_ns(), t1;
 	pid_t pid;
 	FILE *f;
@@ -153,10 +157,14 @@ static void run(const struct sampler_backend *b, bool callchain)
 		case VP_REC_LOST:
 			lost++;
 			break;
+		case VP_REC_META:
+			kernel_note += !strcmp(r->body, "sampler.kernel");
+			break;
 		}
 	}
-	printf("%s %s: %d samples, %d in hot_leaf (%d with hot_spin as caller), %d with kernel frames, "
+	printf("%s %s%s: %d samples, %d in hot_leaf (%d with hot_spin as caller), %d with kernel frames, "
 	       "%d fixture MMAPs, %d exec COMMs, %d EXITs\n", b->name, callchain ? "-g" : "no -g",
+	       user_only ? " (unprivileged)" : "",
 	       samples, leaf_hits, leaf_in_spin, kernel_hits, mmaps, comm_exec, exits);
 	/* 1 s of spinning at 1 kHz: hundreds of samples even on a busy machine. */
 	ASSERT_GT(samples, 100);
@@ -166,7 +174,13 @@ static void run(const struct sampler_backend *b, bool callchain)
 		 * the prologue before the frame pointer is pushed. */
 		ASSERT_GT(leaf_in_spin * 10, leaf_hits * 8);
 	}
-	ASSERT_GT(kernel_hits, 10);
+	if (user_only) {
+		ASSERT_EQ(kernel_hits, 0);
+		ASSERT_EQ(kernel_note, 1);
+	} else {
+		ASSERT_GT(kernel_hits, 10);
+		ASSERT_EQ(kernel_note, 0);
+	}
 	ASSERT_GE(mmaps, 1);
 	ASSERT_GE(comm_exec, 1);
 	ASSERT_GE(exits, 1);
@@ -218,6 +232,49 @@ static void run_switches(const struct sampler_backend *b)
 	mem_sink__clear(&m);
 }
 
+/* As nobody at perf_event_paranoid 2: bpf must be refused with the reason, auto must
+ * fall back to perf, and perf must sample the launched child in user mode. */
+static void run_unprivileged(void)
+{
+	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_LAUNCH };
+	const struct sampler_backend *b;
+	char why[512];
+	pid_t pid;
+	int st;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int paranoid = 0;
+
+	if (!f || fscanf(f, "%d", &paranoid) != 1)
+		FAIL("cannot read perf_event_paranoid");
+	fclose(f);
+	if (paranoid != 2) {
+		printf("unprivileged: skipped, perf_event_paranoid is %d, not 2\n", paranoid);
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		/* Changing uid makes the process non-dumpable, which would deny
+		 * perf_event_open on its children; a real user's shell is dumpable. */
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534) ||
+		    prctl(PR_SET_DUMPABLE, 1))
+			FAIL("cannot become nobody: %s", strerror(errno));
+		cfg.events[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE,
+							.config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1000 };
+		ASSERT_NULL(sampler__select("bpf", &cfg, why, sizeof(why)));
+		ASSERT_CONTAINS(why, "BPF unavailable (needs CAP_BPF and CAP_PERFMON, or root)");
+		b = sampler__select("auto", &cfg, why, sizeof(why));
+		ASSERT_TRUE(b == &sampler_backend_perf);
+		ASSERT_CONTAINS(why, "perf: BPF unavailable");
+		printf("unprivileged auto: %s\n", why);
+		run(b, true, true);
+		exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_ALL };
@@ -244,13 +301,14 @@ int main(void)
 		ASSERT_TRUE(b == &sampler_backend_perf);
 	}
 
-	run(&sampler_backend_perf, true);
-	run(&sampler_backend_perf, false);
+	run(&sampler_backend_perf, true, false);
+	run(&sampler_backend_perf, false, false);
+	run_unprivileged();
 	run_switches(&sampler_backend_perf);
 	if (!bpf_ok)
 		SKIP("bpf backend: %s (the perf backend passed)", why);
-	run(&sampler_backend_bpf, true);
-	run(&sampler_backend_bpf, false);
+	run(&sampler_backend_bpf, true, false);
+	run(&sampler_backend_bpf, false, false);
 	run_switches(&sampler_backend_bpf);
 	return 0;
 }
