@@ -5,6 +5,8 @@
 #   2. recorder CPU per sample (viprof's own user+sys / samples, -p mode)
 #   3. report speed: `viprof report` vs `perf report --stdio` on recordings of the same run
 #   4. bytes per sample: session directory vs perf.data
+# perf 6.1 (Debian 12) aborts reading its own data on kernel 6.18 when BPF events were
+# recorded (assertion in util/build-id.c), hence --no-bpf-event for every perf record.
 # Usage: bench/run-native.sh [BUILD_DIR] [ROUNDS]   (root; needs perf)
 set -euo pipefail
 B=$(realpath "${1:-build}")
@@ -26,7 +28,7 @@ echo "== overhead: fixedwork $WORK 2 (fixed work on 2 threads), $ROUNDS interlea
 for r in $(seq "$ROUNDS"); do
 	elapsed "$FW" "$WORK" 2 >>"$T/alone"
 	rm -rf "$T/s"; elapsed "$VP" record -q -F 999 -g -o "$T/s" -- "$FW" "$WORK" 2 >>"$T/vp"
-	rm -f "$T/p.data"; elapsed perf record -q -F 999 -g -o "$T/p.data" -- "$FW" "$WORK" 2 >>"$T/perf"
+	rm -f "$T/p.data"; elapsed perf record -q --no-bpf-event -F 999 -g -o "$T/p.data" -- "$FW" "$WORK" 2 >>"$T/perf"
 done
 a=$(median <"$T/alone"); v=$(median <"$T/vp"); p=$(median <"$T/perf")
 printf 'median wall: alone %.3fs  viprof %.3fs  perf %.3fs\n' "$a" "$v" "$p"
@@ -40,7 +42,7 @@ sleep 0.5
 rm -rf "$T/s" "$T/p.data"
 bash -c "'$VP' record -q -F 999 -g -p $FWPID -d 8 -o '$T/s' 2>'$T/vp.err'; times" >"$T/vp.times" &
 VPJOB=$!
-perf record -q -F 999 -g -p "$FWPID" -o "$T/p.data" -- sleep 8 >/dev/null 2>&1 || true
+perf record -q --no-bpf-event -F 999 -g -p "$FWPID" -o "$T/p.data" -- sleep 8 >/dev/null 2>&1 || true
 wait "$VPJOB" || true
 kill "$FWPID" 2>/dev/null || true
 wait "$FWPID" 2>/dev/null || true
