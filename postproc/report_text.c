@@ -59,29 +59,30 @@ static const char *fit(const char *s, int w, bool middle, char *buf, size_t len)
 }
 
 /* Rounds counts[i]/total to tenths of a percent so that they add up to 1000 exactly
- * (largest remainder). counts must sum to total. */
+ * (largest remainder, in integers so that ties break the same way everywhere: the
+ * earlier row wins). counts must sum to total. */
 static void round_tenths(const uint64_t *counts, size_t n, uint64_t total, int64_t *tenths)
 {
-	if (!total) {
-		memset(tenths, 0, n * sizeof(*tenths));
+	memset(tenths, 0, n * sizeof(*tenths));
+	if (!total)
 		return;
-	}
 	int64_t sum = 0;
-	double *rem = malloc((n ? n : 1) * sizeof(*rem));
+	uint64_t *rem = malloc((n ? n : 1) * sizeof(*rem));
 	for (size_t i = 0; i < n; i++) {
-		double exact = 1000.0 * (double)counts[i] / (double)total;
-		tenths[i] = (int64_t)exact;
+		tenths[i] = (int64_t)(counts[i] * 1000 / total);
 		sum += tenths[i];
 		if (rem)
-			rem[i] = exact - (double)tenths[i];
+			rem[i] = counts[i] * 1000 % total;
 	}
 	while (sum < 1000 && rem) {  /* hand out the missing tenths, biggest remainder first */
 		size_t best = 0;
 		for (size_t i = 1; i < n; i++)
 			if (rem[i] > rem[best])
 				best = i;
+		if (!rem[best])
+			break;
 		tenths[best]++;
-		rem[best] = -1.0;
+		rem[best] = 0;
 		sum++;
 	}
 	free(rem);
@@ -213,7 +214,8 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	layer_summary(p, o, ev, fc[ev]);
 	size_t nrows = 0;
 	for (size_t f = 0; f < p->nframes; f++) {
-		if (!fc[ev][f].self && !fc[ev][f].total)
+		/* Sorted by self, frames that are never a leaf only add empty rows. */
+		if (opts->sort == VP_SORT_TOTAL ? !fc[ev][f].total : !fc[ev][f].self)
 			continue;
 		rows[nrows].frame = (uint32_t)f;
 		rows[nrows].key = opts->sort == VP_SORT_TOTAL ? fc[ev][f].total : fc[ev][f].self;
@@ -250,7 +252,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		vp_out__printf(o, "%7.1f %10llu", vp_pct(fc[ev][f].total, evtotal), (unsigned long long)fc[ev][f].self);
 		name_cols(o, &p->frames[f], symw, imgw, opts->color);
 	}
-	if (nrows) {
+	bool other = nrows > shown;
+	for (int e = 0; e < ncols; e++)
+		other = other || col_t[e][shown] != 0;
+	if (other) {  /* what the table leaves out, so that the self% column adds up to 100.0 */
 		for (int e = 0; e < ncols; e++) {
 			print_tenths(o, col_t[e][shown], 7);
 			vp_out__puts(o, " ");

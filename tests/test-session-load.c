@@ -1,0 +1,423 @@
+/* Loading a synthetic session written with the chunkfile writer: META, EVENT, MMAPs of
+ * ELF fixtures, KSYMs, FORK/COMM/EXIT, LOST, SAMPLEs with known stacks. Checks the
+ * folded output exactly (stacks, names, layers, merges across pids), pid reuse, a
+ * library mapped late, fork copying mappings, a synthesized mapping stamped after the
+ * first samples, callers looked up at ip-1, image+offset names, a build-id mismatch,
+ * the filters, a torn tail (incomplete), a corrupt chunk and a missing directory. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
+#include "postproc/report.h"
+#include "postproc/session.h"
+#include "test.h"
+
+#define FX(name) FIXTURE_DIR "/" name
+#define MS 1000000ull
+
+static uint64_t base;   /* record times: base + offset; base is after the file's creation */
+
+static uint64_t nm_addr(const char *nmfile, const char *name)
+{
+	FILE *f = fopen(nmfile, "r");
+	if (!f)
+		FAIL("cannot open %s: %s", nmfile, strerror(errno));
+	char line[512], sym[400], type;
+	unsigned long long a;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %399s", &a, &type, sym) == 3 && !strcmp(sym, name)) {
+			fclose(f);
+			return a;
+		}
+	}
+	fclose(f);
+	FAIL("%s not in %s", name, nmfile);
+}
+
+/* The executable PT_LOAD of path, read from the program headers: the mapping the
+ * kernel would make of it. */
+struct seg { uint64_t vaddr, off, filesz; uint16_t type; };
+static struct seg text_seg(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		FAIL("cannot open %s", path);
+	Elf64_Ehdr eh;
+	ASSERT_EQ(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	for (int i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		ASSERT_EQ(pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)), (ssize_t)sizeof(ph));
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			close(fd);
+			return (struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz, eh.e_type };
+		}
+	}
+	FAIL("no executable segment in %s", path);
+}
+
+/* A mapping of the text segment of path whose file starts (virtually) at load bias. */
+struct map { const char *path; uint64_t bias, start, len, pgoff; };
+static struct map mk_map(const char *path, uint64_t bias)
+{
+	struct seg s = text_seg(path);
+	struct map m = { path, s.type == ET_EXEC ? 0 : bias, 0, 0, s.off & ~0xfffull };
+	m.start = m.bias + (s.vaddr & ~0xfffull);
+	m.len = ((s.vaddr + s.filesz + 0xfff) & ~0xfffull) - (s.vaddr & ~0xfffull);
+	return m;
+}
+
+static void w_mmap(struct cfile_writer *w, uint64_t t, uint32_t pid, const struct map *m, const uint8_t *bid,
+		   bool synth)
+{
+	char buf[sizeof(struct vp_mmap) + 512] = { 0 };
+	struct vp_mmap *r = (void *)buf;
+	r->pid = r->tid = pid;
+	r->start = m->start;
+	r->len = m->len;
+	r->pgoff = m->pgoff;
+	r->prot = 5;
+	r->synthesized = synth;
+	if (bid) {
+		memcpy(r->build_id, bid, 20);
+		r->build_id_size = 20;
+	}
+	strcpy(r->filename, m->path);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_MMAP, base + t, buf, sizeof(*r) + strlen(m->path) + 1));
+}
+
+static void w_comm(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t tid, const char *c, bool exec)
+{
+	struct vp_comm r = { .pid = pid, .tid = tid, .exec = exec };
+	strncpy(r.comm, c, sizeof(r.comm) - 1);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base + t, &r, sizeof(r)));
+}
+
+static void w_task(struct cfile_writer *w, uint32_t type, uint64_t t, uint32_t pid, uint32_t ppid)
+{
+	struct vp_task r = { pid, ppid, pid, ppid };
+	ASSERT_OK(cfile_writer__append(w, type, base + t, &r, sizeof(r)));
+}
+
+static void w_ksym(struct cfile_writer *w, uint64_t addr, uint64_t size, const char *name)
+{
+	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
+	struct vp_ksym *k = (void *)buf;
+	k->addr = addr;
+	k->size = size;
+	strcpy(k->name, name);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_KSYM, 0, buf, sizeof(*k) + strlen(name) + 1));
+}
+
+/* ips: nk kernel frames then user frames, each leaf first. */
+static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t tid, int nk, int nu,
+		     const uint64_t *ips, int times)
+{
+	char buf[sizeof(struct vp_sample) + 8 * 32] = { 0 };
+	struct vp_sample *s = (void *)buf;
+	s->pid = pid;
+	s->tid = tid;
+	s->mode = nk ? VP_MODE_KERNEL : VP_MODE_USER;
+	s->period = 1000000;
+	s->nr_kernel = (uint16_t)nk;
+	s->nr_user = (uint16_t)nu;
+	memcpy(s->ips, ips, 8 * (size_t)(nk + nu));
+	for (int i = 0; i < times; i++)
+		ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 8 * (size_t)(nk + nu)));
+}
+
+#define K_SCHED 0xffffffff81002000ull
+#define K_SYSCALL 0xffffffff81001000ull
+#define P_BIAS 0x555555554000ull
+#define L_BIAS 0x7f0000000000ull
+
+static struct map pie, lib, lib2, cxx, nosyms;
+static uint64_t a_alpha, a_beta, a_main, a_lib_one, a_lib_two;
+
+/* Runtime address of vaddr v in a mapping of m's file. */
+static uint64_t rt(const struct map *m, uint64_t v) { return m->bias + v; }
+
+static void write_session(const char *dir, bool end, size_t chunk)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, chunk, false);
+	ASSERT_NOT_NULL(w);
+	static const char meta[] = "backend\0bpf\0hypervisor\0KVM\0";
+	ASSERT_OK(cfile_writer__append(w, VP_REC_META, base, meta, sizeof(meta)));
+	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .freq = 1000,
+				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
+	strcpy(ev.name, "cpu-clock");
+	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
+	w_comm(w, 0, 100, 100, "app", false);
+	w_mmap(w, 0, 100, &pie, NULL, true);
+
+	/* pid 100, first life: a plain user stack x3 ... */
+	uint64_t s1[] = { rt(&pie, a_alpha) + 5, rt(&pie, a_beta) + 10, rt(&pie, a_main) + 8 };
+	w_sample(w, 1 * MS, 100, 100, 0, 3, s1, 3);
+	/* ... kernel + user x2 (kernel symbols arrive after the sample, as the recorder may) */
+	uint64_t s2[] = { K_SCHED + 0x10, K_SYSCALL + 0x20, rt(&pie, a_beta) + 5, rt(&pie, a_main) + 8 };
+	w_sample(w, 1 * MS, 100, 100, 2, 2, s2, 2);
+	w_ksym(w, K_SCHED, 0x100, "schedule");
+	w_ksym(w, K_SYSCALL, 0x80, "do_syscall_64");
+	/* an unknown kernel address */
+	uint64_t s3[] = { 0xffffffff8200dead, rt(&pie, a_main) + 8 };
+	w_sample(w, 1 * MS, 100, 100, 1, 1, s3, 1);
+
+	/* pid 200 forks from 100 and inherits its mappings and thread name */
+	w_task(w, VP_REC_FORK, 2 * MS, 200, 100);
+	w_sample(w, 4 * MS, 200, 200, 0, 3, s1, 1);
+
+	/* a library mapped late: the same address is nothing at 3 ms, fx_lib_one at 6 ms */
+	uint64_t s4[] = { rt(&lib, a_lib_one) + 5, rt(&pie, a_main) + 8 };
+	w_sample(w, 3 * MS, 100, 100, 0, 2, s4, 1);
+	w_mmap(w, 5 * MS, 100, &lib, NULL, false);
+	w_sample(w, 6 * MS, 100, 100, 0, 2, s4, 1);
+
+	/* pid 100 exits and the pid is reused by a new process that execs and maps libfx
+	 * where the first one had fx-pie */
+	w_task(w, VP_REC_EXIT, 10 * MS, 100, 1);
+	w_task(w, VP_REC_FORK, 11 * MS, 100, 1);
+	w_comm(w, 11 * MS, 100, 100, "other", true);
+	w_mmap(w, 11 * MS, 100, &lib2, NULL, false);
+	uint64_t s5[] = { rt(&lib2, a_lib_two) + 3 };
+	w_sample(w, 12 * MS, 100, 100, 0, 1, s5, 1);
+
+	/* pid 300: fx-cxx recorded with another build-id; fx-nosyms from a snapshot
+	 * stamped after the sample */
+	w_comm(w, 0, 300, 300, "cxx", false);
+	uint8_t bad[20];
+	memset(bad, 0xaa, sizeof(bad));
+	w_mmap(w, 0, 300, &cxx, bad, true);
+	uint64_t s6[] = { cxx.start + 0x10 };
+	w_sample(w, 1 * MS, 300, 300, 0, 1, s6, 1);
+	uint64_t s7[] = { nosyms.start + 0x20 };
+	w_sample(w, 1 * MS, 300, 300, 0, 1, s7, 2);
+	w_mmap(w, 5 * MS, 300, &nosyms, NULL, true);
+
+	/* pid 400: a caller whose return address is the first byte of fx_alpha belongs
+	 * to whatever precedes fx_alpha, never to fx_alpha itself */
+	w_comm(w, 0, 400, 400, "ret", false);
+	w_mmap(w, 0, 400, &pie, NULL, true);
+	uint64_t s8[] = { rt(&pie, a_beta) + 5, rt(&pie, a_alpha) };
+	w_sample(w, 1 * MS, 400, 400, 0, 2, s8, 1);
+
+	struct vp_lost lost = { UINT32_MAX, VP_LOST_KERNEL_RING, 7 };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_LOST, base + 13 * MS, &lost, sizeof(lost)));
+	if (end) {
+		struct vp_end e = { .samples = 14, .lost = 7, .duration_ns = 20 * MS };
+		ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
+	}
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+static char *folded(const struct vp_profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct vp_out o = { .f = f, .width = 100 };
+	struct vp_report_opts ro = { 0 };
+	ASSERT_OK(report_folded(p, &o, &ro));
+	fclose(f);
+	return buf;
+}
+
+static struct vp_profile *load(const char *dir, const struct vp_session_opts *o, int expect)
+{
+	struct vp_profile *p = vp_profile__new();
+	char err[512] = "";
+	int r = vp_session__load(dir, p, o, err, sizeof(err));
+	if (r != expect)
+		FAIL("load %s returned %d, expected %d: %s", dir, r, expect, err);
+	return p;
+}
+
+static const struct vp_frame *frame_named(const struct vp_profile *p, const char *name)
+{
+	for (size_t i = 0; i < p->nframes; i++)
+		if (!strcmp(p->frames[i].name, name))
+			return &p->frames[i];
+	FAIL("no frame %s", name);
+}
+
+int main(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1000 * MS;  /* +1 s */
+	pie = mk_map(FX("fx-pie"), P_BIAS);
+	lib = mk_map(FX("libfx.so"), L_BIAS);
+	lib2 = mk_map(FX("libfx.so"), P_BIAS);  /* where fx-pie was in pid 100's first life */
+	cxx = mk_map(FX("fx-cxx"), 0x560000000000ull);
+	nosyms = mk_map(FX("fx-nosyms"), 0x570000000000ull);
+	a_alpha = nm_addr(FX("fx-pie.nm"), "fx_alpha");
+	a_beta = nm_addr(FX("fx-pie.nm"), "fx_beta");
+	a_main = nm_addr(FX("fx-pie.nm"), "main");
+	a_lib_one = nm_addr(FX("libfx.nm"), "fx_lib_one");
+	a_lib_two = nm_addr(FX("libfx.nm"), "fx_lib_two");
+
+	char dir[] = "/tmp/vp-test-session-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	write_session(dir, true, 0);
+
+	uint32_t pids[] = { 100, 200, 300 };
+	struct vp_session_opts o = { .pids = pids, .npids = 3 };
+	struct vp_profile *p = load(dir, &o, 0);
+	ASSERT_EQ(p->nevents, 1);
+	ASSERT_STREQ(p->events[0].name, "cpu-clock");
+	ASSERT_STREQ(p->events[0].unit, "nanoseconds");
+	ASSERT_STREQ(vp_profile__meta(p, "backend"), "bpf");
+	ASSERT_STREQ(vp_profile__meta(p, "duration_ns"), "20000000");
+	ASSERT_UEQ(p->lost, 7);
+	ASSERT_FALSE(p->incomplete);
+
+	/* Expected names of the pid-300 frames: fx-cxx is untrusted (build-id mismatch) so
+	 * it is named by file offset; fx-nosyms by virtual address (nothing to name it). */
+	struct seg sn = text_seg(FX("fx-nosyms"));
+	uint64_t nos_v = (nosyms.start + 0x20 - nosyms.start + nosyms.pgoff) - sn.off + sn.vaddr;
+	char expect[2048];
+	snprintf(expect, sizeof(expect),
+		 "app;main;[kernel] 0xffffffff8200dead_[k] 1\n"
+		 "app;main;[unknown] 1\n"
+		 "app;main;fx_beta;do_syscall_64_[k];schedule_[k] 2\n"
+		 "app;main;fx_beta;fx_alpha 4\n"
+		 "app;main;fx_lib_one 1\n"
+		 "cxx;fx-cxx+0x%llx 1\n"
+		 "cxx;fx-nosyms+0x%llx 2\n"
+		 "other;fx_lib_two 1\n",
+		 (unsigned long long)(0x10 + cxx.pgoff), (unsigned long long)nos_v);
+	char *fo = folded(p);
+	ASSERT_STREQ(fo, expect);
+	free(fo);
+
+	/* Layers and images. */
+	ASSERT_EQ(frame_named(p, "schedule")->layer, VP_LAYER_KERNEL);
+	ASSERT_STREQ(frame_named(p, "schedule")->image, "[kernel.kallsyms]");
+	ASSERT_EQ(frame_named(p, "fx_alpha")->layer, VP_LAYER_NATIVE);
+	ASSERT_STREQ(frame_named(p, "fx_lib_two")->image, FX("libfx.so"));
+	ASSERT_UEQ(frame_named(p, "fx_lib_two")->addr, a_lib_two);
+	ASSERT_EQ(frame_named(p, "[unknown]")->layer, VP_LAYER_UNKNOWN);
+	ASSERT_CONTAINS(p->warnings, "fx-cxx: file changed since recording");
+	ASSERT_CONTAINS(p->warnings, "1 user frames were in no recorded mapping");
+
+	/* The text report shows the same facts. */
+	char *txt = NULL;
+	size_t tl = 0;
+	FILE *f = open_memstream(&txt, &tl);
+	struct vp_out out = { .f = f, .width = 120 };
+	struct vp_report_opts ro = { 0 };
+	ASSERT_OK(report_text(p, NULL, &out, &ro));
+	fclose(f);
+	ASSERT_CONTAINS(txt, "# event: cpu-clock (nanoseconds), 13 samples\n");
+	ASSERT_CONTAINS(txt, "# lost: 7\n");
+	ASSERT_CONTAINS(txt, "# duration: 0.020 s\n");
+	ASSERT_CONTAINS(txt, "# backend: bpf\n");
+	ASSERT_CONTAINS(txt, "# hypervisor: KVM\n");
+	ASSERT_CONTAINS(txt, "#   kernel        23.1%          3\n");
+	/* 4/13 is 30.77%, shown as 30.7: the rounding that makes the column add up to
+	 * 100.0 gives the tenths to the 1- and 2-sample rows, whose remainders are larger. */
+	ASSERT_CONTAINS(txt, "\n   30.7    30.8          4  native      fx_alpha ");
+	ASSERT_CONTAINS(txt, "\n    7.7     7.7          1  native      fx-cxx+0x");
+	ASSERT_NULL(strstr(txt, "fx_beta"));  /* never a leaf, so not in a self-sorted table */
+	ASSERT_NULL(strstr(txt, "(other"));   /* every frame fits */
+	free(txt);
+	vp_profile__free(p);
+
+	/* Callers at ip-1. */
+	uint32_t p400[] = { 400 };
+	o = (struct vp_session_opts){ .pids = p400, .npids = 1 };
+	p = load(dir, &o, 0);
+	ASSERT_EQ(p->nstacks, 1);
+	ASSERT_EQ(p->stacks[0].nframes, 2);
+	const struct vp_frame *root = &p->frames[p->stacks[0].frames[0]];
+	ASSERT_TRUE(strcmp(root->name, "fx_alpha") != 0);
+	ASSERT_STREQ(p->frames[p->stacks[0].frames[1]].name, "fx_beta");
+	vp_profile__free(p);
+
+	/* Filters: comm, tid, time window (seconds since the file was created, which is
+	 * up to a second before base). */
+	o = (struct vp_session_opts){ .comm = "other" };
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "other;fx_lib_two 1\n");
+	free(fo);
+	vp_profile__free(p);
+	uint32_t tids[] = { 200 };
+	o = (struct vp_session_opts){ .tids = tids, .ntids = 1 };
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "app;main;fx_beta;fx_alpha 1\n");
+	free(fo);
+	vp_profile__free(p);
+	struct cfile_reader *r;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, NULL, 0);
+	ASSERT_NOT_NULL(r);
+	double rel = (double)(base - cfile_reader__header(r)->created_ns) / 1e9;
+	cfile_reader__close(r);
+	o = (struct vp_session_opts){ .pids = pids, .npids = 3, .t_from = rel + 0.0035, .t_to = rel + 0.0115 };
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "app;main;fx_beta;fx_alpha 1\napp;main;fx_lib_one 1\n");
+	free(fo);
+	vp_profile__free(p);
+
+	/* Merge: loading twice into one profile doubles the counts. */
+	p = vp_profile__new();
+	char err[512];
+	o = (struct vp_session_opts){ .comm = "other" };
+	ASSERT_OK(vp_session__load(dir, p, &o, err, sizeof(err)));
+	ASSERT_OK(vp_session__load(dir, p, &o, err, sizeof(err)));
+	fo = folded(p);
+	ASSERT_STREQ(fo, "other;fx_lib_two 2\n");
+	free(fo);
+	vp_profile__free(p);
+
+	/* No END record and a torn last chunk: loads what is complete, incomplete set. */
+	char dir2[] = "/tmp/vp-test-session-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(dir2));
+	write_session(dir2, false, 256);
+	char path2[512];
+	snprintf(path2, sizeof(path2), "%s/%s", dir2, VP_SESSION_STREAM);
+	struct stat st;
+	ASSERT_OK(stat(path2, &st));
+	ASSERT_OK(truncate(path2, st.st_size - 7));
+	p = load(dir2, NULL, 0);
+	ASSERT_TRUE(p->incomplete);
+	ASSERT_CONTAINS(p->warnings, "session ended without its end record (recorder killed?); read up to the last complete chunk");
+	ASSERT_GT(p->nstacks, 0);
+	ASSERT_UEQ(p->lost, 0);  /* the LOST record was in the torn chunk */
+	vp_profile__free(p);
+
+	/* A corrupt chunk: one line naming the file. */
+	int fd = open(path2, O_RDWR);
+	ASSERT_GE(fd, 0);
+	char byte;
+	ASSERT_EQ(pread(fd, &byte, 1, 200), 1);
+	byte ^= 0x5a;
+	ASSERT_EQ(pwrite(fd, &byte, 1, 200), 1);
+	close(fd);
+	p = vp_profile__new();
+	err[0] = '\0';
+	ASSERT_LT(vp_session__load(dir2, p, NULL, err, sizeof(err)), 0);
+	ASSERT_CONTAINS(err, path2);
+	ASSERT_NULL(strchr(err, '\n'));
+	vp_profile__free(p);
+
+	/* A directory without a session. */
+	p = vp_profile__new();
+	ASSERT_EQ(vp_session__load("/nonexistent/session", p, NULL, err, sizeof(err)), -ENOENT);
+	ASSERT_CONTAINS(err, "/nonexistent/session/stream.vps");
+	vp_profile__free(p);
+
+	unlink(path);
+	unlink(path2);
+	rmdir(dir);
+	rmdir(dir2);
+	return 0;
+}
