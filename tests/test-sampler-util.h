@@ -25,7 +25,7 @@ struct mem_sink {
 	bool keep_stacks;       /* false: store only struct vp_sample of samples (rate test) */
 };
 
-static int mem_sink__emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+static inline int mem_sink__emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
 {
 	struct mem_sink *m = ctx;
 
@@ -48,7 +48,7 @@ static int mem_sink__emit(void *ctx, uint32_t type, uint64_t time, const void *b
 	return 0;
 }
 
-static void mem_sink__clear(struct mem_sink *m)
+static inline void mem_sink__clear(struct mem_sink *m)
 {
 	for (size_t i = 0; i < m->n; i++)
 		free(m->r[i].body);
@@ -57,7 +57,7 @@ static void mem_sink__clear(struct mem_sink *m)
 	m->n = m->cap = 0;
 }
 
-static uint64_t mono_ns(void)
+static inline uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
@@ -71,7 +71,7 @@ struct launch {
 	int go_fd;
 };
 
-static struct launch launch__hold(int (*fn)(void *), void *arg)
+static inline struct launch launch__hold(int (*fn)(void *), void *arg)
 {
 	int p[2];
 	struct launch l;
@@ -95,7 +95,7 @@ static struct launch launch__hold(int (*fn)(void *), void *arg)
 	return l;
 }
 
-static void launch__go(struct launch *l)
+static inline void launch__go(struct launch *l)
 {
 	if (write(l->go_fd, "g", 1) != 1)
 		FAIL("cannot release the child: %s", strerror(errno));
@@ -104,7 +104,7 @@ static void launch__go(struct launch *l)
 
 /* Polls the sampler until the child exits, then stops it. Returns the child's
  * rusage (which includes its waited-for children). */
-static void launch__run(struct launch *l, const struct sampler_backend *b, struct sampler *s,
+static inline void launch__run(struct launch *l, const struct sampler_backend *b, struct sampler *s,
 			struct rusage *ru, int *status)
 {
 	for (;;) {
