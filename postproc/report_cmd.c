@@ -1,8 +1,458 @@
-/* Placeholder until the component lands. */
+/* 'viprof report': reads one or more session directories into one profile (several
+ * merge), optionally a base for --diff, and writes one report. One struct of defaults,
+ * one parser that validates every value, then one switch on the format. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "postproc/report.h"
+#include "postproc/session.h"
+
+#define DEFAULT_DIR "viprof.session"
+#define MAX_IDS 1024
+#define MAX_TOP 1000000
+
+enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON };
+static const char *const format_names[] = { "text", "folded", "html", "pprof", "json" };
+
+struct report_args {
+	const char **dirs;
+	int ndirs;
+	enum format format;
+	const char *output;        /* NULL = stdout */
+	int top;
+	enum vp_sort sort;
+	const char *event;         /* NULL = the first recorded event */
+	bool layers;
+	uint32_t pids[MAX_IDS], tids[MAX_IDS];
+	int npids, ntids;
+	const char *comm;
+	double t_from, t_to;
+	bool map_flat;
+	const char *hv_syms;
+	const char *diff_base;
+	bool no_color;
+	const char *title;
+};
+
+static void defaults(struct report_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->format = FMT_TEXT;
+	a->top = 25;
+	a->sort = VP_SORT_SELF;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: viprof report [DIR...] [options]\n"
+		"\n"
+		"Reads session directories (default ./" DEFAULT_DIR "; several are merged into one\n"
+		"profile) and writes a report.\n"
+		"\n"
+		"  -F, --format FMT       text (default), folded, html, pprof or json\n"
+		"  -o, --output FILE      write to FILE instead of standard output\n"
+		"  -n, --top N            rows in the hotspot tables (default 25)\n"
+		"  -s, --sort KEY         self (default) or total\n"
+		"  -e, --event NAME       which recorded event to rank and draw (default: the first)\n"
+		"      --layers           per-layer summary (hypervisor, kernel, native, JVM, JIT, ...)\n"
+		"  -p, --pid P[,P..]      only these processes\n"
+		"  -t, --tid T[,T..]      only these threads\n"
+		"      --comm NAME        only threads with this name\n"
+		"      --time FROM,TO     only samples between FROM and TO seconds after the start\n"
+		"                         (TO may be empty: to the end)\n"
+		"      --map-mode MODE    epoch (default: time-correct JIT maps) or flat (one timeless\n"
+		"                         map, last writer wins, as with perf-PID.map)\n"
+		"      --hv-syms FILE     hypervisor symbols (a xen-syms ELF)\n"
+		"      --diff BASE_DIR    compare against BASE_DIR, in shares of each total\n"
+		"      --title TEXT       title of the HTML flame graph\n"
+		"      --no-color         no colour even on a terminal (so does NO_COLOR=1)\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"examples:\n"
+		"  viprof report                                  hotspots of ./" DEFAULT_DIR "\n"
+		"  viprof report run1 -F html -o flame.html       an interactive flame graph\n"
+		"  viprof report run1 -F pprof -o run1.pb.gz      then: pprof -http=: run1.pb.gz\n"
+		"  viprof report run1 -F folded | flamegraph.pl   folded stacks for other tools\n"
+		"  viprof report run2 --diff run1 -F html -o d.html   what got hotter or colder\n"
+		"  viprof report run1 run2 --layers               two runs merged, by layer\n"
+		"  viprof report run1 -p 1234 --time 10,20 -e page-faults   one process, 10 s to 20 s\n");
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "viprof report: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; see 'viprof report --help'\n");
+	return 2;
+}
+
+/* A whole decimal number in [min, max], or -1. */
+static long long parse_num(const char *s, long long min, long long max)
+{
+	if (!s || !*s || *s == '+' || *s == '-')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > (unsigned long long)max || (long long)v < min)
+		return -1;
+	return (long long)v;
+}
+
+static int parse_ids(const char *arg, uint32_t *out, int *n, const char *what)
+{
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy)
+		return usage_error("out of memory");
+	int ret = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long long v = parse_num(tok, 1, UINT32_MAX);
+		if (v < 0) {
+			ret = usage_error("--%s: '%s' is not a %s number (expected e.g. --%s 1234,5678)", what, tok, what, what);
+			break;
+		}
+		if (*n >= MAX_IDS) {
+			ret = usage_error("--%s: more than %d values", what, MAX_IDS);
+			break;
+		}
+		out[(*n)++] = (uint32_t)v;
+	}
+	if (!ret && *n == 0)
+		ret = usage_error("--%s needs at least one number", what);
+	free(copy);
+	return ret;
+}
+
+static bool parse_seconds(const char *s, double *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < 0)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_time(const char *arg, struct report_args *a)
+{
+	const char *comma = strchr(arg, ',');
+	if (!comma)
+		return usage_error("--time '%s': expected FROM,TO in seconds (e.g. --time 2.5,10 or --time 5,)", arg);
+	char from[64];
+	size_t fl = (size_t)(comma - arg);
+	if (fl == 0 || fl >= sizeof(from))
+		return usage_error("--time '%s': FROM is missing or too long (e.g. --time 0,10)", arg);
+	memcpy(from, arg, fl);
+	from[fl] = 0;
+	if (!parse_seconds(from, &a->t_from))
+		return usage_error("--time: FROM '%s' is not a number of seconds >= 0", from);
+	a->t_to = 0;
+	if (comma[1]) {
+		if (!parse_seconds(comma + 1, &a->t_to))
+			return usage_error("--time: TO '%s' is not a number of seconds >= 0", comma + 1);
+		if (a->t_to <= a->t_from)
+			return usage_error("--time %s: TO must be after FROM", arg);
+	}
+	return 0;
+}
+
+/* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
+static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
+{
+	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE };
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "layers", no_argument, NULL, OPT_LAYERS },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "map-mode", required_argument, NULL, OPT_MAPMODE },
+		{ "hv-syms", required_argument, NULL, OPT_HVSYMS },
+		{ "diff", required_argument, NULL, OPT_DIFF },
+		{ "no-color", no_argument, NULL, OPT_NOCOLOR },
+		{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, ret;
+	*help = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F': {
+			size_t i;
+			for (i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+				if (!strcmp(optarg, format_names[i]))
+					break;
+			if (i == sizeof(format_names) / sizeof(format_names[0]))
+				return usage_error("unknown format '%s' (text, folded, html, pprof or json)", optarg);
+			a->format = (enum format)i;
+			break;
+		}
+		case 'o':
+			if (!*optarg)
+				return usage_error("--output needs a file name (or - for standard output)");
+			a->output = strcmp(optarg, "-") ? optarg : NULL;
+			break;
+		case 'n': {
+			long long v = parse_num(optarg, 1, MAX_TOP);
+			if (v < 0)
+				return usage_error("--top '%s': expected a number from 1 to %d", optarg, MAX_TOP);
+			a->top = (int)v;
+			break;
+		}
+		case 's':
+			if (!strcmp(optarg, "self"))
+				a->sort = VP_SORT_SELF;
+			else if (!strcmp(optarg, "total"))
+				a->sort = VP_SORT_TOTAL;
+			else
+				return usage_error("--sort '%s': expected self or total", optarg);
+			break;
+		case 'e':
+			if (!*optarg || strlen(optarg) >= sizeof(((struct vp_prof_event *)0)->name))
+				return usage_error("--event '%s': not an event name (e.g. cpu-clock)", optarg);
+			a->event = optarg;
+			break;
+		case OPT_LAYERS:
+			a->layers = true;
+			break;
+		case 'p':
+			if ((ret = parse_ids(optarg, a->pids, &a->npids, "pid")))
+				return ret;
+			break;
+		case 't':
+			if ((ret = parse_ids(optarg, a->tids, &a->ntids, "tid")))
+				return ret;
+			break;
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) > 15)
+				return usage_error("--comm '%s': a thread name has 1 to 15 characters", optarg);
+			a->comm = optarg;
+			break;
+		case OPT_TIME:
+			if ((ret = parse_time(optarg, a)))
+				return ret;
+			break;
+		case OPT_MAPMODE:
+			if (!strcmp(optarg, "epoch"))
+				a->map_flat = false;
+			else if (!strcmp(optarg, "flat"))
+				a->map_flat = true;
+			else
+				return usage_error("--map-mode '%s': expected epoch or flat", optarg);
+			break;
+		case OPT_HVSYMS:
+			if (access(optarg, R_OK))
+				return usage_error("--hv-syms '%s': %s (pass a readable xen-syms ELF)", optarg, strerror(errno));
+			a->hv_syms = optarg;
+			break;
+		case OPT_DIFF:
+			if (!*optarg)
+				return usage_error("--diff needs the base session directory");
+			a->diff_base = optarg;
+			break;
+		case OPT_NOCOLOR:
+			a->no_color = true;
+			break;
+		case OPT_TITLE:
+			a->title = optarg;
+			break;
+		case 'h':
+			*help = true;
+			return 0;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	a->dirs = (const char **)(argv + optind);
+	a->ndirs = argc - optind;
+	if (a->format == FMT_FOLDED && a->diff_base)
+		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
+	if (a->format == FMT_PPROF && a->diff_base)
+		return usage_error("--diff has no pprof form; write both runs as pprof and use 'pprof -diff_base'");
+	return 0;
+}
+
+/* Loads dirs into p; prints the one-line reason and returns false on failure. */
+static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const struct vp_session_opts *so)
+{
+	for (int i = 0; i < ndirs; i++) {
+		struct stat sb;
+		int e = stat(dirs[i], &sb) ? errno : 0;
+		if (e || !S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "viprof report: no session at '%s': %s; record one with 'viprof record -o %s -- CMD' or pass the session's path\n",
+				dirs[i], e ? strerror(e) : "not a directory", dirs[i]);
+			return false;
+		}
+		char err[512] = "";
+		int r = vp_session__load(dirs[i], p, so, err, sizeof(err));
+		if (r) {
+			/* The loader's message names the file and the cause; add the path if it did not. */
+			if (err[0] && strstr(err, dirs[i]))
+				fprintf(stderr, "viprof report: %s\n", err);
+			else
+				fprintf(stderr, "viprof report: cannot read session '%s': %s\n", dirs[i],
+					err[0] ? err : strerror(-r));
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool has_samples(const struct vp_profile *p)
+{
+	for (size_t i = 0; i < p->nstacks; i++)
+		for (int e = 0; e < p->nevents; e++)
+			if (p->stacks[i].samples[e])
+				return true;
+	return false;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
+	struct report_args a;
+	bool help;
+	defaults(&a);
+	int ret = parse_args(argc, argv, &a, &help);
+	if (ret)
+		return ret;
+	if (help) {
+		usage(stdout);
+		return 0;
+	}
+	static const char *const default_dirs[] = { DEFAULT_DIR };
+	const char *const *dirs = a.ndirs ? a.dirs : default_dirs;
+	int ndirs = a.ndirs ? a.ndirs : 1;
+
+	struct vp_session_opts so = {
+		.pids = a.npids ? a.pids : NULL, .npids = a.npids,
+		.tids = a.ntids ? a.tids : NULL, .ntids = a.ntids,
+		.comm = a.comm, .t_from = a.t_from, .t_to = a.t_to,
+		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms,
+	};
+	struct vp_profile *p = vp_profile__new(), *base = NULL;
+	struct vp_out o = { 0 };
+	bool out_open = false;
+	ret = 1;
+	if (!p) {
+		fprintf(stderr, "viprof report: out of memory\n");
+		goto cleanup;
+	}
+	if (!load(p, dirs, ndirs, &so))
+		goto cleanup;
+	if (a.diff_base) {
+		base = vp_profile__new();
+		if (!base) {
+			fprintf(stderr, "viprof report: out of memory\n");
+			goto cleanup;
+		}
+		const char *bd[] = { a.diff_base };
+		if (!load(base, bd, 1, &so))
+			goto cleanup;
+	}
+	if (!has_samples(p)) {
+		bool filtered = a.npids || a.ntids || a.comm || a.t_from > 0 || a.t_to > 0;
+		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
+			filtered ? " after --pid/--tid/--comm/--time; widen the filters"
+				 : "; was the workload running long enough (try a higher -F in viprof record)?");
+		goto cleanup;
+	}
+
+	struct vp_report_opts ro = { .top = a.top, .sort = a.sort, .layers = a.layers, .title = a.title };
+	if (a.event) {
+		ro.sort_event = -1;
+		for (int e = 0; e < p->nevents; e++)
+			if (!strcmp(p->events[e].name, a.event))
+				ro.sort_event = e;
+		if (ro.sort_event < 0) {
+			char list[600] = "";
+			for (int e = 0; e < p->nevents; e++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", e ? ", " : "", p->events[e].name);
+			fprintf(stderr, "viprof report: event '%s' was not recorded in %s; recorded: %s\n", a.event, dirs[0], list);
+			goto cleanup;
+		}
+	}
+
+	int r = vp_out__open(&o, a.output);
+	if (r) {
+		fprintf(stderr, "viprof report: cannot write '%s': %s; choose another -o path\n", a.output, strerror(-r));
+		goto cleanup;
+	}
+	out_open = true;
+	/* Colour only for a person at a terminal who has not opted out. */
+	const char *nc = getenv("NO_COLOR");
+	ro.color = o.tty && !a.no_color && !(nc && *nc);
+	if (o.tty && (a.format == FMT_PPROF)) {
+		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
+		goto cleanup;
+	}
+
+	switch (a.format) {
+	case FMT_TEXT:
+		r = report_text(p, base, &o, &ro);
+		break;
+	case FMT_FOLDED:
+		r = report_folded(p, &o, &ro);
+		break;
+	case FMT_HTML:
+		r = report_html(p, base, &o, &ro);
+		break;
+	case FMT_PPROF:
+		r = report_pprof(p, &o, &ro);
+		break;
+	case FMT_JSON:
+		r = report_json(p, base, &o, &ro);
+		break;
+	default:
+		r = -EINVAL;
+	}
+	int cr = vp_out__close(&o);
+	out_open = false;
+	if (r || cr) {
+		fprintf(stderr, "viprof report: writing the %s report to %s failed: %s\n", format_names[a.format],
+			a.output ? a.output : "standard output", strerror(-(r ? r : cr)));
+		goto cleanup;
+	}
+	/* The text report prints warnings itself; the file formats carry them inside, and a
+	 * person running the command should still see them. */
+	for (const char *w = p->warnings; a.format != FMT_TEXT && a.output && w && *w;) {
+		size_t l = strcspn(w, "\n");
+		fprintf(stderr, "viprof report: warning: %.*s\n", (int)l, w);
+		w += l + (w[l] == '\n');
+	}
+	ret = 0;
+cleanup:
+	if (out_open)
+		vp_out__close(&o);
+	vp_profile__free(p);
+	vp_profile__free(base);
+	return ret;
 }
