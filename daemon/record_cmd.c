@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "daemon/ksyms.h"
+#include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
@@ -264,6 +264,45 @@ static int steal_snapshot(struct vp_session_writer *w, uint64_t *steal, int max)
 	return vp_session_writer__steal(w, now_ns(CLOCK_MONOTONIC), steal, n);
 }
 
+static int read_sysctl_int(const char *path, int dflt)
+{
+	FILE *f = fopen(path, "re");
+	int v = dflt;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}
+
+/* The kernel hides kallsyms addresses for two different reasons (kallsyms_show_value):
+ * kptr_restrict, and, when that is 0, perf_event_paranoid > 1 for users without
+ * CAP_SYSLOG. Name the one that applies, so the suggested fix actually works. */
+static void warn_hidden_kallsyms(void)
+{
+	int kr = read_sysctl_int("/proc/sys/kernel/kptr_restrict", -1);
+	int pp = read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", -1);
+	const char *fix;
+	if (kr >= 2)
+		fix = "sysctl kernel.kptr_restrict=0";
+	else if (kr == 1)
+		fix = "run as root (CAP_SYSLOG), or sysctl kernel.kptr_restrict=0";
+	else
+		fix = "run as root, or sysctl kernel.perf_event_paranoid=1";
+	fprintf(stderr, "viprof: warning: /proc/kallsyms shows every address as 0 to this user (kptr_restrict=%d, "
+			"perf_event_paranoid=%d); kernel frames will not be named; fix: %s\n", kr, pp, fix);
+}
+
+/* Whether no event can sample the kernel (":u" on every one): kernel symbols are moot. */
+static bool user_only(const struct sampler_config *cfg)
+{
+	for (int i = 0; i < cfg->nr_events; i++)
+		if (!cfg->events[i].exclude_kernel)
+			return false;
+	return cfg->nr_events > 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -323,19 +362,18 @@ int cmd_record(int argc, char **argv)
 
 	/* Kernel symbols, once: the hot path then only searches this array. */
 	bool all_zero = false;
-	struct vp_ksyms *ks = vp_ksyms__load(NULL, &all_zero);
+	struct vp_kallsyms *ks = vp_kallsyms__load(NULL, &all_zero);
 	if (!ks)
 		fprintf(stderr, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
 			strerror(errno));
-	else if (all_zero)
-		fprintf(stderr, "viprof: warning: /proc/kallsyms shows every address as 0 (kptr_restrict); kernel frames "
-				"will not be named; fix: sysctl kernel.kptr_restrict=0\n");
+	else if (all_zero && !user_only(&cfg))
+		warn_hidden_kallsyms();
 
 	struct stat st;
 	created_dir = lstat(o.output, &st) != 0;
 	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
 	if (!w) {
-		vp_ksyms__free(ks);
+		vp_kallsyms__free(ks);
 		fprintf(stderr, "viprof record: %s\n", err);
 		return 1;
 	}

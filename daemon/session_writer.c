@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "daemon/ksyms.h"
+#include "daemon/kallsyms.h"
 
 /* Kernel text lives in the top half of the address space on every 64-bit Linux
  * architecture we sample; PERF_CONTEXT_* markers sit at the very top and are not IPs. */
@@ -29,7 +29,7 @@ struct meta_pair {
 struct vp_session_writer {
 	char dir[PATH_MAX];
 	struct cfile_writer *cw;
-	struct vp_ksyms *ks;
+	struct vp_kallsyms *ks;
 	struct meta_pair *meta;
 	int nmeta, meta_cap;
 	char event_names[VP_MAX_EVENTS][64];
@@ -151,9 +151,9 @@ fail:
 	return NULL;
 }
 
-void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_ksyms *ks)
+void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks)
 {
-	vp_ksyms__free(w->ks);
+	vp_kallsyms__free(w->ks);
 	w->ks = ks;
 }
 
@@ -231,11 +231,11 @@ static int emit_ksyms(struct vp_session_writer *w, uint64_t time, const struct v
 		uint64_t ip = s->ips[i];
 		if (ip < KERNEL_START || ip >= (uint64_t)-4095)
 			continue;
-		long idx = vp_ksyms__find(w->ks, ip);
-		if (idx < 0 || !vp_ksyms__mark(w->ks, idx))
+		long idx = vp_kallsyms__find(w->ks, ip);
+		if (idx < 0 || !vp_kallsyms__mark(w->ks, idx))
 			continue;
-		struct vp_ksym_info ki;
-		vp_ksyms__info(w->ks, idx, &ki);
+		struct vp_kallsym_info ki;
+		vp_kallsyms__info(w->ks, idx, &ki);
 		size_t nl = strlen(ki.name);
 		struct vp_ksym *k = cfile_writer__reserve(w->cw, VP_REC_KSYM, time, sizeof(*k) + nl + 1);
 		if (!k)
@@ -426,7 +426,7 @@ void vp_session_writer__free(struct vp_session_writer *w)
 	if (!w)
 		return;
 	cfile_writer__close(w->cw);
-	vp_ksyms__free(w->ks);
+	vp_kallsyms__free(w->ks);
 	for (int i = 0; i < w->nmeta; i++) {
 		free(w->meta[i].key);
 		free(w->meta[i].value);

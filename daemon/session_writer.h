@@ -14,7 +14,7 @@
 #include "common/session_format.h"
 #include "sampler-kernel/sampler.h"
 
-struct vp_ksyms;
+struct vp_kallsyms;
 struct vp_session_writer;   /* opaque */
 
 /* Prepares dir: creates it (0755) if missing; an existing empty directory is used; a
@@ -25,7 +25,7 @@ struct vp_session_writer;   /* opaque */
 struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
 						    char *err, size_t errlen);
 /* Takes ownership of ks (may be NULL: then no KSYM records are written). */
-void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_ksyms *ks);
+void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks);
 /* The session's absolute directory path. */
 const char *vp_session_writer__dir(const struct vp_session_writer *w);
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/session_format.h"
-#include "daemon/ksyms.h"
+#include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
 #include "daemon/session_writer.h"
 #include "test.h"
@@ -45,63 +45,63 @@ static void test_ksyms(void)
 	snprintf(path, sizeof(path), "%s/kallsyms", tmp);
 	write_file(path, kallsyms_text);
 	bool zero = true;
-	struct vp_ksyms *k = vp_ksyms__load(path, &zero);
+	struct vp_kallsyms *k = vp_kallsyms__load(path, &zero);
 	ASSERT_NOT_NULL(k);
 	ASSERT_FALSE(zero);
-	ASSERT_EQ(vp_ksyms__count(k), 7);   /* the D symbol is not text */
+	ASSERT_EQ(vp_kallsyms__count(k), 7);   /* the D symbol is not text */
 
-	struct vp_ksym_info ki;
-	long i = vp_ksyms__find(k, 0xffffffff81000150ull);
+	struct vp_kallsym_info ki;
+	long i = vp_kallsyms__find(k, 0xffffffff81000150ull);
 	ASSERT_GE(i, 0);
-	vp_ksyms__info(k, i, &ki);
+	vp_kallsyms__info(k, i, &ki);
 	ASSERT_STREQ(ki.name, "func_a");
 	ASSERT_UEQ(ki.addr, 0xffffffff81000100ull);
 	ASSERT_UEQ(ki.size, 0x100);
 	ASSERT_STREQ(ki.module, "");
 
 	/* Two names at one address: one of them, with the size to the next address. */
-	i = vp_ksyms__find(k, 0xffffffff81000010ull);
+	i = vp_kallsyms__find(k, 0xffffffff81000010ull);
 	ASSERT_GE(i, 0);
-	vp_ksyms__info(k, i, &ki);
+	vp_kallsyms__info(k, i, &ki);
 	ASSERT_UEQ(ki.addr, 0xffffffff81000000ull);
 	ASSERT_UEQ(ki.size, 0x100);
 	ASSERT_TRUE(!strcmp(ki.name, "_stext") || !strcmp(ki.name, "_text"));
 
-	i = vp_ksyms__find(k, 0xffffffffc0001004ull);
+	i = vp_kallsyms__find(k, 0xffffffffc0001004ull);
 	ASSERT_GE(i, 0);
-	vp_ksyms__info(k, i, &ki);
+	vp_kallsyms__info(k, i, &ki);
 	ASSERT_STREQ(ki.name, "mod_fn");
 	ASSERT_STREQ(ki.module, "mymod");
 	ASSERT_UEQ(ki.size, 0x400);
 	/* weak_c spans up to mod_fn: "size = next symbol - addr". */
-	i = vp_ksyms__find(k, 0xffffffff81000300ull);
-	vp_ksyms__info(k, i, &ki);
+	i = vp_kallsyms__find(k, 0xffffffff81000300ull);
+	vp_kallsyms__info(k, i, &ki);
 	ASSERT_STREQ(ki.name, "weak_c");
 	ASSERT_UEQ(ki.size, 0xffffffffc0001000ull - 0xffffffff81000300ull);
 
-	ASSERT_EQ(vp_ksyms__find(k, 0xffffffff80ffffffull), -1);   /* below the first */
-	ASSERT_EQ(vp_ksyms__find(k, 0xffffffffc0001400ull + 1000000), -1); /* past the end */
+	ASSERT_EQ(vp_kallsyms__find(k, 0xffffffff80ffffffull), -1);   /* below the first */
+	ASSERT_EQ(vp_kallsyms__find(k, 0xffffffffc0001400ull + 1000000), -1); /* past the end */
 
-	i = vp_ksyms__find(k, 0xffffffff81000250ull);
-	ASSERT_TRUE(vp_ksyms__mark(k, i));
-	ASSERT_FALSE(vp_ksyms__mark(k, i));
-	vp_ksyms__free(k);
+	i = vp_kallsyms__find(k, 0xffffffff81000250ull);
+	ASSERT_TRUE(vp_kallsyms__mark(k, i));
+	ASSERT_FALSE(vp_kallsyms__mark(k, i));
+	vp_kallsyms__free(k);
 
 	/* kptr_restrict: every address reads 0; nothing must resolve. */
 	write_file(path, "0000000000000000 T a\n0000000000000000 t b\n");
-	k = vp_ksyms__load(path, &zero);
+	k = vp_kallsyms__load(path, &zero);
 	ASSERT_NOT_NULL(k);
 	ASSERT_TRUE(zero);
-	ASSERT_EQ(vp_ksyms__find(k, 0), -1);
-	vp_ksyms__free(k);
+	ASSERT_EQ(vp_kallsyms__find(k, 0), -1);
+	vp_kallsyms__free(k);
 
 	/* The real one, as root: addresses are visible and a known function resolves. */
 	if (geteuid() == 0) {
-		k = vp_ksyms__load(NULL, &zero);
+		k = vp_kallsyms__load(NULL, &zero);
 		ASSERT_NOT_NULL(k);
 		ASSERT_FALSE(zero);
-		ASSERT_GT(vp_ksyms__count(k), 1000);
-		vp_ksyms__free(k);
+		ASSERT_GT(vp_kallsyms__count(k), 1000);
+		vp_kallsyms__free(k);
 	}
 }
 
@@ -196,7 +196,7 @@ static void test_writer(void)
 		FAIL("%s", err);
 	snprintf(path, sizeof(path), "%s/kallsyms", tmp);
 	write_file(path, kallsyms_text);
-	vp_session_writer__set_ksyms(w, vp_ksyms__load(path, NULL));
+	vp_session_writer__set_ksyms(w, vp_kallsyms__load(path, NULL));
 	snprintf(path, sizeof(path), "%s/jit", dir);
 	struct stat st;
 	ASSERT_OK(stat(path, &st));

@@ -1,5 +1,5 @@
-/* Kernel symbol snapshot: see ksyms.h. */
-#include "daemon/ksyms.h"
+/* Kernel symbol snapshot: see kallsyms.h. */
+#include "daemon/kallsyms.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@ struct ksym {
 	uint32_t module_off;  /* into names; 0 is the empty string */
 };
 
-struct vp_ksyms {
+struct vp_kallsyms {
 	struct ksym *syms;
 	size_t n, cap;
 	char *names;
@@ -24,7 +24,7 @@ struct vp_ksyms {
 
 #define LAST_SYMBOL_SIZE 4096
 
-static int names_add(struct vp_ksyms *k, const char *s, size_t len, uint32_t *off)
+static int names_add(struct vp_kallsyms *k, const char *s, size_t len, uint32_t *off)
 {
 	if (k->names_len + len + 1 > k->names_cap) {
 		size_t cap = k->names_cap ? k->names_cap * 2 : 1 << 20;
@@ -55,9 +55,9 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
 }
 
-struct vp_ksyms *vp_ksyms__load(const char *path, bool *all_zero)
+struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
 {
-	struct vp_ksyms *k = calloc(1, sizeof(*k));
+	struct vp_kallsyms *k = calloc(1, sizeof(*k));
 	FILE *f = NULL;
 	char *line = NULL;
 	size_t linecap = 0;
@@ -138,12 +138,12 @@ fail:
 	if (f)
 		fclose(f);
 	free(line);
-	vp_ksyms__free(k);
+	vp_kallsyms__free(k);
 	errno = -err;
 	return NULL;
 }
 
-void vp_ksyms__free(struct vp_ksyms *k)
+void vp_kallsyms__free(struct vp_kallsyms *k)
 {
 	if (!k)
 		return;
@@ -153,11 +153,11 @@ void vp_ksyms__free(struct vp_ksyms *k)
 	free(k);
 }
 
-size_t vp_ksyms__count(const struct vp_ksyms *k) { return k->n; }
+size_t vp_kallsyms__count(const struct vp_kallsyms *k) { return k->n; }
 
 /* Size of symbol i: up to the next symbol at a higher address (aliases share one
  * address and must not get size 0). */
-static uint64_t sym_size(const struct vp_ksyms *k, size_t i)
+static uint64_t sym_size(const struct vp_kallsyms *k, size_t i)
 {
 	for (size_t j = i + 1; j < k->n; j++)
 		if (k->syms[j].addr > k->syms[i].addr)
@@ -165,7 +165,7 @@ static uint64_t sym_size(const struct vp_ksyms *k, size_t i)
 	return k->last_size;
 }
 
-long vp_ksyms__find(const struct vp_ksyms *k, uint64_t addr)
+long vp_kallsyms__find(const struct vp_kallsyms *k, uint64_t addr)
 {
 	if (!k->n || addr < k->syms[0].addr)
 		return -1;
@@ -185,7 +185,7 @@ long vp_ksyms__find(const struct vp_ksyms *k, uint64_t addr)
 	return (long)lo;
 }
 
-void vp_ksyms__info(const struct vp_ksyms *k, long idx, struct vp_ksym_info *out)
+void vp_kallsyms__info(const struct vp_kallsyms *k, long idx, struct vp_kallsym_info *out)
 {
 	const struct ksym *s = &k->syms[idx];
 	out->addr = s->addr;
@@ -194,7 +194,7 @@ void vp_ksyms__info(const struct vp_ksyms *k, long idx, struct vp_ksym_info *out
 	out->module = k->names + s->module_off;
 }
 
-bool vp_ksyms__mark(struct vp_ksyms *k, long idx)
+bool vp_kallsyms__mark(struct vp_kallsyms *k, long idx)
 {
 	uint64_t bit = 1ull << (idx & 63);
 	if (k->emitted[idx / 64] & bit)

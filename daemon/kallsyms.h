@@ -1,15 +1,15 @@
 /* A snapshot of the kernel's text symbols, taken once when recording starts, so that
  * the recorder can emit exactly the VP_REC_KSYM records a session needs. */
-#ifndef VIPROF_DAEMON_KSYMS_H
-#define VIPROF_DAEMON_KSYMS_H
+#ifndef VIPROF_DAEMON_KALLSYMS_H
+#define VIPROF_DAEMON_KALLSYMS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct vp_ksyms;   /* opaque; read-only after load, except for the "emitted" marks */
+struct vp_kallsyms;   /* opaque; read-only after load, except for the "emitted" marks */
 
-struct vp_ksym_info {
+struct vp_kallsym_info {
 	uint64_t addr;
 	uint64_t size;        /* up to the next symbol's address */
 	const char *name;
@@ -19,14 +19,14 @@ struct vp_ksym_info {
 /* Loads the text symbols (t/T/w/W) of path (NULL = /proc/kallsyms), sorted by
  * address. NULL and errno on failure. *all_zero is set when every address read 0,
  * which is what kptr_restrict does to an unprivileged reader. */
-struct vp_ksyms *vp_ksyms__load(const char *path, bool *all_zero);
-void vp_ksyms__free(struct vp_ksyms *k);   /* accepts NULL */
-size_t vp_ksyms__count(const struct vp_ksyms *k);
+struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero);
+void vp_kallsyms__free(struct vp_kallsyms *k);   /* accepts NULL */
+size_t vp_kallsyms__count(const struct vp_kallsyms *k);
 /* Index of the symbol containing addr, or -1 when addr is below the first symbol,
  * past the last one's end, or the table is empty. */
-long vp_ksyms__find(const struct vp_ksyms *k, uint64_t addr);
-void vp_ksyms__info(const struct vp_ksyms *k, long idx, struct vp_ksym_info *out);
+long vp_kallsyms__find(const struct vp_kallsyms *k, uint64_t addr);
+void vp_kallsyms__info(const struct vp_kallsyms *k, long idx, struct vp_kallsym_info *out);
 /* Marks symbol idx as emitted; returns true the first time only. O(1): a bitmap. */
-bool vp_ksyms__mark(struct vp_ksyms *k, long idx);
+bool vp_kallsyms__mark(struct vp_kallsyms *k, long idx);
 
 #endif
