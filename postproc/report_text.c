@@ -164,7 +164,8 @@ static int cmp_row(const void *a, const void *b)
 static int cmp_drow(const void *a, const void *b)
 {
 	const struct row *x = a, *y = b;
-	if (x->dkey != y->dkey)
+	/* Deltas equal up to float noise (7/12 - 1/2 vs 1/12) tie, and sort by name. */
+	if (x->dkey - y->dkey > 1e-9 || y->dkey - x->dkey > 1e-9)
 		return x->dkey > y->dkey ? -1 : 1;
 	return strcmp(sort_p->frames[x->frame].name, sort_p->frames[y->frame].name);
 }
@@ -173,13 +174,11 @@ static int cmp_drow(const void *a, const void *b)
 static void name_widths(struct vp_out *o, int fixed, int *symw, int *imgw)
 {
 	int width = o->width > 0 ? o->width : 80;
-	int rem = width - fixed;
-	*imgw = rem / 3 > 28 ? 28 : rem / 3;
-	if (*imgw < 8)
-		*imgw = 8;
-	*symw = rem - *imgw - 2;
-	if (*symw < 16)
-		*symw = 16;
+	int rem = width - fixed - 2;
+	*imgw = rem * 2 / 5 > 28 ? 28 : rem * 2 / 5 < 10 ? 10 : rem * 2 / 5;
+	*symw = rem - *imgw;
+	if (*symw < 10)  /* narrower than this is unreadable: let the line wrap instead */
+		*symw = 10;
 }
 
 static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int imgw, bool color)
@@ -263,8 +262,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		uint64_t rest = 0;
 		for (size_t i = shown; i < nrows; i++)
 			rest += fc[ev][rows[i].frame].self;
-		vp_out__printf(o, "%7s %10llu  %-11s (other: %zu more frames)\n", "-", (unsigned long long)rest, "",
-			       nrows - shown);
+		vp_out__printf(o, "%7s %10llu  %-11s (other", "-", (unsigned long long)rest, "");
+		if (nrows > shown)
+			vp_out__printf(o, ": %zu more frames", nrows - shown);
+		vp_out__puts(o, ")\n");
 	}
 cleanup:
 	for (int e = 0; e < ncols; e++) {
