@@ -39,14 +39,19 @@
 #define MAX_CPUS 4096
 
 static volatile sig_atomic_t stop_signal;
+static volatile pid_t launched_child;   /* for the handler: 0 when there is none */
 
 /* The first SIGINT/SIGTERM asks for a clean end (drain, LOST, END, meta.json); a
  * second one exits at once. The stream is flushed every second and its chunks are
  * self-contained, so what was flushed stays readable. Only async-signal-safe calls. */
 static void on_signal(int sig)
 {
-	if (stop_signal)
+	if (stop_signal) {
+		/* The launched command must not outlive its recording unprofiled. */
+		if (launched_child > 0)
+			kill(launched_child, SIGTERM);
 		_exit(128 + sig);
+	}
 	stop_signal = sig;
 }
 
@@ -406,6 +411,7 @@ int cmd_record(int argc, char **argv)
 			child = 0;
 			goto cleanup;
 		}
+		launched_child = child;
 		cfg.pids = &child;
 		cfg.nr_pids = 1;
 		break;
@@ -413,7 +419,8 @@ int cmd_record(int argc, char **argv)
 
 	be = sampler__select(o.backend, &cfg, why, sizeof(why));
 	if (!be) {
-		fprintf(stderr, "viprof record: no sampler backend can run here: %s%s\n", why,
+		fprintf(stderr, "viprof record: %s%s%s\n",
+			strstr(why, "no sampler backend") ? "" : "no sampler backend can run here: ", why,
 			geteuid() != 0 && !names_privilege_fix(why)
 				? "; run as root, or grant CAP_PERFMON and CAP_BPF, or lower 'sysctl kernel.perf_event_paranoid'"
 				: "");
