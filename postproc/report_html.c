@@ -145,27 +145,30 @@ static const char *meta_any(const struct vp_profile *p, const char *const *keys)
 	return NULL;
 }
 
-/* "cpu-clock at 1000 Hz for 1.0 s on vm-test (KVM; PMU: none)": what was recorded, from
- * the session metadata, leaving out what the session did not say. */
-static char *make_title(const struct vp_profile *p, int ev, bool diff)
+/* "cpu-clock, 2006 samples for 2.6 s on vm (hypervisor: KVM; PMU: none) - why this
+ * event": what was recorded, from the session metadata (the recorder's keys first, then
+ * generic ones), leaving out whatever the session did not say. */
+static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bool diff)
 {
-	static const char *const k_rate[] = { "rate", "frequency", "freq", "sample_rate", NULL };
+	static const char *const k_rate[] = { "rate", "freq", "frequency", NULL };
 	static const char *const k_dur[] = { "duration_ns", "duration_nanos", NULL };
-	static const char *const k_host[] = { "host", "hostname", NULL };
-	static const char *const k_hv[] = { "hypervisor", "hv", NULL };
-	static const char *const k_pmu[] = { "pmu", "pmu_mode", "pmu.status", NULL };
+	static const char *const k_host[] = { "hostname", "host", NULL };
+	static const char *const k_hv[] = { "probe.hypervisor", "hypervisor", NULL };
+	static const char *const k_pmu[] = { "probe.pmu.device", "pmu", NULL };
+	static const char *const k_why[] = { "event.why", "probe.default_event.why", NULL };
 	const char *rate = meta_any(p, k_rate), *dur = meta_any(p, k_dur), *host = meta_any(p, k_host);
-	const char *hv = meta_any(p, k_hv), *pmu = meta_any(p, k_pmu), *evr = vp_profile__meta(p, "event_reason");
+	const char *hv = meta_any(p, k_hv), *pmu = meta_any(p, k_pmu), *why = meta_any(p, k_why);
 	char *t = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&t, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "%s%s", diff ? "Differential flame graph: " : "Flame graph: ", p->nevents ? p->events[ev].name : "no events");
+	fprintf(f, "%s%s, %llu samples", diff ? "Differential flame graph: " : "Flame graph: ",
+		p->nevents ? p->events[ev].name : "no events", (unsigned long long)samples);
 	if (rate)
 		fprintf(f, " at %s Hz", rate);
 	if (dur)
-		fprintf(f, " for %.1f s", strtod(dur, NULL) / 1e9);
+		fprintf(f, " in %.1f s", strtod(dur, NULL) / 1e9);
 	if (host)
 		fprintf(f, " on %s", host);
 	if (hv || pmu) {
@@ -176,8 +179,9 @@ static char *make_title(const struct vp_profile *p, int ev, bool diff)
 			fprintf(f, "PMU: %s", pmu);
 		fprintf(f, ")");
 	}
-	if (evr)
-		fprintf(f, " [%s]", evr);
+	/* Whether this is the PMU or the hrtimer fallback, in the recorder's words. */
+	if (why && p->nevents && !strncmp(why, p->events[ev].name, strlen(p->events[ev].name)))
+		fprintf(f, " \xe2\x80\x94 %s", why);
 	fclose(f);
 	return t;
 }
@@ -286,7 +290,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 		if (base->stacks[i].samples[bev] &&
 		    tree_add(&t, &base->stacks[i], k.base_map, base->stacks[i].samples[bev], true))
 			goto cleanup;
-	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, base != NULL);
+	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, t.n[0].value, base != NULL);
 	if (!title)
 		goto cleanup;
 

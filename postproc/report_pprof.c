@@ -375,7 +375,7 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	prof.n_sample = nsamples;
 	prof.sample = samplep;
 
-	const char *const tkeys[] = { "start_time_ns", "time_ns", "time_nanos", NULL };
+	const char *const tkeys[] = { "start_realtime_ns", "start_time_ns", "time_ns", "time_nanos", NULL };
 	const char *const dkeys[] = { "duration_ns", "duration_nanos", NULL };
 	prof.time_nanos = meta_int(p, tkeys);
 	prof.duration_nanos = meta_int(p, dkeys);

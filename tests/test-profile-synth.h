@@ -41,10 +41,12 @@ static inline struct vp_profile *synth_java_profile(void)
 	vp_profile__set_meta(p, "event", "cpu-clock");
 	vp_profile__set_meta(p, "rate", "1000");
 	vp_profile__set_meta(p, "duration_ns", "1000000000");
-	vp_profile__set_meta(p, "start_time_ns", "1700000000000000000");
-	vp_profile__set_meta(p, "host", "vm-test");
-	vp_profile__set_meta(p, "hypervisor", "KVM");
-	vp_profile__set_meta(p, "pmu", "none (software cpu-clock fallback)");
+	/* The recorder's own keys (daemon/record_cmd.c and the probe). */
+	vp_profile__set_meta(p, "start_realtime_ns", "1700000000000000000");
+	vp_profile__set_meta(p, "hostname", "vm-test");
+	vp_profile__set_meta(p, "probe.hypervisor", "KVM");
+	vp_profile__set_meta(p, "probe.pmu.device", "none");
+	vp_profile__set_meta(p, "event.why", "cpu-clock (hrtimer): this VM (KVM) exposes no PMU, so cycles cannot be sampled");
 
 	const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 	const char *jvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so";

@@ -94,7 +94,8 @@ int main(void)
 	ASSERT_TRUE(strstr(html, " src=") == NULL);
 	ASSERT_CONTAINS(html, "<script type=\"application/json\" id=\"viprof-data\">");
 	ASSERT_CONTAINS(html, "\\u003c/script\\u003e");
-	ASSERT_CONTAINS(html, "<title>Flame graph: cpu-clock at 1000 Hz for 1.0 s on vm-test (hypervisor: KVM; PMU: none");
+	ASSERT_CONTAINS(html, "<title>Flame graph: cpu-clock, 1001 samples at 1000 Hz in 1.0 s on vm-test "
+			      "(hypervisor: KVM; PMU: none) \xe2\x80\x94 cpu-clock (hrtimer): this VM (KVM) exposes no PMU");
 	free(html);
 
 	/* Plain load: the frames drawn at 800 px are in the DOM list, with the right shares. */
