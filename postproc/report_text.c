@@ -2,8 +2,9 @@
  * hotspot table (or, with a base profile, the change per frame).
  *
  * Percentages count samples (not periods) of each event. The table's self% column
- * plus its "(other)" row adds up to exactly 100.0 as printed: each column is rounded
- * to tenths with the largest-remainder method, so the rounding never shows as 99.9.
+ * plus its "(other)" row adds up to exactly 100.0 as printed: rows are rounded to the
+ * nearest tenth and (other) absorbs the rest, or, when that cannot work, the column
+ * is shared out with the largest-remainder method (so 58.33 may then show as 58.4).
  * total% counts a frame once per stack however often it recurs there. The per-layer
  * summary is always printed, above the table. */
 #include <errno.h>
@@ -34,6 +35,8 @@ static const char *base_name(const char *path)
 {
 	if (!path || !*path)
 		return "";
+	if (!strcmp(path, "[kernel.kallsyms]"))  /* the longest image name, and the most common */
+		return "[kernel]";
 	if (path[0] == '[')
 		return path;
 	const char *s = strrchr(path, '/');
@@ -86,6 +89,22 @@ static void round_tenths(const uint64_t *counts, size_t n, uint64_t total, int64
 		sum++;
 	}
 	free(rem);
+}
+
+/* The table's self% column: rows rounded to the nearest tenth and the (other) row
+ * taking what is left, so that each row shows its own value; only when that cannot
+ * add up (nothing left to absorb the rounding, or more rounded up than remains) is
+ * the whole column shared out by largest remainder. counts[n] is the (other) count. */
+static void round_column(const uint64_t *counts, size_t n, uint64_t total, int64_t *tenths)
+{
+	int64_t sum = 0;
+	for (size_t i = 0; total && i < n; i++) {
+		tenths[i] = (int64_t)((counts[i] * 1000 + total / 2) / total);
+		sum += tenths[i];
+	}
+	tenths[n] = total ? 1000 - sum : 0;
+	if (total && (tenths[n] < 0 || (tenths[n] != 0) != (counts[n] != 0)))
+		round_tenths(counts, n + 1, total, tenths);
 }
 
 static void print_tenths(struct vp_out *o, int64_t t, int w)
@@ -230,7 +249,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 			sum += cnt[i];
 		}
 		cnt[shown] = total - sum;
-		round_tenths(cnt, shown + 1, total, col_t[e]);
+		round_column(cnt, shown, total, col_t[e]);
 	}
 	uint64_t evtotal = vp_event_samples(p, ev);
 	int fixed = 8 * ncols + 8 + 10 + 2 + 12;
