@@ -12,6 +12,7 @@
 
 #include "common/chunkfile.h"
 #include "common/session_format.h"
+#include "maps/codemap_format.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "test.h"
@@ -133,6 +134,7 @@ static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t 
 #define K_SYSCALL 0xffffffff81001000ull
 #define P_BIAS 0x555555554000ull
 #define L_BIAS 0x7f0000000000ull
+#define JIT_ADDR 0x7e0000001000ull
 
 static struct map pie, lib, lib2, cxx, nosyms;
 static uint64_t a_alpha, a_beta, a_main, a_lib_one, a_lib_two;
@@ -205,12 +207,57 @@ static void write_session(const char *dir, bool end, size_t chunk)
 	uint64_t s8[] = { rt(&pie, a_beta) + 5, rt(&pie, a_alpha) };
 	w_sample(w, 1 * MS, 400, 400, 0, 2, s8, 1);
 
+	/* pid 500: JIT code at one address, first A (epoch 0) then B (epoch 1) */
+	w_comm(w, 0, 500, 500, "java", false);
+	uint64_t s9[] = { JIT_ADDR + 0x10 };
+	w_sample(w, 2 * MS, 500, 500, 0, 1, s9, 1);
+	w_sample(w, 8 * MS, 500, 500, 0, 1, s9, 2);
+
 	struct vp_lost lost = { UINT32_MAX, VP_LOST_KERNEL_RING, 7 };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_LOST, base + 13 * MS, &lost, sizeof(lost)));
 	if (end) {
 		struct vp_end e = { .samples = 14, .lost = 7, .duration_ns = 20 * MS };
 		ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
 	}
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+/* A JVM (pid 500) whose code maps put method A at JIT_ADDR in epoch 0 and, after a GC
+ * freed it, method B at the same address in epoch 1; it ran without frame pointers. */
+static void w_load(struct cfile_writer *w, uint64_t t, uint64_t id, const char *name)
+{
+	char buf[sizeof(struct vp_cm_method_load) + 64] = { 0 };
+	struct vp_cm_method_load *m = (void *)buf;
+	m->code_start = JIT_ADDR;
+	m->code_size = 0x100;
+	m->level = 4;
+	m->method_id = id;
+	m->name_len = (uint16_t)strlen(name);
+	memcpy(m + 1, name, strlen(name));
+	ASSERT_OK(cfile_writer__append(w, VP_CM_METHOD_LOAD, base + t, buf, sizeof(*m) + strlen(name)));
+}
+
+static void write_jit(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/jit", dir);
+	ASSERT_OK(mkdir(path, 0700));
+	snprintf(path, sizeof(path), "%s/jit/500", dir);
+	ASSERT_OK(mkdir(path, 0700));
+	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(w);
+	struct vp_cm_meta meta = { .pid = 500, .flags = 0, .agent_version = VP_AGENT_VERSION };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_META, base, &meta, sizeof(meta)));
+	struct vp_cm_epoch_begin b0 = { 0, VP_EPOCH_START }, b1 = { 1, VP_EPOCH_GC };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_EPOCH_BEGIN, base, &b0, sizeof(b0)));
+	w_load(w, 0, 11, "A.old()");
+	struct vp_cm_method_unload u = { JIT_ADDR, 11 };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_METHOD_UNLOAD, base + 5 * MS, &u, sizeof(u)));
+	struct vp_cm_epoch_end e0 = { 0 };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_EPOCH_END, base + 5 * MS, &e0, sizeof(e0)));
+	ASSERT_OK(cfile_writer__append(w, VP_CM_EPOCH_BEGIN, base + 5 * MS, &b1, sizeof(b1)));
+	w_load(w, 6 * MS, 12, "B.new()");
 	ASSERT_OK(cfile_writer__close(w));
 }
 
@@ -263,6 +310,7 @@ int main(void)
 	char dir[] = "/tmp/vp-test-session-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	write_session(dir, true, 0);
+	write_jit(dir);
 
 	uint32_t pids[] = { 100, 200, 300 };
 	struct vp_session_opts o = { .pids = pids, .npids = 3 };
@@ -336,6 +384,23 @@ int main(void)
 	const struct vp_frame *root = &p->frames[p->stacks[0].frames[0]];
 	ASSERT_TRUE(strcmp(root->name, "fx_alpha") != 0);
 	ASSERT_STREQ(p->frames[p->stacks[0].frames[1]].name, "fx_beta");
+	vp_profile__free(p);
+
+	/* JIT frames resolve in the epoch of their sample's time; --map-mode flat gets the
+	 * reused address wrong, as a perf-PID.map would. */
+	uint32_t p500[] = { 500 };
+	o = (struct vp_session_opts){ .pids = p500, .npids = 1 };
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "java;A.old()_[j] 1\njava;B.new()_[j] 2\n");
+	free(fo);
+	ASSERT_CONTAINS(p->warnings, "JVM 500 ran without -XX:+PreserveFramePointer");
+	vp_profile__free(p);
+	o.map_mode_flat = true;
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "java;B.new()_[j] 3\n");
+	free(fo);
 	vp_profile__free(p);
 
 	/* Filters: comm, tid, time window (seconds since the file was created, which is
@@ -417,6 +482,12 @@ int main(void)
 
 	unlink(path);
 	unlink(path2);
+	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/jit/500", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/jit", dir);
+	rmdir(path);
 	rmdir(dir);
 	rmdir(dir2);
 	return 0;
