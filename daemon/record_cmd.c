@@ -308,6 +308,28 @@ static bool user_only(const struct sampler_config *cfg)
 	return cfg->nr_events > 0;
 }
 
+/* Whether any of the -p processes still runs: exists (EPERM means it does, as another
+ * user's) and is not a zombie waiting for a parent that is not us. */
+static bool any_alive(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (kill(pids[i], 0) != 0 && errno != EPERM)
+			continue;
+		char path[64], buf[256];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = '\0';
+		const char *rp = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+		if (rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X')
+			return true;
+	}
+	return false;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -320,7 +342,7 @@ int cmd_record(int argc, char **argv)
 	char *java_opts = NULL;
 	pid_t child = 0;
 	int go_fd = -1, child_status = 0, ret = 1, e;
-	bool child_done = false, started = false, created_dir = false;
+	bool child_done = false, started = false, existed = false;
 
 	record_opts__defaults(&o);
 	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
@@ -375,14 +397,13 @@ int cmd_record(int argc, char **argv)
 		warn_hidden_kallsyms();
 
 	struct stat st;
-	created_dir = lstat(o.output, &st) != 0;
+	existed = lstat(o.output, &st) == 0;   /* as an empty directory, or --force moved it */
 	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
 	if (!w) {
 		vp_kallsyms__free(ks);
 		fprintf(stderr, "viprof record: %s\n", err);
 		return 1;
 	}
-	created_dir = true;   /* create() either made it or emptied it (--force) */
 	vp_session_writer__set_ksyms(w, ks);
 
 	uint64_t start_real = now_ns(CLOCK_REALTIME), start = now_ns(CLOCK_MONOTONIC);
@@ -481,7 +502,7 @@ int cmd_record(int argc, char **argv)
 	release_child(&go_fd);
 
 	bool tty = isatty(STDERR_FILENO) && !o.quiet;
-	uint64_t last_steal = now_ns(CLOCK_MONOTONIC), last_status = 0, samples = 0, lost = 0;
+	uint64_t last_steal = now_ns(CLOCK_MONOTONIC), last_status = 0, last_alive_check = 0, samples = 0, lost = 0;
 	uint64_t deadline = o.duration > 0 ? start + (uint64_t)(o.duration * 1e9) : 0;
 	bool failed = false;
 	while (!stop_signal) {
@@ -514,6 +535,11 @@ int cmd_record(int argc, char **argv)
 		}
 		if (deadline && now >= deadline)
 			break;
+		if (o.target == RECORD_TARGET_PIDS && now - last_alive_check >= STATUS_INTERVAL_NS) {
+			last_alive_check = now;
+			if (!any_alive(o.pids, o.npids))
+				break;   /* like perf: nothing left to profile */
+		}
 		if (child) {
 			/* Reap the command and any orphaned descendant; stop when none is left. */
 			int status;
@@ -584,13 +610,16 @@ cleanup:
 	}
 	if (s)
 		be->destroy(s);
-	if (!started && w && created_dir) {
-		/* Nothing was recorded: leave no half-made session behind to trip --force. */
+	if (!started && w) {
+		/* Nothing was recorded: leave no half-made session behind to trip --force
+		 * (an empty directory the user gave us stays, empty). */
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", vp_session_writer__dir(w));
 		vp_session_writer__free(w);
 		w = NULL;
 		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if (existed)
+			mkdir(dir, 0755);
 	}
 	vp_session_writer__free(w);
 	free(steal);
