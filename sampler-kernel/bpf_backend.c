@@ -18,7 +18,9 @@
 #include "sampler-kernel/sampler.h"
 #include "profile.skel.h"
 
-#define DEFAULT_RINGBUF (16u << 20)   /* ~0.5 s of -g samples at 10 kHz on 2 CPUs */
+/* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
+#define DEFAULT_RINGBUF_PER_CPU (2u << 20)
+#define MIN_RINGBUF (16u << 20)
 #define SIDEBAND_PAGES 64
 
 struct sampler {
@@ -204,8 +206,9 @@ static int open_sideband(struct sampler *s)
 
 static uint32_t ringbuf_size(const struct sampler_config *cfg, int ncpu)
 {
-	uint64_t want = cfg->buffer_pages ? (uint64_t)cfg->buffer_pages * 4096 * ncpu : DEFAULT_RINGBUF;
-	uint32_t sz = 1u << 20;
+	uint64_t want = cfg->buffer_pages ? (uint64_t)cfg->buffer_pages * 4096 * ncpu
+					  : (uint64_t)DEFAULT_RINGBUF_PER_CPU * ncpu;
+	uint32_t sz = cfg->buffer_pages ? 1u << 20 : MIN_RINGBUF;
 
 	while (sz < want && sz < (1u << 30))
 		sz <<= 1;

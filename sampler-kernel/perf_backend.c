@@ -239,14 +239,23 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 	size_t pages = ring_pages(&s->cfg);
 	size_t bytes = pages * (size_t)sysconf(_SC_PAGESIZE);
 
+	int leader = -1;
+
 	for (int e = 0; e < s->cfg.nr_events; e++) {
 		struct perf_event_attr a;
 		int fd, err;
 
 		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes, s->user_only);
-		fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		/* One group per thread and CPU, so that a (v)PMU schedules the events
+		 * together; each still samples on its own. A mix the PMU cannot group
+		 * (EINVAL) falls back to separate events. */
+		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -EINVAL && leader >= 0)
+			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
+		if (e == 0)
+			leader = fd;
 		if (fd < 0)
 			return fd;
 		err = push_fd(s, fd);
