@@ -1,0 +1,256 @@
+/* 'viprof record -- CMD': the command's exit status becomes viprof's; -d and SIGINT end
+ * the recording cleanly (END, meta.json) and stop the command; recording lasts until
+ * the command's descendants are done too; a command that cannot run is exit 127; the
+ * launched JVM gets the agent through JAVA_TOOL_OPTIONS, appended to the user's. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "common/session_format.h"
+#include "test.h"
+
+static char tmp[] = "/tmp/vp-test-record-launch-XXXXXX";
+static char out[8192];
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Starts viprof with argv (stderr to a log); returns its pid. */
+static pid_t start(char *const argv[], char *const envp[])
+{
+	char log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s/log", tmp);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		if (envp)
+			execve(argv[0], argv, envp);
+		else
+			execv(argv[0], argv);
+		_exit(126);
+	}
+	return pid;
+}
+
+static int finish(pid_t pid)
+{
+	int status;
+	char log[PATH_MAX];
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	snprintf(log, sizeof(log), "%s/log", tmp);
+	FILE *f = fopen(log, "r");
+	out[0] = '\0';
+	if (f) {
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
+	if (strstr(out, "no sampler backend can run here"))
+		SKIP("%s", out);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+#define RUN(...) finish(start((char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, NULL))
+
+/* Reads the stream; returns whether it has END, with its body and the sample count. */
+static bool read_end(const char *sess, struct vp_end *end, long *samples, long *split3_samples)
+{
+	char path[PATH_MAX + 32], err[512];
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, sess);
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	if (!r)
+		FAIL("%s", err);
+	const struct vp_record *rec;
+	bool have = false;
+	int k;
+	*samples = 0;
+	if (split3_samples)
+		*split3_samples = 0;
+	/* pids whose comm is split3, to count a grandchild's samples */
+	static uint32_t spids[64];
+	int nsp = 0;
+	while ((k = cfile_reader__next(r, &rec)) == 1) {
+		if (rec->type == VP_REC_COMM) {
+			const struct vp_comm *c = vp_record_body(rec);
+			if (!strcmp(c->comm, "split3") && nsp < 64)
+				spids[nsp++] = c->pid;
+		}
+		if (rec->type == VP_REC_SAMPLE) {
+			const struct vp_sample *s = vp_record_body(rec);
+			(*samples)++;
+			for (int i = 0; split3_samples && i < nsp; i++)
+				if (spids[i] == s->pid) {
+					(*split3_samples)++;
+					break;
+				}
+		}
+		if (rec->type == VP_REC_END) {
+			memcpy(end, vp_record_body(rec), sizeof(*end));
+			have = true;
+		}
+	}
+	if (k < 0)
+		FAIL("%s: %s", path, cfile_reader__error(r));
+	cfile_reader__close(r);
+	return have;
+}
+
+static bool exists(const char *sess, const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", sess, name);
+	return stat(path, &st) == 0;
+}
+
+/* Whether a split3 with this argument runs (a zombie is not running). */
+static bool split3_running(const char *marker)
+{
+	bool found = false;
+	DIR *d = opendir("/proc");
+	ASSERT_NOT_NULL(d);
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		size_t l0 = strlen(buf);
+		if (l0 >= 6 && !strcmp(buf + l0 - 6, "split3") && l0 + 1 < n && !strcmp(buf + l0 + 1, marker)) {
+			snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+			f = fopen(path, "r");
+			if (f) {
+				n = fread(buf, 1, sizeof(buf) - 1, f);
+				buf[n] = '\0';
+				fclose(f);
+				char *rp = strrchr(buf, ')');
+				found = rp && rp[2] != 'Z';
+			}
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+int main(void)
+{
+	REQUIRE_ROOT();
+	ASSERT_NOT_NULL(mkdtemp(tmp));
+	char sess[PATH_MAX];
+	struct vp_end end;
+	long samples, ssamples;
+
+	/* The exit status passes through, and lands in END. */
+	snprintf(sess, sizeof(sess), "%s/exit3", tmp);
+	ASSERT_EQ(RUN("-q", "-o", sess, "--", "/bin/sh", "-c", "exit 3"), 3);
+	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
+	ASSERT_EQ(end.exit_status, 3);
+	ASSERT_TRUE(exists(sess, "meta.json"));
+
+	/* A command that cannot run: 127, and a message naming it. */
+	snprintf(sess, sizeof(sess), "%s/noexec", tmp);
+	ASSERT_EQ(RUN("-q", "-o", sess, "--", "/nonexistent/viprof-test-cmd"), 127);
+	ASSERT_CONTAINS(out, "/nonexistent/viprof-test-cmd");
+
+	/* -d ends a longer command's recording cleanly and stops the command. */
+	snprintf(sess, sizeof(sess), "%s/duration", tmp);
+	uint64_t t0 = mono_ns();
+	ASSERT_EQ(RUN("-q", "-d", "1", "-o", sess, "--", SPLIT3, "31.5"), 0);
+	ASSERT_LT(mono_ns() - t0, 10000000000ull);
+	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
+	ASSERT_GT(samples, 100);
+	ASSERT_DBL_NEAR((double)end.duration_ns / 1e9, 1.0, 0.5);
+	ASSERT_TRUE(exists(sess, "meta.json"));
+	sleep_ms(200);
+	ASSERT_FALSE(split3_running("31.5"));
+
+	/* SIGINT: the same clean end. */
+	snprintf(sess, sizeof(sess), "%s/sigint", tmp);
+	pid_t v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", SPLIT3, "32.5", NULL }, NULL);
+	sleep_ms(1200);
+	ASSERT_TRUE(split3_running("32.5"));   /* the check below can see it */
+	ASSERT_OK(kill(v, SIGINT));
+	ASSERT_EQ(finish(v), 0);
+	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
+	ASSERT_GT(samples, 100);
+	ASSERT_TRUE(exists(sess, "meta.json"));
+	ASSERT_CONTAINS(out, "samples (");
+	sleep_ms(200);
+	ASSERT_FALSE(split3_running("32.5"));
+
+	/* The command exits at once but leaves a grandchild working: the recording
+	 * waits for it, and has its samples. */
+	snprintf(sess, sizeof(sess), "%s/descendant", tmp);
+	char script[PATH_MAX + 64];
+	snprintf(script, sizeof(script), "%s 0.7 & exit 0", SPLIT3);
+	ASSERT_EQ(RUN("-q", "-o", sess, "--", "/bin/sh", "-c", script), 0);
+	ASSERT_TRUE(read_end(sess, &end, &samples, &ssamples));
+	fprintf(stderr, "descendant: %ld samples, %ld of split3, %.2f s\n", samples, ssamples,
+		(double)end.duration_ns / 1e9);
+	ASSERT_GT(ssamples, 300);   /* 0.7 CPU-s at 999 Hz */
+	ASSERT_GT(end.duration_ns, 600000000ull);
+
+	/* JAVA_TOOL_OPTIONS: the agent with the session's absolute jit directory and the
+	 * frame-pointer flags, after what the user had; nothing of ours with --no-jit. */
+	snprintf(sess, sizeof(sess), "%s/jto", tmp);
+	char env_file[PATH_MAX + 32], cmd[PATH_MAX + 128];
+	snprintf(env_file, sizeof(env_file), "%s/jto.txt", tmp);
+	snprintf(cmd, sizeof(cmd), "printf '%%s' \"$JAVA_TOOL_OPTIONS\" > %s", env_file);
+	char *envp[] = { "JAVA_TOOL_OPTIONS=-Xmx64m", "VIPROF_AGENT=/bin/true", "PATH=/usr/bin:/bin", NULL };
+	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", "/bin/sh", "-c", cmd, NULL },
+			       envp)), 0);
+	char jto[4096] = "", expect[PATH_MAX + 256];
+	FILE *f = fopen(env_file, "r");
+	ASSERT_NOT_NULL(f);
+	size_t n = fread(jto, 1, sizeof(jto) - 1, f);
+	jto[n] = '\0';
+	fclose(f);
+	snprintf(expect, sizeof(expect),
+		 "-Xmx64m -agentpath:/bin/true=dir=%s/jit -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions "
+		 "-XX:+DebugNonSafepoints", sess);
+	ASSERT_STREQ(jto, expect);
+	struct stat st;
+	snprintf(expect, sizeof(expect), "%s/jit", sess);
+	ASSERT_OK(stat(expect, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0755);
+
+	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
+	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-o", sess, "--", "/bin/sh", "-c",
+						 cmd, NULL },
+			       envp)), 0);
+	f = fopen(env_file, "r");
+	ASSERT_NOT_NULL(f);
+	n = fread(jto, 1, sizeof(jto) - 1, f);
+	jto[n] = '\0';
+	fclose(f);
+	ASSERT_STREQ(jto, "-Xmx64m");
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tmp);
+	printf("ok\n");
+	return 0;
+}
