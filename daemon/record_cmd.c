@@ -496,6 +496,8 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	started = true;
+	/* Durations (-d, the status line, END) count from here, not from the setup above. */
+	start = now_ns(CLOCK_MONOTONIC);
 	steal = calloc(MAX_CPUS, sizeof(*steal));
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
