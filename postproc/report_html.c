@@ -109,16 +109,19 @@ static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *ma
 	return 0;
 }
 
-static const struct vp_profile *sort_prof;
-static const struct node *sort_nodes;
+struct sort_ctx {
+	const struct vp_profile *prof;
+	const struct node *nodes;
+};
 
-static int child_cmp(const void *a, const void *b)
+static int child_cmp(const void *a, const void *b, void *arg)
 {
-	const struct node *x = &sort_nodes[*(const uint32_t *)a], *y = &sort_nodes[*(const uint32_t *)b];
-	const struct vp_frame *fx = &sort_prof->frames[x->frame], *fy = &sort_prof->frames[y->frame];
-	int c = strcmp(fx->name, fy->name);
-	if (c)
-		return c;
+	const struct sort_ctx *c = arg;
+	const struct node *x = &c->nodes[*(const uint32_t *)a], *y = &c->nodes[*(const uint32_t *)b];
+	const struct vp_frame *fx = &c->prof->frames[x->frame], *fy = &c->prof->frames[y->frame];
+	int r = strcmp(fx->name, fy->name);
+	if (r)
+		return r;
 	return x->frame < y->frame ? -1 : x->frame > y->frame;
 }
 
@@ -236,8 +239,7 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 
 	/* Preorder walk with an explicit stack; only nodes with samples in the new profile. */
 	vp_out__puts(o, "],\n\"tree\":[");
-	sort_prof = k->u;
-	sort_nodes = t->n;
+	struct sort_ctx sc = { .prof = k->u, .nodes = t->n };
 	size_t sp = 0, nout = 0;
 	stack[sp++] = 0;
 	while (sp) {
@@ -247,7 +249,7 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
 			if (t->n[c].value)
 				kids[nk++] = c;
-		qsort(kids, nk, sizeof(*kids), child_cmp);
+		qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
 		vp_out__printf(o, "%s%d,%llu,%zu", nout++ ? "," : "", id ? (int)fidx[nd->frame] - 1 : -1,
 			       (unsigned long long)nd->value, nk);
 		if (base)
