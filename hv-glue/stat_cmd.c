@@ -5,7 +5,8 @@
  * event (the kernel folds inherited counts into the parent's read()). --per-thread: one
  * event per thread WITHOUT inherit, and /proc/PID/task is polled every 10 ms for new
  * threads, because an inherited counter cannot be read per thread; a new thread's
- * first <= 10 ms and child processes are therefore not counted in --per-thread mode.
+ * first <= 10 ms and child processes are therefore not in its rows; for -- CMD an
+ * inherit set on the command is read too and printed as "[all threads]".
  * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING and
  * scaled by enabled/running; "(multiplexed, NN%)" marks events that were not on a
  * counter all the time. Output goes to stderr, as perf stat's does; the exit status is
@@ -56,6 +57,11 @@ struct stat_ctx {
 	pid_t target;           /* the process whose threads are counted */
 	struct stat_thread *th;
 	int nth, capth;
+	/* --per-thread -- CMD: one inherit event set on the command as well, so that the
+	 * time threads ran before the poll found them (and child processes) still shows,
+	 * as the difference between the total and the per-thread rows. */
+	struct stat_thread all;
+	bool have_all;
 };
 
 static volatile sig_atomic_t stat_interrupted;
@@ -193,31 +199,37 @@ static int scan_threads(struct stat_ctx *s, bool inherit, bool on_exec)
 	return err;
 }
 
-static void read_all(struct stat_ctx *s)
+static void read_thread(struct stat_thread *t, int nev)
 {
-	for (int i = 0; i < s->nth; i++) {
-		for (int e = 0; e < s->nev; e++) {
-			uint64_t buf[3];
+	for (int e = 0; e < nev; e++) {
+		uint64_t buf[3];
 
-			/* A thread that has exited keeps its final count in its event. */
-			if (read(s->th[i].fd[e], buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
-				s->th[i].val[e] = buf[0];
-				s->th[i].ena[e] = buf[1];
-				s->th[i].run[e] = buf[2];
-			}
+		/* A thread that has exited keeps its final count in its event. */
+		if (read(t->fd[e], buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
+			t->val[e] = buf[0];
+			t->ena[e] = buf[1];
+			t->run[e] = buf[2];
 		}
 	}
 }
 
+static void read_all(struct stat_ctx *s)
+{
+	if (s->have_all)
+		read_thread(&s->all, s->nev);
+	for (int i = 0; i < s->nth; i++)
+		read_thread(&s->th[i], s->nev);
+}
+
 /* One output row. scaled is the count scaled to the enabled time; pct the share of
  * enabled time the event spent on a counter; not_counted when it never got one. */
-static void print_row(const struct stat_ctx *s, const struct stat_thread *t, int e,
+static void print_row(const struct stat_ctx *s, const char *who, int e,
 		      double scaled, uint64_t run, double pct, bool not_counted)
 {
 	const struct sampler_event *ev = &s->ev[e];
 	bool clock = is_clock(ev);
 	const char *unit = clock ? "msec" : "";
-	char who[48] = "", val[32];
+	char val[32];
 
 	if (not_counted)
 		snprintf(val, sizeof(val), "<not counted>");
@@ -225,17 +237,15 @@ static void print_row(const struct stat_ctx *s, const struct stat_thread *t, int
 		snprintf(val, sizeof(val), "%.2f", scaled / 1e6);
 	else
 		snprintf(val, sizeof(val), "%.0f", scaled);
-	if (t)
-		snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
 	if (s->o.sep) {
 		const char *x = s->o.sep;
 
-		if (t)
+		if (who)
 			fprintf(stderr, "%s%s", who, x);
 		fprintf(stderr, "%s%s%s%s%s%s%" PRIu64 "%s%.2f\n", val, x, unit, x, ev->name, x, run, x, pct);
 		return;
 	}
-	if (t)
+	if (who)
 		fprintf(stderr, "%24s ", who);
 	fprintf(stderr, "%20s %-5s %s", val, unit, ev->name);
 	if (!not_counted && pct < 100.0)
@@ -265,8 +275,11 @@ static void print_report(const struct stat_ctx *s, double secs)
 			const struct stat_thread *t = &s->th[i];
 			double scaled = t->run[e] ? (double)t->val[e] * ((double)t->ena[e] / (double)t->run[e]) : 0;
 
+			char who[48];
+
+			snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
 			if (s->o.per_thread)
-				print_row(s, t, e, scaled, t->run[e],
+				print_row(s, who, e, scaled, t->run[e],
 					  t->ena[e] ? 100.0 * (double)t->run[e] / (double)t->ena[e] : 100.0,
 					  t->ena[e] && !t->run[e]);
 			total += scaled;
@@ -278,6 +291,15 @@ static void print_report(const struct stat_ctx *s, double secs)
 		if (!s->o.per_thread)
 			print_row(s, NULL, e, total, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
 				  ena && !run);
+		if (s->have_all) {
+			const struct stat_thread *a = &s->all;
+			double all = a->run[e] ? (double)a->val[e] * ((double)a->ena[e] / (double)a->run[e]) : 0;
+
+			print_row(s, "[all threads]", e, all, a->run[e],
+				  a->ena[e] ? 100.0 * (double)a->run[e] / (double)a->ena[e] : 100.0,
+				  a->ena[e] && !a->run[e]);
+			print_row(s, "[not per-thread]", e, all > total ? all - total : 0, a->run[e], 100.0, false);
+		}
 	}
 	if (!s->o.sep)
 		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
@@ -414,6 +436,19 @@ static int run(struct stat_ctx *s)
 			waitpid(pid, NULL, 0);
 			return open_failed(s, e < s->nev ? e : 0, err);
 		}
+		if (s->o.per_thread) {
+			for (int e = 0; e < s->nev; e++) {
+				int fd = open_event(&s->ev[e], pid, true, true);
+
+				if (fd < 0) {
+					close(go_fd);
+					waitpid(pid, NULL, 0);
+					return open_failed(s, e, fd);
+				}
+				s->all.fd[e] = fd;
+				s->have_all = true;
+			}
+		}
 		/* The name exec will give it; a command that exits before the first poll
 		 * would otherwise be shown under our own name. */
 		const char *base = strrchr(s->o.cmd[0], '/');
@@ -505,6 +540,9 @@ int cmd_stat(int argc, char **argv)
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)
 			close(s.th[i].fd[e]);
+	for (int e = 0; s.have_all && e < s.nev; e++)
+		if (s.all.fd[e] > 0)
+			close(s.all.fd[e]);
 	free(s.th);
 	return ret;
 }

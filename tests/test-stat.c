@@ -264,6 +264,34 @@ static void test_inherit_and_status(const char *self)
 	ASSERT_LT(faults, 4000 + 3000); /* plus exec and libc start-up, not more */
 }
 
+/* --per-thread -- CMD: child processes are not followed per thread, but the
+ * "[all threads]" row (an inherit event on the command) still counts them, and
+ * "[not per-thread]" shows the difference. */
+static void test_per_thread_total(const char *self)
+{
+	const char *errfile = "test-stat.per-thread-total.txt";
+	char script[8400];
+	int status;
+
+	snprintf(script, sizeof(script), "%s --touch 3000", self);
+	char *args[] = { "viprof", "stat", "--per-thread", "-x", ",", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
+	pid_t st = spawn(args, errfile);
+
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	const char *out = slurp(errfile);
+	fprintf(stderr, "%s", out);
+	const char *all = strstr(out, "[all threads],");
+	const char *rest = strstr(out, "[not per-thread],");
+	ASSERT_NOT_NULL(all);
+	ASSERT_NOT_NULL(rest);
+	long nall = strtol(all + strlen("[all threads],"), NULL, 10);
+	long nrest = strtol(rest + strlen("[not per-thread],"), NULL, 10);
+	ASSERT_GE(nall, 3000);
+	ASSERT_GE(nrest, 3000);     /* the touching child is a process of its own */
+	ASSERT_LE(nrest, nall);
+}
+
 static void test_errors(void)
 {
 	const char *errfile = "test-stat.errors.txt";
@@ -322,6 +350,7 @@ int main(int argc, char **argv)
 	self[n] = '\0';
 	test_errors();
 	test_inherit_and_status(self);
+	test_per_thread_total(self);
 	test_per_thread_vs_schedstat();
 	printf("test-stat: ok\n");
 	return 0;
