@@ -326,14 +326,23 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 	return 1;
 }
 
-/* The child waits for one byte on go before exec, so that our events exist first. */
-static pid_t launch(char **cmd, int *go_fd)
+/* The child waits for one byte on go before exec, so that our events exist first.
+ * *exec_fd reaches EOF once the exec happened (its write end is close-on-exec), which
+ * lets the caller read the command's own name instead of ours. */
+static pid_t launch(char **cmd, int *go_fd, int *exec_fd)
 {
-	int go[2];
+	int go[2], ex[2];
 	pid_t pid;
 
 	if (pipe2(go, O_CLOEXEC))
 		return -errno;
+	if (pipe2(ex, O_CLOEXEC)) {
+		int e = errno;
+
+		close(go[0]);
+		close(go[1]);
+		return -e;
+	}
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -341,15 +350,22 @@ static pid_t launch(char **cmd, int *go_fd)
 		char c;
 
 		close(go[1]);
+		close(ex[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);   /* the parent gave up before exec */
 		execvp(cmd[0], cmd);
+		int e = errno;
+
 		fprintf(stderr, "viprof stat: cannot run '%s': %s; check the command name and PATH\n",
-			cmd[0], strerror(errno));
+			cmd[0], strerror(e));
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
 		_exit(127);
 	}
 	close(go[0]);
+	close(ex[1]);
 	*go_fd = go[1];
+	*exec_fd = ex[0];
 	return pid;
 }
 
@@ -406,14 +422,14 @@ static int run(struct stat_ctx *s)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	bool inherit = !s->o.per_thread;
-	int go_fd = -1, status = 0, ret = 0, err;
+	int go_fd = -1, exec_fd = -1, status = 0, ret = 0, err;
 	double t0;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (s->o.cmd) {
-		pid_t pid = launch(s->o.cmd, &go_fd);
+		pid_t pid = launch(s->o.cmd, &go_fd, &exec_fd);
 
 		if (pid < 0) {
 			fprintf(stderr, "viprof stat: cannot start '%s': %s\n", s->o.cmd[0], strerror(-pid));
@@ -433,6 +449,7 @@ static int run(struct stat_ctx *s)
 				close(fd);
 			}
 			close(go_fd);   /* the child sees EOF and exits without exec */
+			close(exec_fd);
 			waitpid(pid, NULL, 0);
 			return open_failed(s, e < s->nev ? e : 0, err);
 		}
@@ -442,6 +459,7 @@ static int run(struct stat_ctx *s)
 
 				if (fd < 0) {
 					close(go_fd);
+					close(exec_fd);
 					waitpid(pid, NULL, 0);
 					return open_failed(s, e, fd);
 				}
@@ -457,10 +475,23 @@ static int run(struct stat_ctx *s)
 		if (write(go_fd, "g", 1) != 1) {
 			fprintf(stderr, "viprof stat: cannot release the command: %s\n", strerror(errno));
 			close(go_fd);
+			close(exec_fd);
 			waitpid(pid, NULL, 0);
 			return 1;
 		}
 		close(go_fd);
+		/* Wait for the exec (EOF), then take the command's real name. An errno
+		 * instead means exec failed: the child said why; no counts to show. */
+		int exec_err;
+		ssize_t n;
+		while ((n = read(exec_fd, &exec_err, sizeof(exec_err))) < 0 && errno == EINTR)
+			;
+		close(exec_fd);
+		if (n > 0) {
+			waitpid(pid, NULL, 0);
+			return 127;
+		}
+		read_comm(pid, pid, s->th[0].comm, sizeof(s->th[0].comm));
 	} else {
 		s->target = s->o.pid;
 		if (kill(s->target, 0) && errno == ESRCH) {

@@ -309,6 +309,14 @@ static void test_errors(void)
 	ASSERT_EQ(WEXITSTATUS(status), 2);
 	ASSERT_CONTAINS(slurp(errfile), "-p PID or -- CMD");
 
+	/* A command that cannot run: 127 like a shell, one line, no counts. */
+	char *a4[] = { "viprof", "stat", "--", "/nonexistent/cmd", NULL };
+	st = spawn(a4, errfile);
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	ASSERT_EQ(WEXITSTATUS(status), 127);
+	ASSERT_CONTAINS(slurp(errfile), "cannot run '/nonexistent/cmd'");
+	ASSERT_TRUE(strstr(slurp(errfile), "task-clock") == NULL);
+
 	/* Where the VM exposes no PMU, cycles must fail before the command runs. */
 	if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0) {
 		char *a3[] = { "viprof", "stat", "-e", "cycles", "--", "sh", "-c", "echo ran >&2", NULL };
