@@ -58,6 +58,7 @@ struct loader {
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
+	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
 };
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -306,27 +307,45 @@ static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
 	return add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
 }
 
-/* The ELF of a mapping, opened once per mapping; the build-id check runs then too. */
-static struct vp_elf *map_elf(struct loader *l, struct vp_map *m, uint32_t pid)
+/* What a mapping resolves through, worked out once per mapping: its ELF, whether the
+ * ELF is the file that was recorded (build-ids), and the recorded build-id in hex. */
+struct mapinfo {
+	struct vp_elf *elf;
+	bool trusted;
+	char recbid[41];
+	struct mapinfo *next;
+};
+
+static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid)
 {
 	if (m->priv_set)
 		return m->priv;
 	m->priv_set = true;
+	struct mapinfo *mi = calloc(1, sizeof(*mi));
+	if (!mi)
+		return NULL;
+	mi->next = l->mapinfos;
+	l->mapinfos = mi;
+	m->priv = mi;
 	struct vp_elf *e = vp_elfsym__open(l->elfs, m->filename, pid);
-	m->priv = e;
-	if (e && m->build_id_size) {
-		char rec[41];
-		hex(m->build_id, m->build_id_size, rec);
+	mi->elf = e;
+	if (m->build_id_size)
+		hex(m->build_id, m->build_id_size, mi->recbid);
+	mi->trusted = e != NULL;
+	if (e && mi->recbid[0]) {
 		const char *now = vp_elf__build_id(e);
-		if (now[0] && strcmp(now, rec))
+		if (now[0] && strcmp(now, mi->recbid)) {
+			/* The symbols of another build name the wrong functions: offsets only. */
+			mi->trusted = false;
 			vp_profile__warn(l->p, "%s: file changed since recording (build-id %s, recorded %s); "
 					 "its symbols are not trusted: copy the recorded file back or "
-					 "place its debug file under the debug root", vp_elf__path(e), now, rec);
+					 "place its debug file under the debug root", vp_elf__path(e), now, mi->recbid);
+		}
 	} else if (!e) {
 		vp_profile__warn(l->p, "%s: cannot open for symbols (%s); its frames show as image+offset",
 				 m->filename, strerror(errno));
 	}
-	return e;
+	return mi;
 }
 
 /* Appends the frames for one user address, leaf first; returns how many. */
@@ -337,13 +356,10 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	struct vp_map *m = vp_procmaps__find(l->pm, pid, look, t);
 	char name[512];
 	if (m && is_file_backed(m->filename)) {
-		struct vp_elf *e = map_elf(l, m, pid);
-		/* The build-id check above found a mismatch: the file's symbols name the
-		 * wrong functions, so only the offset is shown. */
-		char recbid[41] = "";
-		if (m->build_id_size)
-			hex(m->build_id, m->build_id_size, recbid);
-		bool trusted = e && (!recbid[0] || !vp_elf__build_id(e)[0] || !strcmp(recbid, vp_elf__build_id(e)));
+		struct mapinfo *mi = map_info(l, m, pid);
+		struct vp_elf *e = mi ? mi->elf : NULL;
+		bool trusted = mi && mi->trusted;
+		const char *recbid = mi ? mi->recbid : "";
 		const char *bname = base_name(m->filename);
 		uint8_t layer = !strncmp(bname, "libjvm.so", 9) ? VP_LAYER_JVM : VP_LAYER_NATIVE;
 		uint64_t vaddr, off;
@@ -443,6 +459,10 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 
 static void loader_free(struct loader *l)
 {
+	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
+		n = mi->next;
+		free(mi);
+	}
 	for (size_t i = 0; i < l->nsamples; i++)
 		free(l->samples[i]);
 	free(l->samples);
@@ -468,7 +488,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		l.evmap[i] = -1;
 	l.pm = vp_procmaps__new();
 	l.ks = vp_ksyms__new();
-	l.elfs = vp_elfsym__new(debug_root);
+	l.elfs = vp_elfsym__new(debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT"));
 	if (!l.pm || !l.ks || !l.elfs) {
 		ret = -ENOMEM;
 		set_err(err, errlen, "out of memory loading %s", dir);
