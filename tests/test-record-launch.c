@@ -71,46 +71,53 @@ static int finish(pid_t pid)
 
 #define RUN(...) finish(start((char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, NULL))
 
-/* Reads the stream; returns whether it has END, with its body and the sample count. */
+/* Reads the stream; returns whether it has END, with its body and the sample count,
+ * and (when split3_samples) the samples of processes whose comm is split3. The comm
+ * may arrive after a process's first samples (the sampler drains CPUs in turn), so
+ * the pids are gathered in a first pass. */
 static bool read_end(const char *sess, struct vp_end *end, long *samples, long *split3_samples)
 {
 	char path[PATH_MAX + 32], err[512];
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, sess);
-	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
-	if (!r)
-		FAIL("%s", err);
-	const struct vp_record *rec;
+	static uint32_t spids[64];
+	int nsp = 0;
 	bool have = false;
-	int k;
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, sess);
 	*samples = 0;
 	if (split3_samples)
 		*split3_samples = 0;
-	/* pids whose comm is split3, to count a grandchild's samples */
-	static uint32_t spids[64];
-	int nsp = 0;
-	while ((k = cfile_reader__next(r, &rec)) == 1) {
-		if (rec->type == VP_REC_COMM) {
-			const struct vp_comm *c = vp_record_body(rec);
-			if (!strcmp(c->comm, "split3") && nsp < 64)
-				spids[nsp++] = c->pid;
-		}
-		if (rec->type == VP_REC_SAMPLE) {
-			const struct vp_sample *s = vp_record_body(rec);
-			(*samples)++;
-			for (int i = 0; split3_samples && i < nsp; i++)
-				if (spids[i] == s->pid) {
-					(*split3_samples)++;
-					break;
+	for (int pass = 0; pass < 2; pass++) {
+		struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+		if (!r)
+			FAIL("%s", err);
+		const struct vp_record *rec;
+		int k;
+		while ((k = cfile_reader__next(r, &rec)) == 1) {
+			if (pass == 0) {
+				if (rec->type == VP_REC_COMM) {
+					const struct vp_comm *c = vp_record_body(rec);
+					if (!strcmp(c->comm, "split3") && nsp < 64)
+						spids[nsp++] = c->pid;
 				}
+				if (rec->type == VP_REC_END) {
+					memcpy(end, vp_record_body(rec), sizeof(*end));
+					have = true;
+				}
+				continue;
+			}
+			if (rec->type == VP_REC_SAMPLE) {
+				const struct vp_sample *s = vp_record_body(rec);
+				(*samples)++;
+				for (int i = 0; split3_samples && i < nsp; i++)
+					if (spids[i] == s->pid) {
+						(*split3_samples)++;
+						break;
+					}
+			}
 		}
-		if (rec->type == VP_REC_END) {
-			memcpy(end, vp_record_body(rec), sizeof(*end));
-			have = true;
-		}
+		if (k < 0)
+			FAIL("%s: %s", path, cfile_reader__error(r));
+		cfile_reader__close(r);
 	}
-	if (k < 0)
-		FAIL("%s: %s", path, cfile_reader__error(r));
-	cfile_reader__close(r);
 	return have;
 }
 
