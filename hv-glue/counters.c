@@ -82,10 +82,10 @@ static int read_phys(struct ctr *e, uint64_t *phys)
 {
 #if HAVE_RDPMC
 	volatile struct perf_event_mmap_page *pc = e->pc;
-	uint64_t count, enabled, running, cyc = 0, time_offset = 0;
+	uint64_t count, enabled, running, cyc = 0, time_offset = 0, time_cycles = 0, time_mask = 0;
 	uint32_t seq, idx, time_mult = 0;
 	uint16_t time_shift = 0;
-	bool cap_time, cap_rdpmc;
+	bool cap_time, cap_short = false, cap_rdpmc;
 
 	do {
 		seq = pc->lock;
@@ -98,6 +98,11 @@ static int read_phys(struct ctr *e, uint64_t *phys)
 			time_offset = pc->time_offset;
 			time_mult = pc->time_mult;
 			time_shift = pc->time_shift;
+			cap_short = pc->cap_user_time_short;
+			if (cap_short) {
+				time_cycles = pc->time_cycles;
+				time_mask = pc->time_mask;
+			}
 		}
 		idx = pc->index;
 		cap_rdpmc = pc->cap_user_rdpmc;
@@ -116,7 +121,11 @@ static int read_phys(struct ctr *e, uint64_t *phys)
 
 	if (cap_rdpmc && idx) {
 		if (cap_time && enabled != running) {
-			/* Extend the times from the last page update to now (TSC based). */
+			/* Extend the times from the last page update to now (TSC based).
+			 * With a counter narrower than 64 bits (cap_user_time_short) the
+			 * cycles are relative to time_cycles. */
+			if (cap_short)
+				cyc = time_cycles + ((cyc - time_cycles) & time_mask);
 			uint64_t quot = cyc >> time_shift;
 			uint64_t rem = cyc & (((uint64_t)1 << time_shift) - 1);
 			uint64_t delta = time_offset + quot * time_mult + ((rem * time_mult) >> time_shift);
