@@ -373,6 +373,12 @@ int perf_sideband__handle(struct perf_sideband *sb, const struct perf_event_head
 		out.prev_tid = sid.tid;
 		out.next_pid = w->next_prev_pid;
 		out.next_tid = w->next_prev_tid;
+		/* A task that is exiting is no longer "alive" to perf, which then reports
+		 * its ids as -1 (kept: the next task is what attribution needs); on this
+		 * 6.18 kernel such switches sometimes come with next equal to prev, which
+		 * says nothing, so those are dropped. */
+		if (out.prev_pid == out.next_pid && out.prev_tid == out.next_tid)
+			return 1;
 		err = emit(sb, VP_REC_SWITCH, sid.time, &out, sizeof(out));
 		return err < 0 ? err : 1;
 	}
