@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -218,18 +219,21 @@ static int open_files(pid_t pid, char keys[][48], int max)
 	return n;
 }
 
+static int bpffs_entries;
+
+static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	bpffs_entries++;
+	return 0;
+}
+
+/* Everything pinned anywhere under the BPF filesystem (maps, programs, links, dirs). */
 static int count_bpffs(void)
 {
-	DIR *d = opendir("/sys/fs/bpf");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
+	bpffs_entries = 0;
+	if (nftw("/sys/fs/bpf", count_entry, 16, FTW_PHYS) != 0)
 		return 0;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return bpffs_entries;
 }
 
 int main(int argc, char **argv)
