@@ -278,12 +278,23 @@ static int find_debug_syms(struct vp_elfsym *c, struct vp_elf *e, Elf *elf)
 	return n;
 }
 
+static int load_elf(struct vp_elfsym *c, struct vp_elf *e, Elf *elf, const char *path);
+
 static int load_file(struct vp_elfsym *c, struct vp_elf *e, const char *path)
 {
-	int fd, err = 0;
+	int fd;
 	Elf *elf = open_elf(path, &fd);
 	if (!elf)
 		return -errno;
+	int err = load_elf(c, e, elf, path);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int load_elf(struct vp_elfsym *c, struct vp_elf *e, Elf *elf, const char *path)
+{
+	int err = 0;
 	e->path = strdup(path);
 	e->symsrc = strdup(path);
 	if (!e->path || !e->symsrc) {
@@ -335,8 +346,6 @@ static int load_file(struct vp_elfsym *c, struct vp_elf *e, const char *path)
 	}
 	e->nsyms = o;
 cleanup:
-	elf_end(elf);
-	close(fd);
 	if (err) {  /* leave e clean for the next candidate path */
 		for (size_t i = 0; i < e->nsyms; i++)
 			free(e->syms[i].name);
@@ -387,6 +396,37 @@ struct vp_elf *vp_elfsym__open(struct vp_elfsym *c, const char *path, uint32_t p
 			err = load_file(c, e, q);
 		}
 	}
+	e->err = -err;
+	e->next = c->files;
+	c->files = e;
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return e;
+}
+
+struct vp_elf *vp_elfsym__open_memory(struct vp_elfsym *c, const char *key, const void *image, size_t len)
+{
+	for (struct vp_elf *e = c->files; e; e = e->next)
+		if (!strcmp(e->key, key))
+			return e->err ? (errno = e->err, NULL) : e;
+	struct vp_elf *e = calloc(1, sizeof(*e));
+	char *copy = malloc(len ? len : 1);  /* libelf wants a writable image */
+	if (!e || !copy || !(e->key = strdup(key))) {
+		free(e);
+		free(copy);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, image, len);
+	int err = -ENOEXEC;
+	Elf *elf = elf_memory(copy, len);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		err = load_elf(c, e, elf, key);
+	if (elf)
+		elf_end(elf);
+	free(copy);
 	e->err = -err;
 	e->next = c->files;
 	c->files = e;

@@ -22,6 +22,10 @@ void vp_elfsym__free(struct vp_elfsym *c);   /* accepts NULL */
  * through /proc/<pid>/root (a container's view). NULL with errno when unreadable. */
 struct vp_elf *vp_elfsym__open(struct vp_elfsym *c, const char *path, uint32_t pid);
 
+/* Reads an ELF image from memory (e.g. this process's vDSO), cached under key; the
+ * image is copied. NULL with errno when it is not a readable ELF image. */
+struct vp_elf *vp_elfsym__open_memory(struct vp_elfsym *c, const char *key, const void *image, size_t len);
+
 /* Converts a runtime address in a mapping [map_start, ... ) at file offset pgoff into
  * the ELF's virtual address (the addresses nm prints), through the PT_LOAD segment
  * holding that file offset. Returns false when no segment holds it. */

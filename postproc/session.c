@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include "common/session_format.h"
 #include "postproc/elfsym.h"
@@ -59,6 +62,8 @@ struct loader {
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
+	struct vp_elf *vdso;         /* this process's vDSO, when it is the recorded kernel's */
+	bool vdso_tried;
 };
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -348,6 +353,29 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 	return mi;
 }
 
+/* The vDSO is not on disk. The one mapped into this process is the same image when the
+ * report runs on the kernel release that recorded, which is the common case (perf
+ * copies it at record time instead; the session format has no place for it yet). */
+static struct vp_elf *vdso_elf(struct loader *l)
+{
+	if (l->vdso_tried)
+		return l->vdso;
+	l->vdso_tried = true;
+	const char *k = vp_profile__meta(l->p, "kernel");
+	struct utsname u;
+	if (!k || uname(&u) || strcmp(k, u.release))
+		return NULL;
+	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
+	if (!img || memcmp(img, ELFMAG, SELFMAG) || img[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	const Elf64_Ehdr *eh = (const void *)img;
+	size_t len = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (len > (1u << 20))
+		return NULL;
+	l->vdso = vp_elfsym__open_memory(l->elfs, "[vdso] (this process)", img, len);
+	return l->vdso;
+}
+
 /* Appends the frames for one user address, leaf first; returns how many. */
 static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, bool caller, uint32_t *out,
 		       int max)
@@ -394,6 +422,14 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 #else
 	(void)j;
 #endif
+	struct vp_elf *vd;
+	uint64_t vv, voff;
+	const char *vs;
+	if (m && !strcmp(m->filename, "[vdso]") && (vd = vdso_elf(l)) && vp_elf__to_vaddr(vd, m->start, 0, look, &vv) &&
+	    (vs = vp_elf__symbol(vd, vv, &voff))) {
+		out[0] = add_frame(l, VP_LAYER_NATIVE, vs, "[vdso]", vp_elf__build_id(vd), vv - voff, "", 0);
+		return 1;
+	}
 	if (m && m->filename[0] == '[' && strncmp(m->filename, "[anon", 5)) {  /* [vdso], [vsyscall] */
 		snprintf(name, sizeof(name), "%s+0x%llx", m->filename, (unsigned long long)(ip - m->start));
 		out[0] = add_frame(l, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);

@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include "postproc/elfsym.h"
@@ -109,6 +110,23 @@ static void read_build_id(char *out, size_t len)
 	ASSERT_GT(strlen(out), 8);
 }
 
+/* The value of a .dynsym symbol of an ELF image in memory, parsed by hand. */
+static uint64_t mem_dynsym(const unsigned char *img, const char *name)
+{
+	const Elf64_Ehdr *eh = (const void *)img;
+	const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_DYNSYM)
+			continue;
+		const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
+		const char *str = (const char *)img + sh[sh[i].sh_link].sh_offset;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++)
+			if (!strcmp(str + sym[k].st_name, name))
+				return sym[k].st_value;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	char tmp[] = "/tmp/vp-test-elfsym-XXXXXX";
@@ -193,6 +211,24 @@ int main(void)
 	/* Not an ELF file. */
 	ASSERT_NULL(vp_elfsym__open(c, FX("fx-pie.nm"), 0));
 	ASSERT_EQ(errno, ENOEXEC);
+
+	/* An image in memory: this process's vDSO. */
+	const unsigned char *vdso = (const void *)getauxval(AT_SYSINFO_EHDR);
+	if (vdso) {
+		const Elf64_Ehdr *veh = (const void *)vdso;
+		size_t vlen = veh->e_shoff + (size_t)veh->e_shnum * veh->e_shentsize;
+		uint64_t cg = mem_dynsym(vdso, "__vdso_clock_gettime");
+		ASSERT_NE(cg, 0);
+		struct vp_elf *ve = vp_elfsym__open_memory(c2, "[vdso]", vdso, vlen);
+		ASSERT_NOT_NULL(ve);
+		uint64_t vv;
+		ASSERT_TRUE(vp_elf__to_vaddr(ve, 0x7fff00000000ull, 0, 0x7fff00000000ull + cg + 2, &vv));
+		const char *vn = vp_elf__symbol(ve, vv, &off);
+		ASSERT_NOT_NULL(vn);
+		/* __vdso_clock_gettime and clock_gettime alias one address; either names it. */
+		ASSERT_CONTAINS(vn, "clock_gettime");
+		ASSERT_UEQ(off, 2);
+	}
 
 	/* Demangling leaves C names alone. */
 	char buf[128];
