@@ -305,6 +305,28 @@ static void print_report(const struct stat_ctx *s, double secs)
 		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
 }
 
+/* A -p target has ended when it no longer exists or is a zombie that its parent has
+ * not reaped yet (kill(pid, 0) still succeeds for those). */
+static bool target_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -527,7 +549,7 @@ static int run(struct stat_ctx *s)
 				stat_interrupted = 0;
 			}
 		} else {
-			if (stat_interrupted || (kill(s->target, 0) && errno == ESRCH))
+			if (stat_interrupted || target_gone(s->target))
 				break;
 		}
 		if (s->o.per_thread && (err = scan_threads(s, false, false)) < 0 && err != -ENOENT) {
