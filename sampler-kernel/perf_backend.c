@@ -429,6 +429,8 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 				 strerror(-rc), cfg->target == SAMPLER_TARGET_ALL ? 0 : 1);
 		else if (rc == -ESRCH)
 			snprintf(err, errlen, "perf sampler: no such process to sample; check the pid");
+		else if (rc == -EMFILE)
+			snprintf(err, errlen, "perf sampler: out of file descriptors (one per thread, CPU and event with -p); raise 'ulimit -n' or use the bpf backend");
 		else
 			snprintf(err, errlen, "perf sampler: perf_event_open of '%s': %s; check the event with 'viprof probe'",
 				 cfg->events[0].name, strerror(-rc));
