@@ -121,7 +121,7 @@ static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t 
 	struct vp_sample *s = (void *)buf;
 	s->pid = pid;
 	s->tid = tid;
-	s->mode = nk ? VP_MODE_KERNEL : VP_MODE_USER;
+	s->mode = pid == 600 ? VP_MODE_HYPERVISOR : nk ? VP_MODE_KERNEL : VP_MODE_USER;
 	s->period = 1000000;
 	s->nr_kernel = (uint16_t)nk;
 	s->nr_user = (uint16_t)nu;
@@ -137,7 +137,7 @@ static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t 
 #define JIT_ADDR 0x7e0000001000ull
 
 static struct map pie, lib, lib2, cxx, nosyms;
-static uint64_t a_alpha, a_beta, a_main, a_lib_one, a_lib_two;
+static uint64_t a_alpha, a_beta, a_main, a_lib_one, a_lib_two, hv_ip;
 
 /* Runtime address of vaddr v in a mapping of m's file. */
 static uint64_t rt(const struct map *m, uint64_t v) { return m->bias + v; }
@@ -212,6 +212,11 @@ static void write_session(const char *dir, bool end, size_t chunk)
 	uint64_t s9[] = { JIT_ADDR + 0x10 };
 	w_sample(w, 2 * MS, 500, 500, 0, 1, s9, 1);
 	w_sample(w, 8 * MS, 500, 500, 0, 1, s9, 2);
+
+	/* pid 600: a sample taken in the hypervisor (fx-nopie stands in for xen-syms) */
+	w_comm(w, 0, 600, 600, "hv", false);
+	uint64_t s10[] = { hv_ip };
+	w_sample(w, 1 * MS, 600, 600, 1, 0, s10, 1);
 
 	struct vp_lost lost = { UINT32_MAX, VP_LOST_KERNEL_RING, 7 };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_LOST, base + 13 * MS, &lost, sizeof(lost)));
@@ -306,6 +311,7 @@ int main(void)
 	a_main = nm_addr(FX("fx-pie.nm"), "main");
 	a_lib_one = nm_addr(FX("libfx.nm"), "fx_lib_one");
 	a_lib_two = nm_addr(FX("libfx.nm"), "fx_lib_two");
+	hv_ip = nm_addr(FX("fx-nopie.nm"), "fx_beta") + 4;
 
 	char dir[] = "/tmp/vp-test-session-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(dir));
@@ -401,6 +407,27 @@ int main(void)
 	fo = folded(p);
 	ASSERT_STREQ(fo, "java;B.new()_[j] 3\n");
 	free(fo);
+	vp_profile__free(p);
+
+	/* Hypervisor frames: named with --hv-syms, else by address; a bad file is an error. */
+	uint32_t p600[] = { 600 };
+	o = (struct vp_session_opts){ .pids = p600, .npids = 1, .hv_syms = FX("fx-nopie") };
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	ASSERT_STREQ(fo, "hv;fx_beta 1\n");
+	free(fo);
+	ASSERT_EQ(p->frames[p->stacks[0].frames[0]].layer, VP_LAYER_HYPERVISOR);
+	vp_profile__free(p);
+	o.hv_syms = NULL;
+	p = load(dir, &o, 0);
+	fo = folded(p);
+	char hvexp[64];
+	snprintf(hvexp, sizeof(hvexp), "hv;[hypervisor] 0x%llx 1\n", (unsigned long long)hv_ip);
+	ASSERT_STREQ(fo, hvexp);
+	free(fo);
+	vp_profile__free(p);
+	o.hv_syms = "/nonexistent/xen-syms";
+	p = load(dir, &o, -ENOENT);
 	vp_profile__free(p);
 
 	/* Filters: comm, tid, time window (seconds since the file was created, which is
