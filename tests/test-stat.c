@@ -292,6 +292,51 @@ static void test_per_thread_total(const char *self)
 	ASSERT_LE(nrest, nall);
 }
 
+/* -p ends by itself when the target exits, even while it is an unreaped zombie (we
+ * reap it only after viprof stat returned), and counts what it did after attach. */
+static void test_pid_exit(void)
+{
+	const char *errfile = "test-stat.pid-exit.txt";
+	int go[2], status;
+	char pidarg[16], c;
+	pid_t wl, st;
+
+	ASSERT_OK(pipe(go));
+	wl = fork();
+	ASSERT_GE(wl, 0);
+	if (wl == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		burn_ms(200);
+		_exit(0);
+	}
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)wl);
+	char *args[] = { "viprof", "stat", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
+	st = spawn(args, errfile);
+	for (int i = 0; count_perf_fds(st) < 1; i++) {
+		if (i > 1000)
+			FAIL("viprof stat did not open its event:\n%s", slurp(errfile));
+		usleep(10000);
+	}
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	for (int i = 0; waitpid(st, &status, WNOHANG) != st; i++) {
+		if (i > 500) {
+			kill(st, SIGKILL);
+			FAIL("viprof stat -p did not notice that its target exited (zombie)");
+		}
+		usleep(10000);
+	}
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	waitpid(wl, NULL, 0);
+	const char *out = slurp(errfile);
+	fprintf(stderr, "%s", out);
+	double ms = strtod(out, NULL);
+	ASSERT_CONTAINS(out, ",msec,task-clock,");
+	ASSERT_GE(ms, 199.0);
+	ASSERT_LE(ms, 260.0);
+}
+
 static void test_errors(void)
 {
 	const char *errfile = "test-stat.errors.txt";
@@ -359,6 +404,7 @@ int main(int argc, char **argv)
 	test_errors();
 	test_inherit_and_status(self);
 	test_per_thread_total(self);
+	test_pid_exit();
 	test_per_thread_vs_schedstat();
 	printf("test-stat: ok\n");
 	return 0;
