@@ -366,8 +366,15 @@ static pid_t launch(char **cmd, int *go_fd, int *exec_fd)
 		return -e;
 	}
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		int e = errno;
+
+		close(go[0]);
+		close(go[1]);
+		close(ex[0]);
+		close(ex[1]);
+		return -e;
+	}
 	if (pid == 0) {
 		char c;
 
@@ -489,8 +496,8 @@ static int run(struct stat_ctx *s)
 				s->have_all = true;
 			}
 		}
-		/* The name exec will give it; a command that exits before the first poll
-		 * would otherwise be shown under our own name. */
+		/* The name exec will give it, kept should the command exit before its
+		 * name can be read below; it would otherwise show under our own name. */
 		const char *base = strrchr(s->o.cmd[0], '/');
 		snprintf(s->th[0].comm, sizeof(s->th[0].comm), "%.15s", base ? base + 1 : s->o.cmd[0]);
 		t0 = now_s();
