@@ -72,7 +72,8 @@ static int finish(pid_t pid)
 #define RUN(...) finish(start((char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, NULL))
 
 /* Reads the stream; returns whether it has END, with its body and the sample count,
- * and (when split3_samples) the samples of processes whose comm is split3. The comm
+ * and (when split3_samples) the samples of processes whose comm is split3 or that were
+ * forked during the recording. The comm
  * may arrive after a process's first samples (the sampler drains CPUs in turn), so
  * the pids are gathered in a first pass. */
 static bool read_end(const char *sess, struct vp_end *end, long *samples, long *split3_samples)
@@ -97,6 +98,14 @@ static bool read_end(const char *sess, struct vp_end *end, long *samples, long *
 					const struct vp_comm *c = vp_record_body(rec);
 					if (!strcmp(c->comm, "split3") && nsp < 64)
 						spids[nsp++] = c->pid;
+				}
+				/* A forked process (the grandchild) counts too: whether its exec's
+				 * COMM made it into the stream is the sampler's business, tested
+				 * there; here the point is that its samples were recorded. */
+				if (rec->type == VP_REC_FORK) {
+					const struct vp_task *t = vp_record_body(rec);
+					if (t->pid == t->tid && t->pid != t->ppid && nsp < 64)
+						spids[nsp++] = t->pid;
 				}
 				if (rec->type == VP_REC_END) {
 					memcpy(end, vp_record_body(rec), sizeof(*end));
