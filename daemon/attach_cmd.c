@@ -1,8 +1,75 @@
-/* Placeholder until the component lands. */
+/* viprof attach PID [--dir DIR]: load the agent into a running JVM. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "daemon/jvm_attach.h"
+
+#define DEFAULT_DIR "/tmp/viprof-jit"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: viprof attach PID [--dir DIR]\n"
+		"Loads the viprof JVMTI agent into the running HotSpot JVM PID (as its user), which then\n"
+		"writes its JIT code maps to DIR/<pid>/codemap.vpm (default " DEFAULT_DIR "), replaying the\n"
+		"code compiled before the attach. DIR is a path as the JVM sees it (inside its container).\n"
+		"examples:\n"
+		"  viprof attach 4242\n"
+		"  viprof attach 4242 --dir /tmp/maps && viprof maps /tmp/maps --pid 4242 list\n");
+}
+
 int cmd_attach(int argc, char **argv)
 {
-	fprintf(stderr, "viprof: '%s' is not built yet\n", argv[0]);
-	return 1;
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *dir = DEFAULT_DIR;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	char *end;
+	long pid = strtol(argv[optind], &end, 10);
+	if (*end || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "viprof attach: '%s' is not a process id\n", argv[optind]);
+		return 2;
+	}
+	const char *agent = viprof_agent_path();
+	if (!agent) {
+		fprintf(stderr, "viprof attach: libviprof-jvmti.so not found next to viprof; build target viprof-jvmti or set VIPROF_AGENT\n");
+		return 1;
+	}
+	/* The JVM resolves a relative dir against its own cwd; make it ours. */
+	char abs[PATH_MAX], cwd[PATH_MAX - 256];
+	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, dir);
+	else
+		snprintf(abs, sizeof(abs), "%s", dir);
+	char options[PATH_MAX + 16], err[1024];
+	snprintf(options, sizeof(options), "dir=%s", abs);
+	int ret = vp_jvm__attach((pid_t)pid, agent, options, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "viprof attach: %s\n", err);
+		return 1;
+	}
+	printf("viprof agent loaded into JVM %ld; code maps in %s/<its pid>/\n", pid, abs);
+	return 0;
 }

@@ -37,8 +37,8 @@
 #define MAX_LINES 2048
 #define SEEN_SLOTS (1u << 18) /* method ids already named; open addressing, no growth */
 
-/* Internal queue record: a GC finished (never written to the file). */
-#define Q_GC 0x100u
+/* GC finish times, published lock-free by the GC callback (see cb_gc_finish). */
+#define GC_RING 64
 
 struct interval {
 	uint64_t start, end;
@@ -67,6 +67,11 @@ static struct agent {
 	bool stopping, thread_running, thread_done;
 	uint64_t *seen;  /* jmethodIDs with a METHOD_NAME queued; 0 = empty slot */
 	size_t nseen;
+
+	/* Written only by the GC callback (one VM thread at a time), read by the writer. */
+	uint64_t gc_time[GC_RING];
+	uint64_t gc_head;      /* published with release semantics */
+	uint64_t gc_tail;      /* writer side */
 
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
 	struct cfile_writer *w;
@@ -386,15 +391,18 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	unlock_notify();
 }
 
-/* Runs inside the GC: raw monitor calls and the preallocated queue only. */
+/* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
+ * monitor: a Java thread that holds it blocks for this very safepoint inside
+ * RawMonitorNotifyAll/Exit, and the GC would then wait for it forever (seen on JDK 25).
+ * So it only stores the time into a preallocated ring and publishes it; the writer
+ * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
 	if (A.disabled)
 		return;
-	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
-	q_reserve(Q_GC, now_ns(), 0);
-	(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
-	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+	uint64_t h = __atomic_load_n(&A.gc_head, __ATOMIC_RELAXED);
+	A.gc_time[h % GC_RING] = now_ns();
+	__atomic_store_n(&A.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- the writer side (agent thread) ---- */
@@ -482,9 +490,6 @@ static int write_record(const struct vp_record *r)
 	const void *body = vp_record_body(r);
 	int err = 0;
 	switch (r->type) {
-	case Q_GC:
-		/* An epoch that saw no code change needs no successor. */
-		return A.epoch_dirty ? next_epoch(VP_EPOCH_GC, r->time) : 0;
 	case VP_CM_METHOD_LOAD: {
 		const struct vp_cm_method_load *l = body;
 		uint64_t s = l->code_start, e = l->code_start + (l->code_size ? l->code_size : 1);
@@ -508,16 +513,39 @@ static int write_record(const struct vp_record *r)
 	return cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
 }
 
-/* Writes the queue half the callbacks no longer fill. */
+/* Starts a GC epoch for each GC that finished at or before t.
+ * An epoch that saw no code change needs no successor, so idle GCs add no epochs. */
+static int apply_gcs(uint64_t t)
+{
+	uint64_t head = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
+	if (head - A.gc_tail > GC_RING)
+		A.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
+	while (A.gc_tail < head) {
+		uint64_t g = A.gc_time[A.gc_tail % GC_RING];
+		if (g > t)
+			break;
+		A.gc_tail++;
+		if (A.epoch_dirty) {
+			int err = next_epoch(VP_EPOCH_GC, g);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
 static int drain(const uint8_t *buf, size_t len)
 {
+	int err;
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
-		int err = write_record(r);
-		if (err)
+		if ((err = apply_gcs(r->time)) || (err = write_record(r)))
 			return err;
 		off += r->size;
 	}
+	/* GCs after the last record wait for the next one: records still on their way
+	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
 	if (t - A.last_flush >= 1000000000ull) {
 		A.last_flush = t;

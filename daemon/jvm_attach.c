@@ -1,0 +1,330 @@
+/* HotSpot dynamic attach (the protocol jcmd and jattach speak on Linux):
+ *  1. the JVM listens on <its /tmp>/.java_pid<ns pid> once its attach listener runs;
+ *  2. if not yet, we create .attach_pid<ns pid> in its cwd (or its /tmp) and send SIGQUIT,
+ *     which makes the JVM start the listener instead of printing a thread dump;
+ *  3. we connect and send "1\0load\0<agent>\0true\0<options>\0"; the JVM answers with the
+ *     attach result code, a newline, then the agent's return code.
+ * The JVM only accepts a peer with its own euid/egid (SO_PEERCRED), so the protocol runs
+ * in a forked child that takes the target's credentials; the caller never changes ids
+ * (seteuid in a threaded recorder would change them for every thread). Paths go through
+ * /proc/PID/root and /proc/PID/cwd so a JVM in a container is reached in its own mount
+ * namespace, under its own pid (NSpid). */
+#define _GNU_SOURCE
+#include "daemon/jvm_attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LISTENER_WAIT_MS 5000
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	if (!err || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+bool vp_jvm__is_hotspot(pid_t pid)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libjvm.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+struct target {
+	pid_t pid, nspid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Effective uid/gid and the innermost namespace pid, from /proc/PID/status. */
+static int read_target(pid_t pid, struct target *t)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	t->pid = pid;
+	t->nspid = pid;
+	int have = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long r, e;
+		if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
+			t->uid = (uid_t)e;
+			have |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2) {
+			t->gid = (gid_t)e;
+			have |= 2;
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			/* The last field is the pid inside the JVM's own pid namespace. */
+			char *s = line + 6, *end;
+			for (;;) {
+				long v = strtol(s, &end, 10);
+				if (end == s)
+					break;
+				t->nspid = (pid_t)v;
+				s = end;
+			}
+		}
+	}
+	fclose(f);
+	return have == 3 ? 0 : -EPROTO;
+}
+
+static long elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The JVM opens the agent in its own mount namespace: if it would see a different file
+ * there (a container), copy ours into its /tmp and return that path instead. */
+static int agent_visible_path(const struct target *t, const char *agent, char *out, size_t outlen,
+			      char *err, size_t errlen)
+{
+	char there[PATH_MAX + 64];
+	struct stat a, b;
+	if (stat(agent, &a)) {
+		set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(errno));
+		return -errno;
+	}
+	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
+	if (!stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		snprintf(out, outlen, "%s", agent);
+		return 0;
+	}
+	snprintf(out, outlen, "/tmp/.viprof-jvmti-%d.so", (int)t->nspid);
+	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, out);
+	int in = open(agent, O_RDONLY | O_CLOEXEC), fd = -1, ret = 0;
+	unlink(there);
+	if (in >= 0)
+		fd = open(there, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (in < 0 || fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "copying the agent into the JVM's /tmp (%s) failed: %s; make the agent path visible inside the container",
+			there, strerror(errno));
+		goto cleanup;
+	}
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(fd, buf, (size_t)n) != n) {
+			ret = -EIO;
+			set_err(err, errlen, "copying the agent into %s failed: short write; check free space in the JVM's /tmp", there);
+			goto cleanup;
+		}
+	}
+	if (fchown(fd, t->uid, t->gid)) {
+		/* Readable anyway (0644); ownership is cosmetic. */
+	}
+cleanup:
+	if (in >= 0)
+		close(in);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
+static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
+{
+	char sock[PATH_MAX], trig[PATH_MAX];
+	struct stat st;
+	int fd = -1, ret = 0;
+	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)t->pid, (int)t->nspid);
+	if (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
+		snprintf(trig, sizeof(trig), "/proc/%d/cwd/.attach_pid%d", (int)t->pid, (int)t->nspid);
+		int tf = open(trig, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (tf < 0) {
+			snprintf(trig, sizeof(trig), "/proc/%d/root/tmp/.attach_pid%d", (int)t->pid, (int)t->nspid);
+			tf = open(trig, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		}
+		if (tf < 0) {
+			ret = -errno;
+			set_err(err, errlen, "cannot create the attach trigger %s: %s; check the JVM's /tmp", trig, strerror(errno));
+			return ret;
+		}
+		close(tf);
+		if (kill(t->pid, SIGQUIT)) {
+			ret = -errno;
+			set_err(err, errlen, "signalling JVM %d failed: %s", (int)t->pid, strerror(errno));
+			unlink(trig);
+			return ret;
+		}
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
+				unlink(trig);
+				set_err(err, errlen,
+					"JVM %d did not open its attach socket within %d s: it probably runs with -XX:+DisableAttachMechanism "
+					"(restart it without, or start it with -agentpath:<libviprof-jvmti.so>=dir=<dir>)",
+					(int)t->pid, LISTENER_WAIT_MS / 1000);
+				return -ETIMEDOUT;
+			}
+			usleep(20000);
+		}
+		unlink(trig);
+	}
+
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof(sa.sun_path)) {
+		set_err(err, errlen, "attach socket path %s is too long for AF_UNIX", sock);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
+			(int)t->pid, strerror(errno), (unsigned)t->uid);
+		goto cleanup;
+	}
+	char req[PATH_MAX * 3];
+	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options ? options : "", 0);
+	if (n <= 0 || (size_t)n >= sizeof(req)) {
+		ret = -ENAMETOOLONG;
+		set_err(err, errlen, "agent path and options are too long");
+		goto cleanup;
+	}
+	if (write(fd, req, (size_t)n) != n) {
+		ret = -EIO;
+		set_err(err, errlen, "sending the load command to JVM %d failed: %s", (int)t->pid, strerror(errno));
+		goto cleanup;
+	}
+	char resp[2048];
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(resp) - 1 && (k = read(fd, resp + got, sizeof(resp) - 1 - got)) > 0)
+		got += (size_t)k;
+	resp[got] = '\0';
+	char *nl = strchr(resp, '\n');
+	for (char *p = resp; *p; p++)
+		if (*p == '\n' && p[1])
+			*p = ' ';
+	resp[strcspn(resp, "\n")] = '\0';
+	if (!got || atoi(resp) != 0) {
+		ret = -EPROTO;
+		set_err(err, errlen, "JVM %d refused the load command: \"%s\"; check that the JVM can read %s", (int)t->pid,
+			got ? resp : "(no answer)", agent);
+		goto cleanup;
+	}
+	/* After the result code: the agent's return, as "N" (JDK <= 20) or "return code: N". */
+	const char *rc = nl ? nl + 1 : "";
+	const char *colon = strrchr(rc, ':');
+	if (colon)
+		rc = colon + 1;
+	if (*rc && atoi(rc) != 0) {
+		ret = -ENOEXEC;
+		set_err(err, errlen, "the viprof agent failed to start in JVM %d (%s); its own one-line reason is on the JVM's stderr",
+			(int)t->pid, resp);
+	}
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen)
+{
+	struct target t = { 0 };
+	char agent[PATH_MAX];
+	int ret = read_target(pid, &t);
+	if (ret) {
+		set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
+		return ret;
+	}
+	if (!vp_jvm__is_hotspot(pid)) {
+		set_err(err, errlen, "process %d is not a HotSpot JVM (no libjvm.so mapped); attach works for HotSpot/OpenJDK only", (int)pid);
+		return -ESRCH;
+	}
+	if (geteuid() != 0 && geteuid() != t.uid) {
+		set_err(err, errlen, "JVM %d runs as uid %u and we are uid %u; run viprof as that user or as root",
+			(int)pid, (unsigned)t.uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), err, errlen)))
+		return ret;
+
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC)) {
+		set_err(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		ret = -errno;
+		set_err(err, errlen, "fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
+	if (child == 0) {
+		char msg[1024] = "";
+		int r = 0;
+		close(pfd[0]);
+		alarm(LISTENER_WAIT_MS / 1000 + 10); /* a JVM that never answers must not hang us */
+		if (geteuid() == 0 && (t.uid != 0 || t.gid != 0)) {
+			if (setgroups(0, NULL) || setgid(t.gid) || setuid(t.uid)) {
+				r = -errno;
+				snprintf(msg, sizeof(msg), "switching to JVM %d's uid %u/gid %u failed: %s", (int)pid,
+					 (unsigned)t.uid, (unsigned)t.gid, strerror(errno));
+			}
+		}
+		if (!r)
+			r = attach_child(&t, agent, options, msg, sizeof(msg));
+		char out[1100];
+		int n = snprintf(out, sizeof(out), "%d\t%s", r, msg);
+		if (write(pfd[1], out, (size_t)n) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(pfd[1]);
+	char buf[1100];
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(buf) - 1 && ((k = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
+		if (k > 0)
+			got += (size_t)k;
+	buf[got] = '\0';
+	close(pfd[0]);
+	int status = 0;
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	char *tab = strchr(buf, '\t');
+	if (!got || !tab) {
+		set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
+			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
+		return -ETIMEDOUT;
+	}
+	ret = atoi(buf);
+	if (ret)
+		set_err(err, errlen, "%s", tab + 1);
+	return ret;
+}

@@ -1,0 +1,19 @@
+/* HotSpot dynamic attach: load the viprof agent into a running JVM (API agreed in the
+ * team's apis brief). */
+#ifndef VIPROF_JVM_ATTACH_H
+#define VIPROF_JVM_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* libjvm.so mapped in /proc/PID/maps. */
+bool vp_jvm__is_hotspot(pid_t pid);
+
+/* Loads agent_path with options into the running JVM pid via the attach protocol (acting
+ * as the target's uid/gid, through /proc/PID/root for containers). 0 or -errno with a
+ * one-line reason in err naming the cause and the fix. Takes up to ~6 s when the JVM's
+ * attach listener has to be started. Forks; the caller's credentials never change. */
+int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen);
+
+#endif
