@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
+#include "daemon/record_jvm.h"
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
 #include "hv-glue/events.h"
@@ -480,6 +481,23 @@ int cmd_record(int argc, char **argv)
 	if (e) {
 		fprintf(stderr, "viprof record: cannot read the processes' mappings: %s\n", strerror(-e));
 		goto cleanup;
+	}
+
+	/* Running JVMs get the agent before sampling starts, so that every sample of their
+	 * JIT code falls after the code maps began. */
+	if (o.target != RECORD_TARGET_LAUNCH && !o.no_jit) {
+		const char *agent = viprof_agent_path();
+		if (!agent || !*agent) {
+			fprintf(stderr, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
+					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
+		} else {
+			e = record_jvm__attach(w, o.pids, o.npids, o.target == RECORD_TARGET_ALL, agent);
+			if (e < 0) {
+				fprintf(stderr, "viprof record: cannot write the session in %s: %s\n",
+					vp_session_writer__dir(w), strerror(-e));
+				goto cleanup;
+			}
+		}
 	}
 
 	struct sigaction sa = { .sa_handler = on_signal };

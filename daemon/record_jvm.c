@@ -1,0 +1,156 @@
+/* Dynamic attach of the agent for -p/-a recordings: see record_jvm.h. */
+#define _GNU_SOURCE
+#include "daemon/record_jvm.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/session_format.h"
+#include "daemon/jvm_attach.h"
+#include "daemon/session_writer.h"
+
+/* Reads a whole /proc file of NUL-separated strings; returns its length or -1. */
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t got = 0;
+	ssize_t k;
+	while (got < len - 1 && (k = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)k;
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+/* Applies each ±PreserveFramePointer in text (space-separated JVM options) to *state. */
+static void scan_options(const char *text, size_t len, int *state)
+{
+	static const char on[] = "-XX:+PreserveFramePointer", off[] = "-XX:-PreserveFramePointer";
+	for (size_t i = 0; i + sizeof(on) - 1 <= len; i++) {
+		if (!memcmp(text + i, on, sizeof(on) - 1))
+			*state = 1;
+		else if (!memcmp(text + i, off, sizeof(off) - 1))
+			*state = 0;
+	}
+}
+
+bool record_jvm__frame_pointers(pid_t pid)
+{
+	static char buf[1 << 16];
+	int state = 0;
+	/* HotSpot reads JAVA_TOOL_OPTIONS (and the launcher JDK_JAVA_OPTIONS) before the
+	 * command line, so the command line has the last word. */
+	ssize_t n = read_proc(pid, "environ", buf, sizeof(buf));
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+		if (!strncmp(buf + i, "JAVA_TOOL_OPTIONS=", 18) || !strncmp(buf + i, "JDK_JAVA_OPTIONS=", 17))
+			scan_options(buf + i, strlen(buf + i), &state);
+	}
+	n = read_proc(pid, "cmdline", buf, sizeof(buf));
+	if (n > 0)
+		scan_options(buf, (size_t)n, &state);
+	return state == 1;
+}
+
+/* The agent writes <session>/jit/<pid>/ as the JVM's user, who may not be us and so
+ * cannot create entries in our jit/ (0755): make the directory for it, owned by it. */
+static void prepare_maps_dir(const char *session, pid_t pid)
+{
+	char path[PATH_MAX + 64], proc[64];
+	struct stat st;
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR "/%d", session, (int)pid);
+	if (stat(proc, &st) != 0)
+		return;
+	if (mkdir(path, 0700) == 0 && (st.st_uid != geteuid() || st.st_gid != getegid()))
+		if (chown(path, st.st_uid, st.st_gid) != 0)
+			fprintf(stderr, "viprof: warning: cannot give %s to uid %u: %s\n", path, (unsigned)st.st_uid,
+				strerror(errno));
+}
+
+static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
+{
+	const char *session = vp_session_writer__dir(w);
+	char options[PATH_MAX + 16], err[512] = "", rel[64];
+	struct timespec ts;
+	uint32_t flags = 0;
+
+	snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
+	prepare_maps_dir(session, pid);
+	if (!record_jvm__frame_pointers(pid))
+		flags |= VP_JVM_NO_FRAME_POINTERS;
+	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	if (e == 0) {
+		flags |= VP_JVM_AGENT_LOADED;
+	} else {
+		flags |= VP_JVM_ATTACH_REFUSED;
+		if (err[0])   /* the attach reason names the JVM already */
+			fprintf(stderr, "viprof: %s; its Java methods will not be named\n", err);
+		else
+			fprintf(stderr, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
+				(int)pid, strerror(-e));
+	}
+	if (flags & VP_JVM_NO_FRAME_POINTERS)
+		fprintf(stderr, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
+			(int)pid);
+	size_t rl = strlen(rel);
+	char body[sizeof(struct vp_jvm) + 64];
+	struct vp_jvm *j = (struct vp_jvm *)body;
+	memset(body, 0, sizeof(body));
+	j->pid = (uint32_t)pid;
+	j->flags = flags;
+	memcpy(j->maps_dir, rel, rl + 1);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int we = vp_session_writer__emit(w, VP_REC_JVM, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+					 body, sizeof(*j) + rl + 1);
+	if (we)
+		return we;
+	return e == 0 ? 1 : 0;
+}
+
+int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent)
+{
+	int loaded = 0, r;
+	if (!all) {
+		for (int i = 0; i < npids; i++) {
+			if (!vp_jvm__is_hotspot(pids[i]))
+				continue;
+			if ((r = attach_one(w, pids[i], agent)) < 0)
+				return r;
+			loaded += r;
+		}
+		return loaded;
+	}
+	DIR *d = opendir("/proc");
+	if (!d)
+		return loaded;
+	struct dirent *e;
+	pid_t self = getpid();
+	while ((e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(e->d_name);
+		if (pid == self || !vp_jvm__is_hotspot(pid))
+			continue;
+		if ((r = attach_one(w, pid, agent)) < 0) {
+			closedir(d);
+			return r;
+		}
+		loaded += r;
+	}
+	closedir(d);
+	return loaded;
+}

@@ -1,0 +1,22 @@
+/* JVMs among the processes of 'viprof record -p/-a': load the viprof agent into each
+ * HotSpot JVM by dynamic attach (daemon/jvm_attach.h) so that its JIT code maps land
+ * in <session>/jit/<pid>/, and record a VP_REC_JVM saying what happened. */
+#ifndef VIPROF_DAEMON_RECORD_JVM_H
+#define VIPROF_DAEMON_RECORD_JVM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct vp_session_writer;
+
+/* Attaches to the JVMs among pids (or, when all, among every process but ourselves).
+ * A JVM that refuses is reported in one line on stderr and recorded with
+ * VP_JVM_ATTACH_REFUSED; recording goes on. Returns the number of JVMs the agent was
+ * loaded into, or the session writer's -errno. */
+int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent);
+
+/* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
+ * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */
+bool record_jvm__frame_pointers(pid_t pid);
+
+#endif
