@@ -1,0 +1,262 @@
+/* viprof record and JVMs: in launch mode the agent comes in through JAVA_TOOL_OPTIONS;
+ * with -p it is attached to the running JVM, which gets a VP_REC_JVM record (agent
+ * loaded, frame pointers as the JVM was started). Either way the code maps land in
+ * <session>/jit/<pid>/ and JitSplit's hot methods resolve with their 50/30/20 split
+ * (which needs frame pointers: without them a sample in a separately compiled callee
+ * loses its caller). --no-jit leaves the JVM alone. The frame-pointer detection is
+ * checked on plain processes with the flag in their command line and environment. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "common/session_format.h"
+#include "daemon/record_jvm.h"
+#include "postproc/profile.h"
+#include "postproc/session.h"
+#include "test.h"
+
+static char tmp[] = "/tmp/vp-test-record-jvm-XXXXXX";
+static char java[PATH_MAX], classes[PATH_MAX + 16], out[8192];
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static int run(char *const argv[])
+{
+	char log[PATH_MAX + 8];
+	snprintf(log, sizeof(log), "%s/log", tmp);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	int status;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	FILE *f = fopen(log, "r");
+	out[0] = '\0';
+	if (f) {
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
+	if (strstr(out, "no sampler backend can run here"))
+		SKIP("%s", out);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Number of files in <sess>/jit/<pid>/, or -1 when the directory is missing. */
+static int maps_files(const char *sess, pid_t pid)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/jit/%d", sess, (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Shares of hotA/hotB/hotC among samples of pid whose stack holds one of them. */
+static void hot_split(const char *sess, uint32_t pid, double share[3])
+{
+	char err[512];
+	struct vp_profile *p = vp_profile__new();
+	struct vp_session_opts o = { .pids = &pid, .npids = 1 };
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(sess, p, &o, err, sizeof(err)))
+		FAIL("load %s: %s", sess, err);
+	static const char *names[3] = { "JitSplit.hotA", "JitSplit.hotB", "JitSplit.hotC" };
+	double hit[3] = { 0 }, total = 0;
+	bool jit_layer = false;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		for (uint32_t f = 0; f < s->nframes; f++) {
+			const struct vp_frame *fr = &p->frames[s->frames[f]];
+			int k = -1;
+			for (int j = 0; j < 3; j++)
+				if (!strncmp(fr->name, names[j], strlen(names[j])))
+					k = j;
+			if (k < 0)
+				continue;
+			jit_layer |= fr->layer == VP_LAYER_JIT;
+			hit[k] += (double)s->samples[0];
+			total += (double)s->samples[0];
+			break;
+		}
+	}
+	vp_profile__free(p);
+	fprintf(stderr, "%s: hotA %.0f hotB %.0f hotC %.0f samples\n", sess, hit[0], hit[1], hit[2]);
+	ASSERT_TRUE(jit_layer);
+	ASSERT_GT(total, 300);
+	for (int j = 0; j < 3; j++)
+		share[j] = hit[j] / total;
+}
+
+static void check_split(const double s[3])
+{
+	ASSERT_DBL_NEAR(s[0], 0.5, 0.1);
+	ASSERT_DBL_NEAR(s[1], 0.3, 0.1);
+	ASSERT_DBL_NEAR(s[2], 0.2, 0.1);
+}
+
+/* VP_REC_JVM records: how many, and the flags of the one for pid. */
+static int jvm_records(const char *sess, pid_t pid, uint32_t *flags)
+{
+	char path[PATH_MAX + 32], err[512];
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, sess);
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	if (!r)
+		FAIL("%s", err);
+	const struct vp_record *rec;
+	int n = 0;
+	*flags = 0;
+	while (cfile_reader__next(r, &rec) == 1) {
+		if (rec->type != VP_REC_JVM)
+			continue;
+		const struct vp_jvm *j = vp_record_body(rec);
+		n++;
+		if (j->pid == (uint32_t)pid) {
+			*flags = j->flags;
+			char want[32];
+			snprintf(want, sizeof(want), "jit/%d", (int)pid);
+			ASSERT_STREQ(j->maps_dir, want);
+		}
+	}
+	cfile_reader__close(r);
+	return n;
+}
+
+static pid_t start_jvm(const char *seconds)
+{
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		unsetenv("JAVA_TOOL_OPTIONS");
+		execl(java, java, "-XX:+PreserveFramePointer", "-cp", classes, "JitSplit", seconds, (char *)NULL);
+		_exit(126);
+	}
+	return pid;
+}
+
+/* A sleeping shell with jto as JAVA_TOOL_OPTIONS (or none) and flag in its argv. */
+static bool fp_of(const char *jto, const char *flag)
+{
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (jto)
+			setenv("JAVA_TOOL_OPTIONS", jto, 1);
+		else
+			unsetenv("JAVA_TOOL_OPTIONS");
+		execl("/bin/sh", "sh", "-c", "sleep 5", "sh", flag, (char *)NULL);
+		_exit(126);
+	}
+	sleep_ms(100);
+	bool fp = record_jvm__frame_pointers(pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return fp;
+}
+
+static void test_frame_pointer_detection(void)
+{
+	ASSERT_FALSE(fp_of(NULL, "-Xmx1g"));
+	ASSERT_TRUE(fp_of(NULL, "-XX:+PreserveFramePointer"));
+	ASSERT_TRUE(fp_of("-Xss1m -XX:+PreserveFramePointer", "-Xmx1g"));
+	/* The command line comes after JAVA_TOOL_OPTIONS, so it has the last word. */
+	ASSERT_FALSE(fp_of("-XX:+PreserveFramePointer", "-XX:-PreserveFramePointer"));
+	ASSERT_TRUE(fp_of("-XX:-PreserveFramePointer", "-XX:+PreserveFramePointer"));
+}
+
+int main(void)
+{
+	REQUIRE_ROOT();
+	test_frame_pointer_detection();
+	char agent[PATH_MAX], javac[PATH_MAX], cmd[4 * PATH_MAX], sess[PATH_MAX + 16], pidarg[32];
+	snprintf(java, sizeof(java), "%s/bin/java", JDK_HOME);
+	snprintf(javac, sizeof(javac), "%s/bin/javac", JDK_HOME);
+	if (access(java, X_OK) || access(javac, X_OK))
+		SKIP("no JDK at %s", JDK_HOME);
+	snprintf(agent, sizeof(agent), "%s", VIPROF_BIN);
+	*strrchr(agent, '/') = '\0';
+	strcat(agent, "/../jvm-agent/libviprof-jvmti.so");
+	if (access(agent, R_OK))
+		SKIP("the JVM agent is not built (%s)", agent);
+	ASSERT_NOT_NULL(mkdtemp(tmp));
+	snprintf(classes, sizeof(classes), "%s/classes", tmp);
+	snprintf(cmd, sizeof(cmd), "%s --release 17 -nowarn -d %s %s/tests/java/JitSplit.java", javac, classes, SRCDIR);
+	ASSERT_OK(system(cmd));
+
+	/* Launch: the Java program's exit status comes through; its maps are in jit/<pid>. */
+	snprintf(sess, sizeof(sess), "%s/launch", tmp);
+	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", java, "-cp", classes,
+				      "JitSplit", "4", "3", NULL });
+	if (rc != 3)
+		FAIL("viprof record -- java exited %d (want the program's 3): %s", rc, out);
+	DIR *d = opendir(strcat(strcpy(cmd, sess), "/jit"));
+	ASSERT_NOT_NULL(d);
+	struct dirent *e;
+	pid_t jpid = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			jpid = atoi(e->d_name);
+	closedir(d);
+	ASSERT_GT(jpid, 0);
+	ASSERT_GT(maps_files(sess, jpid), 0);
+	double s[3];
+	hot_split(sess, (uint32_t)jpid, s);
+	check_split(s);
+
+	/* -p: attach to a JVM that runs without the agent. */
+	pid_t jvm = start_jvm("10");
+	sleep_ms(2000);   /* let it reach its hot loop */
+	snprintf(sess, sizeof(sess), "%s/pid", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
+	rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL });
+	if (rc) {
+		kill(jvm, SIGKILL);
+		FAIL("viprof record -p exited %d: %s", rc, out);
+	}
+	uint32_t flags;
+	ASSERT_EQ(jvm_records(sess, jvm, &flags), 1);
+	ASSERT_TRUE(flags & VP_JVM_AGENT_LOADED);
+	ASSERT_FALSE(flags & VP_JVM_NO_FRAME_POINTERS);
+	ASSERT_FALSE(flags & VP_JVM_ATTACH_REFUSED);
+	ASSERT_GT(maps_files(sess, jvm), 0);
+	hot_split(sess, (uint32_t)jvm, s);
+	check_split(s);
+
+	/* --no-jit: no attach, no record, no maps. */
+	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
+	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL });
+	kill(jvm, SIGKILL);
+	waitpid(jvm, NULL, 0);
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
+	ASSERT_EQ(maps_files(sess, jvm), -1);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tmp);
+	printf("ok\n");
+	return 0;
+}
