@@ -1,0 +1,142 @@
+/* Helpers for the JVM tests: find JDKs, run a JVM with the agent with a timeout, read
+ * files. Paths come from CMake (VIPROF_AGENT_SO, VIPROF_JAVA_CLASSES, VIPROF_JDK17_HOME,
+ * VIPROF_JDK25_HOME). */
+#ifndef VIPROF_TEST_AGENT_UTIL_H
+#define VIPROF_TEST_AGENT_UTIL_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "test.h"
+
+/* The java binary of a JDK home, or NULL when that JDK is not installed. */
+static inline const char *tu_java(const char *home)
+{
+	static char buf[2][512];
+	static int k;
+	char *b = buf[k++ & 1];
+	snprintf(b, 512, "%s/bin/java", home);
+	return access(b, X_OK) == 0 ? b : NULL;
+}
+
+static inline void tu_require_fixtures(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/JitSplit.class", VIPROF_JAVA_CLASSES);
+	if (access(VIPROF_AGENT_SO, R_OK))
+		SKIP("agent %s not built (no JDK headers?)", VIPROF_AGENT_SO);
+	if (access(p, R_OK))
+		SKIP("Java fixtures not compiled (%s missing: no javac?)", p);
+}
+
+static inline char *tu_tmpdir(const char *tag)
+{
+	static char buf[4][256];
+	static int k;
+	char *b = buf[k++ & 3];
+	snprintf(b, 256, "/tmp/vp-%s-XXXXXX", tag);
+	if (!mkdtemp(b))
+		FAIL("mkdtemp: %s", strerror(errno));
+	return b;
+}
+
+/* Starts argv with stdout/stderr to files (NULL: /dev/null); returns the pid. */
+static inline pid_t tu_spawn(char *const argv[], const char *out, const char *err)
+{
+	pid_t p = fork();
+	if (p < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (p == 0) {
+		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(126);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+/* Waits up to timeout_s; kills on timeout and fails. Returns the exit code. */
+static inline int tu_wait(pid_t p, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 50; i++) {
+		int st;
+		pid_t r = waitpid(p, &st, WNOHANG);
+		if (r == p) {
+			if (WIFSIGNALED(st))
+				FAIL("child %d died of signal %d", (int)p, WTERMSIG(st));
+			return WEXITSTATUS(st);
+		}
+		usleep(20000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	FAIL("child %d did not finish within %d s", (int)p, timeout_s);
+	return -1;
+}
+
+static inline int tu_run(char *const argv[], const char *out, const char *err, int timeout_s)
+{
+	return tu_wait(tu_spawn(argv, out, err), timeout_s);
+}
+
+static inline char *tu_read(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = calloc(1, (size_t)n + 1);
+	if (n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n)
+		FAIL("short read of %s", path);
+	fclose(f);
+	return b;
+}
+
+static inline int tu_count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* The single <pid> directory the agent created under dir. */
+static inline void tu_pid_dir(const char *dir, char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		FAIL("agent directory %s missing: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && n++ == 0)
+			snprintf(out, len, "%s/%s", dir, de->d_name);
+	closedir(d);
+	if (n != 1)
+		FAIL("expected one pid directory in %s, found %d", dir, n);
+}
+
+static inline void tu_rm_rf(const char *dir)
+{
+	char cmd[600];
+	if (strncmp(dir, "/tmp/vp-", 8))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd)) {
+		/* best effort */
+	}
+}
+
+#endif
