@@ -142,6 +142,17 @@ static int on_ringbuf(void *ctx, void *data, size_t len)
 	return err;
 }
 
+/* The tracked map is filled by the fork program at the moment of the fork, so it
+ * knows a new child even when that child's FORK record is still unread in another
+ * CPU's ring. */
+static bool tracked_in_kernel(void *ctx, uint32_t pid)
+{
+	struct sampler *s = ctx;
+	uint8_t v;
+
+	return bpf_map_lookup_elem(bpf_map__fd(s->skel[0]->maps.tracked), &pid, &v) == 0;
+}
+
 static int on_sideband(void *ctx, const struct perf_event_header *h)
 {
 	struct sampler *s = ctx;
@@ -263,7 +274,9 @@ static int attach_events(struct sampler *s, char *err, size_t errlen)
 		for (int e = 0; e < s->cfg.nr_events; e++) {
 			const struct sampler_event *ev = &s->cfg.events[e];
 			struct perf_event_attr a = { .size = sizeof(a), .type = ev->type,
-						     .config = ev->config, .disabled = 1 };
+						     .config = ev->config, .disabled = 1,
+						     .exclude_kernel = ev->exclude_kernel,
+						     .exclude_user = ev->exclude_user };
 			struct bpf_link *l;
 			int fd;
 
@@ -363,6 +376,10 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	}
 	s->sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 	s->sb.filter = s->filter;
+	if (s->filter) {
+		s->sb.follows = tracked_in_kernel;
+		s->sb.follows_ctx = s;
+	}
 	s->sb.sink = &s->cfg.sink;
 	if (cfg->want_sideband && (rc = open_sideband(s))) {
 		snprintf(err, errlen, "bpf sampler: cannot open the sideband event: %s; run as root or grant CAP_PERFMON",

@@ -100,7 +100,8 @@ static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cf
 	a->sample_id_all = 1;
 	/* perf_event_paranoid 2 (the default) lets ordinary users sample their own
 	 * processes only in user mode. */
-	a->exclude_kernel = user_only;
+	a->exclude_kernel = user_only || ev->exclude_kernel;
+	a->exclude_user = ev->exclude_user;
 	a->exclude_hv = user_only;
 	a->exclude_callchain_kernel = user_only && cfg->callchain;
 	/* Wake the poller when a quarter of the ring is full, not per sample: a wakeup

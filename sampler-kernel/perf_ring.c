@@ -239,7 +239,14 @@ int perf_sample_id__parse(const struct perf_event_header *h, uint64_t st,
 
 static bool wanted(const struct perf_sideband *sb, uint32_t pid)
 {
-	return !sb->filter || pid_set__has(sb->filter, pid);
+	if (!sb->filter || pid_set__has(sb->filter, pid))
+		return true;
+	if (sb->follows && sb->follows(sb->follows_ctx, pid)) {
+		/* Cache it; if memory runs out we just ask again next time. */
+		pid_set__add(sb->filter, pid);
+		return true;
+	}
+	return false;
 }
 
 static int emit(struct perf_sideband *sb, uint32_t type, uint64_t time, const void *b, size_t len)

@@ -44,6 +44,12 @@ int perf_sample_id__parse(const struct perf_event_header *h, uint64_t sample_typ
 struct perf_sideband {
 	uint64_t sample_type;          /* of the events whose ring this is */
 	struct pid_set *filter;        /* NULL = every process; else only these (grows on FORK) */
+	/* Optional: asked about a pid the filter does not hold; true = it is followed
+	 * (and added). The CPUs' rings are drained in turn, so a child's COMM or MMAP
+	 * can be read before the FORK that made it; an authority that saw the fork
+	 * when it happened (the BPF tracked map) closes that gap. */
+	bool (*follows)(void *ctx, uint32_t pid);
+	void *follows_ctx;
 	const struct vp_sink *sink;
 	uint64_t lost;                 /* sum of PERF_RECORD_LOST counts seen (not emitted) */
 	uint64_t emitted;

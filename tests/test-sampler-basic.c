@@ -4,6 +4,7 @@
  * fixture's MMAP, its exec COMM and its EXIT. Needs root; bpf parts need BPF. */
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/sysinfo.h>
@@ -232,6 +233,90 @@ static void run_switches(const struct sampler_backend *b)
 	mem_sink__clear(&m);
 }
 
+/* The launched child forks grandchildren that exec the fixture, each free to land on
+ * any CPU: each one's FORK, exec COMM and fixture MMAP must be in the stream, even when
+ * its CPU's ring is read before the ring holding its FORK. */
+#define NGRAND 24
+
+static int fork_grandchildren(void *arg)
+{
+	for (int i = 0; i < NGRAND; i++) {
+		pid_t p = fork();
+		int st;
+
+		if (p == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			dup2(fd, 1);
+			execl(fixture, fixture, "0.01", (char *)NULL);
+			_exit(127);
+		}
+		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 1;
+	}
+	return 0;
+}
+
+static void run_grandchildren(const struct sampler_backend *b)
+{
+	struct mem_sink m = { .keep_stacks = false };
+	struct sampler_config cfg = { .nr_events = 1, .target = SAMPLER_TARGET_LAUNCH,
+				      .nr_pids = 1, .want_sideband = true,
+				      .sink = { mem_sink__emit, &m } };
+	uint32_t kids[NGRAND];
+	int nk = 0, comms = 0, mmaps = 0, status;
+	struct rusage ru;
+	struct launch l;
+	struct sampler *s;
+	char err[512];
+	pid_t pid;
+
+	cfg.events[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE,
+						.config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1000,
+						.software = true, .name = "cpu-clock" };
+	l = launch__hold(fork_grandchildren, NULL);
+	pid = l.pid;
+	cfg.pids = &pid;
+	s = b->start(&cfg, err, sizeof(err));
+	if (!s)
+		FAIL("%s start: %s", b->name, err);
+	launch__go(&l);
+	launch__run(&l, b, s, &ru, &status);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	for (size_t i = 0; i < m.n; i++) {
+		const struct vp_task *t = m.r[i].body;
+
+		if (m.r[i].type == VP_REC_FORK && t->ppid == (uint32_t)pid && t->pid != t->ppid && nk < NGRAND)
+			kids[nk++] = t->pid;
+	}
+	ASSERT_EQ(nk, NGRAND);
+	for (int k = 0; k < nk; k++) {
+		bool comm = false, mmap = false;
+
+		for (size_t i = 0; i < m.n; i++) {
+			if (m.r[i].type == VP_REC_COMM) {
+				const struct vp_comm *c = m.r[i].body;
+
+				comm |= c->pid == kids[k] && c->exec;
+			} else if (m.r[i].type == VP_REC_MMAP) {
+				const struct vp_mmap *x = m.r[i].body;
+				const char *base = strrchr(x->filename, '/');
+
+				mmap |= x->pid == kids[k] && base && !strcmp(base + 1, "sampler-fixture");
+			}
+		}
+		comms += comm;
+		mmaps += mmap;
+	}
+	printf("%s grandchildren: %d forked, %d with their exec COMM, %d with the fixture MMAP\n",
+	       b->name, nk, comms, mmaps);
+	ASSERT_EQ(comms, NGRAND);
+	ASSERT_EQ(mmaps, NGRAND);
+	b->destroy(s);
+	mem_sink__clear(&m);
+}
+
 /* As nobody at perf_event_paranoid 2: bpf must be refused with the reason, auto must
  * fall back to perf, and perf must sample the launched child in user mode. */
 static void run_unprivileged(void)
@@ -305,10 +390,12 @@ int main(void)
 	run(&sampler_backend_perf, false, false);
 	run_unprivileged();
 	run_switches(&sampler_backend_perf);
+	run_grandchildren(&sampler_backend_perf);
 	if (!bpf_ok)
 		SKIP("bpf backend: %s (the perf backend passed)", why);
 	run(&sampler_backend_bpf, true, false);
 	run(&sampler_backend_bpf, false, false);
 	run_switches(&sampler_backend_bpf);
+	run_grandchildren(&sampler_backend_bpf);
 	return 0;
 }
