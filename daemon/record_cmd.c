@@ -154,7 +154,7 @@ static int exit_code(int status)
 }
 
 /* The agent options for a launched JVM, appended to what the user already set. */
-static char *java_tool_options(const char *session_dir, bool no_jit, bool quiet)
+static char *java_tool_options(const char *session_dir, bool no_jit)
 {
 	if (no_jit)
 		return NULL;
@@ -423,7 +423,7 @@ int cmd_record(int argc, char **argv)
 		break;
 	default:
 		cfg.target = SAMPLER_TARGET_LAUNCH;
-		java_opts = java_tool_options(vp_session_writer__dir(w), o.no_jit, o.quiet);
+		java_opts = java_tool_options(vp_session_writer__dir(w), o.no_jit);
 		/* Orphaned grandchildren are reparented to us, so "the command and its
 		 * descendants are done" is simply "no child is left". */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
