@@ -703,7 +703,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 		goto cleanup;
 	}
 	m->pid = h.pid;
-	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, h.timestamp)))
+	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, 0)))
 		goto cleanup;
 	struct jd_rec r;
 	while (fread(&r, sizeof(r), 1, f) == 1) {
