@@ -1,0 +1,118 @@
+/* Dynamic attach: the agent loaded into a running LateAttach JVM (JDK 17 through the
+ * library, JDK 25 through `viprof attach`) replays the code compiled before it came; a JVM
+ * with -XX:+DisableAttachMechanism gets a clear error and runs on to its own exit code;
+ * a process that is not a JVM is refused. */
+#include "test-agent-util.h"
+
+#include "daemon/jvm_attach.h"
+#include "maps/codemap.h"
+#include "maps/codemap_format.h"
+
+static pid_t start_late(const char *java, const char *dir, const char *secs, bool disable)
+{
+	char out[600];
+	snprintf(out, sizeof(out), "%s/out", dir);
+	char *argv[] = { (char *)java, disable ? "-XX:+DisableAttachMechanism" : "-Xshare:auto", "-cp",
+			 VIPROF_JAVA_CLASSES, "LateAttach", (char *)secs, "7", NULL };
+	pid_t pid = tu_spawn(argv, out, NULL);
+	for (int i = 0; i < 500; i++) {
+		char *o = tu_read(out);
+		bool ready = strstr(o, "ready") != NULL;
+		free(o);
+		if (ready)
+			break;
+		usleep(20000);
+	}
+	ASSERT_TRUE(vp_jvm__is_hotspot(pid));
+	sleep(2); /* let the hot methods get compiled before we come */
+	return pid;
+}
+
+static void check_maps(const char *dir, pid_t pid)
+{
+	char piddir[600], err[512];
+	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
+	/* The agent thread flushes about once a second. */
+	struct vp_codemap *m = NULL;
+	for (int i = 0; i < 50 && !m; i++) {
+		m = vp_codemap__load_dir(piddir, err, sizeof(err));
+		if (m && m->nmethods == 0) {
+			vp_codemap__free(m);
+			m = NULL;
+		}
+		if (!m)
+			usleep(100000);
+	}
+	if (!m)
+		FAIL("no code map after attach: %s", err);
+	ASSERT_EQ(m->pid, pid);
+	ASSERT_TRUE(m->flags & VP_CM_META_LATE_ATTACH);
+	ASSERT_EQ(m->epochs[0].reason, VP_EPOCH_ATTACH);
+	bool loop = false;
+	for (size_t i = 0; i < m->nmethods; i++)
+		loop |= !strcmp(m->methods[i].name, "LateAttach.lateHotLoop(long)");
+	ASSERT_TRUE(loop);
+	bool interp = false;
+	for (size_t i = 0; i < m->nblobs; i++)
+		interp |= !strcmp(m->blobs[i].name, "Interpreter");
+	ASSERT_TRUE(interp); /* DynamicCodeGenerated replayed too */
+	fprintf(stderr, "attached: %zu methods, %zu stubs replayed\n", m->nmethods, m->nblobs);
+	vp_codemap__free(m);
+}
+
+int main(void)
+{
+	tu_require_fixtures();
+	REQUIRE_ROOT(); /* the JVMs run as us anyway; root also exercises the uid switch */
+	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
+	if (!j17)
+		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
+	char err[1024], opt[600];
+
+	/* Not a JVM: refused before anything is sent. */
+	ASSERT_EQ(vp_jvm__attach(getpid(), VIPROF_AGENT_SO, "dir=/tmp", err, sizeof(err)), -ESRCH);
+	ASSERT_CONTAINS(err, "not a HotSpot JVM");
+
+	/* JDK 17 through the library. */
+	char *dir = tu_tmpdir("attach");
+	pid_t pid = start_late(j17, dir, "8", false);
+	snprintf(opt, sizeof(opt), "dir=%s", dir);
+	int r = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err));
+	if (r)
+		FAIL("attach: %s", err);
+	check_maps(dir, pid);
+	/* A second attach is harmless: the loaded agent ignores it. */
+	ASSERT_OK(vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)));
+	ASSERT_EQ(tu_wait(pid, 60), 7);
+	tu_rm_rf(dir);
+
+	/* Attach refused: clear error, the JVM keeps running to its own exit code. */
+	dir = tu_tmpdir("attachoff");
+	pid = start_late(j17, dir, "10", true);
+	r = vp_jvm__attach(pid, VIPROF_AGENT_SO, "dir=/tmp/vp-never", err, sizeof(err));
+	ASSERT_EQ(r, -ETIMEDOUT);
+	ASSERT_CONTAINS(err, "DisableAttachMechanism");
+	ASSERT_EQ(kill(pid, 0), 0);
+	ASSERT_EQ(tu_wait(pid, 60), 7);
+	tu_rm_rf(dir);
+
+	/* JDK 25 through the command. */
+	if (j25) {
+		dir = tu_tmpdir("attach25");
+		pid = start_late(j25, dir, "8", false);
+		char spid[16], out[600];
+		snprintf(spid, sizeof(spid), "%d", (int)pid);
+		snprintf(out, sizeof(out), "%s/attach-out", dir);
+		char *argv[] = { VIPROF_BIN, "attach", spid, "--dir", dir, NULL };
+		ASSERT_EQ(tu_run(argv, out, NULL, 30), 0);
+		char *o = tu_read(out);
+		ASSERT_CONTAINS(o, "viprof agent loaded");
+		free(o);
+		check_maps(dir, pid);
+		ASSERT_EQ(tu_wait(pid, 60), 7);
+		tu_rm_rf(dir);
+	} else {
+		fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
+	}
+	return 0;
+}
