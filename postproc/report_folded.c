@@ -1,7 +1,11 @@
 /* Folded stacks ("comm;root;...;leaf count"), the input of flamegraph.pl and
  * speedscope. Stacks that differ only by pid/tid are merged; counts are samples of
  * opts->sort_event. Layers are marked with the suffixes flamegraph.pl colours by
- * (perf script conventions): _[k] kernel, _[j] JIT, _[i] inlined, _[0] interpreted. */
+ * (perf script conventions): _[k] kernel, _[j] JIT, _[i] inlined, _[0] interpreted.
+ * `viprof report -f folded --event steal` draws steal time: each victim thread's most
+ * frequent sampled stack ending in a "[hypervisor: steal]" leaf (idle: "[idle]"), its
+ * count the stolen time in periods of the recording's time event (1 ms when none),
+ * as postproc/session.c computes it; no suffix, flamegraph.pl has no hypervisor colour. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

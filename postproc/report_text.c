@@ -6,7 +6,14 @@
  * nearest tenth and (other) absorbs the rest, or, when that cannot work, the column
  * is shared out with the largest-remainder method (so 58.33 may then show as 58.4).
  * total% counts a frame once per stack however often it recurs there. The per-layer
- * summary is always printed, above the table. */
+ * summary is always printed, above the table.
+ *
+ * Steal time (the event "steal", postproc/session.c) is time the hypervisor took from
+ * the VM's vCPUs; it is no sample of the ranked event, so the layer summary adds it as
+ * its own "hypervisor (steal)" line in milliseconds, as a percentage of the sampled
+ * time of the first time-based event (cpu-clock). A recording that measured steal and
+ * found none gets one note saying so. With cycles and instructions both recorded the
+ * header shows their ratio, IPC. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +119,35 @@ static void print_tenths(struct vp_out *o, int64_t t, int w)
 	vp_out__printf(o, "%*lld.%lld", w - 2, (long long)(t / 10), (long long)(t % 10));
 }
 
+static int find_event(const struct vp_profile *p, const char *name)
+{
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, name))
+			return e;
+	return -1;
+}
+
+/* Instructions per cycle over the sampled stacks: both sums of periods are estimates
+ * of the counts, so their ratio is the IPC of what was profiled. */
+static void ratios(const struct vp_profile *p, struct vp_out *o)
+{
+	int c = find_event(p, "cycles"), i = find_event(p, "instructions");
+	if (c < 0 || i < 0)
+		return;
+	uint64_t cw = vp_event_weight(p, c), iw = vp_event_weight(p, i);
+	if (cw)
+		vp_out__printf(o, "# IPC %.2f (instructions / cycles)\n", (double)iw / (double)cw);
+	else
+		vp_out__puts(o, "# IPC n/a (no cycles sampled)\n");
+}
+
+static void steal_note(const struct vp_profile *p, struct vp_out *o)
+{
+	const char *t = vp_profile__meta(p, "steal.total");
+	if (t && strtoull(t, NULL, 10) == 0)
+		vp_out__puts(o, "# steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM\n");
+}
+
 static void header(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	if (opts->title)
@@ -124,6 +160,8 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 	const char *d = vp_profile__meta(p, "duration_ns");
 	if (d)
 		vp_out__printf(o, "# duration: %.3f s\n", strtod(d, NULL) / 1e9);
+	ratios(p, o);
+	steal_note(p, o);
 	static const char *const keys[] = { "backend", "hypervisor", "pmu.device", "pmu.hw_sampling",
 					    "default_event.why", "kernel" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -161,6 +199,19 @@ static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, 
 		vp_out__printf(o, "#   %-12s", vp_layer_name(l));
 		print_tenths(o, t[l], 6);
 		vp_out__printf(o, "%% %10llu\n", (unsigned long long)per[l]);
+	}
+	int st = find_event(p, "steal");
+	if (st >= 0 && st != ev) {
+		int te = -1;
+		for (int e = 0; e < p->nevents && te < 0; e++)
+			if (e != st && !strcmp(p->events[e].unit, "nanoseconds"))
+				te = e;
+		uint64_t sns = vp_event_weight(p, st);
+		vp_out__printf(o, "#   %-18s %.1f ms", "hypervisor (steal)", (double)sns / 1e6);
+		if (te >= 0)
+			vp_out__printf(o, "  = %.1f%% of sampled time (%s %.1f ms)", vp_pct(sns, vp_event_weight(p, te)),
+				       p->events[te].name, (double)vp_event_weight(p, te) / 1e6);
+		vp_out__puts(o, "\n");
 	}
 	vp_out__puts(o, "#\n");
 }

@@ -17,6 +17,7 @@
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
 #include "postproc/session.h"
+#include "postproc/steal.h"
 
 #if __has_include("maps/jit_index.h")
 #include "maps/jit_index.h"
@@ -64,6 +65,21 @@ struct loader {
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
 	struct vp_elf *vdso;         /* this process's vDSO, when it is the recorded kernel's */
 	bool vdso_tried;
+	struct vp_steal_acct *steal; /* STEAL + SWITCH records, charged to victims at the end */
+	bool saw_steal;
+	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
+	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
+	uint32_t ncpus;
+	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
+	int time_event;              /* its profile index, or -1 */
+	struct victim *victims; size_t nvictims;
+	int steal_err;
+};
+
+/* One thread that was on a vCPU while the hypervisor stole it, summed over vCPUs. */
+struct victim {
+	uint32_t pid, tid;
+	uint64_t ns;
 };
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -120,6 +136,48 @@ static int on_event(struct loader *l, const struct vp_record *r)
 	if (idx < 0)
 		return idx;
 	l->evmap[e->index] = idx;
+	if ((e->flags & VP_EVENT_TIME_UNITS) && l->time_event < 0) {
+		/* Steal is shown in samples of this event's period so that its columns compare. */
+		l->time_event = idx;
+		l->time_period = e->period ? e->period : e->freq ? 1000000000ull / e->freq : 0;
+	}
+	return 0;
+}
+
+static bool in_window(const struct loader *l, uint64_t t)
+{
+	double rel = t >= l->t0 ? (double)(t - l->t0) / 1e9 : 0;
+	return rel >= l->o->t_from && (l->o->t_to <= 0 || rel <= l->o->t_to);
+}
+
+static int on_steal(struct loader *l, const struct vp_record *r)
+{
+	if (vp_record_body_len(r) < sizeof(struct vp_steal))
+		return 0;
+	const struct vp_steal *st = vp_record_body(r);
+	/* Only the STEAL records inside --from/--to bracket the steal that is counted;
+	 * every SWITCH is fed, because the one before the window says who was running. */
+	if (!in_window(l, r->time) || st->cpu >= 65536)
+		return 0;
+	if (st->cpu >= l->ncpus) {
+		uint32_t n = st->cpu + 1;
+		uint64_t *cs = realloc(l->cpu_steal, n * sizeof(*cs));
+		if (!cs)
+			return -ENOMEM;
+		l->cpu_steal = cs;
+		bool *seen = realloc(l->cpu_seen, n * sizeof(*seen));
+		if (!seen)
+			return -ENOMEM;
+		l->cpu_seen = seen;
+		for (uint32_t c = l->ncpus; c < n; c++) {
+			cs[c] = 0;
+			seen[c] = false;
+		}
+		l->ncpus = n;
+	}
+	l->cpu_seen[st->cpu] = true;
+	l->saw_steal = true;
+	vp_steal_acct__steal(l->steal, r->time, st);
 	return 0;
 }
 
@@ -211,6 +269,12 @@ static int on_record(struct loader *l, const struct vp_record *r)
 					 "short; restart it with that flag for full stacks", j->pid);
 		return 0;
 	}
+	case VP_REC_STEAL:
+		return on_steal(l, r);
+	case VP_REC_SWITCH:
+		if (blen >= sizeof(struct vp_switch))
+			vp_steal_acct__switch(l->steal, r->time, b);
+		return 0;
 	case VP_REC_END: {
 		const struct vp_end *e = b;
 		l->saw_end = true;
@@ -221,7 +285,7 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		return 0;
 	}
 	default:
-		return 0;  /* steal, switch, counters are for other readers; unknown types skipped */
+		return 0;  /* counters are for other readers; unknown types skipped */
 	}
 }
 
@@ -493,6 +557,174 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			       s->period);
 }
 
+static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct loader *l = ctx;
+	const struct vp_session_opts *o = l->o;
+	if (cpu < l->ncpus)
+		l->cpu_steal[cpu] += ns;
+	/* The per-vCPU totals above are the VM's; only the stacks honour --pid/--tid. */
+	if (pid == VP_STEAL_UNKNOWN && (o->npids > 0 || o->ntids > 0))
+		return;
+	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
+		return;
+	for (size_t i = 0; i < l->nvictims; i++) {
+		if (l->victims[i].pid == pid && l->victims[i].tid == tid) {
+			l->victims[i].ns += ns;
+			return;
+		}
+	}
+	struct victim *v = realloc(l->victims, (l->nvictims + 1) * sizeof(*v));
+	if (!v) {
+		l->steal_err = -ENOMEM;
+		return;
+	}
+	l->victims = v;
+	l->victims[l->nvictims++] = (struct victim){ pid, tid, ns };
+}
+
+/* Adds ns to the profile meta value key (sessions merged into one profile add up). */
+static void meta_add(struct vp_profile *p, const char *key, uint64_t ns)
+{
+	const char *old = vp_profile__meta(p, key);
+	char v[32];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)(ns + (old ? strtoull(old, NULL, 10) : 0)));
+	vp_profile__set_meta(p, key, v);
+}
+
+/* The stack a victim's steal hangs under: its most frequent sampled stack (by samples
+ * of the time event, else of all events). Most frequent rather than most recent
+ * because victim attribution sums an interval's steal over the whole recording, so no
+ * single moment stands for it; copied because adding stacks moves p->stacks. */
+struct steal_stack {
+	uint32_t *frames;
+	uint32_t n;
+	char *comm;
+};
+
+static int victim_stack(struct loader *l, const struct victim *v, struct steal_stack *out)
+{
+	const struct vp_profile *p = l->p;
+	const struct vp_stack *best = NULL;
+	uint64_t best_n = 0;
+	uint32_t extra = 1;
+	for (size_t i = 0; v->pid != 0 && v->pid != VP_STEAL_UNKNOWN && i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (s->pid != v->pid || s->tid != v->tid || !s->nframes)
+			continue;
+		uint64_t n = 0;
+		if (l->time_event >= 0)
+			n = s->samples[l->time_event];
+		else
+			for (int e = 0; e < p->nevents; e++)
+				n += s->samples[e];
+		if (n > best_n) {
+			best = s;
+			best_n = n;
+		}
+	}
+	const char *comm;
+	if (v->pid == 0 && v->tid == 0) {
+		comm = "swapper";  /* the idle task's name, as perf shows it */
+	} else if (v->pid == VP_STEAL_UNKNOWN) {
+		comm = "[unknown]";
+	} else if (best) {
+		comm = best->comm;
+	} else {
+		comm = vp_procmaps__comm_at(l->pm, v->tid, l->t_last);
+		if (!comm)
+			comm = vp_procmaps__comm_at(l->pm, v->pid, l->t_last);
+	}
+	if (!comm)
+		comm = "";
+	if (l->o->comm && strcmp(l->o->comm, comm))
+		return 0;
+	if (!best)
+		extra = 2;  /* a root saying why there is no stack, then the leaf */
+	out->n = (best ? best->nframes : 0) + extra;
+	out->frames = malloc(out->n * sizeof(uint32_t));
+	out->comm = strdup(comm);
+	if (!out->frames || !out->comm)
+		return -ENOMEM;
+	if (best) {
+		memcpy(out->frames, best->frames, best->nframes * sizeof(uint32_t));
+	} else if (v->pid == 0 && v->tid == 0) {
+		out->frames[0] = add_frame(l, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
+	} else if (v->pid == VP_STEAL_UNKNOWN) {
+		out->frames[0] = add_frame(l, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
+	} else {
+		out->frames[0] = add_frame(l, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
+	}
+	out->frames[out->n - 1] = add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
+	for (uint32_t i = 0; i < out->n; i++)
+		if (out->frames[i] == UINT32_MAX)
+			return -ENOMEM;
+	return 1;
+}
+
+/* Charges the session's steal to its victims: per-vCPU totals into the meta, and one
+ * stack per victim thread under the event "steal" (weight ns; samples ns divided by
+ * the time event's period, so that its columns read like cpu-clock's). */
+static int add_steal(struct loader *l)
+{
+	struct steal_stack *ss = NULL;
+	int ret;
+	if (!l->saw_steal)
+		return 0;
+	if ((ret = vp_steal_acct__finish(l->steal, on_victim, l)) < 0)
+		return ret;
+	if (l->steal_err)
+		return l->steal_err;
+	uint64_t total = 0;
+	for (uint32_t c = 0; c < l->ncpus; c++) {
+		if (!l->cpu_seen[c])
+			continue;
+		char key[32];
+		snprintf(key, sizeof(key), "steal.cpu%u", c);
+		meta_add(l->p, key, l->cpu_steal[c]);
+		total += l->cpu_steal[c];
+	}
+	meta_add(l->p, "steal.total", total);
+	if (!l->nvictims)
+		return 0;
+	ss = calloc(l->nvictims, sizeof(*ss));
+	if (!ss)
+		return -ENOMEM;
+	size_t nss = 0;
+	for (size_t i = 0; i < l->nvictims; i++) {
+		ret = victim_stack(l, &l->victims[i], &ss[i]);
+		if (ret < 0)
+			goto cleanup;
+		nss += ret > 0;
+	}
+	ret = 0;
+	if (!nss)
+		goto cleanup;
+	int ev = vp_profile__add_event(l->p, "steal", "nanoseconds");
+	if (ev < 0) {
+		ret = ev;
+		goto cleanup;
+	}
+	uint64_t period = l->time_period ? l->time_period : 1000000;
+	for (size_t i = 0; i < l->nvictims; i++) {
+		const struct victim *v = &l->victims[i];
+		if (!ss[i].frames)
+			continue;
+		/* Rounded to the nearest period, but a thread that lost time never shows 0. */
+		uint64_t n = (v->ns + period / 2) / period;
+		ret = vp_profile__add(l->p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns);
+		if (ret < 0)
+			goto cleanup;
+	}
+cleanup:
+	for (size_t i = 0; i < l->nvictims; i++) {
+		free(ss[i].frames);
+		free(ss[i].comm);
+	}
+	free(ss);
+	return ret;
+}
+
 static void loader_free(struct loader *l)
 {
 	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
@@ -507,6 +739,10 @@ static void loader_free(struct loader *l)
 		vp_jit_index__close(l->jvms[i].idx);
 #endif
 	free(l->jvms);
+	vp_steal_acct__free(l->steal);
+	free(l->cpu_steal);
+	free(l->cpu_seen);
+	free(l->victims);
 	vp_procmaps__free(l->pm);
 	vp_ksyms__free(l->ks);
 	vp_elfsym__free(l->elfs);
@@ -516,7 +752,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		     size_t errlen)
 {
 	static const struct vp_session_opts none;
-	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none };
+	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none, .time_event = -1 };
 	char path[4096];
 	int ret = 0;
 	struct cfile_reader *r = NULL;
@@ -525,7 +761,8 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	l.pm = vp_procmaps__new();
 	l.ks = vp_ksyms__new();
 	l.elfs = vp_elfsym__new(debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT"));
-	if (!l.pm || !l.ks || !l.elfs) {
+	l.steal = vp_steal_acct__new();
+	if (!l.pm || !l.ks || !l.elfs || !l.steal) {
 		ret = -ENOMEM;
 		set_err(err, errlen, "out of memory loading %s", dir);
 		goto cleanup;
@@ -572,6 +809,10 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
+	}
+	if ((ret = add_steal(&l)) < 0) {
+		set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
+		goto cleanup;
 	}
 	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;
 	uint64_t dur = l.end_duration ? l.end_duration : l.t_last > l.t0 ? l.t_last - l.t0 : 0;

@@ -1,0 +1,298 @@
+/* Steal time in the profile: a synthetic session with cpu-clock SAMPLEs (1 ms period),
+ * SWITCHes and STEALs on two vCPUs, whose answer is worked out by hand:
+ *
+ *   cpu0: STEAL 0 ms = 1000; 2 ms idle -> app; 6 ms app -> db; STEAL 10 ms = 1000 + 10 ms
+ *         -> 10 ms over idle 2 / app 4 / db 4 ms of run time: idle 2, app 4, db 4 ms
+ *   cpu1: STEAL 0 ms = 500; 5 ms app -> idle; STEAL 10 ms = 500 + 3 ms; STEAL 20 ms = +2 ms
+ *         -> app 1.5, idle 1.5 ms, then idle 2 ms
+ *   victims: app 5.5 ms (6 samples of 1 ms), db 4 ms (4), idle 5.5 ms (6); total 15 ms
+ *
+ * The steal hangs under each thread's most frequent cpu-clock stack (app: app_hot, 30
+ * samples, not app_cold, 10). Checks the profile (frames, layers, ns, meta), the text
+ * report's hypervisor line, the folded lines of --event steal, the --pid and --to
+ * filters, and that a session whose steal never moved gets exactly one note. */
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
+#include "postproc/report.h"
+#include "postproc/session.h"
+#include "test.h"
+
+#define MS 1000000ull
+#define K_SYSCALL 0xffffffff81001000ull
+#define K_APP_HOT 0xffffffff81002000ull
+#define K_APP_COLD 0xffffffff81003000ull
+#define K_DB_LOOP 0xffffffff81004000ull
+
+static uint64_t base;
+
+static void w_ksym(struct cfile_writer *w, uint64_t addr, const char *name)
+{
+	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
+	struct vp_ksym *k = (void *)buf;
+	k->addr = addr;
+	k->size = 0x100;
+	strcpy(k->name, name);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_KSYM, base, buf, sizeof(*k) + strlen(name) + 1));
+}
+
+static void w_comm(struct cfile_writer *w, uint32_t pid, const char *c)
+{
+	struct vp_comm r = { .pid = pid, .tid = pid };
+	strncpy(r.comm, c, sizeof(r.comm) - 1);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &r, sizeof(r)));
+}
+
+/* times cpu-clock samples of a two-frame kernel stack: do_syscall_64 -> leaf. */
+static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t cpu, uint64_t leaf, int times)
+{
+	char buf[sizeof(struct vp_sample) + 16] = { 0 };
+	struct vp_sample *s = (void *)buf;
+	s->pid = s->tid = pid;
+	s->cpu = cpu;
+	s->mode = VP_MODE_KERNEL;
+	s->period = MS;
+	s->nr_kernel = 2;
+	s->ips[0] = leaf + 0x10;
+	s->ips[1] = K_SYSCALL + 0x20;
+	for (int i = 0; i < times; i++)
+		ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 16));
+}
+
+static void w_steal(struct cfile_writer *w, uint64_t t, uint32_t cpu, uint64_t ns)
+{
+	struct vp_steal s = { .cpu = cpu, .steal_ns = ns };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base + t, &s, sizeof(s)));
+}
+
+static void w_switch(struct cfile_writer *w, uint64_t t, uint32_t cpu, uint32_t prev, uint32_t next)
+{
+	struct vp_switch s = { .cpu = cpu, .prev_pid = prev, .prev_tid = prev, .next_pid = next, .next_tid = next };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SWITCH, base + t, &s, sizeof(s)));
+}
+
+static void open_session(const char *dir, struct cfile_writer **w)
+{
+	char path[512];
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	*w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(*w);
+	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .period = MS,
+				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
+	strcpy(ev.name, "cpu-clock");
+	ASSERT_OK(cfile_writer__append(*w, VP_REC_EVENT, base, &ev, sizeof(ev)));
+	w_ksym(*w, K_SYSCALL, "do_syscall_64");
+	w_ksym(*w, K_APP_HOT, "app_hot");
+	w_ksym(*w, K_APP_COLD, "app_cold");
+	w_ksym(*w, K_DB_LOOP, "db_loop");
+	w_comm(*w, 100, "app");
+	w_comm(*w, 200, "db");
+}
+
+static void close_session(struct cfile_writer *w, uint64_t end)
+{
+	struct vp_end e = { .samples = 60, .duration_ns = end };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + end, &e, sizeof(e)));
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+static void write_steal_session(const char *dir)
+{
+	struct cfile_writer *w;
+	open_session(dir, &w);
+	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 30);
+	w_sample(w, 4 * MS, 100, 0, K_APP_COLD, 10);
+	w_sample(w, 7 * MS, 200, 0, K_DB_LOOP, 20);
+	/* Per-CPU buffers drain independently: cpu1's records come before cpu0's. */
+	w_steal(w, 0, 1, 500);
+	w_switch(w, 5 * MS, 1, 100, 0);
+	w_steal(w, 10 * MS, 1, 500 + 3 * MS);
+	w_steal(w, 20 * MS, 1, 500 + 5 * MS);
+	w_steal(w, 0, 0, 1000);
+	w_switch(w, 2 * MS, 0, 0, 100);
+	w_switch(w, 6 * MS, 0, 100, 200);
+	w_steal(w, 10 * MS, 0, 1000 + 10 * MS);
+	close_session(w, 20 * MS);
+}
+
+static void write_zero_session(const char *dir)
+{
+	struct cfile_writer *w;
+	open_session(dir, &w);
+	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 5);
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {
+		w_steal(w, 0, cpu, 7000 * MS);
+		w_switch(w, 2 * MS, cpu, 0, 100);
+		w_steal(w, 10 * MS, cpu, 7000 * MS);
+	}
+	close_session(w, 10 * MS);
+}
+
+static struct vp_profile *load(const char *dir, const struct vp_session_opts *o)
+{
+	char err[512] = "";
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	int r = vp_session__load(dir, p, o, err, sizeof(err));
+	if (r)
+		FAIL("load %s: %d %s", dir, r, err);
+	return p;
+}
+
+static int event_index(const struct vp_profile *p, const char *name)
+{
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, name))
+			return e;
+	return -1;
+}
+
+/* The steal stack of (pid): its weight, and its frames "a;b;c" with layers checked. */
+static uint64_t steal_of(const struct vp_profile *p, uint32_t pid, char *frames, size_t len)
+{
+	int ev = event_index(p, "steal");
+	uint64_t found = 0;
+	int n = 0;
+	ASSERT_GE(ev, 0);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (s->pid != pid || !s->weight[ev])
+			continue;
+		n++;
+		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
+		ASSERT_STREQ(leaf->name, "[hypervisor: steal]");
+		ASSERT_EQ(leaf->layer, VP_LAYER_HYPERVISOR);
+		for (int e = 0; e < p->nevents; e++)
+			if (e != ev)
+				ASSERT_UEQ(s->samples[e], 0);  /* steal never counts as cpu-clock */
+		frames[0] = '\0';
+		for (uint32_t k = 0; k < s->nframes; k++)
+			snprintf(frames + strlen(frames), len - strlen(frames), "%s%s", k ? ";" : "",
+				 p->frames[s->frames[k]].name);
+		found = s->weight[ev];
+	}
+	ASSERT_LE(n, 1);
+	return found;
+}
+
+static char *render(const struct vp_profile *p, int which, int sort_event)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ASSERT_NOT_NULL(f);
+	struct vp_out o = { .f = f, .width = 200 };
+	struct vp_report_opts ro = { .sort_event = sort_event };
+	ASSERT_OK(which ? report_folded(p, &o, &ro) : report_text(p, NULL, &o, &ro));
+	fclose(f);
+	return buf;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *s = hay; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+int main(void)
+{
+	struct timespec ts;
+	char frames[512];
+	char tmpl[] = "/tmp/test-steal-profile-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(tmpl));
+	char dir[600], zdir[600];
+	snprintf(dir, sizeof(dir), "%s/steal", tmpl);
+	snprintf(zdir, sizeof(zdir), "%s/zero", tmpl);
+	/* Record times start at the file's creation, so that --to is relative to them. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	write_steal_session(dir);
+	write_zero_session(zdir);
+
+	/* The whole session. */
+	struct vp_profile *p = load(dir, NULL);
+	int st = event_index(p, "steal"), cc = event_index(p, "cpu-clock");
+	ASSERT_EQ(cc, 0);
+	ASSERT_GE(st, 0);
+	ASSERT_STREQ(p->events[st].unit, "nanoseconds");
+	ASSERT_UEQ(steal_of(p, 100, frames, sizeof(frames)), 5500000);
+	ASSERT_STREQ(frames, "do_syscall_64;app_hot;[hypervisor: steal]");
+	ASSERT_UEQ(steal_of(p, 200, frames, sizeof(frames)), 4000000);
+	ASSERT_STREQ(frames, "do_syscall_64;db_loop;[hypervisor: steal]");
+	ASSERT_UEQ(steal_of(p, 0, frames, sizeof(frames)), 5500000);
+	ASSERT_STREQ(frames, "[idle];[hypervisor: steal]");
+	ASSERT_STREQ(vp_profile__meta(p, "steal.cpu0"), "10000000");
+	ASSERT_STREQ(vp_profile__meta(p, "steal.cpu1"), "5000000");
+	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "15000000");
+
+	char *text = render(p, 0, cc);
+	fputs(text, stderr);
+	/* 15 ms of steal against 60 samples x 1 ms of cpu-clock. */
+	ASSERT_CONTAINS(text, "hypervisor (steal) 15.0 ms  = 25.0% of sampled time (cpu-clock 60.0 ms)");
+	ASSERT_CONTAINS(text, "# event: steal (nanoseconds), 16 samples");
+	ASSERT_EQ(count(text, "steal: 0 ns"), 0);
+	free(text);
+	/* Ranked by steal, the hypervisor layer is the whole of the layer summary. */
+	text = render(p, 0, st);
+	ASSERT_CONTAINS(text, "# self by layer (steal):\n#   hypervisor   100.0%         16\n");
+	free(text);
+
+	char *folded = render(p, 1, st);
+	ASSERT_STREQ(folded, "app;do_syscall_64_[k];app_hot_[k];[hypervisor: steal] 6\n"
+			     "db;do_syscall_64_[k];db_loop_[k];[hypervisor: steal] 4\n"
+			     "swapper;[idle]_[k];[hypervisor: steal] 6\n");
+	free(folded);
+	folded = render(p, 1, cc);
+	ASSERT_EQ(count(folded, "[hypervisor: steal]"), 0);
+	free(folded);
+	vp_profile__free(p);
+
+	/* --pid 200: only db's steal is drawn; the vCPU totals stay the VM's. */
+	uint32_t pids[] = { 200 };
+	struct vp_session_opts o = { .pids = pids, .npids = 1 };
+	p = load(dir, &o);
+	folded = render(p, 1, event_index(p, "steal"));
+	ASSERT_STREQ(folded, "db;do_syscall_64_[k];db_loop_[k];[hypervisor: steal] 4\n");
+	free(folded);
+	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "15000000");
+	vp_profile__free(p);
+
+	/* --comm app */
+	struct vp_session_opts oc = { .comm = "app" };
+	p = load(dir, &oc);
+	folded = render(p, 1, event_index(p, "steal"));
+	ASSERT_STREQ(folded, "app;do_syscall_64_[k];app_hot_[k];[hypervisor: steal] 6\n");
+	free(folded);
+	vp_profile__free(p);
+
+	/* --to 12 ms: cpu1's STEAL at 20 ms falls outside, so idle keeps 3.5 ms. */
+	struct vp_session_opts ot = { .t_to = 0.012 };
+	p = load(dir, &ot);
+	ASSERT_UEQ(steal_of(p, 0, frames, sizeof(frames)), 3500000);
+	ASSERT_UEQ(steal_of(p, 100, frames, sizeof(frames)), 5500000);
+	ASSERT_STREQ(vp_profile__meta(p, "steal.cpu1"), "3000000");
+	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "13000000");
+	vp_profile__free(p);
+
+	/* No steal at all: no steal event, and exactly one note. */
+	p = load(zdir, NULL);
+	ASSERT_EQ(event_index(p, "steal"), -1);
+	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "0");
+	text = render(p, 0, 0);
+	ASSERT_EQ(count(text, "steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM"), 1);
+	ASSERT_EQ(count(text, "hypervisor (steal)"), 0);
+	free(text);
+	vp_profile__free(p);
+
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+	ASSERT_OK(system(cmd));
+	printf("test-steal-profile: ok\n");
+	return 0;
+}
