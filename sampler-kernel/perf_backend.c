@@ -303,7 +303,10 @@ static int open_pid_threads(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 }
 
 /* Every context switch on this CPU, whichever process it involves (steal-time victim
- * attribution needs them all): a CPU-wide dummy event writing into the CPU's ring. */
+ * attribution needs them all): a CPU-wide dummy event writing into the CPU's ring.
+ * Caveat seen on 6.18: the kernel reports few of the switches made in the idle task's
+ * context (idle -> task), so who left idle is only known at its next switch; the bpf
+ * backend's sched_switch tracepoint has them all. */
 static int open_switches(struct sampler *s, int cpu, int ring_fd)
 {
 	struct perf_event_attr a = {
