@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <elf.h>
 #include <sys/auxv.h>
@@ -221,10 +222,13 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		return keep_sample(l, r);
 	case VP_REC_MMAP: {
 		const struct vp_mmap *m = b;
-		if (blen <= sizeof(*m))
+		/* The filename starts at its offset, not at sizeof (the struct has tail
+		 * padding before the flexible member's alignment would end it). */
+		const size_t fn_off = offsetof(struct vp_mmap, filename);
+		if (blen <= fn_off)
 			return 0;
 		char name[4096];
-		size_t n = blen - sizeof(*m);
+		size_t n = strnlen(m->filename, blen - fn_off);
 		if (n >= sizeof(name))
 			n = sizeof(name) - 1;
 		memcpy(name, m->filename, n);
