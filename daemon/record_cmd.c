@@ -24,6 +24,7 @@
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
 #include "hv-glue/events.h"
+#include "hv-glue/xen.h"
 #include "hv-glue/probe.h"
 #include "hv-glue/steal.h"
 #include "sampler-kernel/sampler.h"
@@ -205,6 +206,8 @@ static int write_metadata(struct vp_session_writer *w, const struct record_opts 
 	join_args(buf, sizeof(buf), argv, argc);
 	META("cmdline", buf);
 	META("target", target_name(o->target));
+	if (o->xen_pmu_mode)
+		META("xen.pmu_mode", o->xen_pmu_mode);
 	if (o->target == RECORD_TARGET_LAUNCH) {
 		join_args(buf, sizeof(buf), o->cmd, -1);
 		META("command", buf);
@@ -372,12 +375,21 @@ int cmd_record(int argc, char **argv)
 		cfg.nr_events = 1;
 	}
 	for (int i = 0; i < cfg.nr_events; i++) {
-		cfg.events[i].freq = o.freq;
-		cfg.events[i].period = o.period;
+		/* As in perf, -c/-F set the rate of every event without its own period=/freq= term. */
+		if (!cfg.events[i].period && !cfg.events[i].freq) {
+			cfg.events[i].freq = o.freq;
+			cfg.events[i].period = o.period;
+		}
 		if (vp_events__check(&cfg.events[i], err, sizeof(err)) != 0) {
 			fprintf(stderr, "viprof record: %s\n", err);
 			return 2;
 		}
+	}
+	/* Xen decides in dom0 whose samples the PMU interrupt delivers (this domain only,
+	 * also the hypervisor, or every domain); set it before any event is opened. */
+	if (o.xen_pmu_mode && vp_xen__set_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		return 2;
 	}
 	if (!o.events && !o.quiet) {
 		if (o.period)

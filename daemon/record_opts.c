@@ -29,7 +29,8 @@ void record_opts__usage(FILE *f)
 		"\n"
 		"  -e, --event EV[,EV..]  events to sample (perf names, e.g. cycles, cpu-clock,\n"
 		"                         page-faults, or raw rNNNN); default: cycles where this\n"
-		"                         machine counts them, else cpu-clock (see 'viprof probe')\n"
+		"                         machine counts them, else cpu-clock (see 'viprof probe');\n"
+		"                         EV/period=N/ or EV/freq=N/ sets that event's own rate\n"
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
@@ -41,6 +42,8 @@ void record_opts__usage(FILE *f)
 		"      --force            replace a non-empty DIR (the old one is kept as DIR.old)\n"
 		"      --backend NAME     auto (default: bpf, else perf), bpf or perf\n"
 		"      --no-jit           do not load the JVM agent into Java processes\n"
+		"      --xen-pmu-mode M   in a Xen dom0: set /sys/hypervisor/pmu/pmu_mode to off, self,\n"
+		"                         hv (also sample Xen) or all (also other domains) first\n"
 		"  -q, --quiet            no live status line\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -108,7 +111,7 @@ out:
 
 int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT };
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -121,6 +124,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -188,6 +192,11 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			break;
 		case OPT_NO_JIT:
 			o->no_jit = true;
+			break;
+		case OPT_XEN_PMU_MODE:
+			if (strcmp(optarg, "off") && strcmp(optarg, "self") && strcmp(optarg, "hv") && strcmp(optarg, "all"))
+				return fail(err, errlen, "--xen-pmu-mode %s: must be off, self, hv or all", optarg);
+			o->xen_pmu_mode = optarg;
 			break;
 		case 'q':
 			o->quiet = true;

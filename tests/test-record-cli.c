@@ -52,6 +52,11 @@ static void test_parser(void)
 	ASSERT_UEQ(o.freq, RECORD_DEFAULT_FREQ);
 	ASSERT_STREQ(o.output, "viprof.session");
 	ASSERT_STREQ(o.backend, "auto");
+	ASSERT_NULL(o.xen_pmu_mode);
+	ASSERT_OK(PARSE(&o, "--xen-pmu-mode", "hv", "--", "true"));
+	ASSERT_STREQ(o.xen_pmu_mode, "hv");
+	ASSERT_NE(PARSE(&o, "--xen-pmu-mode", "bogus", "--", "true"), 0);
+	ASSERT_CONTAINS(err, "must be off, self, hv or all");
 
 	/* Without '--' the first non-option starts the command, and -g after it is CMD's. */
 	ASSERT_OK(PARSE(&o, "-F", "4000", "-g", "-o", "d", "sleep", "-g"));
@@ -182,6 +187,13 @@ static void test_binary(void)
 		ASSERT_EQ(rc, 2);
 		ASSERT_CONTAINS(out, "'cycles'");
 		ASSERT_CONTAINS(out, "cpu-clock");   /* and says what is available instead */
+	}
+	/* Outside a Xen dom0 a PMU mode cannot be set: one line naming the file, exit 2. */
+	if (access("/sys/hypervisor/pmu/pmu_mode", F_OK) != 0) {
+		int rc = RUN(out, "--xen-pmu-mode", "hv", "-o", sess, "--", "true");
+		ASSERT_EQ(rc, 2);
+		ASSERT_CONTAINS(out, "/sys/hypervisor/pmu/pmu_mode");
+		ASSERT_CONTAINS(out, "dom0");
 	}
 	/* No refused run may leave a session directory behind. */
 	ASSERT_NE(stat(sess, &st), 0);
