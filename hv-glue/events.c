@@ -124,6 +124,80 @@ static int parse_one(const char *name, struct sampler_event *ev, char *err, size
 	return -EINVAL;
 }
 
+/* The end of one event in a comma list: the next comma outside a /term,term/ list. */
+static const char *next_comma(const char *p)
+{
+	bool in_terms = false;
+	for (; *p; p++) {
+		if (*p == '/')
+			in_terms = !in_terms;
+		else if (*p == ',' && !in_terms)
+			return p;
+	}
+	return NULL;
+}
+
+/* perf's "name/period=N/" and "name/freq=N/" (a sampling rate for this event alone;
+ * -c/-F then apply to the others), optionally followed by modifiers ("/u", "/:u").
+ * Rewrites tok in place to "name" or "name:mods" for the modifier parser. */
+static int parse_terms(char *tok, char *slash, uint64_t *period, uint64_t *freq, char *err, size_t errlen)
+{
+	char whole[128];
+	snprintf(whole, sizeof(whole), "%s", tok);
+	char *close = strchr(slash + 1, '/');
+	if (!close) {
+		snprintf(err, errlen, "event '%s' has no closing '/': write terms as perf does, e.g. cpu-clock/period=1000000/",
+			 whole);
+		return -EINVAL;
+	}
+	*close = '\0';
+	char *mods = close + 1;
+	if (*mods == ':')
+		mods++;
+	if (slash == tok) {
+		snprintf(err, errlen, "event '%s' has no name before its terms: e.g. page-faults/period=1/", whole);
+		return -EINVAL;
+	}
+	for (char *t = slash + 1, *next; t && *t; t = next) {
+		next = strchr(t, ',');
+		if (next)
+			*next++ = '\0';
+		char *eq = strchr(t, '=');
+		bool is_period = eq && (size_t)(eq - t) == 6 && !strncmp(t, "period", 6);
+		bool is_freq = eq && (size_t)(eq - t) == 4 && !strncmp(t, "freq", 4);
+		if (!is_period && !is_freq) {
+			snprintf(err, errlen, "event '%s': unknown term '%s': viprof takes period=N and freq=N, "
+				 "e.g. page-faults/period=1/", whole, t);
+			return -EINVAL;
+		}
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(eq + 1, &end, 10);
+		if (eq[1] < '0' || eq[1] > '9' || *end || errno || v == 0) {
+			snprintf(err, errlen, "event '%s': %s needs a positive whole number, e.g. %s", whole, t,
+				 is_period ? "period=1000000" : "freq=999");
+			return -EINVAL;
+		}
+		if (is_period)
+			*period = v;
+		else
+			*freq = v;
+	}
+	if (*period && *freq) {
+		snprintf(err, errlen, "event '%s' sets both period and freq: sample every N events (period=N) or N times "
+			 "a second (freq=N), not both", whole);
+		return -EINVAL;
+	}
+	/* "name" + ":" + modifiers, so that the modifier parser sees perf's other spelling. */
+	if (*mods) {
+		*slash = ':';
+		memmove(slash + 1, mods, strlen(mods) + 1);
+	} else {
+		*slash = '\0';
+	}
+	return 0;
+}
+
 int vp_events__parse(const char *list, struct sampler_event *out, int max, char *err, size_t errlen)
 {
 	if (err && errlen)
@@ -140,7 +214,7 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 	int n = 0;
 	const char *p = list;
 	for (;;) {
-		const char *end = strchr(p, ',');
+		const char *end = next_comma(p);
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		while (len && isspace((unsigned char)*p)) {
 			p++;
@@ -166,6 +240,13 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 
 		struct sampler_event ev;
 		memset(&ev, 0, sizeof(ev));
+		uint64_t t_period = 0, t_freq = 0;
+		char *slash = strchr(tok, '/');
+		if (slash) {
+			int r = parse_terms(tok, slash, &t_period, &t_freq, err, errlen);
+			if (r)
+				return r;
+		}
 		char *colon = strchr(tok, ':');
 		bool u = false, k = false;
 		if (colon) {
@@ -197,6 +278,8 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 			size_t nl = strlen(ev.name);
 			snprintf(ev.name + nl, sizeof(ev.name) - nl, ":%s%s", u ? "u" : "", k ? "k" : "");
 		}
+		ev.period = t_period;
+		ev.freq = t_freq;
 		out[n++] = ev;
 		if (!end)
 			break;

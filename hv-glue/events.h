@@ -12,7 +12,10 @@
  * cpu-migrations, minor-faults, major-faults, ...), the generic cache events
  * (L1-dcache-load-misses, LLC-load-misses, dTLB-load-misses, ...) and raw "rNNNN" (hex,
  * PERF_TYPE_RAW), each optionally followed by ":u" (user only) or ":k" (kernel only).
- * Returns the number parsed or -errno with a one-line message in err. Rates are not set here. */
+ * perf's term syntax sets one event's rate: "page-faults/period=1/", "cpu-clock/freq=999/u"
+ * (terms period=N and freq=N; the event keeps its plain name, e.g. "page-faults").
+ * Returns the number parsed or -errno with a one-line message in err. Rates are set only
+ * from terms (else period = freq = 0: the caller applies -c/-F). */
 int vp_events__parse(const char *list, struct sampler_event *out, int max, char *err, size_t errlen);
 
 /* Live perf_event_open test of one event on this machine. 0 if it can be sampled; else -errno

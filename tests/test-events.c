@@ -241,10 +241,57 @@ static void test_live(void)
 	vp_probe__free(p);
 }
 
+/* perf's per-event rate terms: the event keeps its plain name and gets its own rate. */
+static void test_terms(void)
+{
+	char err[256];
+	struct sampler_event ev[VP_MAX_EVENTS];
+	ASSERT_EQ(vp_events__parse("cpu-clock/period=1000000/,page-faults/period=1/,cs/freq=99/u,cycles", ev,
+				   VP_MAX_EVENTS, err, sizeof(err)), 4);
+	ASSERT_STREQ(ev[0].name, "cpu-clock");
+	ASSERT_UEQ(ev[0].period, 1000000);
+	ASSERT_UEQ(ev[0].freq, 0);
+	ASSERT_STREQ(ev[1].name, "page-faults");
+	ASSERT_UEQ(ev[1].period, 1);
+	ASSERT_STREQ(ev[2].name, "context-switches:u");
+	ASSERT_UEQ(ev[2].freq, 99);
+	ASSERT_UEQ(ev[2].period, 0);
+	ASSERT_TRUE(ev[2].exclude_kernel);
+	ASSERT_STREQ(ev[3].name, "cycles");
+	ASSERT_UEQ(ev[3].period, 0);
+	ASSERT_UEQ(ev[3].freq, 0);
+	/* Several terms inside one pair of slashes do not split the list; ":k" after them. */
+	ASSERT_EQ(vp_events__parse("faults/period=5,period=7/:k,task-clock", ev, VP_MAX_EVENTS, err, sizeof(err)), 2);
+	ASSERT_STREQ(ev[0].name, "page-faults:k");
+	ASSERT_UEQ(ev[0].period, 7);
+	ASSERT_TRUE(ev[0].exclude_user);
+	ASSERT_STREQ(ev[1].name, "task-clock");
+
+	static const struct { const char *in, *msg; } bad[] = {
+		{ "cpu-clock/period=1000", "no closing '/'" },
+		{ "cpu-clock/period=0/", "positive whole number" },
+		{ "cpu-clock/period=-5/", "positive whole number" },
+		{ "cpu-clock/period=12x/", "positive whole number" },
+		{ "cpu-clock/config=1/", "unknown term 'config=1'" },
+		{ "cpu-clock/period=1,freq=2/", "both period and freq" },
+		{ "/period=1/", "no name before" },
+		{ "nosuch/period=1/", "unknown event 'nosuch'" },
+		{ "cs/period=1/x", "unknown modifier 'x'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		int n = vp_events__parse(bad[i].in, ev, VP_MAX_EVENTS, err, sizeof(err));
+		if (n != -EINVAL)
+			FAIL("parse '%s' returned %d, expected -EINVAL (%s)", bad[i].in, n, err);
+		ASSERT_CONTAINS(err, bad[i].msg);
+	}
+}
+
 int main(void)
 {
 	test_parse_table();
 	test_lists_and_modifiers();
+	test_terms();
 	test_generated();
 	test_live();
 	return 0;

@@ -1,0 +1,73 @@
+/* faulty: a workload with a known number of page faults and context switches, for the
+ * multi-event tests. It touches PAGES fresh anonymous pages (one minor fault each:
+ * huge pages are refused with MADV_NOHUGEPAGE, or one fault would map 512 pages), then
+ * sleeps SLEEPS times for 50 us (one voluntary context switch each), then spins on the
+ * CPU for SPIN_MS milliseconds so that cpu-clock has samples too. Apart from those it
+ * only pays the faults of exec and libc start-up, a few hundred.
+ * usage: faulty [PAGES [SLEEPS [SPIN_MS]]]   (default 20000 2000 200) */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((noinline)) void touch_pages(long pages)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	volatile char *m = mmap(NULL, (size_t)(pages * psz), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		perror("faulty: mmap");
+		exit(1);
+	}
+	madvise((void *)m, (size_t)(pages * psz), MADV_NOHUGEPAGE);
+	for (long i = 0; i < pages; i++)
+		m[i * psz] = 1;
+	munmap((void *)m, (size_t)(pages * psz));
+}
+
+/* The sleeps are inline `syscall` instructions: libc's nanosleep wrapper is a leaf
+ * without a frame pointer, so a frame-pointer walk from it would skip nap. */
+__attribute__((noinline)) void nap(long sleeps)
+{
+	struct timespec ts = { 0, 50000 };
+	for (long i = 0; i < sleeps; i++) {
+#if defined(__x86_64__)
+		long ret;
+		__asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_nanosleep), "D"(&ts), "S"(0) : "rcx", "r11", "memory");
+#else
+		nanosleep(&ts, NULL);
+#endif
+	}
+}
+
+__attribute__((noinline)) uint64_t spin(long ms)
+{
+	uint64_t until = now_ns() + (uint64_t)ms * 1000000ull, x = 1;
+	while (now_ns() < until)
+		for (int i = 0; i < 1000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	long pages = argc > 1 ? atol(argv[1]) : 20000, sleeps = argc > 2 ? atol(argv[2]) : 2000;
+	long ms = argc > 3 ? atol(argv[3]) : 200;
+	if (pages < 0 || sleeps < 0 || ms < 0) {
+		fprintf(stderr, "usage: faulty [PAGES [SLEEPS [SPIN_MS]]]  (whole numbers >= 0)\n");
+		return 2;
+	}
+	touch_pages(pages);
+	nap(sleeps);
+	return spin(ms) == 42;  /* use the result so the loop is not optimized away */
+}
