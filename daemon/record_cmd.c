@@ -469,30 +469,13 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 
-	/* Processes that already run: their mappings predate any live MMAP event. */
-	struct vp_procsynth *ps = vp_procsynth__new();
-	if (!ps) {
-		fprintf(stderr, "viprof record: out of memory\n");
-		goto cleanup;
-	}
-	e = 0;
-	if (o.target == RECORD_TARGET_ALL) {
-		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), &cfg.sink);
-		e = e < 0 ? e : 0;
-	} else if (o.target == RECORD_TARGET_PIDS) {
-		for (int i = 0; i < o.npids && !e; i++) {
-			e = vp_procsynth__process(ps, o.pids[i], now_ns(CLOCK_MONOTONIC), &cfg.sink);
-			if (e == -ESRCH) {
-				fprintf(stderr, "viprof record: process %d exited before recording started\n", (int)o.pids[i]);
-				vp_procsynth__free(ps);
-				goto cleanup;
-			}
+	/* A -p target that is gone is refused before anything is recorded. */
+	for (int i = 0; o.target == RECORD_TARGET_PIDS && i < o.npids; i++) {
+		if (kill(o.pids[i], 0) != 0 && errno == ESRCH) {
+			fprintf(stderr, "viprof record: process %d does not exist (or exited before recording started)\n",
+				(int)o.pids[i]);
+			goto cleanup;
 		}
-	}
-	vp_procsynth__free(ps);
-	if (e) {
-		fprintf(stderr, "viprof record: cannot read the processes' mappings: %s\n", strerror(-e));
-		goto cleanup;
 	}
 
 	/* Running JVMs get the agent before sampling starts, so that every sample of their
@@ -528,6 +511,29 @@ int cmd_record(int argc, char **argv)
 	started = true;
 	/* Durations (-d, the status line, END) count from here, not from the setup above. */
 	start = now_ns(CLOCK_MONOTONIC);
+
+	/* Processes that already run: their mappings predate any live MMAP event. The scan
+	 * comes after the sampler started, so that a process which execs or maps a library
+	 * between the scan and the start cannot fall between the two (the loader lets
+	 * these synthesized mappings serve samples stamped before them). */
+	struct vp_procsynth *ps = vp_procsynth__new();
+	e = 0;
+	if (!ps) {
+		e = -ENOMEM;
+	} else if (o.target == RECORD_TARGET_ALL) {
+		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), &cfg.sink);
+		e = e < 0 ? e : 0;
+	} else if (o.target == RECORD_TARGET_PIDS) {
+		for (int i = 0; i < o.npids && !e; i++) {
+			e = vp_procsynth__process(ps, o.pids[i], now_ns(CLOCK_MONOTONIC), &cfg.sink);
+			if (e == -ESRCH)
+				e = 0;   /* exited since the check: its EXIT comes from the sampler */
+		}
+	}
+	vp_procsynth__free(ps);
+	if (e)
+		fprintf(stderr, "viprof: warning: cannot read the running processes' mappings (%s); "
+				"their native frames will show as [unknown]\n", strerror(-e));
 	steal = calloc(MAX_CPUS, sizeof(*steal));
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
