@@ -3,7 +3,10 @@
  *     /proc/stat before <= first record <= last record <= /proc/stat after,
  * every value is a whole number of ticks, records come about every 100 ms, and victim
  * attribution (postproc/steal.h) over the session's real SWITCH records charges
- * exactly last - first per CPU. argv[1] = viprof, argv[2] = split3. Needs root. */
+ * exactly last - first per CPU. Then the same session loaded as a profile
+ * (postproc/session.c) carries those deltas as steal.cpuN / steal.total and as the
+ * weight of its "steal" event. Run twice: launching split3, and `record -a -d 2`.
+ * argv[1] = viprof, argv[2] = split3. Needs root. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -11,6 +14,7 @@
 #include "test.h"
 #include "common/chunkfile.h"
 #include "common/session_format.h"
+#include "postproc/session.h"
 #include "postproc/steal.h"
 
 #define MAXCPU 256
@@ -42,13 +46,46 @@ static int read_proc_steal(uint64_t *ns)
 
 static uint64_t charged[MAXCPU];
 
+/* The profile of the session agrees with the stream: per-vCPU meta = last - first, the
+ * total is their sum, and the "steal" event weighs exactly that (or is absent at 0). */
+static void check_profile(const char *dir, int ncpu, const uint64_t *first, const uint64_t *last)
+{
+	char err[256] = "", key[32];
+	uint64_t total = 0, weight = 0;
+	struct vp_profile *p = vp_profile__new();
+	int st = -1;
+
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(dir, p, NULL, err, sizeof(err)))
+		FAIL("load %s: %s", dir, err);
+	for (int c = 0; c < ncpu; c++) {
+		snprintf(key, sizeof(key), "steal.cpu%d", c);
+		ASSERT_NOT_NULL(vp_profile__meta(p, key));
+		ASSERT_UEQ(strtoull(vp_profile__meta(p, key), NULL, 10), last[c] - first[c]);
+		total += last[c] - first[c];
+	}
+	ASSERT_NOT_NULL(vp_profile__meta(p, "steal.total"));
+	ASSERT_UEQ(strtoull(vp_profile__meta(p, "steal.total"), NULL, 10), total);
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, "steal"))
+			st = e;
+	for (size_t i = 0; st >= 0 && i < p->nstacks; i++)
+		weight += p->stacks[i].weight[st];
+	if (total)
+		ASSERT_UEQ(weight, total);
+	else
+		ASSERT_EQ(st, -1);
+	fprintf(stderr, "%s: profile steal.total %" PRIu64 " ns\n", dir, total);
+	vp_profile__free(p);
+}
+
 static void victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
 {
 	if (cpu < MAXCPU)
 		charged[cpu] += ns;
 }
 
-int main(int argc, char **argv)
+static void record_and_check(const char *viprof, const char *split3, bool all)
 {
 	uint64_t before[MAXCPU], after[MAXCPU], first[MAXCPU], last[MAXCPU], t_first[MAXCPU], t_last[MAXCPU];
 	int nsteal[MAXCPU] = { 0 }, ncpu, status, nswitch = 0;
@@ -59,9 +96,7 @@ int main(int argc, char **argv)
 	char err[256];
 	pid_t pid;
 
-	if (argc < 3)
-		FAIL("usage: test-steal-attr-live viprof split3");
-	REQUIRE_ROOT();
+	memset(charged, 0, sizeof(charged));
 	ncpu = read_proc_steal(before);
 	ASSERT_GT(ncpu, 0);
 	pid = fork();
@@ -71,8 +106,12 @@ int main(int argc, char **argv)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(argv[1], "viprof", "record", "-q", "--force", "-e", "cpu-clock", "-o", "steal-live", "--",
-		      argv[2], "1.5", (char *)NULL);
+		if (all)
+			execl(viprof, "viprof", "record", "-q", "--force", "-e", "cpu-clock", "-o", "steal-live", "-a",
+			      "-d", "2", (char *)NULL);
+		else
+			execl(viprof, "viprof", "record", "-q", "--force", "-e", "cpu-clock", "-o", "steal-live", "--",
+			      split3, "1.5", (char *)NULL);
 		_exit(126);
 	}
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -123,6 +162,16 @@ int main(int argc, char **argv)
 		ASSERT_LE(last[c] - first[c], after[c] - before[c]);
 		ASSERT_UEQ(charged[c], last[c] - first[c]);
 	}
+	check_profile("steal-live", ncpu, first, last);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		FAIL("usage: test-steal-attr-live viprof split3");
+	REQUIRE_ROOT();
+	record_and_check(argv[1], argv[2], false);
+	record_and_check(argv[1], argv[2], true);
 	printf("test-steal-attr-live: ok\n");
 	return 0;
 }
