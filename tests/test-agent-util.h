@@ -122,7 +122,7 @@ static inline void tu_pid_dir(const char *dir, char *out, size_t len)
 		FAIL("agent directory %s missing: %s", dir, strerror(errno));
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.' && n++ == 0)
-			snprintf(out, len, "%s/%s", dir, de->d_name);
+			snprintf(out, len, "%.400s/%.255s", dir, de->d_name);
 	closedir(d);
 	if (n != 1)
 		FAIL("expected one pid directory in %s, found %d", dir, n);

@@ -71,9 +71,9 @@ static void check_jitsplit(const char *java, bool fp)
 	}
 
 	/* Inlining: the compiled method itself is the outermost frame of every pc, and
-	 * work() is inlined into some hot method with a source line. */
+	 * alloc() is inlined into some hot method with a source line. */
 	ASSERT_GT(m->ninlines, 0);
-	bool work_inlined = false;
+	bool alloc_inlined = false;
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (x->inl < 0)
@@ -85,12 +85,12 @@ static void check_jitsplit(const char *java, bool fp)
 			if (strncmp(x->name, "JitSplit.hot", 12) || pc->depth < 2)
 				continue;
 			const struct vp_cm_name_info *ni = vp_codemap__name(m, in->frames[pc->first].method_id);
-			if (ni && !strcmp(ni->name, "JitSplit.work(long, int)") &&
+			if (ni && !strcmp(ni->name, "JitSplit.alloc(int)") &&
 			    vp_codemap__line(ni, in->frames[pc->first].bci) > 0)
-				work_inlined = true;
+				alloc_inlined = true;
 		}
 	}
-	ASSERT_TRUE(work_inlined);
+	ASSERT_TRUE(alloc_inlined);
 
 	/* The index names hot code, inlined frames first, and the interpreter. */
 	struct vp_jit_index *xi = vp_jit_index__open(piddir, e, sizeof(e));

@@ -6,6 +6,7 @@ public class JitSplit {
     static volatile long sink;
     static Object[] keep = new Object[256];
 
+    // Warms up once at start; the hot methods do not share it (see below).
     static long work(long x, int n) {
         for (int i = 0; i < n; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
@@ -20,21 +21,33 @@ public class JitSplit {
         return b.length;
     }
 
+    // Each hot method carries its own copy of the arithmetic instead of calling work():
+    // a sample in a shared callee under a still-interpreted caller could not be told
+    // apart (interpreted frames are all "Interpreter"), which would blur the split.
     static void hotA(long until) {
         long x = 1; int k = 0;
-        while (System.nanoTime() < until) { x += work(x, 2000); x += alloc(k++); }
+        while (System.nanoTime() < until) {
+            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+            x += alloc(k++);
+        }
         sink += x;
     }
 
     static void hotB(long until) {
         long x = 2; int k = 0;
-        while (System.nanoTime() < until) { x += work(x, 2000); x += alloc(k++); }
+        while (System.nanoTime() < until) {
+            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+            x += alloc(k++);
+        }
         sink += x;
     }
 
     static void hotC(long until) {
         long x = 3; int k = 0;
-        while (System.nanoTime() < until) { x += work(x, 2000); x += alloc(k++); }
+        while (System.nanoTime() < until) {
+            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+            x += alloc(k++);
+        }
         sink += x;
     }
 
@@ -45,6 +58,7 @@ public class JitSplit {
         long round = 100_000_000L;
         long end = System.nanoTime() + (long) (secs * 1e9);
         long[] spent = new long[3];
+        for (int i = 0; i < 20000; i++) sink += work(i, 16);
         while (System.nanoTime() < end) {
             long t0 = System.nanoTime();
             hotA(t0 + round * 50 / 100);

@@ -1,0 +1,146 @@
+/* Reused code addresses through the real pipeline: `viprof record -g -- java CodeReuse`,
+ * then per generation a `viprof report --time` window: with epoch maps every sample of a
+ * GenR class in generation N's window is named GenR<N>; with --map-mode flat (a timeless
+ * perf-PID.map) samples on reused addresses go to the wrong generation. */
+#include "test-agent-util.h"
+
+#include "maps/codemap.h"
+
+#define GENS 8
+
+struct counts {
+	long own, other;
+};
+
+static struct counts count(const char *folded, int gen)
+{
+	struct counts c = { 0, 0 };
+	FILE *f = fopen(folded, "r");
+	ASSERT_NOT_NULL(f);
+	static char line[1 << 16];
+	char want[16];
+	snprintf(want, sizeof(want), "GenR%04d.", gen);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		if (!sp || !strstr(line, "GenR"))
+			continue;
+		long n = atol(sp + 1);
+		if (strstr(line, want))
+			c.own += n;
+		else
+			c.other += n;
+	}
+	fclose(f);
+	return c;
+}
+
+static bool reused(const char *jitdir)
+{
+	char err[512];
+	struct vp_codemap *m = vp_codemap__load_dir(jitdir, err, sizeof(err));
+	if (!m)
+		FAIL("%s", err);
+	bool r = false;
+	for (size_t i = 0; i < m->nmethods && !r; i++)
+		for (size_t j = i + 1; j < m->nmethods && !r; j++) {
+			const struct vp_cm_method_info *x = &m->methods[i], *y = &m->methods[j];
+			r = !strncmp(x->name, "GenR", 4) && !strncmp(y->name, "GenR", 4) && strncmp(x->name, y->name, 8) &&
+			    x->start < y->start + y->size && y->start < x->start + x->size;
+		}
+	vp_codemap__free(m);
+	return r;
+}
+
+static int run(const char *java, bool jdk17)
+{
+	char *dir = tu_tmpdir("e2ereuse");
+	char sess[600], out[600], err[600], folded[600], jit[700];
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(folded, sizeof(folded), "%s/folded", dir);
+	char *rec17[] = { VIPROF_BIN, "record", "-g", "-o", sess, "--", (char *)java, "-XX:-SegmentedCodeCache",
+			  "-XX:ReservedCodeCacheSize=8m", "-cp", VIPROF_JAVA_CLASSES, "CodeReuse", "8", "0.7", NULL };
+	char *rec[] = { VIPROF_BIN, "record", "-g", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
+			"CodeReuse", "8", "0.7", NULL };
+	int rc = tu_run(jdk17 ? rec17 : rec, out, err, 120);
+	if (rc) {
+		char *e = tu_read(err);
+		FAIL("viprof record exited %d: %s", rc, e);
+	}
+	uint64_t gs[GENS + 1] = { 0 }, ge[GENS + 1] = { 0 };
+	char *o = tu_read(out);
+	for (char *l = strtok(o, "\n"); l; l = strtok(NULL, "\n")) {
+		int g;
+		unsigned long long s, e;
+		if (sscanf(l, "gen %d %llu %llu", &g, &s, &e) == 3 && g >= 1 && g <= GENS) {
+			gs[g] = s;
+			ge[g] = e;
+		}
+	}
+	free(o);
+	char meta[700];
+	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
+	char *mj = tu_read(meta);
+	char *p = strstr(mj, "\"start_monotonic_ns\"");
+	ASSERT_NOT_NULL(p);
+	p = strchr(p + 20, ':');
+	ASSERT_NOT_NULL(p);
+	while (*p && (*p < '0' || *p > '9'))
+		p++;
+	uint64_t start = strtoull(p, NULL, 10);
+	free(mj);
+	snprintf(jit, sizeof(jit), "%s/jit", sess);
+	char piddir[700];
+	tu_pid_dir(jit, piddir, sizeof(piddir));
+	bool r = reused(piddir);
+
+	long e_own = 0, e_other = 0, f_own = 0, f_other = 0;
+	for (int g = 1; g <= GENS; g++) {
+		ASSERT_GT(ge[g], gs[g]);
+		char win[64];
+		/* Inside the generation's life: its class is loaded, no other GenR class runs. */
+		snprintf(win, sizeof(win), "%.3f,%.3f", (double)(gs[g] - start) / 1e9 + 0.25,
+			 (double)(ge[g] - start) / 1e9 - 0.01);
+		for (int flat = 0; flat < 2; flat++) {
+			char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "--time", win, "--map-mode",
+					flat ? "flat" : "epoch", "-o", folded, NULL };
+			ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+			struct counts c = count(folded, g);
+			if (flat) {
+				f_own += c.own;
+				f_other += c.other;
+			} else {
+				e_own += c.own;
+				e_other += c.other;
+				if (c.other)
+					fprintf(stderr, "gen %d window %s: epoch view gives %ld samples to other generations\n", g, win, c.other);
+			}
+		}
+	}
+	fprintf(stderr, "%s: reuse %s; epoch maps: %ld own, %ld other generation; flat: %ld own, %ld other\n", java,
+		r ? "seen" : "not seen", e_own, e_other, f_own, f_other);
+	ASSERT_GT(e_own, 1000);
+	ASSERT_EQ(e_other, 0);
+	if (r)
+		ASSERT_GT(f_other, 0);
+	tu_rm_rf(dir);
+	return r;
+}
+
+int main(void)
+{
+	tu_require_fixtures();
+	REQUIRE_ROOT();
+	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
+	if (!j17)
+		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
+	int any = run(j17, true);
+	if (j25)
+		any += run(j25, false);
+	else
+		fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
+	if (!any)
+		SKIP("no JVM reused a code address during the run; flat vs epoch could not be told apart");
+	return 0;
+}
