@@ -1,7 +1,8 @@
 /* Reused code addresses through the real pipeline: `viprof record -g -- java CodeReuse`,
  * then per generation a `viprof report --time` window: with epoch maps every sample of a
  * GenR class in generation N's window is named GenR<N>; with --map-mode flat (a timeless
- * perf-PID.map) samples on reused addresses go to the wrong generation. */
+ * perf-PID.map) samples on reused addresses go to the wrong generation or to code that
+ * came there later. */
 #include "test-agent-util.h"
 
 #include "maps/codemap.h"
@@ -120,10 +121,12 @@ static int run(const char *java, bool jdk17)
 	}
 	fprintf(stderr, "%s: reuse %s; epoch maps: %ld own, %ld other generation; flat: %ld own, %ld other\n", java,
 		r ? "seen" : "not seen", e_own, e_other, f_own, f_other);
-	ASSERT_GT(e_own, 1000);
+	ASSERT_GT(e_own, 500);
 	ASSERT_EQ(e_other, 0);
+	/* Flat is wrong one way or the other: samples named after another generation, or
+	 * lost to whatever code came to those addresses later. */
 	if (r)
-		ASSERT_GT(f_other, 0);
+		ASSERT_TRUE(f_other > 0 || f_own < e_own - e_own / 10);
 	tu_rm_rf(dir);
 	return r;
 }
