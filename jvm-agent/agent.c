@@ -81,6 +81,7 @@ static struct agent {
 	struct ranges live;
 	uint64_t live_methods;
 	uint64_t last_flush;
+	bool warned_drops;
 } A;
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
@@ -462,6 +463,12 @@ static int write_epoch_end(uint64_t t)
 	lock();
 	uint64_t dropped = A.dropped;
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (dropped && !A.warned_drops) {
+		/* Once per JVM: the count itself goes into every EPOCH_END. */
+		fprintf(stderr, "viprof agent: event queue full, %llu events dropped; some JIT frames may be unnamed\n",
+			(unsigned long long)dropped);
+		A.warned_drops = true;
+	}
 	struct vp_cm_epoch_end e = { .epoch = A.epoch, .live_methods = (uint32_t)A.live.n,
 				     .live_bytes = bytes, .dropped = dropped };
 	int err = cfile_writer__append(A.w, VP_CM_EPOCH_END, t, &e, sizeof(e));

@@ -703,6 +703,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 		goto cleanup;
 	}
 	m->pid = h.pid;
+	m->created_ns = h.timestamp;
 	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, 0)))
 		goto cleanup;
 	struct jd_rec r;
