@@ -11,7 +11,9 @@
  * Steal time (the event "steal", postproc/session.c) is time the hypervisor took from
  * the VM's vCPUs; it is no sample of the ranked event, so the layer summary adds it as
  * its own "hypervisor (steal)" line in milliseconds, as a percentage of the sampled
- * time of the first time-based event (cpu-clock). A recording that measured steal and
+ * time of the first time-based event (cpu-clock); the hotspot table gives steal a
+ * column only when it is the ranked event (--event steal), because its leaves are
+ * never frames of the other events. A recording that measured steal and
  * found none gets one note saying so. With cycles and instructions both recorded the
  * header shows their ratio, IPC. */
 #include <errno.h>
@@ -261,7 +263,13 @@ static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int 
 
 static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
-	int ev = opts->sort_event, ncols = p->nevents < MAX_COLS ? p->nevents : MAX_COLS;
+	int ev = opts->sort_event, ncols = 0, cols[MAX_COLS];
+	/* One column per event; steal only when it is the ranked one, since its leaves are
+	 * never a frame of the other events (its summary line is in the layer summary). */
+	for (int e = 0; e < p->nevents && ncols < MAX_COLS; e++)
+		if (e == ev || strcmp(p->events[e].name, "steal"))
+			cols[ncols++] = e;
+	struct vp_frame_count *fev = NULL;
 	int top = opts->top > 0 ? opts->top : DEFAULT_TOP, ret = 0;
 	struct vp_frame_count *fc[MAX_COLS] = { 0 };
 	struct row *rows = calloc(p->nframes + 1, sizeof(*rows));
@@ -273,28 +281,33 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		goto cleanup;
 	}
 	for (int e = 0; e < ncols; e++) {
-		fc[e] = vp_frame_counts(p, e);
+		fc[e] = vp_frame_counts(p, cols[e]);
 		col_t[e] = calloc((size_t)top + 1, sizeof(int64_t));
 		if (!fc[e] || !col_t[e]) {
 			ret = -ENOMEM;
 			goto cleanup;
 		}
 	}
-	layer_summary(p, o, ev, fc[ev]);
+	fev = vp_frame_counts(p, ev);
+	if (!fev) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	layer_summary(p, o, ev, fev);
 	size_t nrows = 0;
 	for (size_t f = 0; f < p->nframes; f++) {
 		/* Sorted by self, frames that are never a leaf only add empty rows. */
-		if (opts->sort == VP_SORT_TOTAL ? !fc[ev][f].total : !fc[ev][f].self)
+		if (opts->sort == VP_SORT_TOTAL ? !fev[f].total : !fev[f].self)
 			continue;
 		rows[nrows].frame = (uint32_t)f;
-		rows[nrows].key = opts->sort == VP_SORT_TOTAL ? fc[ev][f].total : fc[ev][f].self;
+		rows[nrows].key = opts->sort == VP_SORT_TOTAL ? fev[f].total : fev[f].self;
 		nrows++;
 	}
 	sort_p = p;
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
 	size_t shown = nrows < (size_t)top ? nrows : (size_t)top;
 	for (int e = 0; e < ncols; e++) {
-		uint64_t total = vp_event_samples(p, e), sum = 0;
+		uint64_t total = vp_event_samples(p, cols[e]), sum = 0;
 		for (size_t i = 0; i < shown; i++) {
 			cnt[i] = fc[e][rows[i].frame].self;
 			sum += cnt[i];
@@ -308,7 +321,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	name_widths(o, fixed, &symw, &imgw);
 	for (int e = 0; e < ncols; e++) {
 		char h[16];
-		snprintf(h, sizeof(h), "%.7s", ncols > 1 ? p->events[e].name : "self%");
+		snprintf(h, sizeof(h), "%.7s", ncols > 1 ? p->events[cols[e]].name : "self%");
 		vp_out__printf(o, "%8s", h);
 	}
 	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", "samples", "layer", symw, "symbol", "image");
@@ -318,7 +331,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 			print_tenths(o, col_t[e][i], 7);
 			vp_out__puts(o, " ");
 		}
-		vp_out__printf(o, "%7.1f %10llu", vp_pct(fc[ev][f].total, evtotal), (unsigned long long)fc[ev][f].self);
+		vp_out__printf(o, "%7.1f %10llu", vp_pct(fev[f].total, evtotal), (unsigned long long)fev[f].self);
 		name_cols(o, &p->frames[f], symw, imgw, opts->color);
 	}
 	bool other = nrows > shown;
@@ -331,13 +344,14 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		}
 		uint64_t rest = 0;
 		for (size_t i = shown; i < nrows; i++)
-			rest += fc[ev][rows[i].frame].self;
+			rest += fev[rows[i].frame].self;
 		vp_out__printf(o, "%7s %10llu  %-11s (other", "-", (unsigned long long)rest, "");
 		if (nrows > shown)
 			vp_out__printf(o, ": %zu more frames", nrows - shown);
 		vp_out__puts(o, ")\n");
 	}
 cleanup:
+	free(fev);
 	for (int e = 0; e < ncols; e++) {
 		free(fc[e]);
 		free(col_t[e]);

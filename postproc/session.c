@@ -1,7 +1,18 @@
 /* Loading a session: read the whole stream first (sideband into the mapping history,
  * KSYM into the kernel table, samples into memory), then resolve every sample. Two
  * phases because the recorder may write a KSYM or an MMAP after the first sample that
- * needs it (it flushes them before that sample's chunk ends, not before the sample). */
+ * needs it (it flushes them before that sample's chunk ends, not before the sample).
+ *
+ * Steal time: STEAL and SWITCH records go to victim attribution (postproc/steal.h);
+ * after the samples, each victim thread's steal becomes one stack under the event
+ * "steal" (unit nanoseconds): the thread's most frequent sampled stack plus a leaf
+ * "[hypervisor: steal]" (idle: "[idle]", a thread never sampled: "[not sampled]", a
+ * vCPU without switch records: "[thread unknown: no switch records]"). Its weight is
+ * the ns, its samples the ns in periods of the first time event (1 ms without one).
+ * --from/--to select the STEAL records that bracket the steal counted; --pid/--tid/
+ * --comm select the victims. The meta keys steal.cpuN and steal.total hold the VM's
+ * per-vCPU steal in the time window whatever the thread filters (summed over the
+ * sessions merged into one profile). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -612,9 +623,13 @@ static int victim_stack(struct loader *l, const struct victim *v, struct steal_s
 	const struct vp_stack *best = NULL;
 	uint64_t best_n = 0;
 	uint32_t extra = 1;
+	int prior = -1;  /* "steal" of a session loaded before into the same profile */
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, "steal"))
+			prior = e;
 	for (size_t i = 0; v->pid != 0 && v->pid != VP_STEAL_UNKNOWN && i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
-		if (s->pid != v->pid || s->tid != v->tid || !s->nframes)
+		if (s->pid != v->pid || s->tid != v->tid || !s->nframes || (prior >= 0 && s->weight[prior]))
 			continue;
 		uint64_t n = 0;
 		if (l->time_event >= 0)

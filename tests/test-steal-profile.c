@@ -74,16 +74,16 @@ static void w_switch(struct cfile_writer *w, uint64_t t, uint32_t cpu, uint32_t 
 	ASSERT_OK(cfile_writer__append(w, VP_REC_SWITCH, base + t, &s, sizeof(s)));
 }
 
-static void open_session(const char *dir, struct cfile_writer **w)
+static void open_session(const char *dir, struct cfile_writer **w, bool clock)
 {
 	char path[512];
 	mkdir(dir, 0700);
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
 	*w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
 	ASSERT_NOT_NULL(*w);
-	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .period = MS,
-				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
-	strcpy(ev.name, "cpu-clock");
+	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .period = clock ? MS : 1,
+				    .flags = VP_EVENT_SOFTWARE | (clock ? VP_EVENT_TIME_UNITS : 0) };
+	strcpy(ev.name, clock ? "cpu-clock" : "page-faults");
 	ASSERT_OK(cfile_writer__append(*w, VP_REC_EVENT, base, &ev, sizeof(ev)));
 	w_ksym(*w, K_SYSCALL, "do_syscall_64");
 	w_ksym(*w, K_APP_HOT, "app_hot");
@@ -103,7 +103,7 @@ static void close_session(struct cfile_writer *w, uint64_t end)
 static void write_steal_session(const char *dir)
 {
 	struct cfile_writer *w;
-	open_session(dir, &w);
+	open_session(dir, &w, true);
 	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 30);
 	w_sample(w, 4 * MS, 100, 0, K_APP_COLD, 10);
 	w_sample(w, 7 * MS, 200, 0, K_DB_LOOP, 20);
@@ -122,13 +122,30 @@ static void write_steal_session(const char *dir)
 static void write_zero_session(const char *dir)
 {
 	struct cfile_writer *w;
-	open_session(dir, &w);
+	open_session(dir, &w, true);
 	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 5);
 	for (uint32_t cpu = 0; cpu < 2; cpu++) {
 		w_steal(w, 0, cpu, 7000 * MS);
 		w_switch(w, 2 * MS, cpu, 0, 100);
 		w_steal(w, 10 * MS, cpu, 7000 * MS);
 	}
+	close_session(w, 10 * MS);
+}
+
+/* No time event (page-faults only, so steal samples are whole milliseconds); a thread
+ * that was never sampled (cron, pid 300) and a vCPU without any SWITCH record:
+ *   cpu0: STEAL 0 = 0; 5 ms idle -> cron; STEAL 10 ms = 4 ms -> idle 2, cron 2 ms
+ *   cpu1: STEAL 0 = 0; STEAL 10 ms = 1 ms, nobody said who ran -> unknown 1 ms */
+static void write_other_session(const char *dir)
+{
+	struct cfile_writer *w;
+	open_session(dir, &w, false);
+	w_comm(w, 300, "cron");
+	w_steal(w, 0, 0, 0);
+	w_switch(w, 5 * MS, 0, 0, 300);
+	w_steal(w, 10 * MS, 0, 4 * MS);
+	w_steal(w, 0, 1, 0);
+	w_steal(w, 10 * MS, 1, 1 * MS);
 	close_session(w, 10 * MS);
 }
 
@@ -206,14 +223,16 @@ int main(void)
 	char frames[512];
 	char tmpl[] = "/tmp/test-steal-profile-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(tmpl));
-	char dir[600], zdir[600];
+	char dir[600], zdir[600], odir[600];
 	snprintf(dir, sizeof(dir), "%s/steal", tmpl);
 	snprintf(zdir, sizeof(zdir), "%s/zero", tmpl);
+	snprintf(odir, sizeof(odir), "%s/other", tmpl);
 	/* Record times start at the file's creation, so that --to is relative to them. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	write_steal_session(dir);
 	write_zero_session(zdir);
+	write_other_session(odir);
 
 	/* The whole session. */
 	struct vp_profile *p = load(dir, NULL);
@@ -288,6 +307,29 @@ int main(void)
 	ASSERT_EQ(count(text, "steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM"), 1);
 	ASSERT_EQ(count(text, "hypervisor (steal)"), 0);
 	free(text);
+	vp_profile__free(p);
+
+	/* Never-sampled and unknown victims; no time event to compare with. */
+	p = load(odir, NULL);
+	ASSERT_UEQ(steal_of(p, 300, frames, sizeof(frames)), 2000000);
+	ASSERT_STREQ(frames, "[not sampled];[hypervisor: steal]");
+	ASSERT_UEQ(steal_of(p, UINT32_MAX, frames, sizeof(frames)), 1000000);
+	ASSERT_STREQ(frames, "[thread unknown: no switch records];[hypervisor: steal]");
+	folded = render(p, 1, event_index(p, "steal"));
+	ASSERT_STREQ(folded, "[unknown];[thread unknown: no switch records];[hypervisor: steal] 1\n"
+			     "cron;[not sampled];[hypervisor: steal] 2\n"
+			     "swapper;[idle]_[k];[hypervisor: steal] 2\n");
+	free(folded);
+	text = render(p, 0, 0);
+	ASSERT_CONTAINS(text, "#   hypervisor (steal) 5.0 ms\n");
+	free(text);
+	/* Loaded a second time into the same profile (merge): the meta adds up, and the
+	 * steal stacks are not stacked on the first load's steal stacks. */
+	char err[256] = "";
+	ASSERT_OK(vp_session__load(odir, p, NULL, err, sizeof(err)));
+	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "10000000");
+	ASSERT_UEQ(steal_of(p, 300, frames, sizeof(frames)), 4000000);
+	ASSERT_STREQ(frames, "[not sampled];[hypervisor: steal]");
 	vp_profile__free(p);
 
 	char cmd[700];

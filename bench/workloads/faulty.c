@@ -1,10 +1,11 @@
 /* faulty: a workload with a known number of page faults and context switches, for the
  * multi-event tests. It touches PAGES fresh anonymous pages (one minor fault each:
  * huge pages are refused with MADV_NOHUGEPAGE, or one fault would map 512 pages), then
- * sleeps SLEEPS times for 50 us (one voluntary context switch each), then spins on the
- * CPU for SPIN_MS milliseconds so that cpu-clock has samples too. Apart from those it
- * only pays the faults of exec and libc start-up, a few hundred.
- * usage: faulty [PAGES [SLEEPS [SPIN_MS]]]   (default 20000 2000 200) */
+ * sleeps SLEEPS times for 50 us (one voluntary context switch each), then computes for
+ * SPIN million iterations (about 1 ns each here; a fixed amount of work, not of time,
+ * so that a busy machine does not shrink it) so that cpu-clock has samples too. Apart
+ * from those it only pays the faults of exec and libc start-up, a few hundred.
+ * usage: faulty [PAGES [SLEEPS [SPIN]]]   (default 20000 2000 200) */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -14,16 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 __attribute__((noinline)) void touch_pages(long pages)
 {
 	long psz = sysconf(_SC_PAGESIZE);
+	if (pages == 0)
+		return;
 	volatile char *m = mmap(NULL, (size_t)(pages * psz), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		perror("faulty: mmap");
@@ -50,11 +46,11 @@ __attribute__((noinline)) void nap(long sleeps)
 	}
 }
 
-__attribute__((noinline)) uint64_t spin(long ms)
+__attribute__((noinline)) uint64_t spin(long millions)
 {
-	uint64_t until = now_ns() + (uint64_t)ms * 1000000ull, x = 1;
-	while (now_ns() < until)
-		for (int i = 0; i < 1000; i++)
+	uint64_t x = 1;
+	for (long m = 0; m < millions; m++)
+		for (int i = 0; i < 1000000; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 	return x;
 }
@@ -62,12 +58,12 @@ __attribute__((noinline)) uint64_t spin(long ms)
 int main(int argc, char **argv)
 {
 	long pages = argc > 1 ? atol(argv[1]) : 20000, sleeps = argc > 2 ? atol(argv[2]) : 2000;
-	long ms = argc > 3 ? atol(argv[3]) : 200;
-	if (pages < 0 || sleeps < 0 || ms < 0) {
-		fprintf(stderr, "usage: faulty [PAGES [SLEEPS [SPIN_MS]]]  (whole numbers >= 0)\n");
+	long millions = argc > 3 ? atol(argv[3]) : 200;
+	if (pages < 0 || sleeps < 0 || millions < 0) {
+		fprintf(stderr, "usage: faulty [PAGES [SLEEPS [SPIN]]]  (whole numbers >= 0)\n");
 		return 2;
 	}
 	touch_pages(pages);
 	nap(sleeps);
-	return spin(ms) == 42;  /* use the result so the loop is not optimized away */
+	return spin(millions) == 42;  /* use the result so the loop is not optimized away */
 }
