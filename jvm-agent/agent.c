@@ -810,6 +810,10 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	jvmtiError e;
 	int err;
 	if (A.jvmti) {
+		if (A.disabled) {
+			fprintf(stderr, "viprof agent: loading again failed: the agent disabled itself earlier in this JVM; restart the JVM to profile its JIT code\n");
+			return -EALREADY;
+		}
 		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", A.path);
 		return 0;
 	}
@@ -913,7 +917,8 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 {
 	bool again = A.jvmti != NULL;
 	if (setup(vm, options, true)) {
-		disable_events();
+		if (!again)
+			disable_events();
 		return JNI_ERR; /* tells the attaching tool that it did not work */
 	}
 	if (again)

@@ -154,6 +154,51 @@ static void check_unwritable(const char *java)
 	tu_rm_rf(dir);
 }
 
+/* -XX:+PreserveFramePointer given through JAVA_TOOL_OPTIONS (as the recorder does) is seen. */
+static void check_tool_options(const char *java)
+{
+	char *dir = tu_tmpdir("agentenv");
+	char opt[600], piddir[600], e[512];
+	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
+	setenv("JAVA_TOOL_OPTIONS", "-XX:+PreserveFramePointer", 1);
+	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "0.3", "3", NULL };
+	pid_t pid = tu_spawn(argv, NULL, NULL);
+	unsetenv("JAVA_TOOL_OPTIONS");
+	ASSERT_EQ(tu_wait(pid, 60), 3);
+	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
+	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));
+	if (!m)
+		FAIL("%s", e);
+	ASSERT_TRUE(m->flags & VP_CM_META_FRAME_POINTERS);
+	vp_codemap__free(m);
+	tu_rm_rf(dir);
+}
+
+/* A JVM killed with SIGKILL leaves a map readable up to its last complete chunk. */
+static void check_killed(const char *java)
+{
+	char *dir = tu_tmpdir("agentkill");
+	char opt[600], piddir[600], e[512];
+	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
+	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "30", NULL };
+	pid_t pid = tu_spawn(argv, NULL, NULL);
+	sleep(3); /* compiled, and flushed at least once (about every second) */
+	ASSERT_OK(kill(pid, SIGKILL));
+	waitpid(pid, NULL, 0);
+	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
+	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));
+	if (!m)
+		FAIL("map of a killed JVM unreadable: %s", e);
+	ASSERT_GT(m->nmethods, 10);
+	bool hot = false;
+	for (size_t i = 0; i < m->nmethods; i++)
+		hot |= !strncmp(m->methods[i].name, "JitSplit.hot", 12);
+	ASSERT_TRUE(hot);
+	ASSERT_FALSE(m->epochs[m->nepochs - 1].ended && m->truncated);
+	vp_codemap__free(m);
+	tu_rm_rf(dir);
+}
+
 int main(void)
 {
 	tu_require_fixtures();
@@ -169,6 +214,8 @@ int main(void)
 		check_jitsplit(jdks[i], false);
 		check_jitsplit(jdks[i], true);
 		check_unwritable(jdks[i]);
+		check_tool_options(jdks[i]);
+		check_killed(jdks[i]);
 	}
 	return 0;
 }

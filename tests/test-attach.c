@@ -96,6 +96,22 @@ int main(void)
 	ASSERT_EQ(tu_wait(pid, 60), 7);
 	tu_rm_rf(dir);
 
+	/* The agent fails inside the JVM (its directory cannot be made): the attach says so,
+	 * the JVM prints one line and runs on. HotSpot unloads an agent whose Agent_OnAttach
+	 * failed, so a later attach with a good directory starts afresh and works. */
+	dir = tu_tmpdir("attachbad");
+	pid = start_late(j17, dir, "8", false);
+	snprintf(opt, sizeof(opt), "dir=%s/out/maps", dir); /* "out" is a regular file */
+	r = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err));
+	ASSERT_EQ(r, -ENOEXEC);
+	ASSERT_CONTAINS(err, "agent failed to start");
+	snprintf(opt, sizeof(opt), "dir=%s", dir);
+	if (vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)))
+		FAIL("attach after a failed one: %s", err);
+	check_maps(dir, pid);
+	ASSERT_EQ(tu_wait(pid, 60), 7);
+	tu_rm_rf(dir);
+
 	/* JDK 25 through the command. */
 	if (j25) {
 		dir = tu_tmpdir("attach25");
