@@ -84,7 +84,7 @@ struct loader {
 	uint32_t ncpus;
 	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
 	int time_event;              /* its profile index, or -1 */
-	struct victim *victims; size_t nvictims;
+	struct victim *victims; size_t nvictims, capvictims;
 	int steal_err;
 };
 
@@ -92,6 +92,8 @@ struct loader {
 struct victim {
 	uint32_t pid, tid;
 	uint64_t ns;
+	size_t best;                 /* index of its most frequent stack in p->stacks */
+	uint64_t best_n;             /* that stack's samples; 0 = no sampled stack */
 };
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -583,19 +585,67 @@ static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint6
 		return;
 	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
 		return;
-	for (size_t i = 0; i < l->nvictims; i++) {
-		if (l->victims[i].pid == pid && l->victims[i].tid == tid) {
-			l->victims[i].ns += ns;
+	if (l->nvictims == l->capvictims) {
+		size_t cap = l->capvictims ? l->capvictims * 2 : 64;
+		struct victim *v = realloc(l->victims, cap * sizeof(*v));
+		if (!v) {
+			l->steal_err = -ENOMEM;
 			return;
 		}
+		l->victims = v;
+		l->capvictims = cap;
 	}
-	struct victim *v = realloc(l->victims, (l->nvictims + 1) * sizeof(*v));
-	if (!v) {
-		l->steal_err = -ENOMEM;
+	/* One entry per (cpu, thread) for now: merged per thread after sorting. */
+	l->victims[l->nvictims++] = (struct victim){ .pid = pid, .tid = tid, .ns = ns };
+}
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sorts the victims by thread, sums each thread's vCPUs, and finds every thread's most
+ * frequent stack in one pass over the profile (a -a recording has many of both). */
+static void victims_index(struct loader *l)
+{
+	const struct vp_profile *p = l->p;
+	size_t n = 0;
+	if (!l->nvictims)
 		return;
+	qsort(l->victims, l->nvictims, sizeof(*l->victims), cmp_victim);
+	for (size_t i = 1; i < l->nvictims; i++) {
+		if (!cmp_victim(&l->victims[n], &l->victims[i]))
+			l->victims[n].ns += l->victims[i].ns;
+		else
+			l->victims[++n] = l->victims[i];
 	}
-	l->victims = v;
-	l->victims[l->nvictims++] = (struct victim){ pid, tid, ns };
+	l->nvictims = n + 1;
+	int prior = -1;  /* "steal" of a session loaded before into the same profile */
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, "steal"))
+			prior = e;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->nframes || (prior >= 0 && s->weight[prior]))
+			continue;
+		struct victim key = { .pid = s->pid, .tid = s->tid };
+		struct victim *v = bsearch(&key, l->victims, l->nvictims, sizeof(key), cmp_victim);
+		if (!v || v->pid == 0 || v->pid == VP_STEAL_UNKNOWN)
+			continue;
+		uint64_t k = 0;
+		if (l->time_event >= 0)
+			k = s->samples[l->time_event];
+		else
+			for (int e = 0; e < p->nevents; e++)
+				k += s->samples[e];
+		if (k > v->best_n) {
+			v->best = i;
+			v->best_n = k;
+		}
+	}
 }
 
 /* Adds ns to the profile meta value key (sessions merged into one profile add up). */
@@ -619,29 +669,8 @@ struct steal_stack {
 
 static int victim_stack(struct loader *l, const struct victim *v, struct steal_stack *out)
 {
-	const struct vp_profile *p = l->p;
-	const struct vp_stack *best = NULL;
-	uint64_t best_n = 0;
+	const struct vp_stack *best = v->best_n ? &l->p->stacks[v->best] : NULL;
 	uint32_t extra = 1;
-	int prior = -1;  /* "steal" of a session loaded before into the same profile */
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, "steal"))
-			prior = e;
-	for (size_t i = 0; v->pid != 0 && v->pid != VP_STEAL_UNKNOWN && i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (s->pid != v->pid || s->tid != v->tid || !s->nframes || (prior >= 0 && s->weight[prior]))
-			continue;
-		uint64_t n = 0;
-		if (l->time_event >= 0)
-			n = s->samples[l->time_event];
-		else
-			for (int e = 0; e < p->nevents; e++)
-				n += s->samples[e];
-		if (n > best_n) {
-			best = s;
-			best_n = n;
-		}
-	}
 	const char *comm;
 	if (v->pid == 0 && v->tid == 0) {
 		comm = "swapper";  /* the idle task's name, as perf shows it */
@@ -706,6 +735,7 @@ static int add_steal(struct loader *l)
 	meta_add(l->p, "steal.total", total);
 	if (!l->nvictims)
 		return 0;
+	victims_index(l);
 	ss = calloc(l->nvictims, sizeof(*ss));
 	if (!ss)
 		return -ENOMEM;
