@@ -3,7 +3,8 @@
  * (bench/workloads/faulty.c: 20000 fresh pages, 4000 sleeps, then 200 M iterations of
  * work, about 0.25 s of CPU; work rather than time, so that a busy machine, e.g.
  * ctest -j, leaves the cpu-clock check intact).
- *   - the per-event rate terms reach the session (EVENT records' periods);
+ *   - the per-event rate terms reach the session (EVENT records' periods), and -c sets
+ *     the period of the events without a term;
  *   - each event's count (sum of periods over its samples) agrees with `perf stat` on
  *     the same workload within 5%, and touch_pages / nap carry the faults / switches;
  *   - in `viprof report`, each event's column adds up to 100.0 with its (other) row.
@@ -73,11 +74,10 @@ static void sums(const struct vp_profile *p, int ev, const char *fn, uint64_t *s
 	}
 }
 
-static void check_periods(const char *dir)
+static void check_periods(const char *dir, const uint64_t *want, int nwant)
 {
 	char path[512], err[256];
 	const struct vp_record *r;
-	uint64_t want[3] = { 1000000, 1, 1 };
 	int n = 0;
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
 	struct cfile_reader *rd = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
@@ -87,13 +87,13 @@ static void check_periods(const char *dir)
 		if (r->type != VP_REC_EVENT)
 			continue;
 		const struct vp_event_desc *d = vp_record_body(r);
-		ASSERT_LT(n, 3);
+		ASSERT_LT(n, nwant);
 		ASSERT_UEQ(d->period, want[n]);
 		ASSERT_UEQ(d->freq, 0);
 		n++;
 	}
 	cfile_reader__close(rd);
-	ASSERT_EQ(n, 3);
+	ASSERT_EQ(n, nwant);
 }
 
 /* Each event column of the hotspot table, (other) row included, adds up to 100.0. */
@@ -149,7 +149,8 @@ int main(int argc, char **argv)
 		 " >multievent.log 2>&1", argv[1], argv[2]);
 	if (run(cmd))
 		FAIL("viprof record failed; see multievent.log");
-	check_periods("multievent");
+	static const uint64_t want[] = { 1000000, 1, 1 };
+	check_periods("multievent", want, 3);
 
 	struct vp_profile *p = vp_profile__new();
 	ASSERT_NOT_NULL(p);
@@ -185,6 +186,13 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "multievent-%d.txt", i);
 		check_columns(cmd, 3);
 	}
+	/* As in perf, -c sets the period of the events without a term of their own. */
+	snprintf(cmd, sizeof(cmd), "%s record -q --force -e 'cpu-clock,page-faults/period=1/' -c 2000000 -o multievent-c "
+		 "-- %s 100 10 10 >multievent-c.log 2>&1", argv[1], argv[2]);
+	if (run(cmd))
+		FAIL("viprof record -c failed; see multievent-c.log");
+	static const uint64_t want_c[] = { 2000000, 1 };
+	check_periods("multievent-c", want_c, 2);
 	printf("test-multievent: ok\n");
 	return 0;
 }
