@@ -6,7 +6,8 @@
  *   - the per-event rate terms reach the session (EVENT records' periods), and -c sets
  *     the period of the events without a term;
  *   - each event's count (sum of periods over its samples) agrees with `perf stat` on
- *     the same workload within 5%, and touch_pages / nap carry the faults / switches;
+ *     the same workload within 5%; touch_pages carries the faults, schedule the
+ *     switches (no -g: see the note at the context-switches check);
  *   - in `viprof report`, each event's column adds up to 100.0 with its (other) row.
  * argv[1] = viprof, argv[2] = faulty. Needs root (and perf for the reference count). */
 #define _GNU_SOURCE
@@ -168,13 +169,15 @@ int main(int argc, char **argv)
 	ASSERT_UEQ(w, n);
 	ASSERT_DBL_NEAR((double)w, (double)pf, 0.05 * (double)pf);
 	ASSERT_GE(in, 20000 * 95 / 100);
-	sums(p, es, "nap", &n, &w, &in);
-	fprintf(stderr, "context-switches: viprof %" PRIu64 " (%" PRIu64 " in nap), perf stat %" PRIu64 "\n", w, in, cs);
+	/* Without -g a sample is its IP alone, and a switch's IP is in schedule(), not in
+	 * nap. The counts are checked without -g because with it, at period=1, the burst of
+	 * 20000 faults in a few ms overflows the sampler's buffers (about 40% lost here). */
+	sums(p, es, "schedule", &n, &w, &in);
+	fprintf(stderr, "context-switches: viprof %" PRIu64 " (%" PRIu64 " in schedule), perf stat %" PRIu64 "\n", w, in,
+		cs);
 	ASSERT_UEQ(w, n);
 	ASSERT_DBL_NEAR((double)w, (double)cs, 0.05 * (double)cs);
-	/* Not asserted: both samplers record context-switch samples with the kernel frame
-	 * "schedule" alone (perf record -g shows the full kernel and user chain), so nap is
-	 * never on their stacks; a sampler bug, reported. */
+	ASSERT_GE(in, w * 9 / 10);
 	vp_profile__free(p);
 
 	/* The text report, ranked by each event in turn. */
