@@ -260,14 +260,15 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 		set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
 		return ret;
 	}
+	/* The uid check comes first: another user's /proc/PID/maps is not readable. */
+	if (geteuid() != 0 && geteuid() != t.uid) {
+		set_err(err, errlen, "process %d runs as uid %u and we are uid %u; run viprof as that user or as root",
+			(int)pid, (unsigned)t.uid, (unsigned)geteuid());
+		return -EPERM;
+	}
 	if (!vp_jvm__is_hotspot(pid)) {
 		set_err(err, errlen, "process %d is not a HotSpot JVM (no libjvm.so mapped); attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
-	}
-	if (geteuid() != 0 && geteuid() != t.uid) {
-		set_err(err, errlen, "JVM %d runs as uid %u and we are uid %u; run viprof as that user or as root",
-			(int)pid, (unsigned)t.uid, (unsigned)geteuid());
-		return -EPERM;
 	}
 	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), err, errlen)))
 		return ret;

@@ -81,6 +81,16 @@ int main(void)
 	if (r)
 		FAIL("attach: %s", err);
 	check_maps(dir, pid);
+	/* Another uid may not attach to this (root's) JVM: refused by name, before any signal. */
+	pid_t ch = fork();
+	if (ch == 0) {
+		char e2[1024] = "";
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		int rr = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, e2, sizeof(e2));
+		_exit(rr == -EPERM && strstr(e2, "run viprof as that user or as root") ? 0 : 1);
+	}
+	ASSERT_EQ(tu_wait(ch, 30), 0);
 	/* A second attach is harmless: the loaded agent ignores it. */
 	ASSERT_OK(vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)));
 	ASSERT_EQ(tu_wait(pid, 60), 7);
@@ -95,6 +105,44 @@ int main(void)
 	ASSERT_EQ(kill(pid, 0), 0);
 	ASSERT_EQ(tu_wait(pid, 60), 7);
 	tu_rm_rf(dir);
+
+	/* A JVM of another user (nobody): root attaches as that user (the JVM checks the
+	 * peer's uid), and the maps belong to that user. */
+	if (access("/usr/bin/setpriv", X_OK) == 0) {
+		dir = tu_tmpdir("attachuid");
+		ASSERT_OK(chmod(dir, 01777));
+		char out[600];
+		snprintf(out, sizeof(out), "%s/out", dir);
+		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", (char *)j17, "-cp",
+				 VIPROF_JAVA_CLASSES, "LateAttach", "8", "7", NULL };
+		pid_t sp = tu_spawn(argv, out, NULL);
+		for (int i = 0; i < 500; i++) {
+			char *o = tu_read(out);
+			bool ready = strstr(o, "ready") != NULL;
+			free(o);
+			if (ready)
+				break;
+			usleep(20000);
+		}
+		sleep(2);
+		/* setpriv execs java: same pid. */
+		ASSERT_TRUE(vp_jvm__is_hotspot(sp));
+		snprintf(opt, sizeof(opt), "dir=%s/maps", dir);
+		if (vp_jvm__attach(sp, VIPROF_AGENT_SO, opt, err, sizeof(err)))
+			FAIL("attach to nobody's JVM: %s", err);
+		char mdir[700], mfile[800];
+		snprintf(mdir, sizeof(mdir), "%s/maps", dir);
+		check_maps(mdir, sp);
+		snprintf(mfile, sizeof(mfile), "%s/%d/codemap.vpm", mdir, (int)sp);
+		struct stat st;
+		ASSERT_OK(stat(mfile, &st));
+		ASSERT_EQ(st.st_uid, 65534);
+		ASSERT_EQ(st.st_mode & 0777, 0600);
+		ASSERT_EQ(tu_wait(sp, 60), 7);
+		tu_rm_rf(dir);
+	} else {
+		fprintf(stderr, "note: no /usr/bin/setpriv; attach to another user's JVM not tested\n");
+	}
 
 	/* The agent fails inside the JVM (its directory cannot be made): the attach says so,
 	 * the JVM prints one line and runs on. HotSpot unloads an agent whose Agent_OnAttach
