@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -175,8 +176,10 @@ static double row_ms(const char *out, int tid)
 	return strtod(p, NULL);
 }
 
-static void test_per_thread_vs_schedstat(void)
+/* Returns whether both threads agreed within the bound; every other check is fatal. */
+static bool test_per_thread_vs_schedstat(void)
 {
+	bool agree = true;
 	const char *errfile = "test-stat.per-thread.txt";
 	int tids[2], status;
 	uint64_t s0[2], s1[2];
@@ -230,13 +233,18 @@ static void test_per_thread_vs_schedstat(void)
 		fprintf(stderr, "tid %d: viprof stat %.0f ns, schedstat %.0f ns (%.3f%%); steal+irq of all CPUs "
 			"meanwhile %" PRIu64 " ns\n", tids[i], stat_ns, sched, 100.0 * (stat_ns - sched) / sched, stolen);
 		ASSERT_GT(sched, 100e6);
-		ASSERT_DBL_NEAR(stat_ns, sched, sched * 0.01 + (double)stolen);
+		double tol = sched * 0.01 + (double)stolen;
+		if (stat_ns - sched > tol || sched - stat_ns > tol) {
+			fprintf(stderr, "tid %d: differs by more than %.0f ns\n", tids[i], tol);
+			agree = false;
+		}
 	}
 	/* The names the threads gave themselves, found by the /proc polling. */
 	ASSERT_CONTAINS(out, "burn240-");
 	ASSERT_CONTAINS(out, "burn120-");
 	kill(wl, SIGKILL);
 	waitpid(wl, NULL, 0);
+	return agree;
 }
 
 /* Totals follow children: a shell that runs two children which each fault in 2000 pages. */
@@ -405,7 +413,18 @@ int main(int argc, char **argv)
 	test_inherit_and_status(self);
 	test_per_thread_total(self);
 	test_pid_exit();
-	test_per_thread_vs_schedstat();
+	/* task-clock includes the irq (and paravirt steal) time that the scheduler's
+	 * run time leaves out; /proc/stat reports those only in whole ticks, so on a busy
+	 * machine a burst shorter than a tick can push one run past 1%. A systematic
+	 * error fails all three runs. */
+	bool agreed = false;
+	for (int attempt = 1; attempt <= 3 && !agreed; attempt++) {
+		agreed = test_per_thread_vs_schedstat();
+		if (!agreed)
+			fprintf(stderr, "per-thread vs schedstat: attempt %d outside 1%%\n", attempt);
+	}
+	if (!agreed)
+		FAIL("viprof stat's per-thread task-clock disagreed with schedstat by more than 1%% in 3 runs");
 	printf("test-stat: ok\n");
 	return 0;
 }
