@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# JVM benchmarks with the viprof agent, as ratios measured side by side in one run:
+#   1. start-up and warm-up: javac compiling a generated, class-heavy source tree, alone
+#      vs with -agentpath:libviprof-jvmti.so (javac is itself a large Java program whose
+#      compiler threads JIT thousands of methods, so the agent's load events are
+#      exercised), in interleaved rounds whose order alternates, medians of wall time and
+#      of CPU time (user+sys of the whole JVM: steadier than wall on a shared machine).
+#   2. code maps, from one more run with the agent: bytes per compiled method (the whole
+#      codemap.vpm, stubs and inlining records included, over the METHOD_LOAD count that
+#      `viprof maps list` reports), methods written per second of JVM run, and the
+#      agent thread's own CPU (its scheduler runtime from /proc/PID/task/TID/schedstat,
+#      found by its name viprof-jvmti and polled until the JVM exits).
+# Usage: bench/run-jvm.sh [BUILD_DIR] [ROUNDS] [JAVA_HOME]
+#   CLASSES=N  generated classes (default 300)
+set -euo pipefail
+B=$(realpath "${1:-build}")
+ROUNDS=${2:-5}
+JH=${3:-/usr/lib/jvm/java-17-openjdk-amd64}
+CLASSES=${CLASSES:-300}
+AGENT=$B/jvm-agent/libviprof-jvmti.so
+VP=$B/cli/viprof
+TIME=/usr/bin/time
+[ -r "$AGENT" ] && [ -x "$VP" ] || { echo "bench: $AGENT or $VP missing; build first (cmake --build $B)" >&2; exit 1; }
+[ -x "$JH/bin/javac" ] || { echo "bench: no javac in $JH; pass a JDK's home as the third argument" >&2; exit 1; }
+[ -x "$TIME" ] || { echo "bench: $TIME not found; apt-get install time" >&2; exit 1; }
+command -v bc >/dev/null || { echo "bench: bc not found; apt-get install bc" >&2; exit 1; }
+T=$(mktemp -d /tmp/vp-jbench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+# Classes with a few methods that call each other, so javac has real work.
+mkdir -p "$T/src/gen"
+for i in $(seq "$CLASSES"); do
+	{
+		echo "package gen; public class C$i {"
+		for m in $(seq 8); do
+			echo "  public static int m$m(int x) { int s = 0; for (int k = 0; k < x; k++) { s += k * $m ^ (s >>> 3); } return s + C$(( (i % CLASSES) + 1 )).m$m(x - 1); }"
+		done
+		echo "  public java.util.List<String> names() { java.util.List<String> l = new java.util.ArrayList<>(); for (int k = 0; k < 10; k++) l.add(\"c$i\" + k); return l; }"
+		echo "}"
+	} >"$T/src/gen/C$i.java"
+done
+
+now() { date +%s.%N; }
+calc() { echo "$*" | bc -l; }
+median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# javac [extra JVM option]: appends wall seconds to $T/wall.$2 and user+sys to $T/cpu.$2.
+run() {
+	local opt=$1 tag=$2 s rc=0
+	rm -rf "$T/out"; mkdir -p "$T/out"
+	s=$(now)
+	"$TIME" -f '%U %S' -o "$T/time" "$JH/bin/javac" ${opt:+"-J$opt"} -d "$T/out" "$T"/src/gen/*.java \
+		>"$T/err" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] || [ "$(ls "$T/out/gen" | wc -l)" -lt "$CLASSES" ]; then
+		echo "bench: javac ${opt:+-J$opt }failed (status $rc):" >&2
+		tail -5 "$T/err" >&2
+		exit 1
+	fi
+	calc "$(now) - $s" >>"$T/wall.$tag"
+	awk 'END {print $1 + $2}' "$T/time" >>"$T/cpu.$tag"
+}
+
+echo "== 1. javac of $CLASSES generated classes, $ROUNDS interleaved rounds, medians; $JH"
+"$JH/bin/java" -version 2>&1 | head -1
+: >"$T/wall.a"; : >"$T/cpu.a"; : >"$T/wall.g"; : >"$T/cpu.g"
+run "" warm; rm -f "$T/wall.warm" "$T/cpu.warm"   # page cache and CDS archive warm for both
+for r in $(seq "$ROUNDS"); do
+	rm -rf "$T/maps"; mkdir -p "$T/maps"
+	# Alternate which one goes first, so neither always follows the other.
+	if [ $((r % 2)) = 1 ]; then
+		run "" a; run "-agentpath:$AGENT=dir=$T/maps" g
+	else
+		run "-agentpath:$AGENT=dir=$T/maps" g; run "" a
+	fi
+done
+a=$(median <"$T/wall.a"); g=$(median <"$T/wall.g")
+ac=$(median <"$T/cpu.a"); gc=$(median <"$T/cpu.g")
+printf 'median wall: alone %.3fs  with agent %.3fs  ratio %.4f (%+.2f%%)\n' "$a" "$g" "$(calc "$g/$a")" "$(calc "($g/$a-1)*100")"
+printf 'median CPU:  alone %.3fs  with agent %.3fs  ratio %.4f (%+.2f%%)\n' "$ac" "$gc" "$(calc "$gc/$ac")" "$(calc "($gc/$ac-1)*100")"
+echo "  per round alone: wall [$(tr '\n' ' ' <"$T/wall.a")] cpu [$(tr '\n' ' ' <"$T/cpu.a")]"
+echo "  per round agent: wall [$(tr '\n' ' ' <"$T/wall.g")] cpu [$(tr '\n' ' ' <"$T/cpu.g")]"
+
+echo "== 2. code maps: one more javac with the agent, its agent thread watched"
+rm -rf "$T/maps" "$T/out"; mkdir -p "$T/maps" "$T/out"
+s=$(now)
+"$JH/bin/javac" "-J-agentpath:$AGENT=dir=$T/maps" -d "$T/out" "$T"/src/gen/*.java >"$T/err" 2>&1 &
+JPID=$!
+# Poll with shell builtins only (no fork per poll); keep the last value seen, which is
+# at most one poll interval older than the agent thread's end.
+agent_ns=0 agent_tid=
+while kill -0 "$JPID" 2>/dev/null; do
+	if [ -z "$agent_tid" ]; then
+		for t in /proc/"$JPID"/task/*; do
+			c=; read -r c 2>/dev/null <"$t/comm" || true
+			[ "$c" = viprof-jvmti ] && agent_tid=${t##*/} && break
+		done
+	fi
+	if [ -n "$agent_tid" ]; then
+		read -r ns _ 2>/dev/null <"/proc/$JPID/task/$agent_tid/schedstat" && agent_ns=$ns || true
+	fi
+	sleep 0.02
+done
+wait "$JPID" || { echo "bench: javac with the agent failed:" >&2; tail -5 "$T/err" >&2; exit 1; }
+jw=$(calc "$(now) - $s")
+pid=$(ls "$T/maps")
+[ -n "$pid" ] && [ -r "$T/maps/$pid/codemap.vpm" ] || { echo "bench: the agent wrote no code map under $T/maps" >&2; exit 1; }
+"$VP" maps "$T/maps" --pid "$pid" list >"$T/list" 2>"$T/list.err" || { cat "$T/list.err" >&2; exit 1; }
+bytes=$(stat -c %s "$T/maps/$pid/codemap.vpm")
+methods=$(awk '/compiled methods,/ {print $1}' "$T/list")
+stubs=$(awk '/compiled methods,/ {print $4}' "$T/list")
+epochs=$(awk '$1 ~ /^[0-9]+$/ && NF >= 6' "$T/list" | wc -l)
+[ "${methods:-0}" -gt 0 ] || { echo "bench: the code map names no compiled method:" >&2; cat "$T/list" >&2; exit 1; }
+tail -1 "$T/list"
+printf 'code map: %d B for %d compiled methods (+%d stubs, %d epochs) = %.1f B/method\n' "$bytes" "$methods" "$stubs" \
+	"$epochs" "$(calc "$bytes/$methods")"
+printf 'write rate: %d methods in %.2f s of JVM run = %.0f methods/s (%.0f KiB/s)\n' "$methods" "$jw" \
+	"$(calc "$methods/$jw")" "$(calc "$bytes/1024/$jw")"
+if [ -n "$agent_tid" ]; then
+	printf 'agent thread viprof-jvmti: %.2f ms CPU = %.2f us/method = %.3f%% of the JVM run\n' \
+		"$(calc "$agent_ns/1000000")" "$(calc "$agent_ns/1000/$methods")" "$(calc "$agent_ns/10000000/$jw")"
+else
+	echo "agent thread viprof-jvmti: not seen in /proc/$JPID/task (the agent's callbacks' own cost is not measured here)"
+fi
