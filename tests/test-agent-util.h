@@ -94,13 +94,18 @@ static inline char *tu_read(const char *path)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *b = calloc(1, (size_t)n + 1);
-	if (n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n)
-		FAIL("short read of %s", path);
+	/* Read to EOF: /proc files report a size of 0. */
+	size_t cap = 4096, n = 0, k;
+	char *b = malloc(cap + 1);
+	while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
+		n += k;
+		if (n == cap)
+			b = realloc(b, (cap *= 2) + 1);
+	}
 	fclose(f);
+	if (!b)
+		FAIL("out of memory reading %s", path);
+	b[n] = '\0';
 	return b;
 }
 

@@ -144,6 +144,53 @@ int main(void)
 		fprintf(stderr, "note: no /usr/bin/setpriv; attach to another user's JVM not tested\n");
 	}
 
+	/* A JVM in its own pid namespace (pid 1 there): attach finds it by NSpid, and its
+	 * maps are filed under the pid it sees itself as. */
+	if (access("/usr/bin/unshare", X_OK) == 0) {
+		dir = tu_tmpdir("attachns");
+		char out[600], kids[128];
+		snprintf(out, sizeof(out), "%s/out", dir);
+		char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", (char *)j17, "-cp",
+				 VIPROF_JAVA_CLASSES, "LateAttach", "8", "7", NULL };
+		pid_t up = tu_spawn(argv, out, NULL);
+		for (int i = 0; i < 500; i++) {
+			char *o = tu_read(out);
+			bool ready = strstr(o, "ready") != NULL;
+			free(o);
+			if (ready)
+				break;
+			usleep(20000);
+		}
+		sleep(2);
+		/* The JVM is unshare's child: find it by its parent. */
+		pid_t jp = 0;
+		DIR *pd = opendir("/proc");
+		struct dirent *de;
+		while (pd && !jp && (de = readdir(pd))) {
+			int cand = atoi(de->d_name);
+			if (cand <= 0)
+				continue;
+			snprintf(kids, sizeof(kids), "/proc/%d/stat", cand);
+			char *st = tu_read(kids), *rp = strrchr(st, ')');
+			int ppid = 0;
+			if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == up)
+				jp = cand;
+			free(st);
+		}
+		if (pd)
+			closedir(pd);
+		ASSERT_GT(jp, 0);
+		ASSERT_TRUE(vp_jvm__is_hotspot(jp));
+		snprintf(opt, sizeof(opt), "dir=%s", dir);
+		if (vp_jvm__attach(jp, VIPROF_AGENT_SO, opt, err, sizeof(err)))
+			FAIL("attach to a JVM in a pid namespace: %s", err);
+		check_maps(dir, 1);
+		ASSERT_EQ(tu_wait(up, 60), 7);
+		tu_rm_rf(dir);
+	} else {
+		fprintf(stderr, "note: no /usr/bin/unshare; attach across pid namespaces not tested\n");
+	}
+
 	/* The agent fails inside the JVM (its directory cannot be made): the attach says so,
 	 * the JVM prints one line and runs on. HotSpot unloads an agent whose Agent_OnAttach
 	 * failed, so a later attach with a good directory starts afresh and works. */
