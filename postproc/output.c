@@ -22,11 +22,16 @@ int vp_out__open(struct vp_out *o, const char *path)
 		o->path = strdup(path);
 	}
 	o->tty = isatty(fileno(o->f));
-	if (o->tty) {
-		struct winsize ws;
-		if (ioctl(fileno(o->f), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-			o->width = ws.ws_col;
-	}
+	/* A terminal's own width; else $COLUMNS; else 120, wide enough that Java method
+	 * names in a file or a pipe are not cut to fit a terminal nobody is looking at. */
+	const char *cols = getenv("COLUMNS");
+	struct winsize ws;
+	if (o->tty && ioctl(fileno(o->f), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+		o->width = ws.ws_col;
+	else if (cols && atoi(cols) >= 40)
+		o->width = atoi(cols);
+	else if (!o->tty)
+		o->width = 120;
 	return 0;
 }
 
