@@ -1,6 +1,7 @@
 /* Reading code maps (maps/codemap_format.h) into struct vp_codemap, importing perf maps
  * and jitdump, and exporting to them. Every length inside a record is checked against
  * the record; a bad record is an error naming the file and offset, never a crash. */
+#define _GNU_SOURCE /* qsort_r */
 #include "maps/codemap.h"
 
 #include <dirent.h>
@@ -385,11 +386,12 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 
 static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
 
-static const struct vp_codemap *sort_ctx;
-static int cmp_by_start(const void *a, const void *b)
+/* qsort_r, not a static context: maps may be loaded on several threads at once. */
+static int cmp_by_start(const void *a, const void *b, void *ctx)
 {
-	const struct vp_cm_method_info *x = &sort_ctx->methods[*(const uint32_t *)a],
-				       *y = &sort_ctx->methods[*(const uint32_t *)b];
+	const struct vp_codemap *m = ctx;
+	const struct vp_cm_method_info *x = &m->methods[*(const uint32_t *)a],
+				       *y = &m->methods[*(const uint32_t *)b];
 	int c = cmp_u64(x->start, y->start);
 	return c ? c : cmp_u64(*(const uint32_t *)a, *(const uint32_t *)b);
 }
@@ -465,9 +467,8 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		struct vp_cm_epoch_info *ep = &m->epochs[m->methods[i].epoch];
 		ep->by_addr[ep->nloads++] = (uint32_t)i;
 	}
-	sort_ctx = m;
 	for (size_t e = 0; e < m->nepochs; e++)
-		qsort(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start);
+		qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
 	qsort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
 	qsort(m->names, m->nnames, sizeof(*m->names), cmp_name);
 	for (size_t i = 0; i < m->nmethods; i++) {
