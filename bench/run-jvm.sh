@@ -25,7 +25,9 @@ TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench: $TIME not found; apt-get install time" >&2; exit 1; }
 command -v bc >/dev/null || { echo "bench: bc not found; apt-get install bc" >&2; exit 1; }
 T=$(mktemp -d /tmp/vp-jbench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+JPID=
+trap '[ -n "$JPID" ] && kill "$JPID" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 
 # Classes with a few methods that call each other, so javac has real work.
 mkdir -p "$T/src/gen"
@@ -99,7 +101,9 @@ while kill -0 "$JPID" 2>/dev/null; do
 	fi
 	sleep 0.02
 done
-wait "$JPID" || { echo "bench: javac with the agent failed:" >&2; tail -5 "$T/err" >&2; exit 1; }
+rc=0; wait "$JPID" || rc=$?
+JPID=
+[ "$rc" = 0 ] || { echo "bench: javac with the agent failed:" >&2; tail -5 "$T/err" >&2; exit 1; }
 jw=$(calc "$(now) - $s")
 pid=$(ls "$T/maps")
 [ -n "$pid" ] && [ -r "$T/maps/$pid/codemap.vpm" ] || { echo "bench: the agent wrote no code map under $T/maps" >&2; exit 1; }

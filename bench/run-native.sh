@@ -17,14 +17,14 @@
 # perf 6.1 (Debian 12) on kernel 6.18 needs --no-bpf-event and must not overlap with any
 # loaded BPF program (see perf_elapsed below).
 # Usage: bench/run-native.sh [BUILD_DIR] [ROUNDS]   (root; needs perf, bpftool, jq, bc)
-#   FW_ITERS=N  million iterations per fixedwork thread (default 1500, ~7 s here)
+#   FW_ITERS=N  million iterations per fixedwork thread (default 1000: ~5 s of CPU)
 #   REC_SEC=N   length of each -p recording of part 2 (default 10, at least 3)
 set -euo pipefail
 B=$(realpath "${1:-build}")
 ROUNDS=${2:-5}
 VP=$B/cli/viprof
 FW=$B/bench/fixedwork
-WORK=${FW_ITERS:-1500}
+WORK=${FW_ITERS:-1000}
 REC_SEC=${REC_SEC:-10}
 TIME=/usr/bin/time
 for tool in perf bpftool jq bc; do
@@ -43,6 +43,8 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+# A killed benchmark must not leave fixedwork spinning or bpf stats on: exit runs cleanup.
+trap 'exit 130' INT TERM HUP PIPE
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
