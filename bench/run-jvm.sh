@@ -96,7 +96,11 @@ while kill -0 "$JPID" 2>/dev/null; do
 			[ "$c" = viprof-jvmti ] && agent_tid=${t##*/} && break
 		done
 	fi
-	if [ -n "$agent_tid" ]; then
+	if command -v python3 >/dev/null; then
+	echo "what the code map holds (bench/codemap-breakdown.py):"
+	python3 "$(dirname "$0")/codemap-breakdown.py" "$T/maps/$pid/codemap.vpm" || true
+fi
+if [ -n "$agent_tid" ]; then
 		read -r ns _ 2>/dev/null <"/proc/$JPID/task/$agent_tid/schedstat" && agent_ns=$ns || true
 	fi
 	sleep 0.02

@@ -19,6 +19,7 @@
 # Usage: bench/run-native.sh [BUILD_DIR] [ROUNDS]   (root; needs perf, bpftool, jq, bc)
 #   FW_ITERS=N  million iterations per fixedwork thread (default 1000: ~5 s of CPU)
 #   REC_SEC=N   length of each -p recording of part 2 (default 10, at least 3)
+#   SKIP_OVERHEAD=1  skip part 1 (e.g. to rerun parts 2-4 with a long REC_SEC)
 set -euo pipefail
 B=$(realpath "${1:-build}")
 ROUNDS=${2:-5}
@@ -122,6 +123,7 @@ run_variant() { # $1 variant, $2 round: appends outer wall, inner wall, inner cp
 	esac
 }
 
+if [ "${SKIP_OVERHEAD:-0}" != 1 ]; then
 echo "== 1. overhead: fixedwork $WORK 2 (fixed work on 2 threads, 2 vCPUs), $ROUNDS interleaved rounds, medians"
 for v in $variants; do : >"$T/wall.$v"; : >"$T/iwall.$v"; : >"$T/icpu.$v"; : >"$T/rcpu.$v"; : >"$T/n.$v"; done
 set -- $variants
@@ -167,6 +169,7 @@ for r in $(seq "$ROUNDS"); do
 done
 printf 'start+stop on /bin/true: alone %.3fs  viprof %.3fs  perf %.3fs\n' \
 	"$(median <"$T/st.alone")" "$(median <"$T/st.vp")" "$(median <"$T/st.perf")"
+fi
 
 echo "== 2. one running fixedwork recorded by viprof, then by perf (-p, $REC_SEC s each): recorder CPU per sample"
 # Both record the same running fixedwork process, one after the other: perf cannot run
