@@ -5,11 +5,14 @@
 #      compiler threads JIT thousands of methods, so the agent's load events are
 #      exercised), in interleaved rounds whose order alternates, medians of wall time and
 #      of CPU time (user+sys of the whole JVM: steadier than wall on a shared machine).
-#   2. code maps, from one more run with the agent: bytes per compiled method (the whole
-#      codemap.vpm, stubs and inlining records included, over the METHOD_LOAD count that
-#      `viprof maps list` reports), methods written per second of JVM run, and the
-#      agent thread's own CPU (its scheduler runtime from /proc/PID/task/TID/schedstat,
-#      found by its name viprof-jvmti and polled until the JVM exits).
+#   2. one more run alone and one with the agent, every JVM thread's CPU watched
+#      (scheduler runtime from /proc/PID/task/TID/schedstat, polled until the JVM
+#      exits) and summed by thread group (compiler, gc, service, agent = the thread
+#      named viprof-jvmti, ...), to show where the agent's cost lands; then the code
+#      map of that run: bytes per compiled method (the whole codemap.vpm, stubs and
+#      inlining records included, over the METHOD_LOAD count `viprof maps list`
+#      reports), what its records are (codemap-breakdown.py, if python3 is there),
+#      methods written per second of JVM run, and the agent thread's CPU per method.
 # Usage: bench/run-jvm.sh [BUILD_DIR] [ROUNDS] [JAVA_HOME]
 #   CLASSES=N  generated classes (default 300)
 set -euo pipefail
@@ -81,34 +84,57 @@ printf 'median CPU:  alone %.3fs  with agent %.3fs  ratio %.4f (%+.2f%%)\n' "$ac
 echo "  per round alone: wall [$(tr '\n' ' ' <"$T/wall.a")] cpu [$(tr '\n' ' ' <"$T/cpu.a")]"
 echo "  per round agent: wall [$(tr '\n' ' ' <"$T/wall.g")] cpu [$(tr '\n' ' ' <"$T/cpu.g")]"
 
-echo "== 2. code maps: one more javac with the agent, its agent thread watched"
-rm -rf "$T/maps" "$T/out"; mkdir -p "$T/maps" "$T/out"
-s=$(now)
-"$JH/bin/javac" "-J-agentpath:$AGENT=dir=$T/maps" -d "$T/out" "$T"/src/gen/*.java >"$T/err" 2>&1 &
-JPID=$!
-# Poll with shell builtins only (no fork per poll); keep the last value seen, which is
-# at most one poll interval older than the agent thread's end.
-agent_ns=0 agent_tid=
-while kill -0 "$JPID" 2>/dev/null; do
-	if [ -z "$agent_tid" ]; then
+echo "== 2. code maps and where the CPU goes: javac alone, then with the agent, threads watched"
+# javac [option] -> $T/threads: "group ns" per JVM thread, from its scheduler runtime in
+# /proc/PID/task/TID/schedstat, polled every 20 ms with shell builtins only (no fork per
+# poll) until the JVM exits; the last value seen is at most one poll older than the end.
+watched() {
+	local opt=$1 t c ns tid
+	declare -A tns=() tcomm=()
+	rm -rf "$T/out"; mkdir -p "$T/out"
+	s=$(now)
+	"$JH/bin/javac" ${opt:+"-J$opt"} -d "$T/out" "$T"/src/gen/*.java >"$T/err" 2>&1 &
+	JPID=$!
+	while kill -0 "$JPID" 2>/dev/null; do
 		for t in /proc/"$JPID"/task/*; do
-			c=; read -r c 2>/dev/null <"$t/comm" || true
-			[ "$c" = viprof-jvmti ] && agent_tid=${t##*/} && break
+			tid=${t##*/}
+			if [ -z "${tcomm[$tid]:-}" ]; then
+				c=; read -r c 2>/dev/null <"$t/comm" || true
+				[ -n "$c" ] && tcomm[$tid]=$c
+			fi
+			read -r ns _ 2>/dev/null <"$t/schedstat" && tns[$tid]=$ns || true
 		done
-	fi
-	if command -v python3 >/dev/null; then
-	echo "what the code map holds (bench/codemap-breakdown.py):"
-	python3 "$(dirname "$0")/codemap-breakdown.py" "$T/maps/$pid/codemap.vpm" || true
-fi
-if [ -n "$agent_tid" ]; then
-		read -r ns _ 2>/dev/null <"/proc/$JPID/task/$agent_tid/schedstat" && agent_ns=$ns || true
-	fi
-	sleep 0.02
-done
-rc=0; wait "$JPID" || rc=$?
-JPID=
-[ "$rc" = 0 ] || { echo "bench: javac with the agent failed:" >&2; tail -5 "$T/err" >&2; exit 1; }
-jw=$(calc "$(now) - $s")
+		sleep 0.02
+	done
+	local rc=0
+	wait "$JPID" || rc=$?
+	JPID=
+	[ "$rc" = 0 ] || { echo "bench: javac ${opt:+-J$opt }failed:" >&2; tail -5 "$T/err" >&2; exit 1; }
+	jw=$(calc "$(now) - $s")
+	for tid in "${!tns[@]}"; do
+		case ${tcomm[$tid]:-?} in
+		C1\ Compiler*|C2\ Compiler*) c=compiler ;;
+		GC\ Thread*|G1\ *|VM\ Periodic*) c=gc ;;
+		VM\ Thread) c=vm-thread ;;
+		Service\ Thread) c=service ;;
+		viprof-jvmti) c=agent ;;
+		java|javac) c=main ;;
+		*) c=other ;;
+		esac
+		echo "$c ${tns[$tid]}"
+	done | awk '{n[$1] += $2} END {for (g in n) print g, n[g]}' | sort >"$T/threads"
+}
+watched ""
+mv "$T/threads" "$T/threads.alone"; aw=$jw
+rm -rf "$T/maps"; mkdir -p "$T/maps"
+watched "-agentpath:$AGENT=dir=$T/maps"
+mv "$T/threads" "$T/threads.agent"
+printf '%-10s %10s %10s %10s   (ms of CPU per thread group; one run each)\n' group alone agent diff
+join -a1 -a2 -e 0 -o 0,1.2,2.2 "$T/threads.alone" "$T/threads.agent" |
+	awk '{printf "%-10s %10.1f %10.1f %+10.1f\n", $1, $2/1e6, $3/1e6, ($3-$2)/1e6; a += $2; g += $3}
+	     END {printf "%-10s %10.1f %10.1f %+10.1f (%+.2f%%)\n", "total", a/1e6, g/1e6, (g-a)/1e6, (g/a-1)*100}'
+printf 'wall: alone %.2f s, with agent %.2f s\n' "$aw" "$jw"
+agent_ns=$(awk '$1 == "agent" {print $2}' "$T/threads.agent")
 pid=$(ls "$T/maps")
 [ -n "$pid" ] && [ -r "$T/maps/$pid/codemap.vpm" ] || { echo "bench: the agent wrote no code map under $T/maps" >&2; exit 1; }
 "$VP" maps "$T/maps" --pid "$pid" list >"$T/list" 2>"$T/list.err" || { cat "$T/list.err" >&2; exit 1; }
@@ -122,9 +148,13 @@ printf 'code map: %d B for %d compiled methods (+%d stubs, %d epochs) = %.1f B/m
 	"$epochs" "$(calc "$bytes/$methods")"
 printf 'write rate: %d methods in %.2f s of JVM run = %.0f methods/s (%.0f KiB/s)\n' "$methods" "$jw" \
 	"$(calc "$methods/$jw")" "$(calc "$bytes/1024/$jw")"
-if [ -n "$agent_tid" ]; then
+if command -v python3 >/dev/null; then
+	echo "what the code map holds (bench/codemap-breakdown.py):"
+	python3 "$(dirname "$0")/codemap-breakdown.py" "$T/maps/$pid/codemap.vpm" || true
+fi
+if [ -n "$agent_ns" ]; then
 	printf 'agent thread viprof-jvmti: %.2f ms CPU = %.2f us/method = %.3f%% of the JVM run\n' \
 		"$(calc "$agent_ns/1000000")" "$(calc "$agent_ns/1000/$methods")" "$(calc "$agent_ns/10000000/$jw")"
 else
-	echo "agent thread viprof-jvmti: not seen in /proc/$JPID/task (the agent's callbacks' own cost is not measured here)"
+	echo "agent thread viprof-jvmti: not seen among the JVM's threads"
 fi
