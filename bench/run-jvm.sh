@@ -98,10 +98,9 @@ watched() {
 	while kill -0 "$JPID" 2>/dev/null; do
 		for t in /proc/"$JPID"/task/*; do
 			tid=${t##*/}
-			if [ -z "${tcomm[$tid]:-}" ]; then
-				c=; read -r c 2>/dev/null <"$t/comm" || true
-				[ -n "$c" ] && tcomm[$tid]=$c
-			fi
+			# Read the name each time: HotSpot names a thread only after it started.
+			c=; read -r c 2>/dev/null <"$t/comm" || true
+			[ -n "$c" ] && tcomm[$tid]=$c
 			read -r ns _ 2>/dev/null <"$t/schedstat" && tns[$tid]=$ns || true
 		done
 		sleep 0.02
