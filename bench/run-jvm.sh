@@ -47,7 +47,7 @@ done
 
 now() { date +%s.%N; }
 calc() { echo "$*" | bc -l; }
-median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} printf "%.15g\n", (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # javac [extra JVM option]: appends wall seconds to $T/wall.$2 and user+sys to $T/cpu.$2.
 run() {
 	local opt=$1 tag=$2 s rc=0
@@ -121,19 +121,44 @@ watched() {
 		*) c=other ;;
 		esac
 		echo "$c ${tns[$tid]}"
-	done | awk '{n[$1] += $2} END {for (g in n) print g, n[g]}' | sort >"$T/threads"
+	done | awk '{n[$1] += $2} END {for (g in n) printf "%s %.0f\n", g, n[g]}' | sort >"$T/threads"
 }
-watched ""
-mv "$T/threads" "$T/threads.alone"; aw=$jw
-rm -rf "$T/maps"; mkdir -p "$T/maps"
-watched "-agentpath:$AGENT=dir=$T/maps"
-mv "$T/threads" "$T/threads.agent"
-printf '%-10s %10s %10s %10s   (ms of CPU per thread group; one run each)\n' group alone agent diff
-join -a1 -a2 -e 0 -o 0,1.2,2.2 "$T/threads.alone" "$T/threads.agent" |
-	awk '{printf "%-10s %10.1f %10.1f %+10.1f\n", $1, $2/1e6, $3/1e6, ($3-$2)/1e6; a += $2; g += $3}
-	     END {printf "%-10s %10.1f %10.1f %+10.1f (%+.2f%%)\n", "total", a/1e6, g/1e6, (g-a)/1e6, (g/a-1)*100}'
-printf 'wall: alone %.2f s, with agent %.2f s\n' "$aw" "$jw"
-agent_ns=$(awk '$1 == "agent" {print $2}' "$T/threads.agent")
+# Three rounds each, alternating; per group the median over the rounds.
+: >"$T/tg.alone"; : >"$T/tg.agent"; : >"$T/jw.alone"; : >"$T/jw.agent"
+for r in 1 2 3; do
+	for k in alone agent; do
+		if [ "$k" = agent ]; then
+			rm -rf "$T/maps"; mkdir -p "$T/maps"
+			watched "-agentpath:$AGENT=dir=$T/maps"
+		else
+			watched ""
+		fi
+		# Every group in every round, 0 where it had no thread, so medians line up.
+		for g in agent compiler gc main other service vm-thread; do
+			echo "$r $g $(awk -v g="$g" '$1 == g {n = $2} END {printf "%.0f", n}' "$T/threads")"
+		done >>"$T/tg.$k"
+		echo "$jw" >>"$T/jw.$k"
+	done
+done
+med_group() { # FILE GROUP -> median ns
+	awk -v g="$2" '$2 == g {print $3}' "$1" | median
+}
+printf '%-10s %10s %10s %10s   (ms of CPU per thread group, median of 3 runs each)\n' group alone agent diff
+ta=0 tg=0
+for g in agent compiler gc main other service vm-thread; do
+	a=$(med_group "$T/tg.alone" "$g"); b=$(med_group "$T/tg.agent" "$g")
+	printf '%-10s %10.1f %10.1f %+10.1f\n' "$g" "$(calc "$a/1000000")" "$(calc "$b/1000000")" "$(calc "($b-$a)/1000000")"
+done
+for k in alone agent; do
+	awk '{n[$1] += $3} END {for (r in n) printf "%.0f\n", n[r]}' "$T/tg.$k" | median >"$T/total.$k"
+done
+ta=$(cat "$T/total.alone"); tg=$(cat "$T/total.agent")
+printf '%-10s %10.1f %10.1f %+10.1f (%+.2f%%; median of the runs'"'"' totals)\n' total "$(calc "$ta/1000000")" \
+	"$(calc "$tg/1000000")" "$(calc "($tg-$ta)/1000000")" "$(calc "($tg/$ta-1)*100")"
+printf 'wall (median): alone %.2f s, with agent %.2f s\n' "$(median <"$T/jw.alone")" "$(median <"$T/jw.agent")"
+jw=$(median <"$T/jw.agent")
+echo "code map of the last run with the agent:"
+agent_ns=$(med_group "$T/tg.agent" agent)
 pid=$(ls "$T/maps")
 [ -n "$pid" ] && [ -r "$T/maps/$pid/codemap.vpm" ] || { echo "bench: the agent wrote no code map under $T/maps" >&2; exit 1; }
 "$VP" maps "$T/maps" --pid "$pid" list >"$T/list" 2>"$T/list.err" || { cat "$T/list.err" >&2; exit 1; }
@@ -151,7 +176,7 @@ if command -v python3 >/dev/null; then
 	echo "what the code map holds (bench/codemap-breakdown.py):"
 	python3 "$(dirname "$0")/codemap-breakdown.py" "$T/maps/$pid/codemap.vpm" || true
 fi
-if [ -n "$agent_ns" ]; then
+if [ "${agent_ns%.*}" -gt 0 ] 2>/dev/null; then
 	printf 'agent thread viprof-jvmti: %.2f ms CPU = %.2f us/method = %.3f%% of the JVM run\n' \
 		"$(calc "$agent_ns/1000000")" "$(calc "$agent_ns/1000/$methods")" "$(calc "$agent_ns/10000000/$jw")"
 else

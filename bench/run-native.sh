@@ -48,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
 now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (!NR) {print "nan"; exit} printf "%.15g\n", (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 calc() { echo "$*" | bc -l; }
 # Runs "$@" with output to $T/last.out/err; prints its wall seconds. A failing command
 # stops the benchmark with its stderr shown: a number from a failed run is no number.
@@ -181,7 +181,7 @@ echo "== 2. one running fixedwork recorded by viprof, then by perf (-p, $REC_SEC
 # evenly and the window holds samples * (T2 - T1) / duration of them.
 T1=1.5
 T2=$(calc "$REC_SEC - 1")
-task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {print n + 0}' || true; }
+task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}' || true; }
 # PID -> "prog_id runs ns" per BPF program fd the process holds; one grep, as the
 # counters should be read at one moment.
 bpf_progs() {
@@ -189,7 +189,7 @@ bpf_progs() {
 		awk -F'[:\t ]+' '{split($0, a, ":"); f=a[1]} $2=="prog_id" {id[f]=$3} $2=="run_time_ns" {ns[f]=$3}
 			$2=="run_cnt" {n[f]=$3} END {for (f in n) print id[f], n[f], ns[f]}' | sort -u || true
 }
-bpf_ns() { awk '{n += $3} END {print n + 0}' "$1"; }
+bpf_ns() { awk '{n += $3} END {printf "%.0f\n", n}' "$1"; }
 record_p() { # NAME PID_OF_RECORDER_PARENT START: task and BPF time at T1 and T2 after START
 	local pid
 	sleep "$(calc "$3 + $T1 - $(now)")"
