@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include "common/util.h"
 
 #define DEFAULT_CHUNK_BYTES (256u << 10)
 
@@ -196,16 +197,6 @@ struct cfile_reader {
 	char err[256];
 };
 
-static void set_err(char *dst, size_t len, const char *fmt, ...)
-{
-	if (!dst || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(dst, len, fmt, ap);
-	va_end(ap);
-}
-
 /* Reads exactly n bytes; returns n, a short count at EOF, or -errno. */
 static ssize_t read_full(int fd, void *p, size_t n)
 {
@@ -242,19 +233,19 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {
 		e = errno;
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		vp_set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
 		goto fail;
 	}
 	uint8_t hb[512];
 	ssize_t n = read_full(r->fd, hb, 8);
 	if (n < 0) {
 		e = (int)-n;
-		set_err(err, errlen, "%s: cannot read: %s", path, strerror(e));
+		vp_set_err(err, errlen, "%s: cannot read: %s", path, strerror(e));
 		goto fail;
 	}
 	if (n < 8) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: file is empty or truncated before its header (%zd bytes); the recording did not start", path, n);
+		vp_set_err(err, errlen, "%s: file is empty or truncated before its header (%zd bytes); the recording did not start", path, n);
 		goto fail;
 	}
 	uint32_t magic;
@@ -264,40 +255,40 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 	memcpy(&hsize, hb + 6, 2);
 	if (magic == __builtin_bswap32(VP_FILE_MAGIC)) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: written with the other byte order; read it on a little-endian host", path);
+		vp_set_err(err, errlen, "%s: written with the other byte order; read it on a little-endian host", path);
 		goto fail;
 	}
 	if (magic != VP_FILE_MAGIC) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: not a viprof file (bad magic 0x%08x)", path, magic);
+		vp_set_err(err, errlen, "%s: not a viprof file (bad magic 0x%08x)", path, magic);
 		goto fail;
 	}
 	if (ver != VP_CONTAINER_VERSION) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: container version %u is not supported (this viprof reads %u); use a matching viprof",
+		vp_set_err(err, errlen, "%s: container version %u is not supported (this viprof reads %u); use a matching viprof",
 			path, ver, VP_CONTAINER_VERSION);
 		goto fail;
 	}
 	if (hsize < sizeof(struct vp_file_header) || hsize > sizeof(hb)) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: bad header size %u", path, hsize);
+		vp_set_err(err, errlen, "%s: bad header size %u", path, hsize);
 		goto fail;
 	}
 	n = read_full(r->fd, hb + 8, hsize - 8);
 	if (n != (ssize_t)(hsize - 8)) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: truncated inside its header", path);
+		vp_set_err(err, errlen, "%s: truncated inside its header", path);
 		goto fail;
 	}
 	memcpy(&r->hdr, hb, sizeof(r->hdr));
 	if (r->hdr.flags & ~VP_FILE_FLAGS_KNOWN) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: unknown flags 0x%x; written by a newer viprof", path, r->hdr.flags);
+		vp_set_err(err, errlen, "%s: unknown flags 0x%x; written by a newer viprof", path, r->hdr.flags);
 		goto fail;
 	}
 	if (r->hdr.kind != kind) {
 		e = EBADMSG;
-		set_err(err, errlen, "%s: is a %s file, expected a %s file", path,
+		vp_set_err(err, errlen, "%s: is a %s file, expected a %s file", path,
 			kind_name(r->hdr.kind), kind_name(kind));
 		goto fail;
 	}
@@ -335,7 +326,7 @@ static int load_chunk(struct cfile_reader *r)
 	struct vp_chunk_header ch;
 	ssize_t n = read_full(r->fd, &ch, sizeof(ch));
 	if (n < 0) {
-		set_err(r->err, sizeof(r->err), "%s: read error: %s", r->path, strerror((int)-n));
+		vp_set_err(r->err, sizeof(r->err), "%s: read error: %s", r->path, strerror((int)-n));
 		return (int)n;
 	}
 	if (n == 0)
@@ -353,12 +344,12 @@ static int load_chunk(struct cfile_reader *r)
 			r->truncated = true;
 			return 0;
 		}
-		set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld is corrupt (bad chunk header); data before it was read",
+		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld is corrupt (bad chunk header); data before it was read",
 			r->path, (unsigned long long)r->chunks, (long long)r->off);
 		return -EBADMSG;
 	}
 	if (ch.raw_size > VP_MAX_CHUNK_RAW || ch.comp_size > compressBound(VP_MAX_CHUNK_RAW)) {
-		set_err(r->err, sizeof(r->err), "%s: chunk %llu claims %u bytes, more than the %u allowed",
+		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu claims %u bytes, more than the %u allowed",
 			r->path, (unsigned long long)r->chunks, ch.raw_size, VP_MAX_CHUNK_RAW);
 		return -EBADMSG;
 	}
@@ -372,13 +363,13 @@ static int load_chunk(struct cfile_reader *r)
 		return 0;
 	}
 	if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32) {
-		set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld fails its checksum; data before it was read",
+		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld fails its checksum; data before it was read",
 			r->path, (unsigned long long)r->chunks, (long long)r->off);
 		return -EBADMSG;
 	}
 	uLongf rawlen = ch.raw_size;
 	if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size) {
-		set_err(r->err, sizeof(r->err), "%s: chunk %llu does not inflate to its stated size", r->path,
+		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu does not inflate to its stated size", r->path,
 			(unsigned long long)r->chunks);
 		return -EBADMSG;
 	}
@@ -404,7 +395,7 @@ int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
 	const struct vp_record *h = (const struct vp_record *)(r->raw + r->pos);
 	size_t left = r->end - r->pos;
 	if (left < sizeof(*h) || h->size < sizeof(*h) || h->size > left || (h->size & 7)) {
-		set_err(r->err, sizeof(r->err), "%s: record at chunk %llu offset %zu has a bad size (%u, %zu left)",
+		vp_set_err(r->err, sizeof(r->err), "%s: record at chunk %llu offset %zu has a bad size (%u, %zu left)",
 			r->path, (unsigned long long)r->chunks - 1, r->pos, left >= 8 ? h->size : 0, left);
 		r->failed = true;
 		return -EBADMSG;

@@ -17,7 +17,6 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LISTENER_WAIT_MS 5000
+#include "common/util.h"
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	if (!err || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
+#define LISTENER_WAIT_MS 5000
 
 bool vp_jvm__is_hotspot(pid_t pid)
 {
@@ -110,7 +101,7 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	char there[PATH_MAX + 64];
 	struct stat a, b;
 	if (stat(agent, &a)) {
-		set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(errno));
+		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(errno));
 		return -errno;
 	}
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
@@ -126,7 +117,7 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 		fd = open(there, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (in < 0 || fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "copying the agent into the JVM's /tmp (%s) failed: %s; make the agent path visible inside the container",
+		vp_set_err(err, errlen, "copying the agent into the JVM's /tmp (%s) failed: %s; make the agent path visible inside the container",
 			there, strerror(errno));
 		goto cleanup;
 	}
@@ -135,7 +126,7 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		if (write(fd, buf, (size_t)n) != n) {
 			ret = -EIO;
-			set_err(err, errlen, "copying the agent into %s failed: short write; check free space in the JVM's /tmp", there);
+			vp_set_err(err, errlen, "copying the agent into %s failed: short write; check free space in the JVM's /tmp", there);
 			goto cleanup;
 		}
 	}
@@ -167,13 +158,13 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		}
 		if (tf < 0) {
 			ret = -errno;
-			set_err(err, errlen, "cannot create the attach trigger %s: %s; check the JVM's /tmp", trig, strerror(errno));
+			vp_set_err(err, errlen, "cannot create the attach trigger %s: %s; check the JVM's /tmp", trig, strerror(errno));
 			return ret;
 		}
 		close(tf);
 		if (kill(t->pid, SIGQUIT)) {
 			ret = -errno;
-			set_err(err, errlen, "signalling JVM %d failed: %s", (int)t->pid, strerror(errno));
+			vp_set_err(err, errlen, "signalling JVM %d failed: %s", (int)t->pid, strerror(errno));
 			unlink(trig);
 			return ret;
 		}
@@ -182,7 +173,7 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		while (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
 				unlink(trig);
-				set_err(err, errlen,
+				vp_set_err(err, errlen,
 					"JVM %d did not open its attach socket within %d s: it probably runs with -XX:+DisableAttachMechanism "
 					"(restart it without, or start it with -agentpath:<libviprof-jvmti.so>=dir=<dir>)",
 					(int)t->pid, LISTENER_WAIT_MS / 1000);
@@ -195,14 +186,14 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		set_err(err, errlen, "attach socket path %s is too long for AF_UNIX", sock);
+		vp_set_err(err, errlen, "attach socket path %s is too long for AF_UNIX", sock);
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
-		set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
+		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
 			(int)t->pid, strerror(errno), (unsigned)t->uid);
 		goto cleanup;
 	}
@@ -210,12 +201,12 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options ? options : "", 0);
 	if (n <= 0 || (size_t)n >= sizeof(req)) {
 		ret = -ENAMETOOLONG;
-		set_err(err, errlen, "agent path and options are too long");
+		vp_set_err(err, errlen, "agent path and options are too long");
 		goto cleanup;
 	}
 	if (write(fd, req, (size_t)n) != n) {
 		ret = -EIO;
-		set_err(err, errlen, "sending the load command to JVM %d failed: %s", (int)t->pid, strerror(errno));
+		vp_set_err(err, errlen, "sending the load command to JVM %d failed: %s", (int)t->pid, strerror(errno));
 		goto cleanup;
 	}
 	char resp[2048];
@@ -231,7 +222,7 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 	resp[strcspn(resp, "\n")] = '\0';
 	if (!got || atoi(resp) != 0) {
 		ret = -EPROTO;
-		set_err(err, errlen, "JVM %d refused the load command: \"%s\"; check that the JVM can read %s", (int)t->pid,
+		vp_set_err(err, errlen, "JVM %d refused the load command: \"%s\"; check that the JVM can read %s", (int)t->pid,
 			got ? resp : "(no answer)", agent);
 		goto cleanup;
 	}
@@ -242,7 +233,7 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		rc = colon + 1;
 	if (*rc && atoi(rc) != 0) {
 		ret = -ENOEXEC;
-		set_err(err, errlen, "the viprof agent failed to start in JVM %d (%s); its own one-line reason is on the JVM's stderr",
+		vp_set_err(err, errlen, "the viprof agent failed to start in JVM %d (%s); its own one-line reason is on the JVM's stderr",
 			(int)t->pid, resp);
 	}
 cleanup:
@@ -257,17 +248,17 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	char agent[PATH_MAX];
 	int ret = read_target(pid, &t);
 	if (ret) {
-		set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
+		vp_set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
 		return ret;
 	}
 	/* The uid check comes first: another user's /proc/PID/maps is not readable. */
 	if (geteuid() != 0 && geteuid() != t.uid) {
-		set_err(err, errlen, "process %d runs as uid %u and we are uid %u; run viprof as that user or as root",
+		vp_set_err(err, errlen, "process %d runs as uid %u and we are uid %u; run viprof as that user or as root",
 			(int)pid, (unsigned)t.uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (!vp_jvm__is_hotspot(pid)) {
-		set_err(err, errlen, "process %d is not a HotSpot JVM (no libjvm.so mapped); attach works for HotSpot/OpenJDK only", (int)pid);
+		vp_set_err(err, errlen, "process %d is not a HotSpot JVM (no libjvm.so mapped); attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
 	}
 	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), err, errlen)))
@@ -275,13 +266,13 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC)) {
-		set_err(err, errlen, "pipe: %s", strerror(errno));
+		vp_set_err(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
 	pid_t child = fork();
 	if (child < 0) {
 		ret = -errno;
-		set_err(err, errlen, "fork: %s", strerror(errno));
+		vp_set_err(err, errlen, "fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(pfd[1]);
 		return ret;
@@ -320,12 +311,12 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 		;
 	char *tab = strchr(buf, '\t');
 	if (!got || !tab) {
-		set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
+		vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
 			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
 		return -ETIMEDOUT;
 	}
 	ret = atoi(buf);
 	if (ret)
-		set_err(err, errlen, "%s", tab + 1);
+		vp_set_err(err, errlen, "%s", tab + 1);
 	return ret;
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/util.h"
+
 void record_opts__defaults(struct record_opts *o)
 {
 	*o = (struct record_opts){
@@ -59,7 +61,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vp_vset_err(err, errlen, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }

@@ -7,7 +7,6 @@
 #include <ftw.h>
 #include <limits.h>
 #include <linux/perf_event.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <dirent.h>
 
 #include "daemon/kallsyms.h"
+#include "common/util.h"
 
 /* Kernel text lives in the top half of the address space on every 64-bit Linux
  * architecture we sample; PERF_CONTEXT_* markers sit at the very top and are not IPs. */
@@ -42,16 +42,6 @@ struct vp_session_writer {
 	bool have_steal;
 	int error;        /* sticky -errno */
 };
-
-static void set_err(char *dst, size_t len, const char *fmt, ...)
-{
-	if (!dst || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(dst, len, fmt, ap);
-	va_end(ap);
-}
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -83,29 +73,29 @@ static int prepare_dir(const char *dir, bool force, char *err, size_t errlen)
 		if (S_ISDIR(st.st_mode) && dir_is_empty(dir))
 			return 0;
 		if (!force) {
-			set_err(err, errlen, "%s already exists and is not empty; use --force (the old one is kept as %s.old) or -o another directory",
+			vp_set_err(err, errlen, "%s already exists and is not empty; use --force (the old one is kept as %s.old) or -o another directory",
 				dir, dir);
 			return -EEXIST;
 		}
 		char old[PATH_MAX];
 		if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old)) {
-			set_err(err, errlen, "%s: path too long", dir);
+			vp_set_err(err, errlen, "%s: path too long", dir);
 			return -ENAMETOOLONG;
 		}
 		if (lstat(old, &st) == 0 && nftw(old, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
 			int e = errno;
-			set_err(err, errlen, "cannot remove the previous %s: %s", old, strerror(e));
+			vp_set_err(err, errlen, "cannot remove the previous %s: %s", old, strerror(e));
 			return -e;
 		}
 		if (rename(dir, old) != 0) {
 			int e = errno;
-			set_err(err, errlen, "cannot rename %s to %s: %s", dir, old, strerror(e));
+			vp_set_err(err, errlen, "cannot rename %s to %s: %s", dir, old, strerror(e));
 			return -e;
 		}
 	}
 	if (mkdir(dir, 0755) != 0) {
 		int e = errno;
-		set_err(err, errlen, "cannot create session directory %s: %s", dir, strerror(e));
+		vp_set_err(err, errlen, "cannot create session directory %s: %s", dir, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -118,14 +108,14 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 	char path[PATH_MAX + 32];
 	int e;
 	if (!w) {
-		set_err(err, errlen, "out of memory");
+		vp_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
 	if ((e = prepare_dir(dir, force, err, errlen)))
 		goto fail;
 	if (!realpath(dir, w->dir)) {
 		e = -errno;
-		set_err(err, errlen, "%s: %s", dir, strerror(errno));
+		vp_set_err(err, errlen, "%s: %s", dir, strerror(errno));
 		goto fail;
 	}
 	/* The JVM agent writes its code maps under jit/; in launch mode the JVM runs as
@@ -133,7 +123,7 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR, w->dir);
 	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
 		e = -errno;
-		set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		vp_set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	chmod(path, 0755);   /* not subject to our umask */
@@ -141,7 +131,7 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 	w->cw = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, chunk_bytes, false);
 	if (!w->cw) {
 		e = -errno;
-		set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		vp_set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	return w;
@@ -360,7 +350,7 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	FILE *f = fopen(tmp, "we");
 	if (!f) {
 		int e = errno;
-		set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 		return -e;
 	}
 	fprintf(f, "{\n  \"format_version\": %d,\n  \"meta\": {", VP_SESSION_FORMAT_VERSION);
@@ -389,13 +379,13 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 		int e = errno ? errno : EIO;
 		fclose(f);
 		unlink(tmp);
-		set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 		return -e;
 	}
 	fclose(f);
 	if (rename(tmp, path) != 0) {
 		int e = errno;
-		set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(e));
+		vp_set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -411,7 +401,7 @@ int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct
 	if (!e)
 		e = ce;
 	if (e) {
-		set_err(err, errlen, "cannot write %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
+		vp_set_err(err, errlen, "cannot write %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
 		return e;
 	}
 	char path[PATH_MAX + 32];

@@ -8,13 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/chunkfile.h"
+#include "common/util.h"
 #include "maps/codemap_format.h"
 
 struct flat_iv {
@@ -35,16 +35,6 @@ struct priv {
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
 	uint32_t file;
 };
-
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	if (!err || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -226,7 +216,7 @@ static int add_method(struct vp_codemap *m, uint64_t start, uint32_t size, uint6
 
 static int bad(char *err, size_t errlen, const char *path, const char *what, uint64_t n)
 {
-	set_err(err, errlen, "%s: corrupt code map: %s in record %" PRIu64 "; the file is damaged, re-record it",
+	vp_set_err(err, errlen, "%s: corrupt code map: %s in record %" PRIu64 "; the file is damaged, re-record it",
 		path, what, n);
 	return -EBADMSG;
 }
@@ -380,7 +370,7 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		return 0; /* unknown types are skipped: newer writers may add some */
 	}
 	if (e == -ENOMEM)
-		set_err(err, errlen, "%s: out of memory reading the code map", path);
+		vp_set_err(err, errlen, "%s: out of memory reading the code map", path);
 	return e;
 }
 
@@ -478,7 +468,7 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 	}
 	return 0;
 nomem:
-	set_err(err, errlen, "out of memory indexing the code map");
+	vp_set_err(err, errlen, "out of memory indexing the code map");
 	return -ENOMEM;
 }
 
@@ -490,7 +480,7 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 	int ret = 0;
 	const struct vp_file_header *h = cfile_reader__header(r);
 	if (h->format_version != VP_CODEMAP_FORMAT_VERSION) {
-		set_err(err, errlen, "%s: code map format version %u, this viprof reads %u; use a matching viprof",
+		vp_set_err(err, errlen, "%s: code map format version %u, this viprof reads %u; use a matching viprof",
 			path, h->format_version, VP_CODEMAP_FORMAT_VERSION);
 		ret = -EPROTO;
 		goto cleanup;
@@ -506,7 +496,7 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 			goto cleanup;
 	}
 	if (k < 0) {
-		set_err(err, errlen, "%s", cfile_reader__error(r));
+		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		ret = k;
 		goto cleanup;
 	}
@@ -553,7 +543,7 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 	int ret = 0;
 	if (!d) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s; no code maps for this process (was the agent loaded?)", dir, strerror(errno));
+		vp_set_err(err, errlen, "%s: %s; no code maps for this process (was the agent loaded?)", dir, strerror(errno));
 		goto cleanup;
 	}
 	struct dirent *de;
@@ -576,7 +566,7 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 	}
 	if (!n) {
 		ret = -ENOENT;
-		set_err(err, errlen, "%s: no codemap*.vpm files; run the JVM with the viprof agent", dir);
+		vp_set_err(err, errlen, "%s: no codemap*.vpm files; run the JVM with the viprof agent", dir);
 		goto cleanup;
 	}
 	qsort(c, n, sizeof(*c), cmp_cand);
@@ -614,7 +604,7 @@ struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size
 	char line[8192];
 	if (!f) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		vp_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		goto cleanup;
 	}
 	if (!(m = codemap_new())) {
@@ -628,7 +618,7 @@ struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size
 		unsigned long long start = strtoull(line, &e1, 16);
 		unsigned long long size = strtoull(e1, &e2, 16);
 		if (e1 == line || e2 == e1 || (*e2 != ' ' && *e2 != '\t')) {
-			set_err(err, errlen, "%s:%lu: expected \"START SIZE name\" in hex; is this a perf-PID.map?", path, ln);
+			vp_set_err(err, errlen, "%s:%lu: expected \"START SIZE name\" in hex; is this a perf-PID.map?", path, ln);
 			ret = -EBADMSG;
 			goto cleanup;
 		}
@@ -690,13 +680,13 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 	struct jd_header h;
 	if (!f) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		vp_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		goto cleanup;
 	}
 	if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != JITDUMP_MAGIC || h.version != 1 ||
 	    h.total_size < sizeof(h) || h.total_size > 4096) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "%s: not a little-endian jitdump version 1 file (magic 0x4A695444)", path);
+		vp_set_err(err, errlen, "%s: not a little-endian jitdump version 1 file (magic 0x4A695444)", path);
 		goto cleanup;
 	}
 	if (fseek(f, h.total_size, SEEK_SET) || !(m = codemap_new()) || !(buf = malloc(1 << 20))) {
@@ -711,7 +701,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 	while (fread(&r, sizeof(r), 1, f) == 1) {
 		if (r.total_size < sizeof(r)) {
 			ret = -EBADMSG;
-			set_err(err, errlen, "%s: jitdump record of size %u is too short; the file is damaged", path, r.total_size);
+			vp_set_err(err, errlen, "%s: jitdump record of size %u is too short; the file is damaged", path, r.total_size);
 			goto cleanup;
 		}
 		size_t body = r.total_size - sizeof(r);
@@ -757,7 +747,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 		continue;
 short_rec:
 		ret = -EBADMSG;
-		set_err(err, errlen, "%s: jitdump record id %u is malformed; the file is damaged", path, r.id);
+		vp_set_err(err, errlen, "%s: jitdump record id %u is malformed; the file is damaged", path, r.id);
 		goto cleanup;
 	}
 	ret = finish(m, err, errlen);

@@ -14,7 +14,6 @@
  * per-vCPU steal in the time window whatever the thread filters (summed over the
  * sessions merged into one profile). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -25,6 +24,7 @@
 #include <sys/utsname.h>
 
 #include "common/session_format.h"
+#include "common/util.h"
 #include "postproc/elfsym.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
@@ -95,17 +95,6 @@ struct victim {
 	size_t best;                 /* index of its most frequent stack in p->stacks */
 	uint64_t best_n;             /* that stack's samples; 0 = no sampled stack */
 };
-
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	if (!err || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static const char *base_name(const char *path)
 {
@@ -813,14 +802,14 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	l.steal = vp_steal_acct__new();
 	if (!l.pm || !l.ks || !l.elfs || !l.steal) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "out of memory loading %s", dir);
+		vp_set_err(err, errlen, "out of memory loading %s", dir);
 		goto cleanup;
 	}
 	if (l.o->hv_syms) {
 		l.hv = vp_elfsym__open(l.elfs, l.o->hv_syms, 0);
 		if (!l.hv) {
 			ret = -errno;
-			set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
+			vp_set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
 				l.o->hv_syms, strerror(errno));
 			goto cleanup;
 		}
@@ -840,13 +829,13 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			l.t0 = rec->time;
 		first = false;
 		if ((ret = on_record(&l, rec)) < 0) {
-			set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
+			vp_set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
 			goto cleanup;
 		}
 	}
 	if (k < 0) {
 		ret = k;
-		set_err(err, errlen, "%s", cfile_reader__error(r));
+		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		goto cleanup;
 	}
 	if (!l.saw_end || cfile_reader__truncated(r)) {
@@ -855,12 +844,12 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	}
 	for (size_t i = 0; i < l.nsamples; i++) {
 		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
-			set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
+			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
 	}
 	if ((ret = add_steal(&l)) < 0) {
-		set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
+		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
 		goto cleanup;
 	}
 	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;
