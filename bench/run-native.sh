@@ -85,7 +85,8 @@ perf_elapsed() {
 		wait_no_bpf
 		s=$(now)
 		rc=0
-		"$@" >"$T/last.out" 2>"$T/last.err" || rc=$?
+		# In a subshell, so that bash's "Aborted" notice lands in last.err too.
+		( "$@" ) >"$T/last.out" 2>"$T/last.err" || rc=$?
 		if [ "$rc" = 0 ]; then
 			calc "$(now) - $s"
 			return 0
