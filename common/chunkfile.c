@@ -32,22 +32,6 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t k = write(fd, b, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 					  uint32_t format_version, size_t chunk_bytes,
 					  bool private_file)
@@ -79,7 +63,7 @@ struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 		.created_ns = now_ns(CLOCK_MONOTONIC),
 		.created_realtime_ns = now_ns(CLOCK_REALTIME),
 	};
-	int err = write_all(w->fd, &h, sizeof(h));
+	int err = vp_write_all(w->fd, &h, sizeof(h));
 	if (err) {
 		errno = -err;
 		goto fail;
@@ -155,9 +139,9 @@ int cfile_writer__flush(struct cfile_writer *w)
 	size_t total = sizeof(ch) + zlen;
 	uint8_t stackbuf[sizeof(ch)];
 	memcpy(stackbuf, &ch, sizeof(ch));
-	int err = write_all(w->fd, stackbuf, sizeof(ch));
+	int err = vp_write_all(w->fd, stackbuf, sizeof(ch));
 	if (!err)
-		err = write_all(w->fd, w->zbuf, zlen);
+		err = vp_write_all(w->fd, w->zbuf, zlen);
 	if (err)
 		return err;
 	w->bytes += total;
@@ -197,24 +181,6 @@ struct cfile_reader {
 	char err[256];
 };
 
-/* Reads exactly n bytes; returns n, a short count at EOF, or -errno. */
-static ssize_t read_full(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = read(fd, (uint8_t *)p + got, n - got);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
-
 static const char *kind_name(uint32_t k)
 {
 	switch (k) {
@@ -237,7 +203,7 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 		goto fail;
 	}
 	uint8_t hb[512];
-	ssize_t n = read_full(r->fd, hb, 8);
+	ssize_t n = vp_read_full(r->fd, hb, 8);
 	if (n < 0) {
 		e = (int)-n;
 		vp_set_err(err, errlen, "%s: cannot read: %s", path, strerror(e));
@@ -274,7 +240,7 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 		vp_set_err(err, errlen, "%s: bad header size %u", path, hsize);
 		goto fail;
 	}
-	n = read_full(r->fd, hb + 8, hsize - 8);
+	n = vp_read_full(r->fd, hb + 8, hsize - 8);
 	if (n != (ssize_t)(hsize - 8)) {
 		e = EBADMSG;
 		vp_set_err(err, errlen, "%s: truncated inside its header", path);
@@ -324,7 +290,7 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
 static int load_chunk(struct cfile_reader *r)
 {
 	struct vp_chunk_header ch;
-	ssize_t n = read_full(r->fd, &ch, sizeof(ch));
+	ssize_t n = vp_read_full(r->fd, &ch, sizeof(ch));
 	if (n < 0) {
 		vp_set_err(r->err, sizeof(r->err), "%s: read error: %s", r->path, strerror((int)-n));
 		return (int)n;
@@ -355,7 +321,7 @@ static int load_chunk(struct cfile_reader *r)
 	}
 	if (grow(&r->z, &r->z_cap, ch.comp_size ? ch.comp_size : 1) || grow(&r->raw, &r->raw_cap, ch.raw_size ? ch.raw_size : 1))
 		return -ENOMEM;
-	n = read_full(r->fd, r->z, ch.comp_size);
+	n = vp_read_full(r->fd, r->z, ch.comp_size);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < ch.comp_size) {

@@ -1,7 +1,10 @@
 /* Small shared helpers: see util.h. */
 #include "common/util.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap)
 {
@@ -16,4 +19,37 @@ void vp_set_err(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vp_vset_err(err, len, fmt, ap);
 	va_end(ap);
+}
+
+int vp_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t k = write(fd, b, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+ssize_t vp_read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, (uint8_t *)p + got, n - got);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
 }

@@ -5,10 +5,18 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Formats an error message into err[len]; does nothing if err is NULL or len is 0, so
  * callers can pass an optional error buffer straight through. */
 void vp_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
+/* Writes all n bytes, retrying after EINTR and short writes; returns 0 or -errno. */
+int vp_write_all(int fd, const void *p, size_t n);
+
+/* Reads exactly n bytes, retrying after EINTR and short reads; returns n, a short
+ * count at EOF, or -errno. */
+ssize_t vp_read_full(int fd, void *p, size_t n);
 
 #endif
