@@ -361,18 +361,35 @@ cleanup:
 	return err;
 }
 
+/* The cache entry for key, or NULL if key was never opened. */
+static struct vp_elf *cached(const struct vp_elfsym *c, const char *key)
+{
+	for (struct vp_elf *e = c->files; e; e = e->next)
+		if (!strcmp(e->key, key))
+			return e;
+	return NULL;
+}
+
+/* Caches e whether it loaded or not (err: 0 or -errno), so that a file that failed is
+ * not tried again; returns e, or NULL with errno set. */
+static struct vp_elf *remember(struct vp_elfsym *c, struct vp_elf *e, int err)
+{
+	e->err = -err;
+	e->next = c->files;
+	c->files = e;
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return e;
+}
+
 struct vp_elf *vp_elfsym__open(struct vp_elfsym *c, const char *path, uint32_t pid)
 {
-	for (struct vp_elf *e = c->files; e; e = e->next) {
-		if (!strcmp(e->key, path)) {
-			if (e->err) {
-				errno = e->err;
-				return NULL;
-			}
-			return e;
-		}
-	}
-	struct vp_elf *e = calloc(1, sizeof(*e));
+	struct vp_elf *e = cached(c, path);
+	if (e)
+		return e->err ? (errno = e->err, NULL) : e;
+	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	e->key = strdup(path);
@@ -396,22 +413,15 @@ struct vp_elf *vp_elfsym__open(struct vp_elfsym *c, const char *path, uint32_t p
 			err = load_file(c, e, q);
 		}
 	}
-	e->err = -err;
-	e->next = c->files;
-	c->files = e;
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	return e;
+	return remember(c, e, err);
 }
 
 struct vp_elf *vp_elfsym__open_memory(struct vp_elfsym *c, const char *key, const void *image, size_t len)
 {
-	for (struct vp_elf *e = c->files; e; e = e->next)
-		if (!strcmp(e->key, key))
-			return e->err ? (errno = e->err, NULL) : e;
-	struct vp_elf *e = calloc(1, sizeof(*e));
+	struct vp_elf *e = cached(c, key);
+	if (e)
+		return e->err ? (errno = e->err, NULL) : e;
+	e = calloc(1, sizeof(*e));
 	char *copy = malloc(len ? len : 1);  /* libelf wants a writable image */
 	if (!e || !copy || !(e->key = strdup(key))) {
 		free(e);
@@ -427,14 +437,7 @@ struct vp_elf *vp_elfsym__open_memory(struct vp_elfsym *c, const char *key, cons
 	if (elf)
 		elf_end(elf);
 	free(copy);
-	e->err = -err;
-	e->next = c->files;
-	c->files = e;
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	return e;
+	return remember(c, e, err);
 }
 
 bool vp_elf__to_vaddr(const struct vp_elf *e, uint64_t map_start, uint64_t pgoff, uint64_t ip,
