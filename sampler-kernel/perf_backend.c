@@ -43,14 +43,17 @@ struct sampler {
 	bool stopped;
 };
 
+/* Takes fd over: it is closed with the sampler, or at once if it cannot be kept. */
 static int push_fd(struct sampler *s, int fd)
 {
 	if (s->nr_fds == s->cap_fds) {
 		int cap = s->cap_fds ? s->cap_fds * 2 : 64;
 		int *p = realloc(s->fds, cap * sizeof(*p));
 
-		if (!p)
+		if (!p) {
+			close(fd);
 			return -ENOMEM;
+		}
 		s->fds = p;
 		s->cap_fds = cap;
 	}
@@ -260,10 +263,8 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		if (fd < 0)
 			return fd;
 		err = push_fd(s, fd);
-		if (err) {
-			close(fd);
+		if (err)
 			return err;
-		}
 		err = push_id(s, fd, e);
 		if (err)
 			return err;
@@ -321,10 +322,8 @@ static int open_switches(struct sampler *s, int cpu, int ring_fd)
 	if (fd < 0)
 		return fd;
 	err = push_fd(s, fd);
-	if (err) {
-		close(fd);
+	if (err)
 		return err;
-	}
 	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 ? -errno : 0;
 }
 
