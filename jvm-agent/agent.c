@@ -142,9 +142,13 @@ static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
 }
 
 static void lock(void) { (*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock); }
+/* Wakes the writer only once the queue is half full: a wakeup per record put a context
+ * switch on every compiled method (the cost the sampler avoids with its ring buffer).
+ * The writer also wakes every second on its own, and a full queue wakes it too. */
 static void unlock_notify(void)
 {
-	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+	if (A.qlen >= QUEUE_BYTES / 2)
+		(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
 }
 
@@ -266,6 +270,8 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 }
 
+#define LOCAL_SEEN 256 /* power of two: methods named per load, deduplicated on the stack */
+
 static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
 {
 	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
@@ -315,11 +321,25 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	queue_method_name(jvmti, method, scratch);
 	if (!inl || inl->numpcs <= 0)
 		return;
+	/* The same few methods recur at every pc: look each up (under the monitor) once
+	 * per callback. A small set on the stack; no allocation in a callback. */
+	jmethodID local[LOCAL_SEEN];
+	memset(local, 0, sizeof(local));
+	local[(uintptr_t)method * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1)] = method;
 	size_t nframes = 0;
 	for (jint i = 0; i < inl->numpcs; i++) {
 		const PCStackInfo *pc = &inl->pcinfo[i];
-		for (jint k = 0; k < pc->numstackframes; k++)
-			queue_method_name(jvmti, pc->methods[k], scratch);
+		for (jint k = 0; k < pc->numstackframes; k++) {
+			jmethodID m = pc->methods[k];
+			size_t h = (uintptr_t)m * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1), probe = 0;
+			while (local[h] && local[h] != m && ++probe < LOCAL_SEEN)
+				h = (h + 1) & (LOCAL_SEEN - 1);
+			if (local[h] == m)
+				continue;
+			if (probe < LOCAL_SEEN)
+				local[h] = m;
+			queue_method_name(jvmti, m, scratch);
+		}
 		if (pc->numstackframes > 0)
 			nframes += (size_t)pc->numstackframes;
 	}
