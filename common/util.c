@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap)
@@ -52,4 +53,16 @@ ssize_t vp_read_full(int fd, void *p, size_t n)
 		got += (size_t)k;
 	}
 	return (ssize_t)got;
+}
+
+long long vp_parse_num(const char *s, long long min, long long max)
+{
+	if (!s || !*s || *s == '+' || *s == '-')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > (unsigned long long)max || (long long)v < min)
+		return -1;
+	return (long long)v;
 }

@@ -19,4 +19,8 @@ int vp_write_all(int fd, const void *p, size_t n);
  * count at EOF, or -errno. */
 ssize_t vp_read_full(int fd, void *p, size_t n);
 
+/* A whole decimal number in [min, max] (0 <= min <= max), without a sign, or -1: for
+ * command-line values, whose callers then say what they expected. */
+long long vp_parse_num(const char *s, long long min, long long max);
+
 #endif

@@ -66,19 +66,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* A whole positive decimal number up to max, or -1. */
-static long long parse_uint(const char *s, unsigned long long max)
-{
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -1;
-	return (long long)v;
-}
-
 static int parse_pids(struct record_opts *o, const char *arg, char *err, size_t errlen)
 {
 	char *copy = strdup(arg), *save = NULL;
@@ -86,7 +73,7 @@ static int parse_pids(struct record_opts *o, const char *arg, char *err, size_t 
 	if (!copy)
 		return -ENOMEM;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long long pid = parse_uint(tok, 4194304);   /* PID_MAX_LIMIT */
+		long long pid = vp_parse_num(tok, 0, 4194304);   /* PID_MAX_LIMIT */
 		if (pid <= 0) {
 			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a number from 1 to 4194304)", arg, tok);
 			goto out;
@@ -147,7 +134,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			o->events = optarg;
 			break;
 		case 'F':
-			v = parse_uint(optarg, RECORD_MAX_FREQ);
+			v = vp_parse_num(optarg, 0, RECORD_MAX_FREQ);
 			if (v <= 0)
 				return fail(err, errlen, "-F %s: the frequency must be a whole number from 1 to %d (samples/s)",
 					    optarg, RECORD_MAX_FREQ);
@@ -155,7 +142,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			have_freq = true;
 			break;
 		case 'c':
-			v = parse_uint(optarg, (1ull << 62));
+			v = vp_parse_num(optarg, 0, 1ll << 62);
 			if (v <= 0)
 				return fail(err, errlen, "-c %s: the period must be a positive whole number of events", optarg);
 			o->period = (uint64_t)v;

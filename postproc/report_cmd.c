@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/util.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 
@@ -101,19 +102,6 @@ static int usage_error(const char *fmt, ...)
 	return 2;
 }
 
-/* A whole decimal number in [min, max], or -1. */
-static long long parse_num(const char *s, long long min, long long max)
-{
-	if (!s || !*s || *s == '+' || *s == '-')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v > (unsigned long long)max || (long long)v < min)
-		return -1;
-	return (long long)v;
-}
-
 static int parse_ids(const char *arg, uint32_t *out, int *n, const char *what)
 {
 	char *copy = strdup(arg), *save = NULL;
@@ -121,7 +109,7 @@ static int parse_ids(const char *arg, uint32_t *out, int *n, const char *what)
 		return usage_error("out of memory");
 	int ret = 0;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long long v = parse_num(tok, 1, UINT32_MAX);
+		long long v = vp_parse_num(tok, 1, UINT32_MAX);
 		if (v < 0) {
 			ret = usage_error("--%s: '%s' is not a %s number (expected e.g. --%s 1234,5678)", what, tok, what, what);
 			break;
@@ -220,7 +208,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 			a->output = strcmp(optarg, "-") ? optarg : NULL;
 			break;
 		case 'n': {
-			long long v = parse_num(optarg, 1, MAX_TOP);
+			long long v = vp_parse_num(optarg, 1, MAX_TOP);
 			if (v < 0)
 				return usage_error("--top '%s': expected a number from 1 to %d", optarg, MAX_TOP);
 			a->top = (int)v;
