@@ -106,43 +106,48 @@ static int idtab_init(struct idtab *t, size_t size)
 	return 0;
 }
 
-/* Doubles the table; rehash needs each id's hash, which the callers recompute. */
+static uint64_t frame_id_hash(const struct vp_profile *p, size_t i)
+{
+	const struct vp_frame *f = &p->frames[i];
+	return frame_hash(f->layer, f->name, f->image);
+}
+
+static uint64_t stack_id_hash(const struct vp_profile *p, size_t i)
+{
+	const struct vp_stack *s = &p->stacks[i];
+	return stack_hash(s->frames, s->nframes, s->pid, s->tid, s->comm);
+}
+
+/* Doubles t and puts ids 0..n-1 back in; rehash needs each id's hash, which hash
+ * recomputes from the profile (the table keeps only ids). */
+static int idtab_rehash(struct idtab *t, const struct vp_profile *p, size_t n,
+			uint64_t (*hash)(const struct vp_profile *p, size_t id))
+{
+	struct idtab nt;
+	if (idtab_init(&nt, t->size * 2))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = hash(p, i) & (nt.size - 1);
+		while (nt.slot[j] != EMPTY)
+			j = (j + 1) & (nt.size - 1);
+		nt.slot[j] = (uint32_t)i;
+		nt.used++;
+	}
+	free(t->slot);
+	*t = nt;
+	return 0;
+}
+
 static int frames_rehash(struct vp_profile *p)
 {
 	struct priv *pv = p->priv;
-	struct idtab n;
-	if (idtab_init(&n, pv->frames.size * 2))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nframes; i++) {
-		const struct vp_frame *f = &p->frames[i];
-		size_t j = frame_hash(f->layer, f->name, f->image) & (n.size - 1);
-		while (n.slot[j] != EMPTY)
-			j = (j + 1) & (n.size - 1);
-		n.slot[j] = (uint32_t)i;
-		n.used++;
-	}
-	free(pv->frames.slot);
-	pv->frames = n;
-	return 0;
+	return idtab_rehash(&pv->frames, p, p->nframes, frame_id_hash);
 }
 
 static int stacks_rehash(struct vp_profile *p)
 {
 	struct priv *pv = p->priv;
-	struct idtab n;
-	if (idtab_init(&n, pv->stacks.size * 2))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		size_t j = stack_hash(s->frames, s->nframes, s->pid, s->tid, s->comm) & (n.size - 1);
-		while (n.slot[j] != EMPTY)
-			j = (j + 1) & (n.size - 1);
-		n.slot[j] = (uint32_t)i;
-		n.used++;
-	}
-	free(pv->stacks.slot);
-	pv->stacks = n;
-	return 0;
+	return idtab_rehash(&pv->stacks, p, p->nstacks, stack_id_hash);
 }
 
 struct vp_profile *vp_profile__new(void)
