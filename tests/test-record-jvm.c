@@ -20,6 +20,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-record-util.h"
 
 static char tmp[] = "/tmp/vp-test-record-jvm-XXXXXX";
 static char java[PATH_MAX], classes[PATH_MAX + 16], out[8192];
@@ -33,28 +34,7 @@ static void sleep_ms(long ms)
 
 static int run(char *const argv[])
 {
-	char log[PATH_MAX + 8];
-	snprintf(log, sizeof(log), "%s/log", tmp);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(126);
-	}
-	int status;
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	FILE *f = fopen(log, "r");
-	out[0] = '\0';
-	if (f) {
-		size_t n = fread(out, 1, sizeof(out) - 1, f);
-		out[n] = '\0';
-		fclose(f);
-	}
-	if (strstr(out, "no sampler backend can run here"))
-		SKIP("%s", out);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return tr_run(tmp, argv, out, sizeof(out));
 }
 
 /* Number of files in <sess>/jit/<pid>/, or -1 when the directory is missing. */

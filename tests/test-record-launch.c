@@ -14,6 +14,7 @@
 
 #include "common/session_format.h"
 #include "test.h"
+#include "test-record-util.h"
 
 static char tmp[] = "/tmp/vp-test-record-launch-XXXXXX";
 static char out[8192];
@@ -32,41 +33,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Starts viprof with argv (stderr to a log); returns its pid. */
 static pid_t start(char *const argv[], char *const envp[])
 {
-	char log[PATH_MAX];
-	snprintf(log, sizeof(log), "%s/log", tmp);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		if (envp)
-			execve(argv[0], argv, envp);
-		else
-			execv(argv[0], argv);
-		_exit(126);
-	}
-	return pid;
+	return tr_start(tmp, argv, envp);
 }
 
 static int finish(pid_t pid)
 {
-	int status;
-	char log[PATH_MAX];
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	snprintf(log, sizeof(log), "%s/log", tmp);
-	FILE *f = fopen(log, "r");
-	out[0] = '\0';
-	if (f) {
-		size_t n = fread(out, 1, sizeof(out) - 1, f);
-		out[n] = '\0';
-		fclose(f);
-	}
-	if (strstr(out, "no sampler backend can run here"))
-		SKIP("%s", out);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return tr_finish(tmp, pid, out, sizeof(out));
 }
 
 #define RUN(...) finish(start((char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, NULL))

@@ -21,6 +21,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-record-util.h"
 
 /* test.h's ASSERT_GT compares integers; these are shares. */
 #define ASSERT_SHARE_GT(a, b) do { double _a = (a), _b = (b); \
@@ -30,28 +31,7 @@ static char tmp[] = "/tmp/vp-test-record-session-XXXXXX";
 
 static int run(char *const argv[], char *out, size_t outlen)
 {
-	char log[PATH_MAX];
-	snprintf(log, sizeof(log), "%s/log", tmp);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(126);
-	}
-	int status;
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	FILE *f = fopen(log, "r");
-	out[0] = '\0';
-	if (f) {
-		size_t n = fread(out, 1, outlen - 1, f);
-		out[n] = '\0';
-		fclose(f);
-	}
-	if (strstr(out, "no sampler backend can run here"))
-		SKIP("%s", out);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return tr_run(tmp, argv, out, outlen);
 }
 
 struct stream_facts {
