@@ -40,7 +40,22 @@ struct vp_session_writer {
 	uint64_t *steal_first, *steal_last;
 	int steal_ncpus;
 	bool have_steal;
+	struct switch_buf *sw;  /* MAX_STEAL_CPUS entries, allocated on the first SWITCH */
 	int error;        /* sticky -errno */
+};
+
+/* Context switches of one vCPU since the last steal snapshot. They only serve steal
+ * attribution, so they reach the stream only for intervals in which that vCPU's steal
+ * grew: on a busy VM switches outnumber samples several times, and most intervals
+ * have no steal at all. Whoever ran at the start of a kept interval is written as a
+ * switch from that thread to itself, so the reader knows without the dropped ones. */
+struct switch_buf {
+	struct vp_switch *v;
+	uint64_t *t;
+	size_t n, cap;
+	bool have_cur;
+	uint32_t cur_pid, cur_tid;
+	uint64_t interval_start;
 };
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -239,6 +254,73 @@ static int emit_ksyms(struct vp_session_writer *w, uint64_t time, const struct v
 	return 0;
 }
 
+#define MAX_BUFFERED_SWITCHES (1u << 16)
+static int settle_switches(struct vp_session_writer *w, int cpu, bool keep, uint64_t now);
+
+static int buffer_switch(struct vp_session_writer *w, uint64_t time, const struct vp_switch *sw)
+{
+	if (!w->sw && !(w->sw = calloc(MAX_STEAL_CPUS, sizeof(*w->sw))))
+		return w->error = -ENOMEM;
+	struct switch_buf *b = &w->sw[sw->cpu];
+	/* Without steal snapshots (no /proc/stat steal column) nothing would ever settle
+	 * the buffer: bound it, dropping what no snapshot can use. */
+	if (b->n >= MAX_BUFFERED_SWITCHES) {
+		int e = settle_switches(w, (int)sw->cpu, false, time);
+		if (e)
+			return e;
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 256;
+		struct vp_switch *v = realloc(b->v, cap * sizeof(*v));
+		if (v)
+			b->v = v;
+		uint64_t *t = v ? realloc(b->t, cap * sizeof(*t)) : NULL;
+		if (!v || !t)
+			return w->error = -ENOMEM;
+		b->t = t;
+		b->cap = cap;
+	}
+	b->v[b->n] = *sw;
+	b->t[b->n++] = time;
+	return 0;
+}
+
+/* At a steal snapshot: writes a vCPU's buffered switches if its steal grew since the
+ * last snapshot, else drops them; either way remembers who runs there now. */
+static int settle_switches(struct vp_session_writer *w, int cpu, bool keep, uint64_t now)
+{
+	struct switch_buf *b = w->sw ? &w->sw[cpu] : NULL;
+	if (!b)
+		return 0;
+	if (keep && b->have_cur) {
+		/* Before the interval's first record, so that a switch that arrived late
+		 * (it happened between the last drain and the last snapshot) still wins. */
+		uint64_t t = b->interval_start;
+		for (size_t i = 0; i < b->n; i++)
+			if (b->t[i] <= t)
+				t = b->t[i] ? b->t[i] - 1 : 0;
+		struct vp_switch self = { .cpu = (uint32_t)cpu, .prev_pid = b->cur_pid, .prev_tid = b->cur_tid,
+					  .next_pid = b->cur_pid, .next_tid = b->cur_tid };
+		int e = append(w, VP_REC_SWITCH, t, &self, sizeof(self));
+		if (e)
+			return e;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		if (keep) {
+			int e = append(w, VP_REC_SWITCH, b->t[i], &b->v[i], sizeof(b->v[i]));
+			if (e)
+				return e;
+		}
+		/* Buffers are in drain order, which is time order within one vCPU's ring. */
+		b->cur_pid = b->v[i].next_pid;
+		b->cur_tid = b->v[i].next_tid;
+		b->have_cur = true;
+	}
+	b->n = 0;
+	b->interval_start = now;
+	return 0;
+}
+
 int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t time,
 			    const void *body, size_t len)
 {
@@ -256,6 +338,9 @@ int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t
 		}
 		w->samples++;
 	}
+	if (type == VP_REC_SWITCH && len >= sizeof(struct vp_switch) &&
+	    ((const struct vp_switch *)body)->cpu < MAX_STEAL_CPUS)
+		return buffer_switch(w, time, body);
 	return append(w, type, time, body, len);
 }
 
@@ -279,12 +364,16 @@ int vp_session_writer__steal(struct vp_session_writer *w, uint64_t time, const u
 		if (!w->steal_first || !w->steal_last)
 			return -ENOMEM;
 		memcpy(w->steal_first, steal_ns, (size_t)ncpus * sizeof(uint64_t));
+		memcpy(w->steal_last, steal_ns, (size_t)ncpus * sizeof(uint64_t));
 		w->steal_ncpus = ncpus;
 		w->have_steal = true;
 	}
 	for (int c = 0; c < ncpus; c++) {
 		struct vp_steal st = { .cpu = (uint32_t)c, .steal_ns = steal_ns[c] };
-		int e = append(w, VP_REC_STEAL, time, &st, sizeof(st));
+		bool grew = c < w->steal_ncpus && steal_ns[c] > w->steal_last[c];
+		int e = settle_switches(w, c, grew, time);
+		if (!e)
+			e = append(w, VP_REC_STEAL, time, &st, sizeof(st));
 		if (e)
 			return e;
 		if (c < w->steal_ncpus)
@@ -422,6 +511,11 @@ void vp_session_writer__free(struct vp_session_writer *w)
 		free(w->meta[i].value);
 	}
 	free(w->meta);
+	for (int c = 0; w->sw && c < MAX_STEAL_CPUS; c++) {
+		free(w->sw[c].v);
+		free(w->sw[c].t);
+	}
+	free(w->sw);
 	free(w->steal_first);
 	free(w->steal_last);
 	free(w);

@@ -16,6 +16,7 @@
 #include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
 #include "daemon/session_writer.h"
+#include "postproc/steal.h"
 #include "test.h"
 
 static char tmp[] = "/tmp/vp-test-session-XXXXXX";
@@ -300,6 +301,98 @@ static void test_writer(void)
 }
 
 /* A writer killed before finish(): everything flushed is readable, no END. */
+/* Context switches reach the stream only for intervals in which that vCPU's steal grew,
+ * preceded by a switch-to-self naming who ran at the interval's start; attribution over
+ * what is kept must equal attribution over every switch. */
+struct charge { uint32_t cpu, tid; uint64_t ns; };
+static struct charge charges[16];
+static int ncharges;
+
+static void on_charge(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	if (ncharges < 16)
+		charges[ncharges++] = (struct charge){ cpu, tid, ns };
+}
+
+static uint64_t charged(uint32_t cpu, uint32_t tid)
+{
+	uint64_t ns = 0;
+	for (int i = 0; i < ncharges; i++)
+		if (charges[i].cpu == cpu && charges[i].tid == tid)
+			ns += charges[i].ns;
+	return ns;
+}
+
+static void test_switch_filter(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64], err[512];
+	snprintf(dir, sizeof(dir), "%s/switches", tmp);
+	struct vp_session_writer *w = vp_session_writer__create(dir, false, 0, err, sizeof(err));
+	if (!w)
+		FAIL("%s", err);
+	struct vp_sink sink = vp_session_writer__sink(w);
+#define SW(t, c, pt, nt) do { struct vp_switch _s = { .cpu = (c), .prev_pid = (pt), .prev_tid = (pt), \
+		.next_pid = (nt), .next_tid = (nt) }; ASSERT_OK(sink.emit(sink.ctx, VP_REC_SWITCH, (t), &_s, sizeof(_s))); } while (0)
+	uint64_t steal[2] = { 100, 200 };
+	ASSERT_OK(vp_session_writer__steal(w, 1000, steal, 2));
+	SW(1100, 0, 0, 11);
+	SW(1200, 0, 11, 21);
+	SW(1150, 1, 0, 31);
+	steal[0] = 150;            /* cpu0 lost 50 ns in [1000, 2000): keep its switches */
+	ASSERT_OK(vp_session_writer__steal(w, 2000, steal, 2));
+	SW(2100, 0, 21, 0);
+	SW(2200, 1, 31, 41);
+	steal[1] = 260;            /* cpu1 lost 60 ns in [2000, 3000) */
+	ASSERT_OK(vp_session_writer__steal(w, 3000, steal, 2));
+#undef SW
+	struct vp_end end = { 0 };
+	ASSERT_OK(vp_session_writer__finish(w, 3500, &end, err, sizeof(err)));
+	vp_session_writer__free(w);
+
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, dir);
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	if (!r)
+		FAIL("%s", err);
+	struct vp_steal_acct *a = vp_steal_acct__new();
+	ASSERT_NOT_NULL(a);
+	const struct vp_record *rec;
+	int k, nsw = 0;
+	uint64_t sw_time[8];
+	uint32_t sw_cpu[8], sw_prev[8], sw_next[8];
+	while ((k = cfile_reader__next(r, &rec)) == 1) {
+		if (rec->type == VP_REC_SWITCH) {
+			const struct vp_switch *x = vp_record_body(rec);
+			if (nsw < 8) {
+				sw_time[nsw] = rec->time;
+				sw_cpu[nsw] = x->cpu;
+				sw_prev[nsw] = x->prev_tid;
+				sw_next[nsw] = x->next_tid;
+			}
+			nsw++;
+			vp_steal_acct__switch(a, rec->time, x);
+		} else if (rec->type == VP_REC_STEAL) {
+			vp_steal_acct__steal(a, rec->time, vp_record_body(rec));
+		}
+	}
+	ASSERT_EQ(k, 0);
+	cfile_reader__close(r);
+	/* cpu0's two switches of the first interval; cpu1's self-switch at 2000 and its
+	 * switch at 2200. cpu1 at 1150 and cpu0 at 2100 fell in intervals without steal. */
+	ASSERT_EQ(nsw, 4);
+	ASSERT_UEQ(sw_time[0], 1100); ASSERT_EQ(sw_cpu[0], 0); ASSERT_EQ(sw_next[0], 11);
+	ASSERT_UEQ(sw_time[1], 1200); ASSERT_EQ(sw_cpu[1], 0); ASSERT_EQ(sw_next[1], 21);
+	ASSERT_UEQ(sw_time[2], 2000); ASSERT_EQ(sw_cpu[2], 1); ASSERT_EQ(sw_prev[2], 31); ASSERT_EQ(sw_next[2], 31);
+	ASSERT_UEQ(sw_time[3], 2200); ASSERT_EQ(sw_cpu[3], 1); ASSERT_EQ(sw_next[3], 41);
+	/* The same charges as with every switch: cpu0's 50 ns over idle 100, tid 11 100,
+	 * tid 21 800 of [1000, 2000); cpu1's 60 ns over tid 31 200, tid 41 800. */
+	ASSERT_OK(vp_steal_acct__finish(a, on_charge, NULL));
+	vp_steal_acct__free(a);
+	ASSERT_UEQ(charged(0, 0) + charged(0, 11) + charged(0, 21), 50);
+	ASSERT_UEQ(charged(0, 21), 40);
+	ASSERT_UEQ(charged(1, 31), 12);
+	ASSERT_UEQ(charged(1, 41), 48);
+}
+
 static void test_unfinished(void)
 {
 	char dir[PATH_MAX], err[512];
@@ -390,6 +483,7 @@ int main(void)
 	test_ksyms();
 	test_writer();
 	test_unfinished();
+	test_switch_filter();
 	test_procsynth();
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
