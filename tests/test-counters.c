@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "test.h"
+#include "test-helpers.h"
 #include "hv-glue/counters.h"
 
 /* Reads between the library and the oracle are a few microseconds apart in thread CPU
@@ -24,19 +25,6 @@ static uint64_t oracle(void)
 	return v;
 }
 
-static volatile uint64_t sink;
-
-static void burn_ms(int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	do {
-		for (int i = 0; i < 10000; i++)
-			sink += (uint64_t)i * i;
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ms * 1000000LL);
-}
 
 static void test_agrees_with_read(struct vp_counters *c)
 {

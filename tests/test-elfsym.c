@@ -11,26 +11,9 @@
 
 #include "postproc/elfsym.h"
 #include "test.h"
+#include "test-helpers.h"
 
 #define FX(name) FIXTURE_DIR "/" name
-
-/* The address nm printed for name in the capture file nmfile. */
-static uint64_t nm_addr(const char *nmfile, const char *name)
-{
-	FILE *f = fopen(nmfile, "r");
-	if (!f)
-		FAIL("cannot open %s: %s", nmfile, strerror(errno));
-	char line[512], sym[400], type;
-	unsigned long long a;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %399s", &a, &type, sym) == 3 && !strcmp(sym, name)) {
-			fclose(f);
-			return a;
-		}
-	}
-	fclose(f);
-	FAIL("%s not in %s", name, nmfile);
-}
 
 /* Where the kernel would map the segment holding vaddr, read straight from the
  * program headers (no libelf: this is the test's own oracle). */

@@ -16,28 +16,12 @@
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-helpers.h"
 
 #define FX(name) FIXTURE_DIR "/" name
 #define MS 1000000ull
 
 static uint64_t base;   /* record times: base + offset; base is after the file's creation */
-
-static uint64_t nm_addr(const char *nmfile, const char *name)
-{
-	FILE *f = fopen(nmfile, "r");
-	if (!f)
-		FAIL("cannot open %s: %s", nmfile, strerror(errno));
-	char line[512], sym[400], type;
-	unsigned long long a;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %399s", &a, &type, sym) == 3 && !strcmp(sym, name)) {
-			fclose(f);
-			return a;
-		}
-	}
-	fclose(f);
-	FAIL("%s not in %s", name, nmfile);
-}
 
 /* The executable PT_LOAD of path, read from the program headers: the mapping the
  * kernel would make of it. */

@@ -21,22 +21,10 @@
 #include <time.h>
 
 #include "test.h"
+#include "test-helpers.h"
 
 static const char *viprof;
 static int go_pipe[2], ready_pipe[2], done_pipe[2];
-static volatile uint64_t sink;
-
-static void burn_ms(int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	do {
-		for (int i = 0; i < 10000; i++)
-			sink += (uint64_t)i * i;
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ms * 1000000LL);
-}
 
 static void *worker(void *arg)
 {

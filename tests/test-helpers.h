@@ -1,0 +1,45 @@
+/* Small helpers more than one test needs; header-only, each test is its own program. */
+#ifndef VIPROF_TEST_HELPERS_H
+#define VIPROF_TEST_HELPERS_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "test.h"
+
+/* Burns ms of this thread's CPU time (not wall time: others may share the machine). */
+static volatile uint64_t test_burn_sink;
+static inline void burn_ms(int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do {
+		for (int i = 0; i < 10000; i++)
+			test_burn_sink += (uint64_t)i * i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ms * 1000000LL);
+}
+
+/* The address nm printed for name in the capture file nmfile; FAILs if absent. */
+static inline uint64_t nm_addr(const char *nmfile, const char *name)
+{
+	FILE *f = fopen(nmfile, "r");
+	if (!f)
+		FAIL("cannot open %s: %s", nmfile, strerror(errno));
+	char line[512], sym[400], type;
+	unsigned long long a;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %399s", &a, &type, sym) == 3 && !strcmp(sym, name)) {
+			fclose(f);
+			return a;
+		}
+	}
+	fclose(f);
+	FAIL("%s not in %s", name, nmfile);
+}
+
+#endif
