@@ -25,6 +25,20 @@ static inline const char *tu_java(const char *home)
 	return access(b, X_OK) == 0 ? b : NULL;
 }
 
+/* Each JVM test is two ctest entries: NAME runs it on JDK 17 (argument "17") and
+ * NAME-jdk25 on Temurin 25 (argument "25"); the entry whose JDK is missing says skipped.
+ * Returns that JDK's java; *jdk17 tells which one it is. */
+static inline const char *tu_jdk_from_args(int argc, char **argv, bool *jdk17)
+{
+	bool want25 = argc > 1 && !strcmp(argv[1], "25");
+	const char *home = want25 ? VIPROF_JDK25_HOME : VIPROF_JDK17_HOME;
+	const char *java = tu_java(home);
+	if (!java)
+		SKIP("JDK %s not installed at %s", want25 ? "25" : "17", home);
+	*jdk17 = !want25;
+	return java;
+}
+
 static inline void tu_require_fixtures(void)
 {
 	char p[512];

@@ -199,23 +199,15 @@ static void check_killed(const char *java)
 	tu_rm_rf(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	tu_require_fixtures();
-	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
-	if (!j17)
-		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
-	const char *jdks[] = { j17, j25 };
-	for (int i = 0; i < 2; i++) {
-		if (!jdks[i]) {
-			fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
-			continue;
-		}
-		check_jitsplit(jdks[i], false);
-		check_jitsplit(jdks[i], true);
-		check_unwritable(jdks[i]);
-		check_tool_options(jdks[i]);
-		check_killed(jdks[i]);
-	}
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	check_jitsplit(java, false);
+	check_jitsplit(java, true);
+	check_unwritable(java);
+	check_tool_options(java);
+	check_killed(java);
 	return 0;
 }

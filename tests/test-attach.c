@@ -60,13 +60,34 @@ static void check_maps(const char *dir, pid_t pid)
 	vp_codemap__free(m);
 }
 
-int main(void)
+/* Temurin 25 through the command. */
+static void attach_cmd(const char *java)
+{
+	char *dir = tu_tmpdir("attach25");
+	pid_t pid = start_late(java, dir, "8", false);
+	char spid[16], out[600];
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	snprintf(out, sizeof(out), "%s/attach-out", dir);
+	char *argv[] = { VIPROF_BIN, "attach", spid, "--dir", dir, NULL };
+	ASSERT_EQ(tu_run(argv, out, NULL, 30), 0);
+	char *o = tu_read(out);
+	ASSERT_CONTAINS(o, "viprof agent loaded");
+	free(o);
+	check_maps(dir, pid);
+	ASSERT_EQ(tu_wait(pid, 60), 7);
+	tu_rm_rf(dir);
+}
+
+int main(int argc, char **argv)
 {
 	tu_require_fixtures();
 	REQUIRE_ROOT(); /* the JVMs run as us anyway; root also exercises the uid switch */
-	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
-	if (!j17)
-		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
+	bool jdk17;
+	const char *j17 = tu_jdk_from_args(argc, argv, &jdk17);
+	if (!jdk17) {
+		attach_cmd(j17);
+		return 0;
+	}
 	char err[1024], opt[600];
 
 	/* Not a JVM: refused before anything is sent. */
@@ -207,23 +228,5 @@ int main(void)
 	ASSERT_EQ(tu_wait(pid, 60), 7);
 	tu_rm_rf(dir);
 
-	/* JDK 25 through the command. */
-	if (j25) {
-		dir = tu_tmpdir("attach25");
-		pid = start_late(j25, dir, "8", false);
-		char spid[16], out[600];
-		snprintf(spid, sizeof(spid), "%d", (int)pid);
-		snprintf(out, sizeof(out), "%s/attach-out", dir);
-		char *argv[] = { VIPROF_BIN, "attach", spid, "--dir", dir, NULL };
-		ASSERT_EQ(tu_run(argv, out, NULL, 30), 0);
-		char *o = tu_read(out);
-		ASSERT_CONTAINS(o, "viprof agent loaded");
-		free(o);
-		check_maps(dir, pid);
-		ASSERT_EQ(tu_wait(pid, 60), 7);
-		tu_rm_rf(dir);
-	} else {
-		fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
-	}
 	return 0;
 }

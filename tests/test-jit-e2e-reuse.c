@@ -131,18 +131,13 @@ static int run(const char *java, bool jdk17)
 	return r;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	tu_require_fixtures();
 	REQUIRE_ROOT();
-	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
-	if (!j17)
-		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
-	int any = run(j17, true);
-	if (j25)
-		any += run(j25, false);
-	else
-		fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	int any = run(java, jdk17);
 	if (!any)
 		SKIP("no JVM reused a code address during the run; flat vs epoch could not be told apart");
 	return 0;

@@ -58,17 +58,11 @@ static void run(const char *java)
 	tu_rm_rf(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	tu_require_fixtures();
 	REQUIRE_ROOT();
-	const char *j17 = tu_java(VIPROF_JDK17_HOME), *j25 = tu_java(VIPROF_JDK25_HOME);
-	if (!j17)
-		SKIP("JDK 17 not installed at %s", VIPROF_JDK17_HOME);
-	run(j17);
-	if (j25)
-		run(j25);
-	else
-		fprintf(stderr, "note: JDK 25 not installed at %s; tested JDK 17 only\n", VIPROF_JDK25_HOME);
+	bool jdk17;
+	run(tu_jdk_from_args(argc, argv, &jdk17));
 	return 0;
 }
