@@ -68,8 +68,33 @@ struct vp_sample {
 	uint64_t period;        /* events (or ns) this sample stands for */
 	uint16_t nr_kernel;     /* kernel frames, leaf first */
 	uint16_t nr_user;       /* then user frames, leaf first */
-	uint32_t reserved;
-	uint64_t ips[];         /* nr_kernel + nr_user entries */
+	uint8_t  walk_end;      /* enum vp_walk_end: how the user stack walk ended */
+	uint8_t  nr_java;       /* struct vp_java_frame entries after ips[] */
+	uint16_t reserved;
+	uint64_t ips[];         /* nr_kernel + nr_user entries, then nr_java vp_java_frame */
+};
+
+/* How the user stack walk of a sample ended (0 in sessions from before the walker, and
+ * from the perf backend, which walks frame pointers in the kernel and cannot tell). */
+enum vp_walk_end {
+	VP_WALK_UNKNOWN    = 0,
+	VP_WALK_ROOT       = 1, /* reached the outermost frame */
+	VP_WALK_NO_RULE    = 2, /* code with neither unwind information nor a frame pointer */
+	VP_WALK_UNREADABLE = 3, /* stack memory could not be read */
+	VP_WALK_DEPTH      = 4, /* the depth limit */
+	VP_WALK_BAD_FRAME  = 5, /* the next frame made no sense (stack not growing, pc 0) */
+	VP_WALK_NO_PROC    = 6, /* the process's unwind tables were not loaded yet */
+	VP_WALK__COUNT
+};
+
+/* An interpreted Java frame: ips[nr_kernel + frame] is a pc in HotSpot's interpreter,
+ * and this says which method it was running (a Method*, named through the agent's
+ * VP_CM_METHOD_PTR records at the sample's time) and at which bytecode. */
+struct vp_java_frame {
+	uint16_t frame;         /* index among the user frames */
+	uint16_t reserved;
+	int32_t  bci;           /* bytecode index, -1 when unknown */
+	uint64_t method;        /* HotSpot Method* */
 };
 #define VP_SAMPLE_USER_TRUNCATED 0x1u /* user stack walk stopped early (no frame pointers?) */
 #define VP_SAMPLE_KERNEL_ERROR   0x2u /* kernel stack could not be read */

@@ -26,6 +26,7 @@ enum vp_cm_type {
 	VP_CM_METHOD_NAME  = 6,
 	VP_CM_CODE_BLOB    = 7,
 	VP_CM_EPOCH_END    = 8,
+	VP_CM_METHOD_PTR   = 9,
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -131,6 +132,21 @@ struct vp_cm_code_blob {
 	uint32_t code_size;
 	uint16_t kind;           /* enum vp_cm_blob_kind */
 	uint16_t name_len;
+};
+
+/* VP_CM_METHOD_PTR: the HotSpot Method* behind each jmethodID of a class, written when the class is
+ * prepared (and for every loaded class when the agent starts), before any of its
+ * methods can run. Interpreted frames carry a Method*; metadata is freed and reused when
+ * classes unload, so a reader names a Method* seen at time t by the latest METHOD_PTR
+ * record for it at or before t. The method's name and lines are in a METHOD_NAME record
+ * for method_id. */
+struct vp_cm_method_ptrs {     /* followed by n struct vp_cm_method_ptr */
+	uint32_t n;
+	uint32_t reserved;
+};
+struct vp_cm_method_ptr {
+	uint64_t method_ptr;
+	uint64_t method_id;
 };
 
 #endif

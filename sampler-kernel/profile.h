@@ -32,6 +32,106 @@
 #define VPB_LOST_STACK   1     /* a stack that should exist could not be read */
 #define VPB_LOST_NR      2
 
+/* ---- The stack walker's tables (filled by daemon/unwinder.c, read by the BPF walker).
+ *
+ * For every tracked process, unwind_procs[tgid] holds its executable mappings sorted by
+ * start, and, for a HotSpot JVM, where its code cache, interpreter and code-blob fields
+ * are. A native mapping points at one unwind table (one per ELF file, shared by every
+ * process that maps it): rules sorted by address, each valid from its pc up to the next
+ * rule's pc, and a page index that narrows the binary search to one page's rules. */
+#define VPB_MAX_PROCS   8192
+#define VPB_MAX_MAPS    384     /* executable mappings per process the walker can see */
+#define VPB_MAX_TABLES  4096
+#define VPB_MAX_RULES   (1u << 22)   /* resized by user space before load */
+#define VPB_MAX_PAGES   (1u << 20)
+#define VPB_PAGE_SHIFT  12
+#define VPB_MAX_HEAPS   4
+#define VPB_NO_TABLE    0xffffffffu
+
+/* vpb_rule.kind: how to find the canonical frame address (CFA) at this pc. The return
+ * address is always at CFA - 8 (x86-64 ABI). */
+#define VPB_RULE_NONE   0   /* no unwind information covers this pc: the walk ends */
+#define VPB_RULE_SP     1   /* CFA = SP + cfa_off */
+#define VPB_RULE_FP     2   /* CFA = FP + cfa_off */
+#define VPB_RULE_PLT    3   /* PLT stubs: CFA = SP + 8, + 8 more when (pc & 15) >= 11 */
+#define VPB_RULE_END    4   /* the outermost frame (return address undefined): root reached */
+#define VPB_FP_SAME     0x7fff /* vpb_rule.fp_off: the caller's FP is still in the FP register */
+
+struct vpb_rule {
+	__u32 pc;              /* offset from the table's base */
+	__s32 cfa_off;
+	__s16 fp_off;          /* the caller's FP is saved at CFA + fp_off, or VPB_FP_SAME */
+	__u8 kind;             /* VPB_RULE_* */
+	__u8 pad;
+};
+
+struct vpb_table {
+	__u32 rule_first, nr_rules;  /* in unwind_rules */
+	__u32 page_first, nr_pages;  /* in unwind_pages: nr_pages + 1 entries */
+};
+
+/* vpb_mapping.kind */
+#define VPB_MAP_NATIVE  0      /* unwind with table (or frame pointers when it has none) */
+#define VPB_MAP_ANON    1      /* executable memory without a file (JIT code of other runtimes) */
+
+struct vpb_mapping {
+	__u64 start, end;
+	__u64 bias;            /* table offset of pc = pc - bias */
+	__u32 table;           /* index into unwind_tables, or VPB_NO_TABLE */
+	__u32 kind;            /* VPB_MAP_* */
+};
+
+/* Where HotSpot keeps what the walker needs, read from its exported VM structure tables
+ * (gHotSpotVMStructs) by daemon/hotspot.c. All offsets in bytes. */
+struct vpb_codeheap {
+	__u64 lo, hi;          /* the heap's committed code memory */
+	__u64 segmap;          /* its segment map: one byte per segment */
+	__u32 log2_seg;
+	__u32 pad;
+};
+
+struct vpb_hotspot {
+	__u32 nr_heaps;        /* 0: not a JVM (or not understood yet) */
+	__u32 heapblock_size;  /* sizeof(HeapBlock): the CodeBlob follows it */
+	struct vpb_codeheap heaps[VPB_MAX_HEAPS];
+	__u64 interp_lo, interp_hi;    /* the template interpreter's code */
+	__u16 blob_frame_size;         /* CodeBlob::_frame_size (int, words) */
+	__u16 blob_frame_complete;     /* CodeBlob::_frame_complete_offset (int, bytes from code begin) */
+	__u16 blob_code;               /* CodeBlob::_code_begin (pointer) or _code_offset (int) */
+	__u16 blob_code_is_offset;     /* 1: blob_code is an int offset from the blob */
+	__u16 method_const;            /* Method::_constMethod */
+	__u16 constmethod_size;        /* sizeof(ConstMethod): bytecodes follow it */
+	__s16 slot_method;             /* interpreter frame slots, in words from FP */
+	__s16 slot_bcp;
+	__s16 slot_sender_sp;
+	__u16 pad[3];
+};
+
+struct vpb_proc {
+	__u32 nr_maps;
+	__u32 flags;
+	struct vpb_hotspot hs;
+	struct vpb_mapping maps[VPB_MAX_MAPS];
+};
+
+/* How a user stack walk ended (the same values as VP_WALK_* in session_format.h). */
+#define VPB_WALK_NONE       0  /* no walk (no -g, kernel thread) */
+#define VPB_WALK_ROOT       1  /* reached the outermost frame */
+#define VPB_WALK_NO_RULE    2  /* a pc with no unwind rule and no usable frame pointer */
+#define VPB_WALK_UNREADABLE 3  /* stack memory could not be read */
+#define VPB_WALK_DEPTH      4  /* VPB_MAX_USTACK frames */
+#define VPB_WALK_BAD_FRAME  5  /* the unwound frame made no sense (stack went down, pc 0) */
+#define VPB_WALK_NO_PROC    6  /* the process's tables were not loaded yet: frame pointers only */
+
+/* One interpreted Java frame of a user stack: its Method* and bytecode index. */
+#define VPB_MAX_JFRAMES 48
+struct vpb_jframe {
+	__u64 method;          /* HotSpot Method* */
+	__u16 frame;           /* index into ustack */
+	__u16 pad;
+	__s32 bci;             /* -1 when unknown */
+};
+
 struct vpb_sample {
 	__u32 kind;            /* VPB_KIND_SAMPLE */
 	__u32 cpu;
@@ -44,13 +144,15 @@ struct vpb_sample {
 	__u32 flags;           /* VPB_F_* */
 	__s32 kstack_bytes;    /* bpf_get_stack result: bytes stored, or -errno */
 	__s32 ustack_bytes;
-	__u32 pad;
+	__u16 walk_end;        /* VPB_WALK_* */
+	__u16 nr_jframes;
 	/* Present only when the program was loaded with callchain = true; the ring
 	 * buffer entry is then sizeof(struct vpb_sample), else VPB_SAMPLE_HDR. */
 	__u64 kstack[VPB_MAX_KSTACK];
 	__u64 ustack[VPB_MAX_USTACK];
+	struct vpb_jframe jframes[VPB_MAX_JFRAMES];
 };
-#define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64))
+#define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64) - VPB_MAX_JFRAMES * sizeof(struct vpb_jframe))
 
 struct vpb_switch {
 	__u32 kind;            /* VPB_KIND_SWITCH */

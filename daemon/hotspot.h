@@ -1,0 +1,50 @@
+/* HotSpot's layout, read from outside the JVM: the exported VM structure tables
+ * (gHotSpotVMStructs, gHotSpotVMTypes and their stride/offset globals, .dynsym symbols of
+ * libjvm.so) give the field offsets and the static addresses the BPF walker needs to
+ * step over compiled and interpreted Java frames without frame pointers: the code
+ * heaps and their segment maps, the interpreter's code range, CodeBlob's frame size and
+ * code start, and Method::_constMethod. Internal to daemon/. */
+#ifndef VIPROF_DAEMON_HOTSPOT_H
+#define VIPROF_DAEMON_HOTSPOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "sampler-kernel/profile.h"
+
+/* Reads len bytes at addr of the target's memory; 0 or -errno. */
+typedef int (*vp_mem_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Addresses (in the target) of libjvm.so's exported VM structure globals. */
+struct vp_hotspot_syms {
+	uint64_t structs, struct_stride, struct_type_name_off, struct_field_name_off,
+		 struct_type_string_off, struct_is_static_off, struct_offset_off,
+		 struct_address_off;
+	uint64_t types, type_stride, type_name_off, type_size_off;
+};
+
+/* Fills hs from the VM structure tables through rd. 0, or -errno with a one-line reason
+ * in err: -EAGAIN when the JVM has not finished initialising (no code heaps yet: try
+ * again later), -ENOTSUP when a field the walker needs is missing from this JVM. */
+int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hotspot_syms *syms,
+		     struct vpb_hotspot *hs, char *err, size_t errlen);
+
+/* For a live process: finds libjvm.so in /proc/pid/maps, resolves the symbols above
+ * from its ELF .dynsym plus the load bias, and reads through process_vm_readv. -ENOENT
+ * when the process has no libjvm.so mapped (not a HotSpot JVM); else as above. */
+int vp_hotspot__read_pid(pid_t pid, struct vpb_hotspot *hs, char *err, size_t errlen);
+
+/* The code blob that contains pc, found like the BPF walker finds it (the code heap's
+ * segment map, then the HeapBlock header): its address, frame size in words (0 for
+ * blobs without a fixed frame, such as BufferBlobs), code begin and frame-complete pc.
+ * 0, or -ENOENT when pc lies in no code heap or in a free block. For tests, and as the
+ * reference the BPF walker is checked against. */
+struct vp_hotspot_blob {
+	uint64_t blob, code_begin, frame_complete;
+	uint32_t frame_size_words;
+};
+int vp_hotspot__find_blob(vp_mem_read_fn rd, void *ctx, const struct vpb_hotspot *hs,
+			  uint64_t pc, struct vp_hotspot_blob *out);
+
+#endif
