@@ -73,7 +73,8 @@ static __always_inline void fill(struct vpb_sample *s, struct bpf_perf_event_dat
 	s->flags = 0;
 	s->kstack_bytes = 0;
 	s->ustack_bytes = 0;
-	s->pad = 0;
+	s->walk_end = 0;
+	s->nr_jframes = 0;
 }
 
 SEC("perf_event")
