@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -41,6 +42,7 @@ struct sampler {
 	struct perf_sideband sb;
 	struct pid_set *filter;
 	struct vp_sample *buf;
+	struct sampler_unwind uw;      /* when cfg.unwind */
 	uint64_t samples;
 	int cb_err;
 	bool stopped;
@@ -112,9 +114,28 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 	}
 	out->nr_kernel = (uint16_t)nk;
 	out->nr_user = (uint16_t)nu;
+	if (s->cfg.callchain && len >= sizeof(*b)) {
+		struct vp_java_frame *jf = (struct vp_java_frame *)(out->ips + n);
+		int nj = b->nr_jframes < VPB_MAX_JFRAMES ? b->nr_jframes : VPB_MAX_JFRAMES;
+
+		out->walk_end = b->walk_end < VP_WALK__COUNT ? (uint8_t)b->walk_end : VP_WALK_UNKNOWN;
+		if (nu == VPB_MAX_USTACK && out->walk_end != VP_WALK_NO_PROC)
+			out->walk_end = VP_WALK_DEPTH;
+		/* Interpreted frames cut off with the user stack go with it. */
+		for (int i = 0; i < nj; i++) {
+			if (b->jframes[i].frame >= nu)
+				continue;
+			jf->frame = b->jframes[i].frame;
+			jf->reserved = 0;
+			jf->bci = b->jframes[i].bci;
+			jf->method = b->jframes[i].method;
+			jf++;
+			out->nr_java++;
+		}
+	}
 	s->samples++;
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, b->time, out,
-				sizeof(*out) + (size_t)n * 8);
+				sizeof(*out) + (size_t)n * 8 + (size_t)out->nr_java * sizeof(struct vp_java_frame));
 }
 
 static int on_ringbuf(void *ctx, void *data, size_t len)
@@ -243,16 +264,33 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
 		k->rodata->callchain = s->cfg.callchain;
 		k->rodata->event_index = (uint32_t)e;
+		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		if (e == 0) {
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
+			if (!k->rodata->unwind) {
+				/* The walker's big arrays are only needed when it runs. */
+				bpf_map__set_max_entries(k->maps.unwind_procs, 1);
+				bpf_map__set_max_entries(k->maps.unwind_rules, 1);
+				bpf_map__set_max_entries(k->maps.unwind_pages, 2);
+				bpf_map__set_max_entries(k->maps.unwind_tables, 1);
+				bpf_map__set_max_entries(k->maps.proc_slots, 1);
+			} else if (s->cfg.target != SAMPLER_TARGET_ALL) {
+				/* One process and its children need few slots. */
+				bpf_map__set_max_entries(k->maps.unwind_procs, 64);
+			}
 		} else {
 			struct profile *k0 = s->skel[0];
 
 			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
-			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost)))) {
+			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.unwind_procs, bpf_map__fd(k0->maps.unwind_procs))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.unwind_tables, bpf_map__fd(k0->maps.unwind_tables))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.unwind_rules, bpf_map__fd(k0->maps.unwind_rules))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.unwind_pages, bpf_map__fd(k0->maps.unwind_pages)))) {
 				snprintf(err, errlen, "bpf sampler: cannot share maps between events: %s",
 					 strerror(-rc));
 				return rc;
@@ -309,6 +347,45 @@ static int attach_events(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+static void *map_shared(struct bpf_map *m, size_t elem, uint32_t n)
+{
+	size_t len = ((size_t)elem * n + 4095) & ~(size_t)4095;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int setup_unwind(struct sampler *s, char *err, size_t errlen)
+{
+	struct profile *k = s->skel[0];
+	struct sampler_unwind *u = &s->uw;
+
+	u->proc_slots_fd = bpf_map__fd(k->maps.proc_slots);
+	u->procs_fd = bpf_map__fd(k->maps.unwind_procs);
+	u->tables_fd = bpf_map__fd(k->maps.unwind_tables);
+	u->max_procs = bpf_map__max_entries(k->maps.unwind_procs);
+	u->max_tables = bpf_map__max_entries(k->maps.unwind_tables);
+	u->max_rules = bpf_map__max_entries(k->maps.unwind_rules);
+	u->max_pages = bpf_map__max_entries(k->maps.unwind_pages);
+	u->rules = map_shared(k->maps.unwind_rules, sizeof(struct vpb_rule), u->max_rules);
+	u->pages = map_shared(k->maps.unwind_pages, sizeof(uint32_t), u->max_pages);
+	if (!u->rules || !u->pages) {
+		int rc = -errno;
+
+		snprintf(err, errlen, "bpf sampler: cannot map the unwind tables: %s", strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+static int bpf_unwind_tables(struct sampler *s, struct sampler_unwind *out)
+{
+	if (!s->uw.rules)
+		return -ENOTSUP;
+	*out = s->uw;
+	return 0;
+}
+
 static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, size_t errlen)
 {
 	int ncpu = libbpf_num_possible_cpus(), rc = 0;
@@ -334,7 +411,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	s->sb_fds = calloc(ncpu, sizeof(*s->sb_fds));
 	s->sb_rings = calloc(ncpu, sizeof(*s->sb_rings));
 	s->pfds = calloc(ncpu, sizeof(*s->pfds));
-	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t));
+	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t) +
+			VPB_MAX_JFRAMES * sizeof(struct vp_java_frame));
 	if (!s->links || !s->sb_fds || !s->sb_rings || !s->pfds || !s->buf) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "bpf sampler: out of memory");
@@ -342,6 +420,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	}
 	rc = load_skeletons(s, err, errlen);
 	if (rc)
+		goto cleanup;
+	if (s->skel[0]->rodata->unwind && (rc = setup_unwind(s, err, errlen)))
 		goto cleanup;
 
 	if (cfg->target != SAMPLER_TARGET_ALL) {
@@ -498,6 +578,10 @@ static void bpf_destroy(struct sampler *s)
 		perf_ring__free(s->sb_rings[i]);
 		close(s->sb_fds[i]);
 	}
+	if (s->uw.rules)
+		munmap(s->uw.rules, ((size_t)s->uw.max_rules * sizeof(struct vpb_rule) + 4095) & ~(size_t)4095);
+	if (s->uw.pages)
+		munmap(s->uw.pages, ((size_t)s->uw.max_pages * 4 + 4095) & ~(size_t)4095);
 	for (int i = 0; i < s->nr_skel; i++)
 		profile__destroy(s->skel[i]);
 	pid_set__free(s->filter);
@@ -540,4 +624,5 @@ const struct sampler_backend sampler_backend_bpf = {
 	.stop = bpf_stop,
 	.counts = bpf_counts,
 	.destroy = bpf_destroy,
+	.unwind_tables = bpf_unwind_tables,
 };

@@ -42,7 +42,8 @@ struct vp_sink {
 struct sampler_config {
 	struct sampler_event events[VP_MAX_EVENTS];
 	int nr_events;
-	bool callchain;         /* -g: kernel and user stacks (frame pointers) */
+	bool callchain;         /* -g: kernel and user stacks */
+	bool unwind;            /* with -g: walk user stacks with unwind tables (bpf only) */
 	enum sampler_target target;
 	const pid_t *pids;      /* SAMPLER_TARGET_PIDS: the processes; LAUNCH: the one child */
 	int nr_pids;
@@ -53,6 +54,18 @@ struct sampler_config {
 };
 
 struct sampler;   /* opaque, one per recording; never shared between recordings */
+
+/* The stack walker's tables of a running sampler (sampler-kernel/profile.h), for the
+ * recorder's unwinder (daemon/unwinder.h) to fill. rules and pages are shared memory
+ * mappings of the BPF arrays, valid until the sampler is destroyed. */
+struct sampler_unwind {
+	int proc_slots_fd;      /* hash: tgid -> slot */
+	int procs_fd;           /* array of struct vpb_proc, max_procs slots */
+	int tables_fd;          /* array of struct vpb_table, max_tables */
+	void *rules;            /* struct vpb_rule[max_rules] */
+	uint32_t *pages;        /* uint32_t[max_pages] */
+	uint32_t max_procs, max_tables, max_rules, max_pages;
+};
 
 struct sampler_backend {
 	const char *name;       /* "bpf", "perf" */
@@ -69,6 +82,9 @@ struct sampler_backend {
 	/* Samples stored and lost so far (for the live status line). */
 	void (*counts)(const struct sampler *s, uint64_t *samples, uint64_t *lost);
 	void (*destroy)(struct sampler *s);  /* accepts NULL */
+	/* The walker's tables when cfg.unwind was honoured; -ENOTSUP otherwise (the perf
+	 * backend walks frame pointers in the kernel). May be NULL. */
+	int (*unwind_tables)(struct sampler *s, struct sampler_unwind *out);
 };
 
 extern const struct sampler_backend sampler_backend_bpf;
