@@ -214,6 +214,11 @@ static int open_sideband(struct sampler *s)
 			.task = 1, .build_id = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
 			.watermark = 1, .wakeup_watermark = (uint32_t)(bytes / 4),
 		};
+		/* The stack walker needs a new process's mappings at once: until the
+		 * unwinder has loaded its tables, its samples walk by frame pointer only.
+		 * Side-band records are few, so a wakeup per record is cheap. */
+		if (s->uw.rules)
+			a.wakeup_watermark = 1;
 		struct perf_ring *r;
 		int fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
