@@ -479,6 +479,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			goto cleanup;
 		}
 	}
+	if (s->uw.rules && cfg->before_sampling)
+		cfg->before_sampling(cfg->before_ctx, &s->uw);
 	rc = attach_events(s, err, errlen);
 	if (rc == 0 && s->nr_links == 0) {
 		rc = -ENODEV;

@@ -31,6 +31,18 @@ enum sampler_target {
 	SAMPLER_TARGET_LAUNCH,  /* --: a child the recorder created and holds before exec */
 };
 
+/* The stack walker's tables of a running sampler (sampler-kernel/profile.h), for the
+ * recorder's unwinder (daemon/unwinder.h) to fill. rules and pages are shared memory
+ * mappings of the BPF arrays, valid until the sampler is destroyed. */
+struct sampler_unwind {
+	int proc_slots_fd;      /* hash: tgid -> slot */
+	int procs_fd;           /* array of struct vpb_proc, max_procs slots */
+	int tables_fd;          /* array of struct vpb_table, max_tables */
+	void *rules;            /* struct vpb_rule[max_rules] */
+	uint32_t *pages;        /* uint32_t[max_pages] */
+	uint32_t max_procs, max_tables, max_rules, max_pages;
+};
+
 /* Where samplers put what they observe. emit() is called from the recorder's own
  * thread (inside poll/stop), never from a signal handler. It returns 0 or -errno; a
  * sampler stops draining when it fails. Record bodies follow session_format.h. */
@@ -51,21 +63,15 @@ struct sampler_config {
 	bool want_sideband;     /* emit MMAP/COMM/FORK/EXIT records (always true for record) */
 	size_t buffer_pages;    /* per-CPU buffer size in pages, 0 = default */
 	struct vp_sink sink;
+	/* With cfg.unwind: called by start() with the walker's tables after the program is
+	 * loaded and before any event is enabled, so that the tables of processes that
+	 * already run are in place before their first sample. May be NULL. */
+	void (*before_sampling)(void *ctx, const struct sampler_unwind *uw);
+	void *before_ctx;
 };
 
 struct sampler;   /* opaque, one per recording; never shared between recordings */
 
-/* The stack walker's tables of a running sampler (sampler-kernel/profile.h), for the
- * recorder's unwinder (daemon/unwinder.h) to fill. rules and pages are shared memory
- * mappings of the BPF arrays, valid until the sampler is destroyed. */
-struct sampler_unwind {
-	int proc_slots_fd;      /* hash: tgid -> slot */
-	int procs_fd;           /* array of struct vpb_proc, max_procs slots */
-	int tables_fd;          /* array of struct vpb_table, max_tables */
-	void *rules;            /* struct vpb_rule[max_rules] */
-	uint32_t *pages;        /* uint32_t[max_pages] */
-	uint32_t max_procs, max_tables, max_rules, max_pages;
-};
 
 struct sampler_backend {
 	const char *name;       /* "bpf", "perf" */
