@@ -36,7 +36,11 @@ void record_opts__usage(FILE *f)
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
-		"  -g, --call-graph       record kernel and user call stacks (frame pointers)\n"
+		"  -g, --call-graph       record kernel and user call stacks\n"
+		"      --stack-walk MODE  how -g walks user stacks: tables (default: unwind rules from\n"
+		"                         .eh_frame and HotSpot's frame layout, no frame pointers\n"
+		"                         needed; bpf backend) or fp (frame pointers only; launched\n"
+		"                         JVMs then get -XX:+PreserveFramePointer)\n"
 		"  -a, --all-cpus         every process on every CPU\n"
 		"  -p, --pid PID[,PID..]  these running processes (and what they fork)\n"
 		"  -d, --duration SEC     stop after SEC seconds (default: when CMD exits, or Ctrl-C)\n"
@@ -100,7 +104,7 @@ out:
 
 int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE };
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -113,6 +117,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
 		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -178,6 +183,11 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			if (strcmp(optarg, "auto") && strcmp(optarg, "bpf") && strcmp(optarg, "perf"))
 				return fail(err, errlen, "--backend %s: must be auto, bpf or perf", optarg);
 			o->backend = optarg;
+			break;
+		case OPT_STACK_WALK:
+			if (strcmp(optarg, "tables") && strcmp(optarg, "fp"))
+				return fail(err, errlen, "--stack-walk takes 'tables' or 'fp', not '%s'", optarg);
+			o->fp_walk = !strcmp(optarg, "fp");
 			break;
 		case OPT_NO_JIT:
 			o->no_jit = true;

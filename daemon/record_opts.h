@@ -21,6 +21,7 @@ struct record_opts {
 	uint64_t freq;           /* -F */
 	uint64_t period;         /* -c; 0 unless given */
 	bool callchain;          /* -g */
+	bool fp_walk;            /* --stack-walk fp: frame pointers only (no unwind tables) */
 	enum record_target target;
 	pid_t pids[RECORD_MAX_PIDS];
 	int npids;
