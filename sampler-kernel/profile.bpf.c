@@ -355,7 +355,7 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		cfa = fp + (__s64)r->cfa_off;
 		break;
 	case VPB_RULE_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
 		break;
 	case VPB_RULE_END:
 		return stop(w, VPB_WALK_ROOT);

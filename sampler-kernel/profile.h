@@ -53,7 +53,7 @@
 #define VPB_RULE_NONE   0   /* no unwind information covers this pc: the walk ends */
 #define VPB_RULE_SP     1   /* CFA = SP + cfa_off */
 #define VPB_RULE_FP     2   /* CFA = FP + cfa_off */
-#define VPB_RULE_PLT    3   /* PLT stubs: CFA = SP + 8, + 8 more when (pc & 15) >= 11 */
+#define VPB_RULE_PLT    3   /* PLT stubs: CFA = SP + 8, + 8 more when (pc & 15) >= cfa_off */
 #define VPB_RULE_END    4   /* the outermost frame (return address undefined): root reached */
 #define VPB_FP_SAME     0x7fff /* vpb_rule.fp_off: the caller's FP is still in the FP register */
 

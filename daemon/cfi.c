@@ -1,0 +1,431 @@
+/* Compact unwind rules from an ELF file's CFI, with elfutils' libdw: see cfi.h. */
+#define _GNU_SOURCE
+#include <dwarf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <elfutils/libdw.h>
+
+#include "daemon/cfi.h"
+
+#define MAX_SEGS 16
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+
+struct seg {
+	uint64_t off, vaddr, filesz, memsz;
+};
+
+struct vp_cfi {
+	struct vpb_rule *rules;
+	size_t n, cap;
+	uint64_t base;
+	struct seg segs[MAX_SEGS];
+	int nsegs;
+	const char *source;
+	bool failed;             /* out of memory while building */
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, a);
+}
+
+/* Appends a rule for [vaddr, ...), merging it into the previous one when equal. */
+static void emit(struct vp_cfi *t, uint64_t vaddr, struct vpb_rule r)
+{
+	r.pc = (uint32_t)(vaddr - t->base);
+	if (t->n) {
+		struct vpb_rule *last = &t->rules[t->n - 1];
+
+		if (last->kind == r.kind && last->cfa_off == r.cfa_off && last->fp_off == r.fp_off)
+			return;
+		if (last->pc == r.pc) {      /* an empty range: the newer rule wins */
+			*last = r;
+			return;
+		}
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		struct vpb_rule *p = realloc(t->rules, cap * sizeof(*p));
+
+		if (!p) {
+			t->failed = true;
+			return;
+		}
+		t->rules = p;
+		t->cap = cap;
+	}
+	t->rules[t->n++] = r;
+}
+
+static const struct vpb_rule none = { .kind = VPB_RULE_NONE, .fp_off = VPB_FP_SAME };
+
+/* The PLT's CFA: rsp + 8, plus 8 once the stub has pushed its index, which happens at
+ * byte 11 (or 10 in the IBT layout) of each 16-byte entry. */
+static bool plt_expr(const Dwarf_Op *ops, size_t n, int64_t *threshold)
+{
+	if (n != 9 || ops[0].atom != DW_OP_breg7 || ops[0].number != 8 || ops[1].atom != DW_OP_breg16 ||
+	    ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[5].atom != DW_OP_ge ||
+	    ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+		return false;
+	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31)
+		return false;
+	*threshold = ops[4].atom - DW_OP_lit0;
+	return true;
+}
+
+/* Where a register is saved: 1 with *off = its CFA offset, 0 when it keeps its value
+ * (same value, or no rule), -1 for anything the walker cannot follow. */
+static int saved_at(Dwarf_Frame *fr, int reg, int64_t *off, bool *undefined)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t n = 0;
+
+	*undefined = false;
+	if (dwarf_frame_register(fr, reg, mem, &ops, &n) != 0)
+		return -1;
+	/* libdw: no expression (ops NULL) is "same value"; an empty one is "undefined". */
+	if (!ops)
+		return 0;
+	if (n == 0) {
+		*undefined = true;
+		return 0;
+	}
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return -1;
+	if (n == 1) {
+		*off = 0;
+		return 1;
+	}
+	if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return 1;
+	}
+	return -1;
+}
+
+static struct vpb_rule rule_of(Dwarf_Frame *fr)
+{
+	struct vpb_rule r = none;
+	Dwarf_Op *ops = NULL;
+	size_t n = 0;
+	int64_t off = 0, thr;
+	bool undef;
+
+	/* No return address: the outermost frame. */
+	int ra = saved_at(fr, REG_RA, &off, &undef);
+	if (ra == 0 && undef) {
+		r.kind = VPB_RULE_END;
+		return r;
+	}
+	if (ra != 1 || off != -8)
+		return none;
+	if (dwarf_frame_cfa(fr, &ops, &n) != 0 || !ops)
+		return none;
+	/* libdw states "CFA = register + offset" as one DW_OP_bregx (register, offset). */
+	int64_t creg = -1, c = 0;
+	if (n == 1 && ops[0].atom == DW_OP_bregx) {
+		creg = (int64_t)ops[0].number;
+		c = (int64_t)ops[0].number2;
+	} else if (n == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		creg = ops[0].atom - DW_OP_breg0;
+		c = (int64_t)ops[0].number;
+	}
+	if (creg == REG_RSP || creg == REG_RBP) {
+		if (c < INT32_MIN || c > INT32_MAX)
+			return none;
+		r.kind = creg == REG_RSP ? VPB_RULE_SP : VPB_RULE_FP;
+		r.cfa_off = (int32_t)c;
+	} else if (plt_expr(ops, n, &thr)) {
+		r.kind = VPB_RULE_PLT;
+		r.cfa_off = (int32_t)thr;
+	} else {
+		return none;
+	}
+	int fp = saved_at(fr, REG_RBP, &off, &undef);
+	if (fp < 0 || (fp == 1 && (off < INT16_MIN || off >= VPB_FP_SAME)))
+		return none;
+	r.fp_off = fp == 1 ? (int16_t)off : VPB_FP_SAME;
+	return r;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* FDE start addresses from .eh_frame_hdr's search table (the usual encodings only). */
+static size_t hdr_starts(Elf *e, const GElf_Phdr *ph, uint64_t **out)
+{
+	Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph->p_offset, ph->p_filesz, ELF_T_BYTE);
+	const uint8_t *b;
+	size_t len;
+
+	if (!d || !d->d_buf || d->d_size < 12)
+		return 0;
+	b = d->d_buf;
+	len = d->d_size;
+	/* version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4 */
+	if (b[0] != 1 || (b[1] & 0x0f) != 0x0b || b[2] != 0x03 || b[3] != 0x3b)
+		return 0;
+	uint32_t count;
+	memcpy(&count, b + 8, 4);
+	if (count == 0 || (size_t)count > (len - 12) / 8)
+		return 0;
+	uint64_t *v = malloc((size_t)count * sizeof(*v));
+	if (!v)
+		return 0;
+	for (uint32_t i = 0; i < count; i++) {
+		int32_t rel;
+
+		memcpy(&rel, b + 12 + (size_t)i * 8, 4);
+		v[i] = ph->p_vaddr + (uint64_t)(int64_t)rel;
+	}
+	*out = v;
+	return count;
+}
+
+/* Function starts from the symbol tables, for files without a search table. */
+static size_t sym_starts(Elf *e, uint64_t **out)
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t *v = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		size_t cnt = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < cnt; i++) {
+			GElf_Sym s;
+
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value)
+				continue;
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 1024;
+				uint64_t *p = realloc(v, c * sizeof(*p));
+
+				if (!p)
+					break;
+				v = p;
+				cap = c;
+			}
+			v[n++] = s.st_value;
+		}
+	}
+	*out = v;
+	return n;
+}
+
+static bool frame_at(Dwarf_CFI *a, Dwarf_CFI *b, uint64_t addr, Dwarf_Frame **fr)
+{
+	return (a && dwarf_cfi_addrframe(a, addr, fr) == 0) || (b && dwarf_cfi_addrframe(b, addr, fr) == 0);
+}
+
+/* Rules for one executable segment [lo, hi). starts: sorted FDE/function starts. */
+static void walk_segment(struct vp_cfi *t, Dwarf_CFI *eh, Dwarf_CFI *dbg, uint64_t lo, uint64_t hi,
+			 const uint64_t *starts, size_t nstarts)
+{
+	uint64_t addr = lo;
+	size_t k = 0;
+
+	while (addr < hi && !t->failed) {
+		Dwarf_Frame *fr = NULL;
+
+		if (frame_at(eh, dbg, addr, &fr)) {
+			Dwarf_Addr start = 0, end = 0;
+			bool signal = false;
+
+			dwarf_frame_info(fr, &start, &end, &signal);
+			emit(t, addr, signal ? none : rule_of(fr));
+			free(fr);
+			/* Each call returns one row: the next row starts at end. */
+			addr = end > addr ? end : addr + 1;
+			continue;
+		}
+		emit(t, addr, none);
+		while (k < nstarts && starts[k] <= addr)
+			k++;
+		if (k == nstarts)
+			break;
+		addr = starts[k];
+	}
+	if (addr < hi || t->n == 0 || t->rules[t->n - 1].kind != VPB_RULE_NONE)
+		emit(t, hi, none);
+}
+
+struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
+{
+	struct vp_cfi *t = calloc(1, sizeof(*t));
+	Elf *e = NULL;
+	Dwarf *dw = NULL;
+	Dwarf_CFI *ehcfi = NULL, *dbgcfi = NULL;
+	uint64_t *starts = NULL;
+	size_t nstarts = 0, nph;
+	int rc = 0;
+
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+		set_err(err, errlen, "not an ELF file%s", "");
+		rc = -ENOEXEC;
+		goto cleanup;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		set_err(err, errlen, "not an x86-64 ELF file%s", "");
+		rc = -ENOTSUP;
+		goto cleanup;
+	}
+	if (elf_getphdrnum(e, &nph)) {
+		set_err(err, errlen, "no program headers%s", "");
+		rc = -ENOEXEC;
+		goto cleanup;
+	}
+	uint64_t top = 0;
+	t->base = UINT64_MAX;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_GNU_EH_FRAME && !starts)
+			nstarts = hdr_starts(e, &ph, &starts);
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || t->nsegs == MAX_SEGS)
+			continue;
+		t->segs[t->nsegs++] = (struct seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz };
+		if (ph.p_vaddr < t->base)
+			t->base = ph.p_vaddr;
+		if (ph.p_vaddr + ph.p_memsz > top)
+			top = ph.p_vaddr + ph.p_memsz;
+	}
+	if (!t->nsegs) {
+		set_err(err, errlen, "no executable segment%s", "");
+		rc = -ENOEXEC;
+		goto cleanup;
+	}
+	if (top - t->base >= UINT32_MAX) {
+		set_err(err, errlen, "executable segments span more than 4 GiB%s", "");
+		rc = -EFBIG;
+		goto cleanup;
+	}
+	if (!starts)
+		nstarts = sym_starts(e, &starts);
+	qsort(starts, nstarts, sizeof(*starts), cmp_u64);
+
+	ehcfi = dwarf_getcfi_elf(e);
+	dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
+	if (dw)
+		dbgcfi = dwarf_getcfi(dw);
+	t->source = ehcfi ? (dbgcfi ? "eh_frame+debug_frame" : "eh_frame") : dbgcfi ? "debug_frame" : "none";
+	/* Segments in address order, so the rules come out sorted. */
+	for (int i = 1; i < t->nsegs; i++)
+		for (int j = i; j > 0 && t->segs[j].vaddr < t->segs[j - 1].vaddr; j--) {
+			struct seg s = t->segs[j];
+
+			t->segs[j] = t->segs[j - 1];
+			t->segs[j - 1] = s;
+		}
+	for (int i = 0; i < t->nsegs; i++) {
+		if (ehcfi || dbgcfi)
+			walk_segment(t, ehcfi, dbgcfi, t->segs[i].vaddr, t->segs[i].vaddr + t->segs[i].memsz,
+				     starts, nstarts);
+		else {
+			emit(t, t->segs[i].vaddr, none);
+		}
+	}
+	if (t->failed) {
+		set_err(err, errlen, "out of memory%s", "");
+		rc = -ENOMEM;
+	}
+cleanup:
+	free(starts);
+	if (ehcfi)
+		dwarf_cfi_end(ehcfi);
+	if (dw)
+		dwarf_end(dw);
+	if (e)
+		elf_end(e);
+	if (rc) {
+		vp_cfi__free(t);
+		errno = -rc;
+		return NULL;
+	}
+	return t;
+}
+
+const struct vpb_rule *vp_cfi__rules(const struct vp_cfi *t, size_t *n)
+{
+	*n = t->n;
+	return t->rules;
+}
+
+uint64_t vp_cfi__base(const struct vp_cfi *t)
+{
+	return t->base;
+}
+
+int vp_cfi__vaddr_of_offset(const struct vp_cfi *t, uint64_t off, uint64_t *vaddr)
+{
+	for (int i = 0; i < t->nsegs; i++) {
+		const struct seg *s = &t->segs[i];
+
+		/* A mapping's file offset is page-aligned and may start before p_offset. */
+		uint64_t lo = s->off & ~(uint64_t)4095;
+
+		if (off >= lo && off < s->off + s->filesz) {
+			*vaddr = s->vaddr + off - s->off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const struct vpb_rule *vp_cfi__find(const struct vp_cfi *t, uint64_t vaddr)
+{
+	if (!t->n || vaddr < t->base)
+		return NULL;
+	uint64_t off = vaddr - t->base;
+	size_t lo = 0, hi = t->n;
+
+	if (off < t->rules[0].pc)
+		return NULL;
+	while (lo + 1 < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->rules[mid].pc <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &t->rules[lo];
+}
+
+const char *vp_cfi__source(const struct vp_cfi *t)
+{
+	return t->source;
+}
+
+void vp_cfi__free(struct vp_cfi *t)
+{
+	if (!t)
+		return;
+	free(t->rules);
+	free(t);
+}
