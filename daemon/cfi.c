@@ -138,20 +138,20 @@ static struct vpb_rule rule_of(Dwarf_Frame *fr)
 		c = (int64_t)ops[0].number;
 	}
 	if (creg == REG_RSP || creg == REG_RBP) {
-		if (c < INT32_MIN || c > INT32_MAX)
+		if (c % 8 || c / 8 < INT16_MIN || c / 8 > INT16_MAX)
 			return none;
 		r.kind = creg == REG_RSP ? VPB_RULE_SP : VPB_RULE_FP;
-		r.cfa_off = (int32_t)c;
+		r.cfa_off = (int16_t)(c / 8);
 	} else if (plt_expr(ops, n, &thr)) {
 		r.kind = VPB_RULE_PLT;
-		r.cfa_off = (int32_t)thr;
+		r.cfa_off = (int16_t)thr;
 	} else {
 		return none;
 	}
 	int fp = saved_at(fr, REG_RBP, &off, &undef);
-	if (fp < 0 || (fp == 1 && (off < INT16_MIN || off >= VPB_FP_SAME)))
+	if (fp < 0 || (fp == 1 && (off % 8 || off == 0 || off / 8 < INT8_MIN || off / 8 > INT8_MAX)))
 		return none;
-	r.fp_off = fp == 1 ? (int16_t)off : VPB_FP_SAME;
+	r.fp_off = fp == 1 ? (int8_t)(off / 8) : VPB_FP_SAME;
 	return r;
 }
 

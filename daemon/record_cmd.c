@@ -23,6 +23,7 @@
 #include "daemon/record_jvm.h"
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
+#include "daemon/unwinder.h"
 #include "hv-glue/events.h"
 #include "hv-glue/xen.h"
 #include "hv-glue/probe.h"
@@ -155,7 +156,7 @@ static int exit_code(int status)
 }
 
 /* The agent options for a launched JVM, appended to what the user already set. */
-static char *java_tool_options(const char *session_dir, bool no_jit)
+static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_pointers)
 {
 	if (no_jit)
 		return NULL;
@@ -167,13 +168,44 @@ static char *java_tool_options(const char *session_dir, bool no_jit)
 	}
 	const char *old = getenv("JAVA_TOOL_OPTIONS");
 	char *s = NULL;
-	/* Frame pointers let the sampler walk through compiled Java frames; DebugNonSafepoints
-	 * makes the agent's PC-to-line tables precise between safepoints. */
+	/* The BPF walker steps over compiled Java frames by their frame size, so the JVM
+	 * runs as it would in production; only the frame-pointer walk of the perf backend
+	 * needs -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
+	 * agent's PC-to-line tables precise between safepoints. */
 	if (asprintf(&s, "%s%s-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR
-			 " -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
-		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir) < 0)
+			 "%s -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
+		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir,
+		     frame_pointers ? " -XX:+PreserveFramePointer" : "") < 0)
 		return NULL;
 	return s;
+}
+
+struct unwind_start {
+	struct vp_unwind_sink *sink;
+	const struct record_opts *o;
+	const pid_t *pids;
+	int npids;
+	struct vp_unwinder *u;
+	int failed;              /* errno when the unwinder could not start */
+};
+
+/* Called by the sampler between loading its program and enabling the events: the
+ * tables of processes that already run (-p) are in place before their first sample.
+ * record -a loads tables lazily, for the processes that show up in samples. */
+static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
+{
+	struct unwind_start *us = ctx;
+
+	us->u = vp_unwinder__new(uwm, us->o->target == RECORD_TARGET_ALL);
+	if (!us->u) {
+		us->failed = errno;
+		return;
+	}
+	us->sink->u = us->u;
+	for (int i = 0; i < us->npids; i++)
+		vp_unwinder__add_pid(us->u, us->pids[i]);
+	if (us->o->target == RECORD_TARGET_PIDS)
+		vp_unwinder__settle(us->u, 10000);
 }
 
 static const char *target_name(enum record_target t)
@@ -342,6 +374,9 @@ int cmd_record(int argc, char **argv)
 	struct vp_session_writer *w = NULL;
 	const struct sampler_backend *be = NULL;
 	struct sampler *s = NULL;
+	struct vp_unwind_sink unwind_sink = { 0 };
+	struct unwind_start unwind_start = { 0 };
+	struct vp_unwinder *uw = NULL;
 	uint64_t *steal = NULL;
 	char *java_opts = NULL;
 	pid_t child = 0;
@@ -421,9 +456,16 @@ int cmd_record(int argc, char **argv)
 
 	uint64_t start_real = now_ns(CLOCK_REALTIME), start = now_ns(CLOCK_MONOTONIC);
 	cfg.callchain = o.callchain;
+	cfg.unwind = o.callchain && !o.fp_walk;
 	cfg.want_switches = true;   /* steal-time victim attribution needs who ran when */
 	cfg.want_sideband = true;
-	cfg.sink = vp_session_writer__sink(w);
+	/* Every record passes the unwinder on its way to the session, so that it learns of
+	 * new processes and mappings (it is attached once the sampler has started). */
+	unwind_sink.next = vp_session_writer__sink(w);
+	cfg.sink = vp_unwind_sink(&unwind_sink);
+	unwind_start = (struct unwind_start){ .sink = &unwind_sink, .o = &o };
+	cfg.before_sampling = start_unwinder;
+	cfg.before_ctx = &unwind_start;
 	switch (o.target) {
 	case RECORD_TARGET_ALL:
 		cfg.target = SAMPLER_TARGET_ALL;
@@ -435,7 +477,8 @@ int cmd_record(int argc, char **argv)
 		break;
 	default:
 		cfg.target = SAMPLER_TARGET_LAUNCH;
-		java_opts = java_tool_options(vp_session_writer__dir(w), o.no_jit);
+		java_opts = java_tool_options(vp_session_writer__dir(w), o.no_jit,
+					      o.callchain && (o.fp_walk || !strcmp(o.backend, "perf")));
 		/* Orphaned grandchildren are reparented to us, so "the command and its
 		 * descendants are done" is simply "no child is left". */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -451,6 +494,8 @@ int cmd_record(int argc, char **argv)
 		break;
 	}
 
+	unwind_start.pids = cfg.pids;
+	unwind_start.npids = cfg.nr_pids;
 	be = sampler__select(o.backend, &cfg, why, sizeof(why));
 	if (!be) {
 		fprintf(stderr, "viprof record: %s%s%s\n",
@@ -509,6 +554,9 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	started = true;
+	if (unwind_start.failed)
+		fprintf(stderr, "viprof: warning: cannot start the stack walker's table loader (%s); "
+				"user stacks will follow frame pointers only\n", strerror(unwind_start.failed));
 	/* Durations (-d, the status line, END) count from here, not from the setup above. */
 	start = now_ns(CLOCK_MONOTONIC);
 
@@ -617,6 +665,25 @@ int cmd_record(int argc, char **argv)
 		failed = true;
 	}
 	be->counts(s, &samples, &lost);
+	uw = unwind_start.u;
+	if (uw) {
+		struct vp_unwinder_stats us;
+
+		vp_unwinder__stats(uw, &us);
+		if (!o.quiet)
+			fprintf(stderr, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build), "
+					"%llu JVM(s) understood\n", (unsigned long long)us.files,
+				(unsigned long long)us.rules, (double)us.parse_ns / 1e6, (unsigned long long)us.jvms);
+		if (us.table_full)
+			fprintf(stderr, "viprof: warning: %llu files' unwind tables did not fit the walker's maps; "
+					"their frames were walked by frame pointer\n", (unsigned long long)us.table_full);
+		if (us.jvm_failed)
+			fprintf(stderr, "viprof: warning: the walker could not read HotSpot's layout of %llu JVM(s) (%s); "
+					"their Java frames need -XX:+PreserveFramePointer\n",
+				(unsigned long long)us.jvm_failed, us.jvm_error);
+		vp_unwinder__free(uw);
+		unwind_start.u = uw = NULL;
+	}
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
 	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
@@ -646,6 +713,8 @@ cleanup:
 		int status;
 		waitpid(child, &status, 0);
 	}
+	/* The unwinder writes into the sampler's maps: it goes first. */
+	vp_unwinder__free(unwind_start.u);
 	if (s)
 		be->destroy(s);
 	if (!started && w) {

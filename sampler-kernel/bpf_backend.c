@@ -373,7 +373,7 @@ static int setup_unwind(struct sampler *s, char *err, size_t errlen)
 	u->max_rules = bpf_map__max_entries(k->maps.unwind_rules);
 	u->max_pages = bpf_map__max_entries(k->maps.unwind_pages);
 	u->rules = map_shared(k->maps.unwind_rules, sizeof(struct vpb_rule), u->max_rules);
-	u->pages = map_shared(k->maps.unwind_pages, sizeof(uint32_t), u->max_pages);
+	u->pages = map_shared(k->maps.unwind_pages, sizeof(uint64_t), u->max_pages);
 	if (!u->rules || !u->pages) {
 		int rc = -errno;
 
@@ -588,7 +588,7 @@ static void bpf_destroy(struct sampler *s)
 	if (s->uw.rules)
 		munmap(s->uw.rules, ((size_t)s->uw.max_rules * sizeof(struct vpb_rule) + 4095) & ~(size_t)4095);
 	if (s->uw.pages)
-		munmap(s->uw.pages, ((size_t)s->uw.max_pages * 4 + 4095) & ~(size_t)4095);
+		munmap(s->uw.pages, ((size_t)s->uw.max_pages * 8 + 4095) & ~(size_t)4095);
 	for (int i = 0; i < s->nr_skel; i++)
 		profile__destroy(s->skel[i]);
 	pid_set__free(s->filter);

@@ -75,7 +75,7 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, VPB_MAX_PAGES);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } unwind_pages SEC(".maps");
 
 /* The walk's state and the sample it builds, per CPU: the sample is too large for the
@@ -189,7 +189,8 @@ static __always_inline struct vpb_mapping *find_mapping(struct vpb_proc *p, __u6
 static __always_inline struct vpb_rule *find_rule(__u32 t, __u64 off)
 {
 	struct vpb_table *tab = bpf_map_lookup_elem(&unwind_tables, &t);
-	__u32 page, k, lo, hi, *plo, *phi;
+	__u32 page, k, lo, hi;
+	__u64 *plo, *phi;
 
 	if (!tab || off >= ((__u64)tab->nr_pages << VPB_PAGE_SHIFT))
 		return NULL;
@@ -200,8 +201,8 @@ static __always_inline struct vpb_rule *find_rule(__u32 t, __u64 off)
 	if (!plo || !phi)
 		return NULL;
 	/* pages[p] is the index of the rule in force at the page's first byte. */
-	lo = *plo;
-	hi = *phi + 1;
+	lo = (__u32)*plo;
+	hi = (__u32)*phi + 1;
 	if (hi > tab->nr_rules)
 		hi = tab->nr_rules;
 	/* Invariant: rule lo applies at or before off; find the last such. */
@@ -304,8 +305,15 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 		/* Before the frame is complete (the prologue) only the return address has
 		 * been pushed. */
 		off = hs->blob_frame_complete;
-		if (off <= BLOB_HDR - 4)
+		if (hs->frame_complete_16) {
+			__s16 f16 = 0;
+
+			if (off <= BLOB_HDR - 2)
+				__builtin_memcpy(&f16, hdr + (off & (BLOB_HDR - 1)), 2);
+			fc = f16;
+		} else if (off <= BLOB_HDR - 4) {
 			__builtin_memcpy(&fc, hdr + (off & (BLOB_HDR - 1)), 4);
+		}
 		off = hs->blob_code;
 		code = 0;
 		if (hs->blob_code_is_offset) {
@@ -349,10 +357,10 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		return stop(w, VPB_WALK_NO_RULE);
 	switch (r->kind) {
 	case VPB_RULE_SP:
-		cfa = w->sp + (__s64)r->cfa_off;
+		cfa = w->sp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_FP:
-		cfa = fp + (__s64)r->cfa_off;
+		cfa = fp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_PLT:
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
@@ -364,7 +372,7 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 	}
 	if (read_u64(cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (r->fp_off != VPB_FP_SAME && read_u64(cfa + (__s64)r->fp_off, &w->fp))
+	if (r->fp_off != VPB_FP_SAME && read_u64(cfa + (__s64)r->fp_off * 8, &w->fp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;

@@ -51,23 +51,25 @@
 /* vpb_rule.kind: how to find the canonical frame address (CFA) at this pc. The return
  * address is always at CFA - 8 (x86-64 ABI). */
 #define VPB_RULE_NONE   0   /* no unwind information covers this pc: the walk ends */
-#define VPB_RULE_SP     1   /* CFA = SP + cfa_off */
-#define VPB_RULE_FP     2   /* CFA = FP + cfa_off */
+#define VPB_RULE_SP     1   /* CFA = SP + cfa_off * 8 */
+#define VPB_RULE_FP     2   /* CFA = FP + cfa_off * 8 */
 #define VPB_RULE_PLT    3   /* PLT stubs: CFA = SP + 8, + 8 more when (pc & 15) >= cfa_off */
 #define VPB_RULE_END    4   /* the outermost frame (return address undefined): root reached */
-#define VPB_FP_SAME     0x7fff /* vpb_rule.fp_off: the caller's FP is still in the FP register */
+#define VPB_FP_SAME     0   /* vpb_rule.fp_off: the caller's FP is still in the FP register */
 
+/* 8 bytes, so that the array's elements are packed in its shared mapping (the kernel
+ * rounds array elements up to 8 bytes). Offsets are in 8-byte words: x86-64 code keeps
+ * its stack 8-byte aligned; a row that is not is given VPB_RULE_NONE. */
 struct vpb_rule {
 	__u32 pc;              /* offset from the table's base */
-	__s32 cfa_off;
-	__s16 fp_off;          /* the caller's FP is saved at CFA + fp_off, or VPB_FP_SAME */
+	__s16 cfa_off;         /* words, or the PLT threshold in bytes */
+	__s8 fp_off;           /* words from the CFA where the caller's FP is saved, or VPB_FP_SAME */
 	__u8 kind;             /* VPB_RULE_* */
-	__u8 pad;
 };
 
 struct vpb_table {
 	__u32 rule_first, nr_rules;  /* in unwind_rules */
-	__u32 page_first, nr_pages;  /* in unwind_pages: nr_pages + 1 entries */
+	__u32 page_first, nr_pages;  /* in unwind_pages (__u64 each): nr_pages + 1 entries */
 };
 
 /* vpb_mapping.kind */
@@ -104,7 +106,8 @@ struct vpb_hotspot {
 	__s16 slot_method;             /* interpreter frame slots, in words from FP */
 	__s16 slot_bcp;
 	__s16 slot_sender_sp;
-	__u16 pad[3];
+	__u16 frame_complete_16;       /* 1: _frame_complete_offset is 16 bits wide (JDK 23+) */
+	__u16 pad[2];
 };
 
 struct vpb_proc {

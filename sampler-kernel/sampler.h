@@ -39,7 +39,7 @@ struct sampler_unwind {
 	int procs_fd;           /* array of struct vpb_proc, max_procs slots */
 	int tables_fd;          /* array of struct vpb_table, max_tables */
 	void *rules;            /* struct vpb_rule[max_rules] */
-	uint32_t *pages;        /* uint32_t[max_pages] */
+	uint64_t *pages;        /* uint64_t[max_pages] */
 	uint32_t max_procs, max_tables, max_rules, max_pages;
 };
 

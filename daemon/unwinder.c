@@ -1,0 +1,576 @@
+/* The recorder's side of the stack walker: see unwinder.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "common/session_format.h"
+#include "daemon/cfi.h"
+#include "daemon/hotspot.h"
+#include "daemon/unwinder.h"
+
+#define NSEC 1000000000ull
+#define JVM_RETRY_NS (200ull * 1000000)     /* a JVM still starting is asked again */
+#define JVM_GIVE_UP_NS (60ull * NSEC)
+#define DEBOUNCE_NS (5ull * 1000000)        /* mmaps at start come in bursts */
+
+/* One ELF file's table, shared by every process that maps it. */
+struct file_table {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime;
+	uint32_t table;          /* in unwind_tables, or VPB_NO_TABLE */
+	struct vp_cfi *cfi;      /* kept for its segment offsets */
+};
+
+struct proc {
+	pid_t pid;
+	uint32_t slot;
+	bool loaded;             /* proc_slots has it */
+	int jvm;                 /* 0 unknown/not, 1 layout read, -1 gave up */
+	struct vpb_hotspot hs;
+	uint64_t jvm_first_try, jvm_next_try;
+};
+
+struct vp_unwinder {
+	struct sampler_unwind m;
+	bool lazy;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	bool quit, busy;
+	pid_t *dirty;            /* pids to (re)load; under lock */
+	size_t ndirty, capdirty;
+	uint64_t dirty_since;
+	/* Owned by the thread, except known[] which observe() reads under lock. */
+	struct proc *procs;      /* at most m.max_procs */
+	size_t nprocs;
+	pid_t *known;            /* every pid ever scheduled (lazy mode asks once) */
+	size_t nknown, capknown;
+	uint32_t *free_slots;
+	size_t nfree;
+	struct file_table *files;
+	size_t nfiles, capfiles;
+	uint32_t vdso_table;     /* the kernel's vDSO image, the same in every process */
+	struct vp_cfi *vdso_cfi;
+	bool vdso_tried;
+	uint32_t next_rule, next_page, next_table;
+	struct vpb_proc scratch;
+	struct vp_unwinder_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 16;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*v, n * elem);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = n;
+	return 0;
+}
+
+static bool pid_in(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/* Under lock. */
+static void schedule(struct vp_unwinder *u, pid_t pid)
+{
+	if (pid <= 0 || pid_in(u->dirty, u->ndirty, pid))
+		return;
+	if (grow((void **)&u->dirty, &u->capdirty, u->ndirty + 1, sizeof(pid_t)))
+		return;
+	if (!u->ndirty)
+		u->dirty_since = mono_ns();
+	u->dirty[u->ndirty++] = pid;
+	if (!pid_in(u->known, u->nknown, pid) &&
+	    !grow((void **)&u->known, &u->capknown, u->nknown + 1, sizeof(pid_t)))
+		u->known[u->nknown++] = pid;
+	pthread_cond_signal(&u->wake);
+}
+
+void vp_unwinder__add_pid(struct vp_unwinder *u, pid_t pid)
+{
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	schedule(u, pid);
+	pthread_mutex_unlock(&u->lock);
+}
+
+void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body, size_t len)
+{
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	bool known;
+	switch (type) {
+	case VP_REC_SAMPLE:
+		if (len >= sizeof(struct vp_sample)) {
+			const struct vp_sample *s = body;
+
+			if (s->walk_end == VP_WALK_NO_PROC && s->pid &&
+			    !pid_in(u->known, u->nknown, (pid_t)s->pid))
+				schedule(u, (pid_t)s->pid);
+		}
+		break;
+	case VP_REC_MMAP:
+		if (len >= sizeof(struct vp_mmap)) {
+			const struct vp_mmap *m = body;
+
+			if ((m->prot & PROT_EXEC) && pid_in(u->known, u->nknown, (pid_t)m->pid))
+				schedule(u, (pid_t)m->pid);
+		}
+		break;
+	case VP_REC_COMM:
+		if (len >= sizeof(struct vp_comm)) {
+			const struct vp_comm *c = body;
+
+			if (c->exec && pid_in(u->known, u->nknown, (pid_t)c->pid))
+				schedule(u, (pid_t)c->pid);
+		}
+		break;
+	case VP_REC_FORK:
+		if (len >= sizeof(struct vp_task)) {
+			const struct vp_task *t = body;
+
+			known = pid_in(u->known, u->nknown, (pid_t)t->ppid);
+			if (t->pid != t->ppid && known && !u->lazy)
+				schedule(u, (pid_t)t->pid);
+		}
+		break;
+	case VP_REC_EXIT:
+		if (len >= sizeof(struct vp_task)) {
+			const struct vp_task *t = body;
+
+			/* The process is gone: refresh finds no mappings and frees its slot. */
+			if (t->pid == t->tid && pid_in(u->known, u->nknown, (pid_t)t->pid))
+				schedule(u, (pid_t)t->pid);
+		}
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* ---- tables */
+
+/* Copies a file's rules into the shared arrays and builds its page index. */
+static uint32_t upload(struct vp_unwinder *u, const struct vp_cfi *cfi)
+{
+	size_t n = 0;
+	const struct vpb_rule *r = vp_cfi__rules(cfi, &n);
+	struct vpb_rule *rules = u->m.rules;
+	bool lead = n == 0 || r[0].pc != 0;     /* the table must start at pc 0 */
+	size_t total = n + lead;
+	uint32_t last = n ? r[n - 1].pc : 0;
+	size_t npages = ((size_t)last >> VPB_PAGE_SHIFT) + 1;
+	uint32_t t = u->next_table;
+
+	if (t >= u->m.max_tables || u->next_rule + total > u->m.max_rules ||
+	    u->next_page + npages + 1 > u->m.max_pages) {
+		u->st.table_full++;
+		return VPB_NO_TABLE;
+	}
+	struct vpb_rule *dst = rules + u->next_rule;
+	if (lead)
+		dst[0] = (struct vpb_rule){ .pc = 0, .kind = VPB_RULE_NONE, .fp_off = VPB_FP_SAME };
+	memcpy(dst + lead, r, n * sizeof(*r));
+	/* pages[p] = the rule in force at the first byte of page p. */
+	uint64_t *pages = u->m.pages + u->next_page;
+	size_t i = 0;
+	for (size_t p = 0; p <= npages; p++) {
+		uint64_t at = (uint64_t)p << VPB_PAGE_SHIFT;
+
+		while (i + 1 < total && dst[i + 1].pc <= at)
+			i++;
+		pages[p] = i;
+	}
+	struct vpb_table tab = { .rule_first = u->next_rule, .nr_rules = (uint32_t)total,
+				 .page_first = u->next_page, .nr_pages = (uint32_t)npages };
+	if (bpf_map_update_elem(u->m.tables_fd, &t, &tab, BPF_ANY))
+		return VPB_NO_TABLE;
+	u->next_rule += (uint32_t)total;
+	u->next_page += (uint32_t)npages + 1;
+	u->next_table++;
+	u->st.rules += total;
+	return t;
+}
+
+static struct file_table *file_for(struct vp_unwinder *u, int fd)
+{
+	struct stat st;
+	char err[256];
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	int64_t mt = (int64_t)st.st_mtim.tv_sec * (int64_t)NSEC + st.st_mtim.tv_nsec;
+	for (size_t i = 0; i < u->nfiles; i++) {
+		struct file_table *f = &u->files[i];
+
+		if (f->dev == st.st_dev && f->ino == st.st_ino && f->size == st.st_size && f->mtime == mt)
+			return f;
+	}
+	if (grow((void **)&u->files, &u->capfiles, u->nfiles + 1, sizeof(*u->files)))
+		return NULL;
+	struct file_table *f = &u->files[u->nfiles++];
+	uint64_t t0 = mono_ns();
+	*f = (struct file_table){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = mt,
+				  .table = VPB_NO_TABLE };
+	f->cfi = vp_cfi__build(fd, err, sizeof(err));
+	if (f->cfi)
+		f->table = upload(u, f->cfi);
+	u->st.parse_ns += mono_ns() - t0;
+	u->st.files++;
+	return f;
+}
+
+/* The vDSO is not a file: build its table from our own copy of the image. */
+static void load_vdso(struct vp_unwinder *u)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char err[256];
+
+	u->vdso_tried = true;
+	u->vdso_table = VPB_NO_TABLE;
+	if (!base)
+		return;
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi, size = 0;
+	char line[512];
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
+			size = hi - lo;
+	if (f)
+		fclose(f);
+	int fd = size ? memfd_create("vdso", MFD_CLOEXEC) : -1;
+	if (fd < 0)
+		return;
+	if (write(fd, (const void *)base, size) == (ssize_t)size) {
+		u->vdso_cfi = vp_cfi__build(fd, err, sizeof(err));
+		if (u->vdso_cfi)
+			u->vdso_table = upload(u, u->vdso_cfi);
+	}
+	close(fd);
+}
+
+/* ---- processes */
+
+static struct proc *proc_get(struct vp_unwinder *u, pid_t pid, bool create)
+{
+	for (size_t i = 0; i < u->nprocs; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	if (!create || !u->nfree)
+		return NULL;
+	struct proc *p = &u->procs[u->nprocs++];
+	*p = (struct proc){ .pid = pid, .slot = u->free_slots[--u->nfree] };
+	u->st.procs++;
+	return p;
+}
+
+static void proc_drop(struct vp_unwinder *u, struct proc *p)
+{
+	uint32_t key = (uint32_t)p->pid;
+
+	if (p->loaded)
+		bpf_map_delete_elem(u->m.proc_slots_fd, &key);
+	u->free_slots[u->nfree++] = p->slot;
+	*p = u->procs[--u->nprocs];
+}
+
+static int cmp_mapping(const void *a, const void *b)
+{
+	const struct vpb_mapping *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Reads one line of /proc/PID/maps into a mapping: only executable ones are kept. */
+static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct vpb_mapping *out,
+		     bool *jvm)
+{
+	unsigned long lo, hi, pgoff, ino;
+	char perms[8], path[4096] = "";
+	unsigned maj, min;
+
+	if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %4095[^\n]", &lo, &hi, perms, &pgoff, &maj, &min,
+		   &ino, path) < 7 || perms[2] != 'x')
+		return false;
+	char *p = path;
+	while (*p == ' ')
+		p++;
+	*out = (struct vpb_mapping){ .start = lo, .end = hi, .table = VPB_NO_TABLE, .kind = VPB_MAP_NATIVE };
+	if (!strcmp(p, "[vdso]")) {
+		if (!u->vdso_tried)
+			load_vdso(u);
+		if (u->vdso_cfi && u->vdso_table != VPB_NO_TABLE) {
+			uint64_t v;
+
+			if (!vp_cfi__vaddr_of_offset(u->vdso_cfi, pgoff, &v)) {
+				out->table = u->vdso_table;
+				out->bias = lo - v + vp_cfi__base(u->vdso_cfi);
+			}
+		}
+		return true;
+	}
+	if (ino == 0 || p[0] != '/') {
+		out->kind = VPB_MAP_ANON;
+		return true;
+	}
+	size_t pl = strlen(p);
+	if (pl >= 10 && !strcmp(p + pl - 10, "/libjvm.so"))
+		*jvm = true;
+	/* map_files names the mapped object itself, whatever its path became; opened
+	 * without blocking and checked to be a regular file (file_for). */
+	char mf[96];
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", (int)pid, lo, hi);
+	int fd = open(mf, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return true;
+	struct file_table *f = file_for(u, fd);
+	close(fd);
+	uint64_t v;
+	if (f && f->cfi && f->table != VPB_NO_TABLE && !vp_cfi__vaddr_of_offset(f->cfi, pgoff, &v)) {
+		out->table = f->table;
+		out->bias = lo - v + vp_cfi__base(f->cfi);
+	}
+	return true;
+}
+
+static void refresh(struct vp_unwinder *u, pid_t pid)
+{
+	char path[64], line[4200];
+	bool jvm = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	struct proc *p = proc_get(u, pid, f != NULL);
+	if (!f) {
+		if (p)
+			proc_drop(u, p);
+		return;
+	}
+	if (!p) {
+		fclose(f);
+		return;
+	}
+	struct vpb_proc *vp = &u->scratch;
+	memset(vp, 0, sizeof(*vp));
+	while (fgets(line, sizeof(line), f)) {
+		if (vp->nr_maps >= VPB_MAX_MAPS)
+			break;
+		if (map_line(u, pid, line, &vp->maps[vp->nr_maps], &jvm))
+			vp->nr_maps++;
+	}
+	fclose(f);
+	if (vp->nr_maps == 0) {
+		/* Gone, or a zombie: its slot goes back. */
+		proc_drop(u, p);
+		return;
+	}
+	qsort(vp->maps, vp->nr_maps, sizeof(vp->maps[0]), cmp_mapping);
+	if (jvm && p->jvm == 0) {
+		char err[160];
+		uint64_t now = mono_ns();
+		int rc = vp_hotspot__read_pid(pid, &p->hs, err, sizeof(err));
+
+		if (!p->jvm_first_try)
+			p->jvm_first_try = now;
+		if (rc == 0) {
+			p->jvm = 1;
+			u->st.jvms++;
+		} else if (rc == -EAGAIN && now - p->jvm_first_try < JVM_GIVE_UP_NS) {
+			p->jvm_next_try = now + JVM_RETRY_NS;
+		} else {
+			p->jvm = -1;
+			u->st.jvm_failed++;
+			snprintf(u->st.jvm_error, sizeof(u->st.jvm_error), "%s", err);
+			memset(&p->hs, 0, sizeof(p->hs));
+		}
+	}
+	if (p->jvm == 1)
+		vp->hs = p->hs;
+	uint32_t key = (uint32_t)pid;
+	if (bpf_map_update_elem(u->m.procs_fd, &p->slot, vp, BPF_ANY) == 0 &&
+	    bpf_map_update_elem(u->m.proc_slots_fd, &key, &p->slot, BPF_ANY) == 0)
+		p->loaded = true;
+}
+
+static void *worker(void *arg)
+{
+	struct vp_unwinder *u = arg;
+
+	pthread_mutex_lock(&u->lock);
+	while (!u->quit) {
+		uint64_t now = mono_ns();
+
+		/* JVMs still starting are asked again on a timer. */
+		for (size_t i = 0; i < u->nprocs; i++)
+			if (u->procs[i].jvm == 0 && u->procs[i].jvm_next_try && now >= u->procs[i].jvm_next_try) {
+				u->procs[i].jvm_next_try = 0;
+				schedule(u, u->procs[i].pid);
+			}
+		if (!u->ndirty || now - u->dirty_since < DEBOUNCE_NS) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += u->ndirty ? (long)DEBOUNCE_NS : 50 * 1000000L;
+			if (ts.tv_nsec >= (long)NSEC) {
+				ts.tv_sec++;
+				ts.tv_nsec -= (long)NSEC;
+			}
+			if (!u->ndirty)
+				pthread_cond_broadcast(&u->idle);
+			pthread_cond_timedwait(&u->wake, &u->lock, &ts);
+			continue;
+		}
+		size_t n = u->ndirty;
+		pid_t *batch = malloc(n * sizeof(pid_t));
+		if (!batch) {
+			u->ndirty = 0;
+			continue;
+		}
+		memcpy(batch, u->dirty, n * sizeof(pid_t));
+		u->ndirty = 0;
+		u->busy = true;
+		pthread_mutex_unlock(&u->lock);
+		for (size_t i = 0; i < n; i++)
+			refresh(u, batch[i]);
+		free(batch);
+		pthread_mutex_lock(&u->lock);
+		u->busy = false;
+		if (!u->ndirty)
+			pthread_cond_broadcast(&u->idle);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms)
+{
+	if (!u)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= (long)NSEC) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NSEC;
+	}
+	pthread_mutex_lock(&u->lock);
+	while ((u->ndirty || u->busy) && !u->quit)
+		if (pthread_cond_timedwait(&u->idle, &u->lock, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&u->lock);
+}
+
+void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	*out = u->st;
+	pthread_mutex_unlock(&u->lock);
+}
+
+struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, bool lazy)
+{
+	struct vp_unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->m = *maps;
+	u->lazy = lazy;
+	u->procs = calloc(maps->max_procs, sizeof(*u->procs));
+	u->free_slots = calloc(maps->max_procs, sizeof(*u->free_slots));
+	if (!u->procs || !u->free_slots) {
+		vp_unwinder__free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < maps->max_procs; i++)
+		u->free_slots[u->nfree++] = maps->max_procs - 1 - i;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->wake, NULL);
+	pthread_cond_init(&u->idle, NULL);
+	int rc = pthread_create(&u->thread, NULL, worker, u);
+	if (rc) {
+		vp_unwinder__free(u);
+		errno = rc;
+		return NULL;
+	}
+	u->thread_started = true;
+	return u;
+}
+
+void vp_unwinder__free(struct vp_unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->thread_started) {
+		pthread_mutex_lock(&u->lock);
+		u->quit = true;
+		pthread_cond_broadcast(&u->wake);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->thread, NULL);
+		pthread_mutex_destroy(&u->lock);
+		pthread_cond_destroy(&u->wake);
+		pthread_cond_destroy(&u->idle);
+	}
+	for (size_t i = 0; i < u->nfiles; i++)
+		vp_cfi__free(u->files[i].cfi);
+	vp_cfi__free(u->vdso_cfi);
+	free(u->files);
+	free(u->procs);
+	free(u->free_slots);
+	free(u->dirty);
+	free(u->known);
+	free(u);
+}
+
+static int unwind_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	struct vp_unwind_sink *us = ctx;
+
+	if (us->u)
+		vp_unwinder__observe(us->u, type, body, len);
+	return us->next.emit(us->next.ctx, type, time, body, len);
+}
+
+struct vp_sink vp_unwind_sink(struct vp_unwind_sink *us)
+{
+	return (struct vp_sink){ .emit = unwind_emit, .ctx = us };
+}

@@ -1,0 +1,50 @@
+/* The recorder's half of the frame-pointer-free stack walker: it keeps the BPF walker's
+ * tables (sampler-kernel/profile.h) in step with the processes being recorded. For each
+ * process it lists the executable mappings from /proc/PID/maps, gives every mapped ELF
+ * file an unwind table built from its CFI (daemon/cfi.h, once per file: a library mapped
+ * by many processes is parsed once), and, for a HotSpot JVM, reads where its code heaps
+ * and interpreter are (daemon/hotspot.h). The work runs on its own thread so that
+ * draining the sample buffers never waits for a large library to be parsed; until a
+ * process's tables are in place its samples fall back to frame pointers and say so
+ * (VP_WALK_NO_PROC). Internal to daemon/. */
+#ifndef VIPROF_DAEMON_UNWINDER_H
+#define VIPROF_DAEMON_UNWINDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "sampler-kernel/sampler.h"
+
+struct vp_unwinder;
+
+/* lazy: only processes that show up in samples get tables (record -a); otherwise every
+ * process added or forked from one gets them at once. NULL with errno set. */
+struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, bool lazy);
+
+/* Schedules a process for (re)loading. */
+void vp_unwinder__add_pid(struct vp_unwinder *u, pid_t pid);
+
+/* Looks at a record on its way to the session (MMAP, COMM, FORK, EXIT, SAMPLE) and
+ * schedules what it implies. Cheap; called from the recorder's drain loop. */
+void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body, size_t len);
+
+/* Waits up to timeout_ms for the scheduled work to be done (for short-lived targets:
+ * the recorder calls it before releasing a launched command). */
+void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms);
+
+struct vp_unwinder_stats {
+	uint64_t files, rules, table_full, parse_ns, procs, jvms, jvm_failed;
+	char jvm_error[160];    /* the last reason a JVM's layout could not be read */
+};
+void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out);
+
+/* A sink that shows every record to the unwinder (once set) and passes it on. */
+struct vp_unwind_sink {
+	struct vp_sink next;
+	struct vp_unwinder *u;  /* NULL until the sampler has started */
+};
+struct vp_sink vp_unwind_sink(struct vp_unwind_sink *us);
+
+void vp_unwinder__free(struct vp_unwinder *u);   /* stops the thread; accepts NULL */
+
+#endif

@@ -1,0 +1,68 @@
+/* Interpreted Java frames named by the frame-pointer-free walker: `viprof record -g --
+ * java InterpSplit 8` (no -XX:+PreserveFramePointer: record no longer adds it). Three
+ * interpreted callers share one compiled method 50/30/20 by wall time; the samples in
+ * that compiled method must name their caller (at least 99%) and the callers' shares
+ * must be within 1 percentage point of the split. JDK 17, and Temurin 25 when installed. */
+#include "test-agent-util.h"
+
+static void run(const char *java)
+{
+	char *dir = tu_tmpdir("unwind-interp");
+	char sess[600], folded[600], out[600], err[600];
+
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(folded, sizeof(folded), "%s/folded", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", (char *)java, "-cp",
+			VIPROF_JAVA_CLASSES, "InterpSplit", "8", NULL };
+	int rc = tu_run(rec, out, err, 90);
+	if (rc)
+		FAIL("viprof record exited %d: %s", rc, tu_read(err));
+	char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "-o", folded, NULL };
+	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+
+	FILE *f = fopen(folded, "r");
+	ASSERT_NOT_NULL(f);
+	static char line[1 << 16];
+	long callers[3] = { 0 }, spin = 0, spin_named = 0, all = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		if (!sp)
+			continue;
+		long n = atol(sp + 1);
+		all += n;
+		if (!strstr(line, "InterpSplit$Hot.spin"))
+			continue;
+		spin += n;
+		int k = strstr(line, "InterpSplit.callerA") ? 0 : strstr(line, "InterpSplit.callerB") ? 1
+		      : strstr(line, "InterpSplit.callerC") ? 2 : -1;
+		if (k >= 0) {
+			callers[k] += n;
+			if (strstr(line, "InterpSplit.main"))
+				spin_named += n;
+		}
+	}
+	fclose(f);
+	long sum = callers[0] + callers[1] + callers[2];
+	fprintf(stderr, "%s: %ld samples, %ld in Hot.spin, %ld (%.2f%%) with their caller and main: A %.2f%% B %.2f%% C %.2f%%\n",
+		java, all, spin, spin_named, 100.0 * spin_named / (spin ? spin : 1),
+		100.0 * callers[0] / (sum ? sum : 1), 100.0 * callers[1] / (sum ? sum : 1),
+		100.0 * callers[2] / (sum ? sum : 1));
+	ASSERT_GT(spin, 3000);
+	ASSERT_GE(100.0 * spin_named / spin, 99.0);
+	ASSERT_DBL_NEAR(100.0 * callers[0] / sum, 50.0, 1.0);
+	ASSERT_DBL_NEAR(100.0 * callers[1] / sum, 30.0, 1.0);
+	ASSERT_DBL_NEAR(100.0 * callers[2] / sum, 20.0, 1.0);
+	tu_rm_rf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	bool jdk17;
+
+	tu_require_fixtures();
+	REQUIRE_ROOT();
+	run(tu_jdk_from_args(argc, argv, &jdk17));
+	return 0;
+}

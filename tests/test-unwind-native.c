@@ -1,0 +1,81 @@
+/* The frame-pointer-free walker on native code (issue: whole stacks without frame
+ * pointers): 'viprof record -g' on tests/fixtures/unwind/zcaller, built without frame
+ * pointers, calling Debian's libz (no frame pointers either) and libc's read wrapper.
+ *   squeeze: at least 99% of the samples inside libz reach squeeze() and main();
+ *   read:    at least 99% of the samples in libc's read wrapper (with the kernel below
+ *            it) reach read_zeros(), the wrapper's caller.
+ * Usage: test-unwind-native squeeze|read (one ctest entry each). Needs root and BPF. */
+#define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "postproc/profile.h"
+#include "postproc/session.h"
+#include "test.h"
+#include "test-record-util.h"
+
+static char tmp[] = "/tmp/vp-test-unwind-native-XXXXXX";
+
+static bool has(const struct vp_profile *p, const struct vp_stack *s, const char *name, const char *image)
+{
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		const struct vp_frame *f = &p->frames[s->frames[i]];
+
+		if ((!name || !strcmp(f->name, name)) && (!image || strstr(f->image, image)))
+			return true;
+	}
+	return false;
+}
+
+static bool has_read_wrapper(const struct vp_profile *p, const struct vp_stack *s)
+{
+	return has(p, s, "read", "libc.so") || has(p, s, "__read", "libc.so") ||
+	       has(p, s, "__libc_read", "libc.so");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "squeeze";
+	char sess[PATH_MAX], out[8192], err[512];
+
+	if (geteuid() != 0)
+		SKIP("needs root for the BPF sampler");
+	ASSERT_NOT_NULL(mkdtemp(tmp));
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	char *rec[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
+			"--", ZCALLER, (char *)mode, "4", NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	if (rc != 0)
+		FAIL("viprof record exited %d: %s", rc, out);
+
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	ASSERT_OK(vp_session__load(sess, p, &(struct vp_session_opts){ 0 }, err, sizeof(err)));
+	uint64_t inside = 0, reached = 0, rooted = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		bool in = !strcmp(mode, "squeeze") ? has(p, s, NULL, "libz.so") : has_read_wrapper(p, s);
+
+		if (!in)
+			continue;
+		inside += s->samples[0];
+		if (has(p, s, !strcmp(mode, "squeeze") ? "squeeze" : "read_zeros", NULL))
+			reached += s->samples[0];
+		if (has(p, s, "main", NULL) && has(p, s, "run", NULL))
+			rooted += s->samples[0];
+	}
+	printf("%s: %llu samples inside, %llu reach the caller (%.2f%%), %llu reach run() and main() (%.2f%%)\n",
+	       mode, (unsigned long long)inside, (unsigned long long)reached,
+	       inside ? 100.0 * (double)reached / (double)inside : 0.0, (unsigned long long)rooted,
+	       inside ? 100.0 * (double)rooted / (double)inside : 0.0);
+	ASSERT_GT(inside, 200);
+	ASSERT_GE(reached * 100, inside * 99);
+	ASSERT_GE(rooted * 100, inside * 99);
+	vp_profile__free(p);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmp);
+	return 0;
+}
