@@ -9,6 +9,9 @@
  *
  * The agent never takes the JVM down: on any failure it prints one line, disables
  * itself, and returns JNI_OK so the JVM keeps running without JIT names. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE      /* process_vm_readv */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +86,10 @@ static struct agent {
 	uint64_t live_methods;
 	uint64_t last_flush;
 	bool warned_drops;
+
+	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
+	volatile int method_ptrs;
+	bool classes_enumerated;
 } A;
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
@@ -512,6 +520,8 @@ static int next_epoch(uint32_t reason, uint64_t t)
 	return begin_epoch(reason, t);
 }
 
+static int name_ptr_methods(const struct vp_record *r);
+
 static int write_record(const struct vp_record *r)
 {
 	const void *body = vp_record_body(r);
@@ -537,7 +547,147 @@ static int write_record(const struct vp_record *r)
 	default:
 		break;
 	}
-	return cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
+	err = cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
+	if (!err && r->type == VP_CM_METHOD_PTR)
+		err = name_ptr_methods(r);
+	return err;
+}
+
+
+/* ---- Method* of each method, for the sampler's interpreted frames ---- */
+
+/* In HotSpot a jmethodID points at a slot that holds the Method*. That is not part of
+ * JVMTI's contract, so the first one is read through process_vm_readv, which fails
+ * instead of faulting, and must look like a pointer; after that the slots are read
+ * directly (they stay valid while their class is loaded, which GetClassMethods ensures). */
+static int check_method_ptrs(jmethodID m)
+{
+	uint64_t v = 0;
+	struct iovec local = { &v, sizeof(v) }, remote = { (void *)m, sizeof(v) };
+
+	if ((uintptr_t)m < 4096 || ((uintptr_t)m & 7) ||
+	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != sizeof(v) || v < 4096 || (v & 7)) {
+		A.method_ptrs = -1;
+		fprintf(stderr, "viprof agent: this JVM's jmethodIDs do not lead to Method*; interpreted frames "
+				"will show as [interpreted]\n");
+		return -1;
+	}
+	A.method_ptrs = 1;
+	return 0;
+}
+
+/* Queues one METHOD_PTR record for a prepared class; names follow on the agent thread
+ * (METHOD_NAME records when a method id is first seen). Never blocks: a full queue
+ * drops the record (counted). */
+static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t flags)
+{
+	jint n = 0;
+	jmethodID *ms = NULL;
+
+	if (A.disabled || A.method_ptrs < 0)
+		return;
+	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
+		goto cleanup;
+	if (!A.method_ptrs && check_method_ptrs(ms[0]))
+		goto cleanup;
+	lock();
+	struct vp_cm_method_ptrs *b = q_reserve(VP_CM_METHOD_PTR, t,
+						 sizeof(*b) + (size_t)n * sizeof(struct vp_cm_method_ptr));
+	if (b) {
+		struct vp_cm_method_ptr *p = (struct vp_cm_method_ptr *)(b + 1);
+
+		b->n = (uint32_t)n;
+		b->flags = flags;
+		for (jint i = 0; i < n; i++) {
+			p[i].method_id = (uint64_t)(uintptr_t)ms[i];
+			p[i].method_ptr = ms[i] ? *(volatile uint64_t *)ms[i] : 0;
+		}
+	}
+	unlock_notify();
+cleanup:
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
+}
+
+static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
+{
+	queue_class_ptrs(jvmti, klass, now_ns(), 0);
+}
+
+/* Classes loaded before the agent could see them: their pointers were valid before the
+ * record's time as well. Runs on the agent thread. */
+static void enumerate_classes(jvmtiEnv *jvmti)
+{
+	jint n = 0;
+	jclass *cls = NULL;
+
+	A.classes_enumerated = true;
+	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &cls) != JVMTI_ERROR_NONE)
+		return;
+	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	for (jint i = 0; i < n && !A.disabled; i++) {
+		jint st = 0;
+
+		if ((*jvmti)->GetClassStatus(jvmti, cls[i], &st) == JVMTI_ERROR_NONE &&
+		    (st & JVMTI_CLASS_STATUS_PREPARED) && !(st & (JVMTI_CLASS_STATUS_ARRAY | JVMTI_CLASS_STATUS_PRIMITIVE)))
+			queue_class_ptrs(jvmti, cls[i], now_ns(), VP_CM_PTRS_PREEXISTING);
+	}
+	tl_replaying = false;
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
+}
+
+/* The writer names the methods of the METHOD_PTR records it writes, once each, straight
+ * into the file: this is the agent's own thread (or the one shutting it down), so the
+ * JVMTI calls cost the application nothing. A class unloaded in between leaves its
+ * methods unnamed. */
+static int name_ptr_methods(const struct vp_record *r)
+{
+	static struct mnames nm;
+	static uint8_t buf[sizeof(struct vp_cm_method_name) + NAME_MAX_LEN + 256 + MAX_LINES * sizeof(struct vp_cm_line)];
+	const struct vp_cm_method_ptrs *b = vp_record_body(r);
+	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
+	jvmtiEnv *jvmti = A.jvmti;
+	int err = 0;
+
+	for (uint32_t i = 0; i < b->n && !err; i++) {
+		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
+
+		if (!m)
+			continue;
+		lock();
+		bool have = seen_has(p[i].method_id);
+		(*jvmti)->RawMonitorExit(jvmti, A.lock);
+		if (have || resolve_names(jvmti, m, &nm))
+			continue;
+		jvmtiLineNumberEntry *lines = NULL;
+		jint nlines = 0;
+		if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
+			lines = NULL;
+			nlines = 0;
+		}
+		if (nlines > MAX_LINES)
+			nlines = MAX_LINES;
+		size_t nl = strlen(nm.readable), fl = strlen(nm.file);
+		struct vp_cm_method_name *h = (struct vp_cm_method_name *)buf;
+		h->method_id = p[i].method_id;
+		h->name_len = (uint16_t)nl;
+		h->file_len = (uint16_t)fl;
+		h->nlines = (uint32_t)nlines;
+		uint8_t *q = buf + sizeof(*h);
+		memcpy(q, nm.readable, nl);
+		memcpy(q + nl, nm.file, fl);
+		for (jint k = 0; k < nlines; k++) {
+			struct vp_cm_line l = { .start_bci = (uint32_t)lines[k].start_location,
+						.line = (uint32_t)lines[k].line_number };
+			memcpy(q + nl + fl + (size_t)k * sizeof(l), &l, sizeof(l));
+		}
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
+		err = cfile_writer__append(A.w, VP_CM_METHOD_NAME, r->time, buf,
+					   sizeof(*h) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+		lock();
+		seen_add(p[i].method_id);
+		(*jvmti)->RawMonitorExit(jvmti, A.lock);
+	}
+	return err;
 }
 
 /* Starts a GC epoch for each GC that finished at or before t.
@@ -605,6 +755,9 @@ static void finish_file(void)
 
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
+	/* Classes prepared before ClassPrepare was on (or before an attach). */
+	if (!A.classes_enumerated)
+		enumerate_classes(jvmti);
 	for (;;) {
 		const uint8_t *buf;
 		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
@@ -891,6 +1044,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.GarbageCollectionFinish = cb_gc_finish;
 	cb.VMInit = cb_vm_init;
 	cb.VMDeath = cb_vm_death;
+	cb.ClassPrepare = cb_class_prepare;
 	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -898,7 +1052,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	static const jvmtiEvent events[] = {
 		JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 		JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
-		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH,
+		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_PREPARE,
 	};
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)

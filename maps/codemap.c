@@ -31,7 +31,7 @@ struct priv {
 	size_t hcap, hn;
 	struct flat_iv *flat;
 	size_t nflat, capflat;
-	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines;
+	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
 	uint32_t file;
 };
@@ -155,6 +155,7 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(m->epochs);
 	free(m->names);
 	free(m->inlines);
+	free(m->ptrs);
 	free(pv);
 	free(m);
 }
@@ -350,6 +351,27 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		m->names[m->nnames++] = ni;
 		return 0;
 	}
+	case VP_CM_METHOD_PTR: {
+		struct vp_cm_method_ptrs x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_PTR", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.n * sizeof(struct vp_cm_method_ptr) > len - sizeof(x))
+			return bad(err, errlen, path, "METHOD_PTR overruns the record", n);
+		if (GROW(m->ptrs, pv->cap_ptrs, m->nptrs + x.n))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < x.n; i++) {
+			struct vp_cm_method_ptr p;
+
+			memcpy(&p, (const uint8_t *)b + sizeof(x) + (size_t)i * sizeof(p), sizeof(p));
+			if (!p.method_ptr || !p.method_id)
+				continue;
+			m->ptrs[m->nptrs++] = (struct vp_cm_ptr_info){ .method_ptr = p.method_ptr,
+				.method_id = p.method_id, .time = r->time,
+				.preexisting = (x.flags & VP_CM_PTRS_PREEXISTING) != 0 };
+		}
+		return 0;
+	}
 	case VP_CM_CODE_BLOB: {
 		struct vp_cm_code_blob x;
 		if (len < sizeof(x))
@@ -443,6 +465,38 @@ static int flat_insert(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
 	return 0;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+	const struct vp_cm_ptr_info *x = a, *y = b;
+
+	if (x->method_ptr != y->method_ptr)
+		return x->method_ptr < y->method_ptr ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+uint64_t vp_codemap__method_at(const struct vp_codemap *m, uint64_t method_ptr, uint64_t t)
+{
+	size_t lo = 0, hi = m->nptrs;
+
+	/* The first entry for method_ptr. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->ptrs[mid].method_ptr < method_ptr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == m->nptrs || m->ptrs[lo].method_ptr != method_ptr)
+		return 0;
+	size_t best = SIZE_MAX;
+	for (size_t i = lo; i < m->nptrs && m->ptrs[i].method_ptr == method_ptr && m->ptrs[i].time <= t; i++)
+		best = i;
+	if (best != SIZE_MAX)
+		return m->ptrs[best].method_id;
+	return m->ptrs[lo].preexisting ? m->ptrs[lo].method_id : 0;
+}
+
 static int finish(struct vp_codemap *m, char *err, size_t errlen)
 {
 	struct priv *pv = m->priv;
@@ -461,6 +515,8 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
 	qsort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
 	qsort(m->names, m->nnames, sizeof(*m->names), cmp_name);
+	if (m->nptrs)
+		qsort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))

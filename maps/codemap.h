@@ -54,6 +54,12 @@ struct vp_cm_name_info {
 	struct vp_cm_line *lines;    /* sorted by start_bci */
 };
 
+/* One VP_CM_METHOD_PTR entry: method_ptr named method_id from time on. */
+struct vp_cm_ptr_info {
+	uint64_t method_ptr, method_id, time;
+	bool preexisting;            /* also valid before time (VP_CM_PTRS_PREEXISTING) */
+};
+
 struct vp_codemap {
 	uint32_t pid, flags;         /* META; flags VP_CM_META_* */
 	char vm[256];
@@ -64,6 +70,7 @@ struct vp_codemap {
 	struct vp_cm_epoch_info *epochs; size_t nepochs;
 	struct vp_cm_name_info *names; size_t nnames;         /* sorted by method_id after finish */
 	struct vp_cm_inline_info *inlines; size_t ninlines;
+	struct vp_cm_ptr_info *ptrs; size_t nptrs;           /* sorted by (method_ptr, time) after finish */
 	void *priv;
 };
 
@@ -80,6 +87,10 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 void vp_codemap__free(struct vp_codemap *m);
 
 const char *vp_cm_reason_name(uint32_t reason);   /* "start", "gc", ... */
+/* The jmethodID that the HotSpot Method* method_ptr stood for at time t: the latest
+ * METHOD_PTR entry for it at or before t (metadata is reused after classes unload), or,
+ * for classes loaded before the agent started, the first entry. 0 when unknown. */
+uint64_t vp_codemap__method_at(const struct vp_codemap *m, uint64_t method_ptr, uint64_t t);
 const struct vp_cm_name_info *vp_codemap__name(const struct vp_codemap *m, uint64_t method_id);
 /* Source line of bci in a method, 0 when unknown. */
 uint32_t vp_codemap__line(const struct vp_cm_name_info *n, int32_t bci);

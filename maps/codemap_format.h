@@ -142,8 +142,11 @@ struct vp_cm_code_blob {
  * for method_id. */
 struct vp_cm_method_ptrs {     /* followed by n struct vp_cm_method_ptr */
 	uint32_t n;
-	uint32_t reserved;
+	uint32_t flags;          /* VP_CM_PTRS_* */
 };
+/* The class was loaded before the agent saw it (the agent's start-up enumeration, or a
+ * late attach): the pointers were valid before the record's time too. */
+#define VP_CM_PTRS_PREEXISTING 0x1u
 struct vp_cm_method_ptr {
 	uint64_t method_ptr;
 	uint64_t method_id;

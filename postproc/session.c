@@ -32,6 +32,7 @@
 #include "postproc/steal.h"
 
 #if __has_include("maps/jit_index.h")
+#include "maps/codemap.h"
 #include "maps/jit_index.h"
 #define HAVE_JIT_INDEX 1
 #else
@@ -511,6 +512,23 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	return 1;
 }
 
+/* An interpreted frame the walker identified: named by its Method* through the agent's
+ * METHOD_PTR records at the sample's time, with the line of its bytecode index. */
+static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
+{
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	uint64_t id = cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
+	const struct vp_cm_name_info *n = id ? vp_codemap__name(cm, id) : NULL;
+
+	if (n && n->name && n->name[0])
+		return add_frame(l, VP_LAYER_INTERPRETED, n->name, "[jit]", "", 0, n->file ? n->file : "",
+				 vp_codemap__line(n, jf->bci));
+#endif
+	return add_frame(l, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", "", 0, "", 0);
+}
+
 static bool in_list(const uint32_t *v, int n, uint32_t x)
 {
 	if (!v || n <= 0)
@@ -548,9 +566,30 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
 	}
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++)
+	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
+	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
+	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
+	int nj = s->nr_java;
+	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
+		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
+	int k = 0;
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++) {
+		struct vp_java_frame jcur;
+
+		while (k < nj) {
+			memcpy(&jcur, jf + k, sizeof(jcur));
+			if (jcur.frame >= i)
+				break;
+			k++;
+		}
+		if (k < nj && jcur.frame == i) {
+			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
+			k++;
+			continue;
+		}
 		n += user_frames(l, s->pid, r->time, s->ips[s->nr_kernel + i], i > 0, leaf_first + n,
 				 MAX_OUT_FRAMES - n);
+	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
 	uint32_t root_first[MAX_OUT_FRAMES];
