@@ -40,7 +40,7 @@ static void run(const char *java)
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-p", pid, "-d", "5", "-o", sess, NULL };
 	int rc = tu_run(rec, out, err, 90);
 	kill(jpid, SIGKILL);
-	tu_wait(jpid, 10);
+	waitpid(jpid, NULL, 0);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, tu_read(err));
 
