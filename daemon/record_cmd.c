@@ -204,7 +204,10 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 	us->sink->u = us->u;
 	for (int i = 0; i < us->npids; i++)
 		vp_unwinder__add_pid(us->u, us->pids[i]);
-	if (us->o->target == RECORD_TARGET_PIDS)
+	/* A launched command is still held: its files' tables are built before it runs. */
+	if (us->o->target == RECORD_TARGET_LAUNCH)
+		vp_unwinder__prewarm(us->u, us->o->cmd[0]);
+	if (us->o->target != RECORD_TARGET_ALL)
 		vp_unwinder__settle(us->u, 10000);
 }
 
@@ -255,6 +258,10 @@ static int write_metadata(struct vp_session_writer *w, const struct record_opts 
 	if (event_why)
 		META("event.why", event_why);
 	META("callchain", o->callchain ? "yes" : "no");
+	/* How user stacks are walked: the report only blames missing frame pointers for
+	 * sessions that depended on them. */
+	if (o->callchain)
+		META("stack_walk", o->fp_walk || strcmp(backend, "bpf") ? "fp" : "tables");
 	META("clock", "CLOCK_MONOTONIC");
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start_mono);
 	META("start_monotonic_ns", buf);

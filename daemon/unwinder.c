@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <gelf.h>
 
 #include "common/session_format.h"
 #include "daemon/cfi.h"
@@ -51,6 +52,8 @@ struct vp_unwinder {
 	pthread_mutex_t lock;
 	pthread_cond_t wake, idle;
 	bool quit, busy;
+	char **prewarm;          /* files to parse ahead of a launch; under lock */
+	size_t nprewarm, capprewarm;
 	pid_t *dirty;            /* pids to (re)load; under lock */
 	size_t ndirty, capdirty;
 	uint64_t dirty_since;
@@ -427,6 +430,133 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 		p->loaded = true;
 }
 
+/* Under lock. */
+static void prewarm_add(struct vp_unwinder *u, const char *path)
+{
+	char *c;
+
+	if (grow((void **)&u->prewarm, &u->capprewarm, u->nprewarm + 1, sizeof(char *)) || !(c = strdup(path)))
+		return;
+	u->prewarm[u->nprewarm++] = c;
+	pthread_cond_signal(&u->wake);
+}
+
+/* The shared objects a file names in DT_NEEDED, found where the dynamic linker would
+ * usually find them (its RUNPATH with $ORIGIN, then the system directories). */
+static void needed_libs(struct vp_unwinder *u, int fd, const char *path)
+{
+	static const char *const sysdirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+					       "/usr/lib64", "/lib", "/usr/lib" };
+	char origin[4096], runpath[4096] = "";
+	const char *slash = strrchr(path, '/');
+
+	snprintf(origin, sizeof(origin), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return;
+	Elf_Scn *scn = NULL;
+	const char *names[64];
+	int n = 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *v;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || !(v = elf_strptr(e, sh.sh_link, dyn.d_un.d_val)))
+				continue;
+			if (dyn.d_tag == DT_NEEDED && n < 64)
+				names[n++] = v;
+			else if (dyn.d_tag == DT_RUNPATH || dyn.d_tag == DT_RPATH)
+				snprintf(runpath, sizeof(runpath), "%s", v);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		char cand[8192];
+		bool found = false;
+		char rp[4096];
+
+		snprintf(rp, sizeof(rp), "%s", runpath);
+		for (char *save = NULL, *dir = strtok_r(rp, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+			if (!strncmp(dir, "$ORIGIN", 7))
+				snprintf(cand, sizeof(cand), "%s%s/%s", origin, dir + 7, names[i]);
+			else
+				snprintf(cand, sizeof(cand), "%s/%s", dir, names[i]);
+			found = access(cand, R_OK) == 0;
+		}
+		for (size_t k = 0; k < sizeof(sysdirs) / sizeof(sysdirs[0]) && !found; k++) {
+			snprintf(cand, sizeof(cand), "%s/%s", sysdirs[k], names[i]);
+			found = access(cand, R_OK) == 0;
+		}
+		if (found) {
+			pthread_mutex_lock(&u->lock);
+			prewarm_add(u, cand);
+			pthread_mutex_unlock(&u->lock);
+		}
+	}
+	elf_end(e);
+}
+
+/* Builds the table of a file a launched command will map, before it runs. */
+static void prewarm_file(struct vp_unwinder *u, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		size_t before = u->nfiles;
+		struct file_table *f = file_for(u, fd);
+
+		/* Only a file seen for the first time has its dependencies followed. */
+		if (f && u->nfiles > before)
+			needed_libs(u, fd, path);
+	}
+	close(fd);
+}
+
+void vp_unwinder__prewarm(struct vp_unwinder *u, const char *cmd)
+{
+	char path[4096] = "", real[4096];
+
+	if (!u || !cmd)
+		return;
+	if (strchr(cmd, '/')) {
+		snprintf(path, sizeof(path), "%s", cmd);
+	} else {
+		const char *env = getenv("PATH");
+		char pv[8192];
+
+		snprintf(pv, sizeof(pv), "%s", env ? env : "/usr/bin:/bin");
+		for (char *save = NULL, *d = strtok_r(pv, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", d, cmd);
+			if (access(path, X_OK) == 0)
+				break;
+			path[0] = '\0';
+		}
+	}
+	if (!path[0] || !realpath(path, real))
+		return;
+	pthread_mutex_lock(&u->lock);
+	prewarm_add(u, real);
+	/* A JDK launcher loads libjvm.so with dlopen, which DT_NEEDED does not show. */
+	size_t n = strlen(real);
+	if (n > 9 && !strcmp(real + n - 9, "/bin/java")) {
+		char jvm[4200];
+
+		snprintf(jvm, sizeof(jvm), "%.*s/lib/server/libjvm.so", (int)(n - 9), real);
+		if (access(jvm, R_OK) == 0)
+			prewarm_add(u, jvm);
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
 static void *worker(void *arg)
 {
 	struct vp_unwinder *u = arg;
@@ -441,6 +571,17 @@ static void *worker(void *arg)
 				u->procs[i].jvm_next_try = 0;
 				schedule(u, u->procs[i].pid);
 			}
+		if (u->nprewarm) {
+			char *path = u->prewarm[--u->nprewarm];
+
+			u->busy = true;
+			pthread_mutex_unlock(&u->lock);
+			prewarm_file(u, path);
+			free(path);
+			pthread_mutex_lock(&u->lock);
+			u->busy = false;
+			continue;
+		}
 		if (!u->ndirty || now - u->dirty_since < DEBOUNCE_NS) {
 			struct timespec ts;
 
@@ -490,7 +631,7 @@ void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms)
 		ts.tv_nsec -= (long)NSEC;
 	}
 	pthread_mutex_lock(&u->lock);
-	while ((u->ndirty || u->busy) && !u->quit)
+	while ((u->ndirty || u->nprewarm || u->busy) && !u->quit)
 		if (pthread_cond_timedwait(&u->idle, &u->lock, &ts) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&u->lock);
@@ -558,6 +699,9 @@ void vp_unwinder__free(struct vp_unwinder *u)
 	free(u->free_slots);
 	free(u->dirty);
 	free(u->known);
+	for (size_t i = 0; i < u->nprewarm; i++)
+		free(u->prewarm[i]);
+	free(u->prewarm);
 	free(u);
 }
 

@@ -28,6 +28,11 @@ void vp_unwinder__add_pid(struct vp_unwinder *u, pid_t pid);
  * schedules what it implies. Cheap; called from the recorder's drain loop. */
 void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body, size_t len);
 
+/* Builds, ahead of time, the tables of the program cmd (looked up in PATH like execvp)
+ * and of the libraries it names (DT_NEEDED; for a JDK's java, libjvm.so): a launched
+ * command's samples then have tables from its first instruction. */
+void vp_unwinder__prewarm(struct vp_unwinder *u, const char *cmd);
+
 /* Waits up to timeout_ms for the scheduled work to be done (for short-lived targets:
  * the recorder calls it before releasing a launched command). */
 void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms);

@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/session_format.h"
 #include "postproc/report.h"
+#include "postproc/session.h"
 #include "postproc/report_util.h"
 
 #define DEFAULT_TOP 25
@@ -150,6 +152,33 @@ static void steal_note(const struct vp_profile *p, struct vp_out *o)
 		vp_out__puts(o, "# steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM\n");
 }
 
+/* How the user stacks ended: whole (root) or cut short, and why. */
+static void stack_ends(const struct vp_profile *p, struct vp_out *o)
+{
+	uint64_t n[VP_WALK__COUNT] = { 0 }, total = 0;
+	static const char *const label[VP_WALK__COUNT] = {
+		[VP_WALK_UNKNOWN] = "not recorded (frame-pointer walk)", [VP_WALK_ROOT] = "whole (reached the root)",
+		[VP_WALK_NO_RULE] = "no unwind rule", [VP_WALK_UNREADABLE] = "stack unreadable",
+		[VP_WALK_DEPTH] = "depth limit", [VP_WALK_BAD_FRAME] = "bad frame",
+		[VP_WALK_NO_PROC] = "tables not loaded yet",
+	};
+	for (int k = 0; k < VP_WALK__COUNT; k++) {
+		char key[48];
+		const char *v;
+
+		snprintf(key, sizeof(key), "stack_end.%s", vp_walk_end_name(k));
+		if ((v = vp_profile__meta(p, key)))
+			total += n[k] = strtoull(v, NULL, 10);
+	}
+	if (!total)
+		return;
+	vp_out__printf(o, "# user stacks: %llu;", (unsigned long long)total);
+	for (int k = 0; k < VP_WALK__COUNT; k++)
+		if (n[k])
+			vp_out__printf(o, " %s %.1f%%;", label[k], 100.0 * (double)n[k] / (double)total);
+	vp_out__puts(o, "\n");
+}
+
 static void header(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	if (opts->title)
@@ -171,6 +200,7 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 		if (v && *v)
 			vp_out__printf(o, "# %s: %s\n", keys[i], v);
 	}
+	stack_ends(p, o);
 	if (p->warnings) {
 		const char *s = p->warnings;
 		while (*s) {
@@ -202,6 +232,23 @@ static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, 
 		print_tenths(o, t[l], 6);
 		vp_out__printf(o, "%% %10llu\n", (unsigned long long)per[l]);
 	}
+	/* Stacks the walk cut short: every ending but the root (unknown ones are not counted). */
+	uint64_t walked = 0, whole = 0;
+	for (int k = VP_WALK_ROOT; k < VP_WALK__COUNT; k++) {
+		char key[48];
+		const char *v;
+
+		snprintf(key, sizeof(key), "stack_end.%s", vp_walk_end_name(k));
+		if ((v = vp_profile__meta(p, key))) {
+			walked += strtoull(v, NULL, 10);
+			if (k == VP_WALK_ROOT)
+				whole += strtoull(v, NULL, 10);
+		}
+	}
+	if (walked)
+		vp_out__printf(o, "#   truncated user stacks %.1f%% (%llu of %llu)\n",
+			       100.0 * (double)(walked - whole) / (double)walked,
+			       (unsigned long long)(walked - whole), (unsigned long long)walked);
 	int st = find_event(p, "steal");
 	if (st >= 0 && st != ev) {
 		int te = -1;

@@ -75,6 +75,7 @@ struct loader {
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
+	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
 	struct vp_elf *vdso;         /* this process's vDSO, when it is the recorded kernel's */
 	bool vdso_tried;
@@ -329,7 +330,8 @@ static struct jvm *jvm_open(struct loader *l, uint32_t pid)
 	j->idx = vp_jit_index__open(path, err, sizeof(err));
 	if (!j->idx && errno != ENOENT)
 		vp_profile__warn(l->p, "%s", err[0] ? err : "cannot read JIT code maps");
-	if (j->idx && !vp_jit_index__frame_pointers(j->idx))
+	const char *walk = vp_profile__meta(l->p, "stack_walk");
+	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")))
 		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 				 "short; restart it with that flag for full stacks", pid);
 #else
@@ -529,6 +531,16 @@ static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, co
 	return add_frame(l, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", "", 0, "", 0);
 }
 
+const char *vp_walk_end_name(int k)
+{
+	static const char *const names[VP_WALK__COUNT] = {
+		[VP_WALK_UNKNOWN] = "unknown", [VP_WALK_ROOT] = "root", [VP_WALK_NO_RULE] = "no_rule",
+		[VP_WALK_UNREADABLE] = "unreadable", [VP_WALK_DEPTH] = "depth", [VP_WALK_BAD_FRAME] = "bad_frame",
+		[VP_WALK_NO_PROC] = "tables_not_loaded",
+	};
+	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
+}
+
 static bool in_list(const uint32_t *v, int n, uint32_t x)
 {
 	if (!v || n <= 0)
@@ -566,6 +578,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
 	}
+	if (s->nr_user)
+		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
 	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
 	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
@@ -898,9 +912,23 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(d, sizeof(d), "%llu", (unsigned long long)dur);
 		vp_profile__set_meta(p, "duration_ns", d);
 	}
+	/* How the user stacks ended, summed over merged sessions. */
+	for (int k = 0; k < VP_WALK__COUNT; k++) {
+		char key[48], v[32];
+		const char *old;
+
+		snprintf(key, sizeof(key), "stack_end.%s", vp_walk_end_name(k));
+		old = vp_profile__meta(p, key);
+		if (!l.walk[k] && !old)
+			continue;
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)(l.walk[k] + (old ? strtoull(old, NULL, 10) : 0)));
+		vp_profile__set_meta(p, key, v);
+	}
+	/* Frames outside every recorded mapping: anonymous code no agent described, or a
+	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)
-		vp_profile__warn(p, "%llu user frames were in no recorded mapping (mapping records lost?)",
-				 (unsigned long long)l.unmapped);
+		vp_profile__warn(p, "%llu user frames were in no recorded mapping%s", (unsigned long long)l.unmapped,
+				 p->lost ? " (some records were lost while recording)" : "");
 	ret = 0;
 cleanup:
 	cfile_reader__close(r);

@@ -25,6 +25,10 @@ struct vp_session_opts {
 int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o,
 		     char *err, size_t errlen);
 
+/* The name of an enum vp_walk_end value in reports ("root", "no_rule", ...); the loader
+ * counts samples by it in the profile's meta as "stack_end.<name>". */
+const char *vp_walk_end_name(int k);
+
 /* Where separate debug files are looked for (default "/usr/lib/debug"); for tests and
  * for a symbol tree copied from the recording machine. NULL restores the default. */
 void vp_session__set_debug_root(const char *root);

@@ -204,7 +204,9 @@ int main(void)
 	ASSERT_GT(end.duration_ns, 600000000ull);
 
 	/* JAVA_TOOL_OPTIONS: the agent with the session's absolute jit directory and the
-	 * frame-pointer flags, after what the user had; nothing of ours with --no-jit. */
+	 * line-table flags, after what the user had; -XX:+PreserveFramePointer only for the
+	 * frame-pointer walk (the default walker does not need it); nothing of ours with
+	 * --no-jit. */
 	snprintf(sess, sizeof(sess), "%s/jto", tmp);
 	char env_file[PATH_MAX + 32], cmd[PATH_MAX + 128];
 	snprintf(env_file, sizeof(env_file), "%s/jto.txt", tmp);
@@ -219,8 +221,20 @@ int main(void)
 	jto[n] = '\0';
 	fclose(f);
 	snprintf(expect, sizeof(expect),
+		 "-Xmx64m -agentpath:/bin/true=dir=%s/jit -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints", sess);
+	ASSERT_STREQ(jto, expect);
+	char sess_fp[PATH_MAX];
+	snprintf(sess_fp, sizeof(sess_fp), "%s/jto-fp", tmp);
+	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-g", "--stack-walk", "fp", "-o", sess_fp,
+					       "--", "/bin/sh", "-c", cmd, NULL }, envp)), 0);
+	f = fopen(env_file, "r");
+	ASSERT_NOT_NULL(f);
+	n = fread(jto, 1, sizeof(jto) - 1, f);
+	jto[n] = '\0';
+	fclose(f);
+	snprintf(expect, sizeof(expect),
 		 "-Xmx64m -agentpath:/bin/true=dir=%s/jit -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions "
-		 "-XX:+DebugNonSafepoints", sess);
+		 "-XX:+DebugNonSafepoints", sess_fp);
 	ASSERT_STREQ(jto, expect);
 	struct stat st;
 	snprintf(expect, sizeof(expect), "%s/jit", sess);
