@@ -90,9 +90,11 @@ static struct agent {
 	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
 	volatile int method_ptrs;
 	bool classes_enumerated;
+	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
 } A;
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
+static __thread bool tl_agent_thread; /* this is the agent's own thread */
 
 static uint64_t now_ns(void)
 {
@@ -615,7 +617,7 @@ static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 
 /* Classes loaded before the agent could see them: their pointers were valid before the
  * record's time as well. Runs on the agent thread. */
-static void enumerate_classes(jvmtiEnv *jvmti)
+static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	jint n = 0;
 	jclass *cls = NULL;
@@ -630,6 +632,9 @@ static void enumerate_classes(jvmtiEnv *jvmti)
 		if ((*jvmti)->GetClassStatus(jvmti, cls[i], &st) == JVMTI_ERROR_NONE &&
 		    (st & JVMTI_CLASS_STATUS_PREPARED) && !(st & (JVMTI_CLASS_STATUS_ARRAY | JVMTI_CLASS_STATUS_PRIMITIVE)))
 			queue_class_ptrs(jvmti, cls[i], now_ns(), VP_CM_PTRS_PREEXISTING);
+		/* This thread never returns to Java: its local references would pin every
+		 * class forever and keep them from unloading. */
+		(*jni)->DeleteLocalRef(jni, cls[i]);
 	}
 	tl_replaying = false;
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
@@ -656,7 +661,18 @@ static int name_ptr_methods(const struct vp_record *r)
 		lock();
 		bool have = seen_has(p[i].method_id);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
-		if (have || resolve_names(jvmti, m, &nm))
+		if (have)
+			continue;
+		/* resolve_names makes a local reference to the class; on this thread, which
+		 * never returns to Java, it would pin the class (no unloading, no code reuse)
+		 * unless freed with a local frame. */
+		JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
+		if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
+			jni = NULL;
+		int rn = resolve_names(jvmti, m, &nm);
+		if (jni)
+			(*jni)->PopLocalFrame(jni, NULL);
+		if (rn)
 			continue;
 		jvmtiLineNumberEntry *lines = NULL;
 		jint nlines = 0;
@@ -755,9 +771,11 @@ static void finish_file(void)
 
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
+	tl_agent_thread = true;
+	A.agent_jni = jni;
 	/* Classes prepared before ClassPrepare was on (or before an attach). */
 	if (!A.classes_enumerated)
-		enumerate_classes(jvmti);
+		enumerate_classes(jvmti, jni);
 	for (;;) {
 		const uint8_t *buf;
 		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
