@@ -236,8 +236,13 @@ int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hotspot_syms 
 		    rd_u64(rd, ctx, heap + w[W_HEAP_SEGMAP].offset + w[W_VS_LOW].offset, &seg) ||
 		    rd_s32(rd, ctx, heap + w[W_HEAP_LOG2].offset, &log2))
 			goto fault;
-		if (!lo || hi <= lo || !seg || log2 < 4 || log2 > 16)
-			continue;    /* an empty heap */
+		if (!lo || hi <= lo || !seg || log2 < 4 || log2 > 16) {
+			/* A heap not set up yet: a layout without it would send the walker's
+			 * frames in that heap to the frame-pointer fallback. */
+			memset(hs, 0, sizeof(*hs));
+			snprintf(err, errlen, "the JVM's code heap %d is not set up yet", i);
+			return -EAGAIN;
+		}
 		/* The committed part grows; the walker may see blobs up to the reserved end. */
 		uint64_t hb = 0;
 		if (w[W_VS_HIGH_BOUNDARY].found) {

@@ -413,7 +413,9 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 		if (rc == 0) {
 			p->jvm = 1;
 			u->st.jvms++;
-		} else if (rc == -EAGAIN && now - p->jvm_first_try < JVM_GIVE_UP_NS) {
+		} else if (now - p->jvm_first_try < JVM_GIVE_UP_NS) {
+			/* A JVM still starting can be caught half-initialised whatever the
+			 * error: ask again until it has had time to finish. */
 			p->jvm_next_try = now + JVM_RETRY_NS;
 		} else {
 			p->jvm = -1;

@@ -80,13 +80,19 @@ struct {
 
 /* The walk's state and the sample it builds, per CPU: the sample is too large for the
  * BPF stack, and the bpf_loop callback reaches both through here. */
+#define STK_BYTES 8192        /* at most this much of the stack is copied per walk */
+#define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
+
 struct walk {
 	__u64 pc, sp, fp, r13;
+	__u64 stk_base, stk_len;  /* stk holds [stk_base, stk_base + stk_len) */
+	__u64 stk_stop;           /* the next chunk was unreadable: do not grow */
 	__u32 slot;
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
 	struct vpb_sample s;
+	__u8 stk[STK_BYTES];
 };
 
 struct {
@@ -152,8 +158,25 @@ static __always_inline void fill(struct vpb_sample *s, struct bpf_perf_event_dat
 #define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
 #define MAX_STACK_SPAN (64u << 20)
 
-static __always_inline int read_u64(__u64 addr, __u64 *v)
+/* Stack words come from a copy of the stack's top that grows a chunk at a time as the
+ * walk goes up (a copy costs about as much per kilobyte as a frame does, so copying a
+ * fixed large window would cost shallow stacks); anything else, and stack beyond the
+ * window, is read from the process word by word. */
+static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 {
+	__u64 off = addr - w->stk_base, len = w->stk_len;
+
+	if (addr >= w->stk_base && off + 8 > len && off + 8 <= len + STK_CHUNK && len <= STK_BYTES - STK_CHUNK &&
+	    !w->stk_stop) {
+		if (bpf_probe_read_user(&w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
+			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
+		else
+			w->stk_len = len = len + STK_CHUNK;
+	}
+	if (addr >= w->stk_base && off + 8 <= len && off <= STK_BYTES - 8) {
+		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		return 0;
+	}
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 }
 
@@ -229,12 +252,12 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 
 	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 		return stop(w, VPB_WALK_BAD_FRAME);
-	if (read_u64(fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
+	if (read_u64(w, fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
 		if (leaf)
 			bcp = w->r13;
 		else
-			read_u64(fp + (__s64)hs->slot_bcp * 8, &bcp);
-		if (read_u64(method + hs->method_const, &cm) == 0 && cm && bcp > cm)
+			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
+		if (read_u64(w, method + hs->method_const, &cm) == 0 && cm && bcp > cm)
 			bci = (__s64)(bcp - cm - hs->constmethod_size);
 		if (bci < 0 || bci > 65535)
 			bci = -1;
@@ -247,8 +270,8 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 			w->nj = j + 1;
 		}
 	}
-	if (read_u64(fp + 8, &ra) || read_u64(fp, &link) ||
-	    read_u64(fp + (__s64)hs->slot_sender_sp * 8, &sender_sp))
+	if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &link) ||
+	    read_u64(w, fp + (__s64)hs->slot_sender_sp * 8, &sender_sp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	/* A compiled caller's frame is found from its unextended SP, which the interpreter
 	 * saved in its sender_sp slot; everything else uses the frame pointer chain. */
@@ -293,7 +316,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 		 * a frame pointer. */
 		if (w->fp <= w->sp || w->fp - w->sp > MAX_STACK_SPAN)
 			return stop(w, VPB_WALK_BAD_FRAME);
-		if (read_u64(w->fp + 8, &ra) || read_u64(w->fp, &code))
+		if (read_u64(w, w->fp + 8, &ra) || read_u64(w, w->fp, &code))
 			return stop(w, VPB_WALK_UNREADABLE);
 		w->pc = ra;
 		w->sp = w->fp + 16;
@@ -328,9 +351,9 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 		if (fc > 0 && code && w->pc < code + (__u64)fc)
 			cfa = w->sp + 8;
 	}
-	if (read_u64(cfa - 8, &ra))
+	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (cfa != w->sp + 8 && read_u64(cfa - 16, &w->fp))
+	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -346,7 +369,7 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		/* No unwind information at all: frame pointers are all there is. */
 		if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 			return stop(w, VPB_WALK_NO_RULE);
-		if (read_u64(fp + 8, &ra) || read_u64(fp, &w->fp))
+		if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &w->fp))
 			return stop(w, VPB_WALK_UNREADABLE);
 		w->pc = ra;
 		w->sp = fp + 16;
@@ -370,9 +393,9 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 	default:
 		return stop(w, VPB_WALK_NO_RULE);
 	}
-	if (read_u64(cfa - 8, &ra))
+	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (r->fp_off != VPB_FP_SAME && read_u64(cfa + (__s64)r->fp_off * 8, &w->fp))
+	if (r->fp_off != VPB_FP_SAME && read_u64(w, cfa + (__s64)r->fp_off * 8, &w->fp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -458,6 +481,10 @@ static __always_inline bool walk_user(struct walk *w, struct bpf_perf_event_data
 		w->r13 = ctx->regs.r13;
 	}
 	w->slot = *slot;
+	/* The stack is copied in chunks as the walk reaches them (read_u64). */
+	w->stk_base = w->sp;
+	w->stk_len = 0;
+	w->stk_stop = 0;
 	w->n = 0;
 	w->nj = 0;
 	w->end = VPB_WALK_DEPTH;

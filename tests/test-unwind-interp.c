@@ -39,6 +39,8 @@ static void run(const char *java)
 		 * warm-up calls spin from main directly; the rounds through a caller). */
 		if (strstr(line, "InterpSplit.main"))
 			spin_named += n;
+		else if (n > 20)
+			fprintf(stderr, "%ld samples without main (session %s): %.600s\n", n, sess, line);
 		int k = strstr(line, "InterpSplit.callerA") ? 0 : strstr(line, "InterpSplit.callerB") ? 1
 		      : strstr(line, "InterpSplit.callerC") ? 2 : -1;
 		if (k >= 0)
