@@ -36,6 +36,13 @@ struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 					  uint32_t format_version, size_t chunk_bytes,
 					  bool private_file)
 {
+	return cfile_writer__create_at(AT_FDCWD, path, kind, format_version, chunk_bytes, private_file);
+}
+
+struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32_t kind,
+					     uint32_t format_version, size_t chunk_bytes,
+					     bool private_file)
+{
 	struct cfile_writer *w = calloc(1, sizeof(*w));
 	int saved;
 	if (!w)
@@ -49,8 +56,8 @@ struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 	w->fd = -1;
 	if (!w->buf || !w->zbuf)
 		goto fail;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		     private_file ? 0600 : 0644);
+	w->fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       private_file ? 0600 : 0644);
 	if (w->fd < 0)
 		goto fail;
 	struct vp_file_header h = {

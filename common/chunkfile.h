@@ -72,6 +72,10 @@ struct cfile_writer;
 struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 					  uint32_t format_version, size_t chunk_bytes,
 					  bool private_file);
+/* The same, with path relative to the directory fd dirfd (AT_FDCWD for the above). */
+struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32_t kind,
+					     uint32_t format_version, size_t chunk_bytes,
+					     bool private_file);
 /* Appends one record; body may be NULL when body_len is 0. Returns 0 or -errno. */
 int cfile_writer__append(struct cfile_writer *w, uint32_t type, uint64_t time,
 			 const void *body, size_t body_len);

@@ -733,7 +733,7 @@ cleanup:
 		w = NULL;
 		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		if (existed)
-			mkdir(dir, 0755);
+			mkdir(dir, 0700);
 	}
 	vp_session_writer__free(w);
 	free(steal);

@@ -65,19 +65,22 @@ bool record_jvm__frame_pointers(pid_t pid)
 }
 
 /* The agent writes <session>/jit/<pid>/ as the JVM's user, who may not be us and so
- * cannot create entries in our jit/ (0755): make the directory for it, owned by it. */
-static void prepare_maps_dir(const char *session, pid_t pid)
+ * cannot create entries in our jit/ (0711): make the directory for it, owned by it, 0700,
+ * relative to the jit/ we opened (no path is walked again). */
+static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
 {
-	char path[PATH_MAX + 64], proc[64];
+	char name[32], proc[64];
 	struct stat st;
+	int jit = vp_session_writer__jit_dirfd(w);
+
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR "/%d", session, (int)pid);
-	if (stat(proc, &st) != 0)
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	if (jit < 0 || stat(proc, &st) != 0)
 		return;
-	if (mkdir(path, 0700) == 0 && (st.st_uid != geteuid() || st.st_gid != getegid()))
-		if (chown(path, st.st_uid, st.st_gid) != 0)
-			fprintf(stderr, "viprof: warning: cannot give %s to uid %u: %s\n", path, (unsigned)st.st_uid,
-				strerror(errno));
+	if (mkdirat(jit, name, 0700) == 0 && (st.st_uid != geteuid() || st.st_gid != getegid()))
+		if (fchownat(jit, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
+			fprintf(stderr, "viprof: warning: cannot give %s/jit/%s to uid %u: %s\n",
+				vp_session_writer__dir(w), name, (unsigned)st.st_uid, strerror(errno));
 }
 
 static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
@@ -89,7 +92,7 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 
 	snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
-	prepare_maps_dir(session, pid);
+	prepare_maps_dir(w, pid);
 	if (!record_jvm__frame_pointers(pid))
 		flags |= VP_JVM_NO_FRAME_POINTERS;
 	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));

@@ -1,6 +1,7 @@
 /* The recorder's session directory writer: see session_writer.h. */
 #define _GNU_SOURCE
 #include "daemon/session_writer.h"
+#include "common/safefs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ struct meta_pair {
 
 struct vp_session_writer {
 	char dir[PATH_MAX];
+	int dirfd, jitfd;        /* the session directory and its jit/, opened once */
 	struct cfile_writer *cw;
 	struct vp_kallsyms *ks;
 	struct meta_pair *meta;
@@ -85,6 +87,14 @@ static int prepare_dir(const char *dir, bool force, char *err, size_t errlen)
 {
 	struct stat st;
 	if (lstat(dir, &st) == 0) {
+		/* Root must not write into a directory someone else controls: they could
+		 * swap what is in it for links while we write. */
+		if (S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+			vp_set_err(err, errlen, "%s belongs to uid %u, not to the user recording (uid %u); "
+				   "give -o a new path or a directory you own", dir, (unsigned)st.st_uid,
+				   (unsigned)geteuid());
+			return -EPERM;
+		}
 		if (S_ISDIR(st.st_mode) && dir_is_empty(dir))
 			return 0;
 		if (!force) {
@@ -108,7 +118,7 @@ static int prepare_dir(const char *dir, bool force, char *err, size_t errlen)
 			return -e;
 		}
 	}
-	if (mkdir(dir, 0755) != 0) {
+	if (mkdir(dir, 0700) != 0) {
 		int e = errno;
 		vp_set_err(err, errlen, "cannot create session directory %s: %s", dir, strerror(e));
 		return -e;
@@ -126,6 +136,7 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 		vp_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
+	w->dirfd = w->jitfd = -1;
 	if ((e = prepare_dir(dir, force, err, errlen)))
 		goto fail;
 	if (!realpath(dir, w->dir)) {
@@ -133,17 +144,32 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 		vp_set_err(err, errlen, "%s: %s", dir, strerror(errno));
 		goto fail;
 	}
-	/* The JVM agent writes its code maps under jit/; in launch mode the JVM runs as
-	 * we do, but an attached JVM may run as another user and must be able to look in. */
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR, w->dir);
-	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-		e = -errno;
-		vp_set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+	/* From here on, everything is relative to the directory as opened now: whatever
+	 * happens to the path later, we write into this directory, which we own. Sessions
+	 * hold kernel addresses that kptr_restrict hides from users: files 0600; the
+	 * directories 0711 so that an attached JVM of another user can reach the maps
+	 * directory made for it (jit/<pid>, its own, 0700) without listing anything. */
+	w->dirfd = vp_safe_opendir(w->dir);
+	struct stat st;
+	if (w->dirfd < 0 || fstat(w->dirfd, &st) || st.st_uid != geteuid()) {
+		e = w->dirfd < 0 ? w->dirfd : -EPERM;
+		vp_set_err(err, errlen, "cannot open session directory %s safely: %s", w->dir, strerror(-e));
 		goto fail;
 	}
-	chmod(path, 0755);   /* not subject to our umask */
+	if (fchmod(w->dirfd, 0711)) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot make %s private: %s", w->dir, strerror(errno));
+		goto fail;
+	}
+	w->jitfd = vp_safe_mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0711, (uid_t)-1);
+	if (w->jitfd < 0) {
+		e = w->jitfd;
+		vp_set_err(err, errlen, "cannot create %s/%s: %s", w->dir, VP_SESSION_JIT_DIR, strerror(-e));
+		goto fail;
+	}
 	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, w->dir);
-	w->cw = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, chunk_bytes, false);
+	w->cw = cfile_writer__create_at(w->dirfd, VP_SESSION_STREAM, VP_KIND_SESSION_STREAM,
+					VP_SESSION_FORMAT_VERSION, chunk_bytes, true);
 	if (!w->cw) {
 		e = -errno;
 		vp_set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
@@ -151,6 +177,10 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 	}
 	return w;
 fail:
+	if (w->jitfd >= 0)
+		close(w->jitfd);
+	if (w->dirfd >= 0)
+		close(w->dirfd);
 	free(w);
 	errno = -e;
 	return NULL;
@@ -163,6 +193,7 @@ void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsym
 }
 
 const char *vp_session_writer__dir(const struct vp_session_writer *w) { return w->dir; }
+int vp_session_writer__jit_dirfd(const struct vp_session_writer *w) { return w->jitfd; }
 
 static int append(struct vp_session_writer *w, uint32_t type, uint64_t time, const void *body, size_t len)
 {
@@ -433,12 +464,17 @@ static void json_u64_array(FILE *f, const uint64_t *v, int n)
 static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end, uint64_t stream_bytes,
 			   char *err, size_t errlen)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_META_JSON, w->dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
+	char tmp[PATH_MAX + 40];
+	const char *tname = VP_SESSION_META_JSON ".tmp";
+	snprintf(tmp, sizeof(tmp), "%s/%s", w->dir, tname);
+	/* A new file in our own directory, never one that is there already. */
+	unlinkat(w->dirfd, tname, 0);
+	int fd = vp_safe_create(w->dirfd, tname, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		int e = errno;
+		int e = fd < 0 ? -fd : errno;
+		if (fd >= 0)
+			close(fd);
 		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 		return -e;
 	}
@@ -467,12 +503,12 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	if (fflush(f) != 0 || ferror(f)) {
 		int e = errno ? errno : EIO;
 		fclose(f);
-		unlink(tmp);
+		unlinkat(w->dirfd, tname, 0);
 		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 		return -e;
 	}
 	fclose(f);
-	if (rename(tmp, path) != 0) {
+	if (renameat(w->dirfd, tname, w->dirfd, VP_SESSION_META_JSON) != 0) {
 		int e = errno;
 		vp_set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(e));
 		return -e;
@@ -505,6 +541,10 @@ void vp_session_writer__free(struct vp_session_writer *w)
 	if (!w)
 		return;
 	cfile_writer__close(w->cw);
+	if (w->jitfd >= 0)
+		close(w->jitfd);
+	if (w->dirfd >= 0)
+		close(w->dirfd);
 	vp_kallsyms__free(w->ks);
 	for (int i = 0; i < w->nmeta; i++) {
 		free(w->meta[i].key);

@@ -40,6 +40,9 @@ int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t
 			    const void *body, size_t len);
 /* A sink whose emit() is vp_session_writer__emit, for struct sampler_config. */
 struct vp_sink vp_session_writer__sink(struct vp_session_writer *w);
+/* The session's jit/ directory, opened when the session was created (0711, ours):
+ * create entries in it relative to this fd, never by path. */
+int vp_session_writer__jit_dirfd(const struct vp_session_writer *w);
 /* Emits VP_REC_STEAL for each CPU and remembers the values (first and last call go
  * into meta.json). */
 int vp_session_writer__steal(struct vp_session_writer *w, uint64_t time, const uint64_t *steal_ns, int ncpus);

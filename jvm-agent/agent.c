@@ -29,6 +29,7 @@
 #include <jvmticmlr.h>
 
 #include "common/chunkfile.h"
+#include "common/safefs.h"
 #include "jvm-agent/names.h"
 #include "maps/codemap_format.h"
 
@@ -924,7 +925,7 @@ static int parse_options(const char *options)
 		p += len + (end ? 1 : 0);
 	}
 	if (!A.dir[0])
-		snprintf(A.dir, sizeof(A.dir), "/tmp/viprof-jit");
+		snprintf(A.dir, sizeof(A.dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 	return 0;
 }
 
@@ -944,33 +945,52 @@ static int make_dirs(const char *path)
 		if (!c)
 			break;
 	}
-	struct stat st;
-	if (stat(path, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	return 0;
 }
 
+/* The map directory is opened component by component without following a symlink
+ * (after resolving the ones in the path as given), and <dir>/<pid> must be a directory
+ * of our own: a JVM running as root must not write where another user points it. */
 static int open_file(void)
 {
-	char piddir[PATH_MAX];
-	if (snprintf(piddir, sizeof(piddir), "%s/%d", A.dir, (int)getpid()) >= (int)sizeof(piddir))
-		return -ENAMETOOLONG;
-	int err = make_dirs(piddir);
+	char real[PATH_MAX], name[32];
+	int err = make_dirs(A.dir);
 	if (err)
 		return err;
+	if (!realpath(A.dir, real))
+		return -errno;
+	int dfd = vp_safe_opendir(real);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%d", (int)getpid());
+	int pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1);
+	close(dfd);
+	if (pfd < 0)
+		return pfd == -EPERM ? -EACCES : pfd;
 	/* A second agent in the same pid directory (pid reuse, a second attach) gets its own
 	 * file; readers take all codemap*.vpm files of the directory in creation order. */
 	for (int i = 0; i < 100; i++) {
+		char file[64];
+
 		if (i == 0)
-			snprintf(A.path, sizeof(A.path), "%s/%s", piddir, VP_CODEMAP_FILE);
+			snprintf(file, sizeof(file), "%s", VP_CODEMAP_FILE);
 		else
-			snprintf(A.path, sizeof(A.path), "%s/codemap.%d.vpm", piddir, i);
-		A.w = cfile_writer__create(A.path, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
-		if (A.w)
+			snprintf(file, sizeof(file), "codemap.%d.vpm", i);
+		if (snprintf(A.path, sizeof(A.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(A.path))
+			A.path[sizeof(A.path) - 1] = '\0';
+		A.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+		if (A.w) {
+			close(pfd);
 			return 0;
-		if (errno != EEXIST)
-			return -errno;
+		}
+		if (errno != EEXIST) {
+			int e = -errno;
+
+			close(pfd);
+			return e;
+		}
 	}
+	close(pfd);
 	return -EEXIST;
 }
 
@@ -1032,7 +1052,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	}
 	if ((err = open_file())) {
 		char why[PATH_MAX + 64];
-		snprintf(why, sizeof(why), "%s (in %s; pass dir=<writable directory>)", strerror(-err), A.dir);
+		snprintf(why, sizeof(why), "%s (in %s: its components must be directories, not symlinks, and "
+			 "%s/%d one of this user's own; pass dir=<a directory of yours>)", strerror(-err), A.dir,
+			 A.dir, (int)getpid());
 		fail("creating the code map", why);
 		return err;
 	}
