@@ -27,22 +27,98 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/safefs.h"
 #include "common/util.h"
+#include <dirent.h>
+#include <gelf.h>
 
 #define LISTENER_WAIT_MS 5000
 
+/* Does the ELF file on fd export HotSpot's VM structure table? */
+static bool exports_hotspot(int fd)
+{
+	bool found = false;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+
+	while (e && !found && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && !found; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			found = gelf_getsym(d, (int)i, &sym) && sym.st_value &&
+				(nm = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(nm, "gHotSpotVMStructs");
+		}
+	}
+	if (e)
+		elf_end(e);
+	return found;
+}
+
+/* HotSpot names one of its threads "VM Thread". */
+static bool has_vm_thread(pid_t pid)
+{
+	char path[64], comm[32];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		char cp[320];
+		int fd;
+		ssize_t n;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(cp, sizeof(cp), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+		if ((fd = open(cp, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n > 0) {
+			comm[n] = '\0';
+			found = !strncmp(comm, "VM Thread", 9);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A process is taken for a HotSpot JVM, and may be sent SIGQUIT, only if the libjvm.so
+ * it maps (the mapped object itself, through map_files, if it is a regular file) exports
+ * HotSpot's VM structure table and it runs HotSpot's VM thread: a file merely named
+ * libjvm.so is not enough (SIGQUIT kills most programs). */
 bool vp_jvm__is_hotspot(pid_t pid)
 {
-	char path[64], line[4096];
+	char path[64], line[4096], mf[128] = "";
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
-	bool found = false;
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libjvm.so") != NULL;
+	while (!mf[0] && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		char name[4096] = "";
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095[^\n]", &lo, &hi, &off, name) == 4 &&
+		    strstr(name, "/libjvm.so") && off == 0)
+			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", (int)pid, lo, hi);
+	}
 	fclose(f);
-	return found;
+	if (!mf[0])
+		return false;
+	int fd = vp_safe_open_regular(mf, false);
+	bool hs = fd >= 0 && exports_hotspot(fd);
+	if (fd >= 0)
+		close(fd);
+	return hs && has_vm_thread(pid);
 }
 
 struct target {
@@ -109,18 +185,46 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 		snprintf(out, outlen, "%s", agent);
 		return 0;
 	}
-	snprintf(out, outlen, "/tmp/.viprof-jvmti-%d.so", (int)t->nspid);
+	/* Into a new directory of the JVM's /tmp, made for this copy: the JVM's root is
+	 * reached through /proc (a magic link, followed on purpose), but "tmp" inside it
+	 * must be a directory, not a symlink, and nothing that exists is ever replaced or
+	 * removed. */
+	char name[64];
+	int in = -1, fd = -1, rootfd = -1, tmpfd = -1, dfd = -1, ret = 0;
+	snprintf(there, sizeof(there), "/proc/%d/root", (int)t->pid);
+	rootfd = open(there, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0)
+		tmpfd = openat(rootfd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	for (int i = 0; tmpfd >= 0 && dfd < 0 && i < 16; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		snprintf(name, sizeof(name), ".viprof-%d-%lx", (int)t->nspid,
+			 (unsigned long)(ts.tv_nsec ^ ((unsigned long)getpid() << 20) ^ (unsigned long)i * 7919));
+		if (mkdirat(tmpfd, name, 0700) == 0)
+			dfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		else if (errno != EEXIST)
+			break;
+	}
+	if (dfd >= 0) {
+		in = open(agent, O_RDONLY | O_CLOEXEC);
+		if (in >= 0)
+			fd = openat(dfd, "libviprof-jvmti.so", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	}
+	snprintf(out, outlen, "/tmp/%s/libviprof-jvmti.so", name);
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, out);
-	int in = open(agent, O_RDONLY | O_CLOEXEC), fd = -1, ret = 0;
-	unlink(there);
-	if (in >= 0)
-		fd = open(there, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (in < 0 || fd < 0) {
 		ret = -errno;
-		vp_set_err(err, errlen, "copying the agent into the JVM's /tmp (%s) failed: %s; make the agent path visible inside the container",
-			there, strerror(errno));
+		vp_set_err(err, errlen, "copying the agent into a new directory of the JVM's /tmp failed: %s; make the agent path visible inside the container",
+			strerror(errno));
 		goto cleanup;
 	}
+	/* The JVM runs as its user: the directory and the copy are theirs. */
+	if (fchown(dfd, t->uid, t->gid) || fchown(fd, t->uid, t->gid)) {
+		/* Readable anyway (0644 in a directory others may not enter: then it fails
+		 * at load, and says so). */
+	}
+	fchmod(dfd, 0711);
 	char buf[65536];
 	ssize_t n;
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
@@ -138,6 +242,12 @@ cleanup:
 		close(in);
 	if (fd >= 0)
 		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tmpfd >= 0)
+		close(tmpfd);
+	if (rootfd >= 0)
+		close(rootfd);
 	return ret;
 }
 

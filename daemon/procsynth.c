@@ -1,6 +1,7 @@
 /* /proc synthesis of COMM and MMAP records: see procsynth.h. */
 #define _GNU_SOURCE
 #include "daemon/procsynth.h"
+#include "common/safefs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/session_format.h"
@@ -43,16 +45,11 @@ void vp_procsynth__free(struct vp_procsynth *ps)
 	free(ps);
 }
 
-/* Looks for NT_GNU_BUILD_ID in the PT_NOTE segments of an ELF64 little-endian file;
- * only the headers and the notes are read, never the whole file. */
-int vp_elf_build_id(const char *path, uint8_t *out, size_t outlen)
+static int elf_build_id_fd(int fd, uint8_t *out, size_t outlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int ret = -ENOENT;
 	Elf64_Phdr *ph = NULL;
 	uint8_t *notes = NULL;
-	if (fd < 0)
-		return -errno;
 	Elf64_Ehdr eh;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
@@ -109,9 +106,23 @@ int vp_elf_build_id(const char *path, uint8_t *out, size_t outlen)
 cleanup:
 	free(ph);
 	free(notes);
+	return ret;
+}
+
+/* Looks for NT_GNU_BUILD_ID in the PT_NOTE segments of an ELF64 little-endian file;
+ * only the headers and the notes are read, never the whole file. */
+int vp_elf_build_id(const char *path, uint8_t *out, size_t outlen)
+{
+	/* Never block on a special file a user put at a recorded path. */
+	int fd = vp_safe_open_regular(path, false);
+
+	if (fd < 0)
+		return fd;
+	int ret = elf_build_id_fd(fd, out, outlen);
 	close(fd);
 	return ret;
 }
+
 
 /* The build-id of a mapped file, once per (device, inode) across all processes. */
 static void lookup_build_id(struct vp_procsynth *ps, pid_t pid, struct vp_mmap *m, const char *file)
@@ -127,14 +138,20 @@ static void lookup_build_id(struct vp_procsynth *ps, pid_t pid, struct vp_mmap *
 	struct bid_entry b = { .maj = m->maj, .min = m->min, .ino = m->ino };
 	char path[PATH_MAX + 64];
 	struct stat st;
-	/* Through the process's root, so that a file inside a container is the one read;
-	 * the inode check makes sure it is still the file that is mapped. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, file);
-	if (stat(path, &st) == 0 && st.st_ino == m->ino) {
-		int n = vp_elf_build_id(path, b.id, sizeof(b.id));
+	/* The mapped object itself, through map_files (also inside containers), opened
+	 * without blocking, only if it is a regular file on the same device and inode: a
+	 * FIFO or another file put at the recorded path is never read. */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)m->start,
+		 (unsigned long long)(m->start + m->len));
+	int fd = vp_safe_open_regular(path, false);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == m->ino && major(st.st_dev) == m->maj &&
+	    minor(st.st_dev) == m->min) {
+		int n = elf_build_id_fd(fd, b.id, sizeof(b.id));
 		if (n > 0)
 			b.size = (int8_t)n;
 	}
+	if (fd >= 0)
+		close(fd);
 	if (ps->n == ps->cap) {
 		size_t cap = ps->cap ? ps->cap * 2 : 64;
 		struct bid_entry *c = realloc(ps->cache, cap * sizeof(*c));

@@ -774,9 +774,6 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
 	tl_agent_thread = true;
 	A.agent_jni = jni;
-	/* Classes prepared before ClassPrepare was on (or before an attach). */
-	if (!A.classes_enumerated)
-		enumerate_classes(jvmti, jni);
 	for (;;) {
 		const uint8_t *buf;
 		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
@@ -797,6 +794,10 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		}
 		if (stop || A.disabled)
 			break;
+		/* Classes prepared before ClassPrepare was on (or before an attach), after the
+		 * first batch of code records so that those reach the file first. */
+		if (!A.classes_enumerated)
+			enumerate_classes(jvmti, jni);
 	}
 	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
 	/* Anything queued after the last take is written by whoever waits for us. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "postproc/elfsym.h"
+#include "common/safefs.h"
 
 #define DEFAULT_DEBUG_ROOT "/usr/lib/debug"
 
@@ -205,9 +206,13 @@ static int read_syms(struct vp_elf *e, Elf *elf, uint32_t want)
 
 static Elf *open_elf(const char *path, int *fd)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
+	/* A recorded path may now name a FIFO or a device: never block on one, never read
+	 * anything but a regular file. */
+	*fd = vp_safe_open_regular(path, false);
+	if (*fd < 0) {
+		errno = -*fd;
 		return NULL;
+	}
 	Elf *elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (elf)
