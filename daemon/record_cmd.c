@@ -653,6 +653,26 @@ int cmd_record(int argc, char **argv)
 	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
 	 * status is known and nothing keeps running unprofiled behind the user's back. */
 	bool we_stopped_child = false;
+	if (child && !child_done && failed && !stop_signal) {
+		/* The recording failed (a full disk, a broken sampler): that is no reason to
+		 * end the program. It runs to its own end, unprofiled. */
+		int status;
+
+		fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
+			o.cmd[0], (int)child);
+		be->stop(s);
+		for (;;) {
+			pid_t r = waitpid(child, &status, 0);
+
+			if (r == child) {
+				child_status = status;
+				child_done = true;
+				break;
+			}
+			if (r < 0 && errno != EINTR)
+				break;
+		}
+	}
 	if (child && !child_done) {
 		int status;
 		kill(child, SIGTERM);

@@ -92,6 +92,7 @@ static struct agent {
 	volatile int method_ptrs;
 	bool classes_enumerated;
 	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
+	bool default_dir;      /* no dir= option: the per-user default under /tmp */
 } A;
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
@@ -925,8 +926,10 @@ static int parse_options(const char *options)
 		}
 		p += len + (end ? 1 : 0);
 	}
-	if (!A.dir[0])
+	if (!A.dir[0]) {
 		snprintf(A.dir, sizeof(A.dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
+		A.default_dir = true;
+	}
 	return 0;
 }
 
@@ -955,14 +958,25 @@ static int make_dirs(const char *path)
 static int open_file(void)
 {
 	char real[PATH_MAX], name[32];
+	struct stat st;
 	int err = make_dirs(A.dir);
 	if (err)
 		return err;
-	if (!realpath(A.dir, real))
+	/* A dir= given at launch may have symlinks in it (/var/run); the shared default
+	 * under /tmp must not. */
+	if (A.default_dir)
+		snprintf(real, sizeof(real), "%s", A.dir);
+	else if (!realpath(A.dir, real))
 		return -errno;
 	int dfd = vp_safe_opendir(real);
 	if (dfd < 0)
 		return dfd;
+	/* Ours or root's, and not open to others' writes (unless sticky). */
+	if (fstat(dfd, &st) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))) {
+		close(dfd);
+		return -EACCES;
+	}
 	snprintf(name, sizeof(name), "%d", (int)getpid());
 	int pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1);
 	close(dfd);

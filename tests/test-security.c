@@ -1,0 +1,275 @@
+/* Root's recorder must not be a way in (issue "Root's profiler must not be a way in").
+ * Each scenario is its own ctest entry (argv[1]); they run as root and act as a real
+ * unprivileged user (created here, removed at the end) where the attack needs one:
+ *   odir      record -o into an empty directory another user owns: refused, nothing written
+ *   perms     a session is 0711 (directories) / 0600 (files): kernel addresses stay private
+ *   agentdir  the agent's default map directory, planted as a symlink by a user, is refused
+ *   fifo      a FIFO put at a mapped file's path hangs neither record -p nor report
+ *   sigquit   a process that maps a file named libjvm.so is not sent SIGQUIT
+ *   diskfull  a full disk stops the recording, not the program it profiles */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "test-record-util.h"
+
+#define USER "vpsectest"
+
+static char tmp[] = "/tmp/vp-test-security-XXXXXX";
+static bool made_user;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void cleanup(void)
+{
+	if (made_user)
+		sh("userdel -r " USER " >/dev/null 2>&1");
+	sh("rm -rf %s", tmp);
+}
+
+static struct passwd *user(void)
+{
+	struct passwd *pw = getpwnam(USER);
+
+	if (!pw) {
+		if (sh("useradd -M -s /bin/sh " USER " >/dev/null 2>&1") != 0)
+			SKIP("cannot create a test user with useradd");
+		made_user = true;
+		pw = getpwnam(USER);
+	}
+	ASSERT_NOT_NULL(pw);
+	return pw;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ASSERT_NOT_NULL(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void odir(void)
+{
+	char dir[PATH_MAX], out[8192];
+	struct passwd *pw = user();
+
+	snprintf(dir, sizeof(dir), "%s/theirs", tmp);
+	ASSERT_OK(mkdir(dir, 0777));
+	ASSERT_OK(chown(dir, pw->pw_uid, pw->pw_gid));
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", dir, "--", "/bin/true", NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	fprintf(stderr, "record -o <another user's empty directory>: exit %d: %s", rc, out);
+	ASSERT_NE(rc, 0);
+	ASSERT_NOT_NULL(strstr(out, "belongs to uid"));
+	ASSERT_EQ(count_entries(dir), 0);
+}
+
+static void perms(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], out[8192];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/s", tmp);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", dir, "--", "/bin/true", NULL };
+	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
+	ASSERT_OK(stat(dir, &st));
+	ASSERT_EQ(st.st_mode & 07777, 0711);
+	const char *files[] = { "stream.vps", "meta.json" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		ASSERT_OK(stat(path, &st));
+		ASSERT_EQ(st.st_mode & 07777, 0600);
+	}
+	/* And the user cannot read the stream. */
+	user();
+	ASSERT_NE(sh("su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", dir), 0);
+}
+
+static void agentdir(void)
+{
+	char evil[PATH_MAX], def[64], out[PATH_MAX];
+	struct stat st;
+	struct passwd *pw = user();
+
+	snprintf(def, sizeof(def), "/tmp/viprof-jit-%u", (unsigned)geteuid());
+	if (lstat(def, &st) == 0)
+		SKIP("%s exists already; this test plants it", def);
+	snprintf(evil, sizeof(evil), "%s/evil", tmp);
+	ASSERT_OK(mkdir(evil, 0777));
+	ASSERT_OK(chown(evil, pw->pw_uid, pw->pw_gid));
+	/* The user plants the root JVM's default map directory as a link to theirs. */
+	ASSERT_EQ(sh("su -s /bin/sh " USER " -c 'ln -s %s %s'", evil, def), 0);
+	snprintf(out, sizeof(out), "%s/java.err", tmp);
+	int rc = sh("%s -agentpath:%s -cp %s JitSplit 1 >/dev/null 2>%s", JAVA17, VIPROF_AGENT_SO,
+		    VIPROF_JAVA_CLASSES, out);
+	unlink(def);
+	ASSERT_EQ(rc, 0);   /* the JVM runs on without the agent */
+	fprintf(stderr, "entries in the user's directory: %d\n", count_entries(evil));
+	ASSERT_EQ(count_entries(evil), 0);
+	ASSERT_EQ(sh("grep -q 'viprof agent' %s", out), 0);
+}
+
+static void fifo(void)
+{
+	char libdir[PATH_MAX], lib[PATH_MAX + 16], sess[PATH_MAX], out[8192], pid[16];
+
+	snprintf(libdir, sizeof(libdir), "%s/lib", tmp);
+	snprintf(lib, sizeof(lib), "%s/libz.so.1", libdir);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	ASSERT_OK(mkdir(libdir, 0755));
+	ASSERT_EQ(sh("cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
+	pid_t p = fork();
+	ASSERT_GE(p, 0);
+	if (p == 0) {
+		setenv("LD_LIBRARY_PATH", libdir, 1);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(ZCALLER, "zcaller", "squeeze", "20", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	/* Swap the mapped library's path for a FIFO (the mapping keeps the old file). */
+	ASSERT_EQ(sh("mv %s %s.old && mkfifo %s", lib, lib, lib), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)p);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
+	double t0 = now();
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	double took = now() - t0;
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "5", NULL };
+	t0 = now();
+	int rc2 = tr_run(tmp, rep, out, sizeof(out));
+	double took2 = now() - t0;
+	fprintf(stderr, "record -p with a FIFO at a mapped path: exit %d in %.1f s; report: exit %d in %.1f s\n%s", rc,
+		took, rc2, took2, out);
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(rc2, 0);
+	ASSERT_LT(took, 8.0);
+	ASSERT_LT(took2, 8.0);
+}
+
+static void sigquit(void)
+{
+	char dir[PATH_MAX], lib[PATH_MAX + 16], sess[PATH_MAX], out[8192], pid[16];
+	int status;
+
+	if (access("/usr/bin/python3", X_OK))
+		SKIP("no /usr/bin/python3 to map a file");
+	snprintf(dir, sizeof(dir), "%s/cwd", tmp);
+	snprintf(lib, sizeof(lib), "%s/libjvm.so", dir);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	ASSERT_OK(mkdir(dir, 0755));
+	ASSERT_EQ(sh("cp %s %s", VIPROF_AGENT_SO, lib), 0);
+	pid_t p = fork();
+	ASSERT_GE(p, 0);
+	if (p == 0) {
+		if (chdir(dir))
+			_exit(126);
+		execl("/usr/bin/python3", "python3", "-c",
+		      "import mmap,sys,time\nf=open(sys.argv[1],'rb')\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\n"
+		      "time.sleep(60)\n", lib, (char *)NULL);
+		_exit(127);
+	}
+	usleep(500000);
+	snprintf(pid, sizeof(pid), "%d", (int)p);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
+	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
+	pid_t r = waitpid(p, &status, WNOHANG);
+	bool alive = r == 0;
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	fprintf(stderr, "python3 mapping a file named libjvm.so: %s after record -p; entries in its cwd: %d\n",
+		alive ? "alive" : "dead", count_entries(dir));
+	ASSERT_TRUE(alive);
+	ASSERT_EQ(count_entries(dir), 1);   /* libjvm.so only: no .attach_pid */
+}
+
+static void diskfull(void)
+{
+	char mnt[PATH_MAX], sess[PATH_MAX + 8], marker[PATH_MAX + 8], cmd[PATH_MAX + 128], out[8192];
+
+	snprintf(mnt, sizeof(mnt), "%s/small", tmp);
+	ASSERT_OK(mkdir(mnt, 0700));
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k"))
+		SKIP("cannot mount a small tmpfs: %s", strerror(errno));
+	snprintf(sess, sizeof(sess), "%s/s", mnt);
+	snprintf(marker, sizeof(marker), "%s/done", tmp);
+	/* About 2.5 s of shell arithmetic, then a marker: the program's own end. */
+	snprintf(cmd, sizeof(cmd), "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done; touch %s; exit 7", marker);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-g", "-F", "4999", "-o", sess, "--", "/bin/sh", "-c", cmd, NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	bool done = access(marker, F_OK) == 0;
+	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "3", NULL };
+	char rout[8192];
+	int rc2 = tr_run(tmp, rep, rout, sizeof(rout));
+	umount(mnt);
+	fprintf(stderr, "record on a full disk: exit %d, program %s; report of what was written: exit %d\n%s", rc,
+		done ? "ran to its end" : "was stopped", rc2, out);
+	ASSERT_NOT_NULL(strstr(out, "No space left on device"));
+	ASSERT_TRUE(done);
+	ASSERT_EQ(rc2, 0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	REQUIRE_ROOT();
+	ASSERT_NOT_NULL(mkdtemp(tmp));
+	chmod(tmp, 0755);
+	atexit(cleanup);
+	if (!strcmp(what, "odir"))
+		odir();
+	else if (!strcmp(what, "perms"))
+		perms();
+	else if (!strcmp(what, "agentdir"))
+		agentdir();
+	else if (!strcmp(what, "fifo"))
+		fifo();
+	else if (!strcmp(what, "sigquit"))
+		sigquit();
+	else if (!strcmp(what, "diskfull"))
+		diskfull();
+	else
+		FAIL("unknown scenario '%s'", what);
+	return 0;
+}
