@@ -186,6 +186,8 @@ struct cfile_reader {
 	off_t off;
 	bool truncated, failed;
 	char err[256];
+	uint64_t skipped_chunks, skipped_bytes;  /* damage stepped over */
+	char damage[256];     /* what the first damage was */
 };
 
 static const char *kind_name(uint32_t k)
@@ -281,6 +283,61 @@ bool cfile_reader__truncated(const struct cfile_reader *r) { return r->truncated
 const char *cfile_reader__error(const struct cfile_reader *r) { return r->err; }
 uint64_t cfile_reader__chunks(const struct cfile_reader *r) { return r->chunks; }
 
+const char *cfile_reader__skipped(const struct cfile_reader *r, uint64_t *chunks, uint64_t *bytes)
+{
+	*chunks = r->skipped_chunks;
+	*bytes = r->skipped_bytes;
+	return r->skipped_chunks ? r->damage : NULL;
+}
+
+/* A chunk header that could start a chunk: its own checksum holds and its sizes are in
+ * bounds. */
+static bool plausible_header(const struct vp_chunk_header *ch)
+{
+	return ch->magic == VP_CHUNK_MAGIC &&
+	       (uint32_t)crc32(0L, (const Bytef *)ch, offsetof(struct vp_chunk_header, header_crc)) == ch->header_crc &&
+	       ch->raw_size <= VP_MAX_CHUNK_RAW && ch->comp_size <= compressBound(VP_MAX_CHUNK_RAW);
+}
+
+/* Steps over damage found at r->off: looks for the next plausible chunk header after it
+ * and positions the reader there. 1 found, 0 none before the end of the file. The
+ * bytes in between are counted as skipped. */
+static int resync(struct cfile_reader *r, const char *why)
+{
+	static uint8_t buf[1 << 16];
+	off_t start = r->off, at = r->off + 1;
+
+	if (!r->skipped_chunks)
+		snprintf(r->damage, sizeof(r->damage), "%s at offset %lld", why, (long long)start);
+	r->skipped_chunks++;
+	r->pos = r->end = 0;
+	for (;;) {
+		ssize_t n = pread(r->fd, buf, sizeof(buf), at);
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i + 4 <= n; i++) {
+			struct vp_chunk_header ch;
+
+			if (memcmp(buf + i, &(uint32_t){ VP_CHUNK_MAGIC }, 4))
+				continue;
+			if (pread(r->fd, &ch, sizeof(ch), at + i) != (ssize_t)sizeof(ch) || !plausible_header(&ch))
+				continue;
+			r->skipped_bytes += (uint64_t)(at + i - start);
+			r->off = at + i;
+			if (lseek(r->fd, r->off, SEEK_SET) < 0)
+				return 0;
+			return 1;
+		}
+		/* Keep 3 bytes: a magic may straddle two reads. */
+		at += n > 3 ? n - 3 : n;
+	}
+	struct stat st;
+	if (fstat(r->fd, &st) == 0 && st.st_size > start)
+		r->skipped_bytes += (uint64_t)(st.st_size - start);
+	return 0;
+}
+
 static int grow(uint8_t **p, size_t *cap, size_t need)
 {
 	if (*cap >= need)
@@ -317,35 +374,35 @@ static int load_chunk(struct cfile_reader *r)
 			r->truncated = true;
 			return 0;
 		}
-		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld is corrupt (bad chunk header); data before it was read",
-			r->path, (unsigned long long)r->chunks, (long long)r->off);
-		return -EBADMSG;
+		return resync(r, "a corrupt chunk header") ? load_chunk(r) : 0;
 	}
-	if (ch.raw_size > VP_MAX_CHUNK_RAW || ch.comp_size > compressBound(VP_MAX_CHUNK_RAW)) {
-		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu claims %u bytes, more than the %u allowed",
-			r->path, (unsigned long long)r->chunks, ch.raw_size, VP_MAX_CHUNK_RAW);
-		return -EBADMSG;
-	}
+	if (ch.raw_size > VP_MAX_CHUNK_RAW || ch.comp_size > compressBound(VP_MAX_CHUNK_RAW))
+		return resync(r, "a chunk claiming more bytes than allowed") ? load_chunk(r) : 0;
 	if (grow(&r->z, &r->z_cap, ch.comp_size ? ch.comp_size : 1) || grow(&r->raw, &r->raw_cap, ch.raw_size ? ch.raw_size : 1))
 		return -ENOMEM;
 	n = vp_read_full(r->fd, r->z, ch.comp_size);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < ch.comp_size) {
+		/* A torn last chunk, or a damaged length: only a chunk header further on
+		 * tells them apart. */
+		uint64_t sc = r->skipped_chunks, sb = r->skipped_bytes;
+		char d[sizeof(r->damage)];
+
+		memcpy(d, r->damage, sizeof(d));
+		if (resync(r, "a chunk longer than the rest of the file"))
+			return load_chunk(r);
+		r->skipped_chunks = sc;
+		r->skipped_bytes = sb;
+		memcpy(r->damage, d, sizeof(d));
 		r->truncated = true;
 		return 0;
 	}
-	if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32) {
-		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu at offset %lld fails its checksum; data before it was read",
-			r->path, (unsigned long long)r->chunks, (long long)r->off);
-		return -EBADMSG;
-	}
+	if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32)
+		return resync(r, "a chunk failing its checksum") ? load_chunk(r) : 0;
 	uLongf rawlen = ch.raw_size;
-	if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size) {
-		vp_set_err(r->err, sizeof(r->err), "%s: chunk %llu does not inflate to its stated size", r->path,
-			(unsigned long long)r->chunks);
-		return -EBADMSG;
-	}
+	if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size)
+		return resync(r, "a chunk that does not inflate to its stated size") ? load_chunk(r) : 0;
 	r->off += (off_t)(sizeof(ch) + ch.comp_size);
 	r->pos = 0;
 	r->end = rawlen;
@@ -368,10 +425,15 @@ int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
 	const struct vp_record *h = (const struct vp_record *)(r->raw + r->pos);
 	size_t left = r->end - r->pos;
 	if (left < sizeof(*h) || h->size < sizeof(*h) || h->size > left || (h->size & 7)) {
-		vp_set_err(r->err, sizeof(r->err), "%s: record at chunk %llu offset %zu has a bad size (%u, %zu left)",
-			r->path, (unsigned long long)r->chunks - 1, r->pos, left >= 8 ? h->size : 0, left);
-		r->failed = true;
-		return -EBADMSG;
+		/* The chunk's checksum held, so the writer wrote this: drop the rest of the
+		 * chunk and go on with the next. */
+		if (!r->skipped_chunks)
+			snprintf(r->damage, sizeof(r->damage), "a record with a bad size in chunk %llu",
+				 (unsigned long long)r->chunks - 1);
+		r->skipped_chunks++;
+		r->skipped_bytes += left;
+		r->pos = r->end;
+		return cfile_reader__next(r, rec);
 	}
 	r->pos += h->size;
 	*rec = h;

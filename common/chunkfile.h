@@ -103,6 +103,10 @@ int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec);
 bool cfile_reader__truncated(const struct cfile_reader *r); /* torn tail seen */
 const char *cfile_reader__error(const struct cfile_reader *r);
 uint64_t cfile_reader__chunks(const struct cfile_reader *r);
+/* Damage the reader stepped over: a corrupt chunk (bad header, checksum, inflate,
+ * sizes) is skipped and reading goes on at the next chunk header found after it.
+ * Returns what the first damage was (NULL when none) and the counts. */
+const char *cfile_reader__skipped(const struct cfile_reader *r, uint64_t *chunks, uint64_t *bytes);
 void cfile_reader__close(struct cfile_reader *r); /* accepts NULL */
 
 /* Body of a record, and its length. */

@@ -548,13 +548,26 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 	uint64_t n = 0;
 	int k;
 	while ((k = cfile_reader__next(r, &rec)) > 0) {
-		if ((ret = parse_record(m, rec, path, n++, err, errlen)))
-			goto cleanup;
+		/* A malformed record is skipped (counted); only running out of memory ends
+		 * the load. */
+		if ((ret = parse_record(m, rec, path, n++, err, errlen))) {
+			if (ret != -EBADMSG)
+				goto cleanup;
+			m->skipped_records++;
+			ret = 0;
+		}
 	}
 	if (k < 0) {
 		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		ret = k;
 		goto cleanup;
+	}
+	uint64_t sc, sb;
+	const char *why = cfile_reader__skipped(r, &sc, &sb);
+	if (why) {
+		m->skipped_chunks += sc;
+		snprintf(m->damage, sizeof(m->damage), "%s: skipped %llu damaged chunk(s), %llu bytes (first: %s)", path,
+			 (unsigned long long)sc, (unsigned long long)sb, why);
 	}
 	if (cfile_reader__truncated(r))
 		m->truncated = true;

@@ -65,6 +65,8 @@ struct vp_codemap {
 	char vm[256];
 	uint64_t created_ns;         /* CLOCK_MONOTONIC creation of the first file, 0 if unknown */
 	bool truncated;              /* a file ended in a torn chunk (crash or still running) */
+	uint64_t skipped_chunks, skipped_records; /* damage stepped over while reading */
+	char damage[512];            /* what was skipped, for a warning; "" when nothing */
 	struct vp_cm_method_info *methods; size_t nmethods;   /* in load order */
 	struct vp_cm_blob_info *blobs; size_t nblobs;         /* sorted by start after finish */
 	struct vp_cm_epoch_info *epochs; size_t nepochs;

@@ -111,6 +111,8 @@ static int cmd_list(const struct vp_codemap *m)
 	       (m->flags & VP_CM_META_FRAME_POINTERS) ? "on" : "off",
 	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
 	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
+	if (m->damage[0])
+		fprintf(stderr, "viprof maps: warning: %s\n", m->damage);
 	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
 	       "unloads", "live", "live-bytes", "dropped");
 	for (size_t i = 0; i < m->nepochs; i++) {

@@ -330,6 +330,9 @@ static struct jvm *jvm_open(struct loader *l, uint32_t pid)
 	j->idx = vp_jit_index__open(path, err, sizeof(err));
 	if (!j->idx && errno != ENOENT)
 		vp_profile__warn(l->p, "%s", err[0] ? err : "cannot read JIT code maps");
+	const struct vp_codemap *cm = j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	if (cm && cm->damage[0])
+		vp_profile__warn(l->p, "%s", cm->damage);
 	const char *walk = vp_profile__meta(l->p, "stack_walk");
 	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")))
 		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
@@ -873,6 +876,12 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		ret = errno ? -errno : -EINVAL;
 		goto cleanup;
 	}
+	if (cfile_reader__header(r)->format_version > VP_SESSION_FORMAT_VERSION) {
+		ret = -EPROTO;
+		vp_set_err(err, errlen, "%s: session format version %u is newer than this viprof reads (%u); use a newer viprof",
+			   path, cfile_reader__header(r)->format_version, VP_SESSION_FORMAT_VERSION);
+		goto cleanup;
+	}
 	l.t0 = cfile_reader__header(r)->created_ns;
 	const struct vp_record *rec;
 	int k;
@@ -891,6 +900,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		goto cleanup;
 	}
+	uint64_t sc, sb;
+	const char *why = cfile_reader__skipped(r, &sc, &sb);
+	if (why)
+		vp_profile__warn(p, "%s: skipped %llu damaged chunk(s), %llu bytes (first: %s); everything else was read",
+				 path, (unsigned long long)sc, (unsigned long long)sb, why);
 	if (!l.saw_end || cfile_reader__truncated(r)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
