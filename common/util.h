@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 /* Formats an error message into err[len]; does nothing if err is NULL or len is 0, so
@@ -22,5 +23,13 @@ ssize_t vp_read_full(int fd, void *p, size_t n);
 /* A whole decimal number in [min, max] (0 <= min <= max), without a sign, or -1: for
  * command-line values, whose callers then say what they expected. */
 long long vp_parse_num(const char *s, long long min, long long max);
+
+/* qsort that accepts an empty array with a NULL base (qsort itself must not be given a
+ * NULL pointer, even for n = 0: the sanitizer build rejects it). */
+static inline void vp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
 
 #endif

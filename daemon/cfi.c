@@ -10,6 +10,7 @@
 #include <elfutils/libdw.h>
 
 #include "daemon/cfi.h"
+#include "common/util.h"
 
 #define MAX_SEGS 16
 #define REG_RBP 6
@@ -327,7 +328,7 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 	}
 	if (!starts)
 		nstarts = sym_starts(e, &starts);
-	qsort(starts, nstarts, sizeof(*starts), cmp_u64);
+	vp_sort(starts, nstarts, sizeof(*starts), cmp_u64);
 
 	ehcfi = dwarf_getcfi_elf(e);
 	dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);

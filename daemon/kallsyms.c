@@ -1,5 +1,6 @@
 /* Kernel symbol snapshot: see kallsyms.h. */
 #include "daemon/kallsyms.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -126,7 +127,7 @@ struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
 		*all_zero = k->n > 0 && !any_nonzero;
 	if (!any_nonzero)
 		k->n = 0;   /* addresses hidden: nothing can be resolved */
-	qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
+	vp_sort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
 	k->emitted = calloc(k->n / 64 + 1, sizeof(uint64_t));
 	if (!k->emitted) {
 		err = -ENOMEM;

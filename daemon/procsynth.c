@@ -209,6 +209,11 @@ static int synth_maps(struct vp_procsynth *ps, pid_t pid, uint64_t time, const s
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
+	return vp_procsynth__parse_maps(ps, f, pid, time, sink);
+}
+
+int vp_procsynth__parse_maps(struct vp_procsynth *ps, FILE *f, pid_t pid, uint64_t time, const struct vp_sink *sink)
+{
 	char *line = NULL;
 	size_t cap = 0;
 	int ret = 0;

@@ -6,6 +6,7 @@
 #define VIPROF_DAEMON_PROCSYNTH_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "sampler-kernel/sampler.h"
@@ -24,5 +25,9 @@ int vp_procsynth__all(struct vp_procsynth *ps, uint64_t time, const struct vp_si
 /* Reads the GNU build-id note of the ELF file at path (PT_NOTE segments). Returns
  * its length (1..20) or -errno (-ENOENT when the file has none). */
 int vp_elf_build_id(const char *path, uint8_t *out, size_t outlen);
+
+/* Emits the executable file mappings of /proc/PID/maps text read from f (closed here);
+ * what vp_procsynth__process does for a live pid, exposed for the fuzzer. */
+int vp_procsynth__parse_maps(struct vp_procsynth *ps, FILE *f, pid_t pid, uint64_t time, const struct vp_sink *sink);
 
 #endif

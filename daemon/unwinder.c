@@ -16,6 +16,7 @@
 #include <gelf.h>
 
 #include "common/session_format.h"
+#include "common/util.h"
 #include "daemon/cfi.h"
 #include "daemon/hotspot.h"
 #include "daemon/unwinder.h"
@@ -402,7 +403,7 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 		proc_drop(u, p);
 		return;
 	}
-	qsort(vp->maps, vp->nr_maps, sizeof(vp->maps[0]), cmp_mapping);
+	vp_sort(vp->maps, vp->nr_maps, sizeof(vp->maps[0]), cmp_mapping);
 	if (jvm && p->jvm == 0) {
 		char err[160];
 		uint64_t now = mono_ns();

@@ -513,10 +513,10 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 	}
 	for (size_t e = 0; e < m->nepochs; e++)
 		qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
-	qsort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
-	qsort(m->names, m->nnames, sizeof(*m->names), cmp_name);
+	vp_sort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
+	vp_sort(m->names, m->nnames, sizeof(*m->names), cmp_name);
 	if (m->nptrs)
-		qsort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
+		vp_sort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
@@ -638,7 +638,7 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 		vp_set_err(err, errlen, "%s: no codemap*.vpm files; run the JVM with the viprof agent", dir);
 		goto cleanup;
 	}
-	qsort(c, n, sizeof(*c), cmp_cand);
+	vp_sort(c, n, sizeof(*c), cmp_cand);
 	if (!(m = codemap_new())) {
 		ret = -ENOMEM;
 		goto cleanup;

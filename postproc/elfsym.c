@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "postproc/elfsym.h"
+#include "common/util.h"
 #include "common/safefs.h"
 
 #define DEFAULT_DEBUG_ROOT "/usr/lib/debug"
@@ -337,7 +338,7 @@ static int load_elf(struct vp_elfsym *c, struct vp_elf *e, Elf *elf, const char 
 		goto cleanup;
 	}
 	if (e->nsyms)
-		qsort(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym);
+		vp_sort(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym);
 	/* Keep one name per address (the preferred alias sorted first). */
 	size_t o = 0;
 	for (size_t i = 0; i < e->nsyms; i++) {

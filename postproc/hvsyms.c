@@ -1,5 +1,6 @@
 /* Hypervisor symbols from a Xen ELF (see hvsyms.h), via libelf. */
 #include "postproc/hvsyms.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,7 +136,7 @@ struct vp_hvsyms *vp_hvsyms__open(const char *path, char *err, size_t len)
 			 : "cannot read the symbols of %s: %s", path, strerror(-ret));
 		goto cleanup;
 	}
-	qsort(x->s, x->n, sizeof(*x->s), cmp_sym);
+	vp_sort(x->s, x->n, sizeof(*x->s), cmp_sym);
 cleanup:
 	if (elf)
 		elf_end(elf);

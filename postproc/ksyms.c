@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "postproc/ksyms.h"
+#include "common/util.h"
 
 struct vp_ksyms {
 	struct vp_ksym_entry *syms;
@@ -70,7 +71,7 @@ static int cmp_sym(const void *a, const void *b)
  * of its own dedup table, and merged sessions repeat them. */
 static void sort_syms(struct vp_ksyms *k)
 {
-	qsort(k->syms, k->n, sizeof(*k->syms), cmp_sym);
+	vp_sort(k->syms, k->n, sizeof(*k->syms), cmp_sym);
 	size_t o = 0;
 	for (size_t i = 0; i < k->n; i++) {
 		if (o && k->syms[o - 1].addr == k->syms[i].addr &&

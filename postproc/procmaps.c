@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "postproc/procmaps.h"
+#include "common/util.h"
 
 #define NBUCKETS 4096
 
@@ -332,7 +333,7 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 	if (!p || !p->nmaps)
 		return NULL;
 	if (!p->sorted) {
-		qsort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
+		vp_sort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
 		p->sorted = true;
 	}
 	size_t lo = 0, hi = p->nmaps;

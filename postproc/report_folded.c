@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "postproc/report.h"
+#include "common/util.h"
 
 struct line {
 	char *s;
@@ -95,7 +96,7 @@ int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_
 		lines[n].count = s->samples[ev];
 		n++;
 	}
-	qsort(lines, n, sizeof(*lines), cmp_line);
+	vp_sort(lines, n, sizeof(*lines), cmp_line);
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
 		uint64_t c = lines[i].count;

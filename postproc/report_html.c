@@ -249,7 +249,8 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
 			if (t->n[c].value)
 				kids[nk++] = c;
-		qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
+		if (nk > 1)
+			qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
 		vp_out__printf(o, "%s%d,%llu,%zu", nout++ ? "," : "", id ? (int)fidx[nd->frame] - 1 : -1,
 			       (unsigned long long)nd->value, nk);
 		if (base)

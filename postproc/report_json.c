@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "postproc/report_util.h"
+#include "common/util.h"
 
 #define DEFAULT_TOP 25
 
@@ -65,7 +66,7 @@ static void write_top(struct vp_out *o, const struct vp_profile *p, const struct
 		r[n].other = by_total ? c[i].self : c[i].total;
 		n++;
 	}
-	qsort(r, n, sizeof(*r), rank_cmp);
+	vp_sort(r, n, sizeof(*r), rank_cmp);
 	vp_out__puts(o, "\"top\":[");
 	for (size_t i = 0; i < n && i < (size_t)top; i++) {
 		const struct vp_frame *f = &p->frames[r[i].id];

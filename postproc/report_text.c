@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/session_format.h"
+#include "common/util.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "postproc/report_util.h"
@@ -351,7 +352,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		nrows++;
 	}
 	sort_p = p;
-	qsort(rows, nrows, sizeof(*rows), cmp_row);
+	vp_sort(rows, nrows, sizeof(*rows), cmp_row);
 	size_t shown = nrows < (size_t)top ? nrows : (size_t)top;
 	for (int e = 0; e < ncols; e++) {
 		uint64_t total = vp_event_samples(p, cols[e]), sum = 0;
@@ -445,7 +446,7 @@ static int diff(const struct vp_profile *p, const struct vp_profile *base, struc
 		nrows++;
 	}
 	sort_p = ks.u;
-	qsort(rows, nrows, sizeof(*rows), cmp_drow);
+	vp_sort(rows, nrows, sizeof(*rows), cmp_drow);
 	vp_out__printf(o, "# diff on %s: base %llu samples, new %llu samples; self%% normalized per profile\n",
 		       p->nevents ? p->events[ev].name : "-", (unsigned long long)bt, (unsigned long long)pt);
 	if (bev < 0)

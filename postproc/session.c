@@ -660,7 +660,7 @@ static void victims_index(struct loader *l)
 	size_t n = 0;
 	if (!l->nvictims)
 		return;
-	qsort(l->victims, l->nvictims, sizeof(*l->victims), cmp_victim);
+	vp_sort(l->victims, l->nvictims, sizeof(*l->victims), cmp_victim);
 	for (size_t i = 1; i < l->nvictims; i++) {
 		if (!cmp_victim(&l->victims[n], &l->victims[i]))
 			l->victims[n].ns += l->victims[i].ns;

@@ -2,6 +2,7 @@
  * replayed in time order at finish, because the recorder's per-CPU buffers are
  * drained independently and a SWITCH can reach the stream after a later STEAL. */
 #include "postproc/steal.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -236,7 +237,7 @@ static int replay_cpu(struct vp_steal_acct *a, uint32_t cpu)
 	size_t first_charge = a->ncharges;
 	int err;
 
-	qsort(c->v, c->n, sizeof(*c->v), cmp_ev);
+	vp_sort(c->v, c->n, sizeof(*c->v), cmp_ev);
 	a->nruns = 0;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct steal_ev *e = &c->v[i];
@@ -289,7 +290,7 @@ int vp_steal_acct__finish(struct vp_steal_acct *a,
 			return err;
 		}
 	}
-	qsort(a->charges, a->ncharges, sizeof(*a->charges), cmp_charge);
+	vp_sort(a->charges, a->ncharges, sizeof(*a->charges), cmp_charge);
 	for (size_t i = 0; i < a->ncharges;) {
 		struct charge m = a->charges[i++];
 

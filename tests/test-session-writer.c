@@ -201,7 +201,13 @@ static void test_writer(void)
 	snprintf(path, sizeof(path), "%s/jit", dir);
 	struct stat st;
 	ASSERT_OK(stat(path, &st));
-	ASSERT_EQ(st.st_mode & 0777, 0755);
+	/* Traversable, not listable, by the user of an attached JVM; files private. */
+	ASSERT_EQ(st.st_mode & 0777, 0711);
+	ASSERT_OK(stat(dir, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0711);
+	snprintf(path, sizeof(path), "%s/stream.vps", dir);
+	ASSERT_OK(stat(path, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0600);
 
 	ASSERT_OK(vp_session_writer__meta(w, "hostname", "h\"1"));
 	ASSERT_OK(vp_session_writer__meta(w, "clock", "CLOCK_MONOTONIC"));

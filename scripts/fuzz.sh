@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of fuzz/ (one, or "all") for SECONDS each, from their seed
+# corpora, in a clang build with ASan and UBSan (build-fuzz/, made on first use).
+#   bash scripts/fuzz.sh all 3600        an hour each, as the README says
+#   bash scripts/fuzz.sh fuzz-codemap 10 what each ctest fuzz entry runs
+#   bash scripts/fuzz.sh --build         only (re)build the targets
+# Exit status 77 (ctest: skipped) when clang or its libFuzzer runtime is missing.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${VIPROF_FUZZ_BUILD:-$ROOT/build-fuzz}
+ALL="fuzz-chunkfile fuzz-session fuzz-codemap fuzz-jitdump fuzz-perfmap fuzz-procmaps fuzz-events"
+command -v clang >/dev/null || { echo "fuzz: clang is not installed (apt-get install clang)"; exit 77; }
+probe=$(mktemp -d)
+printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe/p.c"
+if ! clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
+	rm -rf "$probe"
+	echo "fuzz: clang has no libFuzzer runtime (apt-get install libclang-rt-14-dev)"
+	exit 77
+fi
+rm -rf "$probe"
+build() {
+	if [ ! -f "$B/CMakeCache.txt" ]; then
+		CC=clang cmake -S "$ROOT" -B "$B" -DVIPROF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$B.log" 2>&1 ||
+			{ cat "$B.log"; exit 1; }
+	fi
+	# shellcheck disable=SC2086
+	cmake --build "$B" -j2 --target $ALL >>"$B.log" 2>&1 || { tail -40 "$B.log"; exit 1; }
+}
+if [ "${1:-}" = "--build" ]; then
+	build
+	exit 0
+fi
+T=${1:?usage: fuzz.sh TARGET|all SECONDS}; S=${2:-10}
+[ "$T" = all ] && T=$ALL
+build
+for t in $T; do
+	work=$(mktemp -d /tmp/vp-fuzz-corpus.XXXXXX)
+	echo "fuzz: $t for $S s"
+	"$B/fuzz/$t" -max_total_time="$S" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$work/" "$work" "$ROOT/fuzz/corpus/$t" 2>&1 | tail -8 ||
+		{ echo "fuzz: $t found a crash; the input is in $work"; exit 1; }
+	rm -rf "$work"
+done
