@@ -19,12 +19,13 @@ if ! clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
 fi
 rm -rf "$probe"
 build() {
+	mkdir -p "$B"
 	if [ ! -f "$B/CMakeCache.txt" ]; then
-		CC=clang cmake -S "$ROOT" -B "$B" -DVIPROF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$B.log" 2>&1 ||
-			{ cat "$B.log"; exit 1; }
+		CC=clang cmake -S "$ROOT" -B "$B" -DVIPROF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$B/fuzz-build.log" 2>&1 ||
+			{ cat "$B/fuzz-build.log"; exit 1; }
 	fi
 	# shellcheck disable=SC2086
-	cmake --build "$B" -j2 --target $ALL >>"$B.log" 2>&1 || { tail -40 "$B.log"; exit 1; }
+	cmake --build "$B" -j2 --target $ALL >>"$B/fuzz-build.log" 2>&1 || { tail -40 "$B/fuzz-build.log"; exit 1; }
 }
 if [ "${1:-}" = "--build" ]; then
 	build
