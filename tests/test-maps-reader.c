@@ -412,6 +412,47 @@ static void check_export_import(struct vp_jit_index *x)
 	ASSERT_CONTAINS(err, "jitdump");
 }
 
+/* Method* naming for interpreted frames: a pointer reused by a later class generation
+ * names the method of its time; classes the agent found already loaded also name
+ * samples from before their record. */
+static void check_method_ptrs(void)
+{
+	char p[300], err[512];
+	snprintf(p, sizeof(p), "%s/ptrs.vpm", dir);
+	unlink(p);
+	struct cfile_writer *w = cfile_writer__create(p, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+	ASSERT_NOT_NULL(w);
+	struct {
+		struct vp_cm_method_ptrs h;
+		struct vp_cm_method_ptr e[2];
+	} gen1 = { { 2, 0 }, { { 0x7000, 11 }, { 0x7100, 12 } } },
+	  gen2 = { { 2, 0 }, { { 0x7000, 21 }, { 0x7200, 22 } } },
+	  boot = { { 2, VP_CM_PTRS_PREEXISTING }, { { 0x9000, 31 }, { 0, 32 } } };
+	put(w, VP_CM_METHOD_PTR, 50, &boot, sizeof(boot));
+	put(w, VP_CM_METHOD_PTR, 100, &gen1, sizeof(gen1));
+	put(w, VP_CM_METHOD_PTR, 200, &gen2, sizeof(gen2));
+	/* One that overruns its record is skipped, not fatal. */
+	struct vp_cm_method_ptrs bad = { 1000, 0 };
+	put(w, VP_CM_METHOD_PTR, 300, &bad, sizeof(bad));
+	ASSERT_OK(cfile_writer__close(w));
+	struct vp_codemap *m = vp_codemap__load_file(p, err, sizeof(err));
+	if (!m)
+		FAIL("%s", err);
+	ASSERT_UEQ(m->nptrs, 5);              /* a NULL pointer is not kept */
+	ASSERT_UEQ(m->skipped_records, 1);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7000, 99), 0);   /* before its class existed */
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7000, 100), 11);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7000, 199), 11);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7000, 200), 21);  /* reused by generation 2 */
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7000, 1000), 21);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x7100, 500), 12);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x9000, 10), 31);   /* loaded before the agent */
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x9000, 60), 31);
+	ASSERT_UEQ(vp_codemap__method_at(m, 0x8000, 500), 0);
+	vp_codemap__free(m);
+	unlink(p);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/vp-maps-reader-XXXXXX");
@@ -439,6 +480,7 @@ int main(void)
 	vp_jit_index__close(x);
 
 	check_bad_records();
+	check_method_ptrs();
 	check_truncation(good);
 	check_fuzz(good);
 	check_record_fuzz();
