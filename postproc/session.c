@@ -272,7 +272,9 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	}
 	case VP_REC_JVM: {
 		const struct vp_jvm *j = b;
-		if (blen >= sizeof(*j) && (j->flags & VP_JVM_NO_FRAME_POINTERS))
+		const char *walk = vp_profile__meta(l->p, "stack_walk");
+		/* Only the frame-pointer walk needs them (META records come first). */
+		if (blen >= sizeof(*j) && (j->flags & VP_JVM_NO_FRAME_POINTERS) && !(walk && !strcmp(walk, "tables")))
 			vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 					 "short; restart it with that flag for full stacks", j->pid);
 		return 0;
