@@ -163,7 +163,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* FDE start addresses from .eh_frame_hdr's search table (the usual encodings only). */
+/* FDE start addresses from .eh_frame_hdr's search table (the usual encodings only), for
+ * files whose section headers are gone: libdw then finds .eh_frame through it too. */
 static size_t hdr_starts(Elf *e, const GElf_Phdr *ph, uint64_t **out)
 {
 	Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph->p_offset, ph->p_filesz, ELF_T_BYTE);
@@ -194,37 +195,170 @@ static size_t hdr_starts(Elf *e, const GElf_Phdr *ph, uint64_t **out)
 	return count;
 }
 
-/* Function starts from the symbol tables, for files without a search table. */
-static size_t sym_starts(Elf *e, uint64_t **out)
+/* One DW_EH_PE-encoded value at *pp (advanced past it), within [*pp, end). Only what
+ * x86-64 toolchains emit for FDE addresses: absolute or pc-relative, fixed-size or
+ * LEB128. field_vaddr is the address *pp has when loaded, for pc-relative values. */
+static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t field_vaddr,
+			 uint64_t *val)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	size_t size;
+	int shift = 0;
+
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: case 0x0c: size = 8; break;   /* absptr, udata8, sdata8 */
+	case 0x03: case 0x0b: size = 4; break;              /* udata4, sdata4 */
+	case 0x02: case 0x0a: size = 2; break;              /* udata2, sdata2 */
+	case 0x01: case 0x09:                               /* uleb128, sleb128 */
+		do {
+			if (p >= end || shift > 63)
+				return false;
+			v |= (uint64_t)(*p & 0x7f) << shift;
+			shift += 7;
+		} while (*p++ & 0x80);
+		if ((enc & 0x0f) == 0x09 && shift < 64 && (p[-1] & 0x40))
+			v |= ~(uint64_t)0 << shift;
+		size = 0;
+		break;
+	default:
+		return false;
+	}
+	if (size) {
+		if ((size_t)(end - p) < size)
+			return false;
+		if (size == 8) {
+			memcpy(&v, p, 8);
+		} else if (size == 4) {
+			uint32_t x;
+
+			memcpy(&x, p, 4);
+			v = (enc & 0x08) ? (uint64_t)(int64_t)(int32_t)x : x;
+		} else {
+			uint16_t x;
+
+			memcpy(&x, p, 2);
+			v = (enc & 0x08) ? (uint64_t)(int64_t)(int16_t)x : x;
+		}
+		p += size;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += field_vaddr; break;
+	default: return false;                              /* textrel, datarel, funcrel */
+	}
+	*pp = p;
+	*val = v;
+	return true;
+}
+
+/* The DW_EH_PE encoding a CIE's augmentation gives its FDEs' addresses ('R'); -1 when
+ * the augmentation is one we cannot step through. */
+static int cie_fde_encoding(const Dwarf_CIE *cie)
+{
+	const char *a = cie->augmentation;
+	const uint8_t *p = cie->augmentation_data, *end = p + cie->augmentation_data_size;
+	uint64_t skip;
+
+	if (!a || a[0] != 'z')
+		return a && a[0] == 0 ? 0 : -1;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'R':
+			return p < end ? *p : -1;
+		case 'L':
+			if (p++ >= end)
+				return -1;
+			break;
+		case 'P':           /* personality: an encoding byte, then a pointer in it */
+			if (p >= end)
+				return -1;
+			uint8_t penc = *p++;
+			if (!read_encoded(&p, end, penc & 0x0f, 0, &skip))
+				return -1;
+			break;
+		case 'S': case 'B':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Appends the start of every FDE in one CFI section to *v (dwarf_next_cfi walks the
+ * entries; only the address fields are decoded here). A damaged entry ends the walk:
+ * the starts read so far are kept. */
+static void section_starts(Elf *e, Elf_Scn *scn, bool eh, uint64_t **v, size_t *n, size_t *cap)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
+	Dwarf_Off off = 0, next, last_cie = (Dwarf_Off)-1;
+	int enc = 0;
+
+	if (!ident || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return;
+	if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+		return;
+	if (!(d = elf_getdata(scn, NULL)) || !d->d_buf || d->d_size == 0)
+		return;
+	while (off < d->d_size) {
+		Dwarf_CFI_Entry ent, cie;
+		uint64_t lo, range;
+
+		if (dwarf_next_cfi(ident, d, eh, off, &next, &ent) != 0 || next <= off)
+			break;
+		off = next;
+		if (dwarf_cfi_cie_p(&ent))
+			continue;
+		if (!eh) {
+			enc = 0;                    /* .debug_frame: plain 8-byte addresses */
+		} else if (ent.fde.CIE_pointer != last_cie) {
+			Dwarf_Off dummy;
+
+			enc = dwarf_next_cfi(ident, d, eh, ent.fde.CIE_pointer, &dummy, &cie) == 0 &&
+			      dwarf_cfi_cie_p(&cie) ? cie_fde_encoding(&cie.cie) : -1;
+			last_cie = ent.fde.CIE_pointer;
+		}
+		const uint8_t *p = ent.fde.start, *end = ent.fde.end;
+		if (enc < 0 || p < (const uint8_t *)d->d_buf || end > (const uint8_t *)d->d_buf + d->d_size ||
+		    !read_encoded(&p, end, (uint8_t)enc, sh.sh_addr + (uint64_t)(p - (const uint8_t *)d->d_buf), &lo) ||
+		    !read_encoded(&p, end, (uint8_t)(enc & 0x0f), 0, &range) || range == 0)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 1024;
+			uint64_t *q = realloc(*v, c * sizeof(*q));
+
+			if (!q)
+				return;
+			*v = q;
+			*cap = c;
+		}
+		(*v)[(*n)++] = lo;
+	}
+}
+
+/* FDE starts from .eh_frame and .debug_frame, both: the walk jumps over code no FDE
+ * covers to the next start, so a start missing here would hide that FDE's rules. */
+static size_t fde_starts(Elf *e, uint64_t **out)
 {
 	Elf_Scn *scn = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, shstr;
 	uint64_t *v = NULL;
 
+	if (elf_getshdrstrndx(e, &shstr))
+		return 0;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *d;
+		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstr, sh.sh_name)))
 			continue;
-		size_t cnt = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < cnt; i++) {
-			GElf_Sym s;
-
-			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value)
-				continue;
-			if (n == cap) {
-				size_t c = cap ? cap * 2 : 1024;
-				uint64_t *p = realloc(v, c * sizeof(*p));
-
-				if (!p)
-					break;
-				v = p;
-				cap = c;
-			}
-			v[n++] = s.st_value;
-		}
+		if (!strcmp(name, ".eh_frame"))
+			section_starts(e, scn, true, &v, &n, &cap);
+		else if (!strcmp(name, ".debug_frame"))
+			section_starts(e, scn, false, &v, &n, &cap);
 	}
 	*out = v;
 	return n;
@@ -300,14 +434,15 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		goto cleanup;
 	}
 	uint64_t top = 0;
+	GElf_Phdr hdr = { .p_type = PT_NULL };
 	t->base = UINT64_MAX;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(e, (int)i, &ph))
 			continue;
-		if (ph.p_type == PT_GNU_EH_FRAME && !starts)
-			nstarts = hdr_starts(e, &ph, &starts);
+		if (ph.p_type == PT_GNU_EH_FRAME)
+			hdr = ph;
 		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || t->nsegs == MAX_SEGS)
 			continue;
 		t->segs[t->nsegs++] = (struct seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz };
@@ -326,14 +461,15 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		rc = -EFBIG;
 		goto cleanup;
 	}
-	if (!starts)
-		nstarts = sym_starts(e, &starts);
-	vp_sort(starts, nstarts, sizeof(*starts), cmp_u64);
-
 	ehcfi = dwarf_getcfi_elf(e);
 	dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
 	if (dw)
 		dbgcfi = dwarf_getcfi(dw);
+	/* After dwarf_begin_elf, which has decompressed a compressed .debug_frame. */
+	nstarts = fde_starts(e, &starts);
+	if (!nstarts && hdr.p_type == PT_GNU_EH_FRAME)
+		nstarts = hdr_starts(e, &hdr, &starts);
+	vp_sort(starts, nstarts, sizeof(*starts), cmp_u64);
 	t->source = ehcfi ? (dbgcfi ? "eh_frame+debug_frame" : "eh_frame") : dbgcfi ? "debug_frame" : "none";
 	/* Segments in address order, so the rules come out sorted. */
 	for (int i = 1; i < t->nsegs; i++)
