@@ -24,7 +24,7 @@
 #define NSEC 1000000000ull
 #define JVM_RETRY_NS (200ull * 1000000)     /* a JVM still starting is asked again */
 #define JVM_GIVE_UP_NS (60ull * NSEC)
-#define DEBOUNCE_NS (5ull * 1000000)        /* mmaps at start come in bursts */
+#define DEBOUNCE_NS (2ull * 1000000)        /* mmaps at start come in bursts */
 
 /* One ELF file's table, shared by every process that maps it. */
 struct file_table {
@@ -159,7 +159,9 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 		if (len >= sizeof(struct vp_comm)) {
 			const struct vp_comm *c = body;
 
-			if (c->exec && pid_in(u->known, u->nknown, (pid_t)c->pid))
+			/* A new program: its tables are needed at once, before it is gone (a
+			 * short-lived process under -a would otherwise never get them). */
+			if (c->exec)
 				schedule(u, (pid_t)c->pid);
 		}
 		break;
@@ -168,7 +170,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 			const struct vp_task *t = body;
 
 			known = pid_in(u->known, u->nknown, (pid_t)t->ppid);
-			if (t->pid != t->ppid && known && !u->lazy)
+			if (t->pid != t->ppid && known)
 				schedule(u, (pid_t)t->pid);
 		}
 		break;
