@@ -17,6 +17,15 @@
 #define REG_RSP 7
 #define REG_RA 16
 
+/* libdw interprets an FDE from its first instruction at every dwarf_cfi_addrframe call,
+ * so reading an FDE row by row costs rows^2/2 steps. Real code stays far below these
+ * (libjvm.so: at most 511 rows in one FDE, about 1M steps in all); a crafted file with
+ * one huge FDE, or many, would otherwise hold the recorder for minutes. Past the first
+ * limit an FDE's remaining rows become VPB_RULE_NONE; past the second, the rest of the
+ * file. */
+#define MAX_FDE_ROWS  4096
+#define MAX_STEPS     (64ull << 20)
+
 struct seg {
 	uint64_t off, vaddr, filesz, memsz;
 };
@@ -29,12 +38,20 @@ struct vp_cfi {
 	int nsegs;
 	const char *source;
 	bool failed;             /* out of memory while building */
+	bool cut;                /* a row limit left part of the text VPB_RULE_NONE */
+	uint64_t steps;          /* rows libdw has interpreted so far (see MAX_STEPS) */
+	uint64_t done;           /* the address up to which rules exist */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, const char *a)
 {
 	if (err && errlen)
 		snprintf(err, errlen, fmt, a);
+}
+
+static bool same_rule(const struct vpb_rule *a, const struct vpb_rule *b)
+{
+	return a->kind == b->kind && a->cfa_off == b->cfa_off && a->fp_off == b->fp_off;
 }
 
 /* Appends a rule for [vaddr, ...), merging it into the previous one when equal. */
@@ -44,10 +61,14 @@ static void emit(struct vp_cfi *t, uint64_t vaddr, struct vpb_rule r)
 	if (t->n) {
 		struct vpb_rule *last = &t->rules[t->n - 1];
 
-		if (last->kind == r.kind && last->cfa_off == r.cfa_off && last->fp_off == r.fp_off)
+		if (same_rule(last, &r))
+			return;
+		if (r.pc < last->pc)         /* never out of order, whatever the input */
 			return;
 		if (last->pc == r.pc) {      /* an empty range: the newer rule wins */
 			*last = r;
+			if (t->n > 1 && same_rule(&last[-1], last))
+				t->n--;
 			return;
 		}
 	}
@@ -369,20 +390,31 @@ static bool frame_at(Dwarf_CFI *a, Dwarf_CFI *b, uint64_t addr, Dwarf_Frame **fr
 	return (a && dwarf_cfi_addrframe(a, addr, fr) == 0) || (b && dwarf_cfi_addrframe(b, addr, fr) == 0);
 }
 
-/* Rules for one executable segment [lo, hi). starts: sorted FDE/function starts. */
+/* Rules for one executable segment [lo, hi). starts: sorted FDE starts, which is where
+ * the walk resumes after bytes no FDE covers, and where a new FDE's row count begins. */
 static void walk_segment(struct vp_cfi *t, Dwarf_CFI *eh, Dwarf_CFI *dbg, uint64_t lo, uint64_t hi,
 			 const uint64_t *starts, size_t nstarts)
 {
-	uint64_t addr = lo;
-	size_t k = 0;
+	uint64_t addr = lo > t->done ? lo : t->done;   /* overlapping segments: once */
+	size_t k = 0, row = 0;
 
 	while (addr < hi && !t->failed) {
 		Dwarf_Frame *fr = NULL;
 
-		if (frame_at(eh, dbg, addr, &fr)) {
+		if (k < nstarts && starts[k] <= addr) {
+			row = 0;
+			while (k < nstarts && starts[k] <= addr)
+				k++;
+		}
+		if (t->steps > MAX_STEPS) {
+			t->cut = true;
+			break;
+		}
+		if (row < MAX_FDE_ROWS && frame_at(eh, dbg, addr, &fr)) {
 			Dwarf_Addr start = 0, end = 0;
 			bool signal = false;
 
+			t->steps += ++row;
 			dwarf_frame_info(fr, &start, &end, &signal);
 			emit(t, addr, signal ? none : rule_of(fr));
 			free(fr);
@@ -390,15 +422,17 @@ static void walk_segment(struct vp_cfi *t, Dwarf_CFI *eh, Dwarf_CFI *dbg, uint64
 			addr = end > addr ? end : addr + 1;
 			continue;
 		}
+		if (row >= MAX_FDE_ROWS)
+			t->cut = true;
 		emit(t, addr, none);
-		while (k < nstarts && starts[k] <= addr)
-			k++;
 		if (k == nstarts)
 			break;
 		addr = starts[k];
 	}
-	if (addr < hi || t->n == 0 || t->rules[t->n - 1].kind != VPB_RULE_NONE)
-		emit(t, hi, none);
+	/* NONE from where the rules stop: the segment's end, or where the walk gave up. */
+	emit(t, addr < hi ? addr : hi, none);
+	if (hi > t->done)
+		t->done = hi;
 }
 
 struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
@@ -557,6 +591,11 @@ const struct vpb_rule *vp_cfi__find(const struct vp_cfi *t, uint64_t vaddr)
 const char *vp_cfi__source(const struct vp_cfi *t)
 {
 	return t->source;
+}
+
+bool vp_cfi__cut(const struct vp_cfi *t)
+{
+	return t->cut;
 }
 
 void vp_cfi__free(struct vp_cfi *t)

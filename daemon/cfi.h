@@ -7,6 +7,7 @@
 #ifndef VIPROF_DAEMON_CFI_H
 #define VIPROF_DAEMON_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -36,8 +37,14 @@ int vp_cfi__vaddr_of_offset(const struct vp_cfi *t, uint64_t off, uint64_t *vadd
  * replica of the walk). NULL when vaddr is outside every rule's range. */
 const struct vpb_rule *vp_cfi__find(const struct vp_cfi *t, uint64_t vaddr);
 
-/* Which sections the rules came from, for messages: "eh_frame", "debug_frame", "none". */
+/* Which sections the rules came from, for messages: "eh_frame", "debug_frame",
+ * "eh_frame+debug_frame" (eh_frame wins where both cover an address), "none". */
 const char *vp_cfi__source(const struct vp_cfi *t);
+
+/* True when the reader's limits on rows (per FDE, and per file: libdw re-reads an FDE
+ * from its start for every row) left part of the text VPB_RULE_NONE. Real libraries stay
+ * far below them; a file that reaches them is crafted or damaged. For messages. */
+bool vp_cfi__cut(const struct vp_cfi *t);
 
 void vp_cfi__free(struct vp_cfi *t);   /* accepts NULL */
 

@@ -279,6 +279,7 @@ static void test_prologues(const char *o2, const char *o0, const char *dbg)
 		if (!t)
 			FAIL("%s: %s", files[f], err);
 		check_table(t, files[f]);
+		ASSERT_FALSE(vp_cfi__cut(t));
 		ASSERT_STREQ(vp_cfi__source(t), want_src[f]);
 		elfinfo_load(&ei, files[f]);
 		/* Every function's first instruction: CFA = rsp + 8, rbp untouched. */
@@ -741,6 +742,39 @@ static void test_hostile(const char *fixture)
 	free(ei.map);
 }
 
+/* Crafted FDEs with tens of thousands of rows (fixtures/cfi/cfi_rows.c): the build ends
+ * quickly with the first rows right and the rest NONE, an ordinary function after the
+ * huge FDE keeps its rules, and once the whole file's budget is spent the rest is NONE. */
+static void test_limits(const char *path)
+{
+	char err[256] = "";
+	struct elfinfo ei;
+
+	double t0 = now_ms();
+	struct vp_cfi *t = build_path(path, err, sizeof(err));
+	double ms = now_ms() - t0;
+	if (!t)
+		FAIL("%s: %s", path, err);
+	check_table(t, path);
+	elfinfo_load(&ei, path);
+	uint64_t m = sym_addr(&ei, "fx_manyrows"), a = sym_addr(&ei, "fx_after"), l = sym_addr(&ei, "fx_last");
+	/* Row i of fx_manyrows starts at m + i: CFA rsp+8 on even rows, rsp+16 on odd. */
+	for (uint64_t i = 0; i < 200; i++)
+		expect_at(t, m + i, VPB_RULE_SP, i % 2 ? 2 : 1, VPB_FP_SAME, "fx_manyrows");
+	expect_at(t, m + 19999, VPB_RULE_NONE, 0, VPB_FP_SAME, "fx_manyrows past the row limit");
+	expect_at(t, a, VPB_RULE_SP, 1, VPB_FP_SAME, "fx_after entry");
+	expect_at(t, a + 1, VPB_RULE_SP, 2, -2, "fx_after after push rbp");
+	expect_at(t, a + 4, VPB_RULE_FP, 2, -2, "fx_after after mov rbp,rsp");
+	expect_at(t, a + 5, VPB_RULE_SP, 1, VPB_FP_SAME, "fx_after after pop rbp");
+	expect_at(t, l, VPB_RULE_NONE, 0, VPB_FP_SAME, "fx_last after the file's budget");
+	ASSERT_TRUE(vp_cfi__cut(t));
+	size_t n;
+	vp_cfi__rules(t, &n);
+	printf("limits: %s: %zu rules in %.1f ms; huge FDE cut, the function after it intact\n", path, n, ms);
+	free(ei.map);
+	vp_cfi__free(t);
+}
+
 static void test_timing(void)
 {
 	const char *libs[] = { LIBZ, LIBC, LIBJVM };
@@ -762,6 +796,7 @@ static void test_timing(void)
 			if (!t)
 				FAIL("%s: %s", libs[i], err);
 			check_table(t, libs[i]);
+			ASSERT_FALSE(vp_cfi__cut(t));
 			vp_cfi__rules(t, &n);
 			vp_cfi__free(t);
 			if (ms < best)
@@ -783,6 +818,7 @@ int main(void)
 	agree_with_readelf(LIBZ, true);
 	agree_with_readelf(LIBC, true);
 	test_hostile(CFI_FX_O2);
+	test_limits(CFI_ROWS);
 	test_timing();
 	printf("ok\n");
 	return 0;
