@@ -92,7 +92,7 @@ static void check_table(const struct vp_cfi *t, const char *what)
 struct elfinfo {
 	uint8_t *map;                 /* the whole file */
 	size_t size;
-	struct { uint64_t lo, hi; } xseg[16];
+	struct { uint64_t lo, hi, off; } xseg[16];
 	int nx;
 	struct { char name[32]; uint64_t addr, size, off; } sec[128];
 	int nsec;
@@ -135,6 +135,7 @@ static void elfinfo_load(struct elfinfo *ei, const char *path)
 
 		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ei->nx < 16) {
 			ei->xseg[ei->nx].lo = ph.p_vaddr;
+			ei->xseg[ei->nx].off = ph.p_offset;
 			ei->xseg[ei->nx++].hi = ph.p_vaddr + ph.p_memsz;
 		}
 	}
@@ -742,6 +743,65 @@ static void test_hostile(const char *fixture)
 	free(ei.map);
 }
 
+/* The other ways in: .debug_frame alone (objcopy drops .eh_frame and its search table
+ * from the .debug_frame fixture), and no section headers at all (then libdw and the
+ * reader find .eh_frame through PT_GNU_EH_FRAME and its search table): same rules. */
+static void test_variants(const char *o2, const char *dbg)
+{
+	char dir[] = "/tmp/test-cfi-XXXXXX", path[600], cmd[1400], err[256] = "";
+	int n;
+
+	if (!mkdtemp(dir))
+		FAIL("mkdtemp: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/dbg-only", dir);
+	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'", dbg,
+		 path);
+	ASSERT_EQ(system(cmd), 0);
+	struct vp_cfi *t = build_path(path, err, sizeof(err));
+	if (!t)
+		FAIL("%s: %s", path, err);
+	check_table(t, path);
+	ASSERT_STREQ(vp_cfi__source(t), "debug_frame");
+	ASSERT_GT(follow_prologue(t, path, "fx_frame", &n) & SAW_SUB_RSP, 0);
+	ASSERT_GT(follow_prologue(t, path, "fx_vla", &n) & SAW_MOV_RBP, 0);
+	follow_prologue(t, path, "fx_leaf", &n);
+	printf("variants: .debug_frame only: prologues agree\n");
+	vp_cfi__free(t);
+	unlink(path);
+
+	/* e_shoff, e_shnum and e_shstrndx zeroed: an ELF file without section headers. */
+	struct elfinfo ei;
+	elfinfo_load(&ei, o2);
+	memset(ei.map + 0x28, 0, 8);
+	memset(ei.map + 0x3c, 0, 4);
+	snprintf(path, sizeof(path), "%s/noshdr", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, ei.map, ei.size), (ssize_t)ei.size);
+	struct vp_cfi *a = vp_cfi__build(fd, err, sizeof(err));
+	close(fd);
+	if (!a)
+		FAIL("%s: %s", path, err);
+	struct vp_cfi *b = build_path(o2, err, sizeof(err));
+	ASSERT_NOT_NULL(b);
+	size_t na, nb;
+	const struct vpb_rule *ra = vp_cfi__rules(a, &na), *rb = vp_cfi__rules(b, &nb);
+	ASSERT_EQ(na, nb);
+	ASSERT_EQ(memcmp(ra, rb, na * sizeof(*ra)), 0);
+	/* File offsets map to addresses through the PT_LOAD segments, headers or not. */
+	uint64_t v;
+	ASSERT_OK(vp_cfi__vaddr_of_offset(a, ei.xseg[0].off + 0x10, &v));
+	ASSERT_UEQ(v, ei.xseg[0].lo + 0x10);
+	ASSERT_UEQ(vp_cfi__base(a), ei.xseg[0].lo);
+	ASSERT_EQ(vp_cfi__vaddr_of_offset(a, (uint64_t)1 << 40, &v), -ENOENT);
+	printf("variants: no section headers: the same %zu rules\n", na);
+	vp_cfi__free(a);
+	vp_cfi__free(b);
+	free(ei.map);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Crafted FDEs with tens of thousands of rows (fixtures/cfi/cfi_rows.c): the build ends
  * quickly with the first rows right and the rest NONE, an ordinary function after the
  * huge FDE keeps its rules, and once the whole file's budget is spent the rest is NONE. */
@@ -817,6 +877,7 @@ int main(void)
 	agree_with_readelf(CFI_FX_DBG, false);
 	agree_with_readelf(LIBZ, true);
 	agree_with_readelf(LIBC, true);
+	test_variants(CFI_FX_O2, CFI_FX_DBG);
 	test_hostile(CFI_FX_O2);
 	test_limits(CFI_ROWS);
 	test_timing();
