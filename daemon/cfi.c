@@ -93,7 +93,7 @@ static const struct vpb_rule none = { .kind = VPB_RULE_NONE, .fp_off = VPB_FP_SA
 static bool plt_expr(const Dwarf_Op *ops, size_t n, int64_t *threshold)
 {
 	if (n != 9 || ops[0].atom != DW_OP_breg7 || ops[0].number != 8 || ops[1].atom != DW_OP_breg16 ||
-	    ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[5].atom != DW_OP_ge ||
+	    ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[5].atom != DW_OP_ge ||
 	    ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
 		return false;
 	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31)
@@ -491,7 +491,7 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		goto cleanup;
 	}
 	if (top - t->base >= UINT32_MAX) {
-		set_err(err, errlen, "executable segments span more than 4 GiB%s", "");
+		set_err(err, errlen, "executable segments span more than 4 GiB, more than 32-bit rule offsets reach%s", "");
 		rc = -EFBIG;
 		goto cleanup;
 	}
