@@ -879,6 +879,11 @@ int main(void)
 	agree_with_readelf(CFI_FX_DBG, false);
 	agree_with_readelf(LIBZ, true);
 	agree_with_readelf(LIBC, true);
+	/* The library this is for: libjvm.so's 30k FDEs, when the JDK is installed. */
+	if (access(LIBJVM, R_OK) == 0)
+		agree_with_readelf(LIBJVM, true);
+	else
+		printf("readelf agrees: %s not installed, not compared\n", LIBJVM);
 	test_variants(CFI_FX_O2, CFI_FX_DBG);
 	test_hostile(CFI_FX_O2);
 	test_limits(CFI_ROWS);
