@@ -128,6 +128,15 @@ static int cmd_list(const struct vp_codemap *m)
 			printf("%7s %10s %7s\n", "-", "-", "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
+	/* ptrs is sorted by (method_ptr, time): a pointer named again for another method is
+	 * metadata a later class reused after the first one unloaded (the same pair twice is
+	 * a class both enumerated at start and prepared). */
+	size_t reused = 0;
+	for (size_t i = 1; i < m->nptrs; i++)
+		reused += m->ptrs[i].method_ptr == m->ptrs[i - 1].method_ptr &&
+			  m->ptrs[i].method_id != m->ptrs[i - 1].method_id;
+	printf("%zu Method* entries (METHOD_PTR), %zu of them a reused Method*; %zu method names\n", m->nptrs,
+	       reused, m->nnames);
 	return 0;
 }
 
@@ -146,8 +155,13 @@ static int parse_epoch(const struct vp_codemap *m, const char *s, size_t *out)
 static int cmd_show(const struct vp_codemap *m, size_t e)
 {
 	const struct vp_cm_epoch_info *ep = &m->epochs[e];
-	printf("epoch %zu (%s) from %.3f s: %u methods loaded\n", e, vp_cm_reason_name(ep->reason),
-	       rel(m, ep->t_begin), ep->nloads);
+	/* METHOD_PTR entries timed inside this epoch: classes prepared (or enumerated) then. */
+	uint64_t end = e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : UINT64_MAX;
+	size_t nptrs = 0;
+	for (size_t i = 0; i < m->nptrs; i++)
+		nptrs += (e == 0 || m->ptrs[i].time >= ep->t_begin) && m->ptrs[i].time < end;
+	printf("epoch %zu (%s) from %.3f s: %u methods loaded, %zu Method* entries (METHOD_PTR)\n", e,
+	       vp_cm_reason_name(ep->reason), rel(m, ep->t_begin), ep->nloads, nptrs);
 	for (uint32_t i = 0; i < ep->nloads; i++) {
 		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[i]];
 		printf("%#" PRIx64 "-%#" PRIx64 " %6u  %s  (loaded %.3f s", x->start, x->start + x->size, x->size,
