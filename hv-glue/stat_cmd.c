@@ -596,6 +596,14 @@ int cmd_stat(int argc, char **argv)
 		fprintf(stderr, "viprof stat: %s\n", s.nev < 0 ? err : "no events given; e.g. -e task-clock");
 		return 2;
 	}
+	/* An event this machine cannot count is a usage error, found before the command
+	 * runs, with record's exit status (2) so that scripts can treat both alike. */
+	for (int e = 0; e < s.nev; e++) {
+		if (vp_events__check(&s.ev[e], err, sizeof(err)) != 0) {
+			fprintf(stderr, "viprof stat: %s\n", err);
+			return 2;
+		}
+	}
 	ret = run(&s);
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)

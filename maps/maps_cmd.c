@@ -246,8 +246,19 @@ static int cmd_lookup(struct vp_jit_index *xi, const struct vp_codemap *m, uint6
 		print_frames(f, vp_jit_index__resolve(xi, addr, t, true, f, 64));
 	} else {
 		for (size_t e = 0; e < m->nepochs; e++) {
-			uint64_t t = m->epochs[e].ended ? m->epochs[e].t_end : m->epochs[e].t_begin;
-			printf("epoch %zu (end %.3f s): ", e, rel(m, t));
+			/* An epoch is [t_begin, end) and the next one begins at its end, so the
+			 * end itself already resolves in the next epoch: ask for the last
+			 * instant inside this one. An epoch that never ended runs to the end
+			 * of the map. */
+			const struct vp_cm_epoch_info *ep = &m->epochs[e];
+			uint64_t end = e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : UINT64_MAX;
+			if (ep->ended && ep->t_end < end)
+				end = ep->t_end;
+			uint64_t t = end > ep->t_begin ? end - 1 : ep->t_begin;
+			if (end == UINT64_MAX)
+				printf("epoch %zu (still open): ", e);
+			else
+				printf("epoch %zu (end %.3f s): ", e, rel(m, end));
 			print_frames(f, vp_jit_index__resolve(xi, addr, t, false, f, 64));
 		}
 	}
@@ -323,7 +334,16 @@ int cmd_maps(int argc, char **argv)
 				ci = k;
 	}
 	if (ci < 0) {
-		fprintf(stderr, "viprof maps: missing command (list, show, diff, lookup, export-perf-map, export-jitdump)\n");
+		/* A word where the command goes is a command we do not know, not a missing
+		 * one: "maps SESSION bogus" names bogus (the first word may be DIR). */
+		struct stat st;
+		const char *word = npos >= 2 && !stat(pos[0], &st) && S_ISDIR(st.st_mode) ? pos[1]
+				   : npos == 1 && (stat(pos[0], &st) || !S_ISDIR(st.st_mode)) ? pos[0] : NULL;
+		if (word)
+			fprintf(stderr, "viprof maps: unknown command '%s'; use list, show, diff, lookup, export-perf-map "
+				"or export-jitdump\n", word);
+		else
+			fprintf(stderr, "viprof maps: missing command (list, show, diff, lookup, export-perf-map, export-jitdump)\n");
 		usage(stderr);
 		return 2;
 	}

@@ -109,7 +109,8 @@ static int parse_ids(const char *arg, uint32_t *out, int *n, const char *what)
 		return usage_error("out of memory");
 	int ret = 0;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long long v = vp_parse_num(tok, 1, UINT32_MAX);
+		/* 0 is valid: the idle task ("swapper") that -a recordings sample on idle CPUs. */
+		long long v = vp_parse_num(tok, 0, UINT32_MAX);
 		if (v < 0) {
 			ret = usage_error("--%s: '%s' is not a %s number (expected e.g. --%s 1234,5678)", what, tok, what, what);
 			break;

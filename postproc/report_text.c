@@ -379,7 +379,14 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 			print_tenths(o, col_t[e][i], 7);
 			vp_out__puts(o, " ");
 		}
-		vp_out__printf(o, "%7.1f %10llu", vp_pct(fev[f].total, evtotal), (unsigned long long)fev[f].self);
+		/* The self column is rounded so that it adds up to 100.0, which can lift a
+		 * small frame a tenth above its plain rounding; total is never below self. */
+		int64_t tt = evtotal ? (int64_t)((fev[f].total * 1000 + evtotal / 2) / evtotal) : 0;
+		for (int e = 0; e < ncols; e++)
+			if (cols[e] == ev && col_t[e][i] > tt)
+				tt = col_t[e][i];
+		print_tenths(o, tt, 7);
+		vp_out__printf(o, " %10llu", (unsigned long long)fev[f].self);
 		name_cols(o, &p->frames[f], symw, imgw, opts->color);
 	}
 	bool other = nrows > shown;

@@ -364,7 +364,7 @@ static void test_errors(void)
 
 		st = spawn(a3, errfile);
 		ASSERT_EQ(waitpid(st, &status, 0), st);
-		ASSERT_EQ(WEXITSTATUS(status), 1);
+		ASSERT_EQ(WEXITSTATUS(status), 2);
 		const char *out = slurp(errfile);
 		ASSERT_CONTAINS(out, "cycles");
 		ASSERT_TRUE(strstr(out, "ran") == NULL);
