@@ -197,6 +197,7 @@ void vp_profile__free(struct vp_profile *p)
 	}
 	free(p->meta);
 	free(p->warnings);
+	vp_profile__free_locs(p);
 	struct priv *pv = p->priv;
 	if (pv) {
 		free(pv->frames.slot);
@@ -305,6 +306,12 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
 		    const char *comm, int event, uint64_t samples, uint64_t weight)
 {
+	return vp_profile__add_stack(p, frames, n, pid, tid, comm, event, samples, weight, NULL);
+}
+
+int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
+			  const char *comm, int event, uint64_t samples, uint64_t weight, uint32_t *stack)
+{
 	struct priv *pv = p->priv;
 	if (event < 0 || event >= p->nevents || (n && !frames))
 		return -EINVAL;
@@ -334,6 +341,8 @@ int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, ui
 	}
 	s->samples[event] += samples;
 	s->weight[event] += weight;
+	if (stack)
+		*stack = (uint32_t)(s - p->stacks);
 	return 0;
 }
 
@@ -419,7 +428,7 @@ void vp_profile__warn(struct vp_profile *p, const char *fmt, ...)
 int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 {
 	int evmap[MAX_EVENTS];
-	uint32_t *fmap = NULL, *buf = NULL;
+	uint32_t *fmap = NULL, *buf = NULL, *smap = NULL;
 	int err = 0;
 
 	for (int e = 0; e < src->nevents; e++) {
@@ -437,8 +446,14 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 			goto cleanup;
 		}
 	}
+	smap = malloc((src->nstacks ? src->nstacks : 1) * sizeof(*smap));
+	if (!smap) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	size_t bufcap = 0;
 	for (size_t i = 0; i < src->nstacks; i++) {
+		smap[i] = UINT32_MAX;
 		const struct vp_stack *s = &src->stacks[i];
 		if (s->nframes > bufcap) {
 			uint32_t *nb = realloc(buf, s->nframes * sizeof(*nb));
@@ -454,14 +469,22 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 		for (int e = 0; e < src->nevents; e++) {
 			if (!s->samples[e] && !s->weight[e])
 				continue;
-			err = vp_profile__add(dst, buf, s->nframes, s->pid, s->tid, s->comm, evmap[e], s->samples[e],
-					      s->weight[e]);
+			err = vp_profile__add_stack(dst, buf, s->nframes, s->pid, s->tid, s->comm, evmap[e],
+						    s->samples[e], s->weight[e], &smap[i]);
 			if (err)
 				goto cleanup;
 		}
 	}
+	if ((err = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
+		goto cleanup;
 	/* The first session's metadata describes the merged profile; later sessions only
-	 * fill in keys it did not have. */
+	 * fill in keys it did not have, but durations add up (the samples cover both). */
+	const char *dd = vp_profile__meta(dst, "duration_ns"), *sd = vp_profile__meta(src, "duration_ns");
+	if (dd && sd) {
+		char d[32];
+		snprintf(d, sizeof(d), "%llu", strtoull(dd, NULL, 10) + strtoull(sd, NULL, 10));
+		vp_profile__set_meta(dst, "duration_ns", d);
+	}
 	for (size_t i = 0; i < src->nmeta; i++)
 		if (!vp_profile__meta(dst, src->meta[i].key))
 			vp_profile__set_meta(dst, src->meta[i].key, src->meta[i].value);
@@ -477,6 +500,7 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 	dst->incomplete |= src->incomplete;
 cleanup:
 	free(fmap);
+	free(smap);
 	free(buf);
 	return err;
 }

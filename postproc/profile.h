@@ -47,6 +47,28 @@ struct vp_stack {
 
 struct vp_meta_kv { char *key, *value; };
 
+/* Where the samples were, address by address (pprof's Mapping and Location; the code is
+ * in profile_loc.c). Optional: stacks added without locations (steal, synthetic tests)
+ * have none, and writers fall back to one location per frame for them. */
+struct vp_mapping {
+	uint64_t start, limit, offset;  /* limit 0: unknown, writers take the span of its locations */
+	const char *file;               /* path, "[jit]", "[kernel.kallsyms]", "[vdso]", ... */
+	const char *build_id;           /* hex, or "" */
+	uint32_t pid;                   /* 0 for the kernel and the hypervisor */
+	bool exe;                       /* the process's main executable */
+};
+struct vp_location {
+	uint32_t mapping;               /* index in mappings, UINT32_MAX = none */
+	uint64_t addr;                  /* absolute; a caller's is its return address - 1 */
+	uint32_t *frames, *lines;       /* frame ids innermost (inlined) first, each one's line here */
+	uint32_t nframes;
+};
+struct vp_loc_stack {
+	uint32_t *locs; uint32_t nlocs; /* location ids, leaf first */
+	uint32_t stack;                 /* the p->stacks entry these samples are part of */
+	uint64_t *samples, *weight;     /* per event, as in vp_stack */
+};
+
 struct vp_profile {
 	struct vp_frame *frames;  size_t nframes;
 	struct vp_stack *stacks;  size_t nstacks;
@@ -56,6 +78,10 @@ struct vp_profile {
 	bool incomplete;          /* a session ended without its END record (crash/kill) */
 	char *warnings;           /* newline-separated notes for the report, or NULL */
 	void *priv;               /* interning tables */
+	struct vp_mapping *mappings;     size_t nmappings;
+	struct vp_location *locations;   size_t nlocations;
+	struct vp_loc_stack *loc_stacks; size_t nloc_stacks;
+	void *loc_priv;           /* their interning tables (profile_loc.c) */
 };
 
 struct vp_profile *vp_profile__new(void);
@@ -74,5 +100,25 @@ const char *vp_profile__meta(const struct vp_profile *p, const char *key);
 void vp_profile__warn(struct vp_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Merges src into dst (events matched by name), scaling src's counts by 1 (merge). */
 int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src);
+/* vp_profile__add that also returns the stack's index in *stack (may be NULL). */
+int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
+			  const char *comm, int event, uint64_t samples, uint64_t weight, uint32_t *stack);
+
+/* Addresses (profile_loc.c). Interns a mapping by (pid, file, start, offset); strings are
+ * copied; a mapping seen again with exe set keeps it. Returns its index or UINT32_MAX. */
+uint32_t vp_profile__mapping(struct vp_profile *p, const struct vp_mapping *m);
+/* Interns a location by (mapping, addr, frames, lines); frames innermost first. Returns
+ * its index or UINT32_MAX. */
+uint32_t vp_profile__location(struct vp_profile *p, uint32_t mapping, uint64_t addr, const uint32_t *frames,
+			      const uint32_t *lines, uint32_t n);
+/* Adds samples of stack (an index from vp_profile__add_stack) at these locations, leaf
+ * first. Returns 0 or -errno. */
+int vp_profile__add_locs(struct vp_profile *p, uint32_t stack, const uint32_t *locs, uint32_t n, int event,
+			 uint64_t samples, uint64_t weight);
+/* For vp_profile__merge: copies src's mappings, locations and location stacks into dst;
+ * fmap maps src frame ids to dst's, smap src stack indices to dst's, evmap events. */
+int vp_profile__merge_locs(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *fmap,
+			   const uint32_t *smap, const int *evmap);
+void vp_profile__free_locs(struct vp_profile *p);
 
 #endif

@@ -1,7 +1,9 @@
 /* The pprof report: a gzipped perftools.profiles.Profile (postproc/profile.proto,
  * compiled with protoc-c at build time) that `pprof`, `go tool pprof` and the many UIs
- * built on it read. One Location (with one Line and one Function) per interned frame,
- * one Mapping per image, and per event a (samples, count) and an (event, unit) value. */
+ * built on it read. One Location per sampled address (its inlined frames as Lines, one
+ * Function per frame), the recorded Mappings with their real ranges, the main executable
+ * first, and per event a (samples, count) and a weight value: cpu/nanoseconds for the
+ * clock events, as the fleet tools expect, (event, count) for counting events. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -156,6 +158,82 @@ cleanup:
 	return err ? err : o->err;
 }
 
+/* The clock events whose weight is CPU time: pprof, Pyroscope, Parca and Grafana know a
+ * CPU profile by the sample type cpu/nanoseconds. */
+static bool is_cpu_clock(const struct vp_prof_event *e)
+{
+	return !strcmp(e->unit, "nanoseconds") && (!strcmp(e->name, "cpu-clock") || !strcmp(e->name, "task-clock"));
+}
+
+/* The pprof name and unit of event e's weight: "cpu"/"nanoseconds" for the first clock
+ * event, the event's own name otherwise; counts are "count" (pprof's unit for plain
+ * numbers), times "nanoseconds". */
+static void weight_type(const struct vp_profile *p, int e, const char **type, const char **unit)
+{
+	bool first_clock = is_cpu_clock(&p->events[e]);
+	for (int k = 0; k < e && first_clock; k++)
+		first_clock = !is_cpu_clock(&p->events[k]);
+	*type = first_clock ? "cpu" : p->events[e].name;
+	*unit = !strcmp(p->events[e].unit, "nanoseconds") ? "nanoseconds" : "count";
+}
+
+/* Writer state: everything a sample needs to be packed, grown as samples are added. */
+struct pp {
+	struct strtab *st;
+	PbSample *samples; size_t nsamples, cap;
+	int64_t *values;   /* nv per sample, in a separate array so that pointers stay valid: */
+	uint64_t **ids;    /* per sample, its location ids (owned) */
+	PbLabel *labels;   /* 4 per sample */
+	size_t nv;
+	int64_t k_pid, k_tid, k_thread, k_layer;
+};
+
+static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
+		     const int64_t *v)
+{
+	if (w->nsamples == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1024;
+		PbSample *ns = realloc(w->samples, cap * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		w->samples = ns;
+		int64_t *nv = realloc(w->values, cap * w->nv * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		w->values = nv;
+		uint64_t **ni = realloc(w->ids, cap * sizeof(*ni));
+		if (!ni)
+			return -ENOMEM;
+		w->ids = ni;
+		PbLabel *nl = realloc(w->labels, cap * 4 * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		w->labels = nl;
+		w->cap = cap;
+	}
+	size_t i = w->nsamples;
+	perftools__profiles__sample__init(&w->samples[i]);
+	memcpy(w->values + i * w->nv, v, w->nv * sizeof(*v));
+	w->ids[i] = ids;
+	PbLabel *lb = &w->labels[4 * i];
+	for (int k = 0; k < 4; k++)
+		perftools__profiles__label__init(&lb[k]);
+	lb[0].key = w->k_pid;
+	lb[0].num = s->pid;
+	lb[1].key = w->k_tid;
+	lb[1].num = s->tid;
+	lb[2].key = w->k_thread;
+	lb[2].str = strtab_add(w->st, s->comm);
+	lb[3].key = w->k_layer;
+	lb[3].str = strtab_add(w->st, vp_layer_name(s->nframes ? p->frames[s->frames[s->nframes - 1]].layer
+							      : VP_LAYER_UNKNOWN));
+	w->samples[i].n_location_id = nids;
+	w->samples[i].n_value = w->nv;
+	w->samples[i].n_label = 4;
+	w->nsamples++;
+	return lb[2].str < 0 || lb[3].str < 0 ? -ENOMEM : 0;
+}
+
 int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	int ev = opts ? opts->sort_event : 0;
@@ -165,34 +243,35 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		return -EINVAL;
 	int err = -ENOMEM;
 	struct strtab st = { 0 };
+	struct pp w = { .st = &st, .nv = 2 * (size_t)p->nevents };
 	PbProfile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	PbValueType *vt = NULL, **vtp = NULL, period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	PbMapping *maps = NULL, **mapp = NULL;
 	PbFunction *fns = NULL, **fnp = NULL;
 	PbLocation *locs = NULL, **locp = NULL;
 	PbLine *lines = NULL, **linep = NULL;
-	PbSample *samples = NULL, **samplep = NULL;
-	PbLabel *labels = NULL, **labelp = NULL;
-	uint64_t *locids = NULL, *mapid_of_frame = NULL;
-	int64_t *values = NULL, *comments = NULL;
+	PbSample **samplep = NULL;
+	PbLabel **labelp = NULL;
+	uint64_t *mapid = NULL, *img_map_of_frame = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
+	int64_t *comments = NULL, *rem = NULL, *v = NULL;
 	uint8_t *buf = NULL;
-	size_t nv = 2 * (size_t)p->nevents, nmaps = 0, ncomments = 0;
-	size_t nf = p->nframes, ns = p->nstacks;
-	size_t totframes = 0;
+	size_t nv = w.nv, nmaps = 0, ncomments = 0, nlocs = 0, nlines = 0;
+	size_t nf = p->nframes, ns = p->nstacks, nm = p->nmappings, nl = p->nlocations;
 
 	if (strtab_add(&st, "") != 0)
 		goto cleanup;
 
 	/* Sample types: per event its sample count and its weight. pprof addresses a type by
-	 * name, so only the first event's count is plain "samples". */
+	 * name, so only the first event's count is plain "samples"; the event each type
+	 * comes from is said in a comment (pprof -comments). */
 	vt = calloc(nv, sizeof(*vt));
 	vtp = calloc(nv, sizeof(*vtp));
 	if (!vt || !vtp)
 		goto cleanup;
 	for (int e = 0; e < p->nevents; e++) {
-		PbValueType *c = &vt[2 * e], *w = &vt[2 * e + 1];
+		PbValueType *c = &vt[2 * e], *wt = &vt[2 * e + 1];
 		perftools__profiles__value_type__init(c);
-		perftools__profiles__value_type__init(w);
+		perftools__profiles__value_type__init(wt);
 		char *name = NULL;
 		if (e == 0)
 			c->type = strtab_add(&st, "samples");
@@ -201,12 +280,14 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		else
 			c->type = -1;
 		c->unit = strtab_add(&st, "count");
-		w->type = strtab_add(&st, p->events[e].name);
-		w->unit = strtab_add(&st, p->events[e].unit);
-		if (c->type < 0 || c->unit < 0 || w->type < 0 || w->unit < 0)
+		const char *type, *unit;
+		weight_type(p, e, &type, &unit);
+		wt->type = strtab_add(&st, type);
+		wt->unit = strtab_add(&st, unit);
+		if (c->type < 0 || c->unit < 0 || wt->type < 0 || wt->unit < 0)
 			goto cleanup;
 		vtp[2 * e] = c;
-		vtp[2 * e + 1] = w;
+		vtp[2 * e + 1] = wt;
 	}
 	prof.n_sample_type = nv;
 	prof.sample_type = vtp;
@@ -217,71 +298,171 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	uint64_t es = vp_event_samples(p, ev);
 	prof.period = es ? (int64_t)(vp_event_weight(p, ev) / es) : 0;
 
-	/* Mappings: one per distinct non-empty image. Addresses are image-relative, so the
-	 * memory range is unknown and left 0, as pprof allows. */
-	maps = calloc(nf ? nf : 1, sizeof(*maps));
-	mapp = calloc(nf ? nf : 1, sizeof(*mapp));
-	mapid_of_frame = calloc(nf ? nf : 1, sizeof(*mapid_of_frame));
-	if (!maps || !mapp || !mapid_of_frame)
+	/* Samples by address first (the loader's location stacks); what they do not cover
+	 * (steal, profiles built from frames alone) goes by frame below. */
+	rem = calloc((ns ? ns : 1) * nv, sizeof(*rem));
+	v = calloc(nv, sizeof(*v));
+	if (!rem || !v)
 		goto cleanup;
-	{
-		/* Index the mapping of each image through the string table's ids. */
-		size_t cap = 1024;
-		int64_t *img_map = NULL;
-		img_map = calloc(cap, sizeof(*img_map));
-		if (!img_map)
-			goto cleanup;
-		for (size_t i = 0; i < nf; i++) {
-			const struct vp_frame *f = &p->frames[i];
-			if (!*f->image)
-				continue;
-			int64_t s = strtab_add(&st, f->image);
-			if (s < 0) {
-				free(img_map);
-				goto cleanup;
-			}
-			if ((size_t)s >= cap) {
-				size_t nc = cap;
-				while ((size_t)s >= nc)
-					nc *= 2;
-				int64_t *ni = realloc(img_map, nc * sizeof(*ni));
-				if (!ni) {
-					free(img_map);
-					goto cleanup;
-				}
-				memset(ni + cap, 0, (nc - cap) * sizeof(*ni));
-				img_map = ni;
-				cap = nc;
-			}
-			if (!img_map[s]) {
-				PbMapping *m = &maps[nmaps];
-				perftools__profiles__mapping__init(m);
-				m->id = nmaps + 1;
-				m->filename = s;
-				m->build_id = strtab_add(&st, f->build_id);
-				/* Symbolized already: pprof must not try to symbolize again. */
-				m->has_functions = true;
-				m->has_filenames = true;
-				m->has_line_numbers = true;
-				m->has_inline_frames = true;
-				mapp[nmaps] = m;
-				img_map[s] = (int64_t)++nmaps;
-			}
-			mapid_of_frame[i] = (uint64_t)img_map[s];
+	for (size_t i = 0; i < ns; i++)
+		for (int e = 0; e < p->nevents; e++) {
+			rem[i * nv + 2 * e] = (int64_t)p->stacks[i].samples[e];
+			rem[i * nv + 2 * e + 1] = (int64_t)p->stacks[i].weight[e];
 		}
-		free(img_map);
+	w.k_pid = strtab_add(&st, "pid");
+	w.k_tid = strtab_add(&st, "tid");
+	w.k_thread = strtab_add(&st, "thread");
+	w.k_layer = strtab_add(&st, "layer");
+	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0)
+		goto cleanup;
+	for (size_t i = 0; i < p->nloc_stacks; i++) {
+		const struct vp_loc_stack *ls = &p->loc_stacks[i];
+		bool any = false;
+		for (int e = 0; e < p->nevents; e++) {
+			v[2 * e] = (int64_t)ls->samples[e];
+			v[2 * e + 1] = (int64_t)ls->weight[e];
+			any |= ls->samples[e] || ls->weight[e];
+		}
+		if (!any || ls->stack >= ns)
+			continue;
+		uint64_t *ids = malloc((ls->nlocs ? ls->nlocs : 1) * sizeof(*ids));
+		if (!ids)
+			goto cleanup;
+		for (uint32_t k = 0; k < ls->nlocs; k++)
+			ids[k] = (uint64_t)ls->locs[k] + 1;
+		if ((err = pp_sample(&w, p, &p->stacks[ls->stack], ids, ls->nlocs, v))) {
+			if (w.nsamples == 0 || w.ids[w.nsamples - 1] != ids)
+				free(ids);
+			goto cleanup;
+		}
+		err = -ENOMEM;
+		for (size_t k = 0; k < nv; k++)
+			rem[ls->stack * nv + k] -= v[k];
+	}
+	/* Frames that need a location of their own: those of stacks with samples left. */
+	frame_loc = calloc(nf ? nf : 1, sizeof(*frame_loc));
+	if (!frame_loc)
+		goto cleanup;
+	for (size_t i = 0; i < ns; i++) {
+		bool any = false;
+		for (size_t k = 0; k < nv; k++)
+			any |= rem[i * nv + k] > 0;
+		if (!any)
+			continue;
+		const struct vp_stack *s = &p->stacks[i];
+		uint64_t *ids = malloc((s->nframes ? s->nframes : 1) * sizeof(*ids));
+		if (!ids)
+			goto cleanup;
+		for (uint32_t k = 0; k < s->nframes; k++) {
+			uint32_t f = s->frames[s->nframes - 1 - k];
+			if (!frame_loc[f])
+				frame_loc[f] = nl + ++nlocs;
+			ids[k] = frame_loc[f];
+		}
+		for (size_t k = 0; k < nv; k++)
+			v[k] = rem[i * nv + k] > 0 ? rem[i * nv + k] : 0;
+		if ((err = pp_sample(&w, p, s, ids, s->nframes, v))) {
+			if (w.nsamples == 0 || w.ids[w.nsamples - 1] != ids)
+				free(ids);
+			goto cleanup;
+		}
+		err = -ENOMEM;
+	}
+
+	/* Mappings: the profile's own (real ranges and offsets), then one per image for the
+	 * frames located above without an address. A range the loader did not know (the
+	 * kernel, JIT code) spans the addresses located in it. The main executable of the
+	 * process with the most samples comes first: pprof names the profile after it. */
+	size_t maxmaps = nm + nf + 1;
+	maps = calloc(maxmaps, sizeof(*maps));
+	mapp = calloc(maxmaps, sizeof(*mapp));
+	mapid = calloc(nm ? nm : 1, sizeof(*mapid));
+	lo = calloc(nm ? nm : 1, sizeof(*lo));
+	hi = calloc(nm ? nm : 1, sizeof(*hi));
+	img_map_of_frame = calloc(nf ? nf : 1, sizeof(*img_map_of_frame));
+	if (!maps || !mapp || !mapid || !lo || !hi || !img_map_of_frame)
+		goto cleanup;
+	for (size_t i = 0; i < nm; i++)
+		lo[i] = UINT64_MAX;
+	for (size_t i = 0; i < nl; i++) {
+		const struct vp_location *l = &p->locations[i];
+		if (l->mapping >= nm)
+			continue;
+		if (l->addr < lo[l->mapping])
+			lo[l->mapping] = l->addr;
+		if (l->addr >= hi[l->mapping])
+			hi[l->mapping] = l->addr + 1;
+	}
+	size_t first = SIZE_MAX;
+	{
+		/* The busiest process, by samples of the ranked event. */
+		uint32_t best_pid = 0;
+		uint64_t best = 0;
+		for (size_t i = 0; i < ns; i++) {
+			uint64_t n = 0;
+			for (size_t j = 0; j < ns; j++)
+				if (p->stacks[j].pid == p->stacks[i].pid)
+					n += p->stacks[j].samples[ev];
+			if (n > best) {
+				best = n;
+				best_pid = p->stacks[i].pid;
+			}
+			if (i > 64)
+				break;  /* a sampled estimate is enough to pick the name */
+		}
+		for (size_t i = 0; i < nm && first == SIZE_MAX; i++)
+			if (p->mappings[i].exe && p->mappings[i].pid == best_pid)
+				first = i;
+		for (size_t i = 0; i < nm && first == SIZE_MAX; i++)
+			if (p->mappings[i].exe)
+				first = i;
+	}
+	for (size_t k = 0; k < nm; k++) {
+		size_t i = first == SIZE_MAX ? k : k == 0 ? first : k <= first ? k - 1 : k;
+		const struct vp_mapping *m = &p->mappings[i];
+		PbMapping *pm = &maps[nmaps];
+		perftools__profiles__mapping__init(pm);
+		pm->id = nmaps + 1;
+		pm->memory_start = m->limit ? m->start : lo[i] != UINT64_MAX ? lo[i] : 0;
+		pm->memory_limit = m->limit ? m->limit : hi[i];
+		pm->file_offset = m->offset;
+		pm->filename = strtab_add(&st, m->file);
+		pm->build_id = strtab_add(&st, m->build_id);
+		if (pm->filename < 0 || pm->build_id < 0)
+			goto cleanup;
+		/* Symbolized already: pprof must not try to symbolize again. */
+		pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
+		mapp[nmaps] = pm;
+		mapid[i] = ++nmaps;
+	}
+	for (size_t f = 0; f < nf; f++) {
+		const struct vp_frame *fr = &p->frames[f];
+		if (!frame_loc[f] || !*fr->image)
+			continue;
+		size_t j;
+		for (j = 0; j < nmaps; j++)
+			if (!strcmp(st.v[maps[j].filename], fr->image))
+				break;
+		if (j == nmaps) {
+			PbMapping *pm = &maps[nmaps];
+			perftools__profiles__mapping__init(pm);
+			pm->id = nmaps + 1;
+			pm->filename = strtab_add(&st, fr->image);
+			pm->build_id = strtab_add(&st, fr->build_id);
+			if (pm->filename < 0 || pm->build_id < 0)
+				goto cleanup;
+			pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
+			mapp[nmaps++] = pm;
+		}
+		img_map_of_frame[f] = j + 1;
 	}
 	prof.n_mapping = nmaps;
 	prof.mapping = mapp;
 
-	/* One Function, Location and Line per frame; ids are frame id + 1 (0 is invalid). */
+	/* One Function per frame (id = frame + 1). */
 	fns = calloc(nf ? nf : 1, sizeof(*fns));
 	fnp = calloc(nf ? nf : 1, sizeof(*fnp));
-	locs = calloc(nf ? nf : 1, sizeof(*locs));
-	locp = calloc(nf ? nf : 1, sizeof(*locp));
-	lines = calloc(nf ? nf : 1, sizeof(*lines));
-	linep = calloc(nf ? nf : 1, sizeof(*linep));
-	if (!fns || !fnp || !locs || !locp || !lines || !linep)
+	if (!fns || !fnp)
 		goto cleanup;
 	for (size_t i = 0; i < nf; i++) {
 		const struct vp_frame *f = &p->frames[i];
@@ -294,85 +475,75 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		if (fn->name < 0 || fn->filename < 0)
 			goto cleanup;
 		fnp[i] = fn;
-		PbLine *ln = &lines[i];
-		perftools__profiles__line__init(ln);
-		ln->function_id = i + 1;
-		ln->line = f->line;
-		linep[i] = ln;
-		PbLocation *l = &locs[i];
-		perftools__profiles__location__init(l);
-		l->id = i + 1;
-		l->mapping_id = mapid_of_frame[i];
-		l->address = f->addr;
-		l->n_line = 1;
-		l->line = &linep[i];
-		locp[i] = l;
 	}
 	prof.n_function = nf;
 	prof.function = fnp;
-	prof.n_location = nf;
+
+	/* Locations: one per sampled address with the frames inlined there, innermost first
+	 * (pprof's order), then one per frame for the samples left by frame. */
+	for (size_t i = 0; i < nl; i++)
+		nlines += p->locations[i].nframes;
+	nlines += nlocs;
+	locs = calloc(nl + nlocs + 1, sizeof(*locs));
+	locp = calloc(nl + nlocs + 1, sizeof(*locp));
+	lines = calloc(nlines + 1, sizeof(*lines));
+	linep = calloc(nlines + 1, sizeof(*linep));
+	if (!locs || !locp || !lines || !linep)
+		goto cleanup;
+	size_t li = 0;
+	for (size_t i = 0; i < nl; i++) {
+		const struct vp_location *l = &p->locations[i];
+		PbLocation *pl = &locs[i];
+		perftools__profiles__location__init(pl);
+		pl->id = i + 1;
+		pl->mapping_id = l->mapping < nm ? mapid[l->mapping] : 0;
+		pl->address = l->addr;
+		pl->n_line = l->nframes;
+		pl->line = &linep[li];
+		for (uint32_t k = 0; k < l->nframes; k++, li++) {
+			perftools__profiles__line__init(&lines[li]);
+			lines[li].function_id = (uint64_t)l->frames[k] + 1;
+			lines[li].line = l->lines[k];
+			linep[li] = &lines[li];
+		}
+		locp[i] = pl;
+	}
+	for (size_t f = 0; f < nf; f++) {
+		if (!frame_loc[f])
+			continue;
+		const struct vp_frame *fr = &p->frames[f];
+		PbLocation *pl = &locs[frame_loc[f] - 1];
+		perftools__profiles__location__init(pl);
+		pl->id = frame_loc[f];
+		pl->mapping_id = img_map_of_frame[f];
+		pl->address = fr->addr;
+		pl->n_line = 1;
+		pl->line = &linep[li];
+		perftools__profiles__line__init(&lines[li]);
+		lines[li].function_id = f + 1;
+		lines[li].line = fr->line;
+		linep[li] = &lines[li];
+		li++;
+		locp[frame_loc[f] - 1] = pl;
+	}
+	prof.n_location = nl + nlocs;
 	prof.location = locp;
 
-	/* Samples, leaf first, with pid/tid/thread/layer labels. */
-	for (size_t i = 0; i < ns; i++)
-		totframes += p->stacks[i].nframes;
-	samples = calloc(ns ? ns : 1, sizeof(*samples));
-	samplep = calloc(ns ? ns : 1, sizeof(*samplep));
-	labels = calloc(4 * (ns ? ns : 1), sizeof(*labels));
-	labelp = calloc(4 * (ns ? ns : 1), sizeof(*labelp));
-	locids = calloc(totframes ? totframes : 1, sizeof(*locids));
-	values = calloc(nv * (ns ? ns : 1), sizeof(*values));
-	if (!samples || !samplep || !labels || !labelp || !locids || !values)
+	/* The samples' pointers, now that their arrays stopped moving. */
+	samplep = calloc(w.nsamples ? w.nsamples : 1, sizeof(*samplep));
+	labelp = calloc(4 * (w.nsamples ? w.nsamples : 1), sizeof(*labelp));
+	if (!samplep || !labelp)
 		goto cleanup;
-	int64_t k_pid = strtab_add(&st, "pid"), k_tid = strtab_add(&st, "tid");
-	int64_t k_thread = strtab_add(&st, "thread"), k_layer = strtab_add(&st, "layer");
-	if (k_pid < 0 || k_tid < 0 || k_thread < 0 || k_layer < 0)
-		goto cleanup;
-	size_t nsamples = 0, li = 0;
-	for (size_t i = 0; i < ns; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		bool any = false;
-		for (int e = 0; e < p->nevents; e++)
-			any |= s->samples[e] || s->weight[e];
-		if (!any)
-			continue;
-		PbSample *sm = &samples[nsamples];
-		perftools__profiles__sample__init(sm);
-		uint64_t *ids = locids + li;
-		for (uint32_t k = 0; k < s->nframes; k++)
-			ids[k] = (uint64_t)s->frames[s->nframes - 1 - k] + 1;
-		li += s->nframes;
-		sm->n_location_id = s->nframes;
-		sm->location_id = ids;
-		int64_t *v = values + nv * nsamples;
-		for (int e = 0; e < p->nevents; e++) {
-			v[2 * e] = (int64_t)s->samples[e];
-			v[2 * e + 1] = (int64_t)s->weight[e];
-		}
-		sm->n_value = nv;
-		sm->value = v;
-		PbLabel *lb = &labels[4 * nsamples];
-		PbLabel **lbp = &labelp[4 * nsamples];
-		for (int k = 0; k < 4; k++) {
-			perftools__profiles__label__init(&lb[k]);
-			lbp[k] = &lb[k];
-		}
-		lb[0].key = k_pid;
-		lb[0].num = s->pid;
-		lb[1].key = k_tid;
-		lb[1].num = s->tid;
-		lb[2].key = k_thread;
-		lb[2].str = strtab_add(&st, s->comm);
-		lb[3].key = k_layer;
-		lb[3].str = strtab_add(&st, vp_layer_name(s->nframes ? p->frames[s->frames[s->nframes - 1]].layer
-								     : VP_LAYER_UNKNOWN));
-		if (lb[2].str < 0 || lb[3].str < 0)
-			goto cleanup;
-		sm->n_label = 4;
-		sm->label = lbp;
-		samplep[nsamples++] = sm;
+	for (size_t i = 0; i < w.nsamples; i++) {
+		PbSample *sm = &w.samples[i];
+		sm->location_id = w.ids[i];
+		sm->value = w.values + i * nv;
+		for (int k = 0; k < 4; k++)
+			labelp[4 * i + k] = &w.labels[4 * i + k];
+		sm->label = &labelp[4 * i];
+		samplep[i] = sm;
 	}
-	prof.n_sample = nsamples;
+	prof.n_sample = w.nsamples;
 	prof.sample = samplep;
 
 	const char *const tkeys[] = { "start_realtime_ns", "start_time_ns", "time_ns", "time_nanos", NULL };
@@ -380,20 +551,30 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	prof.time_nanos = meta_int(p, tkeys);
 	prof.duration_nanos = meta_int(p, dkeys);
 
-	/* Warnings travel as comments (pprof -comments shows them). */
-	for (const char *w = p->warnings; w && *w; w = strchr(w, '\n') ? strchr(w, '\n') + 1 : w + strlen(w))
+	/* Warnings travel as comments (pprof -comments shows them), after one line per
+	 * event saying which sample types it gives. */
+	ncomments = (size_t)p->nevents;
+	for (const char *c = p->warnings; c && *c; c = strchr(c, '\n') ? strchr(c, '\n') + 1 : c + strlen(c))
 		ncomments++;
 	comments = calloc(ncomments ? ncomments : 1, sizeof(*comments));
 	if (!comments)
 		goto cleanup;
 	ncomments = 0;
-	for (const char *w = p->warnings; w && *w;) {
-		const char *nl = strchr(w, '\n');
-		size_t l = nl ? (size_t)(nl - w) : strlen(w);
-		comments[ncomments] = strtab_add_owned(&st, strndup(w, l));
+	for (int e = 0; e < p->nevents; e++) {
+		char *c = NULL;
+		if (asprintf(&c, "event %s: sample types %s/count and %s/%s", p->events[e].name, st.v[vt[2 * e].type],
+			     st.v[vt[2 * e + 1].type], st.v[vt[2 * e + 1].unit]) < 0)
+			c = NULL;
+		if ((comments[ncomments++] = strtab_add_owned(&st, c)) < 0)
+			goto cleanup;
+	}
+	for (const char *c = p->warnings; c && *c;) {
+		const char *eol = strchr(c, '\n');
+		size_t l = eol ? (size_t)(eol - c) : strlen(c);
+		comments[ncomments] = strtab_add_owned(&st, strndup(c, l));
 		if (comments[ncomments++] < 0)
 			goto cleanup;
-		w = nl ? nl + 1 : w + l;
+		c = eol ? eol + 1 : c + l;
 	}
 	prof.n_comment = ncomments;
 	prof.comment = comments;
@@ -409,21 +590,29 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 cleanup:
 	free(buf);
 	free(comments);
-	free(values);
-	free(locids);
+	for (size_t i = 0; i < w.nsamples; i++)
+		free(w.ids[i]);
+	free(w.ids);
+	free(w.values);
+	free(w.labels);
+	free(w.samples);
 	free(labelp);
-	free(labels);
 	free(samplep);
-	free(samples);
 	free(linep);
 	free(lines);
 	free(locp);
 	free(locs);
 	free(fnp);
 	free(fns);
-	free(mapid_of_frame);
+	free(img_map_of_frame);
+	free(frame_loc);
+	free(mapid);
+	free(lo);
+	free(hi);
 	free(mapp);
 	free(maps);
+	free(rem);
+	free(v);
 	free(vtp);
 	free(vt);
 	strtab_free(&st);

@@ -88,6 +88,20 @@ struct loader {
 	int time_event;              /* its profile index, or -1 */
 	struct victim *victims; size_t nvictims, capvictims;
 	int steal_err;
+	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
+	 * lines the JIT index gave for the frames user_frames returned last. */
+	struct exe *exes; size_t nexes;
+	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
+};
+
+/* A process's main executable: the first file it mapped (after its exec), and the
+ * executable mapping of that file, which pprof lists first ("File: ..."). */
+struct exe {
+	uint32_t pid;
+	char *file;
+	char bid[41];                /* the recorded build-id in hex, or "" */
+	struct vp_mapping m;         /* m.file == file, m.build_id == bid; limit 0 until its text is mapped */
+	bool used;                   /* interned into the profile */
 };
 
 /* One thread that was on a vCPU while the hypervisor stole it, summed over vCPUs. */
@@ -210,6 +224,40 @@ static int keep_sample(struct loader *l, const struct vp_record *r)
 	return 0;
 }
 
+/* Remembers each process's main executable as its mappings stream in: the first
+ * file-backed mapping after its exec (or in its first snapshot) names the file, and
+ * that file's first executable mapping is the one pprof lists first. */
+static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name)
+{
+	struct exe *x = NULL;
+	if (name[0] != '/' || !strncmp(name, "/memfd:", 7) || !strncmp(name, "/dev/", 5) || !strncmp(name, "/SYSV", 5))
+		return;
+	for (size_t i = 0; i < l->nexes && !x; i++)
+		if (l->exes[i].pid == m->pid)
+			x = &l->exes[i];
+	if (!x) {
+		struct exe *n = realloc(l->exes, (l->nexes + 1) * sizeof(*n));
+		if (!n)
+			return;
+		l->exes = n;
+		x = &l->exes[l->nexes++];
+		memset(x, 0, sizeof(*x));
+		x->pid = m->pid;
+		x->file = strdup(name);
+		x->m.file = x->file;
+		x->m.build_id = x->bid;
+		x->m.pid = m->pid;
+		x->m.exe = true;
+	}
+	if (x->m.limit || !x->file || strcmp(x->file, name) || !(m->prot & 4 /* PROT_EXEC */))
+		return;
+	x->m.start = m->start;
+	x->m.limit = m->start + m->len;
+	x->m.offset = m->pgoff;
+	if (m->build_id_size && m->build_id_size <= 20)
+		hex(m->build_id, m->build_id_size, x->bid);
+}
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -237,6 +285,7 @@ static int on_record(struct loader *l, const struct vp_record *r)
 			n = sizeof(name) - 1;
 		memcpy(name, m->filename, n);
 		name[n] = '\0';
+		note_exe(l, m, name);
 		return vp_procmaps__mmap(l->pm, r->time, m, name);
 	}
 	case VP_REC_COMM: {
@@ -246,6 +295,10 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		char comm[17];
 		memcpy(comm, c->comm, 16);
 		comm[16] = '\0';
+		if (c->exec)   /* exec drops the old image: the next file mapped is the new one */
+			for (size_t i = 0; i < l->nexes; i++)
+				if (l->exes[i].pid == c->pid)
+					l->exes[i].pid = UINT32_MAX;
 		return vp_procmaps__comm(l->pm, r->time, c->pid, c->tid, comm, c->exec);
 	}
 	case VP_REC_FORK:
@@ -491,9 +544,12 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		struct vp_jit_frame jf[MAX_JIT_DEPTH];
 		int n = vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf,
 					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			out[i] = add_frame(l, jf[i].layer, jf[i].name ? jf[i].name : "[unknown]", "[jit]", "", 0,
 					   jf[i].file, jf[i].line);
+			l->jit_lines[i] = jf[i].line;  /* this address's lines; the frame keeps its first */
+		}
+		l->jit_n = n;
 		if (n > 0)
 			return n;
 	}
@@ -556,6 +612,48 @@ static bool in_list(const uint32_t *v, int n, uint32_t x)
 	return false;
 }
 
+/* The location of frames f[0..k-1] (innermost first) that the sampled address look
+ * resolved to, for pprof: its mapping (the process's memory at t for user code, the
+ * kernel's or hypervisor's image otherwise) and the lines at this very address (a
+ * frame keeps the line of the first address that named it). UINT32_MAX when none. */
+static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t look, const uint32_t *f, int k,
+			  bool user)
+{
+	uint32_t lines[MAX_JIT_DEPTH];
+	if (k <= 0 || k > MAX_JIT_DEPTH)
+		return UINT32_MAX;
+	for (int i = 0; i < k; i++) {
+		if (f[i] == UINT32_MAX)
+			return UINT32_MAX;
+		lines[i] = l->jit_n == k ? l->jit_lines[i] : l->p->frames[f[i]].line;
+	}
+	const struct vp_frame *fr = &l->p->frames[f[k - 1]];
+	struct vp_mapping m = { .file = fr->image, .build_id = fr->build_id, .pid = user ? pid : 0 };
+	uint32_t mid = UINT32_MAX;
+	if (user) {
+		for (size_t i = 0; i < l->nexes; i++) {
+			struct exe *x = &l->exes[i];
+			if (x->pid == pid && x->m.limit && !x->used) {
+				x->used = true;
+				vp_profile__mapping(l->p, &x->m);
+			}
+		}
+	}
+	if (user && strcmp(fr->image, "[jit]")) {
+		struct vp_map *vm = vp_procmaps__find(l->pm, pid, look, t);
+		if (vm && vm->filename[0] && strncmp(vm->filename, "[anon", 5)) {
+			m.file = vm->filename;
+			m.start = vm->start;
+			m.limit = vm->start + vm->len;
+			m.offset = vm->pgoff;
+			mid = vp_profile__mapping(l->p, &m);
+		}
+	} else if (fr->image[0]) {
+		mid = vp_profile__mapping(l->p, &m);
+	}
+	return vp_profile__location(l->p, mid, look, f, lines, (uint32_t)k);
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -569,19 +667,21 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	if (!comm)
 		comm = vp_procmaps__comm_at(l->pm, s->pid, r->time);
 	if (!comm)
-		comm = "";
+		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
 	if (o->comm && strcmp(o->comm, comm))
 		return 0;
 	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
 
-	uint32_t leaf_first[MAX_OUT_FRAMES];
-	int n = 0;
+	uint32_t leaf_first[MAX_OUT_FRAMES], locs[MAX_OUT_FRAMES];
+	int n = 0, nl = 0;
+	l->jit_n = 0;
 	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
 		if (i == 0 && s->mode == VP_MODE_HYPERVISOR)
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
+		locs[nl++] = frame_loc(l, s->pid, r->time, i > 0 ? s->ips[i] - 1 : s->ips[i], leaf_first + n - 1, 1, false);
 	}
 	if (s->nr_user)
 		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
@@ -601,13 +701,18 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 				break;
 			k++;
 		}
+		uint64_t ip = s->ips[s->nr_kernel + i], look = i > 0 ? ip - 1 : ip;
 		if (k < nj && jcur.frame == i) {
 			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
 			k++;
+			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n - 1, 1, true);
 			continue;
 		}
-		n += user_frames(l, s->pid, r->time, s->ips[s->nr_kernel + i], i > 0, leaf_first + n,
-				 MAX_OUT_FRAMES - n);
+		int n0 = n;
+		l->jit_n = 0;
+		n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
+		locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
+		l->jit_n = 0;
 	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
@@ -617,8 +722,17 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			return -ENOMEM;
 		root_first[n - 1 - i] = leaf_first[i];
 	}
-	return vp_profile__add(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
-			       s->period);
+	uint32_t sid;
+	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
+					s->period, &sid);
+	/* The same sample by address, for pprof; a frame without a location (no image)
+	 * leaves the sample to the frame view, which pprof falls back to. */
+	for (int i = 0; i < nl; i++)
+		if (locs[i] == UINT32_MAX)
+			nl = 0;
+	if (!ret && nl)
+		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], 1, s->period);
+	return ret;
 }
 
 static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
@@ -823,6 +937,9 @@ cleanup:
 
 static void loader_free(struct loader *l)
 {
+	for (size_t i = 0; i < l->nexes; i++)
+		free(l->exes[i].file);
+	free(l->exes);
 	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
 		n = mi->next;
 		free(mi);
@@ -923,9 +1040,18 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	}
 	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;
 	uint64_t dur = l.end_duration ? l.end_duration : l.t_last > l.t0 ? l.t_last - l.t0 : 0;
-	if (!vp_profile__meta(p, "duration_ns")) {
+	/* The duration is the time the samples cover: a --time window (cut to the session),
+	 * and the sum over sessions loaded into one profile, so that shares of it (pprof's
+	 * "Total samples = ... (NN%)") stay true. */
+	if (l.o->t_from > 0 || l.o->t_to > 0) {
+		double to = l.o->t_to > 0 && l.o->t_to * 1e9 < (double)dur ? l.o->t_to * 1e9 : (double)dur;
+		double from = l.o->t_from * 1e9;
+		dur = to > from ? (uint64_t)(to - from) : 0;
+	}
+	{
+		const char *old = vp_profile__meta(p, "duration_ns");
 		char d[32];
-		snprintf(d, sizeof(d), "%llu", (unsigned long long)dur);
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)(dur + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, "duration_ns", d);
 	}
 	/* How the user stacks ended, summed over merged sessions. */

@@ -59,6 +59,144 @@ static void expect(const char *top, const char *name, double flat, double flat_p
 	ASSERT_DBL_NEAR(cp, cum_pct, 0.006);
 }
 
+static char *write_and_run(const struct vp_profile *p, const char *file, const char *args)
+{
+	struct vp_out o;
+	struct vp_report_opts opts = { 0 };
+	char cmd[512];
+	ASSERT_OK(vp_out__open(&o, file));
+	ASSERT_OK(report_pprof(p, &o, &opts));
+	ASSERT_OK(vp_out__close(&o));
+	snprintf(cmd, sizeof(cmd), "./pprof %s %s", args, file);
+	return run(cmd);
+}
+
+/* A profile with addresses, as the session loader builds it: two processes, the main
+ * executable of the busier one listed first; a JIT method sampled at two addresses
+ * with different lines, one of them with a method inlined there; kernel frames. */
+static void test_addresses(void)
+{
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	ASSERT_EQ(vp_profile__add_event(p, "task-clock", "nanoseconds"), 0);
+	vp_profile__set_meta(p, "duration_ns", "1000000000");
+	struct vp_mapping m_ld = { .start = 0x7f0000001000, .limit = 0x7f0000030000, .offset = 0x1000,
+				   .file = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", .build_id = "aa11", .pid = 7 };
+	struct vp_mapping m_exe = { .start = 0x555500001000, .limit = 0x555500002000, .offset = 0x1000,
+				    .file = "/usr/bin/server", .build_id = "bb22", .pid = 7, .exe = true };
+	struct vp_mapping m_other = { .start = 0x555600001000, .limit = 0x555600002000, .offset = 0x1000,
+				      .file = "/usr/bin/other", .build_id = "cc33", .pid = 9, .exe = true };
+	struct vp_mapping m_jit = { .file = "[jit]", .pid = 7 };
+	struct vp_mapping m_k = { .file = "[kernel.kallsyms]" };
+	uint32_t ld = vp_profile__mapping(p, &m_ld), other = vp_profile__mapping(p, &m_other);
+	uint32_t exe = vp_profile__mapping(p, &m_exe), jit = vp_profile__mapping(p, &m_jit);
+	uint32_t k = vp_profile__mapping(p, &m_k);
+	ASSERT_NE(ld, UINT32_MAX);
+	ASSERT_NE(k, UINT32_MAX);
+	ASSERT_EQ(vp_profile__mapping(p, &m_exe), exe);   /* interned */
+
+	uint32_t f_main = synth_frame(p, VP_LAYER_NATIVE, "main", "/usr/bin/server", 0x1100);
+	uint32_t f_ld = synth_frame(p, VP_LAYER_NATIVE, "_dl_start", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", 0x2000);
+	uint32_t f_hot = synth_frame(p, VP_LAYER_JIT, "Hot.run()", "[jit]", 0);
+	uint32_t f_inl = synth_frame(p, VP_LAYER_INLINED, "Util.mix(int)", "[jit]", 0);
+	uint32_t f_k = synth_frame(p, VP_LAYER_KERNEL, "do_syscall_64", "[kernel.kallsyms]", 0xffffffff81001000);
+	uint32_t f_om = synth_frame(p, VP_LAYER_NATIVE, "main", "/usr/bin/other", 0x1100);
+	uint32_t zero = 0, l30 = 30, l31[2] = { 12, 31 };
+	uint32_t inl[2] = { f_inl, f_hot };
+	uint32_t L_main = vp_profile__location(p, exe, 0x555500001123, &f_main, &zero, 1);
+	uint32_t L_ld = vp_profile__location(p, ld, 0x7f0000002345, &f_ld, &zero, 1);
+	uint32_t L_hot30 = vp_profile__location(p, jit, 0x7e0000001010, &f_hot, &l30, 1);
+	uint32_t L_hot31 = vp_profile__location(p, jit, 0x7e0000001080, inl, l31, 2);
+	uint32_t L_k = vp_profile__location(p, k, 0xffffffff81001020, &f_k, &zero, 1);
+	uint32_t L_om = vp_profile__location(p, other, 0x555600001200, &f_om, &zero, 1);
+	ASSERT_EQ(vp_profile__location(p, jit, 0x7e0000001080, inl, l31, 2), L_hot31);
+
+	/* Stacks by frame (root first) with their samples by address (leaf first). */
+	uint32_t s_id;
+	uint32_t st1[2] = { f_main, f_hot }, ls1[2] = { L_hot30, L_main };
+	ASSERT_OK(vp_profile__add_stack(p, st1, 2, 7, 7, "server", 0, 6, 6000000, &s_id));
+	ASSERT_OK(vp_profile__add_locs(p, s_id, ls1, 2, 0, 6, 6000000));
+	uint32_t st2[3] = { f_main, f_hot, f_inl }, ls2[2] = { L_hot31, L_main };
+	ASSERT_OK(vp_profile__add_stack(p, st2, 3, 7, 7, "server", 0, 3, 3000000, &s_id));
+	ASSERT_OK(vp_profile__add_locs(p, s_id, ls2, 2, 0, 3, 3000000));
+	uint32_t st3[3] = { f_ld, f_main, f_k }, ls3[3] = { L_k, L_main, L_ld };
+	ASSERT_OK(vp_profile__add_stack(p, st3, 3, 7, 8, "server", 0, 2, 2000000, &s_id));
+	ASSERT_OK(vp_profile__add_locs(p, s_id, ls3, 3, 0, 2, 2000000));
+	uint32_t st4[1] = { f_om }, ls4[1] = { L_om };
+	ASSERT_OK(vp_profile__add_stack(p, st4, 1, 9, 9, "other", 0, 1, 1000000, &s_id));
+	ASSERT_OK(vp_profile__add_locs(p, s_id, ls4, 1, 0, 1, 1000000));
+	/* Steal time has no address: it stays a sample by frame. */
+	uint32_t f_steal = synth_frame(p, VP_LAYER_HYPERVISOR, "[steal]", "[hypervisor]", 0);
+	ASSERT_OK(vp_profile__add(p, &f_steal, 1, 7, 7, "server", 0, 1, 1000000));
+
+	char *out = write_and_run(p, "addr.pb.gz", "-raw -symbolize=none");
+	/* Mappings: real ranges, offsets and build-ids, the busier process's executable first. */
+	const char *maps = strstr(out, "Mappings\n");
+	ASSERT_NOT_NULL(maps);
+	ASSERT_CONTAINS(maps, "1: 0x555500001000/0x555500002000/0x1000 /usr/bin/server bb22 ");
+	ASSERT_CONTAINS(maps, "0x7f0000001000/0x7f0000030000/0x1000 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 aa11 ");
+	/* JIT code and the kernel: their own mappings around the addresses sampled there. */
+	ASSERT_CONTAINS(maps, "0xffffffff81001020/0xffffffff81001021/0x0 [kernel.kallsyms] ");
+	/* Locations: one per address, the JIT method's two addresses with their own lines, the
+	 * inlined method first (innermost) at the second. */
+	/* (pprof numbers locations and mappings itself; "M=n" follows its order.) */
+	ASSERT_CONTAINS(out, "1: 0x7e0000001010 M=2 Hot.run() [jit]:30 ");
+	ASSERT_CONTAINS(out, "2: 0x555500001123 M=1 main /usr/bin/server:0 ");
+	ASSERT_CONTAINS(out, "3: 0x7e0000001080 M=2 Util.mix(int) [jit]:12 s=0\n             Hot.run() [jit]:31 ");
+	ASSERT_CONTAINS(out, "4: 0xffffffff81001020 M=3 do_syscall_64 [kernel.kallsyms]:0 ");
+	ASSERT_CONTAINS(out, "5: 0x7f0000002345 M=4 _dl_start ");
+	ASSERT_CONTAINS(out, "2: 0x7e0000001010/0x7e0000001081/0x0 [jit] ");
+	/* The samples: leaf first, by address; the steal sample by frame. */
+	ASSERT_CONTAINS(out, "          6    6000000: 1 2 \n");
+	ASSERT_CONTAINS(out, "          3    3000000: 3 2 \n");
+	ASSERT_CONTAINS(out, "          2    2000000: 4 2 5 \n");
+	ASSERT_CONTAINS(out, "[steal] [hypervisor]");
+	free(out);
+
+	out = write_and_run(p, "addr.pb.gz", "-top -symbolize=none");
+	ASSERT_CONTAINS(out, "File: server\n");
+	ASSERT_CONTAINS(out, "Build ID: bb22\n");
+	ASSERT_CONTAINS(out, "Type: cpu\n");
+	ASSERT_CONTAINS(out, "Total samples = 13ms ( 1.30%)");
+	expect(out, "Hot.run()", 6, 46.15, 9, 69.23);
+	expect(out, "Util.mix(int) (inline)", 3, 23.08, 3, 23.08);   /* pprof sees the inlining */
+	free(out);
+	/* Lines per address: -lines shows both lines of Hot.run(). */
+	out = write_and_run(p, "addr.pb.gz", "-top -lines -symbolize=none");
+	ASSERT_CONTAINS(out, "Hot.run() [jit]:30\n");
+	ASSERT_CONTAINS(out, "Hot.run() [jit]:31\n");
+	free(out);
+
+	/* A merge keeps the addresses and adds the durations up: 2 s, 26 ms of samples. */
+	struct vp_profile *m = vp_profile__new();
+	ASSERT_NOT_NULL(m);
+	ASSERT_OK(vp_profile__merge(m, p));
+	ASSERT_OK(vp_profile__merge(m, p));
+	ASSERT_UEQ(m->nlocations, p->nlocations);
+	ASSERT_UEQ(m->nmappings, p->nmappings);
+	out = write_and_run(m, "merged.pb.gz", "-top -symbolize=none");
+	ASSERT_CONTAINS(out, "File: server\n");
+	ASSERT_CONTAINS(out, "Duration: 2s, Total samples = 26ms ( 1.30%)");
+	expect(out, "Hot.run()", 12, 46.15, 18, 69.23);
+	free(out);
+	vp_profile__free(m);
+	vp_profile__free(p);
+}
+
+/* Two sessions merged: the durations add up, so the share of the wall time stays true
+ * (one session's samples over twice its duration read 200% before). */
+static void test_merge(const struct vp_profile *one)
+{
+	struct vp_profile *m = vp_profile__new();
+	ASSERT_NOT_NULL(m);
+	ASSERT_OK(vp_profile__merge(m, one));
+	ASSERT_OK(vp_profile__merge(m, one));
+	char *out = write_and_run(m, "merged2.pb.gz", "-top -symbolize=none");
+	ASSERT_CONTAINS(out, "Duration: 2s, Total samples = 2000ms (  100%)");
+	free(out);
+	vp_profile__free(m);
+}
+
 int main(void)
 {
 	struct stat sb;
@@ -108,7 +246,7 @@ int main(void)
 
 	/* The default sample type is the event's weight, in nanoseconds. */
 	top = run("./pprof -top -nodecount=100 -symbolize=none synth.pb.gz");
-	ASSERT_CONTAINS(top, "Type: cpu-clock");
+	ASSERT_CONTAINS(top, "Type: cpu\n");
 	ASSERT_CONTAINS(top, "Total samples = 1000ms");
 	ASSERT_CONTAINS(top, "Duration: 1s");
 	expect(top, "com.example.Codec.encode", 400, 40.00, 400, 40.00);
@@ -116,7 +254,8 @@ int main(void)
 
 	/* The second event has its own pair of sample types. */
 	top = run("./pprof -top -nodecount=100 -symbolize=none -sample_index=page-faults synth.pb.gz");
-	ASSERT_CONTAINS(top, "of 40events total");
+	ASSERT_CONTAINS(top, "of 40 total");
+	ASSERT_TRUE(strstr(top, "events") == NULL);
 	expect(top, "G1CollectedHeap::do_collection", 30, 75.00, 30, 75.00);
 	expect(top, "ksys_write", 10, 25.00, 10, 25.00);
 	free(top);
@@ -124,9 +263,11 @@ int main(void)
 	/* -raw: the sample types, every sample with its values and labels, and totals equal
 	 * to the profile's. */
 	raw = run("./pprof -raw -symbolize=none synth.pb.gz");
-	ASSERT_CONTAINS(raw, "PeriodType: cpu-clock nanoseconds");
+	ASSERT_CONTAINS(raw, "PeriodType: cpu nanoseconds");
 	ASSERT_CONTAINS(raw, "Period: 1000000");
-	ASSERT_CONTAINS(raw, "samples/count cpu-clock/nanoseconds[dflt] page-faults_samples/count page-faults/events");
+	/* The CPU-profile convention of pprof and the fleet tools; counts are "count". */
+	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt] page-faults_samples/count page-faults/count");
+	ASSERT_CONTAINS(raw, "Comment: event cpu-clock: sample types samples/count and cpu/nanoseconds");
 	ASSERT_CONTAINS(raw, "Comment: session ended without END record");
 	ASSERT_CONTAINS(raw, "layer:[kernel] thread:[worker-1]");
 	ASSERT_CONTAINS(raw, "layer:[jvm] thread:[VM Thread]");
@@ -176,6 +317,9 @@ int main(void)
 	ASSERT_NOT_NULL(h);
 	ASSERT_TRUE(d < h);
 	free(raw);
+
+	test_addresses();
+	test_merge(p);
 
 	/* A profile without events cannot be written; a failing output is reported. */
 	struct vp_profile *empty = vp_profile__new();
