@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postproc/report_util.h"
+#include "common/session_format.h"
 #include "common/util.h"
+#include "postproc/report_util.h"
+#include "postproc/session.h"
 
 #define DEFAULT_TOP 25
 
@@ -16,6 +18,31 @@ static void kv_str(struct vp_out *o, const char *key, const char *value)
 	vp_json_str(o, key, false);
 	vp_out__puts(o, ":");
 	vp_json_str(o, value, false);
+}
+
+/* How the user stacks ended, as numbers (the loader keeps them as stack_end.* session
+ * metadata); "truncated" is every ending but the root, unknown endings not counted. */
+static void stack_ends(const struct vp_profile *p, struct vp_out *o)
+{
+	uint64_t truncated = 0;
+	bool any = false;
+
+	for (int k = 0; k < VP_WALK__COUNT; k++) {
+		char key[48];
+		const char *v;
+
+		snprintf(key, sizeof(key), "stack_end.%s", vp_walk_end_name(k));
+		if (!(v = vp_profile__meta(p, key)))
+			continue;
+		uint64_t n = strtoull(v, NULL, 10);
+		vp_out__printf(o, "%s\"%s\":%llu", any ? "," : "\"stack_ends\":{", vp_walk_end_name(k),
+			       (unsigned long long)n);
+		any = true;
+		if (k != VP_WALK_ROOT && k != VP_WALK_UNKNOWN)
+			truncated += n;
+	}
+	if (any)
+		vp_out__printf(o, ",\"truncated\":%llu},\n", (unsigned long long)truncated);
 }
 
 /* %.6g keeps the file short while holding percentages exactly enough; JSON has no NaN. */
@@ -171,8 +198,10 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 			vp_out__puts(o, ",");
 		kv_str(o, p->meta[i].key, p->meta[i].value);
 	}
-	vp_out__printf(o, "},\n\"lost\":%llu,\"incomplete\":%s,\n\"events\":[", (unsigned long long)p->lost,
+	vp_out__printf(o, "},\n\"lost\":%llu,\"incomplete\":%s,\n", (unsigned long long)p->lost,
 		       p->incomplete ? "true" : "false");
+	stack_ends(p, o);
+	vp_out__puts(o, "\"events\":[");
 	for (int e = 0; e < p->nevents; e++) {
 		vp_out__puts(o, e ? ",{" : "{");
 		kv_str(o, "name", p->events[e].name);

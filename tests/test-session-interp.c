@@ -262,6 +262,8 @@ int main(void)
 	ASSERT_CONTAINS(js, "\"stack_end.bad_frame\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.tables_not_loaded\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.unknown\":\"1\"");
+	ASSERT_CONTAINS(js, "\"stack_ends\":{\"unknown\":1,\"root\":2,\"no_rule\":1,\"unreadable\":1,\"depth\":1,"
+			    "\"bad_frame\":1,\"tables_not_loaded\":1,\"truncated\":5},\n");
 	free(js);
 	vp_profile__free(p);
 	rm_session(dir);
