@@ -1,52 +1,133 @@
 /* Directory-fd based file creation for root: see safefs.h. */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/safefs.h"
+#include "common/util.h"
 
-int vp_safe_opendir(const char *path)
+#define MAX_LINKS 40    /* as the kernel's own limit on nested symlinks */
+#define MAX_DEPTH 64    /* sessions are three levels deep; a deeper tree is refused */
+
+static bool root_or_us(uid_t uid)
 {
-	char buf[PATH_MAX];
-	int fd, next;
+	return uid == 0 || uid == geteuid();
+}
 
-	if (!path || !*path || snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+/* The symlink st, found in the directory dirfd, is one only root or we could have put
+ * there. */
+static bool trusted_link(int dirfd, const struct stat *st)
+{
+	struct stat d;
+
+	if (!root_or_us(st->st_uid) || fstat(dirfd, &d) || !root_or_us(d.st_uid))
+		return false;
+	return !(d.st_mode & (S_IWGRP | S_IWOTH)) || (d.st_mode & S_ISVTX);
+}
+
+int vp_safe_opendir(const char *path, unsigned flags)
+{
+	char buf[PATH_MAX], rest[PATH_MAX], comp[NAME_MAX + 1];
+	int fd, err, links = 0;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
 	fd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
+	for (char *p = buf;;) {
+		struct stat st;
 
-		close(fd);
-		if (next < 0)
-			return -e;
-		fd = next;
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t len = strcspn(p, "/");
+		if (len > NAME_MAX) {
+			err = -ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		p += len;
+		int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && (flags & VP_SAFE_CREATE)) {
+			/* mkdirat never follows a symlink in its last component. */
+			if (mkdirat(fd, comp, 0700) && errno != EEXIST) {
+				err = -errno;
+				goto fail;
+			}
+			next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next >= 0) {
+			close(fd);
+			fd = next;
+			continue;
+		}
+		err = -errno;
+		/* O_NOFOLLOW|O_DIRECTORY on a symlink gives ELOOP or ENOTDIR. */
+		if ((err != -ELOOP && err != -ENOTDIR) || fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISLNK(st.st_mode))
+			goto fail;
+		err = -ELOOP;
+		if (!(flags & VP_SAFE_TRUSTED_LINKS) || ++links > MAX_LINKS || !trusted_link(fd, &st))
+			goto fail;
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(fd, comp, target, sizeof(target) - 1);
+		if (n <= 0) {
+			err = n < 0 ? -errno : -ENOENT;
+			goto fail;
+		}
+		target[n] = '\0';
+		/* Go on from the link's target, then with what was left of the path. */
+		if (snprintf(rest, sizeof(rest), "%s/%s", target, p) >= (int)sizeof(rest)) {
+			err = -ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(buf, rest, sizeof(buf));
+		p = buf;
+		if (target[0] == '/') {
+			close(fd);
+			if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+				return -errno;
+		}
 	}
 	return fd;
+fail:
+	close(fd);
+	return err;
 }
 
-int vp_safe_mkdirat(int dirfd, const char *name, mode_t mode, uid_t owner)
+int vp_safe_mkdirat(int dirfd, const char *name, mode_t mode, uid_t owner, bool *made)
 {
 	struct stat st;
-	bool made = mkdirat(dirfd, name, mode) == 0;
+	bool m = mkdirat(dirfd, name, mode) == 0;
 
-	if (!made && errno != EEXIST)
+	if (made)
+		*made = m;
+	if (!m && errno != EEXIST)
 		return -errno;
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ELOOP ? -ELOOP : -errno;
+		return errno == ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       S_ISLNK(st.st_mode) ? -ELOOP : -errno;
 	if (fstat(fd, &st) || st.st_uid != (owner == (uid_t)-1 ? geteuid() : owner)) {
 		close(fd);
 		return -EPERM;
 	}
-	if (made && fchmod(fd, mode)) {
+	if (m && fchmod(fd, mode)) {
 		int e = -errno;
 
 		close(fd);
@@ -82,4 +163,119 @@ int vp_safe_open_regular(const char *path, bool nofollow)
 		return -EINVAL;
 	}
 	return fd;
+}
+
+static int empty_dir(int dirfd, int depth);
+
+/* Removes name under dirfd whatever it is, a directory through its own fd. */
+static int remove_at(int dirfd, const char *name, int depth)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR)
+		return -errno;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = empty_dir(fd, depth + 1);
+	close(fd);
+	if (!err && unlinkat(dirfd, name, AT_REMOVEDIR) && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+static int empty_dir(int dirfd, int depth)
+{
+	int err = 0;
+
+	if (depth > MAX_DEPTH)
+		return -ELOOP;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int r = remove_at(dirfd, e->d_name, depth);
+		if (r && !err)
+			err = r;
+	}
+	closedir(d);
+	return err;
+}
+
+int vp_safe_empty_dir(int dirfd)
+{
+	return empty_dir(dirfd, 0);
+}
+
+int vp_safe_remove_tree(int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : -errno;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	return remove_at(dirfd, name, 0);
+}
+
+/* The kernel's POSIX ACL xattr (include/uapi/linux/posix_acl_xattr.h), little-endian. */
+struct acl_entry {
+	uint16_t tag, perm;
+	uint32_t id;
+};
+
+enum { ACL_VERSION = 2, TAG_USER_OBJ = 1, TAG_USER = 2, TAG_GROUP_OBJ = 4, TAG_MASK = 0x10, TAG_OTHER = 0x20 };
+
+static int cmp_uid(const void *a, const void *b)
+{
+	uid_t x = *(const uid_t *)a, y = *(const uid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int vp_safe_grant_search(int fd, const uid_t *uids, int n)
+{
+	enum { MAX_UIDS = 64 };
+	uid_t u[MAX_UIDS];
+	struct {
+		uint32_t version;
+		struct acl_entry e[MAX_UIDS + 4];
+	} acl;
+	int k = 0, m = 0;
+
+	if (n < 0 || n > MAX_UIDS)
+		return -E2BIG;
+	if (n) {
+		memcpy(u, uids, (size_t)n * sizeof(*u));
+		vp_sort(u, (size_t)n, sizeof(*u), cmp_uid);
+	}
+	acl.version = htole32(ACL_VERSION);
+	acl.e[k++] = (struct acl_entry){ htole16(TAG_USER_OBJ), htole16(7), htole32(UINT32_MAX) };
+	for (int i = 0; i < n; i++) {
+		/* Entries sorted by uid, each once; the owner has its own entry above. */
+		if ((i && u[i] == u[i - 1]) || u[i] == geteuid())
+			continue;
+		acl.e[k++] = (struct acl_entry){ htole16(TAG_USER), htole16(1), htole32(u[i]) };
+		m++;
+	}
+	acl.e[k++] = (struct acl_entry){ htole16(TAG_GROUP_OBJ), htole16(0), htole32(UINT32_MAX) };
+	if (m)
+		acl.e[k++] = (struct acl_entry){ htole16(TAG_MASK), htole16(1), htole32(UINT32_MAX) };
+	acl.e[k++] = (struct acl_entry){ htole16(TAG_OTHER), htole16(0), htole32(UINT32_MAX) };
+	if (!m) {
+		/* Nobody to let in: a plain 0700 directory, no ACL. */
+		if (fremovexattr(fd, "system.posix_acl_access") && errno != ENODATA && errno != EOPNOTSUPP)
+			return -errno;
+		return fchmod(fd, 0700) ? -errno : 0;
+	}
+	if (fsetxattr(fd, "system.posix_acl_access", &acl, sizeof(acl.version) + (size_t)k * sizeof(acl.e[0]), 0))
+		return -errno;
+	return 0;
 }

@@ -1,29 +1,61 @@
 /* How root touches the file system where users can reach: through directory fds.
  * A directory is opened once (O_DIRECTORY|O_NOFOLLOW, owner checked) and everything
  * under it is created relative to that fd with O_CREAT|O_EXCL|O_NOFOLLOW, so that a
- * path is never walked twice and no symlink a user plants is followed (STYLE.md 17). */
+ * path is never walked twice and no symlink a user plants is followed (STYLE.md 17).
+ * Readers of recorded paths open them with vp_safe_open_regular: never a FIFO or a
+ * device, never blocking. */
 #ifndef VIPROF_COMMON_SAFEFS_H
 #define VIPROF_COMMON_SAFEFS_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Opens the directory path, every component with O_NOFOLLOW (a symlink anywhere in it
- * fails with ELOOP or ENOTDIR). Returns the fd or -errno. */
-int vp_safe_opendir(const char *path);
+/* Flags of vp_safe_opendir. */
+enum {
+	/* Follow a symlink on the way only if only root or we could have made it: the
+	 * link is owned by root or by our euid, and the directory holding it is owned by
+	 * root or by us and not writable by others (or sticky). A path an administrator
+	 * wrote (/var/run -> /run) opens; one a user planted does not. Without the flag
+	 * any symlink fails the walk with ELOOP. */
+	VP_SAFE_TRUSTED_LINKS = 1,
+	/* Create missing components (0700, ours) on the way, like mkdir -p. */
+	VP_SAFE_CREATE = 2,
+};
+
+/* Opens the directory path one component at a time, each with O_NOFOLLOW (symlinks:
+ * see VP_SAFE_TRUSTED_LINKS). Returns the fd or -errno: -ELOOP for a symlink that is
+ * refused, -ENOTDIR for a component that is not a directory. */
+int vp_safe_opendir(const char *path, unsigned flags);
 
 /* Creates name under dirfd with mode (umask aside) unless it exists; either way opens
  * it with O_DIRECTORY|O_NOFOLLOW and checks that it is owned by owner (uid; (uid_t)-1:
  * by our euid). Returns the fd, -ENOTDIR/-ELOOP for anything but a plain directory,
- * -EPERM for another owner, or -errno. */
-int vp_safe_mkdirat(int dirfd, const char *name, mode_t mode, uid_t owner);
+ * -EPERM for another owner, or -errno. *made (may be NULL) says whether we made it. */
+int vp_safe_mkdirat(int dirfd, const char *name, mode_t mode, uid_t owner, bool *made);
 
 /* Creates a new file name under dirfd: O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode as
  * given (fchmod'ed, umask aside). Returns the fd or -errno. */
 int vp_safe_create(int dirfd, const char *name, mode_t mode);
 
-/* Opens a file to read without blocking and without following a final symlink, and
- * only if it is a regular file. Returns the fd, -EINVAL for a special file, or -errno. */
+/* Opens a file to read without blocking (O_NONBLOCK|O_NOCTTY) and without following a
+ * final symlink when nofollow, and only if it is a regular file. Returns the fd,
+ * -EINVAL for a special file, or -errno. */
 int vp_safe_open_regular(const char *path, bool nofollow);
+
+/* Removes everything inside the directory dirfd, relative to descriptors only: no
+ * symlink is followed and no path is walked again, so a tree a user can change while
+ * we remove it never makes us remove anything outside it. 0 or -errno. */
+int vp_safe_empty_dir(int dirfd);
+
+/* Removes name under dirfd (a file, or a directory and all of it, as above), only if
+ * it is owned by our euid: -EPERM otherwise. 0 (also when it does not exist) or
+ * -errno. */
+int vp_safe_remove_tree(int dirfd, const char *name);
+
+/* Sets the POSIX ACL of the directory fd to: owner rwx, the owning group and others
+ * nothing, and search (x, not read) for each of the n uids, so that exactly these
+ * users can reach a path below it they know, and list nothing. -EOPNOTSUPP where the
+ * file system has no ACLs. 0 or -errno. */
+int vp_safe_grant_search(int fd, const uid_t *uids, int n);
 
 #endif

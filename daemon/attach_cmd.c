@@ -6,20 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "daemon/jvm_attach.h"
 
-#define DEFAULT_DIR "/tmp/viprof-jit"
+/* The agent's own default: a directory of the JVM's user, never a shared one (a user
+ * who made /tmp/viprof-jit could have had a root JVM write its maps into it). */
+#define DEFAULT_DIR "/tmp/viprof-jit-<uid>"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: viprof attach PID [--dir DIR]\n"
 		"Loads the viprof JVMTI agent into the running HotSpot JVM PID (as its user), which then\n"
-		"writes its JIT code maps to DIR/<pid>/codemap.vpm (default " DEFAULT_DIR "), replaying the\n"
-		"code compiled before the attach. DIR is a path as the JVM sees it (inside its container).\n"
+		"writes its JIT code maps to DIR/<pid>/codemap.vpm (default " DEFAULT_DIR ", of the JVM's user),\n"
+		"replaying the "
+		"code compiled before the attach. DIR is a path as the JVM sees it (inside its container); it\n"
+		"must be the JVM user's (or root's) and not writable by others.\n"
 		"examples:\n"
 		"  viprof attach 4242\n"
 		"  viprof attach 4242 --dir /tmp/maps && viprof maps /tmp/maps --pid 4242 list\n");
@@ -32,7 +37,7 @@ int cmd_attach(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *dir = DEFAULT_DIR;
+	const char *dir = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
@@ -58,8 +63,14 @@ int cmd_attach(int argc, char **argv)
 		return 1;
 	}
 	/* The JVM resolves a relative dir against its own cwd; make it ours. */
-	char abs[PATH_MAX], cwd[PATH_MAX - 256];
-	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
+	char abs[PATH_MAX], cwd[PATH_MAX - 256], proc[32];
+	struct stat st;
+	snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+	if (!dir && stat(proc, &st) == 0)
+		snprintf(abs, sizeof(abs), "/tmp/viprof-jit-%u", (unsigned)st.st_uid);
+	else if (!dir)
+		snprintf(abs, sizeof(abs), "/tmp/viprof-jit-%u", (unsigned)getuid());
+	else if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		snprintf(abs, sizeof(abs), "%s/%s", cwd, dir);
 	else
 		snprintf(abs, sizeof(abs), "%s", dir);

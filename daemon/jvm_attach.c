@@ -17,9 +17,11 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,6 +35,7 @@
 #include <gelf.h>
 
 #define LISTENER_WAIT_MS 5000
+#define VP_AGENT_COPY_NAME "libviprof-jvmti.so"
 
 /* Does the ELF file on fd export HotSpot's VM structure table? */
 static bool exports_hotspot(int fd)
@@ -169,13 +172,40 @@ static long elapsed_ms(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* A copy of the agent made for one attach, inside the JVM's root: the directory we
+ * made for it in the JVM's /tmp (tmpfd), by name, and the directory itself (dfd). */
+struct agent_copy {
+	int tmpfd, dfd;
+	char name[64];
+};
+
+/* Removes the copy: the file through the directory we made, then that directory by its
+ * name only if the name still names it. Nothing else is ever removed. */
+static void agent_copy__remove(struct agent_copy *c)
+{
+	struct stat a, b;
+
+	if (c->dfd >= 0) {
+		unlinkat(c->dfd, VP_AGENT_COPY_NAME, 0);
+		if (fstat(c->dfd, &a) == 0 && fstatat(c->tmpfd, c->name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			unlinkat(c->tmpfd, c->name, AT_REMOVEDIR);
+		close(c->dfd);
+	}
+	if (c->tmpfd >= 0)
+		close(c->tmpfd);
+	c->dfd = c->tmpfd = -1;
+}
+
 /* The JVM opens the agent in its own mount namespace: if it would see a different file
- * there (a container), copy ours into its /tmp and return that path instead. */
+ * there (a container), copy ours into a directory made for it in the JVM's /tmp and
+ * return that path (as the JVM sees it) instead; c says what to remove afterwards. */
 static int agent_visible_path(const struct target *t, const char *agent, char *out, size_t outlen,
-			      char *err, size_t errlen)
+			      struct agent_copy *c, char *err, size_t errlen)
 {
 	char there[PATH_MAX + 64];
 	struct stat a, b;
+	c->tmpfd = c->dfd = -1;
 	if (stat(agent, &a)) {
 		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(errno));
 		return -errno;
@@ -185,104 +215,179 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 		snprintf(out, outlen, "%s", agent);
 		return 0;
 	}
-	/* Into a new directory of the JVM's /tmp, made for this copy: the JVM's root is
-	 * reached through /proc (a magic link, followed on purpose), but "tmp" inside it
-	 * must be a directory, not a symlink, and nothing that exists is ever replaced or
-	 * removed. */
-	char name[64];
-	int in = -1, fd = -1, rootfd = -1, tmpfd = -1, dfd = -1, ret = 0;
+	/* The JVM's root is reached through /proc (a magic link, followed on purpose), but
+	 * "tmp" inside it must be a directory, not a symlink: in a chroot a user made, a
+	 * link would lead us anywhere on the host. In it, a new directory of ours (mkdirat
+	 * never reuses an existing name, and we check that what we open is the one we
+	 * made), and in that a new file: nothing that exists is replaced or removed. */
+	int in = -1, fd = -1, rootfd = -1, ret = 0;
+	struct stat st;
+	const char *step = "opening the JVM's /tmp";
 	snprintf(there, sizeof(there), "/proc/%d/root", (int)t->pid);
 	rootfd = open(there, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd >= 0)
-		tmpfd = openat(rootfd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	for (int i = 0; tmpfd >= 0 && dfd < 0 && i < 16; i++) {
-		struct timespec ts;
+		c->tmpfd = openat(rootfd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->tmpfd >= 0)
+		step = "making a directory in the JVM's /tmp";
+	for (int i = 0; c->tmpfd >= 0 && c->dfd < 0 && i < 16; i++) {
+		uint64_t r = 0;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		snprintf(name, sizeof(name), ".viprof-%d-%lx", (int)t->nspid,
-			 (unsigned long)(ts.tv_nsec ^ ((unsigned long)getpid() << 20) ^ (unsigned long)i * 7919));
-		if (mkdirat(tmpfd, name, 0700) == 0)
-			dfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		else if (errno != EEXIST)
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 			break;
+		snprintf(c->name, sizeof(c->name), ".viprof-%d-%016llx", (int)t->nspid, (unsigned long long)r);
+		if (mkdirat(c->tmpfd, c->name, 0700) == 0) {
+			c->dfd = openat(c->tmpfd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (c->dfd >= 0 && (fstat(c->dfd, &st) || st.st_uid != geteuid())) {
+				/* Someone swapped it between mkdirat and openat: not ours. */
+				close(c->dfd);
+				c->dfd = -1;
+				errno = EPERM;
+				break;
+			}
+		} else if (errno != EEXIST) {
+			break;
+		}
 	}
-	if (dfd >= 0) {
+	if (c->dfd >= 0) {
+		step = "reading the agent";
 		in = open(agent, O_RDONLY | O_CLOEXEC);
-		if (in >= 0)
-			fd = openat(dfd, "libviprof-jvmti.so", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (in >= 0) {
+			step = "creating the copy";
+			fd = vp_safe_create(c->dfd, VP_AGENT_COPY_NAME, 0644);
+			if (fd < 0)
+				errno = -fd;
+		}
 	}
-	snprintf(out, outlen, "/tmp/%s/libviprof-jvmti.so", name);
-	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, out);
+	snprintf(out, outlen, "/tmp/%s/" VP_AGENT_COPY_NAME, c->name);
 	if (in < 0 || fd < 0) {
-		ret = -errno;
-		vp_set_err(err, errlen, "copying the agent into a new directory of the JVM's /tmp failed: %s; make the agent path visible inside the container",
-			strerror(errno));
+		ret = errno ? -errno : -EIO;
+		vp_set_err(err, errlen, "copying the agent into JVM %d's /tmp failed (%s: %s; /tmp must be a directory, "
+			   "not a symlink); make the agent path visible inside the container", (int)t->pid, step,
+			   strerror(-ret));
 		goto cleanup;
 	}
-	/* The JVM runs as its user: the directory and the copy are theirs. */
-	if (fchown(dfd, t->uid, t->gid) || fchown(fd, t->uid, t->gid)) {
-		/* Readable anyway (0644 in a directory others may not enter: then it fails
-		 * at load, and says so). */
+	/* Root's, and readable by the JVM's user: the directory lets it in (x) without
+	 * letting it change what is in it. */
+	if (fchmod(c->dfd, 0711)) {
+		ret = -errno;
+		vp_set_err(err, errlen, "copying the agent into %s failed: %s", there, strerror(errno));
+		goto cleanup;
 	}
-	fchmod(dfd, 0711);
 	char buf[65536];
 	ssize_t n;
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		if (write(fd, buf, (size_t)n) != n) {
 			ret = -EIO;
-			vp_set_err(err, errlen, "copying the agent into %s failed: short write; check free space in the JVM's /tmp", there);
+			vp_set_err(err, errlen, "copying the agent into JVM %d's %s failed: short write; check free space in the JVM's /tmp",
+				   (int)t->pid, out);
 			goto cleanup;
 		}
-	}
-	if (fchown(fd, t->uid, t->gid)) {
-		/* Readable anyway (0644); ownership is cosmetic. */
 	}
 cleanup:
 	if (in >= 0)
 		close(in);
 	if (fd >= 0)
 		close(fd);
-	if (dfd >= 0)
-		close(dfd);
-	if (tmpfd >= 0)
-		close(tmpfd);
 	if (rootfd >= 0)
 		close(rootfd);
+	if (ret)
+		agent_copy__remove(c);
 	return ret;
+}
+
+/* HotSpot's attach trigger, .attach_pid<nspid>, in the directory (fd) where we put it. */
+struct trigger {
+	int dirfd;
+	char name[32];
+	bool made;            /* we created it: we remove it, if it is still ours */
+	struct stat st;
+};
+
+/* Creates the trigger in the JVM's cwd, else in its /tmp (which must not be a symlink),
+ * relative to the directory opened once, as a new file (O_EXCL|O_NOFOLLOW). A regular
+ * file of that name that is there already (another attach tool's) is used as it is
+ * and left alone. 0 or -errno. */
+static int trigger__create(const struct target *t, struct trigger *tr)
+{
+	char path[64];
+	int err = -ENOENT;
+
+	snprintf(tr->name, sizeof(tr->name), ".attach_pid%d", (int)t->nspid);
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		if (i == 0) {
+			snprintf(path, sizeof(path), "/proc/%d/cwd", (int)t->pid);
+			tr->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		} else {
+			snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
+			int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			tr->dirfd = root >= 0 ? openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+			if (root >= 0)
+				close(root);
+		}
+		if (tr->dirfd < 0) {
+			err = -errno;
+			continue;
+		}
+		fd = openat(tr->dirfd, tr->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			tr->made = fstat(fd, &tr->st) == 0;
+			close(fd);
+			return 0;
+		}
+		err = -errno;
+		if (errno == EEXIST && fstatat(tr->dirfd, tr->name, &tr->st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(tr->st.st_mode)) {
+			tr->made = false;
+			return 0;
+		}
+		close(tr->dirfd);
+		tr->dirfd = -1;
+	}
+	return err;
+}
+
+/* Removes the trigger only if we made it and the name still names that file. */
+static void trigger__remove(struct trigger *tr)
+{
+	struct stat now;
+
+	if (tr->dirfd < 0)
+		return;
+	if (tr->made && fstatat(tr->dirfd, tr->name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == tr->st.st_dev &&
+	    now.st_ino == tr->st.st_ino)
+		unlinkat(tr->dirfd, tr->name, 0);
+	close(tr->dirfd);
+	tr->dirfd = -1;
 }
 
 /* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
 static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
 {
-	char sock[PATH_MAX], trig[PATH_MAX];
+	char sock[PATH_MAX];
 	struct stat st;
 	int fd = -1, ret = 0;
 	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)t->pid, (int)t->nspid);
 	if (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
 		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
-		snprintf(trig, sizeof(trig), "/proc/%d/cwd/.attach_pid%d", (int)t->pid, (int)t->nspid);
-		int tf = open(trig, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (tf < 0) {
-			snprintf(trig, sizeof(trig), "/proc/%d/root/tmp/.attach_pid%d", (int)t->pid, (int)t->nspid);
-			tf = open(trig, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		}
-		if (tf < 0) {
-			ret = -errno;
-			vp_set_err(err, errlen, "cannot create the attach trigger %s: %s; check the JVM's /tmp", trig, strerror(errno));
+		struct trigger tr;
+		if ((ret = trigger__create(t, &tr))) {
+			vp_set_err(err, errlen, "cannot create the attach trigger .attach_pid%d in JVM %d's cwd or /tmp: %s; "
+				   "check the JVM's /tmp", (int)t->nspid, (int)t->pid, strerror(-ret));
 			return ret;
 		}
-		close(tf);
 		if (kill(t->pid, SIGQUIT)) {
 			ret = -errno;
 			vp_set_err(err, errlen, "signalling JVM %d failed: %s", (int)t->pid, strerror(errno));
-			unlink(trig);
+			trigger__remove(&tr);
 			return ret;
 		}
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		while (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
-				unlink(trig);
+				trigger__remove(&tr);
 				vp_set_err(err, errlen,
 					"JVM %d did not open its attach socket within %d s: it probably runs with -XX:+DisableAttachMechanism "
 					"(restart it without, or start it with -agentpath:<libviprof-jvmti.so>=dir=<dir>)",
@@ -291,7 +396,7 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 			}
 			usleep(20000);
 		}
-		unlink(trig);
+		trigger__remove(&tr);
 	}
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -368,16 +473,19 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 		return -EPERM;
 	}
 	if (!vp_jvm__is_hotspot(pid)) {
-		vp_set_err(err, errlen, "process %d is not a HotSpot JVM (no libjvm.so mapped); attach works for HotSpot/OpenJDK only", (int)pid);
+		vp_set_err(err, errlen, "process %d is not a HotSpot JVM (no mapped libjvm.so exporting gHotSpotVMStructs, "
+			   "or no 'VM Thread'); it is not signalled: attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
 	}
-	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), err, errlen)))
+	struct agent_copy copy;
+	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, err, errlen)))
 		return ret;
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC)) {
+		ret = -errno;
 		vp_set_err(err, errlen, "pipe: %s", strerror(errno));
-		return -errno;
+		goto cleanup;
 	}
 	pid_t child = fork();
 	if (child < 0) {
@@ -385,12 +493,16 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 		vp_set_err(err, errlen, "fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(pfd[1]);
-		return ret;
+		goto cleanup;
 	}
 	if (child == 0) {
 		char msg[1024] = "";
 		int r = 0;
 		close(pfd[0]);
+		if (copy.dfd >= 0)
+			close(copy.dfd);
+		if (copy.tmpfd >= 0)
+			close(copy.tmpfd);
 		alarm(LISTENER_WAIT_MS / 1000 + 10); /* a JVM that never answers must not hang us */
 		if (geteuid() == 0 && (t.uid != 0 || t.gid != 0)) {
 			if (setgroups(0, NULL) || setgid(t.gid) || setuid(t.uid)) {
@@ -423,10 +535,15 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	if (!got || !tab) {
 		vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
 			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
-		return -ETIMEDOUT;
+		ret = -ETIMEDOUT;
+		goto cleanup;
 	}
 	ret = atoi(buf);
 	if (ret)
 		vp_set_err(err, errlen, "%s", tab + 1);
+cleanup:
+	/* The JVM has mapped the copy by now (the load command returns after dlopen), or
+	 * never will: either way the copy goes. */
+	agent_copy__remove(&copy);
 	return ret;
 }

@@ -73,11 +73,6 @@ static void join_args(char *buf, size_t len, char **argv, int argc)
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", argv[i]);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path) ? -1 : 0;
-}
-
 /* A helper for META records from vp_probe__foreach_meta, kept apart from ours by a prefix. */
 struct meta_ctx {
 	struct vp_session_writer *w;
@@ -388,7 +383,7 @@ int cmd_record(int argc, char **argv)
 	char *java_opts = NULL;
 	pid_t child = 0;
 	int go_fd = -1, child_status = 0, ret = 1, e;
-	bool child_done = false, started = false, existed = false;
+	bool child_done = false, started = false;
 
 	record_opts__defaults(&o);
 	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
@@ -451,8 +446,6 @@ int cmd_record(int argc, char **argv)
 	else if (all_zero && !user_only(&cfg))
 		warn_hidden_kallsyms();
 
-	struct stat st;
-	existed = lstat(o.output, &st) == 0;   /* as an empty directory, or --force moved it */
 	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
 	if (!w) {
 		vp_kallsyms__free(ks);
@@ -746,14 +739,10 @@ cleanup:
 		be->destroy(s);
 	if (!started && w) {
 		/* Nothing was recorded: leave no half-made session behind to trip --force
-		 * (an empty directory the user gave us stays, empty). */
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s", vp_session_writer__dir(w));
-		vp_session_writer__free(w);
+		 * (an empty directory the user gave us stays, empty). Through the session's
+		 * directory fds, never by path. */
+		vp_session_writer__discard(w);
 		w = NULL;
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		if (existed)
-			mkdir(dir, 0700);
 	}
 	vp_session_writer__free(w);
 	free(steal);

@@ -64,23 +64,23 @@ bool record_jvm__frame_pointers(pid_t pid)
 	return state == 1;
 }
 
-/* The agent writes <session>/jit/<pid>/ as the JVM's user, who may not be us and so
- * cannot create entries in our jit/ (0711): make the directory for it, owned by it, 0700,
- * relative to the jit/ we opened (no path is walked again). */
+/* The agent writes <session>/jit/<pid>/ as the JVM's user, who may not be us: the
+ * session writer makes that directory for it, owned by it, and lets that user (only)
+ * reach it (vp_session_writer__admit). The user is the JVM's effective uid, the one
+ * the attach also runs as. */
 static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
 {
-	char name[32], proc[64];
+	char proc[64];
 	struct stat st;
-	int jit = vp_session_writer__jit_dirfd(w);
 
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-	snprintf(name, sizeof(name), "%d", (int)pid);
-	if (jit < 0 || stat(proc, &st) != 0)
+	if (stat(proc, &st) != 0)
 		return;
-	if (mkdirat(jit, name, 0700) == 0 && (st.st_uid != geteuid() || st.st_gid != getegid()))
-		if (fchownat(jit, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
-			fprintf(stderr, "viprof: warning: cannot give %s/jit/%s to uid %u: %s\n",
-				vp_session_writer__dir(w), name, (unsigned)st.st_uid, strerror(errno));
+	int e = vp_session_writer__admit(w, st.st_uid, st.st_gid, pid);
+	if (e)
+		fprintf(stderr, "viprof: warning: cannot make %s/" VP_SESSION_JIT_DIR "/%d for JVM %d (uid %u): %s; "
+			"its code maps may be missing\n", vp_session_writer__dir(w), (int)pid, (int)pid,
+			(unsigned)st.st_uid, strerror(-e));
 }
 
 static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -30,6 +29,11 @@ struct meta_pair {
 struct vp_session_writer {
 	char dir[PATH_MAX];
 	int dirfd, jitfd;        /* the session directory and its jit/, opened once */
+	int parentfd;            /* the directory holding it, and its name there */
+	char base[NAME_MAX + 1];
+	bool made;               /* we created the session directory (not an empty one given) */
+	uid_t admitted[64];      /* users of attached JVMs let into jit/ */
+	int nadmitted;
 	struct cfile_writer *cw;
 	struct vp_kallsyms *ks;
 	struct meta_pair *meta;
@@ -60,16 +64,16 @@ struct switch_buf {
 	uint64_t interval_start;
 };
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Is the directory fd empty? (read through a descriptor of its own) */
+static bool dir_is_empty(int dirfd)
 {
-	return remove(path) ? -1 : 0;
-}
-
-static bool dir_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return false;
+	}
 	struct dirent *e;
 	bool empty = true;
 	while ((e = readdir(d))) {
@@ -82,46 +86,121 @@ static bool dir_is_empty(const char *path)
 	return empty;
 }
 
-/* Makes dir an empty directory we may fill, following the --force rules. */
-static int prepare_dir(const char *dir, bool force, char *err, size_t errlen)
+/* Splits dir into its parent and its last component (trailing slashes dropped). */
+static int split_path(const char *dir, char *parent, size_t plen, char *base, size_t blen)
 {
+	char buf[PATH_MAX];
+	if (!dir[0] || snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *slash = strrchr(buf, '/');
+	const char *b = slash ? slash + 1 : buf;
+	if (!*b || !strcmp(b, ".") || !strcmp(b, "..") || strlen(b) >= blen)
+		return -EINVAL;
+	snprintf(base, blen, "%s", b);
+	if (!slash)
+		snprintf(parent, plen, ".");
+	else if (slash == buf)
+		snprintf(parent, plen, "/");
+	else {
+		*slash = '\0';
+		snprintf(parent, plen, "%s", buf);
+	}
+	return 0;
+}
+
+/* Opens the session directory dir for writing: an empty directory of ours is used, a
+ * missing one is made (0700), a non-empty one is refused unless force, which renames it
+ * to dir.old (replacing an older dir.old of ours), as perf does with perf.data.old.
+ * Everything is done relative to the parent directory, opened once: root must not
+ * write where another user can point it, so an entry that is not ours (a directory, a
+ * symlink, anything) is refused, and a symlink on the way is followed only if root or
+ * we made it (VP_SAFE_TRUSTED_LINKS). Sets w->dirfd, w->parentfd, w->base, w->made. */
+static int open_session_dir(struct vp_session_writer *w, const char *dir, bool force, char *err, size_t errlen)
+{
+	char parent[PATH_MAX], old[NAME_MAX + 8];
 	struct stat st;
-	if (lstat(dir, &st) == 0) {
-		/* Root must not write into a directory someone else controls: they could
+	int e;
+
+	if ((e = split_path(dir, parent, sizeof(parent), w->base, sizeof(w->base)))) {
+		vp_set_err(err, errlen, "%s is not a usable session directory name; give -o a path such as /var/tmp/run1", dir);
+		return e;
+	}
+	w->parentfd = vp_safe_opendir(parent, VP_SAFE_TRUSTED_LINKS);
+	if (w->parentfd < 0) {
+		e = w->parentfd;
+		vp_set_err(err, errlen, "cannot open %s: %s%s", parent, strerror(-e),
+			   e == -ELOOP ? " (a symlink on the way that another user could have made: "
+					 "give -o a path without it)" : "");
+		return e;
+	}
+	/* The directory's name as the kernel knows what we opened, for messages and for
+	 * the agent's dir= option. */
+	char fdpath[64], real[PATH_MAX];
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->parentfd);
+	ssize_t n = readlink(fdpath, real, sizeof(real) - 1);
+	if (n <= 0 || real[0] != '/') {
+		e = n < 0 ? -errno : -ENOENT;
+		vp_set_err(err, errlen, "cannot name the directory %s: %s", parent, strerror(-e));
+		return e;
+	}
+	real[n] = '\0';
+	if (snprintf(w->dir, sizeof(w->dir), "%s/%s", strcmp(real, "/") ? real : "", w->base) >= (int)sizeof(w->dir)) {
+		vp_set_err(err, errlen, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+
+	if (fstatat(w->parentfd, w->base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Root must not write into, or move, what someone else controls: they could
 		 * swap what is in it for links while we write. */
-		if (S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+		if (st.st_uid != geteuid()) {
 			vp_set_err(err, errlen, "%s belongs to uid %u, not to the user recording (uid %u); "
-				   "give -o a new path or a directory you own", dir, (unsigned)st.st_uid,
+				   "give -o a new path or a directory you own", w->dir, (unsigned)st.st_uid,
 				   (unsigned)geteuid());
 			return -EPERM;
 		}
-		if (S_ISDIR(st.st_mode) && dir_is_empty(dir))
-			return 0;
+		if (S_ISDIR(st.st_mode)) {
+			w->dirfd = openat(w->parentfd, w->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (w->dirfd >= 0 && dir_is_empty(w->dirfd))
+				goto opened;
+			if (w->dirfd >= 0)
+				close(w->dirfd);
+			w->dirfd = -1;
+		}
 		if (!force) {
 			vp_set_err(err, errlen, "%s already exists and is not empty; use --force (the old one is kept as %s.old) or -o another directory",
-				dir, dir);
+				   w->dir, w->dir);
 			return -EEXIST;
 		}
-		char old[PATH_MAX];
-		if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old)) {
-			vp_set_err(err, errlen, "%s: path too long", dir);
-			return -ENAMETOOLONG;
+		snprintf(old, sizeof(old), "%s.old", w->base);
+		if ((e = vp_safe_remove_tree(w->parentfd, old))) {
+			vp_set_err(err, errlen, "cannot remove the previous %s.old: %s%s", w->dir, strerror(-e),
+				   e == -EPERM ? " (it is not yours: remove it, or -o another directory)" : "");
+			return e;
 		}
-		if (lstat(old, &st) == 0 && nftw(old, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
-			int e = errno;
-			vp_set_err(err, errlen, "cannot remove the previous %s: %s", old, strerror(e));
-			return -e;
-		}
-		if (rename(dir, old) != 0) {
-			int e = errno;
-			vp_set_err(err, errlen, "cannot rename %s to %s: %s", dir, old, strerror(e));
-			return -e;
+		if (renameat(w->parentfd, w->base, w->parentfd, old) != 0) {
+			e = -errno;
+			vp_set_err(err, errlen, "cannot rename %s to %s.old: %s", w->dir, w->dir, strerror(-e));
+			return e;
 		}
 	}
-	if (mkdir(dir, 0700) != 0) {
-		int e = errno;
-		vp_set_err(err, errlen, "cannot create session directory %s: %s", dir, strerror(e));
-		return -e;
+	if (mkdirat(w->parentfd, w->base, 0700) != 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot create session directory %s: %s", w->dir, strerror(-e));
+		return e;
+	}
+	w->made = true;
+	w->dirfd = openat(w->parentfd, w->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+opened:
+	/* Still ours: between mkdirat and openat another user with write access to the
+	 * parent could have put their own directory (or a link) at the name. */
+	if (w->dirfd < 0 || fstat(w->dirfd, &st) || st.st_uid != geteuid()) {
+		e = w->dirfd < 0 ? -errno : -EPERM;
+		vp_set_err(err, errlen, "cannot open session directory %s safely: %s; is another user changing %s?",
+			   w->dir, strerror(-e), parent);
+		return e;
 	}
 	return 0;
 }
@@ -130,60 +209,101 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 						    char *err, size_t errlen)
 {
 	struct vp_session_writer *w = calloc(1, sizeof(*w));
-	char path[PATH_MAX + 32];
 	int e;
 	if (!w) {
 		vp_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
-	w->dirfd = w->jitfd = -1;
-	if ((e = prepare_dir(dir, force, err, errlen)))
+	w->dirfd = w->jitfd = w->parentfd = -1;
+	if ((e = open_session_dir(w, dir, force, err, errlen)))
 		goto fail;
-	if (!realpath(dir, w->dir)) {
-		e = -errno;
-		vp_set_err(err, errlen, "%s: %s", dir, strerror(errno));
-		goto fail;
-	}
 	/* From here on, everything is relative to the directory as opened now: whatever
 	 * happens to the path later, we write into this directory, which we own. Sessions
-	 * hold kernel addresses that kptr_restrict hides from users: files 0600; the
-	 * directories 0711 so that an attached JVM of another user can reach the maps
-	 * directory made for it (jit/<pid>, its own, 0700) without listing anything. */
-	w->dirfd = vp_safe_opendir(w->dir);
-	struct stat st;
-	if (w->dirfd < 0 || fstat(w->dirfd, &st) || st.st_uid != geteuid()) {
-		e = w->dirfd < 0 ? w->dirfd : -EPERM;
-		vp_set_err(err, errlen, "cannot open session directory %s safely: %s", w->dir, strerror(-e));
-		goto fail;
-	}
-	if (fchmod(w->dirfd, 0711)) {
+	 * hold kernel addresses that kptr_restrict hides from users: directories 0700,
+	 * files 0600. An attached JVM of another user is let in later, by
+	 * vp_session_writer__admit(), as far as its own maps directory and no further. */
+	if (fchmod(w->dirfd, 0700)) {
 		e = -errno;
 		vp_set_err(err, errlen, "cannot make %s private: %s", w->dir, strerror(errno));
 		goto fail;
 	}
-	w->jitfd = vp_safe_mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0711, (uid_t)-1);
+	w->jitfd = vp_safe_mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0700, (uid_t)-1, NULL);
 	if (w->jitfd < 0) {
 		e = w->jitfd;
 		vp_set_err(err, errlen, "cannot create %s/%s: %s", w->dir, VP_SESSION_JIT_DIR, strerror(-e));
 		goto fail;
 	}
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, w->dir);
 	w->cw = cfile_writer__create_at(w->dirfd, VP_SESSION_STREAM, VP_KIND_SESSION_STREAM,
 					VP_SESSION_FORMAT_VERSION, chunk_bytes, true);
 	if (!w->cw) {
 		e = -errno;
-		vp_set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		vp_set_err(err, errlen, "cannot create %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(errno));
 		goto fail;
 	}
 	return w;
 fail:
-	if (w->jitfd >= 0)
-		close(w->jitfd);
-	if (w->dirfd >= 0)
-		close(w->dirfd);
-	free(w);
+	vp_session_writer__discard(w);
 	errno = -e;
 	return NULL;
+}
+
+int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, pid_t pid)
+{
+	char name[32];
+	bool made;
+	int e, fd;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	if (uid != geteuid()) {
+		/* Search permission for exactly this user on the session and on jit/ (a
+		 * POSIX ACL, listing nothing), so that the JVM reaches jit/<pid>. */
+		bool known = false;
+		for (int i = 0; i < w->nadmitted; i++)
+			known |= w->admitted[i] == uid;
+		if (!known && w->nadmitted < (int)(sizeof(w->admitted) / sizeof(w->admitted[0])))
+			w->admitted[w->nadmitted++] = uid;
+		else if (!known)
+			return -E2BIG;
+		if ((e = vp_safe_grant_search(w->dirfd, w->admitted, w->nadmitted)) ||
+		    (e = vp_safe_grant_search(w->jitfd, w->admitted, w->nadmitted))) {
+			if (e != -EOPNOTSUPP)
+				return e;
+			/* No ACLs on this file system: traversable by all (0711), listable by
+			 * none; the files stay 0600 and jit/<pid> the JVM user's own. */
+			if (fchmod(w->dirfd, 0711) || fchmod(w->jitfd, 0711))
+				return -errno;
+			e = 0;
+		}
+	}
+	/* The JVM's own maps directory: made by us inside our jit/ (nobody else can
+	 * create there), then given to the JVM's user, 0700. */
+	fd = vp_safe_mkdirat(w->jitfd, name, 0700, (uid_t)-1, &made);
+	if (fd < 0)
+		return fd;
+	e = made && (uid != geteuid() || gid != getegid()) && fchown(fd, uid, gid) ? -errno : 0;
+	close(fd);
+	return e;
+}
+
+void vp_session_writer__discard(struct vp_session_writer *w)
+{
+	struct stat a, b;
+
+	if (!w)
+		return;
+	/* The stream first, so that nothing is written after its directory entry goes. */
+	cfile_writer__close(w->cw);
+	w->cw = NULL;
+	if (w->dirfd >= 0) {
+		vp_safe_empty_dir(w->dirfd);
+		/* The directory itself only if we made it, and only if the name still
+		 * names it. */
+		if (w->made && w->parentfd >= 0 && fstat(w->dirfd, &a) == 0 &&
+		    fstatat(w->parentfd, w->base, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			unlinkat(w->parentfd, w->base, AT_REMOVEDIR);
+	}
+	vp_session_writer__free(w);
 }
 
 void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks)
@@ -193,7 +313,6 @@ void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsym
 }
 
 const char *vp_session_writer__dir(const struct vp_session_writer *w) { return w->dir; }
-int vp_session_writer__jit_dirfd(const struct vp_session_writer *w) { return w->jitfd; }
 
 static int append(struct vp_session_writer *w, uint32_t type, uint64_t time, const void *body, size_t len)
 {
@@ -529,10 +648,8 @@ int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct
 		vp_set_err(err, errlen, "cannot write %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
 		return e;
 	}
-	char path[PATH_MAX + 32];
 	struct stat st;
-	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, w->dir);
-	w->final_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	w->final_bytes = fstatat(w->dirfd, VP_SESSION_STREAM, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
 	return write_meta_json(w, end, w->final_bytes, err, errlen);
 }
 
@@ -545,6 +662,8 @@ void vp_session_writer__free(struct vp_session_writer *w)
 		close(w->jitfd);
 	if (w->dirfd >= 0)
 		close(w->dirfd);
+	if (w->parentfd >= 0)
+		close(w->parentfd);
 	vp_kallsyms__free(w->ks);
 	for (int i = 0; i < w->nmeta; i++) {
 		free(w->meta[i].key);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/session_format.h"
 #include "sampler-kernel/sampler.h"
@@ -17,11 +18,13 @@
 struct vp_kallsyms;
 struct vp_session_writer;   /* opaque */
 
-/* Prepares dir: creates it (0755) if missing; an existing empty directory is used; a
- * non-empty one is refused (-EEXIST) unless force, which renames it to dir.old
- * (replacing an older dir.old), as perf does with perf.data.old. Creates dir/jit and
- * dir/stream.vps. chunk_bytes 0 = the container's default. NULL, errno, and a
- * one-line reason in err on failure. */
+/* Prepares dir: creates it (0700) if missing; an existing empty directory of ours is
+ * used; a non-empty one is refused (-EEXIST) unless force, which renames it to dir.old
+ * (replacing an older dir.old of ours), as perf does with perf.data.old. Anything at
+ * dir that belongs to another user is refused (-EPERM): root must not write where a
+ * user can point it. Everything is created relative to directory fds opened once
+ * (common/safefs.h): dir/jit (0700) and dir/stream.vps (0600). chunk_bytes 0 = the
+ * container's default. NULL, errno, and a one-line reason in err on failure. */
 struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
 						    char *err, size_t errlen);
 /* Takes ownership of ks (may be NULL: then no KSYM records are written). */
@@ -40,9 +43,14 @@ int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t
 			    const void *body, size_t len);
 /* A sink whose emit() is vp_session_writer__emit, for struct sampler_config. */
 struct vp_sink vp_session_writer__sink(struct vp_session_writer *w);
-/* The session's jit/ directory, opened when the session was created (0711, ours):
- * create entries in it relative to this fd, never by path. */
-int vp_session_writer__jit_dirfd(const struct vp_session_writer *w);
+/* Lets the JVM pid, running as uid/gid, write its code maps: makes jit/<pid> (0700)
+ * and gives it to that user; if that is not us, grants the user search permission, and
+ * nothing more, on the session directory and jit/ through a POSIX ACL (0711 where the
+ * file system has none). 0 or -errno. */
+int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, pid_t pid);
+/* Removes what was written (and the directory, if this writer made it), through the
+ * directory fds, and frees w. For a recording that never started. Accepts NULL. */
+void vp_session_writer__discard(struct vp_session_writer *w);
 /* Emits VP_REC_STEAL for each CPU and remembers the values (first and last call go
  * into meta.json). */
 int vp_session_writer__steal(struct vp_session_writer *w, uint64_t time, const uint64_t *steal_ns, int ncpus);

@@ -933,52 +933,61 @@ static int parse_options(const char *options)
 	return 0;
 }
 
-/* mkdir -p with 0700 for the directories we create; existing ones are left alone. */
-static int make_dirs(const char *path)
+/* Opens the map directory. It is walked one component at a time without following a
+ * symlink that a user other than root or us could have made (a dir= path an
+ * administrator wrote, with /var/run -> /run in it, opens), missing directories made
+ * 0700 on the way; it must be ours or root's and not open to others' writes (unless
+ * sticky): a JVM running as root must not write where another user points it. The
+ * default, /tmp/viprof-jit-<uid>, is the user's own: no link at all, a directory of ours,
+ * made 0700; one a user planted is refused. Returns the fd or -errno. */
+static int open_map_dir(void)
 {
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(tmp, 0700) && errno != EEXIST)
-			return -errno;
-		*p = c;
-		if (!c)
-			break;
-	}
-	return 0;
-}
-
-/* The map directory is opened component by component without following a symlink
- * (after resolving the ones in the path as given), and <dir>/<pid> must be a directory
- * of our own: a JVM running as root must not write where another user points it. */
-static int open_file(void)
-{
-	char real[PATH_MAX], name[32];
 	struct stat st;
-	int err = make_dirs(A.dir);
-	if (err)
-		return err;
-	/* A dir= given at launch may have symlinks in it (/var/run); the shared default
-	 * under /tmp must not. */
-	if (A.default_dir)
-		snprintf(real, sizeof(real), "%s", A.dir);
-	else if (!realpath(A.dir, real))
-		return -errno;
-	int dfd = vp_safe_opendir(real);
+	int dfd;
+
+	if (A.default_dir) {
+		int tmp = vp_safe_opendir("/tmp", 0);
+
+		if (tmp < 0)
+			return tmp;
+		dfd = vp_safe_mkdirat(tmp, A.dir + strlen("/tmp/"), 0700, (uid_t)-1, NULL);
+		close(tmp);
+		if (dfd >= 0 && fchmod(dfd, 0700)) {
+			int e = -errno;
+
+			close(dfd);
+			return e;
+		}
+		return dfd == -EPERM ? -EACCES : dfd;
+	}
+	dfd = vp_safe_opendir(A.dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
 	if (dfd < 0)
 		return dfd;
-	/* Ours or root's, and not open to others' writes (unless sticky). */
 	if (fstat(dfd, &st) || (st.st_uid != geteuid() && st.st_uid != 0) ||
 	    ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))) {
 		close(dfd);
 		return -EACCES;
 	}
+	return dfd;
+}
+
+/* <dir>/<pid> must be a directory of our own, made for us (by us, or by the recorder
+ * for us), and the code map a new file in it. */
+static int open_file(void)
+{
+	char real[PATH_MAX], name[32], fdpath[64];
+	int dfd = open_map_dir();
+	if (dfd < 0)
+		return dfd;
+	/* The directory's name as opened, for the messages that name the file. */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
+	ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
+	if (rn <= 0)
+		snprintf(real, sizeof(real), "%s", A.dir);
+	else
+		real[rn] = '\0';
 	snprintf(name, sizeof(name), "%d", (int)getpid());
-	int pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1);
+	int pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1, NULL);
 	close(dfd);
 	if (pfd < 0)
 		return pfd == -EPERM ? -EACCES : pfd;
@@ -1067,9 +1076,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	}
 	if ((err = open_file())) {
 		char why[PATH_MAX + 64];
-		snprintf(why, sizeof(why), "%s (in %s: its components must be directories, not symlinks, and "
-			 "%s/%d one of this user's own; pass dir=<a directory of yours>)", strerror(-err), A.dir,
-			 A.dir, (int)getpid());
+		snprintf(why, sizeof(why), "%s (in %s: it must be this user's or root's and not writable by others, "
+			 "with no symlink on the way that a user other than root could have made, and %s/%d this "
+			 "user's own; pass dir=<a directory of yours>)", strerror(-err), A.dir, A.dir, (int)getpid());
 		fail("creating the code map", why);
 		return err;
 	}

@@ -2,7 +2,7 @@
  * Each scenario is its own ctest entry (argv[1]); they run as root and act as a real
  * unprivileged user (created here, removed at the end) where the attack needs one:
  *   odir      record -o into an empty directory another user owns: refused, nothing written
- *   perms     a session is 0711 (directories) / 0600 (files): kernel addresses stay private
+ *   perms     a session is 0700 (directories) / 0600 (files): kernel addresses stay private
  *   agentdir  the agent's default map directory, planted as a symlink by a user, is refused
  *   fifo      a FIFO put at a mapped file's path hangs neither record -p nor report
  *   sigquit   a process that maps a file named libjvm.so is not sent SIGQUIT
@@ -111,7 +111,7 @@ static void perms(void)
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", dir, "--", "/bin/true", NULL };
 	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
 	ASSERT_OK(stat(dir, &st));
-	ASSERT_EQ(st.st_mode & 07777, 0711);
+	ASSERT_EQ(st.st_mode & 07777, 0700);
 	const char *files[] = { "stream.vps", "meta.json" };
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
