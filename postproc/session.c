@@ -576,18 +576,23 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 }
 
 /* An interpreted frame the walker identified: named by its Method* through the agent's
- * METHOD_PTR records at the sample's time, with the line of its bytecode index. */
+ * METHOD_PTR records at the sample's time, with the line of its bytecode index (also
+ * left in l->jit_lines[0]: the frame keeps the line of its first sample, a location
+ * needs this one's). */
 static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
 {
+	l->jit_lines[0] = 0;
 #if HAVE_JIT_INDEX
 	struct jvm *j = jvm_open(l, pid);
 	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
 	uint64_t id = cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
 	const struct vp_cm_name_info *n = id ? vp_codemap__name(cm, id) : NULL;
 
-	if (n && n->name && n->name[0])
+	if (n && n->name && n->name[0]) {
+		l->jit_lines[0] = vp_codemap__line(n, jf->bci);
 		return add_frame(l, VP_LAYER_INTERPRETED, n->name, "[jit]", "", 0, n->file ? n->file : "",
-				 vp_codemap__line(n, jf->bci));
+				 l->jit_lines[0]);
+	}
 #endif
 	return add_frame(l, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", "", 0, "", 0);
 }
@@ -705,7 +710,9 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		if (k < nj && jcur.frame == i) {
 			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
 			k++;
+			l->jit_n = 1;
 			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n - 1, 1, true);
+			l->jit_n = 0;
 			continue;
 		}
 		int n0 = n;

@@ -133,6 +133,9 @@ static void write_session(const char *dir, bool lost)
 	w_sample(w, 5 * MS, ips, 2, jf, 2, 2, VP_WALK_ROOT);   /* Gen1, whole */
 	jf[0].bci = 4;
 	w_sample(w, 12 * MS, ips, 2, jf, 2, 2, VP_WALK_DEPTH);  /* Gen2 (line 31), depth limit */
+	jf[0].bci = 1;
+	w_sample(w, 13 * MS, ips, 2, jf, 2, 2, VP_WALK_ROOT);   /* Gen2 at line 30 */
+	jf[0].bci = 4;
 	/* Before any record for M_REUSED: not named, but kept. */
 	w_sample(w, 500000, ips, 2, jf, 2, 2, VP_WALK_NO_RULE);
 	/* A Method* nobody named, with an unknown bci. */
@@ -151,7 +154,7 @@ static void write_session(const char *dir, bool lost)
 		struct vp_lost l = { UINT32_MAX, VP_LOST_KERNEL_RING, 3 };
 		ASSERT_OK(cfile_writer__append(w, VP_REC_LOST, base + 13 * MS, &l, sizeof(l)));
 	}
-	struct vp_end e = { .samples = 8, .duration_ns = 20 * MS };
+	struct vp_end e = { .samples = 9, .duration_ns = 20 * MS };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
 	ASSERT_OK(cfile_writer__close(w));
 }
@@ -222,7 +225,7 @@ int main(void)
 	char *fo = render(p, 0, false);
 	ASSERT_STREQ(fo,
 		     "java;Boot.main(String[])_[0];Gen1.work()_[0] 2\n"
-		     "java;Boot.main(String[])_[0];Gen2.work()_[0] 1\n"
+		     "java;Boot.main(String[])_[0];Gen2.work()_[0] 2\n"
 		     "java;Boot.main(String[])_[0];[interpreted]_[0] 1\n"
 		     "java;Interpreter_[0] 1\n"
 		     "java;Interpreter_[0];Gen2.work()_[0] 1\n"
@@ -242,27 +245,39 @@ int main(void)
 	ASSERT_EQ(un->layer, VP_LAYER_INTERPRETED);
 	ASSERT_EQ(un->line, 0);
 
-	/* Walk endings: 2 root, 1 each of depth, no rule, unreadable, bad frame, tables not
+	/* Each sample's own line goes with its location (pprof): Gen2 at lines 31 and 30,
+	 * though the frame keeps the first one. */
+	bool l30 = false, l31 = false;
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct vp_location *lc = &p->locations[i];
+		if (lc->nframes == 1 && !strcmp(p->frames[lc->frames[0]].name, "Gen2.work()")) {
+			l30 |= lc->lines[0] == 30;
+			l31 |= lc->lines[0] == 31;
+		}
+	}
+	ASSERT_TRUE(l30 && l31);
+
+	/* Walk endings: 3 root, 1 each of depth, no rule, unreadable, bad frame, tables not
 	 * loaded, unknown. */
 	char *txt = render(p, 1, true);
-	ASSERT_CONTAINS(txt, "# user stacks: 8; not recorded (frame-pointer walk) 12.5%; whole (reached the root) 25.0%;"
-			     " no unwind rule 12.5%; stack unreadable 12.5%; depth limit 12.5%; bad frame 12.5%;"
-			     " tables not loaded yet 12.5%;\n");
-	/* Truncated: every walked ending but the root, unknown ones left out: 5 of 7. */
-	ASSERT_CONTAINS(txt, "truncated user stacks 71.4% (5 of 7)");
+	ASSERT_CONTAINS(txt, "# user stacks: 9; not recorded (frame-pointer walk) 11.1%; whole (reached the root) 33.3%;"
+			     " no unwind rule 11.1%; stack unreadable 11.1%; depth limit 11.1%; bad frame 11.1%;"
+			     " tables not loaded yet 11.1%;\n");
+	/* Truncated: every walked ending but the root, unknown ones left out: 5 of 8. */
+	ASSERT_CONTAINS(txt, "truncated user stacks 62.5% (5 of 8)");
 	/* The stray frame is reported as such, and no record loss is blamed. */
 	ASSERT_CONTAINS(txt, "# warning: 1 user frames were in no recorded mapping\n");
 	ASSERT_NULL(strstr(txt, "lost while recording"));
 	free(txt);
 	char *js = render(p, 2, false);
-	ASSERT_CONTAINS(js, "\"stack_end.root\":\"2\"");
+	ASSERT_CONTAINS(js, "\"stack_end.root\":\"3\"");
 	ASSERT_CONTAINS(js, "\"stack_end.depth\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.no_rule\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.unreadable\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.bad_frame\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.tables_not_loaded\":\"1\"");
 	ASSERT_CONTAINS(js, "\"stack_end.unknown\":\"1\"");
-	ASSERT_CONTAINS(js, "\"stack_ends\":{\"unknown\":1,\"root\":2,\"no_rule\":1,\"unreadable\":1,\"depth\":1,"
+	ASSERT_CONTAINS(js, "\"stack_ends\":{\"unknown\":1,\"root\":3,\"no_rule\":1,\"unreadable\":1,\"depth\":1,"
 			    "\"bad_frame\":1,\"tables_not_loaded\":1,\"truncated\":5},\n");
 	free(js);
 	vp_profile__free(p);
