@@ -44,7 +44,9 @@ int vp_safe_opendir(const char *path, unsigned flags)
 		return -EINVAL;
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	fd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* O_PATH: a directory we may only search (x, as a JVM's user in a session it was
+	 * let into) opens too; the fd serves openat, mkdirat and fstat. */
+	fd = open(buf[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	for (char *p = buf;;) {
@@ -62,14 +64,14 @@ int vp_safe_opendir(const char *path, unsigned flags)
 		memcpy(comp, p, len);
 		comp[len] = '\0';
 		p += len;
-		int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0 && errno == ENOENT && (flags & VP_SAFE_CREATE)) {
 			/* mkdirat never follows a symlink in its last component. */
 			if (mkdirat(fd, comp, 0700) && errno != EEXIST) {
 				err = -errno;
 				goto fail;
 			}
-			next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (next >= 0) {
 			close(fd);
@@ -100,7 +102,7 @@ int vp_safe_opendir(const char *path, unsigned flags)
 		p = buf;
 		if (target[0] == '/') {
 			close(fd);
-			if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 				return -errno;
 		}
 	}

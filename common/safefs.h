@@ -23,8 +23,9 @@ enum {
 };
 
 /* Opens the directory path one component at a time, each with O_NOFOLLOW (symlinks:
- * see VP_SAFE_TRUSTED_LINKS). Returns the fd or -errno: -ELOOP for a symlink that is
- * refused, -ENOTDIR for a component that is not a directory. */
+ * see VP_SAFE_TRUSTED_LINKS). Returns an O_PATH fd, for openat/mkdirat/fstat relative
+ * to it (search permission suffices), or -errno: -ELOOP for a symlink that is refused,
+ * -ENOTDIR for a component that is not a directory. */
 int vp_safe_opendir(const char *path, unsigned flags);
 
 /* Creates name under dirfd with mode (umask aside) unless it exists; either way opens

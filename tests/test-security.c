@@ -6,7 +6,12 @@
  *   agentdir  the agent's default map directory, planted as a symlink by a user, is refused
  *   fifo      a FIFO put at a mapped file's path hangs neither record -p nor report
  *   sigquit   a process that maps a file named libjvm.so is not sent SIGQUIT
- *   diskfull  a full disk stops the recording, not the program it profiles */
+ *   diskfull  a full disk stops the recording, not the program it profiles
+ *   metatmp   a symlink planted at meta.json.tmp during a recording is not followed
+ *   agentcopy a JVM in a chroot whose tmp is a symlink: the agent copy is refused, nothing
+ *             outside the chroot is written or removed
+ *   otheruser a JVM of the user, recorded by root: only its own jit/<pid> is theirs, the
+ *             session stays closed to them */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +22,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -46,9 +52,38 @@ static int sh(const char *fmt, ...)
 
 static void cleanup(void)
 {
+	char usr[PATH_MAX + 16];
+	struct stat st;
+
 	if (made_user)
 		sh("userdel -r " USER " >/dev/null 2>&1");
+	/* agentcopy bind-mounts /usr into tmp/root in a mount namespace of its own; if
+	 * that mount were ever visible here, rm -rf would go through it. */
+	snprintf(usr, sizeof(usr), "%s/root/usr/lib", tmp);
+	if (stat(usr, &st) == 0) {
+		fprintf(stderr, "%s is mounted here: not removing %s\n", usr, tmp);
+		return;
+	}
 	sh("rm -rf %s", tmp);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ASSERT_NOT_NULL(f);
+	fputs(text, f);
+	ASSERT_OK(fclose(f));
+}
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	ASSERT_NOT_NULL(f);
+	size_t n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
 }
 
 static struct passwd *user(void)
@@ -280,6 +315,163 @@ static void diskfull(void)
 	ASSERT_EQ(rc2, 0);
 }
 
+static void metatmp(void)
+{
+	char sess[PATH_MAX], victim[PATH_MAX], link[PATH_MAX + 32], stream[PATH_MAX + 32], meta[PATH_MAX + 32];
+	char out[8192], buf[64];
+	struct stat st;
+
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	snprintf(victim, sizeof(victim), "%s/victim", tmp);
+	snprintf(link, sizeof(link), "%s/meta.json.tmp", sess);
+	snprintf(stream, sizeof(stream), "%s/stream.vps", sess);
+	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
+	write_file(victim, "precious\n");
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", "/bin/sleep", "2", NULL };
+	pid_t p = tr_start(tmp, rec, NULL);
+	double t0 = now();
+	while (stat(stream, &st) && now() - t0 < 10)
+		usleep(20000);
+	/* Planted while the recording runs: as a user could when -o was theirs (now
+	 * refused, see odir), here as root to check the file-level defence on its own. */
+	ASSERT_OK(symlink(victim, link));
+	int rc = tr_finish(tmp, p, out, sizeof(out));
+	read_file(victim, buf, sizeof(buf));
+	fprintf(stderr, "record with a symlink at meta.json.tmp: exit %d; the link's target now holds: %.20s\n", rc, buf);
+	ASSERT_STREQ(buf, "precious\n");
+	ASSERT_EQ(rc, 0);
+	ASSERT_OK(lstat(meta, &st));
+	ASSERT_TRUE(S_ISREG(st.st_mode));
+	ASSERT_EQ(st.st_mode & 07777, 0600);
+}
+
+/* A JVM in a chroot (its own mount namespace) whose /tmp is a symlink to an absolute
+ * path: to the JVM that is a directory inside the chroot, but to root following
+ * /proc/PID/root/tmp it is the host's directory of that name. The old recorder copied
+ * the agent there, after unlinking a file of the copy's name. */
+static void agentcopy(void)
+{
+	char root[PATH_MAX], victim[] = "/var/tmp/vp-sec-victim-XXXXXX", inside[PATH_MAX + 64], path[2 * PATH_MAX];
+	char planted[PATH_MAX + 64], sess[PATH_MAX], out[8192], buf[64], pidarg[16], script[8 * PATH_MAX];
+	const char *dirs[] = { "usr", "proc", "dev", "etc", "classes" };
+	int status;
+
+	if (access("/usr/bin/unshare", X_OK) || access("/usr/sbin/chroot", X_OK))
+		SKIP("needs unshare and chroot");
+	snprintf(root, sizeof(root), "%s/root", tmp);
+	ASSERT_OK(mkdir(root, 0755));
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		ASSERT_OK(mkdir(path, 0755));
+	}
+	/* The merged-/usr layout, as on the host. */
+	const char *links[][2] = { { "usr/lib", "lib" }, { "usr/lib64", "lib64" }, { "usr/bin", "bin" } };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, links[i][1]);
+		ASSERT_OK(symlink(links[i][0], path));
+	}
+	ASSERT_NOT_NULL(mkdtemp(victim));
+	snprintf(inside, sizeof(inside), "%s%s", root, victim);
+	ASSERT_EQ(sh("mkdir -p %s && chmod 1777 %s", inside, inside), 0);
+	snprintf(path, sizeof(path), "%s/tmp", root);
+	ASSERT_OK(symlink(victim, path));
+	snprintf(script, sizeof(script),
+		 "mount --bind /usr %s/usr && mount --bind /dev %s/dev && mount --bind /etc %s/etc && "
+		 "mount --bind %s %s/classes && mount -t proc proc %s/proc && "
+		 "exec chroot %s %s -cp /classes JitSplit 20",
+		 root, root, root, VIPROF_JAVA_CLASSES, root, root, root, JAVA17);
+	pid_t jvm = fork();
+	ASSERT_GE(jvm, 0);
+	if (jvm == 0) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl("/usr/bin/unshare", "unshare", "-m", "--propagation", "private", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	/* Ready when its hsperfdata directory appears in its (chroot's) /tmp. */
+	snprintf(path, sizeof(path), "%s/hsperfdata_root", inside);
+	double t0 = now();
+	while (access(path, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
+		usleep(50000);
+	usleep(500000);
+	snprintf(planted, sizeof(planted), "%s/.viprof-jvmti-%d.so", victim, (int)jvm);
+	write_file(planted, "precious\n");
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "1", "-o", sess, NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	bool alive = waitpid(jvm, &status, WNOHANG) == 0;
+	int entries = count_entries(victim);
+	buf[0] = '\0';
+	if (access(planted, F_OK) == 0)
+		read_file(planted, buf, sizeof(buf));
+	kill(jvm, SIGKILL);
+	waitpid(jvm, NULL, 0);
+	sh("rm -rf %s", victim);
+	fprintf(stderr, "record -p of a chrooted JVM whose tmp links to %s: exit %d, JVM %s, %d entries there, "
+		"the planted file %s\n%s", victim, rc, alive ? "alive" : "dead", entries,
+		!buf[0] ? "is gone" : strcmp(buf, "precious\n") ? "was overwritten" : "is intact", out);
+	ASSERT_TRUE(alive);
+	ASSERT_STREQ(buf, "precious\n");
+	ASSERT_EQ(entries, 1);
+	ASSERT_EQ(rc, 0);
+	ASSERT_CONTAINS(out, "not a symlink");
+}
+
+/* The user's own JVM, recorded by root with -p: the agent (running as the user) writes
+ * its maps into jit/<pid>, made for it and given to it; the session itself stays
+ * root's, which the user can pass through (an ACL entry for them alone) to reach their
+ * directory but not list or read. */
+static void otheruser(void)
+{
+	char sess[PATH_MAX], path[PATH_MAX + 64], hs[PATH_MAX], out[8192], pidarg[16];
+	struct passwd *pw = user();
+	struct stat st;
+	int status;
+
+	pid_t jvm = fork();
+	ASSERT_GE(jvm, 0);
+	if (jvm == 0) {
+		if (!freopen("/dev/null", "w", stdout) || chdir("/") || setgroups(0, NULL) || setgid(pw->pw_gid) ||
+		    setuid(pw->pw_uid))
+			_exit(126);
+		execl(JAVA17, "java", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "20", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(hs, sizeof(hs), "/tmp/hsperfdata_%s/%d", pw->pw_name, (int)jvm);
+	double t0 = now();
+	while (access(hs, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
+		usleep(50000);
+	usleep(500000);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
+	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "2", "-o", sess, NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	fprintf(stderr, "record -p of uid %u's JVM: exit %d\n%s", (unsigned)pw->pw_uid, rc, out);
+	/* What the user can do in the session, tried as the user. */
+	int ls_sess = sh("su -s /bin/sh " USER " -c 'ls %s' >/dev/null 2>&1", sess);
+	int cat_stream = sh("su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", sess);
+	int ls_own = sh("su -s /bin/sh " USER " -c 'ls %s/jit/%d' >/dev/null 2>&1", sess, (int)jvm);
+	kill(jvm, SIGKILL);
+	waitpid(jvm, NULL, 0);
+	snprintf(path, sizeof(path), "/tmp/hsperfdata_%s", pw->pw_name);
+	sh("rm -rf %s", path);
+	ASSERT_EQ(rc, 0);
+	ASSERT_OK(stat(sess, &st));
+	ASSERT_EQ(st.st_uid, 0);
+	ASSERT_EQ(st.st_mode & 0707, 0700);   /* group bits show the ACL mask (x) */
+	snprintf(path, sizeof(path), "%s/jit/%d", sess, (int)jvm);
+	ASSERT_OK(stat(path, &st));
+	ASSERT_EQ(st.st_uid, pw->pw_uid);
+	ASSERT_EQ(st.st_mode & 07777, 0700);
+	snprintf(path, sizeof(path), "%s/jit/%d/codemap.vpm", sess, (int)jvm);
+	ASSERT_OK(stat(path, &st));
+	ASSERT_EQ(st.st_uid, pw->pw_uid);
+	ASSERT_NE(ls_sess, 0);
+	ASSERT_NE(cat_stream, 0);
+	ASSERT_EQ(ls_own, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -300,6 +492,12 @@ int main(int argc, char **argv)
 		sigquit();
 	else if (!strcmp(what, "diskfull"))
 		diskfull();
+	else if (!strcmp(what, "metatmp"))
+		metatmp();
+	else if (!strcmp(what, "agentcopy"))
+		agentcopy();
+	else if (!strcmp(what, "otheruser"))
+		otheruser();
 	else
 		FAIL("unknown scenario '%s'", what);
 	return 0;
