@@ -11,7 +11,9 @@
  *   agentcopy a JVM in a chroot whose tmp is a symlink: the agent copy is refused, nothing
  *             outside the chroot is written or removed
  *   otheruser a JVM of the user, recorded by root: only its own jit/<pid> is theirs, the
- *             session stays closed to them */
+ *             session stays closed to them
+ *   fifoino   a FIFO with the very inode number of a mapped library, at its path (another
+ *             file system mounted over it), does not block record -p */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -472,6 +474,70 @@ static void otheruser(void)
 	ASSERT_EQ(ls_own, 0);
 }
 
+/* A fresh tmpfs numbers its inodes from the same start: the library copied first into
+ * one and the FIFO made first in another, mounted over the same directory, share an
+ * inode number (on different devices), as a user's own mounts in a namespace can. */
+static void fifoino(void)
+{
+	char libdir[PATH_MAX], lib[PATH_MAX + 16], sess[PATH_MAX], pidarg[16];
+	struct stat a, b;
+
+	snprintf(libdir, sizeof(libdir), "%s/lib", tmp);
+	snprintf(lib, sizeof(lib), "%s/libz.so.1", libdir);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	ASSERT_OK(mkdir(libdir, 0755));
+	if (mount("tmpfs", libdir, "tmpfs", 0, "size=4m"))
+		SKIP("cannot mount a tmpfs: %s", strerror(errno));
+	ASSERT_EQ(sh("cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
+	ASSERT_OK(stat(lib, &a));
+	pid_t p = fork();
+	ASSERT_GE(p, 0);
+	if (p == 0) {
+		setenv("LD_LIBRARY_PATH", libdir, 1);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execl(ZCALLER, "zcaller", "squeeze", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	int mounted = mount("tmpfs", libdir, "tmpfs", 0, "size=64k");
+	if (!mounted)
+		mounted = mkfifo(lib, 0644) ? -1 : 1;
+	bool same = mounted == 1 && stat(lib, &b) == 0 && S_ISFIFO(b.st_mode) && a.st_ino == b.st_ino;
+	int rc = -1;
+	double took = 0;
+	if (same) {
+		snprintf(pidarg, sizeof(pidarg), "%d", (int)p);
+		char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "1", "-o", sess, NULL };
+		pid_t r = tr_start(tmp, rec, NULL);
+		double t0 = now();
+		int st;
+		while (now() - t0 < 10) {
+			if (waitpid(r, &st, WNOHANG) == r) {
+				rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+				break;
+			}
+			usleep(50000);
+		}
+		took = now() - t0;
+		if (rc < 0) {
+			kill(r, SIGKILL);
+			waitpid(r, NULL, 0);
+		}
+	}
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	if (mounted >= 0)
+		umount(libdir);
+	umount(libdir);
+	if (!same)
+		SKIP("could not put a FIFO with the library's inode number at its path");
+	fprintf(stderr, "record -p with a FIFO of the mapped library's inode number (%llu) at its path: exit %d in %.1f s "
+		"(-1: still waiting after 10 s)\n", (unsigned long long)a.st_ino, rc, took);
+	ASSERT_EQ(rc, 0);
+	ASSERT_LT(took, 8.0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -498,6 +564,8 @@ int main(int argc, char **argv)
 		agentcopy();
 	else if (!strcmp(what, "otheruser"))
 		otheruser();
+	else if (!strcmp(what, "fifoino"))
+		fifoino();
 	else
 		FAIL("unknown scenario '%s'", what);
 	return 0;
