@@ -642,6 +642,52 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
+/* The class half of resolve_names, asked once per METHOD_PTR record: its methods are all
+ * of one class (queue_class_ptrs), and its signature and source file cost as much as the
+ * method's own names and lines. The class reference GetMethodDeclaringClass makes is
+ * freed with a local frame: on the agent thread, which never returns to Java, it would
+ * pin the class (no unloading, no code reuse). An unreadable class leaves "L?;". */
+static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+{
+	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
+	char *csig = NULL, *file = NULL;
+	jclass cls = NULL;
+
+	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
+		jni = NULL;
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
+		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
+			csig = NULL;
+		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
+			file = NULL;
+	}
+	if (jni)
+		(*jni)->PopLocalFrame(jni, NULL);
+	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
+	copy_str(out->file, sizeof(out->file), file);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
+}
+
+/* The method half: name, signature and the readable name, with out's class. */
+static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+{
+	char *name = NULL, *sig = NULL;
+	int err = 0;
+
+	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	copy_str(out->name, sizeof(out->name), name);
+	copy_str(out->sig, sizeof(out->sig), sig);
+	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
+cleanup:
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	return err;
+}
+
 /* The writer names the methods of the METHOD_PTR records it writes, once each, straight
  * into the file: this is the agent's own thread (or the one shutting it down), so the
  * JVMTI calls cost the application nothing. A class unloaded in between leaves its
@@ -653,6 +699,7 @@ static int name_ptr_methods(const struct vp_record *r)
 	const struct vp_cm_method_ptrs *b = vp_record_body(r);
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 	jvmtiEnv *jvmti = A.jvmti;
+	bool have_class = false;
 	int err = 0;
 
 	for (uint32_t i = 0; i < b->n && !err; i++) {
@@ -665,16 +712,11 @@ static int name_ptr_methods(const struct vp_record *r)
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
 		if (have)
 			continue;
-		/* resolve_names makes a local reference to the class; on this thread, which
-		 * never returns to Java, it would pin the class (no unloading, no code reuse)
-		 * unless freed with a local frame. */
-		JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
-		if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
-			jni = NULL;
-		int rn = resolve_names(jvmti, m, &nm);
-		if (jni)
-			(*jni)->PopLocalFrame(jni, NULL);
-		if (rn)
+		if (!have_class) {
+			class_names(jvmti, m, &nm);
+			have_class = true;
+		}
+		if (method_names(jvmti, m, &nm))
 			continue;
 		jvmtiLineNumberEntry *lines = NULL;
 		jint nlines = 0;
