@@ -24,6 +24,10 @@ ssize_t vp_read_full(int fd, void *p, size_t n);
  * command-line values, whose callers then say what they expected. */
 long long vp_parse_num(const char *s, long long min, long long max);
 
+/* Grows the array *v of *cap elements of elem bytes so that it holds at least need
+ * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
+int vp_grow(void **v, size_t *cap, size_t need, size_t elem);
+
 /* qsort that accepts an empty array with a NULL base (qsort itself must not be given a
  * NULL pointer, even for n = 0: the sanitizer build rejects it). */
 static inline void vp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -83,21 +83,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*v, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = n;
-	return 0;
-}
-
 static bool pid_in(const pid_t *v, size_t n, pid_t pid)
 {
 	for (size_t i = 0; i < n; i++)
@@ -111,13 +96,13 @@ static void schedule(struct vp_unwinder *u, pid_t pid)
 {
 	if (pid <= 0 || pid_in(u->dirty, u->ndirty, pid))
 		return;
-	if (grow((void **)&u->dirty, &u->capdirty, u->ndirty + 1, sizeof(pid_t)))
+	if (vp_grow((void **)&u->dirty, &u->capdirty, u->ndirty + 1, sizeof(pid_t)))
 		return;
 	if (!u->ndirty)
 		u->dirty_since = mono_ns();
 	u->dirty[u->ndirty++] = pid;
 	if (!pid_in(u->known, u->nknown, pid) &&
-	    !grow((void **)&u->known, &u->capknown, u->nknown + 1, sizeof(pid_t)))
+	    !vp_grow((void **)&u->known, &u->capknown, u->nknown + 1, sizeof(pid_t)))
 		u->known[u->nknown++] = pid;
 	pthread_cond_signal(&u->wake);
 }
@@ -247,7 +232,7 @@ static struct file_table *file_for(struct vp_unwinder *u, int fd)
 		if (f->dev == st.st_dev && f->ino == st.st_ino && f->size == st.st_size && f->mtime == mt)
 			return f;
 	}
-	if (grow((void **)&u->files, &u->capfiles, u->nfiles + 1, sizeof(*u->files)))
+	if (vp_grow((void **)&u->files, &u->capfiles, u->nfiles + 1, sizeof(*u->files)))
 		return NULL;
 	struct file_table *f = &u->files[u->nfiles++];
 	uint64_t t0 = mono_ns();
@@ -440,7 +425,7 @@ static void prewarm_add(struct vp_unwinder *u, const char *path)
 {
 	char *c;
 
-	if (grow((void **)&u->prewarm, &u->capprewarm, u->nprewarm + 1, sizeof(char *)) || !(c = strdup(path)))
+	if (vp_grow((void **)&u->prewarm, &u->capprewarm, u->nprewarm + 1, sizeof(char *)) || !(c = strdup(path)))
 		return;
 	u->prewarm[u->nprewarm++] = c;
 	pthread_cond_signal(&u->wake);
