@@ -662,8 +662,8 @@ int cmd_record(int argc, char **argv)
 				child_done = true;
 				break;
 			}
-			if (r < 0 && errno != EINTR)
-				break;
+			if ((r < 0 && errno != EINTR) || stop_signal)
+				break;   /* Ctrl-C, SIGTERM: the user ends it after all (below) */
 		}
 	}
 	if (child && !child_done) {
@@ -724,7 +724,10 @@ int cmd_record(int argc, char **argv)
 		secs > 0 ? (double)end.samples / secs : 0.0, vp_session_writer__dir(w), (unsigned long long)du_bytes);
 	if (stop_signal && !o.quiet)
 		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
-	ret = failed ? 1 : child && child_done && !we_stopped_child ? exit_code(child_status) : 0;
+	/* A command that ran to its own end gives its own status, also when the recording
+	 * failed (said above): a profiler must not turn a program's success into failure
+	 * because it could not write. */
+	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
 
 cleanup:
 	if (go_fd >= 0)

@@ -314,6 +314,7 @@ static void diskfull(void)
 		done ? "ran to its end" : "was stopped", rc2, out);
 	ASSERT_NOT_NULL(strstr(out, "No space left on device"));
 	ASSERT_TRUE(done);
+	ASSERT_EQ(rc, 7);   /* the program's own exit status */
 	ASSERT_EQ(rc2, 0);
 }
 
