@@ -61,8 +61,8 @@ struct vp_unwinder {
 	/* Owned by the thread, except known[] which observe() reads under lock. */
 	struct proc *procs;      /* at most m.max_procs */
 	size_t nprocs;
-	pid_t *known;            /* every pid ever scheduled (lazy mode asks once) */
-	size_t nknown, capknown;
+	pid_t *known;            /* every pid ever scheduled: an open-addressing set, 0 = empty */
+	size_t nknown, capknown; /* capknown is 0 or a power of two */
 	uint32_t *free_slots;
 	size_t nfree;
 	struct file_table *files;
@@ -83,6 +83,44 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
 }
 
+/* The set of known pids (under lock): a whole-VM recording of a fork storm sees a new
+ * pid per exec, and every record asks, so a linear list would not do. */
+static size_t known_slot(const struct vp_unwinder *u, pid_t pid)
+{
+	size_t i = ((size_t)(uint32_t)pid * 0x9e3779b1u) & (u->capknown - 1);
+
+	while (u->known[i] && u->known[i] != pid)
+		i = (i + 1) & (u->capknown - 1);
+	return i;
+}
+
+static bool known_has(const struct vp_unwinder *u, pid_t pid)
+{
+	return u->capknown && u->known[known_slot(u, pid)] == pid;
+}
+
+static void known_add(struct vp_unwinder *u, pid_t pid)
+{
+	if (known_has(u, pid))
+		return;
+	if ((u->nknown + 1) * 2 > u->capknown) {
+		size_t cap = u->capknown ? u->capknown * 2 : 1024;
+		pid_t *old = u->known, *n = calloc(cap, sizeof(*n));
+		size_t oldcap = u->capknown;
+
+		if (!n)
+			return;
+		u->known = n;
+		u->capknown = cap;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i])
+				u->known[known_slot(u, old[i])] = old[i];
+		free(old);
+	}
+	u->known[known_slot(u, pid)] = pid;
+	u->nknown++;
+}
+
 static bool pid_in(const pid_t *v, size_t n, pid_t pid)
 {
 	for (size_t i = 0; i < n; i++)
@@ -101,9 +139,7 @@ static void schedule(struct vp_unwinder *u, pid_t pid)
 	if (!u->ndirty)
 		u->dirty_since = mono_ns();
 	u->dirty[u->ndirty++] = pid;
-	if (!pid_in(u->known, u->nknown, pid) &&
-	    !vp_grow((void **)&u->known, &u->capknown, u->nknown + 1, sizeof(pid_t)))
-		u->known[u->nknown++] = pid;
+	known_add(u, pid);
 	pthread_cond_signal(&u->wake);
 }
 
@@ -128,7 +164,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 			const struct vp_sample *s = body;
 
 			if (s->walk_end == VP_WALK_NO_PROC && s->pid &&
-			    !pid_in(u->known, u->nknown, (pid_t)s->pid))
+			    !known_has(u, (pid_t)s->pid))
 				schedule(u, (pid_t)s->pid);
 		}
 		break;
@@ -136,7 +172,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 		if (len >= sizeof(struct vp_mmap)) {
 			const struct vp_mmap *m = body;
 
-			if ((m->prot & PROT_EXEC) && pid_in(u->known, u->nknown, (pid_t)m->pid))
+			if ((m->prot & PROT_EXEC) && known_has(u, (pid_t)m->pid))
 				schedule(u, (pid_t)m->pid);
 		}
 		break;
@@ -154,7 +190,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 		if (len >= sizeof(struct vp_task)) {
 			const struct vp_task *t = body;
 
-			known = pid_in(u->known, u->nknown, (pid_t)t->ppid);
+			known = known_has(u, (pid_t)t->ppid);
 			if (t->pid != t->ppid && known)
 				schedule(u, (pid_t)t->pid);
 		}
@@ -164,7 +200,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 			const struct vp_task *t = body;
 
 			/* The process is gone: refresh finds no mappings and frees its slot. */
-			if (t->pid == t->tid && pid_in(u->known, u->nknown, (pid_t)t->pid))
+			if (t->pid == t->tid && known_has(u, (pid_t)t->pid))
 				schedule(u, (pid_t)t->pid);
 		}
 		break;
