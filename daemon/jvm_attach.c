@@ -207,8 +207,10 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	struct stat a, b;
 	c->tmpfd = c->dfd = -1;
 	if (stat(agent, &a)) {
-		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(errno));
-		return -errno;
+		int e = errno;
+
+		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(e));
+		return -e;
 	}
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
 	if (!stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
@@ -227,6 +229,15 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	rootfd = open(there, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd >= 0)
 		c->tmpfd = openat(rootfd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Where others may write without the sticky bit, they could rename our directory
+	 * and put theirs, with their library, in its place before the JVM loads it. */
+	if (c->tmpfd >= 0 && (fstat(c->tmpfd, &st) ||
+			      ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)))) {
+		close(c->tmpfd);
+		c->tmpfd = -1;
+		errno = EPERM;
+		step = "checking the JVM's /tmp (writable by others without the sticky bit)";
+	}
 	if (c->tmpfd >= 0)
 		step = "making a directory in the JVM's /tmp";
 	for (int i = 0; c->tmpfd >= 0 && c->dfd < 0 && i < 16; i++) {
