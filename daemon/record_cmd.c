@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -282,15 +281,6 @@ static void print_status(uint64_t elapsed_ns, uint64_t samples, uint64_t lost)
 	double t = (double)elapsed_ns / 1e9;
 	fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, (unsigned long long)samples,
 		(unsigned long long)lost, t > 0 ? (double)samples / t : 0.0);
-}
-
-/* Bytes under the session directory (stream, meta.json, code maps). */
-static uint64_t du_bytes;
-static int du_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (flag == FTW_F)
-		du_bytes += (uint64_t)st->st_size;
-	return 0;
 }
 
 /* Whether err already tells the user how to get the privilege. */
@@ -716,8 +706,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "viprof record: %s\n", err);
 		failed = true;
 	}
-	du_bytes = 0;
-	nftw(vp_session_writer__dir(w), du_entry, 16, FTW_PHYS);
+	uint64_t du_bytes = vp_session_writer__disk_bytes(w);
 	double secs = (double)end.duration_ns / 1e9;
 	fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
 		(unsigned long long)end.samples, (unsigned long long)lost, secs,

@@ -48,6 +48,9 @@ struct vp_sink vp_session_writer__sink(struct vp_session_writer *w);
  * nothing more, on the session directory and jit/ through a POSIX ACL (0711 where the
  * file system has none). 0 or -errno. */
 int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, pid_t pid);
+/* The bytes of all files in the session (the JVMs' maps too), counted through the
+ * directory fd. */
+uint64_t vp_session_writer__disk_bytes(const struct vp_session_writer *w);
 /* Removes what was written (and the directory, if this writer made it), through the
  * directory fds, and frees w. For a recording that never started. Accepts NULL. */
 void vp_session_writer__discard(struct vp_session_writer *w);
