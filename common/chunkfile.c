@@ -1,5 +1,6 @@
 /* The chunked container; see chunkfile.h and docs/formats.md. */
 #include "common/chunkfile.h"
+#include "common/safefs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -205,10 +206,13 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 	int e = 0;
 	if (!r)
 		return NULL;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A session's jit/<pid>/ belongs to the JVM's user: what is there may be a FIFO or
+	 * a device put there to hang root's reader. Only regular files, never blocking. */
+	r->fd = vp_safe_open_regular(path, false);
 	if (r->fd < 0) {
-		e = errno;
-		vp_set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		e = -r->fd;
+		vp_set_err(err, errlen, "%s: cannot open: %s", path,
+			   e == EINVAL ? "not a regular file (a FIFO or a device is never read)" : strerror(e));
 		goto fail;
 	}
 	uint8_t hb[512];
