@@ -268,7 +268,14 @@ static void sigquit(void)
 	snprintf(lib, sizeof(lib), "%s/libjvm.so", dir);
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	ASSERT_OK(mkdir(dir, 0755));
-	ASSERT_EQ(sh("cp %s %s", VIPROF_AGENT_SO, lib), 0);
+	/* HotSpot's own libjvm.so, so that its exported VM structure table alone is not
+	 * taken for a JVM: a JVM also runs a 'VM Thread', which python3 does not. */
+	char real[PATH_MAX];
+	snprintf(real, sizeof(real), "%s", JAVA17);
+	char *bin = strstr(real, "/bin/java");
+	if (bin)
+		snprintf(bin, sizeof(real) - (size_t)(bin - real), "/lib/server/libjvm.so");
+	ASSERT_EQ(sh("cp %s %s", access(real, R_OK) == 0 ? real : VIPROF_AGENT_SO, lib), 0);
 	pid_t p = fork();
 	ASSERT_GE(p, 0);
 	if (p == 0) {
