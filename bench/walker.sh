@@ -1,26 +1,70 @@
 #!/usr/bin/env bash
-# The stack walker's cost per sample, side by side with the frame-pointer walk, on one
-# workload whose user stacks are DEPTH frames deep (bench/workloads/deepstack, built with
-# frame pointers so that both walks reach the bottom):
-#   viprof record -g -F 999 -p PID --stack-walk tables   vs   --stack-walk fp
-# in interleaved rounds. For each recording, the BPF program's run time per run comes
-# from the recorder's program fds (/proc/PID/fdinfo: run_time_ns, run_cnt; needs
-# kernel.bpf_stats_enabled, switched on for the measurement only), between 1.5 s and
-# (SEC - 0.5) s into it; the mean user frames per sample come from the session.
-# Usage: bench/walker.sh [BUILD_DIR] [ROUNDS] [DEPTH]   (root)
+# The two cost targets of the frame-pointer-free stack walker, each measured side by side
+# in one run as ratios (the VM is shared and noisy: rounds interleave, the order of the
+# variants rotates from round to round, medians and the spread are printed, no absolute
+# time is compared with another run's):
+#
+# (a) BPF time per sample, `--stack-walk tables` (the default) vs `--stack-walk fp`
+#     (bpf_get_stack), on bench/workloads/deepstack: two threads DEPTH calls deep, built
+#     with frame pointers so that both walks reach the bottom. Each recording is
+#     `viprof record -g -F 999 -p PID -d SEC`; run_time_ns and run_cnt of its on_sample
+#     program are read from the recorder's /proc/PID/fdinfo 1.5 s into it and 1 s before
+#     its end, with kernel.bpf_stats_enabled=1 between the two reads only (restored after,
+#     also on Ctrl-C). The mean user frames per sample of each session (report --format
+#     folded) are printed beside it, so that the comparison is at equal depth.
+# (b) `viprof record -g -F 999 -- java ...` on a JVM without -XX:+PreserveFramePointer
+#     against async-profiler at the same rate (agent at start: event=cpu, interval
+#     1001001 ns, Java and native stacks as its defaults walk them, collapsed output to a
+#     file) and against no profiler, on bench/workloads/FixedWork.java (two threads, fixed
+#     work, allocation; about 5 s): wall and CPU (user+sys of the whole process tree, from
+#     /usr/bin/time). Each profiler's overhead is its round's time minus the same round's
+#     no-profiler time, median over rounds; printed in % and as viprof / async-profiler.
+#
+# Usage: bench/walker.sh [--asprof DIR] [--jdk DIR] [--only a|b] [BUILD_DIR [ROUNDS [DEPTH]]]
+#   (root; BUILD_DIR default build, ROUNDS default 5, DEPTH default 30)
+#   --asprof DIR  an async-profiler build (DIR/lib/libasyncProfiler.so), default
+#                 $ASPROF_HOME; without it (b) prints "async-profiler: skipped".
+#   --jdk DIR     the JDK of (b) (default OpenJDK 17). SEC=N: length of each (a) recording.
 set -euo pipefail
+AP=${ASPROF_HOME:-}; JDK=/usr/lib/jvm/java-17-openjdk-amd64; ONLY=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--asprof) AP=$2; shift 2 ;;
+	--jdk) JDK=$2; shift 2 ;;
+	--only) ONLY=$2; shift 2 ;;
+	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "walker.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
 B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; SEC=${SEC:-5}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VP=$B/cli/viprof; DS=$B/bench/deepstack
-[ -x "$VP" ] && [ -x "$DS" ] || { echo "walker.sh: build first (need $VP and $DS)" >&2; exit 2; }
-[ "$(id -u)" -eq 0 ] || { echo "walker.sh: needs root (BPF)" >&2; exit 2; }
+[ -x "$VP" ] && [ -x "$DS" ] || { echo "walker.sh: build first (need $VP and $DS): cmake --build $B" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "walker.sh: needs root (BPF programs, bpf_stats); run it with sudo" >&2; exit 2; }
+[ "$SEC" -ge 4 ] || { echo "walker.sh: SEC must be 4 or more (1.5 s warm-up, 1 s before the end)" >&2; exit 2; }
+if [ -n "$AP" ] && [ ! -f "$AP/lib/libasyncProfiler.so" ]; then
+	echo "walker.sh: no $AP/lib/libasyncProfiler.so (--asprof/ASPROF_HOME names an async-profiler build directory)" >&2
+	exit 2
+fi
 T=$(mktemp -d /tmp/vp-walker.XXXXXX)
 OLD=$(sysctl -n kernel.bpf_stats_enabled)
 WPID=
-cleanup() { sysctl -q -w kernel.bpf_stats_enabled="$OLD" || true; [ -n "$WPID" ] && kill "$WPID" 2>/dev/null; rm -rf "$T"; }
+cleanup() {
+	sysctl -q -w kernel.bpf_stats_enabled="$OLD" || true
+	[ -z "$WPID" ] || kill "$WPID" 2>/dev/null || true
+	rm -rf "$T"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
-# "runs ns" summed over the perf_event programs (on_sample) the recorder holds.
+med() { sort -g | awk '{v[NR]=$1} END {if (!NR) print "nan"; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+col() { cut -d' ' -f"$1" "$2"; }
+# The variants of round R in rotated order, so that none always runs first or last.
+rotate() { local r=$1; shift; local a=("$@") n=$# i; for i in $(seq 0 $((n - 1))); do echo "${a[$(((i + r) % n))]}"; done; }
+
+# "run_cnt run_time_ns" summed over the on_sample (perf_event) programs PID holds.
 bpf_runs() {
 	local f id runs ns tot_r=0 tot_n=0
 	for f in /proc/"$1"/fdinfo/*; do
@@ -33,32 +77,119 @@ bpf_runs() {
 	echo "$tot_r $tot_n"
 }
 
-one() { # MODE ROUND -> "ns_per_sample frames_per_sample"
+# Mean user frames per sample of a folded report: frames other than the leading thread
+# name and the kernel's (_[k]) frames, weighted by the sample counts.
+user_frames() {
+	awk '{n=$NF; $NF=""; c=split($0, f, ";"); k=0; for (i=2;i<=c;i++) if (f[i] !~ /_\[k\] *$/) k++; t+=n; s+=n*k}
+	     END {printf "%.1f", t ? s/t : 0}' "$1"
+}
+
+walk_one() { # MODE ROUND: appends "ns_per_sample frames_per_sample samples" to $T/a.MODE
 	local mode=$1 s=$T/$1.$2 vpid a b
 	"$DS" "$DEPTH" $((SEC + 3)) & WPID=$!
 	sleep 0.3
 	"$VP" record -q -g -F 999 --stack-walk "$mode" -p "$WPID" -d "$SEC" -o "$s" 2>"$T/err" & vpid=$!
-	sleep 1.5; a=$(bpf_runs "$vpid")
-	sleep "$(echo "$SEC - 2" | bc)"; b=$(bpf_runs "$vpid")
-	wait "$vpid" || { cat "$T/err" >&2; exit 1; }
-	kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null || true; WPID=
+	sleep 1.5
+	sysctl -q -w kernel.bpf_stats_enabled=1
+	a=$(bpf_runs "$vpid")
+	sleep "$(echo "$SEC - 2.5" | bc)"
+	b=$(bpf_runs "$vpid")
+	sysctl -q -w kernel.bpf_stats_enabled="$OLD"
+	wait "$vpid" || { echo "walker.sh: viprof record --stack-walk $mode failed:" >&2; cat "$T/err" >&2; exit 1; }
+	kill "$WPID" 2>/dev/null || true; wait "$WPID" 2>/dev/null || true; WPID=
 	set -- $a $b
-	local fr
-	fr=$("$VP" report "$s" --format folded --comm deepstack 2>/dev/null |
-		awk '{n=$NF; $NF=""; c=split($0, f, ";"); k=0; for (i=1;i<=c;i++) if (f[i] !~ /_\[k\]/) k++; t+=n; s+=n*(k-1)} END {printf "%.1f", t ? s/t : 0}')
-	echo "$(( ($4 - $2) / ( ($3 - $1) > 0 ? ($3 - $1) : 1) )) $fr"
+	[ $(($3 - $1)) -gt 0 ] || { echo "walker.sh: on_sample did not run during the $mode recording (no program fd of viprof $vpid?)" >&2; exit 1; }
+	"$VP" report "$s" --format folded --comm deepstack -o "$T/f" 2>/dev/null
+	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1))" >>"$T/a.$mode"
+	rm -rf "$s"
 }
 
-sysctl -q -w kernel.bpf_stats_enabled=1
-: >"$T/fp"; : >"$T/tables"
-for r in $(seq 1 "$R"); do
-	for m in fp tables; do one "$m" "$r" >>"$T/$m"; done
-done
-sysctl -q -w kernel.bpf_stats_enabled="$OLD"
-med() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-fpns=$(cut -d' ' -f1 "$T/fp" | med); tns=$(cut -d' ' -f1 "$T/tables" | med)
-fpfr=$(cut -d' ' -f2 "$T/fp" | med); tfr=$(cut -d' ' -f2 "$T/tables" | med)
-echo "stack walker cost, deepstack depth $DEPTH, -F 999, $R interleaved rounds (median; all rounds below)"
-printf "  %-28s %8s ns/sample  %5s user frames/sample   rounds: %s\n" "--stack-walk fp (bpf_get_stack)" "$fpns" "$fpfr" "$(cut -d' ' -f1 "$T/fp" | tr '\n' ' ')"
-printf "  %-28s %8s ns/sample  %5s user frames/sample   rounds: %s\n" "--stack-walk tables (default)" "$tns" "$tfr" "$(cut -d' ' -f1 "$T/tables" | tr '\n' ' ')"
-echo "  ratio tables/fp: $(echo "scale=2; $tns / $fpns" | bc)x; target: tables <= 2000 ns/sample at depth 30: $([ "$tns" -le 2000 ] && echo met || echo missed)"
+part_a() {
+	local r m fpns tns ratio fpfr tfr
+	: >"$T/a.fp"; : >"$T/a.tables"; : >"$T/a.ratio"
+	for r in $(seq 1 "$R"); do
+		for m in $(rotate "$r" fp tables); do walk_one "$m" "$r"; done
+		# The ratio of this round's pair: both ran within seconds of each other.
+		paste -d' ' <(tail -1 "$T/a.tables") <(tail -1 "$T/a.fp") | awk '{printf "%.2f\n", $1 / $4}' >>"$T/a.ratio"
+	done
+	fpns=$(col 1 "$T/a.fp" | med); tns=$(col 1 "$T/a.tables" | med)
+	fpfr=$(col 2 "$T/a.fp" | med); tfr=$(col 2 "$T/a.tables" | med)
+	ratio=$(med <"$T/a.ratio")
+	echo "(a) BPF time per sample, deepstack depth $DEPTH (2 threads), -F 999, $SEC s recordings, $R interleaved rounds"
+	echo "    median ns/sample (min-max), median user frames/sample, on_sample runs measured per round"
+	for m in fp tables; do
+		printf "  --stack-walk %-7s %6s ns (%s)  %5s frames   runs: %s\n" "$m" "$(col 1 "$T/a.$m" | med)" \
+			"$(col 1 "$T/a.$m" | spread)" "$(col 2 "$T/a.$m" | med)" "$(col 3 "$T/a.$m" | tr '\n' ' ')"
+	done
+	echo "  tables / fp, median of the per-round ratios: ${ratio}x (rounds: $(tr '\n' ' ' <"$T/a.ratio"))"
+	if awk -v a="$tfr" -v b="$fpfr" 'BEGIN {exit !(a - b > 1.5 || b - a > 1.5)}'; then
+		echo "  NOTE: the walks reached different depths ($tfr vs $fpfr frames): the ratio compares unequal work"
+	fi
+	echo "  target: tables <= 2000 ns/sample at depth 30: $([ "$tns" -le 2000 ] && echo met || echo "missed ($tns ns; fp $fpns ns on this run)")"
+}
+
+# run NAME CMD...: appends "wall cpu" of CMD and its children to $T/b.NAME.
+run() {
+	local name=$1; shift
+	/usr/bin/time -f "%e %U %S" -o "$T/time" "$@" >/dev/null 2>"$T/b.err" ||
+		{ echo "walker.sh: $name failed:" >&2; tail -5 "$T/b.err" >&2; exit 1; }
+	awk '{printf "%s %.2f\n", $1, $2 + $3}' "$T/time" >>"$T/b.$name"
+}
+
+part_b() {
+	local r v names=(base viprof) jv
+	"$JDK/bin/javac" -d "$T/cls" "$ROOT/bench/workloads/FixedWork.java"
+	[ -z "$AP" ] || names+=(asprof)
+	jv=$("$JDK/bin/java" -version 2>&1 | head -1)
+	for r in $(seq 1 "$R"); do
+		for v in $(rotate "$r" "${names[@]}"); do
+			case $v in
+			base) run base "$JDK/bin/java" -cp "$T/cls" FixedWork ;;
+			viprof)
+				rm -rf "$T/s"
+				run viprof "$VP" record -g -F 999 -o "$T/s" -- "$JDK/bin/java" -cp "$T/cls" FixedWork
+				# Its samples, to show that both profilers sampled at one rate.
+				sed -n 's/^viprof: \([0-9]*\) samples.*/\1/p' "$T/b.err" >>"$T/n.viprof" ;;
+			asprof)
+				rm -f "$T/ap.collapsed"
+				run asprof "$JDK/bin/java" "-agentpath:$AP/lib/libasyncProfiler.so=start,event=cpu,interval=1001001,file=$T/ap.collapsed,collapsed" -cp "$T/cls" FixedWork
+				awk '{n+=$NF} END {print n+0}' "$T/ap.collapsed" >>"$T/n.asprof" ;;
+			esac
+		done
+	done
+	# Per-round overheads against the same round's no-profiler run.
+	for v in viprof asprof; do
+		[ -f "$T/b.$v" ] || continue
+		paste -d' ' "$T/b.$v" "$T/b.base" | awk '{print $1 - $3, $2 - $4}' >"$T/o.$v"
+	done
+	local bw bc
+	bw=$(col 1 "$T/b.base" | med); bc=$(col 2 "$T/b.base" | med)
+	echo "(b) overhead on FixedWork ($jv), no -XX:+PreserveFramePointer, $R interleaved rounds"
+	echo "    median wall and CPU (user+sys of the process tree) in s (min-max); overhead = median of per-round differences"
+	printf "  %-28s wall %6.2f (%s)          cpu %6.2f (%s)\n" "no profiler" "$bw" "$(col 1 "$T/b.base" | spread)" "$bc" "$(col 2 "$T/b.base" | spread)"
+	for v in viprof asprof; do
+		if [ ! -f "$T/b.$v" ]; then
+			echo "  async-profiler: skipped (set ASPROF_HOME or --asprof DIR to an async-profiler build)"
+			continue
+		fi
+		local ow oc label
+		ow=$(col 1 "$T/o.$v" | med); oc=$(col 2 "$T/o.$v" | med)
+		eval "ow_$v=$ow oc_$v=$oc"
+		case $v in viprof) label="viprof record -g -F 999" ;; asprof) label="async-profiler cpu 1001001ns" ;; esac
+		printf "  %-28s wall %6.2f (%s) %+6.1f%%  cpu %6.2f (%s) %+6.1f%%  samples/run %s\n" "$label" \
+			"$(col 1 "$T/b.$v" | med)" "$(col 1 "$T/b.$v" | spread)" "$(echo "100 * $ow / $bw" | bc -l)" \
+			"$(col 2 "$T/b.$v" | med)" "$(col 2 "$T/b.$v" | spread)" "$(echo "100 * $oc / $bc" | bc -l)" "$(med <"$T/n.$v")"
+	done
+	if [ -n "$AP" ]; then
+		# A ratio of two overheads means nothing when the peer's is within the noise (<= 0).
+		ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx (%.2f s / %.2f s)", a / b, a, b; else printf "n/a (async-profiler %.2f s, within the noise)", b}'; }
+		echo "  overhead viprof / async-profiler: wall $(ratio "$ow_viprof" "$ow_asprof"), cpu $(ratio "$oc_viprof" "$oc_asprof")"
+	fi
+}
+
+case $ONLY in
+a) part_a ;;
+b) part_b ;;
+'') part_a; part_b ;;
+*) echo "walker.sh: --only a or b" >&2; exit 2 ;;
+esac
