@@ -245,7 +245,6 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 		x->pid = m->pid;
 		x->file = strdup(name);
 		x->m.file = x->file;
-		x->m.build_id = x->bid;
 		x->m.pid = m->pid;
 		x->m.exe = true;
 	}
@@ -640,6 +639,8 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
 			struct exe *x = &l->exes[i];
 			if (x->pid == pid && x->m.limit && !x->used) {
 				x->used = true;
+				/* Pointed here, not in note_exe: l->exes moves when it grows. */
+				x->m.build_id = x->bid;
 				vp_profile__mapping(l->p, &x->m);
 			}
 		}
