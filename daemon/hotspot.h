@@ -35,14 +35,28 @@ int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hotspot_syms 
  * when the process has no libjvm.so mapped (not a HotSpot JVM); else as above. */
 int vp_hotspot__read_pid(pid_t pid, struct vpb_hotspot *hs, char *err, size_t errlen);
 
+/* How vp_hotspot__read_pid_via reads the target: process_vm_readv, falling back to
+ * /proc/PID/mem where that is refused (AUTO, what vp_hotspot__read_pid does), or
+ * /proc/PID/mem only (PROC_MEM: so tests can check that path gives the same layout). */
+enum vp_hotspot_via { VP_HOTSPOT_VIA_AUTO, VP_HOTSPOT_VIA_PROC_MEM };
+int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hotspot *hs, char *err,
+			     size_t errlen);
+
+/* Segment-map steps the lookup below takes at most: the BPF walker's MAX_SEG_HOPS
+ * (sampler-kernel/profile.bpf.c), which the two must keep equal. */
+#define VP_HOTSPOT_MAX_HOPS 16
+
 /* The code blob that contains pc, found like the BPF walker finds it (the code heap's
  * segment map, then the HeapBlock header): its address, frame size in words (0 for
  * blobs without a fixed frame, such as BufferBlobs), code begin and frame-complete pc.
- * 0, or -ENOENT when pc lies in no code heap or in a free block. For tests, and as the
+ * 0, or -ENOENT when pc lies in no code heap or in a free block, -ELOOP when the
+ * block start is more than VP_HOTSPOT_MAX_HOPS steps back, -EINVAL for a segment map
+ * that steps out of its heap, -EFAULT when memory cannot be read. For tests, and as the
  * reference the BPF walker is checked against. */
 struct vp_hotspot_blob {
 	uint64_t blob, code_begin, frame_complete;
 	uint32_t frame_size_words;
+	uint32_t hops;           /* segment-map steps back to the block's first segment */
 };
 int vp_hotspot__find_blob(vp_mem_read_fn rd, void *ctx, const struct vpb_hotspot *hs,
 			  uint64_t pc, struct vp_hotspot_blob *out);
