@@ -7,11 +7,14 @@
 # (a) BPF time per sample, `--stack-walk tables` (the default) vs `--stack-walk fp`
 #     (bpf_get_stack), on bench/workloads/deepstack: two threads DEPTH calls deep, built
 #     with frame pointers so that both walks reach the bottom. Each recording is
-#     `viprof record -g -F 999 -p PID -d SEC`; run_time_ns and run_cnt of its on_sample
-#     program are read from the recorder's /proc/PID/fdinfo 1.5 s into it and 1 s before
-#     its end, with kernel.bpf_stats_enabled=1 between the two reads only (restored after,
-#     also on Ctrl-C). The mean user frames per sample of each session (report --format
-#     folded) are printed beside it, so that the comparison is at equal depth.
+#     `viprof record -g -F 999 -p PID`, stopped with SIGINT; once the recorder holds its
+#     on_sample program and 1 s later, run_time_ns and run_cnt are read from its
+#     /proc/PID/fdinfo, and again SEC s later, with kernel.bpf_stats_enabled=1 between the
+#     two reads only (restored after, also on Ctrl-C). Printed: run_time_ns/run_cnt, and
+#     run_time_ns per deepstack sample recorded between the reads (on_sample also runs, and
+#     returns early, for other processes' samples on the CPUs), and the mean user frames
+#     per sample of that window (report --format folded --time), so that the comparison
+#     is at equal depth.
 # (b) `viprof record -g -F 999 -- java ...` on a JVM without -XX:+PreserveFramePointer
 #     against async-profiler at the same rate (agent at start: event=cpu, interval
 #     1001001 ns, Java and native stacks as its defaults walk them, collapsed output to a
@@ -24,7 +27,7 @@
 #   (root; BUILD_DIR default build, ROUNDS default 5, DEPTH default 30)
 #   --asprof DIR  an async-profiler build (DIR/lib/libasyncProfiler.so), default
 #                 $ASPROF_HOME; without it (b) prints "async-profiler: skipped".
-#   --jdk DIR     the JDK of (b) (default OpenJDK 17). SEC=N: length of each (a) recording.
+#   --jdk DIR     the JDK of (b) (default OpenJDK 17). SEC=N: seconds measured per (a) recording (3).
 set -euo pipefail
 AP=${ASPROF_HOME:-}; JDK=/usr/lib/jvm/java-17-openjdk-amd64; ONLY=
 while [ $# -gt 0 ]; do
@@ -37,12 +40,12 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; SEC=${SEC:-5}
+B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; SEC=${SEC:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VP=$B/cli/viprof; DS=$B/bench/deepstack
 [ -x "$VP" ] && [ -x "$DS" ] || { echo "walker.sh: build first (need $VP and $DS): cmake --build $B" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "walker.sh: needs root (BPF programs, bpf_stats); run it with sudo" >&2; exit 2; }
-[ "$SEC" -ge 4 ] || { echo "walker.sh: SEC must be 4 or more (1.5 s warm-up, 1 s before the end)" >&2; exit 2; }
+[ "$SEC" -ge 1 ] || { echo "walker.sh: SEC (seconds of each measurement) must be 1 or more" >&2; exit 2; }
 if [ -n "$AP" ] && [ ! -f "$AP/lib/libasyncProfiler.so" ]; then
 	echo "walker.sh: no $AP/lib/libasyncProfiler.so (--asprof/ASPROF_HOME names an async-profiler build directory)" >&2
 	exit 2
@@ -58,23 +61,29 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
-med() { sort -g | awk '{v[NR]=$1} END {if (!NR) print "nan"; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+med() { sort -g | awk -v f="${1:-%.0f}" '{v[NR]=$1} END {if (!NR) print "nan"; else printf f "\n", (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 col() { cut -d' ' -f"$1" "$2"; }
 # The variants of round R in rotated order, so that none always runs first or last.
 rotate() { local r=$1; shift; local a=("$@") n=$# i; for i in $(seq 0 $((n - 1))); do echo "${a[$(((i + r) % n))]}"; done; }
 
-# "run_cnt run_time_ns" summed over the on_sample (perf_event) programs PID holds.
-bpf_runs() {
-	local f id runs ns tot_r=0 tot_n=0
-	for f in /proc/"$1"/fdinfo/*; do
-		id=$(awk '$1=="prog_id:"{print $2}' "$f" 2>/dev/null) || continue
-		[ -n "$id" ] || continue
-		bpftool prog show id "$id" 2>/dev/null | grep -q "perf_event.*name on_sample" || continue
-		runs=$(awk '$1=="run_cnt:"{print $2}' "$f"); ns=$(awk '$1=="run_time_ns:"{print $2}' "$f")
-		tot_r=$((tot_r + ${runs:-0})); tot_n=$((tot_n + ${ns:-0}))
+# "run_cnt run_time_ns" of the on_sample program whose fdinfo file is $1 (one awk, so that
+# the two reads bracket the measured seconds closely).
+bpf_runs() { awk '$1=="run_cnt:" {r=$2} $1=="run_time_ns:" {n=$2} END {print r+0, n+0}' "$1"; }
+
+# The fdinfo file of PID's on_sample (perf_event) program; waits up to 20 s for it, as
+# the recorder builds unwind tables before it attaches, longer on a busy machine.
+prog_fdinfo() {
+	local i f id
+	for i in $(seq 200); do
+		for f in /proc/"$1"/fdinfo/*; do
+			id=$(awk '$1=="prog_id:"{print $2}' "$f" 2>/dev/null) || continue
+			[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | grep -q "perf_event.*name on_sample" && { echo "$f"; return 0; }
+		done
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
 	done
-	echo "$tot_r $tot_n"
+	return 1
 }
 
 # Mean user frames per sample of a folded report: frames other than the leading thread
@@ -84,48 +93,58 @@ user_frames() {
 	     END {printf "%.1f", t ? s/t : 0}' "$1"
 }
 
-walk_one() { # MODE ROUND: appends "ns_per_sample frames_per_sample samples" to $T/a.MODE
-	local mode=$1 s=$T/$1.$2 vpid a b
-	"$DS" "$DEPTH" $((SEC + 3)) & WPID=$!
+walk_one() { # MODE ROUND: appends "ns/run frames/sample runs ns/recorded-sample samples" to $T/a.MODE
+	local mode=$1 s=$T/$1.$2 vpid a b ta tb t0 win n fdi
+	"$DS" "$DEPTH" 600 & WPID=$!
 	sleep 0.3
-	"$VP" record -q -g -F 999 --stack-walk "$mode" -p "$WPID" -d "$SEC" -o "$s" 2>"$T/err" & vpid=$!
-	sleep 1.5
+	"$VP" record -q -g -F 999 --stack-walk "$mode" -p "$WPID" -o "$s" 2>"$T/err" & vpid=$!
+	fdi=$(prog_fdinfo "$vpid") || { echo "walker.sh: viprof record --stack-walk $mode loaded no on_sample program in 20 s:" >&2; cat "$T/err" >&2; exit 1; }
+	sleep 1   # past the start (first samples of each thread, table lookups warming up)
 	sysctl -q -w kernel.bpf_stats_enabled=1
-	a=$(bpf_runs "$vpid")
-	sleep "$(echo "$SEC - 2.5" | bc)"
-	b=$(bpf_runs "$vpid")
+	ta=$(date +%s%N); a=$(bpf_runs "$fdi")
+	sleep "$SEC"
+	b=$(bpf_runs "$fdi"); tb=$(date +%s%N)
 	sysctl -q -w kernel.bpf_stats_enabled="$OLD"
+	kill -INT "$vpid"
 	wait "$vpid" || { echo "walker.sh: viprof record --stack-walk $mode failed:" >&2; cat "$T/err" >&2; exit 1; }
 	kill "$WPID" 2>/dev/null || true; wait "$WPID" 2>/dev/null || true; WPID=
 	set -- $a $b
-	[ $(($3 - $1)) -gt 0 ] || { echo "walker.sh: on_sample did not run during the $mode recording (no program fd of viprof $vpid?)" >&2; exit 1; }
-	"$VP" report "$s" --format folded --comm deepstack -o "$T/f" 2>/dev/null
-	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1))" >>"$T/a.$mode"
+	[ $(($3 - $1)) -gt 0 ] || { echo "walker.sh: on_sample ran 0 times with bpf_stats on (runs $1 -> $3; did another tool set kernel.bpf_stats_enabled=0?)" >&2; exit 1; }
+	# The samples recorded between the two reads: on_sample also runs (and returns
+	# early) for every other process on the CPUs, so runs outnumber recorded samples.
+	t0=$(sed -n 's/.*"start_realtime_ns": "\([0-9]*\)".*/\1/p' "$s/meta.json")
+	win=$(awk -v a="$ta" -v b="$tb" -v z="$t0" 'BEGIN {printf "%.3f,%.3f", (a - z) / 1e9, (b - z) / 1e9}')
+	"$VP" report "$s" --format folded --comm deepstack --time "$win" -o "$T/f" 2>/dev/null
+	n=$(awk '{n+=$NF} END {print n+0}' "$T/f")
+	[ "$n" -gt 0 ] || { echo "walker.sh: no deepstack samples between $win s of the $mode session" >&2; exit 1; }
+	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1)) $(( ($4 - $2) / n )) $n" >>"$T/a.$mode"
 	rm -rf "$s"
 }
 
 part_a() {
-	local r m fpns tns ratio fpfr tfr
+	local r m tns fpfr tfr
 	: >"$T/a.fp"; : >"$T/a.tables"; : >"$T/a.ratio"
 	for r in $(seq 1 "$R"); do
 		for m in $(rotate "$r" fp tables); do walk_one "$m" "$r"; done
-		# The ratio of this round's pair: both ran within seconds of each other.
-		paste -d' ' <(tail -1 "$T/a.tables") <(tail -1 "$T/a.fp") | awk '{printf "%.2f\n", $1 / $4}' >>"$T/a.ratio"
+		# The ratios of this round's pair (ns/run, ns/recorded sample): both ran within
+		# seconds of each other.
+		paste -d' ' <(tail -1 "$T/a.tables") <(tail -1 "$T/a.fp") | awk '{printf "%.2f %.2f\n", $1 / $6, $4 / $9}' >>"$T/a.ratio"
 	done
-	fpns=$(col 1 "$T/a.fp" | med); tns=$(col 1 "$T/a.tables" | med)
-	fpfr=$(col 2 "$T/a.fp" | med); tfr=$(col 2 "$T/a.tables" | med)
-	ratio=$(med <"$T/a.ratio")
-	echo "(a) BPF time per sample, deepstack depth $DEPTH (2 threads), -F 999, $SEC s recordings, $R interleaved rounds"
-	echo "    median ns/sample (min-max), median user frames/sample, on_sample runs measured per round"
+	tns=$(col 1 "$T/a.tables" | med)
+	fpfr=$(col 2 "$T/a.fp" | med %.1f); tfr=$(col 2 "$T/a.tables" | med %.1f)
+	echo "(a) BPF time per sample, deepstack depth $DEPTH (2 threads), -F 999, $SEC s measured per recording, $R interleaved rounds"
+	echo "    medians (min-max) of run_time_ns/run_cnt of on_sample, of run_time_ns per recorded deepstack sample"
+	echo "    (on_sample also runs, and returns early, for other processes), and of user frames per sample"
 	for m in fp tables; do
-		printf "  --stack-walk %-7s %6s ns (%s)  %5s frames   runs: %s\n" "$m" "$(col 1 "$T/a.$m" | med)" \
-			"$(col 1 "$T/a.$m" | spread)" "$(col 2 "$T/a.$m" | med)" "$(col 3 "$T/a.$m" | tr '\n' ' ')"
+		printf "  --stack-walk %-6s %5s ns/run (%s)  %5s ns/sample (%s)  %4s frames  runs/samples per round: %s\n" "$m" \
+			"$(col 1 "$T/a.$m" | med)" "$(col 1 "$T/a.$m" | spread)" "$(col 4 "$T/a.$m" | med)" "$(col 4 "$T/a.$m" | spread)" \
+			"$(col 2 "$T/a.$m" | med %.1f)" "$(awk '{printf "%s/%s ", $3, $5}' "$T/a.$m")"
 	done
-	echo "  tables / fp, median of the per-round ratios: ${ratio}x (rounds: $(tr '\n' ' ' <"$T/a.ratio"))"
+	echo "  tables / fp, median of the per-round ratios: $(col 1 "$T/a.ratio" | med %.2f)x per run, $(col 2 "$T/a.ratio" | med %.2f)x per sample (rounds: $(awk '{printf "%s/%s ", $1, $2}' "$T/a.ratio"))"
 	if awk -v a="$tfr" -v b="$fpfr" 'BEGIN {exit !(a - b > 1.5 || b - a > 1.5)}'; then
 		echo "  NOTE: the walks reached different depths ($tfr vs $fpfr frames): the ratio compares unequal work"
 	fi
-	echo "  target: tables <= 2000 ns/sample at depth 30: $([ "$tns" -le 2000 ] && echo met || echo "missed ($tns ns; fp $fpns ns on this run)")"
+	echo "  target: tables <= 2000 ns per run at depth 30: $([ "$tns" -le 2000 ] && echo "met ($tns ns)" || echo "missed ($tns ns)")"
 }
 
 # run NAME CMD...: appends "wall cpu" of CMD and its children to $T/b.NAME.
@@ -163,7 +182,7 @@ part_b() {
 		paste -d' ' "$T/b.$v" "$T/b.base" | awk '{print $1 - $3, $2 - $4}' >"$T/o.$v"
 	done
 	local bw bc
-	bw=$(col 1 "$T/b.base" | med); bc=$(col 2 "$T/b.base" | med)
+	bw=$(col 1 "$T/b.base" | med %.2f); bc=$(col 2 "$T/b.base" | med %.2f)
 	echo "(b) overhead on FixedWork ($jv), no -XX:+PreserveFramePointer, $R interleaved rounds"
 	echo "    median wall and CPU (user+sys of the process tree) in s (min-max); overhead = median of per-round differences"
 	printf "  %-28s wall %6.2f (%s)          cpu %6.2f (%s)\n" "no profiler" "$bw" "$(col 1 "$T/b.base" | spread)" "$bc" "$(col 2 "$T/b.base" | spread)"
@@ -173,12 +192,12 @@ part_b() {
 			continue
 		fi
 		local ow oc label
-		ow=$(col 1 "$T/o.$v" | med); oc=$(col 2 "$T/o.$v" | med)
+		ow=$(col 1 "$T/o.$v" | med %.2f); oc=$(col 2 "$T/o.$v" | med %.2f)
 		eval "ow_$v=$ow oc_$v=$oc"
 		case $v in viprof) label="viprof record -g -F 999" ;; asprof) label="async-profiler cpu 1001001ns" ;; esac
 		printf "  %-28s wall %6.2f (%s) %+6.1f%%  cpu %6.2f (%s) %+6.1f%%  samples/run %s\n" "$label" \
-			"$(col 1 "$T/b.$v" | med)" "$(col 1 "$T/b.$v" | spread)" "$(echo "100 * $ow / $bw" | bc -l)" \
-			"$(col 2 "$T/b.$v" | med)" "$(col 2 "$T/b.$v" | spread)" "$(echo "100 * $oc / $bc" | bc -l)" "$(med <"$T/n.$v")"
+			"$(col 1 "$T/b.$v" | med %.2f)" "$(col 1 "$T/b.$v" | spread)" "$(echo "100 * $ow / $bw" | bc -l)" \
+			"$(col 2 "$T/b.$v" | med %.2f)" "$(col 2 "$T/b.$v" | spread)" "$(echo "100 * $oc / $bc" | bc -l)" "$(med <"$T/n.$v")"
 	done
 	if [ -n "$AP" ]; then
 		# A ratio of two overheads means nothing when the peer's is within the noise (<= 0).
