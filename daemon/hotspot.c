@@ -46,7 +46,7 @@ struct want {
 enum {
 	W_HEAPS, W_GA_LEN, W_GA_DATA, W_HEAP_MEMORY, W_HEAP_SEGMAP, W_HEAP_LOG2, W_VS_LOW, W_VS_HIGH,
 	W_VS_HIGH_BOUNDARY, W_BLOB_FRAME_SIZE, W_BLOB_FRAME_COMPLETE, W_BLOB_CODE_BEGIN,
-	W_BLOB_CODE_OFFSET, W_INTERP_CODE, W_SQ_BUFFER, W_SQ_LIMIT, W_METHOD_CONST, W_VM_RELEASE, W__N
+	W_BLOB_CODE_OFFSET, W_INTERP_CODE, W_SQ_BUFFER, W_SQ_LIMIT, W_SQ_BEGIN, W_SQ_END, W_METHOD_CONST, W_VM_RELEASE, W__N
 };
 
 static const struct want want_template[W__N] = {
@@ -68,6 +68,8 @@ static const struct want want_template[W__N] = {
 	[W_INTERP_CODE] = { "AbstractInterpreter", "_code", WD_PTR, true },
 	[W_SQ_BUFFER] = { "StubQueue", "_stub_buffer", WD_PTR, false },
 	[W_SQ_LIMIT] = { "StubQueue", "_buffer_limit", WD_INT, false },
+	[W_SQ_BEGIN] = { "StubQueue", "_queue_begin", WD_INT, false },
+	[W_SQ_END] = { "StubQueue", "_queue_end", WD_INT, false },
 	[W_METHOD_CONST] = { "Method", "_constMethod", WD_PTR, false },
 	[W_VM_RELEASE] = { "Abstract_VM_Version", "_s_vm_release", WD_PTR, true },
 };
@@ -378,7 +380,7 @@ static int read_interpreter(vp_mem_read_fn rd, void *ctx, const struct want *w, 
 			    char *err, size_t errlen)
 {
 	uint64_t sq, buf;
-	int32_t limit;
+	int32_t limit, begin, end;
 
 	if (rd_u64(rd, ctx, w[W_INTERP_CODE].address, &sq))
 		goto fault;
@@ -386,10 +388,16 @@ static int read_interpreter(vp_mem_read_fn rd, void *ctx, const struct want *w, 
 		snprintf(err, errlen, "the JVM has not generated its interpreter yet: JVM not initialised yet, try again");
 		return -EAGAIN;
 	}
-	if (rd_u64(rd, ctx, sq + w[W_SQ_BUFFER].offset, &buf) || rd_s32(rd, ctx, sq + w[W_SQ_LIMIT].offset, &limit))
+	if (rd_u64(rd, ctx, sq + w[W_SQ_BUFFER].offset, &buf) || rd_s32(rd, ctx, sq + w[W_SQ_LIMIT].offset, &limit) ||
+	    rd_s32(rd, ctx, sq + w[W_SQ_BEGIN].offset, &begin) || rd_s32(rd, ctx, sq + w[W_SQ_END].offset, &end))
 		goto fault;
-	if (!buf || limit <= 0) {
-		snprintf(err, errlen, "the JVM's interpreter is not generated yet: JVM not initialised yet, try again");
+	/* While the interpreter is generated its queue fills a buffer of a guessed size;
+	 * then HotSpot gives the unused tail back to the code heap (deallocate_unused_tail)
+	 * and the limit becomes the queue's end. A range read before that would take the
+	 * adapters and stubs that later fill the tail for interpreter code. */
+	if (!buf || limit <= 0 || begin != 0 || end != limit) {
+		snprintf(err, errlen, "the JVM's interpreter is still being generated: JVM not initialised yet, "
+			 "try again");
 		return -EAGAIN;
 	}
 	hs->interp_lo = buf;

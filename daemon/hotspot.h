@@ -42,15 +42,15 @@ enum vp_hotspot_via { VP_HOTSPOT_VIA_AUTO, VP_HOTSPOT_VIA_PROC_MEM };
 int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hotspot *hs, char *err,
 			     size_t errlen);
 
-/* Segment-map steps the lookup below takes at most: the BPF walker's MAX_SEG_HOPS
- * (sampler-kernel/profile.bpf.c), which the two must keep equal. */
+/* Segment-map bytes the lookup below reads at most, so it steps back at most one time
+ * fewer: the BPF walker's MAX_SEG_HOPS (sampler-kernel/profile.bpf.c); keep them equal. */
 #define VP_HOTSPOT_MAX_HOPS 16
 
 /* The code blob that contains pc, found like the BPF walker finds it (the code heap's
  * segment map, then the HeapBlock header): its address, frame size in words (0 for
  * blobs without a fixed frame, such as BufferBlobs), code begin and frame-complete pc.
  * 0, or -ENOENT when pc lies in no code heap or in a free block, -ELOOP when the
- * block start is more than VP_HOTSPOT_MAX_HOPS steps back, -EINVAL for a segment map
+ * block start is VP_HOTSPOT_MAX_HOPS or more steps back, -EINVAL for a segment map
  * that steps out of its heap, -EFAULT when memory cannot be read. For tests, and as the
  * reference the BPF walker is checked against. */
 struct vp_hotspot_blob {
