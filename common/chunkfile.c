@@ -176,20 +176,29 @@ int cfile_writer__close(struct cfile_writer *w)
 
 /* ---------------------------------------------------------------- reader */
 
+/* Damage recovery (docs/formats.md, "Recovery"): a chunk that fails any check is
+ * skipped, and reading goes on at the next offset that holds a chunk header whose own
+ * checksum and sizes hold. Only a short or zero tail with no chunk after it is a torn
+ * tail (a killed writer); everything else skipped is counted as damage. */
 struct cfile_reader {
 	int fd;
 	char *path;
 	struct vp_file_header hdr;
-	uint8_t *raw, *z;
+	uint8_t *raw, *z, *scan;
 	size_t raw_cap, z_cap;
 	size_t pos, end;      /* cursor in raw */
 	uint64_t chunks;
-	off_t off;
+	off_t off;            /* file offset of the next chunk header */
+	off_t chunk_off;      /* file offset of the chunk whose records are handed out */
 	bool truncated, failed;
 	char err[256];
 	uint64_t skipped_chunks, skipped_bytes;  /* damage stepped over */
-	char damage[256];     /* what the first damage was */
+	off_t damage_off;     /* where the first damage was */
+	char damage[96];      /* what the first damage was */
 };
+
+#define SCAN_BYTES (64u << 10)
+static const uint8_t chunk_magic[4] = { 'C', 'H', 'N', 'K' };
 
 static const char *kind_name(uint32_t k)
 {
@@ -273,6 +282,11 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind, char *e
 	}
 	r->off = hsize;
 	r->path = strdup(path);
+	if (!r->path) {
+		e = ENOMEM;
+		vp_set_err(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
 	return r;
 fail:
 	if (r->fd >= 0)
@@ -294,52 +308,118 @@ const char *cfile_reader__skipped(const struct cfile_reader *r, uint64_t *chunks
 	return r->skipped_chunks ? r->damage : NULL;
 }
 
-/* A chunk header that could start a chunk: its own checksum holds and its sizes are in
- * bounds. */
-static bool plausible_header(const struct vp_chunk_header *ch)
+bool cfile_reader__damage(const struct cfile_reader *r, char *buf, size_t len)
 {
-	return ch->magic == VP_CHUNK_MAGIC &&
-	       (uint32_t)crc32(0L, (const Bytef *)ch, offsetof(struct vp_chunk_header, header_crc)) == ch->header_crc &&
-	       ch->raw_size <= VP_MAX_CHUNK_RAW && ch->comp_size <= compressBound(VP_MAX_CHUNK_RAW);
+	if (len)
+		buf[0] = '\0';
+	if (!r->skipped_chunks)
+		return false;
+	if (r->skipped_chunks == 1)
+		snprintf(buf, len, "skipped 1 damaged chunk (%llu bytes at offset %lld) of %s: %s",
+			 (unsigned long long)r->skipped_bytes, (long long)r->damage_off, r->path, r->damage);
+	else
+		snprintf(buf, len, "skipped %llu damaged chunks (%llu bytes, the first at offset %lld) of %s: %s (the first)",
+			 (unsigned long long)r->skipped_chunks, (unsigned long long)r->skipped_bytes,
+			 (long long)r->damage_off, r->path, r->damage);
+	return true;
 }
 
-/* Steps over damage found at r->off: looks for the next plausible chunk header after it
- * and positions the reader there. 1 found, 0 none before the end of the file. The
- * bytes in between are counted as skipped. */
-static int resync(struct cfile_reader *r, const char *why)
+/* pread until n bytes, the end of the file, or an error: bytes read or -errno. */
+static ssize_t pread_full(int fd, void *p, size_t n, off_t off)
 {
-	static uint8_t buf[1 << 16];
-	off_t start = r->off, at = r->off + 1;
-
-	if (!r->skipped_chunks)
-		snprintf(r->damage, sizeof(r->damage), "%s at offset %lld", why, (long long)start);
-	r->skipped_chunks++;
-	r->pos = r->end = 0;
-	for (;;) {
-		ssize_t n = pread(r->fd, buf, sizeof(buf), at);
-
-		if (n <= 0)
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(fd, (uint8_t *)p + got, n - got, off + (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
 			break;
-		for (ssize_t i = 0; i + 4 <= n; i++) {
-			struct vp_chunk_header ch;
-
-			if (memcmp(buf + i, &(uint32_t){ VP_CHUNK_MAGIC }, 4))
-				continue;
-			if (pread(r->fd, &ch, sizeof(ch), at + i) != (ssize_t)sizeof(ch) || !plausible_header(&ch))
-				continue;
-			r->skipped_bytes += (uint64_t)(at + i - start);
-			r->off = at + i;
-			if (lseek(r->fd, r->off, SEEK_SET) < 0)
-				return 0;
-			return 1;
-		}
-		/* Keep 3 bytes: a magic may straddle two reads. */
-		at += n > 3 ? n - 3 : n;
+		got += (size_t)k;
 	}
+	return (ssize_t)got;
+}
+
+static uint32_t header_crc(const struct vp_chunk_header *ch)
+{
+	return (uint32_t)crc32(0L, (const Bytef *)ch, offsetof(struct vp_chunk_header, header_crc));
+}
+
+/* Sizes a writer can produce: never an empty chunk, never more than the limits. A
+ * reader checks them before it allocates anything. */
+static bool sizes_ok(const struct vp_chunk_header *ch)
+{
+	return ch->raw_size && ch->raw_size <= VP_MAX_CHUNK_RAW &&
+	       ch->comp_size && ch->comp_size <= compressBound(VP_MAX_CHUNK_RAW);
+}
+
+/* Finds the first offset at or after from that holds a chunk header we can trust: its
+ * magic, its own checksum and its sizes hold (1 found, 0 none, -errno). A payload that
+ * happens to contain the magic passes the checksum once in 2^32. */
+static int find_header(struct cfile_reader *r, off_t from, off_t *found)
+{
+	const size_t hs = sizeof(struct vp_chunk_header);
+	if (!r->scan && !(r->scan = malloc(SCAN_BYTES)))
+		return -ENOMEM;
+	for (off_t at = from;;) {
+		ssize_t n = pread_full(r->fd, r->scan, SCAN_BYTES, at);
+		if (n < 0)
+			return (int)n;
+		for (size_t i = 0; i + hs <= (size_t)n; i++) {
+			const uint8_t *p = memchr(r->scan + i, chunk_magic[0], (size_t)n - hs + 1 - i);
+			struct vp_chunk_header ch;
+			if (!p)
+				break;
+			i = (size_t)(p - r->scan);
+			if (memcmp(p, chunk_magic, sizeof(chunk_magic)))
+				continue;
+			memcpy(&ch, p, hs);
+			if (header_crc(&ch) == ch.header_crc && sizes_ok(&ch)) {
+				*found = at + (off_t)i;
+				return 1;
+			}
+		}
+		if ((size_t)n < SCAN_BYTES)
+			return 0;
+		/* The last hs - 1 bytes again: a header may straddle two reads. */
+		at += n - (ssize_t)(hs - 1);
+	}
+}
+
+static void note_damage(struct cfile_reader *r, off_t at, uint64_t bytes, const char *why)
+{
+	if (!r->skipped_chunks) {
+		r->damage_off = at;
+		snprintf(r->damage, sizeof(r->damage), "%s", why);
+	}
+	r->skipped_chunks++;
+	r->skipped_bytes += bytes;
+}
+
+/* Steps over damage at r->off to the next trustworthy chunk header: 1 found, 0 none
+ * (-errno on a read error). Without one, the rest of the file is skipped as damage,
+ * or, when the damage looks like a torn tail (tentative), is the torn tail. */
+static int step_over(struct cfile_reader *r, const char *why, bool tentative)
+{
+	off_t next;
 	struct stat st;
-	if (fstat(r->fd, &st) == 0 && st.st_size > start)
-		r->skipped_bytes += (uint64_t)(st.st_size - start);
-	return 0;
+	int k = find_header(r, r->off + 1, &next);
+	if (k < 0)
+		return k;
+	if (k == 0) {
+		if (tentative) {
+			r->truncated = true;
+			return 0;
+		}
+		off_t size = fstat(r->fd, &st) == 0 && st.st_size > r->off ? st.st_size : r->off;
+		note_damage(r, r->off, (uint64_t)(size - r->off), why);
+		r->off = size;
+		return 0;
+	}
+	note_damage(r, r->off, (uint64_t)(next - r->off), why);
+	r->off = next;
+	return 1;
 }
 
 static int grow(uint8_t **p, size_t *cap, size_t need)
@@ -354,94 +434,106 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
 	return 0;
 }
 
-/* Loads the next chunk: 1 loaded, 0 clean end or torn tail, <0 corruption. */
+/* Loads the next intact chunk: 1 loaded, 0 end of the file (clean, torn, or damaged to
+ * the end), -errno on a read error or no memory (with the reason in r->err). */
 static int load_chunk(struct cfile_reader *r)
 {
-	struct vp_chunk_header ch;
-	ssize_t n = vp_read_full(r->fd, &ch, sizeof(ch));
-	if (n < 0) {
-		vp_set_err(r->err, sizeof(r->err), "%s: read error: %s", r->path, strerror((int)-n));
-		return (int)n;
-	}
-	if (n == 0)
-		return 0;
-	if (n < (ssize_t)sizeof(ch)) {
-		r->truncated = true;
-		return 0;
-	}
-	uint32_t hcrc = (uint32_t)crc32(0L, (const Bytef *)&ch, offsetof(struct vp_chunk_header, header_crc));
-	if (ch.magic != VP_CHUNK_MAGIC || hcrc != ch.header_crc) {
-		/* Zeros after the last chunk come from a file system that extended the
-		 * file but never wrote the data: a torn tail, not corruption. */
-		static const struct vp_chunk_header zero;
-		if (!memcmp(&ch, &zero, sizeof(ch))) {
-			r->truncated = true;
-			return 0;
-		}
-		return resync(r, "a corrupt chunk header") ? load_chunk(r) : 0;
-	}
-	if (ch.raw_size > VP_MAX_CHUNK_RAW || ch.comp_size > compressBound(VP_MAX_CHUNK_RAW))
-		return resync(r, "a chunk claiming more bytes than allowed") ? load_chunk(r) : 0;
-	if (grow(&r->z, &r->z_cap, ch.comp_size ? ch.comp_size : 1) || grow(&r->raw, &r->raw_cap, ch.raw_size ? ch.raw_size : 1))
-		return -ENOMEM;
-	n = vp_read_full(r->fd, r->z, ch.comp_size);
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n < ch.comp_size) {
-		/* A torn last chunk, or a damaged length: only a chunk header further on
-		 * tells them apart. */
-		uint64_t sc = r->skipped_chunks, sb = r->skipped_bytes;
-		char d[sizeof(r->damage)];
+	static const struct vp_chunk_header zero;
+	for (;;) {
+		struct vp_chunk_header ch;
+		char sizes[96];
+		const char *why = NULL;
+		bool tentative = false;
+		ssize_t n = pread_full(r->fd, &ch, sizeof(ch), r->off);
+		int k;
 
-		memcpy(d, r->damage, sizeof(d));
-		if (resync(r, "a chunk longer than the rest of the file"))
-			return load_chunk(r);
-		r->skipped_chunks = sc;
-		r->skipped_bytes = sb;
-		memcpy(r->damage, d, sizeof(d));
-		r->truncated = true;
-		return 0;
+		if (n < 0) {
+			vp_set_err(r->err, sizeof(r->err), "%s: read error at offset %lld: %s", r->path,
+				   (long long)r->off, strerror((int)-n));
+			return (int)n;
+		}
+		if (n == 0)
+			return 0;
+		if ((size_t)n < sizeof(ch)) {
+			/* A header cut short by a killed writer starts like one. */
+			if (!memcmp(&ch, chunk_magic, (size_t)n < sizeof(chunk_magic) ? (size_t)n : sizeof(chunk_magic))) {
+				r->truncated = true;
+				return 0;
+			}
+			why = "not a chunk header";
+		} else if (!memcmp(&ch, &zero, sizeof(ch))) {
+			/* Zeros from a file system that extended the file but never wrote the
+			 * data: a torn tail if no chunk follows. */
+			why = "zeros instead of a chunk header";
+			tentative = true;
+		} else if (ch.magic != VP_CHUNK_MAGIC) {
+			why = "not a chunk header";
+		} else if (header_crc(&ch) != ch.header_crc) {
+			why = "chunk header CRC mismatch";
+		} else if (!sizes_ok(&ch)) {
+			snprintf(sizes, sizeof(sizes), "chunk sizes out of bounds (%u bytes compressed, %u raw)",
+				 ch.comp_size, ch.raw_size);
+			why = sizes;
+		} else if (grow(&r->z, &r->z_cap, ch.comp_size) || grow(&r->raw, &r->raw_cap, ch.raw_size)) {
+			vp_set_err(r->err, sizeof(r->err), "%s: out of memory for a chunk of %u bytes", r->path, ch.raw_size);
+			return -ENOMEM;
+		} else if ((n = pread_full(r->fd, r->z, ch.comp_size, r->off + (off_t)sizeof(ch))) < 0) {
+			vp_set_err(r->err, sizeof(r->err), "%s: read error at offset %lld: %s", r->path,
+				   (long long)r->off, strerror((int)-n));
+			return (int)n;
+		} else if ((size_t)n < ch.comp_size) {
+			/* A torn last chunk, or a damaged length: only a chunk header further
+			 * on tells them apart. */
+			why = "chunk runs past the end of the file";
+			tentative = true;
+		} else if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32) {
+			why = "CRC mismatch";
+		} else {
+			uLongf rawlen = ch.raw_size;
+			if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size) {
+				why = "payload does not inflate to its stated size";
+			} else {
+				r->chunk_off = r->off;
+				r->off += (off_t)(sizeof(ch) + ch.comp_size);
+				r->pos = 0;
+				r->end = rawlen;
+				r->chunks++;
+				return 1;
+			}
+		}
+		if ((k = step_over(r, why, tentative)) <= 0) {
+			if (k < 0)
+				vp_set_err(r->err, sizeof(r->err), "%s: cannot look for the next chunk: %s", r->path, strerror(-k));
+			return k;
+		}
 	}
-	if ((uint32_t)crc32(0L, r->z, ch.comp_size) != ch.crc32)
-		return resync(r, "a chunk failing its checksum") ? load_chunk(r) : 0;
-	uLongf rawlen = ch.raw_size;
-	if (uncompress(r->raw, &rawlen, r->z, ch.comp_size) != Z_OK || rawlen != ch.raw_size)
-		return resync(r, "a chunk that does not inflate to its stated size") ? load_chunk(r) : 0;
-	r->off += (off_t)(sizeof(ch) + ch.comp_size);
-	r->pos = 0;
-	r->end = rawlen;
-	r->chunks++;
-	return 1;
 }
 
 int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
 {
 	if (r->failed)
-		return -EBADMSG;
-	while (r->pos >= r->end) {
-		int k = load_chunk(r);
-		if (k <= 0) {
-			if (k < 0)
-				r->failed = true;
-			return k;
+		return -EIO;
+	for (;;) {
+		if (r->pos >= r->end) {
+			int k = load_chunk(r);
+			if (k <= 0) {
+				r->failed = k < 0;
+				return k;
+			}
 		}
+		const struct vp_record *h = (const struct vp_record *)(r->raw + r->pos);
+		size_t left = r->end - r->pos;
+		if (left < sizeof(*h) || h->size < sizeof(*h) || h->size > left || (h->size & 7)) {
+			/* The chunk's checksum held, so a writer wrote this: the rest of the
+			 * chunk cannot be framed and is skipped. */
+			note_damage(r, r->chunk_off, left, "a record with a bad size");
+			r->pos = r->end;
+			continue;
+		}
+		r->pos += h->size;
+		*rec = h;
+		return 1;
 	}
-	const struct vp_record *h = (const struct vp_record *)(r->raw + r->pos);
-	size_t left = r->end - r->pos;
-	if (left < sizeof(*h) || h->size < sizeof(*h) || h->size > left || (h->size & 7)) {
-		/* The chunk's checksum held, so the writer wrote this: drop the rest of the
-		 * chunk and go on with the next. */
-		if (!r->skipped_chunks)
-			snprintf(r->damage, sizeof(r->damage), "a record with a bad size in chunk %llu",
-				 (unsigned long long)r->chunks - 1);
-		r->skipped_chunks++;
-		r->skipped_bytes += left;
-		r->pos = r->end;
-		return cfile_reader__next(r, rec);
-	}
-	r->pos += h->size;
-	*rec = h;
-	return 1;
 }
 
 void cfile_reader__close(struct cfile_reader *r)
@@ -451,6 +543,7 @@ void cfile_reader__close(struct cfile_reader *r)
 	close(r->fd);
 	free(r->raw);
 	free(r->z);
+	free(r->scan);
 	free(r->path);
 	free(r);
 }

@@ -11,7 +11,9 @@
  * All integers are little-endian. The magic reads "VIPF" in a hex dump of a
  * little-endian file; a reader on a big-endian host sees 0x46504956 and refuses.
  * A file is append-only; a writer that is killed leaves a file whose complete
- * chunks are all readable: the reader stops cleanly at a torn last chunk. */
+ * chunks are all readable: the reader stops cleanly at a torn last chunk. A damaged
+ * chunk is skipped and reading goes on at the next intact one (docs/formats.md,
+ * "Recovery"). */
 #ifndef VIPROF_CHUNKFILE_H
 #define VIPROF_CHUNKFILE_H
 
@@ -97,16 +99,22 @@ struct cfile_reader *cfile_reader__open(const char *path, uint32_t kind,
 					char *err, size_t errlen);
 const struct vp_file_header *cfile_reader__header(const struct cfile_reader *r);
 /* Returns 1 and sets *rec to the next record (valid until the next call), 0 at the end
- * (including a torn last chunk, see truncated()), or -errno on corruption, with the
- * reason in error(). Records before the corruption have already been returned. */
+ * (including a torn last chunk, see truncated()), or -errno when the file cannot be
+ * read (an I/O error, no memory), with the reason in error(). Damage is not an error:
+ * a chunk that fails a check (header checksum, sizes, payload CRC, inflate, a length
+ * past the end with a chunk after it, a record that does not fit) is skipped and
+ * counted, and the next record comes from the next intact chunk. */
 int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec);
 bool cfile_reader__truncated(const struct cfile_reader *r); /* torn tail seen */
 const char *cfile_reader__error(const struct cfile_reader *r);
-uint64_t cfile_reader__chunks(const struct cfile_reader *r);
-/* Damage the reader stepped over: a corrupt chunk (bad header, checksum, inflate,
- * sizes) is skipped and reading goes on at the next chunk header found after it.
- * Returns what the first damage was (NULL when none) and the counts. */
+uint64_t cfile_reader__chunks(const struct cfile_reader *r); /* intact chunks read */
+/* What the reader stepped over so far: returns why the first damage was skipped (NULL
+ * when none) and sets the number of damaged chunks and the bytes they spanned. */
 const char *cfile_reader__skipped(const struct cfile_reader *r, uint64_t *chunks, uint64_t *bytes);
+/* The same as one line for a warning, e.g. "skipped 1 damaged chunk (4096 bytes at
+ * offset 1740) of s/stream.vps: CRC mismatch"; false (and "") when nothing was
+ * skipped. */
+bool cfile_reader__damage(const struct cfile_reader *r, char *buf, size_t len);
 void cfile_reader__close(struct cfile_reader *r); /* accepts NULL */
 
 /* Body of a record, and its length. */

@@ -545,7 +545,7 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 		m->created_ns = h->created_ns;
 	((struct priv *)m->priv)->cur_epoch = -1;
 	const struct vp_record *rec;
-	uint64_t n = 0;
+	uint64_t n = 0, skipped_before = m->skipped_records;
 	int k;
 	while ((k = cfile_reader__next(r, &rec)) > 0) {
 		/* A malformed record is skipped (counted); only running out of memory ends
@@ -557,18 +557,27 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 			ret = 0;
 		}
 	}
-	if (k < 0) {
+	if (k == -ENOMEM) {
 		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		ret = k;
 		goto cleanup;
 	}
+	/* Damage costs the chunks and records it covers, not the map: the names that were
+	 * read are used, and m->damage says in one line what was not. */
 	uint64_t sc, sb;
-	const char *why = cfile_reader__skipped(r, &sc, &sb);
-	if (why) {
+	char what[sizeof(m->damage)];
+	size_t used = strlen(m->damage);
+	if (cfile_reader__skipped(r, &sc, &sb))
 		m->skipped_chunks += sc;
-		snprintf(m->damage, sizeof(m->damage), "%s: skipped %llu damaged chunk(s), %llu bytes (first: %s)", path,
-			 (unsigned long long)sc, (unsigned long long)sb, why);
-	}
+	if (!cfile_reader__damage(r, what, sizeof(what)) && k < 0)
+		snprintf(what, sizeof(what), "%s; the records before it are used", cfile_reader__error(r));
+	if (m->skipped_records > skipped_before)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s: skipped %llu malformed record(s)",
+			 what[0] ? "; " : "", path, (unsigned long long)(m->skipped_records - skipped_before));
+	if (what[0] && used + 2 < sizeof(m->damage))
+		snprintf(m->damage + used, sizeof(m->damage) - used, "%s%s", used ? "; " : "", what);
+	if (k < 0)
+		m->truncated = true;
 	if (cfile_reader__truncated(r))
 		m->truncated = true;
 cleanup:

@@ -660,6 +660,27 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
 	return vp_profile__location(l->p, mid, look, f, lines, (uint32_t)k);
 }
 
+/* Samples of an event whose EVENT record was in a skipped chunk (the first chunk
+ * holds them all): counted under a stand-in name rather than dropped. Its unit is
+ * unknown, so its periods are shown as plain events. */
+static void events_lost_in_damage(struct loader *l)
+{
+	for (size_t i = 0; i < l->nsamples; i++) {
+		const struct vp_sample *s = vp_record_body(l->samples[i]);
+		char name[32];
+		int idx;
+
+		if (s->event >= MAX_EVENTS || l->evmap[s->event] >= 0)
+			continue;
+		snprintf(name, sizeof(name), "event#%u", (unsigned)s->event);
+		if ((idx = vp_profile__add_event(l->p, name, "events")) < 0)
+			continue;  /* no room for another event: these samples stay dropped */
+		l->evmap[s->event] = idx;
+		vp_profile__warn(l->p, "samples of event %u are counted as '%s': its description was lost with a damaged chunk",
+				 (unsigned)s->event, name);
+	}
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -1013,26 +1034,43 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	const struct vp_record *rec;
 	int k;
 	bool first = true;
+	uint64_t bad_records = 0;
 	while ((k = cfile_reader__next(r, &rec)) == 1) {
 		if (first && !l.t0)
 			l.t0 = rec->time;
 		first = false;
-		if ((ret = on_record(&l, rec)) < 0) {
+		/* A record that does not make sense is skipped and counted, like a damaged
+		 * chunk; only running out of memory ends the load. */
+		if ((ret = on_record(&l, rec)) == -ENOMEM) {
 			vp_set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
 			goto cleanup;
 		}
+		bad_records += ret < 0;
+		ret = 0;
 	}
-	if (k < 0) {
+	if (k == -ENOMEM) {
 		ret = k;
 		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
 		goto cleanup;
 	}
-	uint64_t sc, sb;
-	const char *why = cfile_reader__skipped(r, &sc, &sb);
-	if (why)
-		vp_profile__warn(p, "%s: skipped %llu damaged chunk(s), %llu bytes (first: %s); everything else was read",
-				 path, (unsigned long long)sc, (unsigned long long)sb, why);
-	if (!l.saw_end || cfile_reader__truncated(r)) {
+	/* Damage and read errors cost what they cover, not the report: what was read is
+	 * shown, with one line saying what was not. */
+	if (k < 0)
+		vp_profile__warn(p, "%s; the records before it are shown", cfile_reader__error(r));
+	char what[512];
+	bool damaged = cfile_reader__damage(r, what, sizeof(what));
+	if (damaged)
+		vp_profile__warn(p, "%s", what);
+	if (bad_records)
+		vp_profile__warn(p, "%s: skipped %llu malformed record(s)", path, (unsigned long long)bad_records);
+	if (damaged)
+		events_lost_in_damage(&l);
+	if (k < 0) {
+		p->incomplete = true;
+	} else if (!l.saw_end && damaged && !cfile_reader__truncated(r)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "session has no end record: it was in a damaged chunk, or the recorder was killed");
+	} else if (!l.saw_end || cfile_reader__truncated(r)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
