@@ -111,8 +111,6 @@ static int cmd_list(const struct vp_codemap *m)
 	       (m->flags & VP_CM_META_FRAME_POINTERS) ? "on" : "off",
 	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
 	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
-	if (m->damage[0])
-		fprintf(stderr, "viprof maps: warning: %s\n", m->damage);
 	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
 	       "unloads", "live", "live-bytes", "dropped");
 	for (size_t i = 0; i < m->nepochs; i++) {
@@ -375,6 +373,9 @@ int cmd_maps(int argc, char **argv)
 	const struct vp_codemap *m = vp_jit_index__codemap(xi);
 	int ret = 0;
 	size_t a, b;
+	/* Whatever the command, what was read is used and one line says what was not. */
+	if (m->damage[0])
+		fprintf(stderr, "viprof maps: warning: %s\n", m->damage);
 	if (!strcmp(cmd, "list")) {
 		ret = cmd_list(m);
 	} else if (!strcmp(cmd, "show")) {
