@@ -512,7 +512,8 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		ep->by_addr[ep->nloads++] = (uint32_t)i;
 	}
 	for (size_t e = 0; e < m->nepochs; e++)
-		qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
+		if (m->epochs[e].nloads)  /* an empty epoch may have no array: qsort_r(NULL) is UB */
+			qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
 	vp_sort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
 	vp_sort(m->names, m->nnames, sizeof(*m->names), cmp_name);
 	if (m->nptrs)
