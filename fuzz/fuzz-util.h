@@ -4,26 +4,43 @@
 #define VIPROF_FUZZ_UTIL_H
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char *fz_dir(void)
-{
-	static char dir[64];
+static char fz_dir_path[64];
 
-	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/vp-fuzz-XXXXXX");
-		if (!mkdtemp(dir))
+/* The directory and the inputs in it go when the fuzzer exits (it ends with exit()). */
+static inline void fz_cleanup(void)
+{
+	DIR *d = opendir(fz_dir_path);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+	rmdir(fz_dir_path);
+}
+
+static inline const char *fz_dir(void)
+{
+	if (!fz_dir_path[0]) {
+		snprintf(fz_dir_path, sizeof(fz_dir_path), "/tmp/vp-fuzz-XXXXXX");
+		if (!mkdtemp(fz_dir_path))
 			abort();
+		atexit(fz_cleanup);
 	}
-	return dir;
+	return fz_dir_path;
 }
 
 /* Writes data to <fz_dir>/<name>, replacing what was there; returns the path. */
-static const char *fz_file(const char *name, const uint8_t *data, size_t size)
+static inline const char *fz_file(const char *name, const uint8_t *data, size_t size)
 {
 	static char path[128];
 	FILE *f;
