@@ -39,6 +39,8 @@ enum vp_rec_type {
 	VP_REC_COUNTER    = 12, /* struct vp_counter */
 	VP_REC_JVM        = 13, /* struct vp_jvm + maps directory (relative to session) */
 	VP_REC_END        = 14, /* struct vp_end: the recording ended cleanly */
+	VP_REC_THREAD_TIME = 15, /* struct vp_thread_time: exact per-thread totals from the switch tracer */
+	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -54,6 +56,10 @@ struct vp_event_desc {
 };
 #define VP_EVENT_SOFTWARE   0x1u  /* the kernel's clock events, not a (v)PMU */
 #define VP_EVENT_TIME_UNITS 0x2u  /* period is in nanoseconds (cpu-clock, task-clock) */
+/* Measured at context switches by the switch tracer (sampler-kernel/sched.bpf.c), not
+ * sampled: "off-cpu" and "steal". Their samples are sums of intervals (period = ns,
+ * one sample per distinct stack and state per drain) with vp_sample.sched_state set. */
+#define VP_EVENT_SCHED      0x4u
 
 /* Privilege level of the sampled IP. */
 enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,
@@ -70,7 +76,8 @@ struct vp_sample {
 	uint16_t nr_user;       /* then user frames, leaf first */
 	uint8_t  walk_end;      /* enum vp_walk_end: how the user stack walk ended */
 	uint8_t  nr_java;       /* struct vp_java_frame entries after ips[] */
-	uint16_t reserved;
+	uint8_t  sched_state;   /* enum vp_sched_state for VP_EVENT_SCHED events, else 0 */
+	uint8_t  reserved;
 	uint64_t ips[];         /* nr_kernel + nr_user entries, then nr_java vp_java_frame */
 };
 
@@ -85,6 +92,21 @@ enum vp_walk_end {
 	VP_WALK_BAD_FRAME  = 5, /* the next frame made no sense (stack not growing, pc 0) */
 	VP_WALK_NO_PROC    = 6, /* the process's unwind tables were not loaded yet */
 	VP_WALK__COUNT
+};
+
+/* What a thread did in the interval an off-cpu or steal sample sums (the values of
+ * VPS_* in sampler-kernel/sched.h). Reports end such a stack with a synthetic frame
+ * naming it, e.g. "[blocked: sleep]" or "[runnable: preempted]". */
+enum vp_sched_state {
+	VP_SCHED_NONE             = 0, /* an ordinary sample */
+	VP_SCHED_STEAL            = 1, /* running, but the hypervisor ran something else */
+	VP_SCHED_BLOCKED_SLEEP    = 2, /* blocked, waiting for an event or a timer */
+	VP_SCHED_BLOCKED_IO       = 3, /* blocked in I/O wait */
+	VP_SCHED_BLOCKED_LOCK     = 4, /* blocked in futex(): a user-space lock or condition */
+	VP_SCHED_RUNNABLE_PREEMPT = 5, /* preempted: runnable, waiting on the run queue */
+	VP_SCHED_RUNNABLE_WOKEN   = 6, /* woken (or new): runnable, waiting on the run queue */
+	VP_SCHED_BLOCKED_OTHER    = 7, /* blocked uninterruptibly, not in I/O wait */
+	VP_SCHED__COUNT
 };
 
 /* An interpreted Java frame: ips[nr_kernel + frame] is a pc in HotSpot's interpreter,
@@ -174,6 +196,28 @@ struct vp_jvm {
 #define VP_JVM_AGENT_LOADED      0x1u
 #define VP_JVM_NO_FRAME_POINTERS 0x2u /* -XX:+PreserveFramePointer was not in effect */
 #define VP_JVM_ATTACH_REFUSED    0x4u
+
+/* One thread's exact times, from its switches (written at the end of a recording that
+ * ran the switch tracer; times within the recording). */
+struct vp_thread_time {
+	uint32_t pid, tid;
+	uint64_t oncpu_ns;       /* switch-in to switch-out, summed (includes steal) */
+	uint64_t steal_ns;       /* of oncpu_ns: what the run queue's steal clock took */
+	uint64_t switches;       /* its switch-outs */
+	uint64_t first, last;    /* CLOCK_MONOTONIC of its first and last switch seen */
+};
+
+/* One vCPU's steal as the switch tracer charged it, with the kernel's own account of
+ * the same interval (its first to its last switch seen) for the cross-check. */
+struct vp_sched_cpu {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t first, last;       /* CLOCK_MONOTONIC of the first and last switch on it */
+	uint64_t steal_clock_ns;    /* rq->prev_steal_time_rq advanced by this much */
+	uint64_t charged_ns;        /* charged to threads (including idle_ns) */
+	uint64_t idle_ns;           /* of charged_ns: while the CPU was idle */
+	uint64_t kernel_steal_ns;   /* kernel_cpustat CPUTIME_STEAL delta (/proc/stat's source) */
+};
 
 struct vp_end {
 	uint64_t samples;
