@@ -30,6 +30,7 @@
 #include "postproc/procmaps.h"
 #include "postproc/session.h"
 #include "postproc/steal.h"
+#include "postproc/wall.h"
 
 #if __has_include("maps/jit_index.h")
 #include "maps/codemap.h"
@@ -88,6 +89,9 @@ struct loader {
 	int time_event;              /* its profile index, or -1 */
 	struct victim *victims; size_t nvictims, capvictims;
 	int steal_err;
+	bool exact_steal;            /* the switch tracer measured steal per thread ("steal" samples) */
+	uint64_t sched_cpu[4];       /* SCHED_CPU sums: clock, charged, idle, kernel-accounted */
+	bool saw_sched_cpu;
 	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
 	 * lines the JIT index gave for the frames user_frames returned last. */
 	struct exe *exes; size_t nexes;
@@ -155,7 +159,9 @@ static int on_event(struct loader *l, const struct vp_record *r)
 	if (idx < 0)
 		return idx;
 	l->evmap[e->index] = idx;
-	if ((e->flags & VP_EVENT_TIME_UNITS) && l->time_event < 0) {
+	if ((e->flags & VP_EVENT_SCHED) && !strcmp(name, "steal"))
+		l->exact_steal = true;
+	if ((e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) && l->time_event < 0) {
 		/* Steal is shown in samples of this event's period so that its columns compare. */
 		l->time_event = idx;
 		l->time_period = e->period ? e->period : e->freq ? 1000000000ull / e->freq : 0;
@@ -257,6 +263,16 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 		hex(m->build_id, m->build_id_size, x->bid);
 }
 
+static bool in_list(const uint32_t *v, int n, uint32_t x)
+{
+	if (!v || n <= 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -333,6 +349,27 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	}
 	case VP_REC_STEAL:
 		return on_steal(l, r);
+	case VP_REC_THREAD_TIME: {
+		const struct vp_thread_time *t = b;
+		if (blen < sizeof(*t))
+			return 0;
+		if (!in_list(l->o->pids, l->o->npids, t->pid) || !in_list(l->o->tids, l->o->ntids, t->tid))
+			return 0;
+		struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
+					      .steal_ns = t->steal_ns, .switches = t->switches };
+		return vp_profile__thread_times(l->p, &tt);
+	}
+	case VP_REC_SCHED_CPU: {
+		const struct vp_sched_cpu *c = b;
+		if (blen < sizeof(*c))
+			return 0;
+		l->saw_sched_cpu = true;
+		l->sched_cpu[0] += c->steal_clock_ns;
+		l->sched_cpu[1] += c->charged_ns;
+		l->sched_cpu[2] += c->idle_ns;
+		l->sched_cpu[3] += c->kernel_steal_ns;
+		return 0;
+	}
 	case VP_REC_SWITCH:
 		if (blen >= sizeof(struct vp_switch))
 			vp_steal_acct__switch(l->steal, r->time, b);
@@ -606,15 +643,6 @@ const char *vp_walk_end_name(int k)
 	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
 }
 
-static bool in_list(const uint32_t *v, int n, uint32_t x)
-{
-	if (!v || n <= 0)
-		return true;
-	for (int i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
-}
 
 /* The location of frames f[0..k-1] (innermost first) that the sampled address look
  * resolved to, for pprof: its mapping (the process's memory at t for user code, the
@@ -743,6 +771,18 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
 		l->jit_n = 0;
 	}
+	if (s->sched_state && s->sched_state < VP_SCHED__COUNT) {
+		/* Off-CPU and steal sums end in a frame saying what the thread was doing;
+		 * it has no address, so the sample goes to pprof by frame. */
+		if (n == MAX_OUT_FRAMES)
+			n--;
+		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
+		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
+				? add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
+				: add_frame(l, VP_LAYER_KERNEL, vp_sched_state_frame(s->sched_state), "[kernel.kallsyms]", "", 0, "", 0);
+		n++;
+		nl = 0;
+	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
 	uint32_t root_first[MAX_OUT_FRAMES];
@@ -752,7 +792,16 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
-	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
+	uint64_t nsamp = 1;
+	if (s->sched_state) {
+		/* A sum of intervals: counted in periods of the time event, like steal, so
+		 * that its sample columns and flame graphs compare with cpu-clock's. */
+		uint64_t period = l->time_period ? l->time_period : 1000000;
+		nsamp = (s->period + period / 2) / period;
+		if (!nsamp)
+			nsamp = 1;
+	}
+	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], nsamp,
 					s->period, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
 	 * leaves the sample to the frame view, which pprof falls back to. */
@@ -760,7 +809,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		if (locs[i] == UINT32_MAX)
 			nl = 0;
 	if (!ret && nl)
-		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], 1, s->period);
+		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, s->period);
 	return ret;
 }
 
@@ -923,7 +972,9 @@ static int add_steal(struct loader *l)
 		total += l->cpu_steal[c];
 	}
 	meta_add(l->p, "steal.total", total);
-	if (!l->nvictims)
+	/* Measured per thread at every switch: /proc/stat's totals above stay as the
+	 * cross-check, and the proportional split is not needed. */
+	if (l->exact_steal || !l->nvictims)
 		return 0;
 	victims_index(l);
 	ss = calloc(l->nvictims, sizeof(*ss));
@@ -1079,6 +1130,12 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
+	}
+	if (l.saw_sched_cpu) {
+		meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
+		meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
+		meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);
+		meta_add(p, "sched_steal.kernel_ns", l.sched_cpu[3]);
 	}
 	if ((ret = add_steal(&l)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));

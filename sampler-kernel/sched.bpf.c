@@ -22,8 +22,6 @@ volatile __u32 agg_sel = 0;
 #define TASK_DEAD 0x0080
 #define TASK_WAKEKILL 0x0100
 
-extern struct rq runqueues __ksym;
-extern struct kernel_cpustat kernel_cpustat __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -140,6 +138,22 @@ static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __s
 		agg_to(&agg0, &k, ns, now);
 }
 
+/* This CPU's run queue, through the switching tasks' CFS run queues (the per-CPU
+ * variable runqueues has no kallsyms address on kernels without CONFIG_KALLSYMS_ALL,
+ * so it cannot be taken with bpf_this_cpu_ptr there). Every task's se.cfs_rq is set
+ * for its CPU (set_task_rq), also the idle task's and RT tasks'. */
+static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_struct *next, __u32 cpu)
+{
+	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
+
+	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+		return rq;
+	rq = BPF_CORE_READ(next, se.cfs_rq, rq);
+	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+		return rq;
+	return NULL;
+}
+
 static __always_inline __u32 blocked_state(struct task_struct *prev, unsigned int prev_state)
 {
 	if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
@@ -167,16 +181,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u64 now = bpf_ktime_get_ns(), steal = 0, kstat = 0, delta = 0;
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
-	struct rq *rq = bpf_this_cpu_ptr(&runqueues);
-	struct kernel_cpustat *kc = bpf_this_cpu_ptr(&kernel_cpustat);
+	struct rq *rq = this_rq(prev, next, cpu);
 	struct tstate *ts;
 	bool dead = prev_state & TASK_DEAD;
 
 	count(VPS_CNT_SWITCHES, 1);
-	if (bpf_core_field_exists(rq->prev_steal_time_rq))
+	if (!rq) {
+		/* Not this CPU's run queue: nothing read, the steal of this interval goes to
+		 * whoever leaves the CPU at the next switch that can read it. */
+		count(VPS_CNT_NO_RQ, 1);
+	} else if (c) {
 		steal = BPF_CORE_READ(rq, prev_steal_time_rq);
-	kstat = kc->cpustat[CPUTIME_STEAL];
-	if (c) {
+		kstat = BPF_CORE_READ(rq, prev_steal_time);
 		if (c->steal_last) {
 			delta = steal > c->steal_last ? steal - c->steal_last : 0;
 		} else {

@@ -42,7 +42,8 @@
 #define VPS_CNT_AGG_FULL   1     /* an interval not summed: the aggregation hash was full (its ns in VPS_CNT_AGG_FULL_NS) */
 #define VPS_CNT_AGG_FULL_NS 2
 #define VPS_CNT_NO_STACK   3     /* a stack id could not be taken (-EEXIST, -EFAULT) */
-#define VPS_CNT_NR         4
+#define VPS_CNT_NO_RQ      4     /* a switch where this CPU's run queue could not be found */
+#define VPS_CNT_NR         5
 
 struct vps_key {
 	__u32 pid, tid;
@@ -63,7 +64,8 @@ struct vps_cpu {
 	__u64 steal_last;            /* rq->prev_steal_time_rq at the last switch, 0 = none yet */
 	__u64 steal_first;           /* ... at the first switch the tracer saw */
 	__u64 charged;               /* steal charged to threads (and idle) since then */
-	__u64 kstat_first, kstat_last; /* kernel_cpustat's CPUTIME_STEAL at those switches */
+	__u64 kstat_first, kstat_last; /* rq->prev_steal_time at those switches: what the kernel
+					* accounted (at ticks) into CPUTIME_STEAL, /proc/stat's steal */
 	__u64 first_time, last_time;
 	__u64 idle_steal;            /* of charged: while the idle task ran */
 };

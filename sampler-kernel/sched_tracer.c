@@ -217,12 +217,14 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.agg_full = percpu_sum(s, VPS_CNT_AGG_FULL);
 	s->st.agg_full_ns = percpu_sum(s, VPS_CNT_AGG_FULL_NS);
 	s->st.no_stack += percpu_sum(s, VPS_CNT_NO_STACK);
+	s->st.no_rq = percpu_sum(s, VPS_CNT_NO_RQ);
 	if ((err = emit_meta(s, "sched.switches", s->st.switches)) ||
 	    (err = emit_meta(s, "sched.records", s->st.records)) ||
 	    (err = emit_meta(s, "sched.bytes", s->st.bytes)) ||
 	    (err = emit_meta(s, "sched.agg_full", s->st.agg_full)) ||
 	    (err = emit_meta(s, "sched.agg_full_ns", s->st.agg_full_ns)) ||
-	    (err = emit_meta(s, "sched.no_stack", s->st.no_stack)))
+	    (err = emit_meta(s, "sched.no_stack", s->st.no_stack)) ||
+	    (err = emit_meta(s, "sched.no_rq", s->st.no_rq)))
 		return err;
 	return 0;
 }

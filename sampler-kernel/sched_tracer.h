@@ -34,6 +34,7 @@ struct vp_sched_stats {
 	uint64_t bytes;              /* their bytes (what --off-cpu adds to the stream) */
 	uint64_t agg_full, agg_full_ns;  /* intervals (and their ns) not summed: hash full */
 	uint64_t no_stack;           /* intervals charged without a stack */
+	uint64_t no_rq;              /* switches where the run queue could not be read */
 };
 
 struct vp_sched;  /* opaque; used from the recorder's thread only */
