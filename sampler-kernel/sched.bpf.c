@@ -17,6 +17,9 @@ const volatile bool off_cpu = false;   /* --off-cpu: charge off-CPU intervals to
 volatile __u32 agg_sel = 0;
 
 #define PF_KTHREAD 0x00200000
+/* The tracer's own frames at the leaf of a kernel stack taken here: the program,
+ * bpf_trace_run4 and __traceiter_sched_switch; the stack then starts in __schedule. */
+#define KSTACK_SKIP 3
 #define TASK_RUNNING 0x0000
 #define TASK_UNINTERRUPTIBLE 0x0002
 #define TASK_DEAD 0x0080
@@ -217,7 +220,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		/* Stacks only when something will hang under them: the stack ids cost a
 		 * walk each. Current is still prev here, so these are its stacks. */
 		if (delta || open) {
-			ks = bpf_get_stackid(ctx, &stacks, 0);
+			ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
 			if (!(prev->flags & PF_KTHREAD))
 				us = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 			if (ks < 0 || (!(prev->flags & PF_KTHREAD) && us < 0))
