@@ -405,6 +405,16 @@ int cmd_report(int argc, char **argv)
 		}
 		ro.sort_event = w;
 	}
+	/* The flame graph offers the combined view beside the recorded events whenever
+	 * the session has off-CPU time (it draws the first event unless told). */
+	if (a.format == FMT_HTML && !base && !a.wall && !wall_event) {
+		bool has_off = false;
+		for (int e = 0; e < p->nevents; e++)
+			has_off |= !strcmp(p->events[e].name, "off-cpu");
+		char werr[256];
+		if (has_off)
+			vp_wall__add_events(p, werr, sizeof(werr));  /* without room for it: the events alone */
+	}
 	if (a.event) {
 		ro.sort_event = -1;
 		for (int e = 0; e < p->nevents; e++)

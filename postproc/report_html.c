@@ -189,56 +189,19 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	return t;
 }
 
-/* The JSON data: html_safe escaping keeps "</script>" out of it. */
-static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
-		      const struct vp_keyspace *k, const struct tree *t, const char *title)
+/* One tree in preorder, [frame, value, nchildren(, base)] per node; only nodes with
+ * samples in the new profile. */
+static int write_tree(struct vp_out *o, const struct vp_keyspace *k, const struct tree *t, const uint32_t *fidx,
+		      bool base)
 {
-	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
 	uint32_t *kids = malloc(t->len * sizeof(*kids));
 	uint32_t *stack = malloc(t->len * sizeof(*stack));
-	int err = -ENOMEM;
-	if (!fidx || !kids || !stack)
-		goto cleanup;
-	vp_out__puts(o, "{\"title\":");
-	vp_json_str(o, title, true);
-	vp_out__puts(o, ",\"event\":");
-	vp_json_str(o, p->nevents ? p->events[ev].name : "", true);
-	vp_out__printf(o, ",\"diff\":%s,\"total\":%llu,\"baseTotal\":%llu,\"meta\":[", base ? "true" : "false",
-		       (unsigned long long)t->n[0].value, (unsigned long long)t->n[0].base);
-	for (size_t i = 0; i < p->nmeta; i++) {
-		vp_out__puts(o, i ? ",[" : "[");
-		vp_json_str(o, p->meta[i].key, true);
-		vp_out__puts(o, ",");
-		vp_json_str(o, p->meta[i].value, true);
-		vp_out__puts(o, "]");
+	if (!kids || !stack) {
+		free(kids);
+		free(stack);
+		return -ENOMEM;
 	}
-	vp_out__puts(o, "],\"warnings\":");
-	vp_json_str(o, p->warnings ? p->warnings : "", true);
-	vp_out__puts(o, ",\"layers\":[");
-	for (int l = 0; l < VP_LAYER__COUNT; l++) {
-		vp_out__puts(o, l ? "," : "");
-		vp_json_str(o, vp_layer_name(l), true);
-	}
-	/* Only the frames the drawn tree uses, numbered densely in output order. */
-	for (size_t i = 1; i < t->len; i++)
-		if (t->n[i].value)
-			fidx[t->n[i].frame] = 1;
-	vp_out__puts(o, "],\n\"frames\":[");
-	uint32_t w = 0;
-	for (size_t i = 0; i < k->u->nframes; i++) {
-		if (!fidx[i])
-			continue;
-		const struct vp_frame *f = &k->u->frames[i];
-		fidx[i] = ++w;
-		vp_out__puts(o, w > 1 ? ",\n[" : "\n[");
-		vp_json_str(o, f->name, true);
-		vp_out__printf(o, ",%u,", f->layer);
-		vp_json_str(o, f->image, true);
-		vp_out__puts(o, "]");
-	}
-
-	/* Preorder walk with an explicit stack; only nodes with samples in the new profile. */
-	vp_out__puts(o, "],\n\"tree\":[");
+	vp_out__puts(o, "[");
 	struct sort_ctx sc = { .prof = k->u, .nodes = t->n };
 	size_t sp = 0, nout = 0;
 	stack[sp++] = 0;
@@ -261,12 +224,88 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		for (size_t c = nk; c-- > 0;)
 			stack[sp++] = kids[c];
 	}
+	vp_out__puts(o, "]");
+	free(kids);
+	free(stack);
+	return 0;
+}
+
+/* The JSON data: html_safe escaping keeps "</script>" out of it. views[] are the
+ * other events' trees (the page switches between them; NULL trees are skipped); the
+ * drawn event's is t, written as "tree". */
+static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
+		      const struct vp_keyspace *k, const struct tree *t, const char *title, const struct tree *views)
+{
+	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
+	int err = -ENOMEM;
+	if (!fidx)
+		goto cleanup;
+	vp_out__puts(o, "{\"title\":");
+	vp_json_str(o, title, true);
+	vp_out__puts(o, ",\"event\":");
+	vp_json_str(o, p->nevents ? p->events[ev].name : "", true);
+	vp_out__printf(o, ",\"diff\":%s,\"total\":%llu,\"baseTotal\":%llu,\"meta\":[", base ? "true" : "false",
+		       (unsigned long long)t->n[0].value, (unsigned long long)t->n[0].base);
+	for (size_t i = 0; i < p->nmeta; i++) {
+		vp_out__puts(o, i ? ",[" : "[");
+		vp_json_str(o, p->meta[i].key, true);
+		vp_out__puts(o, ",");
+		vp_json_str(o, p->meta[i].value, true);
+		vp_out__puts(o, "]");
+	}
+	vp_out__puts(o, "],\"warnings\":");
+	vp_json_str(o, p->warnings ? p->warnings : "", true);
+	vp_out__puts(o, ",\"layers\":[");
+	for (int l = 0; l < VP_LAYER__COUNT; l++) {
+		vp_out__puts(o, l ? "," : "");
+		vp_json_str(o, vp_layer_name(l), true);
+	}
+	/* Only the frames the drawn trees use, numbered densely in output order. */
+	for (size_t i = 1; i < t->len; i++)
+		if (t->n[i].value)
+			fidx[t->n[i].frame] = 1;
+	for (int e = 0; views && e < p->nevents; e++)
+		for (size_t i = 1; views[e].n && i < views[e].len; i++)
+			if (views[e].n[i].value)
+				fidx[views[e].n[i].frame] = 1;
+	vp_out__puts(o, "],\n\"frames\":[");
+	uint32_t w = 0;
+	for (size_t i = 0; i < k->u->nframes; i++) {
+		if (!fidx[i])
+			continue;
+		const struct vp_frame *f = &k->u->frames[i];
+		fidx[i] = ++w;
+		vp_out__puts(o, w > 1 ? ",\n[" : "\n[");
+		vp_json_str(o, f->name, true);
+		vp_out__printf(o, ",%u,", f->layer);
+		vp_json_str(o, f->image, true);
+		vp_out__puts(o, "]");
+	}
+	vp_out__puts(o, "],\n\"tree\":");
+	if ((err = write_tree(o, k, t, fidx, base != NULL)))
+		goto cleanup;
+	/* Every event the page can switch to, in recorded order; the drawn one's tree is
+	 * "tree" above (null here). */
+	vp_out__puts(o, ",\n\"views\":[");
+	for (int e = 0, nv = 0; views && e < p->nevents; e++) {
+		if (e != ev && !views[e].n)
+			continue;
+		vp_out__puts(o, nv++ ? ",\n{\"event\":" : "{\"event\":");
+		vp_json_str(o, p->events[e].name, true);
+		vp_out__puts(o, ",\"unit\":");
+		vp_json_str(o, p->events[e].unit, true);
+		vp_out__printf(o, ",\"total\":%llu,\"tree\":",
+			       (unsigned long long)(e == ev ? t->n[0].value : views[e].n[0].value));
+		if (e == ev)
+			vp_out__puts(o, "null");
+		else if ((err = write_tree(o, k, &views[e], fidx, false)))
+			goto cleanup;
+		vp_out__puts(o, "}");
+	}
 	vp_out__puts(o, "]}");
 	err = o->err;
 cleanup:
 	free(fidx);
-	free(kids);
-	free(stack);
 	return err;
 }
 
@@ -279,6 +318,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	struct vp_keyspace k = { 0 };
 	struct tree t = { 0 };
 	char *title = NULL;
+	struct tree *views = NULL;
 	int err = vp_keyspace__init(&k, p, base);
 	if (err)
 		return err;
@@ -293,6 +333,22 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 		if (base->stacks[i].samples[bev] &&
 		    tree_add(&t, &base->stacks[i], k.base_map, base->stacks[i].samples[bev], true))
 			goto cleanup;
+	/* The other events' trees, for the page's event switch (not in a diff, which
+	 * compares one event). */
+	if (!base) {
+		views = calloc((size_t)(p->nevents ? p->nevents : 1), sizeof(*views));
+		if (!views)
+			goto cleanup;
+		for (int e = 0; e < p->nevents; e++) {
+			if (e == ev || !vp_event_samples(p, e))
+				continue;
+			if (tree_add_node(&views[e], NONE, ROOT_FRAME) == NONE)
+				goto cleanup;
+			for (size_t i = 0; i < p->nstacks; i++)
+				if (p->stacks[i].samples[e] && tree_add(&views[e], &p->stacks[i], NULL, p->stacks[i].samples[e], false))
+					goto cleanup;
+		}
+	}
 	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, t.n[0].value, base != NULL);
 	if (!title)
 		goto cleanup;
@@ -312,7 +368,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 			tpl = m + 9;
 		} else if (!strncmp(m, "{{DATA}}", 8) && !have_data) {
 			have_data = true;
-			err = write_data(o, p, base, ev, &k, &t, title);
+			err = write_data(o, p, base, ev, &k, &t, title, views);
 			if (err)
 				goto cleanup;
 			tpl = m + 8;
@@ -323,6 +379,11 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	}
 	err = have_data ? o->err : -EINVAL;   /* a template without data is a build error */
 cleanup:
+	for (int e = 0; views && e < p->nevents; e++) {
+		free(views[e].n);
+		free(views[e].slot);
+	}
+	free(views);
 	free(title);
 	free(t.n);
 	free(t.slot);

@@ -191,6 +191,41 @@ static int split(void)
 	ASSERT_DBL_NEAR(rel((double)parts, (double)t->wall), 0, 0.02);
 	ASSERT_DBL_NEAR(rel((double)(x->oncpu_ns + offcpu), (double)t->wall), 0, 0.02);
 	vp_profile__free(p);
+
+	/* Every format carries off-CPU time and the combined view. */
+	static const struct { const char *args, *want; } fmts[] = {
+		{ "--wall", "running" },
+		{ "--wall -F folded", "sleep_70ms;" },
+		{ "-e off-cpu -F folded", "[blocked: sleep]" },
+		{ "-e off-cpu", "[blocked: sleep]" },
+		{ "--wall -F json", "\"wall\"" },
+		{ "-e off-cpu -F json", "[blocked: sleep]" },
+		{ "-F html", "\"event\":\"wall\"" },
+		{ "--wall -F pprof -o /dev/stdout | gzip -dc", "blocked" },
+	};
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "%s report %s %s", VIPROF_BIN, dir, fmts[i].args);
+		FILE *f = popen(cmd, "r");
+		ASSERT_NOT_NULL(f);
+		/* The whole output, then one search. */
+		size_t len = 0, cap = 1 << 16, n;
+		char *out = malloc(cap);
+		ASSERT_NOT_NULL(out);
+		while ((n = fread(out + len, 1, cap - len, f)) > 0) {
+			len += n;
+			if (len == cap) {
+				out = realloc(out, cap *= 2);
+				ASSERT_NOT_NULL(out);
+			}
+		}
+		bool found = memmem(out, len, fmts[i].want, strlen(fmts[i].want)) != NULL;
+		free(out);
+		int st = pclose(f);
+		if (!found || !WIFEXITED(st) || WEXITSTATUS(st))
+			FAIL("'%s': %s (exit %d)", cmd, found ? "failed" : "the output lacks the expected text", WEXITSTATUS(st));
+		fprintf(stderr, "split: '%s' has '%s'\n", fmts[i].args, fmts[i].want);
+	}
 	return 0;
 }
 
