@@ -216,7 +216,8 @@ struct vp_sched_cpu {
 	uint64_t steal_clock_ns;    /* rq->prev_steal_time_rq advanced by this much */
 	uint64_t charged_ns;        /* charged to threads (including idle_ns) */
 	uint64_t idle_ns;           /* of charged_ns: while the CPU was idle */
-	uint64_t kernel_steal_ns;   /* kernel_cpustat CPUTIME_STEAL delta (/proc/stat's source) */
+	uint64_t kernel_steal_ns;   /* rq->prev_steal_time delta: the steal the kernel accounted at
+				     * its ticks into CPUTIME_STEAL (/proc/stat), in ns */
 };
 
 struct vp_end {
