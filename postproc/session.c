@@ -40,6 +40,7 @@
 #endif
 
 #define MAX_EVENTS 256
+#define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
 #define MAX_OUT_FRAMES 1024
 #define MAX_JIT_DEPTH 16
 
@@ -69,6 +70,11 @@ struct loader {
 	struct vp_elfsym *elfs;
 	struct vp_elf *hv;           /* --hv-syms */
 	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
+	/* Per session event: the sampler's totals (COUNTER records) and the factor that
+	 * makes up for multiplexing (time_enabled / time_running, 1 when not multiplexed). */
+	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
+	bool has_total[VP_MAX_SAMPLED_EVENTS];
+	double scale[VP_MAX_SAMPLED_EVENTS];
 	struct vp_record **samples; size_t nsamples, capsamples;
 	struct jvm *jvms; size_t njvms;
 	uint64_t t0, t_last;
@@ -304,6 +310,17 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__fork(l->pm, r->time, b);
 	case VP_REC_EXIT:
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__exit(l->pm, r->time, b);
+	case VP_REC_COUNTER: {
+		struct vp_counter c;
+		if (blen < sizeof(c))
+			return 0;
+		memcpy(&c, b, sizeof(c));
+		if (!(c.flags & VP_COUNTER_SAMPLED) || c.pid != VP_COUNTER_ALL || c.event >= VP_MAX_SAMPLED_EVENTS)
+			return 0;   /* a per-thread count: nothing in the report uses it yet */
+		l->totals[c.event] = c;
+		l->has_total[c.event] = true;
+		return 0;
+	}
 	case VP_REC_LOST:
 		if (blen >= sizeof(struct vp_lost))
 			l->lost += ((const struct vp_lost *)b)->count;
@@ -681,6 +698,36 @@ static void events_lost_in_damage(struct loader *l)
 	}
 }
 
+/* Sampled events the (v)PMU multiplexed counted (and sampled) only part of the time
+ * they were enabled: their weights are scaled up by time_enabled / time_running, as
+ * perf stat scales counts, and the report says so and by how much. The raw count of
+ * each event goes into the metadata (count.EVENT) for scripts and tests. */
+static void multiplexing(struct loader *l)
+{
+	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
+		const struct vp_counter *c = &l->totals[e];
+		l->scale[e] = 1.0;
+		if (!l->has_total[e] || l->evmap[e] < 0)
+			continue;
+		const char *name = l->p->events[l->evmap[e]].name;
+		char key[96], val[32];
+		snprintf(key, sizeof(key), "count.%s", name);
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)c->value);
+		vp_profile__set_meta(l->p, key, val);
+		if (c->time_running == 0 || c->time_running >= c->time_enabled)
+			continue;
+		l->scale[e] = (double)c->time_enabled / (double)c->time_running;
+		snprintf(key, sizeof(key), "multiplexed.%s", name);
+		snprintf(val, sizeof(val), "%.4f", (double)c->time_running / (double)c->time_enabled);
+		vp_profile__set_meta(l->p, key, val);
+		/* Under half a percent is the scheduler's own jitter, not a shared counter. */
+		if (c->time_running < c->time_enabled - c->time_enabled / 200)
+			vp_profile__warn(l->p, "event '%s' was multiplexed: on a counter %.1f%% of the time it was enabled; "
+					 "its weights are scaled by %.2f (record fewer hardware events at once for exact counts)",
+					 name, 100.0 * (double)c->time_running / (double)c->time_enabled, l->scale[e]);
+	}
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -752,8 +799,11 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
+	uint64_t weight = s->period;
+	if (s->event < VP_MAX_SAMPLED_EVENTS && l->scale[s->event] > 1.0)
+		weight = (uint64_t)((double)s->period * l->scale[s->event] + 0.5);
 	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
-					s->period, &sid);
+					weight, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
 	 * leaves the sample to the frame view, which pprof falls back to. */
 	for (int i = 0; i < nl; i++)
@@ -1074,6 +1124,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
+	multiplexing(&l);
 	for (size_t i = 0; i < l.nsamples; i++) {
 		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
