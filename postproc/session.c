@@ -26,6 +26,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/elfsym.h"
+#include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
 #include "postproc/session.h"
@@ -68,7 +69,7 @@ struct loader {
 	struct vp_procmaps *pm;
 	struct vp_ksyms *ks;
 	struct vp_elfsym *elfs;
-	struct vp_elf *hv;           /* --hv-syms */
+	struct vp_hvsyms *hv;        /* --hv-syms */
 	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
 	/* Per session event: the sampler's totals (COUNTER records) and the factor that
 	 * makes up for multiplexing (time_enabled / time_running, 1 when not multiplexed). */
@@ -445,18 +446,29 @@ static uint32_t kernel_frame(struct loader *l, uint64_t ip, bool caller)
 	return add_frame(l, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
 }
 
+/* A sample in Xen itself: taken in hypervisor mode, or at an address in Xen's range
+ * (the x86 kernel reports samples that interrupted Xen as kernel mode, so the address
+ * is what tells). Named from --hv-syms when given. */
 static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
 {
 	char name[64];
 	if (l->hv) {
 		uint64_t off;
-		const char *s = vp_elf__symbol(l->hv, ip, &off);
+		const char *s = vp_hvsyms__name(l->hv, ip, &off);
 		if (s)
-			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(vp_elf__path(l->hv)),
-					 vp_elf__build_id(l->hv), ip - off, "", 0);
+			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(l->o->hv_syms), "", ip - off, "", 0);
 	}
 	snprintf(name, sizeof(name), "[hypervisor] 0x%llx", (unsigned long long)ip);
 	return add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
+}
+
+/* In Xen PMU mode "all", dom0 also receives samples of other domains (guest kernel
+ * or guest user mode). Their addresses mean nothing in dom0's kallsyms or processes,
+ * and perf does not say which domain it was: one frame per mode, under its own
+ * thread name, so that they are counted and never misnamed. */
+static bool other_domain(const struct vp_sample *s)
+{
+	return s->mode == VP_MODE_GUEST_KERNEL || s->mode == VP_MODE_GUEST_USER;
 }
 
 /* What a mapping resolves through, worked out once per mapping: its ELF, whether the
@@ -750,8 +762,14 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	uint32_t leaf_first[MAX_OUT_FRAMES], locs[MAX_OUT_FRAMES];
 	int n = 0, nl = 0;
 	l->jit_n = 0;
-	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
-		if (i == 0 && s->mode == VP_MODE_HYPERVISOR)
+	if (other_domain(s)) {
+		comm = "[other domains]";
+		leaf_first[n++] = add_frame(l, VP_LAYER_HYPERVISOR,
+					    s->mode == VP_MODE_GUEST_KERNEL ? "[other domain: kernel]" : "[other domain: user]",
+					    "[domU]", "", 0, "", 0);
+	}
+	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
+		if ((i == 0 && s->mode == VP_MODE_HYPERVISOR) || vp_hvsyms__is_xen_addr(s->ips[i]))
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
@@ -766,7 +784,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++) {
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
 		struct vp_java_frame jcur;
 
 		while (k < nj) {
@@ -1037,6 +1055,7 @@ static void loader_free(struct loader *l)
 	free(l->victims);
 	vp_procmaps__free(l->pm);
 	vp_ksyms__free(l->ks);
+	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
 }
 
@@ -1060,11 +1079,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		goto cleanup;
 	}
 	if (l.o->hv_syms) {
-		l.hv = vp_elfsym__open(l.elfs, l.o->hv_syms, 0);
+		char why[512];
+		l.hv = vp_hvsyms__open(l.o->hv_syms, why, sizeof(why));
 		if (!l.hv) {
 			ret = -errno;
-			vp_set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
-				l.o->hv_syms, strerror(errno));
+			vp_set_err(err, errlen, "%s", why);
 			goto cleanup;
 		}
 	}

@@ -23,3 +23,7 @@ endforeach()
 # last sample (perf) or the kernel's lagging period (bpf) then cost 3-10%. Kept, and
 # disabled until the tail is accounted for; run with ctest -R pf-F -C "" --force.
 set_tests_properties(test-weights-perf-pf-F test-weights-bpf-pf-F PROPERTIES DISABLED TRUE)
+# Issue 11 item 6: Xen on synthetic sessions and a stand-in /sys/hypervisor tree.
+viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_daemon vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
+add_dependencies(test-xen-session xen-fixture)
+viprof_test(test-xen-restore SOURCES test-xen-restore.c LIBS vp_hvglue LABELS unit)
