@@ -5,8 +5,10 @@
  * event (the kernel folds inherited counts into the parent's read()). --per-thread: one
  * event per thread WITHOUT inherit, and /proc/PID/task is polled every 10 ms for new
  * threads, because an inherited counter cannot be read per thread; a new thread's
- * first <= 10 ms and child processes are therefore not in its rows; for -- CMD an
- * inherit set on the command is read too and printed as "[all threads]".
+ * first <= 10 ms and child processes are therefore not in its rows; an inherit set
+ * (on the command, or with -p on each thread that existed at the start) is read too
+ * and printed as "[all threads]", and what no row holds as "[not per-thread]", so that
+ * the rows add up to the total.
  * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING and
  * scaled by enabled/running; "(multiplexed, NN%)" marks events that were not on a
  * counter all the time. Output goes to stderr, as perf stat's does; the exit status is
@@ -62,6 +64,11 @@ struct stat_ctx {
 	 * as the difference between the total and the per-thread rows. */
 	struct stat_thread all;
 	bool have_all;
+	/* --per-thread -p: an inherit event set on each thread that existed at the start,
+	 * whose sum is everything the process did after it (threads that came and went
+	 * between two polls, child processes), so that what no row holds gets a row. */
+	struct stat_thread *inh;
+	int ninh;
 };
 
 static volatile sig_atomic_t stat_interrupted;
@@ -199,6 +206,36 @@ static int scan_threads(struct stat_ctx *s, bool inherit, bool on_exec)
 	return err;
 }
 
+/* --per-thread -p: the inherit set on every thread counted so far (see inh). */
+static int open_inherited(struct stat_ctx *s)
+{
+	s->inh = calloc(s->nth ? s->nth : 1, sizeof(*s->inh));
+	if (!s->inh)
+		return -ENOMEM;
+	for (int i = 0; i < s->nth; i++) {
+		struct stat_thread *t = &s->inh[s->ninh];
+		int e;
+
+		t->tid = s->th[i].tid;
+		for (e = 0; e < s->nev; e++) {
+			int fd = open_event(&s->ev[e], t->tid, true, false);
+
+			if (fd < 0)
+				break;
+			t->fd[e] = fd;
+		}
+		if (e == s->nev) {
+			s->ninh++;
+			continue;
+		}
+		for (int j = 0; j < e; j++)
+			close(t->fd[j]);
+		/* A thread that exited since the scan: its row has all it did. */
+	}
+	s->have_all = true;
+	return 0;
+}
+
 static void read_thread(struct stat_thread *t, int nev)
 {
 	for (int e = 0; e < nev; e++) {
@@ -215,8 +252,16 @@ static void read_thread(struct stat_thread *t, int nev)
 
 static void read_all(struct stat_ctx *s)
 {
-	if (s->have_all)
+	if (s->have_all && !s->inh)
 		read_thread(&s->all, s->nev);
+	for (int i = 0; i < s->ninh; i++) {
+		read_thread(&s->inh[i], s->nev);
+		for (int e = 0; e < s->nev; e++) {
+			s->all.val[e] += s->inh[i].val[e];
+			s->all.ena[e] += s->inh[i].ena[e];
+			s->all.run[e] += s->inh[i].run[e];
+		}
+	}
 	for (int i = 0; i < s->nth; i++)
 		read_thread(&s->th[i], s->nev);
 }
@@ -539,6 +584,11 @@ static int run(struct stat_ctx *s)
 				(int)s->target, strerror(-err));
 			return 1;
 		}
+		if (s->o.per_thread && (err = open_inherited(s)) < 0) {
+			fprintf(stderr, "viprof stat: cannot count the threads of %d with their children: %s\n",
+				(int)s->target, strerror(-err));
+			return 1;
+		}
 		t0 = now_s();
 	}
 
@@ -608,9 +658,13 @@ int cmd_stat(int argc, char **argv)
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)
 			close(s.th[i].fd[e]);
-	for (int e = 0; s.have_all && e < s.nev; e++)
+	for (int e = 0; s.have_all && !s.inh && e < s.nev; e++)
 		if (s.all.fd[e] > 0)
 			close(s.all.fd[e]);
+	for (int i = 0; i < s.ninh; i++)
+		for (int e = 0; e < s.nev; e++)
+			close(s.inh[i].fd[e]);
+	free(s.inh);
 	free(s.th);
 	return ret;
 }

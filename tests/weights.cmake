@@ -27,3 +27,8 @@ set_tests_properties(test-weights-perf-pf-F test-weights-bpf-pf-F PROPERTIES DIS
 viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_daemon vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
 add_dependencies(test-xen-session xen-fixture)
 viprof_test(test-xen-restore SOURCES test-xen-restore.c LIBS vp_hvglue LABELS unit)
+# Issue 12: stat --per-thread -p gives what no thread row holds a row of its own.
+add_executable(burst-threads fixtures/weights/burst-threads.c)
+target_link_libraries(burst-threads PRIVATE pthread)
+viprof_test(test-stat-unattributed SOURCES test-stat-unattributed.c ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:burst-threads> LABELS live TIMEOUT 60)
+add_dependencies(test-stat-unattributed viprof burst-threads)
