@@ -32,3 +32,7 @@ add_executable(burst-threads fixtures/weights/burst-threads.c)
 target_link_libraries(burst-threads PRIVATE pthread)
 viprof_test(test-stat-unattributed SOURCES test-stat-unattributed.c ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:burst-threads> LABELS live TIMEOUT 60)
 add_dependencies(test-stat-unattributed viprof burst-threads)
+# Issue 12: probe recognises Firecracker and does not promise counters the kernel lacks.
+viprof_test(test-probe-vmm SOURCES test-probe-vmm.c LIBS vp_hvglue LABELS unit)
+add_test(NAME test-probe-vmm-live COMMAND test-probe-vmm $<TARGET_FILE:viprof> live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-probe-vmm-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
