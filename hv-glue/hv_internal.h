@@ -19,6 +19,11 @@ const char *vp_hv__pmu_device(void);
  * sampling; the fd is closed again. 0 or -errno. */
 int vp_hv__try_event(uint32_t type, uint64_t config, bool sampling, bool exclude_kernel, bool exclude_user);
 
+/* Whether a user-mode-only count of (type, config) on the calling thread sees the
+ * events the thread provokes (sleeps, faults, CPU hops, a spin): 1 yes (or the event
+ * cannot be provoked, so nothing says no), 0 it read 0, -errno when it cannot be opened. */
+int vp_hv__user_mode_counts(uint32_t type, uint64_t config);
+
 /* The perf names of the events this machine can sample, table order, ", "-separated. */
 void vp_hv__available(char *buf, size_t len);
 

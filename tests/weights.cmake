@@ -36,3 +36,5 @@ add_dependencies(test-stat-unattributed viprof burst-threads)
 viprof_test(test-probe-vmm SOURCES test-probe-vmm.c LIBS vp_hvglue LABELS unit)
 add_test(NAME test-probe-vmm-live COMMAND test-probe-vmm $<TARGET_FILE:viprof> live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-probe-vmm-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# Issue 12: no ":u" event that always reads 0 is offered to unprivileged users.
+viprof_test(test-events-user SOURCES test-events-user.c LIBS vp_hvglue LABELS live TIMEOUT 60)
