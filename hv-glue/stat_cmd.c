@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/util.h"
 #include "hv-glue/events.h"
 
 #define STAT_POLL_MS 10
@@ -385,7 +386,9 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 {
 	char msg[512];
 
-	if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
+	if ((err == -EACCES || err == -EPERM) && vp_perm__explain(s->target, msg, sizeof(msg)))
+		; /* another user's process: paranoia is not the cause */
+	else if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
 		snprintf(msg, sizeof(msg), "event '%s' cannot be counted for pid %d: %s; "
 			 "run as root or set kernel.perf_event_paranoid <= 2", s->ev[e].name,
 			 (int)s->target, strerror(-err));

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/perf_ring.h"
 #include "sampler-kernel/sampler.h"
 
@@ -520,7 +521,13 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 				  "excluded: sampling the kernel needs CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=1'; samples show user mode only");
 	}
 	if (rc) {
-		if (rc == -EACCES || rc == -EPERM)
+		char why[400] = "";
+		for (int i = 0; (rc == -EACCES || rc == -EPERM) && cfg->target == SAMPLER_TARGET_PIDS && i < cfg->nr_pids; i++)
+			if (vp_perm__explain(cfg->pids[i], why, sizeof(why)))
+				break;
+		if (why[0])
+			snprintf(err, errlen, "perf sampler: %s", why);
+		else if (rc == -EACCES || rc == -EPERM)
 			snprintf(err, errlen, "perf sampler: perf_event_open: %s; run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",
 				 strerror(-rc), cfg->target == SAMPLER_TARGET_ALL ? 0 : 1);
 		else if (rc == -ESRCH)

@@ -38,3 +38,6 @@ add_test(NAME test-probe-vmm-live COMMAND test-probe-vmm $<TARGET_FILE:viprof> l
 set_tests_properties(test-probe-vmm-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # Issue 12: no ":u" event that always reads 0 is offered to unprivileged users.
 viprof_test(test-events-user SOURCES test-events-user.c LIBS vp_hvglue LABELS live TIMEOUT 60)
+# Issue 12: another user's process: the real cause (ptrace access), not perf_event_paranoid.
+viprof_test(test-perm-other SOURCES test-perm-other.c ARGS $<TARGET_FILE:viprof> LABELS live TIMEOUT 60)
+add_dependencies(test-perm-other viprof)
