@@ -39,4 +39,10 @@ struct vp_hv_event {
 extern const struct vp_hv_event vp_hv_events[];
 extern const int vp_hv_nr_events;
 
+/* Tests: replaces the counters' steal source (their own task-clock and runtime) with
+ * fn; NULL puts the real one back. Not exported from libviprof-counters.so. */
+struct vp_counters;
+void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns),
+			      void *ctx);
+
 #endif

@@ -41,3 +41,7 @@ viprof_test(test-events-user SOURCES test-events-user.c LIBS vp_hvglue LABELS li
 # Issue 12: another user's process: the real cause (ptrace access), not perf_event_paranoid.
 viprof_test(test-perm-other SOURCES test-perm-other.c ARGS $<TARGET_FILE:viprof> LABELS live TIMEOUT 60)
 add_dependencies(test-perm-other viprof)
+# Issue 11 item 4: counters corrected for steal (synthetic source, then live).
+viprof_test(test-counters-steal SOURCES test-counters-steal.c LIBS vp_hvglue LABELS unit)
+add_test(NAME test-counters-steal-live COMMAND test-counters-steal live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-counters-steal-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
