@@ -5,6 +5,7 @@
  * target runs as uid 65534, viprof as uid 65533. argv[1] = viprof. */
 #define _GNU_SOURCE
 #include <grp.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -62,7 +63,22 @@ int main(int argc, char **argv)
 	REQUIRE_ROOT();
 	char *sleeper[] = { "/bin/sleep", "30", NULL };
 	pid_t target = as_user(65534, NULL, sleeper);
-	usleep(200000);
+	/* Wait until it runs sleep as uid 65534 (exec done), not a moment sooner. */
+	for (int tries = 0;; tries++) {
+		char path[64], line[256];
+		bool ready = false;
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)target);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "Name:\tsleep", 11) || (!strncmp(line, "Uid:", 4) && strstr(line, "65534") && ready))
+				ready = true;
+		if (f)
+			fclose(f);
+		if (ready)
+			break;
+		ASSERT_LT(tries, 1000);
+		usleep(10000);
+	}
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)target);
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	ASSERT_OK(chmod(dir, 0777));

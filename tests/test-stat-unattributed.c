@@ -5,6 +5,8 @@
  * poll). Before, 5001 of 6011 faults were shown without a word about the rest.
  * argv[1] = viprof, argv[2] = burst-threads. */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +15,7 @@
 
 int main(int argc, char **argv)
 {
-	char line[512], cmd[1024];
+	char line[512];
 	if (argc < 3)
 		FAIL("usage: test-stat-unattributed viprof burst-threads");
 	int out[2];
@@ -28,15 +30,40 @@ int main(int argc, char **argv)
 	close(out[1]);
 	FILE *f = fdopen(out[0], "r");
 	ASSERT_NOT_NULL(fgets(line, sizeof(line), f));   /* "ready": signals are blocked */
-	snprintf(cmd, sizeof(cmd), "%s stat --per-thread -x, -e page-faults -p %d 2>stat-unattributed.csv", argv[1],
-		 (int)fx);
+	char pid_s[16];
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)fx);
 	pid_t st = fork();
 	ASSERT_GE(st, 0);
 	if (st == 0) {
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		int fd = open("stat-unattributed.csv", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execl(argv[1], argv[1], "stat", "--per-thread", "-x,", "-e", "page-faults", "-p", pid_s, (char *)NULL);
 		_exit(127);
 	}
-	usleep(500000);   /* stat has opened its events */
+	/* Release the fixture once stat holds its events: the per-thread one and the
+	 * inherited one of its only thread (perf fds show as anon_inode:[perf_event]). */
+	for (int tries = 0;; tries++) {
+		int n = 0;
+		char dir[64], path[320], link[64];
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)st);
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			ssize_t k = readlink(path, link, sizeof(link) - 1);
+			if (k > 0) {
+				link[k] = '\0';
+				n += strstr(link, "perf_event") != NULL;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (n >= 2)
+			break;
+		ASSERT_LT(tries, 1000);   /* stat never opened its events */
+		usleep(10000);
+	}
 	ASSERT_OK(kill(fx, SIGUSR1));
 	int status;
 	ASSERT_EQ(waitpid(fx, &status, 0), fx);
