@@ -726,6 +726,21 @@ static void multiplexing(struct loader *l)
 		snprintf(key, sizeof(key), "count.%s", name);
 		snprintf(val, sizeof(val), "%llu", (unsigned long long)c->value);
 		vp_profile__set_meta(l->p, key, val);
+		/* Each sample weighs the events since its thread's previous one, so what a
+		 * thread did after its last sample is in no sample: say how much, when it is
+		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
+		 * did not follow). */
+		uint64_t sum = 0;
+		for (size_t i = 0; i < l->nsamples; i++) {
+			const struct vp_sample *smp = vp_record_body(l->samples[i]);
+			if (smp->event == e)
+				sum += smp->period;
+		}
+		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
+			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
+					 "sample and are in no stack; sample more often (-F, -c) for more of them",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
 		if (c->time_running == 0 || c->time_running >= c->time_enabled)
 			continue;
 		l->scale[e] = (double)c->time_enabled / (double)c->time_running;

@@ -257,6 +257,14 @@ static uint32_t ringbuf_size(const struct sampler_config *cfg, int ncpu)
 	return sz;
 }
 
+/* Frequency-driven counting events get their weights from their counts (exact_period
+ * in profile.bpf.c); fixed periods are exact as they are, clock periods are time. */
+static bool exact_weights(const struct sampler_event *ev)
+{
+	return !ev->period && !(ev->type == PERF_TYPE_SOFTWARE &&
+				(ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK));
+}
+
 static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 {
 	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
@@ -275,9 +283,15 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->callchain = s->cfg.callchain;
 		k->rodata->event_index = (uint32_t)e;
 		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
+		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		if (e == 0) {
+			bool any_exact = false;
+			for (int i = 0; i < s->cfg.nr_events; i++)
+				any_exact |= exact_weights(&s->cfg.events[i]);
+			if (!any_exact)
+				bpf_map__set_max_entries(k->maps.last_count, 1);
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
 			if (!k->rodata->unwind) {
 				/* The walker's big arrays are only needed when it runs. */
@@ -294,6 +308,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			struct profile *k0 = s->skel[0];
 
 			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.last_count, bpf_map__fd(k0->maps.last_count))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||

@@ -18,7 +18,8 @@
 #include "postproc/session.h"
 #include "test.h"
 
-#define PACED_ARGS "400 80 50"
+/* paced's arguments: page faults and sleeps per round, rounds. */
+static const char *paced_args = "400 80 50";
 
 static int run(const char *cmd)
 {
@@ -38,7 +39,10 @@ static uint64_t reference(const char *paced, uint64_t config)
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
-		execl(paced, paced, "400", "80", "50", (char *)NULL);
+		char a[3][16] = { "", "", "" };
+		if (sscanf(paced_args, "%15s %15s %15s", a[0], a[1], a[2]) != 3)
+			_exit(126);
+		execl(paced, paced, a[0], a[1], a[2], (char *)NULL);
 		_exit(127);
 	}
 	close(go[0]);
@@ -70,12 +74,14 @@ int main(int argc, char **argv)
 	uint64_t config = !strcmp(event, "page-faults") ? PERF_COUNT_SW_PAGE_FAULTS : PERF_COUNT_SW_CONTEXT_SWITCHES;
 	if (strcmp(argv[5], "F"))
 		snprintf(rate, sizeof(rate), "-c %s", argv[5]);
+	if (argc > 6)
+		paced_args = argv[6];
 
 	uint64_t want = reference(paced, config);
 	ASSERT_GT(want, 3000);
-	snprintf(dir, sizeof(dir), "weights-%s-%s-%s", backend, event, argv[5]);
-	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend %s %s -e %s -o %s -- %s " PACED_ARGS " >%s.log 2>&1",
-		 viprof, backend, rate, event, dir, paced, dir);
+	snprintf(dir, sizeof(dir), "weights-%s-%s-%s%s", backend, event, argv[5], argc > 6 ? "-steady" : "");
+	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend %s %s -e %s -o %s -- %s %s >%s.log 2>&1",
+		 viprof, backend, rate, event, dir, paced, paced_args, dir);
 	int rc = run(cmd);
 	if (rc) {
 		snprintf(cmd, sizeof(cmd), "grep -q 'sampler' %s.log", dir);
