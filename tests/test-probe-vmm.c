@@ -55,8 +55,8 @@ int main(int argc, char **argv)
 		printf("test-probe-vmm live: ok (firecracker %d, no pmu %d)\n", fc, no_pmu);
 		return 0;
 	}
-	const char *dir = "probe-acpi";
-	mkdir(dir, 0700);
+	char dir[] = "probe-acpi-XXXXXX";   /* fresh each run */
+	ASSERT_NOT_NULL(mkdtemp(dir));
 	ASSERT_EQ(vp_probe__acpi_oem_at(dir, oem, sizeof(oem)), -ENOENT);
 	table(dir, "FACP", "FIRECK", 36);
 	ASSERT_OK(vp_probe__acpi_oem_at(dir, oem, sizeof(oem)));
@@ -69,6 +69,8 @@ int main(int argc, char **argv)
 	ASSERT_OK(vp_probe__acpi_oem_at(dir, oem, sizeof(oem)));
 	ASSERT_STREQ(oem, "FIRECK");
 	ASSERT_EQ(vp_probe__acpi_oem_at(dir, oem, 4), -EINVAL);
+	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
+	ASSERT_OK(system(cmd));
 	printf("test-probe-vmm: ok\n");
 	return 0;
 }
