@@ -41,6 +41,7 @@ enum vp_rec_type {
 	VP_REC_END        = 14, /* struct vp_end: the recording ended cleanly */
 	VP_REC_THREAD_TIME = 15, /* struct vp_thread_time: exact per-thread totals from the switch tracer */
 	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
+	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -223,6 +224,17 @@ struct vp_sched_cpu {
 	uint64_t idle_ns;           /* of charged_ns: while the CPU was idle */
 	uint64_t kernel_steal_ns;   /* rq->prev_steal_time delta: the steal the kernel accounted at
 				     * its ticks into CPUTIME_STEAL (/proc/stat), in ns */
+};
+
+/* What the switch tracer saw and what it could not record (written once, at the end). */
+struct vp_sched_stats {
+	uint64_t switches;          /* context switches seen, all CPUs */
+	uint64_t records;           /* SAMPLE records it wrote (sums of intervals) */
+	uint64_t bytes;             /* their bytes in the stream, headers included */
+	uint64_t agg_full;          /* intervals not recorded: the kernel's hash was full */
+	uint64_t agg_full_ns;       /* their nanoseconds */
+	uint64_t no_stack;          /* intervals recorded without a stack */
+	uint64_t no_rq;             /* switches where the run queue could not be read */
 };
 
 struct vp_end {

@@ -280,6 +280,8 @@ static bool in_list(const uint32_t *v, int n, uint32_t x)
 	return false;
 }
 
+static void meta_add(struct vp_profile *p, const char *key, uint64_t ns);
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -376,6 +378,22 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
 					      .steal_ns = t->steal_ns, .switches = t->switches };
 		return vp_profile__thread_times(l->p, &tt);
+	}
+	case VP_REC_SCHED_STATS: {
+		const struct vp_sched_stats *st = b;
+		if (blen < sizeof(*st))
+			return 0;
+		meta_add(l->p, "sched.switches", st->switches);
+		meta_add(l->p, "sched.records", st->records);
+		meta_add(l->p, "sched.bytes", st->bytes);
+		meta_add(l->p, "sched.agg_full", st->agg_full);
+		meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
+		meta_add(l->p, "sched.no_stack", st->no_stack);
+		meta_add(l->p, "sched.no_rq", st->no_rq);
+		if (st->agg_full)
+			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
+					 "hash was full", (unsigned long long)st->agg_full, (double)st->agg_full_ns / 1e6);
+		return 0;
 	}
 	case VP_REC_SCHED_CPU: {
 		const struct vp_sched_cpu *c = b;

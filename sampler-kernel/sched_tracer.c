@@ -159,16 +159,6 @@ static uint64_t percpu_sum(struct vp_sched *s, uint32_t idx)
 	return sum;
 }
 
-static int emit_meta(struct vp_sched *s, const char *key, uint64_t v)
-{
-	char body[128];
-	int kl = (int)strlen(key), vl;
-
-	vl = snprintf(body + kl + 1, sizeof(body) - (size_t)kl - 1, "%llu", (unsigned long long)v);
-	memcpy(body, key, (size_t)kl + 1);
-	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_META, 0, body, (size_t)kl + (size_t)vl + 2);
-}
-
 int vp_sched__stop(struct vp_sched *s)
 {
 	uint64_t t;
@@ -218,13 +208,7 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.agg_full_ns = percpu_sum(s, VPS_CNT_AGG_FULL_NS);
 	s->st.no_stack += percpu_sum(s, VPS_CNT_NO_STACK);
 	s->st.no_rq = percpu_sum(s, VPS_CNT_NO_RQ);
-	if ((err = emit_meta(s, "sched.switches", s->st.switches)) ||
-	    (err = emit_meta(s, "sched.records", s->st.records)) ||
-	    (err = emit_meta(s, "sched.bytes", s->st.bytes)) ||
-	    (err = emit_meta(s, "sched.agg_full", s->st.agg_full)) ||
-	    (err = emit_meta(s, "sched.agg_full_ns", s->st.agg_full_ns)) ||
-	    (err = emit_meta(s, "sched.no_stack", s->st.no_stack)) ||
-	    (err = emit_meta(s, "sched.no_rq", s->st.no_rq)))
+	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
 }

@@ -6,8 +6,8 @@
  *     (first_event + 1), flagged VP_EVENT_SCHED | VP_EVENT_TIME_UNITS;
  *   - SAMPLE records of those events whose period is the summed nanoseconds of one
  *     (thread, state, stack) in one drain period, with sched_state set;
- *   - at stop: THREAD_TIME per thread seen, SCHED_CPU per vCPU, and META counters
- *     ("sched.*": switches seen, intervals lost to a full hash, stacks not taken).
+ *   - at stop: THREAD_TIME per thread seen, SCHED_CPU per vCPU, and SCHED_STATS
+ *     (switches seen, records and bytes written, intervals lost to a full hash).
  * Needs BPF (root, or CAP_BPF + CAP_PERFMON), BTF and the sched tracepoints. */
 #ifndef VIPROF_SAMPLER_SCHED_TRACER_H
 #define VIPROF_SAMPLER_SCHED_TRACER_H
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "common/session_format.h"   /* struct vp_sched_stats */
 #include "sampler-kernel/sampler.h"
 
 struct vp_sched_config {
@@ -28,14 +29,6 @@ struct vp_sched_config {
 	struct vp_sink sink;
 };
 
-struct vp_sched_stats {
-	uint64_t switches;           /* context switches the programs saw, all CPUs */
-	uint64_t records;            /* SAMPLE records emitted */
-	uint64_t bytes;              /* their bytes (what --off-cpu adds to the stream) */
-	uint64_t agg_full, agg_full_ns;  /* intervals (and their ns) not summed: hash full */
-	uint64_t no_stack;           /* intervals charged without a stack */
-	uint64_t no_rq;              /* switches where the run queue could not be read */
-};
 
 struct vp_sched;  /* opaque; used from the recorder's thread only */
 
