@@ -307,9 +307,9 @@ static int steal(void)
 	uint64_t procstat = meta_u64(p, "steal.total"), full = meta_u64(p, "sched.agg_full_ns");
 	uint64_t norq = meta_u64(p, "sched.no_rq");
 	fprintf(stderr, "steal: threads %.3f ms (%" PRIu64 " threads) + idle %.3f ms = %.3f ms charged; steal clocks advanced "
-		"%.3f ms; the kernel accounted %.3f ms (rq->prev_steal_time), /proc/stat %.1f ms; run queue unreadable at %"
-		PRIu64 " switches\n", threads / 1e6, nthreads, idle / 1e6, charged / 1e6, clock / 1e6, kern / 1e6,
-		procstat / 1e6, norq);
+		"%.3f ms; the kernel accounted %.3f ms (rq->prev_steal_time, %+" PRId64 " ns), /proc/stat %.1f ms; run queue "
+		"unreadable at %" PRIu64 " switches\n", threads / 1e6, nthreads, idle / 1e6, charged / 1e6, clock / 1e6,
+		kern / 1e6, (int64_t)(kern - charged), procstat / 1e6, norq);
 	ASSERT_UEQ(bad, 0);
 	/* Every ns the clocks advanced was charged, to a thread or to idle. */
 	ASSERT_UEQ(charged, clock);
