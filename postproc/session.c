@@ -375,6 +375,15 @@ static int on_record(struct loader *l, const struct vp_record *r)
 			return 0;
 		if (!in_list(l->o->pids, l->o->npids, t->pid) || !in_list(l->o->tids, l->o->ntids, t->tid))
 			return 0;
+		/* Totals over the whole recording: they do not fit a --time window (the wall
+		 * view then uses the sampled on-CPU time alone). */
+		if (l->o->t_from > 0 || l->o->t_to > 0)
+			return 0;
+		if (l->o->comm) {
+			const char *c = vp_procmaps__comm_at(l->pm, t->tid, t->last);
+			if (!c || strcmp(c, l->o->comm))
+				return 0;
+		}
 		struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
 					      .steal_ns = t->steal_ns, .switches = t->switches };
 		return vp_profile__thread_times(l->p, &tt);
