@@ -226,6 +226,20 @@ static int split(void)
 			FAIL("'%s': %s (exit %d)", cmd, found ? "failed" : "the output lacks the expected text", WEXITSTATUS(st));
 		fprintf(stderr, "split: '%s' has '%s'\n", fmts[i].args, fmts[i].want);
 	}
+
+	/* The flame graph's event switch, in a real browser when there is one: the page
+	 * drawn with #view=wall says it shows wall samples. */
+	if (system("command -v chromium >/dev/null 2>&1") == 0) {
+		char cmd[2048], html[300];
+		snprintf(html, sizeof(html), "%s/flame.html", dir);
+		snprintf(cmd, sizeof(cmd), "%s report %s -F html -o %s 2>/dev/null && timeout 90 chromium --headless "
+			 "--no-sandbox --disable-gpu --user-data-dir=%s/chromium --virtual-time-budget=5000 --dump-dom "
+			 "'file://%s#view=wall' 2>/dev/null | grep -q 'samples of wall'", VIPROF_BIN, dir, html, dir, html);
+		int st = system(cmd);
+		if (st != 0)
+			FAIL("the flame graph did not switch to the wall view: %s", cmd);
+		fprintf(stderr, "split: the flame graph draws #view=wall\n");
+	}
 	return 0;
 }
 
