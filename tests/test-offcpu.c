@@ -164,10 +164,16 @@ static int split(void)
 		if (has_frame(p, s, "busy_30ms"))
 			under_busy += s->weight[on];
 	}
-	const struct vp_thread_times *x = vp_profile__find_thread(p, 0 + p->stacks[0].pid, t->tid);
+	const struct vp_thread_times *x = NULL;
 	for (size_t i = 0; !x && i < p->nstacks; i++)
 		x = vp_profile__find_thread(p, p->stacks[i].pid, t->tid);
 	ASSERT_NOT_NULL(x);
+	/* Filtered in the kernel: only the launched command's threads are charged. */
+	for (size_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].weight[off] || (st >= 0 && p->stacks[i].weight[st]))
+			ASSERT_EQ(p->stacks[i].pid, x->pid);
+	for (size_t i = 0; i < p->nthreads; i++)
+		ASSERT_EQ(p->threads[i].pid, x->pid);
 	uint64_t steal = tsum(p, t->tid, st);
 	uint64_t parts = tsum(p, t->tid, run) + tsum(p, t->tid, rq) + tsum(p, t->tid, bl) + steal;
 	/* The fixture's own account: what it did not spend running. */
