@@ -1,7 +1,7 @@
 /* The recorder's side of a session directory (common/session_format.h): creates the
  * directory, writes META/EVENT records first, passes the samplers' records through to
  * stream.vps (adding a VP_REC_KSYM before the first sample that needs each kernel
- * symbol), flushes on a timer so a killed recorder leaves a readable stream, and at
+ * symbol, or as soon as the symbols arrive when they were deferred), flushes on a timer so a killed recorder leaves a readable stream, and at
  * the end writes LOST/END and meta.json. Not thread-safe: the recorder's one thread
  * owns it. */
 #ifndef VIPROF_DAEMON_SESSION_WRITER_H
