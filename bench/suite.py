@@ -337,7 +337,7 @@ def print_table(files, missing):
     rows = []
     for path in files:
         rows += [(os.path.basename(path).split(".")[0], r) for r in parse_targets(path)]
-    hdr = ("target", "viprof", "peer", "ratio", "spread", "measured", "target", "met")
+    hdr = ("target", "viprof", "peer", "ratio", "spread", "measured", "goal", "met")
     out = []
     for src, r in rows:
         met = r.get("met", "?")
