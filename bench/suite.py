@@ -195,6 +195,12 @@ def part_startup(a, tmp):
     pg = Variant("perf record --no-bpf-event -g",
                  ["perf", "record", "-q", "--no-bpf-event", "-g", "-o", pdata, "--", "/bin/true"], "perf", clean_p)
     variants = [alone, v, p, vg, pg]
+    if a.before:
+        # Another viprof binary (e.g. main's) measured in the same rounds: before/after.
+        variants += [Variant("viprof record (before)", [a.before, "record", "-q", "-o", sess, "--", "/bin/true"],
+                             "viprof", clean_s),
+                     Variant("viprof record -g (before)", [a.before, "record", "-q", "-g", "-o", sess, "--", "/bin/true"],
+                             "viprof", clean_s)]
     if not a.quick:
         # Informative only: perf's defaults add its side-band thread, whose 1 s poll
         # timeout it waits out at the end (strace: poll(..., 1000) = 0 (Timeout)).
@@ -369,6 +375,7 @@ def main():
     ap.add_argument("--classes", type=int, default=300)
     ap.add_argument("--requests", type=int, default=None, help="Service requests (default 300000; --quick 100000)")
     ap.add_argument("--fw-iters", type=int, default=None, help="fixedwork size (default 500; --quick 200)")
+    ap.add_argument("--before", help="(startup) another viprof binary to time in the same rounds, e.g. main's")
     ap.add_argument("--missing", action="append", default=[], help="(table) a script that is not there")
     a = ap.parse_args()
     if a.parts[0] == "table":
