@@ -144,14 +144,14 @@ def rng(v, fmt="{:.3f}"):
 
 
 def print_variants(variants, base=None):
-    print(f"  {'variant':<26} {'wall s (min-max)':>22} {'cpu s (min-max)':>22} {'prof s':>7}  cpu vs alone, per round")
+    print(f"  {'variant':<30} {'wall s (min-max)':>22} {'cpu s (min-max)':>22} {'prof s':>7}  cpu vs alone, per round")
     for v in variants:
         own = "-" if v.kind in ("base", "asprof") else f"{med(v.own):.2f}"
         vs = ""
         if base is not None and v is not base:
             r = [a / b - 1 for a, b in zip(v.cpu, base.cpu)]
             vs = f"{med(r) * 100:+6.1f}% [{min(r) * 100:+.1f}..{max(r) * 100:+.1f}]"
-        print(f"  {v.name:<26} {med(v.wall):8.3f} ({rng(v.wall):>13}) {med(v.cpu):8.3f} ({rng(v.cpu):>13}) {own:>7}  {vs}")
+        print(f"  {v.name:<30} {med(v.wall):8.3f} ({rng(v.wall):>13}) {med(v.cpu):8.3f} ({rng(v.cpu):>13}) {own:>7}  {vs}")
 
 
 def target_line(name, measured, target, met, sure, **kw):
