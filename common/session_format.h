@@ -157,14 +157,19 @@ struct vp_switch {
 	uint32_t reserved;
 };
 
-struct vp_counter {           /* a counting (not sampling) read */
-	uint32_t pid, tid;
+struct vp_counter {           /* a counting read of an event */
+	uint32_t pid, tid;       /* VP_COUNTER_ALL: every thread and CPU the event covered */
 	uint32_t event;
-	uint32_t reserved;
-	uint64_t value;          /* raw */
-	uint64_t time_enabled;
-	uint64_t time_running;
+	uint32_t flags;          /* VP_COUNTER_*; was reserved (0) */
+	uint64_t value;          /* raw: events counted while on a counter (not scaled) */
+	uint64_t time_enabled;   /* ns the event was enabled */
+	uint64_t time_running;   /* ns it was on a counter; < time_enabled: multiplexed */
 };
+#define VP_COUNTER_ALL     UINT32_MAX
+/* The totals of a sampling event, read from the sampler's own fds when recording
+ * stopped: its samples' weights add up to value (less the events after each thread's
+ * or CPU's last overflow), and a report scales them by time_enabled / time_running. */
+#define VP_COUNTER_SAMPLED 0x1u
 
 struct vp_jvm {
 	uint32_t pid;

@@ -28,6 +28,13 @@ long long vp_parse_num(const char *s, long long min, long long max);
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);
 
+/* Why perf_event_open on process pid may be refused with EACCES/EPERM whatever
+ * perf_event_paranoid says: the kernel asks for ptrace read access to it, which another
+ * user's process (or one that is not dumpable) denies without CAP_SYS_PTRACE. Writes a
+ * one-line cause and fix into buf and returns 1 when that is the case, else 0 (buf
+ * untouched: then paranoia or capabilities are the cause). */
+int vp_perm__explain(pid_t pid, char *buf, size_t len);
+
 /* qsort that accepts an empty array with a NULL base (qsort itself must not be given a
  * NULL pointer, even for n = 0: the sanitizer build rejects it). */
 static inline void vp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -54,6 +54,7 @@ static void on_signal(int sig)
 		/* The launched command must not outlive its recording unprofiled. */
 		if (launched_child > 0)
 			kill(launched_child, SIGTERM);
+		vp_xen__restore_pmu_mode();   /* _exit skips atexit: leave dom0 as found */
 		_exit(128 + sig);
 	}
 	stop_signal = sig;
@@ -453,8 +454,9 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	/* Xen decides in dom0 whose samples the PMU interrupt delivers (this domain only,
-	 * also the hypervisor, or every domain); set it before any event is opened. */
-	if (o.xen_pmu_mode && vp_xen__set_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
+	 * also the hypervisor, or every domain); set it before any event is opened, and
+	 * put the old one back at exit, whatever the exit. */
+	if (o.xen_pmu_mode && vp_xen__push_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
 		fprintf(stderr, "viprof record: %s\n", err);
 		take_kallsyms(&ksl, NULL, &cfg);
 		return 2;

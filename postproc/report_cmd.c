@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "common/util.h"
+#include "postproc/hvsyms.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 
@@ -257,9 +258,16 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				return usage_error("--map-mode '%s': expected epoch or flat", optarg);
 			break;
 		case OPT_HVSYMS:
-			if (access(optarg, R_OK))
-				return usage_error("--hv-syms '%s': %s (pass a readable xen-syms ELF)", optarg, strerror(errno));
+		{
+			/* Checked here, before any session is read: a file that is not a Xen
+			 * image (e.g. /bin/true) would name Xen's samples after its own symbols. */
+			char why[512];
+			struct vp_hvsyms *x = vp_hvsyms__open(optarg, why, sizeof(why));
+			if (!x)
+				return usage_error("--hv-syms: %s", why);
+			vp_hvsyms__close(x);
 			a->hv_syms = optarg;
+		}
 			break;
 		case OPT_DIFF:
 			if (!*optarg)

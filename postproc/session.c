@@ -26,6 +26,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/elfsym.h"
+#include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
 #include "postproc/session.h"
@@ -40,6 +41,7 @@
 #endif
 
 #define MAX_EVENTS 256
+#define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
 #define MAX_OUT_FRAMES 1024
 #define MAX_JIT_DEPTH 16
 
@@ -67,8 +69,13 @@ struct loader {
 	struct vp_procmaps *pm;
 	struct vp_ksyms *ks;
 	struct vp_elfsym *elfs;
-	struct vp_elf *hv;           /* --hv-syms */
+	struct vp_hvsyms *hv;        /* --hv-syms */
 	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
+	/* Per session event: the sampler's totals (COUNTER records) and the factor that
+	 * makes up for multiplexing (time_enabled / time_running, 1 when not multiplexed). */
+	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
+	bool has_total[VP_MAX_SAMPLED_EVENTS];
+	double scale[VP_MAX_SAMPLED_EVENTS];
 	struct vp_record **samples; size_t nsamples, capsamples;
 	struct jvm *jvms; size_t njvms;
 	uint64_t t0, t_last;
@@ -304,6 +311,17 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__fork(l->pm, r->time, b);
 	case VP_REC_EXIT:
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__exit(l->pm, r->time, b);
+	case VP_REC_COUNTER: {
+		struct vp_counter c;
+		if (blen < sizeof(c))
+			return 0;
+		memcpy(&c, b, sizeof(c));
+		if (!(c.flags & VP_COUNTER_SAMPLED) || c.pid != VP_COUNTER_ALL || c.event >= VP_MAX_SAMPLED_EVENTS)
+			return 0;   /* a per-thread count: nothing in the report uses it yet */
+		l->totals[c.event] = c;
+		l->has_total[c.event] = true;
+		return 0;
+	}
 	case VP_REC_LOST:
 		if (blen >= sizeof(struct vp_lost))
 			l->lost += ((const struct vp_lost *)b)->count;
@@ -428,18 +446,29 @@ static uint32_t kernel_frame(struct loader *l, uint64_t ip, bool caller)
 	return add_frame(l, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
 }
 
+/* A sample in Xen itself: taken in hypervisor mode, or at an address in Xen's range
+ * (the x86 kernel reports samples that interrupted Xen as kernel mode, so the address
+ * is what tells). Named from --hv-syms when given. */
 static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
 {
 	char name[64];
 	if (l->hv) {
 		uint64_t off;
-		const char *s = vp_elf__symbol(l->hv, ip, &off);
+		const char *s = vp_hvsyms__name(l->hv, ip, &off);
 		if (s)
-			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(vp_elf__path(l->hv)),
-					 vp_elf__build_id(l->hv), ip - off, "", 0);
+			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(l->o->hv_syms), "", ip - off, "", 0);
 	}
 	snprintf(name, sizeof(name), "[hypervisor] 0x%llx", (unsigned long long)ip);
 	return add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
+}
+
+/* In Xen PMU mode "all", dom0 also receives samples of other domains (guest kernel
+ * or guest user mode). Their addresses mean nothing in dom0's kallsyms or processes,
+ * and perf does not say which domain it was: one frame per mode, under its own
+ * thread name, so that they are counted and never misnamed. */
+static bool other_domain(const struct vp_sample *s)
+{
+	return s->mode == VP_MODE_GUEST_KERNEL || s->mode == VP_MODE_GUEST_USER;
 }
 
 /* What a mapping resolves through, worked out once per mapping: its ELF, whether the
@@ -681,6 +710,51 @@ static void events_lost_in_damage(struct loader *l)
 	}
 }
 
+/* Sampled events the (v)PMU multiplexed counted (and sampled) only part of the time
+ * they were enabled: their weights are scaled up by time_enabled / time_running, as
+ * perf stat scales counts, and the report says so and by how much. The raw count of
+ * each event goes into the metadata (count.EVENT) for scripts and tests. */
+static void multiplexing(struct loader *l)
+{
+	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
+		const struct vp_counter *c = &l->totals[e];
+		l->scale[e] = 1.0;
+		if (!l->has_total[e] || l->evmap[e] < 0)
+			continue;
+		const char *name = l->p->events[l->evmap[e]].name;
+		char key[96], val[32];
+		snprintf(key, sizeof(key), "count.%s", name);
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)c->value);
+		vp_profile__set_meta(l->p, key, val);
+		/* Each sample weighs the events since its thread's previous one, so what a
+		 * thread did after its last sample is in no sample: say how much, when it is
+		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
+		 * did not follow). */
+		uint64_t sum = 0;
+		for (size_t i = 0; i < l->nsamples; i++) {
+			const struct vp_sample *smp = vp_record_body(l->samples[i]);
+			if (smp->event == e)
+				sum += smp->period;
+		}
+		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
+			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
+					 "sample and are in no stack; sample more often (-F, -c) for more of them",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+		if (c->time_running == 0 || c->time_running >= c->time_enabled)
+			continue;
+		l->scale[e] = (double)c->time_enabled / (double)c->time_running;
+		snprintf(key, sizeof(key), "multiplexed.%s", name);
+		snprintf(val, sizeof(val), "%.4f", (double)c->time_running / (double)c->time_enabled);
+		vp_profile__set_meta(l->p, key, val);
+		/* Under half a percent is the scheduler's own jitter, not a shared counter. */
+		if (c->time_running < c->time_enabled - c->time_enabled / 200)
+			vp_profile__warn(l->p, "event '%s' was multiplexed: on a counter %.1f%% of the time it was enabled; "
+					 "its weights are scaled by %.2f (record fewer hardware events at once for exact counts)",
+					 name, 100.0 * (double)c->time_running / (double)c->time_enabled, l->scale[e]);
+	}
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -703,8 +777,14 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	uint32_t leaf_first[MAX_OUT_FRAMES], locs[MAX_OUT_FRAMES];
 	int n = 0, nl = 0;
 	l->jit_n = 0;
-	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
-		if (i == 0 && s->mode == VP_MODE_HYPERVISOR)
+	if (other_domain(s)) {
+		comm = "[other domains]";
+		leaf_first[n++] = add_frame(l, VP_LAYER_HYPERVISOR,
+					    s->mode == VP_MODE_GUEST_KERNEL ? "[other domain: kernel]" : "[other domain: user]",
+					    "[domU]", "", 0, "", 0);
+	}
+	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
+		if ((i == 0 && s->mode == VP_MODE_HYPERVISOR) || vp_hvsyms__is_xen_addr(s->ips[i]))
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
@@ -719,7 +799,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++) {
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
 		struct vp_java_frame jcur;
 
 		while (k < nj) {
@@ -752,8 +832,11 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
+	uint64_t weight = s->period;
+	if (s->event < VP_MAX_SAMPLED_EVENTS && l->scale[s->event] > 1.0)
+		weight = (uint64_t)((double)s->period * l->scale[s->event] + 0.5);
 	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
-					s->period, &sid);
+					weight, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
 	 * leaves the sample to the frame view, which pprof falls back to. */
 	for (int i = 0; i < nl; i++)
@@ -987,6 +1070,7 @@ static void loader_free(struct loader *l)
 	free(l->victims);
 	vp_procmaps__free(l->pm);
 	vp_ksyms__free(l->ks);
+	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
 }
 
@@ -1010,11 +1094,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		goto cleanup;
 	}
 	if (l.o->hv_syms) {
-		l.hv = vp_elfsym__open(l.elfs, l.o->hv_syms, 0);
+		char why[512];
+		l.hv = vp_hvsyms__open(l.o->hv_syms, why, sizeof(why));
 		if (!l.hv) {
 			ret = -errno;
-			vp_set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
-				l.o->hv_syms, strerror(errno));
+			vp_set_err(err, errlen, "%s", why);
 			goto cleanup;
 		}
 	}
@@ -1074,6 +1158,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
+	multiplexing(&l);
 	for (size_t i = 0; i < l.nsamples; i++) {
 		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
