@@ -117,6 +117,8 @@ void vp_timing(const char *what)
 		     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	fprintf(stderr, "viprof timing: %9.3f ms (+%8.3f)  cpu %8.3f ms  %s\n", (double)(now - f) / 1e6,
 		(double)(now - p) / 1e6, cpu, what);
+}
+
 /* One "Name:\t..." line of /proc/PID/status, or NULL. */
 static char *status_line(pid_t pid, const char *name, char *line, size_t len)
 {
