@@ -418,10 +418,6 @@ int cmd_record(int argc, char **argv)
 		record_opts__usage(stdout);
 		return 0;
 	}
-	/* Kernel symbols are read on a thread of their own from here on (the most costly
-	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
-	 * runs; the session gets them when they are ready, at the latest at the end. */
-	struct vp_kallsyms_loader *ksl = vp_kallsyms_loader__start(NULL);
 
 	/* Events: parsed and live-checked before anything is created, so that a typo or
 	 * an event this VM cannot count costs nothing but one clear line. */
@@ -429,14 +425,12 @@ int cmd_record(int argc, char **argv)
 		int n = vp_events__parse(o.events, cfg.events, VP_MAX_EVENTS, err, sizeof(err));
 		if (n < 0) {
 			fprintf(stderr, "viprof record: %s\n", err);
-			take_kallsyms(&ksl, NULL, &cfg);
 			return 2;
 		}
 		cfg.nr_events = n;
 	} else {
 		if (vp_events__default(&cfg.events[0], event_why, sizeof(event_why)) != 0) {
 			fprintf(stderr, "viprof record: %s\n", event_why[0] ? event_why : "no event can be sampled here");
-			take_kallsyms(&ksl, NULL, &cfg);
 			return 2;
 		}
 		cfg.nr_events = 1;
@@ -449,7 +443,6 @@ int cmd_record(int argc, char **argv)
 		}
 		if (vp_events__check(&cfg.events[i], err, sizeof(err)) != 0) {
 			fprintf(stderr, "viprof record: %s\n", err);
-			take_kallsyms(&ksl, NULL, &cfg);
 			return 2;
 		}
 	}
@@ -458,7 +451,6 @@ int cmd_record(int argc, char **argv)
 	 * put the old one back at exit, whatever the exit. */
 	if (o.xen_pmu_mode && vp_xen__push_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
 		fprintf(stderr, "viprof record: %s\n", err);
-		take_kallsyms(&ksl, NULL, &cfg);
 		return 2;
 	}
 	if (!o.events && !o.quiet) {
@@ -471,6 +463,10 @@ int cmd_record(int argc, char **argv)
 	}
 
 	vp_timing("record: options and events checked");
+	/* Kernel symbols are read on a thread of their own from here on (the most costly
+	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
+	 * runs; the session gets them when they are ready, at the latest at the end. */
+	struct vp_kallsyms_loader *ksl = vp_kallsyms_loader__start(NULL);
 	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
 	if (!w) {
 		take_kallsyms(&ksl, NULL, &cfg);
