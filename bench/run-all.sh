@@ -9,8 +9,8 @@
 #      lines; a script that is missing is listed as "not present".
 # Every script's full output is kept in the results directory printed at the end.
 # Usage: bench/run-all.sh [--quick] [BUILD_DIR]      (root; default BUILD_DIR: build)
-#   --quick      2 rounds and smaller workloads instead of 5 rounds (about 2 min instead
-#                of about 5 min for suite.py on this VM; the other scripts get QUICK=1)
+#   --quick      2 rounds and smaller workloads instead of 5 rounds (about 1 min instead
+#                of 5-7 min for suite.py on this VM; the other scripts get QUICK=1)
 #   ASPROF_HOME  async-profiler build (default /work/peers/async-profiler/build)
 #   JDK          the JDK for the JVM workloads (default OpenJDK 17)
 #   RESULTS      where to keep the outputs (default: a new /tmp/viprof-bench.* directory)
