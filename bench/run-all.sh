@@ -14,6 +14,7 @@
 #   ASPROF_HOME  async-profiler build (default /work/peers/async-profiler/build)
 #   JDK          the JDK for the JVM workloads (default OpenJDK 17)
 #   RESULTS      where to keep the outputs (default: a new /tmp/viprof-bench.* directory)
+#   SCRIPT_TIMEOUT  seconds each of the other scripts may run (default 3600)
 set -uo pipefail
 QUICK=
 if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
@@ -40,7 +41,8 @@ for s in agent-cost report-scale offcpu; do
 		continue
 	fi
 	echo "== bench/$s.sh"
-	QUICK=$QUICK bash "$ROOT/bench/$s.sh" "$B" 2>"$R/$s.err" | tee "$R/$s.out"
+	# A script that hangs must not take the table with it.
+	QUICK=$QUICK timeout "${SCRIPT_TIMEOUT:-3600}" bash "$ROOT/bench/$s.sh" "$B" 2>"$R/$s.err" | tee "$R/$s.out"
 	[ "${PIPESTATUS[0]}" = 0 ] || failed+=("$s.sh (status ${PIPESTATUS[0]}, see $R/$s.err)")
 	files+=("$R/$s.out")
 done

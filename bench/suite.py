@@ -276,6 +276,8 @@ def part_javac(a, tmp):
     print_variants(variants, base)
     if ap:
         cpu_target("javac-cpu-vs-asprof", v, ap, base, "async-profiler")
+    else:
+        print("SKIPPED javac-cpu-vs-asprof async-profiler not found (ASPROF_HOME)")
 
 
 def part_service(a, tmp):
@@ -292,6 +294,8 @@ def part_service(a, tmp):
     print_variants(variants, base)
     if ap:
         cpu_target("service-cpu-vs-asprof", v, ap, base, "async-profiler")
+    else:
+        print("SKIPPED service-cpu-vs-asprof async-profiler not found (ASPROF_HOME)")
 
 
 def part_native(a, tmp):
@@ -327,6 +331,10 @@ def parse_targets(path):
     rows = []
     with open(path, errors="replace") as f:
         for line in f:
+            if line.startswith("SKIPPED "):
+                parts = line.split(None, 2)
+                rows.append({"name": parts[1], "met": "skipped: " + (parts[2].strip() if len(parts) > 2 else "")})
+                continue
             if not line.startswith("TARGET "):
                 continue
             parts = line.split()
@@ -363,7 +371,7 @@ def print_table(files, missing):
     for x in out:
         print(fmt.format(*x))
     met = sum(1 for x in out if x[7].startswith("yes"))
-    print(f"{met} of {len(rows)} targets met" + (f"; {len(missing)} script(s) not present" if missing else ""))
+    print(f"{met} of {sum(1 for _, r in rows if not r.get('met', '?').startswith('skipped'))} targets met" + (f"; {len(missing)} script(s) not present" if missing else ""))
 
 
 def main():
