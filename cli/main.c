@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/util.h"
 
 #ifndef VIPROF_VERSION
 #define VIPROF_VERSION "0.0.0"
@@ -76,6 +77,7 @@ const char *viprof_agent_path(void)
 
 int main(int argc, char **argv)
 {
+	vp_timing("main");
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -2,10 +2,13 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap)
@@ -84,6 +87,36 @@ int vp_grow(void **v, size_t *cap, size_t need, size_t elem)
 	*v = p;
 	*cap = n;
 	return 0;
+}
+
+void vp_timing(const char *what)
+{
+	/* -1 until the first call decides; then 0 (off) or 1 (on). */
+	static int on = -1;
+	static uint64_t first, prev;
+	struct timespec ts;
+	struct rusage ru;
+
+	if (on == 0)
+		return;
+	if (on < 0) {
+		const char *v = getenv("VIPROF_DEBUG_TIMING");
+		on = v && *v && *v != '0';
+		if (!on)
+			return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t f = 0, p;
+	__atomic_compare_exchange_n(&first, &f, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	f = f ? f : now;
+	p = __atomic_exchange_n(&prev, now, __ATOMIC_RELAXED);
+	p = p ? p : now;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	fprintf(stderr, "viprof timing: %9.3f ms (+%8.3f)  cpu %8.3f ms  %s\n", (double)(now - f) / 1e6,
+		(double)(now - p) / 1e6, cpu, what);
 }
 
 /* One "Name:\t..." line of /proc/PID/status, or NULL. */

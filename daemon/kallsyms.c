@@ -3,6 +3,7 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,10 @@ struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
 		err = -errno;
 		goto fail;
 	}
+	/* stdio sizes its buffer by st_blksize, 1 KiB for /proc files: 5000+ read calls
+	 * for 5 MB, each restarting the kernel's symbol iterator. 1 MiB reads cut the
+	 * kernel's time by a third. */
+	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	while (getline(&line, &linecap, f) > 0) {
 		char *p = line, *end;
 		uint64_t addr = strtoull(p, &end, 16);
@@ -202,4 +207,70 @@ bool vp_kallsyms__mark(struct vp_kallsyms *k, long idx)
 		return false;
 	k->emitted[idx / 64] |= bit;
 	return true;
+}
+
+struct vp_kallsyms_loader {
+	pthread_t thread;
+	char *path;
+	struct vp_kallsyms *ks;
+	int err;
+	bool all_zero;
+	bool done;   /* written by the thread last (release), read with acquire */
+};
+
+static void *loader_main(void *arg)
+{
+	struct vp_kallsyms_loader *l = arg;
+
+	l->ks = vp_kallsyms__load(l->path, &l->all_zero);
+	l->err = l->ks ? 0 : errno;
+	__atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+struct vp_kallsyms_loader *vp_kallsyms_loader__start(const char *path)
+{
+	struct vp_kallsyms_loader *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return NULL;
+	if (path && !(l->path = strdup(path))) {
+		free(l);
+		return NULL;
+	}
+	rc = pthread_create(&l->thread, NULL, loader_main, l);
+	if (rc) {
+		free(l->path);
+		free(l);
+		errno = rc;
+		return NULL;
+	}
+	return l;
+}
+
+bool vp_kallsyms_loader__done(const struct vp_kallsyms_loader *l)
+{
+	return l && __atomic_load_n(&l->done, __ATOMIC_ACQUIRE);
+}
+
+struct vp_kallsyms *vp_kallsyms_loader__join(struct vp_kallsyms_loader *l, bool *all_zero)
+{
+	struct vp_kallsyms *ks;
+	int err;
+
+	if (!l) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_join(l->thread, NULL);
+	ks = l->ks;
+	err = l->err;
+	if (all_zero)
+		*all_zero = l->all_zero;
+	free(l->path);
+	free(l);
+	if (!ks)
+		errno = err;
+	return ks;
 }

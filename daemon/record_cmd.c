@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/util.h"
 #include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
 #include "daemon/record_jvm.h"
@@ -42,6 +43,7 @@
 #define MAX_CPUS 4096
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t child_exited;   /* a SIGCHLD came since the last reap */
 static volatile pid_t launched_child;   /* for the handler: 0 when there is none */
 
 /* The first SIGINT/SIGTERM asks for a clean end (drain, LOST, END, meta.json); a
@@ -57,6 +59,12 @@ static void on_signal(int sig)
 		_exit(128 + sig);
 	}
 	stop_signal = sig;
+}
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	child_exited = 1;
 }
 
 static uint64_t now_ns(clockid_t c)
@@ -360,6 +368,31 @@ static bool any_alive(const pid_t *pids, int n)
 	return false;
 }
 
+/* Collects the kernel symbols from the loader thread (waiting for it) and gives them to
+ * the session, with the warnings about them; w NULL only joins and frees them. Without a
+ * loader (no thread could start) reads them here. */
+static void take_kallsyms(struct vp_kallsyms_loader **ksl, struct vp_session_writer *w,
+			  const struct sampler_config *cfg)
+{
+	bool all_zero = false;
+	struct vp_kallsyms *ks;
+
+	if (!w) {
+		vp_kallsyms__free(vp_kallsyms_loader__join(*ksl, NULL));
+		*ksl = NULL;
+		return;
+	}
+	ks = *ksl ? vp_kallsyms_loader__join(*ksl, &all_zero) : vp_kallsyms__load(NULL, &all_zero);
+	*ksl = NULL;
+	vp_timing("record: kallsyms taken");
+	if (!ks)
+		fprintf(stderr, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
+			strerror(errno));
+	else if (all_zero && !user_only(cfg))
+		warn_hidden_kallsyms();
+	vp_session_writer__set_ksyms(w, ks);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -431,22 +464,21 @@ int cmd_record(int argc, char **argv)
 				(unsigned long long)o.freq, event_why);
 	}
 
-	/* Kernel symbols, once: the hot path then only searches this array. */
-	bool all_zero = false;
-	struct vp_kallsyms *ks = vp_kallsyms__load(NULL, &all_zero);
-	if (!ks)
-		fprintf(stderr, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
-			strerror(errno));
-	else if (all_zero && !user_only(&cfg))
-		warn_hidden_kallsyms();
-
+	vp_timing("record: options and events checked");
+	/* Kernel symbols are read on a thread of their own from here on (the most costly
+	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
+	 * runs; the session gets them when they are ready, at the latest at the end. */
+	struct vp_kallsyms_loader *ksl = vp_kallsyms_loader__start(NULL);
 	w = vp_session_writer__create(o.output, o.force, 0, err, sizeof(err));
 	if (!w) {
-		vp_kallsyms__free(ks);
+		take_kallsyms(&ksl, NULL, &cfg);
 		fprintf(stderr, "viprof record: %s\n", err);
 		return 1;
 	}
-	vp_session_writer__set_ksyms(w, ks);
+	if (ksl)
+		vp_session_writer__defer_ksyms(w);
+	else
+		take_kallsyms(&ksl, w, &cfg);   /* no thread: read them here */
 
 	uint64_t start_real = now_ns(CLOCK_REALTIME), start = now_ns(CLOCK_MONOTONIC);
 	cfg.callchain = o.callchain;
@@ -488,6 +520,7 @@ int cmd_record(int argc, char **argv)
 		break;
 	}
 
+	vp_timing("record: session created, command launched (held)");
 	unwind_start.pids = cfg.pids;
 	unwind_start.npids = cfg.nr_pids;
 	be = sampler__select(o.backend, &cfg, why, sizeof(why));
@@ -534,10 +567,20 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
+	vp_timing("record: backend selected, metadata written");
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (child) {
+		/* The command's exit interrupts the poll below (no SA_RESTART: poll and
+		 * nanosleep return EINTR), or, when it came before the poll, makes the poll
+		 * not wait; so the recording ends when the command does, not up to a poll
+		 * period later (that period was half of a short command's cost). */
+		struct sigaction sc = { .sa_handler = on_sigchld };
+		sigemptyset(&sc.sa_mask);
+		sigaction(SIGCHLD, &sc, NULL);
+	}
 
 	if (record_sched__start(&cfg, o.off_cpu, o.quiet, &sched, err, sizeof(err))) {
 		fprintf(stderr, "viprof record: --off-cpu: %s\n", err);
@@ -552,6 +595,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	started = true;
+	vp_timing("record: sampler started");
 	if (unwind_start.failed)
 		fprintf(stderr, "viprof: warning: cannot start the stack walker's table loader (%s); "
 				"user stacks will follow frame pointers only\n", strerror(unwind_start.failed));
@@ -583,14 +627,16 @@ int cmd_record(int argc, char **argv)
 	steal = calloc(MAX_CPUS, sizeof(*steal));
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
+	vp_timing("record: processes scanned, steal read");
 	release_child(&go_fd);
+	vp_timing("record: command released");
 
 	bool tty = isatty(STDERR_FILENO) && !o.quiet;
 	uint64_t last_steal = now_ns(CLOCK_MONOTONIC), last_status = 0, last_alive_check = 0, samples = 0, lost = 0;
 	uint64_t deadline = o.duration > 0 ? start + (uint64_t)(o.duration * 1e9) : 0;
 	bool failed = false;
 	while (!stop_signal) {
-		int r = be->poll(s, POLL_MS);
+		int r = be->poll(s, child_exited ? 0 : POLL_MS);
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		if (r < 0 && r != -EINTR) {
 			e = vp_session_writer__error(w);
@@ -607,6 +653,8 @@ int cmd_record(int argc, char **argv)
 			failed = true;
 			break;
 		}
+		if (ksl && vp_kallsyms_loader__done(ksl))
+			take_kallsyms(&ksl, w, &cfg);
 		if (steal && now - last_steal >= STEAL_INTERVAL_NS) {
 			steal_snapshot(w, steal, MAX_CPUS);
 			last_steal = now;
@@ -633,6 +681,7 @@ int cmd_record(int argc, char **argv)
 			/* Reap the command and any orphaned descendant; stop when none is left. */
 			int status;
 			pid_t p;
+			child_exited = 0;   /* before reaping: a later exit sets it again */
 			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
 				if (p == child) {
 					child_status = status;
@@ -643,6 +692,7 @@ int cmd_record(int argc, char **argv)
 				break;
 		}
 	}
+	vp_timing("record: loop left (command exited)");
 	if (tty)
 		fputc('\n', stderr);
 
@@ -692,6 +742,7 @@ int cmd_record(int argc, char **argv)
 		failed = true;
 	}
 	sched = NULL;
+	vp_timing("record: sampler stopped and drained");
 	be->counts(s, &samples, &lost);
 	uw = unwind_start.u;
 	if (uw) {
@@ -712,6 +763,9 @@ int cmd_record(int argc, char **argv)
 		vp_unwinder__free(uw);
 		unwind_start.u = uw = NULL;
 	}
+	vp_timing("record: stack walker freed");
+	if (ksl)
+		take_kallsyms(&ksl, w, &cfg);   /* the samples' KSYM records go in before END */
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
 	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
@@ -724,6 +778,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "viprof record: %s\n", err);
 		failed = true;
 	}
+	vp_timing("record: session finished");
 	uint64_t du_bytes = vp_session_writer__disk_bytes(w);
 	double secs = (double)end.duration_ns / 1e9;
 	fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
@@ -737,6 +792,8 @@ int cmd_record(int argc, char **argv)
 	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
 
 cleanup:
+	if (ksl)
+		take_kallsyms(&ksl, NULL, &cfg);
 	if (go_fd >= 0)
 		close(go_fd);   /* the held child reads EOF and exits without running the command */
 	if (child && !started) {
@@ -760,5 +817,7 @@ cleanup:
 	free(java_opts);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	vp_timing("record: cleaned up");
 	return ret;
 }

@@ -36,6 +36,11 @@ struct vp_session_writer {
 	int nadmitted;
 	struct cfile_writer *cw;
 	struct vp_kallsyms *ks;
+	/* Kernel addresses of samples seen while the symbols were deferred. */
+	bool ks_deferred;
+	uint64_t *ks_pending;
+	size_t ks_npending, ks_pending_cap;
+	uint64_t ks_pending_dropped, last_time;
 	struct meta_pair *meta;
 	int nmeta, meta_cap;
 	char event_names[VP_MAX_EVENTS][64];
@@ -345,10 +350,57 @@ void vp_session_writer__discard(struct vp_session_writer *w)
 	vp_session_writer__free(w);
 }
 
+static int emit_ksym_ips(struct vp_session_writer *w, uint64_t time, const uint64_t *ips, size_t n);
+
+void vp_session_writer__defer_ksyms(struct vp_session_writer *w)
+{
+	w->ks_deferred = true;
+}
+
 void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks)
 {
 	vp_kallsyms__free(w->ks);
 	w->ks = ks;
+	if (w->ks_deferred) {
+		w->ks_deferred = false;
+		if (ks && w->ks_npending)
+			emit_ksym_ips(w, w->last_time, w->ks_pending, w->ks_npending);
+		free(w->ks_pending);
+		w->ks_pending = NULL;
+		w->ks_npending = w->ks_pending_cap = 0;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The bound on kept addresses while symbols are deferred: 8 MiB. The loader takes
+ * about 0.1 s, so a recording reaches it only with very deep kernel stacks at a very
+ * high rate; past it, duplicates are squeezed out, then new addresses stay unnamed. */
+#define MAX_PENDING_KSYMS (1u << 20)
+
+static void keep_kernel_ips(struct vp_session_writer *w, const struct vp_sample *s)
+{
+	for (unsigned i = 0; i < s->nr_kernel; i++) {
+		if (w->ks_npending == MAX_PENDING_KSYMS) {
+			size_t n = 0;
+
+			vp_sort(w->ks_pending, w->ks_npending, sizeof(uint64_t), cmp_u64);
+			for (size_t j = 0; j < w->ks_npending; j++)
+				if (!n || w->ks_pending[n - 1] != w->ks_pending[j])
+					w->ks_pending[n++] = w->ks_pending[j];
+			w->ks_npending = n;
+		}
+		if (w->ks_npending == MAX_PENDING_KSYMS ||
+		    vp_grow((void **)&w->ks_pending, &w->ks_pending_cap, w->ks_npending + 1, sizeof(uint64_t))) {
+			w->ks_pending_dropped += s->nr_kernel - i;
+			return;
+		}
+		w->ks_pending[w->ks_npending++] = s->ips[i];
+	}
 }
 
 const char *vp_session_writer__dir(const struct vp_session_writer *w) { return w->dir; }
@@ -421,8 +473,13 @@ int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_e
  * runs for every sample, so it is a binary search and a bitmap test per frame. */
 static int emit_ksyms(struct vp_session_writer *w, uint64_t time, const struct vp_sample *s)
 {
-	for (unsigned i = 0; i < s->nr_kernel; i++) {
-		uint64_t ip = s->ips[i];
+	return emit_ksym_ips(w, time, s->ips, s->nr_kernel);
+}
+
+static int emit_ksym_ips(struct vp_session_writer *w, uint64_t time, const uint64_t *ips, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ip = ips[i];
 		if (ip < KERNEL_START || ip >= (uint64_t)-4095)
 			continue;
 		long idx = vp_kallsyms__find(w->ks, ip);
@@ -524,7 +581,11 @@ int vp_session_writer__emit(struct vp_session_writer *w, uint32_t type, uint64_t
 			int e = emit_ksyms(w, time, s);
 			if (e)
 				return e;
+		} else if (w->ks_deferred && s->nr_kernel) {
+			keep_kernel_ips(w, s);
 		}
+		if (time > w->last_time)
+			w->last_time = time;
 		w->samples++;
 	}
 	if (type == VP_REC_SWITCH && len >= sizeof(struct vp_switch) &&
@@ -704,6 +765,7 @@ void vp_session_writer__free(struct vp_session_writer *w)
 	if (w->parentfd >= 0)
 		close(w->parentfd);
 	vp_kallsyms__free(w->ks);
+	free(w->ks_pending);
 	for (int i = 0; i < w->nmeta; i++) {
 		free(w->meta[i].key);
 		free(w->meta[i].value);

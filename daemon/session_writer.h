@@ -1,7 +1,7 @@
 /* The recorder's side of a session directory (common/session_format.h): creates the
  * directory, writes META/EVENT records first, passes the samplers' records through to
  * stream.vps (adding a VP_REC_KSYM before the first sample that needs each kernel
- * symbol), flushes on a timer so a killed recorder leaves a readable stream, and at
+ * symbol, or as soon as the symbols arrive when they were deferred), flushes on a timer so a killed recorder leaves a readable stream, and at
  * the end writes LOST/END and meta.json. Not thread-safe: the recorder's one thread
  * owns it. */
 #ifndef VIPROF_DAEMON_SESSION_WRITER_H
@@ -27,8 +27,14 @@ struct vp_session_writer;   /* opaque */
  * container's default. NULL, errno, and a one-line reason in err on failure. */
 struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
 						    char *err, size_t errlen);
-/* Takes ownership of ks (may be NULL: then no KSYM records are written). */
+/* Takes ownership of ks (may be NULL: then no KSYM records are written). If symbols
+ * were deferred, writes the KSYM records that the samples since then need. */
 void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks);
+/* The kernel symbols will come later (vp_session_writer__set_ksyms): until then the
+ * kernel addresses of samples are kept (up to a bound), so that their KSYM records
+ * can follow. Readers resolve samples after reading the whole stream, so a KSYM
+ * after the samples that need it is fine (docs/formats.md). */
+void vp_session_writer__defer_ksyms(struct vp_session_writer *w);
 /* The session's absolute directory path. */
 const char *vp_session_writer__dir(const struct vp_session_writer *w);
 

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/perf_ring.h"
 #include "sampler-kernel/profile.h"
 #include "sampler-kernel/sampler.h"
@@ -539,6 +540,7 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	rc = load_skeletons(s, err, errlen);
 	if (rc)
 		goto cleanup;
+	vp_timing("bpf: skeletons loaded (verified)");
 	if (s->skel[0]->rodata->unwind && (rc = setup_unwind(s, err, errlen)))
 		goto cleanup;
 
@@ -584,6 +586,7 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			 strerror(-rc));
 		goto cleanup;
 	}
+	vp_timing("bpf: ring buffer and sideband open");
 	if (cfg->want_switches) {
 		s->switch_link = bpf_program__attach(s->skel[0]->progs.on_switch);
 		if (!s->switch_link) {
@@ -595,6 +598,7 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	if (s->uw.rules && cfg->before_sampling)
 		cfg->before_sampling(cfg->before_ctx, &s->uw);
 	rc = attach_events(s, err, errlen);
+	vp_timing("bpf: events attached");
 	if (rc == 0 && s->nr_links == 0) {
 		rc = -ENODEV;
 		snprintf(err, errlen, cfg->target == SAMPLER_TARGET_ALL ? "bpf sampler: no online CPU to sample"

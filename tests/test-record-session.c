@@ -36,7 +36,7 @@ static int run(char *const argv[], char *out, size_t outlen)
 
 struct stream_facts {
 	long records, meta, meta_after, events, samples, steals, switches, comms, mmaps, synth_mmaps, ends, ksyms;
-	long ksym_dups, sample_before_ksym;
+	long ksym_dups, ksym_missing_at_end;
 	struct vp_end end;
 	int ncpu_steal;
 	uint64_t steal_first[64], steal_last[64];
@@ -53,6 +53,11 @@ static void scan_stream(const char *sess, struct stream_facts *sf)
 	if (!r)
 		FAIL("%s", err);
 	static uint64_t ksym_addr[4096], ksym_size[4096];
+	/* Kernel addresses of samples: a KSYM for each must come before END. Since the
+	 * recorder reads kallsyms on a thread while it records, it may follow the samples
+	 * that need it (the loader resolves samples after the whole stream). */
+	static uint64_t kips[65536];
+	long nkips = 0;
 	const struct vp_record *rec;
 	int k;
 	bool other_seen = false;
@@ -110,16 +115,18 @@ static void scan_stream(const char *sess, struct stream_facts *sf)
 				uint64_t ip = s->ips[i];
 				if (ip < 0xffff800000000000ull || ip >= (uint64_t)-4095)
 					continue;
-				bool known = false;
-				for (long j = 0; j < sf->ksyms && j < 4096 && !known; j++)
-					known = ip >= ksym_addr[j] && ip - ksym_addr[j] < ksym_size[j];
-				/* Either announced already, or in no symbol at all (then never). */
-				if (!known && sf->ksyms < 4096)
-					sf->sample_before_ksym++;
+				if (nkips < 65536)
+					kips[nkips++] = ip;
 			}
 			break;
 		}
 		case VP_REC_END:
+			for (long i = 0; i < nkips && sf->ksyms < 4096; i++) {
+				bool known = false;
+				for (long j = 0; j < sf->ksyms && !known; j++)
+					known = kips[i] >= ksym_addr[j] && kips[i] - ksym_addr[j] < ksym_size[j];
+				sf->ksym_missing_at_end += !known;
+			}
 			sf->ends++;
 			memcpy(&sf->end, b, sizeof(sf->end));
 			break;
@@ -268,7 +275,7 @@ static void test_kernel_symbols(void)
 	ASSERT_GT(sf.ksyms, 3);
 	ASSERT_LT(sf.ksyms, 2000);          /* only what the samples need, not all of kallsyms */
 	ASSERT_EQ(sf.ksym_dups, 0);
-	ASSERT_EQ(sf.sample_before_ksym, 0);
+	ASSERT_EQ(sf.ksym_missing_at_end, 0);
 
 	struct vp_profile *p = load(sess);
 	double kernel = 0, total = 0, kernel_named = 0, under_loop = 0;
@@ -297,6 +304,46 @@ static void test_kernel_symbols(void)
 	vp_profile__free(p);
 }
 
+/* A command shorter than reading kallsyms (~60 ms here): the recorder reads them on a
+ * thread and names the kernel frames once they arrive, after the last sample. A session
+ * of 40 ms of system calls must still carry a KSYM for each kernel frame and report
+ * them by name. */
+static void test_short_command_ksyms(void)
+{
+	char sess[PATH_MAX], out[8192];
+	snprintf(sess, sizeof(sess), "%s/short", tmp);
+	int rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "-F", "4999", "-o", sess, "--", SYSHEAVY, "0.04",
+				      NULL }, out, sizeof(out));
+	if (rc)
+		FAIL("viprof record exited %d: %s", rc, out);
+	struct stream_facts sf;
+	scan_stream(sess, &sf);
+	fprintf(stderr, "short sysheavy: %ld samples, %ld KSYM records\n", sf.samples, sf.ksyms);
+	ASSERT_GT(sf.samples, 5);
+	ASSERT_GT(sf.ksyms, 0);
+	ASSERT_EQ(sf.ksym_dups, 0);
+	ASSERT_EQ(sf.ksym_missing_at_end, 0);
+	ASSERT_EQ(sf.ends, 1);
+
+	struct vp_profile *p = load(sess);
+	double kernel = 0, kernel_named = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->nframes)
+			continue;
+		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
+		if (leaf->layer != VP_LAYER_KERNEL)
+			continue;
+		kernel += (double)s->samples[0];
+		if (leaf->name[0] && strncmp(leaf->name, "[kernel] 0x", 11) && strcmp(leaf->name, "[unknown]"))
+			kernel_named += (double)s->samples[0];
+	}
+	fprintf(stderr, "short sysheavy: %.0f kernel samples, %.0f named\n", kernel, kernel_named);
+	ASSERT_GT(kernel, 0);
+	ASSERT_SHARE_GT(kernel_named / kernel, 0.95);
+	vp_profile__free(p);
+}
+
 int main(void)
 {
 	REQUIRE_ROOT();
@@ -306,6 +353,7 @@ int main(void)
 	test_launch("perf");
 	test_pid();
 	test_kernel_symbols();
+	test_short_command_ksyms();
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

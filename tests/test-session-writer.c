@@ -1,7 +1,7 @@
 /* The recorder's own pieces, without a sampler: the kallsyms snapshot (sorting,
  * aliases, modules, sizes, hidden addresses), the session writer (directory rules,
  * --force, META/EVENT first, KSYM exactly once per symbol and before the sample that
- * needs it, END and meta.json), and /proc synthesis of this very process. */
+ * needs it, or after it when the symbols were deferred, END and meta.json), and /proc synthesis of this very process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -329,6 +329,60 @@ static uint64_t charged(uint32_t cpu, uint32_t tid)
 	return ns;
 }
 
+/* Kernel symbols read on a thread (vp_kallsyms_loader) and given to the writer after
+ * samples that need them: each needed symbol still gets exactly one KSYM before END,
+ * written when the table arrives; samples after that are served directly. */
+static void test_deferred_ksyms(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64], err[512];
+	snprintf(dir, sizeof(dir), "%s/deferred", tmp);
+	snprintf(path, sizeof(path), "%s/kallsyms", tmp);
+	write_file(path, kallsyms_text);
+
+	struct vp_kallsyms_loader *l = vp_kallsyms_loader__start(path);
+	ASSERT_NOT_NULL(l);
+	struct vp_session_writer *w = vp_session_writer__create(dir, false, 4096, err, sizeof(err));
+	if (!w)
+		FAIL("%s", err);
+	vp_session_writer__defer_ksyms(w);
+	const uint64_t a[] = { 0xffffffff81000110ull, 0xffffffff81000210ull };
+	const uint64_t b[] = { 0xffffffff81000120ull, 0xffffffffc0001010ull };
+	for (int i = 0; i < 100; i++)
+		ASSERT_OK(emit_sample(w, 1000 + (uint64_t)i, 2, a, 0x401000));
+	ASSERT_EQ(vp_session_writer__ksyms_emitted(w), 0);   /* nothing to name them with yet */
+
+	bool zero = true;
+	struct vp_kallsyms *k = vp_kallsyms_loader__join(l, &zero);
+	ASSERT_NOT_NULL(k);
+	ASSERT_FALSE(zero);
+	vp_session_writer__set_ksyms(w, k);
+	ASSERT_EQ(vp_session_writer__ksyms_emitted(w), 2);   /* func_a, func_b, once each */
+	for (int i = 0; i < 100; i++)
+		ASSERT_OK(emit_sample(w, 2000 + (uint64_t)i, 2, b, 0x401000));
+	ASSERT_EQ(vp_session_writer__ksyms_emitted(w), 3);   /* + mod_fn; func_a is known */
+
+	struct vp_end end = { 0 };
+	ASSERT_OK(vp_session_writer__finish(w, 3000, &end, err, sizeof(err)));
+	vp_session_writer__free(w);
+	struct readback rb;
+	read_stream(dir, &rb);
+	ASSERT_EQ(rb.samples, 200);
+	ASSERT_EQ(rb.ksyms, 3);
+	ASSERT_EQ(rb.ends, 1);
+	ASSERT_STREQ(rb.ksym_names[0], "func_a");
+	ASSERT_STREQ(rb.ksym_names[1], "func_b");
+	ASSERT_STREQ(rb.ksym_names[2], "mod_fn");
+
+	/* A loader of a file that is not there reports it at the join, with errno. */
+	snprintf(path, sizeof(path), "%s/no-such-kallsyms", tmp);
+	l = vp_kallsyms_loader__start(path);
+	ASSERT_NOT_NULL(l);
+	errno = 0;
+	ASSERT_NULL(vp_kallsyms_loader__join(l, NULL));
+	ASSERT_EQ(errno, ENOENT);
+	ASSERT_NULL(vp_kallsyms_loader__join(NULL, NULL));
+}
+
 static void test_switch_filter(void)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64], err[512];
@@ -488,6 +542,7 @@ int main(void)
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	test_ksyms();
 	test_writer();
+	test_deferred_ksyms();
 	test_unfinished();
 	test_switch_filter();
 	test_procsynth();
