@@ -558,7 +558,7 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
 					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
 		} else {
-			e = record_jvm__attach(w, o.pids, o.npids, o.target == RECORD_TARGET_ALL, agent);
+			e = record_jvm__attach(w, o.pids, o.npids, o.target == RECORD_TARGET_ALL, agent, &o);
 			if (e < 0) {
 				fprintf(stderr, "viprof record: cannot write the session in %s: %s\n",
 					vp_session_writer__dir(w), strerror(-e));

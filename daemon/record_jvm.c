@@ -16,6 +16,7 @@
 
 #include "common/session_format.h"
 #include "daemon/jvm_attach.h"
+#include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
 
 /* Reads a whole /proc file of NUL-separated strings; returns its length or -1. */
@@ -124,12 +125,43 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 	return e == 0 ? 1 : 0;
 }
 
-int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent)
+/* Does --jvm-attach let the agent into pid (owned by uid)? */
+static bool allowed(const struct record_opts *o, pid_t pid, uid_t uid)
+{
+	switch (o->jvm_attach) {
+	case RECORD_JVM_NONE:
+		return false;
+	case RECORD_JVM_UIDS:
+		for (int i = 0; i < o->jvm_n; i++)
+			if (o->jvm_uids[i] == uid)
+				return true;
+		return false;
+	case RECORD_JVM_PIDS:
+		for (int i = 0; i < o->jvm_n; i++)
+			if (o->jvm_pids[i] == pid)
+				return true;
+		return false;
+	default:
+		return true;
+	}
+}
+
+static uid_t owner(pid_t pid)
+{
+	char proc[64];
+	struct stat st;
+
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	return stat(proc, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
+		       const struct record_opts *o)
 {
 	int loaded = 0, r;
 	if (!all) {
 		for (int i = 0; i < npids; i++) {
-			if (!vp_jvm__is_hotspot(pids[i]))
+			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
 			if ((r = attach_one(w, pids[i], agent)) < 0)
 				return r;
@@ -142,12 +174,24 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 		return loaded;
 	struct dirent *e;
 	pid_t self = getpid();
+	int found = 0, chosen = 0, nusers = 0;
+	uid_t users[64];
 	while ((e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(e->d_name);
 		if (pid == self || !vp_jvm__is_hotspot(pid))
 			continue;
+		uid_t uid = owner(pid);
+		found++;
+		if (!allowed(o, pid, uid))
+			continue;
+		chosen++;
+		int k = 0;
+		while (k < nusers && users[k] != uid)
+			k++;
+		if (k == nusers && nusers < 64)
+			users[nusers++] = uid;
 		if ((r = attach_one(w, pid, agent)) < 0) {
 			closedir(d);
 			return r;
@@ -155,5 +199,10 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 		loaded += r;
 	}
 	closedir(d);
+	if (found && !o->quiet)
+		fprintf(stderr, "viprof: -a: the JVM agent went into %d of %d HotSpot JVMs (%d user%s)%s\n",
+			chosen, found, nusers, nusers == 1 ? "" : "s",
+			o->jvm_attach_given ? ""
+			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");
 	return loaded;
 }

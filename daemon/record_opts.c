@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "common/util.h"
@@ -48,6 +50,9 @@ void record_opts__usage(FILE *f)
 		"      --force            replace a non-empty DIR (the old one is kept as DIR.old)\n"
 		"      --backend NAME     auto (default: bpf, else perf), bpf or perf\n"
 		"      --no-jit           do not load the JVM agent into Java processes\n"
+		"      --jvm-attach WHO   which running JVMs get the agent (-a, -p): all (default;\n"
+		"                         with -a that is every user's JVMs), none, user:NAME[,..]\n"
+		"                         (names or uids), or PID[,PID..]\n"
 		"      --off-cpu          also record where threads wait: event off-cpu (ns), the\n"
 		"                         time each thread spent blocked (sleep, I/O, lock) or\n"
 		"                         runnable on the run queue, under its stack at switch-out\n"
@@ -107,9 +112,54 @@ out:
 	return ret;
 }
 
+/* --jvm-attach all | none | user:NAME[,NAME..] | PID[,PID..] */
+static int parse_jvm_attach(struct record_opts *o, const char *arg, char *err, size_t errlen)
+{
+	char buf[1024];
+	bool users = !strncmp(arg, "user:", 5);
+
+	o->jvm_attach_given = true;
+	o->jvm_n = 0;
+	if (!strcmp(arg, "all")) {
+		o->jvm_attach = RECORD_JVM_ALL;
+		return 0;
+	}
+	if (!strcmp(arg, "none")) {
+		o->jvm_attach = RECORD_JVM_NONE;
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", users ? arg + 5 : arg);
+	o->jvm_attach = users ? RECORD_JVM_UIDS : RECORD_JVM_PIDS;
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v;
+		if (o->jvm_n >= RECORD_MAX_PIDS)
+			return fail(err, errlen, "--jvm-attach: at most %d entries", RECORD_MAX_PIDS);
+		errno = 0;
+		v = strtol(t, &end, 10);
+		if (users) {
+			if (*end || end == t || errno || v < 0) {
+				struct passwd *pw = getpwnam(t);
+				if (!pw)
+					return fail(err, errlen, "--jvm-attach user:%s: no such user on this machine", t);
+				v = (long)pw->pw_uid;
+			}
+			o->jvm_uids[o->jvm_n++] = (uid_t)v;
+		} else {
+			if (*end || end == t || errno || v <= 0 || v > INT_MAX)
+				return fail(err, errlen, "--jvm-attach %s: takes all, none, user:NAME[,..] or PID[,PID..]", arg);
+			o->jvm_pids[o->jvm_n++] = (pid_t)v;
+		}
+	}
+	if (!o->jvm_n)
+		return fail(err, errlen, "--jvm-attach %s: takes all, none, user:NAME[,..] or PID[,PID..]", arg);
+	return 0;
+}
+
 int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU };
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -122,6 +172,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
 		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
@@ -200,6 +251,10 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			break;
 		case OPT_NO_JIT:
 			o->no_jit = true;
+			break;
+		case OPT_JVM_ATTACH:
+			if (parse_jvm_attach(o, optarg, err, errlen))
+				return -EINVAL;
 			break;
 		case OPT_XEN_PMU_MODE:
 			if (strcmp(optarg, "off") && strcmp(optarg, "self") && strcmp(optarg, "hv") && strcmp(optarg, "all"))

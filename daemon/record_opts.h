@@ -31,6 +31,12 @@ struct record_opts {
 	const char *backend;     /* auto|bpf|perf */
 	bool force;
 	bool no_jit;
+	/* --jvm-attach: which running JVMs (-a, -p) get the agent. */
+	enum { RECORD_JVM_ALL, RECORD_JVM_NONE, RECORD_JVM_UIDS, RECORD_JVM_PIDS } jvm_attach;
+	bool jvm_attach_given;   /* the user chose; -a then does not warn about every user */
+	uid_t jvm_uids[RECORD_MAX_PIDS];
+	pid_t jvm_pids[RECORD_MAX_PIDS];
+	int jvm_n;
 	bool off_cpu;            /* --off-cpu: the switch tracer charges off-CPU intervals */
 	const char *xen_pmu_mode; /* --xen-pmu-mode, or NULL to leave it */
 	bool quiet;

@@ -57,6 +57,24 @@ static void test_parser(void)
 	ASSERT_STREQ(o.xen_pmu_mode, "hv");
 	ASSERT_NE(PARSE(&o, "--xen-pmu-mode", "bogus", "--", "true"), 0);
 	ASSERT_CONTAINS(err, "must be off, self, hv or all");
+	/* --jvm-attach: every user's JVMs by default, or none, some users, some pids. */
+	ASSERT_OK(PARSE(&o, "-a"));
+	ASSERT_EQ(o.jvm_attach, RECORD_JVM_ALL);
+	ASSERT_FALSE(o.jvm_attach_given);
+	ASSERT_OK(PARSE(&o, "-a", "--jvm-attach", "none"));
+	ASSERT_EQ(o.jvm_attach, RECORD_JVM_NONE);
+	ASSERT_OK(PARSE(&o, "-a", "--jvm-attach", "user:root,1234"));
+	ASSERT_EQ(o.jvm_attach, RECORD_JVM_UIDS);
+	ASSERT_EQ(o.jvm_n, 2);
+	ASSERT_EQ(o.jvm_uids[0], 0);
+	ASSERT_EQ(o.jvm_uids[1], 1234);
+	ASSERT_OK(PARSE(&o, "-a", "--jvm-attach", "17,42"));
+	ASSERT_EQ(o.jvm_attach, RECORD_JVM_PIDS);
+	ASSERT_EQ(o.jvm_pids[1], 42);
+	ASSERT_EQ(PARSE(&o, "-a", "--jvm-attach", "user:no-such-user-vp"), -EINVAL);
+	ASSERT_CONTAINS(err, "no-such-user-vp: no such user");
+	ASSERT_EQ(PARSE(&o, "-a", "--jvm-attach", "some"), -EINVAL);
+	ASSERT_CONTAINS(err, "--jvm-attach some");
 
 	/* Without '--' the first non-option starts the command, and -g after it is CMD's. */
 	ASSERT_OK(PARSE(&o, "-F", "4000", "-g", "-o", "d", "sleep", "-g"));

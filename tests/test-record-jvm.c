@@ -225,6 +225,18 @@ int main(void)
 	hot_split(sess, (uint32_t)jvm, s);
 	check_split(s);
 
+	/* -a with --jvm-attach limited to another user, or to another pid: this JVM is left
+	 * alone, and -a says how many JVMs got the agent. */
+	snprintf(sess, sizeof(sess), "%s/all-other-user", tmp);
+	rc = run((char *const[]){ VIPROF_BIN, "record", "-a", "--jvm-attach", "user:65534", "-d", "0.5", "-o", sess, NULL });
+	ASSERT_EQ(rc, 0);
+	ASSERT_CONTAINS(out, "the JVM agent went into 0 of ");
+	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
+	snprintf(sess, sizeof(sess), "%s/pid-other", tmp);
+	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "-p", pidarg, "--jvm-attach", "1", "-d", "0.5", "-o", sess, NULL });
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
+
 	/* --no-jit: no attach, no record, no maps. */
 	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
 	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL });
