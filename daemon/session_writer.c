@@ -1,6 +1,7 @@
 /* The recorder's session directory writer: see session_writer.h. */
 #define _GNU_SOURCE
 #include "daemon/session_writer.h"
+#include "common/json.h"
 #include "common/safefs.h"
 
 #include <errno.h>
@@ -597,20 +598,6 @@ uint64_t vp_session_writer__bytes(const struct vp_session_writer *w)
 }
 int vp_session_writer__error(const struct vp_session_writer *w) { return w->error; }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static void json_u64_array(FILE *f, const uint64_t *v, int n)
 {
 	fputc('[', f);
@@ -639,14 +626,14 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	fprintf(f, "{\n  \"format_version\": %d,\n  \"meta\": {", VP_SESSION_FORMAT_VERSION);
 	for (int i = 0; i < w->nmeta; i++) {
 		fprintf(f, "%s\n    ", i ? "," : "");
-		json_str(f, w->meta[i].key);
+		vp_json_fputs(f, w->meta[i].key, 0);
 		fputs(": ", f);
-		json_str(f, w->meta[i].value);
+		vp_json_fputs(f, w->meta[i].value, 0);
 	}
 	fputs("\n  },\n  \"events\": [", f);
 	for (int i = 0; i < w->nevents; i++) {
 		fputs(i ? ", " : "", f);
-		json_str(f, w->event_names[i]);
+		vp_json_fputs(f, w->event_names[i], 0);
 	}
 	fprintf(f, "],\n  \"samples\": %llu,\n  \"lost\": %llu,\n  \"duration_s\": %.3f,\n"
 		   "  \"exit_status\": %u,\n  \"kernel_symbols\": %llu,\n  \"stream_bytes\": %llu,\n",
