@@ -133,6 +133,14 @@ static int expand(const struct vp_codemap *m, const struct vp_cm_method_info *x,
 	return 1;
 }
 
+const void *vp_jit_index__owner(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat)
+{
+	const struct vp_cm_method_info *x = flat ? vp_codemap__flat(xi->m, addr) : by_epochs(xi->m, addr, t);
+	if (x)
+		return x;
+	return vp_codemap__blob(xi->m, addr);
+}
+
 int vp_jit_index__resolve(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
 			  struct vp_jit_frame *out, int max)
 {

@@ -1,6 +1,7 @@
 /* Loading a session: read the whole stream first (sideband into the mapping history,
- * KSYM into the kernel table, samples into memory), then resolve every sample. Two
- * phases because the recorder may write a KSYM or an MMAP after the first sample that
+ * KSYM into the kernel table; samples only counted), then read it again and resolve
+ * every sample as it streams past, so that memory holds interned frames and stacks,
+ * never the samples themselves. Two passes because the recorder may write a KSYM or an MMAP after the first sample that
  * needs it (it flushes them before that sample's chunk ends, not before the sample).
  *
  * Steal time: STEAL and SWITCH records go to victim attribution (postproc/steal.h);
@@ -60,6 +61,30 @@ struct jvm {
 #endif
 };
 
+/* What one sampled address resolved to: its frames (innermost first, more than one for
+ * inlined JIT code) and its pprof location. Resolving names the frames by strings
+ * (symbol, image, file), and hashing those for every frame of every sample was most of
+ * a report's time; an address seen again with the same key takes this instead. The key
+ * holds everything the resolution depends on: for user code the mapping found at the
+ * sample's time and the JIT method (or stub) that owned the address then, so that a
+ * remapped library or reused code-cache memory is resolved afresh. */
+struct addr_ent {
+	uint64_t ip;
+	const void *map, *jit;       /* identity of the resolution; NULL when not used */
+	uint32_t pid;
+	uint8_t kind;                /* AC_* (0 = empty slot) */
+	uint8_t caller;
+	uint8_t n;                   /* frames, 1..MAX_JIT_DEPTH */
+	uint8_t unmapped;            /* counted as a user frame in no mapping */
+	uint32_t loc;                /* pprof location, or UINT32_MAX */
+	uint32_t first;              /* frames at pool[first..first+n) */
+};
+enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3 };
+struct addr_cache {
+	struct addr_ent *t; size_t size, used;
+	uint32_t *pool; size_t npool, cappool;
+};
+
 struct loader {
 	const char *dir;
 	struct vp_profile *p;
@@ -69,7 +94,11 @@ struct loader {
 	struct vp_elfsym *elfs;
 	struct vp_elf *hv;           /* --hv-syms */
 	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
-	struct vp_record **samples; size_t nsamples, capsamples;
+	/* Samples are counted in the first pass and resolved in the second, as the stream
+	 * is read again: nothing per sample stays in memory (only interned stacks do). */
+	uint64_t nsamples;
+	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
+	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms;
 	uint64_t t0, t_last;
 	uint64_t lost, end_lost, end_duration;
@@ -200,27 +229,24 @@ static int on_steal(struct loader *l, const struct vp_record *r)
 	return 0;
 }
 
-static int keep_sample(struct loader *l, const struct vp_record *r)
+/* A sample whose stack fits its record; others are skipped rather than read past. */
+static bool sample_ok(const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
 	if (blen < sizeof(struct vp_sample))
+		return false;
+	const struct vp_sample *s = vp_record_body(r);
+	return sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) <= blen;
+}
+
+static int count_sample(struct loader *l, const struct vp_record *r)
+{
+	if (!sample_ok(r))
 		return 0;
 	const struct vp_sample *s = vp_record_body(r);
-	if (sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) > blen)
-		return 0;  /* a stack longer than its record: skip rather than read past it */
-	if (l->nsamples == l->capsamples) {
-		size_t cap = l->capsamples ? l->capsamples * 2 : 4096;
-		struct vp_record **n = realloc(l->samples, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		l->samples = n;
-		l->capsamples = cap;
-	}
-	struct vp_record *c = malloc(r->size);
-	if (!c)
-		return -ENOMEM;
-	memcpy(c, r, r->size);
-	l->samples[l->nsamples++] = c;
+	if (s->event < MAX_EVENTS)
+		l->ev_sampled[s->event] = true;
+	l->nsamples++;
 	return 0;
 }
 
@@ -270,7 +296,7 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	case VP_REC_EVENT:
 		return on_event(l, r);
 	case VP_REC_SAMPLE:
-		return keep_sample(l, r);
+		return count_sample(l, r);
 	case VP_REC_MMAP: {
 		const struct vp_mmap *m = b;
 		/* The filename starts at its offset, not at sizeof (the struct has tail
@@ -606,6 +632,91 @@ const char *vp_walk_end_name(int k)
 	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
 }
 
+static uint64_t ac_hash(const struct addr_ent *k)
+{
+	uint64_t h = k->ip * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)k->pid << 16 | (uint64_t)k->kind << 8 | k->caller) * 0xff51afd7ed558ccdull;
+	h ^= (uint64_t)(uintptr_t)k->map * 0xc4ceb9fe1a85ec53ull;
+	h ^= (uint64_t)(uintptr_t)k->jit * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static bool ac_eq(const struct addr_ent *a, const struct addr_ent *b)
+{
+	return a->ip == b->ip && a->kind == b->kind && a->caller == b->caller && a->pid == b->pid &&
+	       a->map == b->map && a->jit == b->jit;
+}
+
+static const struct addr_ent *ac_find(const struct addr_cache *c, const struct addr_ent *k)
+{
+	if (!c->size)
+		return NULL;
+	size_t mask = c->size - 1;
+	for (size_t j = ac_hash(k) & mask; c->t[j].kind; j = (j + 1) & mask)
+		if (ac_eq(&c->t[j], k))
+			return &c->t[j];
+	return NULL;
+}
+
+static void ac_insert(struct addr_cache *c, const struct addr_ent *e)
+{
+	size_t mask = c->size - 1, j = ac_hash(e) & mask;
+	while (c->t[j].kind)
+		j = (j + 1) & mask;
+	c->t[j] = *e;
+	c->used++;
+}
+
+/* Remembers what key resolved to. The cache only saves time: when memory runs short it
+ * stops growing and the loader resolves as before. */
+static void ac_put(struct addr_cache *c, const struct addr_ent *key, const uint32_t *frames, int n, uint32_t loc,
+		   bool unmapped)
+{
+	if (n <= 0 || n > MAX_JIT_DEPTH)
+		return;
+	for (int i = 0; i < n; i++)
+		if (frames[i] == UINT32_MAX)
+			return;
+	if ((c->used + 1) * 2 > c->size) {
+		size_t size = c->size ? c->size * 2 : 4096;
+		struct addr_ent *t = calloc(size, sizeof(*t)), *old = c->t;
+		if (!t)
+			return;
+		size_t oldsize = c->size;
+		c->t = t;
+		c->size = size;
+		c->used = 0;
+		for (size_t i = 0; i < oldsize; i++)
+			if (old[i].kind)
+				ac_insert(c, &old[i]);
+		free(old);
+	}
+	if (c->npool + (size_t)n > UINT32_MAX ||
+	    vp_grow((void **)&c->pool, &c->cappool, c->npool + (size_t)n, sizeof(*c->pool)))
+		return;
+	struct addr_ent e = *key;
+	e.n = (uint8_t)n;
+	e.unmapped = unmapped;
+	e.loc = loc;
+	e.first = (uint32_t)c->npool;
+	memcpy(c->pool + c->npool, frames, (size_t)n * sizeof(*frames));
+	c->npool += (size_t)n;
+	ac_insert(c, &e);
+}
+
+/* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it. */
+static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t)
+{
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	if (j && j->idx)
+		return vp_jit_index__owner(j->idx, ip, t, l->o->map_mode_flat);
+#else
+	(void)l, (void)pid, (void)ip, (void)t;
+#endif
+	return NULL;
+}
+
 static bool in_list(const uint32_t *v, int n, uint32_t x)
 {
 	if (!v || n <= 0)
@@ -665,19 +776,18 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
  * unknown, so its periods are shown as plain events. */
 static void events_lost_in_damage(struct loader *l)
 {
-	for (size_t i = 0; i < l->nsamples; i++) {
-		const struct vp_sample *s = vp_record_body(l->samples[i]);
+	for (unsigned ev = 0; ev < MAX_EVENTS; ev++) {
 		char name[32];
 		int idx;
 
-		if (s->event >= MAX_EVENTS || l->evmap[s->event] >= 0)
+		if (!l->ev_sampled[ev] || l->evmap[ev] >= 0)
 			continue;
-		snprintf(name, sizeof(name), "event#%u", (unsigned)s->event);
+		snprintf(name, sizeof(name), "event#%u", ev);
 		if ((idx = vp_profile__add_event(l->p, name, "events")) < 0)
 			continue;  /* no room for another event: these samples stay dropped */
-		l->evmap[s->event] = idx;
+		l->evmap[ev] = idx;
 		vp_profile__warn(l->p, "samples of event %u are counted as '%s': its description was lost with a damaged chunk",
-				 (unsigned)s->event, name);
+				 ev, name);
 	}
 }
 
@@ -704,11 +814,20 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	int n = 0, nl = 0;
 	l->jit_n = 0;
 	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
-		if (i == 0 && s->mode == VP_MODE_HYPERVISOR)
+		bool hv = i == 0 && s->mode == VP_MODE_HYPERVISOR;
+		struct addr_ent key = { .ip = s->ips[i], .kind = hv ? AC_HYPERVISOR : AC_KERNEL, .caller = i > 0 };
+		const struct addr_ent *e = ac_find(&l->ac, &key);
+		if (e) {
+			leaf_first[n++] = l->ac.pool[e->first];
+			locs[nl++] = e->loc;
+			continue;
+		}
+		if (hv)
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
 		locs[nl++] = frame_loc(l, s->pid, r->time, i > 0 ? s->ips[i] - 1 : s->ips[i], leaf_first + n - 1, 1, false);
+		ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 	}
 	if (s->nr_user)
 		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
@@ -737,11 +856,29 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			l->jit_n = 0;
 			continue;
 		}
+		/* The mapping at this time, and for code outside files the JIT method that
+		 * owned the address then, are what the address resolves through. */
+		struct addr_ent key = { .ip = ip, .kind = AC_USER, .caller = i > 0, .pid = s->pid };
+		const struct vp_map *vm = vp_procmaps__find(l->pm, s->pid, look, r->time);
+		key.map = vm;
+		if (!(vm && is_file_backed(vm->filename)))
+			key.jit = jit_owner(l, s->pid, ip, r->time);
+		const struct addr_ent *e = ac_find(&l->ac, &key);
+		if (e && n + e->n <= MAX_OUT_FRAMES) {
+			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
+			n += e->n;
+			locs[nl++] = e->loc;
+			l->unmapped += e->unmapped;
+			continue;
+		}
 		int n0 = n;
+		uint64_t unmapped = l->unmapped;
 		l->jit_n = 0;
 		n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
 		locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
 		l->jit_n = 0;
+		if (MAX_OUT_FRAMES - n0 >= MAX_JIT_DEPTH)  /* not cut short by the frame limit */
+			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
 	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
@@ -973,9 +1110,8 @@ static void loader_free(struct loader *l)
 		n = mi->next;
 		free(mi);
 	}
-	for (size_t i = 0; i < l->nsamples; i++)
-		free(l->samples[i]);
-	free(l->samples);
+	free(l->ac.t);
+	free(l->ac.pool);
 #if HAVE_JIT_INDEX
 	for (size_t i = 0; i < l->njvms; i++)
 		vp_jit_index__close(l->jvms[i].idx);
@@ -1074,8 +1210,20 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
-	for (size_t i = 0; i < l.nsamples; i++) {
-		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
+	/* The second pass: every mapping, name, symbol and code map is known now, whatever
+	 * order the recorder's buffers delivered them in. It stops after the samples the
+	 * first pass counted, should the file have grown since (a recording still running). */
+	cfile_reader__close(r);
+	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+	if (!r) {
+		ret = errno ? -errno : -EINVAL;
+		goto cleanup;
+	}
+	for (uint64_t seen = 0; seen < l.nsamples && cfile_reader__next(r, &rec) == 1;) {
+		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
+			continue;
+		seen++;
+		if ((ret = resolve_sample(&l, rec)) < 0) {
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
