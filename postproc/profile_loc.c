@@ -53,11 +53,16 @@ static uint64_t loc_hash(uint32_t mapping, uint64_t addr, const uint32_t *frames
 	return fnv(h, lines, n * sizeof(*lines));
 }
 
+/* Word at a time, as profile.c's stack_hash: once per sample over every location. */
 static uint64_t lstack_hash(uint32_t stack, const uint32_t *locs, uint32_t n)
 {
-	uint64_t h = fnv(0xcbf29ce484222325ull, &stack, sizeof(stack));
-	h = fnv(h, &n, sizeof(n));
-	return fnv(h, locs, n * sizeof(*locs));
+	uint64_t h = (0xcbf29ce484222325ull ^ stack) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ n) * 0x9e3779b97f4a7c15ull;
+	for (uint32_t i = 0; i < n; i++) {
+		h = (h ^ locs[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 32;
+	}
+	return h;
 }
 
 static uint64_t map_id_hash(const struct vp_profile *p, size_t i)
