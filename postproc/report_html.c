@@ -8,29 +8,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "postproc/report_util.h"
 
 extern const char vp_flame_html[];   /* generated from flame.html, NUL-terminated */
 
 #define ROOT_FRAME UINT32_MAX
 #define NONE UINT32_MAX
+/* Depth 1 of the tree is the thread: a node's frame is then THREAD_BIT | thread index.
+ * The page merges threads away unless the user asks for the per-thread view. */
+#define THREAD_BIT 0x80000000u
 
 struct node {
 	uint32_t frame, parent;
 	uint32_t first_child, next_sibling;
-	uint64_t value, base;
+};
+
+/* One thread of either profile, by (pid, tid, name). */
+struct thread {
+	uint32_t pid, tid;
+	const char *comm;
 };
 
 struct tree {
 	struct node *n;
 	size_t len, cap;
+	/* Per event: samples of the profile (val) and of the base profile (bval), at
+	 * val[node * ne + event]: the page draws any event without another report. */
+	uint64_t *val, *bval;
+	size_t vcap;
+	int ne;
+	/* Thread level at depth 1; not in a diff, whose two runs share no threads. */
+	bool threads;
 	uint32_t *slot;     /* (parent, frame) -> node, open addressing */
 	size_t size;
+	struct thread *th;
+	size_t nth, thcap;
+	uint32_t *thslot;   /* (pid, tid, comm) -> thread */
+	size_t thsize;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t frame)
 {
 	uint64_t h = ((uint64_t)parent << 32 | frame) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t thread_hash(uint32_t pid, uint32_t tid, const char *comm)
+{
+	uint64_t h = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
+	for (const unsigned char *c = (const unsigned char *)comm; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
 	return h ^ (h >> 29);
 }
 
@@ -55,13 +83,22 @@ static int tree_rehash(struct tree *t)
 
 static uint32_t tree_add_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	if (t->len == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct node *n = realloc(t->n, cap * sizeof(*n));
-		if (!n)
+	if (vp_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)))
+		return NONE;
+	if (t->vcap < t->cap) {
+		/* Both weight arrays grow to the node array's capacity, zeroed. */
+		size_t ne = (size_t)t->ne, old = t->vcap;
+		uint64_t *v = realloc(t->val, t->cap * ne * sizeof(*v));
+		if (!v)
 			return NONE;
-		t->n = n;
-		t->cap = cap;
+		t->val = v;
+		uint64_t *b = realloc(t->bval, t->cap * ne * sizeof(*b));
+		if (!b)
+			return NONE;
+		t->bval = b;
+		memset(t->val + old * ne, 0, (t->cap - old) * ne * sizeof(*v));
+		memset(t->bval + old * ne, 0, (t->cap - old) * ne * sizeof(*b));
+		t->vcap = t->cap;
 	}
 	uint32_t id = (uint32_t)t->len++;
 	t->n[id] = (struct node){ .frame = frame, .parent = parent, .first_child = NONE, .next_sibling = NONE };
@@ -88,36 +125,92 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame)
 	return id;
 }
 
-/* Adds one stack's count along its path; frames are mapped through map when not NULL. */
-static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, uint64_t v, bool base)
+/* The index of a stack's thread, THREAD_BIT set; NONE when out of memory. */
+static uint32_t tree_thread(struct tree *t, const struct vp_stack *s)
 {
+	const char *comm = s->comm ? s->comm : "";
+	if ((t->nth + 1) * 2 > t->thsize) {
+		size_t size = t->thsize ? t->thsize * 2 : 256;
+		uint32_t *slot = malloc(size * sizeof(*slot));
+		if (!slot)
+			return NONE;
+		memset(slot, 0xff, size * sizeof(*slot));
+		for (size_t i = 0; i < t->nth; i++) {
+			size_t j = thread_hash(t->th[i].pid, t->th[i].tid, t->th[i].comm) & (size - 1);
+			while (slot[j] != NONE)
+				j = (j + 1) & (size - 1);
+			slot[j] = (uint32_t)i;
+		}
+		free(t->thslot);
+		t->thslot = slot;
+		t->thsize = size;
+	}
+	size_t j = thread_hash(s->pid, s->tid, comm) & (t->thsize - 1);
+	for (; t->thslot[j] != NONE; j = (j + 1) & (t->thsize - 1)) {
+		const struct thread *x = &t->th[t->thslot[j]];
+		if (x->pid == s->pid && x->tid == s->tid && !strcmp(x->comm, comm))
+			return THREAD_BIT | t->thslot[j];
+	}
+	if (t->nth >= THREAD_BIT - 1 || vp_grow((void **)&t->th, &t->thcap, t->nth + 1, sizeof(*t->th)))
+		return NONE;
+	t->th[t->nth] = (struct thread){ .pid = s->pid, .tid = s->tid, .comm = comm };
+	t->thslot[j] = (uint32_t)t->nth;
+	return THREAD_BIT | (uint32_t)t->nth++;
+}
+
+/* Adds one stack's counts of event e (v) along its path (under its thread when the tree
+ * has a thread level); frames are
+ * mapped through map when not NULL. */
+static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, int e, uint64_t v, bool base)
+{
+	uint64_t *w = base ? t->bval : t->val;
 	uint32_t cur = 0;
-	if (base)
-		t->n[0].base += v;
-	else
-		t->n[0].value += v;
+	w[e] += v;
+	if (t->threads) {
+		uint32_t th = tree_thread(t, s);
+		if (th == NONE || (cur = tree_child(t, cur, th)) == NONE)
+			return -ENOMEM;
+		w = base ? t->bval : t->val;   /* the arrays move as the tree grows */
+		w[(size_t)cur * (size_t)t->ne + (size_t)e] += v;
+	}
 	for (uint32_t k = 0; k < s->nframes; k++) {
 		uint32_t f = map ? map[s->frames[k]] : s->frames[k];
 		cur = tree_child(t, cur, f);
 		if (cur == NONE)
 			return -ENOMEM;
-		if (base)
-			t->n[cur].base += v;
-		else
-			t->n[cur].value += v;
+		w = base ? t->bval : t->val;
+		w[(size_t)cur * (size_t)t->ne + (size_t)e] += v;
 	}
 	return 0;
 }
 
+static bool has_value(const struct tree *t, size_t id)
+{
+	for (int e = 0; e < t->ne; e++)
+		if (t->val[id * (size_t)t->ne + (size_t)e])
+			return true;
+	return false;
+}
+
 struct sort_ctx {
 	const struct vp_profile *prof;
-	const struct node *nodes;
+	const struct tree *t;
 };
 
+/* Children by name, as flamegraph.pl orders them; threads by name, then tid. */
 static int child_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
-	const struct node *x = &c->nodes[*(const uint32_t *)a], *y = &c->nodes[*(const uint32_t *)b];
+	const struct node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
+	if ((x->frame & THREAD_BIT) && (y->frame & THREAD_BIT)) {
+		const struct thread *tx = &c->t->th[x->frame & ~THREAD_BIT], *ty = &c->t->th[y->frame & ~THREAD_BIT];
+		int r = strcmp(tx->comm, ty->comm);
+		if (r)
+			return r;
+		if (tx->tid != ty->tid)
+			return tx->tid < ty->tid ? -1 : 1;
+		return tx->pid < ty->pid ? -1 : tx->pid > ty->pid;
+	}
 	const struct vp_frame *fx = &c->prof->frames[x->frame], *fy = &c->prof->frames[y->frame];
 	int r = strcmp(fx->name, fy->name);
 	if (r)
@@ -189,22 +282,31 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	return t;
 }
 
-/* The JSON data: html_safe escaping keeps "</script>" out of it. */
+/* The JSON data: html_safe escaping keeps "</script>" out of it. The model is generic
+ * in events: "events" lists them, each tree node carries one weight per event (and in a
+ * diff, then one base weight per event), and "ev" says which one to draw first. */
 static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
 		      const struct vp_keyspace *k, const struct tree *t, const char *title)
 {
 	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
 	uint32_t *kids = malloc(t->len * sizeof(*kids));
 	uint32_t *stack = malloc(t->len * sizeof(*stack));
+	size_t ne = (size_t)t->ne;
 	int err = -ENOMEM;
 	if (!fidx || !kids || !stack)
 		goto cleanup;
 	vp_out__puts(o, "{\"title\":");
 	vp_json_str(o, title, true);
-	vp_out__puts(o, ",\"event\":");
-	vp_json_str(o, p->nevents ? p->events[ev].name : "", true);
-	vp_out__printf(o, ",\"diff\":%s,\"total\":%llu,\"baseTotal\":%llu,\"meta\":[", base ? "true" : "false",
-		       (unsigned long long)t->n[0].value, (unsigned long long)t->n[0].base);
+	vp_out__printf(o, ",\"diff\":%s,\"ev\":%d,\"events\":[", base ? "true" : "false", ne ? ev : 0);
+	for (size_t e = 0; e < ne; e++) {
+		vp_out__puts(o, e ? ",{\"name\":" : "{\"name\":");
+		vp_json_str(o, p->events[e].name, true);
+		vp_out__puts(o, ",\"unit\":");
+		vp_json_str(o, p->events[e].unit, true);
+		vp_out__printf(o, ",\"total\":%llu,\"baseTotal\":%llu}", (unsigned long long)t->val[e],
+			       (unsigned long long)t->bval[e]);
+	}
+	vp_out__puts(o, "],\"meta\":[");
 	for (size_t i = 0; i < p->nmeta; i++) {
 		vp_out__puts(o, i ? ",[" : "[");
 		vp_json_str(o, p->meta[i].key, true);
@@ -219,9 +321,15 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_out__puts(o, l ? "," : "");
 		vp_json_str(o, vp_layer_name(l), true);
 	}
+	vp_out__puts(o, "],\n\"threads\":[");
+	for (size_t i = 0; i < t->nth; i++) {
+		vp_out__printf(o, "%s[%u,%u,", i ? "," : "", t->th[i].pid, t->th[i].tid);
+		vp_json_str(o, t->th[i].comm, true);
+		vp_out__puts(o, "]");
+	}
 	/* Only the frames the drawn tree uses, numbered densely in output order. */
 	for (size_t i = 1; i < t->len; i++)
-		if (t->n[i].value)
+		if (!(t->n[i].frame & THREAD_BIT) && has_value(t, i))
 			fidx[t->n[i].frame] = 1;
 	vp_out__puts(o, "],\n\"frames\":[");
 	uint32_t w = 0;
@@ -237,9 +345,11 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_out__puts(o, "]");
 	}
 
-	/* Preorder walk with an explicit stack; only nodes with samples in the new profile. */
+	/* Preorder walk with an explicit stack; only nodes with samples in the new profile.
+	 * A node is [frame, children, weight per event(, base weight per event)]; frame -1
+	 * is the root, -2 - i thread i. */
 	vp_out__puts(o, "],\n\"tree\":[");
-	struct sort_ctx sc = { .prof = k->u, .nodes = t->n };
+	struct sort_ctx sc = { .prof = k->u, .t = t };
 	size_t sp = 0, nout = 0;
 	stack[sp++] = 0;
 	while (sp) {
@@ -247,14 +357,17 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		const struct node *nd = &t->n[id];
 		size_t nk = 0;
 		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
-			if (t->n[c].value)
+			if (has_value(t, c))
 				kids[nk++] = c;
 		if (nk > 1)
 			qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
-		vp_out__printf(o, "%s%d,%llu,%zu", nout++ ? "," : "", id ? (int)fidx[nd->frame] - 1 : -1,
-			       (unsigned long long)nd->value, nk);
-		if (base)
-			vp_out__printf(o, ",%llu", (unsigned long long)nd->base);
+		long long fr = !id ? -1 : (nd->frame & THREAD_BIT) ? -2 - (long long)(nd->frame & ~THREAD_BIT)
+								 : (long long)fidx[nd->frame] - 1;
+		vp_out__printf(o, "%s%lld,%zu", nout++ ? "," : "", fr, nk);
+		for (size_t e = 0; e < ne; e++)
+			vp_out__printf(o, ",%llu", (unsigned long long)t->val[id * ne + e]);
+		for (size_t e = 0; base && e < ne; e++)
+			vp_out__printf(o, ",%llu", (unsigned long long)t->bval[id * ne + e]);
 		if (nout % 16 == 0)
 			vp_out__puts(o, "\n");
 		/* Pushed in reverse so that the first child by name is emitted first. */
@@ -283,17 +396,23 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	if (err)
 		return err;
 	err = -ENOMEM;
+	t.ne = p->nevents ? p->nevents : 1;
+	t.threads = base == NULL;
 	if (tree_add_node(&t, NONE, ROOT_FRAME) == NONE)
 		goto cleanup;
-	for (size_t i = 0; p->nevents && i < p->nstacks; i++)
-		if (p->stacks[i].samples[ev] && tree_add(&t, &p->stacks[i], NULL, p->stacks[i].samples[ev], false))
-			goto cleanup;
-	int bev = vp_event_match(p, ev, base);
-	for (size_t i = 0; bev >= 0 && i < base->nstacks; i++)
-		if (base->stacks[i].samples[bev] &&
-		    tree_add(&t, &base->stacks[i], k.base_map, base->stacks[i].samples[bev], true))
-			goto cleanup;
-	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, t.n[0].value, base != NULL);
+	for (int e = 0; e < p->nevents; e++) {
+		for (size_t i = 0; i < p->nstacks; i++)
+			if (p->stacks[i].samples[e] && tree_add(&t, &p->stacks[i], NULL, e, p->stacks[i].samples[e], false))
+				goto cleanup;
+		int bev = vp_event_match(p, e, base);
+		for (size_t i = 0; bev >= 0 && i < base->nstacks; i++)
+			if (base->stacks[i].samples[bev] &&
+			    tree_add(&t, &base->stacks[i], k.base_map, e, base->stacks[i].samples[bev], true))
+				goto cleanup;
+	}
+	if (!p->nevents)
+		t.ne = 0;   /* no weights to write */
+	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, p->nevents ? t.val[ev] : 0, base != NULL);
 	if (!title)
 		goto cleanup;
 
@@ -325,7 +444,11 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 cleanup:
 	free(title);
 	free(t.n);
+	free(t.val);
+	free(t.bval);
 	free(t.slot);
+	free(t.th);
+	free(t.thslot);
 	vp_keyspace__fini(&k);
 	return err;
 }
