@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap)
@@ -83,4 +85,40 @@ int vp_grow(void **v, size_t *cap, size_t need, size_t elem)
 	*v = p;
 	*cap = n;
 	return 0;
+}
+
+struct vp_arena_block {
+	struct vp_arena_block *next;
+	max_align_t pad[];          /* the objects, aligned like malloc's */
+};
+
+void *vp_arena__alloc(struct vp_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (n > a->left) {
+		size_t size = n > (1u << 20) ? n : (1u << 20);
+		struct vp_arena_block *b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->next = a->head;
+		a->head = b;
+		a->cur = (char *)b->pad;
+		a->left = size;
+	}
+	void *p = a->cur;
+	a->cur += n;
+	a->left -= n;
+	memset(p, 0, n);
+	return p;
+}
+
+void vp_arena__free(struct vp_arena *a)
+{
+	for (struct vp_arena_block *b = a->head, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	a->head = NULL;
+	a->cur = NULL;
+	a->left = 0;
 }

@@ -28,6 +28,17 @@ long long vp_parse_num(const char *s, long long min, long long max);
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);
 
+/* A bump allocator for many small objects freed together (a profile's interned stacks):
+ * no per-object header or free, blocks of at least 1 MiB. Zero-initialise with {0}. */
+struct vp_arena {
+	struct vp_arena_block *head;
+	size_t left;
+	char *cur;
+};
+/* n bytes, 16-byte aligned and zeroed, valid until vp_arena__free; NULL on ENOMEM. */
+void *vp_arena__alloc(struct vp_arena *a, size_t n);
+void vp_arena__free(struct vp_arena *a);   /* and ready for reuse */
+
 /* qsort that accepts an empty array with a NULL base (qsort itself must not be given a
  * NULL pointer, even for n = 0: the sanitizer build rejects it). */
 static inline void vp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "postproc/profile.h"
 
 #define EMPTY UINT32_MAX
@@ -21,6 +22,7 @@ struct ids {
 struct locpriv {
 	struct ids maps, locs, stacks;
 	size_t maps_cap, locs_cap, stacks_cap;
+	struct vp_arena stack_mem;   /* each loc_stack's locations and counts, as profile.c */
 };
 
 static uint64_t fnv(uint64_t h, const void *buf, size_t len)
@@ -245,16 +247,13 @@ int vp_profile__add_locs(struct vp_profile *p, uint32_t stack, const uint32_t *l
 			return -ENOMEM;
 		s = &p->loc_stacks[p->nloc_stacks];
 		memset(s, 0, sizeof(*s));
-		s->locs = malloc((n ? n : 1) * sizeof(*locs));
 		/* Sized for every event up front, like vp_stack: events added later need no copy. */
-		s->samples = calloc(MAX_EVENTS, sizeof(uint64_t));
-		s->weight = calloc(MAX_EVENTS, sizeof(uint64_t));
-		if (!s->locs || !s->samples || !s->weight) {
-			free(s->locs);
-			free(s->samples);
-			free(s->weight);
+		uint64_t *m = vp_arena__alloc(&l->stack_mem, 2 * MAX_EVENTS * sizeof(uint64_t) + n * sizeof(*locs));
+		if (!m)
 			return -ENOMEM;
-		}
+		s->samples = m;
+		s->weight = m + MAX_EVENTS;
+		s->locs = (uint32_t *)(m + 2 * MAX_EVENTS);
 		if (n)
 			memcpy(s->locs, locs, n * sizeof(*locs));
 		s->nlocs = n;
@@ -340,17 +339,13 @@ void vp_profile__free_locs(struct vp_profile *p)
 		free(p->locations[i].lines);
 	}
 	free(p->locations);
-	for (size_t i = 0; i < p->nloc_stacks; i++) {
-		free(p->loc_stacks[i].locs);
-		free(p->loc_stacks[i].samples);
-		free(p->loc_stacks[i].weight);
-	}
 	free(p->loc_stacks);
 	struct locpriv *l = p->loc_priv;
 	if (l) {
 		free(l->maps.slot);
 		free(l->locs.slot);
 		free(l->stacks.slot);
+		vp_arena__free(&l->stack_mem);
 		free(l);
 	}
 	p->mappings = NULL;
