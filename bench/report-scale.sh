@@ -129,17 +129,19 @@ printf "  %-28s wall %7.2f s (%s)  cpu %7.2f s (%s)  peak RSS %6.0f MB  %6.0f MB
 	"$(echo "$pm / 1024" | bc -l)" "$(echo "$pm / 1024 / $PF_N * 1000000" | bc -l)"
 # ratio SECONDS SAMPLES: perf's cost per sample-frame over viprof's.
 ratio() { echo "($pc / $PF_N / $PF_D) / ($1 / $2 / $VP_D)" | bc -l; }
+# ratio_s SECONDS SAMPLES: per sample only (viprof's stacks are deeper: inlined frames).
+ratio_s() { echo "($pc / $PF_N) / ($1 / $2)" | bc -l; }
 worst=; worst_rss=0
 for f in "${FMTS[@]}"; do
 	for set in vp big; do
 		n=$VP_N; [ $set = big ] && n=$BIG_N
 		w=$(col "$set-$f" 1 | med); c=$(col "$set-$f" 2 | med); m=$(col "$set-$f" 3 | med)
 		[ "$(echo "$c < 0.01" | bc)" = 1 ] && c=0.01
-		rt=$(ratio "$c" "$n")
+		rt=$(ratio "$c" "$n"); rs=$(ratio_s "$c" "$n")
 		rss_m=$(echo "$m / 1024 / $n * 1000000" | bc -l)
-		printf "  %-28s wall %7.2f s (%s)  cpu %7.2f s (%s)  peak RSS %6.0f MB  %6.0f MB per M samples  %5.1fx perf (cpu per sample-frame)\n" \
+		printf "  %-28s wall %7.2f s (%s)  cpu %7.2f s (%s)  peak RSS %6.0f MB  %6.0f MB per M samples  %5.1fx perf per sample-frame, %5.1fx per sample\n" \
 			"viprof $f ($n)" "$w" "$(col "$set-$f" 1 | spread)" "$c" "$(col "$set-$f" 2 | spread)" \
-			"$(echo "$m / 1024" | bc -l)" "$rss_m" "$rt"
+			"$(echo "$m / 1024" | bc -l)" "$rss_m" "$rt" "$rs"
 		if [ $set = big ]; then
 			echo "$f $rt" >>"$T/ratios"
 			[ "$(echo "$rss_m > $worst_rss" | bc)" = 1 ] && worst_rss=$rss_m

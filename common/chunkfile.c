@@ -422,17 +422,6 @@ static int step_over(struct cfile_reader *r, const char *why, bool tentative)
 	return 1;
 }
 
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-	if (*cap >= need)
-		return 0;
-	uint8_t *q = realloc(*p, need);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = need;
-	return 0;
-}
 
 /* Loads the next intact chunk: 1 loaded, 0 end of the file (clean, torn, or damaged to
  * the end), -errno on a read error or no memory (with the reason in r->err). */
@@ -474,7 +463,7 @@ static int load_chunk(struct cfile_reader *r)
 			snprintf(sizes, sizeof(sizes), "chunk sizes out of bounds (%u bytes compressed, %u raw)",
 				 ch.comp_size, ch.raw_size);
 			why = sizes;
-		} else if (grow(&r->z, &r->z_cap, ch.comp_size) || grow(&r->raw, &r->raw_cap, ch.raw_size)) {
+		} else if (vp_grow((void **)&r->z, &r->z_cap, ch.comp_size, 1) || vp_grow((void **)&r->raw, &r->raw_cap, ch.raw_size, 1)) {
 			vp_set_err(r->err, sizeof(r->err), "%s: out of memory for a chunk of %u bytes", r->path, ch.raw_size);
 			return -ENOMEM;
 		} else if ((n = pread_full(r->fd, r->z, ch.comp_size, r->off + (off_t)sizeof(ch))) < 0) {

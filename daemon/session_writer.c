@@ -38,7 +38,8 @@ struct vp_session_writer {
 	struct cfile_writer *cw;
 	struct vp_kallsyms *ks;
 	struct meta_pair *meta;
-	int nmeta, meta_cap;
+	int nmeta;
+	size_t meta_cap;
 	char event_names[VP_MAX_EVENTS][64];
 	int nevents;
 	uint64_t samples, ksyms_emitted, records_seen;
@@ -59,7 +60,7 @@ struct vp_session_writer {
 struct switch_buf {
 	struct vp_switch *v;
 	uint64_t *t;
-	size_t n, cap;
+	size_t n, cap, tcap;
 	bool have_cur;
 	uint32_t cur_pid, cur_tid;
 	uint64_t interval_start;
@@ -376,14 +377,8 @@ int vp_session_writer__meta(struct vp_session_writer *w, const char *key, const 
 	free(body);
 	if (e)
 		return e;
-	if (w->nmeta == w->meta_cap) {
-		int cap = w->meta_cap ? w->meta_cap * 2 : 32;
-		struct meta_pair *m = realloc(w->meta, (size_t)cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		w->meta = m;
-		w->meta_cap = cap;
-	}
+	if (vp_grow((void **)&w->meta, &w->meta_cap, (size_t)w->nmeta + 1, sizeof(*w->meta)))
+		return -ENOMEM;
 	w->meta[w->nmeta].key = strdup(key);
 	w->meta[w->nmeta].value = strdup(value);
 	if (!w->meta[w->nmeta].key || !w->meta[w->nmeta].value) {
@@ -459,17 +454,9 @@ static int buffer_switch(struct vp_session_writer *w, uint64_t time, const struc
 		if (e)
 			return e;
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct vp_switch *v = realloc(b->v, cap * sizeof(*v));
-		if (v)
-			b->v = v;
-		uint64_t *t = v ? realloc(b->t, cap * sizeof(*t)) : NULL;
-		if (!v || !t)
-			return w->error = -ENOMEM;
-		b->t = t;
-		b->cap = cap;
-	}
+	if (vp_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) ||
+	    vp_grow((void **)&b->t, &b->tcap, b->n + 1, sizeof(*b->t)))
+		return w->error = -ENOMEM;
 	b->v[b->n] = *sw;
 	b->t[b->n++] = time;
 	return 0;

@@ -27,7 +27,7 @@ struct comm_ent {
 
 struct thread {
 	uint32_t tid;
-	struct comm_ent *h; size_t n;
+	struct comm_ent *h; size_t n, cap;
 	struct thread *next;
 };
 
@@ -151,14 +151,8 @@ static struct proc *new_gen(struct vp_procmaps *pm, uint32_t pid, uint64_t t)
 
 static int add_map(struct proc *p, const struct vp_map *m)
 {
-	if (p->nmaps == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		struct vp_map *n = realloc(p->maps, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->maps = n;
-		p->cap = cap;
-	}
+	if (vp_grow((void **)&p->maps, &p->cap, p->nmaps + 1, sizeof(*p->maps)))
+		return -ENOMEM;
 	p->maps[p->nmaps++] = *m;
 	if (m->len > p->max_len)
 		p->max_len = m->len;
@@ -249,10 +243,9 @@ static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char
 		return -ENOMEM;
 	if (x->n && !strncmp(x->h[x->n - 1].comm, comm, 15))
 		return 0;
-	struct comm_ent *h = realloc(x->h, (x->n + 1) * sizeof(*h));
-	if (!h)
+	if (vp_grow((void **)&x->h, &x->cap, x->n + 1, sizeof(*x->h)))
 		return -ENOMEM;
-	x->h = h;
+	struct comm_ent *h = x->h;
 	h[x->n].t = t;
 	strncpy(h[x->n].comm, comm, 15);
 	h[x->n].comm[15] = '\0';

@@ -22,8 +22,8 @@ struct idtab {
 
 struct priv {
 	struct idtab frames, stacks;
-	size_t frames_cap, stacks_cap;
-	size_t warn_len;
+	size_t frames_cap, stacks_cap, meta_cap;
+	size_t warn_len, warn_cap;
 	/* Every stack's frames, counts and thread name: one allocation each, freed at once
 	 * (per-stack mallocs were a tenth of a large report, half of it in free at exit). */
 	struct vp_arena stack_mem;
@@ -246,14 +246,8 @@ uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f)
 			return pv->frames.slot[j];
 	if (p->nframes >= UINT32_MAX - 1)
 		return UINT32_MAX;
-	if (p->nframes == pv->frames_cap) {
-		size_t cap = pv->frames_cap ? pv->frames_cap * 2 : 256;
-		struct vp_frame *nf = realloc(p->frames, cap * sizeof(*nf));
-		if (!nf)
-			return UINT32_MAX;
-		p->frames = nf;
-		pv->frames_cap = cap;
-	}
+	if (vp_grow((void **)&p->frames, &pv->frames_cap, p->nframes + 1, sizeof(*p->frames)))
+		return UINT32_MAX;
 	struct vp_frame *d = &p->frames[p->nframes];
 	d->name = strdup(name);
 	d->image = strdup(nz(f->image));
@@ -282,14 +276,8 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 				  uint32_t tid, const char *comm)
 {
 	struct priv *pv = p->priv;
-	if (p->nstacks == pv->stacks_cap) {
-		size_t cap = pv->stacks_cap ? pv->stacks_cap * 2 : 256;
-		struct vp_stack *ns = realloc(p->stacks, cap * sizeof(*ns));
-		if (!ns)
-			return NULL;
-		p->stacks = ns;
-		pv->stacks_cap = cap;
-	}
+	if (vp_grow((void **)&p->stacks, &pv->stacks_cap, p->nstacks + 1, sizeof(*p->stacks)))
+		return NULL;
 	struct vp_stack *s = &p->stacks[p->nstacks];
 	memset(s, 0, sizeof(*s));
 	size_t clen = strlen(nz(comm)) + 1;
@@ -367,10 +355,9 @@ void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *val
 			return;
 		}
 	}
-	struct vp_meta_kv *m = realloc(p->meta, (p->nmeta + 1) * sizeof(*m));
-	if (!m)
+	struct priv *pv = p->priv;
+	if (vp_grow((void **)&p->meta, &pv->meta_cap, p->nmeta + 1, sizeof(*p->meta)))
 		return;
-	p->meta = m;
 	char *k = strdup(key), *v = strdup(nz(value));
 	if (!k || !v) {
 		free(k);
@@ -412,13 +399,12 @@ static void append_warning(struct vp_profile *p, const char *msg)
 		len--;
 	if (!len || has_warning(p, msg, len))
 		return;
-	char *w = realloc(p->warnings, pv->warn_len + len + 2);
-	if (!w)
+	if (vp_grow((void **)&p->warnings, &pv->warn_cap, pv->warn_len + len + 2, 1))
 		return;
+	char *w = p->warnings;
 	memcpy(w + pv->warn_len, msg, len);
 	w[pv->warn_len + len] = '\n';
 	w[pv->warn_len + len + 1] = '\0';
-	p->warnings = w;
 	pv->warn_len += len + 1;
 }
 
@@ -462,14 +448,9 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 	for (size_t i = 0; i < src->nstacks; i++) {
 		smap[i] = UINT32_MAX;
 		const struct vp_stack *s = &src->stacks[i];
-		if (s->nframes > bufcap) {
-			uint32_t *nb = realloc(buf, s->nframes * sizeof(*nb));
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-			bufcap = s->nframes;
+		if (vp_grow((void **)&buf, &bufcap, s->nframes, sizeof(*buf))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		for (uint32_t k = 0; k < s->nframes; k++)
 			buf[k] = fmap[s->frames[k]];

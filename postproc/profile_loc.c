@@ -118,20 +118,6 @@ static void ids_put(struct ids *t, size_t j, uint32_t id, const struct vp_profil
 	*t = nt;
 }
 
-/* Grows *arr (elements of size es) to hold one more than n; 0 or -ENOMEM. */
-static int grow(void **arr, size_t *cap, size_t n, size_t es)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 256;
-	void *a = realloc(*arr, nc * es);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = nc;
-	return 0;
-}
-
 static struct locpriv *lp(struct vp_profile *p)
 {
 	if (p->loc_priv)
@@ -171,7 +157,7 @@ uint32_t vp_profile__mapping(struct vp_profile *p, const struct vp_mapping *m)
 			return l->maps.slot[j];
 		}
 	}
-	if (grow((void **)&p->mappings, &l->maps_cap, p->nmappings, sizeof(*p->mappings)))
+	if (vp_grow((void **)&p->mappings, &l->maps_cap, p->nmappings + 1, sizeof(*p->mappings)))
 		return UINT32_MAX;
 	struct vp_mapping *d = &p->mappings[p->nmappings];
 	*d = *m;
@@ -201,7 +187,7 @@ uint32_t vp_profile__location(struct vp_profile *p, uint32_t mapping, uint64_t a
 		    !memcmp(c->frames, frames, n * sizeof(*frames)) && !memcmp(c->lines, lines, n * sizeof(*lines)))
 			return l->locs.slot[j];
 	}
-	if (grow((void **)&p->locations, &l->locs_cap, p->nlocations, sizeof(*p->locations)))
+	if (vp_grow((void **)&p->locations, &l->locs_cap, p->nlocations + 1, sizeof(*p->locations)))
 		return UINT32_MAX;
 	struct vp_location *d = &p->locations[p->nlocations];
 	d->mapping = mapping;
@@ -243,7 +229,7 @@ int vp_profile__add_locs(struct vp_profile *p, uint32_t stack, const uint32_t *l
 		}
 	}
 	if (!s) {
-		if (grow((void **)&p->loc_stacks, &l->stacks_cap, p->nloc_stacks, sizeof(*p->loc_stacks)))
+		if (vp_grow((void **)&p->loc_stacks, &l->stacks_cap, p->nloc_stacks + 1, sizeof(*p->loc_stacks)))
 			return -ENOMEM;
 		s = &p->loc_stacks[p->nloc_stacks];
 		memset(s, 0, sizeof(*s));
@@ -283,13 +269,8 @@ int vp_profile__merge_locs(struct vp_profile *dst, const struct vp_profile *src,
 			goto cleanup;
 	for (size_t i = 0; i < src->nlocations; i++) {
 		const struct vp_location *l = &src->locations[i];
-		if (l->nframes > frcap) {
-			uint32_t *n = realloc(fr, l->nframes * sizeof(*n));
-			if (!n)
-				goto cleanup;
-			fr = n;
-			frcap = l->nframes;
-		}
+		if (vp_grow((void **)&fr, &frcap, l->nframes, sizeof(*fr)))
+			goto cleanup;
 		for (uint32_t k = 0; k < l->nframes; k++)
 			fr[k] = fmap[l->frames[k]];
 		lmap[i] = vp_profile__location(dst, l->mapping == UINT32_MAX ? UINT32_MAX : mmap_[l->mapping], l->addr,
@@ -301,13 +282,8 @@ int vp_profile__merge_locs(struct vp_profile *dst, const struct vp_profile *src,
 		const struct vp_loc_stack *s = &src->loc_stacks[i];
 		if (smap[s->stack] == UINT32_MAX)
 			continue;   /* a stack without any count: nothing was merged for it */
-		if (s->nlocs > bufcap) {
-			uint32_t *n = realloc(buf, s->nlocs * sizeof(*n));
-			if (!n)
-				goto cleanup;
-			buf = n;
-			bufcap = s->nlocs;
-		}
+		if (vp_grow((void **)&buf, &bufcap, s->nlocs, sizeof(*buf)))
+			goto cleanup;
 		for (uint32_t k = 0; k < s->nlocs; k++)
 			buf[k] = lmap[s->locs[k]];
 		for (int e = 0; e < src->nevents; e++) {

@@ -99,7 +99,7 @@ struct loader {
 	uint64_t nsamples;
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
 	struct addr_cache ac;
-	struct jvm *jvms; size_t njvms;
+	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
@@ -113,13 +113,14 @@ struct loader {
 	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
 	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
 	uint32_t ncpus;
+	size_t cap_steal, cap_seen;  /* allocated lengths of the two above */
 	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
 	int time_event;              /* its profile index, or -1 */
 	struct victim *victims; size_t nvictims, capvictims;
 	int steal_err;
 	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
 	 * lines the JIT index gave for the frames user_frames returned last. */
-	struct exe *exes; size_t nexes;
+	struct exe *exes; size_t nexes, capexes;
 	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
 };
 
@@ -209,17 +210,12 @@ static int on_steal(struct loader *l, const struct vp_record *r)
 		return 0;
 	if (st->cpu >= l->ncpus) {
 		uint32_t n = st->cpu + 1;
-		uint64_t *cs = realloc(l->cpu_steal, n * sizeof(*cs));
-		if (!cs)
+		if (vp_grow((void **)&l->cpu_steal, &l->cap_steal, n, sizeof(*l->cpu_steal)) ||
+		    vp_grow((void **)&l->cpu_seen, &l->cap_seen, n, sizeof(*l->cpu_seen)))
 			return -ENOMEM;
-		l->cpu_steal = cs;
-		bool *seen = realloc(l->cpu_seen, n * sizeof(*seen));
-		if (!seen)
-			return -ENOMEM;
-		l->cpu_seen = seen;
 		for (uint32_t c = l->ncpus; c < n; c++) {
-			cs[c] = 0;
-			seen[c] = false;
+			l->cpu_steal[c] = 0;
+			l->cpu_seen[c] = false;
 		}
 		l->ncpus = n;
 	}
@@ -262,10 +258,8 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 		if (l->exes[i].pid == m->pid)
 			x = &l->exes[i];
 	if (!x) {
-		struct exe *n = realloc(l->exes, (l->nexes + 1) * sizeof(*n));
-		if (!n)
+		if (vp_grow((void **)&l->exes, &l->capexes, l->nexes + 1, sizeof(*l->exes)))
 			return;
-		l->exes = n;
 		x = &l->exes[l->nexes++];
 		memset(x, 0, sizeof(*x));
 		x->pid = m->pid;
@@ -382,10 +376,8 @@ static struct jvm *jvm_get(struct loader *l, uint32_t pid)
 	for (size_t i = 0; i < l->njvms; i++)
 		if (l->jvms[i].pid == pid)
 			return &l->jvms[i];
-	struct jvm *n = realloc(l->jvms, (l->njvms + 1) * sizeof(*n));
-	if (!n)
+	if (vp_grow((void **)&l->jvms, &l->capjvms, l->njvms + 1, sizeof(*l->jvms)))
 		return NULL;
-	l->jvms = n;
 	struct jvm *j = &l->jvms[l->njvms++];
 	memset(j, 0, sizeof(*j));
 	j->pid = pid;
@@ -912,15 +904,9 @@ static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint6
 		return;
 	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
 		return;
-	if (l->nvictims == l->capvictims) {
-		size_t cap = l->capvictims ? l->capvictims * 2 : 64;
-		struct victim *v = realloc(l->victims, cap * sizeof(*v));
-		if (!v) {
-			l->steal_err = -ENOMEM;
-			return;
-		}
-		l->victims = v;
-		l->capvictims = cap;
+	if (vp_grow((void **)&l->victims, &l->capvictims, l->nvictims + 1, sizeof(*l->victims))) {
+		l->steal_err = -ENOMEM;
+		return;
 	}
 	/* One entry per (cpu, thread) for now: merged per thread after sorting. */
 	l->victims[l->nvictims++] = (struct victim){ .pid = pid, .tid = tid, .ns = ns };
