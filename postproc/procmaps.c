@@ -16,6 +16,10 @@ struct proc {
 	struct vp_map *maps; size_t nmaps, cap;
 	uint64_t max_len;
 	bool sorted;
+	/* The mappings found last (indices + 1; 0 = none): consecutive frames mostly fall
+	 * in the same few (the code cache, libjvm), and a live hit is the only answer. */
+	size_t recent[4];
+	unsigned recent_next;
 	struct proc *next_gen;       /* the later instance of the same pid */
 	struct proc *next;           /* hash chain (first instance of each pid) */
 };
@@ -154,6 +158,7 @@ static int add_map(struct proc *p, const struct vp_map *m)
 	if (vp_grow((void **)&p->maps, &p->cap, p->nmaps + 1, sizeof(*p->maps)))
 		return -ENOMEM;
 	p->maps[p->nmaps++] = *m;
+	memset(p->recent, 0, sizeof(p->recent));
 	if (m->len > p->max_len)
 		p->max_len = m->len;
 	p->sorted = false;
@@ -328,6 +333,15 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 	if (!p->sorted) {
 		vp_sort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
 		p->sorted = true;
+		memset(p->recent, 0, sizeof(p->recent));
+	}
+	/* Live mappings never overlap: one that holds ip and is live at t is the answer. */
+	for (int r = 0; r < 4; r++) {
+		if (!p->recent[r])
+			continue;
+		struct vp_map *m = &p->maps[p->recent[r] - 1];
+		if (ip >= m->start && ip < m->start + m->len && m->t_start <= t && t < m->t_end)
+			return m;
 	}
 	size_t lo = 0, hi = p->nmaps;
 	while (lo < hi) {  /* first map starting above ip */
@@ -346,8 +360,10 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 			break;
 		if (ip >= m->start + m->len)
 			continue;
-		if (m->t_start <= t && t < m->t_end)
+		if (m->t_start <= t && t < m->t_end) {
+			p->recent[p->recent_next++ & 3] = i + 1;
 			return m;
+		}
 		if (m->synthesized && m->t_start > t && (!later || m->t_start < later->t_start))
 			later = m;
 	}

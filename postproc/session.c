@@ -79,7 +79,7 @@ struct addr_ent {
 	uint32_t loc;                /* pprof location, or UINT32_MAX */
 	uint32_t first;              /* frames at pool[first..first+n) */
 };
-enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3 };
+enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3, AC_INTERP = 4 };
 struct addr_cache {
 	struct addr_ent *t; size_t size, used;
 	uint32_t *pool; size_t npool, cappool;
@@ -596,6 +596,20 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
  * METHOD_PTR records at the sample's time, with the line of its bytecode index (also
  * left in l->jit_lines[0]: the frame keeps the line of its first sample, a location
  * needs this one's). */
+/* The method id a Method* named at t (0 when unknown): with the bci, all that an
+ * interpreted frame resolves through. */
+static uint64_t interp_method(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
+{
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	return cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
+#else
+	(void)l, (void)pid, (void)t, (void)jf;
+	return 0;
+#endif
+}
+
 static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
 {
 	l->jit_lines[0] = 0;
@@ -841,11 +855,23 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		}
 		uint64_t ip = s->ips[s->nr_kernel + i], look = i > 0 ? ip - 1 : ip;
 		if (k < nj && jcur.frame == i) {
-			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
+			/* An interpreted frame resolves through the method its Method* named at
+			 * this time, and its bytecode index. */
+			struct addr_ent key = { .ip = look, .kind = AC_INTERP, .caller = i > 0, .pid = s->pid,
+						.map = (const void *)(uintptr_t)interp_method(l, s->pid, r->time, &jcur),
+						.jit = (const void *)(uintptr_t)(uint32_t)jcur.bci };
+			const struct addr_ent *e = ac_find(&l->ac, &key);
 			k++;
+			if (e) {
+				leaf_first[n++] = l->ac.pool[e->first];
+				locs[nl++] = e->loc;
+				continue;
+			}
+			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
 			l->jit_n = 1;
 			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n - 1, 1, true);
 			l->jit_n = 0;
+			ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 			continue;
 		}
 		/* The mapping at this time, and for code outside files the JIT method that
