@@ -7,3 +7,5 @@ viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_post
 viprof_test(test-export-jitdump-help SOURCES test-export-jitdump-help.c LIBS vp_common LABELS unit)
 target_compile_definitions(test-export-jitdump-help PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-export-jitdump-help viprof)
+# The one child launcher (record -- CMD; stat -- CMD once hv-glue uses it).
+viprof_test(test-launch SOURCES test-launch.c LIBS vp_common LABELS unit)
