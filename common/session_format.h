@@ -39,6 +39,9 @@ enum vp_rec_type {
 	VP_REC_COUNTER    = 12, /* struct vp_counter */
 	VP_REC_JVM        = 13, /* struct vp_jvm + maps directory (relative to session) */
 	VP_REC_END        = 14, /* struct vp_end: the recording ended cleanly */
+	VP_REC_THREAD_TIME = 15, /* struct vp_thread_time: exact per-thread totals from the switch tracer */
+	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
+	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -54,6 +57,10 @@ struct vp_event_desc {
 };
 #define VP_EVENT_SOFTWARE   0x1u  /* the kernel's clock events, not a (v)PMU */
 #define VP_EVENT_TIME_UNITS 0x2u  /* period is in nanoseconds (cpu-clock, task-clock) */
+/* Measured at context switches by the switch tracer (sampler-kernel/sched.bpf.c), not
+ * sampled: "off-cpu" and "steal". Their samples are sums of intervals (period = ns,
+ * one sample per distinct stack and state per drain) with vp_sample.sched_state set. */
+#define VP_EVENT_SCHED      0x4u
 
 /* Privilege level of the sampled IP. */
 enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,
@@ -70,7 +77,8 @@ struct vp_sample {
 	uint16_t nr_user;       /* then user frames, leaf first */
 	uint8_t  walk_end;      /* enum vp_walk_end: how the user stack walk ended */
 	uint8_t  nr_java;       /* struct vp_java_frame entries after ips[] */
-	uint16_t reserved;
+	uint8_t  sched_state;   /* enum vp_sched_state for VP_EVENT_SCHED events, else 0 */
+	uint8_t  reserved;
 	uint64_t ips[];         /* nr_kernel + nr_user entries, then nr_java vp_java_frame */
 };
 
@@ -85,6 +93,21 @@ enum vp_walk_end {
 	VP_WALK_BAD_FRAME  = 5, /* the next frame made no sense (stack not growing, pc 0) */
 	VP_WALK_NO_PROC    = 6, /* the process's unwind tables were not loaded yet */
 	VP_WALK__COUNT
+};
+
+/* What a thread did in the interval an off-cpu or steal sample sums (the values of
+ * VPS_* in sampler-kernel/sched.h). Reports end such a stack with a synthetic frame
+ * naming it, e.g. "[blocked: sleep]" or "[runnable: preempted]". */
+enum vp_sched_state {
+	VP_SCHED_NONE             = 0, /* an ordinary sample */
+	VP_SCHED_STEAL            = 1, /* running, but the hypervisor ran something else */
+	VP_SCHED_BLOCKED_SLEEP    = 2, /* blocked, waiting for an event or a timer */
+	VP_SCHED_BLOCKED_IO       = 3, /* blocked in I/O wait */
+	VP_SCHED_BLOCKED_LOCK     = 4, /* blocked in futex(): a user-space lock or condition */
+	VP_SCHED_RUNNABLE_PREEMPT = 5, /* preempted: runnable, waiting on the run queue */
+	VP_SCHED_RUNNABLE_WOKEN   = 6, /* woken (or new): runnable, waiting on the run queue */
+	VP_SCHED_BLOCKED_OTHER    = 7, /* blocked uninterruptibly, not in I/O wait */
+	VP_SCHED__COUNT
 };
 
 /* An interpreted Java frame: ips[nr_kernel + frame] is a pc in HotSpot's interpreter,
@@ -157,14 +180,19 @@ struct vp_switch {
 	uint32_t reserved;
 };
 
-struct vp_counter {           /* a counting (not sampling) read */
-	uint32_t pid, tid;
+struct vp_counter {           /* a counting read of an event */
+	uint32_t pid, tid;       /* VP_COUNTER_ALL: every thread and CPU the event covered */
 	uint32_t event;
-	uint32_t reserved;
-	uint64_t value;          /* raw */
-	uint64_t time_enabled;
-	uint64_t time_running;
+	uint32_t flags;          /* VP_COUNTER_*; was reserved (0) */
+	uint64_t value;          /* raw: events counted while on a counter (not scaled) */
+	uint64_t time_enabled;   /* ns the event was enabled */
+	uint64_t time_running;   /* ns it was on a counter; < time_enabled: multiplexed */
 };
+#define VP_COUNTER_ALL     UINT32_MAX
+/* The totals of a sampling event, read from the sampler's own fds when recording
+ * stopped: its samples' weights add up to value (less the events after each thread's
+ * or CPU's last overflow), and a report scales them by time_enabled / time_running. */
+#define VP_COUNTER_SAMPLED 0x1u
 
 struct vp_jvm {
 	uint32_t pid;
@@ -174,6 +202,40 @@ struct vp_jvm {
 #define VP_JVM_AGENT_LOADED      0x1u
 #define VP_JVM_NO_FRAME_POINTERS 0x2u /* -XX:+PreserveFramePointer was not in effect */
 #define VP_JVM_ATTACH_REFUSED    0x4u
+
+/* One thread's exact times, from its switches (written at the end of a recording that
+ * ran the switch tracer; times within the recording). */
+struct vp_thread_time {
+	uint32_t pid, tid;
+	uint64_t oncpu_ns;       /* switch-in to switch-out, summed (includes steal) */
+	uint64_t steal_ns;       /* of oncpu_ns: what the run queue's steal clock took */
+	uint64_t switches;       /* its switch-outs */
+	uint64_t first, last;    /* CLOCK_MONOTONIC of its first and last switch seen */
+};
+
+/* One vCPU's steal as the switch tracer charged it, with the kernel's own account of
+ * the same interval (its first to its last switch seen) for the cross-check. */
+struct vp_sched_cpu {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t first, last;       /* CLOCK_MONOTONIC of the first and last switch on it */
+	uint64_t steal_clock_ns;    /* rq->prev_steal_time_rq advanced by this much */
+	uint64_t charged_ns;        /* charged to threads (including idle_ns) */
+	uint64_t idle_ns;           /* of charged_ns: while the CPU was idle */
+	uint64_t kernel_steal_ns;   /* rq->prev_steal_time delta: the steal the kernel accounted at
+				     * its ticks into CPUTIME_STEAL (/proc/stat), in ns */
+};
+
+/* What the switch tracer saw and what it could not record (written once, at the end). */
+struct vp_sched_stats {
+	uint64_t switches;          /* context switches seen, all CPUs */
+	uint64_t records;           /* SAMPLE records it wrote (sums of intervals) */
+	uint64_t bytes;             /* their bytes in the stream, headers included */
+	uint64_t agg_full;          /* intervals not recorded: the kernel's hash was full */
+	uint64_t agg_full_ns;       /* their nanoseconds */
+	uint64_t no_stack;          /* intervals recorded without a stack */
+	uint64_t no_rq;             /* switches where the run queue could not be read */
+};
 
 struct vp_end {
 	uint64_t samples;

@@ -122,3 +122,51 @@ void vp_arena__free(struct vp_arena *a)
 	a->cur = NULL;
 	a->left = 0;
 }
+
+/* One "Name:\t..." line of /proc/PID/status, or NULL. */
+static char *status_line(pid_t pid, const char *name, char *line, size_t len)
+{
+	char path[64];
+	size_t n = strlen(name);
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	if (!(f = fopen(path, "re")))
+		return NULL;
+	while (fgets(line, (int)len, f)) {
+		if (!strncmp(line, name, n) && line[n] == ':') {
+			fclose(f);
+			return line + n + 1;
+		}
+	}
+	fclose(f);
+	return NULL;
+}
+
+int vp_perm__explain(pid_t pid, char *buf, size_t len)
+{
+	char line[256], *v;
+	unsigned long long cap = 0;
+	unsigned int ruid, euid, suid, fsuid;
+	uid_t me = geteuid();
+
+	if ((v = status_line(0, "CapEff", line, sizeof(line))))
+		cap = strtoull(v, NULL, 16);
+	if (cap & (1ull << 19))     /* CAP_SYS_PTRACE: ptrace access to anyone */
+		return 0;
+	if (!(v = status_line(pid, "Uid", line, sizeof(line))) ||
+	    sscanf(v, "%u %u %u %u", &ruid, &euid, &suid, &fsuid) != 4)
+		return 0;
+	/* ptrace's rule (PTRACE_MODE_REALCREDS): our uid must be the target's real,
+	 * effective and saved uid alike. */
+	if (ruid == me && euid == me && suid == me)
+		return 0;
+	vp_set_err(buf, len, "process %d belongs to uid %u and you are uid %u: the kernel lets you profile only "
+		   "processes you could ptrace, whatever perf_event_paranoid says; run viprof as uid %u, or as root "
+		   "(or with CAP_SYS_PTRACE)", (int)pid, euid != me ? euid : ruid != me ? ruid : suid, (unsigned)me,
+		   euid != me ? euid : ruid != me ? ruid : suid);
+	return 1;
+}

@@ -38,6 +38,12 @@ struct vp_arena {
 /* n bytes, 16-byte aligned and zeroed, valid until vp_arena__free; NULL on ENOMEM. */
 void *vp_arena__alloc(struct vp_arena *a, size_t n);
 void vp_arena__free(struct vp_arena *a);   /* and ready for reuse */
+/* Why perf_event_open on process pid may be refused with EACCES/EPERM whatever
+ * perf_event_paranoid says: the kernel asks for ptrace read access to it, which another
+ * user's process (or one that is not dumpable) denies without CAP_SYS_PTRACE. Writes a
+ * one-line cause and fix into buf and returns 1 when that is the case, else 0 (buf
+ * untouched: then paranoia or capabilities are the cause). */
+int vp_perm__explain(pid_t pid, char *buf, size_t len);
 
 /* qsort that accepts an empty array with a NULL base (qsort itself must not be given a
  * NULL pointer, even for n = 0: the sanitizer build rejects it). */

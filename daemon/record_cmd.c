@@ -27,6 +27,7 @@
 #include "hv-glue/xen.h"
 #include "hv-glue/probe.h"
 #include "hv-glue/steal.h"
+#include "daemon/offcpu.h"
 #include "sampler-kernel/sampler.h"
 
 #ifndef VIPROF_VERSION
@@ -52,6 +53,7 @@ static void on_signal(int sig)
 		/* The launched command must not outlive its recording unprofiled. */
 		if (launched_child > 0)
 			kill(launched_child, SIGTERM);
+		vp_xen__restore_pmu_mode();   /* _exit skips atexit: leave dom0 as found */
 		_exit(128 + sig);
 	}
 	stop_signal = sig;
@@ -370,6 +372,7 @@ int cmd_record(int argc, char **argv)
 	struct unwind_start unwind_start = { 0 };
 	struct vp_unwinder *uw = NULL;
 	uint64_t *steal = NULL;
+	struct vp_sched *sched = NULL;
 	char *java_opts = NULL;
 	pid_t child = 0;
 	int go_fd = -1, child_status = 0, ret = 1, e;
@@ -413,8 +416,9 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	/* Xen decides in dom0 whose samples the PMU interrupt delivers (this domain only,
-	 * also the hypervisor, or every domain); set it before any event is opened. */
-	if (o.xen_pmu_mode && vp_xen__set_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
+	 * also the hypervisor, or every domain); set it before any event is opened, and
+	 * put the old one back at exit, whatever the exit. */
+	if (o.xen_pmu_mode && vp_xen__push_pmu_mode(o.xen_pmu_mode, err, sizeof(err)) != 0) {
 		fprintf(stderr, "viprof record: %s\n", err);
 		return 2;
 	}
@@ -535,6 +539,10 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	if (record_sched__start(&cfg, o.off_cpu, o.quiet, &sched, err, sizeof(err))) {
+		fprintf(stderr, "viprof record: --off-cpu: %s\n", err);
+		goto cleanup;
+	}
 	s = be->start(&cfg, err, sizeof(err));
 	if (!s) {
 		fprintf(stderr, "viprof record: %s backend: %s%s\n", be->name, err,
@@ -591,6 +599,11 @@ int cmd_record(int argc, char **argv)
 				  : "the sampler failed; stopping (what was recorded stays readable)");
 			if (e)
 				fprintf(stderr, "viprof record: %s: %s\n", vp_session_writer__dir(w), strerror(-e));
+			failed = true;
+			break;
+		}
+		if (record_sched__poll(sched, now) < 0) {
+			fprintf(stderr, "%sviprof record: cannot write the switch tracer's records; stopping\n", tty ? "\n" : "");
 			failed = true;
 			break;
 		}
@@ -674,6 +687,11 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
 		failed = true;
 	}
+	if (record_sched__finish(sched, o.quiet) < 0 && !failed) {
+		fprintf(stderr, "viprof record: cannot write the switch tracer's last records\n");
+		failed = true;
+	}
+	sched = NULL;
 	be->counts(s, &samples, &lost);
 	uw = unwind_start.u;
 	if (uw) {
@@ -727,6 +745,7 @@ cleanup:
 	}
 	/* The unwinder writes into the sampler's maps: it goes first. */
 	vp_unwinder__free(unwind_start.u);
+	record_sched__free(sched);
 	if (s)
 		be->destroy(s);
 	if (!started && w) {

@@ -48,6 +48,10 @@ void record_opts__usage(FILE *f)
 		"      --force            replace a non-empty DIR (the old one is kept as DIR.old)\n"
 		"      --backend NAME     auto (default: bpf, else perf), bpf or perf\n"
 		"      --no-jit           do not load the JVM agent into Java processes\n"
+		"      --off-cpu          also record where threads wait: event off-cpu (ns), the\n"
+		"                         time each thread spent blocked (sleep, I/O, lock) or\n"
+		"                         runnable on the run queue, under its stack at switch-out\n"
+		"                         (needs BPF and BTF; see 'viprof report --wall')\n"
 		"      --xen-pmu-mode M   in a Xen dom0: set /sys/hypervisor/pmu/pmu_mode to off, self,\n"
 		"                         hv (also sample Xen) or all (also other domains) first\n"
 		"  -q, --quiet            no live status line\n"
@@ -57,7 +61,8 @@ void record_opts__usage(FILE *f)
 		"  viprof record -g -- java -jar app.jar        launch and profile a JVM\n"
 		"  viprof record -F 4000 -g -p 1234 -d 30       a running process for 30 s\n"
 		"  viprof record -a -e page-faults -c 1 -d 5    every page fault, system-wide\n"
-		"  viprof record -o run1 --force -- ./bench     replace run1 (old kept as run1.old)\n",
+		"  viprof record -o run1 --force -- ./bench     replace run1 (old kept as run1.old)\n"
+		"  viprof record -g --off-cpu -- ./server       on-CPU, off-CPU and steal: wall time\n",
 		RECORD_DEFAULT_FREQ, RECORD_MAX_FREQ, RECORD_DEFAULT_DIR);
 }
 
@@ -104,7 +109,7 @@ out:
 
 int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK };
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -117,6 +122,7 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
 		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -188,6 +194,9 @@ int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, 
 			if (strcmp(optarg, "tables") && strcmp(optarg, "fp"))
 				return fail(err, errlen, "--stack-walk takes 'tables' or 'fp', not '%s'", optarg);
 			o->fp_walk = !strcmp(optarg, "fp");
+			break;
+		case OPT_OFF_CPU:
+			o->off_cpu = true;
 			break;
 		case OPT_NO_JIT:
 			o->no_jit = true;

@@ -31,6 +31,7 @@ struct record_opts {
 	const char *backend;     /* auto|bpf|perf */
 	bool force;
 	bool no_jit;
+	bool off_cpu;            /* --off-cpu: the switch tracer charges off-CPU intervals */
 	const char *xen_pmu_mode; /* --xen-pmu-mode, or NULL to leave it */
 	bool quiet;
 	bool help;               /* --help was given and printed */

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "hv-glue/events.h"
+#include "hv-glue/hv_internal.h"
+#include "hv-glue/steal.h"
+#include <time.h>
 
 struct ctr {
 	int fd;
@@ -19,14 +22,27 @@ struct ctr {
 	uint64_t sum;                     /* logical count of finished periods */
 	uint64_t start;                   /* phys at the start of the current period */
 	bool rdpmc;                       /* the last read used rdpmc */
+	bool clock;                       /* task-clock or cpu-clock: ns, and steal inflates it */
 	char name[64];
 };
+
+/* The two clocks whose difference is the steal that passed while the thread ran
+ * (hv-glue/steal.h): a task-clock of its own and the scheduler's runtime. Tests put a
+ * synthetic source in their place (vp_counters__time_source in hv_internal.h). */
+typedef int (*time_source_fn)(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns);
 
 struct vp_counters {
 	int n;
 	bool started;
 	long page;
 	struct ctr c[VP_MAX_EVENTS];
+	/* Steal: a hidden task-clock of the thread (-1 when it could not be opened), the
+	 * clocks at the start of the current period and the stolen ns of finished ones. */
+	int steal_fd;
+	int steal_acct;                   /* vp_steal__accounting() at open */
+	time_source_fn source;
+	void *source_ctx;
+	uint64_t clock0, runtime0, stolen_sum;
 };
 
 #define barrier() __asm__ __volatile__("" ::: "memory")
@@ -178,9 +194,49 @@ static int open_one(struct vp_counters *c, const struct sampler_event *ev, char 
 		return -e0;
 	}
 	e->fd = fd;
+	e->clock = ev->type == PERF_TYPE_SOFTWARE &&
+		   (ev->config == PERF_COUNT_SW_TASK_CLOCK || ev->config == PERF_COUNT_SW_CPU_CLOCK);
 	e->pc = page;
 	snprintf(e->name, sizeof(e->name), "%s", ev->name);
 	c->n++;
+	return 0;
+}
+
+/* The real source: the hidden task-clock (read(): a software event) and the calling
+ * thread's scheduler runtime (CLOCK_THREAD_CPUTIME_ID is sum_exec_runtime). */
+static int own_clocks(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns)
+{
+	struct vp_counters *c = ctx;
+	struct timespec ts;
+
+	if (c->steal_fd < 0)
+		return -ENOTSUP;
+	if (read(c->steal_fd, clock_ns, sizeof(*clock_ns)) != (ssize_t)sizeof(*clock_ns))
+		return -EIO;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return -errno;
+	*runtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns),
+			      void *ctx)
+{
+	c->source = fn ? fn : own_clocks;
+	c->source_ctx = fn ? ctx : c;
+	if (fn)
+		c->steal_acct = VP_STEAL_ACCT_STEAL;
+}
+
+/* Stolen ns of the current period so far. */
+static int period_stolen(struct vp_counters *c, uint64_t *stolen)
+{
+	uint64_t clock, runtime;
+	int err;
+
+	if ((err = c->source(c->source_ctx, &clock, &runtime)))
+		return err;
+	*stolen = vp_steal__stolen(clock - c->clock0, runtime - c->runtime0);
 	return 0;
 }
 
@@ -210,6 +266,16 @@ struct vp_counters *vp_counters__open(const char *events, char *err, size_t errl
 		return NULL;
 	}
 	c->page = sysconf(_SC_PAGESIZE);
+	c->steal_fd = -1;
+	c->source = own_clocks;
+	c->source_ctx = c;
+	c->steal_acct = vp_steal__accounting();
+	if (c->steal_acct > 0) {
+		/* Steal is a bonus: a thread that may not open task-clock still counts. */
+		struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+					     .config = PERF_COUNT_SW_TASK_CLOCK, .exclude_hv = 1 };
+		c->steal_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
 	for (int i = 0; i < n && !ret; i++)
 		ret = open_one(c, &evs[i], err, errlen);
 	if (ret) {
@@ -239,6 +305,8 @@ int vp_counters__start(struct vp_counters *c)
 	for (int i = 0; i < c->n; i++)
 		if ((err = read_phys(&c->c[i], &c->c[i].start)))
 			return err;
+	if (c->source(c->source_ctx, &c->clock0, &c->runtime0))
+		c->clock0 = c->runtime0 = 0;   /* no steal source: vp_counters__stolen says so */
 	c->started = true;
 	return 0;
 }
@@ -273,6 +341,9 @@ int vp_counters__stop(struct vp_counters *c)
 			return err;
 	for (int i = 0; i < c->n; i++)
 		c->c[i].sum += phys[i] > c->c[i].start ? phys[i] - c->c[i].start : 0;
+	uint64_t stolen;
+	if (period_stolen(c, &stolen) == 0)
+		c->stolen_sum += stolen;
 	c->started = false;
 	return 0;
 }
@@ -284,10 +355,42 @@ int vp_counters__used_rdpmc(const struct vp_counters *c, int i)
 	return c->c[i].rdpmc;
 }
 
+int vp_counters__stolen(struct vp_counters *c, uint64_t *stolen_ns)
+{
+	uint64_t now = 0;
+	int err;
+
+	if (c->steal_acct <= 0 || (c->steal_fd < 0 && c->source == own_clocks))
+		return -ENOTSUP;
+	if (c->started && (err = period_stolen(c, &now)))
+		return err;
+	*stolen_ns = c->stolen_sum + now;
+	return 0;
+}
+
+int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)
+{
+	uint64_t stolen;
+	int err;
+
+	if ((err = vp_counters__read(c, values)))
+		return err;
+	if ((err = vp_counters__stolen(c, &stolen)))
+		return err;
+	/* Steal stretches only the clocks; events are not counted while the vCPU does
+	 * not run, so the other counts need nothing taken off. */
+	for (int i = 0; i < c->n; i++)
+		if (c->c[i].clock)
+			values[i] = values[i] > stolen ? values[i] - stolen : 0;
+	return 0;
+}
+
 void vp_counters__close(struct vp_counters *c)
 {
 	if (!c)
 		return;
+	if (c->steal_fd >= 0)
+		close(c->steal_fd);
 	for (int i = 0; i < c->n; i++) {
 		munmap(c->c[i].pc, (size_t)c->page);
 		close(c->c[i].fd);

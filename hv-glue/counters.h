@@ -50,6 +50,16 @@ VP_COUNTERS_API int vp_counters__start(struct vp_counters *c);
 VP_COUNTERS_API int vp_counters__read(struct vp_counters *c, uint64_t *values);
 /* Ends a counting period: sum += phys - start. -EINVAL when not started. */
 VP_COUNTERS_API int vp_counters__stop(struct vp_counters *c);
+/* The stolen share (Perfctr-xen's per-vCPU correction, measured by the guest kernel):
+ * ns the hypervisor held the vCPU while this thread was running on it, over the
+ * counting periods so far, like values. It is the difference of the thread's task-clock
+ * and its scheduler runtime (hv-glue/steal.h says why and how precise). -ENOTSUP when
+ * this kernel cannot tell (no CONFIG_PARAVIRT_TIME_ACCOUNTING, or task-clock refused). */
+VP_COUNTERS_API int vp_counters__stolen(struct vp_counters *c, uint64_t *stolen_ns);
+/* vp_counters__read with the stolen share taken off the clock events (task-clock,
+ * cpu-clock): the time the thread itself ran. Counts of other events are not inflated
+ * by steal and come back as read. -ENOTSUP as vp_counters__stolen. */
+VP_COUNTERS_API int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values);
 /* Which path the last read of event i took: 1 rdpmc, 0 read(). -EINVAL for a bad i. */
 VP_COUNTERS_API int vp_counters__used_rdpmc(const struct vp_counters *c, int i);
 VP_COUNTERS_API void vp_counters__close(struct vp_counters *c);  /* accepts NULL */

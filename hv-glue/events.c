@@ -337,7 +337,12 @@ int vp_events__check(const struct sampler_event *ev, char *err, size_t errlen)
 	if (r == 0 || !err || !errlen)
 		return r;
 	char cause[320], avail[512];
-	if (denied(r) && !ev->exclude_kernel && vp_hv__try_event(ev->type, ev->config, true, true, false) == 0) {
+	if (denied(r) && !ev->exclude_kernel && vp_hv__try_event(ev->type, ev->config, true, true, false) == 0 &&
+	    vp_hv__user_mode_counts(ev->type, ev->config) == 0) {
+		snprintf(cause, sizeof(cause), "needs kernel mode for this user (perf_event_paranoid=%d, no CAP_PERFMON): "
+			 "the kernel counts it in its own context, so its user-mode variant always reads 0; run as root or "
+			 "grant CAP_PERFMON", paranoid_level());
+	} else if (denied(r) && !ev->exclude_kernel && vp_hv__try_event(ev->type, ev->config, true, true, false) == 0) {
 		/* perf_event_paranoid=2: this user may sample its own threads, user mode only. */
 		char base[64];
 		snprintf(base, sizeof(base), "%.*s", (int)strcspn(ev->name, ":"), ev->name);

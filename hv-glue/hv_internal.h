@@ -19,6 +19,11 @@ const char *vp_hv__pmu_device(void);
  * sampling; the fd is closed again. 0 or -errno. */
 int vp_hv__try_event(uint32_t type, uint64_t config, bool sampling, bool exclude_kernel, bool exclude_user);
 
+/* Whether a user-mode-only count of (type, config) on the calling thread sees the
+ * events the thread provokes (sleeps, faults, CPU hops, a spin): 1 yes (or the event
+ * cannot be provoked, so nothing says no), 0 it read 0, -errno when it cannot be opened. */
+int vp_hv__user_mode_counts(uint32_t type, uint64_t config);
+
 /* The perf names of the events this machine can sample, table order, ", "-separated. */
 void vp_hv__available(char *buf, size_t len);
 
@@ -33,5 +38,11 @@ struct vp_hv_event {
 };
 extern const struct vp_hv_event vp_hv_events[];
 extern const int vp_hv_nr_events;
+
+/* Tests: replaces the counters' steal source (their own task-clock and runtime) with
+ * fn; NULL puts the real one back. Not exported from libviprof-counters.so. */
+struct vp_counters;
+void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns),
+			      void *ctx);
 
 #endif

@@ -1,6 +1,11 @@
 /* Hypervisor identity, PMU presence and live event tests, shared by events and probe. */
 #define _GNU_SOURCE  /* strerrorname_np */
 #include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,6 +118,87 @@ int vp_hv__try_event(uint32_t type, uint64_t config, bool sampling, bool exclude
 	return 0;
 }
 
+/* Makes the calling thread do what event (type, config) counts, a few times. Returns
+ * false when this event cannot be provoked here (then nothing is known). */
+static bool provoke(uint32_t type, uint64_t config)
+{
+	if (type != PERF_TYPE_SOFTWARE)
+		return false;
+	switch (config) {
+	case PERF_COUNT_SW_CONTEXT_SWITCHES: {
+		struct timespec ts = { 0, 100000 };
+		for (int i = 0; i < 3; i++)
+			nanosleep(&ts, NULL);
+		return true;
+	}
+	case PERF_COUNT_SW_PAGE_FAULTS:
+	case PERF_COUNT_SW_PAGE_FAULTS_MIN: {
+		long psz = sysconf(_SC_PAGESIZE);
+		volatile char *m = mmap(NULL, (size_t)psz * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return false;
+		for (int i = 0; i < 4; i++)
+			m[i * psz] = 1;
+		munmap((void *)m, (size_t)psz * 4);
+		return true;
+	}
+	case PERF_COUNT_SW_CPU_CLOCK:
+	case PERF_COUNT_SW_TASK_CLOCK: {
+		struct timespec a, b;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		do
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 200000);
+		return true;
+	}
+	case PERF_COUNT_SW_CPU_MIGRATIONS: {
+		/* Hop between two CPUs this thread may use, then put its mask back. */
+		cpu_set_t old, one;
+		int cpus[2], n = 0;
+		if (sched_getaffinity(0, sizeof(old), &old))
+			return false;
+		for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+			if (CPU_ISSET(c, &old))
+				cpus[n++] = c;
+		if (n < 2)
+			return false;
+		for (int i = 0; i < 4; i++) {
+			CPU_ZERO(&one);
+			CPU_SET(cpus[i & 1], &one);
+			sched_setaffinity(0, sizeof(one), &one);
+		}
+		sched_setaffinity(0, sizeof(old), &old);
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+int vp_hv__user_mode_counts(uint32_t type, uint64_t config)
+{
+	struct perf_event_attr attr;
+	uint64_t v = 0;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = type;
+	attr.config = config;
+	attr.disabled = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	bool tried = provoke(type, config);
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		v = 0;
+	close(fd);
+	return !tried || v > 0;
+}
+
 void vp_hv__available(char *buf, size_t len)
 {
 	size_t n = 0;
@@ -127,6 +213,10 @@ void vp_hv__available(char *buf, size_t len)
 		if ((r == -EACCES || r == -EPERM) && vp_hv__try_event(e->type, e->config, true, true, false) == 0) {
 			mod = ":u";
 			r = 0;
+			/* Some software events are counted in the kernel's own context (context
+			 * switches, migrations): their ":u" opens fine and counts nothing. */
+			if (vp_hv__user_mode_counts(e->type, e->config) == 0)
+				continue;
 		}
 		if (r)
 			continue;

@@ -1,6 +1,7 @@
 /* The probe: collects what this machine or VM can sample, once, into one struct that
  * the text and JSON writers and the session metadata all read. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -46,6 +47,8 @@ struct vp_probe {
 	char xen_pmu_mode[32];    /* /sys/hypervisor/pmu/pmu_mode, "" if absent */
 	bool xen_dom0;            /* /proc/xen/capabilities says control_d */
 	char dmi_product[128], dmi_vendor[128];
+	char acpi_oem[8];         /* OEM id of the firmware's ACPI tables, "" if unreadable */
+	const char *vmm;          /* the VMM behind the hypervisor when it can be told ("Firecracker"), or NULL */
 	/* CPU and PMU virtualization. */
 	char cpu_vendor[16], cpu_brand[64];
 	bool intel, amd;
@@ -258,6 +261,10 @@ static void probe_steal(struct vp_probe *p)
 static const char *vpmu_advice(const struct vp_probe *p)
 {
 	const char *hv = p->hypervisor;
+	/* Firecracker's CPUID signature is KVM's, but its answer is not QEMU's pmu=on. */
+	if (p->vmm && !strcmp(p->vmm, "Firecracker"))
+		return "Firecracker has no x86 vPMU to turn on (it clears CPUID's performance-monitoring leaves): "
+		       "for hardware events run the workload under QEMU/KVM with -cpu host,pmu=on, or on bare metal";
 	/* In a cloud the tenant cannot change the hypervisor; the instance type decides. */
 	if (strstr(p->dmi_vendor, "Amazon") || strstr(p->dmi_product, "EC2"))
 		return "EC2: use a .metal instance or a full-socket instance size, which expose the PMU";
@@ -294,6 +301,10 @@ static void conclude(struct vp_probe *p)
 	p->backend = can_bpf ? "bpf" : can_perf ? "perf" : "none";
 
 	bool vm = strcmp(p->hypervisor, "none") != 0;
+	/* "Firecracker on KVM": the VMM says more than the CPUID signature. */
+	char label[64];
+	snprintf(label, sizeof(label), "%s%s%s", p->vmm ? p->vmm : "", p->vmm ? " on " : "", p->hypervisor);
+	bool no_vpmu = p->vmm && !strcmp(p->vmm, "Firecracker");
 	size_t n = 0, len = sizeof(p->recommendation);
 	char *r = p->recommendation;
 #define ADD(...) do { int _k = snprintf(r + n, n < len ? len - n : 0, __VA_ARGS__); if (_k > 0) n += (size_t)_k; } while (0)
@@ -305,20 +316,26 @@ static void conclude(struct vp_probe *p)
 		    "'sysctl kernel.perf_event_paranoid=1') for whole-system profiles with the bpf backend.",
 		    p->paranoid, p->default_event);
 		if (!p->hw_counting && p->pmu_device == NULL && vm)
-			ADD(" This VM (%s) exposes no PMU, so hardware events are not available even as root; for them, "
-			    "ask the hypervisor admin to enable vPMU (%s).", p->hypervisor, vpmu_advice(p));
+			ADD(no_vpmu ? " This VM (%s) exposes no PMU, so hardware events are not available even as root: %s."
+				    : " This VM (%s) exposes no PMU, so hardware events are not available even as root; for them, "
+				      "ask the hypervisor admin to enable vPMU (%s).", label, vpmu_advice(p));
 	} else if (p->hw_sampling) {
 		ADD("This %s%s%s samples hardware events: viprof will sample cycles with the %s backend "
-		    "(-e cache-misses, branch-misses, ... work too).", vm ? "VM (" : "machine", vm ? p->hypervisor : "",
+		    "(-e cache-misses, branch-misses, ... work too).", vm ? "VM (" : "machine", vm ? label : "",
 		    vm ? ") has a vPMU and" : "", p->backend);
 	} else if (p->hw_counting) {
 		ADD("This %s%s%s counts hardware events but cannot sample them (no overflow interrupt): viprof will sample "
 		    "cpu-clock (hrtimer) with the %s backend; 'viprof stat' can still count cycles. For sampling: %s.",
-		    vm ? "VM (" : "machine", vm ? p->hypervisor : "", vm ? ")" : "", p->backend, vpmu_advice(p));
+		    vm ? "VM (" : "machine", vm ? label : "", vm ? ")" : "", p->backend, vpmu_advice(p));
 	} else if (vm) {
-		ADD("This VM (%s) exposes no PMU: viprof will sample cpu-clock (hrtimer) with the %s backend; hardware "
-		    "events (cycles, cache-misses) are not available here. Ask the hypervisor admin to enable vPMU (%s) "
-		    "for hardware events.", p->hypervisor, p->backend, vpmu_advice(p));
+		if (no_vpmu)
+			ADD("This VM (%s) exposes no PMU: viprof will sample cpu-clock (hrtimer) with the %s backend; hardware "
+			    "events (cycles, cache-misses) are not available here. %c%s.", label, p->backend,
+			    vpmu_advice(p)[0], vpmu_advice(p) + 1);
+		else
+			ADD("This VM (%s) exposes no PMU: viprof will sample cpu-clock (hrtimer) with the %s backend; hardware "
+			    "events (cycles, cache-misses) are not available here. Ask the hypervisor admin to enable vPMU (%s) "
+			    "for hardware events.", label, p->backend, vpmu_advice(p));
 	} else {
 		ADD("This machine has no usable PMU (none registered by the kernel): viprof will sample cpu-clock (hrtimer) "
 		    "with the %s backend; check the BIOS and the kernel's perf support for hardware events.", p->backend);
@@ -348,6 +365,10 @@ struct vp_probe *vp_probe__run(void)
 	p->xen_dom0 = read_line("/proc/xen/capabilities", caps, sizeof(caps)) && strstr(caps, "control_d");
 	read_line("/sys/class/dmi/id/product_name", p->dmi_product, sizeof(p->dmi_product));
 	read_line("/sys/class/dmi/id/sys_vendor", p->dmi_vendor, sizeof(p->dmi_vendor));
+	/* Firecracker has no DMI tables; its ACPI tables carry OEM id FIRECK. */
+	if (vp_probe__acpi_oem_at("/sys/firmware/acpi/tables", p->acpi_oem, sizeof(p->acpi_oem)) == 0 &&
+	    !strcmp(p->acpi_oem, "FIRECK"))
+		p->vmm = "Firecracker";
 	probe_cpu(p);
 	p->pmu_device = vp_hv__pmu_device();
 	probe_events(p);
@@ -395,7 +416,11 @@ static void pmu_summary(const struct vp_probe *p, char *buf, size_t len)
 				 p->amd_v2_counters);
 		else
 			snprintf(buf, len, "AMD PerfCtrExtCore (6 counters)");
-	} else if (p->amd)
+	} else if (p->amd && !p->pmu_device)
+		/* The legacy counters exist only if the kernel found them: it registers no
+		 * PMU when the hypervisor gives none ("PMU not available due to virtualization"). */
+		snprintf(buf, len, "no PerfCtrExtCore, no PerfMonV2 in CPUID, and the kernel registered no PMU: no counters");
+	else if (p->amd)
 		snprintf(buf, len, "no PerfCtrExtCore, no PerfMonV2 in CPUID (at most the 4 legacy counters)");
 	else
 		snprintf(buf, len, "none advertised in CPUID");
@@ -420,6 +445,10 @@ void vp_probe__foreach_meta(const struct vp_probe *p, void (*cb)(void *ctx, cons
 		return;
 	char b[256];
 	cb(ctx, "hypervisor", p->hypervisor);
+	if (p->vmm)
+		cb(ctx, "hypervisor.vmm", p->vmm);
+	if (*p->acpi_oem)
+		cb(ctx, "acpi.oem", p->acpi_oem);
 	if (*p->hv_signature)
 		cb(ctx, "hypervisor.signature", p->hv_signature);
 	if (*p->xen_pmu_mode)
@@ -495,6 +524,8 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 	char b[512], b2[64];
 	fprintf(f, "Hypervisor\n");
 	kv(f, "hypervisor", p->hypervisor);
+	if (p->vmm)
+		kv(f, "VMM", p->vmm);
 	kv(f, "CPUID hypervisor bit", p->hv_bit ? "set" : "clear");
 	kv(f, "CPUID signature", *p->hv_signature ? p->hv_signature : "-");
 	kv(f, "/sys/hypervisor/type", *p->sys_hv_type ? p->sys_hv_type : "-");
@@ -613,6 +644,8 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 	jbool(f, 4, &s, "xen_dom0", p->xen_dom0);
 	jstr(f, 4, &s, "dmi_product", *p->dmi_product ? p->dmi_product : NULL);
 	jstr(f, 4, &s, "dmi_vendor", *p->dmi_vendor ? p->dmi_vendor : NULL);
+	jstr(f, 4, &s, "acpi_oem", *p->acpi_oem ? p->acpi_oem : NULL);
+	jstr(f, 4, &s, "vmm", p->vmm);
 	fputs("\n  }", f);
 
 	jkey(f, 2, &top, "pmu");
@@ -700,4 +733,32 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 	jstr(f, 2, &top, "recommendation", p->recommendation);
 	fputs("\n}\n", f);
 	return ferror(f) ? -EIO : 0;
+}
+
+int vp_probe__acpi_oem_at(const char *tables_dir, char *oem, size_t len)
+{
+	/* Every ACPI table starts with the same header: signature (4), length (4),
+	 * revision (1), checksum (1), OEM id (6, space padded). */
+	static const char *const tables[] = { "FACP", "DSDT", "APIC", "XSDT", "RSDT" };
+	char path[512], hdr[16];
+
+	if (len < 7)
+		return -EINVAL;
+	oem[0] = '\0';
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tables_dir, tables[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, hdr, sizeof(hdr));
+		close(fd);
+		if (n < 16)
+			continue;
+		memcpy(oem, hdr + 10, 6);
+		oem[6] = '\0';
+		for (int k = 5; k >= 0 && (oem[k] == ' ' || oem[k] == '\0'); k--)
+			oem[k] = '\0';
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -4,6 +4,7 @@
 #define VIPROF_HV_PROBE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 struct vp_probe;  /* opaque */
@@ -22,5 +23,10 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f);
 const char *vp_probe__hypervisor(const struct vp_probe *p);
 bool vp_probe__hw_events(const struct vp_probe *p);   /* cycles can be sampled here */
 const char *vp_probe__recommendation(const struct vp_probe *p);
+
+/* Additive: the OEM id (6 characters, trailing blanks dropped) of the first readable
+ * ACPI table in tables_dir (normally /sys/firmware/acpi/tables, root only): "FIRECK"
+ * on Firecracker, whose CPUID signature is KVM's. 0 or -errno. */
+int vp_probe__acpi_oem_at(const char *tables_dir, char *oem, size_t len);
 
 #endif

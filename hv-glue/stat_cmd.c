@@ -5,8 +5,10 @@
  * event (the kernel folds inherited counts into the parent's read()). --per-thread: one
  * event per thread WITHOUT inherit, and /proc/PID/task is polled every 10 ms for new
  * threads, because an inherited counter cannot be read per thread; a new thread's
- * first <= 10 ms and child processes are therefore not in its rows; for -- CMD an
- * inherit set on the command is read too and printed as "[all threads]".
+ * first <= 10 ms and child processes are therefore not in its rows; an inherit set
+ * (on the command, or with -p on each thread that existed at the start) is read too
+ * and printed as "[all threads]", and what no row holds as "[not per-thread]", so that
+ * the rows add up to the total.
  * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING and
  * scaled by enabled/running; "(multiplexed, NN%)" marks events that were not on a
  * counter all the time. Output goes to stderr, as perf stat's does; the exit status is
@@ -25,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/util.h"
 #include "hv-glue/events.h"
+#include "hv-glue/steal.h"
 
 #define STAT_POLL_MS 10
 #define STAT_DEFAULT_EVENTS "task-clock,context-switches,cpu-migrations,page-faults"
@@ -40,6 +45,10 @@ struct stat_thread {
 	char comm[16];
 	int fd[VP_MAX_EVENTS];
 	uint64_t val[VP_MAX_EVENTS], ena[VP_MAX_EVENTS], run[VP_MAX_EVENTS];
+	/* The stolen share (hv-glue/steal.h): task-clock minus scheduler runtime, from a
+	 * pair read at the same poll; the steal of the thread's last <= 10 ms is not in it. */
+	uint64_t stolen;
+	bool stolen_ok;
 };
 
 struct stat_opts {
@@ -62,6 +71,21 @@ struct stat_ctx {
 	 * as the difference between the total and the per-thread rows. */
 	struct stat_thread all;
 	bool have_all;
+	/* --per-thread -p: an inherit event set on each thread that existed at the start,
+	 * whose sum is everything the process did after it (threads that came and went
+	 * between two polls, child processes), so that what no row holds gets a row. */
+	struct stat_thread *inh;
+	int ninh;
+	/* Steal: what the clock difference measures here (vp_steal__accounting), the first
+	 * clock event (-1: none), and for -- CMD the command's scheduler runtime (wait4). */
+	int steal_acct;
+	int clock_ev;
+	uint64_t cmd_runtime;
+	bool cmd_runtime_ok;
+	/* -- CMD: the command's runtime and its clock events' counts right after its exec:
+	 * the runtimes include the fork glue and the exec itself, which the clocks
+	 * (enabled in the middle of exec) do not, so steal is measured from here on. */
+	uint64_t runtime0, clock0, all_clock0;
 };
 
 static volatile sig_atomic_t stat_interrupted;
@@ -199,6 +223,36 @@ static int scan_threads(struct stat_ctx *s, bool inherit, bool on_exec)
 	return err;
 }
 
+/* --per-thread -p: the inherit set on every thread counted so far (see inh). */
+static int open_inherited(struct stat_ctx *s)
+{
+	s->inh = calloc(s->nth ? s->nth : 1, sizeof(*s->inh));
+	if (!s->inh)
+		return -ENOMEM;
+	for (int i = 0; i < s->nth; i++) {
+		struct stat_thread *t = &s->inh[s->ninh];
+		int e;
+
+		t->tid = s->th[i].tid;
+		for (e = 0; e < s->nev; e++) {
+			int fd = open_event(&s->ev[e], t->tid, true, false);
+
+			if (fd < 0)
+				break;
+			t->fd[e] = fd;
+		}
+		if (e == s->nev) {
+			s->ninh++;
+			continue;
+		}
+		for (int j = 0; j < e; j++)
+			close(t->fd[j]);
+		/* A thread that exited since the scan: its row has all it did. */
+	}
+	s->have_all = true;
+	return 0;
+}
+
 static void read_thread(struct stat_thread *t, int nev)
 {
 	for (int e = 0; e < nev; e++) {
@@ -213,10 +267,40 @@ static void read_thread(struct stat_thread *t, int nev)
 	}
 }
 
+/* --per-thread: each thread's task-clock and scheduler runtime, read together, so that
+ * a thread that exits keeps the stolen share it had at the last poll. */
+static void poll_stolen(struct stat_ctx *s)
+{
+	if (s->clock_ev < 0 || s->steal_acct <= 0)
+		return;
+	for (int i = 0; i < s->nth; i++) {
+		struct stat_thread *t = &s->th[i];
+		uint64_t buf[3], rt;
+
+		if (read(t->fd[s->clock_ev], buf, sizeof(buf)) != (ssize_t)sizeof(buf) ||
+		    vp_steal__runtime(s->target, t->tid, &rt))
+			continue;   /* gone: keep the last pair */
+		if (s->o.cmd && t->tid == s->target) {
+			rt = rt > s->runtime0 ? rt - s->runtime0 : 0;
+			buf[0] = buf[0] > s->clock0 ? buf[0] - s->clock0 : 0;
+		}
+		t->stolen = vp_steal__stolen(buf[0], rt);
+		t->stolen_ok = true;
+	}
+}
+
 static void read_all(struct stat_ctx *s)
 {
-	if (s->have_all)
+	if (s->have_all && !s->inh)
 		read_thread(&s->all, s->nev);
+	for (int i = 0; i < s->ninh; i++) {
+		read_thread(&s->inh[i], s->nev);
+		for (int e = 0; e < s->nev; e++) {
+			s->all.val[e] += s->inh[i].val[e];
+			s->all.ena[e] += s->inh[i].ena[e];
+			s->all.run[e] += s->inh[i].run[e];
+		}
+	}
 	for (int i = 0; i < s->nth; i++)
 		read_thread(&s->th[i], s->nev);
 }
@@ -253,6 +337,26 @@ static void print_row(const struct stat_ctx *s, const char *who, int e,
 	fputc('\n', stderr);
 }
 
+/* The stolen row after a clock event's row: ms, and the share of the raw clock. */
+static void print_stolen(const struct stat_ctx *s, const char *who, double stolen, double raw)
+{
+	double pct = raw > 0 ? 100.0 * stolen / raw : 0;
+	const char *what = s->steal_acct == VP_STEAL_ACCT_IRQ ? "stolen+irq" : "stolen";
+
+	if (s->o.sep) {
+		const char *x = s->o.sep;
+
+		if (who)
+			fprintf(stderr, "%s%s", who, x);
+		fprintf(stderr, "%.2f%smsec%s%s%s0%s%.2f\n", stolen / 1e6, x, x, what, x, x, pct);
+		return;
+	}
+	if (who)
+		fprintf(stderr, "%24s ", who);
+	fprintf(stderr, "%20.2f %-5s %s  (%.2f%% of the clock, taken by the hypervisor; not in the row above)\n",
+		stolen / 1e6, "msec", what, pct);
+}
+
 static void print_report(const struct stat_ctx *s, double secs)
 {
 	if (!s->o.sep) {
@@ -278,31 +382,68 @@ static void print_report(const struct stat_ctx *s, double secs)
 			char who[48];
 
 			snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
+			bool steal = s->o.per_thread && e == s->clock_ev && t->stolen_ok;
+			double stolen = steal ? (double)t->stolen : 0;
 			if (s->o.per_thread)
-				print_row(s, who, e, scaled, t->run[e],
+				print_row(s, who, e, scaled - (stolen < scaled ? stolen : scaled), t->run[e],
 					  t->ena[e] ? 100.0 * (double)t->run[e] / (double)t->ena[e] : 100.0,
 					  t->ena[e] && !t->run[e]);
-			total += scaled;
+			if (steal)
+				print_stolen(s, who, stolen, scaled);
+			total += scaled - (stolen < scaled ? stolen : scaled);
 			ena += t->ena[e];
 			run += t->run[e];
 		}
 		/* Totals: the sum of the per-thread scaled counts, and the overall share of
 		 * enabled time on a counter as the multiplexing ratio. */
-		if (!s->o.per_thread)
-			print_row(s, NULL, e, total, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
+		/* -- CMD: the command's runtime from wait4 is free of steal; the difference
+		 * from its task-clock is the stolen share. */
+		bool steal = e == s->clock_ev && s->cmd_runtime_ok;
+		double cmd_stolen = steal && total > (double)s->clock0 ?
+			(double)vp_steal__stolen((uint64_t)total - s->clock0, s->cmd_runtime) : 0;
+		if (!s->o.per_thread) {
+			print_row(s, NULL, e, total - cmd_stolen, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
 				  ena && !run);
+			if (steal)
+				print_stolen(s, NULL, cmd_stolen, total);
+		}
 		if (s->have_all) {
 			const struct stat_thread *a = &s->all;
 			double all = a->run[e] ? (double)a->val[e] * ((double)a->ena[e] / (double)a->run[e]) : 0;
 
-			print_row(s, "[all threads]", e, all, a->run[e],
+			double all_stolen = steal && all > (double)s->all_clock0 ?
+				(double)vp_steal__stolen((uint64_t)all - s->all_clock0, s->cmd_runtime) : 0;
+			print_row(s, "[all threads]", e, all - all_stolen, a->run[e],
 				  a->ena[e] ? 100.0 * (double)a->run[e] / (double)a->ena[e] : 100.0,
 				  a->ena[e] && !a->run[e]);
+			if (steal)
+				print_stolen(s, "[all threads]", all_stolen, all);
+			all -= all_stolen;
 			print_row(s, "[not per-thread]", e, all > total ? all - total : 0, a->run[e], 100.0, false);
 		}
 	}
 	if (!s->o.sep)
 		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
+}
+
+/* Right after the command's exec: its runtime (the process CPU clock, which the
+ * kernel brings up to date when read, unlike schedstat) and its clock events' counts,
+ * read back to back, as the origin of its stolen share. */
+static void steal_origin(struct stat_ctx *s, pid_t pid)
+{
+	struct timespec ts;
+	uint64_t buf[3];
+	/* MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) of the kernel's posix-timers.h. */
+	clockid_t clk = (clockid_t)((~(unsigned int)pid << 3) | 2);
+
+	if (s->clock_ev < 0 || s->steal_acct <= 0)
+		return;
+	if (read(s->th[0].fd[s->clock_ev], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		s->clock0 = buf[0];
+	if (s->have_all && read(s->all.fd[s->clock_ev], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		s->all_clock0 = buf[0];
+	if (clock_gettime(clk, &ts) == 0)
+		s->runtime0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A -p target has ended when it no longer exists or is a zombie that its parent has
@@ -340,7 +481,9 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 {
 	char msg[512];
 
-	if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
+	if ((err == -EACCES || err == -EPERM) && vp_perm__explain(s->target, msg, sizeof(msg)))
+		; /* another user's process: paranoia is not the cause */
+	else if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
 		snprintf(msg, sizeof(msg), "event '%s' cannot be counted for pid %d: %s; "
 			 "run as root or set kernel.perf_event_paranoid <= 2", s->ev[e].name,
 			 (int)s->target, strerror(-err));
@@ -521,6 +664,7 @@ static int run(struct stat_ctx *s)
 			return 127;
 		}
 		read_comm(pid, pid, s->th[0].comm, sizeof(s->th[0].comm));
+		steal_origin(s, pid);
 	} else {
 		s->target = s->o.pid;
 		if (kill(s->target, 0) && errno == ESRCH) {
@@ -539,6 +683,11 @@ static int run(struct stat_ctx *s)
 				(int)s->target, strerror(-err));
 			return 1;
 		}
+		if (s->o.per_thread && (err = open_inherited(s)) < 0) {
+			fprintf(stderr, "viprof stat: cannot count the threads of %d with their children: %s\n",
+				(int)s->target, strerror(-err));
+			return 1;
+		}
 		t0 = now_s();
 	}
 
@@ -546,10 +695,18 @@ static int run(struct stat_ctx *s)
 		struct timespec ts = { 0, STAT_POLL_MS * 1000000L };
 
 		if (s->o.cmd) {
-			pid_t w = waitpid(s->target, &status, WNOHANG);
+			struct rusage ru;
+			pid_t w = wait4(s->target, &status, WNOHANG, &ru);
 
-			if (w == s->target)
+			if (w == s->target) {
+				/* utime + stime: the kernel scales them to the command's
+				 * sum_exec_runtime (its threads and reaped children), us. */
+				s->cmd_runtime = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+						 ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+				s->cmd_runtime -= s->cmd_runtime > s->runtime0 ? s->runtime0 : s->cmd_runtime;
+				s->cmd_runtime_ok = s->steal_acct > 0;
 				break;
+			}
 			if (stat_interrupted) {
 				/* Forward once, as the terminal would, and keep waiting for it. */
 				kill(s->target, stat_interrupted);
@@ -559,6 +716,8 @@ static int run(struct stat_ctx *s)
 			if (stat_interrupted || target_gone(s->target))
 				break;
 		}
+		if (s->o.per_thread)
+			poll_stolen(s);
 		if (s->o.per_thread && (err = scan_threads(s, false, false)) < 0 && err != -ENOENT) {
 			fprintf(stderr, "viprof stat: cannot follow the threads of %d: %s\n",
 				(int)s->target, strerror(-err));
@@ -567,6 +726,8 @@ static int run(struct stat_ctx *s)
 		}
 		nanosleep(&ts, NULL);
 	}
+	if (s->o.per_thread)
+		poll_stolen(s);    /* -p: the threads still run; -- CMD: gone, the last poll stands */
 	read_all(s);
 	print_report(s, now_s() - t0);
 	if (ret)
@@ -604,13 +765,22 @@ int cmd_stat(int argc, char **argv)
 			return 2;
 		}
 	}
+	s.clock_ev = -1;
+	for (int e = 0; e < s.nev && s.clock_ev < 0; e++)
+		if (is_clock(&s.ev[e]) && !s.ev[e].exclude_kernel)
+			s.clock_ev = e;   /* :u clocks leave out the kernel, the runtime does not */
+	s.steal_acct = vp_steal__accounting();
 	ret = run(&s);
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)
 			close(s.th[i].fd[e]);
-	for (int e = 0; s.have_all && e < s.nev; e++)
+	for (int e = 0; s.have_all && !s.inh && e < s.nev; e++)
 		if (s.all.fd[e] > 0)
 			close(s.all.fd[e]);
+	for (int i = 0; i < s.ninh; i++)
+		for (int e = 0; e < s.nev; e++)
+			close(s.inh[i].fd[e]);
+	free(s.inh);
 	free(s.th);
 	return ret;
 }

@@ -6,6 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdio.h>
+#include <sys/utsname.h>
+#include <zlib.h>
+
 #include "hv-glue/steal.h"
 
 /* Ticks of USER_HZ to ns without overflowing for any realistic uptime. */
@@ -94,4 +98,80 @@ cleanup:
 	free(buf);
 	close(fd);
 	return ret;
+}
+
+/* "CONFIG_NAME=y" as a whole line of text. */
+static bool config_yes(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, name, n) && l[n] == '=' && l[n + 1] == 'y')
+			return true;
+	return false;
+}
+
+int vp_steal__accounting_from(const char *text)
+{
+	if (!text || !strstr(text, "CONFIG_"))
+		return -EINVAL;
+	if (!config_yes(text, "CONFIG_PARAVIRT_TIME_ACCOUNTING"))
+		return 0;
+	return config_yes(text, "CONFIG_IRQ_TIME_ACCOUNTING") ? VP_STEAL_ACCT_IRQ : VP_STEAL_ACCT_STEAL;
+}
+
+int vp_steal__accounting(void)
+{
+	static int cached = -1000;
+	char path[320];
+	struct utsname u;
+	size_t cap = 1 << 20, len = 0;
+	char *text;
+	gzFile f = NULL;
+	int ret;
+
+	if (cached != -1000)
+		return cached;
+	if (!(text = malloc(cap)))
+		return -ENOMEM;
+	/* gzread reads plain files as they are, so one reader serves both. */
+	if (uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "rb");
+	}
+	if (!f)
+		f = gzopen("/proc/config.gz", "rb");
+	if (!f) {
+		free(text);
+		return cached = -ENOENT;
+	}
+	for (int n; len < cap - 1 && (n = gzread(f, text + len, (unsigned)(cap - 1 - len))) > 0;)
+		len += (size_t)n;
+	gzclose(f);
+	text[len] = '\0';
+	ret = vp_steal__accounting_from(text);
+	free(text);
+	return cached = ret == -EINVAL ? -ENOENT : ret;
+}
+
+int vp_steal__runtime(int pid, int tid, uint64_t *ns)
+{
+	char path[96], buf[128];
+	ssize_t n;
+	int fd;
+
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ESRCH ? -ENOENT : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	buf[n] = '\0';
+	*ns = strtoull(buf, NULL, 10);
+	return 0;
 }

@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 static const char *const xen_modes[] = { "off", "self", "hv", "all" };
@@ -103,4 +106,65 @@ int vp_xen__get_pmu_mode(char *mode, size_t len, char *err, size_t errlen)
 int vp_xen__set_pmu_mode(const char *mode, char *err, size_t errlen)
 {
 	return vp_xen__set_pmu_mode_at(VP_XEN_PMU_MODE_PATH, mode, err, errlen);
+}
+
+/* The mode to put back: saved before the first change, restored once. */
+static char saved_path[256];
+static char saved_line[40];
+static volatile sig_atomic_t saved_pending;
+static pid_t saved_pid;
+
+int vp_xen__restore_pmu_mode(void)
+{
+	size_t n = 0;
+	int fd, ret = 0;
+
+	if (!saved_pending || getpid() != saved_pid)
+		return 0;
+	saved_pending = 0;
+	while (saved_line[n])
+		n++;
+	fd = open(saved_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, saved_line, n) != (ssize_t)n)
+		ret = -EIO;
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static void restore_at_exit(void)
+{
+	vp_xen__restore_pmu_mode();
+}
+
+int vp_xen__push_pmu_mode_at(const char *path, const char *mode, char *err, size_t errlen)
+{
+	static bool registered;
+	char old[32];
+	int ret;
+
+	if (strlen(path) >= sizeof(saved_path)) {
+		snprintf(err, errlen, "Xen PMU mode path %s is too long", path);
+		return -ENAMETOOLONG;
+	}
+	if (!saved_pending && (ret = vp_xen__get_pmu_mode_at(path, old, sizeof(old), err, errlen)))
+		return ret;
+	if ((ret = vp_xen__set_pmu_mode_at(path, mode, err, errlen)))
+		return ret;
+	if (saved_pending || !strcmp(old, mode))
+		return 0;   /* already saved by an earlier push, or nothing changed */
+	snprintf(saved_path, sizeof(saved_path), "%s", path);
+	snprintf(saved_line, sizeof(saved_line), "%s\n", old);
+	saved_pid = getpid();
+	saved_pending = 1;
+	if (!registered)
+		registered = atexit(restore_at_exit) == 0;
+	return 0;
+}
+
+int vp_xen__push_pmu_mode(const char *mode, char *err, size_t errlen)
+{
+	return vp_xen__push_pmu_mode_at(VP_XEN_PMU_MODE_PATH, mode, err, errlen);
 }

@@ -20,6 +20,16 @@ int vp_xen__get_pmu_mode(char *mode, size_t len, char *err, size_t errlen);
  * This is what `viprof record --xen-pmu-mode MODE` calls. */
 int vp_xen__set_pmu_mode(const char *mode, char *err, size_t errlen);
 
+/* Sets the mode for a recording and restores the one it replaces when the process
+ * exits (atexit) or when vp_xen__restore_pmu_mode is called first, so that dom0 is
+ * left as it was found, after an error too. Errors as vp_xen__set_pmu_mode. */
+int vp_xen__push_pmu_mode(const char *mode, char *err, size_t errlen);
+int vp_xen__push_pmu_mode_at(const char *path, const char *mode, char *err, size_t errlen);
+/* Puts back the mode saved by vp_xen__push_pmu_mode, once; a no-op without one, and in
+ * any other process (a forked child). Only open/write/close: a signal handler that is
+ * about to _exit may call it. Returns 0 or -errno. */
+int vp_xen__restore_pmu_mode(void);
+
 /* The same on another file (tests, or a sysfs mounted elsewhere). */
 int vp_xen__get_pmu_mode_at(const char *path, char *mode, size_t len, char *err, size_t errlen);
 int vp_xen__set_pmu_mode_at(const char *path, const char *mode, char *err, size_t errlen);

@@ -137,6 +137,18 @@ struct vp_hvsyms *vp_hvsyms__open(const char *path, char *err, size_t len)
 		goto cleanup;
 	}
 	vp_sort(x->s, x->n, sizeof(*x->s), cmp_sym);
+	/* A Xen image is linked in Xen's part of the address space; anything else (a
+	 * program, a Linux vmlinux) would name hypervisor samples after its own symbols. */
+	size_t in_xen = 0;
+	for (size_t i = 0; i < x->n; i++)
+		in_xen += vp_hvsyms__is_xen_addr(x->s[i].addr);
+	if (in_xen * 2 < x->n) {
+		ret = -EINVAL;
+		snprintf(err, len, "%s is not a Xen image: its symbols are not at Xen's addresses (0x%llx-0x%llx); "
+			 "pass xen-syms of the running Xen to --hv-syms", path,
+			 (unsigned long long)VP_XEN_VIRT_START, (unsigned long long)VP_XEN_VIRT_END);
+		goto cleanup;
+	}
 cleanup:
 	if (elf)
 		elf_end(elf);

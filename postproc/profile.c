@@ -199,6 +199,7 @@ void vp_profile__free(struct vp_profile *p)
 	}
 	free(p->frames);
 	free(p->stacks);
+	free(p->threads);
 	for (size_t i = 0; i < p->nmeta; i++) {
 		free(p->meta[i].key);
 		free(p->meta[i].value);
@@ -465,6 +466,9 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 	}
 	if ((err = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
 		goto cleanup;
+	for (size_t i = 0; i < src->nthreads; i++)
+		if ((err = vp_profile__thread_times(dst, &src->threads[i])))
+			goto cleanup;
 	/* The first session's metadata describes the merged profile; later sessions only
 	 * fill in keys it did not have, but durations add up (the samples cover both). */
 	const char *dd = vp_profile__meta(dst, "duration_ns"), *sd = vp_profile__meta(src, "duration_ns");
@@ -491,4 +495,31 @@ cleanup:
 	free(smap);
 	free(buf);
 	return err;
+}
+
+const struct vp_thread_times *vp_profile__find_thread(const struct vp_profile *p, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times *t)
+{
+	struct vp_thread_times *o = (struct vp_thread_times *)vp_profile__find_thread(p, t->pid, t->tid);
+
+	if (!o) {
+		struct vp_thread_times *n = realloc(p->threads, (p->nthreads + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->threads = n;
+		o = &p->threads[p->nthreads++];
+		*o = (struct vp_thread_times){ .pid = t->pid, .tid = t->tid };
+	}
+	o->oncpu_ns += t->oncpu_ns;
+	o->steal_ns += t->steal_ns;
+	o->switches += t->switches;
+	return 0;
 }

@@ -69,6 +69,15 @@ struct vp_loc_stack {
 	uint64_t *samples, *weight;     /* per event, as in vp_stack */
 };
 
+/* A thread's exact times from the switch tracer (VP_REC_THREAD_TIME), for the wall
+ * view: on-CPU from its switches rather than from samples. Sessions merged add up. */
+struct vp_thread_times {
+	uint32_t pid, tid;
+	uint64_t oncpu_ns;        /* includes steal_ns (the guest clock runs on) */
+	uint64_t steal_ns;
+	uint64_t switches;
+};
+
 struct vp_profile {
 	struct vp_frame *frames;  size_t nframes;
 	struct vp_stack *stacks;  size_t nstacks;
@@ -82,6 +91,7 @@ struct vp_profile {
 	struct vp_location *locations;   size_t nlocations;
 	struct vp_loc_stack *loc_stacks; size_t nloc_stacks;
 	void *loc_priv;           /* their interning tables (profile_loc.c) */
+	struct vp_thread_times *threads; size_t nthreads;  /* exact times, when recorded */
 };
 
 struct vp_profile *vp_profile__new(void);
@@ -95,6 +105,9 @@ uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f);
  * merge. Returns 0 or -errno. */
 int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid,
 		    uint32_t tid, const char *comm, int event, uint64_t samples, uint64_t weight);
+/* Adds a thread's exact times (summed with what (pid, tid) had). 0 or -ENOMEM. */
+int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times *t);
+const struct vp_thread_times *vp_profile__find_thread(const struct vp_profile *p, uint32_t pid, uint32_t tid);
 void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value);
 const char *vp_profile__meta(const struct vp_profile *p, const char *key);
 void vp_profile__warn(struct vp_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,7 +15,9 @@
 
 #include "cli/commands.h"
 #include "common/util.h"
+#include "postproc/hvsyms.h"
 #include "postproc/report.h"
+#include "postproc/wall.h"
 #include "postproc/session.h"
 
 #define DEFAULT_DIR "viprof.session"
@@ -43,6 +45,7 @@ struct report_args {
 	const char *diff_base;
 	bool no_color;
 	const char *title;
+	bool wall;                 /* --wall: running + runnable + blocked + steal */
 };
 
 static void defaults(struct report_args *a)
@@ -67,6 +70,10 @@ static void usage(FILE *f)
 		"  -s, --sort KEY         self (default) or total\n"
 		"  -e, --event NAME       which recorded event to rank and draw (default: the first)\n"
 		"      --layers           per-layer summary (hypervisor, kernel, native, JVM, JIT, ...)\n"
+		"      --wall             where wall time went (sessions recorded with --off-cpu):\n"
+		"                         per thread and stack, running + runnable + blocked + steal;\n"
+		"                         text prints the table, other formats draw the event 'wall'\n"
+		"                         (and carry running, runnable, blocked as events)\n"
 		"  -p, --pid P[,P..]      only these processes\n"
 		"  -t, --tid T[,T..]      only these threads\n"
 		"      --comm NAME        only threads with this name\n"
@@ -87,7 +94,9 @@ static void usage(FILE *f)
 		"  viprof report run1 -F folded | flamegraph.pl   folded stacks for other tools\n"
 		"  viprof report run2 --diff run1 -F html -o d.html   what got hotter or colder\n"
 		"  viprof report run1 run2 --layers               two runs merged, by layer\n"
-		"  viprof report run1 -p 1234 --time 10,20 -e page-faults   one process, 10 s to 20 s\n");
+		"  viprof report run1 -p 1234 --time 10,20 -e page-faults   one process, 10 s to 20 s\n"
+		"  viprof report run1 --wall                      on-CPU, run queue, blocked and steal\n"
+		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -166,7 +175,7 @@ static int parse_time(const char *arg, struct report_args *a)
 /* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
-	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE };
+	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -184,6 +193,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "no-color", no_argument, NULL, OPT_NOCOLOR },
 		{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
 		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "wall", no_argument, NULL, OPT_WALL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -228,6 +238,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				return usage_error("--event '%s': not an event name (e.g. cpu-clock)", optarg);
 			a->event = optarg;
 			break;
+		case OPT_WALL:
+			a->wall = true;
+			break;
 		case OPT_LAYERS:
 			a->layers = true;
 			break;
@@ -257,9 +270,16 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				return usage_error("--map-mode '%s': expected epoch or flat", optarg);
 			break;
 		case OPT_HVSYMS:
-			if (access(optarg, R_OK))
-				return usage_error("--hv-syms '%s': %s (pass a readable xen-syms ELF)", optarg, strerror(errno));
+		{
+			/* Checked here, before any session is read: a file that is not a Xen
+			 * image (e.g. /bin/true) would name Xen's samples after its own symbols. */
+			char why[512];
+			struct vp_hvsyms *x = vp_hvsyms__open(optarg, why, sizeof(why));
+			if (!x)
+				return usage_error("--hv-syms: %s", why);
+			vp_hvsyms__close(x);
 			a->hv_syms = optarg;
+		}
 			break;
 		case OPT_DIFF:
 			if (!*optarg)
@@ -376,6 +396,33 @@ int cmd_report(int argc, char **argv)
 	}
 
 	struct vp_report_opts ro = { .top = a.top, .sort = a.sort, .layers = a.layers, .title = a.title };
+	/* The wall view's events are derived from the recorded ones, also when one of
+	 * them is asked for by name (-e blocked). */
+	bool wall_event = a.event && (!strcmp(a.event, "wall") || !strcmp(a.event, "running") ||
+				      !strcmp(a.event, "runnable") || !strcmp(a.event, "blocked"));
+	if (a.wall && base) {
+		fprintf(stderr, "viprof report: --wall has no --diff form; compare two runs' --wall tables\n");
+		goto cleanup;
+	}
+	if (a.wall || wall_event) {
+		char werr[256] = "";
+		int w = vp_wall__add_events(p, werr, sizeof(werr));
+		if (w < 0) {
+			fprintf(stderr, "viprof report: --wall: %s: %s\n", dirs[0], werr);
+			goto cleanup;
+		}
+		ro.sort_event = w;
+	}
+	/* The flame graph offers the combined view beside the recorded events whenever
+	 * the session has off-CPU time (it draws the first event unless told). */
+	if (a.format == FMT_HTML && !base && !a.wall && !wall_event) {
+		bool has_off = false;
+		for (int e = 0; e < p->nevents; e++)
+			has_off |= !strcmp(p->events[e].name, "off-cpu");
+		char werr[256];
+		if (has_off)
+			vp_wall__add_events(p, werr, sizeof(werr));  /* without room for it: the events alone */
+	}
 	if (a.event) {
 		ro.sort_event = -1;
 		for (int e = 0; e < p->nevents; e++)
@@ -406,7 +453,7 @@ int cmd_report(int argc, char **argv)
 
 	switch (a.format) {
 	case FMT_TEXT:
-		r = report_text(p, base, &o, &ro);
+		r = a.wall && !a.event ? report_wall_text(p, &o, &ro) : report_text(p, base, &o, &ro);
 		break;
 	case FMT_FOLDED:
 		r = report_folded(p, &o, &ro);

@@ -149,7 +149,16 @@ static void ratios(const struct vp_profile *p, struct vp_out *o)
 static void steal_note(const struct vp_profile *p, struct vp_out *o)
 {
 	const char *t = vp_profile__meta(p, "steal.total");
-	if (t && strtoull(t, NULL, 10) == 0)
+	const char *ch = vp_profile__meta(p, "sched_steal.charged_ns"), *id = vp_profile__meta(p, "sched_steal.idle_ns");
+	const char *kn = vp_profile__meta(p, "sched_steal.kernel_ns");
+	/* Steal measured at every context switch (the switch tracer, docs/offcpu.md), with
+	 * the kernel's and /proc/stat's accounts beside it as the cross-check. */
+	if (ch)
+		vp_out__printf(o, "# steal: %.3f ms measured at context switches on all vCPUs (%.3f ms of it idle); "
+			       "kernel-accounted %.3f ms; /proc/stat %s%.1f ms (10 ms ticks)\n",
+			       strtod(ch, NULL) / 1e6, id ? strtod(id, NULL) / 1e6 : 0.0, kn ? strtod(kn, NULL) / 1e6 : 0.0,
+			       t ? "" : "n/a ", t ? strtod(t, NULL) / 1e6 : 0.0);
+	else if (t && strtoull(t, NULL, 10) == 0)
 		vp_out__puts(o, "# steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM\n");
 }
 

@@ -27,10 +27,12 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/elfsym.h"
+#include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
 #include "postproc/session.h"
 #include "postproc/steal.h"
+#include "postproc/wall.h"
 
 #if __has_include("maps/jit_index.h")
 #include "maps/codemap.h"
@@ -41,6 +43,7 @@
 #endif
 
 #define MAX_EVENTS 256
+#define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
 #define MAX_OUT_FRAMES 1024
 #define MAX_JIT_DEPTH 16
 
@@ -92,8 +95,14 @@ struct loader {
 	struct vp_procmaps *pm;
 	struct vp_ksyms *ks;
 	struct vp_elfsym *elfs;
-	struct vp_elf *hv;           /* --hv-syms */
+	struct vp_hvsyms *hv;        /* --hv-syms */
 	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
+	/* Per session event: the sampler's totals (COUNTER records) and the factor that
+	 * makes up for multiplexing (time_enabled / time_running, 1 when not multiplexed). */
+	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
+	bool has_total[VP_MAX_SAMPLED_EVENTS];
+	double scale[VP_MAX_SAMPLED_EVENTS];
+	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
 	/* Samples are counted in the first pass and resolved in the second, as the stream
 	 * is read again: nothing per sample stays in memory (only interned stacks do). */
 	uint64_t nsamples;
@@ -118,6 +127,9 @@ struct loader {
 	int time_event;              /* its profile index, or -1 */
 	struct victim *victims; size_t nvictims, capvictims;
 	int steal_err;
+	bool exact_steal;            /* the switch tracer measured steal per thread ("steal" samples) */
+	uint64_t sched_cpu[4];       /* SCHED_CPU sums: clock, charged, idle, kernel-accounted */
+	bool saw_sched_cpu;
 	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
 	 * lines the JIT index gave for the frames user_frames returned last. */
 	struct exe *exes; size_t nexes, capexes;
@@ -185,7 +197,9 @@ static int on_event(struct loader *l, const struct vp_record *r)
 	if (idx < 0)
 		return idx;
 	l->evmap[e->index] = idx;
-	if ((e->flags & VP_EVENT_TIME_UNITS) && l->time_event < 0) {
+	if ((e->flags & VP_EVENT_SCHED) && !strcmp(name, "steal"))
+		l->exact_steal = true;
+	if ((e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) && l->time_event < 0) {
 		/* Steal is shown in samples of this event's period so that its columns compare. */
 		l->time_event = idx;
 		l->time_period = e->period ? e->period : e->freq ? 1000000000ull / e->freq : 0;
@@ -242,6 +256,8 @@ static int count_sample(struct loader *l, const struct vp_record *r)
 	const struct vp_sample *s = vp_record_body(r);
 	if (s->event < MAX_EVENTS)
 		l->ev_sampled[s->event] = true;
+	if (s->event < VP_MAX_SAMPLED_EVENTS)
+		l->period_sum[s->event] += s->period;
 	l->nsamples++;
 	return 0;
 }
@@ -276,6 +292,18 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 	if (m->build_id_size && m->build_id_size <= 20)
 		hex(m->build_id, m->build_id_size, x->bid);
 }
+
+static bool in_list(const uint32_t *v, int n, uint32_t x)
+{
+	if (!v || n <= 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static void meta_add(struct vp_profile *p, const char *key, uint64_t ns);
 
 static int on_record(struct loader *l, const struct vp_record *r)
 {
@@ -324,6 +352,17 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__fork(l->pm, r->time, b);
 	case VP_REC_EXIT:
 		return blen < sizeof(struct vp_task) ? 0 : vp_procmaps__exit(l->pm, r->time, b);
+	case VP_REC_COUNTER: {
+		struct vp_counter c;
+		if (blen < sizeof(c))
+			return 0;
+		memcpy(&c, b, sizeof(c));
+		if (!(c.flags & VP_COUNTER_SAMPLED) || c.pid != VP_COUNTER_ALL || c.event >= VP_MAX_SAMPLED_EVENTS)
+			return 0;   /* a per-thread count: nothing in the report uses it yet */
+		l->totals[c.event] = c;
+		l->has_total[c.event] = true;
+		return 0;
+	}
 	case VP_REC_LOST:
 		if (blen >= sizeof(struct vp_lost))
 			l->lost += ((const struct vp_lost *)b)->count;
@@ -353,6 +392,52 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	}
 	case VP_REC_STEAL:
 		return on_steal(l, r);
+	case VP_REC_THREAD_TIME: {
+		const struct vp_thread_time *t = b;
+		if (blen < sizeof(*t))
+			return 0;
+		if (!in_list(l->o->pids, l->o->npids, t->pid) || !in_list(l->o->tids, l->o->ntids, t->tid))
+			return 0;
+		/* Totals over the whole recording: they do not fit a --time window (the wall
+		 * view then uses the sampled on-CPU time alone). */
+		if (l->o->t_from > 0 || l->o->t_to > 0)
+			return 0;
+		if (l->o->comm) {
+			const char *c = vp_procmaps__comm_at(l->pm, t->tid, t->last);
+			if (!c || strcmp(c, l->o->comm))
+				return 0;
+		}
+		struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
+					      .steal_ns = t->steal_ns, .switches = t->switches };
+		return vp_profile__thread_times(l->p, &tt);
+	}
+	case VP_REC_SCHED_STATS: {
+		const struct vp_sched_stats *st = b;
+		if (blen < sizeof(*st))
+			return 0;
+		meta_add(l->p, "sched.switches", st->switches);
+		meta_add(l->p, "sched.records", st->records);
+		meta_add(l->p, "sched.bytes", st->bytes);
+		meta_add(l->p, "sched.agg_full", st->agg_full);
+		meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
+		meta_add(l->p, "sched.no_stack", st->no_stack);
+		meta_add(l->p, "sched.no_rq", st->no_rq);
+		if (st->agg_full)
+			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
+					 "hash was full", (unsigned long long)st->agg_full, (double)st->agg_full_ns / 1e6);
+		return 0;
+	}
+	case VP_REC_SCHED_CPU: {
+		const struct vp_sched_cpu *c = b;
+		if (blen < sizeof(*c))
+			return 0;
+		l->saw_sched_cpu = true;
+		l->sched_cpu[0] += c->steal_clock_ns;
+		l->sched_cpu[1] += c->charged_ns;
+		l->sched_cpu[2] += c->idle_ns;
+		l->sched_cpu[3] += c->kernel_steal_ns;
+		return 0;
+	}
 	case VP_REC_SWITCH:
 		if (blen >= sizeof(struct vp_switch))
 			vp_steal_acct__switch(l->steal, r->time, b);
@@ -446,18 +531,29 @@ static uint32_t kernel_frame(struct loader *l, uint64_t ip, bool caller)
 	return add_frame(l, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
 }
 
+/* A sample in Xen itself: taken in hypervisor mode, or at an address in Xen's range
+ * (the x86 kernel reports samples that interrupted Xen as kernel mode, so the address
+ * is what tells). Named from --hv-syms when given. */
 static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
 {
 	char name[64];
 	if (l->hv) {
 		uint64_t off;
-		const char *s = vp_elf__symbol(l->hv, ip, &off);
+		const char *s = vp_hvsyms__name(l->hv, ip, &off);
 		if (s)
-			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(vp_elf__path(l->hv)),
-					 vp_elf__build_id(l->hv), ip - off, "", 0);
+			return add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(l->o->hv_syms), "", ip - off, "", 0);
 	}
 	snprintf(name, sizeof(name), "[hypervisor] 0x%llx", (unsigned long long)ip);
 	return add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
+}
+
+/* In Xen PMU mode "all", dom0 also receives samples of other domains (guest kernel
+ * or guest user mode). Their addresses mean nothing in dom0's kallsyms or processes,
+ * and perf does not say which domain it was: one frame per mode, under its own
+ * thread name, so that they are counted and never misnamed. */
+static bool other_domain(const struct vp_sample *s)
+{
+	return s->mode == VP_MODE_GUEST_KERNEL || s->mode == VP_MODE_GUEST_USER;
 }
 
 /* What a mapping resolves through, worked out once per mapping: its ELF, whether the
@@ -723,16 +819,6 @@ static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64
 	return NULL;
 }
 
-static bool in_list(const uint32_t *v, int n, uint32_t x)
-{
-	if (!v || n <= 0)
-		return true;
-	for (int i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
-}
-
 /* The location of frames f[0..k-1] (innermost first) that the sampled address look
  * resolved to, for pprof: its mapping (the process's memory at t for user code, the
  * kernel's or hypervisor's image otherwise) and the lines at this very address (a
@@ -797,6 +883,46 @@ static void events_lost_in_damage(struct loader *l)
 	}
 }
 
+/* Sampled events the (v)PMU multiplexed counted (and sampled) only part of the time
+ * they were enabled: their weights are scaled up by time_enabled / time_running, as
+ * perf stat scales counts, and the report says so and by how much. The raw count of
+ * each event goes into the metadata (count.EVENT) for scripts and tests. */
+static void multiplexing(struct loader *l)
+{
+	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
+		const struct vp_counter *c = &l->totals[e];
+		l->scale[e] = 1.0;
+		if (!l->has_total[e] || l->evmap[e] < 0)
+			continue;
+		const char *name = l->p->events[l->evmap[e]].name;
+		char key[96], val[32];
+		snprintf(key, sizeof(key), "count.%s", name);
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)c->value);
+		vp_profile__set_meta(l->p, key, val);
+		/* Each sample weighs the events since its thread's previous one, so what a
+		 * thread did after its last sample is in no sample: say how much, when it is
+		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
+		 * did not follow). */
+		uint64_t sum = l->period_sum[e];
+		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
+			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
+					 "sample and are in no stack; sample more often (-F, -c) for more of them",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+		if (c->time_running == 0 || c->time_running >= c->time_enabled)
+			continue;
+		l->scale[e] = (double)c->time_enabled / (double)c->time_running;
+		snprintf(key, sizeof(key), "multiplexed.%s", name);
+		snprintf(val, sizeof(val), "%.4f", (double)c->time_running / (double)c->time_enabled);
+		vp_profile__set_meta(l->p, key, val);
+		/* Under half a percent is the scheduler's own jitter, not a shared counter. */
+		if (c->time_running < c->time_enabled - c->time_enabled / 200)
+			vp_profile__warn(l->p, "event '%s' was multiplexed: on a counter %.1f%% of the time it was enabled; "
+					 "its weights are scaled by %.2f (record fewer hardware events at once for exact counts)",
+					 name, 100.0 * (double)c->time_running / (double)c->time_enabled, l->scale[e]);
+	}
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -819,8 +945,14 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	uint32_t leaf_first[MAX_OUT_FRAMES], locs[MAX_OUT_FRAMES];
 	int n = 0, nl = 0;
 	l->jit_n = 0;
-	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES; i++) {
-		bool hv = i == 0 && s->mode == VP_MODE_HYPERVISOR;
+	if (other_domain(s)) {
+		comm = "[other domains]";
+		leaf_first[n++] = add_frame(l, VP_LAYER_HYPERVISOR,
+					    s->mode == VP_MODE_GUEST_KERNEL ? "[other domain: kernel]" : "[other domain: user]",
+					    "[domU]", "", 0, "", 0);
+	}
+	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
+		bool hv = (i == 0 && s->mode == VP_MODE_HYPERVISOR) || vp_hvsyms__is_xen_addr(s->ips[i]);
 		struct addr_ent key = { .ip = s->ips[i], .kind = hv ? AC_HYPERVISOR : AC_KERNEL, .caller = i > 0 };
 		const struct addr_ent *e = ac_find(&l->ac, &key);
 		if (e) {
@@ -844,7 +976,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES; i++) {
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
 		struct vp_java_frame jcur;
 
 		while (k < nj) {
@@ -898,6 +1030,18 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		if (MAX_OUT_FRAMES - n0 >= MAX_JIT_DEPTH)  /* not cut short by the frame limit */
 			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
 	}
+	if (s->sched_state && s->sched_state < VP_SCHED__COUNT) {
+		/* Off-CPU and steal sums end in a frame saying what the thread was doing;
+		 * it has no address, so the sample goes to pprof by frame. */
+		if (n == MAX_OUT_FRAMES)
+			n--;
+		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
+		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
+				? add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
+				: add_frame(l, VP_LAYER_KERNEL, vp_sched_state_frame(s->sched_state), "[kernel.kallsyms]", "", 0, "", 0);
+		n++;
+		nl = 0;
+	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
 	uint32_t root_first[MAX_OUT_FRAMES];
@@ -907,15 +1051,27 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
-	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], 1,
-					s->period, &sid);
+	uint64_t nsamp = 1;
+	if (s->sched_state) {
+		/* A sum of intervals: counted in periods of the time event, like steal, so
+		 * that its sample columns and flame graphs compare with cpu-clock's. */
+		uint64_t period = l->time_period ? l->time_period : 1000000;
+		nsamp = (s->period + period / 2) / period;
+		if (!nsamp)
+			nsamp = 1;
+	}
+	uint64_t weight = s->period;
+	if (s->event < VP_MAX_SAMPLED_EVENTS && l->scale[s->event] > 1.0)
+		weight = (uint64_t)((double)s->period * l->scale[s->event] + 0.5);
+	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], nsamp,
+					weight, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
 	 * leaves the sample to the frame view, which pprof falls back to. */
 	for (int i = 0; i < nl; i++)
 		if (locs[i] == UINT32_MAX)
 			nl = 0;
 	if (!ret && nl)
-		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], 1, s->period);
+		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
 	return ret;
 }
 
@@ -1072,7 +1228,9 @@ static int add_steal(struct loader *l)
 		total += l->cpu_steal[c];
 	}
 	meta_add(l->p, "steal.total", total);
-	if (!l->nvictims)
+	/* Measured per thread at every switch: /proc/stat's totals above stay as the
+	 * cross-check, and the proportional split is not needed. */
+	if (l->exact_steal || !l->nvictims)
 		return 0;
 	victims_index(l);
 	ss = calloc(l->nvictims, sizeof(*ss));
@@ -1135,6 +1293,7 @@ static void loader_free(struct loader *l)
 	free(l->victims);
 	vp_procmaps__free(l->pm);
 	vp_ksyms__free(l->ks);
+	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
 }
 
@@ -1158,11 +1317,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		goto cleanup;
 	}
 	if (l.o->hv_syms) {
-		l.hv = vp_elfsym__open(l.elfs, l.o->hv_syms, 0);
+		char why[512];
+		l.hv = vp_hvsyms__open(l.o->hv_syms, why, sizeof(why));
 		if (!l.hv) {
 			ret = -errno;
-			vp_set_err(err, errlen, "%s: cannot read hypervisor symbols: %s; pass a xen-syms ELF to --hv-syms",
-				l.o->hv_syms, strerror(errno));
+			vp_set_err(err, errlen, "%s", why);
 			goto cleanup;
 		}
 	}
@@ -1222,6 +1381,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
+	multiplexing(&l);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever
 	 * order the recorder's buffers delivered them in. It stops after the samples the
 	 * first pass counted, should the file have grown since (a recording still running). */
@@ -1239,6 +1399,12 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
+	}
+	if (l.saw_sched_cpu) {
+		meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
+		meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
+		meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);
+		meta_add(p, "sched_steal.kernel_ns", l.sched_cpu[3]);
 	}
 	if ((ret = add_steal(&l)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));

@@ -1,7 +1,9 @@
 /* The bpf backend: profile.bpf.c attached to one perf event per CPU per requested
  * event, samples in one BPF ring buffer consumed on a timer, and sideband from a dummy
  * perf event per CPU (perf_ring.c). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,7 +34,10 @@ struct sampler {
 	struct profile *skel[VP_MAX_EVENTS];
 	int nr_skel;
 	struct bpf_link **links;       /* perf event links (they own the perf fds) */
-	int nr_links;
+	int nr_links, cap_links;
+	/* A copy of each event fd, read for the event's totals when sampling stops. */
+	struct counted { int fd; pid_t tid; uint16_t event; } *counted;
+	int nr_counted;
 	struct bpf_link *fork_link, *switch_link;
 	struct ring_buffer *rb;
 	int *sb_fds;
@@ -252,6 +257,14 @@ static uint32_t ringbuf_size(const struct sampler_config *cfg, int ncpu)
 	return sz;
 }
 
+/* Frequency-driven counting events get their weights from their counts (exact_period
+ * in profile.bpf.c); fixed periods are exact as they are, clock periods are time. */
+static bool exact_weights(const struct sampler_event *ev)
+{
+	return !ev->period && !(ev->type == PERF_TYPE_SOFTWARE &&
+				(ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK));
+}
+
 static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 {
 	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
@@ -270,9 +283,15 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->callchain = s->cfg.callchain;
 		k->rodata->event_index = (uint32_t)e;
 		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
+		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		if (e == 0) {
+			bool any_exact = false;
+			for (int i = 0; i < s->cfg.nr_events; i++)
+				any_exact |= exact_weights(&s->cfg.events[i]);
+			if (!any_exact)
+				bpf_map__set_max_entries(k->maps.last_count, 1);
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
 			if (!k->rodata->unwind) {
 				/* The walker's big arrays are only needed when it runs. */
@@ -289,6 +308,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			struct profile *k0 = s->skel[0];
 
 			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.last_count, bpf_map__fd(k0->maps.last_count))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||
@@ -311,43 +331,137 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int attach_events(struct sampler *s, char *err, size_t errlen)
+/* Opens every event on one thread (pid > 0, followed into the threads and processes
+ * it creates: inherit) or one CPU (pid -1), as one group so that a (v)PMU schedules
+ * them together and their ratios hold; a mix the PMU cannot group (EINVAL) falls back
+ * to separate events. ENODEV (offline CPU) and ESRCH (a thread that exited) skip. */
+static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t errlen)
 {
-	for (int cpu = 0; cpu < s->ncpu; cpu++) {
-		for (int e = 0; e < s->cfg.nr_events; e++) {
-			const struct sampler_event *ev = &s->cfg.events[e];
-			struct perf_event_attr a = { .size = sizeof(a), .type = ev->type,
-						     .config = ev->config, .disabled = 1,
-						     .exclude_kernel = ev->exclude_kernel,
-						     .exclude_user = ev->exclude_user };
-			struct bpf_link *l;
-			int fd;
+	int leader = -1;
 
-			if (ev->period) {
-				a.sample_period = ev->period;
-			} else {
-				a.freq = 1;
-				a.sample_freq = ev->freq ? ev->freq : 1000;
-			}
-			fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-			if (fd == -ENODEV)
-				break;      /* offline CPU */
-			if (fd < 0) {
+	for (int e = 0; e < s->cfg.nr_events; e++) {
+		const struct sampler_event *ev = &s->cfg.events[e];
+		struct perf_event_attr a = { .size = sizeof(a), .type = ev->type,
+					     .config = ev->config, .disabled = 1,
+					     .exclude_kernel = ev->exclude_kernel,
+					     .exclude_user = ev->exclude_user,
+					     .read_format = VP_READ_FORMAT,
+					     .inherit = pid > 0 };
+		struct bpf_link *l;
+		int fd, copy;
+
+		if (ev->period) {
+			a.sample_period = ev->period;
+		} else {
+			a.freq = 1;
+			a.sample_freq = ev->freq ? ev->freq : 1000;
+		}
+		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -EINVAL && leader >= 0)
+			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
+			return 0;
+		if (fd < 0) {
+			if (pid > 0)
+				snprintf(err, errlen, "bpf sampler: perf_event_open of '%s' on thread %d: %s; check the event with 'viprof probe'",
+					 ev->name, (int)pid, strerror(-fd));
+			else
 				snprintf(err, errlen, "bpf sampler: perf_event_open of '%s' on CPU %d: %s; check the event with 'viprof probe'",
 					 ev->name, cpu, strerror(-fd));
-				return fd;
-			}
-			l = bpf_program__attach_perf_event(s->skel[e]->progs.on_sample, fd);
-			if (!l) {
-				int rc = -errno;
-
-				close(fd);
-				snprintf(err, errlen, "bpf sampler: cannot attach to the '%s' event: %s",
-					 ev->name, strerror(-rc));
-				return rc;
-			}
-			s->links[s->nr_links++] = l;
+			return fd;
 		}
+		if (s->nr_links == s->cap_links) {
+			int cap = s->cap_links ? s->cap_links * 2 : 64;
+			struct bpf_link **pl = realloc(s->links, cap * sizeof(*pl));
+			struct counted *pc = realloc(s->counted, cap * sizeof(*pc));
+
+			if (pl)
+				s->links = pl;
+			if (pc)
+				s->counted = pc;
+			if (!pl || !pc) {
+				close(fd);
+				snprintf(err, errlen, "bpf sampler: out of memory");
+				return -ENOMEM;
+			}
+			s->cap_links = cap;
+		}
+		copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		l = bpf_program__attach_perf_event(s->skel[e]->progs.on_sample, fd);
+		if (!l) {
+			int rc = -errno;
+
+			close(fd);
+			if (copy >= 0)
+				close(copy);
+			snprintf(err, errlen, "bpf sampler: cannot attach to the '%s' event: %s",
+				 ev->name, strerror(-rc));
+			return rc;
+		}
+		if (e == 0)
+			leader = fd;
+		s->links[s->nr_links++] = l;
+		if (copy >= 0)
+			s->counted[s->nr_counted++] = (struct counted){ copy, pid, (uint16_t)e };
+	}
+	return 0;
+}
+
+/* -a: every CPU. Otherwise the target's threads themselves, inherited by the threads
+ * and processes they create: a sample's period (perf's data->period) then counts the
+ * events of its own thread since that thread's last sample, so the weights add up to
+ * the thread's count. A CPU-wide event would spread each period over every task that
+ * ran on the CPU in between and leave the target's total to chance. */
+static int attach_events(struct sampler *s, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (s->cfg.target == SAMPLER_TARGET_ALL) {
+		for (int cpu = 0; cpu < s->ncpu && !rc; cpu++)
+			rc = attach_one(s, -1, cpu, err, errlen);
+		return rc;
+	}
+	if (s->cfg.target == SAMPLER_TARGET_LAUNCH)
+		return attach_one(s, s->cfg.pids[0], -1, err, errlen);
+	for (int i = 0; i < s->cfg.nr_pids && !rc; i++) {
+		char path[64];
+		struct dirent *d;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)s->cfg.pids[i]);
+		if (!(dir = opendir(path))) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot list the threads of %d: %s; check the pid",
+				 (int)s->cfg.pids[i], strerror(-rc));
+			break;
+		}
+		while ((d = readdir(dir)) && !rc)
+			if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
+				rc = attach_one(s, (pid_t)atoi(d->d_name), -1, err, errlen);
+		closedir(dir);
+	}
+	return rc;
+}
+
+/* One COUNTER record per event: its count over every thread (children included) or
+ * CPU, and its enabled and running times, which differ when the (v)PMU multiplexed it. */
+static int emit_totals(struct sampler *s)
+{
+	for (int e = 0; e < s->cfg.nr_events; e++) {
+		struct vp_counter c = { .pid = VP_COUNTER_ALL, .tid = VP_COUNTER_ALL, .event = (uint32_t)e,
+					.flags = VP_COUNTER_SAMPLED };
+		uint64_t v[3];
+		int rc;
+
+		for (int i = 0; i < s->nr_counted; i++) {
+			if (s->counted[i].event != e || read(s->counted[i].fd, v, sizeof(v)) != (ssize_t)sizeof(v))
+				continue;
+			c.value += v[0];
+			c.time_enabled += v[1];
+			c.time_running += v[2];
+		}
+		if ((rc = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_COUNTER, now_ns(), &c, sizeof(c))))
+			return rc;
 	}
 	return 0;
 }
@@ -412,13 +526,12 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	}
 	s->cfg = *cfg;
 	s->ncpu = ncpu;
-	s->links = calloc((size_t)ncpu * cfg->nr_events, sizeof(*s->links));
 	s->sb_fds = calloc(ncpu, sizeof(*s->sb_fds));
 	s->sb_rings = calloc(ncpu, sizeof(*s->sb_rings));
 	s->pfds = calloc(ncpu, sizeof(*s->pfds));
 	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t) +
 			VPB_MAX_JFRAMES * sizeof(struct vp_java_frame));
-	if (!s->links || !s->sb_fds || !s->sb_rings || !s->pfds || !s->buf) {
+	if (!s->sb_fds || !s->sb_rings || !s->pfds || !s->buf) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "bpf sampler: out of memory");
 		goto cleanup;
@@ -484,7 +597,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	rc = attach_events(s, err, errlen);
 	if (rc == 0 && s->nr_links == 0) {
 		rc = -ENODEV;
-		snprintf(err, errlen, "bpf sampler: no online CPU to sample");
+		snprintf(err, errlen, cfg->target == SAMPLER_TARGET_ALL ? "bpf sampler: no online CPU to sample"
+			 : "bpf sampler: every thread of the target exited before sampling began; check the pid");
 	}
 cleanup:
 	if (rc) {
@@ -553,6 +667,8 @@ static int bpf_stop(struct sampler *s)
 	n = drain(s);
 	if (n < 0)
 		return n;
+	if ((rc = emit_totals(s)))
+		return rc;
 	read_lost(s, lost);
 	t = now_ns();
 	rc = emit_lost(s, VP_LOST_KERNEL_RING, lost[VPB_LOST_RINGBUF], t);
@@ -593,6 +709,9 @@ static void bpf_destroy(struct sampler *s)
 		profile__destroy(s->skel[i]);
 	pid_set__free(s->filter);
 	free(s->links);
+	for (int i = 0; i < s->nr_counted; i++)
+		close(s->counted[i].fd);
+	free(s->counted);
 	free(s->sb_fds);
 	free(s->sb_rings);
 	free(s->pfds);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/perf_ring.h"
 #include "sampler-kernel/sampler.h"
 
@@ -20,9 +21,16 @@
 
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
+/* A software event with a fixed period and PERF_SAMPLE_PERIOD makes the kernel take a
+ * sample at every event (weight 1: perf_swevent_event), 50 times the samples asked for
+ * with -c 50; perf itself asks for the period only in frequency mode. Events with a
+ * fixed period leave it out: their samples weigh the period. */
+#define FIXED_SAMPLE_TYPE (SAMPLE_TYPE & ~(uint64_t)PERF_SAMPLE_PERIOD)
 
 struct id_map {
 	uint64_t id;
+	int fd;                /* owned by fds[]: read for the event's totals at stop */
+	pid_t tid;             /* the thread the fd counts, -1 for a whole CPU */
 	uint16_t event;
 };
 
@@ -39,6 +47,11 @@ struct sampler {
 	struct perf_sideband sb;
 	struct vp_sample *buf;         /* room for VP_MAX_FRAMES ips */
 	bool user_only;                /* kernel excluded: not permitted (paranoid 2) */
+	/* PERF_SAMPLE_READ: each sample carries its event's count on its thread and CPU,
+	 * and the sample's weight is the difference from that copy's previous sample. */
+	bool sample_read;
+	struct last_count { uint64_t key, value; } *last;   /* open addressing, key 0 = free */
+	size_t cap_last, nr_last;
 	uint64_t samples;
 	bool stopped;
 };
@@ -61,7 +74,7 @@ static int push_fd(struct sampler *s, int fd)
 	return 0;
 }
 
-static int push_id(struct sampler *s, int fd, int event)
+static int push_id(struct sampler *s, int fd, pid_t tid, int event)
 {
 	uint64_t id;
 
@@ -76,13 +89,21 @@ static int push_id(struct sampler *s, int fd, int event)
 		s->ids = p;
 		s->cap_ids = cap;
 	}
-	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .event = (uint16_t)event };
+	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .fd = fd, .tid = tid, .event = (uint16_t)event };
 	return 0;
+}
+
+/* Events whose samples are weighted by the count they read: frequency-driven ones
+ * that count things (a fixed period is exact; a clock event's period is its time). */
+static bool wants_read(const struct sampler_event *ev)
+{
+	return !ev->period && !(ev->type == PERF_TYPE_SOFTWARE &&
+				(ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK));
 }
 
 static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cfg,
 		      const struct sampler_event *ev, bool sideband, size_t ring_bytes,
-		      bool user_only)
+		      bool user_only, bool sample_read)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -94,8 +115,12 @@ static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cf
 		a->freq = 1;
 		a->sample_freq = ev->freq ? ev->freq : 1000;
 	}
-	a->sample_type = SAMPLE_TYPE | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_type = (ev->period ? FIXED_SAMPLE_TYPE : SAMPLE_TYPE) | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0) |
+			 (sample_read && wants_read(ev) ? PERF_SAMPLE_READ : 0);
 	a->sample_max_stack = VP_MAX_FRAMES;
+	/* Read at stop: the exact count, and how long the event was on a counter out of
+	 * how long it was enabled (less when the (v)PMU multiplexed it). */
+	a->read_format = VP_READ_FORMAT;
 	a->disabled = 1;
 	a->inherit = cfg->target != SAMPLER_TARGET_ALL;
 	a->use_clockid = 1;
@@ -126,18 +151,63 @@ static size_t ring_pages(const struct sampler_config *cfg)
 	return cfg->buffer_pages ? cfg->buffer_pages : DEFAULT_PAGES;
 }
 
+/* The number of events since the previous sample of the same copy of the event
+ * (thread, CPU, event): the kernel's own period for a frequency-driven software event
+ * is the period it meant to arm, which lags the one it armed whenever it retunes the
+ * rate (a burst of page faults is counted ~10% high), so the count it reads is the
+ * truth. A copy seen for the first time started at 0; a smaller value is a new thread
+ * that reused the tid. Falls back to the kernel's period when the table cannot grow. */
+static uint64_t true_period(struct sampler *s, uint32_t tid, uint32_t cpu, uint16_t event, uint64_t value,
+			    uint64_t period)
+{
+	uint64_t key = ((uint64_t)tid << 24 | (uint64_t)(cpu & 0xffff) << 8 | event) + 1, d;
+	size_t i;
+
+	if (s->nr_last * 2 >= s->cap_last) {
+		size_t cap = s->cap_last ? s->cap_last * 2 : 1024;
+		struct last_count *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return period;
+		for (size_t j = 0; j < s->cap_last; j++) {
+			if (!s->last[j].key)
+				continue;
+			for (i = s->last[j].key * 0x9e3779b97f4a7c15ull >> 40 & (cap - 1); t[i].key; i = (i + 1) & (cap - 1))
+				;
+			t[i] = s->last[j];
+		}
+		free(s->last);
+		s->last = t;
+		s->cap_last = cap;
+	}
+	for (i = key * 0x9e3779b97f4a7c15ull >> 40 & (s->cap_last - 1); s->last[i].key && s->last[i].key != key;
+	     i = (i + 1) & (s->cap_last - 1))
+		;
+	if (!s->last[i].key) {
+		s->last[i].key = key;
+		s->nr_last++;
+		d = value;
+	} else {
+		d = value >= s->last[i].value ? value - s->last[i].value : value;
+	}
+	s->last[i].value = value;
+	return d;
+}
+
 static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 {
 	const uint64_t *p = (const void *)(h + 1);
 	const uint64_t *end = (const void *)((const char *)h + h->size);
 	struct vp_sample *out = s->buf;
+	const struct sampler_event *ev;
 	uint64_t id, ip, time, nr = 0;
 	uint32_t pid, tid, cpu;
 	int n = 0, kernel_n = 0, user_n = 0, ctx = 0;
 	uint8_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
-	/* IDENTIFIER, IP, TID, TIME, CPU, PERIOD, [CALLCHAIN]: the order is the kernel's. */
-	if (end - p < 6)
+	/* IDENTIFIER, IP, TID, TIME, CPU, [PERIOD], [READ], [CALLCHAIN]: the order is the
+	 * kernel's; which of the optional ones are there depends on the event (fill_attr). */
+	if (end - p < 5)
 		return -EBADMSG;
 	id = p[0];
 	ip = p[1];
@@ -145,9 +215,8 @@ static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 	tid = (uint32_t)(p[2] >> 32);
 	time = p[3];
 	cpu = (uint32_t)p[4];
+	p += 5;
 	memset(out, 0, sizeof(*out));
-	out->period = p[5];
-	p += 6;
 	out->pid = pid;
 	out->tid = tid;
 	out->cpu = cpu;
@@ -159,6 +228,20 @@ static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 				break;
 			}
 		}
+	}
+	ev = &s->cfg.events[out->event % VP_MAX_EVENTS];
+	if (ev->period) {
+		out->period = ev->period;
+	} else {
+		if (end - p < 1)
+			return -EBADMSG;
+		out->period = *p++;
+	}
+	if (s->sample_read && wants_read(ev)) {
+		if (end - p < 3)
+			return -EBADMSG;
+		out->period = true_period(s, tid, cpu, out->event, p[0], out->period);
+		p += 3;
 	}
 	if (s->sample_type & PERF_SAMPLE_CALLCHAIN) {
 		if (end - p < 1)
@@ -249,7 +332,7 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		struct perf_event_attr a;
 		int fd, err;
 
-		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes, s->user_only);
+		fill_attr(&a, &s->cfg, &s->cfg.events[e], e == 0, bytes, s->user_only, s->sample_read);
 		/* One group per thread and CPU, so that a (v)PMU schedules the events
 		 * together; each still samples on its own. A mix the PMU cannot group
 		 * (EINVAL) falls back to separate events. */
@@ -265,7 +348,7 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		err = push_fd(s, fd);
 		if (err)
 			return err;
-		err = push_id(s, fd, e);
+		err = push_id(s, fd, pid, e);
 		if (err)
 			return err;
 		if (*ring_fd < 0) {
@@ -416,7 +499,18 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 	 * report), so no user-space filter is needed in any mode. */
 	s->sb.filter = NULL;
 
+	/* PERF_SAMPLE_READ with inherit needs Linux 6.12; older kernels refuse it (EINVAL)
+	 * and get the kernel's periods, with a note in the session. */
+	s->sample_read = true;
 	rc = open_all(s, ncpu);
+	if (rc == -EINVAL && s->sample_read) {
+		close_all(s);
+		s->sample_read = false;
+		rc = open_all(s, ncpu);
+		if (!rc)
+			rc = note(s, "sampler.weights",
+				  "kernel periods: this kernel cannot read counts in samples of inherited events (Linux 6.12+), so frequency-driven weights may be off by a period");
+	}
 	if ((rc == -EACCES || rc == -EPERM) && cfg->target != SAMPLER_TARGET_ALL) {
 		/* Not allowed to see the kernel: sample user mode only, and say so. */
 		close_all(s);
@@ -427,7 +521,13 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 				  "excluded: sampling the kernel needs CAP_PERFMON or 'sysctl kernel.perf_event_paranoid=1'; samples show user mode only");
 	}
 	if (rc) {
-		if (rc == -EACCES || rc == -EPERM)
+		char why[400] = "";
+		for (int i = 0; (rc == -EACCES || rc == -EPERM) && cfg->target == SAMPLER_TARGET_PIDS && i < cfg->nr_pids; i++)
+			if (vp_perm__explain(cfg->pids[i], why, sizeof(why)))
+				break;
+		if (why[0])
+			snprintf(err, errlen, "perf sampler: %s", why);
+		else if (rc == -EACCES || rc == -EPERM)
 			snprintf(err, errlen, "perf sampler: perf_event_open: %s; run as root, grant CAP_PERFMON, or 'sysctl kernel.perf_event_paranoid=%d'",
 				 strerror(-rc), cfg->target == SAMPLER_TARGET_ALL ? 0 : 1);
 		else if (rc == -ESRCH)
@@ -470,6 +570,54 @@ static int emit_lost(const struct vp_sink *sink, uint32_t source, uint64_t count
 			  (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &l, sizeof(l));
 }
 
+/* One COUNTER record per event with its totals over every thread and CPU: the count
+ * the samples' weights must add up to, and time_enabled/time_running, whose ratio
+ * says whether (and how much) the event was multiplexed. */
+static int emit_totals(struct sampler *s)
+{
+	struct vp_counter tot[VP_MAX_EVENTS] = { 0 };
+	uint64_t (*v)[3] = calloc(s->nr_ids ? s->nr_ids : 1, sizeof(*v));
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (int i = 0; i < s->nr_ids; i++)
+		if (read(s->ids[i].fd, v[i], sizeof(v[i])) != (ssize_t)sizeof(v[i]))
+			v[i][0] = v[i][1] = v[i][2] = 0;   /* unreadable: counts nothing */
+	/* A thread's event is opened once per CPU, and each of those copies is "enabled"
+	 * whenever the thread runs, on any CPU, while it runs on a counter only on its own
+	 * CPU: the thread's enabled time is the largest of its copies', its running time
+	 * the sum. A CPU-wide fd (tid -1) has both for its own CPU. */
+	for (int i = 0; i < s->nr_ids; i++) {
+		struct vp_counter *c = &tot[s->ids[i].event % VP_MAX_EVENTS];
+		uint64_t enabled = v[i][1];
+		bool first = true;
+
+		c->value += v[i][0];
+		c->time_running += v[i][2];
+		if (s->ids[i].tid < 0) {
+			c->time_enabled += enabled;
+			continue;
+		}
+		for (int j = 0; j < s->nr_ids && first; j++) {
+			if (j == i || s->ids[j].tid != s->ids[i].tid || s->ids[j].event != s->ids[i].event)
+				continue;
+			if (v[j][1] > enabled || (v[j][1] == enabled && j < i))
+				first = false;   /* another copy of this thread's event carries it */
+		}
+		if (first)
+			c->time_enabled += enabled;
+	}
+	free(v);
+	for (int e = 0; e < s->cfg.nr_events && !rc; e++) {
+		tot[e].pid = tot[e].tid = VP_COUNTER_ALL;
+		tot[e].event = (uint32_t)e;
+		tot[e].flags = VP_COUNTER_SAMPLED;
+		rc = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_COUNTER, vp_sampler_now_ns(), &tot[e], sizeof(tot[e]));
+	}
+	return rc;
+}
+
 static int perf_stop(struct sampler *s)
 {
 	int n;
@@ -481,6 +629,8 @@ static int perf_stop(struct sampler *s)
 	s->stopped = true;
 	n = drain(s);
 	if (n < 0)
+		return n;
+	if ((n = emit_totals(s)))
 		return n;
 	return emit_lost(&s->cfg.sink, VP_LOST_KERNEL_RING, s->sb.lost);
 }
@@ -501,6 +651,7 @@ static void perf_destroy(struct sampler *s)
 	free(s->fds);
 	free(s->ids);
 	free(s->buf);
+	free(s->last);
 	free(s);
 }
 
@@ -516,10 +667,10 @@ static bool perf_supported(const struct sampler_config *cfg, char *why, size_t w
 		snprintf(why, whylen, "perf: no event requested");
 		return false;
 	}
-	fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, false);
+	fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, false, false);
 	fd = vp_perf_event_open(&a, all ? -1 : 0, all ? 0 : -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if ((fd == -EACCES || fd == -EPERM) && !all) {
-		fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, true);
+		fill_attr(&a, cfg, &cfg->events[0], false, 4096 * 4, true, false);
 		fd = vp_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	}
 	if (fd < 0) {

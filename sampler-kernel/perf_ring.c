@@ -4,9 +4,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "common/session_format.h"
 #include "sampler-kernel/perf_ring.h"
+
+uint64_t vp_sampler_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 int vp_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
 		       unsigned long flags)

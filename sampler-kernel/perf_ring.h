@@ -9,6 +9,13 @@
 #include <linux/perf_event.h>
 #include "sampler-kernel/sampler.h"
 
+/* The read_format of every sampling event: read() at stop gives {value,
+ * time_enabled, time_running}, the totals of the event's COUNTER record. */
+#define VP_READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
+
+/* CLOCK_MONOTONIC now, in nanoseconds (the time of records a sampler makes itself). */
+uint64_t vp_sampler_now_ns(void);
+
 int vp_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
 		       unsigned long flags);
 

@@ -120,7 +120,9 @@ int main(void)
 		} else if (first_non_meta < 0) {
 			first_non_meta = idx;
 		}
-		if (rec_->type == VP_REC_EVENT)
+		/* Sampled events only: the switch tracer's (steal, off-cpu) are measured. */
+		if (rec_->type == VP_REC_EVENT && vp_record_body_len(rec_) >= sizeof(struct vp_event_desc) &&
+		    !(((const struct vp_event_desc *)vp_record_body(rec_))->flags & VP_EVENT_SCHED))
 			events++;
 		if (rec_->type == VP_REC_SAMPLE) {
 			const struct vp_sample *s = vp_record_body(rec_);

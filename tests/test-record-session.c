@@ -66,7 +66,12 @@ static void scan_stream(const char *sess, struct stream_facts *sf)
 		}
 		other_seen = true;
 		switch (rec->type) {
-		case VP_REC_EVENT: sf->events++; break;
+		case VP_REC_EVENT:
+			/* The switch tracer's events (steal, off-cpu) are measured, not sampled. */
+			if (vp_record_body_len(rec) >= sizeof(struct vp_event_desc) &&
+			    !(((const struct vp_event_desc *)b)->flags & VP_EVENT_SCHED))
+				sf->events++;
+			break;
 		case VP_REC_STEAL: {
 			const struct vp_steal *st = b;
 			sf->steals++;

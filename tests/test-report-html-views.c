@@ -94,7 +94,7 @@ int main(void)
 	expect_attr(dom, "all", "data-y", "0");
 	expect_attr(dom, "ksys_write", "data-y", "144");
 	free(dom);
-	dom = browse("flame-views.html", "view=flame", NULL);
+	dom = browse("flame-views.html", "orient=flame", NULL);
 	ASSERT_CONTAINS(dom, "data-orientation=\"flame\"");
 	expect_attr(dom, "all", "data-y", "144");
 	expect_attr(dom, "start_thread", "data-y", "128");
@@ -138,10 +138,15 @@ int main(void)
 	expect_attr(dom, "java.util.HashMap.get", "data-samples", "200");
 	free(dom);
 
-	/* The second event (page-faults: 30 in the GC, 10 in write) drawn from the same page. */
+	/* The second event (page-faults: 30 in the GC, 10 in write) drawn from the same page,
+	 * chosen by index or by name. */
 	dom = browse("flame-views.html", "ev=1", NULL);
 	expect_attr(dom, "all", "data-samples", "40");
 	expect_attr(dom, "G1CollectedHeap::do_collection", "data-samples", "30");
+	ASSERT_CONTAINS(dom, "40 samples of page-faults");
+	free(dom);
+	dom = browse("flame-views.html", "view=page-faults&reverse=1", NULL);
+	expect_attr(dom, "G1CollectedHeap::do_collection", "data-depth", "1");
 	ASSERT_CONTAINS(dom, "40 samples of page-faults");
 	free(dom);
 
@@ -172,7 +177,7 @@ int main(void)
 	free(fresh);
 	free(dom);
 	/* In the flame orientation the pointer finds the same frames. */
-	dom = browse("flame-views-harness.html", "view=flame&hover=ksys_write", NULL);
+	dom = browse("flame-views-harness.html", "orient=flame&hover=ksys_write", NULL);
 	before = harness_part(dom, "BEFORE");
 	ASSERT_CONTAINS(before, "ksys_write\nlayer: kernel");
 	ASSERT_CONTAINS(before, "samples: 150 (15.00% of all");

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The context-switch tracer: exact steal per thread from the run queue's steal clock,
+ * and off-CPU intervals (blocked and runnable) with the stack at switch-out. See
+ * sched.h for what is charged; user space is sampler-kernel/sched_tracer.c. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "sched.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 target_mode = VPS_TARGET_ALL;
+const volatile bool off_cpu = false;   /* --off-cpu: charge off-CPU intervals too */
+
+/* Which aggregation hash the programs add to; user space flips it and drains the other. */
+volatile __u32 agg_sel = 0;
+
+#define PF_KTHREAD 0x00200000
+/* The tracer's own frames at the leaf of a kernel stack taken here: the program,
+ * bpf_trace_run4 and __traceiter_sched_switch; the stack then starts in __schedule. */
+#define KSTACK_SKIP 3
+#define TASK_RUNNING 0x0000
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD 0x0080
+#define TASK_WAKEKILL 0x0100
+
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, VPS_MAX_STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, VPS_MAX_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPS_AGG_ENTRIES);
+	__type(key, struct vps_key);
+	__type(value, struct vps_val);
+} agg0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPS_AGG_ENTRIES);
+	__type(key, struct vps_key);
+	__type(value, struct vps_val);
+} agg1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct vps_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VPS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct vps_cpu);
+} cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VPS_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* What a thread was doing when it left the CPU, until it is back on one. */
+struct tstate {
+	__u64 in_time;     /* last switch-in, 0 = not seen running yet */
+	__u64 out_time;    /* last switch-out with an off-CPU interval open, 0 = none */
+	__u64 wake_time;   /* wakeup after out_time (or sched_wakeup_new), 0 = none */
+	__s32 kstack, ustack;
+	__u32 state;       /* VPS_* of the open interval */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tstate);
+} tstates SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline bool is_tracked(struct task_struct *t)
+{
+	__u32 tgid = t->tgid;
+
+	if (t->pid == 0)
+		return false;   /* the idle task: its steal goes to the CPU's idle total */
+	return target_mode == VPS_TARGET_ALL || bpf_map_lookup_elem(&tracked, &tgid);
+}
+
+static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64 now)
+{
+	struct vps_val *v = bpf_map_lookup_elem(map, k);
+
+	if (!v) {
+		struct vps_val z = {};
+
+		bpf_map_update_elem(map, k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(map, k);
+		if (!v) {
+			count(VPS_CNT_AGG_FULL, 1);
+			count(VPS_CNT_AGG_FULL_NS, ns);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, ns);
+	__sync_fetch_and_add(&v->count, 1);
+	v->last = now;
+}
+
+static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __s32 us, __u64 ns, __u64 now)
+{
+	struct vps_key k = { .pid = pid, .tid = tid, .state = state, .kstack = ks, .ustack = us };
+
+	if (!ns)
+		return;
+	if (agg_sel & 1)
+		agg_to(&agg1, &k, ns, now);
+	else
+		agg_to(&agg0, &k, ns, now);
+}
+
+/* This CPU's run queue, through the switching tasks' CFS run queues (the per-CPU
+ * variable runqueues has no kallsyms address on kernels without CONFIG_KALLSYMS_ALL,
+ * so it cannot be taken with bpf_this_cpu_ptr there). Every task's se.cfs_rq is set
+ * for its CPU (set_task_rq), also the idle task's and RT tasks'. */
+static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_struct *next, __u32 cpu)
+{
+	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
+
+	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+		return rq;
+	rq = BPF_CORE_READ(next, se.cfs_rq, rq);
+	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+		return rq;
+	return NULL;
+}
+
+static __always_inline __u32 blocked_state(struct task_struct *prev, unsigned int prev_state)
+{
+	if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
+		return VPS_BLOCKED_IO;
+#if defined(__TARGET_ARCH_x86)
+	{
+		/* A thread blocked inside futex() waits for a user-space lock or condition
+		 * (x86-64: futex 202, futex_waitv 449, futex_wait 455). */
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
+		long nr = r ? BPF_CORE_READ(r, orig_ax) : -1;
+
+		if (nr == 202 || nr == 449 || nr == 455)
+			return VPS_BLOCKED_LOCK;
+	}
+#endif
+	if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_WAKEKILL))
+		return VPS_BLOCKED_OTHER;
+	return VPS_BLOCKED_SLEEP;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns(), steal = 0, kstat = 0, delta = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
+	struct rq *rq = this_rq(prev, next, cpu);
+	struct tstate *ts;
+	bool dead = prev_state & TASK_DEAD;
+
+	count(VPS_CNT_SWITCHES, 1);
+	if (!rq) {
+		/* Not this CPU's run queue: nothing read, the steal of this interval goes to
+		 * whoever leaves the CPU at the next switch that can read it. */
+		count(VPS_CNT_NO_RQ, 1);
+	} else if (c) {
+		steal = BPF_CORE_READ(rq, prev_steal_time_rq);
+		kstat = BPF_CORE_READ(rq, prev_steal_time);
+		if (c->steal_last) {
+			delta = steal > c->steal_last ? steal - c->steal_last : 0;
+		} else {
+			c->steal_first = steal;
+			c->kstat_first = kstat;
+			c->first_time = now;
+		}
+		c->steal_last = steal;
+		c->kstat_last = kstat;
+		c->last_time = now;
+		c->charged += delta;
+		if (prev->pid == 0)
+			c->idle_steal += delta;
+	}
+
+	if (is_tracked(prev)) {
+		__u32 pid = prev->tgid, tid = prev->pid;
+		bool open = off_cpu && !dead;
+		__s32 ks = -1, us = -1;
+		struct vps_thread *th;
+
+		/* Stacks only when something will hang under them: the stack ids cost a
+		 * walk each. Current is still prev here, so these are its stacks. */
+		if (delta || open) {
+			ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
+			if (!(prev->flags & PF_KTHREAD))
+				us = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			if (ks < 0 || (!(prev->flags & PF_KTHREAD) && us < 0))
+				count(VPS_CNT_NO_STACK, 1);
+		}
+		agg(pid, tid, VPS_STEAL, ks, us, delta, now);
+		ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		th = bpf_map_lookup_elem(&threads, &tid);
+		if (!th) {
+			struct vps_thread z = { .pid = pid, .first = ts && ts->in_time ? ts->in_time : now };
+
+			bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
+			th = bpf_map_lookup_elem(&threads, &tid);
+		}
+		if (th) {
+			if (ts && ts->in_time && now > ts->in_time)
+				th->oncpu_ns += now - ts->in_time;
+			th->switches++;
+			th->steal_ns += delta;
+			th->last = now;
+		}
+		if (ts) {
+			ts->in_time = 0;
+			ts->wake_time = 0;
+			ts->out_time = open ? now : 0;
+			if (open) {
+				ts->kstack = ks;
+				ts->ustack = us;
+				ts->state = preempt || prev_state == TASK_RUNNING ? VPS_RUNNABLE_PREEMPT
+										 : blocked_state(prev, prev_state);
+			}
+		}
+	}
+
+	if (is_tracked(next)) {
+		__u32 pid = next->tgid, tid = next->pid;
+
+		ts = bpf_task_storage_get(&tstates, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!ts)
+			return 0;
+		if (off_cpu && ts->out_time && now > ts->out_time) {
+			__u64 out = ts->out_time, w = ts->wake_time;
+
+			if (ts->state == VPS_RUNNABLE_PREEMPT) {
+				agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, now - out, now);
+			} else {
+				/* Blocked until the wakeup, then waiting on the run queue. */
+				if (!w || w < out || w > now)
+					w = now;
+				agg(pid, tid, ts->state, ts->kstack, ts->ustack, w - out, now);
+				agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, now - w, now);
+			}
+		} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
+			/* A new thread's first wait on the run queue (sched_wakeup_new). */
+			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, -1, now - ts->wake_time, now);
+		}
+		ts->out_time = 0;
+		ts->wake_time = 0;
+		ts->in_time = now;
+	}
+	return 0;
+}
+
+static __always_inline void wakeup(struct task_struct *p, bool new_task)
+{
+	struct tstate *ts;
+
+	if (!off_cpu || !is_tracked(p))
+		return;
+	ts = bpf_task_storage_get(&tstates, p, 0, new_task ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!ts)
+		return;
+	/* The first wakeup after the switch-out ends the blocked part. */
+	if ((new_task || ts->out_time) && !ts->wake_time)
+		ts->wake_time = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	wakeup(p, false);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	wakeup(p, true);
+	return 0;
+}
+
+/* -p and launched commands follow the processes they fork. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
+		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* The one header shared by sched.bpf.c (the context-switch tracer) and its user side
+ * (sched_tracer.c): plain __u32/__u64 structs and constants only.
+ *
+ * The tracer runs at every sched_switch, sched_wakeup and sched_wakeup_new on every CPU.
+ * It charges each thread, in nanoseconds:
+ *   - steal: the run queue's steal clock (rq->prev_steal_time_rq, advanced by the
+ *     kernel at every update_rq_clock from the paravirt steal clock) that advanced on
+ *     that CPU between the thread's switch-in and its switch-out, under its stack at
+ *     switch-out;
+ *   - off-CPU: from its switch-out to its next switch-in, split into the blocked part
+ *     (switch-out to wakeup) and the run-queue part (wakeup, or switch-out when it was
+ *     preempted, to switch-in), under its stack at switch-out.
+ * Intervals are not sent one by one: they are summed in a hash keyed by (thread,
+ * state, kernel stack id, user stack id), one of two that user space swaps and drains
+ * on a timer, so the ring-buffer-free cost per switch is a hash update and the bytes
+ * written per second are bounded by the distinct keys per drain period. */
+#ifndef VIPROF_SAMPLER_SCHED_H
+#define VIPROF_SAMPLER_SCHED_H
+
+/* vps_key.state: what the thread was doing in the interval (the values of
+ * VP_SCHED_* in common/session_format.h). */
+#define VPS_STEAL            1   /* running while the hypervisor ran something else */
+#define VPS_BLOCKED_SLEEP    2   /* blocked: sleeping, waiting for an event */
+#define VPS_BLOCKED_IO       3   /* blocked: in I/O wait (task->in_iowait) */
+#define VPS_BLOCKED_LOCK     4   /* blocked: in futex (a user-space lock or condition) */
+#define VPS_RUNNABLE_PREEMPT 5   /* runnable: preempted, waiting on the run queue */
+#define VPS_RUNNABLE_WOKEN   6   /* runnable: woken (or new), waiting on the run queue */
+#define VPS_BLOCKED_OTHER    7   /* blocked: uninterruptible, not I/O (D state) */
+#define VPS_STATE_MAX        8
+
+#define VPS_MAX_THREADS 65536
+#define VPS_MAX_STACKS  16384
+#define VPS_MAX_DEPTH   127      /* perf_event_max_stack's default */
+#define VPS_AGG_ENTRIES 32768    /* per aggregation hash; resized by user space */
+#define VPS_MAX_CPUS    1024
+
+#define VPS_TARGET_ALL     0
+#define VPS_TARGET_TRACKED 1     /* only tgids in the tracked map */
+
+/* Indexes into the per-CPU counters array. */
+#define VPS_CNT_SWITCHES   0     /* sched_switch calls seen */
+#define VPS_CNT_AGG_FULL   1     /* an interval not summed: the aggregation hash was full (its ns in VPS_CNT_AGG_FULL_NS) */
+#define VPS_CNT_AGG_FULL_NS 2
+#define VPS_CNT_NO_STACK   3     /* a stack id could not be taken (-EEXIST, -EFAULT) */
+#define VPS_CNT_NO_RQ      4     /* a switch where this CPU's run queue could not be found */
+#define VPS_CNT_NR         5
+
+struct vps_key {
+	__u32 pid, tid;
+	__u32 state;                 /* VPS_* */
+	__s32 kstack;                /* stack id in the stacks map, or < 0 */
+	__s32 ustack;
+	__u32 pad;
+};
+
+struct vps_val {
+	__u64 ns;                    /* summed duration */
+	__u64 count;                 /* intervals */
+	__u64 last;                  /* CLOCK_MONOTONIC of the last interval's end */
+};
+
+/* Per CPU: the steal clock at the last switch on it, and what the tracer charged. */
+struct vps_cpu {
+	__u64 steal_last;            /* rq->prev_steal_time_rq at the last switch, 0 = none yet */
+	__u64 steal_first;           /* ... at the first switch the tracer saw */
+	__u64 charged;               /* steal charged to threads (and idle) since then */
+	__u64 kstat_first, kstat_last; /* rq->prev_steal_time at those switches: what the kernel
+					* accounted (at ticks) into CPUTIME_STEAL, /proc/stat's steal */
+	__u64 first_time, last_time;
+	__u64 idle_steal;            /* of charged: while the idle task ran */
+};
+
+/* Per tracked thread: exact on-CPU time and switches (read at the end). */
+struct vps_thread {
+	__u32 pid, pad;
+	__u64 oncpu_ns;
+	__u64 switches;
+	__u64 steal_ns;
+	__u64 first, last;           /* first switch-in and last switch seen */
+};
+
+#endif

@@ -1,0 +1,47 @@
+/* The context-switch tracer (sched.bpf.c): exact steal per thread, and with --off-cpu
+ * the time threads spend blocked or waiting on the run queue, with their stacks. It
+ * runs beside whichever sampler backend records the on-CPU events and writes through
+ * the same sink:
+ *   - two EVENT records, "steal" (index first_event) and, with off_cpu, "off-cpu"
+ *     (first_event + 1), flagged VP_EVENT_SCHED | VP_EVENT_TIME_UNITS;
+ *   - SAMPLE records of those events whose period is the summed nanoseconds of one
+ *     (thread, state, stack) in one drain period, with sched_state set;
+ *   - at stop: THREAD_TIME per thread seen, SCHED_CPU per vCPU, and SCHED_STATS
+ *     (switches seen, records and bytes written, intervals lost to a full hash).
+ * Needs BPF (root, or CAP_BPF + CAP_PERFMON), BTF and the sched tracepoints. */
+#ifndef VIPROF_SAMPLER_SCHED_TRACER_H
+#define VIPROF_SAMPLER_SCHED_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "common/session_format.h"   /* struct vp_sched_stats */
+#include "sampler-kernel/sampler.h"
+
+struct vp_sched_config {
+	enum sampler_target target;
+	const pid_t *pids;           /* SAMPLER_TARGET_PIDS / LAUNCH */
+	int nr_pids;
+	bool off_cpu;                /* also charge off-CPU intervals (event "off-cpu") */
+	uint32_t first_event;        /* session index of "steal"; "off-cpu" follows it */
+	uint64_t drain_ns;           /* how often the kernel's sums are drained; 0 = 250 ms */
+	struct vp_sink sink;
+};
+
+
+struct vp_sched;  /* opaque; used from the recorder's thread only */
+
+/* Loads and attaches the programs, and emits the EVENT records. NULL with errno and a
+ * one-line reason naming the cause and the fix in err. */
+struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, size_t errlen);
+/* Drains the kernel's sums when a drain period has passed since the last one (now is
+ * CLOCK_MONOTONIC ns). Returns records emitted, or -errno from the sink. */
+int vp_sched__poll(struct vp_sched *s, uint64_t now);
+/* Detaches, drains everything, emits the THREAD_TIME, SCHED_CPU and META records.
+ * 0 or -errno. */
+int vp_sched__stop(struct vp_sched *s);
+void vp_sched__stats(const struct vp_sched *s, struct vp_sched_stats *out);
+void vp_sched__free(struct vp_sched *s);  /* accepts NULL */
+
+#endif

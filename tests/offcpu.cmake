@@ -1,0 +1,11 @@
+# Issue 11: off-CPU time, exact steal and the wall view (record --off-cpu, report --wall).
+add_executable(offcpu-fixture fixtures/offcpu/offcpu-fixture.c)
+target_compile_options(offcpu-fixture PRIVATE "SHELL:-O1 -fno-omit-frame-pointer")
+target_link_libraries(offcpu-fixture PRIVATE Threads::Threads)
+foreach(scenario split compete steal)
+  viprof_test(test-offcpu-${scenario} SOURCES test-offcpu.c LIBS vp_postproc ARGS ${scenario} TIMEOUT 120 LABELS live)
+  target_compile_definitions(test-offcpu-${scenario} PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>"
+                             OFFCPU_FIXTURE="$<TARGET_FILE:offcpu-fixture>")
+  add_dependencies(test-offcpu-${scenario} viprof offcpu-fixture)
+endforeach()
+viprof_test(test-wall SOURCES test-wall.c LIBS vp_postproc LABELS unit)

@@ -1,0 +1,115 @@
+/* The wall view (postproc/wall.h) on a profile built by hand: running scaled to the
+ * exact on-CPU time less steal, off-CPU split into runnable and blocked by its state
+ * frame, and running + runnable + blocked + steal = wall, per stack and per thread. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "postproc/profile.h"
+#include "postproc/wall.h"
+#include "common/session_format.h"
+#include "test.h"
+
+static uint32_t frame(struct vp_profile *p, const char *name, int layer)
+{
+	struct vp_frame f = { .name = name, .image = "", .build_id = "", .file = "", .layer = (uint8_t)layer };
+	uint32_t id = vp_profile__frame(p, &f);
+	ASSERT_NE(id, UINT32_MAX);
+	return id;
+}
+
+static uint64_t total(const struct vp_profile *p, int e)
+{
+	uint64_t w = 0;
+	for (size_t i = 0; i < p->nstacks; i++)
+		w += p->stacks[i].weight[e];
+	return w;
+}
+
+int main(void)
+{
+	struct vp_profile *p = vp_profile__new();
+	char err[256] = "";
+	ASSERT_NOT_NULL(p);
+	/* Without off-CPU time there is no wall view, and it says how to get one. */
+	ASSERT_EQ(vp_wall__add_events(p, err, sizeof(err)), -ENOENT);
+	ASSERT_CONTAINS(err, "--off-cpu");
+
+	int on = vp_profile__add_event(p, "cpu-clock", "nanoseconds");
+	int st = vp_profile__add_event(p, "steal", "nanoseconds");
+	int off = vp_profile__add_event(p, "off-cpu", "nanoseconds");
+	uint32_t main_ = frame(p, "main", VP_LAYER_NATIVE), busy = frame(p, "busy", VP_LAYER_NATIVE);
+	uint32_t idle = frame(p, "idle", VP_LAYER_NATIVE), sched = frame(p, "__schedule", VP_LAYER_KERNEL);
+	uint32_t sleep = frame(p, vp_sched_state_frame(VP_SCHED_BLOCKED_SLEEP), VP_LAYER_KERNEL);
+	uint32_t pre = frame(p, vp_sched_state_frame(VP_SCHED_RUNNABLE_PREEMPT), VP_LAYER_KERNEL);
+	uint32_t stl = frame(p, vp_sched_state_frame(VP_SCHED_STEAL), VP_LAYER_HYPERVISOR);
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_LOCK), "[blocked: lock]");
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_IO), "[blocked: io]");
+
+	uint32_t s1[] = { main_, busy }, s2[] = { main_, idle }, s3[] = { main_, idle, sched, sleep };
+	uint32_t s4[] = { main_, busy, sched, pre }, s5[] = { main_, busy, sched, stl };
+	ASSERT_OK(vp_profile__add(p, s1, 2, 10, 11, "t", on, 100, 100000000));
+	ASSERT_OK(vp_profile__add(p, s2, 2, 10, 11, "t", on, 50, 50000000));
+	ASSERT_OK(vp_profile__add(p, s3, 4, 10, 11, "t", off, 300, 300000000));
+	ASSERT_OK(vp_profile__add(p, s4, 4, 10, 11, "t", off, 20, 20000000));
+	ASSERT_OK(vp_profile__add(p, s5, 4, 10, 11, "t", st, 10, 10000000));
+	/* The switch tracer's exact account: 160 ms on CPU, 10 ms of it stolen. */
+	struct vp_thread_times tt = { .pid = 10, .tid = 11, .oncpu_ns = 160000000, .steal_ns = 10000000, .switches = 40 };
+	ASSERT_OK(vp_profile__thread_times(p, &tt));
+	/* A thread that ran but was never sampled. */
+	struct vp_thread_times t2 = { .pid = 10, .tid = 12, .oncpu_ns = 7000000 };
+	ASSERT_OK(vp_profile__thread_times(p, &t2));
+
+	int wall = vp_wall__add_events(p, err, sizeof(err));
+	ASSERT_GE(wall, 0);
+	ASSERT_EQ(vp_wall__add_events(p, err, sizeof(err)), wall);   /* idempotent */
+	int run = -1, rq = -1, bl = -1;
+	for (int e = 0; e < p->nevents; e++) {
+		if (!strcmp(p->events[e].name, "running"))
+			run = e;
+		if (!strcmp(p->events[e].name, "runnable"))
+			rq = e;
+		if (!strcmp(p->events[e].name, "blocked"))
+			bl = e;
+	}
+	ASSERT_GE(run, 0);
+	ASSERT_GE(rq, 0);
+	ASSERT_GE(bl, 0);
+	/* Running: 150 us (160 - 10 of steal) spread 2:1 like the samples, plus the
+	 * unsampled thread's 7 ms. */
+	ASSERT_UEQ(total(p, run), 157000000);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (s->nframes == 2 && s->frames[1] == busy)
+			ASSERT_UEQ(s->weight[run], 100000000);
+		if (s->nframes == 2 && s->frames[1] == idle)
+			ASSERT_UEQ(s->weight[run], 50000000);
+		ASSERT_UEQ(s->weight[wall], s->weight[run] + s->weight[rq] + s->weight[bl] + s->weight[st]);
+	}
+	ASSERT_UEQ(total(p, rq), 20000000);
+	ASSERT_UEQ(total(p, bl), 300000000);
+	ASSERT_UEQ(total(p, wall), 157000000 + 20000000 + 300000000 + 10000000);
+
+	/* The table: one row per thread, the parts in ms. */
+	struct vp_out o = { 0 };
+	char path[] = "/tmp/vp-wall-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(report_wall_text(p, &o, NULL));
+	ASSERT_OK(vp_out__close(&o));
+	FILE *f = fopen(path, "r");
+	char buf[8192];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	fputs(buf, stderr);
+	ASSERT_CONTAINS(buf, "150.0       20.0      300.0       10.0      480.0");   /* tid 11 */
+	ASSERT_CONTAINS(buf, "main;idle");
+	ASSERT_CONTAINS(buf, "[running: not sampled]");
+	vp_profile__free(p);
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* Sample weights add up to the event's true count (issue 11 item 5), one scenario per
+ * ctest entry: argv = viprof paced BACKEND EVENT RATE, RATE "F" (the default -F) or a
+ * -c period. The reference is a counting perf_event_open of our own on a separate run
+ * of the same fixture (tests/fixtures/weights/paced.c: steady page faults and sleeps),
+ * opened on the child before it execs, so it counts exactly what the recorder's target
+ * does; the recorder's own totals (COUNTER records, count.EVENT in the report's meta)
+ * must agree with it too. Exit 77 when not root or the backend cannot run here. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "postproc/profile.h"
+#include "postproc/session.h"
+#include "test.h"
+
+/* paced's arguments: page faults and sleeps per round, rounds. */
+static const char *paced_args = "400 80 50";
+
+static int run(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Runs paced with a counting event on it (and its threads), enabled at its exec. */
+static uint64_t reference(const char *paced, uint64_t config)
+{
+	int go[2];
+	ASSERT_OK(pipe(go));
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		char a[3][16] = { "", "", "" };
+		if (sscanf(paced_args, "%15s %15s %15s", a[0], a[1], a[2]) != 3)
+			_exit(126);
+		execl(paced, paced, a[0], a[1], a[2], (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = config,
+				     .disabled = 1, .enable_on_exec = 1, .inherit = 1 };
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		kill(pid, SIGKILL);
+		SKIP("cannot count the fixture with perf_event_open: %s", strerror(errno));
+	}
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	close(go[1]);
+	int st;
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	uint64_t v = 0;
+	ASSERT_EQ(read(fd, &v, sizeof(v)), (int)sizeof(v));
+	close(fd);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	char cmd[2048], dir[128], rate[64] = "", err[512];
+	if (argc < 6)
+		FAIL("usage: test-weights viprof paced perf|bpf context-switches|page-faults F|PERIOD");
+	REQUIRE_ROOT();
+	const char *viprof = argv[1], *paced = argv[2], *backend = argv[3], *event = argv[4];
+	uint64_t config = !strcmp(event, "page-faults") ? PERF_COUNT_SW_PAGE_FAULTS : PERF_COUNT_SW_CONTEXT_SWITCHES;
+	if (strcmp(argv[5], "F"))
+		snprintf(rate, sizeof(rate), "-c %s", argv[5]);
+	if (argc > 6)
+		paced_args = argv[6];
+
+	uint64_t want = reference(paced, config);
+	ASSERT_GT(want, 3000);
+	snprintf(dir, sizeof(dir), "weights-%s-%s-%s%s", backend, event, argv[5], argc > 6 ? "-steady" : "");
+	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend %s %s -e %s -o %s -- %s %s >%s.log 2>&1",
+		 viprof, backend, rate, event, dir, paced, paced_args, dir);
+	int rc = run(cmd);
+	if (rc) {
+		snprintf(cmd, sizeof(cmd), "grep -q 'sampler' %s.log", dir);
+		if (!strcmp(backend, "bpf") && run(cmd) == 0)
+			SKIP("the bpf backend cannot run here; see %s.log", dir);
+		FAIL("viprof record failed (%d); see %s.log", rc, dir);
+	}
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(dir, p, NULL, err, sizeof(err)))
+		FAIL("load %s: %s", dir, err);
+	ASSERT_EQ(p->nevents >= 1, 1);
+	uint64_t n = 0, w = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		n += p->stacks[i].samples[0];
+		w += p->stacks[i].weight[0];
+	}
+	char key[64];
+	snprintf(key, sizeof(key), "count.%s", event);
+	const char *counted = vp_profile__meta(p, key);
+	fprintf(stderr, "%s %s %s: %" PRIu64 " samples weigh %" PRIu64 "; the recorder counted %s; reference %" PRIu64 "\n",
+		backend, event, argv[5], n, w, counted ? counted : "(none)", want);
+	ASSERT_NOT_NULL(counted);
+	ASSERT_GT(n, 5);
+	ASSERT_DBL_NEAR((double)strtoull(counted, NULL, 10), (double)want, 0.02 * (double)want);
+	ASSERT_DBL_NEAR((double)w, (double)want, 0.02 * (double)want);
+	vp_profile__free(p);
+	printf("test-weights %s %s %s: ok\n", backend, event, argv[5]);
+	return 0;
+}
