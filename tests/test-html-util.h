@@ -74,4 +74,23 @@ static inline void attr(const char *tag, const char *attr, char *out, size_t len
 	snprintf(out, len, "%.*s", (int)(n < len - 1 ? n : len - 1), p);
 }
 
+/* Skips without chromium; makes the browser's profile directory. */
+static inline void html_test_start(void)
+{
+	if (system("command -v chromium >/dev/null 2>&1") != 0)
+		SKIP("chromium is not installed (apt-get install chromium)");
+	ASSERT_NOT_NULL(mkdtemp(udd));
+	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
+}
+
+/* Removes the browser's profile directory. */
+static inline void html_test_end(void)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", udd);
+	if (system(cmd)) {
+		/* nothing more to do */
+	}
+}
+
 #endif

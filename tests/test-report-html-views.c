@@ -80,10 +80,7 @@ static void expect_attr(const char *dom, const char *frame, const char *name, co
 
 int main(void)
 {
-	if (system("command -v chromium >/dev/null 2>&1") != 0)
-		SKIP("chromium is not installed (apt-get install chromium)");
-	ASSERT_NOT_NULL(mkdtemp(udd));
-	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
+	html_test_start();
 	struct vp_profile *p = synth_java_profile();
 	write_html(p, NULL, "flame-views.html");
 
@@ -185,10 +182,6 @@ int main(void)
 	free(dom);
 
 	vp_profile__free(p);
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", udd);
-	if (system(cmd)) {
-		/* nothing more to do */
-	}
+	html_test_end();
 	return 0;
 }

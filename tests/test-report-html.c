@@ -7,10 +7,7 @@
 
 int main(void)
 {
-	if (system("command -v chromium >/dev/null 2>&1") != 0)
-		SKIP("chromium is not installed (apt-get install chromium)");
-	ASSERT_NOT_NULL(mkdtemp(udd));
-	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
+	html_test_start();
 
 	struct vp_profile *p = synth_java_profile();
 	/* A hostile frame name: must stay text, never markup or script. */
@@ -151,8 +148,6 @@ int main(void)
 	vp_profile__free(big);
 	vp_profile__free(base);
 	vp_profile__free(p);
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", udd);
-	system(cmd);
+	html_test_end();
 	return 0;
 }
