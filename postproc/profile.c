@@ -22,7 +22,7 @@ struct idtab {
 
 struct priv {
 	struct idtab frames, stacks;
-	size_t frames_cap, stacks_cap, meta_cap;
+	size_t frames_cap, stacks_cap, meta_cap, threads_cap;
 	size_t warn_len, warn_cap;
 	/* Every stack's frames, counts and thread name: one allocation each, freed at once
 	 * (per-stack mallocs were a tenth of a large report, half of it in free at exit). */
@@ -510,11 +510,10 @@ int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times 
 	struct vp_thread_times *o = (struct vp_thread_times *)vp_profile__find_thread(p, t->pid, t->tid);
 
 	if (!o) {
-		struct vp_thread_times *n = realloc(p->threads, (p->nthreads + 1) * sizeof(*n));
+		struct priv *pv = p->priv;
 
-		if (!n)
+		if (vp_grow((void **)&p->threads, &pv->threads_cap, p->nthreads + 1, sizeof(*p->threads)))
 			return -ENOMEM;
-		p->threads = n;
 		o = &p->threads[p->nthreads++];
 		*o = (struct vp_thread_times){ .pid = t->pid, .tid = t->tid };
 	}

@@ -36,7 +36,7 @@ struct tree {
 	/* Per event: samples of the profile (val) and of the base profile (bval), at
 	 * val[node * ne + event]: the page draws any event without another report. */
 	uint64_t *val, *bval;
-	size_t vcap;
+	size_t vcap, bcap;   /* in weights, not nodes */
 	int ne;
 	/* Thread level at depth 1; not in a diff, whose two runs share no threads. */
 	bool threads;
@@ -85,26 +85,17 @@ static uint32_t tree_add_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
 	if (vp_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)))
 		return NONE;
-	if (t->vcap < t->cap) {
-		/* Both weight arrays grow to the node array's capacity, zeroed. */
-		size_t ne = (size_t)t->ne, old = t->vcap;
-		uint64_t *v = realloc(t->val, t->cap * ne * sizeof(*v));
-		if (!v)
-			return NONE;
-		t->val = v;
-		memset(t->val + old * ne, 0, (t->cap - old) * ne * sizeof(*v));
-		/* Base weights only in a diff (no thread level there). */
-		if (!t->threads) {
-			uint64_t *b = realloc(t->bval, t->cap * ne * sizeof(*b));
-			if (!b)
-				return NONE;
-			t->bval = b;
-			memset(t->bval + old * ne, 0, (t->cap - old) * ne * sizeof(*b));
-		}
-		t->vcap = t->cap;
-	}
+	/* A weight per event for every node, zeroed below; base weights only in a diff (no
+	 * thread level there). */
+	size_t ne = (size_t)t->ne, need = (t->len + 1) * ne;
+	if (vp_grow((void **)&t->val, &t->vcap, need, sizeof(*t->val)) ||
+	    (!t->threads && vp_grow((void **)&t->bval, &t->bcap, need, sizeof(*t->bval))))
+		return NONE;
 	uint32_t id = (uint32_t)t->len++;
 	t->n[id] = (struct node){ .frame = frame, .parent = parent, .first_child = NONE, .next_sibling = NONE };
+	memset(t->val + (size_t)id * ne, 0, ne * sizeof(*t->val));
+	if (t->bval)
+		memset(t->bval + (size_t)id * ne, 0, ne * sizeof(*t->bval));
 	if (parent != NONE) {
 		t->n[id].next_sibling = t->n[parent].first_child;
 		t->n[parent].first_child = id;
