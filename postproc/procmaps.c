@@ -370,6 +370,41 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 	return later;
 }
 
+struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t,
+				      uint64_t *lo, uint64_t *hi)
+{
+	struct vp_map *m = vp_procmaps__find(pm, pid, ip, t);
+	struct proc *p = gen_at(pm, pid, t);
+	*lo = 1;
+	*hi = 0;
+	/* Live mappings never overlap, so while m is live it is the answer, as long as
+	 * the lookup lands in the same instance of the process (an exec starts another). */
+	if (m && p && m->t_start <= t && t < m->t_end) {
+		*lo = m->t_start > p->t_start ? m->t_start : p->t_start;
+		*hi = m->t_end;
+	} else if (!m && p) {
+		/* No mapping: until the next one that holds ip starts, and since the last one
+		 * that held it ended (a synthesized one starting later would have been the
+		 * answer, so there is none). Anonymous JIT code is mostly here. */
+		*lo = p->t_start;
+		*hi = UINT64_MAX;
+		for (size_t i = 0; i < p->nmaps; i++) {
+			const struct vp_map *x = &p->maps[i];
+			if (ip < x->start || ip >= x->start + x->len)
+				continue;
+			if (x->t_start > t && x->t_start < *hi)
+				*hi = x->t_start;
+			if (x->t_end <= t && x->t_end > *lo)
+				*lo = x->t_end;
+		}
+		if (*lo > t)
+			*lo = t;   /* a process instance that started after t: this lookup only */
+	}
+	if (*lo <= *hi && p && p->next_gen && p->next_gen->t_start < *hi)
+		*hi = p->next_gen->t_start;
+	return m;
+}
+
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t)
 {
 	struct thread *x = thread_get(pm, tid, false);

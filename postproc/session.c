@@ -81,8 +81,12 @@ struct addr_ent {
 	uint8_t unmapped;            /* counted as a user frame in no mapping */
 	uint32_t loc;                /* pprof location, or UINT32_MAX */
 	uint32_t first;              /* frames at pool[first..first+n) */
+	uint64_t t_lo, t_hi;         /* AC_SPAN: the times at which the answer holds */
 };
-enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3, AC_INTERP = 4 };
+/* AC_SPAN entries are keyed by (pid, ip, caller) alone and hold the last answer with
+ * the span of times it is sure for (the mapping live, the JIT method in its epoch): a
+ * repeated address at such a time skips the mapping search and the code-map lookup. */
+enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3, AC_INTERP = 4, AC_SPAN = 5 };
 struct addr_cache {
 	struct addr_ent *t; size_t size, used;
 	uint32_t *pool; size_t npool, cappool;
@@ -806,13 +810,45 @@ static void ac_put(struct addr_cache *c, const struct addr_ent *key, const uint3
 	ac_insert(c, &e);
 }
 
-/* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it. */
-static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t)
+/* Sets key's span entry to frames and loc for the times [lo, hi). */
+static void span_put(struct addr_cache *c, struct addr_ent *key, uint64_t lo, uint64_t hi, const uint32_t *frames,
+		     int n, uint32_t loc)
 {
+	struct addr_ent *e = (struct addr_ent *)ac_find(c, key);
+	key->t_lo = lo;
+	key->t_hi = hi;
+	if (!e) {
+		ac_put(c, key, frames, n, loc, false);
+		return;
+	}
+	if (n <= 0 || n > MAX_JIT_DEPTH || c->npool + (size_t)n > UINT32_MAX ||
+	    vp_grow((void **)&c->pool, &c->cappool, c->npool + (size_t)n, sizeof(*c->pool))) {
+		e->t_lo = 1;   /* no room for the new answer: forget the old one */
+		e->t_hi = 0;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (frames[i] == UINT32_MAX)
+			return;
+	memcpy(c->pool + c->npool, frames, (size_t)n * sizeof(*frames));
+	e->first = (uint32_t)c->npool;
+	c->npool += (size_t)n;
+	e->n = (uint8_t)n;
+	e->loc = loc;
+	e->t_lo = lo;
+	e->t_hi = hi;
+}
+
+/* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it,
+ * and the span of times it surely did (*lo > *hi: none known). */
+static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 1;
+	*hi = 0;
 #if HAVE_JIT_INDEX
 	struct jvm *j = jvm_open(l, pid);
 	if (j && j->idx)
-		return vp_jit_index__owner(j->idx, ip, t, l->o->map_mode_flat);
+		return vp_jit_index__owner_span(j->idx, ip, t, l->o->map_mode_flat, lo, hi);
 #else
 	(void)l, (void)pid, (void)ip, (void)t;
 #endif
@@ -1006,29 +1042,49 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 			continue;
 		}
+		/* Seen at a time its last answer holds for: that answer. */
+		struct addr_ent skey = { .ip = ip, .kind = AC_SPAN, .caller = i > 0, .pid = s->pid };
+		const struct addr_ent *e = ac_find(&l->ac, &skey);
+		if (e && e->t_lo <= r->time && r->time < e->t_hi && n + e->n <= MAX_OUT_FRAMES) {
+			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
+			n += e->n;
+			locs[nl++] = e->loc;
+			continue;
+		}
 		/* The mapping at this time, and for code outside files the JIT method that
 		 * owned the address then, are what the address resolves through. */
 		struct addr_ent key = { .ip = ip, .kind = AC_USER, .caller = i > 0, .pid = s->pid };
-		const struct vp_map *vm = vp_procmaps__find(l->pm, s->pid, look, r->time);
+		uint64_t lo, hi, jlo, jhi;
+		const struct vp_map *vm = vp_procmaps__find_span(l->pm, s->pid, look, r->time, &lo, &hi);
 		key.map = vm;
-		if (!(vm && is_file_backed(vm->filename)))
-			key.jit = jit_owner(l, s->pid, ip, r->time);
-		const struct addr_ent *e = ac_find(&l->ac, &key);
+		if (!(vm && is_file_backed(vm->filename))) {
+			key.jit = jit_owner(l, s->pid, ip, r->time, &jlo, &jhi);
+			lo = jlo > lo ? jlo : lo;
+			hi = jhi < hi ? jhi : hi;
+		}
+		int n0 = n;
+		e = ac_find(&l->ac, &key);
 		if (e && n + e->n <= MAX_OUT_FRAMES) {
 			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
 			n += e->n;
 			locs[nl++] = e->loc;
 			l->unmapped += e->unmapped;
-			continue;
-		}
-		int n0 = n;
-		uint64_t unmapped = l->unmapped;
-		l->jit_n = 0;
-		n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
-		locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
-		l->jit_n = 0;
-		if (MAX_OUT_FRAMES - n0 >= MAX_JIT_DEPTH)  /* not cut short by the frame limit */
+			if (e->unmapped)
+				continue;   /* counted as unmapped each time: never by span */
+		} else {
+			uint64_t unmapped = l->unmapped;
+			l->jit_n = 0;
+			n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
+			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
+			l->jit_n = 0;
+			if (MAX_OUT_FRAMES - n0 < MAX_JIT_DEPTH)
+				continue;   /* cut short by the frame limit: not an answer to keep */
 			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
+			if (l->unmapped != unmapped)
+				continue;   /* counted as unmapped each time: never by span */
+		}
+		if (lo <= r->time && r->time < hi)
+			span_put(&l->ac, &skey, lo, hi, leaf_first + n0, n - n0, locs[nl - 1]);
 	}
 	if (s->sched_state && s->sched_state < VP_SCHED__COUNT) {
 		/* Off-CPU and steal sums end in a frame saying what the thread was doing;

@@ -9,3 +9,5 @@ target_compile_definitions(test-export-jitdump-help PRIVATE VIPROF_BIN="$<TARGET
 add_dependencies(test-export-jitdump-help viprof)
 # The one child launcher (record -- CMD; stat -- CMD once hv-glue uses it).
 viprof_test(test-launch SOURCES test-launch.c LIBS vp_common LABELS unit)
+# The time spans the report's address cache reuses answers for.
+viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_postproc LABELS unit)
