@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -117,6 +118,42 @@ void vp_timing(const char *what)
 		     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	fprintf(stderr, "viprof timing: %9.3f ms (+%8.3f)  cpu %8.3f ms  %s\n", (double)(now - f) / 1e6,
 		(double)(now - p) / 1e6, cpu, what);
+}
+
+struct vp_arena_block {
+	struct vp_arena_block *next;
+	max_align_t pad[];          /* the objects, aligned like malloc's */
+};
+
+void *vp_arena__alloc(struct vp_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (n > a->left) {
+		size_t size = n > (1u << 20) ? n : (1u << 20);
+		struct vp_arena_block *b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->next = a->head;
+		a->head = b;
+		a->cur = (char *)b->pad;
+		a->left = size;
+	}
+	void *p = a->cur;
+	a->cur += n;
+	a->left -= n;
+	memset(p, 0, n);
+	return p;
+}
+
+void vp_arena__free(struct vp_arena *a)
+{
+	for (struct vp_arena_block *b = a->head, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	a->head = NULL;
+	a->cur = NULL;
+	a->left = 0;
 }
 
 /* One "Name:\t..." line of /proc/PID/status, or NULL. */

@@ -28,6 +28,16 @@ long long vp_parse_num(const char *s, long long min, long long max);
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);
 
+/* A bump allocator for many small objects freed together (a profile's interned stacks):
+ * no per-object header or free, blocks of at least 1 MiB. Zero-initialise with {0}. */
+struct vp_arena {
+	struct vp_arena_block *head;
+	size_t left;
+	char *cur;
+};
+/* n bytes, 16-byte aligned and zeroed, valid until vp_arena__free; NULL on ENOMEM. */
+void *vp_arena__alloc(struct vp_arena *a, size_t n);
+void vp_arena__free(struct vp_arena *a);   /* and ready for reuse */
 /* Why perf_event_open on process pid may be refused with EACCES/EPERM whatever
  * perf_event_paranoid says: the kernel asks for ptrace read access to it, which another
  * user's process (or one that is not dumpable) denies without CAP_SYS_PTRACE. Writes a

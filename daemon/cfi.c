@@ -72,16 +72,9 @@ static void emit(struct vp_cfi *t, uint64_t vaddr, struct vpb_rule r)
 			return;
 		}
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct vpb_rule *p = realloc(t->rules, cap * sizeof(*p));
-
-		if (!p) {
-			t->failed = true;
-			return;
-		}
-		t->rules = p;
-		t->cap = cap;
+	if (vp_grow((void **)&t->rules, &t->cap, t->n + 1, sizeof(*t->rules))) {
+		t->failed = true;
+		return;
 	}
 	t->rules[t->n++] = r;
 }
@@ -347,15 +340,8 @@ static void section_starts(Elf *e, Elf_Scn *scn, bool eh, uint64_t **v, size_t *
 		    !read_encoded(&p, end, (uint8_t)enc, sh.sh_addr + (uint64_t)(p - (const uint8_t *)d->d_buf), &lo) ||
 		    !read_encoded(&p, end, (uint8_t)(enc & 0x0f), 0, &range) || range == 0)
 			continue;
-		if (*n == *cap) {
-			size_t c = *cap ? *cap * 2 : 1024;
-			uint64_t *q = realloc(*v, c * sizeof(*q));
-
-			if (!q)
-				return;
-			*v = q;
-			*cap = c;
-		}
+		if (vp_grow((void **)v, cap, *n + 1, sizeof(**v)))
+			return;
 		(*v)[(*n)++] = lo;
 	}
 }

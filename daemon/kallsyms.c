@@ -28,16 +28,8 @@ struct vp_kallsyms {
 
 static int names_add(struct vp_kallsyms *k, const char *s, size_t len, uint32_t *off)
 {
-	if (k->names_len + len + 1 > k->names_cap) {
-		size_t cap = k->names_cap ? k->names_cap * 2 : 1 << 20;
-		while (cap < k->names_len + len + 1)
-			cap *= 2;
-		char *p = realloc(k->names, cap);
-		if (!p)
-			return -ENOMEM;
-		k->names = p;
-		k->names_cap = cap;
-	}
+	if (vp_grow((void **)&k->names, &k->names_cap, k->names_len + len + 1, 1))
+		return -ENOMEM;
 	if (k->names_len > UINT32_MAX - len - 1)
 		return -E2BIG;
 	memcpy(k->names + k->names_len, s, len);
@@ -101,15 +93,9 @@ struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
 		}
 		if (addr)
 			any_nonzero = true;
-		if (k->n == k->cap) {
-			size_t cap = k->cap ? k->cap * 2 : 65536;
-			struct ksym *s = realloc(k->syms, cap * sizeof(*s));
-			if (!s) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			k->syms = s;
-			k->cap = cap;
+		if (vp_grow((void **)&k->syms, &k->cap, k->n + 1, sizeof(*k->syms))) {
+			err = -ENOMEM;
+			goto fail;
 		}
 		struct ksym *s = &k->syms[k->n];
 		s->addr = addr;

@@ -1,5 +1,6 @@
 /* /proc synthesis of COMM and MMAP records: see procsynth.h. */
 #define _GNU_SOURCE
+#include "common/util.h"
 #include "daemon/procsynth.h"
 #include "common/safefs.h"
 
@@ -152,14 +153,8 @@ static void lookup_build_id(struct vp_procsynth *ps, pid_t pid, struct vp_mmap *
 	}
 	if (fd >= 0)
 		close(fd);
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 64;
-		struct bid_entry *c = realloc(ps->cache, cap * sizeof(*c));
-		if (!c)
-			goto out;   /* just no cache: the answer is still right */
-		ps->cache = c;
-		ps->cap = cap;
-	}
+	if (vp_grow((void **)&ps->cache, &ps->cap, ps->n + 1, sizeof(*ps->cache)))
+		goto out;   /* just no cache: the answer is still right */
 	ps->cache[ps->n++] = b;
 out:
 	memcpy(m->build_id, b.id, sizeof(b.id));

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/launch.h"
 #include "common/util.h"
 #include "daemon/kallsyms.h"
 #include "daemon/procsynth.h"
@@ -95,59 +96,6 @@ static void probe_meta_cb(void *ctx, const char *key, const char *value)
 	snprintf(k, sizeof(k), "probe.%s", key);
 	if (!m->err)
 		m->err = vp_session_writer__meta(m->w, k, value);
-}
-
-/* Forks the command and holds it before exec until release_child(): the sampler must
- * be watching the pid before the first instruction of the new program runs. */
-static pid_t launch_child(char **cmd, const char *java_opts, int *go_fd)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		close(p[1]);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		char go;
-		ssize_t k;
-		do
-			k = read(p[0], &go, 1);
-		while (k < 0 && errno == EINTR);
-		if (k != 1)
-			_exit(127);   /* the recorder gave up before starting: never run unprofiled */
-		/* The command runs as the invoking user, not as a set-uid viprof. */
-		if (getuid() != geteuid() || getgid() != getegid()) {
-			if (setgid(getgid()) != 0 || setuid(getuid()) != 0)
-				_exit(127);
-		}
-		if (java_opts)
-			setenv("JAVA_TOOL_OPTIONS", java_opts, 1);
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "viprof: cannot run '%s': %s\n", cmd[0], strerror(errno));
-		_exit(127);
-	}
-	close(p[0]);
-	*go_fd = p[1];
-	return pid;
-}
-
-static void release_child(int *go_fd)
-{
-	if (*go_fd < 0)
-		return;
-	ssize_t k;
-	do
-		k = write(*go_fd, "g", 1);
-	while (k < 0 && errno == EINTR);
-	close(*go_fd);
-	*go_fd = -1;
 }
 
 static int exit_code(int status)
@@ -408,7 +356,8 @@ int cmd_record(int argc, char **argv)
 	struct vp_sched *sched = NULL;
 	char *java_opts = NULL;
 	pid_t child = 0;
-	int go_fd = -1, child_status = 0, ret = 1, e;
+	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
+	int child_status = 0, ret = 1, e;
 	bool child_done = false, started = false;
 
 	record_opts__defaults(&o);
@@ -508,12 +457,15 @@ int cmd_record(int argc, char **argv)
 		/* Orphaned grandchildren are reparented to us, so "the command and its
 		 * descendants are done" is simply "no child is left". */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		child = launch_child(o.cmd, java_opts, &go_fd);
-		if (child < 0) {
-			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o.cmd[0], strerror(-child));
+		/* Held before exec until the sampler watches its pid (released below). */
+		struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL,
+					     .env_value = java_opts, .who = "viprof" };
+		if ((e = vp_child__launch(&held, o.cmd, &lo)) < 0) {
+			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o.cmd[0], strerror(-e));
 			child = 0;
 			goto cleanup;
 		}
+		child = held.pid;
 		launched_child = child;
 		cfg.pids = &child;
 		cfg.nr_pids = 1;
@@ -628,7 +580,7 @@ int cmd_record(int argc, char **argv)
 	if (steal)
 		steal_snapshot(w, steal, MAX_CPUS);
 	vp_timing("record: processes scanned, steal read");
-	release_child(&go_fd);
+	vp_child__release(&held, NULL);
 	vp_timing("record: command released");
 
 	bool tty = isatty(STDERR_FILENO) && !o.quiet;
@@ -794,8 +746,7 @@ int cmd_record(int argc, char **argv)
 cleanup:
 	if (ksl)
 		take_kallsyms(&ksl, NULL, &cfg);
-	if (go_fd >= 0)
-		close(go_fd);   /* the held child reads EOF and exits without running the command */
+	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
 	if (child && !started) {
 		int status;
 		waitpid(child, &status, 0);

@@ -1,6 +1,7 @@
 /* The recorder's session directory writer: see session_writer.h. */
 #define _GNU_SOURCE
 #include "daemon/session_writer.h"
+#include "common/json.h"
 #include "common/safefs.h"
 
 #include <errno.h>
@@ -42,7 +43,8 @@ struct vp_session_writer {
 	size_t ks_npending, ks_pending_cap;
 	uint64_t ks_pending_dropped, last_time;
 	struct meta_pair *meta;
-	int nmeta, meta_cap;
+	int nmeta;
+	size_t meta_cap;
 	char event_names[VP_MAX_EVENTS][64];
 	int nevents;
 	uint64_t samples, ksyms_emitted, records_seen;
@@ -63,7 +65,7 @@ struct vp_session_writer {
 struct switch_buf {
 	struct vp_switch *v;
 	uint64_t *t;
-	size_t n, cap;
+	size_t n, cap, tcap;
 	bool have_cur;
 	uint32_t cur_pid, cur_tid;
 	uint64_t interval_start;
@@ -427,14 +429,8 @@ int vp_session_writer__meta(struct vp_session_writer *w, const char *key, const 
 	free(body);
 	if (e)
 		return e;
-	if (w->nmeta == w->meta_cap) {
-		int cap = w->meta_cap ? w->meta_cap * 2 : 32;
-		struct meta_pair *m = realloc(w->meta, (size_t)cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		w->meta = m;
-		w->meta_cap = cap;
-	}
+	if (vp_grow((void **)&w->meta, &w->meta_cap, (size_t)w->nmeta + 1, sizeof(*w->meta)))
+		return -ENOMEM;
 	w->meta[w->nmeta].key = strdup(key);
 	w->meta[w->nmeta].value = strdup(value);
 	if (!w->meta[w->nmeta].key || !w->meta[w->nmeta].value) {
@@ -515,17 +511,9 @@ static int buffer_switch(struct vp_session_writer *w, uint64_t time, const struc
 		if (e)
 			return e;
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct vp_switch *v = realloc(b->v, cap * sizeof(*v));
-		if (v)
-			b->v = v;
-		uint64_t *t = v ? realloc(b->t, cap * sizeof(*t)) : NULL;
-		if (!v || !t)
-			return w->error = -ENOMEM;
-		b->t = t;
-		b->cap = cap;
-	}
+	if (vp_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) ||
+	    vp_grow((void **)&b->t, &b->tcap, b->n + 1, sizeof(*b->t)))
+		return w->error = -ENOMEM;
 	b->v[b->n] = *sw;
 	b->t[b->n++] = time;
 	return 0;
@@ -658,20 +646,6 @@ uint64_t vp_session_writer__bytes(const struct vp_session_writer *w)
 }
 int vp_session_writer__error(const struct vp_session_writer *w) { return w->error; }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static void json_u64_array(FILE *f, const uint64_t *v, int n)
 {
 	fputc('[', f);
@@ -700,14 +674,14 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	fprintf(f, "{\n  \"format_version\": %d,\n  \"meta\": {", VP_SESSION_FORMAT_VERSION);
 	for (int i = 0; i < w->nmeta; i++) {
 		fprintf(f, "%s\n    ", i ? "," : "");
-		json_str(f, w->meta[i].key);
+		vp_json_fputs(f, w->meta[i].key, 0);
 		fputs(": ", f);
-		json_str(f, w->meta[i].value);
+		vp_json_fputs(f, w->meta[i].value, 0);
 	}
 	fputs("\n  },\n  \"events\": [", f);
 	for (int i = 0; i < w->nevents; i++) {
 		fputs(i ? ", " : "", f);
-		json_str(f, w->event_names[i]);
+		vp_json_fputs(f, w->event_names[i], 0);
 	}
 	fprintf(f, "],\n  \"samples\": %llu,\n  \"lost\": %llu,\n  \"duration_s\": %.3f,\n"
 		   "  \"exit_status\": %u,\n  \"kernel_symbols\": %llu,\n  \"stream_bytes\": %llu,\n",

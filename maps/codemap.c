@@ -36,21 +36,7 @@ struct priv {
 	uint32_t file;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+#define GROW(arr, cap, need) vp_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 static const char *own_str(struct priv *pv, const char *s, size_t len)
 {

@@ -133,6 +133,62 @@ static int expand(const struct vp_codemap *m, const struct vp_cm_method_info *x,
 	return 1;
 }
 
+const void *vp_jit_index__owner(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat)
+{
+	const struct vp_cm_method_info *x = flat ? vp_codemap__flat(xi->m, addr) : by_epochs(xi->m, addr, t);
+	if (x)
+		return x;
+	return vp_codemap__blob(xi->m, addr);
+}
+
+const void *vp_jit_index__owner_span(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
+				     uint64_t *lo, uint64_t *hi)
+{
+	const struct vp_codemap *m = xi->m;
+	*lo = 1;
+	*hi = 0;
+	if (flat) {
+		/* Timeless: the same answer at every time. */
+		*lo = 0;
+		*hi = UINT64_MAX;
+		return vp_jit_index__owner(xi, addr, t, true);
+	}
+	if (m->nepochs) {
+		/* by_epochs' answer stays the same for every time of t's epoch (epoch_at is the
+		 * same there, and so is each epoch's lookup of addr) except where it compares t
+		 * with a load or unload time: those bound the span. */
+		size_t e = vp_codemap__epoch_at(m, t);
+		uint64_t elo = e ? m->epochs[e].t_begin : 0, ehi = e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : UINT64_MAX;
+		const struct vp_cm_method_info *hit = vp_codemap__in_epoch(m, e, addr), *old = NULL;
+		if (hit && hit->load_time <= t) {
+			*lo = hit->load_time > elo ? hit->load_time : elo;
+			*hi = ehi;
+			return hit;
+		}
+		for (size_t k = e; k-- > 0 && !old;)
+			old = vp_codemap__in_epoch(m, k, addr);
+		if (!hit) {
+			const void *owner = old;
+			*lo = elo;
+			*hi = ehi;
+			if (old && old->unload_time != VP_CM_NEVER) {
+				if (old->unload_time >= t) {
+					if (old->unload_time < UINT64_MAX && old->unload_time + 1 < *hi)
+						*hi = old->unload_time + 1;
+				} else {
+					owner = NULL;   /* gone before t: the blob there, if any */
+					if (old->unload_time + 1 > *lo)
+						*lo = old->unload_time + 1;
+				}
+			}
+			return owner ? owner : vp_codemap__blob(m, addr);
+		}
+		/* Code loaded after t in this epoch: rare (a sample in code whose load callback
+		 * had not run yet); no span. */
+	}
+	return vp_jit_index__owner(xi, addr, t, false);
+}
+
 int vp_jit_index__resolve(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
 			  struct vp_jit_frame *out, int max)
 {

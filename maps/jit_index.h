@@ -24,6 +24,17 @@ struct vp_jit_frame {
 	uint8_t layer; /* enum vp_layer */
 };
 
+/* What owned addr at time t: the method record (or, when no method did, the stub or
+ * blob) that vp_jit_index__resolve would expand, as an opaque identity; NULL when
+ * neither. Two lookups with the same identity and address resolve to the same frames,
+ * which lets a caller cache by (addr, identity). */
+const void *vp_jit_index__owner(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat);
+/* vp_jit_index__owner, and the span [*lo, *hi) of times at which it is sure to name the
+ * same owner: the owning method's time in the epoch of t once it was loaded (or all
+ * time in flat mode); an empty span (*lo > *hi) when that cannot be said cheaply. */
+const void *vp_jit_index__owner_span(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
+				     uint64_t *lo, uint64_t *hi);
+
 /* Resolves addr at CLOCK_MONOTONIC time t. Returns n > 0 frames with out[0] the innermost
  * (an inlined leaf, layer VP_LAYER_INLINED) up to out[n-1] the compiled method itself
  * (VP_LAYER_JIT), or one frame for a stub/interpreter (VP_LAYER_JVM / VP_LAYER_INTERPRETED);

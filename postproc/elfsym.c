@@ -34,7 +34,7 @@ struct vp_elf {
 	int err;              /* errno of a failed open, cached too */
 	uint16_t type;        /* ET_EXEC, ET_DYN, ... */
 	struct load *loads; size_t nloads;
-	struct sym *syms; size_t nsyms;
+	struct sym *syms; size_t nsyms, syms_cap;
 	char build_id[41];
 	struct vp_elf *next;
 };
@@ -184,12 +184,8 @@ static int read_syms(struct vp_elf *e, Elf *elf, uint32_t want)
 			const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
-			if (e->nsyms % 1024 == 0) {
-				struct sym *ns = realloc(e->syms, (e->nsyms + 1024) * sizeof(*ns));
-				if (!ns)
-					return -ENOMEM;
-				e->syms = ns;
-			}
+			if (vp_grow((void **)&e->syms, &e->syms_cap, e->nsyms + 1, sizeof(*e->syms)))
+				return -ENOMEM;
 			char buf[1024];
 			struct sym *o = &e->syms[e->nsyms];
 			o->addr = s.st_value;

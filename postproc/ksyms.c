@@ -36,14 +36,8 @@ void vp_ksyms__free(struct vp_ksyms *k)
 int vp_ksyms__add(struct vp_ksyms *k, uint64_t addr, uint64_t size, const char *module,
 		  const char *name)
 {
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 256;
-		struct vp_ksym_entry *s = realloc(k->syms, cap * sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		k->syms = s;
-		k->cap = cap;
-	}
+	if (vp_grow((void **)&k->syms, &k->cap, k->n + 1, sizeof(*k->syms)))
+		return -ENOMEM;
 	struct vp_ksym_entry *e = &k->syms[k->n];
 	e->addr = addr;
 	e->size = size;

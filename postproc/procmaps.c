@@ -16,6 +16,10 @@ struct proc {
 	struct vp_map *maps; size_t nmaps, cap;
 	uint64_t max_len;
 	bool sorted;
+	/* The mappings found last (indices + 1; 0 = none): consecutive frames mostly fall
+	 * in the same few (the code cache, libjvm), and a live hit is the only answer. */
+	size_t recent[4];
+	unsigned recent_next;
 	struct proc *next_gen;       /* the later instance of the same pid */
 	struct proc *next;           /* hash chain (first instance of each pid) */
 };
@@ -27,7 +31,7 @@ struct comm_ent {
 
 struct thread {
 	uint32_t tid;
-	struct comm_ent *h; size_t n;
+	struct comm_ent *h; size_t n, cap;
 	struct thread *next;
 };
 
@@ -151,15 +155,10 @@ static struct proc *new_gen(struct vp_procmaps *pm, uint32_t pid, uint64_t t)
 
 static int add_map(struct proc *p, const struct vp_map *m)
 {
-	if (p->nmaps == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		struct vp_map *n = realloc(p->maps, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->maps = n;
-		p->cap = cap;
-	}
+	if (vp_grow((void **)&p->maps, &p->cap, p->nmaps + 1, sizeof(*p->maps)))
+		return -ENOMEM;
 	p->maps[p->nmaps++] = *m;
+	memset(p->recent, 0, sizeof(p->recent));
 	if (m->len > p->max_len)
 		p->max_len = m->len;
 	p->sorted = false;
@@ -249,10 +248,9 @@ static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char
 		return -ENOMEM;
 	if (x->n && !strncmp(x->h[x->n - 1].comm, comm, 15))
 		return 0;
-	struct comm_ent *h = realloc(x->h, (x->n + 1) * sizeof(*h));
-	if (!h)
+	if (vp_grow((void **)&x->h, &x->cap, x->n + 1, sizeof(*x->h)))
 		return -ENOMEM;
-	x->h = h;
+	struct comm_ent *h = x->h;
 	h[x->n].t = t;
 	strncpy(h[x->n].comm, comm, 15);
 	h[x->n].comm[15] = '\0';
@@ -335,6 +333,15 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 	if (!p->sorted) {
 		vp_sort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
 		p->sorted = true;
+		memset(p->recent, 0, sizeof(p->recent));
+	}
+	/* Live mappings never overlap: one that holds ip and is live at t is the answer. */
+	for (int r = 0; r < 4; r++) {
+		if (!p->recent[r])
+			continue;
+		struct vp_map *m = &p->maps[p->recent[r] - 1];
+		if (ip >= m->start && ip < m->start + m->len && m->t_start <= t && t < m->t_end)
+			return m;
 	}
 	size_t lo = 0, hi = p->nmaps;
 	while (lo < hi) {  /* first map starting above ip */
@@ -353,12 +360,49 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 			break;
 		if (ip >= m->start + m->len)
 			continue;
-		if (m->t_start <= t && t < m->t_end)
+		if (m->t_start <= t && t < m->t_end) {
+			p->recent[p->recent_next++ & 3] = i + 1;
 			return m;
+		}
 		if (m->synthesized && m->t_start > t && (!later || m->t_start < later->t_start))
 			later = m;
 	}
 	return later;
+}
+
+struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t,
+				      uint64_t *lo, uint64_t *hi)
+{
+	struct vp_map *m = vp_procmaps__find(pm, pid, ip, t);
+	struct proc *p = gen_at(pm, pid, t);
+	*lo = 1;
+	*hi = 0;
+	/* Live mappings never overlap, so while m is live it is the answer, as long as
+	 * the lookup lands in the same instance of the process (an exec starts another). */
+	if (m && p && m->t_start <= t && t < m->t_end) {
+		*lo = m->t_start > p->t_start ? m->t_start : p->t_start;
+		*hi = m->t_end;
+	} else if (!m && p) {
+		/* No mapping: until the next one that holds ip starts, and since the last one
+		 * that held it ended (a synthesized one starting later would have been the
+		 * answer, so there is none). Anonymous JIT code is mostly here. */
+		*lo = p->t_start;
+		*hi = UINT64_MAX;
+		for (size_t i = 0; i < p->nmaps; i++) {
+			const struct vp_map *x = &p->maps[i];
+			if (ip < x->start || ip >= x->start + x->len)
+				continue;
+			if (x->t_start > t && x->t_start < *hi)
+				*hi = x->t_start;
+			if (x->t_end <= t && x->t_end > *lo)
+				*lo = x->t_end;
+		}
+		if (*lo > t)
+			*lo = t;   /* a process instance that started after t: this lookup only */
+	}
+	if (*lo <= *hi && p && p->next_gen && p->next_gen->t_start < *hi)
+		*hi = p->next_gen->t_start;
+	return m;
 }
 
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t)

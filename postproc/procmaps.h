@@ -43,6 +43,11 @@ int vp_procmaps__comm(struct vp_procmaps *pm, uint64_t t, uint32_t pid, uint32_t
  * recorder's snapshot of /proc/PID/maps can be stamped after the first samples (a
  * live mapping that appears later was really not there yet). */
 struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t);
+/* vp_procmaps__find, and when the mapping found is live at t, the span [*lo, *hi) of
+ * times at which the same lookup is sure to return it (its live interval within the
+ * process instance); an empty span (*lo > *hi) otherwise. */
+struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t,
+				      uint64_t *lo, uint64_t *hi);
 /* The name of thread tid at t (the latest one set at or before t, else the first), or NULL. */
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t);
 

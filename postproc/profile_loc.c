@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "postproc/profile.h"
 
 #define EMPTY UINT32_MAX
@@ -21,6 +22,7 @@ struct ids {
 struct locpriv {
 	struct ids maps, locs, stacks;
 	size_t maps_cap, locs_cap, stacks_cap;
+	struct vp_arena stack_mem;   /* each loc_stack's locations and counts, as profile.c */
 };
 
 static uint64_t fnv(uint64_t h, const void *buf, size_t len)
@@ -53,11 +55,16 @@ static uint64_t loc_hash(uint32_t mapping, uint64_t addr, const uint32_t *frames
 	return fnv(h, lines, n * sizeof(*lines));
 }
 
+/* Word at a time, as profile.c's stack_hash: once per sample over every location. */
 static uint64_t lstack_hash(uint32_t stack, const uint32_t *locs, uint32_t n)
 {
-	uint64_t h = fnv(0xcbf29ce484222325ull, &stack, sizeof(stack));
-	h = fnv(h, &n, sizeof(n));
-	return fnv(h, locs, n * sizeof(*locs));
+	uint64_t h = (0xcbf29ce484222325ull ^ stack) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ n) * 0x9e3779b97f4a7c15ull;
+	for (uint32_t i = 0; i < n; i++) {
+		h = (h ^ locs[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 32;
+	}
+	return h;
 }
 
 static uint64_t map_id_hash(const struct vp_profile *p, size_t i)
@@ -111,20 +118,6 @@ static void ids_put(struct ids *t, size_t j, uint32_t id, const struct vp_profil
 	*t = nt;
 }
 
-/* Grows *arr (elements of size es) to hold one more than n; 0 or -ENOMEM. */
-static int grow(void **arr, size_t *cap, size_t n, size_t es)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 256;
-	void *a = realloc(*arr, nc * es);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = nc;
-	return 0;
-}
-
 static struct locpriv *lp(struct vp_profile *p)
 {
 	if (p->loc_priv)
@@ -164,7 +157,7 @@ uint32_t vp_profile__mapping(struct vp_profile *p, const struct vp_mapping *m)
 			return l->maps.slot[j];
 		}
 	}
-	if (grow((void **)&p->mappings, &l->maps_cap, p->nmappings, sizeof(*p->mappings)))
+	if (vp_grow((void **)&p->mappings, &l->maps_cap, p->nmappings + 1, sizeof(*p->mappings)))
 		return UINT32_MAX;
 	struct vp_mapping *d = &p->mappings[p->nmappings];
 	*d = *m;
@@ -194,7 +187,7 @@ uint32_t vp_profile__location(struct vp_profile *p, uint32_t mapping, uint64_t a
 		    !memcmp(c->frames, frames, n * sizeof(*frames)) && !memcmp(c->lines, lines, n * sizeof(*lines)))
 			return l->locs.slot[j];
 	}
-	if (grow((void **)&p->locations, &l->locs_cap, p->nlocations, sizeof(*p->locations)))
+	if (vp_grow((void **)&p->locations, &l->locs_cap, p->nlocations + 1, sizeof(*p->locations)))
 		return UINT32_MAX;
 	struct vp_location *d = &p->locations[p->nlocations];
 	d->mapping = mapping;
@@ -236,20 +229,17 @@ int vp_profile__add_locs(struct vp_profile *p, uint32_t stack, const uint32_t *l
 		}
 	}
 	if (!s) {
-		if (grow((void **)&p->loc_stacks, &l->stacks_cap, p->nloc_stacks, sizeof(*p->loc_stacks)))
+		if (vp_grow((void **)&p->loc_stacks, &l->stacks_cap, p->nloc_stacks + 1, sizeof(*p->loc_stacks)))
 			return -ENOMEM;
 		s = &p->loc_stacks[p->nloc_stacks];
 		memset(s, 0, sizeof(*s));
-		s->locs = malloc((n ? n : 1) * sizeof(*locs));
 		/* Sized for every event up front, like vp_stack: events added later need no copy. */
-		s->samples = calloc(MAX_EVENTS, sizeof(uint64_t));
-		s->weight = calloc(MAX_EVENTS, sizeof(uint64_t));
-		if (!s->locs || !s->samples || !s->weight) {
-			free(s->locs);
-			free(s->samples);
-			free(s->weight);
+		uint64_t *m = vp_arena__alloc(&l->stack_mem, 2 * MAX_EVENTS * sizeof(uint64_t) + n * sizeof(*locs));
+		if (!m)
 			return -ENOMEM;
-		}
+		s->samples = m;
+		s->weight = m + MAX_EVENTS;
+		s->locs = (uint32_t *)(m + 2 * MAX_EVENTS);
 		if (n)
 			memcpy(s->locs, locs, n * sizeof(*locs));
 		s->nlocs = n;
@@ -279,13 +269,8 @@ int vp_profile__merge_locs(struct vp_profile *dst, const struct vp_profile *src,
 			goto cleanup;
 	for (size_t i = 0; i < src->nlocations; i++) {
 		const struct vp_location *l = &src->locations[i];
-		if (l->nframes > frcap) {
-			uint32_t *n = realloc(fr, l->nframes * sizeof(*n));
-			if (!n)
-				goto cleanup;
-			fr = n;
-			frcap = l->nframes;
-		}
+		if (vp_grow((void **)&fr, &frcap, l->nframes, sizeof(*fr)))
+			goto cleanup;
 		for (uint32_t k = 0; k < l->nframes; k++)
 			fr[k] = fmap[l->frames[k]];
 		lmap[i] = vp_profile__location(dst, l->mapping == UINT32_MAX ? UINT32_MAX : mmap_[l->mapping], l->addr,
@@ -297,13 +282,8 @@ int vp_profile__merge_locs(struct vp_profile *dst, const struct vp_profile *src,
 		const struct vp_loc_stack *s = &src->loc_stacks[i];
 		if (smap[s->stack] == UINT32_MAX)
 			continue;   /* a stack without any count: nothing was merged for it */
-		if (s->nlocs > bufcap) {
-			uint32_t *n = realloc(buf, s->nlocs * sizeof(*n));
-			if (!n)
-				goto cleanup;
-			buf = n;
-			bufcap = s->nlocs;
-		}
+		if (vp_grow((void **)&buf, &bufcap, s->nlocs, sizeof(*buf)))
+			goto cleanup;
 		for (uint32_t k = 0; k < s->nlocs; k++)
 			buf[k] = lmap[s->locs[k]];
 		for (int e = 0; e < src->nevents; e++) {
@@ -335,17 +315,13 @@ void vp_profile__free_locs(struct vp_profile *p)
 		free(p->locations[i].lines);
 	}
 	free(p->locations);
-	for (size_t i = 0; i < p->nloc_stacks; i++) {
-		free(p->loc_stacks[i].locs);
-		free(p->loc_stacks[i].samples);
-		free(p->loc_stacks[i].weight);
-	}
 	free(p->loc_stacks);
 	struct locpriv *l = p->loc_priv;
 	if (l) {
 		free(l->maps.slot);
 		free(l->locs.slot);
 		free(l->stacks.slot);
+		vp_arena__free(&l->stack_mem);
 		free(l);
 	}
 	p->mappings = NULL;

@@ -6,17 +6,13 @@
  * frequent sampled stack ending in a "[hypervisor: steal]" leaf (idle: "[idle]"), its
  * count the stolen time in periods of the recording's time event (1 ms when none),
  * as postproc/session.c computes it; no suffix, flamegraph.pl has no hypervisor colour. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "postproc/report.h"
 #include "common/util.h"
-
-struct line {
-	char *s;
-	uint64_t count;
-};
 
 static const char *suffix(int layer)
 {
@@ -29,38 +25,106 @@ static const char *suffix(int layer)
 	}
 }
 
-struct buf {
-	char *s;
-	size_t len, cap;
-};
-
-static int put(struct buf *b, const char *s, bool sanitize)
+/* ';' separates frames and a newline ends the line: neither may be in a name. */
+static char clean(char c)
 {
-	size_t n = strlen(s);
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *ns = realloc(b->s, cap);
-		if (!ns)
-			return -ENOMEM;
-		b->s = ns;
-		b->cap = cap;
-	}
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		/* ';' separates frames and a newline ends the line: neither may be in a name. */
-		if (sanitize && c == ';')
-			c = ':';
-		else if (sanitize && (c == '\n' || c == '\r'))
-			c = ' ';
-		b->s[b->len++] = c;
-	}
-	b->s[b->len] = '\0';
-	return 0;
+	return c == ';' ? ':' : (c == '\n' || c == '\r') ? ' ' : c;
 }
 
-static int cmp_line(const void *a, const void *b)
+/* Each frame's part of a line, ";name_[x]", made once per frame: a line is its thread's
+ * name followed by these, and is never built as one string (a deep Java profile's lines
+ * took 3 KB each, 350 MB for 100k stacks). */
+static char **frame_parts(const struct vp_profile *p)
 {
-	return strcmp(((const struct line *)a)->s, ((const struct line *)b)->s);
+	char **v = calloc(p->nframes ? p->nframes : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < p->nframes; i++) {
+		const char *name = p->frames[i].name, *sfx = suffix(p->frames[i].layer);
+		size_t n = strlen(name), m = strlen(sfx);
+		char *s = malloc(n + m + 2);
+		if (!s) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return NULL;
+		}
+		s[0] = ';';
+		for (size_t k = 0; k < n; k++)
+			s[k + 1] = clean(name[k]);
+		memcpy(s + n + 1, sfx, m + 1);
+		v[i] = s;
+	}
+	return v;
+}
+
+static const char *comm_of(const struct vp_stack *s)
+{
+	return s->comm && *s->comm ? s->comm : "[unknown]";
+}
+
+/* A cursor over one stack's line, character by character. */
+struct cursor {
+	const struct vp_stack *s;
+	char *const *parts;
+	uint32_t k;          /* 0: in the thread name; k: in frame k - 1 */
+	const char *p;
+};
+
+static int cursor_next(struct cursor *c)
+{
+	while (!*c->p) {
+		if (c->k >= c->s->nframes)
+			return -1;
+		c->p = c->parts[c->s->frames[c->k++]];
+	}
+	char ch = *c->p++;
+	return (unsigned char)(c->k == 0 ? clean(ch) : ch);
+}
+
+struct sort_ctx {
+	const struct vp_profile *p;
+	char *const *parts;
+};
+
+/* The order strcmp gives the lines, computed without them. */
+static int cmp_line(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *x = arg;
+	const struct vp_stack *sa = &x->p->stacks[*(const uint32_t *)a], *sb = &x->p->stacks[*(const uint32_t *)b];
+	struct cursor ca = { sa, x->parts, 0, comm_of(sa) }, cb = { sb, x->parts, 0, comm_of(sb) };
+	if (!strcmp(ca.p, cb.p)) {
+		/* The same thread name and the same leading frames make the same characters:
+		 * start at the first frame that differs. */
+		uint32_t k = 0;
+		while (k < sa->nframes && k < sb->nframes && sa->frames[k] == sb->frames[k])
+			k++;
+		ca.k = cb.k = k;
+		ca.p = cb.p = "";
+	}
+	for (;;) {
+		int u = cursor_next(&ca), v = cursor_next(&cb);
+		if (u != v)
+			return u < v ? -1 : 1;
+		if (u < 0)
+			return 0;
+	}
+}
+
+static void write_line(struct vp_out *o, const struct vp_stack *s, char *const *parts, uint64_t count)
+{
+	char comm[256];
+	size_t n = 0;
+	for (const char *c = comm_of(s); *c; c++) {
+		comm[n++] = clean(*c);
+		if (n == sizeof(comm) - 1 || !c[1]) {
+			vp_out__write(o, comm, n);
+			n = 0;
+		}
+	}
+	for (uint32_t k = 0; k < s->nframes; k++)
+		vp_out__puts(o, parts[s->frames[k]]);
+	vp_out__printf(o, " %llu\n", (unsigned long long)count);
 }
 
 int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
@@ -70,44 +134,32 @@ int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_
 		ev = 0;
 	if (!p->nevents)
 		return o->err;
-	struct line *lines = calloc(p->nstacks + 1, sizeof(*lines));
+	uint32_t *idx = malloc((p->nstacks + 1) * sizeof(*idx));
+	char **parts = frame_parts(p);
 	size_t n = 0;
-	if (!lines)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (!s->samples[ev])
-			continue;
-		struct buf b = { 0 };
-		ret = put(&b, s->comm && *s->comm ? s->comm : "[unknown]", true);
-		for (uint32_t k = 0; !ret && k < s->nframes; k++) {
-			const struct vp_frame *f = &p->frames[s->frames[k]];
-			ret = put(&b, ";", false);
-			if (!ret)
-				ret = put(&b, f->name, true);
-			if (!ret)
-				ret = put(&b, suffix(f->layer), false);
-		}
-		if (ret) {
-			free(b.s);
-			goto cleanup;
-		}
-		lines[n].s = b.s;
-		lines[n].count = s->samples[ev];
-		n++;
+	if (!idx || !parts) {
+		ret = -ENOMEM;
+		goto cleanup;
 	}
-	vp_sort(lines, n, sizeof(*lines), cmp_line);
+	for (size_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].samples[ev])
+			idx[n++] = (uint32_t)i;
+	/* Sorted, equal lines (stacks that differ only by pid/tid) merged into one. */
+	struct sort_ctx sc = { p, parts };
+	if (n > 1)
+		qsort_r(idx, n, sizeof(*idx), cmp_line, &sc);
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
-		uint64_t c = lines[i].count;
-		while (j < n && !strcmp(lines[j].s, lines[i].s))
-			c += lines[j++].count;
-		vp_out__printf(o, "%s %llu\n", lines[i].s, (unsigned long long)c);
+		uint64_t c = p->stacks[idx[i]].samples[ev];
+		while (j < n && !cmp_line(&idx[j], &idx[i], &sc))
+			c += p->stacks[idx[j++]].samples[ev];
+		write_line(o, &p->stacks[idx[i]], parts, c);
 		i = j;
 	}
 cleanup:
-	for (size_t i = 0; i < n; i++)
-		free(lines[i].s);
-	free(lines);
+	for (size_t i = 0; parts && i < p->nframes; i++)
+		free(parts[i]);
+	free(parts);
+	free(idx);
 	return ret ? ret : o->err;
 }

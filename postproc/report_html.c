@@ -8,29 +8,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "postproc/report_util.h"
 
 extern const char vp_flame_html[];   /* generated from flame.html, NUL-terminated */
 
 #define ROOT_FRAME UINT32_MAX
 #define NONE UINT32_MAX
+/* Depth 1 of the tree is the thread: a node's frame is then THREAD_BIT | thread index.
+ * The page merges threads away unless the user asks for the per-thread view. */
+#define THREAD_BIT 0x80000000u
 
 struct node {
 	uint32_t frame, parent;
 	uint32_t first_child, next_sibling;
-	uint64_t value, base;
+};
+
+/* One thread of either profile, by (pid, tid, name). */
+struct thread {
+	uint32_t pid, tid;
+	const char *comm;
 };
 
 struct tree {
 	struct node *n;
 	size_t len, cap;
+	/* Per event: samples of the profile (val) and of the base profile (bval), at
+	 * val[node * ne + event]: the page draws any event without another report. */
+	uint64_t *val, *bval;
+	size_t vcap, bcap;   /* in weights, not nodes */
+	int ne;
+	/* Thread level at depth 1; not in a diff, whose two runs share no threads. */
+	bool threads;
 	uint32_t *slot;     /* (parent, frame) -> node, open addressing */
 	size_t size;
+	struct thread *th;
+	size_t nth, thcap;
+	uint32_t *thslot;   /* (pid, tid, comm) -> thread */
+	size_t thsize;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t frame)
 {
 	uint64_t h = ((uint64_t)parent << 32 | frame) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t thread_hash(uint32_t pid, uint32_t tid, const char *comm)
+{
+	uint64_t h = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
+	for (const unsigned char *c = (const unsigned char *)comm; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
 	return h ^ (h >> 29);
 }
 
@@ -55,16 +83,19 @@ static int tree_rehash(struct tree *t)
 
 static uint32_t tree_add_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	if (t->len == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct node *n = realloc(t->n, cap * sizeof(*n));
-		if (!n)
-			return NONE;
-		t->n = n;
-		t->cap = cap;
-	}
+	if (vp_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)))
+		return NONE;
+	/* A weight per event for every node, zeroed below; base weights only in a diff (no
+	 * thread level there). */
+	size_t ne = (size_t)t->ne, need = (t->len + 1) * ne;
+	if (vp_grow((void **)&t->val, &t->vcap, need, sizeof(*t->val)) ||
+	    (!t->threads && vp_grow((void **)&t->bval, &t->bcap, need, sizeof(*t->bval))))
+		return NONE;
 	uint32_t id = (uint32_t)t->len++;
 	t->n[id] = (struct node){ .frame = frame, .parent = parent, .first_child = NONE, .next_sibling = NONE };
+	memset(t->val + (size_t)id * ne, 0, ne * sizeof(*t->val));
+	if (t->bval)
+		memset(t->bval + (size_t)id * ne, 0, ne * sizeof(*t->bval));
 	if (parent != NONE) {
 		t->n[id].next_sibling = t->n[parent].first_child;
 		t->n[parent].first_child = id;
@@ -88,36 +119,87 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame)
 	return id;
 }
 
-/* Adds one stack's count along its path; frames are mapped through map when not NULL. */
-static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, uint64_t v, bool base)
+/* The index of a stack's thread, THREAD_BIT set; NONE when out of memory. */
+static uint32_t tree_thread(struct tree *t, const struct vp_stack *s)
 {
+	const char *comm = s->comm ? s->comm : "";
+	if ((t->nth + 1) * 2 > t->thsize) {
+		size_t size = t->thsize ? t->thsize * 2 : 256;
+		uint32_t *slot = malloc(size * sizeof(*slot));
+		if (!slot)
+			return NONE;
+		memset(slot, 0xff, size * sizeof(*slot));
+		for (size_t i = 0; i < t->nth; i++) {
+			size_t j = thread_hash(t->th[i].pid, t->th[i].tid, t->th[i].comm) & (size - 1);
+			while (slot[j] != NONE)
+				j = (j + 1) & (size - 1);
+			slot[j] = (uint32_t)i;
+		}
+		free(t->thslot);
+		t->thslot = slot;
+		t->thsize = size;
+	}
+	size_t j = thread_hash(s->pid, s->tid, comm) & (t->thsize - 1);
+	for (; t->thslot[j] != NONE; j = (j + 1) & (t->thsize - 1)) {
+		const struct thread *x = &t->th[t->thslot[j]];
+		if (x->pid == s->pid && x->tid == s->tid && !strcmp(x->comm, comm))
+			return THREAD_BIT | t->thslot[j];
+	}
+	if (t->nth >= THREAD_BIT - 1 || vp_grow((void **)&t->th, &t->thcap, t->nth + 1, sizeof(*t->th)))
+		return NONE;
+	t->th[t->nth] = (struct thread){ .pid = s->pid, .tid = s->tid, .comm = comm };
+	t->thslot[j] = (uint32_t)t->nth;
+	return THREAD_BIT | (uint32_t)t->nth++;
+}
+
+/* Adds one stack's counts along its path (under its thread when the tree has a thread
+ * level): v[e] for each event e, walking the path once for all of them. Frames are
+ * mapped through map when not NULL. */
+static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, const uint64_t *v, bool base)
+{
+	size_t ne = (size_t)t->ne;
 	uint32_t cur = 0;
-	if (base)
-		t->n[0].base += v;
-	else
-		t->n[0].value += v;
-	for (uint32_t k = 0; k < s->nframes; k++) {
-		uint32_t f = map ? map[s->frames[k]] : s->frames[k];
-		cur = tree_child(t, cur, f);
-		if (cur == NONE)
+	for (size_t e = 0; e < ne; e++)
+		(base ? t->bval : t->val)[e] += v[e];
+	for (uint32_t k = t->threads ? 0 : 1; k <= s->nframes; k++) {
+		uint32_t f = k == 0 ? tree_thread(t, s) : map ? map[s->frames[k - 1]] : s->frames[k - 1];
+		if (f == NONE || (cur = tree_child(t, cur, f)) == NONE)
 			return -ENOMEM;
-		if (base)
-			t->n[cur].base += v;
-		else
-			t->n[cur].value += v;
+		/* The arrays move as the tree grows: index them after tree_child. */
+		uint64_t *w = (base ? t->bval : t->val) + (size_t)cur * ne;
+		for (size_t e = 0; e < ne; e++)
+			w[e] += v[e];
 	}
 	return 0;
 }
 
+static bool has_value(const struct tree *t, size_t id)
+{
+	for (int e = 0; e < t->ne; e++)
+		if (t->val[id * (size_t)t->ne + (size_t)e])
+			return true;
+	return false;
+}
+
 struct sort_ctx {
 	const struct vp_profile *prof;
-	const struct node *nodes;
+	const struct tree *t;
 };
 
+/* Children by name, as flamegraph.pl orders them; threads by name, then tid. */
 static int child_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
-	const struct node *x = &c->nodes[*(const uint32_t *)a], *y = &c->nodes[*(const uint32_t *)b];
+	const struct node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
+	if ((x->frame & THREAD_BIT) && (y->frame & THREAD_BIT)) {
+		const struct thread *tx = &c->t->th[x->frame & ~THREAD_BIT], *ty = &c->t->th[y->frame & ~THREAD_BIT];
+		int r = strcmp(tx->comm, ty->comm);
+		if (r)
+			return r;
+		if (tx->tid != ty->tid)
+			return tx->tid < ty->tid ? -1 : 1;
+		return tx->pid < ty->pid ? -1 : tx->pid > ty->pid;
+	}
 	const struct vp_frame *fx = &c->prof->frames[x->frame], *fy = &c->prof->frames[y->frame];
 	int r = strcmp(fx->name, fy->name);
 	if (r)
@@ -189,63 +271,45 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	return t;
 }
 
-/* One tree in preorder, [frame, value, nchildren(, base)] per node; only nodes with
- * samples in the new profile. */
-static int write_tree(struct vp_out *o, const struct vp_keyspace *k, const struct tree *t, const uint32_t *fidx,
-		      bool base)
+/* Writes v in decimal at b; returns the end. */
+static char *put_u64(char *b, uint64_t v)
 {
-	uint32_t *kids = malloc(t->len * sizeof(*kids));
-	uint32_t *stack = malloc(t->len * sizeof(*stack));
-	if (!kids || !stack) {
-		free(kids);
-		free(stack);
-		return -ENOMEM;
-	}
-	vp_out__puts(o, "[");
-	struct sort_ctx sc = { .prof = k->u, .nodes = t->n };
-	size_t sp = 0, nout = 0;
-	stack[sp++] = 0;
-	while (sp) {
-		uint32_t id = stack[--sp];
-		const struct node *nd = &t->n[id];
-		size_t nk = 0;
-		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
-			if (t->n[c].value)
-				kids[nk++] = c;
-		if (nk > 1)
-			qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
-		vp_out__printf(o, "%s%d,%llu,%zu", nout++ ? "," : "", id ? (int)fidx[nd->frame] - 1 : -1,
-			       (unsigned long long)nd->value, nk);
-		if (base)
-			vp_out__printf(o, ",%llu", (unsigned long long)nd->base);
-		if (nout % 16 == 0)
-			vp_out__puts(o, "\n");
-		/* Pushed in reverse so that the first child by name is emitted first. */
-		for (size_t c = nk; c-- > 0;)
-			stack[sp++] = kids[c];
-	}
-	vp_out__puts(o, "]");
-	free(kids);
-	free(stack);
-	return 0;
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*b++ = tmp[--n];
+	return b;
 }
 
-/* The JSON data: html_safe escaping keeps "</script>" out of it. views[] are the
- * other events' trees (the page switches between them; NULL trees are skipped); the
- * drawn event's is t, written as "tree". */
+/* The JSON data: html_safe escaping keeps "</script>" out of it. The model is generic
+ * in events: "events" lists them, each tree node carries one weight per event (and in a
+ * diff, then one base weight per event), and "ev" says which one to draw first. */
 static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
-		      const struct vp_keyspace *k, const struct tree *t, const char *title, const struct tree *views)
+		      const struct vp_keyspace *k, const struct tree *t, const char *title)
 {
 	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
+	uint32_t *kids = malloc(t->len * sizeof(*kids));
+	uint32_t *stack = malloc(t->len * sizeof(*stack));
+	size_t ne = (size_t)t->ne;
 	int err = -ENOMEM;
-	if (!fidx)
+	if (!fidx || !kids || !stack)
 		goto cleanup;
 	vp_out__puts(o, "{\"title\":");
 	vp_json_str(o, title, true);
-	vp_out__puts(o, ",\"event\":");
-	vp_json_str(o, p->nevents ? p->events[ev].name : "", true);
-	vp_out__printf(o, ",\"diff\":%s,\"total\":%llu,\"baseTotal\":%llu,\"meta\":[", base ? "true" : "false",
-		       (unsigned long long)t->n[0].value, (unsigned long long)t->n[0].base);
+	vp_out__printf(o, ",\"diff\":%s,\"ev\":%d,\"events\":[", base ? "true" : "false", ne ? ev : 0);
+	for (size_t e = 0; e < ne; e++) {
+		vp_out__puts(o, e ? ",{\"name\":" : "{\"name\":");
+		vp_json_str(o, p->events[e].name, true);
+		vp_out__puts(o, ",\"unit\":");
+		vp_json_str(o, p->events[e].unit, true);
+		vp_out__printf(o, ",\"total\":%llu,\"baseTotal\":%llu}", (unsigned long long)t->val[e],
+			       (unsigned long long)(t->bval ? t->bval[e] : 0));
+	}
+	vp_out__puts(o, "],\"meta\":[");
 	for (size_t i = 0; i < p->nmeta; i++) {
 		vp_out__puts(o, i ? ",[" : "[");
 		vp_json_str(o, p->meta[i].key, true);
@@ -260,14 +324,16 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_out__puts(o, l ? "," : "");
 		vp_json_str(o, vp_layer_name(l), true);
 	}
-	/* Only the frames the drawn trees use, numbered densely in output order. */
+	vp_out__puts(o, "],\n\"threads\":[");
+	for (size_t i = 0; i < t->nth; i++) {
+		vp_out__printf(o, "%s[%u,%u,", i ? "," : "", t->th[i].pid, t->th[i].tid);
+		vp_json_str(o, t->th[i].comm, true);
+		vp_out__puts(o, "]");
+	}
+	/* Only the frames the drawn tree uses, numbered densely in output order. */
 	for (size_t i = 1; i < t->len; i++)
-		if (t->n[i].value)
+		if (!(t->n[i].frame & THREAD_BIT) && has_value(t, i))
 			fidx[t->n[i].frame] = 1;
-	for (int e = 0; views && e < p->nevents; e++)
-		for (size_t i = 1; views[e].n && i < views[e].len; i++)
-			if (views[e].n[i].value)
-				fidx[views[e].n[i].frame] = 1;
 	vp_out__puts(o, "],\n\"frames\":[");
 	uint32_t w = 0;
 	for (size_t i = 0; i < k->u->nframes; i++) {
@@ -281,31 +347,57 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_json_str(o, f->image, true);
 		vp_out__puts(o, "]");
 	}
-	vp_out__puts(o, "],\n\"tree\":");
-	if ((err = write_tree(o, k, t, fidx, base != NULL)))
-		goto cleanup;
-	/* Every event the page can switch to, in recorded order; the drawn one's tree is
-	 * "tree" above (null here). */
-	vp_out__puts(o, ",\n\"views\":[");
-	for (int e = 0, nv = 0; views && e < p->nevents; e++) {
-		if (e != ev && !views[e].n)
-			continue;
-		vp_out__puts(o, nv++ ? ",\n{\"event\":" : "{\"event\":");
-		vp_json_str(o, p->events[e].name, true);
-		vp_out__puts(o, ",\"unit\":");
-		vp_json_str(o, p->events[e].unit, true);
-		vp_out__printf(o, ",\"total\":%llu,\"tree\":",
-			       (unsigned long long)(e == ev ? t->n[0].value : views[e].n[0].value));
-		if (e == ev)
-			vp_out__puts(o, "null");
-		else if ((err = write_tree(o, k, &views[e], fidx, false)))
-			goto cleanup;
-		vp_out__puts(o, "}");
+
+	/* Preorder walk with an explicit stack; only nodes with samples in the new profile.
+	 * A node is [frame, children, weight per event(, base weight per event)]; frame -1
+	 * is the root, -2 - i thread i. */
+	vp_out__puts(o, "],\n\"tree\":[");
+	struct sort_ctx sc = { .prof = k->u, .t = t };
+	size_t sp = 0, nout = 0;
+	stack[sp++] = 0;
+	while (sp) {
+		uint32_t id = stack[--sp];
+		const struct node *nd = &t->n[id];
+		size_t nk = 0;
+		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
+			if (has_value(t, c))
+				kids[nk++] = c;
+		if (nk > 1)
+			qsort_r(kids, nk, sizeof(*kids), child_cmp, &sc);
+		long long fr = !id ? -1 : (nd->frame & THREAD_BIT) ? -2 - (long long)(nd->frame & ~THREAD_BIT)
+								 : (long long)fidx[nd->frame] - 1;
+		/* Formatted by hand: printf was a fifth of a large report. */
+		char buf[24 * (2 + 2 * 8) + 2], *b = buf;
+		if (nout++)
+			*b++ = ',';
+		if (fr < 0) {
+			*b++ = '-';
+			fr = -fr;
+		}
+		b = put_u64(b, (uint64_t)fr);
+		*b++ = ',';
+		b = put_u64(b, nk);
+		for (size_t e = 0; e < ne; e++) {
+			*b++ = ',';
+			b = put_u64(b, t->val[id * ne + e]);
+		}
+		for (size_t e = 0; base && e < ne; e++) {
+			*b++ = ',';
+			b = put_u64(b, t->bval[id * ne + e]);
+		}
+		if (nout % 16 == 0)
+			*b++ = '\n';
+		vp_out__write(o, buf, (size_t)(b - buf));
+		/* Pushed in reverse so that the first child by name is emitted first. */
+		for (size_t c = nk; c-- > 0;)
+			stack[sp++] = kids[c];
 	}
 	vp_out__puts(o, "]}");
 	err = o->err;
 cleanup:
 	free(fidx);
+	free(kids);
+	free(stack);
 	return err;
 }
 
@@ -318,38 +410,33 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	struct vp_keyspace k = { 0 };
 	struct tree t = { 0 };
 	char *title = NULL;
-	struct tree *views = NULL;
 	int err = vp_keyspace__init(&k, p, base);
 	if (err)
 		return err;
 	err = -ENOMEM;
+	t.ne = p->nevents ? p->nevents : 1;
+	t.threads = base == NULL;
 	if (tree_add_node(&t, NONE, ROOT_FRAME) == NONE)
 		goto cleanup;
+	uint64_t v[8] = { 0 };
+	_Static_assert(sizeof(v) / sizeof(v[0]) >= sizeof(p->events) / sizeof(p->events[0]), "one weight per event");
 	for (size_t i = 0; p->nevents && i < p->nstacks; i++)
-		if (p->stacks[i].samples[ev] && tree_add(&t, &p->stacks[i], NULL, p->stacks[i].samples[ev], false))
+		if (tree_add(&t, &p->stacks[i], NULL, p->stacks[i].samples, false))
 			goto cleanup;
-	int bev = vp_event_match(p, ev, base);
-	for (size_t i = 0; bev >= 0 && i < base->nstacks; i++)
-		if (base->stacks[i].samples[bev] &&
-		    tree_add(&t, &base->stacks[i], k.base_map, base->stacks[i].samples[bev], true))
+	/* The base's counts in the columns of the events they match by name. */
+	int bev[8];
+	bool any = false;
+	for (int e = 0; e < p->nevents; e++)
+		any |= (bev[e] = vp_event_match(p, e, base)) >= 0;
+	for (size_t i = 0; any && i < base->nstacks; i++) {
+		for (int e = 0; e < p->nevents; e++)
+			v[e] = bev[e] >= 0 ? base->stacks[i].samples[bev[e]] : 0;
+		if (tree_add(&t, &base->stacks[i], k.base_map, v, true))
 			goto cleanup;
-	/* The other events' trees, for the page's event switch (not in a diff, which
-	 * compares one event). */
-	if (!base) {
-		views = calloc((size_t)(p->nevents ? p->nevents : 1), sizeof(*views));
-		if (!views)
-			goto cleanup;
-		for (int e = 0; e < p->nevents; e++) {
-			if (e == ev || !vp_event_samples(p, e))
-				continue;
-			if (tree_add_node(&views[e], NONE, ROOT_FRAME) == NONE)
-				goto cleanup;
-			for (size_t i = 0; i < p->nstacks; i++)
-				if (p->stacks[i].samples[e] && tree_add(&views[e], &p->stacks[i], NULL, p->stacks[i].samples[e], false))
-					goto cleanup;
-		}
 	}
-	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, t.n[0].value, base != NULL);
+	if (!p->nevents)
+		t.ne = 0;   /* no weights to write */
+	title = opts && opts->title ? strdup(opts->title) : make_title(p, ev, p->nevents ? t.val[ev] : 0, base != NULL);
 	if (!title)
 		goto cleanup;
 
@@ -368,7 +455,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 			tpl = m + 9;
 		} else if (!strncmp(m, "{{DATA}}", 8) && !have_data) {
 			have_data = true;
-			err = write_data(o, p, base, ev, &k, &t, title, views);
+			err = write_data(o, p, base, ev, &k, &t, title);
 			if (err)
 				goto cleanup;
 			tpl = m + 8;
@@ -379,14 +466,13 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	}
 	err = have_data ? o->err : -EINVAL;   /* a template without data is a build error */
 cleanup:
-	for (int e = 0; views && e < p->nevents; e++) {
-		free(views[e].n);
-		free(views[e].slot);
-	}
-	free(views);
 	free(title);
 	free(t.n);
+	free(t.val);
+	free(t.bval);
 	free(t.slot);
+	free(t.th);
+	free(t.thslot);
 	vp_keyspace__fini(&k);
 	return err;
 }

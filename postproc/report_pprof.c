@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/util.h"
 #include "postproc/profile.pb-c.h"
 #include "postproc/report_util.h"
 
@@ -30,7 +31,7 @@ struct strtab {
 	int64_t *slot;   /* open addressing over v, -1 = empty */
 	size_t size;
 	char **owned;    /* strings this writer built (labels, names), freed at the end */
-	size_t nowned;
+	size_t nowned, owned_cap;
 };
 
 static uint64_t str_hash(const char *s)
@@ -72,14 +73,8 @@ static int64_t strtab_add(struct strtab *t, const char *s)
 	for (; t->slot[j] >= 0; j = (j + 1) & (t->size - 1))
 		if (!strcmp(t->v[t->slot[j]], s))
 			return t->slot[j];
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		char **v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (vp_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+		return -1;
 	t->v[t->n] = (char *)s;
 	t->slot[j] = (int64_t)t->n;
 	return (int64_t)t->n++;
@@ -90,12 +85,10 @@ static int64_t strtab_add_owned(struct strtab *t, char *s)
 {
 	if (!s)
 		return -1;
-	char **o = realloc(t->owned, (t->nowned + 1) * sizeof(*o));
-	if (!o) {
+	if (vp_grow((void **)&t->owned, &t->owned_cap, t->nowned + 1, sizeof(*t->owned))) {
 		free(s);
 		return -1;
 	}
-	t->owned = o;
 	t->owned[t->nowned++] = s;
 	return strtab_add(t, s);
 }
@@ -180,7 +173,7 @@ static void weight_type(const struct vp_profile *p, int e, const char **type, co
 /* Writer state: everything a sample needs to be packed, grown as samples are added. */
 struct pp {
 	struct strtab *st;
-	PbSample *samples; size_t nsamples, cap;
+	PbSample *samples; size_t nsamples, cap, values_cap, ids_cap, labels_cap;
 	int64_t *values;   /* nv per sample, in a separate array so that pointers stay valid: */
 	uint64_t **ids;    /* per sample, its location ids (owned) */
 	PbLabel *labels;   /* 4 per sample */
@@ -191,27 +184,12 @@ struct pp {
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
 {
-	if (w->nsamples == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 1024;
-		PbSample *ns = realloc(w->samples, cap * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		w->samples = ns;
-		int64_t *nv = realloc(w->values, cap * w->nv * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		w->values = nv;
-		uint64_t **ni = realloc(w->ids, cap * sizeof(*ni));
-		if (!ni)
-			return -ENOMEM;
-		w->ids = ni;
-		PbLabel *nl = realloc(w->labels, cap * 4 * sizeof(*nl));
-		if (!nl)
-			return -ENOMEM;
-		w->labels = nl;
-		w->cap = cap;
-	}
 	size_t i = w->nsamples;
+	if (vp_grow((void **)&w->samples, &w->cap, i + 1, sizeof(*w->samples)) ||
+	    vp_grow((void **)&w->values, &w->values_cap, (i + 1) * w->nv, sizeof(*w->values)) ||
+	    vp_grow((void **)&w->ids, &w->ids_cap, i + 1, sizeof(*w->ids)) ||
+	    vp_grow((void **)&w->labels, &w->labels_cap, (i + 1) * 4, sizeof(*w->labels)))
+		return -ENOMEM;
 	perftools__profiles__sample__init(&w->samples[i]);
 	memcpy(w->values + i * w->nv, v, w->nv * sizeof(*v));
 	w->ids[i] = ids;

@@ -1,6 +1,7 @@
 /* Loading a session: read the whole stream first (sideband into the mapping history,
- * KSYM into the kernel table, samples into memory), then resolve every sample. Two
- * phases because the recorder may write a KSYM or an MMAP after the first sample that
+ * KSYM into the kernel table; samples only counted), then read it again and resolve
+ * every sample as it streams past, so that memory holds interned frames and stacks,
+ * never the samples themselves. Two passes because the recorder may write a KSYM or an MMAP after the first sample that
  * needs it (it flushes them before that sample's chunk ends, not before the sample).
  *
  * Steal time: STEAL and SWITCH records go to victim attribution (postproc/steal.h);
@@ -63,6 +64,34 @@ struct jvm {
 #endif
 };
 
+/* What one sampled address resolved to: its frames (innermost first, more than one for
+ * inlined JIT code) and its pprof location. Resolving names the frames by strings
+ * (symbol, image, file), and hashing those for every frame of every sample was most of
+ * a report's time; an address seen again with the same key takes this instead. The key
+ * holds everything the resolution depends on: for user code the mapping found at the
+ * sample's time and the JIT method (or stub) that owned the address then, so that a
+ * remapped library or reused code-cache memory is resolved afresh. */
+struct addr_ent {
+	uint64_t ip;
+	const void *map, *jit;       /* identity of the resolution; NULL when not used */
+	uint32_t pid;
+	uint8_t kind;                /* AC_* (0 = empty slot) */
+	uint8_t caller;
+	uint8_t n;                   /* frames, 1..MAX_JIT_DEPTH */
+	uint8_t unmapped;            /* counted as a user frame in no mapping */
+	uint32_t loc;                /* pprof location, or UINT32_MAX */
+	uint32_t first;              /* frames at pool[first..first+n) */
+	uint64_t t_lo, t_hi;         /* AC_SPAN: the times at which the answer holds */
+};
+/* AC_SPAN entries are keyed by (pid, ip, caller) alone and hold the last answer with
+ * the span of times it is sure for (the mapping live, the JIT method in its epoch): a
+ * repeated address at such a time skips the mapping search and the code-map lookup. */
+enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3, AC_INTERP = 4, AC_SPAN = 5 };
+struct addr_cache {
+	struct addr_ent *t; size_t size, used;
+	uint32_t *pool; size_t npool, cappool;
+};
+
 struct loader {
 	const char *dir;
 	struct vp_profile *p;
@@ -77,8 +106,13 @@ struct loader {
 	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
 	bool has_total[VP_MAX_SAMPLED_EVENTS];
 	double scale[VP_MAX_SAMPLED_EVENTS];
-	struct vp_record **samples; size_t nsamples, capsamples;
-	struct jvm *jvms; size_t njvms;
+	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
+	/* Samples are counted in the first pass and resolved in the second, as the stream
+	 * is read again: nothing per sample stays in memory (only interned stacks do). */
+	uint64_t nsamples;
+	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
+	struct addr_cache ac;
+	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
@@ -92,6 +126,7 @@ struct loader {
 	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
 	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
 	uint32_t ncpus;
+	size_t cap_steal, cap_seen;  /* allocated lengths of the two above */
 	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
 	int time_event;              /* its profile index, or -1 */
 	struct victim *victims; size_t nvictims, capvictims;
@@ -101,7 +136,7 @@ struct loader {
 	bool saw_sched_cpu;
 	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
 	 * lines the JIT index gave for the frames user_frames returned last. */
-	struct exe *exes; size_t nexes;
+	struct exe *exes; size_t nexes, capexes;
 	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
 };
 
@@ -193,17 +228,12 @@ static int on_steal(struct loader *l, const struct vp_record *r)
 		return 0;
 	if (st->cpu >= l->ncpus) {
 		uint32_t n = st->cpu + 1;
-		uint64_t *cs = realloc(l->cpu_steal, n * sizeof(*cs));
-		if (!cs)
+		if (vp_grow((void **)&l->cpu_steal, &l->cap_steal, n, sizeof(*l->cpu_steal)) ||
+		    vp_grow((void **)&l->cpu_seen, &l->cap_seen, n, sizeof(*l->cpu_seen)))
 			return -ENOMEM;
-		l->cpu_steal = cs;
-		bool *seen = realloc(l->cpu_seen, n * sizeof(*seen));
-		if (!seen)
-			return -ENOMEM;
-		l->cpu_seen = seen;
 		for (uint32_t c = l->ncpus; c < n; c++) {
-			cs[c] = 0;
-			seen[c] = false;
+			l->cpu_steal[c] = 0;
+			l->cpu_seen[c] = false;
 		}
 		l->ncpus = n;
 	}
@@ -213,27 +243,26 @@ static int on_steal(struct loader *l, const struct vp_record *r)
 	return 0;
 }
 
-static int keep_sample(struct loader *l, const struct vp_record *r)
+/* A sample whose stack fits its record; others are skipped rather than read past. */
+static bool sample_ok(const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
 	if (blen < sizeof(struct vp_sample))
+		return false;
+	const struct vp_sample *s = vp_record_body(r);
+	return sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) <= blen;
+}
+
+static int count_sample(struct loader *l, const struct vp_record *r)
+{
+	if (!sample_ok(r))
 		return 0;
 	const struct vp_sample *s = vp_record_body(r);
-	if (sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) > blen)
-		return 0;  /* a stack longer than its record: skip rather than read past it */
-	if (l->nsamples == l->capsamples) {
-		size_t cap = l->capsamples ? l->capsamples * 2 : 4096;
-		struct vp_record **n = realloc(l->samples, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		l->samples = n;
-		l->capsamples = cap;
-	}
-	struct vp_record *c = malloc(r->size);
-	if (!c)
-		return -ENOMEM;
-	memcpy(c, r, r->size);
-	l->samples[l->nsamples++] = c;
+	if (s->event < MAX_EVENTS)
+		l->ev_sampled[s->event] = true;
+	if (s->event < VP_MAX_SAMPLED_EVENTS)
+		l->period_sum[s->event] += s->period;
+	l->nsamples++;
 	return 0;
 }
 
@@ -249,10 +278,8 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 		if (l->exes[i].pid == m->pid)
 			x = &l->exes[i];
 	if (!x) {
-		struct exe *n = realloc(l->exes, (l->nexes + 1) * sizeof(*n));
-		if (!n)
+		if (vp_grow((void **)&l->exes, &l->capexes, l->nexes + 1, sizeof(*l->exes)))
 			return;
-		l->exes = n;
 		x = &l->exes[l->nexes++];
 		memset(x, 0, sizeof(*x));
 		x->pid = m->pid;
@@ -295,7 +322,7 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	case VP_REC_EVENT:
 		return on_event(l, r);
 	case VP_REC_SAMPLE:
-		return keep_sample(l, r);
+		return count_sample(l, r);
 	case VP_REC_MMAP: {
 		const struct vp_mmap *m = b;
 		/* The filename starts at its offset, not at sizeof (the struct has tail
@@ -438,10 +465,8 @@ static struct jvm *jvm_get(struct loader *l, uint32_t pid)
 	for (size_t i = 0; i < l->njvms; i++)
 		if (l->jvms[i].pid == pid)
 			return &l->jvms[i];
-	struct jvm *n = realloc(l->jvms, (l->njvms + 1) * sizeof(*n));
-	if (!n)
+	if (vp_grow((void **)&l->jvms, &l->capjvms, l->njvms + 1, sizeof(*l->jvms)))
 		return NULL;
-	l->jvms = n;
 	struct jvm *j = &l->jvms[l->njvms++];
 	memset(j, 0, sizeof(*j));
 	j->pid = pid;
@@ -671,6 +696,20 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
  * METHOD_PTR records at the sample's time, with the line of its bytecode index (also
  * left in l->jit_lines[0]: the frame keeps the line of its first sample, a location
  * needs this one's). */
+/* The method id a Method* named at t (0 when unknown): with the bci, all that an
+ * interpreted frame resolves through. */
+static uint64_t interp_method(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
+{
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	return cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
+#else
+	(void)l, (void)pid, (void)t, (void)jf;
+	return 0;
+#endif
+}
+
 static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
 {
 	l->jit_lines[0] = 0;
@@ -699,6 +738,122 @@ const char *vp_walk_end_name(int k)
 	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
 }
 
+static uint64_t ac_hash(const struct addr_ent *k)
+{
+	uint64_t h = k->ip * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)k->pid << 16 | (uint64_t)k->kind << 8 | k->caller) * 0xff51afd7ed558ccdull;
+	h ^= (uint64_t)(uintptr_t)k->map * 0xc4ceb9fe1a85ec53ull;
+	h ^= (uint64_t)(uintptr_t)k->jit * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static bool ac_eq(const struct addr_ent *a, const struct addr_ent *b)
+{
+	return a->ip == b->ip && a->kind == b->kind && a->caller == b->caller && a->pid == b->pid &&
+	       a->map == b->map && a->jit == b->jit;
+}
+
+static const struct addr_ent *ac_find(const struct addr_cache *c, const struct addr_ent *k)
+{
+	if (!c->size)
+		return NULL;
+	size_t mask = c->size - 1;
+	for (size_t j = ac_hash(k) & mask; c->t[j].kind; j = (j + 1) & mask)
+		if (ac_eq(&c->t[j], k))
+			return &c->t[j];
+	return NULL;
+}
+
+static void ac_insert(struct addr_cache *c, const struct addr_ent *e)
+{
+	size_t mask = c->size - 1, j = ac_hash(e) & mask;
+	while (c->t[j].kind)
+		j = (j + 1) & mask;
+	c->t[j] = *e;
+	c->used++;
+}
+
+/* Remembers what key resolved to. The cache only saves time: when memory runs short it
+ * stops growing and the loader resolves as before. */
+static void ac_put(struct addr_cache *c, const struct addr_ent *key, const uint32_t *frames, int n, uint32_t loc,
+		   bool unmapped)
+{
+	if (n <= 0 || n > MAX_JIT_DEPTH)
+		return;
+	for (int i = 0; i < n; i++)
+		if (frames[i] == UINT32_MAX)
+			return;
+	if ((c->used + 1) * 2 > c->size) {
+		size_t size = c->size ? c->size * 2 : 4096;
+		struct addr_ent *t = calloc(size, sizeof(*t)), *old = c->t;
+		if (!t)
+			return;
+		size_t oldsize = c->size;
+		c->t = t;
+		c->size = size;
+		c->used = 0;
+		for (size_t i = 0; i < oldsize; i++)
+			if (old[i].kind)
+				ac_insert(c, &old[i]);
+		free(old);
+	}
+	if (c->npool + (size_t)n > UINT32_MAX ||
+	    vp_grow((void **)&c->pool, &c->cappool, c->npool + (size_t)n, sizeof(*c->pool)))
+		return;
+	struct addr_ent e = *key;
+	e.n = (uint8_t)n;
+	e.unmapped = unmapped;
+	e.loc = loc;
+	e.first = (uint32_t)c->npool;
+	memcpy(c->pool + c->npool, frames, (size_t)n * sizeof(*frames));
+	c->npool += (size_t)n;
+	ac_insert(c, &e);
+}
+
+/* Sets key's span entry to frames and loc for the times [lo, hi). */
+static void span_put(struct addr_cache *c, struct addr_ent *key, uint64_t lo, uint64_t hi, const uint32_t *frames,
+		     int n, uint32_t loc)
+{
+	struct addr_ent *e = (struct addr_ent *)ac_find(c, key);
+	key->t_lo = lo;
+	key->t_hi = hi;
+	if (!e) {
+		ac_put(c, key, frames, n, loc, false);
+		return;
+	}
+	if (n <= 0 || n > MAX_JIT_DEPTH || c->npool + (size_t)n > UINT32_MAX ||
+	    vp_grow((void **)&c->pool, &c->cappool, c->npool + (size_t)n, sizeof(*c->pool))) {
+		e->t_lo = 1;   /* no room for the new answer: forget the old one */
+		e->t_hi = 0;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (frames[i] == UINT32_MAX)
+			return;
+	memcpy(c->pool + c->npool, frames, (size_t)n * sizeof(*frames));
+	e->first = (uint32_t)c->npool;
+	c->npool += (size_t)n;
+	e->n = (uint8_t)n;
+	e->loc = loc;
+	e->t_lo = lo;
+	e->t_hi = hi;
+}
+
+/* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it,
+ * and the span of times it surely did (*lo > *hi: none known). */
+static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 1;
+	*hi = 0;
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	if (j && j->idx)
+		return vp_jit_index__owner_span(j->idx, ip, t, l->o->map_mode_flat, lo, hi);
+#else
+	(void)l, (void)pid, (void)ip, (void)t;
+#endif
+	return NULL;
+}
 
 /* The location of frames f[0..k-1] (innermost first) that the sampled address look
  * resolved to, for pprof: its mapping (the process's memory at t for user code, the
@@ -749,19 +904,18 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
  * unknown, so its periods are shown as plain events. */
 static void events_lost_in_damage(struct loader *l)
 {
-	for (size_t i = 0; i < l->nsamples; i++) {
-		const struct vp_sample *s = vp_record_body(l->samples[i]);
+	for (unsigned ev = 0; ev < MAX_EVENTS; ev++) {
 		char name[32];
 		int idx;
 
-		if (s->event >= MAX_EVENTS || l->evmap[s->event] >= 0)
+		if (!l->ev_sampled[ev] || l->evmap[ev] >= 0)
 			continue;
-		snprintf(name, sizeof(name), "event#%u", (unsigned)s->event);
+		snprintf(name, sizeof(name), "event#%u", ev);
 		if ((idx = vp_profile__add_event(l->p, name, "events")) < 0)
 			continue;  /* no room for another event: these samples stay dropped */
-		l->evmap[s->event] = idx;
+		l->evmap[ev] = idx;
 		vp_profile__warn(l->p, "samples of event %u are counted as '%s': its description was lost with a damaged chunk",
-				 (unsigned)s->event, name);
+				 ev, name);
 	}
 }
 
@@ -785,12 +939,7 @@ static void multiplexing(struct loader *l)
 		 * thread did after its last sample is in no sample: say how much, when it is
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
-		uint64_t sum = 0;
-		for (size_t i = 0; i < l->nsamples; i++) {
-			const struct vp_sample *smp = vp_record_body(l->samples[i]);
-			if (smp->event == e)
-				sum += smp->period;
-		}
+		uint64_t sum = l->period_sum[e];
 		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
 			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
 					 "sample and are in no stack; sample more often (-F, -c) for more of them",
@@ -839,11 +988,20 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 					    "[domU]", "", 0, "", 0);
 	}
 	for (int i = 0; i < s->nr_kernel && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
-		if ((i == 0 && s->mode == VP_MODE_HYPERVISOR) || vp_hvsyms__is_xen_addr(s->ips[i]))
+		bool hv = (i == 0 && s->mode == VP_MODE_HYPERVISOR) || vp_hvsyms__is_xen_addr(s->ips[i]);
+		struct addr_ent key = { .ip = s->ips[i], .kind = hv ? AC_HYPERVISOR : AC_KERNEL, .caller = i > 0 };
+		const struct addr_ent *e = ac_find(&l->ac, &key);
+		if (e) {
+			leaf_first[n++] = l->ac.pool[e->first];
+			locs[nl++] = e->loc;
+			continue;
+		}
+		if (hv)
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
 		locs[nl++] = frame_loc(l, s->pid, r->time, i > 0 ? s->ips[i] - 1 : s->ips[i], leaf_first + n - 1, 1, false);
+		ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 	}
 	if (s->nr_user)
 		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
@@ -865,18 +1023,68 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		}
 		uint64_t ip = s->ips[s->nr_kernel + i], look = i > 0 ? ip - 1 : ip;
 		if (k < nj && jcur.frame == i) {
-			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
+			/* An interpreted frame resolves through the method its Method* named at
+			 * this time, and its bytecode index. */
+			struct addr_ent key = { .ip = look, .kind = AC_INTERP, .caller = i > 0, .pid = s->pid,
+						.map = (const void *)(uintptr_t)interp_method(l, s->pid, r->time, &jcur),
+						.jit = (const void *)(uintptr_t)(uint32_t)jcur.bci };
+			const struct addr_ent *e = ac_find(&l->ac, &key);
 			k++;
+			if (e) {
+				leaf_first[n++] = l->ac.pool[e->first];
+				locs[nl++] = e->loc;
+				continue;
+			}
+			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
 			l->jit_n = 1;
 			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n - 1, 1, true);
 			l->jit_n = 0;
+			ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 			continue;
 		}
+		/* Seen at a time its last answer holds for: that answer. */
+		struct addr_ent skey = { .ip = ip, .kind = AC_SPAN, .caller = i > 0, .pid = s->pid };
+		const struct addr_ent *e = ac_find(&l->ac, &skey);
+		if (e && e->t_lo <= r->time && r->time < e->t_hi && n + e->n <= MAX_OUT_FRAMES) {
+			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
+			n += e->n;
+			locs[nl++] = e->loc;
+			continue;
+		}
+		/* The mapping at this time, and for code outside files the JIT method that
+		 * owned the address then, are what the address resolves through. */
+		struct addr_ent key = { .ip = ip, .kind = AC_USER, .caller = i > 0, .pid = s->pid };
+		uint64_t lo, hi, jlo, jhi;
+		const struct vp_map *vm = vp_procmaps__find_span(l->pm, s->pid, look, r->time, &lo, &hi);
+		key.map = vm;
+		if (!(vm && is_file_backed(vm->filename))) {
+			key.jit = jit_owner(l, s->pid, ip, r->time, &jlo, &jhi);
+			lo = jlo > lo ? jlo : lo;
+			hi = jhi < hi ? jhi : hi;
+		}
 		int n0 = n;
-		l->jit_n = 0;
-		n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
-		locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
-		l->jit_n = 0;
+		e = ac_find(&l->ac, &key);
+		if (e && n + e->n <= MAX_OUT_FRAMES) {
+			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
+			n += e->n;
+			locs[nl++] = e->loc;
+			l->unmapped += e->unmapped;
+			if (e->unmapped)
+				continue;   /* counted as unmapped each time: never by span */
+		} else {
+			uint64_t unmapped = l->unmapped;
+			l->jit_n = 0;
+			n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
+			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
+			l->jit_n = 0;
+			if (MAX_OUT_FRAMES - n0 < MAX_JIT_DEPTH)
+				continue;   /* cut short by the frame limit: not an answer to keep */
+			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
+			if (l->unmapped != unmapped)
+				continue;   /* counted as unmapped each time: never by span */
+		}
+		if (lo <= r->time && r->time < hi)
+			span_put(&l->ac, &skey, lo, hi, leaf_first + n0, n - n0, locs[nl - 1]);
 	}
 	if (s->sched_state && s->sched_state < VP_SCHED__COUNT) {
 		/* Off-CPU and steal sums end in a frame saying what the thread was doing;
@@ -934,15 +1142,9 @@ static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint6
 		return;
 	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
 		return;
-	if (l->nvictims == l->capvictims) {
-		size_t cap = l->capvictims ? l->capvictims * 2 : 64;
-		struct victim *v = realloc(l->victims, cap * sizeof(*v));
-		if (!v) {
-			l->steal_err = -ENOMEM;
-			return;
-		}
-		l->victims = v;
-		l->capvictims = cap;
+	if (vp_grow((void **)&l->victims, &l->capvictims, l->nvictims + 1, sizeof(*l->victims))) {
+		l->steal_err = -ENOMEM;
+		return;
 	}
 	/* One entry per (cpu, thread) for now: merged per thread after sorting. */
 	l->victims[l->nvictims++] = (struct victim){ .pid = pid, .tid = tid, .ns = ns };
@@ -1134,9 +1336,8 @@ static void loader_free(struct loader *l)
 		n = mi->next;
 		free(mi);
 	}
-	for (size_t i = 0; i < l->nsamples; i++)
-		free(l->samples[i]);
-	free(l->samples);
+	free(l->ac.t);
+	free(l->ac.pool);
 #if HAVE_JIT_INDEX
 	for (size_t i = 0; i < l->njvms; i++)
 		vp_jit_index__close(l->jvms[i].idx);
@@ -1237,8 +1438,20 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
 	multiplexing(&l);
-	for (size_t i = 0; i < l.nsamples; i++) {
-		if ((ret = resolve_sample(&l, l.samples[i])) < 0) {
+	/* The second pass: every mapping, name, symbol and code map is known now, whatever
+	 * order the recorder's buffers delivered them in. It stops after the samples the
+	 * first pass counted, should the file have grown since (a recording still running). */
+	cfile_reader__close(r);
+	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+	if (!r) {
+		ret = errno ? -errno : -EINVAL;
+		goto cleanup;
+	}
+	for (uint64_t seen = 0; seen < l.nsamples && cfile_reader__next(r, &rec) == 1;) {
+		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
+			continue;
+		seen++;
+		if ((ret = resolve_sample(&l, rec)) < 0) {
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "test.h"
 #include "daemon/cfi.h"
 
@@ -348,8 +349,7 @@ struct oracle {
 	size_t ncies, capcies;
 };
 
-#define GROW(arr, n, cap) do { if ((n) == (cap)) { (cap) = (cap) ? (cap) * 2 : 256; \
-	(arr) = realloc((arr), (cap) * sizeof(*(arr))); ASSERT_NOT_NULL(arr); } } while (0)
+#define GROW(arr, n, cap) ASSERT_OK(vp_grow((void **)&(arr), &(cap), (n) + 1, sizeof(*(arr))))
 
 static bool all_hex(const char *s, size_t len)
 {

@@ -8,7 +8,30 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "test.h"
+
+/* The whole file at path, NUL-terminated (its length in *len when len is not NULL);
+ * NULL when it cannot be opened. */
+static inline char *test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *b = NULL;
+	size_t cap = 0, n = 0, r;
+	do {
+		if (vp_grow((void **)&b, &cap, n + 4097, 1))
+			FAIL("out of memory reading %s", path);
+		r = fread(b + n, 1, 4096, f);
+		n += r;
+	} while (r > 0);
+	fclose(f);
+	b[n] = 0;
+	if (len)
+		*len = n;
+	return b;
+}
 
 /* Burns ms of this thread's CPU time (not wall time: others may share the machine). */
 static volatile uint64_t test_burn_sink;

@@ -129,6 +129,35 @@ static const char *at(struct vp_jit_index *x, uint64_t a, uint64_t t, bool flat)
 	return n ? f[n - 1].name : "-";
 }
 
+/* vp_jit_index__owner_span's promise, checked against vp_jit_index__owner itself: at
+ * every time in the span it returns, the owner is the one it named (the report's
+ * address cache reuses an answer on exactly that promise). Every address of the map's
+ * history and every time from before the first epoch to after the last. */
+static void check_spans(struct vp_jit_index *x)
+{
+	static const uint64_t addrs[] = { 0x1000, 0x1050, 0x1090, 0x10ff, 0x2000, 0x2050, 0x9100, 0xa010, 0x5000 };
+	int spans = 0;
+	for (int flat = 0; flat < 2; flat++) {
+		for (size_t a = 0; a < sizeof(addrs) / sizeof(addrs[0]); a++) {
+			for (uint64_t t = 0; t < 400; t++) {
+				uint64_t lo, hi;
+				const void *o = vp_jit_index__owner_span(x, addrs[a], t, flat, &lo, &hi);
+				ASSERT_TRUE(o == vp_jit_index__owner(x, addrs[a], t, flat));
+				if (lo > hi)
+					continue;
+				ASSERT_TRUE(lo <= t && t < hi);
+				spans++;
+				for (uint64_t u = lo; u < hi && u < 400; u++)
+					if (vp_jit_index__owner(x, addrs[a], u, flat) != o)
+						FAIL("addr 0x%llx: owner at %llu differs from its span [%llu, %llu) found at %llu",
+						     (unsigned long long)addrs[a], (unsigned long long)u, (unsigned long long)lo,
+						     (unsigned long long)hi, (unsigned long long)t);
+			}
+		}
+	}
+	ASSERT_GT(spans, 4000);   /* nearly every lookup has a span */
+}
+
 static void check_index(struct vp_jit_index *x)
 {
 	ASSERT_TRUE(vp_jit_index__frame_pointers(x));
@@ -476,6 +505,7 @@ int main(void)
 		FAIL("%s", err);
 	check_model(vp_jit_index__codemap(x));
 	check_index(x);
+	check_spans(x);
 	check_export_import(x);
 	vp_jit_index__close(x);
 

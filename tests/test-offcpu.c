@@ -25,6 +25,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "postproc/wall.h"
+#include "common/util.h"
 #include "test.h"
 
 struct fthread {
@@ -206,7 +207,7 @@ static int split(void)
 		{ "-e off-cpu", "[blocked: sleep]" },
 		{ "--wall -F json", "\"wall\"" },
 		{ "-e off-cpu -F json", "[blocked: sleep]" },
-		{ "-F html", "\"event\":\"wall\"" },
+		{ "-F html", "{\"name\":\"wall\"" },   /* events[]: one weight per event per node */
 		{ "--wall -F pprof -o /dev/stdout | gzip -dc", "blocked" },
 	};
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
@@ -215,16 +216,13 @@ static int split(void)
 		FILE *f = popen(cmd, "r");
 		ASSERT_NOT_NULL(f);
 		/* The whole output, then one search. */
-		size_t len = 0, cap = 1 << 16, n;
-		char *out = malloc(cap);
-		ASSERT_NOT_NULL(out);
-		while ((n = fread(out + len, 1, cap - len, f)) > 0) {
+		size_t len = 0, cap = 0, n;
+		char *out = NULL;
+		do {
+			ASSERT_OK(vp_grow((void **)&out, &cap, len + 65536, 1));
+			n = fread(out + len, 1, 65536, f);
 			len += n;
-			if (len == cap) {
-				out = realloc(out, cap *= 2);
-				ASSERT_NOT_NULL(out);
-			}
-		}
+		} while (n > 0);
 		bool found = memmem(out, len, fmts[i].want, strlen(fmts[i].want)) != NULL;
 		free(out);
 		int st = pclose(f);

@@ -11,6 +11,7 @@
 #endif
 
 #include "hv-glue/probe.h"
+#include "common/util.h"
 #include "test.h"
 
 #ifndef VIPROF_BIN
@@ -219,18 +220,13 @@ static char *run(const char *cmd, int *status)
 {
 	FILE *f = popen(cmd, "r");
 	ASSERT_NOT_NULL(f);
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	ASSERT_NOT_NULL(buf);
-	size_t k;
-	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+	size_t cap = 0, n = 0, k;
+	char *buf = NULL;
+	do {
+		ASSERT_OK(vp_grow((void **)&buf, &cap, n + 4097, 1));
+		k = fread(buf + n, 1, 4096, f);
 		n += k;
-		if (n + 1 == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ASSERT_NOT_NULL(buf);
-		}
-	}
+	} while (k > 0);
 	buf[n] = '\0';
 	int st = pclose(f);
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;

@@ -5,6 +5,7 @@
 #define VIPROF_TEST_PROFILE_SYNTH_H
 
 #include "postproc/profile.h"
+#include "test-helpers.h"
 #include "test.h"
 
 static inline uint32_t synth_frame(struct vp_profile *p, int layer, const char *name, const char *image, uint64_t addr)
@@ -125,25 +126,7 @@ static inline struct vp_profile *synth_big_profile(int digits)
 /* Reads a whole file into a NUL-terminated buffer. */
 static inline char *synth_slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	char *b = malloc(cap);
-	size_t r;
-	while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
-		n += r;
-		if (cap - n < 2) {
-			cap *= 2;
-			b = realloc(b, cap);
-		}
-	}
-	fclose(f);
-	if (b)
-		b[n] = 0;
-	if (len)
-		*len = n;
-	return b;
+	return test_slurp(path, len);
 }
 
 #endif

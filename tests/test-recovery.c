@@ -24,6 +24,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
+#include "test-helpers.h"
 #include "test.h"
 
 #define GROUPS 5
@@ -40,25 +41,8 @@ static size_t off[NCH + 1];
 
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0, len = 0;
-	if (!f)
-		return strdup("");
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = (len + 4096 + 1) * 2;
-			buf = realloc(buf, cap);
-			ASSERT_NOT_NULL(buf);
-		}
-		size_t n = fread(buf + len, 1, 4096, f);
-		len += n;
-		if (n < 4096)
-			break;
-	}
-	fclose(f);
-	buf[len] = 0;
-	return buf;
+	char *s = test_slurp(path, NULL);
+	return s ? s : strdup("");
 }
 
 static uint8_t *read_file(const char *path, size_t *len)

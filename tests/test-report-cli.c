@@ -15,6 +15,7 @@
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
 #include "postproc/report.h"
+#include "test-helpers.h"
 #include "test.h"
 
 #define MS 1000000ull
@@ -25,25 +26,8 @@ static uint64_t base;
 
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t cap = 0, len = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = (len + 4096 + 1) * 2;
-			buf = realloc(buf, cap);
-			ASSERT_NOT_NULL(buf);
-		}
-		size_t n = fread(buf + len, 1, 4096, f);
-		len += n;
-		if (n < 4096)
-			break;
-	}
-	fclose(f);
-	buf[len] = 0;
-	return buf;
+	char *s = test_slurp(path, NULL);
+	return s ? s : NULL;
 }
 
 /* Runs the viprof binary with args (a shell fragment); returns its exit status and

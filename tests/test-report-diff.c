@@ -110,11 +110,14 @@ int main(void)
 	/* HTML: the new tree, each node carrying its base count on the matched path; f3 (base
 	 * only) is not drawn, and the inlined f1 of the base does not land on the JIT f1. */
 	char *h = render(n, b, true);
-	ASSERT_CONTAINS(h, "\"diff\":true,\"total\":100,\"baseTotal\":300,");
-	/* Preorder: root(100, base 300), main(100, 300), f1(60, 150), f2(40, 0). */
+	ASSERT_CONTAINS(h, "\"diff\":true,\"ev\":0,\"events\":[{\"name\":");
+	ASSERT_CONTAINS(h, "\"total\":100,\"baseTotal\":300}");
+	/* Preorder [frame, children, value, base]: root(100, base 300), main(100, 300),
+	 * f1(60, 150), f2(40, 0); no thread level in a diff (the runs share no threads). */
 	const char *tree = strstr(h, "\"tree\":[");
 	ASSERT_NOT_NULL(tree);
-	ASSERT_TRUE(!strncmp(tree, "\"tree\":[-1,100,1,300,0,100,2,300,1,60,0,150,2,40,0,0]", 53));
+	ASSERT_TRUE(!strncmp(tree, "\"tree\":[-1,1,100,300,0,2,100,300,1,0,60,150,2,0,40,0]", 53));
+	ASSERT_CONTAINS(h, "\"threads\":[]");
 	ASSERT_TRUE(strstr(h, "[\"f3\"") == NULL);
 	free(h);
 

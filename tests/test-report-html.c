@@ -2,83 +2,12 @@
  * expected frames in the DOM, search by regex with its highlight and "matched" share,
  * zoom, hostile names kept inert, the differential view, a screenshot, and a 100k-node
  * tree that still loads. */
-#include <sys/stat.h>
-#include <sys/wait.h>
 
-#include "postproc/report.h"
-#include "test-profile-synth.h"
-
-static char udd[] = "/tmp/vp-test-report-html-XXXXXX";
-static char cwd[512];
-
-static void write_html(const struct vp_profile *p, const struct vp_profile *base, const char *path)
-{
-	struct vp_out o;
-	struct vp_report_opts opts = { 0 };
-	ASSERT_OK(vp_out__open(&o, path));
-	ASSERT_OK(report_html(p, base, &o, &opts));
-	ASSERT_OK(vp_out__close(&o));
-}
-
-/* Loads file#hash headlessly; returns the DOM after scripts ran, or the screenshot
- * status when png is set. Fails on any console error. */
-static char *browse(const char *file, const char *hash, const char *png)
-{
-	char cmd[4096], err_path[600];
-	snprintf(err_path, sizeof(err_path), "%s/chromium.err", udd);
-	snprintf(cmd, sizeof(cmd),
-		 "chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
-		 "--disable-component-update --disable-sync --no-first-run --user-data-dir=%s/profile "
-		 "--enable-logging=stderr --v=0 %s%s %s 'file://%s/%s%s%s' > %s/dom.html 2> %s",
-		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", "",
-		 cwd, file, hash ? "#" : "", hash ? hash : "", udd, err_path);
-	int st = system(cmd);
-	char *err = synth_slurp(err_path, NULL);
-	ASSERT_NOT_NULL(err);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		FAIL("chromium failed on %s: %s", file, err);
-	if (strstr(err, "Uncaught") || strstr(err, "ERROR:CONSOLE") || strstr(err, ":CONSOLE("))
-		FAIL("console errors loading %s#%s:\n%s", file, hash ? hash : "", err);
-	free(err);
-	snprintf(err_path, sizeof(err_path), "%s/dom.html", udd);
-	char *dom = synth_slurp(err_path, NULL);
-	ASSERT_NOT_NULL(dom);
-	return dom;
-}
-
-/* The <li> of the visible-frames list whose text starts with name, or NULL. */
-static const char *li_for(const char *dom, const char *name)
-{
-	char pat[512];
-	snprintf(pat, sizeof(pat), ">%s \xe2\x80\x94 ", name);
-	const char *p = strstr(dom, pat);
-	if (!p)
-		return NULL;
-	while (p > dom && strncmp(p, "<li", 3))
-		p--;
-	return p;
-}
-
-/* The value of attribute attr in the tag starting at tag. */
-static void attr(const char *tag, const char *attr, char *out, size_t len)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), " %s=\"", attr);
-	const char *e = strchr(tag, '>');
-	const char *p = strstr(tag, pat);
-	if (!p || (e && p > e))
-		FAIL("no %s in %.120s", attr, tag);
-	p += strlen(pat);
-	size_t n = strcspn(p, "\"");
-	snprintf(out, len, "%.*s", (int)(n < len - 1 ? n : len - 1), p);
-}
+#include "test-html-util.h"
 
 int main(void)
 {
-	if (system("command -v chromium >/dev/null 2>&1") != 0)
-		SKIP("chromium is not installed (apt-get install chromium)");
-	ASSERT_NOT_NULL(mkdtemp(udd));
-	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
+	html_test_start();
 
 	struct vp_profile *p = synth_java_profile();
 	/* A hostile frame name: must stay text, never markup or script. */
@@ -219,8 +148,6 @@ int main(void)
 	vp_profile__free(big);
 	vp_profile__free(base);
 	vp_profile__free(p);
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", udd);
-	system(cmd);
+	html_test_end();
 	return 0;
 }
