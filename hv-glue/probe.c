@@ -18,6 +18,7 @@
 #include <cpuid.h>
 #endif
 
+#include "common/json.h"
 #include "hv-glue/events.h"
 #include "hv-glue/hv_internal.h"
 #include "hv-glue/probe.h"
@@ -579,30 +580,11 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 	return ferror(f) ? -EIO : 0;
 }
 
-/* JSON string with every control character escaped (RFC 8259). */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c == '\n')
-			fputs("\\n", f);
-		else if (*c == '\t')
-			fputs("\\t", f);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
-
 static void jkey(FILE *f, int indent, bool *first, const char *k)
 {
 	fprintf(f, "%s\n%*s", *first ? "" : ",", indent, "");
 	*first = false;
-	json_str(f, k);
+	vp_json_fputs(f, k, 0);
 	fputs(": ", f);
 }
 
@@ -610,7 +592,7 @@ static void jstr(FILE *f, int indent, bool *first, const char *k, const char *v)
 {
 	jkey(f, indent, first, k);
 	if (v)
-		json_str(f, v);
+		vp_json_fputs(f, v, 0);
 	else
 		fputs("null", f);
 }

@@ -34,6 +34,7 @@
 
 #include "cli/commands.h"
 #include "common/util.h"
+#include "common/launch.h"
 #include "hv-glue/events.h"
 #include "hv-glue/steal.h"
 
@@ -491,56 +492,6 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 	return 1;
 }
 
-/* The child waits for one byte on go before exec, so that our events exist first.
- * *exec_fd reaches EOF once the exec happened (its write end is close-on-exec), which
- * lets the caller read the command's own name instead of ours. */
-static pid_t launch(char **cmd, int *go_fd, int *exec_fd)
-{
-	int go[2], ex[2];
-	pid_t pid;
-
-	if (pipe2(go, O_CLOEXEC))
-		return -errno;
-	if (pipe2(ex, O_CLOEXEC)) {
-		int e = errno;
-
-		close(go[0]);
-		close(go[1]);
-		return -e;
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(go[0]);
-		close(go[1]);
-		close(ex[0]);
-		close(ex[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		char c;
-
-		close(go[1]);
-		close(ex[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);   /* the parent gave up before exec */
-		execvp(cmd[0], cmd);
-		int e = errno;
-
-		fprintf(stderr, "viprof stat: cannot run '%s': %s; check the command name and PATH\n",
-			cmd[0], strerror(e));
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(ex[1]);
-	*go_fd = go[1];
-	*exec_fd = ex[0];
-	return pid;
-}
-
 static int parse_args(int argc, char **argv, struct stat_opts *o)
 {
 	static const struct option opts[] = {
@@ -594,19 +545,22 @@ static int run(struct stat_ctx *s)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	bool inherit = !s->o.per_thread;
-	int go_fd = -1, exec_fd = -1, status = 0, ret = 0, err;
+	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
+	int status = 0, ret = 0, err;
 	double t0;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (s->o.cmd) {
-		pid_t pid = launch(s->o.cmd, &go_fd, &exec_fd);
+		const struct vp_launch_opts lo = { .who = "viprof stat" };
+		int le = vp_child__launch(&held, s->o.cmd, &lo);
 
-		if (pid < 0) {
-			fprintf(stderr, "viprof stat: cannot start '%s': %s\n", s->o.cmd[0], strerror(-pid));
+		if (le < 0) {
+			fprintf(stderr, "viprof stat: cannot start '%s': %s\n", s->o.cmd[0], strerror(-le));
 			return 1;
 		}
+		pid_t pid = held.pid;
 		s->target = pid;
 		/* One thread so far, held before exec: events enable themselves at exec. */
 		if ((err = add_thread(s, pid, inherit, true)) < 0) {
@@ -620,8 +574,7 @@ static int run(struct stat_ctx *s)
 					break;
 				close(fd);
 			}
-			close(go_fd);   /* the child sees EOF and exits without exec */
-			close(exec_fd);
+			vp_child__close(&held);   /* the child exits 127 without exec */
 			waitpid(pid, NULL, 0);
 			return open_failed(s, e < s->nev ? e : 0, err);
 		}
@@ -630,8 +583,7 @@ static int run(struct stat_ctx *s)
 				int fd = open_event(&s->ev[e], pid, true, true);
 
 				if (fd < 0) {
-					close(go_fd);
-					close(exec_fd);
+					vp_child__close(&held);
 					waitpid(pid, NULL, 0);
 					return open_failed(s, e, fd);
 				}
@@ -644,22 +596,17 @@ static int run(struct stat_ctx *s)
 		const char *base = strrchr(s->o.cmd[0], '/');
 		snprintf(s->th[0].comm, sizeof(s->th[0].comm), "%.15s", base ? base + 1 : s->o.cmd[0]);
 		t0 = now_s();
-		if (write(go_fd, "g", 1) != 1) {
-			fprintf(stderr, "viprof stat: cannot release the command: %s\n", strerror(errno));
-			close(go_fd);
-			close(exec_fd);
+		/* Let it exec and wait for the exec; then take the command's real name. An
+		 * errno instead means exec failed: the child said why; no counts to show. */
+		int exec_err = 0;
+		if ((err = vp_child__release(&held, &exec_err)) < 0) {
+			fprintf(stderr, "viprof stat: cannot release the command: %s\n", strerror(-err));
+			vp_child__close(&held);
 			waitpid(pid, NULL, 0);
 			return 1;
 		}
-		close(go_fd);
-		/* Wait for the exec (EOF), then take the command's real name. An errno
-		 * instead means exec failed: the child said why; no counts to show. */
-		int exec_err;
-		ssize_t n;
-		while ((n = read(exec_fd, &exec_err, sizeof(exec_err))) < 0 && errno == EINTR)
-			;
-		close(exec_fd);
-		if (n > 0) {
+		vp_child__close(&held);
+		if (exec_err) {
 			waitpid(pid, NULL, 0);
 			return 127;
 		}
