@@ -19,4 +19,4 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
 cd build
-ctest --output-on-failure --timeout 900 -j1
+ctest --output-on-failure --timeout 900 -j2
