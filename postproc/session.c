@@ -923,7 +923,7 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
-static void multiplexing(struct loader *l)
+static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
 		const struct vp_counter *c = &l->totals[e];
@@ -940,7 +940,12 @@ static void multiplexing(struct loader *l)
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
 		uint64_t sum = l->period_sum[e];
-		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
+		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled && damaged)
+			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) are in no stack: their samples were "
+					 "in the damaged part of the session, or came after their thread's last sample",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+		else if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
 			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
 					 "sample and are in no stack; sample more often (-F, -c) for more of them",
 					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
@@ -1506,7 +1511,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
-	multiplexing(&l);
+	multiplexing(&l, damaged || k < 0);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever
 	 * order the recorder's buffers delivered them in. It stops after the samples the
 	 * first pass counted, should the file have grown since (a recording still running). */
