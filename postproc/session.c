@@ -181,7 +181,12 @@ static void on_meta(struct loader *l, const struct vp_record *r)
 		const char *v = kz + 1, *vz = memchr(v, '\0', (size_t)(end - v));
 		if (!vz)
 			break;
-		if (*k)
+		/* Sessions loaded into one profile: it starts when the first of them did
+		 * (pprof's "Time:"), whatever order they were named in. */
+		const char *old = NULL;
+		if (!strcmp(k, "start_realtime_ns") || !strcmp(k, "start_monotonic_ns"))
+			old = vp_profile__meta(l->p, k);
+		if (*k && !(old && strtoull(old, NULL, 10) <= strtoull(v, NULL, 10)))
 			vp_profile__set_meta(l->p, k, v);
 		b = vz + 1;
 	}
