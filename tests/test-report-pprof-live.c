@@ -7,7 +7,7 @@
  *           without a mapping, the off-CPU samples keep the sleeping thread's stack by
  *           address under them, the profile is named after the fixture (its mapping
  *           first), and the clock event's weight is cpu/nanoseconds.
- *   jvm     record -g of JitSplit on JDK 17: the same checks, JIT methods at their real
+ *   jvm     record -g of JitSplit on JDK 17 (jvm25: Temurin 25): the same checks, JIT methods at their real
  *           addresses inside the [jit] mapping (never 0x0), the profile named after
  *           java (not ld-linux), and inlined methods as more lines of one location.
  * Needs root (BPF), Go and Debian's pprof sources (pprof is built once per build tree,
@@ -256,12 +256,14 @@ static void test_native(void)
 	free(top);
 }
 
-static void test_jvm(void)
+static void test_jvm(const char *java)
 {
 	struct stat sb;
-	if (stat(JAVA17, &sb) != 0)
-		SKIP("JDK 17 missing at %s", JAVA17);
-	record("-- " JAVA17 " -cp " JAVA_CLASSES " JitSplit 3");
+	char args[1024];
+	if (stat(java, &sb) != 0)
+		SKIP("no JDK at %s", java);
+	snprintf(args, sizeof(args), "-- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
+	record(args);
 	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
 	check_addresses();
@@ -295,12 +297,14 @@ static void test_jvm(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		FAIL("usage: %s native|jvm", argv[0]);
+		FAIL("usage: %s native|jvm|jvm25", argv[0]);
 	need_pprof();
 	if (!strcmp(argv[1], "native"))
 		test_native();
 	else if (!strcmp(argv[1], "jvm"))
-		test_jvm();
+		test_jvm(JAVA17);
+	else if (!strcmp(argv[1], "jvm25"))
+		test_jvm(JAVA25);
 	else
 		FAIL("unknown scenario '%s'", argv[1]);
 	char cmd[300];
