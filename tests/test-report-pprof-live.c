@@ -7,9 +7,11 @@
  *           without a mapping, the off-CPU samples keep the sleeping thread's stack by
  *           address under them, the profile is named after the fixture (its mapping
  *           first), and the clock event's weight is cpu/nanoseconds.
- *   jvm     record -g of JitSplit on JDK 17 (jvm25: Temurin 25): the same checks, JIT methods at their real
- *           addresses inside the [jit] mapping (never 0x0), the profile named after
- *           java (not ld-linux), and inlined methods as more lines of one location.
+ *   jvm     record -g --off-cpu of JitSplit on JDK 17 (jvm25: Temurin 25): the same
+ *           checks (the JVM's waiting threads put off-CPU states over native and Java
+ *           stacks), JIT methods at their real addresses inside the [jit] mapping
+ *           (never 0x0), the profile named after java (not ld-linux), and inlined
+ *           methods as more lines of one location.
  * Needs root (BPF), Go and Debian's pprof sources (pprof is built once per build tree,
  * as test-report-pprof does); skipped otherwise. */
 #define _GNU_SOURCE
@@ -262,7 +264,7 @@ static void test_jvm(const char *java)
 	char args[1024];
 	if (stat(java, &sb) != 0)
 		SKIP("no JDK at %s", java);
-	snprintf(args, sizeof(args), "-- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
+	snprintf(args, sizeof(args), "--off-cpu -- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
 	record(args);
 	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
