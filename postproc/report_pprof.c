@@ -230,7 +230,7 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	PbLine *lines = NULL, **linep = NULL;
 	PbSample **samplep = NULL;
 	PbLabel **labelp = NULL;
-	uint64_t *mapid = NULL, *img_map_of_frame = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
+	uint64_t *mapid = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
 	int64_t *comments = NULL, *rem = NULL, *v = NULL;
 	uint8_t *buf = NULL;
 	size_t nv = w.nv, nmaps = 0, ncomments = 0, nlocs = 0, nlines = 0;
@@ -347,18 +347,18 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		err = -ENOMEM;
 	}
 
-	/* Mappings: the profile's own (real ranges and offsets), then one per image for the
-	 * frames located above without an address. A range the loader did not know (the
-	 * kernel, JIT code) spans the addresses located in it. The main executable of the
-	 * process with the most samples comes first: pprof names the profile after it. */
-	size_t maxmaps = nm + nf + 1;
+	/* Mappings: the profile's own (real ranges and offsets). A range the loader did not
+	 * know (the kernel, JIT code) spans the addresses located in it. The main executable
+	 * of the process with the most samples comes first: pprof names the profile after it.
+	 * Frames located above without an address get no mapping: a made-up one (0x0/0x0)
+	 * claiming functions and lines would misstate the memory they were in. */
+	size_t maxmaps = nm + 1;
 	maps = calloc(maxmaps, sizeof(*maps));
 	mapp = calloc(maxmaps, sizeof(*mapp));
 	mapid = calloc(nm ? nm : 1, sizeof(*mapid));
 	lo = calloc(nm ? nm : 1, sizeof(*lo));
 	hi = calloc(nm ? nm : 1, sizeof(*hi));
-	img_map_of_frame = calloc(nf ? nf : 1, sizeof(*img_map_of_frame));
-	if (!maps || !mapp || !mapid || !lo || !hi || !img_map_of_frame)
+	if (!maps || !mapp || !mapid || !lo || !hi)
 		goto cleanup;
 	for (size_t i = 0; i < nm; i++)
 		lo[i] = UINT64_MAX;
@@ -412,27 +412,6 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
 		mapp[nmaps] = pm;
 		mapid[i] = ++nmaps;
-	}
-	for (size_t f = 0; f < nf; f++) {
-		const struct vp_frame *fr = &p->frames[f];
-		if (!frame_loc[f] || !*fr->image)
-			continue;
-		size_t j;
-		for (j = 0; j < nmaps; j++)
-			if (!strcmp(st.v[maps[j].filename], fr->image))
-				break;
-		if (j == nmaps) {
-			PbMapping *pm = &maps[nmaps];
-			perftools__profiles__mapping__init(pm);
-			pm->id = nmaps + 1;
-			pm->filename = strtab_add(&st, fr->image);
-			pm->build_id = strtab_add(&st, fr->build_id);
-			if (pm->filename < 0 || pm->build_id < 0)
-				goto cleanup;
-			pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
-			mapp[nmaps++] = pm;
-		}
-		img_map_of_frame[f] = j + 1;
 	}
 	prof.n_mapping = nmaps;
 	prof.mapping = mapp;
@@ -493,8 +472,10 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		PbLocation *pl = &locs[frame_loc[f] - 1];
 		perftools__profiles__location__init(pl);
 		pl->id = frame_loc[f];
-		pl->mapping_id = img_map_of_frame[f];
-		pl->address = fr->addr;
+		/* No sampled address: a frame's own address is image-relative or a symbol's
+		 * start, neither an address in a mapping, so the location carries none. */
+		pl->mapping_id = 0;
+		pl->address = 0;
 		pl->n_line = 1;
 		pl->line = &linep[li];
 		perftools__profiles__line__init(&lines[li]);
@@ -582,7 +563,6 @@ cleanup:
 	free(locs);
 	free(fnp);
 	free(fns);
-	free(img_map_of_frame);
 	free(frame_loc);
 	free(mapid);
 	free(lo);
