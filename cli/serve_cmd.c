@@ -217,18 +217,14 @@ int cmd_serve(int argc, char **argv)
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	/* The signals are set before anything starts, and blocked in the service's own
-	 * threads (they inherit the mask), so that the main thread alone sees them. */
+	/* Any thread may take the signal (blocking it in the service's threads would
+	 * block it in the recorders they start too: a mask survives fork and exec), so
+	 * the main thread looks at the flag every 200 ms instead of waiting in pause(). */
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
 	ret = 1;
 	if (a.continuous) {
 		struct vp_cont_opts co = { .viprof = self, .dir = a.continuous, .interval_s = a.interval_s,
@@ -258,13 +254,11 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "viprof serve: pprof over HTTP on %s (port %d)%s\n", a.http, vp_api__port(api),
 			a.http_token ? ", other hosts with the bearer token" : ", loopback only");
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	while (!serve_stop)
-		pause();
+		usleep(200000);
 	fprintf(stderr, "viprof serve: stopping (%s)\n", strsignal(serve_stop));
 	ret = 0;
 cleanup:
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	vp_api__stop(api);
 	vp_cont__stop(cont);
 	signal(SIGINT, SIG_DFL);

@@ -89,6 +89,8 @@ static int start_serve(const char *const *args, const char *ready)
 	FAIL("viprof serve did not say '%s' within 10 s", ready);
 }
 
+static char *last_log;   /* the log of the last service stopped */
+
 static void stop_serve(void)
 {
 	if (serve_pid > 0) {
@@ -99,9 +101,9 @@ static void stop_serve(void)
 		ASSERT_EQ(WEXITSTATUS(status), 0);
 		serve_pid = 0;
 	}
-	char *log = slurp(logpath);
-	fprintf(stderr, "--- service log ---\n%s-------------------\n", log);
-	free(log);
+	free(last_log);
+	last_log = slurp(logpath);
+	fprintf(stderr, "--- service log ---\n%s-------------------\n", last_log);
 	unlink(logpath);
 }
 
@@ -408,9 +410,10 @@ static void scenario_continuous(void)
 		fprintf(stderr, "%s: %s", names[i], svc);
 		ASSERT_GT(json_num(meta, "samples"), 0);
 		ASSERT_GT(json_num(svc, "cpu_ns"), 0);
-		ASSERT_GT(json_num(svc, "wall_ns"), 1.5e9);
+		ASSERT_GT(json_num(svc, "wall_ns"), 0.2e9);   /* the last one ends early, at the stop */
 		double f = json_num(svc, "freq"), next = json_num(svc, "next_freq");
-		ASSERT_LT(next, f);   /* over a 0.01% budget: lowered */
+		/* Over a 0.01% budget: lowered, down to the floor. */
+		ASSERT_TRUE(next < f || f == 19);
 		ASSERT_GE(next, 19);
 		if (!first_freq || f > first_freq)
 			first_freq = f;
@@ -421,7 +424,11 @@ static void scenario_continuous(void)
 	}
 	ASSERT_GE(checked, 1);
 	ASSERT_LT(last_next, 199);
-	/* The log said each interval's CPU time and that retention removed the old ones. */
+	/* The log said each interval's CPU time, the lowered rate, and that retention
+	 * removed the old intervals; the index showed the measured columns. */
+	ASSERT_CONTAINS(last_log, "at 199 Hz, service CPU ");
+	ASSERT_CONTAINS(last_log, "next interval at 19 Hz (the lowest rate; the budget is still missed)");
+	ASSERT_CONTAINS(last_log, "(older than --keep-age, ");
 	ASSERT_CONTAINS(idx.body, "service CPU ms");
 	free(idx.head);
 
