@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -186,6 +187,81 @@ static void write_interval_file(struct vp_cont *c, const char *name, uint64_t fr
 	fclose(f);
 }
 
+/* A JVM keeps the agent it got in an earlier interval, and the agent keeps writing
+ * its code maps where it was told then (a second attach is ignored). The code-map file
+ * is one append-only, time-stamped stream, so a hard link of it in this interval's
+ * jit/<pid>/ gives this session the JVM's maps, including what the agent appends
+ * later; retention removing the old interval removes only a name. Done for JVMs still
+ * running whose maps this interval lacks. */
+static void carry_maps(struct vp_cont *c, const char *name)
+{
+	char jit[VP_INTERVAL_NAME_LEN + 8];
+	snprintf(jit, sizeof(jit), "%s/jit", name);
+	int nj = openat(c->dirfd, jit, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nj < 0)
+		return;
+	int fd = openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!vp_interval__name_ok(de->d_name) || strcmp(de->d_name, name) >= 0)
+			continue;   /* only earlier intervals */
+		char oj[300];
+		snprintf(oj, sizeof(oj), "%s/jit", de->d_name);
+		int oldj = openat(c->dirfd, oj, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int ofd = oldj >= 0 ? openat(oldj, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		DIR *pd = ofd >= 0 ? fdopendir(ofd) : NULL;
+		struct dirent *pe;
+		while (pd && (pe = readdir(pd))) {
+			long long pid = vp_parse_num(pe->d_name, 1, 1 << 30);
+			struct stat st;
+			char have[300];
+			snprintf(have, sizeof(have), "%s/codemap.vpm", pe->d_name);
+			if (pid < 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM) ||
+			    fstatat(nj, have, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;   /* gone, or this interval has its maps already */
+			int src = openat(oldj, pe->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			/* The pid's directory is the JVM user's (the session writer admits it). */
+			struct stat ss;
+			int dst = src >= 0 && fstat(src, &ss) == 0 ? vp_safe_mkdirat(nj, pe->d_name, 0700, ss.st_uid, NULL) : -1;
+			int sfd2 = src >= 0 ? openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+			DIR *fd3 = sfd2 >= 0 ? fdopendir(sfd2) : NULL;
+			struct dirent *fe;
+			int linked = 0;
+			while (dst >= 0 && fd3 && (fe = readdir(fd3))) {
+				struct stat fs;
+				if (strncmp(fe->d_name, "codemap", 7) || fstatat(src, fe->d_name, &fs, AT_SYMLINK_NOFOLLOW) ||
+				    !S_ISREG(fs.st_mode))
+					continue;
+				if (linkat(src, fe->d_name, dst, fe->d_name, 0) == 0)
+					linked++;
+			}
+			if (fd3)
+				closedir(fd3);
+			else if (sfd2 >= 0)
+				close(sfd2);
+			if (c->o.log && linked)
+				fprintf(c->o.log, "viprof serve: continuous: %s: JVM %lld's code maps carried over from %s\n",
+					name, pid, de->d_name);
+			if (dst >= 0)
+				close(dst);
+			if (src >= 0)
+				close(src);
+		}
+		if (pd)
+			closedir(pd);
+		else if (ofd >= 0)
+			close(ofd);
+		if (oldj >= 0)
+			close(oldj);
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	close(nj);
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -264,6 +340,7 @@ static void *cont_thread(void *arg)
 		double pct = wall ? 100.0 * (double)cpu / (double)wall : 0;
 		uint64_t next = vp_budget__next_freq(freq, c->o.freq, VP_CONT_MIN_FREQ, pct, c->o.cpu_budget_pct);
 		write_interval_file(c, name, freq, wall, cpu, pct, next);
+		carry_maps(c, name);
 		if (c->o.log) {
 			fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
 					  "(budget %.2f%%)%s", name, (double)wall / 1e9, (unsigned long long)freq,
