@@ -217,11 +217,15 @@ static void scenario_pprof(void)
 	ASSERT_CONTAINS(top, "Duration: 3");
 	double p50 = flat_pct(top, "work50"), p30 = flat_pct(top, "work30"), p20 = flat_pct(top, "work20");
 	fprintf(stderr, "work50 %.2f%% work30 %.2f%% work20 %.2f%% of the whole VM\n", p50, p30, p20);
-	/* split3 keeps one of the 2 vCPUs busy, 50/30/20: work50 near 25% of the VM. */
-	ASSERT_GT(p50, 10);
-	ASSERT_GT(p30, 5);
-	ASSERT_GT(p20, 3);
+	/* split3 spends 50/30/20 of its time in them; its share of the whole VM depends on
+	 * what else runs, so the split among the three is what is checked (within 10 pp). */
+	ASSERT_TRUE(p50 > 1 && p30 > 1 && p20 > 1);
 	ASSERT_TRUE(p50 > p30 && p30 > p20);
+	double sum = p50 + p30 + p20;
+	fprintf(stderr, "split among the three: %.1f/%.1f/%.1f\n", 100 * p50 / sum, 100 * p30 / sum, 100 * p20 / sum);
+	ASSERT_DBL_NEAR(100 * p50 / sum, 50, 10);
+	ASSERT_DBL_NEAR(100 * p30 / sum, 30, 10);
+	ASSERT_DBL_NEAR(100 * p20 / sum, 20, 10);
 	free(top);
 
 	/* Bad requests: a rate out of bounds, an unknown page. */
