@@ -9,6 +9,7 @@ int cmd_report(int argc, char **argv);  /* postproc/report_cmd.c */
 int cmd_maps(int argc, char **argv);    /* maps/maps_cmd.c */
 int cmd_attach(int argc, char **argv);  /* daemon/attach_cmd.c */
 int cmd_stat(int argc, char **argv);    /* hv-glue/stat_cmd.c */
+int cmd_serve(int argc, char **argv);   /* cli/serve_cmd.c */
 
 /* Where the installed JVMTI agent is (next to the viprof binary, or the build tree). */
 const char *viprof_agent_path(void);

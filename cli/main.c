@@ -24,6 +24,7 @@ static const struct command {
 	{ "maps",   cmd_maps,   "inspect the JIT code maps of a session (epochs, lookup, diff)" },
 	{ "attach", cmd_attach, "load the viprof agent into a running JVM" },
 	{ "stat",   cmd_stat,   "count events per thread (virtualized counters)" },
+	{ "serve",  cmd_serve,  "the service: pprof over HTTP, continuous whole-VM recording" },
 };
 
 static void usage(FILE *f)

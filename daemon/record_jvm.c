@@ -84,6 +84,21 @@ static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
 			(unsigned)st.st_uid, strerror(-e));
 }
 
+/* Whether the agent is in pid already (from an earlier recording): a second load is
+ * ignored by the agent, and only says so on the JVM's stderr. */
+static bool agent_loaded(pid_t pid)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libviprof-jvmti.so") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 {
 	const char *session = vp_session_writer__dir(w);
@@ -96,7 +111,9 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 	prepare_maps_dir(w, pid);
 	if (!record_jvm__frame_pointers(pid))
 		flags |= VP_JVM_NO_FRAME_POINTERS;
-	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	/* A JVM that has the agent keeps writing where it was first told (viprof serve
+	 * --continuous links those maps into each later interval). */
+	int e = agent_loaded(pid) ? 0 : vp_jvm__attach(pid, agent, options, err, sizeof(err));
 	if (e == 0) {
 		flags |= VP_JVM_AGENT_LOADED;
 	} else {
@@ -125,9 +142,24 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 	return e == 0 ? 1 : 0;
 }
 
-/* Does --jvm-attach let the agent into pid (owned by uid)? */
+/* Whether the process opted out of the agent: VIPROF_NO_AGENT=1 (or any value but
+ * "" and "0") in the environment it started with. */
+static bool opted_out(pid_t pid)
+{
+	static char buf[1 << 16];
+	ssize_t n = read_proc(pid, "environ", buf, sizeof(buf));
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (!strncmp(buf + i, "VIPROF_NO_AGENT=", 16))
+			return buf[i + 16] && strcmp(buf + i + 16, "0");
+	return false;
+}
+
+/* Does --jvm-attach let the agent into pid (owned by uid), and did the process not
+ * opt out? */
 static bool allowed(const struct record_opts *o, pid_t pid, uid_t uid)
 {
+	if (o->jvm_attach != RECORD_JVM_NONE && opted_out(pid))
+		return false;
 	switch (o->jvm_attach) {
 	case RECORD_JVM_NONE:
 		return false;

@@ -176,10 +176,15 @@ struct pp {
 	PbSample *samples; size_t nsamples, cap, values_cap, ids_cap, labels_cap;
 	int64_t *values;   /* nv per sample, in a separate array so that pointers stay valid: */
 	uint64_t **ids;    /* per sample, its location ids (owned) */
-	PbLabel *labels;   /* 4 per sample */
+	PbLabel *labels;   /* NLABELS per sample */
 	size_t nv;
-	int64_t k_pid, k_tid, k_thread, k_layer;
+	int64_t k_pid, k_tid, k_thread, k_layer, k_host;
+	int64_t host;      /* the recording machine's name (meta "hostname"), or -1 */
 };
+
+/* Labels per sample: pid, tid, thread, layer, and the host, so that profiles scraped
+ * from many VMs stay apart when a fleet tool merges them. */
+#define NLABELS 5
 
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
@@ -188,13 +193,13 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 	if (vp_grow((void **)&w->samples, &w->cap, i + 1, sizeof(*w->samples)) ||
 	    vp_grow((void **)&w->values, &w->values_cap, (i + 1) * w->nv, sizeof(*w->values)) ||
 	    vp_grow((void **)&w->ids, &w->ids_cap, i + 1, sizeof(*w->ids)) ||
-	    vp_grow((void **)&w->labels, &w->labels_cap, (i + 1) * 4, sizeof(*w->labels)))
+	    vp_grow((void **)&w->labels, &w->labels_cap, (i + 1) * NLABELS, sizeof(*w->labels)))
 		return -ENOMEM;
 	perftools__profiles__sample__init(&w->samples[i]);
 	memcpy(w->values + i * w->nv, v, w->nv * sizeof(*v));
 	w->ids[i] = ids;
-	PbLabel *lb = &w->labels[4 * i];
-	for (int k = 0; k < 4; k++)
+	PbLabel *lb = &w->labels[NLABELS * i];
+	for (int k = 0; k < NLABELS; k++)
 		perftools__profiles__label__init(&lb[k]);
 	lb[0].key = w->k_pid;
 	lb[0].num = s->pid;
@@ -207,7 +212,9 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 							      : VP_LAYER_UNKNOWN));
 	w->samples[i].n_location_id = nids;
 	w->samples[i].n_value = w->nv;
-	w->samples[i].n_label = 4;
+	lb[4].key = w->k_host;
+	lb[4].str = w->host;
+	w->samples[i].n_label = w->host > 0 ? 5 : 4;
 	w->nsamples++;
 	return lb[2].str < 0 || lb[3].str < 0 ? -ENOMEM : 0;
 }
@@ -291,7 +298,10 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	w.k_tid = strtab_add(&st, "tid");
 	w.k_thread = strtab_add(&st, "thread");
 	w.k_layer = strtab_add(&st, "layer");
-	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0)
+	const char *host = vp_profile__meta(p, "hostname");
+	w.k_host = strtab_add(&st, "hostname");
+	w.host = host && *host ? strtab_add(&st, host) : 0;
+	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0 || w.k_host < 0 || w.host < 0)
 		goto cleanup;
 	for (size_t i = 0; i < p->nloc_stacks; i++) {
 		const struct vp_loc_stack *ls = &p->loc_stacks[i];
@@ -490,16 +500,16 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 
 	/* The samples' pointers, now that their arrays stopped moving. */
 	samplep = calloc(w.nsamples ? w.nsamples : 1, sizeof(*samplep));
-	labelp = calloc(4 * (w.nsamples ? w.nsamples : 1), sizeof(*labelp));
+	labelp = calloc(NLABELS * (w.nsamples ? w.nsamples : 1), sizeof(*labelp));
 	if (!samplep || !labelp)
 		goto cleanup;
 	for (size_t i = 0; i < w.nsamples; i++) {
 		PbSample *sm = &w.samples[i];
 		sm->location_id = w.ids[i];
 		sm->value = w.values + i * nv;
-		for (int k = 0; k < 4; k++)
-			labelp[4 * i + k] = &w.labels[4 * i + k];
-		sm->label = &labelp[4 * i];
+		for (int k = 0; k < NLABELS; k++)
+			labelp[NLABELS * i + k] = &w.labels[NLABELS * i + k];
+		sm->label = &labelp[NLABELS * i];
 		samplep[i] = sm;
 	}
 	prof.n_sample = w.nsamples;

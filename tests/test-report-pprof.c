@@ -273,6 +273,8 @@ int main(void)
 	ASSERT_CONTAINS(raw, "Comment: event cpu-clock: sample types samples/count and cpu/nanoseconds");
 	ASSERT_CONTAINS(raw, "Comment: session ended without END record");
 	ASSERT_CONTAINS(raw, "layer:[kernel] thread:[worker-1]");
+	/* Every sample names the VM it was recorded on (meta "hostname"). */
+	ASSERT_CONTAINS(raw, "hostname:[vm-test] layer:[kernel]");
 	ASSERT_CONTAINS(raw, "layer:[jvm] thread:[VM Thread]");
 	ASSERT_CONTAINS(raw, "layer:[hypervisor]");
 	ASSERT_CONTAINS(raw, "pid:[4242] tid:[4250]");
