@@ -156,7 +156,7 @@ static bool opted_out(pid_t pid)
 
 /* Does --jvm-attach let the agent into pid (owned by uid), and did the process not
  * opt out? */
-static bool allowed(const struct record_opts *o, pid_t pid, uid_t uid)
+static bool allowed(const struct vp_record_opts *o, pid_t pid, uid_t uid)
 {
 	if (o->jvm_attach != RECORD_JVM_NONE && opted_out(pid))
 		return false;
@@ -188,7 +188,7 @@ static uid_t owner(pid_t pid)
 }
 
 int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
-		       const struct record_opts *o)
+		       const struct vp_record_opts *o)
 {
 	int loaded = 0, r;
 	if (!all) {
