@@ -17,6 +17,8 @@
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"
+#include "service/sock.h"
+#include "service/sock_proto.h"
 
 struct serve_args {
 	const char *http, *http_token;
@@ -28,6 +30,8 @@ struct serve_args {
 	const char *jvm_attach;
 	bool no_jit;
 	const char *tmpdir;
+	const char *socket;        /* --socket, or NULL */
+	struct vp_sock_limits limits;
 };
 
 static void serve_defaults(struct serve_args *a)
@@ -38,12 +42,13 @@ static void serve_defaults(struct serve_args *a)
 	a->keep_bytes = 1ull << 30;
 	a->cpu_budget = VP_CONT_DEFAULT_BUDGET;
 	a->freq = 99;
+	a->limits = (struct vp_sock_limits)VP_SOCK_DEFAULT_LIMITS;
 }
 
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: viprof serve [--http ADDR:PORT [--http-token FILE]] [--continuous DIR [options]]\n"
+		"usage: viprof serve [--socket PATH] [--http ADDR:PORT [--http-token FILE]] [--continuous DIR [options]]\n"
 		"\n"
 		"Runs the profiling service (as root) until SIGINT or SIGTERM.\n"
 		"\n"
@@ -67,6 +72,14 @@ static void serve_usage(FILE *f)
 		"                         PID,..; a JVM started with VIPROF_NO_AGENT=1 never gets it\n"
 		"  --no-jit               no JVM agent at all\n"
 		"  --tmpdir DIR           where /debug/pprof/profile records (default /tmp)\n"
+		"  --socket PATH          record for users who cannot sample by themselves: their 'viprof\n"
+		"                         record' asks here (default " VP_SOCK_DEFAULT ", on when neither\n"
+		"                         --http nor --continuous is given; clients read $VIPROF_SOCKET)\n"
+		"  --max-sessions N       recordings per user at once (default 2)\n"
+		"  --max-requests N       requests per user per minute (default 30)\n"
+		"  --max-freq HZ          a user's highest -F (default 4000)\n"
+		"  --max-seconds T        a user's longest recording (default 1h; also when no -d is given)\n"
+		"  --max-bytes SIZE       a user's largest session stream (default 1G)\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"examples:\n"
@@ -110,7 +123,8 @@ static long long parse_with_unit(const char *s, const char *units, const long lo
 static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 {
 	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
-	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR };
+	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
+	       OPT_MAX_BYTES, OPT_MAX_REQUESTS };
 	static const struct option longopts[] = {
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "http-token", required_argument, NULL, OPT_TOKEN },
@@ -123,6 +137,12 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
 		{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
+		{ "max-seconds", required_argument, NULL, OPT_MAX_SECONDS },
+		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,6 +195,36 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		case OPT_JVM_ATTACH: a->jvm_attach = optarg; break;
 		case OPT_NO_JIT: a->no_jit = true; break;
 		case OPT_TMPDIR: a->tmpdir = optarg; break;
+		case OPT_SOCKET:
+			if (!*optarg)
+				return serve_usage_error("--socket needs a path");
+			a->socket = optarg;
+			break;
+		case OPT_MAX_SESSIONS:
+			if ((v = vp_parse_num(optarg, 1, 1000)) < 0)
+				return serve_usage_error("--max-sessions '%s': expected 1 to 1000 recordings per user", optarg);
+			a->limits.sessions = (unsigned)v;
+			break;
+		case OPT_MAX_FREQ:
+			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
+				return serve_usage_error("--max-freq '%s': expected 1 to 100000 Hz", optarg);
+			a->limits.max_freq = (uint64_t)v;
+			break;
+		case OPT_MAX_SECONDS:
+			if ((v = parse_with_unit(optarg, "smhd", tmult)) <= 0)
+				return serve_usage_error("--max-seconds '%s': expected a duration such as 600, 10m or 1h", optarg);
+			a->limits.max_seconds = (double)v;
+			break;
+		case OPT_MAX_BYTES:
+			if ((v = parse_with_unit(optarg, "KMG", bmult)) <= 0)
+				return serve_usage_error("--max-bytes '%s': expected a size such as 500M or 10G", optarg);
+			a->limits.max_bytes = (uint64_t)v;
+			break;
+		case OPT_MAX_REQUESTS:
+			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
+				return serve_usage_error("--max-requests '%s': expected 1 to 100000 requests per minute", optarg);
+			a->limits.requests_per_min = (unsigned)v;
+			break;
 		case 'h':
 			*help = true;
 			return 0;
@@ -216,6 +266,7 @@ int cmd_serve(int argc, char **argv)
 	const char *self = viprof_self_path();
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
+	struct vp_sock *sock = NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	/* Any thread may take the signal (blocking it in the service's threads would
 	 * block it in the recorders they start too: a mask survives fork and exec), so
@@ -254,11 +305,26 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "viprof serve: pprof over HTTP on %s (port %d)%s\n", a.http, vp_api__port(api),
 			a.http_token ? ", other hosts with the bearer token" : ", loopback only");
 	}
+	/* The socket for users: asked for, or what a plain 'viprof serve' (the unit file) does. */
+	if (a.socket || (!a.http && !a.continuous)) {
+		struct vp_sock_opts so = { .path = a.socket ? a.socket : VP_SOCK_DEFAULT, .limits = a.limits,
+					   .agent = a.no_jit ? NULL : viprof_agent_path(), .log = stderr };
+		sock = vp_sock__start(&so, err, sizeof(err));
+		if (!sock) {
+			fprintf(stderr, "viprof serve: %s\n", err);
+			goto cleanup;
+		}
+		fprintf(stderr, "viprof serve: recordings for users on %s (per user: %u at once, %u requests a minute, "
+				"at most %llu Hz, %.0f s, %llu MiB)\n", so.path, a.limits.sessions, a.limits.requests_per_min,
+			(unsigned long long)a.limits.max_freq, a.limits.max_seconds,
+			(unsigned long long)(a.limits.max_bytes >> 20));
+	}
 	while (!serve_stop)
 		usleep(200000);
 	fprintf(stderr, "viprof serve: stopping (%s)\n", strsignal(serve_stop));
 	ret = 0;
 cleanup:
+	vp_sock__stop(sock);
 	vp_api__stop(api);
 	vp_cont__stop(cont);
 	signal(SIGINT, SIG_DFL);

@@ -48,6 +48,8 @@ struct vp_record_opts {
 				  * holds before exec (common/launch.h); cmd names it */
 	const char *agent;       /* the JVM agent to load (NULL: none found, a warning) */
 	FILE *log;               /* where notes and warnings go; NULL: stderr */
+	bool user_only;          /* every event ":u", no kernel symbols: what the kernel lets
+				  * an unprivileged user sample (the service sets it for them) */
 };
 
 /* The defaults of 'viprof record': the default rate, directory and backend. */

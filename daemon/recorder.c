@@ -325,6 +325,8 @@ static int check_events(struct vp_recorder *r, char *err, size_t errlen)
 			cfg->events[i].freq = o->freq;
 			cfg->events[i].period = o->period;
 		}
+		if (r->o.user_only)
+			cfg->events[i].exclude_kernel = true;
 		if (vp_events__check(&cfg->events[i], err, errlen) != 0)
 			return -EINVAL;
 	}
@@ -399,7 +401,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	/* Kernel symbols are read on a thread of their own from here on (the most costly
 	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
 	 * runs; the session gets them when they are ready, at the latest at the end. */
-	r->ksl = vp_kallsyms_loader__start(NULL);
+	r->ksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
 	if (session_dirfd >= 0)
 		r->w = vp_session_writer__create_at(session_dirfd, o->output, owner ? owner->uid : (uid_t)-1,
 						    owner ? owner->gid : (gid_t)-1, 0, err, errlen);
@@ -411,7 +413,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	}
 	if (r->ksl)
 		vp_session_writer__defer_ksyms(r->w);
-	else
+	else if (!o->user_only)
 		take_kallsyms(&r->ksl, r->w, cfg, r->log);   /* no thread: read them here */
 
 	uint64_t start_real = now_ns(CLOCK_REALTIME);
