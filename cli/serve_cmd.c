@@ -236,8 +236,6 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 	}
 	if (optind < argc)
 		return serve_usage_error("unexpected argument '%s'", argv[optind]);
-	if (!a->http && !a->continuous)
-		return serve_usage_error("nothing to serve: give --http ADDR:PORT and/or --continuous DIR");
 	if (a->http_token && !a->http)
 		return serve_usage_error("--http-token without --http");
 	return 0;

@@ -429,6 +429,17 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
 	cfg->before_sampling = start_unwinder;
 	cfg->before_ctx = &r->unwind_start;
+	/* For a user of the service: their processes only, whatever the target grows into
+	 * (a set-uid program they start is not theirs), and never the whole VM. */
+	if (owner && owner->uid != 0) {
+		if (o->target == RECORD_TARGET_ALL) {
+			vp_set_err(err, errlen, "-a records every user's processes: only root may ask for it");
+			e = -EPERM;
+			goto fail;
+		}
+		cfg->filter_uid = true;
+		cfg->only_uid = owner->uid;
+	}
 	switch (o->target) {
 	case RECORD_TARGET_ALL:
 		cfg->target = SAMPLER_TARGET_ALL;

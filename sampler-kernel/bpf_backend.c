@@ -286,6 +286,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->event_index = (uint32_t)e;
 		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
 		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
+		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		if (e == 0) {

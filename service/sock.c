@@ -528,15 +528,17 @@ struct vp_sock *vp_sock__start(const struct vp_sock_opts *o, char *err, size_t e
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
+		struct stat st;
+		bool existed = stat(dir, &st) == 0;
 		int dfd = vp_safe_opendir(dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
 		if (dfd < 0) {
 			e = dfd;
 			vp_set_err(err, errlen, "cannot make the socket's directory %s: %s", dir, strerror(-e));
 			goto fail;
 		}
-		struct stat st;
-		if (fstat(dfd, &st) == 0 && st.st_uid == geteuid())
-			chmod(dir, 0755);
+		/* One we made (0700) must let users reach the socket; an existing one stays as it is. */
+		if (!existed)
+			fchmod(dfd, 0755) == 0 || chmod(dir, 0755);
 		close(dfd);
 	}
 	s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
