@@ -1,0 +1,176 @@
+#!/bin/bash
+# viprof serve --socket, one scenario per ctest entry (tests/serve.cmake), run as root
+# with real users made here by useradd and removed at the end. Exit 77: cannot run here.
+#   usage: test-serve-socket.sh SCENARIO VIPROF SPLIT3
+#   split       an unprivileged user records '-g -- split3' through the service: the
+#               50/30/20 split within 3 pp, the session owned by that user, an audit line
+#   refuse      the same user asking for another user's process (-p PID): one line, refused
+#   two-users   two users, different events, at the same time: each their own split and event
+#   kill        the service killed (SIGKILL) mid-recording: the session reads to its last chunk
+#   client      a client killed mid-request: the service ends and frees its recording
+#   flood       one user floods the socket: refused by the limit, another user still served
+set -u
+scenario=$1 viprof=$2 split3=$3
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+command -v useradd >/dev/null && command -v userdel >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+
+work=$(mktemp -d /tmp/vp-serve-sock.XXXXXX)
+chmod 755 "$work"
+sock=$work/run/viprof.sock
+users=()
+serve_pid=
+cleanup() {
+	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
+
+mkuser() {   # a fresh user with a home directory in $work
+	local u=vpt$$_$1
+	u=${u:0:31}
+	useradd -M -d "$work/$1" -s /bin/sh "$u" 2>/dev/null || { echo "SKIP: useradd $u failed"; exit 77; }
+	users+=("$u")
+	mkdir -p "$work/$1" && chown "$u:" "$work/$1"
+	echo "$u"
+}
+# The binaries must be reachable by the users (the build tree usually is).
+su nobody -s /bin/sh -c "test -x '$viprof' && test -x '$split3'" 2>/dev/null ||
+	{ echo "SKIP: $viprof or $split3 is not reachable by other users"; exit 77; }
+
+start_service() {
+	"$viprof" serve --socket "$sock" "$@" >"$work/serve.log" 2>&1 &
+	serve_pid=$!
+	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	fail "the service did not listen on $sock"
+}
+as() {   # as USER CMD...: runs CMD as USER with the socket in the environment
+	local u=$1; shift
+	su "$u" -s /bin/bash -c "cd '$work' && VIPROF_SOCKET='$sock' $*"
+}
+# check_split SESSION [EVENT]: work50/30/20 among themselves within 3 pp of 50/30/20.
+check_split() {
+	local out
+	out=$("$viprof" report "$1" --top 10 ${2:+--event "$2"}) || fail "report $1"
+	echo "$out" | awk -v want="50 30 20" '
+		$NF == "split3" && $(NF-1) ~ /^work(50|30|20)$/ { s[$(NF-1)] = $3 }
+		END {
+			t = s["work50"] + s["work30"] + s["work20"]
+			if (t < 500) { print "too few samples in work50/30/20: " t; exit 1 }
+			split(want, w, " "); n[1] = "work50"; n[2] = "work30"; n[3] = "work20"
+			for (i = 1; i <= 3; i++) {
+				p = 100 * s[n[i]] / t
+				printf "%s %.1f%% (want %d)\n", n[i], p, w[i]
+				if (p < w[i] - 3 || p > w[i] + 3) bad = 1
+			}
+			exit bad
+		}' || fail "split of $1 off by more than 3 pp"
+}
+
+case $scenario in
+split)
+	u=$(mkuser a)
+	start_service
+	as "$u" "'$viprof' record -g -o '$work/a/s1' -- '$split3' 3" 2>"$work/a.err" || { cat "$work/a.err"; fail "record"; }
+	cat "$work/a.err"
+	grep -q "session $work/a/s1" "$work/a.err" || fail "no summary line"
+	[ "$(stat -c %U "$work/a/s1")" = "$u" ] || fail "session not owned by $u"
+	for f in "$work/a/s1"/*; do [ "$(stat -c %U "$f")" = "$u" ] || fail "$f not owned by $u"; done
+	grep -q "backend.*bpf\|\"backend\": \"bpf\"" "$work/a/s1/meta.json" || fail "not recorded by the service's bpf backend"
+	check_split "$work/a/s1"
+	grep -q "audit uid=$(id -u "$u") .*record target=launch.* -> ok" "$work/serve.log" || fail "no audit line"
+	;;
+refuse)
+	u=$(mkuser a)
+	v=$(mkuser b)
+	start_service
+	su "$v" -s /bin/sh -c "exec sleep 30" &
+	other=$!
+	sleep 0.3
+	victim=$(pgrep -u "$v" -x sleep | head -1)
+	[ -n "$victim" ] || fail "no process of $v"
+	if as "$u" "'$viprof' record -p $victim -d 2 -o '$work/a/s2'" 2>"$work/a.err"; then fail "recording another user's process was allowed"; fi
+	cat "$work/a.err"
+	[ "$(wc -l <"$work/a.err")" = 1 ] || fail "the refusal is not one line"
+	grep -q "process $victim belongs to uid $(id -u "$v")" "$work/a.err" || fail "the refusal does not say why"
+	[ ! -e "$work/a/s2/stream.vps" ] || fail "a session was written"
+	grep -q "audit uid=$(id -u "$u") .*pids:$victim.* -> refused" "$work/serve.log" || fail "no audit line"
+	# -a is root's only.
+	if as "$u" "'$viprof' record -a -d 1 -o '$work/a/s3'" 2>"$work/a.err"; then fail "-a was allowed to a user"; fi
+	grep -q "only root" "$work/a.err" || fail "the -a refusal does not say why"
+	kill $other
+	;;
+two-users)
+	u=$(mkuser a)
+	v=$(mkuser b)
+	start_service
+	as "$u" "'$viprof' record -e cpu-clock -g -o '$work/a/s' -- '$split3' 4" 2>"$work/a.err" &
+	p1=$!
+	as "$v" "'$viprof' record -e task-clock -g -o '$work/b/s' -- '$split3' 4" 2>"$work/b.err" &
+	p2=$!
+	wait $p1 || { cat "$work/a.err"; fail "user a's recording"; }
+	wait $p2 || { cat "$work/b.err"; fail "user b's recording"; }
+	grep -q '"events": \["cpu-clock' "$work/a/s/meta.json" || fail "user a's session lacks its cpu-clock column"
+	grep -q '"events": \["task-clock' "$work/b/s/meta.json" || fail "user b's session lacks its task-clock column"
+	grep -q task-clock "$work/a/s/meta.json" && fail "user a sees user b's event"
+	check_split "$work/a/s" cpu-clock
+	check_split "$work/b/s" task-clock
+	# Each sees only their own processes: every stack is split3's (or its launcher's).
+	others=$("$viprof" report "$work/a/s" --format folded | cut -d';' -f1 | sort -u | grep -v '^split3\|^viprof')
+	[ -z "$others" ] || fail "user a's session holds other processes: $others"
+	;;
+kill)
+	u=$(mkuser a)
+	start_service
+	as "$u" "'$viprof' record -g -o '$work/a/s' -- '$split3' 6" 2>"$work/a.err" &
+	client=$!
+	sleep 3.5
+	kill -KILL "$serve_pid"
+	wait "$serve_pid" 2>/dev/null
+	serve_pid=
+	wait $client
+	cat "$work/a.err"
+	grep -q "closed the connection" "$work/a.err" || fail "the client did not say the service went away"
+	[ "$(stat -c %U "$work/a/s/stream.vps")" = "$u" ] || fail "stream not owned by the user"
+	out=$("$viprof" report "$work/a/s" --top 5 2>&1) || { echo "$out"; fail "the session is not readable"; }
+	echo "$out" | head -12
+	echo "$out" | grep -q work50 || fail "the session lost its samples"
+	;;
+client)
+	u=$(mkuser a)
+	start_service --max-sessions 1
+	as "$u" "exec '$viprof' record -o '$work/a/s' -- '$split3' 30" 2>"$work/a.err" &
+	sleep 2
+	cpid=$(pgrep -u "$u" -x viprof | head -1)
+	[ -n "$cpid" ] || fail "no client"
+	kill -KILL "$cpid"
+	for _ in $(seq 50); do grep -q "client gone" "$work/serve.log" && break; sleep 0.1; done
+	grep -q "audit uid=$(id -u "$u") .* -> client gone" "$work/serve.log" || fail "the service did not end the recording"
+	pkill -KILL -u "$u" split3
+	# Its slot is free: with --max-sessions 1 a new recording is accepted.
+	as "$u" "'$viprof' record -o '$work/a/s2' -- '$split3' 1" 2>"$work/a2.err" || { cat "$work/a2.err"; fail "the slot was not freed"; }
+	"$viprof" report "$work/a/s" --top 3 >/dev/null || fail "the abandoned session is not readable"
+	;;
+flood)
+	u=$(mkuser a)
+	v=$(mkuser b)
+	start_service --max-requests 10
+	# 40 requests at once from a; 10 pass the bucket, 2 at a time record, the rest are refused.
+	as "$u" "for i in \$(seq 40); do '$viprof' record -q -d 1 -o '$work/a/f\$i' -- sleep 2 2>>'$work/a.err' & done; wait" || true
+	refused=$(grep -c "requests in the last minute\|connections open\|recordings running" "$work/a.err")
+	echo "a: $refused of 40 refused"
+	[ "$refused" -ge 25 ] || fail "the flood was not limited ($refused refused)"
+	grep -q "limit per user" "$work/a.err" || fail "the refusal does not name the limit"
+	# b is served at once.
+	t0=$(date +%s%N)
+	as "$v" "'$viprof' record -o '$work/b/s' -- '$split3' 2" 2>"$work/b.err" || { cat "$work/b.err"; fail "b was starved"; }
+	t=$(( ($(date +%s%N) - t0) / 1000000 ))
+	echo "b recorded in $t ms"
+	[ "$t" -lt 10000 ] || fail "b waited $t ms"
+	check_split "$work/b/s"
+	;;
+*)
+	echo "unknown scenario $scenario"; exit 2 ;;
+esac
+echo "PASS: $scenario"
