@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -201,7 +202,10 @@ static int open_session_for_service(const struct vp_record_opts *o, char *abs, s
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", *parentfd);
 	ssize_t k = readlink(fdpath, real, sizeof(real) - 1);
 	real[k > 0 ? k : 0] = '\0';
-	snprintf(abs, abslen, "%s/%s", strcmp(real, "/") ? real : "", base);
+	if (snprintf(abs, abslen, "%s/%s", strcmp(real, "/") ? real : "", base) >= (int)abslen) {
+		vp_set_err(err, errlen, "%s: path too long", o->output);
+		return -ENAMETOOLONG;
+	}
 	*made = false;
 	int fd = openat(*parentfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
@@ -261,6 +265,23 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 	uint64_t samples = 0, lost = 0, elapsed = 0, bytes = 0;
 	int done_rc = 0;
 
+	/* The service says first whether it takes us (a limit refuses at once): nothing is
+	 * created or launched for a request it would not take. */
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t hn = vp_sock__recv(sock, msg, sizeof(msg), NULL);
+	tv.tv_sec = 0;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (hn <= 0 || strncmp(msg, "READY", 5)) {
+		const char *line = hn > 4 && !strncmp(msg, "ERR ", 4) ? strchr(msg + 4, ' ') : NULL;
+		if (line)
+			fprintf(stderr, "viprof record: %s\n", line + 1);
+		else
+			fprintf(stderr, "viprof record: the service on %s did not answer (%s); try again, or record without it "
+					"(VIPROF_NO_SERVICE=1)\n", vp_sock__path(), hn < 0 ? strerror((int)-hn) : "closed");
+		dirfd = -1;
+		goto cleanup;
+	}
 	dirfd = open_session_for_service(o, abs, sizeof(abs), &made, &parentfd, base, sizeof(base), err, sizeof(err));
 	if (dirfd < 0) {
 		fprintf(stderr, "viprof record: %s\n", err);

@@ -486,7 +486,8 @@ static void *accept_thread(void *arg)
 		if (c) {
 			*c = (struct conn){ .s = s, .fd = fd, .cred = cred, .u = u };
 		}
-		if (!c || pthread_create(&t, &at, conn_thread, c) != 0) {
+		/* Admitted: the client may now prepare its directory and command. */
+		if (!c || vp_sock__send(fd, "READY", 5, -1) != 0 || pthread_create(&t, &at, conn_thread, c) != 0) {
 			sendf(fd, "ERR 1 the service cannot start a thread for the request (%s); try again later",
 			      strerror(c ? errno : ENOMEM));
 			free(c);
@@ -537,8 +538,9 @@ struct vp_sock *vp_sock__start(const struct vp_sock_opts *o, char *err, size_t e
 			goto fail;
 		}
 		/* One we made (0700) must let users reach the socket; an existing one stays as it is. */
-		if (!existed)
-			fchmod(dfd, 0755) == 0 || chmod(dir, 0755);
+		if (!existed && chmod(dir, 0755) != 0)
+			fprintf(s->o.log, "viprof serve: warning: cannot open %s to users (chmod 0755: %s); only root can connect\n",
+				dir, strerror(errno));
 		close(dfd);
 	}
 	s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -2,6 +2,8 @@
  * by a user who cannot sample by themselves, cli/record_service.c) and the service
  * (service/sock.c). A SOCK_SEQPACKET socket: every message is one packet of text.
  *
+ *   service -> client   "READY" at once when the connection is admitted, or "ERR ..."
+ *                       (over a limit) and the connection closes
  *   client -> service   "RECORD\n" then "key=value\n" lines (below), with the session
  *                       directory's open fd attached (SCM_RIGHTS)
  *   service -> client   "LOG <text>"      notes and warnings, printed as they are

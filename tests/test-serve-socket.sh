@@ -157,7 +157,7 @@ flood)
 	v=$(mkuser b)
 	start_service --max-requests 10
 	# 40 requests at once from a; 10 pass the bucket, 2 at a time record, the rest are refused.
-	as "$u" "for i in \$(seq 40); do '$viprof' record -q -d 1 -o '$work/a/f\$i' -- sleep 2 2>>'$work/a/flood.err' & done; wait" || true
+	as "$u" "for i in \$(seq 40); do '$viprof' record -q -d 1 -o $work/a/f\$i -- sleep 2 2>>$work/a/flood.err & done; wait" || true
 	refused=$(grep -c "requests in the last minute\|connections open\|recordings running" "$work/a/flood.err")
 	echo "a: $refused of 40 refused"
 	[ "$refused" -ge 25 ] || fail "the flood was not limited ($refused refused)"
