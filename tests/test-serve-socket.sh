@@ -116,9 +116,19 @@ two-users)
 	grep '"events":' "$work/a/s/meta.json" | grep -q task-clock && fail "user a sees user b's event"
 	check_split "$work/a/s" cpu-clock
 	check_split "$work/b/s" task-clock
-	# Each sees only their own processes: every stack is split3's (or its launcher's).
-	others=$("$viprof" report "$work/a/s" --format folded | cut -d';' -f1 | sort -u | grep -v '^split3\|^viprof')
-	[ -z "$others" ] || fail "user a's session holds other processes: $others"
+	# Each sees only their own processes: every stack is split3's (or its launcher's),
+	# and no pid of one user's session appears in the other's.
+	"$viprof" report "$work/a/s" --format json >"$work/a.json" || fail "json of a"
+	"$viprof" report "$work/b/s" --format json >"$work/b.json" || fail "json of b"
+	python3 - "$work/a.json" "$work/b.json" <<'PY' || fail "a user's session holds other processes"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+pa = {s["pid"] for s in a["stacks"]}
+pb = {s["pid"] for s in b["stacks"]}
+comms = {s["comm"] for s in a["stacks"]} | {s["comm"] for s in b["stacks"]}
+print("pids a:", sorted(pa), "b:", sorted(pb), "comms:", sorted(comms))
+sys.exit(1 if pa & pb or comms - {"split3", "viprof"} else 0)
+PY
 	;;
 kill)
 	u=$(mkuser a)
