@@ -69,7 +69,7 @@ bool record_jvm__frame_pointers(pid_t pid)
  * session writer makes that directory for it, owned by it, and lets that user (only)
  * reach it (vp_session_writer__admit). The user is the JVM's effective uid, the one
  * the attach also runs as. */
-static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
+static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid, FILE *log)
 {
 	char proc[64];
 	struct stat st;
@@ -79,7 +79,7 @@ static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
 		return;
 	int e = vp_session_writer__admit(w, st.st_uid, st.st_gid, pid);
 	if (e)
-		fprintf(stderr, "viprof: warning: cannot make %s/" VP_SESSION_JIT_DIR "/%d for JVM %d (uid %u): %s; "
+		fprintf(log, "viprof: warning: cannot make %s/" VP_SESSION_JIT_DIR "/%d for JVM %d (uid %u): %s; "
 			"its code maps may be missing\n", vp_session_writer__dir(w), (int)pid, (int)pid,
 			(unsigned)st.st_uid, strerror(-e));
 }
@@ -99,7 +99,7 @@ static bool agent_loaded(pid_t pid)
 	return found;
 }
 
-static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
+static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent, FILE *log)
 {
 	const char *session = vp_session_writer__dir(w);
 	char options[PATH_MAX + 16], err[512] = "", rel[64];
@@ -108,7 +108,7 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 
 	snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
-	prepare_maps_dir(w, pid);
+	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
 		flags |= VP_JVM_NO_FRAME_POINTERS;
 	/* A JVM that has the agent keeps writing where it was first told (viprof serve
@@ -119,13 +119,13 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 	} else {
 		flags |= VP_JVM_ATTACH_REFUSED;
 		if (err[0])   /* the attach reason names the JVM already */
-			fprintf(stderr, "viprof: %s; its Java methods will not be named\n", err);
+			fprintf(log, "viprof: %s; its Java methods will not be named\n", err);
 		else
-			fprintf(stderr, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
+			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
 	if (flags & VP_JVM_NO_FRAME_POINTERS)
-		fprintf(stderr, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
+		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
 			(int)pid);
 	size_t rl = strlen(rel);
 	char body[sizeof(struct vp_jvm) + 64];
@@ -195,7 +195,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, pids[i], agent)) < 0)
+			if ((r = attach_one(w, pids[i], agent, o->log ? o->log : stderr)) < 0)
 				return r;
 			loaded += r;
 		}
@@ -224,7 +224,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, pid, agent)) < 0) {
+		if ((r = attach_one(w, pid, agent, o->log ? o->log : stderr)) < 0) {
 			closedir(d);
 			return r;
 		}
@@ -232,7 +232,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 	}
 	closedir(d);
 	if (found && !o->quiet)
-		fprintf(stderr, "viprof: -a: the JVM agent went into %d of %d HotSpot JVMs (%d user%s)%s\n",
+		fprintf(o->log ? o->log : stderr, "viprof: -a: the JVM agent went into %d of %d HotSpot JVMs (%d user%s)%s\n",
 			chosen, found, nusers, nusers == 1 ? "" : "s",
 			o->jvm_attach_given ? ""
 			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");

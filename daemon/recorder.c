@@ -511,7 +511,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	}
 
 	vp_timing("record: backend selected, metadata written");
-	if ((e = record_sched__start(cfg, o->off_cpu, o->quiet, &r->sched, r->err, sizeof(r->err)))) {
+	if ((e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
 		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
 		r->err[0] = '\0';
 		goto fail;
@@ -659,7 +659,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 		fprintf(r->log, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
 		ret = -EIO;
 	}
-	if (record_sched__finish(r->sched, r->o.quiet) < 0 && !r->halted && !ret) {
+	if (record_sched__finish(r->sched, r->o.quiet, r->log) < 0 && !r->halted && !ret) {
 		fprintf(r->log, "viprof record: cannot write the switch tracer's last records\n");
 		ret = -EIO;
 	}
