@@ -27,13 +27,14 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
 
-mkuser() {   # a fresh user with a home directory in $work
+mkuser() {   # mkuser TAG: a fresh user (in $REPLY) with a directory $work/TAG; not in a
+	     # subshell, so that cleanup knows it
 	local u=vpt$$_$1
 	u=${u:0:31}
 	useradd -M -d "$work/$1" -s /bin/sh "$u" 2>/dev/null || { echo "SKIP: useradd $u failed"; exit 77; }
 	users+=("$u")
 	mkdir -p "$work/$1" && chown "$u:" "$work/$1"
-	echo "$u"
+	REPLY=$u
 }
 # The binaries must be reachable by the users (the build tree usually is).
 su nobody -s /bin/sh -c "test -x '$viprof' && test -x '$split3'" 2>/dev/null ||
@@ -70,7 +71,7 @@ check_split() {
 
 case $scenario in
 split)
-	u=$(mkuser a)
+	mkuser a; u=$REPLY
 	start_service
 	as "$u" "'$viprof' record -g -o '$work/a/s1' -- '$split3' 3" 2>"$work/a.err" || { cat "$work/a.err"; fail "record"; }
 	cat "$work/a.err"
@@ -82,8 +83,8 @@ split)
 	grep -q "audit uid=$(id -u "$u") .*record target=launch.* -> ok" "$work/serve.log" || fail "no audit line"
 	;;
 refuse)
-	u=$(mkuser a)
-	v=$(mkuser b)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
 	start_service
 	su "$v" -s /bin/sh -c "exec sleep 30" &
 	other=$!
@@ -102,8 +103,8 @@ refuse)
 	kill $other
 	;;
 two-users)
-	u=$(mkuser a)
-	v=$(mkuser b)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
 	start_service
 	as "$u" "'$viprof' record -e cpu-clock -g -o '$work/a/s' -- '$split3' 4" 2>"$work/a.err" &
 	p1=$!
@@ -131,7 +132,7 @@ sys.exit(1 if pa & pb or comms - {"split3", "viprof"} else 0)
 PY
 	;;
 kill)
-	u=$(mkuser a)
+	mkuser a; u=$REPLY
 	start_service
 	as "$u" "'$viprof' record -g -o '$work/a/s' -- '$split3' 6" 2>"$work/a.err" &
 	client=$!
@@ -148,7 +149,7 @@ kill)
 	echo "$out" | grep -q work50 || fail "the session lost its samples"
 	;;
 client)
-	u=$(mkuser a)
+	mkuser a; u=$REPLY
 	start_service --max-sessions 1
 	as "$u" "exec '$viprof' record -o '$work/a/s' -- '$split3' 30" 2>"$work/a.err" &
 	sleep 2
@@ -163,8 +164,8 @@ client)
 	"$viprof" report "$work/a/s" --top 3 >/dev/null || fail "the abandoned session is not readable"
 	;;
 flood)
-	u=$(mkuser a)
-	v=$(mkuser b)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
 	start_service --max-requests 10
 	# 40 requests at once from a; 10 pass the bucket, 2 at a time record, the rest are refused.
 	as "$u" "for i in \$(seq 40); do '$viprof' record -q -d 1 -o $work/a/f\$i -- sleep 2 2>>$work/a/flood.err & done; wait" || true
