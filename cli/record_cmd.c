@@ -468,8 +468,21 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	/* A user who cannot load BPF records through the service when one runs. */
 	int sock = service_connect(&o);
-	if (sock >= 0)
+	if (sock >= 0) {
+		/* What the service does not take is said here, before anything starts. */
+		const char *no = o.xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
+			       : o.jvm_attach == RECORD_JVM_UIDS || o.jvm_attach == RECORD_JVM_PIDS
+				 ? "--jvm-attach with users or pids selects among other processes" : NULL;
+		if (no) {
+			fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
+					"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
+			close(sock);
+			return 2;
+		}
+		if (o.jvm_attach == RECORD_JVM_NONE && o.target == RECORD_TARGET_PIDS)
+			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
 		return record_via_service(&o, sock);
+	}
 	if (o.target == RECORD_TARGET_LAUNCH) {
 		absolute_dir(o.output, dir, sizeof(dir));
 		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf")));

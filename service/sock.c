@@ -20,6 +20,7 @@
 #include "common/safefs.h"
 #include "common/util.h"
 #include "daemon/recorder.h"
+#include "hv-glue/events.h"
 #include "service/sock_proto.h"
 
 #define MAX_USERS 256
@@ -217,6 +218,26 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 		return e;
 	if (uid == 0)
 		return 0;   /* root is limited by nothing but the kernel */
+	/* An event's own rate (EV/freq=N/, EV/period=N/ of a clock event) is capped like -F. */
+	struct sampler_event ev[VP_MAX_EVENTS];
+	char perr[256];
+	int nev = o->events ? vp_events__parse(o->events, ev, VP_MAX_EVENTS, perr, sizeof(perr)) : 0;
+	for (int i = 0; i < nev; i++) {
+		uint64_t hz = ev[i].freq ? ev[i].freq
+			    : ev[i].period && ev[i].software && strstr(ev[i].name, "clock") ? 1000000000ull / ev[i].period : 0;
+		if (hz > l->max_freq) {
+			vp_set_err(why, len, "%s samples %llu times a second, over this service's limit of %llu Hz per user; "
+				   "ask for less (or the administrator raises viprof serve --max-freq)", ev[i].name,
+				   (unsigned long long)hz, (unsigned long long)l->max_freq);
+			return -EPERM;
+		}
+	}
+	if (o->period && !nev && o->period < 1000000000ull / l->max_freq) {
+		/* The default event is a clock where nothing else can be sampled: -c is ns. */
+		vp_set_err(why, len, "-c %llu is more often than this service's limit of %llu Hz per user; ask for less",
+			   (unsigned long long)o->period, (unsigned long long)l->max_freq);
+		return -EPERM;
+	}
 	if (o->freq > l->max_freq && !o->period) {
 		vp_set_err(why, len, "-F %llu is over this service's limit of %llu Hz per user; ask for less (or the "
 			   "administrator raises viprof serve --max-freq)", (unsigned long long)o->freq,

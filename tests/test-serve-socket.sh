@@ -100,6 +100,12 @@ refuse)
 	# -a is root's only.
 	if as "$u" "'$viprof' record -a -d 1 -o '$work/a/s3'" 2>"$work/a.err"; then fail "-a was allowed to a user"; fi
 	grep -q "only root" "$work/a.err" || fail "the -a refusal does not say why"
+	# A rate over the limit, with -F or in the event's own term, is refused by name.
+	if as "$u" "'$viprof' record -F 20000 -o '$work/a/s4' -- true" 2>"$work/a.err"; then fail "-F 20000 was allowed"; fi
+	grep -q "over this service's limit of 4000 Hz" "$work/a.err" || { cat "$work/a.err"; fail "the -F refusal does not say why"; }
+	if as "$u" "'$viprof' record -e cpu-clock/freq=50000/ -o '$work/a/s5' -- true" 2>"$work/a.err"; then fail "freq=50000 was allowed"; fi
+	grep -q "over this service's limit" "$work/a.err" || { cat "$work/a.err"; fail "the freq= refusal does not say why"; }
+	[ ! -e "$work/a/s4" ] && [ ! -e "$work/a/s5" ] || fail "a refused request left a directory"
 	kill $other
 	;;
 two-users)
