@@ -241,19 +241,31 @@ static struct thread *thread_get(struct vp_procmaps *pm, uint32_t tid, bool crea
 	return x;
 }
 
-static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char *comm)
+/* Adds a name to tid's history, kept in time order: the stream is not (each CPU's
+ * buffer is drained in turn, so a thread's own COMM can come before the FORK that made
+ * it, though it happened after). A FORK's inherited name (first) goes before a name set
+ * at the same instant, a COMM's after. */
+static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char *comm, bool first)
 {
 	struct thread *x = thread_get(pm, tid, true);
 	if (!x)
 		return -ENOMEM;
-	if (x->n && !strncmp(x->h[x->n - 1].comm, comm, 15))
+	size_t i = x->n;
+	while (i > 0 && (x->h[i - 1].t > t || (first && x->h[i - 1].t == t)))
+		i--;
+	if (i > 0 && !strncmp(x->h[i - 1].comm, comm, 15))
+		return 0;   /* the name it had already */
+	if (i < x->n && !strncmp(x->h[i].comm, comm, 15)) {
+		x->h[i].t = t;   /* the same name, known from earlier on */
 		return 0;
+	}
 	if (vp_grow((void **)&x->h, &x->cap, x->n + 1, sizeof(*x->h)))
 		return -ENOMEM;
 	struct comm_ent *h = x->h;
-	h[x->n].t = t;
-	strncpy(h[x->n].comm, comm, 15);
-	h[x->n].comm[15] = '\0';
+	memmove(h + i + 1, h + i, (x->n - i) * sizeof(*h));
+	h[i].t = t;
+	strncpy(h[i].comm, comm, 15);
+	h[i].comm[15] = '\0';
 	x->n++;
 	return 0;
 }
@@ -264,7 +276,7 @@ int vp_procmaps__fork(struct vp_procmaps *pm, uint64_t t, const struct vp_task *
 	if (pc) {
 		char c[16];
 		snprintf(c, sizeof(c), "%s", pc);
-		int err = set_comm(pm, t, task->tid, c);
+		int err = set_comm(pm, t, task->tid, c, true);
 		if (err)
 			return err;
 	}
@@ -314,7 +326,7 @@ int vp_procmaps__comm(struct vp_procmaps *pm, uint64_t t, uint32_t pid, uint32_t
 			if (p->maps[i].t_end > t)
 				p->maps[i].t_end = p->maps[i].t_start > t ? p->maps[i].t_start : t;
 	}
-	return set_comm(pm, t, tid, comm);
+	return set_comm(pm, t, tid, comm, false);
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -410,9 +422,14 @@ const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t 
 	struct thread *x = thread_get(pm, tid, false);
 	if (!x || !x->n)
 		return NULL;
-	const char *c = x->h[0].comm;
-	for (size_t i = 0; i < x->n; i++)
-		if (x->h[i].t <= t)
-			c = x->h[i].comm;
-	return c;
+	/* The history is in time order (set_comm): the last entry at or before t. */
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (x->h[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return x->h[lo ? lo - 1 : 0].comm;
 }

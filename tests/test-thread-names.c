@@ -1,0 +1,109 @@
+/* Thread names in a report, on synthetic sessions (issue 12):
+ *  - a forked thread whose own COMM reaches the stream before its FORK (each CPU's
+ *    buffer is drained in turn) keeps its own name, not its parent's; a tid reused by a
+ *    later thread gets the new parent's name at its fork.
+ */
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
+#include "maps/codemap_format.h"
+#include "postproc/session.h"
+#include "test.h"
+
+#define MS 1000000ull
+
+static uint64_t base;
+
+static void w_comm(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t tid, const char *c)
+{
+	struct vp_comm r = { .pid = pid, .tid = tid };
+	strncpy(r.comm, c, sizeof(r.comm) - 1);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base + t, &r, sizeof(r)));
+}
+
+static void w_task(struct cfile_writer *w, uint32_t type, uint64_t t, uint32_t pid, uint32_t tid, uint32_t ptid)
+{
+	struct vp_task r = { .pid = pid, .ppid = pid, .tid = tid, .ptid = ptid };
+	ASSERT_OK(cfile_writer__append(w, type, base + t, &r, sizeof(r)));
+}
+
+static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t tid)
+{
+	char buf[sizeof(struct vp_sample) + 8] = { 0 };
+	struct vp_sample *s = (void *)buf;
+	s->pid = pid;
+	s->tid = tid;
+	s->mode = VP_MODE_USER;
+	s->period = 1000000;
+	s->nr_user = 1;
+	s->ips[0] = 0x1000;
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 8));
+}
+
+static void write_stream(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(w);
+	static const char meta[] = "backend\0bpf\0";
+	ASSERT_OK(cfile_writer__append(w, VP_REC_META, base, meta, sizeof(meta)));
+	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .freq = 1000,
+				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
+	strcpy(ev.name, "cpu-clock");
+	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
+	w_comm(w, 0, 100, 100, "java");
+	/* Thread 101: its own name (5 ms) drained from its CPU's buffer before the parent's
+	 * FORK (4 ms) from another. */
+	w_comm(w, 5 * MS, 100, 101, "C2 CompilerThre");
+	w_task(w, VP_REC_FORK, 4 * MS, 100, 101, 100);
+	/* Thread 102: an old thread of that tid, gone, then a new one forked at 20 ms that
+	 * never renamed itself: the parent's name from its fork on. */
+	w_comm(w, 1 * MS, 100, 102, "old-worker");
+	w_task(w, VP_REC_EXIT, 2 * MS, 100, 102, 100);
+	w_task(w, VP_REC_FORK, 20 * MS, 100, 102, 100);
+	/* Thread 103: a Java thread with a name longer than 15 characters. */
+	w_task(w, VP_REC_FORK, 6 * MS, 100, 103, 100);
+	w_comm(w, 7 * MS, 100, 103, "viprof-long-thr");
+	/* Thread 104: renamed natively to something else than its Java name. */
+	w_task(w, VP_REC_FORK, 6 * MS, 100, 104, 100);
+	w_comm(w, 7 * MS, 100, 104, "native-name");
+	for (uint32_t tid = 101; tid <= 104; tid++)
+		w_sample(w, 30 * MS, 100, tid);
+	struct vp_end end = { 0 };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 40 * MS, &end, sizeof(end)));
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+static const char *comm_of(const struct vp_profile *p, uint32_t tid)
+{
+	for (size_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].tid == tid)
+			return p->stacks[i].comm;
+	FAIL("no stack of thread %u", tid);
+}
+
+int main(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1000 * MS;
+	char dir[] = "/tmp/viprof-thread-names.XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	write_stream(dir);
+
+	struct vp_profile *p = vp_profile__new();
+	char err[512] = "";
+	ASSERT_NOT_NULL(p);
+	ASSERT_OK(vp_session__load(dir, p, NULL, err, sizeof(err)));
+	ASSERT_STREQ(comm_of(p, 101), "C2 CompilerThre");
+	ASSERT_STREQ(comm_of(p, 102), "java");
+	ASSERT_STREQ(comm_of(p, 104), "native-name");
+	vp_profile__free(p);
+
+	printf("ok\n");
+	return 0;
+}
