@@ -27,11 +27,13 @@ struct proc {
 struct comm_ent {
 	uint64_t t;
 	char comm[16];
+	bool inherited;              /* the parent's name, from the FORK that made the thread */
 };
 
 struct thread {
 	uint32_t tid;
 	struct comm_ent *h; size_t n, cap;
+	uint64_t *exits; size_t nexits, exits_cap;   /* EXIT times of this tid, any order */
 	struct thread *next;
 };
 
@@ -94,6 +96,7 @@ void vp_procmaps__free(struct vp_procmaps *pm)
 		for (struct thread *t = pm->threads[i], *tn; t; t = tn) {
 			tn = t->next;
 			free(t->h);
+			free(t->exits);
 			free(t);
 		}
 		for (struct str *s = pm->strs[i], *sn; s; s = sn) {
@@ -266,6 +269,7 @@ static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char
 	h[i].t = t;
 	strncpy(h[i].comm, comm, 15);
 	h[i].comm[15] = '\0';
+	h[i].inherited = first;
 	x->n++;
 	return 0;
 }
@@ -303,6 +307,12 @@ int vp_procmaps__fork(struct vp_procmaps *pm, uint64_t t, const struct vp_task *
 
 int vp_procmaps__exit(struct vp_procmaps *pm, uint64_t t, const struct vp_task *task)
 {
+	/* Kept per thread so that a name given before an exit is not taken for the name
+	 * of a later thread with the same tid (see vp_procmaps__comm_at). */
+	struct thread *x = thread_get(pm, task->tid, true);
+	if (!x || vp_grow((void **)&x->exits, &x->exits_cap, x->nexits + 1, sizeof(*x->exits)))
+		return -ENOMEM;
+	x->exits[x->nexits++] = t;
 	if (task->pid != task->tid)  /* a thread: the process lives on */
 		return 0;
 	struct proc *p = first_gen(pm, task->pid);
@@ -417,6 +427,14 @@ struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint
 	return m;
 }
 
+static bool exited_between(const struct thread *x, uint64_t from, uint64_t to)
+{
+	for (size_t i = 0; i < x->nexits; i++)
+		if (x->exits[i] >= from && x->exits[i] <= to)
+			return true;
+	return false;
+}
+
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t)
 {
 	struct thread *x = thread_get(pm, tid, false);
@@ -431,5 +449,12 @@ const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t 
 		else
 			hi = mid;
 	}
-	return x->h[lo ? lo - 1 : 0].comm;
+	size_t k = lo ? lo - 1 : 0;
+	/* A thread's own COMM can be stamped before the FORK that made it (the recorder's
+	 * /proc snapshot of a thread born as recording began, or CPUs' clocks a little
+	 * apart), so the FORK's inherited parent name would follow it and win. A name the
+	 * thread set itself, with no exit of this tid in between, is the later truth. */
+	if (k > 0 && x->h[k].inherited && !x->h[k - 1].inherited && !exited_between(x, x->h[k - 1].t, x->h[k].t))
+		k--;
+	return x->h[k].comm;
 }

@@ -1,7 +1,9 @@
 /* Thread names in a report, on synthetic sessions (issue 12):
  *  - a forked thread whose own COMM reaches the stream before its FORK (each CPU's
  *    buffer is drained in turn) keeps its own name, not its parent's; a tid reused by a
- *    later thread gets the new parent's name at its fork.
+ *    later thread gets the new parent's name at its fork;
+ *  - one whose own COMM is stamped before its FORK (the recorder's /proc snapshot of a
+ *    thread born as recording began, CPU clocks apart) keeps its own name too.
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -71,7 +73,13 @@ static void write_stream(const char *dir)
 	/* Thread 104: renamed natively to something else than its Java name. */
 	w_task(w, VP_REC_FORK, 6 * MS, 100, 104, 100);
 	w_comm(w, 7 * MS, 100, 104, "native-name");
-	for (uint32_t tid = 101; tid <= 104; tid++)
+	/* Thread 105: its own name stamped (8 ms) before its FORK (9 ms), in either
+	 * stream order: 105 COMM first, 106 FORK first. */
+	w_comm(w, 8 * MS, 100, 105, "GC Thread#0");
+	w_task(w, VP_REC_FORK, 9 * MS, 100, 105, 100);
+	w_task(w, VP_REC_FORK, 9 * MS, 100, 106, 100);
+	w_comm(w, 8 * MS, 100, 106, "G1 Main Marker");
+	for (uint32_t tid = 101; tid <= 106; tid++)
 		w_sample(w, 30 * MS, 100, tid);
 	struct vp_end end = { 0 };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 40 * MS, &end, sizeof(end)));
@@ -102,6 +110,8 @@ int main(void)
 	ASSERT_STREQ(comm_of(p, 101), "C2 CompilerThre");
 	ASSERT_STREQ(comm_of(p, 102), "java");
 	ASSERT_STREQ(comm_of(p, 104), "native-name");
+	ASSERT_STREQ(comm_of(p, 105), "GC Thread#0");
+	ASSERT_STREQ(comm_of(p, 106), "G1 Main Marker");
 	vp_profile__free(p);
 
 	printf("ok\n");
