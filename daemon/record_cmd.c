@@ -730,6 +730,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "viprof record: %s\n", err);
 		failed = true;
 	}
+	record_jvm__end();   /* attached JVM agents finish this session's maps and go idle */
 	vp_timing("record: session finished");
 	uint64_t du_bytes = vp_session_writer__disk_bytes(w);
 	double secs = (double)end.duration_ns / 1e9;

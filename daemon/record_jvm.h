@@ -21,6 +21,10 @@ struct record_opts;
 int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
 		       const struct record_opts *o);
 
+/* The recording ended: the agents it attached stop writing its code maps (they watch
+ * the lock the first attach took on <session>/jit/recording.lock) and turn idle. */
+void record_jvm__end(void);
+
 /* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
  * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */
 bool record_jvm__frame_pointers(pid_t pid);

@@ -2,3 +2,7 @@
 # Thread names from FORK/COMM in stream order and, later, from the agent's THREAD_NAME
 # records, on synthetic sessions (unit).
 viprof_test(test-thread-names SOURCES test-thread-names.c LIBS vp_postproc vp_common LABELS unit TIMEOUT 60)
+# Repeated attach: one JVM recorded with `record -p` three times (the third recorder
+# killed); each session's map is its own, closed when its recording ends, and names the
+# JIT samples as well as the first (jvm, JDK 17 and Temurin 25).
+viprof_jvm_test(test-reattach 240 vp_postproc vp_common)
