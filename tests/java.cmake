@@ -6,3 +6,6 @@ viprof_test(test-thread-names SOURCES test-thread-names.c LIBS vp_postproc vp_co
 # killed); each session's map is its own, closed when its recording ends, and names the
 # JIT samples as well as the first (jvm, JDK 17 and Temurin 25).
 viprof_jvm_test(test-reattach 240 vp_postproc vp_common)
+# The JDK 21+ "A JVM TI agent has been loaded dynamically" warning stays out of the
+# application's stderr on attach (jvm, JDK 17 and Temurin 25).
+viprof_jvm_test(test-attach-quiet 120)
