@@ -2,7 +2,9 @@
  * row. Each session gets its own code map with the JVM's live code replayed, so its JIT
  * samples are named as well as the first session's; a session's map stops growing when
  * its recording ends, closed cleanly (last epoch ended), also when the recorder was
- * killed (the agent sees the recording's lock free). JDK 17 and Temurin 25 (argv[1]). */
+ * killed (the agent sees the recording's lock free). Between sessions the agent idles:
+ * its thread ("viprof-jvmti") is not woken at all (its context switches stay the same
+ * over 3 s). JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
 
 #include <signal.h>
@@ -23,6 +25,34 @@ static pid_t record(const char *name, const char *secs)
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "-p", spid, "-d", (char *)secs, "-o", sess, NULL };
 	return tu_spawn(argv, out, out);
+}
+
+/* Context switches (voluntary + involuntary) of the JVM's agent thread; -1 if none. */
+static long agent_switches(void)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)jvm);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long sw = -1;
+	while (d && sw < 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)jvm, de->d_name);
+		char *comm = tu_read(path);
+		if (!strcmp(comm, "viprof-jvmti\n")) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)jvm, de->d_name);
+			char *st = tu_read(path), *v = strstr(st, "voluntary_ctxt_switches:"),
+			     *nv = strstr(st, "nonvoluntary_ctxt_switches:");
+			if (v && nv)
+				sw = atol(v + 24) + atol(nv + 27);
+			free(st);
+		}
+		free(comm);
+	}
+	if (d)
+		closedir(d);
+	return sw;
 }
 
 static long map_size(const char *name)
@@ -104,6 +134,13 @@ int main(int argc, char **argv)
 	long s1_after = map_size("s1");
 	ASSERT_GT(s1_after, 0);
 	check_closed("s1");
+	/* Idle: the agent thread waits without a timeout until the next attach. */
+	long sw0 = agent_switches();
+	sleep(3);
+	long sw1 = agent_switches();
+	fprintf(stderr, "idle agent thread: %ld -> %ld context switches in 3 s\n", sw0, sw1);
+	ASSERT_GE(sw0, 0);
+	ASSERT_EQ(sw1, sw0);
 
 	ASSERT_EQ(tu_wait(record("s2", "5"), 60), 0);
 	sleep(3);
