@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +109,7 @@ static struct agent {
 	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
 	volatile int method_ptrs;
 	bool classes_enumerated;
+	bool threads_named;    /* this session has the names of the threads it found running */
 	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
 
@@ -124,6 +127,7 @@ static struct agent {
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
 static __thread bool tl_agent_thread; /* this is the agent's own thread */
+static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
 
 static uint64_t now_ns(void)
 {
@@ -670,6 +674,147 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
+/* ---- full Java thread names (THREAD_NAME) ---- */
+
+/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
+ * thread the first 15 bytes of its Java name): only longer names tell more. */
+#define KERNEL_NAME_LEN 15
+
+/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
+ * the agent thread. */
+static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
+{
+	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
+	lock();
+	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
+	if (b) {
+		b->tid = tid;
+		b->name_len = (uint16_t)nl;
+		b->flags = flags;
+		memcpy(b + 1, name, nl);
+	}
+	unlock_notify();
+}
+
+/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
+static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	jvmtiThreadInfo ti;
+
+	if (A.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
+		return;
+	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
+		tl_named = true;
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	/* thread_group and context_class_loader are local references: freed on return. */
+}
+
+/* Also on the thread itself: once it ends its tid may go to a thread we do not name. */
+static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	if (A.disabled || !tl_named)
+		return;
+	tl_named = false;
+	queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
+}
+
+struct task_name {
+	uint32_t tid;
+	char comm[KERNEL_NAME_LEN + 1];
+};
+
+/* The kernel names of this process's threads; returns how many (at most max). */
+static size_t read_task_names(struct task_name *out, size_t max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	size_t n = 0;
+
+	while (d && n < max && (de = readdir(d))) {
+		char path[300];
+		ssize_t k;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		k = read(fd, out[n].comm, KERNEL_NAME_LEN + 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		while (k > 0 && (out[n].comm[k - 1] == '\n' || out[n].comm[k - 1] == '\0'))
+			k--;
+		out[n].comm[k] = '\0';
+		out[n].tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+#define MAX_TASKS 16384
+
+/* The threads already running when a session begins (ThreadStart came before it): each
+ * long-named one is given the tid whose kernel name is its first 15 bytes, when exactly
+ * one thread has that kernel name and exactly one Java thread that prefix; pool threads
+ * that share a prefix (pool-1-thread-10 .. -19) stay unnamed rather than named wrong.
+ * Runs on the agent thread, once per session. */
+static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	static struct task_name tasks[MAX_TASKS];
+	jthread *th = NULL;
+	jint nth = 0;
+	char **names = NULL;
+
+	A.threads_named = true;
+	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
+		return;
+	size_t ntasks = read_task_names(tasks, MAX_TASKS);
+	names = calloc((size_t)nth + 1, sizeof(*names));
+	for (jint i = 0; names && i < nth; i++) {
+		jvmtiThreadInfo ti;
+
+		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
+			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN)
+				names[i] = strdup(ti.name);
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+			if (ti.thread_group)
+				(*jni)->DeleteLocalRef(jni, ti.thread_group);
+			if (ti.context_class_loader)
+				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+		}
+		/* This thread never returns to Java: free what would pin the threads. */
+		(*jni)->DeleteLocalRef(jni, th[i]);
+	}
+	uint64_t t = now_ns();
+	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	for (jint i = 0; names && i < nth; i++) {
+		if (!names[i])
+			continue;
+		int same = 0;   /* Java threads with this prefix */
+		for (jint j = 0; j < nth; j++)
+			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
+		size_t hit = SIZE_MAX, nhits = 0;
+		for (size_t k = 0; k < ntasks; k++)
+			if (strlen(tasks[k].comm) == KERNEL_NAME_LEN && !strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN)) {
+				hit = k;
+				nhits++;
+			}
+		if (same == 1 && nhits == 1)
+			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+	}
+	tl_replaying = false;
+	for (jint i = 0; names && i < nth; i++)
+		free(names[i]);
+	free(names);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
+}
+
 /* The class half of resolve_names, asked once per METHOD_PTR record: its methods are all
  * of one class (queue_class_ptrs), and its signature and source file cost as much as the
  * method's own names and lines. The class reference GetMethodDeclaringClass makes is
@@ -851,7 +996,7 @@ static void use_options(const struct session_opts *o);
 static const jvmtiEvent session_events[] = {
 	JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 	JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
-	JVMTI_EVENT_CLASS_PREPARE,
+	JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
 };
 
 static jvmtiError set_session_events(jvmtiEventMode mode)
@@ -957,6 +1102,7 @@ static int switch_session(void)
 	A.epoch_dirty = false;
 	A.warned_drops = false;
 	A.classes_enumerated = false;
+	A.threads_named = false;
 	A.attached = true;
 	A.lock_checked = 0;
 	watch_open();
@@ -1025,6 +1171,8 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		 * first batch of code records so that those reach the file first. */
 		if (!A.idle && !A.classes_enumerated)
 			enumerate_classes(jvmti, jni);
+		if (!A.idle && !A.threads_named)
+			name_running_threads(jvmti, jni);
 	}
 	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
 	/* Anything queued after the last take is written by whoever waits for us. */
@@ -1351,6 +1499,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.VMInit = cb_vm_init;
 	cb.VMDeath = cb_vm_death;
 	cb.ClassPrepare = cb_class_prepare;
+	cb.ThreadStart = cb_thread_start;
+	cb.ThreadEnd = cb_thread_end;
 	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -1359,6 +1509,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 		JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
 		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_PREPARE,
+		JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
 	};
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
