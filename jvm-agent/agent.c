@@ -1145,7 +1145,11 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
 
-		int err = n ? drain(buf, n) : 0;
+		/* With nothing new, drain still flushes what was written over a second ago: a
+		 * JVM that compiles nothing more (a steady service) would otherwise keep its
+		 * last records (the class enumeration, thread names) in memory until the
+		 * session ends, and lose them if it is killed first. */
+		int err = n || (A.w && !A.idle) ? drain(buf, n) : 0;
 		if (err) {
 			fail("writing the code map", strerror(-err));
 			lock();
