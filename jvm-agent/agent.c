@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -39,6 +40,7 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "jvm-agent/names.h"
+#include "jvm-agent/vmstructs.h"
 #include "maps/codemap_format.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -759,29 +761,89 @@ static size_t read_task_names(struct task_name *out, size_t max)
 
 #define MAX_TASKS 16384
 
-/* The threads already running when a session begins (ThreadStart came before it): each
- * long-named one is given the tid whose kernel name is its first 15 bytes, when exactly
- * one thread has that kernel name and exactly one Java thread that prefix; pool threads
- * that share a prefix (pool-1-thread-10 .. -19) stay unnamed rather than named wrong.
- * Runs on the agent thread, once per session. */
+/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
+ * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
+ * _thread_id. Read through the exported VM structure tables, once; memory is read with
+ * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
+static struct {
+	bool tried, ok;
+	jfieldID eetop;
+	uint64_t osthread, thread_id;
+} HS;
+
+static void hs_tid_init(JNIEnv *jni)
+{
+	HS.tried = true;
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
+			   tid = { "OSThread", "_thread_id" };
+	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
+	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
+	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
+		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
+		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
+		if ((*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		if (cls)
+			(*jni)->DeleteLocalRef(jni, cls);
+		HS.osthread = os->offset;
+		HS.thread_id = tid.offset;
+		HS.ok = HS.eetop != NULL;
+	}
+	if (h)
+		dlclose(h);
+}
+
+static bool read_self(uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The kernel tid of a running Java thread per HotSpot, or 0. */
+static uint32_t hs_tid(JNIEnv *jni, jthread t)
+{
+	uint64_t jt, os = 0;
+	int32_t tid = 0;
+
+	if (!HS.tried)
+		hs_tid_init(jni);
+	if (!HS.ok)
+		return 0;
+	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
+	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
+		return 0;
+	return tid > 0 ? (uint32_t)tid : 0;
+}
+
+/* The threads already running when a session begins (ThreadStart came before it): the
+ * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
+ * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
+ * another); else the one tid with that kernel name, when exactly one thread has it and
+ * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
+ * than named wrong). Runs on the agent thread, once per session. */
 static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	static struct task_name tasks[MAX_TASKS];
 	jthread *th = NULL;
 	jint nth = 0;
 	char **names = NULL;
+	uint32_t *tids = NULL;
 
 	A.threads_named = true;
 	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
 		return;
 	size_t ntasks = read_task_names(tasks, MAX_TASKS);
 	names = calloc((size_t)nth + 1, sizeof(*names));
-	for (jint i = 0; names && i < nth; i++) {
+	tids = calloc((size_t)nth + 1, sizeof(*tids));
+	for (jint i = 0; names && tids && i < nth; i++) {
 		jvmtiThreadInfo ti;
 
 		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN)
+			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
 				names[i] = strdup(ti.name);
+				tids[i] = hs_tid(jni, th[i]);
+			}
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
 			if (ti.thread_group)
 				(*jni)->DeleteLocalRef(jni, ti.thread_group);
@@ -793,25 +855,31 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 	}
 	uint64_t t = now_ns();
 	tl_replaying = true;   /* our own thread: it may wait for queue room */
-	for (jint i = 0; names && i < nth; i++) {
+	for (jint i = 0; names && tids && i < nth; i++) {
 		if (!names[i])
 			continue;
+		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
+		for (size_t k = 0; k < ntasks; k++) {
+			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
+				continue;
+			hit = k;
+			nhits++;
+			if (tids[i] && tasks[k].tid == tids[i])
+				exact = k;
+		}
 		int same = 0;   /* Java threads with this prefix */
 		for (jint j = 0; j < nth; j++)
 			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
-		size_t hit = SIZE_MAX, nhits = 0;
-		for (size_t k = 0; k < ntasks; k++)
-			if (strlen(tasks[k].comm) == KERNEL_NAME_LEN && !strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN)) {
-				hit = k;
-				nhits++;
-			}
-		if (same == 1 && nhits == 1)
+		if (exact != SIZE_MAX)
+			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+		else if (same == 1 && nhits == 1)
 			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
 	}
 	tl_replaying = false;
 	for (jint i = 0; names && i < nth; i++)
 		free(names[i]);
 	free(names);
+	free(tids);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
 }
 
@@ -1132,7 +1200,7 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 	tl_agent_thread = true;
 	A.agent_jni = jni;
 	for (;;) {
-		const uint8_t *buf;
+		const uint8_t *buf = NULL;
 		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (A.idle && !A.stopping && A.switch_want == A.switch_done)

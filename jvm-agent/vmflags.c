@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jvm-agent/vmstructs.h"
+
 /* JVMFlag::Flags (an int): the value's origin in the low 4 bits, and one bit that says
  * the flag was given on the command line, which is what FLAG_IS_CMDLINE tests. */
 #define ORIGIN_MASK 0xfu
@@ -54,89 +56,16 @@ static bool vm_running(void)
 	return found;
 }
 
-static void *sym(void *h, const char *name)
-{
-	void *p = dlsym(RTLD_DEFAULT, name);
-	return p ? p : h ? dlsym(h, name) : NULL;
-}
-
-static bool read_u64(void *h, const char *name, uint64_t *out)
-{
-	const uint64_t *p = sym(h, name);
-	if (!p)
-		return false;
-	*out = *p;
-	return true;
-}
-
-struct field {
-	const char *type, *name;
-	bool is_static;
-	uint64_t offset;
-	void *address;
-	bool found;
-};
-
-/* Looks up the fields f[0..n) in gHotSpotVMStructs; true when all were found. */
-static bool find_fields(void *h, struct field *f, int n)
-{
-	uint64_t tn, fn, st, off, addr, stride;
-	char *const *base = sym(h, "gHotSpotVMStructs");
-	if (!base || !*base || !read_u64(h, "gHotSpotVMStructEntryTypeNameOffset", &tn) ||
-	    !read_u64(h, "gHotSpotVMStructEntryFieldNameOffset", &fn) ||
-	    !read_u64(h, "gHotSpotVMStructEntryIsStaticOffset", &st) ||
-	    !read_u64(h, "gHotSpotVMStructEntryOffsetOffset", &off) ||
-	    !read_u64(h, "gHotSpotVMStructEntryAddressOffset", &addr) ||
-	    !read_u64(h, "gHotSpotVMStructEntryArrayStride", &stride) || !stride)
-		return false;
-	int left = n;
-	for (const char *e = *base; left > 0; e += stride) {
-		const char *type = *(const char *const *)(e + tn), *name = *(const char *const *)(e + fn);
-		if (!type)
-			break;   /* the table ends with an entry of NULL names */
-		if (!name)
-			continue;
-		for (int i = 0; i < n; i++) {
-			if (f[i].found || strcmp(f[i].type, type) || strcmp(f[i].name, name))
-				continue;
-			f[i].found = true;
-			f[i].is_static = *(const int32_t *)(e + st) != 0;
-			f[i].offset = *(const uint64_t *)(e + off);
-			f[i].address = *(void *const *)(e + addr);
-			left--;
-		}
-	}
-	return left == 0;
-}
-
-/* sizeof(type) from gHotSpotVMTypes, 0 when unknown. */
-static uint64_t type_size(void *h, const char *type)
-{
-	uint64_t tn, sz, stride;
-	char *const *base = sym(h, "gHotSpotVMTypes");
-	if (!base || !*base || !read_u64(h, "gHotSpotVMTypeEntryTypeNameOffset", &tn) ||
-	    !read_u64(h, "gHotSpotVMTypeEntrySizeOffset", &sz) || !read_u64(h, "gHotSpotVMTypeEntryArrayStride", &stride) ||
-	    !stride)
-		return 0;
-	for (const char *e = *base;; e += stride) {
-		const char *name = *(const char *const *)(e + tn);
-		if (!name)
-			return 0;
-		if (!strcmp(name, type))
-			return *(const uint64_t *)(e + sz);
-	}
-}
-
 __attribute__((constructor)) static void quiet_dynamic_load_warning(void)
 {
 	if (!vm_running())
 		return;
 	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	struct field f[] = {
+	struct vp_vm_field f[] = {
 		{ "JVMFlag", "_name" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" }, { "JVMFlag", "numFlags" },
 	};
-	uint64_t size = type_size(h, "JVMFlag");
-	if (size && find_fields(h, f, 4) && !f[0].is_static && !f[1].is_static && f[2].is_static && f[3].is_static &&
+	uint64_t size = vp_vm__type_size(h, "JVMFlag");
+	if (size && vp_vm__find_fields(h, f, 4) && !f[0].is_static && !f[1].is_static && f[2].is_static && f[3].is_static &&
 	    f[2].address && f[3].address && f[0].offset + sizeof(char *) <= size && f[1].offset + sizeof(uint32_t) <= size) {
 		const char *table = *(const char *const *)f[2].address;
 		size_t n = *(const size_t *)f[3].address;

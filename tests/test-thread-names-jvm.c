@@ -3,7 +3,10 @@
  * (named from GetAllThreads, matched to its tid by the kernel's 15-byte name), and
  * "viprof-late-worker-thread" starts during the recording (named at ThreadStart with its
  * own tid). Every sample of each is reported under its full name, none under the
- * kernel's truncated one, with the tid whose kernel name is that name's prefix.
+ * kernel's truncated one, with the tid whose kernel name is that name's prefix. Two
+ * threads running before the attach share their kernel name ("viprof-pool-thr"): the
+ * one that spins ("viprof-pool-thread-1") gets its samples under its own full name, the
+ * sleeping one ("-2") none (HotSpot's own tid of each thread, not a guess by name).
  * JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
 
@@ -89,6 +92,10 @@ int main(int argc, char **argv)
 	uint64_t n_early = samples_named(p, "viprof-early-worker-thread", &t_early);
 	uint64_t n_late = samples_named(p, "viprof-late-worker-thread", &t_late);
 	uint64_t n_trunc = samples_named(p, "viprof-early-wo", &t_x) + samples_named(p, "viprof-late-wor", &t_x);
+	uint32_t t_pool1, t_pool2;
+	uint64_t n_pool1 = samples_named(p, "viprof-pool-thread-1", &t_pool1);
+	uint64_t n_pool2 = samples_named(p, "viprof-pool-thread-2", &t_pool2);
+	uint64_t n_pool = samples_named(p, "viprof-pool-thr", &t_x);
 	fprintf(stderr, "samples: early %llu (tid %u, kernel %u), late %llu (tid %u, kernel %u), truncated %llu\n",
 		(unsigned long long)n_early, t_early, early, (unsigned long long)n_late, t_late, late,
 		(unsigned long long)n_trunc);
@@ -98,6 +105,10 @@ int main(int argc, char **argv)
 	ASSERT_EQ(n_trunc, 0);
 	ASSERT_EQ(t_early, early);
 	ASSERT_EQ(t_late, late);
+	fprintf(stderr, "pool threads: -1 %llu samples (tid %u), -2 %llu, under the kernel's name %llu\n",
+		(unsigned long long)n_pool1, t_pool1, (unsigned long long)n_pool2, (unsigned long long)n_pool);
+	ASSERT_GT(n_pool1, 50);
+	ASSERT_LT(n_pool2 + n_pool, n_pool1 / 50 + 1);
 	vp_profile__free(p);
 
 	kill(jvm, SIGKILL);
