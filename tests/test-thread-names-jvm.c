@@ -7,6 +7,8 @@
  * threads running before the attach share their kernel name ("viprof-pool-thr"): the
  * one that spins ("viprof-pool-thread-1") gets its samples under its own full name, the
  * sleeping one ("-2") none (HotSpot's own tid of each thread, not a guess by name).
+ * Then the same JVM launched by `record -- java` (the agent from the start): the same
+ * names, every sample under them.
  * JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
 
@@ -110,9 +112,31 @@ int main(int argc, char **argv)
 	ASSERT_GT(n_pool1, 50);
 	ASSERT_LT(n_pool2 + n_pool, n_pool1 / 50 + 1);
 	vp_profile__free(p);
-
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
+
+	/* Launched: the agent loaded with the JVM names its threads from the start. */
+	snprintf(sess, sizeof(sess), "%s/launch", dir);
+	char *largv[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
+			  "LongNames", "5", "2", NULL };
+	ASSERT_EQ(tu_wait(tu_spawn(largv, rout, rout), 60), 0);
+	p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(sess, p, NULL, err, sizeof(err)))
+		FAIL("load %s: %s", sess, err);
+	n_early = samples_named(p, "viprof-early-worker-thread", &t_x);
+	n_late = samples_named(p, "viprof-late-worker-thread", &t_x);
+	n_pool1 = samples_named(p, "viprof-pool-thread-1", &t_x);
+	n_trunc = samples_named(p, "viprof-early-wo", &t_x) + samples_named(p, "viprof-late-wor", &t_x) +
+		  samples_named(p, "viprof-pool-thr", &t_x);
+	fprintf(stderr, "launched: early %llu, late %llu, pool-1 %llu, truncated %llu samples\n",
+		(unsigned long long)n_early, (unsigned long long)n_late, (unsigned long long)n_pool1,
+		(unsigned long long)n_trunc);
+	ASSERT_GT(n_early, 50);
+	ASSERT_GT(n_late, 50);
+	ASSERT_GT(n_pool1, 50);
+	ASSERT_EQ(n_trunc, 0);
+	vp_profile__free(p);
 	tu_rm_rf(dir);
 	printf("ok\n");
 	return 0;
