@@ -713,13 +713,23 @@ static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread
 	/* thread_group and context_class_loader are local references: freed on return. */
 }
 
-/* Also on the thread itself: once it ends its tid may go to a thread we do not name. */
+/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
+ * A thread that was running before the session began was named (if at all) by
+ * name_running_threads, not here: its name is asked again. */
 static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	if (A.disabled || !tl_named)
+	jvmtiThreadInfo ti;
+	bool named = tl_named;
+
+	if (A.disabled)
 		return;
 	tl_named = false;
-	queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
+	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
+		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	}
+	if (named)
+		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
 }
 
 struct task_name {
