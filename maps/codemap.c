@@ -554,10 +554,10 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 			qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
 	vp_sort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
 	vp_sort(m->names, m->nnames, sizeof(*m->names), cmp_name);
-	if (m->nptrs)
-		vp_sort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
 	if (m->nthreads)
 		vp_sort(m->threads, m->nthreads, sizeof(*m->threads), cmp_thread);
+	if (m->nptrs)
+		vp_sort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
