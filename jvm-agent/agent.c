@@ -676,223 +676,6 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
-/* ---- full Java thread names (THREAD_NAME) ---- */
-
-/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
- * thread the first 15 bytes of its Java name): only longer names tell more. */
-#define KERNEL_NAME_LEN 15
-
-/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
- * the agent thread. */
-static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
-{
-	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
-	lock();
-	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
-	if (b) {
-		b->tid = tid;
-		b->name_len = (uint16_t)nl;
-		b->flags = flags;
-		memcpy(b + 1, name, nl);
-	}
-	unlock_notify();
-}
-
-/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
-static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
-{
-	jvmtiThreadInfo ti;
-
-	if (A.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
-		return;
-	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
-		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
-		tl_named = true;
-	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	/* thread_group and context_class_loader are local references: freed on return. */
-}
-
-/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
- * A thread that was running before the session began was named (if at all) by
- * name_running_threads, not here: its name is asked again. */
-static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
-{
-	jvmtiThreadInfo ti;
-	bool named = tl_named;
-
-	if (A.disabled)
-		return;
-	tl_named = false;
-	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
-		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	}
-	if (named)
-		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
-}
-
-struct task_name {
-	uint32_t tid;
-	char comm[KERNEL_NAME_LEN + 1];
-};
-
-/* The kernel names of this process's threads; returns how many (at most max). */
-static size_t read_task_names(struct task_name *out, size_t max)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	size_t n = 0;
-
-	while (d && n < max && (de = readdir(d))) {
-		char path[300];
-		ssize_t k;
-		int fd;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		k = read(fd, out[n].comm, KERNEL_NAME_LEN + 1);
-		close(fd);
-		if (k <= 0)
-			continue;
-		while (k > 0 && (out[n].comm[k - 1] == '\n' || out[n].comm[k - 1] == '\0'))
-			k--;
-		out[n].comm[k] = '\0';
-		out[n].tid = (uint32_t)strtoul(de->d_name, NULL, 10);
-		n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
-#define MAX_TASKS 16384
-
-/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
- * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
- * _thread_id. Read through the exported VM structure tables, once; memory is read with
- * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
-static struct {
-	bool tried, ok;
-	jfieldID eetop;
-	uint64_t osthread, thread_id;
-} HS;
-
-static void hs_tid_init(JNIEnv *jni)
-{
-	HS.tried = true;
-	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
-			   tid = { "OSThread", "_thread_id" };
-	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
-	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
-	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
-		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
-		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
-		if ((*jni)->ExceptionCheck(jni))
-			(*jni)->ExceptionClear(jni);
-		if (cls)
-			(*jni)->DeleteLocalRef(jni, cls);
-		HS.osthread = os->offset;
-		HS.thread_id = tid.offset;
-		HS.ok = HS.eetop != NULL;
-	}
-	if (h)
-		dlclose(h);
-}
-
-static bool read_self(uint64_t addr, void *out, size_t len)
-{
-	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
-	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
-/* The kernel tid of a running Java thread per HotSpot, or 0. */
-static uint32_t hs_tid(JNIEnv *jni, jthread t)
-{
-	uint64_t jt, os = 0;
-	int32_t tid = 0;
-
-	if (!HS.tried)
-		hs_tid_init(jni);
-	if (!HS.ok)
-		return 0;
-	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
-	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
-		return 0;
-	return tid > 0 ? (uint32_t)tid : 0;
-}
-
-/* The threads already running when a session begins (ThreadStart came before it): the
- * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
- * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
- * another); else the one tid with that kernel name, when exactly one thread has it and
- * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
- * than named wrong). Runs on the agent thread, once per session. */
-static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
-{
-	static struct task_name tasks[MAX_TASKS];
-	jthread *th = NULL;
-	jint nth = 0;
-	char **names = NULL;
-	uint32_t *tids = NULL;
-
-	A.threads_named = true;
-	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
-		return;
-	size_t ntasks = read_task_names(tasks, MAX_TASKS);
-	names = calloc((size_t)nth + 1, sizeof(*names));
-	tids = calloc((size_t)nth + 1, sizeof(*tids));
-	for (jint i = 0; names && tids && i < nth; i++) {
-		jvmtiThreadInfo ti;
-
-		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
-				names[i] = strdup(ti.name);
-				tids[i] = hs_tid(jni, th[i]);
-			}
-			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-			if (ti.thread_group)
-				(*jni)->DeleteLocalRef(jni, ti.thread_group);
-			if (ti.context_class_loader)
-				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
-		}
-		/* This thread never returns to Java: free what would pin the threads. */
-		(*jni)->DeleteLocalRef(jni, th[i]);
-	}
-	uint64_t t = now_ns();
-	tl_replaying = true;   /* our own thread: it may wait for queue room */
-	for (jint i = 0; names && tids && i < nth; i++) {
-		if (!names[i])
-			continue;
-		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
-		for (size_t k = 0; k < ntasks; k++) {
-			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
-				continue;
-			hit = k;
-			nhits++;
-			if (tids[i] && tasks[k].tid == tids[i])
-				exact = k;
-		}
-		int same = 0;   /* Java threads with this prefix */
-		for (jint j = 0; j < nth; j++)
-			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
-		if (exact != SIZE_MAX)
-			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-		else if (same == 1 && nhits == 1)
-			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-	}
-	tl_replaying = false;
-	for (jint i = 0; names && i < nth; i++)
-		free(names[i]);
-	free(names);
-	free(tids);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
-}
-
 /* The class half of resolve_names, asked once per METHOD_PTR record: its methods are all
  * of one class (queue_class_ptrs), and its signature and source file cost as much as the
  * method's own names and lines. The class reference GetMethodDeclaringClass makes is
@@ -1067,6 +850,7 @@ static void finish_file(void)
 /* ---- sessions ---- */
 
 static int open_file(void);
+static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni);
 static int write_meta(void);
 static void use_options(const struct session_opts *o);
 
@@ -1322,6 +1106,223 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	shutdown_agent();
+}
+
+/* ---- full Java thread names (THREAD_NAME) ---- */
+
+/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
+ * thread the first 15 bytes of its Java name): only longer names tell more. */
+#define KERNEL_NAME_LEN 15
+
+/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
+ * the agent thread. */
+static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
+{
+	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
+	lock();
+	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
+	if (b) {
+		b->tid = tid;
+		b->name_len = (uint16_t)nl;
+		b->flags = flags;
+		memcpy(b + 1, name, nl);
+	}
+	unlock_notify();
+}
+
+/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
+static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	jvmtiThreadInfo ti;
+
+	if (A.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
+		return;
+	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
+		tl_named = true;
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	/* thread_group and context_class_loader are local references: freed on return. */
+}
+
+/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
+ * A thread that was running before the session began was named (if at all) by
+ * name_running_threads, not here: its name is asked again. */
+static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	jvmtiThreadInfo ti;
+	bool named = tl_named;
+
+	if (A.disabled)
+		return;
+	tl_named = false;
+	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
+		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	}
+	if (named)
+		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
+}
+
+struct task_name {
+	uint32_t tid;
+	char comm[KERNEL_NAME_LEN + 1];
+};
+
+/* The kernel names of this process's threads; returns how many (at most max). */
+static size_t read_task_names(struct task_name *out, size_t max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	size_t n = 0;
+
+	while (d && n < max && (de = readdir(d))) {
+		char path[300];
+		ssize_t k;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		k = read(fd, out[n].comm, KERNEL_NAME_LEN + 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		while (k > 0 && (out[n].comm[k - 1] == '\n' || out[n].comm[k - 1] == '\0'))
+			k--;
+		out[n].comm[k] = '\0';
+		out[n].tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+#define MAX_TASKS 16384
+
+/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
+ * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
+ * _thread_id. Read through the exported VM structure tables, once; memory is read with
+ * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
+static struct {
+	bool tried, ok;
+	jfieldID eetop;
+	uint64_t osthread, thread_id;
+} HS;
+
+static void hs_tid_init(JNIEnv *jni)
+{
+	HS.tried = true;
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
+			   tid = { "OSThread", "_thread_id" };
+	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
+	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
+	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
+		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
+		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
+		if ((*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		if (cls)
+			(*jni)->DeleteLocalRef(jni, cls);
+		HS.osthread = os->offset;
+		HS.thread_id = tid.offset;
+		HS.ok = HS.eetop != NULL;
+	}
+	if (h)
+		dlclose(h);
+}
+
+static bool read_self(uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The kernel tid of a running Java thread per HotSpot, or 0. */
+static uint32_t hs_tid(JNIEnv *jni, jthread t)
+{
+	uint64_t jt, os = 0;
+	int32_t tid = 0;
+
+	if (!HS.tried)
+		hs_tid_init(jni);
+	if (!HS.ok)
+		return 0;
+	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
+	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
+		return 0;
+	return tid > 0 ? (uint32_t)tid : 0;
+}
+
+/* The threads already running when a session begins (ThreadStart came before it): the
+ * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
+ * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
+ * another); else the one tid with that kernel name, when exactly one thread has it and
+ * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
+ * than named wrong). Runs on the agent thread, once per session. */
+static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	static struct task_name tasks[MAX_TASKS];
+	jthread *th = NULL;
+	jint nth = 0;
+	char **names = NULL;
+	uint32_t *tids = NULL;
+
+	A.threads_named = true;
+	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
+		return;
+	size_t ntasks = read_task_names(tasks, MAX_TASKS);
+	names = calloc((size_t)nth + 1, sizeof(*names));
+	tids = calloc((size_t)nth + 1, sizeof(*tids));
+	for (jint i = 0; names && tids && i < nth; i++) {
+		jvmtiThreadInfo ti;
+
+		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
+			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+				names[i] = strdup(ti.name);
+				tids[i] = hs_tid(jni, th[i]);
+			}
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+			if (ti.thread_group)
+				(*jni)->DeleteLocalRef(jni, ti.thread_group);
+			if (ti.context_class_loader)
+				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+		}
+		/* This thread never returns to Java: free what would pin the threads. */
+		(*jni)->DeleteLocalRef(jni, th[i]);
+	}
+	uint64_t t = now_ns();
+	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	for (jint i = 0; names && tids && i < nth; i++) {
+		if (!names[i])
+			continue;
+		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
+		for (size_t k = 0; k < ntasks; k++) {
+			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
+				continue;
+			hit = k;
+			nhits++;
+			if (tids[i] && tasks[k].tid == tids[i])
+				exact = k;
+		}
+		int same = 0;   /* Java threads with this prefix */
+		for (jint j = 0; j < nth; j++)
+			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
+		if (exact != SIZE_MAX)
+			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+		else if (same == 1 && nhits == 1)
+			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+	}
+	tl_replaying = false;
+	for (jint i = 0; names && i < nth; i++)
+		free(names[i]);
+	free(names);
+	free(tids);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
 }
 
 /* ---- setup ---- */
