@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		"writes its JIT code maps to DIR/<pid>/codemap.vpm (default " DEFAULT_DIR ", of the JVM's user),\n"
 		"replaying the "
 		"code compiled before the attach. DIR is a path as the JVM sees it (inside its container); it\n"
-		"must be the JVM user's (or root's) and not writable by others.\n"
+		"must be the JVM user's (or root's) and not writable by others. A JVM that has the agent\n"
+		"already gets a new map in DIR (the one it was writing is closed) with its live code replayed.\n"
 		"examples:\n"
 		"  viprof attach 4242\n"
 		"  viprof attach 4242 --dir /tmp/maps && viprof maps /tmp/maps --pid 4242 list\n");

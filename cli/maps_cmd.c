@@ -140,6 +140,13 @@ static int cmd_list(const struct vp_codemap *m)
 			  m->ptrs[i].method_id != m->ptrs[i - 1].method_id;
 	printf("%zu Method* entries (METHOD_PTR), %zu of them a reused Method*; %zu method names\n", m->nptrs,
 	       reused, m->nnames);
+	/* Full Java thread names (THREAD_NAME), by tid and time. */
+	for (size_t i = 0; i < m->nthreads; i++) {
+		const struct vp_cm_thread_info *t = &m->threads[i];
+		printf("thread %u at %.3f s: %s%s\n", t->tid, rel(m, t->time),
+		       t->flags & VP_CM_THREAD_ENDED ? "(ended)" : t->name,
+		       t->flags & VP_CM_THREAD_PREEXISTING ? " (running before the agent)" : "");
+	}
 	return 0;
 }
 

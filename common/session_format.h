@@ -23,6 +23,9 @@
 #define VP_SESSION_STREAM "stream.vps"
 #define VP_SESSION_META_JSON "meta.json"
 #define VP_SESSION_JIT_DIR "jit"
+/* In jit/: held locked (flock LOCK_EX) by the recorder while it records; the agents it
+ * attached watch it and stop writing once it is free (docs/record.md). */
+#define VP_SESSION_JIT_LOCK "recording.lock"
 
 enum vp_rec_type {
 	VP_REC_META       = 1,  /* body: "key\0value\0" pairs, repeated */

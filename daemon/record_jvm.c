@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/safefs.h"
 #include "common/session_format.h"
 #include "daemon/jvm_attach.h"
 #include "daemon/record_opts.h"
@@ -84,36 +86,62 @@ static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid, FILE *log)
 			(unsigned)st.st_uid, strerror(-e));
 }
 
-/* Whether the agent is in pid already (from an earlier recording): a second load is
- * ignored by the agent, and only says so on the JVM's stderr. */
-static bool agent_loaded(pid_t pid)
+/* The session's lock file, <session>/jit/recording.lock, held locked (LOCK_EX) from
+ * before the first attach until record_jvm__end (or until we die: the kernel lets go
+ * of it then). Each agent of this session watches it (lock=) and stops writing, turning
+ * idle, once it is free; readable by all, so that the JVMs' users can open it. */
+static int hold_lock(struct vp_session_writer *w, struct record_jvm_lock *l)
 {
-	char path[64], line[4096];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	bool found = false;
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libviprof-jvmti.so") != NULL;
-	if (f)
-		fclose(f);
-	return found;
+	if (l->fd >= 0)
+		return 0;
+	snprintf(l->path, sizeof(l->path), "%s/" VP_SESSION_JIT_DIR, vp_session_writer__dir(w));
+	int dfd = vp_safe_opendir(l->path, VP_SAFE_TRUSTED_LINKS), fd = -1, e = 0;
+	if (dfd < 0)
+		return dfd;
+	fd = vp_safe_create(dfd, VP_SESSION_JIT_LOCK, 0644);
+	close(dfd);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	l->fd = fd;
+	snprintf(l->path + strlen(l->path), sizeof(l->path) - strlen(l->path), "/" VP_SESSION_JIT_LOCK);
+	return 0;
 }
 
-static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent, FILE *log)
+void record_jvm__end(struct record_jvm_lock *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);   /* the agents see the lock free and finish their maps */
+	l->fd = -1;
+}
+
+static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
 {
 	const char *session = vp_session_writer__dir(w);
 	char options[PATH_MAX + 16], err[512] = "", rel[64];
 	struct timespec ts;
 	uint32_t flags = 0;
 
-	snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+	int le = hold_lock(w, l);
+	if (le)
+		fprintf(stderr, "viprof: warning: cannot create %s/" VP_SESSION_JIT_DIR "/" VP_SESSION_JIT_LOCK ": %s; "
+			"JVM agents will go on writing code maps after this recording, until the next one\n", session,
+			strerror(-le));
+	if (le)
+		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+	else
+		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
 	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
 		flags |= VP_JVM_NO_FRAME_POINTERS;
-	/* A JVM that has the agent keeps writing where it was first told (viprof serve
-	 * --continuous links those maps into each later interval). */
-	int e = agent_loaded(pid) ? 0 : vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	/* A JVM that has the agent from an earlier session gets it again: the agent ends
+	 * that session's map and starts this one, replaying its live code. */
+	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
 	if (e == 0) {
 		flags |= VP_JVM_AGENT_LOADED;
 	} else {
@@ -187,15 +215,15 @@ static uid_t owner(pid_t pid)
 	return stat(proc, &st) == 0 ? st.st_uid : (uid_t)-1;
 }
 
-int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
-		       const struct vp_record_opts *o)
+int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, const pid_t *pids, int npids,
+		       bool all, const char *agent, const struct vp_record_opts *o)
 {
 	int loaded = 0, r;
 	if (!all) {
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, pids[i], agent, o->log ? o->log : stderr)) < 0)
+			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr)) < 0)
 				return r;
 			loaded += r;
 		}
@@ -224,7 +252,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, pid, agent, o->log ? o->log : stderr)) < 0) {
+		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr)) < 0) {
 			closedir(d);
 			return r;
 		}

@@ -4,6 +4,7 @@
 #ifndef VIPROF_DAEMON_RECORD_JVM_H
 #define VIPROF_DAEMON_RECORD_JVM_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -14,12 +15,25 @@ struct vp_session_writer;
  * VP_JVM_ATTACH_REFUSED; recording goes on. Returns the number of JVMs the agent was
  * loaded into, or the session writer's -errno. */
 struct vp_record_opts;
+
+/* A recording's hold on <session>/jit/recording.lock (one per recording, so that several
+ * recordings in one process end their agents' sessions independently); fd -1 until the
+ * first attach takes it. */
+struct record_jvm_lock {
+	int fd;
+	char path[PATH_MAX];
+};
+
 /* Attaches the agent to the -p processes that are HotSpot JVMs, or with all (-a) to every
  * HotSpot JVM on the machine, in both cases only those --jvm-attach allows (o). With
  * -a it says on stderr how many JVMs of how many users got the agent and how to limit
  * that. Returns the number loaded or -errno when the session cannot be written. */
-int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
-		       const struct vp_record_opts *o);
+int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, const pid_t *pids, int npids,
+		       bool all, const char *agent, const struct vp_record_opts *o);
+
+/* The recording ended: the agents it attached stop writing its code maps (they watch
+ * the lock the first attach took on <session>/jit/recording.lock) and turn idle. */
+void record_jvm__end(struct record_jvm_lock *l);
 
 /* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
  * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */

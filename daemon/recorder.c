@@ -286,6 +286,7 @@ struct vp_recorder {
 	bool stopped;                /* vp_recorder__stop ran */
 	int exit_status;             /* for END */
 	struct vp_end end;
+	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
 };
 
 void vp_record_opts__defaults(struct vp_record_opts *o)
@@ -373,6 +374,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		vp_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
+	r->jvm_lock.fd = -1;
 	r->o = *opts;
 	r->log = opts->log ? opts->log : stderr;
 	cfg = &r->cfg;
@@ -501,7 +503,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 			fprintf(r->log, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
 					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
 		} else {
-			e = record_jvm__attach(r->w, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+			e = record_jvm__attach(r->w, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
 			if (e < 0) {
 				vp_set_err(err, errlen, "cannot write the session in %s: %s",
 					   vp_session_writer__dir(r->w), strerror(-e));
@@ -682,6 +684,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 		fprintf(r->log, "viprof record: %s\n", r->err);
 		ret = ret ? ret : -EIO;
 	}
+	record_jvm__end(&r->jvm_lock);   /* attached JVM agents finish this session's maps and go idle */
 	vp_timing("record: session finished");
 	return r->halted && !ret ? -EIO : ret;
 }
@@ -705,6 +708,7 @@ void vp_recorder__free(struct vp_recorder *r)
 		r->w = NULL;
 	}
 	vp_session_writer__free(r->w);
+	record_jvm__end(&r->jvm_lock);
 	free(r->steal);
 	free(r);
 }

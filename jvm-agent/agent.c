@@ -7,6 +7,11 @@
  * queue out, decides the epochs and writes the file. The GC callback touches nothing but
  * the raw monitor and the preallocated queue, as the JVMTI spec demands there.
  *
+ * Sessions: each Agent_OnAttach after the first ends the current map and starts one in
+ * the new directory, replaying live code (switch_session, on the agent thread). With
+ * lock=FILE the session ends when the recorder lets go of its flock on FILE: the agent
+ * then closes the map, turns its events off and idles until the next attach.
+ *
  * The agent never takes the JVM down: on any failure it prints one line, disables
  * itself, and returns JNI_OK so the JVM keeps running without JIT names. */
 #ifndef _GNU_SOURCE
@@ -20,7 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +40,7 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "jvm-agent/names.h"
+#include "jvm-agent/vmstructs.h"
 #include "maps/codemap_format.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -55,10 +65,20 @@ struct ranges {
 	size_t n, cap;
 };
 
+/* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
+ * for as long as its session lasts (the agent stops writing when the lock is free). */
+struct session_opts {
+	char dir[PATH_MAX];
+	char lock[PATH_MAX];
+	bool default_dir;      /* no dir= option: the per-user default under /tmp */
+};
+
 static struct agent {
 	jvmtiEnv *jvmti;
 	jrawMonitorID lock;
-	volatile bool disabled;
+	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
+	volatile bool failed;   /* for good: the agent thread is gone or never came */
+	bool idle;              /* agent thread: no session (no file, events off) */
 	bool attached;
 	bool frame_pointers;
 	char dir[PATH_MAX];
@@ -91,12 +111,25 @@ static struct agent {
 	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
 	volatile int method_ptrs;
 	bool classes_enumerated;
+	bool threads_named;    /* this session has the names of the threads it found running */
 	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
-} A;
+
+	/* The session's end: a recorder holds lock_path locked while it records. */
+	char lock_path[PATH_MAX];
+	int lock_fd;
+	uint64_t lock_checked;
+
+	/* A new session (another attach), under lock: the attach thread asks (switch_want),
+	 * the agent thread switches files and answers (switch_done, switch_err). */
+	struct session_opts next;
+	uint64_t switch_want, switch_done;
+	int switch_err;
+} A = { .lock_fd = -1 };
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
 static __thread bool tl_agent_thread; /* this is the agent's own thread */
+static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
 
 static uint64_t now_ns(void)
 {
@@ -122,6 +155,7 @@ static void fail(const char *what, const char *why)
 {
 	fprintf(stderr, "viprof agent: %s failed: %s; JIT frames will not be named\n", what, why);
 	A.disabled = true;
+	A.failed = true;
 }
 
 /* ---- the queue (callbacks) ---- */
@@ -813,34 +847,198 @@ static void finish_file(void)
 			A.path, strerror(-(err ? err : cerr)));
 }
 
+/* ---- sessions ---- */
+
+static int open_file(void);
+static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni);
+static int write_meta(void);
+static void use_options(const struct session_opts *o);
+
+/* The events a session needs; VMInit and VMDeath stay on between sessions. */
+static const jvmtiEvent session_events[] = {
+	JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+	JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
+	JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
+};
+
+static jvmtiError set_session_events(jvmtiEventMode mode)
+{
+	jvmtiError first = JVMTI_ERROR_NONE;
+	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
+		jvmtiError e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, mode, session_events[i], NULL);
+		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
+			first = e;
+	}
+	return first;
+}
+
+/* Opens the file the recorder holds locked while its session lasts (lock=). Without
+ * one (the JVM's own -agentpath, `viprof attach`) a session lasts until the next. */
+static void watch_open(void)
+{
+	struct stat st;
+
+	if (A.lock_fd >= 0)
+		close(A.lock_fd);
+	A.lock_fd = -1;
+	if (!A.lock_path[0])
+		return;
+	A.lock_fd = open(A.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (A.lock_fd >= 0 && (fstat(A.lock_fd, &st) || !S_ISREG(st.st_mode))) {
+		close(A.lock_fd);
+		A.lock_fd = -1;
+		errno = EINVAL;
+	}
+	if (A.lock_fd < 0)
+		fprintf(stderr, "viprof agent: cannot watch the recording's lock file %s: %s; this session's code map "
+			"goes on after the recording ends, until the next attach\n", A.lock_path, strerror(errno));
+}
+
+/* Has the recorder let go of its lock (stopped, or was killed: the kernel releases it)?
+ * Asked at most twice a second, with a lock attempt that never blocks. */
+static bool session_ended(void)
+{
+	if (A.lock_fd < 0)
+		return false;
+	uint64_t t = now_ns();
+	if (t - A.lock_checked < 500000000ull)
+		return false;
+	A.lock_checked = t;
+	if (flock(A.lock_fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(A.lock_fd, LOCK_UN);
+		return true;
+	}
+	return errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* The session ended: no more events, what is queued written, the file closed. Until
+ * the next attach the agent costs nothing but this thread's wait. */
+static void go_idle(void)
+{
+	const uint8_t *buf;
+
+	A.disabled = true;
+	set_session_events(JVMTI_DISABLE);
+	lock();
+	size_t n = take(&buf);
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (A.w && n)
+		drain(buf, n);
+	finish_file();
+	if (A.lock_fd >= 0)
+		close(A.lock_fd);
+	A.lock_fd = -1;
+	A.idle = true;
+}
+
+/* Another attach: the current session (if any) ends here, cleanly, and a new map begins
+ * in the new directory, as a late attach (the attaching thread replays live code once
+ * this returns). Runs on the agent thread; 0 or -errno (the agent then stays idle). */
+static int switch_session(void)
+{
+	bool was_idle = A.idle;
+	const uint8_t *buf;
+
+	lock();
+	size_t n = take(&buf);
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (A.w && n)
+		drain(buf, n);
+	finish_file();
+
+	lock();
+	use_options(&A.next);
+	/* Every name is written again into the new file; what an idle agent's callbacks
+	 * queued while it turned idle belongs to no session. */
+	memset(A.seen, 0, SEEN_SLOTS * sizeof(*A.seen));
+	A.nseen = 0;
+	A.dropped = 0;
+	if (was_idle)
+		A.qlen = 0;
+	A.gc_tail = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	A.epoch = 0;
+	A.epoch_used.n = 0;
+	A.live.n = 0;
+	A.live_methods = 0;
+	A.epoch_dirty = false;
+	A.warned_drops = false;
+	A.classes_enumerated = false;
+	A.threads_named = false;
+	A.attached = true;
+	A.lock_checked = 0;
+	watch_open();
+	int err = open_file();
+	if (!err && (err = write_meta())) {
+		cfile_writer__close(A.w);
+		A.w = NULL;
+	}
+	if (err) {
+		A.disabled = true;
+		A.idle = true;
+		set_session_events(JVMTI_DISABLE);
+		return err;
+	}
+	A.last_flush = now_ns();
+	A.idle = false;
+	A.disabled = false;
+	jvmtiError e = set_session_events(JVMTI_ENABLE);
+	if (e != JVMTI_ERROR_NONE)
+		fprintf(stderr, "viprof agent: SetEventNotificationMode failed: %s; some JIT code may be unnamed\n",
+			jvmti_err(e));
+	return 0;
+}
+
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
 	tl_agent_thread = true;
 	A.agent_jni = jni;
 	for (;;) {
-		const uint8_t *buf;
+		const uint8_t *buf = NULL;
 		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
-		if (A.qlen == 0 && !A.stopping)
+		/* Idle: nothing to do until the next session (or the JVM's end). */
+		while (A.idle && !A.stopping && A.switch_want == A.switch_done)
+			(*jvmti)->RawMonitorWait(jvmti, A.lock, 0);
+		if (A.qlen == 0 && !A.stopping && A.switch_want == A.switch_done)
 			(*jvmti)->RawMonitorWait(jvmti, A.lock, 1000);
-		size_t n = take(&buf);
-		bool stop = A.stopping;
+		size_t n = A.idle ? 0 : take(&buf);
+		bool stop = A.stopping, sw = A.switch_want != A.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
 		(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
 
-		int err = drain(buf, n);
+		/* With nothing new, drain still flushes what was written over a second ago: a
+		 * JVM that compiles nothing more (a steady service) would otherwise keep its
+		 * last records (the class enumeration, thread names) in memory until the
+		 * session ends, and lose them if it is killed first. */
+		int err = n || (A.w && !A.idle) ? drain(buf, n) : 0;
 		if (err) {
 			fail("writing the code map", strerror(-err));
 			lock();
 			A.qlen = 0;
 			(*jvmti)->RawMonitorExit(jvmti, A.lock);
 		}
-		if (stop || A.disabled)
+		if (stop || A.failed)
 			break;
+		if (sw) {
+			int serr = switch_session();
+			lock();
+			A.switch_err = serr;
+			A.switch_done = A.switch_want;
+			(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
+			(*jvmti)->RawMonitorExit(jvmti, A.lock);
+			continue;
+		}
+		if (!A.idle && session_ended()) {
+			go_idle();
+			continue;
+		}
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
-		if (!A.classes_enumerated)
+		if (!A.idle && !A.classes_enumerated)
 			enumerate_classes(jvmti, jni);
+		if (!A.idle && !A.threads_named)
+			name_running_threads(jvmti, jni);
 	}
 	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
 	/* Anything queued after the last take is written by whoever waits for us. */
@@ -910,6 +1108,223 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 	shutdown_agent();
 }
 
+/* ---- full Java thread names (THREAD_NAME) ---- */
+
+/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
+ * thread the first 15 bytes of its Java name): only longer names tell more. */
+#define KERNEL_NAME_LEN 15
+
+/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
+ * the agent thread. */
+static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
+{
+	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
+	lock();
+	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
+	if (b) {
+		b->tid = tid;
+		b->name_len = (uint16_t)nl;
+		b->flags = flags;
+		memcpy(b + 1, name, nl);
+	}
+	unlock_notify();
+}
+
+/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
+static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	jvmtiThreadInfo ti;
+
+	if (A.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
+		return;
+	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
+		tl_named = true;
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	/* thread_group and context_class_loader are local references: freed on return. */
+}
+
+/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
+ * A thread that was running before the session began was named (if at all) by
+ * name_running_threads, not here: its name is asked again. */
+static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	jvmtiThreadInfo ti;
+	bool named = tl_named;
+
+	if (A.disabled)
+		return;
+	tl_named = false;
+	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
+		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	}
+	if (named)
+		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
+}
+
+struct task_name {
+	uint32_t tid;
+	char comm[KERNEL_NAME_LEN + 1];
+};
+
+/* The kernel names of this process's threads; returns how many (at most max). */
+static size_t read_task_names(struct task_name *out, size_t max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	size_t n = 0;
+
+	while (d && n < max && (de = readdir(d))) {
+		char path[300];
+		ssize_t k;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		k = read(fd, out[n].comm, KERNEL_NAME_LEN + 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		while (k > 0 && (out[n].comm[k - 1] == '\n' || out[n].comm[k - 1] == '\0'))
+			k--;
+		out[n].comm[k] = '\0';
+		out[n].tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+#define MAX_TASKS 16384
+
+/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
+ * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
+ * _thread_id. Read through the exported VM structure tables, once; memory is read with
+ * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
+static struct {
+	bool tried, ok;
+	jfieldID eetop;
+	uint64_t osthread, thread_id;
+} HS;
+
+static void hs_tid_init(JNIEnv *jni)
+{
+	HS.tried = true;
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
+			   tid = { "OSThread", "_thread_id" };
+	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
+	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
+	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
+		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
+		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
+		if ((*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		if (cls)
+			(*jni)->DeleteLocalRef(jni, cls);
+		HS.osthread = os->offset;
+		HS.thread_id = tid.offset;
+		HS.ok = HS.eetop != NULL;
+	}
+	if (h)
+		dlclose(h);
+}
+
+static bool read_self(uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The kernel tid of a running Java thread per HotSpot, or 0. */
+static uint32_t hs_tid(JNIEnv *jni, jthread t)
+{
+	uint64_t jt, os = 0;
+	int32_t tid = 0;
+
+	if (!HS.tried)
+		hs_tid_init(jni);
+	if (!HS.ok)
+		return 0;
+	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
+	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
+		return 0;
+	return tid > 0 ? (uint32_t)tid : 0;
+}
+
+/* The threads already running when a session begins (ThreadStart came before it): the
+ * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
+ * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
+ * another); else the one tid with that kernel name, when exactly one thread has it and
+ * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
+ * than named wrong). Runs on the agent thread, once per session. */
+static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	static struct task_name tasks[MAX_TASKS];
+	jthread *th = NULL;
+	jint nth = 0;
+	char **names = NULL;
+	uint32_t *tids = NULL;
+
+	A.threads_named = true;
+	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
+		return;
+	size_t ntasks = read_task_names(tasks, MAX_TASKS);
+	names = calloc((size_t)nth + 1, sizeof(*names));
+	tids = calloc((size_t)nth + 1, sizeof(*tids));
+	for (jint i = 0; names && tids && i < nth; i++) {
+		jvmtiThreadInfo ti;
+
+		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
+			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+				names[i] = strdup(ti.name);
+				tids[i] = hs_tid(jni, th[i]);
+			}
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+			if (ti.thread_group)
+				(*jni)->DeleteLocalRef(jni, ti.thread_group);
+			if (ti.context_class_loader)
+				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+		}
+		/* This thread never returns to Java: free what would pin the threads. */
+		(*jni)->DeleteLocalRef(jni, th[i]);
+	}
+	uint64_t t = now_ns();
+	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	for (jint i = 0; names && tids && i < nth; i++) {
+		if (!names[i])
+			continue;
+		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
+		for (size_t k = 0; k < ntasks; k++) {
+			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
+				continue;
+			hit = k;
+			nhits++;
+			if (tids[i] && tasks[k].tid == tids[i])
+				exact = k;
+		}
+		int same = 0;   /* Java threads with this prefix */
+		for (jint j = 0; j < nth; j++)
+			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
+		if (exact != SIZE_MAX)
+			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+		else if (same == 1 && nhits == 1)
+			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
+	}
+	tl_replaying = false;
+	for (jint i = 0; names && i < nth; i++)
+		free(names[i]);
+	free(names);
+	free(tids);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
+}
+
 /* ---- setup ---- */
 
 /* -XX:[+-]PreserveFramePointer in one whitespace- or NUL-separated list; last one wins. */
@@ -949,30 +1364,47 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
-static int parse_options(const char *options)
+/* dir=DIR[,lock=FILE]: both optional; DIR defaults to /tmp/viprof-jit-<euid>. */
+static int parse_options(const char *options, struct session_opts *o)
 {
-	A.dir[0] = '\0';
+	memset(o, 0, sizeof(*o));
 	if (!options)
 		options = "";
 	const char *p = options;
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char *dst = NULL;
+		size_t skip = 0;
 		if (len > 4 && !strncmp(p, "dir=", 4)) {
-			if (len - 4 >= sizeof(A.dir))
-				return -ENAMETOOLONG;
-			memcpy(A.dir, p + 4, len - 4);
-			A.dir[len - 4] = '\0';
+			dst = o->dir;
+			skip = 4;
+		} else if (len > 5 && !strncmp(p, "lock=", 5)) {
+			dst = o->lock;
+			skip = 5;
 		} else if (len) {
 			return -EINVAL;
 		}
+		if (dst) {
+			if (len - skip >= PATH_MAX)
+				return -ENAMETOOLONG;
+			memcpy(dst, p + skip, len - skip);
+			dst[len - skip] = '\0';
+		}
 		p += len + (end ? 1 : 0);
 	}
-	if (!A.dir[0]) {
-		snprintf(A.dir, sizeof(A.dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
-		A.default_dir = true;
+	if (!o->dir[0]) {
+		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
+		o->default_dir = true;
 	}
 	return 0;
+}
+
+static void use_options(const struct session_opts *o)
+{
+	memcpy(A.dir, o->dir, sizeof(A.dir));
+	memcpy(A.lock_path, o->lock, sizeof(A.lock_path));
+	A.default_dir = o->default_dir;
 }
 
 /* Opens the map directory. It is walked one component at a time without following a
@@ -1086,11 +1518,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 {
 	jvmtiError e;
 	int err;
-	if (A.jvmti) {
-		if (A.disabled) {
-			fprintf(stderr, "viprof agent: loading again failed: the agent disabled itself earlier in this JVM; restart the JVM to profile its JIT code\n");
-			return -EALREADY;
-		}
+	if (A.jvmti) {  /* -agentpath twice: the first one serves */
 		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", A.path);
 		return 0;
 	}
@@ -1100,10 +1528,13 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		fail("GetEnv(JVMTI 1.2)", "this JVM offers no JVMTI 1.2");
 		return -ENOTSUP;
 	}
-	if ((err = parse_options(options))) {
-		fail("parsing the options", err == -EINVAL ? "expected dir=<directory>" : strerror(-err));
+	struct session_opts so;
+	if ((err = parse_options(options, &so))) {
+		fail("parsing the options", err == -EINVAL ? "expected dir=<directory>[,lock=<file>]" : strerror(-err));
 		return err;
 	}
+	use_options(&so);
+	watch_open();
 	A.frame_pointers = detect_frame_pointers();
 	A.qbuf[0] = malloc(QUEUE_BYTES);
 	A.qbuf[1] = malloc(QUEUE_BYTES);
@@ -1151,6 +1582,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.VMInit = cb_vm_init;
 	cb.VMDeath = cb_vm_death;
 	cb.ClassPrepare = cb_class_prepare;
+	cb.ThreadStart = cb_thread_start;
+	cb.ThreadEnd = cb_thread_end;
 	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -1159,6 +1592,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 		JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
 		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_PREPARE,
+		JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
 	};
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
@@ -1176,6 +1610,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 static void disable_events(void)
 {
 	A.disabled = true;
+	A.failed = true;
 	if (A.jvmti) {
 		jvmtiEventCallbacks cb = { 0 };
 		(*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb));
@@ -1193,25 +1628,49 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *rese
 	return JNI_OK; /* a failed agent must not stop the JVM from starting */
 }
 
-EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
+/* A second attach to a JVM that has the agent: the agent thread ends the current
+ * session's map (if any) and opens the new one; then this thread replays. */
+static int new_session(const char *options)
 {
-	bool again = A.jvmti != NULL;
-	if (setup(vm, options, true)) {
-		if (!again)
-			disable_events();
-		return JNI_ERR; /* tells the attaching tool that it did not work */
+	struct session_opts so;
+	int err;
+
+	if (A.failed) {
+		fprintf(stderr, "viprof agent: loading again failed: the agent disabled itself earlier in this JVM; "
+			"restart the JVM to profile its JIT code\n");
+		return -EALREADY;
 	}
-	if (again)
-		return JNI_OK;
-	JNIEnv *jni = NULL;
-	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || start_thread(jni)) {
-		if (!A.disabled)
-			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
-		disable_events();
-		return JNI_ERR;
+	if ((err = parse_options(options, &so))) {
+		fprintf(stderr, "viprof agent: loading again failed: %s; expected dir=<directory>[,lock=<file>]\n",
+			strerror(-err));
+		return err;
 	}
-	/* Replay what was compiled and generated before we came. This thread may wait for
-	 * queue room: it is the attach listener, not application code. */
+	lock();
+	if (!A.thread_running) {
+		(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+		fprintf(stderr, "viprof agent: loading again failed: the agent's thread is not running (the JVM is "
+			"starting or ending); attach again later\n");
+		return -ESRCH;
+	}
+	A.next = so;
+	uint64_t want = ++A.switch_want;
+	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+	/* Closing the old map writes what its queue holds: seconds at worst. */
+	for (int i = 0; i < 300 && A.switch_done < want && A.thread_running; i++)
+		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
+	err = A.switch_done >= want ? A.switch_err : -ETIMEDOUT;
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (err)
+		fprintf(stderr, "viprof agent: starting a new code map in %s failed: %s (it must be this user's or "
+			"root's and not writable by others); JIT frames of this session will not be named\n", so.dir,
+			strerror(-err));
+	return err;
+}
+
+/* Replays what was compiled and generated before the session began. The calling thread
+ * (the attach listener, not application code) may wait for queue room. */
+static void replay(void)
+{
 	tl_replaying = true;
 	jvmtiError e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	if (e == JVMTI_ERROR_NONE)
@@ -1220,6 +1679,28 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 	if (e != JVMTI_ERROR_NONE)
 		fprintf(stderr, "viprof agent: GenerateEvents failed: %s; code compiled before the attach will not be named\n",
 			jvmti_err(e));
+}
+
+EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
+{
+	if (A.jvmti) {
+		if (new_session(options))
+			return JNI_ERR;
+		replay();
+		return JNI_OK;
+	}
+	if (setup(vm, options, true)) {
+		disable_events();
+		return JNI_ERR; /* tells the attaching tool that it did not work */
+	}
+	JNIEnv *jni = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || start_thread(jni)) {
+		if (!A.disabled)
+			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
+		disable_events();
+		return JNI_ERR;
+	}
+	replay();
 	return JNI_OK;
 }
 

@@ -31,7 +31,7 @@ struct priv {
 	size_t hcap, hn;
 	struct flat_iv *flat;
 	size_t nflat, capflat;
-	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs;
+	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs, cap_threads;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
 	uint32_t file;
 };
@@ -142,6 +142,7 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(m->names);
 	free(m->inlines);
 	free(m->ptrs);
+	free(m->threads);
 	free(pv);
 	free(m);
 }
@@ -358,6 +359,22 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		}
 		return 0;
 	}
+	case VP_CM_THREAD_NAME: {
+		struct vp_cm_thread_name x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short THREAD_NAME", n);
+		memcpy(&x, b, sizeof(x));
+		if (x.name_len > len - sizeof(x))
+			return bad(err, errlen, path, "THREAD_NAME overruns the record", n);
+		if (GROW(m->threads, pv->cap_threads, m->nthreads + 1))
+			return -ENOMEM;
+		const char *name = own_str(pv, (const char *)b + sizeof(x), x.name_len);
+		if (!name)
+			return -ENOMEM;
+		m->threads[m->nthreads++] = (struct vp_cm_thread_info){ .tid = x.tid, .time = r->time,
+			.flags = x.flags, .name = name };
+		return 0;
+	}
 	case VP_CM_CODE_BLOB: {
 		struct vp_cm_code_blob x;
 		if (len < sizeof(x))
@@ -483,6 +500,41 @@ uint64_t vp_codemap__method_at(const struct vp_codemap *m, uint64_t method_ptr, 
 	return m->ptrs[lo].preexisting ? m->ptrs[lo].method_id : 0;
 }
 
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct vp_cm_thread_info *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+const char *vp_codemap__thread_name(const struct vp_codemap *m, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = m->nthreads;
+
+	while (lo < hi) {   /* the first record of tid */
+		size_t mid = (lo + hi) / 2;
+
+		if (m->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == m->nthreads || m->threads[lo].tid != tid)
+		return NULL;
+	size_t best = SIZE_MAX;
+	for (size_t i = lo; i < m->nthreads && m->threads[i].tid == tid && m->threads[i].time <= t; i++)
+		best = i;
+	const struct vp_cm_thread_info *x = best != SIZE_MAX ? &m->threads[best]
+					    : (m->threads[lo].flags & VP_CM_THREAD_PREEXISTING) ? &m->threads[lo] : NULL;
+	/* A sample a moment before its thread's ThreadStart reached the agent: the thread
+	 * ran already (the record is written from the thread itself). */
+	if (!x && t + VP_CM_THREAD_EARLY_NS >= m->threads[lo].time)
+		x = &m->threads[lo];
+	return x && !(x->flags & VP_CM_THREAD_ENDED) && x->name[0] ? x->name : NULL;
+}
+
 static int finish(struct vp_codemap *m, char *err, size_t errlen)
 {
 	struct priv *pv = m->priv;
@@ -502,6 +554,8 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 			qsort_r(m->epochs[e].by_addr, m->epochs[e].nloads, sizeof(uint32_t), cmp_by_start, m);
 	vp_sort(m->blobs, m->nblobs, sizeof(*m->blobs), cmp_blob);
 	vp_sort(m->names, m->nnames, sizeof(*m->names), cmp_name);
+	if (m->nthreads)
+		vp_sort(m->threads, m->nthreads, sizeof(*m->threads), cmp_thread);
 	if (m->nptrs)
 		vp_sort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
 	for (size_t i = 0; i < m->nmethods; i++) {

@@ -60,6 +60,13 @@ struct vp_cm_ptr_info {
 	bool preexisting;            /* also valid before time (VP_CM_PTRS_PREEXISTING) */
 };
 
+/* One VP_CM_THREAD_NAME record. */
+struct vp_cm_thread_info {
+	uint32_t tid, flags;         /* VP_CM_THREAD_* */
+	uint64_t time;
+	const char *name;            /* "" for an end */
+};
+
 struct vp_codemap {
 	uint32_t pid, flags;         /* META; flags VP_CM_META_* */
 	char vm[256];
@@ -73,6 +80,7 @@ struct vp_codemap {
 	struct vp_cm_name_info *names; size_t nnames;         /* sorted by method_id after finish */
 	struct vp_cm_inline_info *inlines; size_t ninlines;
 	struct vp_cm_ptr_info *ptrs; size_t nptrs;           /* sorted by (method_ptr, time) after finish */
+	struct vp_cm_thread_info *threads; size_t nthreads;  /* sorted by (tid, time) after finish */
 	void *priv;
 };
 
@@ -93,6 +101,12 @@ const char *vp_cm_reason_name(uint32_t reason);   /* "start", "gc", ... */
  * METHOD_PTR entry for it at or before t (metadata is reused after classes unload), or,
  * for classes loaded before the agent started, the first entry. 0 when unknown. */
 uint64_t vp_codemap__method_at(const struct vp_codemap *m, uint64_t method_ptr, uint64_t t);
+/* The full Java name of thread tid at t: the latest THREAD_NAME record for tid at or
+ * before t (none once it ended), else a preexisting one, else one written at most
+ * VP_CM_THREAD_EARLY_NS after t (ThreadStart trails the thread's first instructions).
+ * NULL when the agent did not name it. */
+#define VP_CM_THREAD_EARLY_NS 50000000ull
+const char *vp_codemap__thread_name(const struct vp_codemap *m, uint32_t tid, uint64_t t);
 const struct vp_cm_name_info *vp_codemap__name(const struct vp_codemap *m, uint64_t method_id);
 /* Source line of bci in a method, 0 when unknown. */
 uint32_t vp_codemap__line(const struct vp_cm_name_info *n, int32_t bci);

@@ -27,6 +27,7 @@ enum vp_cm_type {
 	VP_CM_CODE_BLOB    = 7,
 	VP_CM_EPOCH_END    = 8,
 	VP_CM_METHOD_PTR   = 9,
+	VP_CM_THREAD_NAME  = 13, /* 10-12 are taken by branch agentcost (INLINE2, METHOD_LOAD2, METHOD_NAMES) */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -151,5 +152,23 @@ struct vp_cm_method_ptr {
 	uint64_t method_ptr;
 	uint64_t method_id;
 };
+
+/* VP_CM_THREAD_NAME: a Java thread's full name (the kernel keeps only 15 characters),
+ * for names longer than that. Followed by name_len bytes of the name (modified UTF-8, as
+ * JVMTI gives it). Written at ThreadStart with the tid the thread itself read (gettid),
+ * and at ThreadEnd (VP_CM_THREAD_ENDED, no name: the tid may then be reused by a thread
+ * the agent does not name). For threads already running when the agent starts or
+ * attaches (VP_CM_THREAD_PREEXISTING, the name held before time too) the tid is the one
+ * HotSpot keeps for the thread, or else the one thread of the JVM whose kernel name is
+ * the name's first 15 bytes; either way that tid's kernel name is the name's first 15
+ * bytes (HotSpot names its native threads so). A reader names tid at t by the latest
+ * record for it at or before t, else by a preexisting one (docs/codemap-format.md). */
+struct vp_cm_thread_name {
+	uint32_t tid;
+	uint16_t name_len;
+	uint16_t flags;          /* VP_CM_THREAD_* */
+};
+#define VP_CM_THREAD_PREEXISTING 0x1u
+#define VP_CM_THREAD_ENDED       0x2u
 
 #endif

@@ -27,11 +27,13 @@ struct proc {
 struct comm_ent {
 	uint64_t t;
 	char comm[16];
+	bool inherited;              /* the parent's name, from the FORK that made the thread */
 };
 
 struct thread {
 	uint32_t tid;
 	struct comm_ent *h; size_t n, cap;
+	uint64_t *exits; size_t nexits, exits_cap;   /* EXIT times of this tid, any order */
 	struct thread *next;
 };
 
@@ -94,6 +96,7 @@ void vp_procmaps__free(struct vp_procmaps *pm)
 		for (struct thread *t = pm->threads[i], *tn; t; t = tn) {
 			tn = t->next;
 			free(t->h);
+			free(t->exits);
 			free(t);
 		}
 		for (struct str *s = pm->strs[i], *sn; s; s = sn) {
@@ -241,19 +244,32 @@ static struct thread *thread_get(struct vp_procmaps *pm, uint32_t tid, bool crea
 	return x;
 }
 
-static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char *comm)
+/* Adds a name to tid's history, kept in time order: the stream is not (each CPU's
+ * buffer is drained in turn, so a thread's own COMM can come before the FORK that made
+ * it, though it happened after). A FORK's inherited name (first) goes before a name set
+ * at the same instant, a COMM's after. */
+static int set_comm(struct vp_procmaps *pm, uint64_t t, uint32_t tid, const char *comm, bool first)
 {
 	struct thread *x = thread_get(pm, tid, true);
 	if (!x)
 		return -ENOMEM;
-	if (x->n && !strncmp(x->h[x->n - 1].comm, comm, 15))
+	size_t i = x->n;
+	while (i > 0 && (x->h[i - 1].t > t || (first && x->h[i - 1].t == t)))
+		i--;
+	if (i > 0 && !strncmp(x->h[i - 1].comm, comm, 15))
+		return 0;   /* the name it had already */
+	if (i < x->n && !strncmp(x->h[i].comm, comm, 15)) {
+		x->h[i].t = t;   /* the same name, known from earlier on */
 		return 0;
+	}
 	if (vp_grow((void **)&x->h, &x->cap, x->n + 1, sizeof(*x->h)))
 		return -ENOMEM;
 	struct comm_ent *h = x->h;
-	h[x->n].t = t;
-	strncpy(h[x->n].comm, comm, 15);
-	h[x->n].comm[15] = '\0';
+	memmove(h + i + 1, h + i, (x->n - i) * sizeof(*h));
+	h[i].t = t;
+	strncpy(h[i].comm, comm, 15);
+	h[i].comm[15] = '\0';
+	h[i].inherited = first;
 	x->n++;
 	return 0;
 }
@@ -264,7 +280,7 @@ int vp_procmaps__fork(struct vp_procmaps *pm, uint64_t t, const struct vp_task *
 	if (pc) {
 		char c[16];
 		snprintf(c, sizeof(c), "%s", pc);
-		int err = set_comm(pm, t, task->tid, c);
+		int err = set_comm(pm, t, task->tid, c, true);
 		if (err)
 			return err;
 	}
@@ -291,6 +307,12 @@ int vp_procmaps__fork(struct vp_procmaps *pm, uint64_t t, const struct vp_task *
 
 int vp_procmaps__exit(struct vp_procmaps *pm, uint64_t t, const struct vp_task *task)
 {
+	/* Kept per thread so that a name given before an exit is not taken for the name
+	 * of a later thread with the same tid (see vp_procmaps__comm_at). */
+	struct thread *x = thread_get(pm, task->tid, true);
+	if (!x || vp_grow((void **)&x->exits, &x->exits_cap, x->nexits + 1, sizeof(*x->exits)))
+		return -ENOMEM;
+	x->exits[x->nexits++] = t;
 	if (task->pid != task->tid)  /* a thread: the process lives on */
 		return 0;
 	struct proc *p = first_gen(pm, task->pid);
@@ -314,7 +336,7 @@ int vp_procmaps__comm(struct vp_procmaps *pm, uint64_t t, uint32_t pid, uint32_t
 			if (p->maps[i].t_end > t)
 				p->maps[i].t_end = p->maps[i].t_start > t ? p->maps[i].t_start : t;
 	}
-	return set_comm(pm, t, tid, comm);
+	return set_comm(pm, t, tid, comm, false);
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -405,14 +427,34 @@ struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint
 	return m;
 }
 
+static bool exited_between(const struct thread *x, uint64_t from, uint64_t to)
+{
+	for (size_t i = 0; i < x->nexits; i++)
+		if (x->exits[i] >= from && x->exits[i] <= to)
+			return true;
+	return false;
+}
+
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t)
 {
 	struct thread *x = thread_get(pm, tid, false);
 	if (!x || !x->n)
 		return NULL;
-	const char *c = x->h[0].comm;
-	for (size_t i = 0; i < x->n; i++)
-		if (x->h[i].t <= t)
-			c = x->h[i].comm;
-	return c;
+	/* The history is in time order (set_comm): the last entry at or before t. */
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (x->h[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t k = lo ? lo - 1 : 0;
+	/* A thread's own COMM can be stamped before the FORK that made it (the recorder's
+	 * /proc snapshot of a thread born as recording began, or CPUs' clocks a little
+	 * apart), so the FORK's inherited parent name would follow it and win. A name the
+	 * thread set itself, with no exit of this tid in between, is the later truth. */
+	if (k > 0 && x->h[k].inherited && !x->h[k - 1].inherited && !exited_between(x, x->h[k - 1].t, x->h[k].t))
+		k--;
+	return x->h[k].comm;
 }

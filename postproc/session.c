@@ -314,6 +314,9 @@ static bool in_list(const uint32_t *v, int n, uint32_t x)
 
 static void meta_add(struct vp_profile *p, const char *key, uint64_t ns);
 
+static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
+static bool comm_selected(const struct loader *l, const char *name, const char *kernel);
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -412,8 +415,8 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		if (l->o->t_from > 0 || l->o->t_to > 0)
 			return 0;
 		if (l->o->comm) {
-			const char *c = vp_procmaps__comm_at(l->pm, t->tid, t->last);
-			if (!c || strcmp(c, l->o->comm))
+			const char *k, *c = thread_name(l, t->pid, t->tid, t->last, &k);
+			if (!c || !comm_selected(l, c, k))
 				return 0;
 		}
 		struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
@@ -508,6 +511,34 @@ static struct jvm *jvm_open(struct loader *l, uint32_t pid)
 			 "(maps/jit_index.h); Java frames are unnamed", path);
 #endif
 	return j;
+}
+
+/* The name of thread tid of pid at t: the full Java thread name when the JVM's agent
+ * recorded one (the kernel keeps 15 characters) and the kernel's name at t is its first
+ * 15 bytes, as HotSpot names native threads (so a thread renamed since, or a tid the
+ * agent's record does not fit, keeps the kernel's name); else the kernel's. *kernel gets
+ * the kernel's (NULL when unknown), which --comm also matches. */
+static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel)
+{
+	const char *k = vp_procmaps__comm_at(l->pm, tid, t);
+	if (!k)
+		k = vp_procmaps__comm_at(l->pm, pid, t);
+	if (kernel)
+		*kernel = k;
+#if HAVE_JIT_INDEX
+	struct jvm *j = pid ? jvm_open(l, pid) : NULL;
+	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	const char *full = cm ? vp_codemap__thread_name(cm, tid, t) : NULL;
+	if (full && (!k || (!strncmp(k, full, 15) && strlen(k) == strnlen(full, 15))))
+		return full;
+#endif
+	return k;
+}
+
+/* Does --comm (o->comm) select this thread: its Java name or its kernel name? */
+static bool comm_selected(const struct loader *l, const char *name, const char *kernel)
+{
+	return !l->o->comm || (name && !strcmp(l->o->comm, name)) || (kernel && !strcmp(l->o->comm, kernel));
 }
 
 static uint32_t add_frame(struct loader *l, uint8_t layer, const char *name, const char *image,
@@ -978,12 +1009,10 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	double rel = r->time >= l->t0 ? (double)(r->time - l->t0) / 1e9 : 0;
 	if (rel < o->t_from || (o->t_to > 0 && rel > o->t_to))
 		return 0;
-	const char *comm = vp_procmaps__comm_at(l->pm, s->tid, r->time);
-	if (!comm)
-		comm = vp_procmaps__comm_at(l->pm, s->pid, r->time);
+	const char *kcomm, *comm = thread_name(l, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
 		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
-	if (o->comm && strcmp(o->comm, comm))
+	if (!comm_selected(l, comm, kcomm))
 		return 0;
 	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
@@ -1277,7 +1306,7 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 {
 	const struct vp_stack *best = v->best_n ? &l->p->stacks[v->best] : NULL;
 	uint32_t extra = 1;
-	const char *comm;
+	const char *comm, *kcomm = NULL;
 	if (v->pid == 0 && v->tid == 0) {
 		comm = "swapper";  /* the idle task's name, as perf shows it */
 	} else if (v->pid == VP_STEAL_UNKNOWN) {
@@ -1285,13 +1314,11 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	} else if (best) {
 		comm = best->comm;
 	} else {
-		comm = vp_procmaps__comm_at(l->pm, v->tid, l->t_last);
-		if (!comm)
-			comm = vp_procmaps__comm_at(l->pm, v->pid, l->t_last);
+		comm = thread_name(l, v->pid, v->tid, l->t_last, &kcomm);
 	}
 	if (!comm)
 		comm = "";
-	if (l->o->comm && strcmp(l->o->comm, comm))
+	if (!comm_selected(l, comm, kcomm))
 		return 0;
 	if (!best)
 		extra = 2;  /* a root saying why there is no stack, then the leaf */

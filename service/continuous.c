@@ -187,12 +187,12 @@ static void write_interval_file(struct vp_cont *c, const char *name, uint64_t fr
 	fclose(f);
 }
 
-/* A JVM keeps the agent it got in an earlier interval, and the agent keeps writing
- * its code maps where it was told then (a second attach is ignored). The code-map file
- * is one append-only, time-stamped stream, so a hard link of it in this interval's
- * jit/<pid>/ gives this session the JVM's maps, including what the agent appends
- * later; retention removing the old interval removes only a name. Done for JVMs still
- * running whose maps this interval lacks. */
+/* Each interval's recorder attaches again, and the agent moves to that interval's
+ * jit/<pid>/ with the live code replayed; a JVM it did not reach (attach refused or
+ * failed) keeps its maps in an earlier interval. The code-map file is one append-only,
+ * time-stamped stream, so a hard link of it in this interval's jit/<pid>/ gives this
+ * session the JVM's maps; retention removing the old interval removes only a name.
+ * Done for JVMs still running whose maps this interval lacks. */
 static void carry_maps(struct vp_cont *c, const char *name)
 {
 	char jit[VP_INTERVAL_NAME_LEN + 8];

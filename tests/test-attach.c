@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 		_exit(rr == -EPERM && strstr(e2, "run viprof as that user or as root") ? 0 : 1);
 	}
 	ASSERT_EQ(tu_wait(ch, 30), 0);
-	/* A second attach is harmless: the loaded agent ignores it. */
+	/* A second attach starts a new map (codemap.1.vpm in the same directory here). */
 	ASSERT_OK(vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)));
 	ASSERT_EQ(tu_wait(pid, 60), 7);
 	tu_rm_rf(dir);

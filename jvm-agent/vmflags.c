@@ -1,0 +1,88 @@
+/* JDK 21+ prints three "WARNING: A JVM TI agent has been loaded dynamically" lines into the
+ * application's stderr when an agent is attached, unless -XX:+EnableDynamicAgentLoading
+ * was given on the command line (JEP 451). HotSpot tests where the flag's value came
+ * from (FLAG_IS_CMDLINE), after it has loaded the library and before it calls
+ * Agent_OnAttach. So, when this library is loaded into a JVM that is already running (a
+ * dynamic attach), its constructor sets that flag's "set on the command line" bit if its
+ * value is still the default: the value (true until a future JDK) and its origin are left
+ * alone, so nothing the JVM allows changes; only the warning goes (async-profiler does
+ * the same). The flag table is found through HotSpot's exported VM structure tables
+ * (gHotSpotVMStructs), as serviceability tools do; anything unexpected (no such
+ * tables, no such flag: JDK <= 20, a layout we do not know) leaves the JVM untouched and
+ * the warning printed. At JVM start (-agentpath) nothing is done: no warning is printed
+ * then, and the flag must stay as the user left it for agents that others load later. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jvm-agent/vmstructs.h"
+
+/* JVMFlag::Flags (an int): the value's origin in the low 4 bits, and one bit that says
+ * the flag was given on the command line, which is what FLAG_IS_CMDLINE tests. */
+#define ORIGIN_MASK 0xfu
+#define ORIGIN_DEFAULT 0u
+#define WAS_SET_ON_COMMAND_LINE (1u << 17)
+
+/* Is HotSpot's VM thread running, i.e. is the JVM past its start-up (where -agentpath
+ * agents are loaded, before that thread exists)? */
+static bool vm_running(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		char path[300], comm[32];
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		found = n >= 9 && !memcmp(comm, "VM Thread", 9);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+__attribute__((constructor)) static void quiet_dynamic_load_warning(void)
+{
+	if (!vm_running())
+		return;
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	struct vp_vm_field f[] = {
+		{ "JVMFlag", "_name" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" }, { "JVMFlag", "numFlags" },
+	};
+	uint64_t size = vp_vm__type_size(h, "JVMFlag");
+	if (size && vp_vm__find_fields(h, f, 4) && !f[0].is_static && !f[1].is_static && f[2].is_static && f[3].is_static &&
+	    f[2].address && f[3].address && f[0].offset + sizeof(char *) <= size && f[1].offset + sizeof(uint32_t) <= size) {
+		const char *table = *(const char *const *)f[2].address;
+		size_t n = *(const size_t *)f[3].address;
+		for (size_t i = 0; table && i < n && i < 100000; i++) {
+			const char *flag = table + i * size;
+			const char *name = *(const char *const *)(flag + f[0].offset);
+			if (!name || strcmp(name, "EnableDynamicAgentLoading"))
+				continue;
+			uint32_t bits;
+			memcpy(&bits, flag + f[1].offset, sizeof(bits));
+			if ((bits & ORIGIN_MASK) == ORIGIN_DEFAULT) {
+				bits |= WAS_SET_ON_COMMAND_LINE;
+				memcpy((char *)flag + f[1].offset, &bits, sizeof(bits));
+			}
+			break;
+		}
+	}
+	if (h)
+		dlclose(h);
+}

@@ -1,0 +1,72 @@
+/* HotSpot's exported VM structure tables (gHotSpotVMStructs, gHotSpotVMTypes), read in
+ * the JVM's own process by the agent: see vmstructs.h. */
+#define _GNU_SOURCE
+#include "jvm-agent/vmstructs.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+static void *sym(void *h, const char *name)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+	return p ? p : h ? dlsym(h, name) : NULL;
+}
+
+static bool read_u64(void *h, const char *name, uint64_t *out)
+{
+	const uint64_t *p = sym(h, name);
+	if (!p)
+		return false;
+	*out = *p;
+	return true;
+}
+
+/* Looks up the fields f[0..n) in gHotSpotVMStructs; true when all were found. */
+bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n)
+{
+	uint64_t tn, fn, st, off, addr, stride;
+	char *const *base = sym(h, "gHotSpotVMStructs");
+	if (!base || !*base || !read_u64(h, "gHotSpotVMStructEntryTypeNameOffset", &tn) ||
+	    !read_u64(h, "gHotSpotVMStructEntryFieldNameOffset", &fn) ||
+	    !read_u64(h, "gHotSpotVMStructEntryIsStaticOffset", &st) ||
+	    !read_u64(h, "gHotSpotVMStructEntryOffsetOffset", &off) ||
+	    !read_u64(h, "gHotSpotVMStructEntryAddressOffset", &addr) ||
+	    !read_u64(h, "gHotSpotVMStructEntryArrayStride", &stride) || !stride)
+		return false;
+	int left = n;
+	for (const char *e = *base; left > 0; e += stride) {
+		const char *type = *(const char *const *)(e + tn), *name = *(const char *const *)(e + fn);
+		if (!type)
+			break;   /* the table ends with an entry of NULL names */
+		if (!name)
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (f[i].found || strcmp(f[i].type, type) || strcmp(f[i].name, name))
+				continue;
+			f[i].found = true;
+			f[i].is_static = *(const int32_t *)(e + st) != 0;
+			f[i].offset = *(const uint64_t *)(e + off);
+			f[i].address = *(void *const *)(e + addr);
+			left--;
+		}
+	}
+	return left == 0;
+}
+
+/* sizeof(type) from gHotSpotVMTypes, 0 when unknown. */
+uint64_t vp_vm__type_size(void *h, const char *type)
+{
+	uint64_t tn, sz, stride;
+	char *const *base = sym(h, "gHotSpotVMTypes");
+	if (!base || !*base || !read_u64(h, "gHotSpotVMTypeEntryTypeNameOffset", &tn) ||
+	    !read_u64(h, "gHotSpotVMTypeEntrySizeOffset", &sz) || !read_u64(h, "gHotSpotVMTypeEntryArrayStride", &stride) ||
+	    !stride)
+		return 0;
+	for (const char *e = *base;; e += stride) {
+		const char *name = *(const char *const *)(e + tn);
+		if (!name)
+			return 0;
+		if (!strcmp(name, type))
+			return *(const uint64_t *)(e + sz);
+	}
+}

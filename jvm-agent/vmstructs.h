@@ -1,0 +1,24 @@
+/* HotSpot's exported VM structure tables, as serviceability tools read them: the offset
+ * (or, for a static field, the address) of a named field of a VM type, and a type's
+ * size. Inside the JVM's own process (the agent); internal to jvm-agent/. */
+#ifndef VIPROF_JVM_AGENT_VMSTRUCTS_H
+#define VIPROF_JVM_AGENT_VMSTRUCTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vp_vm_field {
+	const char *type, *name;   /* asked for, e.g. "OSThread", "_thread_id" */
+	bool is_static;
+	uint64_t offset;           /* of a non-static field */
+	void *address;             /* of a static field */
+	bool found;
+};
+
+/* h: libjvm.so's handle (dlopen RTLD_NOLOAD), or NULL to look in the global scope.
+ * Fills f[0..n); true when every field was found (a field set found is skipped). */
+bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n);
+/* sizeof(type) as HotSpot exports it, 0 when unknown. */
+uint64_t vp_vm__type_size(void *h, const char *type);
+
+#endif
