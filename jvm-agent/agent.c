@@ -105,6 +105,67 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
+ * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
+ * bytes queued or written per record type, printed to stderr when the agent stops. The
+ * clocks are read only when stats are on: off, each site costs one predictable branch. */
+enum st_kind {
+	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_NKINDS
+};
+static const char *const st_name[ST_NKINDS] = {
+	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
+	"GarbageCollectionFinish", "writer (drain)", "writer (names)",
+};
+struct st_mark {
+	uint64_t wall, cpu;
+};
+static struct {
+	bool on;
+	bool noop;       /* option "noop": callbacks return at once (what the JVM itself pays) */
+	bool no_inline;  /* option "inline=no": no INLINE records */
+	uint64_t n[ST_NKINDS], wall[ST_NKINDS], cpu[ST_NKINDS];
+	uint64_t rec_n[16], rec_bytes[16];   /* written to the file, by record type */
+} S;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void st_begin(struct st_mark *m)
+{
+	if (S.on) {
+		m->wall = now_ns();
+		m->cpu = thread_cpu_ns();
+	}
+}
+
+static void st_end(enum st_kind k, const struct st_mark *m)
+{
+	if (!S.on)
+		return;
+	__atomic_add_fetch(&S.n[k], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&S.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&S.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
+}
+
+static void st_print(void)
+{
+	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
+		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2" };
+	if (!S.on)
+		return;
+	for (int k = 0; k < ST_NKINDS; k++)
+		fprintf(stderr, "viprof agent stats: %-24s n=%-7llu cpu_ms=%.1f wall_ms=%.1f\n", st_name[k],
+			(unsigned long long)S.n[k], S.cpu[k] / 1e6, S.wall[k] / 1e6);
+	for (int t = 0; t < 16; t++)
+		if (S.rec_n[t])
+			fprintf(stderr, "viprof agent stats: record %-13s n=%-7llu bytes=%llu\n", rec[t] ? rec[t] : "?",
+				(unsigned long long)S.rec_n[t], (unsigned long long)S.rec_bytes[t]);
+}
+
 static const char *jvmti_err(jvmtiError e)
 {
 	static char buf[64];
@@ -293,12 +354,9 @@ static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compil
 	return NULL;
 }
 
-static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
-				     const void *code_addr, jint map_length,
-				     const jvmtiAddrLocationMap *map, const void *compile_info)
+static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
+			  const void *compile_info)
 {
-	if (A.disabled)
-		return;
 	uint64_t t = now_ns();
 	struct mnames nm;
 	if (resolve_names(jvmti, method, &nm))
@@ -331,7 +389,7 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 		return;
 
 	queue_method_name(jvmti, method, scratch);
-	if (!inl || inl->numpcs <= 0)
+	if (!inl || inl->numpcs <= 0 || S.no_inline)
 		return;
 	/* The same few methods recur at every pc: look each up (under the monitor) once
 	 * per callback. A small set on the stack; no allocation in a callback. */
@@ -394,10 +452,24 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	unlock_notify();
 }
 
+static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+				     const void *code_addr, jint map_length,
+				     const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+	struct st_mark m;
+	if (A.disabled || S.noop)
+		return;
+	st_begin(&m);
+	compiled_load(jvmti, method, code_size, code_addr, compile_info);
+	st_end(ST_LOAD, &m);
+}
+
 static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
-	if (A.disabled)
+	struct st_mark m;
+	if (A.disabled || S.noop)
 		return;
+	st_begin(&m);
 	lock();
 	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
 	if (b) {
@@ -405,12 +477,15 @@ static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const 
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
 	unlock_notify();
+	st_end(ST_UNLOAD, &m);
 }
 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
-	if (A.disabled)
+	struct st_mark m;
+	if (A.disabled || S.noop)
 		return;
+	st_begin(&m);
 	size_t nl = strnlen(name ? name : "", 255);
 	lock();
 	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
@@ -422,6 +497,7 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 		memcpy(b + 1, name, nl);
 	}
 	unlock_notify();
+	st_end(ST_DYNAMIC, &m);
 }
 
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
@@ -431,8 +507,10 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
  * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
-	if (A.disabled)
+	if (A.disabled || S.noop)
 		return;
+	if (S.on)
+		__atomic_add_fetch(&S.n[ST_GC], 1, __ATOMIC_RELAXED);
 	uint64_t h = __atomic_load_n(&A.gc_head, __ATOMIC_RELAXED);
 	A.gc_time[h % GC_RING] = now_ns();
 	__atomic_store_n(&A.gc_head, h + 1, __ATOMIC_RELEASE);
@@ -526,6 +604,16 @@ static int next_epoch(uint32_t reason, uint64_t t)
 
 static int name_ptr_methods(const struct vp_record *r);
 
+/* Appends one record to the file, counted for the stats. */
+static int emit(uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	if (S.on) {
+		S.rec_n[type & 15]++;
+		S.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
+	}
+	return cfile_writer__append(A.w, type, time, body, len);
+}
+
 static int write_record(const struct vp_record *r)
 {
 	const void *body = vp_record_body(r);
@@ -551,9 +639,13 @@ static int write_record(const struct vp_record *r)
 	default:
 		break;
 	}
-	err = cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
-	if (!err && r->type == VP_CM_METHOD_PTR)
+	err = emit(r->type, r->time, body, vp_record_body_len(r));
+	if (!err && r->type == VP_CM_METHOD_PTR) {
+		struct st_mark m;
+		st_begin(&m);
 		err = name_ptr_methods(r);
+		st_end(ST_WRITER_NAMES, &m);
+	}
 	return err;
 }
 
@@ -614,7 +706,12 @@ cleanup:
 
 static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
 {
+	struct st_mark m;
+	if (S.noop)
+		return;
+	st_begin(&m);
 	queue_class_ptrs(jvmti, klass, now_ns(), 0);
+	st_end(ST_PREPARE, &m);
 }
 
 /* Classes loaded before the agent could see them: their pointers were valid before the
@@ -741,7 +838,7 @@ static int name_ptr_methods(const struct vp_record *r)
 			memcpy(q + nl + fl + (size_t)k * sizeof(l), &l, sizeof(l));
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		err = cfile_writer__append(A.w, VP_CM_METHOD_NAME, r->time, buf,
+		err = emit(VP_CM_METHOD_NAME, r->time, buf,
 					   sizeof(*h) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
 		lock();
 		seen_add(p[i].method_id);
@@ -774,13 +871,17 @@ static int apply_gcs(uint64_t t)
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
 static int drain(const uint8_t *buf, size_t len)
 {
+	struct st_mark m;
 	int err;
+	st_begin(&m);
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
 		if ((err = apply_gcs(r->time)) || (err = write_record(r)))
 			return err;
 		off += r->size;
 	}
+	if (len)
+		st_end(ST_WRITER, &m);
 	/* GCs after the last record wait for the next one: records still on their way
 	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
@@ -805,6 +906,7 @@ static void finish_file(void)
 {
 	if (!A.w)
 		return;
+	st_print();
 	int err = write_epoch_end(now_ns());
 	int cerr = cfile_writer__close(A.w);
 	A.w = NULL;
@@ -949,8 +1051,25 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
+/* The measurement options (docs/benchmarks.md): stats, noop, inline=no. */
+static bool measure_option(const char *p, size_t len)
+{
+	if (len == 5 && !memcmp(p, "stats", 5))
+		S.on = true;
+	else if (len == 4 && !memcmp(p, "noop", 4))
+		S.noop = true;
+	else if (len == 9 && !memcmp(p, "inline=no", 9))
+		S.no_inline = true;
+	else
+		return false;
+	return true;
+}
+
 static int parse_options(const char *options)
 {
+	const char *env = getenv("VIPROF_AGENT_STATS");
+	if (env && *env && strcmp(env, "0"))
+		S.on = true;
 	A.dir[0] = '\0';
 	if (!options)
 		options = "";
@@ -963,6 +1082,8 @@ static int parse_options(const char *options)
 				return -ENAMETOOLONG;
 			memcpy(A.dir, p + 4, len - 4);
 			A.dir[len - 4] = '\0';
+		} else if (measure_option(p, len)) {
+			/* taken */
 		} else if (len) {
 			return -EINVAL;
 		}
