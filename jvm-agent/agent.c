@@ -32,6 +32,7 @@
 #include "common/safefs.h"
 #include "jvm-agent/names.h"
 #include "maps/codemap_format.h"
+#include "maps/epoch_rule.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -44,16 +45,6 @@
 
 /* GC finish times, published lock-free by the GC callback (see cb_gc_finish). */
 #define GC_RING 64
-
-struct interval {
-	uint64_t start, end;
-};
-
-/* A sorted array of disjoint [start,end) ranges; only the agent thread uses it. */
-struct ranges {
-	struct interval *v;
-	size_t n, cap;
-};
 
 static struct agent {
 	jvmtiEnv *jvmti;
@@ -82,8 +73,8 @@ static struct agent {
 	struct cfile_writer *w;
 	uint32_t epoch;
 	bool epoch_dirty;      /* the current epoch holds loads or unloads */
-	struct ranges epoch_used;
-	struct ranges live;
+	struct vp_cm_ranges epoch_used; /* loads of this epoch (maps/epoch_rule.h) */
+	struct vp_cm_ranges live;
 	uint64_t live_methods;
 	uint64_t last_flush;
 	bool warned_drops;
@@ -307,6 +298,8 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 	lock();
 	bool have = seen_has(id);
 	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+	if (S.on)
+		__atomic_add_fetch(have ? &S.rec_n[14] : &S.rec_n[15], 1, __ATOMIC_RELAXED);
 	if (have || resolve_names(jvmti, m, scratch))
 		return;
 
@@ -518,53 +511,6 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 
 /* ---- the writer side (agent thread) ---- */
 
-static size_t ranges_find(const struct ranges *r, uint64_t start)
-{
-	size_t lo = 0, hi = r->n; /* first index with v[i].start >= start */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->v[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static bool ranges_overlaps(const struct ranges *r, uint64_t s, uint64_t e)
-{
-	size_t i = ranges_find(r, s);
-	if (i < r->n && r->v[i].start < e)
-		return true;
-	return i > 0 && r->v[i - 1].end > s;
-}
-
-static int ranges_insert(struct ranges *r, uint64_t s, uint64_t e)
-{
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		struct interval *v = realloc(r->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
-	size_t i = ranges_find(r, s);
-	memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof(*r->v));
-	r->v[i] = (struct interval){ s, e };
-	r->n++;
-	return 0;
-}
-
-static void ranges_remove_start(struct ranges *r, uint64_t s)
-{
-	size_t i = ranges_find(r, s);
-	if (i < r->n && r->v[i].start == s) {
-		memmove(r->v + i, r->v + i + 1, (r->n - i - 1) * sizeof(*r->v));
-		r->n--;
-	}
-}
-
 static int write_epoch_end(uint64_t t)
 {
 	uint64_t bytes = 0;
@@ -588,7 +534,7 @@ static int write_epoch_end(uint64_t t)
 static int begin_epoch(uint32_t reason, uint64_t t)
 {
 	struct vp_cm_epoch_begin b = { .epoch = A.epoch, .reason = reason };
-	A.epoch_used.n = 0;
+	vp_cm_ranges__clear(&A.epoch_used);
 	A.epoch_dirty = false;
 	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
 }
@@ -621,19 +567,19 @@ static int write_record(const struct vp_record *r)
 	switch (r->type) {
 	case VP_CM_METHOD_LOAD: {
 		const struct vp_cm_method_load *l = body;
-		uint64_t s = l->code_start, e = l->code_start + (l->code_size ? l->code_size : 1);
-		if (ranges_overlaps(&A.epoch_used, s, e) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
+		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
+		if (vp_cm_load_reuses(&A.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
 			return err;
-		if ((err = ranges_insert(&A.epoch_used, s, e)))
+		if ((err = vp_cm_ranges__insert(&A.epoch_used, s, e)))
 			return err;
-		ranges_remove_start(&A.live, s); /* a missed unload must not double count */
-		if ((err = ranges_insert(&A.live, s, e)))
+		vp_cm_ranges__remove_start(&A.live, s); /* a missed unload must not double count */
+		if ((err = vp_cm_ranges__insert(&A.live, s, e)))
 			return err;
 		A.epoch_dirty = true;
 		break;
 	}
 	case VP_CM_METHOD_UNLOAD:
-		ranges_remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
+		vp_cm_ranges__remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
 		A.epoch_dirty = true;
 		break;
 	default:

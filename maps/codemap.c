@@ -16,6 +16,7 @@
 #include "common/chunkfile.h"
 #include "common/util.h"
 #include "maps/codemap_format.h"
+#include "maps/epoch_rule.h"
 
 struct flat_iv {
 	uint64_t start, end;
@@ -33,6 +34,7 @@ struct priv {
 	size_t nflat, capflat;
 	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
+	struct vp_cm_ranges placed; /* jitdump import: the loads of the current epoch */
 	uint32_t file;
 };
 
@@ -128,6 +130,7 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(pv->hkeys);
 	free(pv->hvals);
 	free(pv->flat);
+	vp_cm_ranges__free(&pv->placed);
 	for (size_t i = 0; i < m->nepochs; i++)
 		free(m->epochs[i].by_addr);
 	for (size_t i = 0; i < m->ninlines; i++) {
@@ -723,17 +726,19 @@ struct jd_move {
 };
 enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1 };
 
-/* Opens a new epoch when [s,e) overlaps a load of the current one, as the agent does. */
-static int import_place(struct vp_codemap *m, uint64_t s, uint64_t e, uint64_t t)
+/* Opens a new epoch when a load of size bytes at s overlaps a load of the current one:
+ * the agent's rule (maps/epoch_rule.h). */
+static int import_place(struct vp_codemap *m, uint64_t s, uint64_t size, uint64_t t)
 {
 	struct priv *pv = m->priv;
-	const struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
-	for (size_t i = m->nmethods; i-- > 0 && m->methods[i].epoch == (uint32_t)pv->cur_epoch;) {
-		const struct vp_cm_method_info *x = &m->methods[i];
-		if (x->start < e && s < x->start + (x->size ? x->size : 1))
-			return begin_epoch(m, ep->id + 1, VP_EPOCH_REUSE, t);
+	int err;
+
+	if (vp_cm_load_reuses(&pv->placed, s, size)) {
+		if ((err = begin_epoch(m, m->epochs[pv->cur_epoch].id + 1, VP_EPOCH_REUSE, t)))
+			return err;
+		vp_cm_ranges__clear(&pv->placed);
 	}
-	return 0;
+	return vp_cm_ranges__insert(&pv->placed, s, vp_cm_load_end(s, size));
 }
 
 struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen)
@@ -790,7 +795,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 			size_t nl = strnlen(name, want - sizeof(l));
 			if (nl == want - sizeof(l) || l.code_size > UINT32_MAX)
 				goto short_rec;
-			if ((ret = import_place(m, l.code_addr, l.code_addr + l.code_size, r.timestamp)) ||
+			if ((ret = import_place(m, l.code_addr, l.code_size, r.timestamp)) ||
 			    (ret = add_method(m, l.code_addr, (uint32_t)l.code_size, l.code_index, r.timestamp,
 					      name, nl, "", 0, "", 0, "", 0)))
 				goto cleanup;
@@ -804,7 +809,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 				continue;
 			const char *name = m->methods[i].name;
 			m->methods[i].unload_time = r.timestamp;
-			if ((ret = import_place(m, mv.new_code_addr, mv.new_code_addr + mv.code_size, r.timestamp)) ||
+			if ((ret = import_place(m, mv.new_code_addr, mv.code_size, r.timestamp)) ||
 			    (ret = add_method(m, mv.new_code_addr, (uint32_t)mv.code_size, mv.code_index, r.timestamp,
 					      name, strlen(name), "", 0, "", 0, "", 0)))
 				goto cleanup;
