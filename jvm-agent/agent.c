@@ -105,7 +105,7 @@ enum st_kind {
 };
 static const char *const st_name[ST_NKINDS] = {
 	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
-	"GarbageCollectionFinish", "writer (drain)", "writer (names)",
+	"GarbageCollectionFinish", "writer (all)", "writer: naming",
 };
 struct st_mark {
 	uint64_t wall, cpu;
@@ -222,13 +222,16 @@ static size_t seen_slot(uint64_t id)
 	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
 }
 
-/* Under lock. */
+/* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
+ * from 0 to an id (seen_add, under the lock), so a reader sees either. A false "no"
+ * only costs a duplicate name, which readers tolerate. */
 static bool seen_has(uint64_t id)
 {
 	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
-		if (A.seen[i] == id)
+		uint64_t v = __atomic_load_n(&A.seen[i], __ATOMIC_ACQUIRE);
+		if (v == id)
 			return true;
-		if (!A.seen[i])
+		if (!v)
 			return false;
 	}
 	return false;
@@ -243,7 +246,7 @@ static void seen_add(uint64_t id)
 	while (A.seen[i] && A.seen[i] != id)
 		i = (i + 1) & (SEEN_SLOTS - 1);
 	if (!A.seen[i]) {
-		A.seen[i] = id;
+		__atomic_store_n(&A.seen[i], id, __ATOMIC_RELEASE);
 		A.nseen++;
 	}
 }
@@ -261,82 +264,122 @@ static void copy_str(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src ? src : "");
 }
 
-/* Resolves a method's names; allowed in CompiledMethodLoad, where the class is pinned. */
-static int resolve_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+/* The class half of a method's names: its class signature and source file (an
+ * unreadable class leaves "L?;"). Asked once per class on the agent thread, where the
+ * class reference GetMethodDeclaringClass makes is freed with a local frame: that thread
+ * never returns to Java, so it would pin the class (no unloading, no code reuse). In a
+ * callback the JVM frees it when the callback returns. */
+static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 {
-	char *name = NULL, *sig = NULL, *csig = NULL, *file = NULL;
+	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
+	char *csig = NULL, *file = NULL;
 	jclass cls = NULL;
-	int err = 0;
-	memset(out, 0, sizeof(*out));
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
+
+	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
+		jni = NULL;
 	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
 		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
 			csig = NULL;
 		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
 			file = NULL;
 	}
+	if (jni)
+		(*jni)->PopLocalFrame(jni, NULL);
 	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
+	copy_str(out->file, sizeof(out->file), file);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
+}
+
+/* The method half: name, signature and the readable name, with out's class. */
+static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+{
+	char *name = NULL, *sig = NULL;
+	int err = 0;
+
+	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
+		err = -EINVAL;
+		goto cleanup;
+	}
 	copy_str(out->name, sizeof(out->name), name);
 	copy_str(out->sig, sizeof(out->sig), sig);
-	copy_str(out->file, sizeof(out->file), file);
 	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
 cleanup:
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
 	return err;
 }
 
-/* Resolves and queues METHOD_NAME for m unless it was queued before. */
+/* A METHOD_NAME record, the one builder for the callbacks' queue and the writer's file.
+ * Its body size for nm and nlines lines (lines: from GetLineNumberTable, at most
+ * MAX_LINES), then the body itself into dst. */
+static size_t method_name_size(const struct mnames *nm, jint nlines)
+{
+	return sizeof(struct vp_cm_method_name) + strlen(nm->readable) + strlen(nm->file) +
+	       (size_t)nlines * sizeof(struct vp_cm_line);
+}
+
+static void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
+			     jint nlines)
+{
+	struct vp_cm_method_name *h = dst;
+	size_t nl = strlen(nm->readable), fl = strlen(nm->file);
+
+	h->method_id = id;
+	h->name_len = (uint16_t)nl;
+	h->file_len = (uint16_t)fl;
+	h->nlines = (uint32_t)nlines;
+	uint8_t *p = (uint8_t *)(h + 1);
+	memcpy(p, nm->readable, nl);
+	memcpy(p + nl, nm->file, fl);
+	/* Lines follow the strings unaligned; readers memcpy them out. */
+	p += nl + fl;
+	for (jint i = 0; i < nlines; i++) {
+		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
+					.line = (uint32_t)lines[i].line_number };
+		memcpy(p + (size_t)i * sizeof(l), &l, sizeof(l));
+	}
+}
+
+/* The method's line table (JVMTI memory, Deallocate it), at most MAX_LINES entries;
+ * none when the method has no lines or the capability is missing. */
+static jint method_lines(jvmtiEnv *jvmti, jmethodID m, jvmtiLineNumberEntry **lines)
+{
+	jint n = 0;
+
+	*lines = NULL;
+	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, lines) != JVMTI_ERROR_NONE) {
+		*lines = NULL;
+		return 0;
+	}
+	return n > MAX_LINES ? MAX_LINES : n;
+}
+
+/* In a callback: queues METHOD_NAME for m unless one is queued or written already.
+ * Names are resolved here, not later on the agent thread, because a class can unload
+ * (and its jmethodIDs stop answering) before the writer gets to the record; but most
+ * methods were named before they are compiled (the writer names every method of each
+ * prepared class, name_ptr_methods), so this is the exception. */
 static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
 {
 	uint64_t id = (uint64_t)(uintptr_t)m;
-	lock();
-	bool have = seen_has(id);
-	(*jvmti)->RawMonitorExit(jvmti, A.lock);
-	if (S.on)
-		__atomic_add_fetch(have ? &S.rec_n[14] : &S.rec_n[15], 1, __ATOMIC_RELAXED);
-	if (have || resolve_names(jvmti, m, scratch))
-		return;
-
 	jvmtiLineNumberEntry *lines = NULL;
-	jint nlines = 0;
-	if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
-		lines = NULL;
-		nlines = 0;
-	}
-	if (nlines > MAX_LINES)
-		nlines = MAX_LINES;
-	size_t nl = strlen(scratch->readable), fl = strlen(scratch->file);
+
+	if (seen_has(id))
+		return;
+	class_names(jvmti, m, scratch);
+	if (method_names(jvmti, m, scratch))
+		return;
+	jint nlines = method_lines(jvmti, m, &lines);
 	lock();
-	struct vp_cm_method_name *b = q_reserve(VP_CM_METHOD_NAME, now_ns(),
-						sizeof(*b) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(scratch, nlines));
 	if (b) {
-		b->method_id = id;
-		b->name_len = (uint16_t)nl;
-		b->file_len = (uint16_t)fl;
-		b->nlines = (uint32_t)nlines;
-		char *p = (char *)(b + 1);
-		memcpy(p, scratch->readable, nl);
-		memcpy(p + nl, scratch->file, fl);
-		/* Lines follow the strings unaligned; readers memcpy them out. */
-		uint8_t *lp = (uint8_t *)p + nl + fl;
-		for (jint i = 0; i < nlines; i++) {
-			struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
-						.line = (uint32_t)lines[i].line_number };
-			memcpy(lp + (size_t)i * sizeof(l), &l, sizeof(l));
-		}
+		method_name_fill(b, id, scratch, lines, nlines);
 		seen_add(id);
 	}
 	unlock_notify();
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 }
-
-#define LOCAL_SEEN 256 /* power of two: methods named per load, deduplicated on the stack */
 
 static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
 {
@@ -347,100 +390,139 @@ static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compil
 	return NULL;
 }
 
+/* The distinct methods of one compiled method's inlining, numbered in order of first
+ * appearance: INLINE2's method table. On the callback's stack; no allocation. */
+#define INL_METHODS 2048
+struct inl_table {
+	jmethodID id[INL_METHODS];
+	uint16_t slot[INL_METHODS * 2];  /* index + 1; 0 empty */
+	uint32_t n;
+};
+
+/* m's index; *fresh says it was added now. -1 when the table is full. */
+static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
+{
+	size_t mask = INL_METHODS * 2 - 1, h = (size_t)((uintptr_t)m * 0x9e3779b97f4a7c15ull >> 40) & mask;
+
+	*fresh = false;
+	for (; t->slot[h]; h = (h + 1) & mask)
+		if (t->id[t->slot[h] - 1] == m)
+			return t->slot[h] - 1;
+	if (t->n == INL_METHODS)
+		return -1;
+	t->id[t->n] = m;
+	t->slot[h] = (uint16_t)++t->n;
+	*fresh = true;
+	return (int)t->n - 1;
+}
+
+static bool pc_usable(const PCStackInfo *pc, const void *code_addr, jint code_size)
+{
+	uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
+	return a >= s && a - s <= (uintptr_t)code_size && pc->numstackframes > 0 && pc->numstackframes <= UINT16_MAX;
+}
+
+/* Encodes the inlining into an INLINE2 body at b (maps/codemap_format.h), whose size the
+ * caller bounded with inline2_bound; returns the bytes used. */
+static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineRecord *inl, const struct inl_table *t,
+			     const void *code_addr, jint code_size, jmethodID method, uint32_t nframes)
+{
+	struct vp_cm_inline2 *h = (struct vp_cm_inline2 *)b;
+	uint8_t *ids = b + sizeof(*h), *p = ids + (size_t)t->n * 8, *start = p;
+	const PCStackInfo *prev = NULL;
+	int64_t prev_off = 0;
+	uint32_t npcs = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		uint64_t id = (uint64_t)(uintptr_t)t->id[i];
+		memcpy(ids + (size_t)i * 8, &id, 8);
+	}
+	for (jint i = 0; i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (!pc_usable(pc, code_addr, code_size))
+			continue;
+		int64_t off = (int64_t)((uintptr_t)pc->pc - (uintptr_t)code_addr);
+		jint d = pc->numstackframes, keep = 0;
+		if (prev) {
+			jint pd = prev->numstackframes;
+			while (keep < d && keep < pd && pc->methods[d - 1 - keep] == prev->methods[pd - 1 - keep] &&
+			       pc->bcis[d - 1 - keep] == prev->bcis[pd - 1 - keep])
+				keep++;
+		}
+		p += vp_cm_uleb_put(p, vp_cm_zigzag(off - prev_off));
+		p += vp_cm_uleb_put(p, (uint64_t)keep);
+		p += vp_cm_uleb_put(p, (uint64_t)(d - keep));
+		for (jint k = 0; k < d - keep; k++) {
+			const struct inl_table *tt = t;
+			size_t mask = INL_METHODS * 2 - 1,
+			       s = (size_t)((uintptr_t)pc->methods[k] * 0x9e3779b97f4a7c15ull >> 40) & mask;
+			while (tt->id[tt->slot[s] - 1] != pc->methods[k])
+				s = (s + 1) & mask;
+			p += vp_cm_uleb_put(p, (uint64_t)(tt->slot[s] - 1));
+			p += vp_cm_uleb_put(p, vp_cm_zigzag(pc->bcis[k]));
+		}
+		prev = pc;
+		prev_off = off;
+		npcs++;
+	}
+	*h = (struct vp_cm_inline2){ .code_start = (uint64_t)(uintptr_t)code_addr,
+				     .method_id = (uint64_t)(uintptr_t)method, .npcs = npcs, .nframes = nframes,
+				     .nmethods = t->n, .bytes = (uint32_t)(p - start) };
+	return (size_t)(p - b);
+}
+
+/* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
+ * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
+ * inlining as INLINE2, encoded straight into the queue. */
 static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
 			  const void *compile_info)
 {
 	uint64_t t = now_ns();
-	struct mnames nm;
-	if (resolve_names(jvmti, method, &nm))
-		return;
-	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
+	struct inl_table tab;
+	struct mnames scratch;
+	size_t nframes = 0, npcs = 0;
+	bool fresh, full = false;
 
-	/* Names of every method that shows up in the inlining, once each per JVM. */
-	struct mnames *scratch = &nm; /* reuse after the load record is queued */
-	size_t nl = strlen(nm.readable), cl = strlen(nm.klass), ml = strlen(nm.name),
-	       sl = strlen(nm.sig);
+	tab.n = 0;
+	memset(tab.slot, 0, sizeof(tab.slot));
+	inl_index(&tab, method, &fresh);
+	queue_method_name(jvmti, method, &scratch);
+	for (jint i = 0; inl && i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (!pc_usable(pc, code_addr, code_size))
+			continue;
+		for (jint k = 0; k < pc->numstackframes && !full; k++) {
+			full = inl_index(&tab, pc->methods[k], &fresh) < 0;
+			if (fresh)
+				queue_method_name(jvmti, pc->methods[k], &scratch);
+		}
+		nframes += (size_t)pc->numstackframes;
+		npcs++;
+	}
+
 	lock();
-	struct vp_cm_method_load *b = q_reserve(VP_CM_METHOD_LOAD, t, sizeof(*b) + nl + cl + ml + sl);
+	struct vp_cm_method_load2 *b = q_reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
 		b->level = VP_CM_LEVEL_UNKNOWN;
 		b->method_id = (uint64_t)(uintptr_t)method;
-		b->name_len = (uint16_t)nl;
-		b->class_len = (uint16_t)cl;
-		b->mname_len = (uint16_t)ml;
-		b->sig_len = (uint16_t)sl;
-		char *p = (char *)(b + 1);
-		memcpy(p, nm.readable, nl);
-		memcpy(p + nl, nm.klass, cl);
-		memcpy(p + nl + cl, nm.name, ml);
-		memcpy(p + nl + cl + ml, nm.sig, sl);
 	}
-	unlock_notify();
-	if (!b)
-		return;
-
-	queue_method_name(jvmti, method, scratch);
-	if (!inl || inl->numpcs <= 0 || S.no_inline)
-		return;
-	/* The same few methods recur at every pc: look each up (under the monitor) once
-	 * per callback. A small set on the stack; no allocation in a callback. */
-	jmethodID local[LOCAL_SEEN];
-	memset(local, 0, sizeof(local));
-	local[(uintptr_t)method * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1)] = method;
-	size_t nframes = 0;
-	for (jint i = 0; i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		for (jint k = 0; k < pc->numstackframes; k++) {
-			jmethodID m = pc->methods[k];
-			size_t h = (uintptr_t)m * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1), probe = 0;
-			while (local[h] && local[h] != m && ++probe < LOCAL_SEEN)
-				h = (h + 1) & (LOCAL_SEEN - 1);
-			if (local[h] == m)
-				continue;
-			if (probe < LOCAL_SEEN)
-				local[h] = m;
-			queue_method_name(jvmti, m, scratch);
+	if (b && npcs) {
+		/* Per pc at most 10 + 3 + 3 bytes, per frame 2 + 5; the record is trimmed to
+		 * what the encoding used. A table overflow drops the record (counted). */
+		size_t bound = sizeof(struct vp_cm_inline2) + (size_t)tab.n * 8 + npcs * 16 + nframes * 7;
+		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL : q_reserve(VP_CM_INLINE2, t, bound);
+		if (ib) {
+			struct vp_record *r = (struct vp_record *)ib - 1;
+			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
+			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
+			A.qlen -= r->size - size; /* the last record in the queue: give back the rest */
+			r->size = size;
+		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
+			A.dropped++;
 		}
-		if (pc->numstackframes > 0)
-			nframes += (size_t)pc->numstackframes;
-	}
-	size_t body = sizeof(struct vp_cm_inline) + (size_t)inl->numpcs * sizeof(struct vp_cm_pc) +
-		      nframes * sizeof(struct vp_cm_frame);
-	lock();
-	struct vp_cm_inline *ib = q_reserve(VP_CM_INLINE, t, body);
-	if (ib) {
-		ib->code_start = (uint64_t)(uintptr_t)code_addr;
-		ib->method_id = (uint64_t)(uintptr_t)method;
-		struct vp_cm_pc *pcs = (struct vp_cm_pc *)(ib + 1);
-		struct vp_cm_frame *fr = (struct vp_cm_frame *)(pcs + inl->numpcs);
-		uint32_t np = 0, nf = 0;
-		for (jint i = 0; i < inl->numpcs; i++) {
-			const PCStackInfo *pc = &inl->pcinfo[i];
-			uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
-			if (a < s || a - s > (uintptr_t)code_size || pc->numstackframes <= 0)
-				continue;
-			pcs[np] = (struct vp_cm_pc){ .pc_offset = (uint32_t)(a - s),
-						     .depth = (uint16_t)pc->numstackframes, .first = nf };
-			for (jint k = 0; k < pc->numstackframes; k++)
-				fr[nf++] = (struct vp_cm_frame){ .method_id = (uint64_t)(uintptr_t)pc->methods[k],
-								 .bci = pc->bcis[k] };
-			np++;
-		}
-		/* HotSpot lists pc descriptors by address already; keep it that way if not. */
-		for (uint32_t i = 1; i < np; i++) {
-			struct vp_cm_pc x = pcs[i];
-			uint32_t j = i;
-			for (; j > 0 && pcs[j - 1].pc_offset > x.pc_offset; j--)
-				pcs[j] = pcs[j - 1];
-			pcs[j] = x;
-		}
-		/* Frames of skipped pcs leave no gap: compact by moving the frame block. */
-		if (np < (uint32_t)inl->numpcs)
-			memmove(pcs + np, fr, nf * sizeof(*fr));
-		ib->npcs = np;
-		ib->nframes = nf;
 	}
 	unlock_notify();
 }
@@ -565,8 +647,8 @@ static int write_record(const struct vp_record *r)
 	const void *body = vp_record_body(r);
 	int err = 0;
 	switch (r->type) {
-	case VP_CM_METHOD_LOAD: {
-		const struct vp_cm_method_load *l = body;
+	case VP_CM_METHOD_LOAD2: {
+		const struct vp_cm_method_load2 *l = body;
 		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
 		if (vp_cm_load_reuses(&A.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
 			return err;
@@ -626,7 +708,7 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 	jint n = 0;
 	jmethodID *ms = NULL;
 
-	if (A.disabled || A.method_ptrs < 0)
+	if (A.disabled || A.method_ptrs < 0 || S.noop)
 		return;
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
 		goto cleanup;
@@ -685,52 +767,6 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
-/* The class half of resolve_names, asked once per METHOD_PTR record: its methods are all
- * of one class (queue_class_ptrs), and its signature and source file cost as much as the
- * method's own names and lines. The class reference GetMethodDeclaringClass makes is
- * freed with a local frame: on the agent thread, which never returns to Java, it would
- * pin the class (no unloading, no code reuse). An unreadable class leaves "L?;". */
-static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
-	char *csig = NULL, *file = NULL;
-	jclass cls = NULL;
-
-	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
-		jni = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
-		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
-			csig = NULL;
-		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
-			file = NULL;
-	}
-	if (jni)
-		(*jni)->PopLocalFrame(jni, NULL);
-	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
-	copy_str(out->file, sizeof(out->file), file);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
-}
-
-/* The method half: name, signature and the readable name, with out's class. */
-static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	char *name = NULL, *sig = NULL;
-	int err = 0;
-
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	copy_str(out->name, sizeof(out->name), name);
-	copy_str(out->sig, sizeof(out->sig), sig);
-	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
-cleanup:
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	return err;
-}
-
 /* The writer names the methods of the METHOD_PTR records it writes, once each, straight
  * into the file: this is the agent's own thread (or the one shutting it down), so the
  * JVMTI calls cost the application nothing. A class unloaded in between leaves its
@@ -747,13 +783,9 @@ static int name_ptr_methods(const struct vp_record *r)
 
 	for (uint32_t i = 0; i < b->n && !err; i++) {
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
+		jvmtiLineNumberEntry *lines;
 
-		if (!m)
-			continue;
-		lock();
-		bool have = seen_has(p[i].method_id);
-		(*jvmti)->RawMonitorExit(jvmti, A.lock);
-		if (have)
+		if (!m || seen_has(p[i].method_id))
 			continue;
 		if (!have_class) {
 			class_names(jvmti, m, &nm);
@@ -761,31 +793,10 @@ static int name_ptr_methods(const struct vp_record *r)
 		}
 		if (method_names(jvmti, m, &nm))
 			continue;
-		jvmtiLineNumberEntry *lines = NULL;
-		jint nlines = 0;
-		if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
-			lines = NULL;
-			nlines = 0;
-		}
-		if (nlines > MAX_LINES)
-			nlines = MAX_LINES;
-		size_t nl = strlen(nm.readable), fl = strlen(nm.file);
-		struct vp_cm_method_name *h = (struct vp_cm_method_name *)buf;
-		h->method_id = p[i].method_id;
-		h->name_len = (uint16_t)nl;
-		h->file_len = (uint16_t)fl;
-		h->nlines = (uint32_t)nlines;
-		uint8_t *q = buf + sizeof(*h);
-		memcpy(q, nm.readable, nl);
-		memcpy(q + nl, nm.file, fl);
-		for (jint k = 0; k < nlines; k++) {
-			struct vp_cm_line l = { .start_bci = (uint32_t)lines[k].start_location,
-						.line = (uint32_t)lines[k].line_number };
-			memcpy(q + nl + fl + (size_t)k * sizeof(l), &l, sizeof(l));
-		}
+		jint nlines = method_lines(jvmti, m, &lines);
+		method_name_fill(buf, p[i].method_id, &nm, lines, nlines);
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		err = emit(VP_CM_METHOD_NAME, r->time, buf,
-					   sizeof(*h) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+		err = emit(VP_CM_METHOD_NAME, r->time, buf, method_name_size(&nm, nlines));
 		lock();
 		seen_add(p[i].method_id);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
