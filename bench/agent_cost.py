@@ -13,7 +13,8 @@ measured being the median over rounds of CPU(agent) / CPU(alone) in the same rou
                     once: what HotSpot itself pays to post them (and DebugNonSafepoints,
                     which HotSpot turns on while CompiledMethodLoad is enabled);
   agent inline=no   no INLINE records;
-  -DebugNonSafepoints  alone and agent with -XX:-DebugNonSafepoints set explicitly;
+  +DebugNonSafepoints  no agent, the flag on: what the compilers pay for it alone;
+  agent -DebugNonSafepoints  the agent with the flag off explicitly;
 and runs the agent once more with its stats option, printing the time spent in each
 callback kind and in the writer and the bytes of each record type.
 
@@ -26,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite  # noqa: E402  (the interleaving harness, the javac generator, TARGET lines)
@@ -39,6 +41,65 @@ def agent_variant(name, javac, files, out, lib, sess, opts="", jflags=()):
         os.makedirs(sess, mode=0o700)
     opt = f"-J-agentpath:{lib}=dir={sess}" + (f",{opts}" if opts else "")
     return suite.Variant(name, [javac] + list(jflags) + [opt, "-d", out] + files, "agent", prep)
+
+
+GROUPS = (("compiler", ("C1 Compiler", "C2 Compiler")), ("service", ("Service Thread",)),
+          ("agent", ("viprof-jvmti",)), ("gc", ("GC Thread", "G1 ", "VM Periodic")),
+          ("vm-thread", ("VM Thread",)), ("main", ("java", "javac")))
+
+
+def group_of(comm):
+    for g, prefixes in GROUPS:
+        if any(comm == p or comm.startswith(p) for p in prefixes):
+            return g
+    return "other"
+
+
+def watched(cmd, prep):
+    """Runs cmd, polling its threads' scheduler runtime (/proc/PID/task/TID/schedstat)
+    every 20 ms; returns {group: ms of CPU}. A thread's last 20 ms may be missed."""
+    if prep:
+        prep()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ns, comm = {}, {}
+    while p.poll() is None:
+        try:
+            tids = os.listdir(f"/proc/{p.pid}/task")
+        except OSError:
+            break
+        for t in tids:
+            try:
+                with open(f"/proc/{p.pid}/task/{t}/comm") as f:
+                    comm[t] = f.read().strip()
+                with open(f"/proc/{p.pid}/task/{t}/schedstat") as f:
+                    ns[t] = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        time.sleep(0.02)
+    if p.wait() != 0:
+        sys.exit(f"bench: {' '.join(cmd[:4])} ... failed")
+    out = {}
+    for t, v in ns.items():
+        g = group_of(comm.get(t, "?"))
+        out[g] = out.get(g, 0.0) + v / 1e6
+    out["total"] = sum(ns.values()) / 1e6
+    return out
+
+
+def thread_study(variants, rounds):
+    """Each variant `rounds` times, interleaved; prints the median CPU per thread group."""
+    res = {v.name: [] for v in variants}
+    for r in range(rounds):
+        for i in range(len(variants)):
+            v = variants[(r + i) % len(variants)]
+            res[v.name].append(watched(v.cmd, v.prep))
+        print(f"  threads round {r + 1}/{rounds} done", file=sys.stderr)
+    groups = [g for g, _ in GROUPS] + ["other", "total"]
+    print(f"  CPU ms per thread group, median of {rounds} runs (scheduler runtime, polled every 20 ms)")
+    print("  " + f"{'variant':<36}" + "".join(f"{g:>10}" for g in groups))
+    for v in variants:
+        row = [suite.med([x.get(g, 0.0) for x in res[v.name]]) for g in groups]
+        print("  " + f"{v.name:<36}" + "".join(f"{x:10.0f}" for x in row))
 
 
 def stats_run(javac, files, out, lib, sess, jflags=()):
@@ -62,6 +123,9 @@ def main():
     ap.add_argument("--classes", type=int, default=300)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--study", action="store_true")
+    ap.add_argument("--before", help="another build of the agent (its .so) to run in the same rounds")
+    ap.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="(with --study) also N interleaved runs of each variant with CPU per thread group")
     a = ap.parse_args()
     rounds = a.rounds or (3 if a.quick else 9)
     jdk = suite.JDK
@@ -77,18 +141,23 @@ def main():
         base = suite.Variant("javac alone", [javac, "-d", out] + files, "base")
         agent = agent_variant("javac + agent", javac, files, out, lib, sess)
         variants = [base, agent]
+        if a.before:
+            variants.append(agent_variant("javac + agent (before)", javac, files, out, os.path.abspath(a.before), sess))
         if a.study:
+            dns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:+DebugNonSafepoints")
             nodns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:-DebugNonSafepoints")
             variants += [
                 agent_variant("javac + agent noop", javac, files, out, lib, sess, "noop"),
                 agent_variant("javac + agent inline=no", javac, files, out, lib, sess, "inline=no"),
-                suite.Variant("javac -DebugNonSafepoints", [javac, *nodns, "-d", out] + files, "base"),
+                suite.Variant("javac +DebugNonSafepoints", [javac, *dns, "-d", out] + files, "base"),
                 agent_variant("javac + agent -DebugNonSafepoints", javac, files, out, lib, sess, "", nodns),
             ]
         print(f"== agent alone: javac of {a.classes} generated classes ({suite.version(jdk)}), "
               f"{rounds} interleaved rounds")
         suite.interleave(variants, rounds, tmp)
         suite.print_variants(variants, base)
+        if a.study and a.threads:
+            thread_study(variants, a.threads)
         if a.study:
             print("  agent stats (one more run with the stats option):")
             stats_run(javac, files, out, lib, sess)
