@@ -30,6 +30,7 @@
 
 #include "common/chunkfile.h"
 #include "common/safefs.h"
+#include "common/util.h"
 #include "jvm-agent/names.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
@@ -83,6 +84,8 @@ static struct agent {
 	volatile int method_ptrs;
 	bool classes_enumerated;
 	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
+	uint64_t *named;       /* name_ptr_methods' scratch: ids named from one record */
+	size_t named_cap;
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
 } A;
 
@@ -779,8 +782,13 @@ static int name_ptr_methods(const struct vp_record *r)
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 	jvmtiEnv *jvmti = A.jvmti;
 	bool have_class = false;
+	uint32_t named = 0;
 	int err = 0;
 
+	/* The ids named here go into the seen table under one lock per class, not one per
+	 * method: the callbacks (ClassPrepare on application threads) wait less. */
+	if (vp_grow((void **)&A.named, &A.named_cap, b->n, sizeof(*A.named)))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < b->n && !err; i++) {
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
 		jvmtiLineNumberEntry *lines;
@@ -797,8 +805,12 @@ static int name_ptr_methods(const struct vp_record *r)
 		method_name_fill(buf, p[i].method_id, &nm, lines, nlines);
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 		err = emit(VP_CM_METHOD_NAME, r->time, buf, method_name_size(&nm, nlines));
+		A.named[named++] = p[i].method_id;
+	}
+	if (named) {
 		lock();
-		seen_add(p[i].method_id);
+		for (uint32_t i = 0; i < named; i++)
+			seen_add(A.named[i]);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
 	}
 	return err;
