@@ -148,7 +148,8 @@ static void st_end(enum st_kind k, const struct st_mark *m)
 static void st_print(void)
 {
 	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
-		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2" };
+		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2",
+		"METHOD_NAMES" };
 	if (!S.on)
 		return;
 	for (int k = 0; k < ST_NKINDS; k++)
@@ -255,10 +256,10 @@ static void seen_add(uint64_t id)
 }
 
 struct mnames {
-	char readable[NAME_MAX_LEN];
-	char klass[NAME_MAX_LEN];
-	char name[NAME_MAX_LEN / 4];
-	char sig[NAME_MAX_LEN];
+	char readable[NAME_MAX_LEN];  /* "java.util.HashMap.get(Object)" */
+	char klass[NAME_MAX_LEN];     /* "Ljava/util/HashMap;" */
+	char kreadable[NAME_MAX_LEN]; /* "java.util.HashMap" */
+	char mpart[NAME_MAX_LEN];     /* "get(Object)" */
 	char file[256];
 };
 
@@ -290,11 +291,13 @@ static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 		(*jni)->PopLocalFrame(jni, NULL);
 	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
 	copy_str(out->file, sizeof(out->file), file);
+	vp_java_readable_class(out->klass, out->kreadable, sizeof(out->kreadable));
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
 }
 
-/* The method half: name, signature and the readable name, with out's class. */
+/* The method half: the method part of the readable name and, with out's class, the
+ * whole readable name. */
 static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 {
 	char *name = NULL, *sig = NULL;
@@ -304,9 +307,10 @@ static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 		err = -EINVAL;
 		goto cleanup;
 	}
-	copy_str(out->name, sizeof(out->name), name);
-	copy_str(out->sig, sizeof(out->sig), sig);
-	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
+	vp_java_readable_method(name, sig, out->mpart, sizeof(out->mpart));
+	if (snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
+	    (int)sizeof(out->readable))
+		out->readable[sizeof(out->readable) - 1] = '\0'; /* cut, as vp_java_readable_name cuts */
 cleanup:
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
@@ -774,14 +778,23 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
  * into the file: this is the agent's own thread (or the one shutting it down), so the
  * JVMTI calls cost the application nothing. A class unloaded in between leaves its
  * methods unnamed. */
+/* Per method at most: id 10, name length 3 and NAME_MAX_LEN bytes, line count 3, and
+ * 10 bytes a line. */
+#define NAMES_PER_METHOD_MAX (16 + NAME_MAX_LEN + MAX_LINES * 10)
+
+static uint64_t zz(int64_t v) { return vp_cm_zigzag(v); }
+
 static int name_ptr_methods(const struct vp_record *r)
 {
 	static struct mnames nm;
-	static uint8_t buf[sizeof(struct vp_cm_method_name) + NAME_MAX_LEN + 256 + MAX_LINES * sizeof(struct vp_cm_line)];
+	/* One METHOD_NAMES record: the fixed part, the class and file, the method stream. */
+	static uint8_t buf[VP_MAX_RECORD_SIZE - 64];
 	const struct vp_cm_method_ptrs *b = vp_record_body(r);
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 	jvmtiEnv *jvmti = A.jvmti;
-	bool have_class = false;
+	struct vp_cm_method_names h = { 0 };
+	uint8_t *q = NULL, *start = NULL;
+	uint64_t prev_id = 0;
 	uint32_t named = 0;
 	int err = 0;
 
@@ -795,17 +808,52 @@ static int name_ptr_methods(const struct vp_record *r)
 
 		if (!m || seen_has(p[i].method_id))
 			continue;
-		if (!have_class) {
-			class_names(jvmti, m, &nm);
-			have_class = true;
+		if (!q) {
+			/* The class half once per record: all methods of a METHOD_PTR record
+			 * are of one class (queue_class_ptrs). */
+			if (!named)
+				class_names(jvmti, m, &nm);
+			h = (struct vp_cm_method_names){ .class_len = (uint16_t)strlen(nm.kreadable),
+							  .file_len = (uint16_t)strlen(nm.file) };
+			q = buf + sizeof(h);
+			memcpy(q, nm.kreadable, h.class_len);
+			memcpy(q + h.class_len, nm.file, h.file_len);
+			q += h.class_len + h.file_len;
+			start = q;
+			prev_id = 0;
 		}
 		if (method_names(jvmti, m, &nm))
 			continue;
 		jint nlines = method_lines(jvmti, m, &lines);
-		method_name_fill(buf, p[i].method_id, &nm, lines, nlines);
+		size_t ml = strlen(nm.mpart);
+		int64_t bci = 0, line = 0;
+		q += vp_cm_uleb_put(q, zz((int64_t)(p[i].method_id - prev_id)));
+		q += vp_cm_uleb_put(q, ml);
+		memcpy(q, nm.mpart, ml);
+		q += ml;
+		q += vp_cm_uleb_put(q, (uint64_t)nlines);
+		for (jint k = 0; k < nlines; k++) {
+			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].start_location - bci));
+			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].line_number - line));
+			bci = lines[k].start_location;
+			line = lines[k].line_number;
+		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		err = emit(VP_CM_METHOD_NAME, r->time, buf, method_name_size(&nm, nlines));
+		prev_id = p[i].method_id;
+		h.n++;
 		A.named[named++] = p[i].method_id;
+		/* Full enough that the next method might not fit: write this record. */
+		if ((size_t)(buf + sizeof(buf) - q) < NAMES_PER_METHOD_MAX || i + 1 == b->n) {
+			h.bytes = (uint32_t)(q - start);
+			memcpy(buf, &h, sizeof(h));
+			err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
+			q = NULL;
+		}
+	}
+	if (q && h.n) {
+		h.bytes = (uint32_t)(q - start);
+		memcpy(buf, &h, sizeof(h));
+		err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
 	}
 	if (named) {
 		lock();

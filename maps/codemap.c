@@ -279,6 +279,66 @@ static int decode_inline2(const struct vp_cm_inline2 *x, const uint8_t *b, struc
 	return 0;
 }
 
+/* Reads a METHOD_NAMES body (after its fixed part) into m->names. 0, -EBADMSG or -ENOMEM. */
+static int read_method_names(struct vp_codemap *m, const struct vp_cm_method_names *x, const uint8_t *b)
+{
+	struct priv *pv = m->priv;
+	const char *klass = (const char *)b, *file = klass + x->class_len;
+	const uint8_t *p = b + x->class_len + x->file_len, *end = p + x->bytes;
+	char *name = NULL;
+	uint64_t id = 0;
+	int err = 0;
+
+	const char *own_file = own_str(pv, file, x->file_len);
+	if (!own_file || GROW(m->names, pv->cap_names, m->nnames + x->n))
+		return -ENOMEM;
+	if (!(name = malloc((size_t)x->class_len + 1 + 65536)))
+		return -ENOMEM;
+	memcpy(name, klass, x->class_len);
+	name[x->class_len] = '.';
+	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t d, len, nlines, sb, ln;
+		int64_t bci = 0, line = 0;
+
+		if (uleb(&p, end, &d) || uleb(&p, end, &len) || len > 65535 || len > (uint64_t)(end - p)) {
+			err = -EBADMSG;
+			goto cleanup;
+		}
+		id += (uint64_t)unzigzag(d);
+		memcpy(name + x->class_len + 1, p, len);
+		p += len;
+		/* Each line entry takes at least 2 bytes of what is left. */
+		if (uleb(&p, end, &nlines) || nlines > (uint64_t)(end - p) / 2) {
+			err = -EBADMSG;
+			goto cleanup;
+		}
+		struct vp_cm_name_info ni = { .method_id = id, .nlines = (uint32_t)nlines, .file = own_file };
+		ni.lines = malloc(((size_t)nlines + 1) * sizeof(*ni.lines));
+		ni.name = own_str(pv, name, x->class_len + 1 + len);
+		if (!ni.lines || !ni.name) {
+			free(ni.lines);
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		for (uint64_t k = 0; k < nlines; k++) {
+			if (uleb(&p, end, &sb) || uleb(&p, end, &ln)) {
+				free(ni.lines);
+				err = -EBADMSG;
+				goto cleanup;
+			}
+			bci += unzigzag(sb);
+			line += unzigzag(ln);
+			ni.lines[k] = (struct vp_cm_line){ .start_bci = (uint32_t)bci, .line = (uint32_t)line };
+		}
+		m->names[m->nnames++] = ni;
+	}
+	if (p != end)
+		err = -EBADMSG;
+cleanup:
+	free(name);
+	return err;
+}
+
 static int cmp_pc(const void *a, const void *b)
 {
 	const struct vp_cm_pc *x = a, *y = b;
@@ -445,6 +505,26 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		m->methods[mi].inl = (int32_t)m->ninlines;
 		m->inlines[m->ninlines++] = in;
 		return 0;
+	}
+	case VP_CM_METHOD_NAMES: {
+		struct vp_cm_method_names x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_NAMES", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.class_len + x.file_len + x.bytes > len - sizeof(x))
+			return bad(err, errlen, path, "METHOD_NAMES overruns the record", n);
+		/* Each method takes at least 3 bytes. */
+		if ((uint64_t)x.n * 3 > x.bytes)
+			return bad(err, errlen, path, "METHOD_NAMES count does not fit the record", n);
+		size_t before = m->nnames;
+		if ((e = read_method_names(m, &x, b + sizeof(x))) == -EBADMSG) {
+			/* A record is all or nothing: drop the names read before the damage. */
+			for (size_t i = before; i < m->nnames; i++)
+				free(m->names[i].lines);
+			m->nnames = before;
+			return bad(err, errlen, path, "METHOD_NAMES stream is malformed", n);
+		}
+		break;
 	}
 	case VP_CM_METHOD_NAME: {
 		struct vp_cm_method_name x;

@@ -29,6 +29,7 @@ enum vp_cm_type {
 	VP_CM_METHOD_PTR   = 9,
 	VP_CM_INLINE2      = 10, /* INLINE, compact: delta-encoded pcs, method table */
 	VP_CM_METHOD_LOAD2 = 11, /* METHOD_LOAD without strings: named by METHOD_NAME */
+	VP_CM_METHOD_NAMES = 12, /* METHOD_NAME for many methods of one class, compact */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -98,6 +99,22 @@ struct vp_cm_method_name {
 struct vp_cm_line {
 	uint32_t start_bci;
 	uint32_t line;
+};
+
+/* VP_CM_METHOD_NAMES: what n METHOD_NAME records would say, for methods of one class
+ * (agent version 2 on: the writer's naming of prepared classes). Followed by class_len
+ * bytes of the readable class name ("java.util.HashMap"), file_len bytes of the source
+ * file name (every method's), then `bytes` bytes holding, per method, in LEB128 as INLINE2:
+ *   id      zigzag: the jmethodID minus the previous method's (the first: minus 0)
+ *   len     then len bytes: the method part of the readable name ("get(Object)"); the
+ *           readable name is class + "." + it
+ *   nlines  then nlines x { start_bci, line }, each zigzag: minus the previous entry's
+ *           (the first: minus 0), in the order of the method's line table */
+struct vp_cm_method_names {
+	uint32_t n;
+	uint16_t class_len, file_len;
+	uint32_t bytes;
+	uint32_t reserved;
 };
 
 /* VP_CM_INLINE: the inlining of one compiled method (after its METHOD_LOAD). Followed by
