@@ -1,8 +1,8 @@
 /* The compact code-map records of agent version 2 (maps/codemap_format.h): INLINE2 read
  * back equals the INLINE it replaces, on hand-made and random inlinings (shared outer
  * frames, negative bcis, pcs out of order); METHOD_LOAD2 takes its name from
- * METHOD_NAME; malformed INLINE2 streams are skipped and counted, never a crash; old
- * INLINE and METHOD_LOAD records still read. */
+ * METHOD_NAME; METHOD_NAMES gives each method its name, file and lines; malformed
+ * streams are skipped and counted, never a crash; old INLINE records still read. */
 #include "test.h"
 
 #include <stdlib.h>
@@ -264,6 +264,91 @@ static void check_names(void)
 	vp_codemap__free(m);
 }
 
+/* METHOD_NAMES written from the spec: class "p.K", file "K.java", methods with ids that
+ * go down as well as up, and line tables out of order. */
+static size_t names_record(uint8_t *b, const uint64_t *ids, const char *const *parts, int n)
+{
+	struct vp_cm_method_names h = { .n = (uint32_t)n, .class_len = 3, .file_len = 6 };
+	uint8_t *p = b + sizeof(h);
+	memcpy(p, "p.KK.java", 9);
+	p += 9;
+	uint8_t *s0 = p;
+	uint64_t prev = 0;
+	for (int i = 0; i < n; i++) {
+		p += vp_cm_uleb_put(p, vp_cm_zigzag((int64_t)(ids[i] - prev)));
+		prev = ids[i];
+		size_t l = strlen(parts[i]);
+		p += vp_cm_uleb_put(p, l);
+		memcpy(p, parts[i], l);
+		p += l;
+		/* i lines: bci 10*k+3 (the last first), line 100+k. */
+		p += vp_cm_uleb_put(p, (uint64_t)i);
+		int64_t bci = 0, line = 0;
+		for (int k = i - 1; k >= 0; k--) {
+			p += vp_cm_uleb_put(p, vp_cm_zigzag(10 * k + 3 - bci));
+			p += vp_cm_uleb_put(p, vp_cm_zigzag(100 + k - line));
+			bci = 10 * k + 3;
+			line = 100 + k;
+		}
+	}
+	h.bytes = (uint32_t)(p - s0);
+	memcpy(b, &h, sizeof(h));
+	return (size_t)(p - b);
+}
+
+static void check_method_names(void)
+{
+	static const uint64_t ids[] = { 0x7f0000001000, 0x7f0000001008, 0x7f0000000ff0, 0x7f0000002000 };
+	static const char *const parts[] = { "a()", "b(int, String[])", "<init>()", "c(long)" };
+	uint8_t b[1024];
+	char p[400], err[512];
+	snprintf(p, sizeof(p), "%s/mnames.vpm", dir);
+	unlink(p);
+	struct cfile_writer *w = cfile_writer__create(p, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+	epoch0(w);
+	size_t len = names_record(b, ids, parts, 4);
+	put(w, VP_CM_METHOD_NAMES, 2, b, len);
+	load2(w, 0x1000, 0x100, ids[1], 5);
+	/* Damaged copies: cut short inside the stream, a count too large, a stray byte. */
+	struct vp_cm_method_names h;
+	memcpy(&h, b, sizeof(h));
+	h.bytes -= 3;
+	uint8_t c[1024];
+	memcpy(c, b, len);
+	memcpy(c, &h, sizeof(h));
+	put(w, VP_CM_METHOD_NAMES, 3, c, len - 3);
+	memcpy(&h, b, sizeof(h));
+	h.n = 5;
+	memcpy(c, b, len);
+	memcpy(c, &h, sizeof(h));
+	put(w, VP_CM_METHOD_NAMES, 3, c, len);
+	memcpy(&h, b, sizeof(h));
+	h.bytes += 1;
+	memcpy(c, b, len);
+	memcpy(c, &h, sizeof(h));
+	c[len] = 0;
+	put(w, VP_CM_METHOD_NAMES, 3, c, len + 1);
+	ASSERT_OK(cfile_writer__close(w));
+	struct vp_codemap *m = vp_codemap__load_file(p, err, sizeof(err));
+	if (!m)
+		FAIL("%s", err);
+	ASSERT_UEQ(m->skipped_records, 3);
+	ASSERT_EQ(m->nnames, 4); /* the damaged records left nothing behind */
+	for (int i = 0; i < 4; i++) {
+		const struct vp_cm_name_info *ni = vp_codemap__name(m, ids[i]);
+		ASSERT_NOT_NULL(ni);
+		char want[64];
+		snprintf(want, sizeof(want), "p.K.%s", parts[i]);
+		ASSERT_STREQ(ni->name, want);
+		ASSERT_STREQ(ni->file, "K.java");
+		ASSERT_EQ(ni->nlines, i);
+		for (int k = 0; k < i; k++)
+			ASSERT_EQ(vp_codemap__line(ni, 10 * k + 5), 100 + k);
+	}
+	ASSERT_STREQ(m->methods[0].name, "p.K.b(int, String[])");
+	vp_codemap__free(m);
+}
+
 /* Each malformed INLINE2 is skipped and counted; the load stays. */
 static void check_bad(void)
 {
@@ -355,6 +440,7 @@ int main(void)
 	check_random();
 	check_shuffled();
 	check_names();
+	check_method_names();
 	check_bad();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
