@@ -406,15 +406,24 @@ struct inl_table {
 	uint32_t n;
 };
 
-/* m's index; *fresh says it was added now. -1 when the table is full. */
-static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
+/* The slot that holds m, or the empty slot where it would go. */
+static size_t inl_slot(const struct inl_table *t, jmethodID m)
 {
 	size_t mask = INL_METHODS * 2 - 1, h = (size_t)((uintptr_t)m * 0x9e3779b97f4a7c15ull >> 40) & mask;
 
+	while (t->slot[h] && t->id[t->slot[h] - 1] != m)
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* m's index; *fresh says it was added now. -1 when the table is full. */
+static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
+{
+	size_t h = inl_slot(t, m);
+
 	*fresh = false;
-	for (; t->slot[h]; h = (h + 1) & mask)
-		if (t->id[t->slot[h] - 1] == m)
-			return t->slot[h] - 1;
+	if (t->slot[h])
+		return t->slot[h] - 1;
 	if (t->n == INL_METHODS)
 		return -1;
 	t->id[t->n] = m;
@@ -430,7 +439,7 @@ static bool pc_usable(const PCStackInfo *pc, const void *code_addr, jint code_si
 }
 
 /* Encodes the inlining into an INLINE2 body at b (maps/codemap_format.h), whose size the
- * caller bounded with inline2_bound; returns the bytes used. */
+ * caller bounded (compiled_load); t holds every method of it. Returns the bytes used. */
 static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineRecord *inl, const struct inl_table *t,
 			     const void *code_addr, jint code_size, jmethodID method, uint32_t nframes)
 {
@@ -460,12 +469,7 @@ static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineReco
 		p += vp_cm_uleb_put(p, (uint64_t)keep);
 		p += vp_cm_uleb_put(p, (uint64_t)(d - keep));
 		for (jint k = 0; k < d - keep; k++) {
-			const struct inl_table *tt = t;
-			size_t mask = INL_METHODS * 2 - 1,
-			       s = (size_t)((uintptr_t)pc->methods[k] * 0x9e3779b97f4a7c15ull >> 40) & mask;
-			while (tt->id[tt->slot[s] - 1] != pc->methods[k])
-				s = (s + 1) & mask;
-			p += vp_cm_uleb_put(p, (uint64_t)(tt->slot[s] - 1));
+			p += vp_cm_uleb_put(p, (uint64_t)(t->slot[inl_slot(t, pc->methods[k])] - 1));
 			p += vp_cm_uleb_put(p, vp_cm_zigzag(pc->bcis[k]));
 		}
 		prev = pc;
