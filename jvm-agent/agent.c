@@ -185,7 +185,7 @@ static void fail(const char *what, const char *why)
 /* Reserves a record in the queue; the caller holds A.lock. NULL when full (counted as a
  * drop), except on the replaying thread, which waits for the agent thread to make room:
  * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
-static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+static void *q_reserve_(uint32_t type, uint64_t time, size_t body_len, bool zero)
 {
 	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
 	if (size > VP_MAX_RECORD_SIZE) {
@@ -201,12 +201,18 @@ static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
 		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
 	}
 	struct vp_record *r = (struct vp_record *)(A.qbuf[A.qcur] + A.qlen);
-	memset(r, 0, size);
+	if (zero)
+		memset(r, 0, size);
 	r->type = type;
 	r->size = (uint32_t)size;
 	r->time = time;
 	A.qlen += size;
 	return r + 1;
+}
+
+static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+{
+	return q_reserve_(type, time, body_len, true);
 }
 
 static void lock(void) { (*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock); }
@@ -524,11 +530,15 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 		/* Per pc at most 10 + 3 + 3 bytes, per frame 2 + 5; the record is trimmed to
 		 * what the encoding used. A table overflow drops the record (counted). */
 		size_t bound = sizeof(struct vp_cm_inline2) + (size_t)tab.n * 8 + npcs * 16 + nframes * 7;
-		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL : q_reserve(VP_CM_INLINE2, t, bound);
+		/* Not zeroed: the bound is far above what the encoding uses, which fills every
+		 * byte but the padding, cleared below. */
+		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL :
+			      q_reserve_(VP_CM_INLINE2, t, bound, false);
 		if (ib) {
 			struct vp_record *r = (struct vp_record *)ib - 1;
 			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
 			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
+			memset(ib + used, 0, size - sizeof(*r) - used);
 			A.qlen -= r->size - size; /* the last record in the queue: give back the rest */
 			r->size = size;
 		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
