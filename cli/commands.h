@@ -1,18 +1,16 @@
-/* The viprof subcommands. Each lives with the component it drives and returns the
- * process exit status (0 success, 1 runtime failure, 2 usage error). */
+/* The viprof subcommands, all in cli/ on top of the libraries they drive. Each
+ * returns the process exit status (0 success, 1 runtime failure, 2 usage error). */
 #ifndef VIPROF_COMMANDS_H
 #define VIPROF_COMMANDS_H
 
-int cmd_probe(int argc, char **argv);   /* hv-glue/probe_cmd.c */
-int cmd_record(int argc, char **argv);  /* daemon/record_cmd.c */
-int cmd_report(int argc, char **argv);  /* postproc/report_cmd.c */
-int cmd_maps(int argc, char **argv);    /* maps/maps_cmd.c */
-int cmd_attach(int argc, char **argv);  /* daemon/attach_cmd.c */
-int cmd_stat(int argc, char **argv);    /* hv-glue/stat_cmd.c */
+#include "common/paths.h"   /* viprof_agent_path(), viprof_self_path() */
 
-/* Where the installed JVMTI agent is (next to the viprof binary, or the build tree). */
-const char *viprof_agent_path(void);
-/* Absolute path of the running viprof executable. */
-const char *viprof_self_path(void);
+int cmd_probe(int argc, char **argv);   /* cli/probe_cmd.c: hv-glue/probe.h */
+int cmd_record(int argc, char **argv);  /* cli/record_cmd.c: daemon/recorder.h */
+int cmd_report(int argc, char **argv);  /* cli/report_cmd.c: postproc/ */
+int cmd_maps(int argc, char **argv);    /* cli/maps_cmd.c: maps/ */
+int cmd_attach(int argc, char **argv);  /* cli/attach_cmd.c: daemon/jvm_attach.h */
+int cmd_stat(int argc, char **argv);    /* cli/stat_cmd.c: hv-glue/ */
+int cmd_serve(int argc, char **argv);   /* cli/serve_cmd.c: service/ */
 
 #endif

@@ -159,6 +159,11 @@ int cfile_writer__flush(struct cfile_writer *w)
 }
 
 uint64_t cfile_writer__bytes(const struct cfile_writer *w) { return w->bytes; }
+int cfile_writer__fd(const struct cfile_writer *w)
+{
+	return w->fd;
+}
+
 uint64_t cfile_writer__records(const struct cfile_writer *w) { return w->records; }
 
 int cfile_writer__close(struct cfile_writer *w)

@@ -88,6 +88,7 @@ void *cfile_writer__reserve(struct cfile_writer *w, uint32_t type, uint64_t time
 int cfile_writer__flush(struct cfile_writer *w);  /* writes the open chunk, if any */
 uint64_t cfile_writer__bytes(const struct cfile_writer *w); /* bytes on disk so far */
 uint64_t cfile_writer__records(const struct cfile_writer *w);
+int cfile_writer__fd(const struct cfile_writer *w);   /* the file, e.g. to fchown it */
 int cfile_writer__close(struct cfile_writer *w);  /* flushes; accepts NULL */
 
 /* ---- reader ---- */

@@ -4,12 +4,13 @@
 #include "daemon/offcpu.h"
 #include "sampler-kernel/sched_tracer.h"
 
-int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, struct vp_sched **out,
-			char *err, size_t errlen)
+int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
+			struct vp_sched **out, char *err, size_t errlen)
 {
 	struct vp_sched_config sc = {
 		.target = cfg->target, .pids = cfg->pids, .nr_pids = cfg->nr_pids, .off_cpu = off_cpu,
 		.first_event = (uint32_t)cfg->nr_events, .sink = cfg->sink,
+		.filter_uid = cfg->filter_uid, .only_uid = cfg->only_uid,
 	};
 	char why[512] = "";
 
@@ -20,7 +21,7 @@ int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool qui
 		return errno ? -errno : -EINVAL;
 	/* Exact steal is an improvement, not a requirement: say why it is missing. */
 	if (!quiet)
-		fprintf(stderr, "viprof: steal is attributed proportionally (%s)\n", why);
+		fprintf(log ? log : stderr, "viprof: steal is attributed proportionally (%s)\n", why);
 	return 0;
 }
 
@@ -31,7 +32,7 @@ int record_sched__poll(struct vp_sched *s, uint64_t now)
 	return n < 0 ? n : 0;
 }
 
-int record_sched__finish(struct vp_sched *s, bool quiet)
+int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 {
 	struct vp_sched_stats st;
 	int err;
@@ -41,10 +42,10 @@ int record_sched__finish(struct vp_sched *s, bool quiet)
 	err = vp_sched__stop(s);
 	vp_sched__stats(s, &st);
 	if (!quiet)
-		fprintf(stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
 			(unsigned long long)st.switches, (unsigned long long)st.records, (unsigned long long)st.bytes);
 	if (st.agg_full)
-		fprintf(stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
+		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
 				"aggregation hash was full\n", (unsigned long long)st.agg_full, (double)st.agg_full_ns / 1e6);
 	vp_sched__free(s);
 	return err;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "sampler-kernel/sampler.h"
 
 struct vp_sched;
@@ -16,14 +17,15 @@ struct vp_sched;
 /* Starts the tracer for the sampler's target, writing through cfg->sink, with the
  * session event indexes after cfg's events. *out is NULL when the tracer was not
  * wanted or could not start without being required. 0, or -errno with a one-line
- * message in err when off_cpu was asked for and cannot be had. */
-int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, struct vp_sched **out,
-			char *err, size_t errlen);
+ * message in err when off_cpu was asked for and cannot be had. Notes go to log
+ * (NULL: stderr). */
+int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
+			struct vp_sched **out, char *err, size_t errlen);
 /* In the record loop: drains the tracer's sums when due. 0 or -errno. */
 int record_sched__poll(struct vp_sched *s, uint64_t now);
 /* After the sampler stopped: the last sums and the totals; prints the cross-check
  * unless quiet. 0 or -errno. Frees the tracer. */
-int record_sched__finish(struct vp_sched *s, bool quiet);
+int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log);
 
 /* Detaches and frees without writing anything (a recording that failed to start).
  * Accepts NULL. */

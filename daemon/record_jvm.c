@@ -69,7 +69,7 @@ bool record_jvm__frame_pointers(pid_t pid)
  * session writer makes that directory for it, owned by it, and lets that user (only)
  * reach it (vp_session_writer__admit). The user is the JVM's effective uid, the one
  * the attach also runs as. */
-static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
+static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid, FILE *log)
 {
 	char proc[64];
 	struct stat st;
@@ -79,12 +79,27 @@ static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid)
 		return;
 	int e = vp_session_writer__admit(w, st.st_uid, st.st_gid, pid);
 	if (e)
-		fprintf(stderr, "viprof: warning: cannot make %s/" VP_SESSION_JIT_DIR "/%d for JVM %d (uid %u): %s; "
+		fprintf(log, "viprof: warning: cannot make %s/" VP_SESSION_JIT_DIR "/%d for JVM %d (uid %u): %s; "
 			"its code maps may be missing\n", vp_session_writer__dir(w), (int)pid, (int)pid,
 			(unsigned)st.st_uid, strerror(-e));
 }
 
-static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
+/* Whether the agent is in pid already (from an earlier recording): a second load is
+ * ignored by the agent, and only says so on the JVM's stderr. */
+static bool agent_loaded(pid_t pid)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libviprof-jvmti.so") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent, FILE *log)
 {
 	const char *session = vp_session_writer__dir(w);
 	char options[PATH_MAX + 16], err[512] = "", rel[64];
@@ -93,22 +108,24 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 
 	snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
-	prepare_maps_dir(w, pid);
+	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
 		flags |= VP_JVM_NO_FRAME_POINTERS;
-	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	/* A JVM that has the agent keeps writing where it was first told (viprof serve
+	 * --continuous links those maps into each later interval). */
+	int e = agent_loaded(pid) ? 0 : vp_jvm__attach(pid, agent, options, err, sizeof(err));
 	if (e == 0) {
 		flags |= VP_JVM_AGENT_LOADED;
 	} else {
 		flags |= VP_JVM_ATTACH_REFUSED;
 		if (err[0])   /* the attach reason names the JVM already */
-			fprintf(stderr, "viprof: %s; its Java methods will not be named\n", err);
+			fprintf(log, "viprof: %s; its Java methods will not be named\n", err);
 		else
-			fprintf(stderr, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
+			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
 	if (flags & VP_JVM_NO_FRAME_POINTERS)
-		fprintf(stderr, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
+		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
 			(int)pid);
 	size_t rl = strlen(rel);
 	char body[sizeof(struct vp_jvm) + 64];
@@ -125,9 +142,24 @@ static int attach_one(struct vp_session_writer *w, pid_t pid, const char *agent)
 	return e == 0 ? 1 : 0;
 }
 
-/* Does --jvm-attach let the agent into pid (owned by uid)? */
-static bool allowed(const struct record_opts *o, pid_t pid, uid_t uid)
+/* Whether the process opted out of the agent: VIPROF_NO_AGENT=1 (or any value but
+ * "" and "0") in the environment it started with. */
+static bool opted_out(pid_t pid)
 {
+	static char buf[1 << 16];
+	ssize_t n = read_proc(pid, "environ", buf, sizeof(buf));
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (!strncmp(buf + i, "VIPROF_NO_AGENT=", 16))
+			return buf[i + 16] && strcmp(buf + i + 16, "0");
+	return false;
+}
+
+/* Does --jvm-attach let the agent into pid (owned by uid), and did the process not
+ * opt out? */
+static bool allowed(const struct vp_record_opts *o, pid_t pid, uid_t uid)
+{
+	if (o->jvm_attach != RECORD_JVM_NONE && opted_out(pid))
+		return false;
 	switch (o->jvm_attach) {
 	case RECORD_JVM_NONE:
 		return false;
@@ -156,14 +188,14 @@ static uid_t owner(pid_t pid)
 }
 
 int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
-		       const struct record_opts *o)
+		       const struct vp_record_opts *o)
 {
 	int loaded = 0, r;
 	if (!all) {
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, pids[i], agent)) < 0)
+			if ((r = attach_one(w, pids[i], agent, o->log ? o->log : stderr)) < 0)
 				return r;
 			loaded += r;
 		}
@@ -192,7 +224,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, pid, agent)) < 0) {
+		if ((r = attach_one(w, pid, agent, o->log ? o->log : stderr)) < 0) {
 			closedir(d);
 			return r;
 		}
@@ -200,7 +232,7 @@ int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids
 	}
 	closedir(d);
 	if (found && !o->quiet)
-		fprintf(stderr, "viprof: -a: the JVM agent went into %d of %d HotSpot JVMs (%d user%s)%s\n",
+		fprintf(o->log ? o->log : stderr, "viprof: -a: the JVM agent went into %d of %d HotSpot JVMs (%d user%s)%s\n",
 			chosen, found, nusers, nusers == 1 ? "" : "s",
 			o->jvm_attach_given ? ""
 			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");

@@ -13,13 +13,13 @@ struct vp_session_writer;
  * A JVM that refuses is reported in one line on stderr and recorded with
  * VP_JVM_ATTACH_REFUSED; recording goes on. Returns the number of JVMs the agent was
  * loaded into, or the session writer's -errno. */
-struct record_opts;
+struct vp_record_opts;
 /* Attaches the agent to the -p processes that are HotSpot JVMs, or with all (-a) to every
  * HotSpot JVM on the machine, in both cases only those --jvm-attach allows (o). With
  * -a it says on stderr how many JVMs of how many users got the agent and how to limit
  * that. Returns the number loaded or -errno when the session cannot be written. */
 int record_jvm__attach(struct vp_session_writer *w, const pid_t *pids, int npids, bool all, const char *agent,
-		       const struct record_opts *o);
+		       const struct vp_record_opts *o);
 
 /* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
  * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */

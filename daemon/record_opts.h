@@ -1,5 +1,6 @@
-/* The options of 'viprof record': one struct of defaults and one parser that checks
- * every value (events are only split here; hv-glue parses and live-checks them). */
+/* What a recording is asked to do: the options of 'viprof record' (parsed by
+ * cli/record_opts.h) and of the service's requests, given to vp_recorder__start
+ * (daemon/recorder.h). The strings and arrays it points to must outlive the recorder. */
 #ifndef VIPROF_DAEMON_RECORD_OPTS_H
 #define VIPROF_DAEMON_RECORD_OPTS_H
 
@@ -16,7 +17,7 @@
 
 enum record_target { RECORD_TARGET_NONE, RECORD_TARGET_ALL, RECORD_TARGET_PIDS, RECORD_TARGET_LAUNCH };
 
-struct record_opts {
+struct vp_record_opts {
 	const char *events;      /* -e list as written, or NULL for the default event */
 	uint64_t freq;           /* -F */
 	uint64_t period;         /* -c; 0 unless given */
@@ -41,12 +42,17 @@ struct record_opts {
 	const char *xen_pmu_mode; /* --xen-pmu-mode, or NULL to leave it */
 	bool quiet;
 	bool help;               /* --help was given and printed */
+	/* Set by the program driving the recorder, not by options: */
+	const char *cmdline;     /* the command line as given, for META cmdline; may be NULL */
+	pid_t launched;          /* RECORD_TARGET_LAUNCH: the child the caller launched and
+				  * holds before exec (common/launch.h); cmd names it */
+	const char *agent;       /* the JVM agent to load (NULL: none found, a warning) */
+	FILE *log;               /* where notes and warnings go; NULL: stderr */
+	bool user_only;          /* every event ":u", no kernel symbols: what the kernel lets
+				  * an unprivileged user sample (the service sets it for them) */
 };
 
-void record_opts__defaults(struct record_opts *o);
-/* Parses argv (argv[0] = "record"). 0 on success (check o->help), -EINVAL with a
- * one-line message in err otherwise. Uses getopt_long, so it resets optind. */
-int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen);
-void record_opts__usage(FILE *f);
+/* The defaults of 'viprof record': the default rate, directory and backend. */
+void vp_record_opts__defaults(struct vp_record_opts *o);
 
 #endif

@@ -33,6 +33,9 @@ struct vp_session_writer {
 	int parentfd;            /* the directory holding it, and its name there */
 	char base[NAME_MAX + 1];
 	bool made;               /* we created the session directory (not an empty one given) */
+	bool owned;              /* files go to owner:group (a directory given by fd) */
+	uid_t owner;
+	gid_t group;
 	uid_t admitted[64];      /* users of attached JVMs let into jit/ */
 	int nadmitted;
 	struct cfile_writer *cw;
@@ -212,18 +215,17 @@ opened:
 	return 0;
 }
 
-struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
-						    char *err, size_t errlen)
+/* Gives what we just created to the session's owner, when it is not us. */
+static int give(const struct vp_session_writer *w, int fd)
 {
-	struct vp_session_writer *w = calloc(1, sizeof(*w));
+	return w->owned && fchown(fd, w->owner, w->group) ? -errno : 0;
+}
+
+/* Everything after the directory is open: jit/, the stream. */
+static struct vp_session_writer *finish_create(struct vp_session_writer *w, size_t chunk_bytes,
+					       char *err, size_t errlen)
+{
 	int e;
-	if (!w) {
-		vp_set_err(err, errlen, "out of memory");
-		return NULL;
-	}
-	w->dirfd = w->jitfd = w->parentfd = -1;
-	if ((e = open_session_dir(w, dir, force, err, errlen)))
-		goto fail;
 	/* From here on, everything is relative to the directory as opened now: whatever
 	 * happens to the path later, we write into this directory, which we own. Sessions
 	 * hold kernel addresses that kptr_restrict hides from users: directories 0700,
@@ -235,19 +237,86 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 		goto fail;
 	}
 	w->jitfd = vp_safe_mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0700, (uid_t)-1, NULL);
-	if (w->jitfd < 0) {
-		e = w->jitfd;
+	if (w->jitfd < 0 || (e = give(w, w->jitfd))) {
+		e = w->jitfd < 0 ? w->jitfd : e;
 		vp_set_err(err, errlen, "cannot create %s/%s: %s", w->dir, VP_SESSION_JIT_DIR, strerror(-e));
 		goto fail;
 	}
 	w->cw = cfile_writer__create_at(w->dirfd, VP_SESSION_STREAM, VP_KIND_SESSION_STREAM,
 					VP_SESSION_FORMAT_VERSION, chunk_bytes, true);
-	if (!w->cw) {
-		e = -errno;
-		vp_set_err(err, errlen, "cannot create %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(errno));
+	if (!w->cw || (e = give(w, cfile_writer__fd(w->cw)))) {
+		e = !w->cw ? -errno : e;
+		vp_set_err(err, errlen, "cannot create %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
 		goto fail;
 	}
 	return w;
+fail:
+	vp_session_writer__discard(w);
+	errno = -e;
+	return NULL;
+}
+
+static struct vp_session_writer *writer_new(char *err, size_t errlen)
+{
+	struct vp_session_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		vp_set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	w->dirfd = w->jitfd = w->parentfd = -1;
+	return w;
+}
+
+struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
+						    char *err, size_t errlen)
+{
+	struct vp_session_writer *w = writer_new(err, errlen);
+	int e;
+	if (!w)
+		return NULL;
+	if ((e = open_session_dir(w, dir, force, err, errlen))) {
+		vp_session_writer__discard(w);
+		errno = -e;
+		return NULL;
+	}
+	return finish_create(w, chunk_bytes, err, errlen);
+}
+
+struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, uid_t owner, gid_t group,
+						       size_t chunk_bytes, char *err, size_t errlen)
+{
+	struct vp_session_writer *w = writer_new(err, errlen);
+	struct stat st;
+	int e;
+	if (!w)
+		return NULL;
+	snprintf(w->dir, sizeof(w->dir), "%s", name);
+	w->owned = owner != (uid_t)-1 && (owner != geteuid() || group != getegid());
+	w->owner = owner;
+	w->group = group;
+	/* Our own descriptor of the directory itself ("." of an O_PATH fd), readable, so
+	 * that it can be listed; never a path. */
+	w->dirfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dirfd < 0 || fstat(w->dirfd, &st)) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot open the session directory %s: %s", name, strerror(-e));
+		goto fail;
+	}
+	if (st.st_uid != (owner == (uid_t)-1 ? geteuid() : owner)) {
+		e = -EPERM;
+		vp_set_err(err, errlen, "%s belongs to uid %u, not to the user recording (uid %u); give a directory you own",
+			   name, (unsigned)st.st_uid, (unsigned)(owner == (uid_t)-1 ? geteuid() : owner));
+		goto fail;
+	}
+	if (!dir_is_empty(w->dirfd)) {
+		/* Not ours to empty: discard() must not touch what was there. */
+		close(w->dirfd);
+		w->dirfd = -1;
+		e = -EEXIST;
+		vp_set_err(err, errlen, "%s is not empty; give an empty or a new directory", name);
+		goto fail;
+	}
+	return finish_create(w, chunk_bytes, err, errlen);
 fail:
 	vp_session_writer__discard(w);
 	errno = -e;
@@ -261,7 +330,7 @@ int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, 
 	int e, fd;
 
 	snprintf(name, sizeof(name), "%d", (int)pid);
-	if (uid != geteuid()) {
+	if (uid != geteuid() && !(w->owned && uid == w->owner)) {
 		/* Search permission for exactly this user on the session and on jit/ (a
 		 * POSIX ACL, listing nothing), so that the JVM reaches jit/<pid>. */
 		bool known = false;
@@ -663,6 +732,12 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	/* A new file in our own directory, never one that is there already. */
 	unlinkat(w->dirfd, tname, 0);
 	int fd = vp_safe_create(w->dirfd, tname, 0600);
+	if (fd >= 0 && give(w, fd)) {
+		int e = errno;
+		close(fd);
+		vp_set_err(err, errlen, "cannot give %s to its owner: %s", tmp, strerror(e));
+		return -e;
+	}
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		int e = fd < 0 ? -fd : errno;

@@ -27,6 +27,14 @@ struct vp_session_writer;   /* opaque */
  * container's default. NULL, errno, and a one-line reason in err on failure. */
 struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
 						    char *err, size_t errlen);
+/* The same in an existing empty directory given as an open fd (O_PATH will do; it is
+ * not kept), written only relative to it and named name in messages: the service,
+ * running as root, writes a user's session into the directory that user opened. The
+ * directory must belong to owner (uid; (uid_t)-1: to us) and be empty; everything
+ * created in it (jit/, stream.vps, meta.json) is given to owner:group. Nothing is ever
+ * removed from it but what this writer made. */
+struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, uid_t owner, gid_t group,
+						       size_t chunk_bytes, char *err, size_t errlen);
 /* Takes ownership of ks (may be NULL: then no KSYM records are written). If symbols
  * were deferred, writes the KSYM records that the samples since then need. */
 void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks);

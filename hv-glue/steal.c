@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "hv-glue/steal.h"
+#include "common/util.h"
 
 /* Ticks of USER_HZ to ns without overflowing for any realistic uptime. */
 static uint64_t ticks_to_ns(uint64_t t, long hz)
@@ -72,14 +73,9 @@ int vp_steal__read(uint64_t *steal_ns, int max_cpus)
 		goto cleanup;
 	}
 	for (;;) {
-		if (len + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				ret = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-			cap *= 2;
+		if (len + 1 >= cap && vp_grow((void **)&buf, &cap, cap + 1, 1)) {
+			ret = -ENOMEM;
+			goto cleanup;
 		}
 		ssize_t k = read(fd, buf + len, cap - len - 1);
 		if (k < 0) {

@@ -5,7 +5,7 @@
 
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
-#include "postproc/profile.h"
+#include "common/layers.h"
 
 struct vp_jit_index {
 	struct vp_codemap *m;

@@ -176,10 +176,15 @@ struct pp {
 	PbSample *samples; size_t nsamples, cap, values_cap, ids_cap, labels_cap;
 	int64_t *values;   /* nv per sample, in a separate array so that pointers stay valid: */
 	uint64_t **ids;    /* per sample, its location ids (owned) */
-	PbLabel *labels;   /* 4 per sample */
+	PbLabel *labels;   /* NLABELS per sample */
 	size_t nv;
-	int64_t k_pid, k_tid, k_thread, k_layer;
+	int64_t k_pid, k_tid, k_thread, k_layer, k_host;
+	int64_t host;      /* the recording machine's name (meta "hostname"), or -1 */
 };
+
+/* Labels per sample: pid, tid, thread, layer, and the host, so that profiles scraped
+ * from many VMs stay apart when a fleet tool merges them. */
+#define NLABELS 5
 
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
@@ -188,13 +193,13 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 	if (vp_grow((void **)&w->samples, &w->cap, i + 1, sizeof(*w->samples)) ||
 	    vp_grow((void **)&w->values, &w->values_cap, (i + 1) * w->nv, sizeof(*w->values)) ||
 	    vp_grow((void **)&w->ids, &w->ids_cap, i + 1, sizeof(*w->ids)) ||
-	    vp_grow((void **)&w->labels, &w->labels_cap, (i + 1) * 4, sizeof(*w->labels)))
+	    vp_grow((void **)&w->labels, &w->labels_cap, (i + 1) * NLABELS, sizeof(*w->labels)))
 		return -ENOMEM;
 	perftools__profiles__sample__init(&w->samples[i]);
 	memcpy(w->values + i * w->nv, v, w->nv * sizeof(*v));
 	w->ids[i] = ids;
-	PbLabel *lb = &w->labels[4 * i];
-	for (int k = 0; k < 4; k++)
+	PbLabel *lb = &w->labels[NLABELS * i];
+	for (int k = 0; k < NLABELS; k++)
 		perftools__profiles__label__init(&lb[k]);
 	lb[0].key = w->k_pid;
 	lb[0].num = s->pid;
@@ -207,7 +212,9 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 							      : VP_LAYER_UNKNOWN));
 	w->samples[i].n_location_id = nids;
 	w->samples[i].n_value = w->nv;
-	w->samples[i].n_label = 4;
+	lb[4].key = w->k_host;
+	lb[4].str = w->host;
+	w->samples[i].n_label = w->host > 0 ? 5 : 4;
 	w->nsamples++;
 	return lb[2].str < 0 || lb[3].str < 0 ? -ENOMEM : 0;
 }
@@ -230,7 +237,7 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	PbLine *lines = NULL, **linep = NULL;
 	PbSample **samplep = NULL;
 	PbLabel **labelp = NULL;
-	uint64_t *mapid = NULL, *img_map_of_frame = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
+	uint64_t *mapid = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
 	int64_t *comments = NULL, *rem = NULL, *v = NULL;
 	uint8_t *buf = NULL;
 	size_t nv = w.nv, nmaps = 0, ncomments = 0, nlocs = 0, nlines = 0;
@@ -291,7 +298,10 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	w.k_tid = strtab_add(&st, "tid");
 	w.k_thread = strtab_add(&st, "thread");
 	w.k_layer = strtab_add(&st, "layer");
-	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0)
+	const char *host = vp_profile__meta(p, "hostname");
+	w.k_host = strtab_add(&st, "hostname");
+	w.host = host && *host ? strtab_add(&st, host) : 0;
+	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0 || w.k_host < 0 || w.host < 0)
 		goto cleanup;
 	for (size_t i = 0; i < p->nloc_stacks; i++) {
 		const struct vp_loc_stack *ls = &p->loc_stacks[i];
@@ -347,18 +357,18 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		err = -ENOMEM;
 	}
 
-	/* Mappings: the profile's own (real ranges and offsets), then one per image for the
-	 * frames located above without an address. A range the loader did not know (the
-	 * kernel, JIT code) spans the addresses located in it. The main executable of the
-	 * process with the most samples comes first: pprof names the profile after it. */
-	size_t maxmaps = nm + nf + 1;
+	/* Mappings: the profile's own (real ranges and offsets). A range the loader did not
+	 * know (the kernel, JIT code) spans the addresses located in it. The main executable
+	 * of the process with the most samples comes first: pprof names the profile after it.
+	 * Frames located above without an address get no mapping: a made-up one (0x0/0x0)
+	 * claiming functions and lines would misstate the memory they were in. */
+	size_t maxmaps = nm + 1;
 	maps = calloc(maxmaps, sizeof(*maps));
 	mapp = calloc(maxmaps, sizeof(*mapp));
 	mapid = calloc(nm ? nm : 1, sizeof(*mapid));
 	lo = calloc(nm ? nm : 1, sizeof(*lo));
 	hi = calloc(nm ? nm : 1, sizeof(*hi));
-	img_map_of_frame = calloc(nf ? nf : 1, sizeof(*img_map_of_frame));
-	if (!maps || !mapp || !mapid || !lo || !hi || !img_map_of_frame)
+	if (!maps || !mapp || !mapid || !lo || !hi)
 		goto cleanup;
 	for (size_t i = 0; i < nm; i++)
 		lo[i] = UINT64_MAX;
@@ -412,27 +422,6 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
 		mapp[nmaps] = pm;
 		mapid[i] = ++nmaps;
-	}
-	for (size_t f = 0; f < nf; f++) {
-		const struct vp_frame *fr = &p->frames[f];
-		if (!frame_loc[f] || !*fr->image)
-			continue;
-		size_t j;
-		for (j = 0; j < nmaps; j++)
-			if (!strcmp(st.v[maps[j].filename], fr->image))
-				break;
-		if (j == nmaps) {
-			PbMapping *pm = &maps[nmaps];
-			perftools__profiles__mapping__init(pm);
-			pm->id = nmaps + 1;
-			pm->filename = strtab_add(&st, fr->image);
-			pm->build_id = strtab_add(&st, fr->build_id);
-			if (pm->filename < 0 || pm->build_id < 0)
-				goto cleanup;
-			pm->has_functions = pm->has_filenames = pm->has_line_numbers = pm->has_inline_frames = true;
-			mapp[nmaps++] = pm;
-		}
-		img_map_of_frame[f] = j + 1;
 	}
 	prof.n_mapping = nmaps;
 	prof.mapping = mapp;
@@ -493,8 +482,10 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		PbLocation *pl = &locs[frame_loc[f] - 1];
 		perftools__profiles__location__init(pl);
 		pl->id = frame_loc[f];
-		pl->mapping_id = img_map_of_frame[f];
-		pl->address = fr->addr;
+		/* No sampled address: a frame's own address is image-relative or a symbol's
+		 * start, neither an address in a mapping, so the location carries none. */
+		pl->mapping_id = 0;
+		pl->address = 0;
 		pl->n_line = 1;
 		pl->line = &linep[li];
 		perftools__profiles__line__init(&lines[li]);
@@ -509,16 +500,16 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 
 	/* The samples' pointers, now that their arrays stopped moving. */
 	samplep = calloc(w.nsamples ? w.nsamples : 1, sizeof(*samplep));
-	labelp = calloc(4 * (w.nsamples ? w.nsamples : 1), sizeof(*labelp));
+	labelp = calloc(NLABELS * (w.nsamples ? w.nsamples : 1), sizeof(*labelp));
 	if (!samplep || !labelp)
 		goto cleanup;
 	for (size_t i = 0; i < w.nsamples; i++) {
 		PbSample *sm = &w.samples[i];
 		sm->location_id = w.ids[i];
 		sm->value = w.values + i * nv;
-		for (int k = 0; k < 4; k++)
-			labelp[4 * i + k] = &w.labels[4 * i + k];
-		sm->label = &labelp[4 * i];
+		for (int k = 0; k < NLABELS; k++)
+			labelp[NLABELS * i + k] = &w.labels[NLABELS * i + k];
+		sm->label = &labelp[NLABELS * i];
 		samplep[i] = sm;
 	}
 	prof.n_sample = w.nsamples;
@@ -582,7 +573,6 @@ cleanup:
 	free(locs);
 	free(fnp);
 	free(fns);
-	free(img_map_of_frame);
 	free(frame_loc);
 	free(mapid);
 	free(lo);

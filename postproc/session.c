@@ -181,7 +181,12 @@ static void on_meta(struct loader *l, const struct vp_record *r)
 		const char *v = kz + 1, *vz = memchr(v, '\0', (size_t)(end - v));
 		if (!vz)
 			break;
-		if (*k)
+		/* Sessions loaded into one profile: it starts when the first of them did
+		 * (pprof's "Time:"), whatever order they were named in. */
+		const char *old = NULL;
+		if (!strcmp(k, "start_realtime_ns") || !strcmp(k, "start_monotonic_ns"))
+			old = vp_profile__meta(l->p, k);
+		if (*k && !(old && strtoull(old, NULL, 10) <= strtoull(v, NULL, 10)))
 			vp_profile__set_meta(l->p, k, v);
 		b = vz + 1;
 	}
@@ -923,7 +928,7 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
-static void multiplexing(struct loader *l)
+static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
 		const struct vp_counter *c = &l->totals[e];
@@ -940,7 +945,12 @@ static void multiplexing(struct loader *l)
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
 		uint64_t sum = l->period_sum[e];
-		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
+		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled && damaged)
+			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) are in no stack: their samples were "
+					 "in the damaged part of the session, or came after their thread's last sample",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+		else if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
 			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
 					 "sample and are in no stack; sample more often (-F, -c) for more of them",
 					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
@@ -1087,16 +1097,28 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			span_put(&l->ac, &skey, lo, hi, leaf_first + n0, n - n0, locs[nl - 1]);
 	}
 	if (s->sched_state && s->sched_state < VP_SCHED__COUNT) {
-		/* Off-CPU and steal sums end in a frame saying what the thread was doing;
-		 * it has no address, so the sample goes to pprof by frame. */
-		if (n == MAX_OUT_FRAMES)
+		/* Off-CPU and steal sums end in a frame saying what the thread was doing.
+		 * It has no address: for pprof it is a location of its own without a
+		 * mapping, above the stack's own locations (a 0x0 address in the kernel's
+		 * or a made-up mapping would claim code that is not there). */
+		bool by_addr = nl > 0 || n == 0;
+		if (n == MAX_OUT_FRAMES) {
 			n--;
+			by_addr = false;  /* the frames lost their root; the locations did not */
+		}
 		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
 		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
 				? add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
 				: add_frame(l, VP_LAYER_KERNEL, vp_sched_state_frame(s->sched_state), "[kernel.kallsyms]", "", 0, "", 0);
 		n++;
-		nl = 0;
+		if (by_addr && nl < MAX_OUT_FRAMES && leaf_first[0] != UINT32_MAX) {
+			uint32_t no_line = 0;
+			memmove(locs + 1, locs, (size_t)nl * sizeof(locs[0]));
+			locs[0] = vp_profile__location(l->p, UINT32_MAX, 0, leaf_first, &no_line, 1);
+			nl++;
+		} else {
+			nl = 0;
+		}
 	}
 	if (n == 0)
 		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
@@ -1216,9 +1238,42 @@ struct steal_stack {
 	uint32_t *frames;
 	uint32_t n;
 	char *comm;
+	uint32_t *locs;   /* the same stack by address for pprof, leaf first; NULL: by frame */
+	uint32_t nlocs;
 };
 
-static int victim_stack(struct loader *l, const struct victim *v, struct steal_stack *out)
+/* Per stack of p, its loc stack with the most samples (as victims count them), or
+ * UINT32_MAX: the addresses a victim's steal stack is shown at in pprof. */
+static uint32_t *best_loc_stacks(struct loader *l)
+{
+	const struct vp_profile *p = l->p;
+	uint32_t *best = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*best));
+	uint64_t *best_n = calloc(p->nstacks ? p->nstacks : 1, sizeof(*best_n));
+	if (!best || !best_n) {
+		free(best);
+		free(best_n);
+		return NULL;
+	}
+	for (size_t i = 0; i < p->nstacks; i++)
+		best[i] = UINT32_MAX;
+	for (size_t i = 0; i < p->nloc_stacks; i++) {
+		const struct vp_loc_stack *ls = &p->loc_stacks[i];
+		uint64_t k = 0;
+		if (l->time_event >= 0)
+			k = ls->samples[l->time_event];
+		else
+			for (int e = 0; e < p->nevents; e++)
+				k += ls->samples[e];
+		if (ls->stack < p->nstacks && k > best_n[ls->stack]) {
+			best[ls->stack] = (uint32_t)i;
+			best_n[ls->stack] = k;
+		}
+	}
+	free(best_n);
+	return best;
+}
+
+static int victim_stack(struct loader *l, const struct victim *v, const uint32_t *best_ls, struct steal_stack *out)
 {
 	const struct vp_stack *best = v->best_n ? &l->p->stacks[v->best] : NULL;
 	uint32_t extra = 1;
@@ -1258,6 +1313,20 @@ static int victim_stack(struct loader *l, const struct victim *v, struct steal_s
 	for (uint32_t i = 0; i < out->n; i++)
 		if (out->frames[i] == UINT32_MAX)
 			return -ENOMEM;
+	/* By address too when the stack was sampled by address: the steal leaf is a
+	 * location without a mapping (it has no address), over the stack's locations. */
+	if (best && best_ls[v->best] != UINT32_MAX) {
+		const struct vp_loc_stack *ls = &l->p->loc_stacks[best_ls[v->best]];
+		uint32_t no_line = 0;
+		out->locs = malloc(((size_t)ls->nlocs + 1) * sizeof(uint32_t));
+		if (!out->locs)
+			return -ENOMEM;
+		memcpy(out->locs + 1, ls->locs, ls->nlocs * sizeof(uint32_t));
+		out->locs[0] = vp_profile__location(l->p, UINT32_MAX, 0, &out->frames[out->n - 1], &no_line, 1);
+		if (out->locs[0] == UINT32_MAX)
+			return -ENOMEM;
+		out->nlocs = ls->nlocs + 1;
+	}
 	return 1;
 }
 
@@ -1267,6 +1336,7 @@ static int victim_stack(struct loader *l, const struct victim *v, struct steal_s
 static int add_steal(struct loader *l)
 {
 	struct steal_stack *ss = NULL;
+	uint32_t *best_ls = NULL;
 	int ret;
 	if (!l->saw_steal)
 		return 0;
@@ -1290,11 +1360,14 @@ static int add_steal(struct loader *l)
 		return 0;
 	victims_index(l);
 	ss = calloc(l->nvictims, sizeof(*ss));
-	if (!ss)
-		return -ENOMEM;
+	best_ls = best_loc_stacks(l);
+	if (!ss || !best_ls) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
 	size_t nss = 0;
 	for (size_t i = 0; i < l->nvictims; i++) {
-		ret = victim_stack(l, &l->victims[i], &ss[i]);
+		ret = victim_stack(l, &l->victims[i], best_ls, &ss[i]);
 		if (ret < 0)
 			goto cleanup;
 		nss += ret > 0;
@@ -1314,16 +1387,22 @@ static int add_steal(struct loader *l)
 			continue;
 		/* Rounded to the nearest period, but a thread that lost time never shows 0. */
 		uint64_t n = (v->ns + period / 2) / period;
-		ret = vp_profile__add(l->p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns);
+		uint32_t sid;
+		ret = vp_profile__add_stack(l->p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns,
+					    &sid);
+		if (!ret && ss[i].locs)
+			ret = vp_profile__add_locs(l->p, sid, ss[i].locs, ss[i].nlocs, ev, n ? n : 1, v->ns);
 		if (ret < 0)
 			goto cleanup;
 	}
 cleanup:
-	for (size_t i = 0; i < l->nvictims; i++) {
+	for (size_t i = 0; ss && i < l->nvictims; i++) {
 		free(ss[i].frames);
 		free(ss[i].comm);
+		free(ss[i].locs);
 	}
 	free(ss);
+	free(best_ls);
 	return ret;
 }
 
@@ -1437,7 +1516,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
 	}
-	multiplexing(&l);
+	multiplexing(&l, damaged || k < 0);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever
 	 * order the recorder's buffers delivered them in. It stops after the samples the
 	 * first pass counted, should the file have grown since (a recording still running). */

@@ -40,6 +40,7 @@ struct charge {
 struct vp_steal_acct {
 	struct cpu_evs *cpus;
 	uint32_t ncpus;
+	size_t capcpus;
 	uint64_t seq;
 	int err;                /* sticky: the first failure, returned by finish */
 	/* scratch used by finish */
@@ -70,23 +71,6 @@ void vp_steal_acct__free(struct vp_steal_acct *a)
 	free(a);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 static struct steal_ev *push_ev(struct vp_steal_acct *a, uint32_t cpu)
 {
 	struct cpu_evs *c;
@@ -96,18 +80,15 @@ static struct steal_ev *push_ev(struct vp_steal_acct *a, uint32_t cpu)
 	if (cpu >= STEAL_MAX_CPUS)
 		return NULL;    /* corrupt record: ignore it rather than allocate for it */
 	if (cpu >= a->ncpus) {
-		struct cpu_evs *n = realloc(a->cpus, (cpu + 1) * sizeof(*n));
-
-		if (!n) {
+		if (vp_grow((void **)&a->cpus, &a->capcpus, (size_t)cpu + 1, sizeof(*a->cpus))) {
 			a->err = -ENOMEM;
 			return NULL;
 		}
-		memset(n + a->ncpus, 0, (cpu + 1 - a->ncpus) * sizeof(*n));
-		a->cpus = n;
+		memset(a->cpus + a->ncpus, 0, (cpu + 1 - a->ncpus) * sizeof(*a->cpus));
 		a->ncpus = cpu + 1;
 	}
 	c = &a->cpus[cpu];
-	if (grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v))) {
+	if (vp_grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v))) {
 		a->err = -ENOMEM;
 		return NULL;
 	}
@@ -171,7 +152,7 @@ static int add_run(struct vp_steal_acct *a, uint32_t pid, uint32_t tid, uint64_t
 			return 0;
 		}
 	}
-	if (grow((void **)&a->runs, &a->capruns, a->nruns + 1, sizeof(*a->runs)))
+	if (vp_grow((void **)&a->runs, &a->capruns, a->nruns + 1, sizeof(*a->runs)))
 		return -ENOMEM;
 	a->runs[a->nruns++] = (struct run){ pid, tid, ns };
 	return 0;
@@ -181,7 +162,7 @@ static int add_charge(struct vp_steal_acct *a, uint32_t cpu, uint32_t pid, uint3
 {
 	if (ns == 0)
 		return 0;
-	if (grow((void **)&a->charges, &a->capcharges, a->ncharges + 1, sizeof(*a->charges)))
+	if (vp_grow((void **)&a->charges, &a->capcharges, a->ncharges + 1, sizeof(*a->charges)))
 		return -ENOMEM;
 	a->charges[a->ncharges++] = (struct charge){ cpu, pid, tid, ns };
 	return 0;

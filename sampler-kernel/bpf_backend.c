@@ -35,7 +35,8 @@ struct sampler {
 	struct profile *skel[VP_MAX_EVENTS];
 	int nr_skel;
 	struct bpf_link **links;       /* perf event links (they own the perf fds) */
-	int nr_links, cap_links;
+	int nr_links;
+	size_t cap_links, cap_counted;   /* of links[] and counted[], each grown by vp_grow */
 	/* A copy of each event fd, read for the event's totals when sampling stops. */
 	struct counted { int fd; pid_t tid; uint16_t event; } *counted;
 	int nr_counted;
@@ -285,6 +286,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->event_index = (uint32_t)e;
 		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
 		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
+		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		if (e == 0) {
@@ -371,21 +373,11 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 					 ev->name, cpu, strerror(-fd));
 			return fd;
 		}
-		if (s->nr_links == s->cap_links) {
-			int cap = s->cap_links ? s->cap_links * 2 : 64;
-			struct bpf_link **pl = realloc(s->links, cap * sizeof(*pl));
-			struct counted *pc = realloc(s->counted, cap * sizeof(*pc));
-
-			if (pl)
-				s->links = pl;
-			if (pc)
-				s->counted = pc;
-			if (!pl || !pc) {
-				close(fd);
-				snprintf(err, errlen, "bpf sampler: out of memory");
-				return -ENOMEM;
-			}
-			s->cap_links = cap;
+		if (vp_grow((void **)&s->links, &s->cap_links, (size_t)s->nr_links + 1, sizeof(*s->links)) ||
+		    vp_grow((void **)&s->counted, &s->cap_counted, (size_t)s->nr_links + 1, sizeof(*s->counted))) {
+			close(fd);
+			snprintf(err, errlen, "bpf sampler: out of memory");
+			return -ENOMEM;
 		}
 		copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		l = bpf_program__attach_perf_event(s->skel[e]->progs.on_sample, fd);

@@ -38,12 +38,14 @@ struct sampler {
 	struct sampler_config cfg;
 	uint64_t sample_type;
 	int *fds;
-	int nr_fds, cap_fds;
+	int nr_fds;
+	size_t cap_fds;
 	struct perf_ring **rings;      /* one per CPU that could be opened */
 	int nr_rings;
 	struct pollfd *pfds;
 	struct id_map *ids;
-	int nr_ids, cap_ids;
+	int nr_ids;
+	size_t cap_ids;
 	struct perf_sideband sb;
 	struct vp_sample *buf;         /* room for VP_MAX_FRAMES ips */
 	bool user_only;                /* kernel excluded: not permitted (paranoid 2) */
@@ -59,16 +61,9 @@ struct sampler {
 /* Takes fd over: it is closed with the sampler, or at once if it cannot be kept. */
 static int push_fd(struct sampler *s, int fd)
 {
-	if (s->nr_fds == s->cap_fds) {
-		int cap = s->cap_fds ? s->cap_fds * 2 : 64;
-		int *p = realloc(s->fds, cap * sizeof(*p));
-
-		if (!p) {
-			close(fd);
-			return -ENOMEM;
-		}
-		s->fds = p;
-		s->cap_fds = cap;
+	if (vp_grow((void **)&s->fds, &s->cap_fds, (size_t)s->nr_fds + 1, sizeof(*s->fds))) {
+		close(fd);
+		return -ENOMEM;
 	}
 	s->fds[s->nr_fds++] = fd;
 	return 0;
@@ -80,15 +75,8 @@ static int push_id(struct sampler *s, int fd, pid_t tid, int event)
 
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
 		return -errno;
-	if (s->nr_ids == s->cap_ids) {
-		int cap = s->cap_ids ? s->cap_ids * 2 : 64;
-		struct id_map *p = realloc(s->ids, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		s->ids = p;
-		s->cap_ids = cap;
-	}
+	if (vp_grow((void **)&s->ids, &s->cap_ids, (size_t)s->nr_ids + 1, sizeof(*s->ids)))
+		return -ENOMEM;
 	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .fd = fd, .tid = tid, .event = (uint16_t)event };
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/perf_ring.h"
 
 uint64_t vp_sampler_now_ns(void)
@@ -89,15 +90,9 @@ int perf_ring__drain(struct perf_ring *r,
 		if (off + size > r->data_size) {
 			size_t first = r->data_size - off;
 
-			if (r->scratch_size < size) {
-				unsigned char *p = realloc(r->scratch, size);
-
-				if (!p) {
-					err = -ENOMEM;
-					break;
-				}
-				r->scratch = p;
-				r->scratch_size = size;
+			if (vp_grow((void **)&r->scratch, &r->scratch_size, size, 1)) {
+				err = -ENOMEM;
+				break;
 			}
 			memcpy(r->scratch, r->data + off, first);
 			memcpy(r->scratch + first, r->data, size - first);

@@ -20,8 +20,20 @@ const volatile bool unwind = false;
 /* Weigh each sample by the count its event read (below) instead of the kernel's period
  * (set for frequency-driven counting events). */
 const volatile bool exact_period = false;
+/* The service records for one user (sampler_config.only_uid): samples and switches of
+ * tasks whose real, effective and saved uid are not all this one are dropped or made
+ * anonymous, whatever the pid set says (a set-uid child is no longer the user's). */
+const volatile __u32 filter_uid = (__u32)-1;
 
 #define PF_KTHREAD 0x00200000
+
+static __always_inline bool owned(struct task_struct *t)
+{
+	if (filter_uid == (__u32)-1)
+		return true;
+	return BPF_CORE_READ(t, cred, uid.val) == filter_uid && BPF_CORE_READ(t, cred, euid.val) == filter_uid &&
+	       BPF_CORE_READ(t, cred, suid.val) == filter_uid;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -540,6 +552,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (target_mode == VPB_TARGET_TRACKED && !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
+	if (filter_uid != (__u32)-1 && !owned(bpf_get_current_task_btf()))
+		return 0;
 
 	if (!callchain) {
 		s = bpf_ringbuf_reserve(&events, VPB_SAMPLE_HDR, 0);
@@ -641,6 +655,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	w->prev_tid = prev->pid;
 	w->next_pid = next->tgid;
 	w->next_tid = next->pid;
+	/* Another user's task shows as the idle task: who ran is not theirs to see. */
+	if (!owned(prev))
+		w->prev_pid = w->prev_tid = 0;
+	if (!owned(next))
+		w->next_pid = w->next_tid = 0;
 	bpf_ringbuf_submit(w, BPF_RB_NO_WAKEUP);
 	return 0;
 }

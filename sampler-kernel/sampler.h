@@ -62,6 +62,12 @@ struct sampler_config {
 	bool want_switches;     /* emit VP_REC_SWITCH (for steal-time victim attribution) */
 	bool want_sideband;     /* emit MMAP/COMM/FORK/EXIT records (always true for record) */
 	size_t buffer_pages;    /* per-CPU buffer size in pages, 0 = default */
+	/* The service records for one user: only tasks whose real, effective and saved uid
+	 * are all only_uid are sampled (a set-uid program the user starts is not theirs),
+	 * and other tasks in switch records show as the idle task (bpf backend; the perf
+	 * backend's per-task events already stop at a set-uid exec). */
+	bool filter_uid;
+	uid_t only_uid;
 	struct vp_sink sink;
 	/* With cfg.unwind: called by start() with the walker's tables after the program is
 	 * loaded and before any event is enabled, so that the tables of processes that

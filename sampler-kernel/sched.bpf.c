@@ -12,6 +12,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_mode = VPS_TARGET_ALL;
 const volatile bool off_cpu = false;   /* --off-cpu: charge off-CPU intervals too */
+/* Only tasks whose real, effective and saved uid are this one (the service's users). */
+const volatile __u32 filter_uid = (__u32)-1;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -106,6 +108,10 @@ static __always_inline bool is_tracked(struct task_struct *t)
 
 	if (t->pid == 0)
 		return false;   /* the idle task: its steal goes to the CPU's idle total */
+	if (filter_uid != (__u32)-1 &&
+	    (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
+	     BPF_CORE_READ(t, cred, suid.val) != filter_uid))
+		return false;
 	return target_mode == VPS_TARGET_ALL || bpf_map_lookup_elem(&tracked, &tgid);
 }
 

@@ -292,6 +292,7 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	}
 	s->skel->rodata->target_mode = tracked ? VPS_TARGET_TRACKED : VPS_TARGET_ALL;
 	s->skel->rodata->off_cpu = cfg->off_cpu;
+	s->skel->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
 	bpf_program__set_autoload(s->skel->progs.on_fork, tracked);
 	bpf_program__set_autoload(s->skel->progs.on_wakeup, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.on_wakeup_new, cfg->off_cpu);

@@ -24,6 +24,8 @@ struct vp_sched_config {
 	const pid_t *pids;           /* SAMPLER_TARGET_PIDS / LAUNCH */
 	int nr_pids;
 	bool off_cpu;                /* also charge off-CPU intervals (event "off-cpu") */
+	bool filter_uid;             /* only tasks whose real, effective and saved uid are only_uid */
+	uid_t only_uid;
 	uint32_t first_event;        /* session index of "steal"; "off-cpu" follows it */
 	uint64_t drain_ns;           /* how often the kernel's sums are drained; 0 = 250 ms */
 	struct vp_sink sink;

@@ -11,3 +11,15 @@ add_dependencies(test-export-jitdump-help viprof)
 viprof_test(test-launch SOURCES test-launch.c LIBS vp_common LABELS unit)
 # The time spans the report's address cache reuses answers for.
 viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_postproc LABELS unit)
+# Issue 12: the pprof report of real recordings (native with off-CPU states, a JVM with
+# JIT code) read back by the real pprof: addresses inside their mappings, no 0x0/0x0
+# mapping claiming functions, the main executable first. One entry per scenario.
+viprof_test(test-report-pprof-live-native SOURCES test-report-pprof-live.c LIBS vp_common ARGS native TIMEOUT 300 LABELS tools)
+target_compile_definitions(test-report-pprof-live-native PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>"
+  OFFCPU_FIXTURE="$<TARGET_FILE:offcpu-fixture>" JAVA17="${VIPROF_JDK_HOME}/bin/java" JAVA25="${VIPROF_JDK25_HOME}/bin/java"
+  JAVA_CLASSES="${VIPROF_JAVA_CLASSES}")
+add_dependencies(test-report-pprof-live-native viprof offcpu-fixture viprof-jvmti java-fixtures)
+add_test(NAME test-report-pprof-live-jvm COMMAND test-report-pprof-live-native jvm WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-pprof-live-jvm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")
+add_test(NAME test-report-pprof-live-jvm25 COMMAND test-report-pprof-live-native jvm25 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-pprof-live-jvm25 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")

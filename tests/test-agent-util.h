@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "test.h"
 
 /* The java binary of a JDK home, or NULL when that JDK is not installed. */
@@ -109,16 +110,15 @@ static inline char *tu_read(const char *path)
 	if (!f)
 		return strdup("");
 	/* Read to EOF: /proc files report a size of 0. */
-	size_t cap = 4096, n = 0, k;
-	char *b = malloc(cap + 1);
-	while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
+	size_t cap = 0, n = 0, k;
+	char *b = NULL;
+	do {
+		if (vp_grow((void **)&b, &cap, n + 4096 + 1, 1))
+			FAIL("out of memory reading %s", path);
+		k = fread(b + n, 1, cap - n - 1, f);
 		n += k;
-		if (n == cap)
-			b = realloc(b, (cap *= 2) + 1);
-	}
+	} while (k > 0);
 	fclose(f);
-	if (!b)
-		FAIL("out of memory reading %s", path);
 	b[n] = '\0';
 	return b;
 }

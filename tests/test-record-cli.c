@@ -13,10 +13,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "daemon/record_opts.h"
+#include "cli/record_opts.h"
 #include "test.h"
 
-static int parse(struct record_opts *o, char *err, size_t errlen, ...)
+static int parse(struct vp_record_opts *o, char *err, size_t errlen, ...)
 {
 	char *argv[32];
 	int argc = 0;
@@ -27,7 +27,7 @@ static int parse(struct record_opts *o, char *err, size_t errlen, ...)
 		argv[argc++] = a;
 	va_end(ap);
 	argv[argc] = NULL;
-	record_opts__defaults(o);
+	vp_record_opts__defaults(o);
 	err[0] = '\0';
 	/* getopt may permute nothing (we use '+'), but it keeps pointers into argv: copy. */
 	static char *keep[32];
@@ -39,7 +39,7 @@ static int parse(struct record_opts *o, char *err, size_t errlen, ...)
 
 static void test_parser(void)
 {
-	struct record_opts o;
+	struct vp_record_opts o;
 	char err[512];
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());

@@ -75,13 +75,15 @@ static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint64_t 
  * default_idle, and "app" (pid 100) in a system call, 10 samples each per 100 ms. */
 static void write_session(const char *dir, uint64_t dur_ms)
 {
-	char path[512];
+	char path[512], meta[128];
 	ASSERT_OK(mkdir(dir, 0700));
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
 	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
 	ASSERT_NOT_NULL(w);
-	static const char meta[] = "backend\0bpf\0target\0all\0";
-	ASSERT_OK(cfile_writer__append(w, VP_REC_META, base, meta, sizeof(meta)));
+	/* Started dur_ms seconds after the epoch (a session's real start time). */
+	int mlen = snprintf(meta, sizeof(meta), "backend%cbpf%ctarget%call%cstart_realtime_ns%c%llu", 0, 0, 0, 0, 0,
+			    (unsigned long long)dur_ms * 1000000000ull);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_META, base, meta, (size_t)mlen + 1));
 	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .freq = 1000,
 				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
 	strcpy(ev.name, "cpu-clock");
@@ -136,6 +138,15 @@ static void test_idle_and_durations(void)
 	out = slurp("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 3.0, 0.0005);
 	ASSERT_CONTAINS(out, "600 samples");
+	free(out);
+	/* The merged profile starts with the earlier session, in either order. */
+	ASSERT_EQ(viprof("report s2 s1 -F json"), 0);
+	out = slurp("out.txt");
+	ASSERT_CONTAINS(out, "\"start_realtime_ns\":\"1000000000000\"");
+	free(out);
+	ASSERT_EQ(viprof("report s1 s2 -F json"), 0);
+	out = slurp("out.txt");
+	ASSERT_CONTAINS(out, "\"start_realtime_ns\":\"1000000000000\"");
 	free(out);
 	ASSERT_EQ(viprof("report s2 --time 0.5,1.25"), 0);
 	out = slurp("out.txt");

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/sampler.h"
 #include "test.h"
 
@@ -29,15 +30,8 @@ static inline int mem_sink__emit(void *ctx, uint32_t type, uint64_t time, const 
 {
 	struct mem_sink *m = ctx;
 
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 4096;
-		struct rec *r = realloc(m->r, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		m->r = r;
-		m->cap = cap;
-	}
+	if (vp_grow((void **)&m->r, &m->cap, m->n + 1, sizeof(*m->r)))
+		return -ENOMEM;
 	if (type == VP_REC_SAMPLE && !m->keep_stacks && len > sizeof(struct vp_sample))
 		len = sizeof(struct vp_sample);
 	m->r[m->n] = (struct rec){ .type = type, .time = time, .len = len, .body = malloc(len ? len : 1) };

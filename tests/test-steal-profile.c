@@ -196,6 +196,34 @@ static uint64_t steal_of(const struct vp_profile *p, uint32_t pid, char *frames,
 	return found;
 }
 
+/* For pprof, a victim's steal is its stack by address with the steal leaf on top, a
+ * location without mapping or address (issue 12: before, the whole stack went to pprof
+ * by frame, at image-relative addresses in made-up mappings). app's steal: the steal
+ * leaf, then app_hot and do_syscall_64 at the addresses sampled. */
+static void check_steal_addresses(const struct vp_profile *p, int st)
+{
+	int found = 0;
+	for (size_t i = 0; i < p->nloc_stacks; i++) {
+		const struct vp_loc_stack *ls = &p->loc_stacks[i];
+		if (!ls->weight[st])
+			continue;
+		ASSERT_GE(ls->nlocs, 1);
+		const struct vp_location *leaf = &p->locations[ls->locs[0]];
+		ASSERT_EQ(leaf->mapping, UINT32_MAX);
+		ASSERT_UEQ(leaf->addr, 0);
+		ASSERT_STREQ(p->frames[leaf->frames[0]].name, "[hypervisor: steal]");
+		if (p->stacks[ls->stack].pid != 100)
+			continue;
+		found++;
+		ASSERT_UEQ(ls->weight[st], 5500000);
+		ASSERT_EQ(ls->nlocs, 3);
+		ASSERT_UEQ(p->locations[ls->locs[1]].addr, K_APP_HOT + 0x10);
+		ASSERT_NE(p->locations[ls->locs[1]].mapping, UINT32_MAX);
+		ASSERT_UEQ(p->locations[ls->locs[2]].addr, K_SYSCALL + 0x20 - 1);   /* a return address */
+	}
+	ASSERT_EQ(found, 1);
+}
+
 static char *render(const struct vp_profile *p, int which, int sort_event)
 {
 	char *buf = NULL;
@@ -249,6 +277,7 @@ int main(void)
 	ASSERT_STREQ(vp_profile__meta(p, "steal.cpu0"), "10000000");
 	ASSERT_STREQ(vp_profile__meta(p, "steal.cpu1"), "5000000");
 	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "15000000");
+	check_steal_addresses(p, st);
 
 	char *text = render(p, 0, cc);
 	fputs(text, stderr);

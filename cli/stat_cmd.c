@@ -66,7 +66,8 @@ struct stat_ctx {
 	int nev;
 	pid_t target;           /* the process whose threads are counted */
 	struct stat_thread *th;
-	int nth, capth;
+	int nth;
+	size_t capth;
 	/* --per-thread -- CMD: one inherit event set on the command as well, so that the
 	 * time threads ran before the poll found them (and child processes) still shows,
 	 * as the difference between the total and the per-thread rows. */
@@ -166,15 +167,8 @@ static int add_thread(struct stat_ctx *s, pid_t tid, bool inherit, bool on_exec)
 {
 	struct stat_thread *t;
 
-	if (s->nth == s->capth) {
-		int cap = s->capth ? s->capth * 2 : 16;
-		struct stat_thread *n = realloc(s->th, (size_t)cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->th = n;
-		s->capth = cap;
-	}
+	if (vp_grow((void **)&s->th, &s->capth, (size_t)s->nth + 1, sizeof(*s->th)))
+		return -ENOMEM;
 	t = &s->th[s->nth];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;

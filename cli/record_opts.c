@@ -1,6 +1,6 @@
-/* 'viprof record' option parsing: see record_opts.h. */
+/* 'viprof record' option parsing: see cli/record_opts.h. */
 #define _GNU_SOURCE
-#include "daemon/record_opts.h"
+#include "cli/record_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -13,16 +13,6 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
-
-void record_opts__defaults(struct record_opts *o)
-{
-	*o = (struct record_opts){
-		.freq = RECORD_DEFAULT_FREQ,
-		.output = RECORD_DEFAULT_DIR,
-		.backend = "auto",
-		.target = RECORD_TARGET_NONE,
-	};
-}
 
 void record_opts__usage(FILE *f)
 {
@@ -52,7 +42,8 @@ void record_opts__usage(FILE *f)
 		"      --no-jit           do not load the JVM agent into Java processes\n"
 		"      --jvm-attach WHO   which running JVMs get the agent (-a, -p): all (default;\n"
 		"                         with -a that is every user's JVMs), none, user:NAME[,..]\n"
-		"                         (names or uids), or PID[,PID..]\n"
+		"                         (names or uids), or PID[,PID..]; a JVM started with\n"
+		"                         VIPROF_NO_AGENT=1 in its environment never gets it\n"
 		"      --off-cpu          also record where threads wait: event off-cpu (ns), the\n"
 		"                         time each thread spent blocked (sleep, I/O, lock) or\n"
 		"                         runnable on the run queue, under its stack at switch-out\n"
@@ -80,7 +71,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int parse_pids(struct record_opts *o, const char *arg, char *err, size_t errlen)
+static int parse_pids(struct vp_record_opts *o, const char *arg, char *err, size_t errlen)
 {
 	char *copy = strdup(arg), *save = NULL;
 	int ret = 0;
@@ -113,7 +104,7 @@ out:
 }
 
 /* --jvm-attach all | none | user:NAME[,NAME..] | PID[,PID..] */
-static int parse_jvm_attach(struct record_opts *o, const char *arg, char *err, size_t errlen)
+static int parse_jvm_attach(struct vp_record_opts *o, const char *arg, char *err, size_t errlen)
 {
 	char buf[1024];
 	bool users = !strncmp(arg, "user:", 5);
@@ -157,7 +148,7 @@ static int parse_jvm_attach(struct record_opts *o, const char *arg, char *err, s
 	return 0;
 }
 
-int record_opts__parse(struct record_opts *o, int argc, char **argv, char *err, size_t errlen)
+int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
 	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH };
 	static const struct option longopts[] = {

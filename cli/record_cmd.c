@@ -1,0 +1,623 @@
+/* viprof record: parses the options, launches the command (held before exec), and
+ * drives the recorder library (daemon/recorder.h) until the command, the duration or
+ * the user ends it. Signals and the live status line live here, not in the library. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/record_opts.h"
+#include "common/launch.h"
+#include "common/safefs.h"
+#include "common/session_format.h"
+#include "common/util.h"
+#include "daemon/recorder.h"
+#include "hv-glue/xen.h"
+#include "service/sock_proto.h"
+
+#define POLL_MS 100
+#define STATUS_INTERVAL_NS (500ull * 1000000)
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t child_exited;   /* a SIGCHLD came since the last reap */
+static volatile pid_t launched_child;   /* for the handler: 0 when there is none */
+
+/* The first SIGINT/SIGTERM asks for a clean end (drain, LOST, END, meta.json); a
+ * second one exits at once. The stream is flushed every second and its chunks are
+ * self-contained, so what was flushed stays readable. Only async-signal-safe calls. */
+static void on_signal(int sig)
+{
+	if (stop_signal) {
+		/* The launched command must not outlive its recording unprofiled. */
+		if (launched_child > 0)
+			kill(launched_child, SIGTERM);
+		vp_xen__restore_pmu_mode();   /* _exit skips atexit: leave dom0 as found */
+		_exit(128 + sig);
+	}
+	stop_signal = sig;
+}
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	child_exited = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void join_args(char *buf, size_t len, char **argv, int argc)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (int i = 0; (argc < 0 ? argv[i] != NULL : i < argc) && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", argv[i]);
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static const char *agent_or_warn(void)
+{
+	const char *agent = viprof_agent_path();
+	if (!agent || !*agent) {
+		fprintf(stderr, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
+				"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
+		return NULL;
+	}
+	return agent;
+}
+
+/* The session directory's absolute name, for the agent's dir= option: the launched JVM
+ * writes its maps there once it runs, after the recorder made the directory. */
+static void absolute_dir(const char *dir, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+	if (dir[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", dir);
+	else
+		snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
+}
+
+/* The agent options for a launched JVM, appended to what the user already set. */
+static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_pointers)
+{
+	if (no_jit)
+		return NULL;
+	const char *agent = agent_or_warn();
+	if (!agent)
+		return NULL;
+	const char *old = getenv("JAVA_TOOL_OPTIONS");
+	char *s = NULL;
+	/* The BPF walker steps over compiled Java frames by their frame size, so the JVM
+	 * runs as it would in production; only the frame-pointer walk of the perf backend
+	 * needs -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
+	 * agent's PC-to-line tables precise between safepoints. */
+	if (asprintf(&s, "%s%s-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR
+			 "%s -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
+		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir,
+		     frame_pointers ? " -XX:+PreserveFramePointer" : "") < 0)
+		return NULL;
+	return s;
+}
+
+static void print_status(uint64_t elapsed_ns, uint64_t samples, uint64_t lost)
+{
+	double t = (double)elapsed_ns / 1e9;
+	fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, (unsigned long long)samples,
+		(unsigned long long)lost, t > 0 ? (double)samples / t : 0.0);
+}
+
+/* Whether this process may load BPF and open system-wide events itself: root, or the
+ * capabilities (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON) in its effective set. */
+static bool can_sample_fully(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	if (geteuid() == 0)
+		return true;
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (eff >> 21 & 1) || ((eff >> 38 & 1) && (eff >> 39 & 1));
+}
+
+/* A connection to the service, when this user cannot sample by themselves and one
+ * listens (VIPROF_SOCKET or the default); -1 otherwise: record as before. */
+static int service_connect(const struct vp_record_opts *o)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = vp_sock__path();
+	if (can_sample_fully() || !strcmp(o->backend, "perf") || getenv("VIPROF_NO_SERVICE") ||
+	    strlen(path) >= sizeof(sa.sun_path))
+		return -1;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Creates (or takes, empty) the session directory as this user, as the recorder does
+ * for itself, and opens it for the service to write through. The fd, its absolute
+ * name in abs, and whether we made it; -errno with the reason in err. */
+static int open_session_for_service(const struct vp_record_opts *o, char *abs, size_t abslen, bool *made,
+				    int *parentfd, char *base, size_t baselen, char *err, size_t errlen)
+{
+	char parent[PATH_MAX], real[PATH_MAX], fdpath[64];
+	size_t n;
+	int e;
+
+	snprintf(parent, sizeof(parent), "%s", o->output);
+	n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	char *slash = strrchr(parent, '/');
+	snprintf(base, baselen, "%s", slash ? slash + 1 : parent);
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		vp_set_err(err, errlen, "%s is not a usable session directory name; give -o a path such as /var/tmp/run1", o->output);
+		return -EINVAL;
+	}
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == parent)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		*slash = '\0';
+	*parentfd = vp_safe_opendir(parent, VP_SAFE_TRUSTED_LINKS);
+	if (*parentfd < 0) {
+		vp_set_err(err, errlen, "cannot open %s: %s", parent, strerror(-*parentfd));
+		return *parentfd;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", *parentfd);
+	ssize_t k = readlink(fdpath, real, sizeof(real) - 1);
+	real[k > 0 ? k : 0] = '\0';
+	if (snprintf(abs, abslen, "%s/%s", strcmp(real, "/") ? real : "", base) >= (int)abslen) {
+		vp_set_err(err, errlen, "%s: path too long", o->output);
+		return -ENAMETOOLONG;
+	}
+	*made = false;
+	int fd = openat(*parentfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		struct stat st;
+		int probe = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = probe >= 0 ? fdopendir(probe) : NULL;
+		struct dirent *de;
+		bool empty = true;
+		while (d && (de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				empty = false;
+		if (d)
+			closedir(d);
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && empty)
+			return fd;
+		close(fd);
+		if (!o->force) {
+			vp_set_err(err, errlen, "%s already exists and is not empty; use --force (the old one is kept as %s.old) or -o another directory",
+				   abs, abs);
+			return -EEXIST;
+		}
+		char old[NAME_MAX + 8];
+		snprintf(old, sizeof(old), "%s.old", base);
+		if ((e = vp_safe_remove_tree(*parentfd, old)) || renameat(*parentfd, base, *parentfd, old)) {
+			e = e ? e : -errno;
+			vp_set_err(err, errlen, "cannot keep the previous %s as %s.old: %s", abs, abs, strerror(-e));
+			return e;
+		}
+	}
+	if (mkdirat(*parentfd, base, 0700) != 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot create session directory %s: %s", abs, strerror(-e));
+		return e;
+	}
+	*made = true;
+	fd = openat(*parentfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot open session directory %s: %s", abs, strerror(-e));
+		return e;
+	}
+	return fd;
+}
+
+/* 'viprof record' through the service (service/sock_proto.h): the same options and the
+ * same output; the session is this user's directory, written by the service through
+ * the fd passed here; a command is launched here, held, and released once the service
+ * samples it. Returns the exit status. */
+static int record_via_service(struct vp_record_opts *o, int sock)
+{
+	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
+	char *java_opts = NULL;
+	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
+	pid_t child = 0;
+	int child_status = 0, ret = 1, e, parentfd = -1, dirfd;
+	bool made = false, child_done = false, failed = false, done = false, started = false, stop_sent = false;
+	uint64_t samples = 0, lost = 0, elapsed = 0, bytes = 0;
+	int done_rc = 0;
+
+	/* The service says first whether it takes us (a limit refuses at once): nothing is
+	 * created or launched for a request it would not take. */
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t hn = vp_sock__recv(sock, msg, sizeof(msg), NULL);
+	tv.tv_sec = 0;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (hn <= 0 || strncmp(msg, "READY", 5)) {
+		const char *line = hn > 4 && !strncmp(msg, "ERR ", 4) ? strchr(msg + 4, ' ') : NULL;
+		if (line)
+			fprintf(stderr, "viprof record: %s\n", line + 1);
+		else
+			fprintf(stderr, "viprof record: the service on %s did not answer (%s); try again, or record without it "
+					"(VIPROF_NO_SERVICE=1)\n", vp_sock__path(), hn < 0 ? strerror((int)-hn) : "closed");
+		dirfd = -1;
+		goto cleanup;
+	}
+	dirfd = open_session_for_service(o, abs, sizeof(abs), &made, &parentfd, base, sizeof(base), err, sizeof(err));
+	if (dirfd < 0) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		goto cleanup;
+	}
+	if (o->target == RECORD_TARGET_LAUNCH) {
+		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk);
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		struct sigaction sc = { .sa_handler = on_sigchld };
+		sigemptyset(&sc.sa_mask);
+		sigaction(SIGCHLD, &sc, NULL);
+		struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL,
+					     .env_value = java_opts, .who = "viprof" };
+		if ((e = vp_child__launch(&held, o->cmd, &lo)) < 0) {
+			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o->cmd[0], strerror(-e));
+			goto cleanup;
+		}
+		child = held.pid;
+		launched_child = child;
+		o->launched = child;
+	}
+	if (vp_sock__encode_request(o, msg, sizeof(msg)) || (e = vp_sock__send(sock, msg, strlen(msg), dirfd))) {
+		fprintf(stderr, "viprof record: cannot send the request to the service on %s; the command line is too long?\n",
+			vp_sock__path());
+		goto cleanup;
+	}
+	bool tty = isatty(STDERR_FILENO) && !o->quiet;
+	bool status_shown = false;
+	while (!done) {
+		if (stop_signal && started && !stop_sent) {
+			stop_sent = vp_sock__send(sock, "STOP -1", 7, -1) == 0;
+		}
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int pr = poll(&p, 1, child_exited ? 0 : POLL_MS);
+		if (pr > 0) {
+			ssize_t n = vp_sock__recv(sock, msg, sizeof(msg), NULL);
+			if (n <= 0) {
+				fprintf(stderr, "%sviprof record: the service closed the connection before the recording ended; "
+						"%s keeps what was flushed\n", status_shown ? "\n" : "", abs);
+				failed = true;
+				break;
+			}
+			if (!strncmp(msg, "LOG ", 4)) {
+				fprintf(stderr, "%s%s\n", status_shown ? "\n" : "", msg + 4);
+				status_shown = false;
+			} else if (!strncmp(msg, "ERR ", 4)) {
+				int code = atoi(msg + 4);
+				const char *line = strchr(msg + 4, ' ');
+				fprintf(stderr, "viprof record: %s\n", line ? line + 1 : msg + 4);
+				ret = code == 2 ? 2 : 1;
+				failed = true;
+				if (!started)
+					goto cleanup;
+				break;
+			} else if (!strncmp(msg, "STARTED", 7)) {
+				started = true;
+				vp_child__release(&held, NULL);
+			} else if (!strncmp(msg, "STATUS ", 7)) {
+				unsigned long long sm, ls, el;
+				if (tty && sscanf(msg + 7, "%llu %llu %llu", &sm, &ls, &el) == 3) {
+					double t = (double)el / 1e9;
+					fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, sm, ls,
+						t > 0 ? (double)sm / t : 0.0);
+					status_shown = true;
+				}
+			} else if (!strncmp(msg, "DONE ", 5)) {
+				unsigned long long sm, ls, el, by;
+				if (sscanf(msg + 5, "%llu %llu %llu %llu %d", &sm, &ls, &el, &by, &done_rc) == 5) {
+					samples = sm, lost = ls, elapsed = el, bytes = by;
+				}
+				done = true;
+			}
+		}
+		if (child && started && !stop_sent) {
+			/* Reap the command and any orphaned descendant; when none is left, the
+			 * recording ends with its status. */
+			int status;
+			pid_t q;
+			child_exited = 0;
+			while ((q = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (q == child) {
+					child_status = status;
+					child_done = true;
+				}
+			}
+			if (q < 0 && errno == ECHILD) {
+				snprintf(msg, sizeof(msg), "STOP %d", child_done ? child_status : -1);
+				stop_sent = vp_sock__send(sock, msg, strlen(msg), -1) == 0;
+			}
+		}
+	}
+	if (status_shown)
+		fputc('\n', stderr);
+	bool we_stopped_child = false;
+	if (child && !child_done && failed && !stop_signal && started) {
+		int status;
+		fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
+			o->cmd[0], (int)child);
+		for (;;) {
+			pid_t q = waitpid(child, &status, 0);
+			if (q == child) {
+				child_status = status;
+				child_done = true;
+				break;
+			}
+			if ((q < 0 && errno != EINTR) || stop_signal)
+				break;
+		}
+	}
+	if (child && !child_done && started) {
+		int status;
+		kill(child, SIGTERM);
+		we_stopped_child = true;
+		for (int i = 0; i < 20 && !child_done; i++) {
+			if (waitpid(child, &status, WNOHANG) == child) {
+				child_status = status;
+				child_done = true;
+			} else {
+				usleep(50000);
+			}
+		}
+	}
+	if (done) {
+		double secs = (double)elapsed / 1e9;
+		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+			(unsigned long long)samples, (unsigned long long)lost, secs, secs > 0 ? (double)samples / secs : 0.0,
+			abs, (unsigned long long)bytes);
+		failed |= done_rc != 0;
+	}
+	if (stop_signal && !o->quiet)
+		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
+	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? (ret == 2 ? 2 : 1) : 0;
+cleanup:
+	vp_child__close(&held);
+	if (child && !started) {
+		int status;
+		waitpid(child, &status, 0);
+	}
+	if (!started && made && parentfd >= 0)
+		unlinkat(parentfd, base, AT_REMOVEDIR);   /* nothing was recorded: the empty directory we made goes */
+	if (dirfd >= 0)
+		close(dirfd);
+	if (parentfd >= 0)
+		close(parentfd);
+	free(java_opts);
+	close(sock);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct vp_record_opts o;
+	struct vp_recorder *rec = NULL;
+	struct vp_recorder_stats st;
+	char err[1024] = "", cmdline[4096], dir[PATH_MAX + 8];
+	char *java_opts = NULL;
+	pid_t child = 0;
+	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
+	int child_status = 0, ret = 1, e;
+	bool child_done = false, failed = false;
+
+	vp_record_opts__defaults(&o);
+	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		record_opts__usage(stdout);
+		return 0;
+	}
+	join_args(cmdline, sizeof(cmdline), argv, argc);
+	o.cmdline = cmdline;
+	if (o.target != RECORD_TARGET_LAUNCH && !o.no_jit)
+		o.agent = viprof_agent_path();
+
+	/* The first SIGINT/SIGTERM from here on ends the recording cleanly as soon as it
+	 * has started. */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* A user who cannot load BPF records through the service when one runs. */
+	int sock = service_connect(&o);
+	if (sock >= 0) {
+		/* What the service does not take is said here, before anything starts. */
+		const char *no = o.xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
+			       : o.jvm_attach == RECORD_JVM_UIDS || o.jvm_attach == RECORD_JVM_PIDS
+				 ? "--jvm-attach with users or pids selects among other processes" : NULL;
+		if (no) {
+			fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
+					"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
+			close(sock);
+			return 2;
+		}
+		if (o.jvm_attach == RECORD_JVM_NONE && o.target == RECORD_TARGET_PIDS)
+			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
+		return record_via_service(&o, sock);
+	}
+	if (o.target == RECORD_TARGET_LAUNCH) {
+		absolute_dir(o.output, dir, sizeof(dir));
+		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf")));
+		/* Orphaned grandchildren are reparented to us, so "the command and its
+		 * descendants are done" is simply "no child is left". */
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		/* The command's exit interrupts the poll below (no SA_RESTART: poll and
+		 * nanosleep return EINTR), or, when it came before the poll, makes the poll
+		 * not wait; so the recording ends when the command does, not up to a poll
+		 * period later (that period was half of a short command's cost). */
+		struct sigaction sc = { .sa_handler = on_sigchld };
+		sigemptyset(&sc.sa_mask);
+		sigaction(SIGCHLD, &sc, NULL);
+		/* Held before exec until the sampler watches its pid (released below). */
+		struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL,
+					     .env_value = java_opts, .who = "viprof" };
+		if ((e = vp_child__launch(&held, o.cmd, &lo)) < 0) {
+			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o.cmd[0], strerror(-e));
+			goto cleanup;
+		}
+		child = held.pid;
+		launched_child = child;
+		o.launched = child;
+		vp_timing("record: command launched (held)");
+	}
+
+	rec = vp_recorder__start(&o, -1, err, sizeof(err));
+	if (!rec) {
+		ret = errno == EINVAL ? 2 : 1;
+		fprintf(stderr, "viprof record: %s\n", err);
+		goto cleanup;
+	}
+	vp_child__release(&held, NULL);
+	vp_timing("record: command released");
+
+	bool tty = isatty(STDERR_FILENO) && !o.quiet;
+	uint64_t last_status = 0;
+	while (!stop_signal) {
+		int r = vp_recorder__poll(rec, child_exited ? 0 : POLL_MS);
+		if (r < 0) {
+			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "", vp_recorder__error(rec));
+			failed = true;
+			break;
+		}
+		uint64_t now = now_ns();
+		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
+			vp_recorder__stats(rec, &st);
+			print_status(st.elapsed_ns, st.samples, st.lost);
+			last_status = now;
+		}
+		if (r == 0)
+			break;
+		if (child) {
+			/* Reap the command and any orphaned descendant; stop when none is left. */
+			int status;
+			pid_t p;
+			child_exited = 0;   /* before reaping: a later exit sets it again */
+			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (p == child) {
+					child_status = status;
+					child_done = true;
+				}
+			}
+			if (p < 0 && errno == ECHILD)
+				break;
+		}
+	}
+	vp_timing("record: loop left (command exited)");
+	if (tty)
+		fputc('\n', stderr);
+
+	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
+	 * status is known and nothing keeps running unprofiled behind the user's back. */
+	bool we_stopped_child = false;
+	if (child && !child_done && failed && !stop_signal) {
+		/* The recording failed (a full disk, a broken sampler): that is no reason to
+		 * end the program. It runs to its own end, unprofiled (the recorder stopped
+		 * sampling when it failed). */
+		int status;
+
+		fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
+			o.cmd[0], (int)child);
+		for (;;) {
+			pid_t r = waitpid(child, &status, 0);
+
+			if (r == child) {
+				child_status = status;
+				child_done = true;
+				break;
+			}
+			if ((r < 0 && errno != EINTR) || stop_signal)
+				break;   /* Ctrl-C, SIGTERM: the user ends it after all (below) */
+		}
+	}
+	if (child && !child_done) {
+		int status;
+		kill(child, SIGTERM);
+		we_stopped_child = true;
+		for (int i = 0; i < 20 && !child_done; i++) {
+			if (waitpid(child, &status, WNOHANG) == child) {
+				child_status = status;
+				child_done = true;
+			} else {
+				usleep(50000);
+			}
+		}
+	}
+	if (child_done && !we_stopped_child)
+		vp_recorder__set_exit_status(rec, child_status);
+	if (vp_recorder__stop(rec) < 0)
+		failed = true;
+	vp_recorder__stats(rec, &st);
+	double secs = (double)st.elapsed_ns / 1e9;
+	fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+		(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
+		secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
+		(unsigned long long)st.disk_bytes);
+	if (stop_signal && !o.quiet)
+		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
+	/* A command that ran to its own end gives its own status, also when the recording
+	 * failed (said above): a profiler must not turn a program's success into failure
+	 * because it could not write. */
+	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
+
+cleanup:
+	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
+	if (child && !rec) {
+		int status;
+		waitpid(child, &status, 0);
+	}
+	vp_recorder__free(rec);
+	free(java_opts);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	vp_timing("record: cleaned up");
+	return ret;
+}

@@ -1,0 +1,331 @@
+/* 'viprof serve': the long-running service. This file holds its HTTP side (pprof over
+ * HTTP, --http) and the continuous whole-VM recording (--continuous); one struct of
+ * defaults, one parser that checks every value, then the service runs until SIGINT or
+ * SIGTERM. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "common/util.h"
+#include "service/api.h"
+#include "service/continuous.h"
+#include "service/sock.h"
+#include "service/sock_proto.h"
+
+struct serve_args {
+	const char *http, *http_token;
+	const char *continuous;
+	unsigned interval_s;
+	uint64_t keep_age_s, keep_bytes;
+	double cpu_budget;
+	uint64_t freq;
+	const char *jvm_attach;
+	bool no_jit;
+	const char *tmpdir;
+	const char *socket;        /* --socket, or NULL */
+	struct vp_sock_limits limits;
+};
+
+static void serve_defaults(struct serve_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->interval_s = VP_CONT_DEFAULT_INTERVAL;
+	a->keep_age_s = 24 * 3600;
+	a->keep_bytes = 1ull << 30;
+	a->cpu_budget = VP_CONT_DEFAULT_BUDGET;
+	a->freq = 99;
+	a->limits = (struct vp_sock_limits)VP_SOCK_DEFAULT_LIMITS;
+}
+
+static void serve_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: viprof serve [--socket PATH] [--http ADDR:PORT [--http-token FILE]] [--continuous DIR [options]]\n"
+		"\n"
+		"Runs the profiling service (as root) until SIGINT or SIGTERM.\n"
+		"\n"
+		"  --http ADDR:PORT       serve pprof over HTTP: GET /debug/pprof/profile?seconds=N (a\n"
+		"                         gzipped whole-VM CPU profile of the next N s, default 30, at\n"
+		"                         most 300), GET / (the continuous intervals), /flame/INTERVAL,\n"
+		"                         /pprof/INTERVAL. A loopback address unless --http-token is given\n"
+		"  --http-token FILE      a bearer token (one line, >= 16 characters, file mode 0600) that\n"
+		"                         requests from other hosts must send as 'Authorization: Bearer'\n"
+		"  --continuous DIR       record the whole VM continuously, one session per interval in\n"
+		"                         DIR/<UTC start>/ (readable with viprof report DIR/<interval>)\n"
+		"  --interval SEC         length of an interval (default 60)\n"
+		"  --keep-age DURATION    remove intervals older than this (default 24h; 0 = never;\n"
+		"                         units s, m, h, d)\n"
+		"  --keep-bytes SIZE      remove the oldest intervals while all of them hold more (default\n"
+		"                         1G; 0 = no limit; units K, M, G)\n"
+		"  --cpu-budget PCT       the continuous recording's CPU time, in %% of one CPU, that the\n"
+		"                         service keeps under by lowering the rate (default %.1f; 0 = none)\n"
+		"  -F, --freq HZ          sampling rate of both (default 99; lowered by the budget)\n"
+		"  --jvm-attach SEL       which JVMs get the agent: all (default), none, user:NAME,.. or\n"
+		"                         PID,..; a JVM started with VIPROF_NO_AGENT=1 never gets it\n"
+		"  --no-jit               no JVM agent at all\n"
+		"  --tmpdir DIR           where /debug/pprof/profile records (default /tmp)\n"
+		"  --socket PATH          record for users who cannot sample by themselves: their 'viprof\n"
+		"                         record' asks here (default " VP_SOCK_DEFAULT ", on when neither\n"
+		"                         --http nor --continuous is given; clients read $VIPROF_SOCKET)\n"
+		"  --max-sessions N       recordings per user at once (default 2)\n"
+		"  --max-requests N       requests per user per minute (default 30)\n"
+		"  --max-freq HZ          a user's highest -F (default 4000)\n"
+		"  --max-seconds T        a user's longest recording (default 1h; also when no -d is given)\n"
+		"  --max-bytes SIZE       a user's largest session stream (default 1G)\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"examples:\n"
+		"  viprof serve --http 127.0.0.1:6060\n"
+		"      then: pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10\n"
+		"  viprof serve --http 0.0.0.0:6060 --http-token /etc/viprof/token --continuous /var/lib/viprof\n"
+		"      a fleet scraper sends 'Authorization: Bearer <token>'; http://HOST:6060/ lists the intervals\n",
+		VP_CONT_DEFAULT_BUDGET);
+}
+
+static int serve_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int serve_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "viprof serve: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; see 'viprof serve --help'\n");
+	return 2;
+}
+
+/* A number with an optional unit suffix from units ("smhd" with mult), or -1. */
+static long long parse_with_unit(const char *s, const char *units, const long long *mult)
+{
+	char num[32];
+	size_t n = strlen(s);
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	long long m = 1;
+	const char *u = strchr(units, s[n - 1]);
+	if (u && s[n - 1]) {
+		m = mult[u - units];
+		num[n - 1] = '\0';
+	}
+	long long v = vp_parse_num(num, 0, (1ll << 62) / m);
+	return v < 0 ? -1 : v * m;
+}
+
+static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
+{
+	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
+	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
+	       OPT_MAX_BYTES, OPT_MAX_REQUESTS };
+	static const struct option longopts[] = {
+		{ "http", required_argument, NULL, OPT_HTTP },
+		{ "http-token", required_argument, NULL, OPT_TOKEN },
+		{ "continuous", required_argument, NULL, OPT_CONT },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
+		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
+		{ "cpu-budget", required_argument, NULL, OPT_BUDGET },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
+		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
+		{ "max-seconds", required_argument, NULL, OPT_MAX_SECONDS },
+		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const long long tmult[] = { 1, 60, 3600, 86400 }, bmult[] = { 1ll << 10, 1ll << 20, 1ll << 30 };
+	int c;
+	long long v;
+	*help = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":F:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_HTTP: a->http = optarg; break;
+		case OPT_TOKEN: a->http_token = optarg; break;
+		case OPT_CONT:
+			if (!*optarg)
+				return serve_usage_error("--continuous needs a directory");
+			a->continuous = optarg;
+			break;
+		case OPT_INTERVAL:
+			if ((v = vp_parse_num(optarg, 2, 86400)) < 0)
+				return serve_usage_error("--interval '%s': expected whole seconds from 2 to 86400", optarg);
+			a->interval_s = (unsigned)v;
+			break;
+		case OPT_KEEP_AGE:
+			if ((v = parse_with_unit(optarg, "smhd", tmult)) < 0)
+				return serve_usage_error("--keep-age '%s': expected a duration such as 3600, 90m, 24h or 7d", optarg);
+			a->keep_age_s = (uint64_t)v;
+			break;
+		case OPT_KEEP_BYTES:
+			if ((v = parse_with_unit(optarg, "KMG", bmult)) < 0)
+				return serve_usage_error("--keep-bytes '%s': expected a size such as 500M or 10G", optarg);
+			a->keep_bytes = (uint64_t)v;
+			break;
+		case OPT_BUDGET: {
+			char *end;
+			errno = 0;
+			double d = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !(d >= 0 && d <= 100))
+				return serve_usage_error("--cpu-budget '%s': expected a percentage of one CPU from 0 to 100 "
+							 "(e.g. 1.5)", optarg);
+			a->cpu_budget = d;
+			break;
+		}
+		case 'F':
+			if ((v = vp_parse_num(optarg, VP_CONT_MIN_FREQ, 10000)) < 0)
+				return serve_usage_error("--freq '%s': expected a rate in Hz from %d to 10000", optarg,
+							 VP_CONT_MIN_FREQ);
+			a->freq = (uint64_t)v;
+			break;
+		case OPT_JVM_ATTACH: a->jvm_attach = optarg; break;
+		case OPT_NO_JIT: a->no_jit = true; break;
+		case OPT_TMPDIR: a->tmpdir = optarg; break;
+		case OPT_SOCKET:
+			if (!*optarg)
+				return serve_usage_error("--socket needs a path");
+			a->socket = optarg;
+			break;
+		case OPT_MAX_SESSIONS:
+			if ((v = vp_parse_num(optarg, 1, 1000)) < 0)
+				return serve_usage_error("--max-sessions '%s': expected 1 to 1000 recordings per user", optarg);
+			a->limits.sessions = (unsigned)v;
+			break;
+		case OPT_MAX_FREQ:
+			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
+				return serve_usage_error("--max-freq '%s': expected 1 to 100000 Hz", optarg);
+			a->limits.max_freq = (uint64_t)v;
+			break;
+		case OPT_MAX_SECONDS:
+			if ((v = parse_with_unit(optarg, "smhd", tmult)) <= 0)
+				return serve_usage_error("--max-seconds '%s': expected a duration such as 600, 10m or 1h", optarg);
+			a->limits.max_seconds = (double)v;
+			break;
+		case OPT_MAX_BYTES:
+			if ((v = parse_with_unit(optarg, "KMG", bmult)) <= 0)
+				return serve_usage_error("--max-bytes '%s': expected a size such as 500M or 10G", optarg);
+			a->limits.max_bytes = (uint64_t)v;
+			break;
+		case OPT_MAX_REQUESTS:
+			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
+				return serve_usage_error("--max-requests '%s': expected 1 to 100000 requests per minute", optarg);
+			a->limits.requests_per_min = (unsigned)v;
+			break;
+		case 'h':
+			*help = true;
+			return 0;
+		case ':':
+			return serve_usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return serve_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return serve_usage_error("unexpected argument '%s'", argv[optind]);
+	if (a->http_token && !a->http)
+		return serve_usage_error("--http-token without --http");
+	return 0;
+}
+
+static volatile sig_atomic_t serve_stop;
+
+static void on_stop(int sig)
+{
+	serve_stop = sig;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	bool help;
+	char err[1024] = "";
+	serve_defaults(&a);
+	int ret = serve_parse(argc, argv, &a, &help);
+	if (ret)
+		return ret;
+	if (help) {
+		serve_usage(stdout);
+		return 0;
+	}
+	const char *self = viprof_self_path();
+	struct vp_cont *cont = NULL;
+	struct vp_api *api = NULL;
+	struct vp_sock *sock = NULL;
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	/* Any thread may take the signal (blocking it in the service's threads would
+	 * block it in the recorders they start too: a mask survives fork and exec), so
+	 * the main thread looks at the flag every 200 ms instead of waiting in pause(). */
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	ret = 1;
+	if (a.continuous) {
+		struct vp_cont_opts co = { .viprof = self, .dir = a.continuous, .interval_s = a.interval_s,
+					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
+					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm_attach = a.jvm_attach,
+					   .no_jit = a.no_jit, .log = stderr };
+		cont = vp_cont__start(&co, err, sizeof(err));
+		if (!cont) {
+			fprintf(stderr, "viprof serve: %s\n", err);
+			goto cleanup;
+		}
+		fprintf(stderr, "viprof serve: continuous recording in %s: %u s intervals at %llu Hz, CPU budget %.2f%% of "
+				"one CPU, keeping %llu s and %llu MiB\n", a.continuous, a.interval_s,
+			(unsigned long long)a.freq, a.cpu_budget, (unsigned long long)a.keep_age_s,
+			(unsigned long long)(a.keep_bytes >> 20));
+	}
+	if (a.http) {
+		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .viprof = self, .freq = a.freq,
+					  .jvm_attach = a.jvm_attach, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
+					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
+					  .cpu_budget_pct = a.cpu_budget, .log = stderr };
+		api = vp_api__start(&ao, err, sizeof(err));
+		if (!api) {
+			fprintf(stderr, "viprof serve: %s\n", err);
+			goto cleanup;
+		}
+		fprintf(stderr, "viprof serve: pprof over HTTP on %s (port %d)%s\n", a.http, vp_api__port(api),
+			a.http_token ? ", other hosts with the bearer token" : ", loopback only");
+	}
+	/* The socket for users: asked for, or what a plain 'viprof serve' (the unit file) does. */
+	if (a.socket || (!a.http && !a.continuous)) {
+		struct vp_sock_opts so = { .path = a.socket ? a.socket : VP_SOCK_DEFAULT, .limits = a.limits,
+					   .agent = a.no_jit ? NULL : viprof_agent_path(), .log = stderr };
+		sock = vp_sock__start(&so, err, sizeof(err));
+		if (!sock) {
+			fprintf(stderr, "viprof serve: %s\n", err);
+			goto cleanup;
+		}
+		fprintf(stderr, "viprof serve: recordings for users on %s (per user: %u at once, %u requests a minute, "
+				"at most %llu Hz, %.0f s, %llu MiB)\n", so.path, a.limits.sessions, a.limits.requests_per_min,
+			(unsigned long long)a.limits.max_freq, a.limits.max_seconds,
+			(unsigned long long)(a.limits.max_bytes >> 20));
+	}
+	while (!serve_stop)
+		usleep(200000);
+	fprintf(stderr, "viprof serve: stopping (%s)\n", strsignal(serve_stop));
+	ret = 0;
+cleanup:
+	vp_sock__stop(sock);
+	vp_api__stop(api);
+	vp_cont__stop(cont);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return ret;
+}

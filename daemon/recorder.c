@@ -1,0 +1,744 @@
+/* The recorder library: see recorder.h. This is the body of what used to be one long
+ * cmd_record(): the command (cli/record_cmd.c) keeps option parsing, signals, the
+ * launched command and the status line. */
+#define _GNU_SOURCE
+#include "daemon/recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "daemon/kallsyms.h"
+#include "daemon/offcpu.h"
+#include "daemon/procsynth.h"
+#include "daemon/record_jvm.h"
+#include "daemon/session_writer.h"
+#include "daemon/unwinder.h"
+#include "hv-glue/events.h"
+#include "hv-glue/probe.h"
+#include "hv-glue/steal.h"
+#include "hv-glue/xen.h"
+#include "sampler-kernel/sampler.h"
+
+#ifndef VIPROF_VERSION
+#define VIPROF_VERSION "0.0.0"
+#endif
+
+#define NSEC 1000000000ull
+#define STEAL_INTERVAL_NS (100ull * 1000000)
+#define FLUSH_INTERVAL_NS NSEC          /* a kill -9 loses at most about this much */
+#define ALIVE_INTERVAL_NS (500ull * 1000000)
+#define MAX_CPUS 4096
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+/* A helper for META records from vp_probe__foreach_meta, kept apart from ours by a prefix. */
+struct meta_ctx {
+	struct vp_session_writer *w;
+	int err;
+};
+
+static void probe_meta_cb(void *ctx, const char *key, const char *value)
+{
+	struct meta_ctx *m = ctx;
+	char k[160];
+	snprintf(k, sizeof(k), "probe.%s", key);
+	if (!m->err)
+		m->err = vp_session_writer__meta(m->w, k, value);
+}
+
+struct unwind_start {
+	struct vp_unwind_sink *sink;
+	const struct vp_record_opts *o;
+	const pid_t *pids;
+	int npids;
+	struct vp_unwinder *u;
+	int failed;              /* errno when the unwinder could not start */
+};
+
+/* Called by the sampler between loading its program and enabling the events: the
+ * tables of processes that already run (-p) are in place before their first sample.
+ * record -a loads tables lazily, for the processes that show up in samples. */
+static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
+{
+	struct unwind_start *us = ctx;
+
+	us->u = vp_unwinder__new(uwm, us->o->target == RECORD_TARGET_ALL);
+	if (!us->u) {
+		us->failed = errno;
+		return;
+	}
+	us->sink->u = us->u;
+	for (int i = 0; i < us->npids; i++)
+		vp_unwinder__add_pid(us->u, us->pids[i]);
+	/* A launched command is still held: its files' tables are built before it runs. */
+	if (us->o->target == RECORD_TARGET_LAUNCH && us->o->cmd && us->o->cmd[0])
+		vp_unwinder__prewarm(us->u, us->o->cmd[0]);
+	if (us->o->target != RECORD_TARGET_ALL)
+		vp_unwinder__settle(us->u, 10000);
+}
+
+static const char *target_name(enum record_target t)
+{
+	switch (t) {
+	case RECORD_TARGET_ALL: return "all";
+	case RECORD_TARGET_PIDS: return "pids";
+	case RECORD_TARGET_LAUNCH: return "launch";
+	default: return "none";
+	}
+}
+
+static int write_metadata(struct vp_session_writer *w, const struct vp_record_opts *o, const char *backend, const char *backend_why, const char *event_why,
+			  uint64_t start_mono, uint64_t start_real)
+{
+	char buf[4096];
+	struct utsname u;
+	int e = 0;
+#define META(k, v) do { if (!e) e = vp_session_writer__meta(w, (k), (v)); } while (0)
+	META("version", VIPROF_VERSION);
+	if (gethostname(buf, sizeof(buf)) == 0) {
+		buf[sizeof(buf) - 1] = '\0';
+		META("hostname", buf);
+	}
+	if (uname(&u) == 0) {
+		META("kernel", u.release);
+		META("machine", u.machine);
+	}
+	META("cmdline", o->cmdline ? o->cmdline : "");
+	META("target", target_name(o->target));
+	if (o->xen_pmu_mode)
+		META("xen.pmu_mode", o->xen_pmu_mode);
+	if (o->target == RECORD_TARGET_LAUNCH && o->cmd) {
+		size_t off = 0;
+		buf[0] = '\0';
+		for (int i = 0; o->cmd[i] && off < sizeof(buf); i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? " " : "", o->cmd[i]);
+		META("command", buf);
+	} else if (o->target == RECORD_TARGET_PIDS) {
+		size_t off = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < o->npids && off < sizeof(buf); i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%d", i ? "," : "", (int)o->pids[i]);
+		META("pids", buf);
+	}
+	META("backend", backend);
+	META("backend.why", backend_why);
+	if (event_why)
+		META("event.why", event_why);
+	META("callchain", o->callchain ? "yes" : "no");
+	/* How user stacks are walked: the report only blames missing frame pointers for
+	 * sessions that depended on them. */
+	if (o->callchain)
+		META("stack_walk", o->fp_walk || strcmp(backend, "bpf") ? "fp" : "tables");
+	META("clock", "CLOCK_MONOTONIC");
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start_mono);
+	META("start_monotonic_ns", buf);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start_real);
+	META("start_realtime_ns", buf);
+	snprintf(buf, sizeof(buf), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	META("ncpus", buf);
+#undef META
+	if (e)
+		return e;
+	struct vp_probe *p = vp_probe__run();
+	if (p) {
+		struct meta_ctx m = { .w = w };
+		vp_probe__foreach_meta(p, probe_meta_cb, &m);
+		vp_probe__free(p);
+		e = m.err;
+	}
+	return e;
+}
+
+/* Whether err already tells the user how to get the privilege. */
+static bool names_privilege_fix(const char *err)
+{
+	return strstr(err, "paranoid") || strstr(err, "CAP_") || strstr(err, "root");
+}
+
+static int steal_snapshot(struct vp_session_writer *w, uint64_t *steal, int max)
+{
+	int n = vp_steal__read(steal, max);
+	if (n <= 0)
+		return 0;   /* no steal accounting here: nothing to record, not a failure */
+	return vp_session_writer__steal(w, now_ns(CLOCK_MONOTONIC), steal, n);
+}
+
+static int read_sysctl_int(const char *path, int dflt)
+{
+	FILE *f = fopen(path, "re");
+	int v = dflt;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}
+
+/* The kernel hides kallsyms addresses for two different reasons (kallsyms_show_value):
+ * kptr_restrict, and, when that is 0, perf_event_paranoid > 1 for users without
+ * CAP_SYSLOG. Name the one that applies, so the suggested fix actually works. */
+static void warn_hidden_kallsyms(FILE *log)
+{
+	int kr = read_sysctl_int("/proc/sys/kernel/kptr_restrict", -1);
+	int pp = read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", -1);
+	const char *fix;
+	if (kr >= 2)
+		fix = "sysctl kernel.kptr_restrict=0";
+	else if (kr == 1)
+		fix = "run as root (CAP_SYSLOG), or sysctl kernel.kptr_restrict=0";
+	else
+		fix = "run as root, or sysctl kernel.perf_event_paranoid=1";
+	fprintf(log, "viprof: warning: /proc/kallsyms shows every address as 0 to this user (kptr_restrict=%d, "
+			"perf_event_paranoid=%d); kernel frames will not be named; fix: %s\n", kr, pp, fix);
+}
+
+/* Whether no event can sample the kernel (":u" on every one): kernel symbols are moot. */
+static bool user_only(const struct sampler_config *cfg)
+{
+	for (int i = 0; i < cfg->nr_events; i++)
+		if (!cfg->events[i].exclude_kernel)
+			return false;
+	return cfg->nr_events > 0;
+}
+
+/* Whether any of the -p processes still runs: exists (EPERM means it does, as another
+ * user's) and is not a zombie waiting for a parent that is not us. */
+static bool any_alive(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (kill(pids[i], 0) != 0 && errno != EPERM)
+			continue;
+		char path[64], buf[256];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = '\0';
+		const char *rp = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+		if (rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X')
+			return true;
+	}
+	return false;
+}
+
+/* Collects the kernel symbols from the loader thread (waiting for it) and gives them to
+ * the session, with the warnings about them; w NULL only joins and frees them. Without a
+ * loader (no thread could start) reads them here. */
+static void take_kallsyms(struct vp_kallsyms_loader **ksl, struct vp_session_writer *w,
+			  const struct sampler_config *cfg, FILE *log)
+{
+	bool all_zero = false;
+	struct vp_kallsyms *ks;
+
+	if (!w) {
+		vp_kallsyms__free(vp_kallsyms_loader__join(*ksl, NULL));
+		*ksl = NULL;
+		return;
+	}
+	ks = *ksl ? vp_kallsyms_loader__join(*ksl, &all_zero) : vp_kallsyms__load(NULL, &all_zero);
+	*ksl = NULL;
+	vp_timing("record: kallsyms taken");
+	if (!ks)
+		fprintf(log, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
+			strerror(errno));
+	else if (all_zero && !user_only(cfg))
+		warn_hidden_kallsyms(log);
+	vp_session_writer__set_ksyms(w, ks);
+}
+
+struct vp_recorder {
+	struct vp_record_opts o;     /* the caller's strings and arrays, not copied */
+	FILE *log;
+	struct sampler_config cfg;
+	char why[512], event_why[512], err[1024];
+	struct vp_session_writer *w;
+	const struct sampler_backend *be;
+	struct sampler *s;
+	struct vp_unwind_sink unwind_sink;
+	struct unwind_start unwind_start;
+	struct vp_kallsyms_loader *ksl;
+	struct vp_sched *sched;
+	uint64_t *steal;
+	pid_t launched;              /* cfg.pids points here for RECORD_TARGET_LAUNCH */
+	uint64_t start, deadline, last_steal, last_alive_check;
+	bool started;                /* sampling began: the session is kept from here on */
+	bool halted;                 /* the sampler was stopped after a failure */
+	bool stopped;                /* vp_recorder__stop ran */
+	int exit_status;             /* for END */
+	struct vp_end end;
+};
+
+void vp_record_opts__defaults(struct vp_record_opts *o)
+{
+	*o = (struct vp_record_opts){
+		.freq = RECORD_DEFAULT_FREQ,
+		.output = RECORD_DEFAULT_DIR,
+		.backend = "auto",
+		.target = RECORD_TARGET_NONE,
+	};
+}
+
+#define PRIVILEGE_FIX "; run as root, or grant CAP_PERFMON and CAP_BPF, or lower 'sysctl kernel.perf_event_paranoid'"
+
+/* Events: parsed and live-checked before anything is created, so that a typo or an
+ * event this VM cannot count costs nothing but one clear line. */
+static int check_events(struct vp_recorder *r, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+
+	if (o->events) {
+		int n = vp_events__parse(o->events, cfg->events, VP_MAX_EVENTS, err, errlen);
+		if (n < 0)
+			return -EINVAL;
+		cfg->nr_events = n;
+	} else {
+		if (vp_events__default(&cfg->events[0], r->event_why, sizeof(r->event_why)) != 0) {
+			vp_set_err(err, errlen, "%s", r->event_why[0] ? r->event_why : "no event can be sampled here");
+			return -EINVAL;
+		}
+		cfg->nr_events = 1;
+	}
+	for (int i = 0; i < cfg->nr_events; i++) {
+		/* As in perf, -c/-F set the rate of every event without its own period=/freq= term. */
+		if (!cfg->events[i].period && !cfg->events[i].freq) {
+			cfg->events[i].freq = o->freq;
+			cfg->events[i].period = o->period;
+		}
+		if (r->o.user_only)
+			cfg->events[i].exclude_kernel = true;
+		if (vp_events__check(&cfg->events[i], err, errlen) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Processes that already run: their mappings predate any live MMAP event. The scan
+ * comes after the sampler started, so that a process which execs or maps a library
+ * between the scan and the start cannot fall between the two (the loader lets these
+ * synthesized mappings serve samples stamped before them). */
+static void scan_processes(struct vp_recorder *r)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct vp_procsynth *ps = vp_procsynth__new();
+	int e = 0;
+
+	if (!ps) {
+		e = -ENOMEM;
+	} else if (o->target == RECORD_TARGET_ALL) {
+		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), &r->cfg.sink);
+		e = e < 0 ? e : 0;
+	} else if (o->target == RECORD_TARGET_PIDS) {
+		for (int i = 0; i < o->npids && !e; i++) {
+			e = vp_procsynth__process(ps, o->pids[i], now_ns(CLOCK_MONOTONIC), &r->cfg.sink);
+			if (e == -ESRCH)
+				e = 0;   /* exited since the check: its EXIT comes from the sampler */
+		}
+	}
+	vp_procsynth__free(ps);
+	if (e)
+		fprintf(r->log, "viprof: warning: cannot read the running processes' mappings (%s); "
+				"their native frames will show as [unknown]\n", strerror(-e));
+}
+
+static struct vp_recorder *start(const struct vp_record_opts *opts, int session_dirfd,
+				 const struct vp_recorder_owner *owner, char *err, size_t errlen)
+{
+	struct vp_recorder *r = calloc(1, sizeof(*r));
+	struct sampler_config *cfg;
+	bool checked = false;   /* past the usage checks: -EINVAL no longer means "usage" */
+	int e;
+
+	if (!r) {
+		vp_set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->o = *opts;
+	r->log = opts->log ? opts->log : stderr;
+	cfg = &r->cfg;
+	const struct vp_record_opts *o = &r->o;
+
+	if ((e = check_events(r, err, errlen)))
+		goto fail;
+	/* Xen decides in dom0 whose samples the PMU interrupt delivers (this domain only,
+	 * also the hypervisor, or every domain); set it before any event is opened, and
+	 * put the old one back at exit, whatever the exit. */
+	if (o->xen_pmu_mode && vp_xen__push_pmu_mode(o->xen_pmu_mode, err, errlen) != 0) {
+		e = -EINVAL;
+		goto fail;
+	}
+	checked = true;
+	if (!o->events && !o->quiet) {
+		if (o->period)
+			fprintf(r->log, "viprof: sampling %s every %llu: %s\n", cfg->events[0].name,
+				(unsigned long long)o->period, r->event_why);
+		else
+			fprintf(r->log, "viprof: sampling %s at %llu Hz: %s\n", cfg->events[0].name,
+				(unsigned long long)o->freq, r->event_why);
+	}
+
+	vp_timing("record: options and events checked");
+	/* Kernel symbols are read on a thread of their own from here on (the most costly
+	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
+	 * runs; the session gets them when they are ready, at the latest at the end. */
+	r->ksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
+	if (session_dirfd >= 0)
+		r->w = vp_session_writer__create_at(session_dirfd, o->output, owner ? owner->uid : (uid_t)-1,
+						    owner ? owner->gid : (gid_t)-1, 0, err, errlen);
+	else
+		r->w = vp_session_writer__create(o->output, o->force, 0, err, errlen);
+	if (!r->w) {
+		e = -errno;
+		goto fail;
+	}
+	if (r->ksl)
+		vp_session_writer__defer_ksyms(r->w);
+	else if (!o->user_only)
+		take_kallsyms(&r->ksl, r->w, cfg, r->log);   /* no thread: read them here */
+
+	uint64_t start_real = now_ns(CLOCK_REALTIME);
+	r->start = now_ns(CLOCK_MONOTONIC);
+	cfg->callchain = o->callchain;
+	cfg->unwind = o->callchain && !o->fp_walk;
+	cfg->want_switches = true;   /* steal-time victim attribution needs who ran when */
+	cfg->want_sideband = true;
+	/* Every record passes the unwinder on its way to the session, so that it learns of
+	 * new processes and mappings (it is attached once the sampler has started). */
+	r->unwind_sink.next = vp_session_writer__sink(r->w);
+	cfg->sink = vp_unwind_sink(&r->unwind_sink);
+	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
+	cfg->before_sampling = start_unwinder;
+	cfg->before_ctx = &r->unwind_start;
+	/* For a user of the service: their processes only, whatever the target grows into
+	 * (a set-uid program they start is not theirs), and never the whole VM. */
+	if (owner && owner->uid != 0) {
+		if (o->target == RECORD_TARGET_ALL) {
+			vp_set_err(err, errlen, "-a records every user's processes: only root may ask for it");
+			e = -EPERM;
+			goto fail;
+		}
+		cfg->filter_uid = true;
+		cfg->only_uid = owner->uid;
+	}
+	switch (o->target) {
+	case RECORD_TARGET_ALL:
+		cfg->target = SAMPLER_TARGET_ALL;
+		break;
+	case RECORD_TARGET_PIDS:
+		cfg->target = SAMPLER_TARGET_PIDS;
+		cfg->pids = o->pids;
+		cfg->nr_pids = o->npids;
+		break;
+	case RECORD_TARGET_LAUNCH:
+		if (o->launched <= 0) {
+			vp_set_err(err, errlen, "no launched process to record (the caller launches the command)");
+			e = -ESRCH;
+			goto fail;
+		}
+		cfg->target = SAMPLER_TARGET_LAUNCH;
+		r->launched = o->launched;
+		cfg->pids = &r->launched;
+		cfg->nr_pids = 1;
+		break;
+	default:
+		vp_set_err(err, errlen, "nothing to record: give -a, -p PID or a command");
+		e = -ENOENT;
+		goto fail;
+	}
+
+	vp_timing("record: session created");
+	r->unwind_start.pids = cfg->pids;
+	r->unwind_start.npids = cfg->nr_pids;
+	r->be = sampler__select(o->backend, cfg, r->why, sizeof(r->why));
+	if (!r->be) {
+		vp_set_err(err, errlen, "%s%s%s", strstr(r->why, "no sampler backend") ? "" : "no sampler backend can run here: ",
+			   r->why, geteuid() != 0 && !names_privilege_fix(r->why) ? PRIVILEGE_FIX : "");
+		e = -EPERM;
+		goto fail;
+	}
+	e = write_metadata(r->w, o, r->be->name, r->why, o->events ? NULL : r->event_why, r->start, start_real);
+	for (int i = 0; !e && i < cfg->nr_events; i++)
+		e = vp_session_writer__event(r->w, &cfg->events[i]);
+	if (e) {
+		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
+		goto fail;
+	}
+
+	/* A -p target that is gone is refused before anything is recorded. */
+	for (int i = 0; o->target == RECORD_TARGET_PIDS && i < o->npids; i++) {
+		if (kill(o->pids[i], 0) != 0 && errno == ESRCH) {
+			vp_set_err(err, errlen, "process %d does not exist (or exited before recording started)",
+				   (int)o->pids[i]);
+			e = -ESRCH;
+			goto fail;
+		}
+	}
+
+	/* Running JVMs get the agent before sampling starts, so that every sample of their
+	 * JIT code falls after the code maps began. */
+	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit) {
+		if (!o->agent || !*o->agent) {
+			fprintf(r->log, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
+					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
+		} else {
+			e = record_jvm__attach(r->w, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+			if (e < 0) {
+				vp_set_err(err, errlen, "cannot write the session in %s: %s",
+					   vp_session_writer__dir(r->w), strerror(-e));
+				goto fail;
+			}
+		}
+	}
+
+	vp_timing("record: backend selected, metadata written");
+	if ((e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
+		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
+		r->err[0] = '\0';
+		goto fail;
+	}
+	r->s = r->be->start(cfg, r->err, sizeof(r->err));
+	if (!r->s) {
+		e = errno ? -errno : -EIO;
+		vp_set_err(err, errlen, "%s backend: %s%s", r->be->name, r->err,
+			   geteuid() != 0 && !names_privilege_fix(r->err) ? PRIVILEGE_FIX : "");
+		r->err[0] = '\0';
+		goto fail;
+	}
+	r->started = true;
+	vp_timing("record: sampler started");
+	if (r->unwind_start.failed)
+		fprintf(r->log, "viprof: warning: cannot start the stack walker's table loader (%s); "
+				"user stacks will follow frame pointers only\n", strerror(r->unwind_start.failed));
+	/* Durations (-d, the status line, END) count from here, not from the setup above. */
+	r->start = now_ns(CLOCK_MONOTONIC);
+	scan_processes(r);
+	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
+	if (r->steal)
+		steal_snapshot(r->w, r->steal, MAX_CPUS);
+	vp_timing("record: processes scanned, steal read");
+	r->last_steal = now_ns(CLOCK_MONOTONIC);
+	r->deadline = o->duration > 0 ? r->start + (uint64_t)(o->duration * 1e9) : 0;
+	return r;
+
+fail:
+	vp_recorder__free(r);
+	/* errno EINVAL tells the caller "usage error" (exit 2): only for options and events. */
+	errno = checked && e == -EINVAL ? EIO : e < 0 ? -e : EIO;
+	return NULL;
+}
+
+struct vp_recorder *vp_recorder__start(const struct vp_record_opts *opts, int session_dirfd, char *err, size_t errlen)
+{
+	return start(opts, session_dirfd, NULL, err, errlen);
+}
+
+struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, int session_dirfd,
+					     const struct vp_recorder_owner *owner, char *err, size_t errlen)
+{
+	return start(opts, session_dirfd, owner, err, errlen);
+}
+
+/* After a failure: sampling stops at once (a full disk, a broken sampler), and what
+ * was written stays readable. */
+static int fail_poll(struct vp_recorder *r, int e)
+{
+	if (!r->halted) {
+		r->be->stop(r->s);
+		r->halted = true;
+	}
+	return e < 0 ? e : -EIO;
+}
+
+int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
+{
+	const struct vp_record_opts *o = &r->o;
+	int e;
+
+	if (r->halted || r->stopped)
+		return r->halted ? -EIO : 0;
+	int n = r->be->poll(r->s, timeout_ms);
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	if (n < 0 && n != -EINTR) {
+		e = vp_session_writer__error(r->w);
+		if (e)
+			vp_set_err(r->err, sizeof(r->err), "cannot write the session stream (%s: %s); stopping "
+				   "(what was written stays readable)", vp_session_writer__dir(r->w), strerror(-e));
+		else
+			vp_set_err(r->err, sizeof(r->err), "the sampler failed; stopping (what was recorded stays readable)");
+		return fail_poll(r, e ? e : n);
+	}
+	if ((e = record_sched__poll(r->sched, now)) < 0) {
+		vp_set_err(r->err, sizeof(r->err), "cannot write the switch tracer's records; stopping");
+		return fail_poll(r, e);
+	}
+	if (r->ksl && vp_kallsyms_loader__done(r->ksl))
+		take_kallsyms(&r->ksl, r->w, &r->cfg, r->log);
+	if (r->steal && now - r->last_steal >= STEAL_INTERVAL_NS) {
+		steal_snapshot(r->w, r->steal, MAX_CPUS);
+		r->last_steal = now;
+	}
+	if (vp_session_writer__maybe_flush(r->w, now, FLUSH_INTERVAL_NS)) {
+		e = vp_session_writer__error(r->w);
+		vp_set_err(r->err, sizeof(r->err), "cannot write %s: %s; stopping", vp_session_writer__dir(r->w),
+			   strerror(-e));
+		return fail_poll(r, e);
+	}
+	if (r->deadline && now >= r->deadline)
+		return 0;
+	if (o->target == RECORD_TARGET_PIDS && now - r->last_alive_check >= ALIVE_INTERVAL_NS) {
+		r->last_alive_check = now;
+		if (!any_alive(o->pids, o->npids))
+			return 0;   /* like perf: nothing left to profile */
+	}
+	return 1;
+}
+
+void vp_recorder__set_exit_status(struct vp_recorder *r, int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		r->exit_status = WEXITSTATUS(wait_status);
+	else if (WIFSIGNALED(wait_status))
+		r->exit_status = 128 + WTERMSIG(wait_status);
+	else
+		r->exit_status = 1;
+}
+
+/* The stack walker's summary, then frees it: it writes into the sampler's maps. */
+static void finish_unwinder(struct vp_recorder *r)
+{
+	struct vp_unwinder *uw = r->unwind_start.u;
+	struct vp_unwinder_stats us;
+
+	if (!uw)
+		return;
+	vp_unwinder__stats(uw, &us);
+	if (!r->o.quiet)
+		fprintf(r->log, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build), "
+				"%llu JVM(s) understood\n", (unsigned long long)us.files,
+			(unsigned long long)us.rules, (double)us.parse_ns / 1e6, (unsigned long long)us.jvms);
+	if (us.table_full)
+		fprintf(r->log, "viprof: warning: %llu files' unwind tables did not fit the walker's maps; "
+				"their frames were walked by frame pointer\n", (unsigned long long)us.table_full);
+	if (us.jvm_failed)
+		fprintf(r->log, "viprof: warning: the walker could not read HotSpot's layout of %llu JVM(s) (%s); "
+				"their Java frames need -XX:+PreserveFramePointer\n",
+			(unsigned long long)us.jvm_failed, us.jvm_error);
+	vp_unwinder__free(uw);
+	r->unwind_start.u = NULL;
+}
+
+int vp_recorder__stop(struct vp_recorder *r)
+{
+	uint64_t samples = 0, lost = 0;
+	int ret = 0;
+
+	if (r->stopped)
+		return -EALREADY;
+	r->stopped = true;
+	if (r->be->stop(r->s) < 0 && !r->halted) {
+		fprintf(r->log, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
+		ret = -EIO;
+	}
+	if (record_sched__finish(r->sched, r->o.quiet, r->log) < 0 && !r->halted && !ret) {
+		fprintf(r->log, "viprof record: cannot write the switch tracer's last records\n");
+		ret = -EIO;
+	}
+	r->sched = NULL;
+	vp_timing("record: sampler stopped and drained");
+	r->be->counts(r->s, &samples, &lost);
+	finish_unwinder(r);
+	vp_timing("record: stack walker freed");
+	if (r->ksl)
+		take_kallsyms(&r->ksl, r->w, &r->cfg, r->log);   /* the samples' KSYM records go in before END */
+	if (r->steal)
+		steal_snapshot(r->w, r->steal, MAX_CPUS);
+	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
+	r->end = (struct vp_end){
+		.lost = lost,
+		.duration_ns = end_time - r->start,
+		.exit_status = (uint32_t)r->exit_status,
+	};
+	if (vp_session_writer__finish(r->w, end_time, &r->end, r->err, sizeof(r->err))) {
+		fprintf(r->log, "viprof record: %s\n", r->err);
+		ret = ret ? ret : -EIO;
+	}
+	vp_timing("record: session finished");
+	return r->halted && !ret ? -EIO : ret;
+}
+
+void vp_recorder__free(struct vp_recorder *r)
+{
+	if (!r)
+		return;
+	if (r->ksl)
+		take_kallsyms(&r->ksl, NULL, &r->cfg, r->log);
+	/* The unwinder writes into the sampler's maps: it goes first. */
+	vp_unwinder__free(r->unwind_start.u);
+	record_sched__free(r->sched);
+	if (r->s)
+		r->be->destroy(r->s);
+	if (!r->started && r->w) {
+		/* Nothing was recorded: leave no half-made session behind to trip --force
+		 * (an empty directory the user gave us stays, empty). Through the session's
+		 * directory fds, never by path. */
+		vp_session_writer__discard(r->w);
+		r->w = NULL;
+	}
+	vp_session_writer__free(r->w);
+	free(r->steal);
+	free(r);
+}
+
+void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *st)
+{
+	uint64_t samples = 0, lost = 0;
+
+	*st = (struct vp_recorder_stats){ 0 };
+	if (r->stopped) {
+		st->samples = r->end.samples;
+		st->lost = r->end.lost;
+		st->elapsed_ns = r->end.duration_ns;
+		st->disk_bytes = vp_session_writer__disk_bytes(r->w);
+	} else {
+		r->be->counts(r->s, &samples, &lost);
+		st->samples = samples;
+		st->lost = lost;
+		st->elapsed_ns = now_ns(CLOCK_MONOTONIC) - r->start;
+	}
+	st->stream_bytes = vp_session_writer__bytes(r->w);
+}
+
+const char *vp_recorder__error(const struct vp_recorder *r)
+{
+	return r->err;
+}
+
+const char *vp_recorder__session_dir(const struct vp_recorder *r)
+{
+	return vp_session_writer__dir(r->w);
+}
+
+const char *vp_recorder__backend(const struct vp_recorder *r)
+{
+	return r->be->name;
+}

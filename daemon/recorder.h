@@ -1,0 +1,81 @@
+/* The recorder: one recording, from opening its events to the session's END record, as
+ * a library that 'viprof record' (cli/record_cmd.c) and the service ('viprof serve')
+ * drive the same way: start, poll until it is done or the caller wants it to end, stop,
+ * free. It checks the events, creates the session (common/session_format.h), loads the
+ * sampler and the switch tracer, walks stacks, loads the agent into running JVMs,
+ * snapshots kernel symbols and steal time, and flushes the stream every second so that
+ * a recorder killed at any moment leaves a session readable to its last chunk.
+ *
+ * Several recorders run in one process: each owns its sampler, session writer,
+ * unwinder, tracer and kernel-symbol loader, and nothing is shared between them. One
+ * thread drives one recorder. Signals, the live status line and launching a command
+ * stay with the caller: for RECORD_TARGET_LAUNCH the caller forks the command held
+ * before exec (common/launch.h), passes its pid in opts->launched, releases it once
+ * vp_recorder__start returned, and reaps it; the recorder samples it and what it forks. */
+#ifndef VIPROF_DAEMON_RECORDER_H
+#define VIPROF_DAEMON_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/record_opts.h"
+
+struct vp_recorder;   /* opaque */
+
+/* Who owns the session that a recorder writes through a directory fd it was given
+ * (the service writes as root into a user's directory): every file and directory the
+ * recorder creates there is handed to that user, and only processes of that user are
+ * recorded (see vp_recorder__start). */
+struct vp_recorder_owner {
+	uid_t uid;
+	gid_t gid;
+};
+
+struct vp_recorder_stats {
+	uint64_t samples, lost;    /* the sampler's counts so far (final after stop) */
+	uint64_t elapsed_ns;       /* since sampling started (the END record's duration after stop) */
+	uint64_t stream_bytes;     /* bytes written to the stream so far */
+	uint64_t disk_bytes;       /* after stop: every file of the session, the JVMs' maps too */
+};
+
+/* Checks the events, creates the session and starts sampling. session_dirfd < 0:
+ * the session is opts->output, created as 'viprof record' does (a missing directory
+ * made 0700, an empty one of ours used, --force keeps the old one as DIR.old). A
+ * directory fd >= 0 (open, e.g. O_PATH|O_DIRECTORY, not kept: it is duplicated) is an
+ * empty directory to write the session into, only through that fd, named
+ * opts->output in messages; with owner set, what is created is given to owner.
+ * Warnings and notes go to opts->log. NULL with errno and a one-line message naming
+ * the cause and the fix in err on failure (-EINVAL for options or events that cannot
+ * be had: a usage error). */
+struct vp_recorder *vp_recorder__start(const struct vp_record_opts *opts, int session_dirfd, char *err, size_t errlen);
+/* The same, writing as owner into session_dirfd (the service). */
+struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, int session_dirfd,
+					     const struct vp_recorder_owner *owner, char *err, size_t errlen);
+
+/* Drains the sampler (waiting up to timeout_ms for data; a signal ends the wait early),
+ * writes steal and kernel symbols when due, flushes the stream every second. >0 still
+ * recording; 0 finished by itself (the duration -d elapsed, or every -p process
+ * exited; a launched command's end is its caller's to see); <0 -errno when the
+ * sampler or the session failed: sampling has stopped, what was written stays
+ * readable, vp_recorder__error says why; call stop next. */
+int vp_recorder__poll(struct vp_recorder *r, int timeout_ms);
+/* The launched command's exit status for the END record (a wait() status); without it
+ * END says 0. */
+void vp_recorder__set_exit_status(struct vp_recorder *r, int wait_status);
+/* Stops sampling, drains what is left, and ends the session: kernel symbols, last
+ * steal, LOST, END, meta.json. Messages (the stack walker's summary unless quiet,
+ * failures) go to opts->log. 0 or -errno; the session stays readable either way.
+ * Call once. */
+int vp_recorder__stop(struct vp_recorder *r);
+void vp_recorder__free(struct vp_recorder *r);   /* accepts NULL; stops nothing, discards nothing */
+
+void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *st);
+/* The one-line reason of the last failure of poll or stop, or "". */
+const char *vp_recorder__error(const struct vp_recorder *r);
+/* The session directory: its absolute path when the recorder created it, else opts->output. */
+const char *vp_recorder__session_dir(const struct vp_recorder *r);
+/* The sampler backend in use: "bpf" or "perf". */
+const char *vp_recorder__backend(const struct vp_recorder *r);
+
+#endif

@@ -1,0 +1,423 @@
+/* Continuous recording, retention and the CPU budget: see continuous.h. */
+#define _GNU_SOURCE
+#include "service/continuous.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/safefs.h"
+#include "common/util.h"
+#include "service/pages.h"
+#include "service/rec.h"
+
+uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double used_pct, double budget_pct)
+{
+	if (budget_pct <= 0 || used_pct < 0)
+		return cur;
+	if (used_pct > budget_pct) {
+		double f = (double)cur * budget_pct / used_pct * 0.9;
+		return f < (double)min ? min : (uint64_t)f;
+	}
+	if (used_pct < budget_pct / 2 && cur < want) {
+		double f = (double)cur * 1.5;
+		if (used_pct > 0 && f > (double)cur * budget_pct / used_pct * 0.9)
+			f = (double)cur * budget_pct / used_pct * 0.9;
+		if (f > (double)want)
+			f = (double)want;
+		return f < (double)cur ? cur : (uint64_t)f;
+	}
+	return cur;
+}
+
+uint64_t vp_dir__usage(int dirfd)
+{
+	uint64_t sum = 0;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		sum += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				sum += vp_dir__usage(sub);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+int vp_retention__apply(int dirfd, time_t now, unsigned interval_s, uint64_t keep_age_s, uint64_t keep_bytes,
+			const char *keep, FILE *log)
+{
+	typedef char name_t[VP_INTERVAL_NAME_LEN + 1];
+	name_t *names = NULL;
+	uint64_t *bytes = NULL;
+	size_t n = 0, cap = 0, bcap = 0;
+	int e = 0, removed = 0;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!vp_interval__name_ok(de->d_name))
+			continue;
+		if (vp_grow((void **)&names, &cap, n + 1, sizeof(*names))) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(names[n++], de->d_name, sizeof(name_t));
+	}
+	vp_sort(names, n, sizeof(*names), cmp_name);
+	if (vp_grow((void **)&bytes, &bcap, n + 1, sizeof(*bytes))) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		int sfd = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		bytes[i] = sfd >= 0 ? vp_dir__usage(sfd) : 0;
+		if (sfd >= 0)
+			close(sfd);
+		total += bytes[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (keep && !strcmp(names[i], keep))
+			continue;
+		struct tm tm = { 0 };
+		char *end = strptime(names[i], VP_INTERVAL_FMT, &tm);
+		time_t start = end && !*end ? timegm(&tm) : now;
+		uint64_t age = now > start + (time_t)interval_s ? (uint64_t)(now - start - (time_t)interval_s) : 0;
+		bool too_old = keep_age_s && age > keep_age_s;
+		bool too_big = keep_bytes && total > keep_bytes;
+		if (!too_old && !too_big)
+			break;   /* oldest first: the rest are younger, and the total fits */
+		int r = vp_safe_remove_tree(dirfd, names[i]);
+		if (log)
+			fprintf(log, "viprof serve: continuous: %s %s (%s, %llu KiB)%s%s\n", r ? "cannot remove" : "removed",
+				names[i], too_old ? "older than --keep-age" : "over --keep-bytes",
+				(unsigned long long)(bytes[i] / 1024), r ? ": " : "", r ? strerror(-r) : "");
+		if (r) {
+			e = r;
+			continue;
+		}
+		total -= bytes[i];
+		removed++;
+	}
+cleanup:
+	closedir(d);
+	free(names);
+	free(bytes);
+	return e && !removed ? e : removed;
+}
+
+struct vp_cont {
+	struct vp_cont_opts o;
+	int dirfd;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping;
+	char current[VP_INTERVAL_NAME_LEN + 1];
+	char lasterr[512];
+	uint64_t freq;
+	char *dir;
+};
+
+static void set_error(struct vp_cont *c, const char *msg)
+{
+	pthread_mutex_lock(&c->lock);
+	snprintf(c->lasterr, sizeof(c->lasterr), "%s", msg);
+	pthread_mutex_unlock(&c->lock);
+	if (c->o.log)
+		fprintf(c->o.log, "viprof serve: continuous: %s\n", msg);
+}
+
+/* service.json: what the service measured for one interval (docs/formats.md). */
+static void write_interval_file(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall_ns,
+				uint64_t cpu_ns, double pct, uint64_t next)
+{
+	int sfd = openat(c->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return;   /* the recorder made no session: its error was logged */
+	int fd = vp_safe_create(sfd, VP_CONT_FILE, 0600);
+	close(sfd);
+	if (fd < 0) {
+		set_error(c, "cannot write service.json of an interval");
+		return;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	fprintf(f, "{\n  \"format_version\": 1,\n  \"interval_s\": %u,\n  \"wall_ns\": %llu,\n  \"freq\": %llu,\n"
+		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu\n}\n",
+		c->o.interval_s, (unsigned long long)wall_ns, (unsigned long long)freq, (unsigned long long)cpu_ns, pct,
+		c->o.cpu_budget_pct, (unsigned long long)next);
+	fclose(f);
+}
+
+/* A JVM keeps the agent it got in an earlier interval, and the agent keeps writing
+ * its code maps where it was told then (a second attach is ignored). The code-map file
+ * is one append-only, time-stamped stream, so a hard link of it in this interval's
+ * jit/<pid>/ gives this session the JVM's maps, including what the agent appends
+ * later; retention removing the old interval removes only a name. Done for JVMs still
+ * running whose maps this interval lacks. */
+static void carry_maps(struct vp_cont *c, const char *name)
+{
+	char jit[VP_INTERVAL_NAME_LEN + 8];
+	snprintf(jit, sizeof(jit), "%s/jit", name);
+	int nj = openat(c->dirfd, jit, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nj < 0)
+		return;
+	int fd = openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!vp_interval__name_ok(de->d_name) || strcmp(de->d_name, name) >= 0)
+			continue;   /* only earlier intervals */
+		char oj[300];
+		snprintf(oj, sizeof(oj), "%s/jit", de->d_name);
+		int oldj = openat(c->dirfd, oj, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int ofd = oldj >= 0 ? openat(oldj, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		DIR *pd = ofd >= 0 ? fdopendir(ofd) : NULL;
+		struct dirent *pe;
+		while (pd && (pe = readdir(pd))) {
+			long long pid = vp_parse_num(pe->d_name, 1, 1 << 30);
+			struct stat st;
+			char have[300];
+			snprintf(have, sizeof(have), "%s/codemap.vpm", pe->d_name);
+			if (pid < 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM) ||
+			    fstatat(nj, have, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;   /* gone, or this interval has its maps already */
+			int src = openat(oldj, pe->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			/* The pid's directory is the JVM user's (the session writer admits it). */
+			struct stat ss;
+			int dst = src >= 0 && fstat(src, &ss) == 0 ? vp_safe_mkdirat(nj, pe->d_name, 0700, ss.st_uid, NULL) : -1;
+			int sfd2 = src >= 0 ? openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+			DIR *fd3 = sfd2 >= 0 ? fdopendir(sfd2) : NULL;
+			struct dirent *fe;
+			int linked = 0;
+			while (dst >= 0 && fd3 && (fe = readdir(fd3))) {
+				struct stat fs;
+				if (strncmp(fe->d_name, "codemap", 7) || fstatat(src, fe->d_name, &fs, AT_SYMLINK_NOFOLLOW) ||
+				    !S_ISREG(fs.st_mode))
+					continue;
+				if (linkat(src, fe->d_name, dst, fe->d_name, 0) == 0)
+					linked++;
+			}
+			if (fd3)
+				closedir(fd3);
+			else if (sfd2 >= 0)
+				close(sfd2);
+			if (c->o.log && linked)
+				fprintf(c->o.log, "viprof serve: continuous: %s: JVM %lld's code maps carried over from %s\n",
+					name, pid, de->d_name);
+			if (dst >= 0)
+				close(dst);
+			if (src >= 0)
+				close(src);
+		}
+		if (pd)
+			closedir(pd);
+		else if (ofd >= 0)
+			close(ofd);
+		if (oldj >= 0)
+			close(oldj);
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	close(nj);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until deadline (monotonic ns) or stop; true when asked to stop. */
+static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *r, bool *failed)
+{
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		bool stop = c->stopping;
+		pthread_mutex_unlock(&c->lock);
+		if (stop)
+			return true;
+		uint64_t now = mono_ns();
+		if (now >= deadline)
+			return false;
+		uint64_t left_ms = (deadline - now) / 1000000;
+		int p = vp_svc_rec__poll(r, left_ms > 200 ? 200 : (int)left_ms);
+		if (p <= 0) {
+			*failed = p < 0;
+			return false;
+		}
+	}
+}
+
+static void *cont_thread(void *arg)
+{
+	struct vp_cont *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		bool stop = c->stopping;
+		uint64_t freq = c->freq;
+		pthread_mutex_unlock(&c->lock);
+		if (stop)
+			break;
+
+		char name[VP_INTERVAL_NAME_LEN + 1], path[4200], err[768] = "";
+		time_t t = time(NULL);
+		struct tm tm;
+		strftime(name, sizeof(name), VP_INTERVAL_FMT, gmtime_r(&t, &tm));
+		if (faccessat(c->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+			sleep(1);   /* an interval began this second already (a failed one): next second */
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+		struct vp_svc_rec_opts ro = { .viprof = c->o.viprof, .dir = path, .freq = freq,
+					      .jvm_attach = c->o.jvm_attach, .no_jit = c->o.no_jit };
+		uint64_t t0 = mono_ns();
+		struct vp_svc_rec *r = vp_svc_rec__start(&ro, err, sizeof(err));
+		if (!r) {
+			set_error(c, err);
+			pthread_mutex_lock(&c->lock);
+			if (!c->stopping) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_sec += 10;   /* retry, without spinning */
+				pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+			}
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		pthread_mutex_lock(&c->lock);
+		snprintf(c->current, sizeof(c->current), "%s", name);
+		pthread_mutex_unlock(&c->lock);
+
+		bool failed = false;
+		wait_until(c, t0 + (uint64_t)c->o.interval_s * 1000000000ull, r, &failed);
+		int e = vp_svc_rec__stop(r, err, sizeof(err));
+		uint64_t wall = mono_ns() - t0, cpu = vp_svc_rec__cpu_ns(r);
+		vp_svc_rec__free(r);
+		if (e || failed)
+			set_error(c, err[0] ? err : "the interval's recording failed");
+		double pct = wall ? 100.0 * (double)cpu / (double)wall : 0;
+		uint64_t next = vp_budget__next_freq(freq, c->o.freq, VP_CONT_MIN_FREQ, pct, c->o.cpu_budget_pct);
+		write_interval_file(c, name, freq, wall, cpu, pct, next);
+		carry_maps(c, name);
+		if (c->o.log) {
+			fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
+					  "(budget %.2f%%)%s", name, (double)wall / 1e9, (unsigned long long)freq,
+				(double)cpu / 1e6, pct, c->o.cpu_budget_pct, next != freq ? "" : "\n");
+			if (next != freq)
+				fprintf(c->o.log, "; next interval at %llu Hz%s\n", (unsigned long long)next,
+					next < freq && next == VP_CONT_MIN_FREQ ? " (the lowest rate; the budget is still missed)" : "");
+			fflush(c->o.log);
+		}
+		pthread_mutex_lock(&c->lock);
+		c->freq = next;
+		c->current[0] = '\0';
+		pthread_mutex_unlock(&c->lock);
+		vp_retention__apply(c->dirfd, time(NULL), c->o.interval_s, c->o.keep_age_s, c->o.keep_bytes, NULL, c->o.log);
+	}
+	return NULL;
+}
+
+struct vp_cont *vp_cont__start(const struct vp_cont_opts *o, char *err, size_t errlen)
+{
+	struct vp_cont *c = calloc(1, sizeof(*c));
+	if (!c || !(c->dir = strdup(o->dir))) {
+		free(c);
+		vp_set_err(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->o = *o;
+	c->freq = o->freq;
+	c->dirfd = vp_safe_opendir(o->dir, VP_SAFE_CREATE | VP_SAFE_TRUSTED_LINKS);
+	if (c->dirfd < 0) {
+		int e = -c->dirfd;
+		vp_set_err(err, errlen, "--continuous %s: cannot open or create the directory: %s%s", o->dir, strerror(e),
+			   e == ELOOP ? " (a symbolic link on the way that root did not make)" : "");
+		free(c->dir);
+		free(c);
+		errno = e;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->wake, NULL);
+	/* Retention applies at start too: a service restarted after a long stop does not
+	 * keep what is already past its limits. */
+	vp_retention__apply(c->dirfd, time(NULL), o->interval_s, o->keep_age_s, o->keep_bytes, NULL, o->log);
+	int e = pthread_create(&c->thread, NULL, cont_thread, c);
+	if (e) {
+		vp_set_err(err, errlen, "cannot start the continuous recording's thread: %s", strerror(e));
+		close(c->dirfd);
+		free(c->dir);
+		free(c);
+		errno = e;
+		return NULL;
+	}
+	return c;
+}
+
+void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *freq, char *lasterr, size_t errlen)
+{
+	pthread_mutex_lock(&c->lock);
+	snprintf(current, curlen, "%s", c->current);
+	*freq = c->freq;
+	snprintf(lasterr, errlen, "%s", c->lasterr);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void vp_cont__stop(struct vp_cont *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->wake);
+	close(c->dirfd);
+	free(c->dir);
+	free(c);
+}

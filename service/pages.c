@@ -1,0 +1,260 @@
+/* Sessions as pprof and flame graphs, and the index page: see pages.h. */
+#define _GNU_SOURCE
+#include "service/pages.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "postproc/report.h"
+#include "postproc/session.h"
+#include "service/continuous.h"
+
+bool vp_interval__name_ok(const char *name)
+{
+	/* YYYYmmddTHHMMSSZ */
+	if (strlen(name) != VP_INTERVAL_NAME_LEN || name[8] != 'T' || name[15] != 'Z')
+		return false;
+	for (int i = 0; i < 15; i++)
+		if (i != 8 && !isdigit((unsigned char)name[i]))
+			return false;
+	return true;
+}
+
+static bool has_samples(const struct vp_profile *p)
+{
+	for (size_t i = 0; i < p->nstacks; i++)
+		for (int e = 0; e < p->nevents; e++)
+			if (p->stacks[i].samples[e])
+				return true;
+	return false;
+}
+
+enum fmt { FMT_PPROF, FMT_FLAME };
+
+/* Loads dir and writes it with one report writer into a memory buffer. */
+static int render(const char *dir, enum fmt fmt, const char *title, char **buf, size_t *len, char *err,
+		  size_t errlen)
+{
+	struct vp_session_opts so = { 0 };
+	struct vp_out o = { .width = 120 };
+	char lerr[512] = "";
+	int e;
+	*buf = NULL;
+	*len = 0;
+	struct vp_profile *p = vp_profile__new();
+	if (!p) {
+		vp_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	e = vp_session__load(dir, p, &so, lerr, sizeof(lerr));
+	if (e) {
+		vp_set_err(err, errlen, "cannot read the session %s: %s", dir, lerr[0] ? lerr : strerror(-e));
+		goto cleanup;
+	}
+	if (!has_samples(p)) {
+		e = -ENODATA;
+		vp_set_err(err, errlen, "the session %s holds no sample", dir);
+		goto cleanup;
+	}
+	o.f = open_memstream(buf, len);
+	if (!o.f) {
+		e = -errno;
+		vp_set_err(err, errlen, "out of memory");
+		goto cleanup;
+	}
+	o.owned = true;
+	struct vp_report_opts ro = { .title = title };
+	e = fmt == FMT_PPROF ? report_pprof(p, &o, &ro) : report_html(p, NULL, &o, &ro);
+	int ce = vp_out__close(&o);
+	if (!e)
+		e = ce;
+	if (e)
+		vp_set_err(err, errlen, "cannot write the %s of %s: %s", fmt == FMT_PPROF ? "pprof" : "flame graph", dir,
+			   strerror(-e));
+cleanup:
+	if (e) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+	}
+	vp_profile__free(p);
+	return e;
+}
+
+int vp_pages__pprof(const char *dir, char **buf, size_t *len, char *err, size_t errlen)
+{
+	return render(dir, FMT_PPROF, NULL, buf, len, err, errlen);
+}
+
+int vp_pages__flame(const char *dir, const char *title, char **buf, size_t *len, char *err, size_t errlen)
+{
+	return render(dir, FMT_FLAME, title, buf, len, err, errlen);
+}
+
+static void html_escape(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* A top-level number of meta.json ("  \"samples\": 123,"), or -1. The writer indents
+ * top-level keys by two spaces and the "meta" object's by four, so the indented key
+ * cannot match a key inside "meta". */
+static double json_top_num(const char *json, const char *key)
+{
+	char pat[80];
+	snprintf(pat, sizeof(pat), "\n  \"%s\": ", key);
+	const char *p = strstr(json, pat);
+	if (!p)
+		return -1;
+	char *end;
+	double v = strtod(p + strlen(pat), &end);
+	return end == p + strlen(pat) ? -1 : v;
+}
+
+/* Reads a small file under dirfd (never following a link, never blocking) into buf. */
+static void read_small(int dirfd, const char *name, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	int fd = dirfd >= 0 ? openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		ssize_t k = vp_read_full(fd, buf, len - 1);
+		buf[k > 0 ? k : 0] = '\0';
+	}
+	close(fd);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The interval names under dir, newest first. */
+static int list_intervals(const char *dir, char ***names, size_t *n)
+{
+	size_t cap = 0;
+	*names = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int e = 0;
+	while ((de = readdir(d))) {
+		if (!vp_interval__name_ok(de->d_name))
+			continue;
+		if (vp_grow((void **)names, &cap, *n + 1, sizeof(**names)) || !((*names)[*n] = strdup(de->d_name))) {
+			e = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	vp_sort(*names, *n, sizeof(**names), cmp_desc);
+	return e;
+}
+
+int vp_pages__index(const struct vp_pages_status *st, int max, char **buf, size_t *len)
+{
+	FILE *f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	fputs("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>viprof serve on ", f);
+	html_escape(f, st->hostname);
+	fputs("</title>\n<style>body{font:14px sans-serif;margin:2em}table{border-collapse:collapse}"
+	      "td,th{padding:2px 10px;text-align:right}td:first-child,th:first-child{text-align:left}"
+	      "tr:nth-child(even){background:#f4f4f4}code{background:#eee;padding:1px 4px}</style></head><body>\n", f);
+	fputs("<h1>viprof serve on ", f);
+	html_escape(f, st->hostname);
+	fputs("</h1>\n<p>Whole-VM CPU profile of the next N seconds, gzipped pprof: "
+	      "<a href=\"/debug/pprof/profile?seconds=30\"><code>/debug/pprof/profile?seconds=30</code></a> "
+	      "(e.g. <code>pprof -http=: http://HOST:PORT/debug/pprof/profile?seconds=30</code>)</p>\n", f);
+	if (!st->continuous_dir) {
+		fputs("<p>No continuous recording (start the service with <code>--continuous DIR</code>).</p>\n", f);
+		goto end;
+	}
+	fprintf(f, "<h2>Continuous recording</h2>\n<p>Intervals of %u s in <code>", st->interval_s);
+	html_escape(f, st->continuous_dir);
+	fprintf(f, "</code>, sampling at %llu Hz now; CPU budget %.2f%% of one CPU", (unsigned long long)st->freq,
+		st->cpu_budget_pct);
+	if (st->current)
+		fprintf(f, "; recording %s", st->current);
+	fputs(".</p>\n", f);
+	if (st->last_error) {
+		fputs("<p><b>Last error:</b> ", f);
+		html_escape(f, st->last_error);
+		fputs("</p>\n", f);
+	}
+	char **names;
+	size_t n;
+	int e = list_intervals(st->continuous_dir, &names, &n);
+	if (e) {
+		fprintf(f, "<p>Cannot list the intervals: %s</p>\n", strerror(-e));
+		goto end;
+	}
+	fputs("<table><tr><th>interval (UTC start)</th><th>length s</th><th>samples</th><th>rate Hz</th>"
+	      "<th>service CPU ms</th><th>CPU % of one</th><th>size KiB</th><th></th><th></th></tr>\n", f);
+	int dfd = open(st->continuous_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; i < n && (int)i < max; i++) {
+		if (st->current && !strcmp(names[i], st->current))
+			continue;   /* still being written: nothing to show yet */
+		char json[16384] = "", svc[2048] = "";
+		int sfd = dfd >= 0 ? openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		read_small(sfd, "meta.json", json, sizeof(json));
+		read_small(sfd, VP_CONT_FILE, svc, sizeof(svc));
+		uint64_t bytes = sfd >= 0 ? vp_dir__usage(sfd) : 0;
+		if (sfd >= 0)
+			close(sfd);
+		double secs = json_top_num(json, "duration_s"), samples = json_top_num(json, "samples");
+		double freq = json_top_num(svc, "freq"), cpu = json_top_num(svc, "cpu_ns"), pct = json_top_num(svc, "cpu_pct");
+		fprintf(f, "<tr><td>%s</td>", names[i]);
+		if (secs >= 0)
+			fprintf(f, "<td>%.1f</td><td>%.0f</td>", secs, samples);
+		else
+			fputs("<td colspan=2>incomplete (no meta.json)</td>", f);
+		if (freq >= 0)
+			fprintf(f, "<td>%.0f</td><td>%.0f</td><td>%.2f</td>", freq, cpu / 1e6, pct);
+		else
+			fputs("<td></td><td></td><td></td>", f);
+		fprintf(f, "<td>%.0f</td><td><a href=\"/flame/%s\">flame graph</a></td><td><a href=\"/pprof/%s\">pprof</a>"
+			   "</td></tr>\n", (double)bytes / 1024, names[i], names[i]);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	fputs("</table>\n", f);
+	if (n == 0)
+		fputs("<p>No interval has ended yet.</p>\n", f);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+end:
+	fputs("</body></html>\n", f);
+	int err = ferror(f) ? -EIO : 0;
+	if (fclose(f) != 0 && !err)
+		err = -EIO;
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}

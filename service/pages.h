@@ -1,0 +1,42 @@
+/* What the service's HTTP side serves from session directories: a recorded session as
+ * a gzipped pprof or an HTML flame graph (the report writers of postproc/), and the
+ * index page listing the continuous recording's intervals. Each returns a malloc'ed
+ * buffer the caller frees. */
+#ifndef VIPROF_SERVICE_PAGES_H
+#define VIPROF_SERVICE_PAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The format of a continuous interval's directory name: its UTC start time, so that
+ * names sort by time ("20261123T075056Z"). */
+#define VP_INTERVAL_FMT "%Y%m%dT%H%M%SZ"
+#define VP_INTERVAL_NAME_LEN 16
+
+/* Whether name is an interval name (exactly the format above): the only names the
+ * HTTP pages open under the continuous directory. */
+bool vp_interval__name_ok(const char *name);
+
+/* The session at dir (a path) as a gzipped pprof / an HTML flame graph. 0, or -errno
+ * with a one-line reason in err; -ENODATA when it holds no sample. */
+int vp_pages__pprof(const char *dir, char **buf, size_t *len, char *err, size_t errlen);
+int vp_pages__flame(const char *dir, const char *title, char **buf, size_t *len, char *err, size_t errlen);
+
+/* What the index page says about the service, besides the intervals. */
+struct vp_pages_status {
+	const char *hostname;
+	const char *continuous_dir;   /* NULL: no --continuous */
+	unsigned interval_s;
+	double cpu_budget_pct;        /* of one CPU */
+	uint64_t freq;                /* the continuous recording's rate now */
+	const char *current;          /* the interval being recorded, or NULL */
+	const char *last_error;       /* or NULL */
+};
+
+/* The index page (HTML): the endpoints, and the continuous intervals (newest first, at
+ * most max) with their start, length, samples, size, the service's CPU time and links
+ * to each one's flame graph and pprof. 0 or -errno. */
+int vp_pages__index(const struct vp_pages_status *st, int max, char **buf, size_t *len);
+
+#endif

@@ -1,0 +1,624 @@
+/* The service's Unix socket: see sock.h. */
+#define _GNU_SOURCE
+#include "service/sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/safefs.h"
+#include "common/util.h"
+#include "daemon/recorder.h"
+#include "hv-glue/events.h"
+#include "service/sock_proto.h"
+
+#define MAX_USERS 256
+#define MAX_CONNS 64               /* all users together */
+#define REQUEST_TIMEOUT_S 5        /* to send the request after connecting */
+#define STATUS_INTERVAL_NS (500ull * 1000000)
+
+struct user {
+	uid_t uid;
+	unsigned sessions;         /* connections past the checks, recording */
+	unsigned conns;            /* all open connections */
+	double tokens;             /* the request bucket: requests_per_min, refilled per second */
+	uint64_t refilled;
+};
+
+struct vp_sock {
+	struct vp_sock_opts o;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lfd;
+	pthread_t acceptor;
+	bool acceptor_started;
+	volatile bool stopping;
+	pthread_mutex_t mu;
+	pthread_cond_t idle;       /* signalled when a connection ends */
+	unsigned nconns;
+	struct user users[MAX_USERS];
+	int nusers;
+};
+
+struct conn {
+	struct vp_sock *s;
+	int fd;
+	struct ucred cred;
+	struct user *u;            /* s->users entry; under s->mu */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One audit line per request: who, what, the result. */
+static void audit(struct vp_sock *s, const struct ucred *c, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void audit(struct vp_sock *s, const struct ucred *c, const char *what, const char *fmt, ...)
+{
+	char res[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(res, sizeof(res), fmt, ap);
+	va_end(ap);
+	fprintf(s->o.log, "viprof serve: audit uid=%u pid=%d %s -> %s\n", (unsigned)c->uid, (int)c->pid, what, res);
+	fflush(s->o.log);
+}
+
+static int sendf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sendf(int fd, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	return vp_sock__send(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1, -1);
+}
+
+/* The user's entry, made on first use; NULL when the table is full. Under s->mu. */
+static struct user *user_of(struct vp_sock *s, uid_t uid)
+{
+	for (int i = 0; i < s->nusers; i++)
+		if (s->users[i].uid == uid)
+			return &s->users[i];
+	/* Reuse an idle entry before growing. */
+	for (int i = 0; i < s->nusers; i++) {
+		struct user *u = &s->users[i];
+		if (!u->conns && u->tokens >= s->o.limits.requests_per_min) {
+			*u = (struct user){ .uid = uid, .tokens = s->o.limits.requests_per_min, .refilled = mono_ns() };
+			return u;
+		}
+	}
+	if (s->nusers == MAX_USERS)
+		return NULL;
+	struct user *u = &s->users[s->nusers++];
+	*u = (struct user){ .uid = uid, .tokens = s->o.limits.requests_per_min, .refilled = mono_ns() };
+	return u;
+}
+
+static void refill(const struct vp_sock *s, struct user *u)
+{
+	uint64_t now = mono_ns();
+	double per_ns = s->o.limits.requests_per_min / 60e9;
+	u->tokens += (double)(now - u->refilled) * per_ns;
+	if (u->tokens > s->o.limits.requests_per_min)
+		u->tokens = s->o.limits.requests_per_min;
+	u->refilled = now;
+}
+
+static int read_int_file(const char *path, int dflt)
+{
+	FILE *f = fopen(path, "re");
+	int v = dflt;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Whether the kernel would let uid:gid ptrace pid (PTRACE_MODE_READ_REALCREDS, which
+ * perf_event_open checks too): the same real, effective and saved uid and gid, and a
+ * dumpable process (/proc/PID belongs to root otherwise). Root may trace anything.
+ * parent > 0: pid must also be a child of parent (a command the client launched). 0,
+ * or -EPERM/-ESRCH with the one-line reason in why. */
+static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, size_t len)
+{
+	char path[64], line[256];
+	unsigned ids[2][4] = { { 0 } };
+	int have = 0, ppid = -1;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (pid <= 0 || stat(path, &st) != 0) {
+		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u %u %u", &ids[0][0], &ids[0][1], &ids[0][2], &ids[0][3]) == 4)
+			have |= 1;
+		else if (sscanf(line, "Gid: %u %u %u %u", &ids[1][0], &ids[1][1], &ids[1][2], &ids[1][3]) == 4)
+			have |= 2;
+		else
+			sscanf(line, "PPid: %d", &ppid);
+	}
+	if (f)
+		fclose(f);
+	if (have != 3) {
+		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		return -ESRCH;
+	}
+	if (parent > 0 && ppid != parent) {
+		vp_set_err(why, len, "process %d is not a child of the requesting client (pid %d)", (int)pid, (int)parent);
+		return -EPERM;
+	}
+	if (uid == 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		if (ids[0][i] != uid) {
+			struct passwd pw, *pwp = NULL;
+			char pbuf[1024];
+			getpwuid_r(ids[0][i], &pw, pbuf, sizeof(pbuf), &pwp);
+			vp_set_err(why, len, "process %d belongs to uid %u (%s), not to you (uid %u); you may record "
+				   "only your own processes", (int)pid, ids[0][i], pwp ? pwp->pw_name : "?", (unsigned)uid);
+			return -EPERM;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (ids[1][i] != gid) {
+			vp_set_err(why, len, "process %d runs with group %u, not yours (gid %u): set-gid, and the kernel "
+				   "would not let you trace it", (int)pid, ids[1][i], (unsigned)gid);
+			return -EPERM;
+		}
+	}
+	if (st.st_uid != uid) {
+		vp_set_err(why, len, "process %d is not dumpable (set-uid, or prctl PR_SET_DUMPABLE 0): the kernel "
+			   "would not let you trace it", (int)pid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Checks the request against who asks and the limits. 0, or -errno with the one-line
+ * reason (to the client and the audit line). */
+static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t len)
+{
+	const struct vp_sock_limits *l = &c->s->o.limits;
+	uid_t uid = c->cred.uid;
+	int e;
+
+	if (o->target == RECORD_TARGET_ALL && uid != 0) {
+		vp_set_err(why, len, "-a records every user's processes; only root may ask for it (record your own "
+			   "with -p PID or -- CMD)");
+		return -EPERM;
+	}
+	for (int i = 0; o->target == RECORD_TARGET_PIDS && i < o->npids; i++)
+		if ((e = may_trace(uid, c->cred.gid, o->pids[i], 0, why, len)))
+			return e;
+	if (o->target == RECORD_TARGET_LAUNCH && (e = may_trace(uid, c->cred.gid, o->launched, c->cred.pid, why, len)))
+		return e;
+	if (uid == 0)
+		return 0;   /* root is limited by nothing but the kernel */
+	/* An event's own rate (EV/freq=N/, EV/period=N/ of a clock event) is capped like -F. */
+	struct sampler_event ev[VP_MAX_EVENTS];
+	char perr[256];
+	int nev = o->events ? vp_events__parse(o->events, ev, VP_MAX_EVENTS, perr, sizeof(perr)) : 0;
+	for (int i = 0; i < nev; i++) {
+		uint64_t hz = ev[i].freq ? ev[i].freq
+			    : ev[i].period && ev[i].software && strstr(ev[i].name, "clock") ? 1000000000ull / ev[i].period : 0;
+		if (hz > l->max_freq) {
+			vp_set_err(why, len, "%s samples %llu times a second, over this service's limit of %llu Hz per user; "
+				   "ask for less (or the administrator raises viprof serve --max-freq)", ev[i].name,
+				   (unsigned long long)hz, (unsigned long long)l->max_freq);
+			return -EPERM;
+		}
+	}
+	if (o->period && !nev && o->period < 1000000000ull / l->max_freq) {
+		/* The default event is a clock where nothing else can be sampled: -c is ns. */
+		vp_set_err(why, len, "-c %llu is more often than this service's limit of %llu Hz per user; ask for less",
+			   (unsigned long long)o->period, (unsigned long long)l->max_freq);
+		return -EPERM;
+	}
+	if (o->freq > l->max_freq && !o->period) {
+		vp_set_err(why, len, "-F %llu is over this service's limit of %llu Hz per user; ask for less (or the "
+			   "administrator raises viprof serve --max-freq)", (unsigned long long)o->freq,
+			   (unsigned long long)l->max_freq);
+		return -EPERM;
+	}
+	if (o->duration > l->max_seconds) {
+		vp_set_err(why, len, "-d %.0f is over this service's limit of %.0f s per recording; ask for less (or the "
+			   "administrator raises viprof serve --max-seconds)", o->duration, l->max_seconds);
+		return -EPERM;
+	}
+	if (o->backend && !strcmp(o->backend, "perf"))
+		o->backend = "auto";   /* the service has the better backend; the data is the same */
+	return 0;
+}
+
+/* Sends what the recorder wrote to its log since the last call, a line per LOG. */
+static void forward_log(int fd, FILE *log, char **buf, size_t *sent)
+{
+	fflush(log);
+	while (*buf && (*buf)[*sent]) {
+		char *start = *buf + *sent, *nl = strchr(start, '\n');
+		if (!nl)
+			break;
+		char msg[2100];
+		int n = snprintf(msg, sizeof(msg), "LOG %.*s", (int)(nl - start), start);
+		vp_sock__send(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1, -1);
+		*sent += (size_t)(nl - start) + 1;
+	}
+}
+
+/* The client said STOP (its command is done: *status its wait status, or -1) or went
+ * away. 1 STOP, 0 nothing yet, -1 gone. */
+static int client_message(int fd, int *status)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[256];
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	ssize_t n = vp_sock__recv(fd, buf, sizeof(buf), NULL);
+	if (n <= 0)
+		return -1;
+	if (sscanf(buf, "STOP %d", status) == 1)
+		return 1;
+	return 0;   /* unknown: ignored */
+}
+
+static void describe(const struct vp_record_opts *o, char *buf, size_t len)
+{
+	char target[300] = "all";
+	size_t off = 0;
+	if (o->target == RECORD_TARGET_LAUNCH)
+		snprintf(target, sizeof(target), "launch:%d", (int)o->launched);
+	else if (o->target == RECORD_TARGET_PIDS)
+		for (int i = 0; i < o->npids && off < sizeof(target); i++)
+			off += (size_t)snprintf(target + off, sizeof(target) - off, "%s%d", i ? "," : "pids:", (int)o->pids[i]);
+	snprintf(buf, len, "record target=%s events=%s freq=%llu duration=%.0f dir=%s", target,
+		 o->events ? o->events : "default", (unsigned long long)o->freq, o->duration,
+		 o->output ? o->output : "?");
+}
+
+static void serve_conn(struct conn *c)
+{
+	struct vp_sock *s = c->s;
+	char req[VP_SOCK_MAX_MSG], why[1024] = "", what[1400] = "record (no request)";
+	char *cmdv[2], *logbuf = NULL;
+	size_t logsize = 0, logsent = 0;
+	struct vp_record_opts o;
+	struct vp_recorder *rec = NULL;
+	struct vp_recorder_stats st;
+	FILE *log = NULL;
+	int dirfd = -1, e, status = -1;
+	bool counted = false;
+
+	struct timeval tv = { .tv_sec = REQUEST_TIMEOUT_S };
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = vp_sock__recv(c->fd, req, sizeof(req), &dirfd);
+	if (n <= 0) {
+		audit(s, &c->cred, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
+		goto out;
+	}
+	tv.tv_sec = 0;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (vp_sock__decode_request(req, &o, cmdv, why, sizeof(why))) {
+		sendf(c->fd, "ERR 2 %s", why);
+		audit(s, &c->cred, what, "refused: %s", why);
+		goto out;
+	}
+	describe(&o, what, sizeof(what));
+	if (dirfd < 0) {
+		snprintf(why, sizeof(why), "the request carries no session directory (the client passes it open)");
+		sendf(c->fd, "ERR 1 %s", why);
+		audit(s, &c->cred, what, "refused: %s", why);
+		goto out;
+	}
+	if ((e = authorize(c, &o, why, sizeof(why)))) {
+		sendf(c->fd, "ERR 1 %s", why);
+		audit(s, &c->cred, what, "refused: %s", why);
+		goto out;
+	}
+	pthread_mutex_lock(&s->mu);
+	bool over = c->cred.uid != 0 && c->u->sessions >= s->o.limits.sessions;
+	if (!over) {
+		c->u->sessions++;
+		counted = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (over) {
+		snprintf(why, sizeof(why), "you (uid %u) already have %u recordings running, this service's limit per "
+			 "user; wait for one to end", (unsigned)c->cred.uid, s->o.limits.sessions);
+		sendf(c->fd, "ERR 1 %s", why);
+		audit(s, &c->cred, what, "refused: %s", why);
+		goto out;
+	}
+	/* Unprivileged users get what the kernel would give them: no kernel samples and
+	 * no kernel addresses where perf_event_paranoid keeps users to user mode. */
+	if (c->cred.uid != 0 && read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2)
+		o.user_only = true;
+	if (c->cred.uid != 0 && o.duration <= 0)
+		o.duration = s->o.limits.max_seconds;
+	o.agent = s->o.agent;
+	o.force = false;
+	log = open_memstream(&logbuf, &logsize);
+	o.log = log;
+	struct vp_recorder_owner owner = { .uid = c->cred.uid, .gid = c->cred.gid };
+	rec = vp_recorder__start_owned(&o, dirfd, &owner, why, sizeof(why));
+	if (log)
+		forward_log(c->fd, log, &logbuf, &logsent);
+	if (!rec) {
+		e = errno;
+		sendf(c->fd, "ERR %d %s", e == EINVAL ? 2 : 1, why);
+		audit(s, &c->cred, what, "failed: %s", why);
+		goto out;
+	}
+	sendf(c->fd, "STARTED %s", vp_recorder__backend(rec));
+	uint64_t last_status = mono_ns();
+	const char *result = "ok";
+	char detail[600] = "";
+	for (;;) {
+		int r = vp_recorder__poll(rec, 100);
+		forward_log(c->fd, log, &logbuf, &logsent);
+		if (r < 0) {
+			sendf(c->fd, "LOG viprof record: %s", vp_recorder__error(rec));
+			result = "failed";
+			snprintf(detail, sizeof(detail), "%s; ", vp_recorder__error(rec));
+			break;
+		}
+		if (r == 0)
+			break;
+		int m = client_message(c->fd, &status);
+		if (m < 0) {
+			result = "client gone";
+			break;
+		}
+		if (m > 0)
+			break;
+		if (s->stopping) {
+			sendf(c->fd, "LOG viprof record: the service is stopping; the recording ends here");
+			result = "service stopping";
+			break;
+		}
+		uint64_t now = mono_ns();
+		vp_recorder__stats(rec, &st);
+		if (c->cred.uid != 0 && st.stream_bytes > s->o.limits.max_bytes) {
+			sendf(c->fd, "LOG viprof record: the session reached this service's limit of %llu bytes; stopped",
+			      (unsigned long long)s->o.limits.max_bytes);
+			result = "byte limit";
+			break;
+		}
+		if (now - last_status >= STATUS_INTERVAL_NS) {
+			if (sendf(c->fd, "STATUS %llu %llu %llu", (unsigned long long)st.samples, (unsigned long long)st.lost,
+				  (unsigned long long)st.elapsed_ns)) {
+				result = "client gone";
+				break;
+			}
+			last_status = now;
+		}
+	}
+	if (status >= 0)
+		vp_recorder__set_exit_status(rec, status);
+	e = vp_recorder__stop(rec);
+	forward_log(c->fd, log, &logbuf, &logsent);
+	vp_recorder__stats(rec, &st);
+	sendf(c->fd, "DONE %llu %llu %llu %llu %d", (unsigned long long)st.samples, (unsigned long long)st.lost,
+	      (unsigned long long)st.elapsed_ns, (unsigned long long)st.disk_bytes, e < 0 ? 1 : 0);
+	audit(s, &c->cred, what, "%s: %s%llu samples (%llu lost) in %.1f s, %llu bytes", e < 0 && !strcmp(result, "ok") ? "failed" : result,
+	      detail, (unsigned long long)st.samples, (unsigned long long)st.lost, (double)st.elapsed_ns / 1e9,
+	      (unsigned long long)st.disk_bytes);
+out:
+	vp_recorder__free(rec);
+	if (log)
+		fclose(log);
+	free(logbuf);
+	if (dirfd >= 0)
+		close(dirfd);
+	pthread_mutex_lock(&s->mu);
+	if (counted)
+		c->u->sessions--;
+	c->u->conns--;
+	s->nconns--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	close(c->fd);
+	free(c);
+}
+
+static void *conn_thread(void *arg)
+{
+	serve_conn(arg);
+	return NULL;
+}
+
+/* Accepts, identifies, and lets in or refuses at once: a user who floods the socket
+ * spends their own request budget and connection slots, and the acceptor never waits
+ * on anyone, so the others are served. */
+static void *accept_thread(void *arg)
+{
+	struct vp_sock *s = arg;
+	while (!s->stopping) {
+		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+			close(fd);
+			continue;
+		}
+		char why[300] = "";
+		pthread_mutex_lock(&s->mu);
+		struct user *u = user_of(s, cred.uid);
+		if (!u) {
+			snprintf(why, sizeof(why), "the service is serving too many users at once; try again later");
+		} else if (cred.uid != 0) {
+			refill(s, u);
+			if (u->tokens < 1)
+				snprintf(why, sizeof(why), "you (uid %u) sent more than %u requests in the last minute, this "
+					 "service's limit per user; try again later", (unsigned)cred.uid,
+					 s->o.limits.requests_per_min);
+			else if (u->conns >= s->o.limits.sessions + 2)
+				snprintf(why, sizeof(why), "you (uid %u) have %u connections open, this service's limit per "
+					 "user; wait for one to end", (unsigned)cred.uid, u->conns);
+			else
+				u->tokens -= 1;
+		}
+		if (!why[0] && s->nconns >= MAX_CONNS)
+			snprintf(why, sizeof(why), "the service has %u recordings open, its limit; try again later", s->nconns);
+		if (!why[0]) {
+			u->conns++;
+			s->nconns++;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (why[0]) {
+			sendf(fd, "ERR 1 %s", why);
+			audit(s, &cred, "connect", "refused: %s", why);
+			close(fd);
+			continue;
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (c) {
+			*c = (struct conn){ .s = s, .fd = fd, .cred = cred, .u = u };
+		}
+		/* Admitted: the client may now prepare its directory and command. */
+		if (!c || vp_sock__send(fd, "READY", 5, -1) != 0 || pthread_create(&t, &at, conn_thread, c) != 0) {
+			sendf(fd, "ERR 1 the service cannot start a thread for the request (%s); try again later",
+			      strerror(c ? errno : ENOMEM));
+			free(c);
+			close(fd);
+			pthread_mutex_lock(&s->mu);
+			u->conns--;
+			s->nconns--;
+			pthread_mutex_unlock(&s->mu);
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+struct vp_sock *vp_sock__start(const struct vp_sock_opts *o, char *err, size_t errlen)
+{
+	struct vp_sock *s = calloc(1, sizeof(*s));
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int e;
+
+	if (!s) {
+		vp_set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->o = *o;
+	if (!s->o.log)
+		s->o.log = stderr;
+	s->lfd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	if (snprintf(s->path, sizeof(s->path), "%s", o->path) >= (int)sizeof(s->path)) {
+		vp_set_err(err, errlen, "socket path %s is too long (at most %zu bytes)", o->path, sizeof(s->path) - 1);
+		e = -ENAMETOOLONG;
+		goto fail;
+	}
+	/* Its directory (e.g. /run/viprof): made if missing, and searchable by everyone. */
+	char dir[sizeof(s->path)];
+	snprintf(dir, sizeof(dir), "%s", s->path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		struct stat st;
+		bool existed = stat(dir, &st) == 0;
+		int dfd = vp_safe_opendir(dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
+		if (dfd < 0) {
+			e = dfd;
+			vp_set_err(err, errlen, "cannot make the socket's directory %s: %s", dir, strerror(-e));
+			goto fail;
+		}
+		/* One we made (0700) must let users reach the socket; an existing one stays as it is. */
+		if (!existed && chmod(dir, 0755) != 0)
+			fprintf(s->o.log, "viprof serve: warning: cannot open %s to users (chmod 0755: %s); only root can connect\n",
+				dir, strerror(errno));
+		close(dfd);
+	}
+	s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot create a Unix socket: %s", strerror(-e));
+		goto fail;
+	}
+	memcpy(sa.sun_path, s->path, strlen(s->path) + 1);
+	/* A socket left by a service that was killed is replaced; one that answers is not. */
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(probe);
+		vp_set_err(err, errlen, "another viprof serve already listens on %s; stop it, or give --socket another path",
+			   s->path);
+		e = -EADDRINUSE;
+		goto fail;
+	}
+	if (probe >= 0)
+		close(probe);
+	struct stat st;
+	if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(s->path);
+	if (bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(s->path, 0666) != 0 ||
+	    listen(s->lfd, 64) != 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot listen on %s: %s", s->path, strerror(-e));
+		goto fail;
+	}
+	if ((e = -pthread_create(&s->acceptor, NULL, accept_thread, s))) {
+		vp_set_err(err, errlen, "cannot start the socket's thread: %s", strerror(-e));
+		unlink(s->path);
+		goto fail;
+	}
+	s->acceptor_started = true;
+	return s;
+fail:
+	if (s->lfd >= 0)
+		close(s->lfd);
+	free(s);
+	errno = -e;
+	return NULL;
+}
+
+void vp_sock__stop(struct vp_sock *s)
+{
+	if (!s)
+		return;
+	s->stopping = true;
+	if (s->acceptor_started)
+		pthread_join(s->acceptor, NULL);
+	close(s->lfd);
+	unlink(s->path);
+	/* Every recording sees stopping within a poll and ends cleanly. */
+	pthread_mutex_lock(&s->mu);
+	while (s->nconns)
+		pthread_cond_wait(&s->idle, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	free(s);
+}

@@ -1,0 +1,12 @@
+# viprof serve's HTTP side (issue 14 items 3 and 4): the HTTP server, the pprof
+# endpoint read by the real pprof, continuous recording with retention and a CPU budget.
+viprof_test(test-http SOURCES test-http.c LIBS vp_service LABELS unit)
+# One binary, one ctest entry per scenario (root, live sampling; pprof needs go).
+add_executable(test-serve-http test-serve-http.c)
+target_include_directories(test-serve-http PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_dependencies(test-serve-http viprof split3)
+foreach(s pprof token continuous)
+  add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
+endforeach()

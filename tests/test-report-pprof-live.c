@@ -1,0 +1,317 @@
+/* The pprof report of real recordings, read back by the real pprof (issue 12): one
+ * ctest entry per scenario.
+ *   native  record -g --off-cpu of a thread alternating 30 ms on CPU (busy_30ms) and
+ *           70 ms asleep (sleep_70ms): every location that names a mapping lies inside
+ *           that mapping's range, no mapping is a 0x0/0x0 one claiming functions, the
+ *           frames without an address (the off-CPU and steal states) are 0x0 locations
+ *           without a mapping, the off-CPU samples keep the sleeping thread's stack by
+ *           address under them, the profile is named after the fixture (its mapping
+ *           first), and the clock event's weight is cpu/nanoseconds.
+ *   jvm     record -g --off-cpu of JitSplit on JDK 17 (jvm25: Temurin 25): the same
+ *           checks (the JVM's waiting threads put off-CPU states over native and Java
+ *           stacks), JIT methods at their real addresses inside the [jit] mapping
+ *           (never 0x0), the profile named after java (not ld-linux), and inlined
+ *           methods as more lines of one location.
+ * Needs root (BPF), Go and Debian's pprof sources (pprof is built once per build tree,
+ * as test-report-pprof does); skipped otherwise. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test-helpers.h"
+#include "test.h"
+
+#define PPROF_SRC "/usr/share/gocode/src/github.com/google/pprof"
+#define MAXL 20000
+#define MAXM 256
+
+struct loc {
+	uint64_t addr;
+	unsigned map;      /* 0: none */
+	int nlines;
+	char fn[160];      /* the first (innermost) line's function */
+};
+struct map {
+	uint64_t start, limit;
+	char file[256];
+	bool claims;       /* [FN] */
+};
+
+static struct loc locs[MAXL];
+static struct map maps[MAXM];
+static unsigned nlocs, nmaps;
+static char dir[256];
+
+static char *run(const char *cmd)
+{
+	char full[4096];
+	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
+	int st = system(full);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char *e = test_slurp("err.txt", NULL);
+		FAIL("'%s' failed (%d): %s", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
+	}
+	char *out = test_slurp("out.txt", NULL);
+	ASSERT_NOT_NULL(out);
+	return out;
+}
+
+static void need_pprof(void)
+{
+	struct stat sb;
+	if (geteuid() != 0)
+		SKIP("needs root (BPF sampler)");
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		SKIP("go is not installed (apt-get install golang-go)");
+	if (stat(PPROF_SRC, &sb) != 0)
+		SKIP("pprof sources missing at %s (apt-get install golang-github-google-pprof-dev)", PPROF_SRC);
+	if (stat("pprof", &sb) == 0)
+		return;
+	char cwd[512], cmd[4096];
+	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
+	/* A name of its own: test-report-pprof may be building the same binary. */
+	snprintf(cmd, sizeof(cmd),
+		 "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/gocache GOFLAGS= HOME=%s "
+		 "go build -o %s/pprof.%d github.com/google/pprof && mv %s/pprof.%d %s/pprof",
+		 cwd, cwd, cwd, (int)getpid(), cwd, (int)getpid(), cwd);
+	if (system(cmd) != 0)
+		SKIP("could not build pprof from %s", PPROF_SRC);
+}
+
+/* Reads pprof -raw's Locations and Mappings sections. */
+static void parse_raw(const char *raw)
+{
+	const char *l = strstr(raw, "\nLocations\n"), *m = strstr(raw, "\nMappings\n");
+	ASSERT_NOT_NULL(l);
+	ASSERT_NOT_NULL(m);
+	nlocs = nmaps = 0;
+	memset(locs, 0, sizeof(locs));
+	for (const char *s = l + 11; s < m; s = strchr(s, '\n') + 1) {
+		unsigned id, mid;
+		unsigned long long a;
+		int off = 0;
+		char fn[160];
+		if (sscanf(s, " %u: %llx %n", &id, &a, &off) == 2 && off) {
+			ASSERT_TRUE(id >= 1 && id < MAXL);
+			struct loc *c = &locs[id];
+			c->addr = a;
+			const char *r = s + off;
+			if (sscanf(r, "M=%u %n", &mid, &off) == 1) {
+				c->map = mid;
+				r += off;
+			}
+			/* "NAME FILE:LINE s=0": the name may hold spaces ("[blocked: sleep]"). */
+			const char *eol = strchr(r, '\n'), *sdisc = strstr(r, " s=");
+			if (sdisc && (!eol || sdisc < eol)) {
+				const char *sp = sdisc;
+				while (sp > r && sp[-1] != ' ')
+					sp--;
+				if (sp > r)
+					snprintf(c->fn, sizeof(c->fn), "%.*s", (int)(sp - 1 - r), r);
+			}
+			c->nlines = 1;
+			if (id >= nlocs)
+				nlocs = id + 1;
+		} else if (nlocs && sscanf(s, " %159s", fn) == 1) {
+			locs[nlocs - 1].nlines++;   /* an outer frame inlined at the same address */
+		}
+	}
+	for (const char *s = m + 10; *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : s + strlen(s)) {
+		unsigned id;
+		unsigned long long a, b, o;
+		int off = 0;
+		if (sscanf(s, "%u: %llx/%llx/%llx %n", &id, &a, &b, &o, &off) != 4 || !off)
+			continue;
+		ASSERT_TRUE(id >= 1 && id < MAXM);
+		maps[id].start = a;
+		maps[id].limit = b;
+		sscanf(s + off, "%255s", maps[id].file);
+		const char *eol = strchr(s, '\n');
+		const char *fnflag = strstr(s, "[FN]");
+		maps[id].claims = fnflag && (!eol || fnflag < eol);
+		if (id >= nmaps)
+			nmaps = id + 1;
+	}
+	ASSERT_GT(nlocs, 1);
+	ASSERT_GT(nmaps, 1);
+}
+
+/* The address and mapping rules every recording must keep; returns how many
+ * locations have no address. */
+static unsigned check_addresses(void)
+{
+	unsigned unaddressed = 0;
+	for (unsigned i = 1; i < nmaps; i++)
+		if (maps[i].claims && maps[i].start == 0 && maps[i].limit == 0)
+			FAIL("mapping %u (%s) is 0x0/0x0 yet claims functions", i, maps[i].file);
+	for (unsigned i = 1; i < nlocs; i++) {
+		const struct loc *c = &locs[i];
+		if (!c->nlines)
+			continue;
+		if (!c->map) {
+			/* An address in no recorded mapping (the launcher's, before its exec
+			 * was seen) is "[unknown]" and keeps its address; only the states of a
+			 * thread have none. A named function always has its mapping. */
+			if (c->addr && strcmp(c->fn, "[unknown]"))
+				FAIL("location %u (%s) at 0x%" PRIx64 " has no mapping", i, c->fn, c->addr);
+			if (!c->addr && c->fn[0] != '[')
+				FAIL("location %u (%s) has no address", i, c->fn);
+			unaddressed += !c->addr;
+			continue;
+		}
+		ASSERT_TRUE(c->map < nmaps);
+		const struct map *m = &maps[c->map];
+		if (c->addr < m->start || c->addr >= m->limit)
+			FAIL("location %u (%s) at 0x%" PRIx64 " lies outside its mapping %u %s 0x%" PRIx64 "-0x%" PRIx64, i,
+			     c->fn, c->addr, c->map, m->file, m->start, m->limit);
+	}
+	return unaddressed;
+}
+
+static unsigned loc_named(const char *fn, unsigned from)
+{
+	for (unsigned i = from; i < nlocs; i++)
+		if (!strcmp(locs[i].fn, fn))
+			return i;
+	return 0;
+}
+
+/* Samples whose first location is state and whose stack holds a location of fn. */
+static int samples_under(const char *raw, const char *state, const char *fn)
+{
+	int n = 0;
+	unsigned st = loc_named(state, 1);
+	if (!st)
+		return 0;
+	const char *s = strstr(raw, "[dflt]");
+	ASSERT_NOT_NULL(s);
+	const char *end = strstr(raw, "\nLocations\n");
+	for (s = strchr(s, '\n'); s && s < end; s = strchr(s + 1, '\n')) {
+		const char *colon = strchr(s + 1, ':'), *eol = strchr(s + 1, '\n');
+		if (!colon || !eol || colon > eol || s[1] != ' ')
+			continue;
+		unsigned id;
+		int off;
+		const char *ids = colon + 1;
+		if (sscanf(ids, " %u%n", &id, &off) != 1 || id != st)
+			continue;
+		for (ids += off; ids < eol && sscanf(ids, " %u%n", &id, &off) == 1; ids += off)
+			if (id < nlocs && !strcmp(locs[id].fn, fn)) {
+				n++;
+				break;
+			}
+	}
+	return n;
+}
+
+static void record(const char *args)
+{
+	char cmd[2048];
+	snprintf(dir, sizeof(dir), "/tmp/vp-pprof-live-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s record -q -g -o %s %s > rec.out 2> rec.err", dir, VIPROF_BIN, dir,
+		 args);
+	fprintf(stderr, "+ %s\n", cmd);
+	int st = system(cmd);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char *e = test_slurp("rec.err", NULL);
+		FAIL("viprof record exited with %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
+	}
+	snprintf(cmd, sizeof(cmd), "%s report %s -F pprof -o live.pb.gz", VIPROF_BIN, dir);
+	free(run(cmd));
+}
+
+static void test_native(void)
+{
+	record("--off-cpu -- " OFFCPU_FIXTURE " split 2");
+	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
+	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
+	ASSERT_CONTAINS(raw, "off-cpu_samples/count off-cpu/nanoseconds");
+	parse_raw(raw);
+	unsigned unaddressed = check_addresses();
+	ASSERT_GE(unaddressed, 1);   /* at least the sleep's "[blocked: sleep]" */
+	ASSERT_TRUE(strstr(maps[1].file, "offcpu-fixture") != NULL);
+	/* The sleep under its state, by address: [blocked: sleep] <- ... <- sleep_70ms. */
+	unsigned sl = loc_named("sleep_70ms", 1);
+	ASSERT_NE(sl, 0);
+	ASSERT_NE(locs[sl].map, 0);
+	ASSERT_GT(locs[sl].addr, 0);
+	int n = samples_under(raw, "[blocked: sleep]", "sleep_70ms");
+	fprintf(stderr, "%d off-CPU samples under [blocked: sleep] reach sleep_70ms by address\n", n);
+	ASSERT_GE(n, 1);
+	free(raw);
+
+	char *top = run("./pprof -top -symbolize=none live.pb.gz");
+	ASSERT_CONTAINS(top, "File: offcpu-fixture\n");
+	ASSERT_CONTAINS(top, "Type: cpu\n");
+	ASSERT_CONTAINS(top, "busy_30ms");
+	free(top);
+	/* The local symbolizer has nothing to redo: every mapping says it is symbolized. */
+	top = run("./pprof -top -sample_index=off-cpu live.pb.gz");
+	ASSERT_CONTAINS(top, "[blocked: sleep]");
+	ASSERT_CONTAINS(top, "sleep_70ms");
+	free(top);
+}
+
+static void test_jvm(const char *java)
+{
+	struct stat sb;
+	char args[1024];
+	if (stat(java, &sb) != 0)
+		SKIP("no JDK at %s", java);
+	snprintf(args, sizeof(args), "--off-cpu -- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
+	record(args);
+	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
+	parse_raw(raw);
+	check_addresses();
+	unsigned jit = 0, inl = 0, hot = 0;
+	for (unsigned i = 1; i < nmaps; i++)
+		if (!strcmp(maps[i].file, "[jit]"))
+			jit = i;
+	ASSERT_NE(jit, 0);
+	for (unsigned i = 1; i < nlocs; i++) {
+		if (strncmp(locs[i].fn, "JitSplit.hot", 12))
+			continue;
+		if (locs[i].map == jit)
+			hot++;
+		if (!locs[i].addr)
+			FAIL("JIT location %u (%s) at 0x0", i, locs[i].fn);
+	}
+	for (unsigned i = 1; i < nlocs; i++)
+		if (locs[i].map == jit && locs[i].nlines > 1)
+			inl++;
+	fprintf(stderr, "%u locations of the hot methods in [jit], %u JIT locations with inlined frames\n", hot, inl);
+	ASSERT_GE(hot, 3);
+	ASSERT_GE(inl, 1);
+	free(raw);
+	char *top = run("./pprof -top -symbolize=none live.pb.gz");
+	ASSERT_CONTAINS(top, "File: java\n");
+	ASSERT_TRUE(strstr(top, "File: ld-linux") == NULL);
+	ASSERT_CONTAINS(top, "JitSplit.hotA(long)");
+	free(top);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		FAIL("usage: %s native|jvm|jvm25", argv[0]);
+	need_pprof();
+	if (!strcmp(argv[1], "native"))
+		test_native();
+	else if (!strcmp(argv[1], "jvm"))
+		test_jvm(JAVA17);
+	else if (!strcmp(argv[1], "jvm25"))
+		test_jvm(JAVA25);
+	else
+		FAIL("unknown scenario '%s'", argv[1]);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return 0;
+}
