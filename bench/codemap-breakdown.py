@@ -13,7 +13,8 @@ import sys
 import zlib
 
 TYPES = {1: 'META', 2: 'EPOCH_BEGIN', 3: 'METHOD_LOAD', 4: 'METHOD_UNLOAD', 5: 'INLINE',
-         6: 'METHOD_NAME', 7: 'CODE_BLOB', 8: 'EPOCH_END'}
+         6: 'METHOD_NAME', 7: 'CODE_BLOB', 8: 'EPOCH_END', 9: 'METHOD_PTR', 10: 'INLINE2',
+         11: 'METHOD_LOAD2', 12: 'METHOD_NAMES'}
 CHUNK_MAGIC = 0x4b4e4843
 
 

@@ -249,12 +249,10 @@ def jvm_variants(a, tmp, cmd, jopt_prefix, label):
     return base, v, ap, variants
 
 
-def part_javac(a, tmp):
-    javac = os.path.join(JDK, "bin/javac")
-    need(javac, "javac (set JDK)")
+def javac_sources(tmp, n):
+    """Writes n generated classes under tmp/src/gen; returns their paths."""
     src = os.path.join(tmp, "src/gen")
     os.makedirs(src, exist_ok=True)
-    n = a.classes
     files = []
     for i in range(1, n + 1):   # the generator of bench/run-jvm.sh, in Python
         body = [f"package gen; public class C{i} {{"]
@@ -268,6 +266,14 @@ def part_javac(a, tmp):
         with open(path, "w") as f:
             f.write("\n".join(body) + "\n")
         files.append(path)
+    return files
+
+
+def part_javac(a, tmp):
+    javac = os.path.join(JDK, "bin/javac")
+    need(javac, "javac (set JDK)")
+    n = a.classes
+    files = javac_sources(tmp, n)
     out = os.path.join(tmp, "out")
     cmd = [javac, "-d", out] + files
     print(f"== javac of {n} generated classes ({version(JDK)}), {a.rounds} interleaved rounds")

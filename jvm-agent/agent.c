@@ -39,9 +39,11 @@
 
 #include "common/chunkfile.h"
 #include "common/safefs.h"
+#include "common/util.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmstructs.h"
 #include "maps/codemap_format.h"
+#include "maps/epoch_rule.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -54,16 +56,6 @@
 
 /* GC finish times, published lock-free by the GC callback (see cb_gc_finish). */
 #define GC_RING 64
-
-struct interval {
-	uint64_t start, end;
-};
-
-/* A sorted array of disjoint [start,end) ranges; only the agent thread uses it. */
-struct ranges {
-	struct interval *v;
-	size_t n, cap;
-};
 
 /* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
  * for as long as its session lasts (the agent stops writing when the lock is free). */
@@ -102,8 +94,8 @@ static struct agent {
 	struct cfile_writer *w;
 	uint32_t epoch;
 	bool epoch_dirty;      /* the current epoch holds loads or unloads */
-	struct ranges epoch_used;
-	struct ranges live;
+	struct vp_cm_ranges epoch_used; /* loads of this epoch (maps/epoch_rule.h) */
+	struct vp_cm_ranges live;
 	uint64_t live_methods;
 	uint64_t last_flush;
 	bool warned_drops;
@@ -113,6 +105,8 @@ static struct agent {
 	bool classes_enumerated;
 	bool threads_named;    /* this session has the names of the threads it found running */
 	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
+	uint64_t *named;       /* name_ptr_methods' scratch: ids named from one record */
+	size_t named_cap;
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
 
 	/* The session's end: a recorder holds lock_path locked while it records. */
@@ -136,6 +130,68 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
+ * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
+ * bytes queued or written per record type, printed to stderr when the agent stops. The
+ * clocks are read only when stats are on: off, each site costs one predictable branch. */
+enum st_kind {
+	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_NKINDS
+};
+static const char *const st_name[ST_NKINDS] = {
+	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
+	"GarbageCollectionFinish", "writer (all)", "writer: naming",
+};
+struct st_mark {
+	uint64_t wall, cpu;
+};
+static struct {
+	bool on;
+	bool noop;       /* option "noop": callbacks return at once (what the JVM itself pays) */
+	bool no_inline;  /* option "inline=no": no INLINE records */
+	uint64_t n[ST_NKINDS], wall[ST_NKINDS], cpu[ST_NKINDS];
+	uint64_t rec_n[16], rec_bytes[16];   /* written to the file, by record type */
+} S;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void st_begin(struct st_mark *m)
+{
+	if (S.on) {
+		m->wall = now_ns();
+		m->cpu = thread_cpu_ns();
+	}
+}
+
+static void st_end(enum st_kind k, const struct st_mark *m)
+{
+	if (!S.on)
+		return;
+	__atomic_add_fetch(&S.n[k], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&S.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&S.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
+}
+
+static void st_print(void)
+{
+	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
+		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2",
+		"METHOD_NAMES" };
+	if (!S.on)
+		return;
+	for (int k = 0; k < ST_NKINDS; k++)
+		fprintf(stderr, "viprof agent stats: %-24s n=%-7llu cpu_ms=%.1f wall_ms=%.1f\n", st_name[k],
+			(unsigned long long)S.n[k], S.cpu[k] / 1e6, S.wall[k] / 1e6);
+	for (int t = 0; t < 16; t++)
+		if (S.rec_n[t])
+			fprintf(stderr, "viprof agent stats: record %-13s n=%-7llu bytes=%llu\n", rec[t] ? rec[t] : "?",
+				(unsigned long long)S.rec_n[t], (unsigned long long)S.rec_bytes[t]);
 }
 
 static const char *jvmti_err(jvmtiError e)
@@ -163,7 +219,7 @@ static void fail(const char *what, const char *why)
 /* Reserves a record in the queue; the caller holds A.lock. NULL when full (counted as a
  * drop), except on the replaying thread, which waits for the agent thread to make room:
  * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
-static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+static void *q_reserve_(uint32_t type, uint64_t time, size_t body_len, bool zero)
 {
 	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
 	if (size > VP_MAX_RECORD_SIZE) {
@@ -179,12 +235,18 @@ static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
 		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
 	}
 	struct vp_record *r = (struct vp_record *)(A.qbuf[A.qcur] + A.qlen);
-	memset(r, 0, size);
+	if (zero)
+		memset(r, 0, size);
 	r->type = type;
 	r->size = (uint32_t)size;
 	r->time = time;
 	A.qlen += size;
 	return r + 1;
+}
+
+static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+{
+	return q_reserve_(type, time, body_len, true);
 }
 
 static void lock(void) { (*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock); }
@@ -204,13 +266,16 @@ static size_t seen_slot(uint64_t id)
 	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
 }
 
-/* Under lock. */
+/* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
+ * from 0 to an id (seen_add, under the lock), so a reader sees either. A false "no"
+ * only costs a duplicate name, which readers tolerate. */
 static bool seen_has(uint64_t id)
 {
 	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
-		if (A.seen[i] == id)
+		uint64_t v = __atomic_load_n(&A.seen[i], __ATOMIC_ACQUIRE);
+		if (v == id)
 			return true;
-		if (!A.seen[i])
+		if (!v)
 			return false;
 	}
 	return false;
@@ -225,16 +290,16 @@ static void seen_add(uint64_t id)
 	while (A.seen[i] && A.seen[i] != id)
 		i = (i + 1) & (SEEN_SLOTS - 1);
 	if (!A.seen[i]) {
-		A.seen[i] = id;
+		__atomic_store_n(&A.seen[i], id, __ATOMIC_RELEASE);
 		A.nseen++;
 	}
 }
 
 struct mnames {
-	char readable[NAME_MAX_LEN];
-	char klass[NAME_MAX_LEN];
-	char name[NAME_MAX_LEN / 4];
-	char sig[NAME_MAX_LEN];
+	char readable[NAME_MAX_LEN];  /* "java.util.HashMap.get(Object)" */
+	char klass[NAME_MAX_LEN];     /* "Ljava/util/HashMap;" */
+	char kreadable[NAME_MAX_LEN]; /* "java.util.HashMap" */
+	char mpart[NAME_MAX_LEN];     /* "get(Object)" */
 	char file[256];
 };
 
@@ -243,80 +308,125 @@ static void copy_str(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src ? src : "");
 }
 
-/* Resolves a method's names; allowed in CompiledMethodLoad, where the class is pinned. */
-static int resolve_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+/* The class half of a method's names: its class signature and source file (an
+ * unreadable class leaves "L?;"). Asked once per class on the agent thread, where the
+ * class reference GetMethodDeclaringClass makes is freed with a local frame: that thread
+ * never returns to Java, so it would pin the class (no unloading, no code reuse). In a
+ * callback the JVM frees it when the callback returns. */
+static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 {
-	char *name = NULL, *sig = NULL, *csig = NULL, *file = NULL;
+	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
+	char *csig = NULL, *file = NULL;
 	jclass cls = NULL;
-	int err = 0;
-	memset(out, 0, sizeof(*out));
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
+
+	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
+		jni = NULL;
 	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
 		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
 			csig = NULL;
 		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
 			file = NULL;
 	}
+	if (jni)
+		(*jni)->PopLocalFrame(jni, NULL);
 	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
-	copy_str(out->name, sizeof(out->name), name);
-	copy_str(out->sig, sizeof(out->sig), sig);
 	copy_str(out->file, sizeof(out->file), file);
-	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
+	vp_java_readable_class(out->klass, out->kreadable, sizeof(out->kreadable));
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
+}
+
+/* The method half: the method part of the readable name and, with out's class, the
+ * whole readable name. */
+static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+{
+	char *name = NULL, *sig = NULL;
+	int err = 0;
+
+	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	vp_java_readable_method(name, sig, out->mpart, sizeof(out->mpart));
+	if (snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
+	    (int)sizeof(out->readable))
+		out->readable[sizeof(out->readable) - 1] = '\0'; /* cut, as vp_java_readable_name cuts */
 cleanup:
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
 	return err;
 }
 
-/* Resolves and queues METHOD_NAME for m unless it was queued before. */
+/* A METHOD_NAME record, the one builder for the callbacks' queue and the writer's file.
+ * Its body size for nm and nlines lines (lines: from GetLineNumberTable, at most
+ * MAX_LINES), then the body itself into dst. */
+static size_t method_name_size(const struct mnames *nm, jint nlines)
+{
+	return sizeof(struct vp_cm_method_name) + strlen(nm->readable) + strlen(nm->file) +
+	       (size_t)nlines * sizeof(struct vp_cm_line);
+}
+
+static void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
+			     jint nlines)
+{
+	struct vp_cm_method_name *h = dst;
+	size_t nl = strlen(nm->readable), fl = strlen(nm->file);
+
+	h->method_id = id;
+	h->name_len = (uint16_t)nl;
+	h->file_len = (uint16_t)fl;
+	h->nlines = (uint32_t)nlines;
+	uint8_t *p = (uint8_t *)(h + 1);
+	memcpy(p, nm->readable, nl);
+	memcpy(p + nl, nm->file, fl);
+	/* Lines follow the strings unaligned; readers memcpy them out. */
+	p += nl + fl;
+	for (jint i = 0; i < nlines; i++) {
+		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
+					.line = (uint32_t)lines[i].line_number };
+		memcpy(p + (size_t)i * sizeof(l), &l, sizeof(l));
+	}
+}
+
+/* The method's line table (JVMTI memory, Deallocate it), at most MAX_LINES entries;
+ * none when the method has no lines or the capability is missing. */
+static jint method_lines(jvmtiEnv *jvmti, jmethodID m, jvmtiLineNumberEntry **lines)
+{
+	jint n = 0;
+
+	*lines = NULL;
+	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, lines) != JVMTI_ERROR_NONE) {
+		*lines = NULL;
+		return 0;
+	}
+	return n > MAX_LINES ? MAX_LINES : n;
+}
+
+/* In a callback: queues METHOD_NAME for m unless one is queued or written already.
+ * Names are resolved here, not later on the agent thread, because a class can unload
+ * (and its jmethodIDs stop answering) before the writer gets to the record; but most
+ * methods were named before they are compiled (the writer names every method of each
+ * prepared class, name_ptr_methods), so this is the exception. */
 static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
 {
 	uint64_t id = (uint64_t)(uintptr_t)m;
-	lock();
-	bool have = seen_has(id);
-	(*jvmti)->RawMonitorExit(jvmti, A.lock);
-	if (have || resolve_names(jvmti, m, scratch))
-		return;
-
 	jvmtiLineNumberEntry *lines = NULL;
-	jint nlines = 0;
-	if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
-		lines = NULL;
-		nlines = 0;
-	}
-	if (nlines > MAX_LINES)
-		nlines = MAX_LINES;
-	size_t nl = strlen(scratch->readable), fl = strlen(scratch->file);
+
+	if (seen_has(id))
+		return;
+	class_names(jvmti, m, scratch);
+	if (method_names(jvmti, m, scratch))
+		return;
+	jint nlines = method_lines(jvmti, m, &lines);
 	lock();
-	struct vp_cm_method_name *b = q_reserve(VP_CM_METHOD_NAME, now_ns(),
-						sizeof(*b) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(scratch, nlines));
 	if (b) {
-		b->method_id = id;
-		b->name_len = (uint16_t)nl;
-		b->file_len = (uint16_t)fl;
-		b->nlines = (uint32_t)nlines;
-		char *p = (char *)(b + 1);
-		memcpy(p, scratch->readable, nl);
-		memcpy(p + nl, scratch->file, fl);
-		/* Lines follow the strings unaligned; readers memcpy them out. */
-		uint8_t *lp = (uint8_t *)p + nl + fl;
-		for (jint i = 0; i < nlines; i++) {
-			struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
-						.line = (uint32_t)lines[i].line_number };
-			memcpy(lp + (size_t)i * sizeof(l), &l, sizeof(l));
-		}
+		method_name_fill(b, id, scratch, lines, nlines);
 		seen_add(id);
 	}
 	unlock_notify();
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 }
-
-#define LOCAL_SEEN 256 /* power of two: methods named per load, deduplicated on the stack */
 
 static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
 {
@@ -327,111 +437,169 @@ static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compil
 	return NULL;
 }
 
-static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
-				     const void *code_addr, jint map_length,
-				     const jvmtiAddrLocationMap *map, const void *compile_info)
-{
-	if (A.disabled)
-		return;
-	uint64_t t = now_ns();
-	struct mnames nm;
-	if (resolve_names(jvmti, method, &nm))
-		return;
-	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+/* The distinct methods of one compiled method's inlining, numbered in order of first
+ * appearance: INLINE2's method table. On the callback's stack; no allocation. */
+#define INL_METHODS 2048
+struct inl_table {
+	jmethodID id[INL_METHODS];
+	uint16_t slot[INL_METHODS * 2];  /* index + 1; 0 empty */
+	uint32_t n;
+};
 
-	/* Names of every method that shows up in the inlining, once each per JVM. */
-	struct mnames *scratch = &nm; /* reuse after the load record is queued */
-	size_t nl = strlen(nm.readable), cl = strlen(nm.klass), ml = strlen(nm.name),
-	       sl = strlen(nm.sig);
+/* The slot that holds m, or the empty slot where it would go. */
+static size_t inl_slot(const struct inl_table *t, jmethodID m)
+{
+	size_t mask = INL_METHODS * 2 - 1, h = (size_t)((uintptr_t)m * 0x9e3779b97f4a7c15ull >> 40) & mask;
+
+	while (t->slot[h] && t->id[t->slot[h] - 1] != m)
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* m's index; *fresh says it was added now. -1 when the table is full. */
+static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
+{
+	size_t h = inl_slot(t, m);
+
+	*fresh = false;
+	if (t->slot[h])
+		return t->slot[h] - 1;
+	if (t->n == INL_METHODS)
+		return -1;
+	t->id[t->n] = m;
+	t->slot[h] = (uint16_t)++t->n;
+	*fresh = true;
+	return (int)t->n - 1;
+}
+
+static bool pc_usable(const PCStackInfo *pc, const void *code_addr, jint code_size)
+{
+	uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
+	return a >= s && a - s <= (uintptr_t)code_size && pc->numstackframes > 0 && pc->numstackframes <= UINT16_MAX;
+}
+
+/* Encodes the inlining into an INLINE2 body at b (maps/codemap_format.h), whose size the
+ * caller bounded (compiled_load); t holds every method of it. Returns the bytes used. */
+static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineRecord *inl, const struct inl_table *t,
+			     const void *code_addr, jint code_size, jmethodID method, uint32_t nframes)
+{
+	struct vp_cm_inline2 *h = (struct vp_cm_inline2 *)b;
+	uint8_t *ids = b + sizeof(*h), *p = ids + (size_t)t->n * 8, *start = p;
+	const PCStackInfo *prev = NULL;
+	int64_t prev_off = 0;
+	uint32_t npcs = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		uint64_t id = (uint64_t)(uintptr_t)t->id[i];
+		memcpy(ids + (size_t)i * 8, &id, 8);
+	}
+	for (jint i = 0; i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (!pc_usable(pc, code_addr, code_size))
+			continue;
+		int64_t off = (int64_t)((uintptr_t)pc->pc - (uintptr_t)code_addr);
+		jint d = pc->numstackframes, keep = 0;
+		if (prev) {
+			jint pd = prev->numstackframes;
+			while (keep < d && keep < pd && pc->methods[d - 1 - keep] == prev->methods[pd - 1 - keep] &&
+			       pc->bcis[d - 1 - keep] == prev->bcis[pd - 1 - keep])
+				keep++;
+		}
+		p += vp_cm_uleb_put(p, vp_cm_zigzag(off - prev_off));
+		p += vp_cm_uleb_put(p, (uint64_t)keep);
+		p += vp_cm_uleb_put(p, (uint64_t)(d - keep));
+		for (jint k = 0; k < d - keep; k++) {
+			p += vp_cm_uleb_put(p, (uint64_t)(t->slot[inl_slot(t, pc->methods[k])] - 1));
+			p += vp_cm_uleb_put(p, vp_cm_zigzag(pc->bcis[k]));
+		}
+		prev = pc;
+		prev_off = off;
+		npcs++;
+	}
+	*h = (struct vp_cm_inline2){ .code_start = (uint64_t)(uintptr_t)code_addr,
+				     .method_id = (uint64_t)(uintptr_t)method, .npcs = npcs, .nframes = nframes,
+				     .nmethods = t->n, .bytes = (uint32_t)(p - start) };
+	return (size_t)(p - b);
+}
+
+/* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
+ * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
+ * inlining as INLINE2, encoded straight into the queue. */
+static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
+			  const void *compile_info)
+{
+	uint64_t t = now_ns();
+	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
+	struct inl_table tab;
+	struct mnames scratch;
+	size_t nframes = 0, npcs = 0;
+	bool fresh, full = false;
+
+	tab.n = 0;
+	memset(tab.slot, 0, sizeof(tab.slot));
+	inl_index(&tab, method, &fresh);
+	queue_method_name(jvmti, method, &scratch);
+	for (jint i = 0; inl && i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (!pc_usable(pc, code_addr, code_size))
+			continue;
+		for (jint k = 0; k < pc->numstackframes && !full; k++) {
+			full = inl_index(&tab, pc->methods[k], &fresh) < 0;
+			if (fresh)
+				queue_method_name(jvmti, pc->methods[k], &scratch);
+		}
+		nframes += (size_t)pc->numstackframes;
+		npcs++;
+	}
+
 	lock();
-	struct vp_cm_method_load *b = q_reserve(VP_CM_METHOD_LOAD, t, sizeof(*b) + nl + cl + ml + sl);
+	struct vp_cm_method_load2 *b = q_reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
 		b->level = VP_CM_LEVEL_UNKNOWN;
 		b->method_id = (uint64_t)(uintptr_t)method;
-		b->name_len = (uint16_t)nl;
-		b->class_len = (uint16_t)cl;
-		b->mname_len = (uint16_t)ml;
-		b->sig_len = (uint16_t)sl;
-		char *p = (char *)(b + 1);
-		memcpy(p, nm.readable, nl);
-		memcpy(p + nl, nm.klass, cl);
-		memcpy(p + nl + cl, nm.name, ml);
-		memcpy(p + nl + cl + ml, nm.sig, sl);
 	}
-	unlock_notify();
-	if (!b)
-		return;
-
-	queue_method_name(jvmti, method, scratch);
-	if (!inl || inl->numpcs <= 0)
-		return;
-	/* The same few methods recur at every pc: look each up (under the monitor) once
-	 * per callback. A small set on the stack; no allocation in a callback. */
-	jmethodID local[LOCAL_SEEN];
-	memset(local, 0, sizeof(local));
-	local[(uintptr_t)method * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1)] = method;
-	size_t nframes = 0;
-	for (jint i = 0; i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		for (jint k = 0; k < pc->numstackframes; k++) {
-			jmethodID m = pc->methods[k];
-			size_t h = (uintptr_t)m * 0x9e3779b97f4a7c15ull >> 56 & (LOCAL_SEEN - 1), probe = 0;
-			while (local[h] && local[h] != m && ++probe < LOCAL_SEEN)
-				h = (h + 1) & (LOCAL_SEEN - 1);
-			if (local[h] == m)
-				continue;
-			if (probe < LOCAL_SEEN)
-				local[h] = m;
-			queue_method_name(jvmti, m, scratch);
+	if (b && npcs) {
+		/* Per pc at most 10 + 3 + 3 bytes, per frame 2 + 5; the record is trimmed to
+		 * what the encoding used. A table overflow drops the record (counted). */
+		size_t bound = sizeof(struct vp_cm_inline2) + (size_t)tab.n * 8 + npcs * 16 + nframes * 7;
+		/* Not zeroed: the bound is far above what the encoding uses, which fills every
+		 * byte but the padding, cleared below. */
+		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL :
+			      q_reserve_(VP_CM_INLINE2, t, bound, false);
+		if (ib) {
+			struct vp_record *r = (struct vp_record *)ib - 1;
+			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
+			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
+			memset(ib + used, 0, size - sizeof(*r) - used);
+			A.qlen -= r->size - size; /* the last record in the queue: give back the rest */
+			r->size = size;
+		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
+			A.dropped++;
 		}
-		if (pc->numstackframes > 0)
-			nframes += (size_t)pc->numstackframes;
-	}
-	size_t body = sizeof(struct vp_cm_inline) + (size_t)inl->numpcs * sizeof(struct vp_cm_pc) +
-		      nframes * sizeof(struct vp_cm_frame);
-	lock();
-	struct vp_cm_inline *ib = q_reserve(VP_CM_INLINE, t, body);
-	if (ib) {
-		ib->code_start = (uint64_t)(uintptr_t)code_addr;
-		ib->method_id = (uint64_t)(uintptr_t)method;
-		struct vp_cm_pc *pcs = (struct vp_cm_pc *)(ib + 1);
-		struct vp_cm_frame *fr = (struct vp_cm_frame *)(pcs + inl->numpcs);
-		uint32_t np = 0, nf = 0;
-		for (jint i = 0; i < inl->numpcs; i++) {
-			const PCStackInfo *pc = &inl->pcinfo[i];
-			uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
-			if (a < s || a - s > (uintptr_t)code_size || pc->numstackframes <= 0)
-				continue;
-			pcs[np] = (struct vp_cm_pc){ .pc_offset = (uint32_t)(a - s),
-						     .depth = (uint16_t)pc->numstackframes, .first = nf };
-			for (jint k = 0; k < pc->numstackframes; k++)
-				fr[nf++] = (struct vp_cm_frame){ .method_id = (uint64_t)(uintptr_t)pc->methods[k],
-								 .bci = pc->bcis[k] };
-			np++;
-		}
-		/* HotSpot lists pc descriptors by address already; keep it that way if not. */
-		for (uint32_t i = 1; i < np; i++) {
-			struct vp_cm_pc x = pcs[i];
-			uint32_t j = i;
-			for (; j > 0 && pcs[j - 1].pc_offset > x.pc_offset; j--)
-				pcs[j] = pcs[j - 1];
-			pcs[j] = x;
-		}
-		/* Frames of skipped pcs leave no gap: compact by moving the frame block. */
-		if (np < (uint32_t)inl->numpcs)
-			memmove(pcs + np, fr, nf * sizeof(*fr));
-		ib->npcs = np;
-		ib->nframes = nf;
 	}
 	unlock_notify();
 }
 
+static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+				     const void *code_addr, jint map_length,
+				     const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+	struct st_mark m;
+	if (A.disabled || S.noop)
+		return;
+	st_begin(&m);
+	compiled_load(jvmti, method, code_size, code_addr, compile_info);
+	st_end(ST_LOAD, &m);
+}
+
 static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
-	if (A.disabled)
+	struct st_mark m;
+	if (A.disabled || S.noop)
 		return;
+	st_begin(&m);
 	lock();
 	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
 	if (b) {
@@ -439,12 +607,15 @@ static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const 
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
 	unlock_notify();
+	st_end(ST_UNLOAD, &m);
 }
 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
-	if (A.disabled)
+	struct st_mark m;
+	if (A.disabled || S.noop)
 		return;
+	st_begin(&m);
 	size_t nl = strnlen(name ? name : "", 255);
 	lock();
 	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
@@ -456,6 +627,7 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 		memcpy(b + 1, name, nl);
 	}
 	unlock_notify();
+	st_end(ST_DYNAMIC, &m);
 }
 
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
@@ -465,61 +637,16 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
  * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
-	if (A.disabled)
+	if (A.disabled || S.noop)
 		return;
+	if (S.on)
+		__atomic_add_fetch(&S.n[ST_GC], 1, __ATOMIC_RELAXED);
 	uint64_t h = __atomic_load_n(&A.gc_head, __ATOMIC_RELAXED);
 	A.gc_time[h % GC_RING] = now_ns();
 	__atomic_store_n(&A.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- the writer side (agent thread) ---- */
-
-static size_t ranges_find(const struct ranges *r, uint64_t start)
-{
-	size_t lo = 0, hi = r->n; /* first index with v[i].start >= start */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->v[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static bool ranges_overlaps(const struct ranges *r, uint64_t s, uint64_t e)
-{
-	size_t i = ranges_find(r, s);
-	if (i < r->n && r->v[i].start < e)
-		return true;
-	return i > 0 && r->v[i - 1].end > s;
-}
-
-static int ranges_insert(struct ranges *r, uint64_t s, uint64_t e)
-{
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		struct interval *v = realloc(r->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
-	size_t i = ranges_find(r, s);
-	memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof(*r->v));
-	r->v[i] = (struct interval){ s, e };
-	r->n++;
-	return 0;
-}
-
-static void ranges_remove_start(struct ranges *r, uint64_t s)
-{
-	size_t i = ranges_find(r, s);
-	if (i < r->n && r->v[i].start == s) {
-		memmove(r->v + i, r->v + i + 1, (r->n - i - 1) * sizeof(*r->v));
-		r->n--;
-	}
-}
 
 static int write_epoch_end(uint64_t t)
 {
@@ -544,7 +671,7 @@ static int write_epoch_end(uint64_t t)
 static int begin_epoch(uint32_t reason, uint64_t t)
 {
 	struct vp_cm_epoch_begin b = { .epoch = A.epoch, .reason = reason };
-	A.epoch_used.n = 0;
+	vp_cm_ranges__clear(&A.epoch_used);
 	A.epoch_dirty = false;
 	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
 }
@@ -560,34 +687,48 @@ static int next_epoch(uint32_t reason, uint64_t t)
 
 static int name_ptr_methods(const struct vp_record *r);
 
+/* Appends one record to the file, counted for the stats. */
+static int emit(uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	if (S.on) {
+		S.rec_n[type & 15]++;
+		S.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
+	}
+	return cfile_writer__append(A.w, type, time, body, len);
+}
+
 static int write_record(const struct vp_record *r)
 {
 	const void *body = vp_record_body(r);
 	int err = 0;
 	switch (r->type) {
-	case VP_CM_METHOD_LOAD: {
-		const struct vp_cm_method_load *l = body;
-		uint64_t s = l->code_start, e = l->code_start + (l->code_size ? l->code_size : 1);
-		if (ranges_overlaps(&A.epoch_used, s, e) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
+	case VP_CM_METHOD_LOAD2: {
+		const struct vp_cm_method_load2 *l = body;
+		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
+		if (vp_cm_load_reuses(&A.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
 			return err;
-		if ((err = ranges_insert(&A.epoch_used, s, e)))
+		if ((err = vp_cm_ranges__insert(&A.epoch_used, s, e)))
 			return err;
-		ranges_remove_start(&A.live, s); /* a missed unload must not double count */
-		if ((err = ranges_insert(&A.live, s, e)))
+		vp_cm_ranges__remove_start(&A.live, s); /* a missed unload must not double count */
+		if ((err = vp_cm_ranges__insert(&A.live, s, e)))
 			return err;
 		A.epoch_dirty = true;
 		break;
 	}
 	case VP_CM_METHOD_UNLOAD:
-		ranges_remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
+		vp_cm_ranges__remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
 		A.epoch_dirty = true;
 		break;
 	default:
 		break;
 	}
-	err = cfile_writer__append(A.w, r->type, r->time, body, vp_record_body_len(r));
-	if (!err && r->type == VP_CM_METHOD_PTR)
+	err = emit(r->type, r->time, body, vp_record_body_len(r));
+	if (!err && r->type == VP_CM_METHOD_PTR) {
+		struct st_mark m;
+		st_begin(&m);
 		err = name_ptr_methods(r);
+		st_end(ST_WRITER_NAMES, &m);
+	}
 	return err;
 }
 
@@ -622,7 +763,7 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 	jint n = 0;
 	jmethodID *ms = NULL;
 
-	if (A.disabled || A.method_ptrs < 0)
+	if (A.disabled || A.method_ptrs < 0 || S.noop)
 		return;
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
 		goto cleanup;
@@ -648,7 +789,12 @@ cleanup:
 
 static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
 {
+	struct st_mark m;
+	if (S.noop)
+		return;
+	st_begin(&m);
 	queue_class_ptrs(jvmti, klass, now_ns(), 0);
+	st_end(ST_PREPARE, &m);
 }
 
 /* Classes loaded before the agent could see them: their pointers were valid before the
@@ -676,109 +822,91 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
-/* The class half of resolve_names, asked once per METHOD_PTR record: its methods are all
- * of one class (queue_class_ptrs), and its signature and source file cost as much as the
- * method's own names and lines. The class reference GetMethodDeclaringClass makes is
- * freed with a local frame: on the agent thread, which never returns to Java, it would
- * pin the class (no unloading, no code reuse). An unreadable class leaves "L?;". */
-static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
-	char *csig = NULL, *file = NULL;
-	jclass cls = NULL;
-
-	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
-		jni = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
-		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
-			csig = NULL;
-		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
-			file = NULL;
-	}
-	if (jni)
-		(*jni)->PopLocalFrame(jni, NULL);
-	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
-	copy_str(out->file, sizeof(out->file), file);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
-}
-
-/* The method half: name, signature and the readable name, with out's class. */
-static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	char *name = NULL, *sig = NULL;
-	int err = 0;
-
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	copy_str(out->name, sizeof(out->name), name);
-	copy_str(out->sig, sizeof(out->sig), sig);
-	vp_java_readable_name(out->klass, out->name, out->sig, out->readable, sizeof(out->readable));
-cleanup:
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	return err;
-}
-
 /* The writer names the methods of the METHOD_PTR records it writes, once each, straight
  * into the file: this is the agent's own thread (or the one shutting it down), so the
  * JVMTI calls cost the application nothing. A class unloaded in between leaves its
  * methods unnamed. */
+/* Per method at most: id 10, name length 3 and NAME_MAX_LEN bytes, line count 3, and
+ * 10 bytes a line. */
+#define NAMES_PER_METHOD_MAX (16 + NAME_MAX_LEN + MAX_LINES * 10)
+
+static uint64_t zz(int64_t v) { return vp_cm_zigzag(v); }
+
 static int name_ptr_methods(const struct vp_record *r)
 {
 	static struct mnames nm;
-	static uint8_t buf[sizeof(struct vp_cm_method_name) + NAME_MAX_LEN + 256 + MAX_LINES * sizeof(struct vp_cm_line)];
+	/* One METHOD_NAMES record: the fixed part, the class and file, the method stream. */
+	static uint8_t buf[VP_MAX_RECORD_SIZE - 64];
 	const struct vp_cm_method_ptrs *b = vp_record_body(r);
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 	jvmtiEnv *jvmti = A.jvmti;
-	bool have_class = false;
+	struct vp_cm_method_names h = { 0 };
+	uint8_t *q = NULL, *start = NULL;
+	uint64_t prev_id = 0;
+	uint32_t named = 0;
 	int err = 0;
 
+	/* The ids named here go into the seen table under one lock per class, not one per
+	 * method: the callbacks (ClassPrepare on application threads) wait less. */
+	if (vp_grow((void **)&A.named, &A.named_cap, b->n, sizeof(*A.named)))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < b->n && !err; i++) {
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
+		jvmtiLineNumberEntry *lines;
 
-		if (!m)
+		if (!m || seen_has(p[i].method_id))
 			continue;
-		lock();
-		bool have = seen_has(p[i].method_id);
-		(*jvmti)->RawMonitorExit(jvmti, A.lock);
-		if (have)
-			continue;
-		if (!have_class) {
-			class_names(jvmti, m, &nm);
-			have_class = true;
+		if (!q) {
+			/* The class half once per record: all methods of a METHOD_PTR record
+			 * are of one class (queue_class_ptrs). */
+			if (!named)
+				class_names(jvmti, m, &nm);
+			h = (struct vp_cm_method_names){ .class_len = (uint16_t)strlen(nm.kreadable),
+							  .file_len = (uint16_t)strlen(nm.file) };
+			q = buf + sizeof(h);
+			memcpy(q, nm.kreadable, h.class_len);
+			memcpy(q + h.class_len, nm.file, h.file_len);
+			q += h.class_len + h.file_len;
+			start = q;
+			prev_id = 0;
 		}
 		if (method_names(jvmti, m, &nm))
 			continue;
-		jvmtiLineNumberEntry *lines = NULL;
-		jint nlines = 0;
-		if ((*jvmti)->GetLineNumberTable(jvmti, m, &nlines, &lines) != JVMTI_ERROR_NONE) {
-			lines = NULL;
-			nlines = 0;
-		}
-		if (nlines > MAX_LINES)
-			nlines = MAX_LINES;
-		size_t nl = strlen(nm.readable), fl = strlen(nm.file);
-		struct vp_cm_method_name *h = (struct vp_cm_method_name *)buf;
-		h->method_id = p[i].method_id;
-		h->name_len = (uint16_t)nl;
-		h->file_len = (uint16_t)fl;
-		h->nlines = (uint32_t)nlines;
-		uint8_t *q = buf + sizeof(*h);
-		memcpy(q, nm.readable, nl);
-		memcpy(q + nl, nm.file, fl);
+		jint nlines = method_lines(jvmti, m, &lines);
+		size_t ml = strlen(nm.mpart);
+		int64_t bci = 0, line = 0;
+		q += vp_cm_uleb_put(q, zz((int64_t)(p[i].method_id - prev_id)));
+		q += vp_cm_uleb_put(q, ml);
+		memcpy(q, nm.mpart, ml);
+		q += ml;
+		q += vp_cm_uleb_put(q, (uint64_t)nlines);
 		for (jint k = 0; k < nlines; k++) {
-			struct vp_cm_line l = { .start_bci = (uint32_t)lines[k].start_location,
-						.line = (uint32_t)lines[k].line_number };
-			memcpy(q + nl + fl + (size_t)k * sizeof(l), &l, sizeof(l));
+			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].start_location - bci));
+			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].line_number - line));
+			bci = lines[k].start_location;
+			line = lines[k].line_number;
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		err = cfile_writer__append(A.w, VP_CM_METHOD_NAME, r->time, buf,
-					   sizeof(*h) + nl + fl + (size_t)nlines * sizeof(struct vp_cm_line));
+		prev_id = p[i].method_id;
+		h.n++;
+		A.named[named++] = p[i].method_id;
+		/* Full enough that the next method might not fit: write this record. */
+		if ((size_t)(buf + sizeof(buf) - q) < NAMES_PER_METHOD_MAX || i + 1 == b->n) {
+			h.bytes = (uint32_t)(q - start);
+			memcpy(buf, &h, sizeof(h));
+			err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
+			q = NULL;
+		}
+	}
+	if (q && h.n) {
+		h.bytes = (uint32_t)(q - start);
+		memcpy(buf, &h, sizeof(h));
+		err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
+	}
+	if (named) {
 		lock();
-		seen_add(p[i].method_id);
+		for (uint32_t i = 0; i < named; i++)
+			seen_add(A.named[i]);
 		(*jvmti)->RawMonitorExit(jvmti, A.lock);
 	}
 	return err;
@@ -808,13 +936,17 @@ static int apply_gcs(uint64_t t)
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
 static int drain(const uint8_t *buf, size_t len)
 {
+	struct st_mark m;
 	int err;
+	st_begin(&m);
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
 		if ((err = apply_gcs(r->time)) || (err = write_record(r)))
 			return err;
 		off += r->size;
 	}
+	if (len)
+		st_end(ST_WRITER, &m);
 	/* GCs after the last record wait for the next one: records still on their way
 	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
@@ -839,6 +971,7 @@ static void finish_file(void)
 {
 	if (!A.w)
 		return;
+	st_print();
 	int err = write_epoch_end(now_ns());
 	int cerr = cfile_writer__close(A.w);
 	A.w = NULL;
@@ -1364,9 +1497,27 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
-/* dir=DIR[,lock=FILE]: both optional; DIR defaults to /tmp/viprof-jit-<euid>. */
+/* The measurement options (docs/benchmarks.md): stats, noop, inline=no. */
+static bool measure_option(const char *p, size_t len)
+{
+	if (len == 5 && !memcmp(p, "stats", 5))
+		S.on = true;
+	else if (len == 4 && !memcmp(p, "noop", 4))
+		S.noop = true;
+	else if (len == 9 && !memcmp(p, "inline=no", 9))
+		S.no_inline = true;
+	else
+		return false;
+	return true;
+}
+
+/* dir=DIR[,lock=FILE]: both optional; DIR defaults to /tmp/viprof-jit-<euid>. Also the
+ * measurement options above (and VIPROF_AGENT_STATS=1 for stats). */
 static int parse_options(const char *options, struct session_opts *o)
 {
+	const char *env = getenv("VIPROF_AGENT_STATS");
+	if (env && *env && strcmp(env, "0"))
+		S.on = true;
 	memset(o, 0, sizeof(*o));
 	if (!options)
 		options = "";
@@ -1382,6 +1533,8 @@ static int parse_options(const char *options, struct session_opts *o)
 		} else if (len > 5 && !strncmp(p, "lock=", 5)) {
 			dst = o->lock;
 			skip = 5;
+		} else if (measure_option(p, len)) {
+			/* taken */
 		} else if (len) {
 			return -EINVAL;
 		}

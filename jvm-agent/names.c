@@ -65,8 +65,7 @@ static int put_type(struct sbuf *b, const char **s, int simple)
 	return 0;
 }
 
-void vp_java_readable_name(const char *class_sig, const char *name, const char *sig,
-			   char *out, size_t outlen)
+void vp_java_readable_class(const char *class_sig, char *out, size_t outlen)
 {
 	struct sbuf b = { out, 0, outlen };
 	if (!outlen)
@@ -79,9 +78,16 @@ void vp_java_readable_name(const char *class_sig, const char *name, const char *
 	} else {
 		puts_(&b, s);
 	}
-	puts_(&b, ".");
+}
+
+void vp_java_readable_method(const char *name, const char *sig, char *out, size_t outlen)
+{
+	struct sbuf b = { out, 0, outlen };
+	if (!outlen)
+		return;
+	out[0] = '\0';
 	puts_(&b, name ? name : "?");
-	s = sig ? sig : "";
+	const char *s = sig ? sig : "";
 	if (*s != '(')
 		return;
 	s++;
@@ -93,4 +99,18 @@ void vp_java_readable_name(const char *class_sig, const char *name, const char *
 			break;
 	}
 	puts_(&b, ")");
+}
+
+void vp_java_readable_name(const char *class_sig, const char *name, const char *sig,
+			   char *out, size_t outlen)
+{
+	if (!outlen)
+		return;
+	vp_java_readable_class(class_sig, out, outlen);
+	size_t n = strlen(out);
+	if (n + 1 < outlen) {
+		out[n++] = '.';
+		out[n] = '\0';
+		vp_java_readable_method(name, sig, out + n, outlen - n);
+	}
 }

@@ -16,6 +16,7 @@
 #include "common/chunkfile.h"
 #include "common/util.h"
 #include "maps/codemap_format.h"
+#include "maps/epoch_rule.h"
 
 struct flat_iv {
 	uint64_t start, end;
@@ -33,6 +34,9 @@ struct priv {
 	size_t nflat, capflat;
 	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs, cap_threads;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
+	struct vp_cm_ranges placed; /* jitdump import: the loads of the current epoch */
+	uint32_t *unnamed;     /* METHOD_LOAD2 methods, named from METHOD_NAME in finish() */
+	size_t nunnamed, cap_unnamed;
 	uint32_t file;
 };
 
@@ -128,6 +132,8 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(pv->hkeys);
 	free(pv->hvals);
 	free(pv->flat);
+	vp_cm_ranges__free(&pv->placed);
+	free(pv->unnamed);
 	for (size_t i = 0; i < m->nepochs; i++)
 		free(m->epochs[i].by_addr);
 	for (size_t i = 0; i < m->ninlines; i++) {
@@ -207,6 +213,140 @@ static int bad(char *err, size_t errlen, const char *path, const char *what, uin
 	vp_set_err(err, errlen, "%s: corrupt code map: %s in record %" PRIu64 "; the file is damaged, re-record it",
 		path, what, n);
 	return -EBADMSG;
+}
+
+/* One unsigned LEB128 number of the INLINE2 stream; -1 when it runs past end or over
+ * 64 bits. */
+static int uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			return -1;
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Expands an INLINE2 body (after its fixed part) into in's pc and frame tables, checking
+ * every number against the record; the tables are then what INLINE gives. 0 or -EBADMSG. */
+static int decode_inline2(const struct vp_cm_inline2 *x, const uint8_t *b, struct vp_cm_inline_info *in)
+{
+	const uint8_t *ids = b, *p = b + (size_t)x->nmethods * 8, *end = p + x->bytes;
+	int64_t off = 0;
+	uint32_t nf = 0;
+
+	for (uint32_t i = 0; i < x->npcs; i++) {
+		uint64_t delta, keep, fresh;
+
+		if (uleb(&p, end, &delta) || uleb(&p, end, &keep) || uleb(&p, end, &fresh))
+			return -EBADMSG;
+		off += unzigzag(delta);
+		uint32_t prev_depth = i ? in->pcs[i - 1].depth : 0;
+		if (off < 0 || off > UINT32_MAX || keep > prev_depth || fresh > UINT16_MAX ||
+		    keep + fresh == 0 || keep + fresh > UINT16_MAX || nf + keep + fresh > x->nframes)
+			return -EBADMSG;
+		struct vp_cm_pc *pc = &in->pcs[i];
+		*pc = (struct vp_cm_pc){ .pc_offset = (uint32_t)off, .depth = (uint16_t)(keep + fresh), .first = nf };
+		for (uint64_t k = 0; k < fresh; k++) {
+			uint64_t mi, bci;
+
+			if (uleb(&p, end, &mi) || uleb(&p, end, &bci) || mi >= x->nmethods)
+				return -EBADMSG;
+			int64_t sb = unzigzag(bci);
+			if (sb < INT32_MIN || sb > INT32_MAX)
+				return -EBADMSG;
+			struct vp_cm_frame *f = &in->frames[nf++];
+			*f = (struct vp_cm_frame){ .bci = (int32_t)sb };
+			memcpy(&f->method_id, ids + mi * 8, 8);
+		}
+		/* The outer frames the previous pc had. */
+		if (keep) {
+			memcpy(&in->frames[nf], &in->frames[in->pcs[i - 1].first + prev_depth - keep],
+			       keep * sizeof(*in->frames));
+			nf += (uint32_t)keep;
+		}
+	}
+	if (nf != x->nframes || p != end)
+		return -EBADMSG;
+	return 0;
+}
+
+/* Reads a METHOD_NAMES body (after its fixed part) into m->names. 0, -EBADMSG or -ENOMEM. */
+static int read_method_names(struct vp_codemap *m, const struct vp_cm_method_names *x, const uint8_t *b)
+{
+	struct priv *pv = m->priv;
+	const char *klass = (const char *)b, *file = klass + x->class_len;
+	const uint8_t *p = b + x->class_len + x->file_len, *end = p + x->bytes;
+	char *name = NULL;
+	uint64_t id = 0;
+	int err = 0;
+
+	const char *own_file = own_str(pv, file, x->file_len);
+	if (!own_file || GROW(m->names, pv->cap_names, m->nnames + x->n))
+		return -ENOMEM;
+	if (!(name = malloc((size_t)x->class_len + 1 + 65536)))
+		return -ENOMEM;
+	memcpy(name, klass, x->class_len);
+	name[x->class_len] = '.';
+	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t d, len, nlines, sb, ln;
+		int64_t bci = 0, line = 0;
+
+		if (uleb(&p, end, &d) || uleb(&p, end, &len) || len > 65535 || len > (uint64_t)(end - p)) {
+			err = -EBADMSG;
+			goto cleanup;
+		}
+		id += (uint64_t)unzigzag(d);
+		memcpy(name + x->class_len + 1, p, len);
+		p += len;
+		/* Each line entry takes at least 2 bytes of what is left. */
+		if (uleb(&p, end, &nlines) || nlines > (uint64_t)(end - p) / 2) {
+			err = -EBADMSG;
+			goto cleanup;
+		}
+		struct vp_cm_name_info ni = { .method_id = id, .nlines = (uint32_t)nlines, .file = own_file };
+		ni.lines = malloc(((size_t)nlines + 1) * sizeof(*ni.lines));
+		ni.name = own_str(pv, name, x->class_len + 1 + len);
+		if (!ni.lines || !ni.name) {
+			free(ni.lines);
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		for (uint64_t k = 0; k < nlines; k++) {
+			if (uleb(&p, end, &sb) || uleb(&p, end, &ln)) {
+				free(ni.lines);
+				err = -EBADMSG;
+				goto cleanup;
+			}
+			bci += unzigzag(sb);
+			line += unzigzag(ln);
+			ni.lines[k] = (struct vp_cm_line){ .start_bci = (uint32_t)bci, .line = (uint32_t)line };
+		}
+		m->names[m->nnames++] = ni;
+	}
+	if (p != end)
+		err = -EBADMSG;
+cleanup:
+	free(name);
+	return err;
+}
+
+static int cmp_pc(const void *a, const void *b)
+{
+	const struct vp_cm_pc *x = a, *y = b;
+
+	if (x->pc_offset != y->pc_offset)
+		return x->pc_offset < y->pc_offset ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first; /* stable: the stream's order */
 }
 
 /* Parses one record. 0, or -errno with err set. */
@@ -315,6 +455,77 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		m->methods[mi].inl = (int32_t)m->ninlines;
 		m->inlines[m->ninlines++] = in;
 		return 0;
+	}
+	case VP_CM_METHOD_LOAD2: {
+		struct vp_cm_method_load2 x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_LOAD2", n);
+		memcpy(&x, b, sizeof(x));
+		if (GROW(pv->unnamed, pv->cap_unnamed, pv->nunnamed + 1))
+			return -ENOMEM;
+		pv->unnamed[pv->nunnamed] = (uint32_t)m->nmethods;
+		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0)))
+			pv->nunnamed++;
+		break;
+	}
+	case VP_CM_INLINE2: {
+		struct vp_cm_inline2 x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short INLINE2", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.nmethods * 8 + x.bytes > len - sizeof(x))
+			return bad(err, errlen, path, "INLINE2 tables overrun the record", n);
+		/* Each pc takes at least 3 bytes of the stream. Kept frames cost no bytes, so
+		 * the frame count is capped (HotSpot's largest methods have a few 100k) to keep
+		 * a damaged record from asking for gigabytes. */
+		if ((uint64_t)x.npcs * 3 > x.bytes || x.nframes > VP_CM_INLINE2_MAX_FRAMES)
+			return bad(err, errlen, path, "INLINE2 counts do not fit the record", n);
+		uint32_t mi = hget(pv, x.code_start);
+		if (mi == UINT32_MAX || m->methods[mi].method_id != x.method_id)
+			return 0; /* as for INLINE */
+		struct vp_cm_inline_info in = { .npcs = x.npcs, .nframes = x.nframes };
+		in.pcs = malloc(((size_t)x.npcs + 1) * sizeof(*in.pcs));
+		in.frames = malloc(((size_t)x.nframes + 1) * sizeof(*in.frames));
+		if (!in.pcs || !in.frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
+			free(in.pcs);
+			free(in.frames);
+			return -ENOMEM;
+		}
+		if (decode_inline2(&x, b + sizeof(x), &in)) {
+			free(in.pcs);
+			free(in.frames);
+			return bad(err, errlen, path, "INLINE2 stream is malformed", n);
+		}
+		/* Readers look pcs up by offset; HotSpot gives them in address order already. */
+		for (uint32_t i = 1; i < in.npcs; i++) {
+			if (in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset) {
+				qsort(in.pcs, in.npcs, sizeof(*in.pcs), cmp_pc);
+				break;
+			}
+		}
+		m->methods[mi].inl = (int32_t)m->ninlines;
+		m->inlines[m->ninlines++] = in;
+		return 0;
+	}
+	case VP_CM_METHOD_NAMES: {
+		struct vp_cm_method_names x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short METHOD_NAMES", n);
+		memcpy(&x, b, sizeof(x));
+		if ((uint64_t)x.class_len + x.file_len + x.bytes > len - sizeof(x))
+			return bad(err, errlen, path, "METHOD_NAMES overruns the record", n);
+		/* Each method takes at least 3 bytes. */
+		if ((uint64_t)x.n * 3 > x.bytes)
+			return bad(err, errlen, path, "METHOD_NAMES count does not fit the record", n);
+		size_t before = m->nnames;
+		if ((e = read_method_names(m, &x, b + sizeof(x))) == -EBADMSG) {
+			/* A record is all or nothing: drop the names read before the damage. */
+			for (size_t i = before; i < m->nnames; i++)
+				free(m->names[i].lines);
+			m->nnames = before;
+			return bad(err, errlen, path, "METHOD_NAMES stream is malformed", n);
+		}
+		break;
 	}
 	case VP_CM_METHOD_NAME: {
 		struct vp_cm_method_name x;
@@ -558,6 +769,13 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		vp_sort(m->threads, m->nthreads, sizeof(*m->threads), cmp_thread);
 	if (m->nptrs)
 		vp_sort(m->ptrs, m->nptrs, sizeof(*m->ptrs), cmp_ptr);
+	/* METHOD_LOAD2 carries no name: it is the METHOD_NAME of its method id. */
+	for (size_t i = 0; i < pv->nunnamed; i++) {
+		struct vp_cm_method_info *x = &m->methods[pv->unnamed[i]];
+		const struct vp_cm_name_info *ni = vp_codemap__name(m, x->method_id);
+		x->name = ni ? ni->name : "[unknown compiled method]";
+	}
+	pv->nunnamed = 0;
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
@@ -777,17 +995,19 @@ struct jd_move {
 };
 enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1 };
 
-/* Opens a new epoch when [s,e) overlaps a load of the current one, as the agent does. */
-static int import_place(struct vp_codemap *m, uint64_t s, uint64_t e, uint64_t t)
+/* Opens a new epoch when a load of size bytes at s overlaps a load of the current one:
+ * the agent's rule (maps/epoch_rule.h). */
+static int import_place(struct vp_codemap *m, uint64_t s, uint64_t size, uint64_t t)
 {
 	struct priv *pv = m->priv;
-	const struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
-	for (size_t i = m->nmethods; i-- > 0 && m->methods[i].epoch == (uint32_t)pv->cur_epoch;) {
-		const struct vp_cm_method_info *x = &m->methods[i];
-		if (x->start < e && s < x->start + (x->size ? x->size : 1))
-			return begin_epoch(m, ep->id + 1, VP_EPOCH_REUSE, t);
+	int err;
+
+	if (vp_cm_load_reuses(&pv->placed, s, size)) {
+		if ((err = begin_epoch(m, m->epochs[pv->cur_epoch].id + 1, VP_EPOCH_REUSE, t)))
+			return err;
+		vp_cm_ranges__clear(&pv->placed);
 	}
-	return 0;
+	return vp_cm_ranges__insert(&pv->placed, s, vp_cm_load_end(s, size));
 }
 
 struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen)
@@ -844,7 +1064,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 			size_t nl = strnlen(name, want - sizeof(l));
 			if (nl == want - sizeof(l) || l.code_size > UINT32_MAX)
 				goto short_rec;
-			if ((ret = import_place(m, l.code_addr, l.code_addr + l.code_size, r.timestamp)) ||
+			if ((ret = import_place(m, l.code_addr, l.code_size, r.timestamp)) ||
 			    (ret = add_method(m, l.code_addr, (uint32_t)l.code_size, l.code_index, r.timestamp,
 					      name, nl, "", 0, "", 0, "", 0)))
 				goto cleanup;
@@ -858,7 +1078,7 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 				continue;
 			const char *name = m->methods[i].name;
 			m->methods[i].unload_time = r.timestamp;
-			if ((ret = import_place(m, mv.new_code_addr, mv.new_code_addr + mv.code_size, r.timestamp)) ||
+			if ((ret = import_place(m, mv.new_code_addr, mv.code_size, r.timestamp)) ||
 			    (ret = add_method(m, mv.new_code_addr, (uint32_t)mv.code_size, mv.code_index, r.timestamp,
 					      name, strlen(name), "", 0, "", 0, "", 0)))
 				goto cleanup;

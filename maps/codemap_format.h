@@ -15,7 +15,7 @@
 
 #define VP_CODEMAP_FORMAT_VERSION 1
 #define VP_CODEMAP_FILE "codemap.vpm"
-#define VP_AGENT_VERSION 1
+#define VP_AGENT_VERSION 2     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE */
 
 enum vp_cm_type {
 	VP_CM_META         = 1,
@@ -27,7 +27,10 @@ enum vp_cm_type {
 	VP_CM_CODE_BLOB    = 7,
 	VP_CM_EPOCH_END    = 8,
 	VP_CM_METHOD_PTR   = 9,
-	VP_CM_THREAD_NAME  = 13, /* 10-12 are taken by branch agentcost (INLINE2, METHOD_LOAD2, METHOD_NAMES) */
+	VP_CM_INLINE2      = 10, /* INLINE, compact: delta-encoded pcs, method table */
+	VP_CM_METHOD_LOAD2 = 11, /* METHOD_LOAD without strings: named by METHOD_NAME */
+	VP_CM_METHOD_NAMES = 12, /* METHOD_NAME for many methods of one class, compact */
+	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -99,6 +102,22 @@ struct vp_cm_line {
 	uint32_t line;
 };
 
+/* VP_CM_METHOD_NAMES: what n METHOD_NAME records would say, for methods of one class
+ * (agent version 2 on: the writer's naming of prepared classes). Followed by class_len
+ * bytes of the readable class name ("java.util.HashMap"), file_len bytes of the source
+ * file name (every method's), then `bytes` bytes holding, per method, in LEB128 as INLINE2:
+ *   id      zigzag: the jmethodID minus the previous method's (the first: minus 0)
+ *   len     then len bytes: the method part of the readable name ("get(Object)"); the
+ *           readable name is class + "." + it
+ *   nlines  then nlines x { start_bci, line }, each zigzag: minus the previous entry's
+ *           (the first: minus 0), in the order of the method's line table */
+struct vp_cm_method_names {
+	uint32_t n;
+	uint16_t class_len, file_len;
+	uint32_t bytes;
+	uint32_t reserved;
+};
+
 /* VP_CM_INLINE: the inlining of one compiled method (after its METHOD_LOAD). Followed by
  * npcs struct vp_cm_pc, sorted by pc_offset, then nframes struct vp_cm_frame; pc i owns
  * frames [first, first + depth) (vp_cm_pc.first), innermost first, the compiled method
@@ -120,6 +139,60 @@ struct vp_cm_frame {
 	uint64_t method_id;
 	int32_t bci;
 	uint32_t reserved;
+};
+
+/* VP_CM_INLINE2: the inlining of one compiled method, compact (agent version 2 on).
+ * Followed by nmethods u64 jmethodIDs (the method table), then `bytes` bytes that
+ * encode npcs pc records in the order HotSpot gave them. All numbers in the stream are
+ * unsigned LEB128; "zigzag" marks a signed one mapped to unsigned as (v << 1) ^ (v >> 63).
+ * Per pc:
+ *   delta   zigzag: pc_offset minus the previous pc's (the first: minus 0)
+ *   keep    how many outermost frames equal the previous pc's outermost frames (method
+ *           and bci); 0 for the first pc
+ *   fresh   how many frames follow; depth = keep + fresh, at least 1
+ *   fresh x { method: index into the method table; bci: zigzag }, innermost first
+ * Frames are innermost first with the compiled method itself last, as in INLINE;
+ * nframes is the sum of the depths (what INLINE's frame table would hold). */
+#define VP_CM_INLINE2_MAX_FRAMES (1u << 22) /* readers reject more */
+struct vp_cm_inline2 {
+	uint64_t code_start;
+	uint64_t method_id;
+	uint32_t npcs;
+	uint32_t nframes;
+	uint32_t nmethods;
+	uint32_t bytes;
+};
+
+/* The INLINE2 stream's numbers: writes v as unsigned LEB128 at p (at most 10 bytes);
+ * returns the bytes written. */
+static inline unsigned vp_cm_uleb_put(uint8_t *p, uint64_t v)
+{
+	unsigned n = 0;
+
+	do {
+		uint8_t b = v & 0x7f;
+
+		v >>= 7;
+		p[n++] = b | (v ? 0x80 : 0);
+	} while (v);
+	return n;
+}
+
+static inline uint64_t vp_cm_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* VP_CM_METHOD_LOAD2: METHOD_LOAD without its strings (agent version 2 on). The
+ * method's readable name, source file and lines are those of the METHOD_NAME record of
+ * method_id, which the agent writes before it; the class signature, bare method name
+ * and signature are not recorded. */
+struct vp_cm_method_load2 {
+	uint64_t code_start;
+	uint64_t method_id;
+	uint32_t code_size;
+	uint8_t level;           /* as in METHOD_LOAD */
+	uint8_t reserved[3];
 };
 
 enum vp_cm_blob_kind {

@@ -1,0 +1,4 @@
+# The code-map library (maps/): the epoch-on-overlap rule that the agent and the readers share.
+viprof_test(test-epoch-rule SOURCES test-epoch-rule.c LIBS vp_maps LABELS unit)
+# The compact records of agent version 2 (INLINE2, METHOD_LOAD2) read back as the old ones.
+viprof_test(test-codemap-v2 SOURCES test-codemap-v2.c LIBS vp_maps LABELS unit)
