@@ -235,6 +235,11 @@ struct vp_sched_stats {
 	uint64_t agg_full_ns;       /* their nanoseconds */
 	uint64_t no_stack;          /* intervals recorded without a stack */
 	uint64_t no_rq;             /* switches where the run queue could not be read */
+	/* Added later (readers accept the shorter record): switch-ins of a tracked thread the
+	 * program did not see, and the on-CPU time of those runs, measured by the task's own
+	 * runtime (se.sum_exec_runtime) and charged as on-CPU, not off-CPU. */
+	uint64_t missed_in;
+	uint64_t missed_ns;
 };
 
 struct vp_end {

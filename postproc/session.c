@@ -426,6 +426,10 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
 		meta_add(l->p, "sched.no_stack", st->no_stack);
 		meta_add(l->p, "sched.no_rq", st->no_rq);
+		if (blen >= offsetof(struct vp_sched_stats, missed_ns) + sizeof(st->missed_ns)) {
+			meta_add(l->p, "sched.missed_in", st->missed_in);
+			meta_add(l->p, "sched.missed_ns", st->missed_ns);
+		}
 		if (st->agg_full)
 			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
 					 "hash was full", (unsigned long long)st->agg_full, (double)st->agg_full_ns / 1e6);

@@ -195,14 +195,18 @@ static int split(void)
 	ASSERT_GE(blocked_sleep * 100, blocked * 95);
 	ASSERT_GE(blocked_sleep * 100, under_sleep * 95);
 	ASSERT_GE(under_busy * 100, oncpu * 90);
-	/* The issue asks for 2%. Measured: 0.43% on a quiet VM, but -2.2% in one clean-clone
-	 * run (parts 4915.1 ms of a 5023.1 ms wall: off-CPU 75 ms and exact on-CPU 33 ms
-	 * short of the fixture's own figures; cause not found yet). Until it is, the test
-	 * holds the tracer to 3% and prints the figure; the 2% target is open. */
-	fprintf(stderr, "parts vs wall %+.2f%%, on-CPU + off-CPU vs wall %+.2f%% (target 2%%)\n",
-		100 * rel((double)parts, (double)t->wall), 100 * rel((double)(x->oncpu_ns + offcpu), (double)t->wall));
-	ASSERT_DBL_NEAR(rel((double)parts, (double)t->wall), 0, 0.03);
-	ASSERT_DBL_NEAR(rel((double)(x->oncpu_ns + offcpu), (double)t->wall), 0, 0.03);
+	/* The issue's 2%. Switch-ins the program did not see (on this VM: every switch
+	 * away from the VM's own agent process runs no BPF program) used to drop a whole
+	 * run and the off-CPU interval before it (-2.4% seen); the tracer now measures
+	 * such runs by the task's runtime, and says how many there were. */
+	const char *mi = vp_profile__meta(p, "sched.missed_in"), *mn = vp_profile__meta(p, "sched.missed_ns");
+	fprintf(stderr, "parts vs wall %+.2f%%, on-CPU + off-CPU vs wall %+.2f%% (target 2%%); switch-ins not seen %s "
+		"(their runs %.1f ms, from the tasks' runtime)\n",
+		100 * rel((double)parts, (double)t->wall), 100 * rel((double)(x->oncpu_ns + offcpu), (double)t->wall),
+		mi ? mi : "?", mn ? strtod(mn, NULL) / 1e6 : 0.0);
+	ASSERT_NOT_NULL(mi);
+	ASSERT_DBL_NEAR(rel((double)parts, (double)t->wall), 0, 0.02);
+	ASSERT_DBL_NEAR(rel((double)(x->oncpu_ns + offcpu), (double)t->wall), 0, 0.02);
 	vp_profile__free(p);
 
 	/* Every format carries off-CPU time and the combined view. */
