@@ -51,6 +51,15 @@ struct {
 	__type(value, __u64);
 } last_count SEC(".maps");
 
+/* Per thread and exactly weighed event, the perf_event its samples came from, so that
+ * its count after the last sample can be read when the thread exits (on_exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);      /* 1 when no event is weighed exactly */
+	__type(key, struct vpb_thread_key);
+	__type(value, __u64);
+} thread_ev SEC(".maps");
+
 /* The walker's tables, written by user space (daemon/unwinder.c): the big arrays are
  * mmapable so that user space copies a table in without a syscall per entry. */
 struct {
@@ -156,6 +165,11 @@ static __always_inline __u64 true_period(struct bpf_perf_event_data *ctx)
 	last = bpf_map_lookup_elem(&last_count, &key);
 	d = last ? (count >= *last ? count - *last : count) : count;
 	bpf_map_update_elem(&last_count, &key, &count, BPF_ANY);
+	{
+		struct vpb_thread_key tk = { .tid = (__u32)bpf_get_current_pid_tgid(), .event = event_index };
+
+		bpf_map_update_elem(&thread_ev, &tk, &key, BPF_ANY);
+	}
 	return d;
 }
 
@@ -621,6 +635,47 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
 		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* A thread exits (before the kernel folds its perf events into their parents): what
+ * its event counted since its last sample is in no sample yet. It goes to user space,
+ * which charges it to the thread's last sampled stack (sampler-kernel/tails.h). A
+ * thread never sampled has no event here: its count stays in the totals only. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct vpb_thread_key tk = { .tid = (__u32)p->pid, .event = event_index };
+	__u64 *evp = bpf_map_lookup_elem(&thread_ev, &tk), key, count = 0, *last, rest;
+	struct perf_event *ev;
+	struct vpb_tail *t;
+
+	if (!evp)
+		return 0;
+	key = *evp;
+	ev = (struct perf_event *)key;
+	bpf_map_delete_elem(&thread_ev, &tk);
+	if (bpf_probe_read_kernel(&count, sizeof(count), __builtin_preserve_access_index(&ev->count)))
+		return 0;
+	last = bpf_map_lookup_elem(&last_count, &key);
+	rest = last ? (count > *last ? count - *last : 0) : count;
+	bpf_map_delete_elem(&last_count, &key);
+	if (!rest)
+		return 0;
+	t = bpf_ringbuf_reserve(&events, sizeof(*t), 0);
+	if (!t) {
+		count_lost(VPB_LOST_RINGBUF);
+		return 0;
+	}
+	t->kind = VPB_KIND_TAIL;
+	t->cpu = bpf_get_smp_processor_id();
+	t->time = bpf_ktime_get_ns();
+	t->pid = p->tgid;
+	t->tid = p->pid;
+	t->event = event_index;
+	t->pad = 0;
+	t->count = rest;
+	bpf_ringbuf_submit(t, 0);
 	return 0;
 }
 
