@@ -44,6 +44,7 @@ struct sampler {
 	struct bpf_link *exit_links[VP_MAX_EVENTS];   /* on_exit of exactly weighed events */
 	/* Each thread's last sample of those events, for the count after it (tails.h). */
 	struct vp_tails *tails;
+	bool no_sample_read;           /* the kernel refused PERF_SAMPLE_READ on inherited events */
 	struct ring_buffer *rb;
 	int *sb_fds;
 	struct perf_ring **sb_rings;
@@ -312,6 +313,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			if (!any_exact) {
 				bpf_map__set_max_entries(k->maps.last_count, 1);
 				bpf_map__set_max_entries(k->maps.thread_ev, 1);
+				bpf_map__set_max_entries(k->maps.families, 1);
 			}
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
 			if (!k->rodata->unwind) {
@@ -331,6 +333,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.last_count, bpf_map__fd(k0->maps.last_count))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.thread_ev, bpf_map__fd(k0->maps.thread_ev))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.families, bpf_map__fd(k0->maps.families))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||
@@ -372,6 +375,15 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 		struct bpf_link *l;
 		int fd, copy;
 
+		/* Without it the kernel swaps equal perf contexts between a parent and a
+		 * child thread at a switch on one CPU (perf_event_context_sched_out), and the
+		 * perf_event behind a sample then counts for another thread: the program's
+		 * per-instance counts (true_period, on_exit) mix threads. PERF_SAMPLE_READ
+		 * on an inherited event (Linux 6.12+) makes the kernel keep each thread's
+		 * context; no sample is written anyway (the program takes the overflow). */
+		if (a.inherit && exact_weights(ev) && !s->no_sample_read)
+			a.sample_type = PERF_SAMPLE_READ | PERF_SAMPLE_TID;   /* the kernel wants TID with it */
+
 		if (ev->period) {
 			a.sample_period = ev->period;
 		} else {
@@ -379,6 +391,12 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 			a.sample_freq = ev->freq ? ev->freq : 1000;
 		}
 		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -EINVAL && a.sample_type) {
+			/* A kernel before 6.12: per-thread counts only for single-threaded targets. */
+			s->no_sample_read = true;
+			a.sample_type = 0;
+			fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		}
 		if (fd == -EINVAL && leader >= 0)
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
