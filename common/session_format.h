@@ -125,6 +125,11 @@ struct vp_java_frame {
 #define VP_SAMPLE_USER_TRUNCATED 0x1u /* user stack walk stopped early (no frame pointers?) */
 #define VP_SAMPLE_KERNEL_ERROR   0x2u /* kernel stack could not be read */
 #define VP_SAMPLE_USER_ERROR     0x4u /* user stack could not be read */
+/* Not a sample: the count its thread made after its last sample (read when the thread
+ * exited or the recording stopped), charged to that last sample's stack (a copy of
+ * it; no frames when the thread was never sampled). Readers add the period to the
+ * weights and count no sample for it. */
+#define VP_SAMPLE_TAIL           0x8u
 #define VP_MAX_FRAMES 127
 
 struct vp_mmap {
@@ -238,6 +243,11 @@ struct vp_sched_stats {
 	uint64_t agg_full_ns;       /* their nanoseconds */
 	uint64_t no_stack;          /* intervals recorded without a stack */
 	uint64_t no_rq;             /* switches where the run queue could not be read */
+	/* Added later (readers accept the shorter record): switch-ins of a tracked thread the
+	 * program did not see, and the on-CPU time of those runs, measured by the task's own
+	 * runtime (se.sum_exec_runtime) and charged as on-CPU, not off-CPU. */
+	uint64_t missed_in;
+	uint64_t missed_ns;
 };
 
 struct vp_end {

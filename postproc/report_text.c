@@ -196,6 +196,19 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 	for (int e = 0; e < p->nevents; e++)
 		vp_out__printf(o, "# event: %s (%s), %llu samples\n", p->events[e].name, p->events[e].unit,
 			       (unsigned long long)vp_event_samples(p, e));
+	for (int e = 0; e < p->nevents; e++) {
+		char key[96];
+		const char *t, *c;
+		snprintf(key, sizeof(key), "tail.%s", p->events[e].name);
+		if (!(t = vp_profile__meta(p, key)))
+			continue;
+		snprintf(key, sizeof(key), "count.%s", p->events[e].name);
+		c = vp_profile__meta(p, key);
+		uint64_t tv = strtoull(t, NULL, 10), cv = c ? strtoull(c, NULL, 10) : 0;
+		vp_out__printf(o, "# %s: %llu events (%.1f%% of %llu counted) came after their thread's last sample: "
+			       "charged to that sample's stack\n", p->events[e].name, (unsigned long long)tv,
+			       cv ? 100.0 * (double)tv / (double)cv : 0.0, (unsigned long long)cv);
+	}
 	vp_out__printf(o, "# lost: %llu%s\n", (unsigned long long)p->lost,
 		       p->incomplete ? " (session incomplete)" : "");
 	const char *d = vp_profile__meta(p, "duration_ns");

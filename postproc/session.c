@@ -107,9 +107,11 @@ struct loader {
 	bool has_total[VP_MAX_SAMPLED_EVENTS];
 	double scale[VP_MAX_SAMPLED_EVENTS];
 	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
+	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
 	/* Samples are counted in the first pass and resolved in the second, as the stream
 	 * is read again: nothing per sample stays in memory (only interned stacks do). */
 	uint64_t nsamples;
+	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
@@ -265,6 +267,12 @@ static int count_sample(struct loader *l, const struct vp_record *r)
 	const struct vp_sample *s = vp_record_body(r);
 	if (s->event < MAX_EVENTS)
 		l->ev_sampled[s->event] = true;
+	l->nsample_recs++;
+	if (s->flags & VP_SAMPLE_TAIL) {
+		if (s->event < VP_MAX_SAMPLED_EVENTS)
+			l->tail_sum[s->event] += s->period;
+		return 0;
+	}
 	if (s->event < VP_MAX_SAMPLED_EVENTS)
 		l->period_sum[s->event] += s->period;
 	l->nsamples++;
@@ -434,6 +442,10 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
 		meta_add(l->p, "sched.no_stack", st->no_stack);
 		meta_add(l->p, "sched.no_rq", st->no_rq);
+		if (blen >= offsetof(struct vp_sched_stats, missed_ns) + sizeof(st->missed_ns)) {
+			meta_add(l->p, "sched.missed_in", st->missed_in);
+			meta_add(l->p, "sched.missed_ns", st->missed_ns);
+		}
 		if (st->agg_full)
 			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
 					 "hash was full", (unsigned long long)st->agg_full, (double)st->agg_full_ns / 1e6);
@@ -975,7 +987,12 @@ static void multiplexing(struct loader *l, bool damaged)
 		 * thread did after its last sample is in no sample: say how much, when it is
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
-		uint64_t sum = l->period_sum[e];
+		uint64_t sum = l->period_sum[e] + l->tail_sum[e];
+		if (l->tail_sum[e]) {
+			snprintf(key, sizeof(key), "tail.%s", name);
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)l->tail_sum[e]);
+			vp_profile__set_meta(l->p, key, val);
+		}
 		if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled && damaged)
 			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) are in no stack: their samples were "
 					 "in the damaged part of the session, or came after their thread's last sample",
@@ -983,7 +1000,8 @@ static void multiplexing(struct loader *l, bool damaged)
 					 100.0 * (double)(c->value - sum) / (double)c->value);
 		else if (sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled)
 			vp_profile__warn(l->p, "%llu of the %llu '%s' events counted (%.1f%%) came after their thread's last "
-					 "sample and are in no stack; sample more often (-F, -c) for more of them",
+					 "sample and are in no stack (the thread's final count could not be read); sample "
+					 "more often (-F, -c) for more of them",
 					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
 					 100.0 * (double)(c->value - sum) / (double)c->value);
 		if (c->time_running == 0 || c->time_running >= c->time_enabled)
@@ -1158,7 +1176,9 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
-	uint64_t nsamp = 1;
+	/* The count after the thread's last sample: a weight under that sample's stack,
+	 * not a sample. */
+	uint64_t nsamp = s->flags & VP_SAMPLE_TAIL ? 0 : 1;
 	if (s->sched_state) {
 		/* A sum of intervals: counted in periods of the time event, like steal, so
 		 * that its sample columns and flame graphs compare with cpu-clock's. */
@@ -1553,7 +1573,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		ret = errno ? -errno : -EINVAL;
 		goto cleanup;
 	}
-	for (uint64_t seen = 0; seen < l.nsamples && cfile_reader__next(r, &rec) == 1;) {
+	for (uint64_t seen = 0; seen < l.nsample_recs && cfile_reader__next(r, &rec) == 1;) {
 		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
 			continue;
 		seen++;

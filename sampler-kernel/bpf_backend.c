@@ -20,6 +20,7 @@
 #include "sampler-kernel/perf_ring.h"
 #include "sampler-kernel/profile.h"
 #include "sampler-kernel/sampler.h"
+#include "sampler-kernel/tails.h"
 #include "profile.skel.h"
 
 /* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
@@ -41,6 +42,10 @@ struct sampler {
 	struct counted { int fd; pid_t tid; uint16_t event; } *counted;
 	int nr_counted;
 	struct bpf_link *fork_link, *switch_link;
+	struct bpf_link *exit_links[VP_MAX_EVENTS];   /* on_exit of exactly weighed events */
+	/* Each thread's last sample of those events, for the count after it (tails.h). */
+	struct vp_tails *tails;
+	bool no_sample_read;           /* the kernel refused PERF_SAMPLE_READ on inherited events */
 	struct ring_buffer *rb;
 	int *sb_fds;
 	struct perf_ring **sb_rings;
@@ -68,6 +73,8 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+static bool exact_weights(const struct sampler_event *ev);
 
 static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 {
@@ -141,8 +148,14 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 		}
 	}
 	s->samples++;
-	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, b->time, out,
-				sizeof(*out) + (size_t)n * 8 + (size_t)out->nr_java * sizeof(struct vp_java_frame));
+	size_t olen = sizeof(*out) + (size_t)n * 8 + (size_t)out->nr_java * sizeof(struct vp_java_frame);
+	if (s->tails && out->event < s->cfg.nr_events && exact_weights(&s->cfg.events[out->event])) {
+		int err = vp_tails__note(s->tails, out, olen);
+
+		if (err)
+			return err;
+	}
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, b->time, out, olen);
 }
 
 static int on_ringbuf(void *ctx, void *data, size_t len)
@@ -155,6 +168,11 @@ static int on_ringbuf(void *ctx, void *data, size_t len)
 		return 0;
 	if (*kind == VPB_KIND_SAMPLE) {
 		err = on_sample(s, data, len);
+	} else if (*kind == VPB_KIND_TAIL && len >= sizeof(struct vpb_tail)) {
+		const struct vpb_tail *t = data;
+
+		err = vp_tails__charge(s->tails, &s->cfg.sink, t->pid, t->tid, (uint16_t)t->event, t->count, t->time, true);
+		err = err < 0 ? err : 0;
 	} else if (*kind == VPB_KIND_SWITCH && len >= sizeof(struct vpb_switch)) {
 		const struct vpb_switch *w = data;
 		struct vp_switch out = { .cpu = w->cpu, .prev_pid = w->prev_pid,
@@ -289,12 +307,16 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
+		bpf_program__set_autoload(k->progs.on_exit, tracked && k->rodata->exact_period);
 		if (e == 0) {
 			bool any_exact = false;
 			for (int i = 0; i < s->cfg.nr_events; i++)
 				any_exact |= exact_weights(&s->cfg.events[i]);
-			if (!any_exact)
+			if (!any_exact) {
 				bpf_map__set_max_entries(k->maps.last_count, 1);
+				bpf_map__set_max_entries(k->maps.thread_ev, 1);
+				bpf_map__set_max_entries(k->maps.families, 1);
+			}
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
 			if (!k->rodata->unwind) {
 				/* The walker's big arrays are only needed when it runs. */
@@ -312,6 +334,8 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 
 			if ((rc = bpf_map__reuse_fd(k->maps.events, bpf_map__fd(k0->maps.events))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.last_count, bpf_map__fd(k0->maps.last_count))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.thread_ev, bpf_map__fd(k0->maps.thread_ev))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.families, bpf_map__fd(k0->maps.families))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||
@@ -353,6 +377,15 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 		struct bpf_link *l;
 		int fd, copy;
 
+		/* Without it the kernel swaps equal perf contexts between a parent and a
+		 * child thread at a switch on one CPU (perf_event_context_sched_out), and the
+		 * perf_event behind a sample then counts for another thread: the program's
+		 * per-instance counts (true_period, on_exit) mix threads. PERF_SAMPLE_READ
+		 * on an inherited event (Linux 6.12+) makes the kernel keep each thread's
+		 * context; no sample is written anyway (the program takes the overflow). */
+		if (a.inherit && exact_weights(ev) && !s->no_sample_read)
+			a.sample_type = PERF_SAMPLE_READ | PERF_SAMPLE_TID;   /* the kernel wants TID with it */
+
 		if (ev->period) {
 			a.sample_period = ev->period;
 		} else {
@@ -360,6 +393,12 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 			a.sample_freq = ev->freq ? ev->freq : 1000;
 		}
 		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd == -EINVAL && a.sample_type) {
+			/* A kernel before 6.12: per-thread counts only for single-threaded targets. */
+			s->no_sample_read = true;
+			a.sample_type = 0;
+			fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		}
 		if (fd == -EINVAL && leader >= 0)
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
@@ -560,6 +599,22 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			goto cleanup;
 		}
 	}
+	/* The count after each thread's last sample, read as it exits (tails.h). */
+	for (int e = 0; cfg->target != SAMPLER_TARGET_ALL && e < s->nr_skel; e++) {
+		if (!s->skel[e]->rodata->exact_period)
+			continue;
+		if (!s->tails && !(s->tails = vp_tails__new())) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "bpf sampler: out of memory");
+			goto cleanup;
+		}
+		s->exit_links[e] = bpf_program__attach(s->skel[e]->progs.on_exit);
+		if (!s->exit_links[e]) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot attach to sched_process_exit: %s", strerror(-rc));
+			goto cleanup;
+		}
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel[0]->maps.events), on_ringbuf, s, NULL);
 	if (!s->rb) {
 		rc = -errno;
@@ -692,6 +747,9 @@ static void bpf_destroy(struct sampler *s)
 		bpf_link__destroy(s->links[i]);
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->fork_link);
+	for (int e = 0; e < VP_MAX_EVENTS; e++)
+		bpf_link__destroy(s->exit_links[e]);
+	vp_tails__free(s->tails);
 	ring_buffer__free(s->rb);
 	for (int i = 0; i < s->nr_sb; i++) {
 		perf_ring__free(s->sb_rings[i]);

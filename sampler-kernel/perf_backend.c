@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "sampler-kernel/perf_ring.h"
 #include "sampler-kernel/sampler.h"
+#include "sampler-kernel/tails.h"
 
 #define DEFAULT_PAGES 256      /* 1 MiB per CPU: ~100 ms of -g samples at 10 kHz */
 
@@ -31,7 +32,9 @@ struct id_map {
 	uint64_t id;
 	int fd;                /* owned by fds[]: read for the event's totals at stop */
 	pid_t tid;             /* the thread the fd counts, -1 for a whole CPU */
+	int cpu;               /* the CPU it counts on, -1 for any */
 	uint16_t event;
+	uint64_t exited;       /* final counts of inherited copies (PERF_RECORD_READ at their exit) */
 };
 
 struct sampler {
@@ -52,7 +55,9 @@ struct sampler {
 	/* PERF_SAMPLE_READ: each sample carries its event's count on its thread and CPU,
 	 * and the sample's weight is the difference from that copy's previous sample. */
 	bool sample_read;
-	struct last_count { uint64_t key, value; } *last;   /* open addressing, key 0 = free */
+	struct last_count { uint64_t key, value; bool exited; } *last;   /* open addressing, key 0 = free */
+	/* Each thread's last sample per event read, for the count after it (tails.h). */
+	struct vp_tails *tails;
 	size_t cap_last, nr_last;
 	uint64_t samples;
 	bool stopped;
@@ -69,7 +74,7 @@ static int push_fd(struct sampler *s, int fd)
 	return 0;
 }
 
-static int push_id(struct sampler *s, int fd, pid_t tid, int event)
+static int push_id(struct sampler *s, int fd, pid_t tid, int cpu, int event)
 {
 	uint64_t id;
 
@@ -77,7 +82,7 @@ static int push_id(struct sampler *s, int fd, pid_t tid, int event)
 		return -errno;
 	if (vp_grow((void **)&s->ids, &s->cap_ids, (size_t)s->nr_ids + 1, sizeof(*s->ids)))
 		return -ENOMEM;
-	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .fd = fd, .tid = tid, .event = (uint16_t)event };
+	s->ids[s->nr_ids++] = (struct id_map){ .id = id, .fd = fd, .tid = tid, .cpu = cpu, .event = (uint16_t)event };
 	return 0;
 }
 
@@ -111,6 +116,9 @@ static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cf
 	a->read_format = VP_READ_FORMAT;
 	a->disabled = 1;
 	a->inherit = cfg->target != SAMPLER_TARGET_ALL;
+	/* An inherited copy writes its final count (PERF_RECORD_READ) when its thread
+	 * exits: the count after the thread's last sample (tails.h). */
+	a->inherit_stat = a->inherit && sample_read && wants_read(ev);
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->sample_id_all = 1;
@@ -145,10 +153,28 @@ static size_t ring_pages(const struct sampler_config *cfg)
  * rate (a burst of page faults is counted ~10% high), so the count it reads is the
  * truth. A copy seen for the first time started at 0; a smaller value is a new thread
  * that reused the tid. Falls back to the kernel's period when the table cannot grow. */
+static struct last_count *last_of(struct sampler *s, uint32_t tid, uint32_t cpu, uint16_t event, bool *fresh);
+
 static uint64_t true_period(struct sampler *s, uint32_t tid, uint32_t cpu, uint16_t event, uint64_t value,
 			    uint64_t period)
 {
-	uint64_t key = ((uint64_t)tid << 24 | (uint64_t)(cpu & 0xffff) << 8 | event) + 1, d;
+	bool fresh;
+	struct last_count *l = last_of(s, tid, cpu, event, &fresh);
+	uint64_t d;
+
+	if (!l)
+		return period;
+	d = fresh ? value : value >= l->value ? value - l->value : value;
+	l->value = value;
+	l->exited = false;
+	return d;
+}
+
+/* The entry of one copy of an event (thread, CPU, event), created empty when missing
+ * (*fresh); NULL when the table cannot grow. */
+static struct last_count *last_of(struct sampler *s, uint32_t tid, uint32_t cpu, uint16_t event, bool *fresh)
+{
+	uint64_t key = ((uint64_t)tid << 24 | (uint64_t)(cpu & 0xffff) << 8 | event) + 1;
 	size_t i;
 
 	if (s->nr_last * 2 >= s->cap_last) {
@@ -156,7 +182,7 @@ static uint64_t true_period(struct sampler *s, uint32_t tid, uint32_t cpu, uint1
 		struct last_count *t = calloc(cap, sizeof(*t));
 
 		if (!t)
-			return period;
+			return NULL;
 		for (size_t j = 0; j < s->cap_last; j++) {
 			if (!s->last[j].key)
 				continue;
@@ -171,15 +197,12 @@ static uint64_t true_period(struct sampler *s, uint32_t tid, uint32_t cpu, uint1
 	for (i = key * 0x9e3779b97f4a7c15ull >> 40 & (s->cap_last - 1); s->last[i].key && s->last[i].key != key;
 	     i = (i + 1) & (s->cap_last - 1))
 		;
-	if (!s->last[i].key) {
-		s->last[i].key = key;
+	*fresh = !s->last[i].key;
+	if (*fresh) {
+		s->last[i] = (struct last_count){ .key = key };
 		s->nr_last++;
-		d = value;
-	} else {
-		d = value >= s->last[i].value ? value - s->last[i].value : value;
 	}
-	s->last[i].value = value;
-	return d;
+	return &s->last[i];
 }
 
 static int emit_sample(struct sampler *s, const struct perf_event_header *h)
@@ -277,8 +300,48 @@ static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 	out->nr_kernel = (uint16_t)kernel_n;
 	out->nr_user = (uint16_t)user_n;
 	s->samples++;
+	if (s->tails && s->sample_read && wants_read(ev)) {
+		int err = vp_tails__note(s->tails, out, sizeof(*out) + (size_t)n * sizeof(uint64_t));
+
+		if (err)
+			return err;
+	}
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, time, out,
 				sizeof(*out) + (size_t)n * sizeof(uint64_t));
+}
+
+static struct id_map *id_find(struct sampler *s, uint64_t id)
+{
+	for (int i = 0; i < s->nr_ids; i++)
+		if (s->ids[i].id == id)
+			return &s->ids[i];
+	return NULL;
+}
+
+/* An inherited copy's final count, written as its thread exited (inherit_stat): what
+ * came after the copy's last sample goes to the thread's last sampled stack. */
+static int on_read(struct sampler *s, const struct perf_event_header *h)
+{
+	const struct { uint32_t pid, tid; uint64_t value, enabled, running; } *r = (const void *)(h + 1);
+	struct perf_sample_id sid;
+	struct last_count *l;
+	struct id_map *m;
+	bool fresh;
+	int n = perf_sample_id__parse(h, s->sample_type, &sid);
+
+	if (n < 0 || h->size < sizeof(*h) + sizeof(*r) + (size_t)n)
+		return n < 0 ? n : -EBADMSG;
+	m = id_find(s, sid.id);
+	if (!m || !s->tails || m->cpu < 0)
+		return 0;
+	m->exited += r->value;
+	l = last_of(s, r->tid, (uint32_t)m->cpu, m->event, &fresh);
+	if (!l)
+		return -ENOMEM;
+	uint64_t rest = fresh ? r->value : r->value > l->value ? r->value - l->value : 0;
+	l->value = r->value;
+	l->exited = true;
+	return vp_tails__charge(s->tails, &s->cfg.sink, r->pid, r->tid, m->event, rest, sid.time, false);
 }
 
 static int on_record(void *ctx, const struct perf_event_header *h)
@@ -288,6 +351,10 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 
 	if (h->type == PERF_RECORD_SAMPLE)
 		return emit_sample(s, h);
+	if (h->type == PERF_RECORD_READ) {
+		err = on_read(s, h);
+		return err < 0 ? err : 0;
+	}
 	err = perf_sideband__handle(&s->sb, h);
 	return err < 0 ? err : 0;
 }
@@ -336,7 +403,7 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		err = push_fd(s, fd);
 		if (err)
 			return err;
-		err = push_id(s, fd, pid, e);
+		err = push_id(s, fd, pid, cpu, e);
 		if (err)
 			return err;
 		if (*ring_fd < 0) {
@@ -483,6 +550,9 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 		goto nomem;
 	s->sb.sample_type = s->sample_type;
 	s->sb.sink = &s->cfg.sink;
+	for (int e = 0; e < cfg->nr_events && !s->tails && cfg->target != SAMPLER_TARGET_ALL; e++)
+		if (wants_read(&cfg->events[e]) && !(s->tails = vp_tails__new()))
+			goto nomem;
 	/* The kernel filters sideband for per-task events (only the inherited tasks
 	 * report), so no user-space filter is needed in any mode. */
 	s->sb.filter = NULL;
@@ -558,6 +628,53 @@ static int emit_lost(const struct vp_sink *sink, uint32_t source, uint64_t count
 			  (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &l, sizeof(l));
 }
 
+/* Whether a thread has an fd of its own (not an inherited copy). */
+static bool is_owner(const struct sampler *s, uint32_t tid)
+{
+	for (int i = 0; i < s->nr_ids; i++)
+		if (s->ids[i].tid >= 0 && (uint32_t)s->ids[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* At stop, the count after the last sample of each thread that has fds of its own
+ * (the launched command's first thread, or -p's threads): its fd's count v[i] less
+ * what its inherited copies counted until they exited. A copy on the same CPU and
+ * event that has not exited (a thread still running) would be in that count too and
+ * cannot be told apart: then nothing is charged there (the report's residual says how
+ * much is in no stack). */
+static int owner_tails(struct sampler *s, uint64_t (*v)[3])
+{
+	for (int i = 0; i < s->nr_ids; i++) {
+		const struct id_map *m = &s->ids[i];
+		bool live = false, fresh;
+
+		if (m->tid < 0 || m->cpu < 0 || !wants_read(&s->cfg.events[m->event % VP_MAX_EVENTS]))
+			continue;
+		for (size_t j = 0; j < s->cap_last && !live; j++) {
+			uint64_t k = s->last[j].key - 1;
+
+			if (!s->last[j].key || s->last[j].exited || (k & 0xff) != m->event ||
+			    (k >> 8 & 0xffff) != ((uint32_t)m->cpu & 0xffff))
+				continue;
+			live = !is_owner(s, (uint32_t)(k >> 24));
+		}
+		if (live)
+			continue;
+		uint64_t own = v[i][0] > m->exited ? v[i][0] - m->exited : 0;
+		struct last_count *l = last_of(s, (uint32_t)m->tid, (uint32_t)m->cpu, m->event, &fresh);
+		if (!l)
+			return -ENOMEM;
+		uint64_t rest = fresh ? own : own > l->value ? own - l->value : 0;
+		l->value = own;
+		int rc = vp_tails__charge(s->tails, &s->cfg.sink, (uint32_t)m->tid, (uint32_t)m->tid, m->event, rest,
+					  vp_sampler_now_ns(), false);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* One COUNTER record per event with its totals over every thread and CPU: the count
  * the samples' weights must add up to, and time_enabled/time_running, whose ratio
  * says whether (and how much) the event was multiplexed. */
@@ -596,6 +713,8 @@ static int emit_totals(struct sampler *s)
 		if (first)
 			c->time_enabled += enabled;
 	}
+	if (s->tails && s->sample_read)
+		rc = owner_tails(s, v);
 	free(v);
 	for (int e = 0; e < s->cfg.nr_events && !rc; e++) {
 		tot[e].pid = tot[e].tid = VP_COUNTER_ALL;
@@ -640,6 +759,7 @@ static void perf_destroy(struct sampler *s)
 	free(s->ids);
 	free(s->buf);
 	free(s->last);
+	vp_tails__free(s->tails);
 	free(s);
 }
 

@@ -63,6 +63,25 @@ struct {
 	__type(value, __u64);
 } last_count SEC(".maps");
 
+/* Per thread and exactly weighed event, the perf_event its samples came from, so that
+ * its count after the last sample can be read when the thread exits (on_exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);      /* 1 when no event is weighed exactly */
+	__type(key, struct vpb_thread_key);
+	__type(value, __u64);
+} thread_ev SEC(".maps");
+
+/* The events user space opened (the parents of the inherited copies), each with its
+ * event index, as samples reveal them: on_exit finds a thread that was never sampled
+ * by its copy of one of these. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);       /* 1 when no event is weighed exactly */
+	__type(key, __u64);
+	__type(value, __u32);
+} families SEC(".maps");
+
 /* The walker's tables, written by user space (daemon/unwinder.c): the big arrays are
  * mmapable so that user space copies a table in without a syscall per entry. */
 struct {
@@ -168,6 +187,16 @@ static __always_inline __u64 true_period(struct bpf_perf_event_data *ctx)
 	last = bpf_map_lookup_elem(&last_count, &key);
 	d = last ? (count >= *last ? count - *last : count) : count;
 	bpf_map_update_elem(&last_count, &key, &count, BPF_ANY);
+	{
+		struct vpb_thread_key tk = { .tid = (__u32)bpf_get_current_pid_tgid(), .event = event_index };
+
+		struct perf_event *parent = BPF_CORE_READ(ev, parent);
+		__u64 fam = parent ? (__u64)parent : key;
+		__u32 ei = event_index;
+
+		bpf_map_update_elem(&thread_ev, &tk, &key, BPF_ANY);
+		bpf_map_update_elem(&families, &fam, &ei, BPF_NOEXIST);
+	}
 	return d;
 }
 
@@ -635,6 +664,75 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
 		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* A thread exits (before the kernel folds its perf events into their parents): what
+ * its event counted since its last sample is in no sample yet. It goes to user space,
+ * which charges it to the thread's last sampled stack (sampler-kernel/tails.h). A
+ * thread never sampled has no event here: its count stays in the totals only. */
+#define MAX_TASK_EVENTS 16
+
+/* The task's copy of this program's event, among the events of its perf context
+ * (Linux 6.2+: one context per task), by its parent; 0 when not found. */
+static __always_inline __u64 task_event(struct task_struct *p)
+{
+	struct perf_event_context *ctx = BPF_CORE_READ(p, perf_event_ctxp);
+	__u64 head, pos;
+
+	if (!ctx)
+		return 0;
+	head = (__u64)ctx + bpf_core_field_offset(struct perf_event_context, event_list);
+	pos = (__u64)BPF_CORE_READ(ctx, event_list.next);
+	for (int i = 0; i < MAX_TASK_EVENTS && pos && pos != head; i++) {
+		struct perf_event *e = (struct perf_event *)(pos - bpf_core_field_offset(struct perf_event, event_entry));
+		__u64 par = (__u64)BPF_CORE_READ(e, parent);
+		__u32 *ei = par ? bpf_map_lookup_elem(&families, &par) : NULL;
+
+		if (ei && *ei == event_index)
+			return (__u64)e;
+		pos = (__u64)BPF_CORE_READ((struct list_head *)pos, next);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct vpb_thread_key tk = { .tid = (__u32)p->pid, .event = event_index };
+	__u64 *evp = bpf_map_lookup_elem(&thread_ev, &tk), key, count = 0, *last, rest;
+	struct perf_event *ev;
+	struct vpb_tail *t;
+
+	/* A thread never sampled: its inherited copy of the event, if any. */
+	key = evp ? *evp : task_event(p);
+	if (!key)
+		return 0;
+	ev = (struct perf_event *)key;
+	if (evp)
+		bpf_map_delete_elem(&thread_ev, &tk);
+	if (bpf_probe_read_kernel(&count, sizeof(count), __builtin_preserve_access_index(&ev->count)))
+		return 0;
+	last = bpf_map_lookup_elem(&last_count, &key);
+	__u64 lastv = last ? *last : 0;
+	rest = last ? (count > lastv ? count - lastv : 0) : count;
+	bpf_map_delete_elem(&last_count, &key);
+	if (!rest)
+		return 0;
+	t = bpf_ringbuf_reserve(&events, sizeof(*t), 0);
+	if (!t) {
+		count_lost(VPB_LOST_RINGBUF);
+		return 0;
+	}
+	t->kind = VPB_KIND_TAIL;
+	t->cpu = bpf_get_smp_processor_id();
+	t->time = bpf_ktime_get_ns();
+	t->pid = p->tgid;
+	t->tid = p->pid;
+	t->event = event_index;
+	t->pad = 0;
+	t->count = rest;
+	bpf_ringbuf_submit(t, 0);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 /* Record kinds in the ring buffer. */
 #define VPB_KIND_SAMPLE 1
 #define VPB_KIND_SWITCH 2
+#define VPB_KIND_TAIL   3
 
 /* Sample flags (the same bits as VP_SAMPLE_* in common/session_format.h). */
 #define VPB_F_KERNEL_ERROR 0x2
@@ -156,6 +157,22 @@ struct vpb_sample {
 	struct vpb_jframe jframes[VPB_MAX_JFRAMES];
 };
 #define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64) - VPB_MAX_JFRAMES * sizeof(struct vpb_jframe))
+
+/* A thread exited: its count of an exactly weighed event after its last sample. */
+struct vpb_tail {
+	__u32 kind;            /* VPB_KIND_TAIL */
+	__u32 cpu;
+	__u64 time;
+	__u32 pid, tid;
+	__u32 event, pad;
+	__u64 count;
+};
+
+/* Key of the per-thread perf event map (thread_ev in profile.bpf.c). */
+struct vpb_thread_key {
+	__u32 tid;
+	__u32 event;
+};
 
 struct vpb_switch {
 	__u32 kind;            /* VPB_KIND_SWITCH */

@@ -82,6 +82,8 @@ struct tstate {
 	__u64 in_time;     /* last switch-in, 0 = not seen running yet */
 	__u64 out_time;    /* last switch-out with an off-CPU interval open, 0 = none */
 	__u64 wake_time;   /* wakeup after out_time (or sched_wakeup_new), 0 = none */
+	__u64 last_out;    /* last switch-out seen, 0 = none */
+	__u64 sum_out;     /* the task's se.sum_exec_runtime then */
 	__s32 kstack, ustack;
 	__u32 state;       /* VPS_* of the open interval */
 	__u32 pad;
@@ -145,6 +147,38 @@ static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __s
 		agg_to(&agg1, &k, ns, now);
 	else
 		agg_to(&agg0, &k, ns, now);
+}
+
+/* Charges the open off-CPU interval of ts, ending at now. ran is on-CPU time inside it
+ * that no switch showed (a switch-in the program did not see, then the switch-out
+ * that ends here or a switch-in and -out both unseen): it comes off the interval's
+ * run-queue part (a blocked thread runs only after its wakeup), then off the blocked
+ * part, so that running + off-CPU still add up to the elapsed time. */
+static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, __u64 now, __u64 ran)
+{
+	__u64 out = ts->out_time, w = ts->wake_time, blocked, runnable;
+
+	if (!out || now <= out)
+		return;
+	if (ran > now - out)
+		ran = now - out;
+	if (ts->state == VPS_RUNNABLE_PREEMPT) {
+		agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, now - out - ran, now);
+		return;
+	}
+	/* Blocked until the wakeup, then waiting on the run queue. */
+	if (!w || w < out || w > now)
+		w = now;
+	blocked = w - out;
+	runnable = now - w;
+	if (ran > runnable) {
+		blocked -= ran - runnable;
+		runnable = 0;
+	} else {
+		runnable -= ran;
+	}
+	agg(pid, tid, ts->state, ts->kstack, ts->ustack, blocked, now);
+	agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, runnable, now);
 }
 
 /* This CPU's run queue, through the switching tasks' CFS run queues (the per-CPU
@@ -241,14 +275,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
 			th = bpf_map_lookup_elem(&threads, &tid);
 		}
+		/* On-CPU since the switch-in. When that switch-in was not seen (in_time 0
+		 * after a switch-out that was), the run is measured by the task's own
+		 * runtime since that switch-out, and the off-CPU interval it ended is
+		 * charged less that run. */
+		__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), run = 0;
+
+		if (ts && ts->in_time && now > ts->in_time) {
+			run = now - ts->in_time;
+		} else if (ts && ts->last_out && now > ts->last_out) {
+			run = sum > ts->sum_out ? sum - ts->sum_out : 0;
+			if (run > now - ts->last_out)
+				run = now - ts->last_out;
+			count(VPS_CNT_MISSED_IN, 1);
+			count(VPS_CNT_MISSED_NS, run);
+			if (off_cpu)
+				charge_off(ts, pid, tid, now, run);
+		}
 		if (th) {
-			if (ts && ts->in_time && now > ts->in_time)
-				th->oncpu_ns += now - ts->in_time;
+			th->oncpu_ns += run;
 			th->switches++;
 			th->steal_ns += delta;
 			th->last = now;
 		}
 		if (ts) {
+			ts->last_out = now;
+			ts->sum_out = sum;
 			ts->in_time = 0;
 			ts->wake_time = 0;
 			ts->out_time = open ? now : 0;
@@ -267,18 +319,28 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		ts = bpf_task_storage_get(&tstates, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!ts)
 			return 0;
-		if (off_cpu && ts->out_time && now > ts->out_time) {
-			__u64 out = ts->out_time, w = ts->wake_time;
+		/* Runtime since the last switch-out seen: 0, unless a switch-in and the
+		 * switch-out after it were both missed; then that run is on-CPU time. */
+		__u64 ran = 0;
 
-			if (ts->state == VPS_RUNNABLE_PREEMPT) {
-				agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, now - out, now);
-			} else {
-				/* Blocked until the wakeup, then waiting on the run queue. */
-				if (!w || w < out || w > now)
-					w = now;
-				agg(pid, tid, ts->state, ts->kstack, ts->ustack, w - out, now);
-				agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, now - w, now);
+		if (ts->last_out) {
+			__u64 sum = BPF_CORE_READ(next, se.sum_exec_runtime);
+
+			ran = sum > ts->sum_out ? sum - ts->sum_out : 0;
+			if (ran) {
+				struct vps_thread *th = bpf_map_lookup_elem(&threads, &tid);
+
+				if (ran > now - ts->last_out)
+					ran = now - ts->last_out;
+				if (th)
+					th->oncpu_ns += ran;
+				ts->sum_out = sum;
+				count(VPS_CNT_MISSED_IN, 1);
+				count(VPS_CNT_MISSED_NS, ran);
 			}
+		}
+		if (off_cpu && ts->out_time && now > ts->out_time) {
+			charge_off(ts, pid, tid, now, ran);
 		} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
 			/* A new thread's first wait on the run queue (sched_wakeup_new). */
 			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, -1, now - ts->wake_time, now);

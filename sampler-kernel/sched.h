@@ -43,7 +43,9 @@
 #define VPS_CNT_AGG_FULL_NS 2
 #define VPS_CNT_NO_STACK   3     /* a stack id could not be taken (-EEXIST, -EFAULT) */
 #define VPS_CNT_NO_RQ      4     /* a switch where this CPU's run queue could not be found */
-#define VPS_CNT_NR         5
+#define VPS_CNT_MISSED_IN  5     /* a tracked thread's switch-in the program did not see (see sched.bpf.c) */
+#define VPS_CNT_MISSED_NS  6     /* the on-CPU time of those runs, from the task's own runtime */
+#define VPS_CNT_NR         7
 
 struct vps_key {
 	__u32 pid, tid;

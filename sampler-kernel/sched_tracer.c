@@ -208,6 +208,8 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.agg_full_ns = percpu_sum(s, VPS_CNT_AGG_FULL_NS);
 	s->st.no_stack += percpu_sum(s, VPS_CNT_NO_STACK);
 	s->st.no_rq = percpu_sum(s, VPS_CNT_NO_RQ);
+	s->st.missed_in = percpu_sum(s, VPS_CNT_MISSED_IN);
+	s->st.missed_ns = percpu_sum(s, VPS_CNT_MISSED_NS);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;

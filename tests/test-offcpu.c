@@ -1,7 +1,8 @@
 /* record --off-cpu and exact steal, live (root, BPF): one scenario per ctest entry.
  *   split    a thread alternating 30 ms of CPU (busy_30ms) and 70 ms asleep
  *            (sleep_70ms) for 5 s: off-CPU ~ 3.5 s (+-10% of what the fixture itself
- *            measured as not running), >= 95% of it under sleep_70ms and blocked;
+ *            measured as not running), >= 95% of it under sleep_70ms (what is not
+ *            run-queue wait on a loaded VM), blocked there for 70/30 of its CPU time;
  *            on-CPU under busy_30ms; running + runnable + blocked + steal = its wall
  *            time within 2%.
  *   compete  two spinning threads pinned to one vCPU (taskset -c 0): each waits on
@@ -148,7 +149,7 @@ static int split(void)
 	ASSERT_GE(off, 0);
 	ASSERT_GE(on, 0);
 	uint64_t offcpu = tsum(p, t->tid, off), under_sleep = 0, blocked_sleep = 0, oncpu = tsum(p, t->tid, on), under_busy = 0;
-	uint64_t preempted = 0, blocked = 0;
+	uint64_t preempted = 0, blocked = 0, woken_sleep = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		if (s->tid != t->tid)
@@ -161,6 +162,8 @@ static int split(void)
 			under_sleep += s->weight[off];
 			if (!strncmp(leaf(p, s), "[blocked:", 9))
 				blocked_sleep += s->weight[off];
+			if (!strcmp(leaf(p, s), "[runnable: woken]"))
+				woken_sleep += s->weight[off];
 		}
 		if (has_frame(p, s, "busy_30ms"))
 			under_busy += s->weight[on];
@@ -193,16 +196,25 @@ static int split(void)
 	 * busy_30ms, rightly: the rest is the sleeping function's, and blocked. */
 	ASSERT_GE(under_sleep * 100, (offcpu - preempted) * 95);
 	ASSERT_GE(blocked_sleep * 100, blocked * 95);
-	ASSERT_GE(blocked_sleep * 100, under_sleep * 95);
+	/* Blocked under sleep_70ms: 70 ms per 30 ms of the thread's CPU time (busy_30ms
+	 * counts CPU time, so this holds on a loaded VM too, where the thread also waits
+	 * on the run queue after each wakeup: runnable, rightly, not blocked). */
+	fprintf(stderr, "split: blocked under sleep_70ms %.1f ms (70/30 of the fixture's cpu: %.1f ms), runnable after "
+		"its wakeups %.1f ms\n", blocked_sleep / 1e6, t->cpu * 70.0 / 30 / 1e6, woken_sleep / 1e6);
+	ASSERT_DBL_NEAR(rel((double)blocked_sleep, t->cpu * 70.0 / 30), 0, 0.10);
 	ASSERT_GE(under_busy * 100, oncpu * 90);
-	/* The issue asks for 2%. Measured: 0.43% on a quiet VM, but -2.2% in one clean-clone
-	 * run (parts 4915.1 ms of a 5023.1 ms wall: off-CPU 75 ms and exact on-CPU 33 ms
-	 * short of the fixture's own figures; cause not found yet). Until it is, the test
-	 * holds the tracer to 3% and prints the figure; the 2% target is open. */
-	fprintf(stderr, "parts vs wall %+.2f%%, on-CPU + off-CPU vs wall %+.2f%% (target 2%%)\n",
-		100 * rel((double)parts, (double)t->wall), 100 * rel((double)(x->oncpu_ns + offcpu), (double)t->wall));
-	ASSERT_DBL_NEAR(rel((double)parts, (double)t->wall), 0, 0.03);
-	ASSERT_DBL_NEAR(rel((double)(x->oncpu_ns + offcpu), (double)t->wall), 0, 0.03);
+	/* The issue's 2%. Switch-ins the program did not see (on this VM: every switch
+	 * away from the VM's own agent process runs no BPF program) used to drop a whole
+	 * run and the off-CPU interval before it (-2.4% seen); the tracer now measures
+	 * such runs by the task's runtime, and says how many there were. */
+	const char *mi = vp_profile__meta(p, "sched.missed_in"), *mn = vp_profile__meta(p, "sched.missed_ns");
+	fprintf(stderr, "parts vs wall %+.2f%%, on-CPU + off-CPU vs wall %+.2f%% (target 2%%); switch-ins not seen %s "
+		"(their runs %.1f ms, from the tasks' runtime)\n",
+		100 * rel((double)parts, (double)t->wall), 100 * rel((double)(x->oncpu_ns + offcpu), (double)t->wall),
+		mi ? mi : "?", mn ? strtod(mn, NULL) / 1e6 : 0.0);
+	ASSERT_NOT_NULL(mi);
+	ASSERT_DBL_NEAR(rel((double)parts, (double)t->wall), 0, 0.02);
+	ASSERT_DBL_NEAR(rel((double)(x->oncpu_ns + offcpu), (double)t->wall), 0, 0.02);
 	vp_profile__free(p);
 
 	/* Every format carries off-CPU time and the combined view. */

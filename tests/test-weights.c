@@ -102,8 +102,11 @@ int main(int argc, char **argv)
 	char key[64];
 	snprintf(key, sizeof(key), "count.%s", event);
 	const char *counted = vp_profile__meta(p, key);
-	fprintf(stderr, "%s %s %s: %" PRIu64 " samples weigh %" PRIu64 "; the recorder counted %s; reference %" PRIu64 "\n",
-		backend, event, argv[5], n, w, counted ? counted : "(none)", want);
+	snprintf(key, sizeof(key), "tail.%s", event);
+	const char *tail = vp_profile__meta(p, key);
+	fprintf(stderr, "%s %s %s: %" PRIu64 " samples weigh %" PRIu64 " (of which %s after each thread's last sample); "
+		"the recorder counted %s; reference (perf stat's count) %" PRIu64 "\n",
+		backend, event, argv[5], n, w, tail ? tail : "0", counted ? counted : "(none)", want);
 	ASSERT_NOT_NULL(counted);
 	ASSERT_GT(n, 5);
 	ASSERT_DBL_NEAR((double)strtoull(counted, NULL, 10), (double)want, 0.02 * (double)want);
