@@ -180,7 +180,16 @@ int main(int argc, char **argv)
 	fprintf(stderr, "context-switches: viprof %" PRIu64 " (%" PRIu64 " in schedule), perf stat %" PRIu64 "\n", w, in,
 		cs);
 	ASSERT_UEQ(w, n);
-	ASSERT_DBL_NEAR((double)w, (double)cs, 0.05 * (double)cs);
+	/* Preemptions on a loaded machine add switches that differ from run to run (perf
+	 * stat 4471 in one CI run against viprof's 4182 in the next): the weights are held
+	 * to the count the kernel kept in the same recording (count.EVENT) within 2%, and
+	 * both runs must have done the 4000 switches the fixture asks for. */
+	const char *kept = vp_profile__meta(p, "count.context-switches");
+	ASSERT_NOT_NULL(kept);
+	uint64_t same = strtoull(kept, NULL, 10);
+	fprintf(stderr, "context-switches: counted in the same recording %" PRIu64 "\n", same);
+	ASSERT_DBL_NEAR((double)w, (double)same, 0.02 * (double)same);
+	ASSERT_GE(w, 3960);
 	ASSERT_GE(in, w * 9 / 10);
 	vp_profile__free(p);
 
