@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "daemon/cfi.h"
 #include "common/util.h"
@@ -590,4 +595,172 @@ void vp_cfi__free(struct vp_cfi *t)
 		return;
 	free(t->rules);
 	free(t);
+}
+
+/* ---- The unwind-rule cache (cfi.h). ---- */
+
+static const char *const cache_sources[] = { "none", "eh_frame", "debug_frame", "eh_frame+debug_frame" };
+
+static int check_dir(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+/* Opens (creating 0700 when missing) each component of path below an existing root. */
+static int open_dir_path(const char *path)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf) || buf[0] != '/')
+		return -EINVAL;
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *save = NULL;
+	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(fd, c, 0700) && errno != EEXIST) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = -errno;
+		close(fd);
+		if (next < 0)
+			return e;
+		fd = next;
+	}
+	return fd;
+}
+
+int vp_cfi__cache_open(void)
+{
+	const char *env = getenv("VIPROF_UNWIND_CACHE");
+	char path[PATH_MAX];
+	if (env && !strcmp(env, "off"))
+		return -ENOENT;
+	if (env && *env)
+		snprintf(path, sizeof(path), "%s", env);
+	else if (geteuid() == 0)
+		snprintf(path, sizeof(path), "/var/cache/viprof/unwind");
+	else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/')
+		snprintf(path, sizeof(path), "%s/viprof/unwind", env);
+	else if ((env = getenv("HOME")) && env[0] == '/')
+		snprintf(path, sizeof(path), "%s/.cache/viprof/unwind", env);
+	else
+		return -ENOENT;
+	int fd = open_dir_path(path);
+	if (fd < 0)
+		return fd;
+	int e = check_dir(fd);
+	if (e) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static void cache_name(const struct vp_cfi_key *k, char *out, size_t len)
+{
+	snprintf(out, len, "%llx-%llx-%llx-%llx.v%u", (unsigned long long)k->dev, (unsigned long long)k->ino,
+		 (unsigned long long)k->size, (unsigned long long)k->mtime_ns, VP_CFI_CACHE_VERSION);
+}
+
+struct vp_cfi *vp_cfi__cache_load(int dirfd, const struct vp_cfi_key *k)
+{
+	char name[128];
+	struct vp_cfi_cache_hdr h;
+	struct stat st;
+	struct vp_cfi *t = NULL;
+	int err = EBADMSG;
+
+	cache_name(k, name, sizeof(name));
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		goto cleanup;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		goto cleanup;
+	if (memcmp(h.magic, VP_CFI_CACHE_MAGIC, 8) || h.version != VP_CFI_CACHE_VERSION || h.hdr_size != sizeof(h) ||
+	    h.dev != k->dev || h.ino != k->ino || h.size != k->size || h.mtime_ns != k->mtime_ns ||
+	    h.nsegs > VP_CFI_CACHE_SEGS || h.nsegs > MAX_SEGS || h.source >= 4 || (h.flags & ~1u) ||
+	    (uint64_t)st.st_size != sizeof(h) + (uint64_t)h.nrules * sizeof(struct vpb_rule))
+		goto cleanup;
+	t = calloc(1, sizeof(*t));
+	if (!t || (h.nrules && !(t->rules = malloc((size_t)h.nrules * sizeof(*t->rules))))) {
+		err = ENOMEM;
+		goto cleanup;
+	}
+	size_t bytes = (size_t)h.nrules * sizeof(*t->rules);
+	if (bytes && pread(fd, t->rules, bytes, sizeof(h)) != (ssize_t)bytes)
+		goto cleanup;
+	if ((uint32_t)crc32(0L, (const Bytef *)t->rules, (uInt)bytes) != h.rules_crc32)
+		goto cleanup;
+	for (uint32_t i = 0; i < h.nrules; i++)
+		if (t->rules[i].kind > VPB_RULE_END || (i && t->rules[i].pc <= t->rules[i - 1].pc))
+			goto cleanup;
+	t->n = t->cap = h.nrules;
+	t->base = h.base;
+	t->nsegs = (int)h.nsegs;
+	for (uint32_t i = 0; i < h.nsegs; i++)
+		t->segs[i] = (struct seg){ h.segs[i][0], h.segs[i][1], h.segs[i][2], h.segs[i][3] };
+	t->source = cache_sources[h.source];
+	t->cut = h.flags & 1;
+	close(fd);
+	return t;
+cleanup:
+	vp_cfi__free(t);
+	close(fd);
+	errno = err;
+	return NULL;
+}
+
+int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_cfi *t)
+{
+	char name[128], tmp[160];
+	struct vp_cfi_cache_hdr h;
+	int e = 0;
+
+	if (t->failed || t->n > UINT32_MAX || t->nsegs > VP_CFI_CACHE_SEGS)
+		return -EINVAL;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, VP_CFI_CACHE_MAGIC, 8);
+	h.version = VP_CFI_CACHE_VERSION;
+	h.hdr_size = sizeof(h);
+	h.dev = k->dev, h.ino = k->ino, h.size = k->size, h.mtime_ns = k->mtime_ns;
+	h.base = t->base;
+	h.nsegs = (uint32_t)t->nsegs;
+	h.nrules = (uint32_t)t->n;
+	for (uint32_t i = 0; i < 4; i++)
+		if (!strcmp(t->source, cache_sources[i]))
+			h.source = i;
+	h.flags = t->cut ? 1 : 0;
+	for (int i = 0; i < t->nsegs; i++) {
+		h.segs[i][0] = t->segs[i].off;
+		h.segs[i][1] = t->segs[i].vaddr;
+		h.segs[i][2] = t->segs[i].filesz;
+		h.segs[i][3] = t->segs[i].memsz;
+	}
+	size_t bytes = t->n * sizeof(*t->rules);
+	h.rules_crc32 = (uint32_t)crc32(0L, (const Bytef *)t->rules, (uInt)bytes);
+	cache_name(k, name, sizeof(name));
+	snprintf(tmp, sizeof(tmp), ".%s.%d", name, (int)getpid());
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) ||
+	    (bytes && write(fd, t->rules, bytes) != (ssize_t)bytes))
+		e = errno ? -errno : -EIO;
+	if (close(fd) && !e)
+		e = -errno;
+	if (!e && renameat(dirfd, tmp, dirfd, name))
+		e = -errno;
+	if (e)
+		unlinkat(dirfd, tmp, 0);
+	return e;
 }

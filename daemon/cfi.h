@@ -48,4 +48,46 @@ bool vp_cfi__cut(const struct vp_cfi *t);
 
 void vp_cfi__free(struct vp_cfi *t);   /* accepts NULL */
 
+/* The unwind-rule cache: a table built once is kept on disk and loaded by later
+ * recordings of the same file (building libjvm.so's takes about 0.2 s of CPU). One file
+ * per ELF file, named after the file's identity (device, inode, size, mtime in ns), so a
+ * changed file misses. The format (little-endian, this header only):
+ *   struct vp_cfi_cache_hdr, then nrules struct vpb_rule;
+ * a reader checks magic, version, header size, the identity, the counts against the
+ * file's size, the CRC-32 of the rules, and that rules are sorted with known kinds; any
+ * mismatch is a miss (the table is rebuilt and the entry replaced). */
+#define VP_CFI_CACHE_MAGIC   "VPCFIC\0\1"
+#define VP_CFI_CACHE_VERSION 1u
+#define VP_CFI_CACHE_SEGS    16
+
+struct vp_cfi_cache_hdr {
+	char magic[8];
+	uint32_t version, hdr_size;
+	uint64_t dev, ino, size, mtime_ns;   /* the ELF file's identity */
+	uint64_t base;
+	uint32_t nsegs, nrules;
+	uint32_t source;                     /* 0 none, 1 eh_frame, 2 debug_frame, 3 both */
+	uint32_t flags;                      /* 1: cut (vp_cfi__cut) */
+	uint64_t segs[VP_CFI_CACHE_SEGS][4]; /* off, vaddr, filesz, memsz */
+	uint32_t rules_crc32, reserved;
+};
+
+struct vp_cfi_key {
+	uint64_t dev, ino, size, mtime_ns;
+};
+
+/* The cache directory, opened (O_DIRECTORY, no symlink followed at the last step) and
+ * checked: owned by the effective user and writable by no one else. VIPROF_UNWIND_CACHE
+ * names it (or "off" disables the cache); otherwise /var/cache/viprof/unwind for root,
+ * $XDG_CACHE_HOME/viprof/unwind or ~/.cache/viprof/unwind for others; created 0700
+ * when missing. -errno when there is no usable cache (the caller builds every table). */
+int vp_cfi__cache_open(void);
+
+/* The cached table of the file with identity k in cache directory dirfd, or NULL (errno
+ * ENOENT for a miss, EBADMSG for a damaged or stale entry). */
+struct vp_cfi *vp_cfi__cache_load(int dirfd, const struct vp_cfi_key *k);
+
+/* Stores t for k (a temporary file renamed into place). 0 or -errno. */
+int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_cfi *t);
+
 #endif

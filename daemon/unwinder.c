@@ -72,6 +72,8 @@ struct vp_unwinder {
 	bool vdso_tried;
 	uint32_t next_rule, next_page, next_table;
 	struct vpb_proc scratch;
+	int cache_fd;            /* the unwind-rule cache (vp_cfi__cache_open), -1 without */
+	bool cache_tried;
 	struct vp_unwinder_stats st;
 };
 
@@ -274,7 +276,19 @@ static struct file_table *file_for(struct vp_unwinder *u, int fd)
 	uint64_t t0 = mono_ns();
 	*f = (struct file_table){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = mt,
 				  .table = VPB_NO_TABLE };
-	f->cfi = vp_cfi__build(fd, err, sizeof(err));
+	/* Opened by the worker thread, on first use, not before the first sample. */
+	if (!u->cache_tried) {
+		u->cache_tried = true;
+		u->cache_fd = vp_cfi__cache_open();
+	}
+	struct vp_cfi_key key = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)mt };
+	if (u->cache_fd >= 0 && (f->cfi = vp_cfi__cache_load(u->cache_fd, &key))) {
+		u->st.cached++;
+	} else {
+		f->cfi = vp_cfi__build(fd, err, sizeof(err));
+		if (f->cfi && u->cache_fd >= 0 && vp_cfi__cache_store(u->cache_fd, &key, f->cfi) == 0)
+			u->st.stored++;
+	}
 	if (f->cfi)
 		f->table = upload(u, f->cfi);
 	u->st.parse_ns += mono_ns() - t0;
@@ -681,6 +695,7 @@ struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, bool laz
 		return NULL;
 	u->m = *maps;
 	u->lazy = lazy;
+	u->cache_fd = -1;
 	u->procs = calloc(maps->max_procs, sizeof(*u->procs));
 	u->free_slots = calloc(maps->max_procs, sizeof(*u->free_slots));
 	if (!u->procs || !u->free_slots) {
@@ -720,6 +735,8 @@ void vp_unwinder__free(struct vp_unwinder *u)
 	for (size_t i = 0; i < u->nfiles; i++)
 		vp_cfi__free(u->files[i].cfi);
 	vp_cfi__free(u->vdso_cfi);
+	if (u->cache_fd >= 0)
+		close(u->cache_fd);
 	free(u->files);
 	free(u->procs);
 	free(u->free_slots);

@@ -39,6 +39,7 @@ void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms);
 
 struct vp_unwinder_stats {
 	uint64_t files, rules, table_full, parse_ns, procs, jvms, jvm_failed;
+	uint64_t cached, stored; /* files whose tables came from / went to the unwind-rule cache */
 	char jvm_error[160];    /* the last reason a JVM's layout could not be read */
 };
 void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out);
