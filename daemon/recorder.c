@@ -636,6 +636,20 @@ static int finish_session(struct vp_recorder *r, struct vp_session_writer *w, st
 	return e;
 }
 
+int vp_recorder__set_freq(struct vp_recorder *r, uint64_t freq)
+{
+	if (r->stopped || r->halted || r->o.events || r->o.period || !r->be->set_freq)
+		return -ENOTSUP;   /* an event with its own rate term, or the perf backend */
+	int e = r->be->set_freq(r->s, freq);
+	if (e)
+		return e;
+	/* The next session's EVENT records say the new rate (reports weigh samples by it). */
+	for (int i = 0; i < r->cfg.nr_events; i++)
+		r->cfg.events[i].freq = freq;
+	r->o.freq = freq;
+	return 0;
+}
+
 int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *name, char *err, size_t errlen)
 {
 	const struct vp_record_opts *o = &r->o;
@@ -647,8 +661,11 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 		vp_set_err(err, errlen, "the recording has %s; nothing to rotate", r->stopped ? "ended" : "failed");
 		return -EINVAL;
 	}
-	/* Everything the kernel has buffered so far belongs to the old session. */
-	int n = r->be->poll(r->s, 0);
+	/* Everything the kernel has buffered so far belongs to the old session: drained
+	 * until a pass finds nothing (bounded: new samples keep coming). */
+	int n = 0;
+	for (int i = 0; i < 64 && (n = r->be->poll(r->s, 0)) > 0; i++)
+		;
 	if (n < 0 && n != -EINTR) {
 		vp_set_err(err, errlen, "the sampler failed before the rotation; stopping");
 		return fail_poll(r, n);

@@ -73,6 +73,11 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms);
  * The counts of vp_recorder__stats and END are per session. Not for owned recordings
  * (vp_recorder__start_owned). */
 int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *name, char *err, size_t errlen);
+/* Changes the sampling rate (-F) while recording, without reopening the events; call it
+ * just before vp_recorder__rotate so that each session has one rate (its EVENT records
+ * say the new one). -ENOTSUP when the events have rates of their own (-e with
+ * freq=/period=, -c) or the backend cannot (perf): then restart the recorder. */
+int vp_recorder__set_freq(struct vp_recorder *r, uint64_t freq);
 /* The launched command's exit status for the END record (a wait() status); without it
  * END says 0. */
 void vp_recorder__set_exit_status(struct vp_recorder *r, int wait_status);

@@ -324,8 +324,9 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 
 /* One recorder runs across intervals: at each boundary its session is rotated (the
  * sampler, tracer and stack walker stay loaded), so an interval costs what sampling
- * costs plus a rotation, not a recorder's start. It is restarted only to change the
- * rate (the budget) or after a failure. */
+ * costs plus a rotation, not a recorder's start. The budget's rate is set on the
+ * running sampler; the recorder is restarted only after a failure, or for a new rate
+ * when the backend cannot change it live (perf). */
 static void *cont_thread(void *arg)
 {
 	struct vp_cont *c = arg;
@@ -378,12 +379,13 @@ static void *cont_thread(void *arg)
 		uint64_t samples = vp_svc_rec__samples(r);
 		char ended[VP_INTERVAL_NAME_LEN + 1];
 		memcpy(ended, name, sizeof(ended));
-		/* The rate for the next interval, from this one's cost so far; it is the
-		 * sampler's, so a new rate needs a new recorder, else the session rotates. */
+		/* The rate for the next interval, from this one's cost so far. */
 		uint64_t next = vp_budget__next_freq(rfreq, c->o.freq, VP_CONT_MIN_FREQ,
 						     pct_of(vp_svc__cpu_ns() - cpu0, mono_ns() - t0), c->o.cpu_budget_pct);
 		bool rotated = false;
-		if (!stopping && !failed && next == rfreq && next_name(c, name)) {
+		/* A new rate is set on the running sampler when it can (the bpf backend):
+		 * only a backend that cannot change it live is restarted. */
+		if (!stopping && !failed && (next == rfreq || vp_svc_rec__set_freq(r, next) == 0) && next_name(c, name)) {
 			/* The boundary: the next interval begins as this one ends. */
 			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
 			int e = vp_svc_rec__rotate(r, path, err, sizeof(err));
@@ -404,6 +406,7 @@ static void *cont_thread(void *arg)
 		end_interval(c, ended, rfreq, t1 - t0, cpu1 - cpu0, samples, next);
 		t0 = t1;
 		cpu0 = cpu1;
+		rfreq = next;   /* the rotated recorder samples at it now */
 		pthread_mutex_lock(&c->lock);
 		c->freq = next;
 		c->current[0] = '\0';

@@ -131,6 +131,11 @@ int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t 
 	return e;
 }
 
+int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq)
+{
+	return r->stopped ? -EINVAL : vp_recorder__set_freq(r->rec, freq);
+}
+
 int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen)
 {
 	if (r->stopped)

@@ -32,6 +32,9 @@ int vp_svc_rec__poll(struct vp_svc_rec *r, int timeout_ms);
  * must not exist), without reloading the sampler. 0, or -errno with a one-line reason
  * in err (the old session then goes on). */
 int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t errlen);
+/* Changes the rate before the next rotation, without reloading the sampler. 0, or
+ * -ENOTSUP when the sampler cannot (then stop and start a new recording). */
+int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq);
 /* Ends the recording cleanly (the session is complete and readable afterwards).
  * 0, or -errno with a one-line reason in err. */
 int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen);
