@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/record_opts.h"
+#include "common/paths.h"
+#include "daemon/record_opts.h"
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"
@@ -261,7 +264,16 @@ int cmd_serve(int argc, char **argv)
 		serve_usage(stdout);
 		return 0;
 	}
-	const char *self = viprof_self_path();
+	/* --jvm-attach is read by record's own parser, so both take the same values. */
+	struct vp_record_opts jvm;
+	vp_record_opts__defaults(&jvm);
+	if (a.jvm_attach) {
+		char *jargv[] = { "record", "--jvm-attach", (char *)a.jvm_attach, NULL };
+		optind = 0;
+		if (record_opts__parse(&jvm, 3, jargv, err, sizeof(err)))
+			return serve_usage_error("%s", err);
+	}
+	const char *agent = a.no_jit ? NULL : viprof_agent_path();
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
 	struct vp_sock *sock = NULL;
@@ -276,10 +288,10 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	ret = 1;
 	if (a.continuous) {
-		struct vp_cont_opts co = { .viprof = self, .dir = a.continuous, .interval_s = a.interval_s,
+		struct vp_cont_opts co = { .dir = a.continuous, .interval_s = a.interval_s,
 					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
-					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm_attach = a.jvm_attach,
-					   .no_jit = a.no_jit, .log = stderr };
+					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm = &jvm,
+					   .agent = agent, .no_jit = a.no_jit, .log = stderr };
 		cont = vp_cont__start(&co, err, sizeof(err));
 		if (!cont) {
 			fprintf(stderr, "viprof serve: %s\n", err);
@@ -291,8 +303,8 @@ int cmd_serve(int argc, char **argv)
 			(unsigned long long)(a.keep_bytes >> 20));
 	}
 	if (a.http) {
-		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .viprof = self, .freq = a.freq,
-					  .jvm_attach = a.jvm_attach, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
+		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .freq = a.freq,
+					  .jvm = &jvm, .agent = agent, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
 					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
 					  .cpu_budget_pct = a.cpu_budget, .log = stderr };
 		api = vp_api__start(&ao, err, sizeof(err));

@@ -285,6 +285,7 @@ struct vp_recorder {
 	bool halted;                 /* the sampler was stopped after a failure */
 	bool stopped;                /* vp_recorder__stop ran */
 	int exit_status;             /* for END */
+	uint64_t samples_base, lost_base;   /* the sampler's counts when this session began (rotate) */
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
 };
@@ -338,7 +339,7 @@ static int check_events(struct vp_recorder *r, char *err, size_t errlen)
  * comes after the sampler started, so that a process which execs or maps a library
  * between the scan and the start cannot fall between the two (the loader lets these
  * synthesized mappings serve samples stamped before them). */
-static void scan_processes(struct vp_recorder *r)
+static void scan_processes(struct vp_recorder *r, struct vp_sink *sink)
 {
 	const struct vp_record_opts *o = &r->o;
 	struct vp_procsynth *ps = vp_procsynth__new();
@@ -347,11 +348,11 @@ static void scan_processes(struct vp_recorder *r)
 	if (!ps) {
 		e = -ENOMEM;
 	} else if (o->target == RECORD_TARGET_ALL) {
-		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), &r->cfg.sink);
+		e = vp_procsynth__all(ps, now_ns(CLOCK_MONOTONIC), sink);
 		e = e < 0 ? e : 0;
 	} else if (o->target == RECORD_TARGET_PIDS) {
 		for (int i = 0; i < o->npids && !e; i++) {
-			e = vp_procsynth__process(ps, o->pids[i], now_ns(CLOCK_MONOTONIC), &r->cfg.sink);
+			e = vp_procsynth__process(ps, o->pids[i], now_ns(CLOCK_MONOTONIC), sink);
 			if (e == -ESRCH)
 				e = 0;   /* exited since the check: its EXIT comes from the sampler */
 		}
@@ -533,7 +534,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 				"user stacks will follow frame pointers only\n", strerror(r->unwind_start.failed));
 	/* Durations (-d, the status line, END) count from here, not from the setup above. */
 	r->start = now_ns(CLOCK_MONOTONIC);
-	scan_processes(r);
+	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)
 		steal_snapshot(r->w, r->steal, MAX_CPUS);
@@ -615,6 +616,126 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 	return 1;
 }
 
+/* The old session's end at a rotation: what stop writes after the sampler is drained,
+ * without stopping it. Messages go to the log; 0 or -errno. */
+static int finish_session(struct vp_recorder *r, struct vp_session_writer *w, struct vp_kallsyms_loader **ksl,
+			  uint64_t start, uint64_t lost_base, uint64_t end_time)
+{
+	uint64_t samples = 0, lost = 0;
+	char err[1024];
+	int e;
+
+	r->be->counts(r->s, &samples, &lost);
+	if (*ksl)
+		take_kallsyms(ksl, w, &r->cfg, r->log);
+	if (r->steal)
+		steal_snapshot(w, r->steal, MAX_CPUS);
+	struct vp_end end = { .lost = lost - lost_base, .duration_ns = end_time - start };
+	if ((e = vp_session_writer__finish(w, end_time, &end, err, sizeof(err))))
+		fprintf(r->log, "viprof record: %s\n", err);
+	return e;
+}
+
+int vp_recorder__set_freq(struct vp_recorder *r, uint64_t freq)
+{
+	if (r->stopped || r->halted || r->o.events || r->o.period || !r->be->set_freq)
+		return -ENOTSUP;   /* an event with its own rate term, or the perf backend */
+	int e = r->be->set_freq(r->s, freq);
+	if (e)
+		return e;
+	/* The next session's EVENT records say the new rate (reports weigh samples by it). */
+	for (int i = 0; i < r->cfg.nr_events; i++)
+		r->cfg.events[i].freq = freq;
+	r->o.freq = freq;
+	return 0;
+}
+
+int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *name, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct vp_kallsyms_loader *nksl = NULL;
+	struct record_jvm_lock nlock = { .fd = -1 };
+	int e;
+
+	if (r->stopped || r->halted) {
+		vp_set_err(err, errlen, "the recording has %s; nothing to rotate", r->stopped ? "ended" : "failed");
+		return -EINVAL;
+	}
+	/* Everything the kernel has buffered so far belongs to the old session: drained
+	 * until a pass finds nothing (bounded: new samples keep coming). */
+	int n = 0;
+	for (int i = 0; i < 64 && (n = r->be->poll(r->s, 0)) > 0; i++)
+		;
+	if (n < 0 && n != -EINTR) {
+		vp_set_err(err, errlen, "the sampler failed before the rotation; stopping");
+		return fail_poll(r, n);
+	}
+	if ((e = record_sched__poll(r->sched, now_ns(CLOCK_MONOTONIC))) < 0) {
+		vp_set_err(err, errlen, "cannot write the switch tracer's records; stopping");
+		return fail_poll(r, e);
+	}
+
+	/* The next session, complete with its metadata, before anything is switched: a
+	 * session that cannot be created leaves the old one recording. */
+	struct vp_session_writer *nw = vp_session_writer__create_at(session_dirfd, name, (uid_t)-1, (gid_t)-1, 0, err,
+								    errlen);
+	if (!nw)
+		return errno ? -errno : -EIO;
+	uint64_t start_real = now_ns(CLOCK_REALTIME), start_mono = now_ns(CLOCK_MONOTONIC);
+	e = write_metadata(nw, o, r->be->name, r->why, o->events ? NULL : r->event_why, start_mono, start_real);
+	for (int i = 0; !e && i < r->cfg.nr_events; i++)
+		e = vp_session_writer__event(nw, &r->cfg.events[i]);
+	if (e) {
+		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(nw), strerror(-e));
+		vp_session_writer__discard(nw);
+		vp_session_writer__free(nw);
+		return e;
+	}
+	/* Kernel symbols are read again for each session (modules come and go, and each
+	 * session must stand alone), on the loader thread as at start. */
+	nksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
+	if (nksl)
+		vp_session_writer__defer_ksyms(nw);
+	else if (!o->user_only)
+		take_kallsyms(&nksl, nw, &r->cfg, r->log);
+
+	/* The switch: from here every record goes to the new session. The sampler, the
+	 * switch tracer and the stack walker stay as they are (one sink pointer moves). */
+	struct vp_session_writer *ow = r->w;
+	struct vp_kallsyms_loader *oksl = r->ksl;
+	struct record_jvm_lock olock = r->jvm_lock;
+	uint64_t ostart = r->start, olost = r->lost_base, end_time = now_ns(CLOCK_MONOTONIC);
+	r->unwind_sink.next = vp_session_writer__sink(nw);
+	r->w = nw;
+	r->ksl = nksl;
+	r->start = end_time;
+	r->be->counts(r->s, &r->samples_base, &r->lost_base);
+	r->last_steal = end_time;
+
+	/* What the new session needs to stand alone: the processes and mappings that
+	 * exist (written straight to the session: the stack walker knows them already),
+	 * a steal baseline, and the JVMs' code maps: an attach to a JVM that has the
+	 * agent moves it to this session's jit/<pid>/ with its live code replayed. */
+	struct vp_sink ws = vp_session_writer__sink(nw);
+	scan_processes(r, &ws);
+	if (r->steal)
+		steal_snapshot(nw, r->steal, MAX_CPUS);
+	r->jvm_lock = nlock;
+	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit && o->agent && *o->agent) {
+		e = record_jvm__attach(nw, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+		if (e < 0)
+			fprintf(r->log, "viprof: warning: cannot give the JVMs' code maps to %s: %s\n",
+				vp_session_writer__dir(nw), strerror(-e));
+	}
+
+	/* A failure to end the old session is logged by finish_session: it stays readable
+	 * to its last chunk, and recording goes on in the new one. */
+	finish_session(r, ow, &oksl, ostart, olost, end_time);
+	record_jvm__end(&olock);   /* agents not moved to the new session end the old maps */
+	vp_session_writer__free(ow);
+	return 0;
+}
+
 void vp_recorder__set_exit_status(struct vp_recorder *r, int wait_status)
 {
 	if (WIFEXITED(wait_status))
@@ -677,7 +798,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 		steal_snapshot(r->w, r->steal, MAX_CPUS);
 	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
 	r->end = (struct vp_end){
-		.lost = lost,
+		.lost = lost - r->lost_base,
 		.duration_ns = end_time - r->start,
 		.exit_status = (uint32_t)r->exit_status,
 	};
@@ -726,8 +847,8 @@ void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *s
 		st->disk_bytes = vp_session_writer__disk_bytes(r->w);
 	} else {
 		r->be->counts(r->s, &samples, &lost);
-		st->samples = samples;
-		st->lost = lost;
+		st->samples = samples - r->samples_base;
+		st->lost = lost - r->lost_base;
 		st->elapsed_ns = now_ns(CLOCK_MONOTONIC) - r->start;
 	}
 	st->stream_bytes = vp_session_writer__bytes(r->w);

@@ -60,6 +60,24 @@ struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, 
  * sampler or the session failed: sampling has stopped, what was written stays
  * readable, vp_recorder__error says why; call stop next. */
 int vp_recorder__poll(struct vp_recorder *r, int timeout_ms);
+/* Ends the current session and goes on recording into a new one, without stopping the
+ * sampler, the switch tracer or the stack walker (the continuous service's intervals):
+ * the session so far gets its kernel symbols, last steal, END and meta.json and is
+ * closed; the next, written through session_dirfd (an empty directory, as in
+ * vp_recorder__start; named name in messages), starts with its own metadata and events,
+ * the running processes' mappings, a steal baseline, kernel symbols read again, and the
+ * JVMs' agents moved to it (re-attached), so each session reads on its own. 0 once
+ * the new session is recorded (a failure to end the old one is logged; it stays
+ * readable to its last chunk); -errno when the new session cannot be created, and the
+ * old one goes on recording (err says why).
+ * The counts of vp_recorder__stats and END are per session. Not for owned recordings
+ * (vp_recorder__start_owned). */
+int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *name, char *err, size_t errlen);
+/* Changes the sampling rate (-F) while recording, without reopening the events; call it
+ * just before vp_recorder__rotate so that each session has one rate (its EVENT records
+ * say the new one). -ENOTSUP when the events have rates of their own (-e with
+ * freq=/period=, -c) or the backend cannot (perf): then restart the recorder. */
+int vp_recorder__set_freq(struct vp_recorder *r, uint64_t freq);
 /* The launched command's exit status for the END record (a wait() status); without it
  * END says 0. */
 void vp_recorder__set_exit_status(struct vp_recorder *r, int wait_status);

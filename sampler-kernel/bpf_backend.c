@@ -730,6 +730,25 @@ static int bpf_stop(struct sampler *s)
 	return rc;
 }
 
+static int bpf_set_freq(struct sampler *s, uint64_t freq)
+{
+	int ret = 0;
+
+	/* counted[] holds a copy of every event fd: the ioctl reaches the same event. */
+	for (int i = 0; i < s->nr_counted; i++) {
+		const struct sampler_event *ev = &s->cfg.events[s->counted[i].event];
+		uint64_t f = freq;
+		if (ev->period)
+			continue;
+		if (ioctl(s->counted[i].fd, PERF_EVENT_IOC_PERIOD, &f) != 0 && !ret)
+			ret = -errno;
+	}
+	for (int e = 0; !ret && e < s->cfg.nr_events; e++)
+		if (!s->cfg.events[e].period)
+			s->cfg.events[e].freq = freq;
+	return ret;
+}
+
 static void bpf_counts(const struct sampler *s, uint64_t *samples, uint64_t *lost)
 {
 	uint64_t l[VPB_LOST_NR];
@@ -805,4 +824,5 @@ const struct sampler_backend sampler_backend_bpf = {
 	.counts = bpf_counts,
 	.destroy = bpf_destroy,
 	.unwind_tables = bpf_unwind_tables,
+	.set_freq = bpf_set_freq,
 };

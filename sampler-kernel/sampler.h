@@ -97,6 +97,10 @@ struct sampler_backend {
 	/* The walker's tables when cfg.unwind was honoured; -ENOTSUP otherwise (the perf
 	 * backend walks frame pointers in the kernel). May be NULL. */
 	int (*unwind_tables)(struct sampler *s, struct sampler_unwind *out);
+	/* Changes the rate of the frequency-driven events (those without a period) while
+	 * sampling, without reopening anything (PERF_EVENT_IOC_PERIOD). 0 or -errno; an
+	 * event may be left at its old rate on failure. May be NULL: not supported. */
+	int (*set_freq)(struct sampler *s, uint64_t freq);
 };
 
 extern const struct sampler_backend sampler_backend_bpf;

@@ -75,8 +75,8 @@ static void profile(struct vp_api *a, const struct vp_http_req *req, struct vp_h
 	}
 	tfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	snprintf(sess, sizeof(sess), "%s/session", tmpl);
-	struct vp_svc_rec_opts ro = { .viprof = a->o.viprof, .dir = sess, .freq = a->o.freq, .seconds = (double)secs,
-				      .jvm_attach = a->o.jvm_attach, .no_jit = a->o.no_jit };
+	struct vp_svc_rec_opts ro = { .dir = sess, .freq = a->o.freq, .seconds = (double)secs, .jvm = a->o.jvm,
+				      .agent = a->o.agent, .no_jit = a->o.no_jit, .log = a->o.log };
 	r = vp_svc_rec__start(&ro, err, sizeof(err));
 	if (!r) {
 		vp_http__respond_text(c, 500, "%s", err);

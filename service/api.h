@@ -17,14 +17,15 @@
 #define VP_API_MAX_SECONDS 300
 
 struct vp_cont;
+struct vp_record_opts;
 
 struct vp_api_opts {
 	const char *listen;        /* --http ADDR:PORT */
 	const char *token_file;    /* --http-token, or NULL */
-	const char *viprof;        /* the viprof executable, for recordings */
 	uint64_t freq;             /* the profile endpoint's rate */
 	unsigned max_seconds;      /* 0: VP_API_MAX_SECONDS */
-	const char *jvm_attach;
+	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */
+	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
 	const char *tmpdir;        /* where profile requests record (default /tmp) */
 	struct vp_cont *cont;      /* the continuous recording, or NULL */

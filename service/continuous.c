@@ -290,9 +290,50 @@ static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *
 	}
 }
 
+/* The name of an interval starting now that does not exist yet (one a second). */
+static bool next_name(struct vp_cont *c, char name[VP_INTERVAL_NAME_LEN + 1])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	strftime(name, VP_INTERVAL_NAME_LEN + 1, VP_INTERVAL_FMT, gmtime_r(&t, &tm));
+	return faccessat(c->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
+}
+
+/* An interval's end: what it cost, in the log and in its service.json; the next rate. */
+static double pct_of(uint64_t cpu, uint64_t wall)
+{
+	return wall ? 100.0 * (double)cpu / (double)wall : 0;
+}
+
+static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall, uint64_t cpu,
+			 uint64_t samples, uint64_t next)
+{
+	double pct = pct_of(cpu, wall);
+	write_interval_file(c, name, freq, wall, cpu, pct, next);
+	carry_maps(c, name);
+	if (c->o.log) {
+		fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
+				  "(budget %.2f%%), %llu samples%s", name, (double)wall / 1e9, (unsigned long long)freq,
+			(double)cpu / 1e6, pct, c->o.cpu_budget_pct, (unsigned long long)samples, next != freq ? "" : "\n");
+		if (next != freq)
+			fprintf(c->o.log, "; next interval at %llu Hz%s\n", (unsigned long long)next,
+				next < freq && next == VP_CONT_MIN_FREQ ? " (the lowest rate; the budget is still missed)" : "");
+		fflush(c->o.log);
+	}
+}
+
+/* One recorder runs across intervals: at each boundary its session is rotated (the
+ * sampler, tracer and stack walker stay loaded), so an interval costs what sampling
+ * costs plus a rotation, not a recorder's start. The budget's rate is set on the
+ * running sampler; the recorder is restarted only after a failure, or for a new rate
+ * when the backend cannot change it live (perf). */
 static void *cont_thread(void *arg)
 {
 	struct vp_cont *c = arg;
+	struct vp_svc_rec *r = NULL;
+	char name[VP_INTERVAL_NAME_LEN + 1] = "", path[4200], err[768] = "";
+	uint64_t t0 = 0, cpu0 = 0, rfreq = 0;
+
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		bool stop = c->stopping;
@@ -301,60 +342,85 @@ static void *cont_thread(void *arg)
 		if (stop)
 			break;
 
-		char name[VP_INTERVAL_NAME_LEN + 1], path[4200], err[768] = "";
-		time_t t = time(NULL);
-		struct tm tm;
-		strftime(name, sizeof(name), VP_INTERVAL_FMT, gmtime_r(&t, &tm));
-		if (faccessat(c->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-			sleep(1);   /* an interval began this second already (a failed one): next second */
-			continue;
-		}
-		snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-		struct vp_svc_rec_opts ro = { .viprof = c->o.viprof, .dir = path, .freq = freq,
-					      .jvm_attach = c->o.jvm_attach, .no_jit = c->o.no_jit };
-		uint64_t t0 = mono_ns();
-		struct vp_svc_rec *r = vp_svc_rec__start(&ro, err, sizeof(err));
 		if (!r) {
-			set_error(c, err);
-			pthread_mutex_lock(&c->lock);
-			if (!c->stopping) {
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += 10;   /* retry, without spinning */
-				pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+			if (!next_name(c, name)) {
+				sleep(1);   /* an interval began this second already (a failed one): next second */
+				continue;
 			}
-			pthread_mutex_unlock(&c->lock);
-			continue;
+			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+			struct vp_svc_rec_opts ro = { .dir = path, .freq = freq, .jvm = c->o.jvm, .agent = c->o.agent,
+						      .no_jit = c->o.no_jit, .log = c->o.log };
+			if (!t0) {   /* else the last interval's end: a restart's cost is counted too */
+				t0 = mono_ns();
+				cpu0 = vp_svc__cpu_ns();
+			}
+			r = vp_svc_rec__start(&ro, err, sizeof(err));
+			if (!r) {
+				set_error(c, err);
+				t0 = 0;
+				pthread_mutex_lock(&c->lock);
+				if (!c->stopping) {
+					struct timespec ts;
+					clock_gettime(CLOCK_REALTIME, &ts);
+					ts.tv_sec += 10;   /* retry, without spinning */
+					pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+				}
+				pthread_mutex_unlock(&c->lock);
+				continue;
+			}
+			rfreq = freq;
 		}
 		pthread_mutex_lock(&c->lock);
 		snprintf(c->current, sizeof(c->current), "%s", name);
 		pthread_mutex_unlock(&c->lock);
 
 		bool failed = false;
-		wait_until(c, t0 + (uint64_t)c->o.interval_s * 1000000000ull, r, &failed);
-		int e = vp_svc_rec__stop(r, err, sizeof(err));
-		uint64_t wall = mono_ns() - t0, cpu = vp_svc_rec__cpu_ns(r);
-		vp_svc_rec__free(r);
-		if (e || failed)
-			set_error(c, err[0] ? err : "the interval's recording failed");
-		double pct = wall ? 100.0 * (double)cpu / (double)wall : 0;
-		uint64_t next = vp_budget__next_freq(freq, c->o.freq, VP_CONT_MIN_FREQ, pct, c->o.cpu_budget_pct);
-		write_interval_file(c, name, freq, wall, cpu, pct, next);
-		carry_maps(c, name);
-		if (c->o.log) {
-			fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
-					  "(budget %.2f%%)%s", name, (double)wall / 1e9, (unsigned long long)freq,
-				(double)cpu / 1e6, pct, c->o.cpu_budget_pct, next != freq ? "" : "\n");
-			if (next != freq)
-				fprintf(c->o.log, "; next interval at %llu Hz%s\n", (unsigned long long)next,
-					next < freq && next == VP_CONT_MIN_FREQ ? " (the lowest rate; the budget is still missed)" : "");
-			fflush(c->o.log);
+		bool stopping = wait_until(c, t0 + (uint64_t)c->o.interval_s * 1000000000ull, r, &failed);
+		uint64_t samples = vp_svc_rec__samples(r);
+		char ended[VP_INTERVAL_NAME_LEN + 1];
+		memcpy(ended, name, sizeof(ended));
+		/* The rate for the next interval, from this one's cost so far. */
+		uint64_t next = vp_budget__next_freq(rfreq, c->o.freq, VP_CONT_MIN_FREQ,
+						     pct_of(vp_svc__cpu_ns() - cpu0, mono_ns() - t0), c->o.cpu_budget_pct);
+		bool rotated = false;
+		/* A new rate is set on the running sampler when it can (the bpf backend):
+		 * only a backend that cannot change it live is restarted. */
+		if (!stopping && !failed && (next == rfreq || vp_svc_rec__set_freq(r, next) == 0) && next_name(c, name)) {
+			/* The boundary: the next interval begins as this one ends. */
+			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+			int e = vp_svc_rec__rotate(r, path, err, sizeof(err));
+			if (e)
+				set_error(c, err);
+			rotated = e == 0;
 		}
+		if (!rotated) {
+			int e = vp_svc_rec__stop(r, err, sizeof(err));
+			samples = vp_svc_rec__samples(r);
+			vp_svc_rec__free(r);
+			r = NULL;
+			if (e || failed)
+				set_error(c, err[0] ? err : "the interval's recording failed");
+		}
+		/* The rotation's (or the stop's) own work is charged to the interval it ends. */
+		uint64_t t1 = mono_ns(), cpu1 = vp_svc__cpu_ns();
+		end_interval(c, ended, rfreq, t1 - t0, cpu1 - cpu0, samples, next);
+		t0 = t1;
+		cpu0 = cpu1;
+		rfreq = next;   /* the rotated recorder samples at it now */
 		pthread_mutex_lock(&c->lock);
 		c->freq = next;
 		c->current[0] = '\0';
 		pthread_mutex_unlock(&c->lock);
-		vp_retention__apply(c->dirfd, time(NULL), c->o.interval_s, c->o.keep_age_s, c->o.keep_bytes, NULL, c->o.log);
+		vp_retention__apply(c->dirfd, time(NULL), c->o.interval_s, c->o.keep_age_s, c->o.keep_bytes,
+				    r ? name : NULL, c->o.log);
+	}
+	if (r) {
+		/* Stopped mid-interval (SIGINT, SIGTERM): the interval ends cleanly. */
+		int e = vp_svc_rec__stop(r, err, sizeof(err));
+		if (e)
+			set_error(c, err);
+		end_interval(c, name, rfreq, mono_ns() - t0, vp_svc__cpu_ns() - cpu0, vp_svc_rec__samples(r), rfreq);
+		vp_svc_rec__free(r);
 	}
 	return NULL;
 }

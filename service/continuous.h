@@ -19,15 +19,17 @@
 #define VP_CONT_MIN_FREQ 19              /* never below: a profile needs samples */
 #define VP_CONT_FILE "service.json"      /* per interval, beside the session's files */
 
+struct vp_record_opts;
+
 struct vp_cont_opts {
-	const char *viprof;        /* the viprof executable */
 	const char *dir;
 	unsigned interval_s;
 	uint64_t keep_age_s;       /* 0: no age limit */
 	uint64_t keep_bytes;       /* 0: no size limit */
 	double cpu_budget_pct;     /* of one CPU; 0: no budget */
 	uint64_t freq;             /* the rate asked for (Hz) */
-	const char *jvm_attach;    /* --jvm-attach for each interval, or NULL */
+	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */
+	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
 	FILE *log;
 };

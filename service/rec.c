@@ -1,173 +1,173 @@
-/* The service's recordings (rec.h), driven as a 'viprof record -a -g' child: the
- * recorder library (daemon/recorder.h) is being carved out of record on another
- * branch; this file is the one place that changes when it lands. The child is the
- * same code path as 'viprof record', so its sessions are what users know. */
+/* The service's recordings (rec.h), in-process through the recorder library: the same
+ * code path as 'viprof record -a -g -q', so the sessions are what users know, without
+ * a child's start-up (loading the sampler, reading kernel symbols, building unwind
+ * tables) per recording. */
 #define _GNU_SOURCE
 #include "service/rec.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/launch.h"
 #include "common/util.h"
+#include "daemon/record_opts.h"
+#include "daemon/recorder.h"
 
 struct vp_svc_rec {
-	struct vp_held_child child;
-	int status;
-	bool done;
-	uint64_t cpu_ns;      /* the child's CPU time, read while it runs or from wait4 */
+	struct vp_record_opts o;   /* the recorder points at o and dir: they live as long */
+	struct vp_recorder *rec;
+	bool stopped;
+	int stop_err;
+	uint64_t samples;          /* after stop */
 	char dir[4096];
 };
 
-static uint64_t proc_cpu_ns(pid_t pid)
+uint64_t vp_svc__cpu_ns(void)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	unsigned long long ut = 0, st = 0;
-	/* After the comm: state, then fields 4..13; utime and stime are fields 14 and 15. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return 0;
-	long hz = sysconf(_SC_CLK_TCK);
-	return (ut + st) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
 }
 
-struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *o, char *err, size_t errlen)
+/* mkdir 0700 and open it without following links: the recorder writes through the fd. */
+static int make_dir(const char *dir, char *err, size_t errlen)
 {
-	char freq[32], secs[32];
-	const char *argv[24];
-	int n = 0, e;
+	if (mkdir(dir, 0700) != 0) {
+		int e = errno;
+		vp_set_err(err, errlen, "cannot create the session directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		vp_set_err(err, errlen, "cannot open the session directory %s: %s", dir, strerror(e));
+		rmdir(dir);
+		return -e;
+	}
+	return fd;
+}
+
+struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err, size_t errlen)
+{
 	struct vp_svc_rec *r = calloc(1, sizeof(*r));
 	if (!r) {
 		vp_set_err(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
-	r->child = (struct vp_held_child){ .pid = -1, .go_fd = -1, .exec_fd = -1 };
-	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
-	snprintf(freq, sizeof(freq), "%llu", (unsigned long long)o->freq);
-	argv[n++] = o->viprof;
-	argv[n++] = "record";
-	argv[n++] = "-a";
-	argv[n++] = "-g";
-	argv[n++] = "-q";
-	argv[n++] = "-F";
-	argv[n++] = freq;
-	if (o->seconds > 0) {
-		snprintf(secs, sizeof(secs), "%.3f", o->seconds);
-		argv[n++] = "-d";
-		argv[n++] = secs;
+	snprintf(r->dir, sizeof(r->dir), "%s", so->dir);
+	struct vp_record_opts *o = &r->o;
+	vp_record_opts__defaults(o);
+	if (so->jvm) {
+		o->jvm_attach = so->jvm->jvm_attach;
+		o->jvm_attach_given = so->jvm->jvm_attach_given;
+		o->jvm_n = so->jvm->jvm_n;
+		memcpy(o->jvm_uids, so->jvm->jvm_uids, sizeof(o->jvm_uids));
+		memcpy(o->jvm_pids, so->jvm->jvm_pids, sizeof(o->jvm_pids));
 	}
-	if (o->no_jit) {
-		argv[n++] = "--no-jit";
-	} else if (o->jvm_attach) {
-		argv[n++] = "--jvm-attach";
-		argv[n++] = o->jvm_attach;
-	}
-	argv[n++] = "-o";
-	argv[n++] = o->dir;
-	argv[n] = NULL;
-	struct vp_launch_opts lo = { .who = "viprof serve" };
-	if ((e = vp_child__launch(&r->child, (char *const *)argv, &lo)) < 0) {
-		vp_set_err(err, errlen, "cannot start the recorder (%s record): %s", o->viprof, strerror(-e));
+	/* The service picks its JVMs on purpose: no warning per interval about every user's. */
+	o->jvm_attach_given = true;
+	o->target = RECORD_TARGET_ALL;
+	o->callchain = true;
+	o->quiet = true;
+	o->freq = so->freq;
+	o->duration = so->seconds;
+	o->output = r->dir;
+	o->no_jit = so->no_jit || !so->agent;
+	o->agent = so->agent;
+	o->log = so->log;
+	o->cmdline = "viprof serve";
+	int fd = make_dir(r->dir, err, errlen);
+	if (fd < 0) {
 		free(r);
-		errno = -e;
+		errno = -fd;
 		return NULL;
 	}
-	int exec_errno = 0;
-	if ((e = vp_child__release(&r->child, &exec_errno)) < 0 || exec_errno) {
-		e = e < 0 ? e : -exec_errno;
-		vp_set_err(err, errlen, "cannot run %s record: %s", o->viprof, strerror(-e));
-		vp_svc_rec__free(r);
-		errno = -e;
+	r->rec = vp_recorder__start(o, fd, err, errlen);
+	int e = errno;
+	close(fd);
+	if (!r->rec) {
+		rmdir(r->dir);   /* the recorder left it empty */
+		free(r);
+		errno = e;
 		return NULL;
 	}
 	return r;
 }
 
-static void reap(struct vp_svc_rec *r, bool block)
-{
-	struct rusage ru;
-	int status;
-	if (r->done || r->child.pid <= 0)
-		return;
-	pid_t p = wait4(r->child.pid, &status, block ? 0 : WNOHANG, &ru);
-	if (p == r->child.pid) {
-		r->done = true;
-		r->status = status;
-		r->cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-			    (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-	} else if (p < 0 && errno == ECHILD) {
-		r->done = true;
-		r->status = 1 << 8;
-	}
-}
-
 int vp_svc_rec__poll(struct vp_svc_rec *r, int timeout_ms)
 {
-	for (int waited = 0;; waited += 50) {
-		reap(r, false);
-		if (r->done)
-			return WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0 ? 0 : -EIO;
-		if (waited >= timeout_ms)
-			return 1;
-		usleep(50000);
+	if (r->stopped)
+		return r->stop_err;
+	return vp_recorder__poll(r->rec, timeout_ms);
+}
+
+int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t errlen)
+{
+	char old[sizeof(r->dir)];
+	if (r->stopped) {
+		vp_set_err(err, errlen, "the recording has ended");
+		return -EINVAL;
 	}
+	int fd = make_dir(dir, err, errlen);
+	if (fd < 0)
+		return fd;
+	/* o.output names the session in its messages: it points at r->dir. */
+	memcpy(old, r->dir, sizeof(old));
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	int e = vp_recorder__rotate(r->rec, fd, r->dir, err, errlen);
+	close(fd);
+	if (e) {
+		/* Not rotated: the old session goes on under its name. */
+		memcpy(r->dir, old, sizeof(old));
+		rmdir(dir);
+	}
+	return e;
+}
+
+int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq)
+{
+	return r->stopped ? -EINVAL : vp_recorder__set_freq(r->rec, freq);
 }
 
 int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen)
 {
-	reap(r, false);
-	if (!r->done) {
-		r->cpu_ns = proc_cpu_ns(r->child.pid);
-		/* SIGINT is record's clean end: drain, END, meta.json. */
-		kill(r->child.pid, SIGINT);
-		for (int i = 0; i < 200 && !r->done; i++) {
-			usleep(50000);
-			reap(r, false);
-		}
-		if (!r->done) {
-			/* Ten seconds without finishing: what was flushed stays readable. */
-			kill(r->child.pid, SIGKILL);
-			reap(r, true);
-		}
+	if (r->stopped)
+		return r->stop_err;
+	r->stopped = true;
+	int e = vp_recorder__stop(r->rec);
+	struct vp_recorder_stats st;
+	vp_recorder__stats(r->rec, &st);
+	r->samples = st.samples;
+	if (e) {
+		const char *why = vp_recorder__error(r->rec);
+		vp_set_err(err, errlen, "the recording %s failed: %s", r->dir, why && *why ? why : strerror(-e));
 	}
-	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)
-		return 0;
-	vp_set_err(err, errlen, "the recorder for %s %s %d; its messages are in the service's log", r->dir,
-		   WIFSIGNALED(r->status) ? "was killed by signal" : "exited with status",
-		   WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status));
-	return -EIO;
+	r->stop_err = e;
+	return e;
 }
 
-uint64_t vp_svc_rec__cpu_ns(const struct vp_svc_rec *r)
+uint64_t vp_svc_rec__samples(const struct vp_svc_rec *r)
 {
-	return r->done ? r->cpu_ns : proc_cpu_ns(r->child.pid);
+	if (r->stopped)
+		return r->samples;
+	struct vp_recorder_stats st;
+	vp_recorder__stats(r->rec, &st);
+	return st.samples;
 }
 
 void vp_svc_rec__free(struct vp_svc_rec *r)
 {
 	if (!r)
 		return;
-	if (!r->done && r->child.pid > 0)
+	if (!r->stopped && r->rec)
 		vp_svc_rec__stop(r, NULL, 0);
-	vp_child__close(&r->child);
+	vp_recorder__free(r->rec);
 	free(r);
 }

@@ -1,22 +1,25 @@
 /* One whole-VM recording as the service makes them (-a, -g, cpu-clock at a given rate,
- * the JVM agent attached to the machine's JVMs unless they opt out): start, poll, stop.
- * Kept behind this small interface so that the pprof endpoint and the continuous
- * recording do not depend on how the recorder is driven: the recorder library
- * (daemon/recorder.h) once it exists, and until then a 'viprof record' child. */
+ * the JVM agent attached to the machine's JVMs unless they opt out): start, poll,
+ * rotate, stop. In-process, through the recorder library (daemon/recorder.h), on the
+ * calling thread: the pprof endpoint and the continuous recording each drive their own. */
 #ifndef VIPROF_SERVICE_REC_H
 #define VIPROF_SERVICE_REC_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
+struct vp_record_opts;
+
 struct vp_svc_rec_opts {
-	const char *viprof;        /* the viprof executable (the child implementation) */
 	const char *dir;           /* the session directory to create (must not exist) */
 	uint64_t freq;             /* Hz */
 	double seconds;            /* 0: until stopped */
-	const char *jvm_attach;    /* record's --jvm-attach value, or NULL (all) */
+	const struct vp_record_opts *jvm;   /* --jvm-attach's selection (jvm_* fields), or NULL: all */
+	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;               /* no agent at all */
+	FILE *log;                 /* the recorder's warnings; NULL: stderr */
 };
 
 struct vp_svc_rec;
@@ -25,11 +28,22 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *o, char *err,
 /* Waits up to timeout_ms: >0 still recording, 0 finished (its duration elapsed), <0
  * -errno (the recording failed; vp_svc_rec__stop says why). */
 int vp_svc_rec__poll(struct vp_svc_rec *r, int timeout_ms);
-/* Ends the recording cleanly (the session is complete and readable afterwards) and
- * waits for it. 0, or -errno with a one-line reason in err. */
+/* Ends the current session (complete and readable) and records on into dir (created,
+ * must not exist), without reloading the sampler. 0, or -errno with a one-line reason
+ * in err (the old session then goes on). */
+int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t errlen);
+/* Changes the rate before the next rotation, without reloading the sampler. 0, or
+ * -ENOTSUP when the sampler cannot (then stop and start a new recording). */
+int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq);
+/* Ends the recording cleanly (the session is complete and readable afterwards).
+ * 0, or -errno with a one-line reason in err. */
 int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen);
-/* CPU time the recording has cost so far (user + system, ns). */
-uint64_t vp_svc_rec__cpu_ns(const struct vp_svc_rec *r);
+/* Samples of the current session so far (final after stop). */
+uint64_t vp_svc_rec__samples(const struct vp_svc_rec *r);
 void vp_svc_rec__free(struct vp_svc_rec *r);   /* stops first if needed; accepts NULL */
+
+/* CPU time (user + system, ns) the whole service process has used so far, every
+ * thread: the recorders run inside it. */
+uint64_t vp_svc__cpu_ns(void);
 
 #endif

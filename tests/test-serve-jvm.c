@@ -1,0 +1,173 @@
+/* viprof serve --continuous and the JVM agent (issue 14 item 3), one scenario per ctest
+ * entry, JDK 17 or Temurin 25 (argv[1]):
+ *   agent:  a JitSplit JVM started after the service gets the agent at the next interval
+ *           boundary (the recorder rotates its session and re-attaches), and its hot
+ *           methods are named in the later intervals, each read on its own: two or more
+ *           intervals with the JVM's own code map, most of its JIT samples named and the
+ *           JitSplit.hot* methods among them.
+ *   optout: the same JVM started with VIPROF_NO_AGENT=1 never gets the agent: no interval
+ *           has a code map of it, it has no agent thread, and none of its samples is
+ *           named as a Java method. */
+#include "test-agent-util.h"
+
+#include <signal.h>
+
+#include "postproc/profile.h"
+#include "postproc/session.h"
+
+static char dir[256];
+static pid_t jvm;
+
+/* The JVM's samples in one interval: named JIT leaves, and samples in JitSplit.hot*. */
+static void jvm_samples(const char *sess, double *all, double *named, double *hot)
+{
+	char err[512];
+	uint32_t pid = (uint32_t)jvm;
+	struct vp_session_opts o = { .pids = &pid, .npids = 1 };
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(sess, p, &o, err, sizeof(err)))
+		FAIL("load %s: %s", sess, err);
+	*all = *named = *hot = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->nframes)
+			continue;
+		double n = (double)s->samples[0];
+		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
+		*all += n;
+		if (leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED)
+			*named += n;
+		for (uint32_t f = 0; f < s->nframes; f++)
+			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
+				*hot += n;
+				break;
+			}
+	}
+	vp_profile__free(p);
+}
+
+static bool has_agent_thread(void)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)jvm);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool found = false;
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)jvm, de->d_name);
+		char *comm = tu_read(path);
+		found = !strcmp(comm, "viprof-jvmti\n");
+		free(comm);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Waits until the service's log has logged n ended intervals, up to timeout_s. */
+static void wait_intervals(const char *log, int n, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		char *s = tu_read(log);
+		int k = tu_count_lines(s, "of one CPU (budget");
+		free(s);
+		if (k >= n)
+			return;
+		usleep(200000);
+	}
+	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+	tu_require_fixtures();
+	REQUIRE_ROOT();
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	bool optout = argc > 2 && !strcmp(argv[2], "optout");
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir(optout ? "servejvm-optout" : "servejvm-agent"));
+	char cdir[400], sout[400], jout[400], jerr[400];
+	snprintf(cdir, sizeof(cdir), "%s/c", dir);
+	snprintf(sout, sizeof(sout), "%s/serve.log", dir);
+	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
+	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
+
+	/* 4 s intervals without a budget: one recorder, rotated at each boundary. */
+	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0", NULL };
+	pid_t serve = tu_spawn(sargv, sout, sout);
+	/* The first interval ended: the sampler is loaded (its start can take long on a
+	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
+	wait_intervals(sout, 1, 150);
+	/* The JVM starts after the service (the service and its recorder do not know it). */
+	if (optout)
+		setenv("VIPROF_NO_AGENT", "1", 1);
+	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "40", NULL };
+	jvm = tu_spawn(jargv, jout, jerr);
+	unsetenv("VIPROF_NO_AGENT");
+	wait_intervals(sout, 5, 90);   /* four more boundaries */
+	sleep(1);
+	bool agent_thread = has_agent_thread();
+	ASSERT_OK(kill(serve, SIGINT));
+	ASSERT_EQ(tu_wait(serve, 60), 0);
+	char *log = tu_read(sout);
+	fprintf(stderr, "%s", log);
+
+	DIR *d = opendir(cdir);
+	ASSERT_NOT_NULL(d);
+	char *names[64];
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < 64)
+		if (strlen(de->d_name) == 16)
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	ASSERT_GE(n, 4);
+	int with_map = 0, named_ok = 0;
+	for (int i = 0; i < n; i++) {
+		char sess[600], map[700];
+		struct stat st;
+		snprintf(sess, sizeof(sess), "%s/%s", cdir, names[i]);
+		snprintf(map, sizeof(map), "%s/jit/%d/codemap.vpm", sess, (int)jvm);
+		bool has_map = stat(map, &st) == 0 && st.st_size > 0;
+		double all, named, hot;
+		jvm_samples(sess, &all, &named, &hot);
+		fprintf(stderr, "%s: JVM %d: code map %s, %.0f samples, %.0f in named JIT code, %.0f in JitSplit.hot*\n",
+			names[i], (int)jvm, has_map ? "yes" : "no", all, named, hot);
+		with_map += has_map;
+		/* An interval where the JVM ran hot with the agent: most of its samples in
+		 * named JIT code, the hot methods among them. */
+		if (has_map && all >= 100 && named > 0.6 * all && hot > 0.5 * all)
+			named_ok++;
+		if (optout) {
+			ASSERT_FALSE(has_map);
+			ASSERT_EQ(named, 0);
+			ASSERT_EQ(hot, 0);
+		}
+		free(names[i]);
+	}
+	fprintf(stderr, "%d intervals, %d with the JVM's code map, %d with its hot methods named; agent thread: %s\n", n,
+		with_map, named_ok, agent_thread ? "yes" : "no");
+	if (optout) {
+		ASSERT_FALSE(agent_thread);
+	} else {
+		ASSERT_TRUE(agent_thread);
+		/* Each rotation moved the agent: the intervals after the first boundary each have their own map. */
+		ASSERT_GE(with_map, 2);
+		ASSERT_GE(named_ok, 2);
+	}
+	free(log);
+	kill(jvm, SIGKILL);
+	waitpid(jvm, NULL, 0);
+	tu_rm_rf(dir);
+	printf("ok\n");
+	return 0;
+}
