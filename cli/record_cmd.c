@@ -254,6 +254,22 @@ static int open_session_for_service(const struct vp_record_opts *o, char *abs, s
  * same output; the session is this user's directory, written by the service through
  * the fd passed here; a command is launched here, held, and released once the service
  * samples it. Returns the exit status. */
+/* The launched command outlived the recording: SIGTERM, then up to 1 s for it to exit
+ * (its status in *status and *done set when it did). */
+static void terminate_child(pid_t child, int *status, bool *done)
+{
+	int st;
+	kill(child, SIGTERM);
+	for (int i = 0; i < 20 && !*done; i++) {
+		if (waitpid(child, &st, WNOHANG) == child) {
+			*status = st;
+			*done = true;
+		} else {
+			usleep(50000);
+		}
+	}
+}
+
 static int record_via_service(struct vp_record_opts *o, int sock)
 {
 	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
@@ -392,17 +408,8 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		}
 	}
 	if (child && !child_done && started) {
-		int status;
-		kill(child, SIGTERM);
 		we_stopped_child = true;
-		for (int i = 0; i < 20 && !child_done; i++) {
-			if (waitpid(child, &status, WNOHANG) == child) {
-				child_status = status;
-				child_done = true;
-			} else {
-				usleep(50000);
-			}
-		}
+		terminate_child(child, &child_status, &child_done);
 	}
 	if (done) {
 		double secs = (double)elapsed / 1e9;
@@ -578,17 +585,8 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	if (child && !child_done) {
-		int status;
-		kill(child, SIGTERM);
 		we_stopped_child = true;
-		for (int i = 0; i < 20 && !child_done; i++) {
-			if (waitpid(child, &status, WNOHANG) == child) {
-				child_status = status;
-				child_done = true;
-			} else {
-				usleep(50000);
-			}
-		}
+		terminate_child(child, &child_status, &child_done);
 	}
 	if (child_done && !we_stopped_child)
 		vp_recorder__set_exit_status(rec, child_status);
