@@ -250,10 +250,6 @@ static int open_session_for_service(const struct vp_record_opts *o, char *abs, s
 	return fd;
 }
 
-/* 'viprof record' through the service (service/sock_proto.h): the same options and the
- * same output; the session is this user's directory, written by the service through
- * the fd passed here; a command is launched here, held, and released once the service
- * samples it. Returns the exit status. */
 /* The launched command outlived the recording: SIGTERM, then up to 1 s for it to exit
  * (its status in *status and *done set when it did). */
 static void terminate_child(pid_t child, int *status, bool *done)
@@ -270,6 +266,10 @@ static void terminate_child(pid_t child, int *status, bool *done)
 	}
 }
 
+/* 'viprof record' through the service (service/sock_proto.h): the same options and the
+ * same output; the session is this user's directory, written by the service through
+ * the fd passed here; a command is launched here, held, and released once the service
+ * samples it. Returns the exit status. */
 static int record_via_service(struct vp_record_opts *o, int sock)
 {
 	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
