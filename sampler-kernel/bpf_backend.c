@@ -740,6 +740,12 @@ static int bpf_set_freq(struct sampler *s, uint64_t freq)
 		uint64_t f = freq;
 		if (ev->period)
 			continue;
+		/* The kernel turns a clock event's frequency into a fixed period in ns when it
+		 * opens (perf_swevent_init_hrtimer), so the ioctl takes a period for those: a
+		 * rate in Hz given as-is made 19 Hz a 19 ns period and flooded the service. */
+		if (ev->type == PERF_TYPE_SOFTWARE &&
+		    (ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK))
+			f = 1000000000ull / (freq ? freq : 1);
 		if (ioctl(s->counted[i].fd, PERF_EVENT_IOC_PERIOD, &f) != 0 && !ret)
 			ret = -errno;
 	}
