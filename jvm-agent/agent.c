@@ -18,6 +18,7 @@
 #define _GNU_SOURCE      /* process_vm_readv */
 #endif
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -40,6 +41,7 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "common/util.h"
+#include "jvm-agent/codeheap.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmstructs.h"
 #include "maps/codemap_format.h"
@@ -137,11 +139,12 @@ static uint64_t now_ns(void)
  * bytes queued or written per record type, printed to stderr when the agent stops. The
  * clocks are read only when stats are on: off, each site costs one predictable branch. */
 enum st_kind {
-	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_NKINDS
+	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_SCAN, ST_SCAN_DECODE,
+	ST_NKINDS
 };
 static const char *const st_name[ST_NKINDS] = {
 	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
-	"GarbageCollectionFinish", "writer (all)", "writer: naming",
+	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
 };
 struct st_mark {
 	uint64_t wall, cpu;
@@ -526,9 +529,8 @@ static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineReco
  * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
  * inlining as INLINE2, encoded straight into the queue. */
 static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
-			  const void *compile_info)
+			  const void *compile_info, uint64_t t, uint8_t level)
 {
-	uint64_t t = now_ns();
 	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
 	struct inl_table tab;
 	struct mnames scratch;
@@ -557,7 +559,7 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
-		b->level = VP_CM_LEVEL_UNKNOWN;
+		b->level = level;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
 	if (b && npcs) {
@@ -582,6 +584,532 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 	unlock_notify();
 }
 
+/* ---- code loads from walking the code heaps (the default on HotSpot) ----
+ * The agent thread walks HotSpot's code heaps (codeheap.h) every SCAN_MIN_MS to
+ * SCAN_MAX_MS, sooner after a GC, and diffs what it finds against the previous walk:
+ * new compiled methods become METHOD_LOAD2 + INLINE2 records, vanished ones
+ * METHOD_UNLOAD, exactly what the CompiledMethodLoad/Unload callbacks would have queued,
+ * through the same queue. The JVM then posts no per-method event and builds no inline
+ * record on its Service Thread; the cost moves to this thread.
+ *
+ * Times. Code absent from the walk that started at s and present in the next one was
+ * installed after s: its load record carries s, the earliest moment it can have run
+ * (a reader may find it in the epoch after a GC that fell in between; see
+ * maps/jit_index.c). Code that vanished is declared gone when two complete walks in a
+ * row miss it (a walk racing the allocator can skip a block without noticing), or at
+ * once when new code takes its place; its unload carries the last GC that finished
+ * between the walk that last saw it and the first that missed it (JDK 20+ frees code
+ * only at GC), else the end of that first walk. */
+#define SCAN_MIN_MS 50
+#define SCAN_MAX_MS 800
+
+struct known {
+	uint64_t blob, code_start, method, jmid;
+	uint64_t seen_start;     /* start of the last walk that saw it */
+	uint64_t missed_end;     /* end of the first walk that missed it (0: seen last time) */
+	uint32_t code_size;
+	int32_t compile_id;
+};
+
+static struct scan {
+	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
+	bool check;              /* option scancheck: events on, each checked against a decode */
+	bool forced_events;      /* option jit=events */
+	bool redrained;          /* this walk wrote the queue again for an unknown Method* */
+	struct vp_ch ch;
+	struct vp_ch_scopes sc;
+	struct known *prev, *cur, *next;
+	size_t nprev, ncur, nnext, cap_prev, cap_cur, cap_next;
+	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
+	uint64_t due;            /* next walk at or after this time */
+	uint32_t period_ms;
+	uint64_t gc_seen;        /* GC ring head at the last walk */
+	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
+	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
+	size_t mcap, mn;
+	PCStackInfo *pcinfo;
+	jmethodID *ids;
+	jint *bcis;
+	size_t cap_pcinfo, cap_ids, cap_bcis;
+	uint64_t walks, incomplete, loads, unloads, unknown, undecoded, fallback;
+	/* scancheck */
+	jrawMonitorID chk_lock;
+	struct vp_ch_scopes chk_sc;
+	uint64_t chk_n, chk_same, chk_differ, chk_missing;
+	char chk_first[256];
+} SC = { .period_ms = SCAN_MIN_MS };
+
+static size_t take(const uint8_t **buf);
+static int drain(const uint8_t *buf, size_t len);
+static void scan_drain(void);
+
+static size_t mslot(uint64_t k)
+{
+	size_t mask = SC.mcap - 1, h = (size_t)(k * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	while (SC.mkey[h] && SC.mkey[h] != k)
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* Remembers that Method* ptr is jmethodID id (from a METHOD_PTR record, on the agent
+ * thread); a later record for a reused Method* replaces the earlier one. */
+static int method_ptr_put(uint64_t ptr, uint64_t id, uint64_t t)
+{
+	if (!ptr || !id)
+		return 0;
+	if ((SC.mn + 1) * 2 > SC.mcap) {
+		size_t ocap = SC.mcap, ncap = ocap ? ocap * 2 : 1u << 14;
+		uint64_t *ok = SC.mkey, *ov = SC.mval, *ot = SC.mtime;
+		SC.mkey = calloc(ncap, sizeof(*SC.mkey));
+		SC.mval = calloc(ncap, sizeof(*SC.mval));
+		SC.mtime = calloc(ncap, sizeof(*SC.mtime));
+		if (!SC.mkey || !SC.mval || !SC.mtime) {
+			free(SC.mkey);
+			free(SC.mval);
+			free(SC.mtime);
+			SC.mkey = ok;
+			SC.mval = ov;
+			SC.mtime = ot;
+			return -ENOMEM;
+		}
+		SC.mcap = ncap;
+		SC.mn = 0;
+		for (size_t i = 0; i < ocap; i++)
+			if (ok[i]) {
+				size_t h = mslot(ok[i]);
+				SC.mkey[h] = ok[i];
+				SC.mval[h] = ov[i];
+				SC.mtime[h] = ot[i];
+				SC.mn++;
+			}
+		free(ok);
+		free(ov);
+		free(ot);
+	}
+	size_t h = mslot(ptr);
+	if (!SC.mkey[h])
+		SC.mn++;
+	SC.mkey[h] = ptr;
+	SC.mval[h] = id;
+	SC.mtime[h] = t;
+	return 0;
+}
+
+/* ptr's jmethodID (0: unknown) and when its class was prepared (*t, if asked). */
+static uint64_t method_ptr_get(uint64_t ptr, uint64_t *t)
+{
+	if (!SC.mcap || !ptr)
+		return 0;
+	size_t h = mslot(ptr);
+	if (t)
+		*t = SC.mkey[h] ? SC.mtime[h] : 0;
+	return SC.mkey[h] ? SC.mval[h] : 0;
+}
+
+static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
+{
+	(void)ctx;
+	if (!vp_ch__alive(nm))
+		return 0;
+	if (vp_grow((void **)&SC.cur, &SC.cap_cur, SC.ncur + 1, sizeof(*SC.cur)))
+		return -ENOMEM;
+	SC.cur[SC.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
+					    .code_size = nm->code_size, .compile_id = nm->compile_id };
+	/* The level rides in jmid until the load is queued (it is resolved then). */
+	SC.cur[SC.ncur - 1].jmid = (uint64_t)(uint8_t)nm->level;
+	return 0;
+}
+
+/* The last GC that finished in (lo, hi], or 0. */
+static uint64_t gc_between(uint64_t lo, uint64_t hi)
+{
+	uint64_t head = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE), best = 0;
+	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
+		uint64_t g = A.gc_time[i % GC_RING];
+		if (g > lo && g <= hi && g > best)
+			best = g;
+	}
+	return best;
+}
+
+static void queue_unload(const struct known *k)
+{
+	uint64_t t = gc_between(k->seen_start, k->missed_end);
+	lock();
+	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, t ? t : k->missed_end, sizeof(*b));
+	if (b) {
+		b->code_start = k->code_start;
+		b->method_id = k->jmid;
+	}
+	unlock_notify();
+	SC.unloads++;
+}
+
+/* An id and a name for a Method* that no METHOD_PTR record gave a jmethodID (method
+ * handle intrinsics are made at run time, outside any class's method list): the
+ * Method* itself, named from its metadata, without lines. 0 when unreadable. */
+static uint64_t fallback_id(uint64_t mptr)
+{
+	static struct mnames nm;   /* agent thread only */
+	char name[256], sig[NAME_MAX_LEN];
+
+	if (!mptr)
+		return 0;
+	if (seen_has(mptr))
+		return mptr;
+	if (vp_ch__method_names(&SC.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
+		return 0;
+	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
+	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
+	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
+		nm.readable[sizeof(nm.readable) - 1] = '\0';
+	nm.file[0] = '\0';
+	lock();
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
+	if (b) {
+		method_name_fill(b, mptr, &nm, NULL, 0);
+		seen_add(mptr);
+	}
+	unlock_notify();
+	SC.fallback++;
+	return b ? mptr : 0;
+}
+
+/* Queues the load of new code k (its level in k->jmid), installed after not_before;
+ * sets k->jmid to its jmethodID, or 0 when its method is unknown (not named). */
+static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_before)
+{
+	struct vp_ch_nm nm = { .blob = k->blob, .code_start = k->code_start, .code_size = k->code_size,
+			       .compile_id = k->compile_id, .method = k->method };
+	uint8_t level = (uint8_t)k->jmid;
+	jvmtiCompiledMethodLoadInlineRecord rec = { .header = { .kind = JVMTI_CMLR_INLINE_INFO,
+								.majorinfoversion = JVMTI_CMLR_MAJOR_VERSION,
+								.minorinfoversion = JVMTI_CMLR_MINOR_VERSION } };
+	const void *info = NULL;
+
+	uint64_t prepared = 0;
+	k->jmid = method_ptr_get(k->method, &prepared);
+	if (!k->jmid && !SC.redrained) {
+		SC.redrained = true;   /* once per walk */
+		scan_drain();
+		k->jmid = method_ptr_get(k->method, &prepared);
+	}
+	/* Nor can it have run before its class was prepared. */
+	if (prepared > not_before)
+		not_before = prepared;
+	if (!k->jmid)
+		k->jmid = fallback_id(k->method);
+	if (!k->jmid) {
+		SC.unknown++;
+		return;
+	}
+	if (!S.no_inline) {
+		int err = vp_ch__scopes(&SC.ch, &nm, &SC.sc);
+		bool ok = !err && !vp_grow((void **)&SC.pcinfo, &SC.cap_pcinfo, SC.sc.npcs + 1, sizeof(*SC.pcinfo)) &&
+			  !vp_grow((void **)&SC.ids, &SC.cap_ids, SC.sc.nframes + 1, sizeof(*SC.ids)) &&
+			  !vp_grow((void **)&SC.bcis, &SC.cap_bcis, SC.sc.nframes + 1, sizeof(*SC.bcis));
+		for (size_t i = 0; ok && i < SC.sc.nframes; i++) {
+			uint64_t id = method_ptr_get(SC.sc.frames[i].method, NULL);
+			SC.ids[i] = (jmethodID)(uintptr_t)(id ? id : fallback_id(SC.sc.frames[i].method));
+			SC.bcis[i] = SC.sc.frames[i].bci;
+			ok = SC.ids[i] != NULL;
+		}
+		for (size_t i = 0; ok && i < SC.sc.npcs; i++) {
+			const struct vp_ch_pc *p = &SC.sc.pcs[i];
+			SC.pcinfo[i] = (PCStackInfo){ .pc = (void *)(uintptr_t)(k->code_start + p->pc_offset),
+						      .numstackframes = (jint)p->depth, .methods = SC.ids + p->first,
+						      .bcis = SC.bcis + p->first };
+		}
+		if (ok) {
+			rec.numpcs = (jint)SC.sc.npcs;
+			rec.pcinfo = SC.pcinfo;
+			info = &rec;
+		} else {
+			SC.undecoded++;
+		}
+	}
+	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
+		      info, not_before, level);
+	SC.loads++;
+}
+
+/* Writes what is queued now; on the agent thread (or the one that replaced it). */
+static void scan_drain(void)
+{
+	const uint8_t *buf;
+	lock();
+	size_t n = take(&buf);
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (n && A.w)
+		drain(buf, n);
+}
+
+/* Hands what the scan queued to the writer now when the queue fills (the agent thread
+ * is the writer: it cannot wait for room). */
+static void scan_flush(void)
+{
+	const uint8_t *buf;
+	lock();
+	size_t n = A.qlen >= QUEUE_BYTES / 2 ? take(&buf) : 0;
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (n && A.w)
+		drain(buf, n);
+}
+
+static bool overlaps(const struct known *a, const struct known *b)
+{
+	return a->code_start < b->code_start + (b->code_size ? b->code_size : 1) &&
+	       b->code_start < a->code_start + (a->code_size ? a->code_size : 1);
+}
+
+static int cmp_known(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+	return x->blob < y->blob ? -1 : x->blob > y->blob;
+}
+
+/* One walk and its diff against the previous one; on the agent thread. */
+static void scan_code(jvmtiEnv *jvmti)
+{
+	struct st_mark m, md;
+	uint64_t start = now_ns();
+
+	if (!SC.on || A.idle || !A.w || S.noop)
+		return;
+	/* Every class with code the walk can meet was prepared before that code was made,
+	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
+	 * (a class prepared after this gets a second chance in queue_scanned_load). */
+	scan_drain();
+	SC.redrained = false;
+	start = now_ns();
+	st_begin(&m);
+	SC.ncur = 0;
+	SC.gc_seen = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
+	int err = vp_ch__walk(&SC.ch, walk_visit, NULL);
+	uint64_t end = now_ns();
+	SC.walks++;
+	if (err) {
+		SC.incomplete++;
+		SC.due = end + SCAN_MIN_MS * 1000000ull;
+		st_end(ST_SCAN, &m);
+		return;
+	}
+	qsort(SC.cur, SC.ncur, sizeof(*SC.cur), cmp_known);
+	st_end(ST_SCAN, &m);
+	st_begin(&md);
+
+	/* Merge by blob address: carried over, new, or missed. */
+	size_t i = 0, j = 0, fresh = 0, gone = 0;
+	SC.nnext = 0;
+	if (vp_grow((void **)&SC.next, &SC.cap_next, SC.nprev + SC.ncur + 1, sizeof(*SC.next)))
+		goto out;
+	while (i < SC.nprev || j < SC.ncur) {
+		struct known *p = i < SC.nprev ? &SC.prev[i] : NULL, *c = j < SC.ncur ? &SC.cur[j] : NULL;
+		if (p && c && p->blob == c->blob && p->compile_id == c->compile_id && p->method == c->method) {
+			struct known k = *p;
+			k.seen_start = start;
+			k.missed_end = 0;
+			SC.next[SC.nnext++] = k;
+			i++, j++;
+		} else if (p && (!c || p->blob <= c->blob)) {
+			/* Missed (or replaced at the same address): keep it once, marked. */
+			struct known k = *p;
+			if (!k.missed_end)
+				k.missed_end = end;
+			else
+				k.missed_end |= 1ull << 63;   /* missed twice: gone */
+			if (c && p->blob == c->blob)
+				k.missed_end |= 1ull << 63;   /* replaced: gone */
+			SC.next[SC.nnext++] = k;
+			i++;
+		} else {
+			struct known k = *c;
+			k.seen_start = start;
+			k.missed_end = 1;   /* marks new for the pass below */
+			SC.next[SC.nnext++] = k;
+			j++;
+		}
+	}
+	/* New code that overlaps missed code proves that code gone. */
+	for (size_t a = 0; a < SC.nnext; a++) {
+		if (SC.next[a].missed_end != 1)
+			continue;
+		for (size_t b = a; b-- > 0 && b + 64 > a;)
+			if (SC.next[b].missed_end > 1 && overlaps(&SC.next[a], &SC.next[b]))
+				SC.next[b].missed_end |= 1ull << 63;
+		for (size_t b = a + 1; b < SC.nnext && b < a + 64; b++)
+			if (SC.next[b].missed_end > 1 && overlaps(&SC.next[a], &SC.next[b]))
+				SC.next[b].missed_end |= 1ull << 63;
+	}
+	/* Unloads first (new code may take their place), then loads. */
+	size_t keep = 0;
+	for (size_t a = 0; a < SC.nnext; a++) {
+		struct known *k = &SC.next[a];
+		if (k->missed_end > 1 && (k->missed_end >> 63)) {
+			k->missed_end &= ~(1ull << 63);
+			if (k->jmid)
+				queue_unload(k);
+			gone++;
+			continue;
+		}
+		SC.next[keep++] = *k;
+	}
+	SC.nnext = keep;
+	for (size_t a = 0; a < SC.nnext; a++) {
+		struct known *k = &SC.next[a];
+		if (k->missed_end != 1)
+			continue;
+		k->missed_end = 0;
+		queue_scanned_load(jvmti, k, SC.last_start);
+		fresh++;
+		if ((fresh & 63) == 0)
+			scan_flush();
+	}
+	SC.last_start = start;
+	struct known *t = SC.prev;
+	size_t tc = SC.cap_prev;
+	SC.prev = SC.next;
+	SC.cap_prev = SC.cap_next;
+	SC.nprev = SC.nnext;
+	SC.next = t;
+	SC.cap_next = tc;
+	/* Busy code heaps are walked often, quiet ones less and less. */
+	SC.period_ms = fresh || gone ? SCAN_MIN_MS : SC.period_ms * 2 > SCAN_MAX_MS ? SCAN_MAX_MS : SC.period_ms * 2;
+out:
+	SC.due = now_ns() + (uint64_t)SC.period_ms * 1000000ull;
+	if (fresh || gone)
+		st_end(ST_SCAN_DECODE, &md);
+}
+
+/* A walk is due: its time came, or a GC finished since the last one. */
+static bool scan_due(void)
+{
+	return SC.on && !A.idle && (now_ns() >= SC.due || __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE) != SC.gc_seen);
+}
+
+/* Milliseconds the agent thread may wait for queue records before the next walk. */
+static jlong scan_wait_ms(void)
+{
+	if (!SC.on || A.idle)
+		return 1000;
+	uint64_t t = now_ns();
+	return SC.due <= t ? 1 : (jlong)((SC.due - t) / 1000000ull) + 1;
+}
+
+/* A new session's map starts with every live method again, as at an attach. */
+static void scan_reset(void)
+{
+	SC.nprev = 0;
+	SC.last_start = 0;
+	SC.due = 0;
+	SC.period_ms = SCAN_MIN_MS;
+}
+
+/* Option scancheck: CompiledMethodLoad stays on, and each event's method is looked up
+ * in the code heap and decoded as a walk would, then compared with what HotSpot gave.
+ * A test mode (it runs on the Service Thread and allocates); the counts are printed
+ * when the agent stops. */
+static void scan_check_differ(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void scan_check_differ(const char *fmt, ...)
+{
+	va_list ap;
+	SC.chk_differ++;
+	if (SC.chk_first[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(SC.chk_first, sizeof(SC.chk_first), fmt, ap);
+	va_end(ap);
+}
+
+/* Two Method* for one method. The code of a method handle intrinsic (linkToStatic,
+ * invokeBasic: signature-polymorphic, one Method* made per signature at run time) names
+ * its own Method*, but the event's jmethodID for it can lead to another intrinsic (seen
+ * on JDK 17 and 25: an event said invokeBasic(Object[]) for linkToStatic's code): those
+ * the check takes as equal, the walk's name being the right one. */
+static bool same_method(uint64_t a, uint64_t b)
+{
+	static char k1[512], n1[256], s1[1024], k2[512], n2[256], s2[1024];   /* under chk_lock */
+	if (a == b)
+		return true;
+	return !vp_ch__method_names(&SC.ch, a, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1)) &&
+	       !vp_ch__method_names(&SC.ch, b, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2)) && !strcmp(k1, k2) &&
+	       ((!strcmp(n1, n2) && !strcmp(s1, s2)) || !strcmp(k1, "Ljava/lang/invoke/MethodHandle;"));
+}
+
+static void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
+{
+	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+	struct vp_ch_nm nm;
+
+	(*A.jvmti)->RawMonitorEnter(A.jvmti, SC.chk_lock);
+	SC.chk_n++;
+	if (vp_ch__find(&SC.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
+		SC.chk_missing++;
+		goto out;
+	}
+	uint64_t mptr = *(volatile uint64_t *)method;
+	if (nm.code_start != (uint64_t)(uintptr_t)code_addr || nm.code_size != (uint32_t)code_size ||
+	    !same_method(nm.method, mptr)) {
+		char k1[256] = "?", n1[128] = "?", s1[256] = "?", k2[256] = "?", n2[128] = "?", s2[256] = "?";
+		vp_ch__method_names(&SC.ch, mptr, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1));
+		vp_ch__method_names(&SC.ch, nm.method, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2));
+		scan_check_differ("code at %p: event %d bytes %s.%s%s, heap %#llx %u bytes %s.%s%s", code_addr,
+				  (int)code_size, k1, n1, s1, (unsigned long long)nm.code_start, nm.code_size, k2, n2, s2);
+		goto out;
+	}
+	int err = vp_ch__scopes(&SC.ch, &nm, &SC.chk_sc);
+	if (err) {
+		scan_check_differ("code at %p: decoding failed: %s", code_addr, strerror(-err));
+		goto out;
+	}
+	size_t n = 0;
+	for (jint i = 0; inl && i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (n >= SC.chk_sc.npcs) {
+			scan_check_differ("code at %p: event has more pcs (%d) than the decode (%zu)", code_addr,
+					  (int)inl->numpcs, SC.chk_sc.npcs);
+			goto out;
+		}
+		const struct vp_ch_pc *d = &SC.chk_sc.pcs[n++];
+		if ((uint64_t)(uintptr_t)pc->pc != nm.code_start + d->pc_offset || (uint32_t)pc->numstackframes != d->depth) {
+			scan_check_differ("code at %p: pc %zu: event %p depth %d, decode +%u depth %u", code_addr, n - 1,
+					  pc->pc, (int)pc->numstackframes, d->pc_offset, d->depth);
+			goto out;
+		}
+		for (jint k = 0; k < pc->numstackframes; k++) {
+			const struct vp_ch_frame *f = &SC.chk_sc.frames[d->first + (size_t)k];
+			uint64_t em = pc->methods[k] ? *(volatile uint64_t *)pc->methods[k] : 0;
+			if (!same_method(em, f->method) || pc->bcis[k] != f->bci) {
+				scan_check_differ("code at %p: pc %zu frame %d: event method %#llx bci %d, decode %#llx bci %d",
+						  code_addr, n - 1, (int)k, (unsigned long long)em, (int)pc->bcis[k],
+						  (unsigned long long)f->method, (int)f->bci);
+				goto out;
+			}
+		}
+	}
+	if (inl && n != SC.chk_sc.npcs) {
+		scan_check_differ("code at %p: decode has more pcs (%zu) than the event (%zu)", code_addr,
+				  SC.chk_sc.npcs, n);
+		goto out;
+	}
+	SC.chk_same++;
+out:
+	(*A.jvmti)->RawMonitorExit(A.jvmti, SC.chk_lock);
+}
+
+static void scan_print(void)
+{
+	if (SC.check)
+		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
+			(unsigned long long)SC.chk_n, (unsigned long long)SC.chk_same, (unsigned long long)SC.chk_differ,
+			(unsigned long long)SC.chk_missing, SC.chk_first[0] ? "; first: " : "", SC.chk_first);
+	if (S.on && SC.on)
+		fprintf(stderr, "viprof agent stats: code heap walks=%llu incomplete=%llu loads=%llu unloads=%llu "
+			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)SC.walks,
+			(unsigned long long)SC.incomplete, (unsigned long long)SC.loads, (unsigned long long)SC.unloads,
+			(unsigned long long)SC.unknown, (unsigned long long)SC.undecoded, (unsigned long long)SC.fallback);
+}
+
 static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
 				     const void *code_addr, jint map_length,
 				     const jvmtiAddrLocationMap *map, const void *compile_info)
@@ -590,7 +1118,9 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	if (A.disabled || S.noop)
 		return;
 	st_begin(&m);
-	compiled_load(jvmti, method, code_size, code_addr, compile_info);
+	if (SC.check)
+		scan_check(method, code_size, code_addr, compile_info);
+	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN);
 	st_end(ST_LOAD, &m);
 }
 
@@ -723,6 +1253,13 @@ static int write_record(const struct vp_record *r)
 		break;
 	}
 	err = emit(r->type, r->time, body, vp_record_body_len(r));
+	if (!err && r->type == VP_CM_METHOD_PTR && SC.on) {
+		const struct vp_cm_method_ptrs *b = body;
+		const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
+		for (uint32_t i = 0; i < b->n && !err; i++)
+			err = method_ptr_put(p[i].method_ptr, p[i].method_id,
+					     (b->flags & VP_CM_PTRS_PREEXISTING) ? 0 : r->time);
+	}
 	if (!err && r->type == VP_CM_METHOD_PTR) {
 		struct st_mark m;
 		st_begin(&m);
@@ -972,6 +1509,7 @@ static void finish_file(void)
 	if (!A.w)
 		return;
 	st_print();
+	scan_print();
 	int err = write_epoch_end(now_ns());
 	int cerr = cfile_writer__close(A.w);
 	A.w = NULL;
@@ -998,6 +1536,9 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 {
 	jvmtiError first = JVMTI_ERROR_NONE;
 	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
+		if (SC.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
+			      session_events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
+			continue;
 		jvmtiError e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, mode, session_events[i], NULL);
 		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
 			first = e;
@@ -1050,6 +1591,7 @@ static void go_idle(void)
 {
 	const uint8_t *buf;
 
+	scan_code(A.jvmti);   /* what was compiled since the last walk */
 	A.disabled = true;
 	set_session_events(JVMTI_DISABLE);
 	lock();
@@ -1072,6 +1614,8 @@ static int switch_session(void)
 	bool was_idle = A.idle;
 	const uint8_t *buf;
 
+	if (!was_idle)
+		scan_code(A.jvmti);
 	lock();
 	size_t n = take(&buf);
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
@@ -1099,6 +1643,7 @@ static int switch_session(void)
 	A.classes_enumerated = false;
 	A.threads_named = false;
 	A.attached = true;
+	scan_reset();
 	A.lock_checked = 0;
 	watch_open();
 	int err = open_file();
@@ -1132,8 +1677,8 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (A.idle && !A.stopping && A.switch_want == A.switch_done)
 			(*jvmti)->RawMonitorWait(jvmti, A.lock, 0);
-		if (A.qlen == 0 && !A.stopping && A.switch_want == A.switch_done)
-			(*jvmti)->RawMonitorWait(jvmti, A.lock, 1000);
+		if (A.qlen == 0 && !A.stopping && A.switch_want == A.switch_done && !scan_due())
+			(*jvmti)->RawMonitorWait(jvmti, A.lock, scan_wait_ms());
 		size_t n = A.idle ? 0 : take(&buf);
 		bool stop = A.stopping, sw = A.switch_want != A.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
@@ -1166,6 +1711,10 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			go_idle();
 			continue;
 		}
+		/* A walk of the code heaps needs the Method* of every class that can have code:
+		 * only once the enumeration below has been written. */
+		if (!A.idle && A.classes_enumerated && scan_due())
+			scan_code(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
 		if (!A.idle && !A.classes_enumerated)
@@ -1219,6 +1768,11 @@ static void shutdown_agent(void)
 	for (int i = 0; i < 20 && A.thread_running; i++)
 		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
 	bool can_write = !A.thread_running;
+	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	/* The agent thread is gone: this thread may walk in its place, once. */
+	if (can_write && A.w && !A.disabled && A.classes_enumerated)
+		scan_code(A.jvmti);
+	lock();
 	const uint8_t *buf = NULL;
 	size_t n = can_write ? take(&buf) : 0;
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
@@ -1533,6 +2087,12 @@ static int parse_options(const char *options, struct session_opts *o)
 		} else if (len > 5 && !strncmp(p, "lock=", 5)) {
 			dst = o->lock;
 			skip = 5;
+		} else if (len == 10 && !strncmp(p, "jit=events", 10)) {
+			SC.forced_events = true;
+		} else if (len == 8 && !strncmp(p, "jit=scan", 8)) {
+			SC.forced_events = false;
+		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
+			SC.check = true;
 		} else if (measure_option(p, len)) {
 			/* taken */
 		} else if (len) {
@@ -1658,13 +2218,37 @@ static int write_meta(void)
 	uint8_t body[sizeof(struct vp_cm_meta) + sizeof(vm)];
 	struct vp_cm_meta m = { .pid = (uint32_t)getpid(), .agent_version = VP_AGENT_VERSION,
 				.vm_len = (uint16_t)vl };
-	m.flags = (A.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (A.attached ? VP_CM_META_LATE_ATTACH : 0);
+	m.flags = (A.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (A.attached ? VP_CM_META_LATE_ATTACH : 0) |
+		  (SC.on ? VP_CM_META_CODE_WALK : 0);
 	memcpy(body, &m, sizeof(m));
 	memcpy(body + sizeof(m), vm, vl);
 	int err = cfile_writer__append(A.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
 	if (!err)
 		err = begin_epoch(A.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
 	return err ? err : cfile_writer__flush(A.w);
+}
+
+/* Where code loads come from: walks of the code heaps when this JVM's layout is one
+ * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
+ * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
+ * samples between safepoints keep their inlined frames. */
+static void choose_code_source(void)
+{
+	char why[160] = "";
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	bool ok = vp_ch__init(&SC.ch, h, why, sizeof(why)) == 0;
+
+	if (SC.check) {
+		if (!ok || (*A.jvmti)->CreateRawMonitor(A.jvmti, "viprof-scancheck", &SC.chk_lock) != JVMTI_ERROR_NONE) {
+			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
+			SC.check = false;
+		}
+	} else if (ok && !SC.forced_events) {
+		SC.on = true;
+		vp_ch__debug_nonsafepoints(h);
+	}
+	if (h)
+		dlclose(h);
 }
 
 static int setup(JavaVM *vm, const char *options, bool attach)
@@ -1689,6 +2273,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	use_options(&so);
 	watch_open();
 	A.frame_pointers = detect_frame_pointers();
+	choose_code_source();
 	A.qbuf[0] = malloc(QUEUE_BYTES);
 	A.qbuf[1] = malloc(QUEUE_BYTES);
 	A.seen = calloc(SEEN_SLOTS, sizeof(*A.seen));
@@ -1749,6 +2334,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	};
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
+			continue;
+		if (SC.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
 		e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, events[i], NULL);
 		if (e != JVMTI_ERROR_NONE) {
@@ -1826,7 +2413,8 @@ static void replay(void)
 {
 	tl_replaying = true;
 	jvmtiError e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
-	if (e == JVMTI_ERROR_NONE)
+	/* A walk finds the compiled code by itself (its first one names all that is live). */
+	if (e == JVMTI_ERROR_NONE && !SC.on)
 		e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
 	tl_replaying = false;
 	if (e != JVMTI_ERROR_NONE)

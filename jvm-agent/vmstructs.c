@@ -24,10 +24,11 @@ static bool read_u64(void *h, const char *name, uint64_t *out)
 /* Looks up the fields f[0..n) in gHotSpotVMStructs; true when all were found. */
 bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n)
 {
-	uint64_t tn, fn, st, off, addr, stride;
+	uint64_t tn, fn, ts, st, off, addr, stride;
 	char *const *base = sym(h, "gHotSpotVMStructs");
 	if (!base || !*base || !read_u64(h, "gHotSpotVMStructEntryTypeNameOffset", &tn) ||
 	    !read_u64(h, "gHotSpotVMStructEntryFieldNameOffset", &fn) ||
+	    !read_u64(h, "gHotSpotVMStructEntryTypeStringOffset", &ts) ||
 	    !read_u64(h, "gHotSpotVMStructEntryIsStaticOffset", &st) ||
 	    !read_u64(h, "gHotSpotVMStructEntryOffsetOffset", &off) ||
 	    !read_u64(h, "gHotSpotVMStructEntryAddressOffset", &addr) ||
@@ -47,6 +48,7 @@ bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n)
 			f[i].is_static = *(const int32_t *)(e + st) != 0;
 			f[i].offset = *(const uint64_t *)(e + off);
 			f[i].address = *(void *const *)(e + addr);
+			f[i].type_string = *(const char *const *)(e + ts);
 			left--;
 		}
 	}
@@ -68,5 +70,24 @@ uint64_t vp_vm__type_size(void *h, const char *type)
 			return 0;
 		if (!strcmp(name, type))
 			return *(const uint64_t *)(e + sz);
+	}
+}
+
+bool vp_vm__int_constant(void *h, const char *name, int32_t *out)
+{
+	uint64_t nm, val, stride;
+	char *const *base = sym(h, "gHotSpotVMIntConstants");
+	if (!base || !*base || !read_u64(h, "gHotSpotVMIntConstantEntryNameOffset", &nm) ||
+	    !read_u64(h, "gHotSpotVMIntConstantEntryValueOffset", &val) ||
+	    !read_u64(h, "gHotSpotVMIntConstantEntryArrayStride", &stride) || !stride)
+		return false;
+	for (const char *e = *base;; e += stride) {
+		const char *n = *(const char *const *)(e + nm);
+		if (!n)
+			return false;
+		if (!strcmp(n, name)) {
+			*out = *(const int32_t *)(e + val);
+			return true;
+		}
 	}
 }

@@ -12,12 +12,15 @@ struct vp_vm_field {
 	bool is_static;
 	uint64_t offset;           /* of a non-static field */
 	void *address;             /* of a static field */
+	const char *type_string;   /* the field's C++ type as HotSpot names it, or NULL */
 	bool found;
 };
 
 /* h: libjvm.so's handle (dlopen RTLD_NOLOAD), or NULL to look in the global scope.
  * Fills f[0..n); true when every field was found (a field set found is skipped). */
 bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n);
+/* gHotSpotVMIntConstants[name] into *out; false when there is no such constant. */
+bool vp_vm__int_constant(void *h, const char *name, int32_t *out);
 /* sizeof(type) as HotSpot exports it, 0 when unknown. */
 uint64_t vp_vm__type_size(void *h, const char *type);
 

@@ -35,6 +35,8 @@ enum vp_cm_type {
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
 #define VP_CM_META_LATE_ATTACH    0x2u /* loaded with Agent_OnAttach */
+#define VP_CM_META_CODE_WALK      0x4u /* code loads found by walking the code heaps: a load's
+					* time is the earliest it can have run (docs/codemap-format.md) */
 
 /* VP_CM_META: once, first. Followed by vm_len bytes of "java.vm.name java.vm.version". */
 struct vp_cm_meta {

@@ -78,7 +78,20 @@ static const struct vp_cm_method_info *by_epochs(const struct vp_codemap *m, uin
 			return old;
 		break; /* the newest older code there was gone before t */
 	}
-	return hit;
+	if (hit)
+		return hit;
+	/* Code that a walk of the code heaps found (VP_CM_META_CODE_WALK) is loaded at the
+	 * start of the walk before the one that saw it, the earliest it can have run; when a
+	 * GC fell between the two walks its record follows that GC's epoch boundary although
+	 * a sample before the GC may already have run it. Nothing else held the address at t
+	 * (that would have been found above), so a load a few epochs on that is dated at or
+	 * before t is the code that ran. Event maps never date a load before its epoch. */
+	for (size_t k = e + 1; k < m->nepochs && k <= e + 8; k++) {
+		const struct vp_cm_method_info *next = vp_codemap__in_epoch(m, k, addr);
+		if (next)
+			return next->load_time <= t ? next : NULL;
+	}
+	return NULL;
 }
 
 static int expand(const struct vp_codemap *m, const struct vp_cm_method_info *x, uint64_t addr,

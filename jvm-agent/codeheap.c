@@ -1,0 +1,527 @@
+/* HotSpot's code cache, read in the JVM's own process: see codeheap.h. */
+#define _GNU_SOURCE
+#include "jvm-agent/codeheap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "jvm-agent/vmstructs.h"
+
+#define FREE_SEGMENT 0xffu   /* the segment map's mark for a segment of no block */
+#define MAX_DEPTH 1024       /* scopes per pc; HotSpot inlines far less deep */
+#define MAX_HOPS 4096        /* segment-map steps back to a block's start */
+
+enum {
+	F_HEAPS, F_GA_LEN, F_GA_DATA, F_MEMORY, F_SEGMAP, F_LOG2, F_VS_LOW, F_VS_HIGH, F_HB_LEN, F_HB_USED,
+	F_BLOB_SIZE, F_BLOB_NAME, F_BLOB_KIND, F_CODE_BEGIN, F_CODE_END, F_CODE_OFF, F_DATA_OFF, F_MUT, F_MUT_SIZE,
+	F_RELOC_SIZE, F_CM_METHOD, F_NM_METHOD, F_STATE, F_COMPILE_ID, F_LEVEL, F_ENTRY_BCI, F_PCS, F_DEPS,
+	F_METADATA, F_SCOPES_BEGIN, F_IMM, F_IMM_SIZE, F_SCOPES_DATA, F_PC_OFFSET, F_PC_SCOPE, F_MAJOR, F_M_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG, F_CP_HOLDER, F_K_NAME,
+	F_SYM_LEN, F_SYM_BODY, F_N
+};
+
+static int64_t off(const struct vp_vm_field *f) { return f->found && !f->is_static ? (int64_t)f->offset : -1; }
+
+int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
+{
+	struct vp_vm_field f[F_N] = {
+		[F_HEAPS] = { "CodeCache", "_heaps" }, [F_GA_LEN] = { "GrowableArrayBase", "_len" },
+		[F_GA_DATA] = { "GrowableArray<int>", "_data" }, [F_MEMORY] = { "CodeHeap", "_memory" },
+		[F_SEGMAP] = { "CodeHeap", "_segmap" }, [F_LOG2] = { "CodeHeap", "_log2_segment_size" },
+		[F_VS_LOW] = { "VirtualSpace", "_low_boundary" }, [F_VS_HIGH] = { "VirtualSpace", "_high" },
+		[F_HB_LEN] = { "HeapBlock::Header", "_length" }, [F_HB_USED] = { "HeapBlock::Header", "_used" },
+		[F_BLOB_SIZE] = { "CodeBlob", "_size" }, [F_BLOB_NAME] = { "CodeBlob", "_name" },
+		[F_BLOB_KIND] = { "CodeBlob", "_kind" }, [F_CODE_BEGIN] = { "CodeBlob", "_code_begin" },
+		[F_CODE_END] = { "CodeBlob", "_code_end" }, [F_CODE_OFF] = { "CodeBlob", "_code_offset" },
+		[F_DATA_OFF] = { "CodeBlob", "_data_offset" }, [F_MUT] = { "CodeBlob", "_mutable_data" },
+		[F_MUT_SIZE] = { "CodeBlob", "_mutable_data_size" }, [F_RELOC_SIZE] = { "CodeBlob", "_relocation_size" },
+		[F_CM_METHOD] = { "CompiledMethod", "_method" }, [F_NM_METHOD] = { "nmethod", "_method" },
+		[F_STATE] = { "nmethod", "_state" }, [F_COMPILE_ID] = { "nmethod", "_compile_id" },
+		[F_LEVEL] = { "nmethod", "_comp_level" }, [F_ENTRY_BCI] = { "nmethod", "_entry_bci" },
+		[F_PCS] = { "nmethod", "_scopes_pcs_offset" }, [F_DEPS] = { "nmethod", "_dependencies_offset" },
+		[F_METADATA] = { "nmethod", "_metadata_offset" },
+		[F_SCOPES_BEGIN] = { "CompiledMethod", "_scopes_data_begin" },
+		[F_IMM] = { "nmethod", "_immutable_data" }, [F_IMM_SIZE] = { "nmethod", "_immutable_data_size" },
+		[F_SCOPES_DATA] = { "nmethod", "_scopes_data_offset" }, [F_PC_OFFSET] = { "PcDesc", "_pc_offset" },
+		[F_PC_SCOPE] = { "PcDesc", "_scope_decode_offset" }, [F_MAJOR] = { "Abstract_VM_Version", "_vm_major_version" },
+		[F_M_CONST] = { "Method", "_constMethod" }, [F_CM_CONSTANTS] = { "ConstMethod", "_constants" },
+		[F_CM_NAME] = { "ConstMethod", "_name_index" }, [F_CM_SIG] = { "ConstMethod", "_signature_index" },
+		[F_CP_HOLDER] = { "ConstantPool", "_pool_holder" }, [F_K_NAME] = { "Klass", "_name" },
+		[F_SYM_LEN] = { "Symbol", "_length" }, [F_SYM_BODY] = { "Symbol", "_body" },
+	};
+	int32_t kind = -1;
+
+	memset(c, 0, sizeof(*c));
+	vp_vm__find_fields(h, f, F_N);
+	if (!f[F_HEAPS].found || !f[F_HEAPS].is_static || !f[F_HEAPS].address || !f[F_MAJOR].found ||
+	    !f[F_MAJOR].is_static || !f[F_MAJOR].address) {
+		snprintf(why, whylen, "no HotSpot code cache in the VM structure tables");
+		return -ENOTSUP;
+	}
+	c->jdk = *(const int *)f[F_MAJOR].address;
+	c->u5_base = c->jdk >= 20;   /* JDK-8292758 made UNSIGNED5 exclude the zero byte */
+	c->heaps = f[F_HEAPS].address;
+	c->ga_len = off(&f[F_GA_LEN]);
+	c->ga_data = off(&f[F_GA_DATA]);
+	c->heap_memory = off(&f[F_MEMORY]);
+	c->heap_segmap = off(&f[F_SEGMAP]);
+	c->heap_log2 = off(&f[F_LOG2]);
+	c->vs_low_boundary = off(&f[F_VS_LOW]);
+	c->vs_high = off(&f[F_VS_HIGH]);
+	c->hb_length = off(&f[F_HB_LEN]);
+	c->hb_length_size = f[F_HB_LEN].type_string && !strcmp(f[F_HB_LEN].type_string, "size_t") ? 8 : 4;
+	c->hb_used = off(&f[F_HB_USED]);
+	c->hb_size = (int64_t)vp_vm__type_size(h, "HeapBlock");
+	c->blob_size = off(&f[F_BLOB_SIZE]);
+	c->blob_name = off(&f[F_BLOB_NAME]);
+	c->blob_kind = off(&f[F_BLOB_KIND]);
+	c->kind_nmethod = vp_vm__int_constant(h, "CodeBlobKind::Nmethod", &kind) ? kind : -1;
+	c->blob_code_begin = off(&f[F_CODE_BEGIN]);
+	c->blob_code_end = off(&f[F_CODE_END]);
+	c->blob_code_offset = off(&f[F_CODE_OFF]);
+	c->blob_data_offset = off(&f[F_DATA_OFF]);
+	c->blob_mutable_data = off(&f[F_MUT]);
+	c->blob_mutable_size = off(&f[F_MUT_SIZE]);
+	c->blob_reloc_size = off(&f[F_RELOC_SIZE]);
+	c->nm_method = f[F_NM_METHOD].found ? off(&f[F_NM_METHOD]) : off(&f[F_CM_METHOD]);
+	c->nm_state = off(&f[F_STATE]);
+	c->nm_compile_id = off(&f[F_COMPILE_ID]);
+	c->nm_level = off(&f[F_LEVEL]);
+	c->nm_level_size = f[F_LEVEL].type_string && !strcmp(f[F_LEVEL].type_string, "int") ? 4 : 1;
+	c->nm_entry_bci = off(&f[F_ENTRY_BCI]);
+	c->nm_pcs = off(&f[F_PCS]);
+	c->nm_pcs_end = off(&f[F_DEPS]);
+	c->nm_metadata = off(&f[F_METADATA]);
+	c->nm_scopes_begin = off(&f[F_SCOPES_BEGIN]);
+	c->nm_immutable = off(&f[F_IMM]);
+	c->nm_immutable_size = off(&f[F_IMM_SIZE]);
+	c->nm_scopes_data = off(&f[F_SCOPES_DATA]);
+	c->pc_offset = off(&f[F_PC_OFFSET]);
+	c->pc_scope = off(&f[F_PC_SCOPE]);
+	c->pc_size = (int64_t)vp_vm__type_size(h, "PcDesc");
+	c->m_const = off(&f[F_M_CONST]);
+	c->cm_constants = off(&f[F_CM_CONSTANTS]);
+	c->cm_name = off(&f[F_CM_NAME]);
+	c->cm_sig = off(&f[F_CM_SIG]);
+	c->cp_holder = off(&f[F_CP_HOLDER]);
+	c->cp_size = (int64_t)vp_vm__type_size(h, "ConstantPool");
+	c->k_name = off(&f[F_K_NAME]);
+	c->sym_len = off(&f[F_SYM_LEN]);
+	c->sym_body = off(&f[F_SYM_BODY]);
+
+	bool common = c->ga_len >= 0 && c->ga_data >= 0 && c->heap_memory >= 0 && c->heap_segmap >= 0 &&
+		      c->heap_log2 >= 0 && c->vs_low_boundary >= 0 && c->vs_high >= 0 && c->hb_length >= 0 &&
+		      c->hb_used >= 0 && c->hb_size > 0 && c->blob_size >= 0 && c->nm_method >= 0 && c->nm_state >= 0 &&
+		      c->nm_compile_id >= 0 && c->nm_level >= 0 && c->pc_offset >= 0 && c->pc_scope >= 0 &&
+		      c->pc_size >= 8 && c->nm_pcs >= 0;
+	/* JDK 17-22: code pointers in CodeBlob, all debug information inside the nmethod. */
+	bool inside = c->blob_name >= 0 && c->blob_code_begin >= 0 && c->blob_code_end >= 0 && c->nm_pcs_end >= 0 &&
+		      c->nm_metadata >= 0 && c->nm_scopes_begin >= 0;
+	/* JDK 25: offsets in CodeBlob, a kind, immutable and mutable data beside it. */
+	bool split = c->blob_kind >= 0 && c->kind_nmethod >= 0 && c->blob_code_offset >= 0 &&
+		     c->blob_data_offset >= 0 && c->blob_mutable_data >= 0 && c->blob_mutable_size >= 0 &&
+		     c->blob_reloc_size >= 0 && c->nm_immutable >= 0 && c->nm_immutable_size >= 0 &&
+		     c->nm_scopes_data >= 0;
+	if (!common || (!inside && !split)) {
+		snprintf(why, whylen, "JDK %d's code cache layout is not one this agent reads", c->jdk);
+		return -ENOTSUP;
+	}
+	c->split_data = !inside;
+	return 0;
+}
+
+/* ---- plain reads of the heaps (committed memory below each heap's _high) ---- */
+
+static uint64_t rd_ptr(uint64_t a) { return *(const volatile uint64_t *)(uintptr_t)a; }
+static int32_t rd_i32(uint64_t a) { return *(const volatile int32_t *)(uintptr_t)a; }
+static uint8_t rd_u8(uint64_t a) { return *(const volatile uint8_t *)(uintptr_t)a; }
+
+struct heap {
+	uint64_t low, high, segmap, segmap_high;
+	int log2;
+};
+
+static int heaps(const struct vp_ch *c, struct heap *out, int max)
+{
+	uint64_t ga = rd_ptr((uint64_t)(uintptr_t)c->heaps);
+	if (!ga)
+		return 0;
+	int n = rd_i32(ga + (uint64_t)c->ga_len);
+	uint64_t data = rd_ptr(ga + (uint64_t)c->ga_data);
+	int k = 0;
+
+	for (int i = 0; i < n && i < 16 && k < max; i++) {
+		uint64_t h = rd_ptr(data + (uint64_t)i * 8);
+		if (!h)
+			continue;
+		struct heap *x = &out[k];
+		x->low = rd_ptr(h + (uint64_t)(c->heap_memory + c->vs_low_boundary));
+		x->high = rd_ptr(h + (uint64_t)(c->heap_memory + c->vs_high));
+		x->segmap = rd_ptr(h + (uint64_t)(c->heap_segmap + c->vs_low_boundary));
+		x->segmap_high = rd_ptr(h + (uint64_t)(c->heap_segmap + c->vs_high));
+		x->log2 = rd_i32(h + (uint64_t)c->heap_log2);
+		if (x->low && x->high > x->low && x->segmap && x->segmap_high > x->segmap && x->log2 > 0 && x->log2 < 16)
+			k++;
+	}
+	return k;
+}
+
+/* The name pointers seen so far and whether each says "nmethod". A CodeBlob's name is a
+ * string constant in libjvm; a pointer is read only once dladdr placed it there (a block
+ * being built can hold anything where its name will be). */
+static struct { uint64_t ptr; bool nmethod; } names[32];
+static int nnames;
+
+static bool named_nmethod(uint64_t p)
+{
+	Dl_info info;
+
+	for (int i = 0; i < nnames; i++)
+		if (names[i].ptr == p)
+			return names[i].nmethod;
+	if (!p || !dladdr((void *)(uintptr_t)p, &info) || !info.dli_fname || !strstr(info.dli_fname, "libjvm"))
+		return false;
+	/* Native method wrappers are nmethods too, named so. */
+	const char *name = (const char *)(uintptr_t)p;
+	bool is = !strcmp(name, "nmethod") || !strcmp(name, "native nmethod");
+	if (nnames < (int)(sizeof(names) / sizeof(names[0])))
+		names[nnames++] = (typeof(names[0])){ p, is };
+	return is;
+}
+
+/* Fills nm for the blob of a used block of `bytes` bytes; false when it is no nmethod
+ * or does not fit its block. */
+static bool read_nm(const struct vp_ch *c, uint64_t blob, uint64_t bytes, struct vp_ch_nm *nm)
+{
+	int32_t size = rd_i32(blob + (uint64_t)c->blob_size);
+	uint64_t begin, end;
+
+	if (size <= 0 || (uint64_t)size > bytes)
+		return false;
+	if (c->split_data) {
+		if (rd_u8(blob + (uint64_t)c->blob_kind) != (uint8_t)c->kind_nmethod)
+			return false;
+		int32_t co = rd_i32(blob + (uint64_t)c->blob_code_offset), dof = rd_i32(blob + (uint64_t)c->blob_data_offset);
+		if (co <= 0 || dof < co || dof > size)
+			return false;
+		begin = blob + (uint64_t)co;
+		end = blob + (uint64_t)dof;
+	} else {
+		if (!named_nmethod(rd_ptr(blob + (uint64_t)c->blob_name)))
+			return false;
+		begin = rd_ptr(blob + (uint64_t)c->blob_code_begin);
+		end = rd_ptr(blob + (uint64_t)c->blob_code_end);
+		if (begin <= blob || end < begin || end > blob + (uint64_t)size)
+			return false;
+	}
+	nm->blob = blob;
+	nm->code_start = begin;
+	nm->code_size = (uint32_t)(end - begin);
+	nm->method = rd_ptr(blob + (uint64_t)c->nm_method);
+	nm->compile_id = rd_i32(blob + (uint64_t)c->nm_compile_id);
+	nm->state = (int8_t)rd_u8(blob + (uint64_t)c->nm_state);
+	nm->level = (int8_t)(c->nm_level_size == 4 ? rd_i32(blob + (uint64_t)c->nm_level) : rd_u8(blob + (uint64_t)c->nm_level));
+	return nm->method && !(nm->method & 7);
+}
+
+int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
+{
+	struct heap hs[16];
+	int nh = heaps(c, hs, 16);
+
+	for (int i = 0; i < nh; i++) {
+		const struct heap *h = &hs[i];
+		uint64_t nseg = (h->high - h->low) >> h->log2, mapped = h->segmap_high - h->segmap;
+		if (nseg > mapped)
+			nseg = mapped;
+		for (uint64_t seg = 0; seg < nseg;) {
+			uint64_t b = h->low + (seg << h->log2);
+			uint64_t len = c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) :
+								 (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
+			if (len == 0)
+				break;   /* past the last block ever allocated: never-written memory */
+			if (len > nseg - seg)
+				return -EAGAIN;
+			if (rd_u8(b + (uint64_t)c->hb_used)) {
+				struct vp_ch_nm nm;
+				/* A used block starts where the segment map says blocks start. */
+				if (rd_u8(h->segmap + seg) != 0)
+					return -EAGAIN;
+				if (read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, &nm)) {
+					int err = fn(ctx, &nm);
+					if (err)
+						return err;
+				}
+			}
+			seg += len;
+		}
+	}
+	return 0;
+}
+
+int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out)
+{
+	struct heap hs[16];
+	int nh = heaps(c, hs, 16);
+
+	for (int i = 0; i < nh; i++) {
+		const struct heap *h = &hs[i];
+		if (pc < h->low || pc >= h->high)
+			continue;
+		uint64_t seg = (pc - h->low) >> h->log2;
+		if (seg >= h->segmap_high - h->segmap)
+			return -ENOENT;
+		for (int hop = 0;; hop++) {
+			uint8_t d = rd_u8(h->segmap + seg);
+			if (d == FREE_SEGMENT || hop == MAX_HOPS)
+				return -ENOENT;
+			if (!d)
+				break;
+			if (d > seg)
+				return -ENOENT;
+			seg -= d;
+		}
+		uint64_t b = h->low + (seg << h->log2);
+		uint64_t len = c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) :
+							 (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
+		if (!rd_u8(b + (uint64_t)c->hb_used) || !len ||
+		    !read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, out))
+			return -ENOENT;
+		return pc >= out->code_start && pc < out->code_start + out->code_size ? 0 : -ENOENT;
+	}
+	return -ENOENT;
+}
+
+/* ---- decoding (from copies) ---- */
+
+static int copy(uint8_t **buf, size_t *cap, uint64_t addr, size_t len)
+{
+	if (vp_grow((void **)buf, cap, len ? len : 1, 1))
+		return -ENOMEM;
+	struct iovec l = { *buf, len }, r = { (void *)(uintptr_t)addr, len };
+	return len == 0 || process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EAGAIN;
+}
+
+/* HotSpot's UNSIGNED5 (CompressedReadStream::read_int): up to five bytes, each below 192
+ * ends the number, each carries 6 more bits above the first byte's value; since JDK 20
+ * every byte is stored plus one so that none is zero. */
+static int u5(const uint8_t **p, const uint8_t *end, int base, uint32_t *out)
+{
+	if (*p >= end)
+		return -EINVAL;
+	uint32_t b = *(*p)++;
+	uint32_t v = b - (uint32_t)base;
+	if (b >= 192) {
+		for (int shift = 6, i = 1; i < 5; shift += 6, i++) {
+			if (*p >= end)
+				return -EINVAL;
+			b = *(*p)++;
+			v += (b - (uint32_t)base) << shift;
+			if (b < 192)
+				break;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch_scopes *s)
+{
+	const uint8_t *pcs, *pcs_end, *sd, *sd_end, *meta;
+	uint64_t nmeta;
+	int err;
+
+	s->npcs = s->nframes = 0;
+	if (!c->split_data) {
+		/* Everything sits in the nmethod: copy it whole, then check it is the same one. */
+		uint64_t size = (uint64_t)rd_i32(nm->blob + (uint64_t)c->blob_size);
+		if (size > (64u << 20) || (err = copy(&s->buf, &s->cap_buf, nm->blob, size)))
+			return size > (64u << 20) ? -EINVAL : err;
+		const uint8_t *b = s->buf;
+		int32_t cid, po, pe, mo;
+		uint64_t method, sdp;
+		memcpy(&cid, b + c->nm_compile_id, 4);
+		memcpy(&method, b + c->nm_method, 8);
+		if (cid != nm->compile_id || method != nm->method)
+			return -EAGAIN;
+		memcpy(&po, b + c->nm_pcs, 4);
+		memcpy(&pe, b + c->nm_pcs_end, 4);
+		memcpy(&mo, b + c->nm_metadata, 4);
+		memcpy(&sdp, b + c->nm_scopes_begin, 8);
+		if (po < 0 || pe < po || (uint64_t)pe > size || mo < 0 || sdp < nm->blob + (uint64_t)mo ||
+		    sdp > nm->blob + (uint64_t)po)
+			return -EINVAL;
+		pcs = b + po;
+		pcs_end = b + pe;
+		sd = b + (sdp - nm->blob);
+		sd_end = pcs;
+		meta = b + mo;
+		nmeta = (sdp - nm->blob - (uint64_t)mo) / 8;
+	} else {
+		/* The header, then the immutable data (pc descriptors and scopes) and the mutable
+		 * data (relocations, then the metadata table). */
+		uint8_t hdr[512];
+		int64_t fields[] = { c->nm_compile_id, c->nm_method, c->nm_immutable, c->nm_immutable_size, c->nm_pcs,
+				     c->nm_scopes_data, c->blob_mutable_data, c->blob_mutable_size, c->blob_reloc_size };
+		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (fields[i] < 0 || fields[i] + 8 > (int64_t)sizeof(hdr))
+				return -EINVAL;
+		struct iovec l = { hdr, sizeof(hdr) }, r = { (void *)(uintptr_t)nm->blob, sizeof(hdr) };
+		if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)sizeof(hdr))
+			return -EAGAIN;
+		int32_t cid, isz, po, so, msz, rsz;
+		uint64_t method, imm, mut;
+		memcpy(&cid, hdr + c->nm_compile_id, 4);
+		memcpy(&method, hdr + c->nm_method, 8);
+		if (cid != nm->compile_id || method != nm->method)
+			return -EAGAIN;
+		memcpy(&imm, hdr + c->nm_immutable, 8);
+		memcpy(&isz, hdr + c->nm_immutable_size, 4);
+		memcpy(&po, hdr + c->nm_pcs, 4);
+		memcpy(&so, hdr + c->nm_scopes_data, 4);
+		memcpy(&mut, hdr + c->blob_mutable_data, 8);
+		memcpy(&msz, hdr + c->blob_mutable_size, 4);
+		memcpy(&rsz, hdr + c->blob_reloc_size, 4);
+		if (!imm || isz < 0 || isz > (64 << 20) || po < 0 || so < po || so > isz || !mut || rsz < 0 ||
+		    msz < rsz || msz > (64 << 20))
+			return -EINVAL;
+		if ((err = copy(&s->buf, &s->cap_buf, imm, (size_t)isz)) ||
+		    (err = copy(&s->buf2, &s->cap_buf2, mut + (uint64_t)rsz, (size_t)(msz - rsz))))
+			return err;
+		pcs = s->buf + po;
+		pcs_end = s->buf + so;
+		sd = s->buf + so;
+		sd_end = s->buf + isz;
+		meta = s->buf2;
+		nmeta = (uint64_t)(msz - rsz) / 8;
+	}
+
+	for (const uint8_t *p = pcs; p + c->pc_size <= pcs_end; p += c->pc_size) {
+		int32_t pco, so;
+		memcpy(&pco, p + c->pc_offset, 4);
+		memcpy(&so, p + c->pc_scope, 4);
+		/* Offset 0 is DebugInformationRecorder::serialized_null: no scope (the sentinels
+		 * before the first and after the last pc). */
+		if (so == 0 || pco < 0 || (uint32_t)pco > nm->code_size)
+			continue;
+		if (vp_grow((void **)&s->pcs, &s->cap_pcs, s->npcs + 1, sizeof(*s->pcs)))
+			return -ENOMEM;
+		struct vp_ch_pc *pc = &s->pcs[s->npcs];
+		*pc = (struct vp_ch_pc){ .pc_offset = (uint32_t)pco, .first = s->nframes };
+		for (uint32_t at = (uint32_t)so; at != 0;) {
+			const uint8_t *q = sd + at;
+			uint32_t sender, midx, bci;
+			if (at >= (uint64_t)(sd_end - sd) || pc->depth == MAX_DEPTH)
+				return -EINVAL;
+			if (u5(&q, sd_end, c->u5_base, &sender) || u5(&q, sd_end, c->u5_base, &midx) ||
+			    u5(&q, sd_end, c->u5_base, &bci) || midx > nmeta)
+				return -EINVAL;
+			if (vp_grow((void **)&s->frames, &s->cap_frames, s->nframes + 1, sizeof(*s->frames)))
+				return -ENOMEM;
+			uint64_t m = 0;
+			if (midx)
+				memcpy(&m, meta + (midx - 1) * 8, 8);
+			/* read_bci: the stored value is bci - InvocationEntryBci (-1). */
+			s->frames[s->nframes++] = (struct vp_ch_frame){ .method = m, .bci = (int32_t)bci - 1 };
+			pc->depth++;
+			at = sender;
+		}
+		s->npcs++;
+	}
+	return 0;
+}
+
+void vp_ch__scopes_free(struct vp_ch_scopes *s)
+{
+	if (!s)
+		return;
+	free(s->pcs);
+	free(s->frames);
+	free(s->buf);
+	free(s->buf2);
+	memset(s, 0, sizeof(*s));
+}
+
+static int safe_read(uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	if (addr < 4096)
+		return -EFAULT;
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* A Symbol's text into out (cut to outlen - 1 bytes). */
+static int symbol(const struct vp_ch *c, uint64_t sym, char *out, size_t outlen)
+{
+	uint16_t len;
+	if (safe_read(sym + (uint64_t)c->sym_len, &len, 2))
+		return -EFAULT;
+	size_t n = len < outlen ? len : outlen - 1;
+	if (safe_read(sym + (uint64_t)c->sym_body, out, n))
+		return -EFAULT;
+	out[n] = '\0';
+	return 0;
+}
+
+int vp_ch__method_names(const struct vp_ch *c, uint64_t m, char *klass, size_t kl, char *name, size_t nl, char *sig,
+			size_t sl)
+{
+	uint64_t cm, cp, holder, ksym, nsym, ssym;
+	uint16_t ni, si;
+
+	if (c->m_const < 0 || c->cm_constants < 0 || c->cm_name < 0 || c->cm_sig < 0 || c->cp_holder < 0 ||
+	    c->cp_size <= 0 || c->k_name < 0 || c->sym_len < 0 || c->sym_body < 0 || kl < 3)
+		return -EFAULT;
+	if (safe_read(m + (uint64_t)c->m_const, &cm, 8) || safe_read(cm + (uint64_t)c->cm_constants, &cp, 8) ||
+	    safe_read(cm + (uint64_t)c->cm_name, &ni, 2) || safe_read(cm + (uint64_t)c->cm_sig, &si, 2) ||
+	    safe_read(cp + (uint64_t)c->cp_holder, &holder, 8) || safe_read(holder + (uint64_t)c->k_name, &ksym, 8))
+		return -EFAULT;
+	/* The pool's entries follow the ConstantPool; a symbol entry is the Symbol*. Reads
+	 * that go wrong fail; a wrong symbol shows in the signature's shape, checked below. */
+	if (!ni || !si || safe_read(cp + (uint64_t)c->cp_size + (uint64_t)ni * 8, &nsym, 8) ||
+	    safe_read(cp + (uint64_t)c->cp_size + (uint64_t)si * 8, &ssym, 8))
+		return -EFAULT;
+	klass[0] = 'L';
+	if (symbol(c, ksym, klass + 1, kl - 2) || symbol(c, nsym, name, nl) || symbol(c, ssym, sig, sl))
+		return -EFAULT;
+	strcat(klass, ";");
+	return sig[0] == '(' ? 0 : -EFAULT;
+}
+
+bool vp_ch__debug_nonsafepoints(void *h)
+{
+	struct vp_vm_field f[] = {
+		{ "JVMFlag", "_name" }, { "JVMFlag", "_addr" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" },
+		{ "JVMFlag", "numFlags" },
+	};
+	uint64_t size = vp_vm__type_size(h, "JVMFlag");
+
+	if (!size || !vp_vm__find_fields(h, f, 5) || f[0].is_static || f[1].is_static || f[2].is_static ||
+	    !f[3].is_static || !f[4].is_static || !f[3].address || !f[4].address)
+		return false;
+	const char *table = *(const char *const *)f[3].address;
+	size_t n = *(const size_t *)f[4].address;
+	for (size_t i = 0; table && i < n && i < 100000; i++) {
+		const char *flag = table + i * size;
+		const char *name = *(const char *const *)(flag + f[0].offset);
+		if (!name || strcmp(name, "DebugNonSafepoints"))
+			continue;
+		bool *val = *(bool *const *)(flag + f[1].offset);
+		uint32_t bits;
+		memcpy(&bits, flag + f[2].offset, sizeof(bits));
+		if (!val)
+			return false;
+		if (*val)
+			return true;
+		if ((bits & 0xfu) != 0)   /* the user set it: leave it off */
+			return false;
+		*val = true;
+		return true;
+	}
+	return false;
+}
