@@ -147,6 +147,7 @@ def main():
             dns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:+DebugNonSafepoints")
             nodns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:-DebugNonSafepoints")
             variants += [
+                agent_variant("javac + agent jit=events", javac, files, out, lib, sess, "jit=events"),
                 agent_variant("javac + agent noop", javac, files, out, lib, sess, "noop"),
                 agent_variant("javac + agent inline=no", javac, files, out, lib, sess, "inline=no"),
                 suite.Variant("javac +DebugNonSafepoints", [javac, *dns, "-d", out] + files, "base"),
