@@ -894,7 +894,12 @@ static void scan_code(jvmtiEnv *jvmti)
 		st_end(ST_SCAN, &m);
 		return;
 	}
-	qsort(SC.cur, SC.ncur, sizeof(*SC.cur), cmp_known);
+	/* The walk goes in address order; sort only if the heaps overlapped oddly. */
+	for (size_t i = 1; i < SC.ncur; i++)
+		if (SC.cur[i - 1].blob > SC.cur[i].blob) {
+			qsort(SC.cur, SC.ncur, sizeof(*SC.cur), cmp_known);
+			break;
+		}
 	st_end(ST_SCAN, &m);
 	st_begin(&md);
 
@@ -984,13 +989,14 @@ out:
 /* A walk is due: its time came, or a GC finished since the last one. */
 static bool scan_due(void)
 {
-	return SC.on && !A.idle && (now_ns() >= SC.due || __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE) != SC.gc_seen);
+	return SC.on && !A.idle && A.w && !S.noop && A.classes_enumerated &&
+	       (now_ns() >= SC.due || __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE) != SC.gc_seen);
 }
 
 /* Milliseconds the agent thread may wait for queue records before the next walk. */
 static jlong scan_wait_ms(void)
 {
-	if (!SC.on || A.idle)
+	if (!SC.on || A.idle || !A.w || S.noop)
 		return 1000;
 	uint64_t t = now_ns();
 	return SC.due <= t ? 1 : (jlong)((SC.due - t) / 1000000ull) + 1;

@@ -168,6 +168,13 @@ static int heaps(const struct vp_ch *c, struct heap *out, int max)
 		if (x->low && x->high > x->low && x->segmap && x->segmap_high > x->segmap && x->log2 > 0 && x->log2 < 16)
 			k++;
 	}
+	/* In address order, so that a walk meets all blocks in address order. */
+	for (int i = 1; i < k; i++)
+		for (int j = i; j > 0 && out[j - 1].low > out[j].low; j--) {
+			struct heap t = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
 	return k;
 }
 
@@ -338,24 +345,24 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 
 	s->npcs = s->nframes = 0;
 	if (!c->split_data) {
-		/* Everything sits in the nmethod: copy it whole, then check it is the same one. */
+		/* Everything sits in the nmethod, in the code heap, which stays mapped: read the
+		 * offsets in place, copy the metadata, scopes and pc descriptors (contiguous, in
+		 * that order), then check it is still the same nmethod. */
 		uint64_t size = (uint64_t)rd_i32(nm->blob + (uint64_t)c->blob_size);
-		if (size > (64u << 20) || (err = copy(&s->buf, &s->cap_buf, nm->blob, size)))
-			return size > (64u << 20) ? -EINVAL : err;
-		const uint8_t *b = s->buf;
-		int32_t cid, po, pe, mo;
-		uint64_t method, sdp;
-		memcpy(&cid, b + c->nm_compile_id, 4);
-		memcpy(&method, b + c->nm_method, 8);
-		if (cid != nm->compile_id || method != nm->method)
-			return -EAGAIN;
-		memcpy(&po, b + c->nm_pcs, 4);
-		memcpy(&pe, b + c->nm_pcs_end, 4);
-		memcpy(&mo, b + c->nm_metadata, 4);
-		memcpy(&sdp, b + c->nm_scopes_begin, 8);
-		if (po < 0 || pe < po || (uint64_t)pe > size || mo < 0 || sdp < nm->blob + (uint64_t)mo ||
-		    sdp > nm->blob + (uint64_t)po)
+		int32_t po = rd_i32(nm->blob + (uint64_t)c->nm_pcs), pe = rd_i32(nm->blob + (uint64_t)c->nm_pcs_end);
+		int32_t mo = rd_i32(nm->blob + (uint64_t)c->nm_metadata);
+		uint64_t sdp = rd_ptr(nm->blob + (uint64_t)c->nm_scopes_begin);
+		if (size > (64u << 20) || po < 0 || pe < po || (uint64_t)pe > size || mo < 0 || mo > po ||
+		    sdp < nm->blob + (uint64_t)mo || sdp > nm->blob + (uint64_t)po)
 			return -EINVAL;
+		if (vp_grow((void **)&s->buf, &s->cap_buf, (size_t)(pe - mo) + 1, 1))
+			return -ENOMEM;
+		memcpy(s->buf, (const void *)(uintptr_t)(nm->blob + (uint64_t)mo), (size_t)(pe - mo));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (rd_i32(nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
+		    rd_ptr(nm->blob + (uint64_t)c->nm_method) != nm->method)
+			return -EAGAIN;
+		const uint8_t *b = s->buf - mo;   /* b + offset-in-nmethod, for offsets >= mo */
 		pcs = b + po;
 		pcs_end = b + pe;
 		sd = b + (sdp - nm->blob);

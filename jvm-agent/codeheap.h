@@ -60,7 +60,7 @@ struct vp_ch_nm {
 /* The states whose code can run or be on a stack: in use, not used, not entrant. */
 static inline bool vp_ch__alive(const struct vp_ch_nm *nm) { return nm->state >= 0 && nm->state <= 2; }
 
-/* Calls fn for each nmethod in the code heaps, in address order within each heap. 0
+/* Calls fn for each nmethod in the code heaps, in address order. 0
  * after a complete walk; -EAGAIN when the heaps changed under the walk in a way it
  * could see (a block that does not start where the segment map says): the caller must
  * not conclude that a method it did not meet is gone. fn's nonzero return stops the
