@@ -95,6 +95,7 @@ static struct agent {
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
 	struct cfile_writer *w;
 	uint32_t epoch;
+	uint64_t epoch_t;      /* when the current epoch began */
 	bool epoch_dirty;      /* the current epoch holds loads or unloads */
 	struct vp_cm_ranges epoch_used; /* loads of this epoch (maps/epoch_rule.h) */
 	struct vp_cm_ranges live;
@@ -607,6 +608,7 @@ struct known {
 	uint64_t blob, code_start, method, jmid;
 	uint64_t seen_start;     /* start of the last walk that saw it */
 	uint64_t missed_end;     /* end of the first walk that missed it (0: seen last time) */
+	uint64_t after;          /* new code: the unload of code it replaced */
 	uint32_t code_size;
 	int32_t compile_id;
 };
@@ -732,11 +734,17 @@ static uint64_t gc_between(uint64_t lo, uint64_t hi)
 	return best;
 }
 
+/* When missed code k went (see the top of this section). */
+static uint64_t unload_time(const struct known *k)
+{
+	uint64_t missed = k->missed_end & ~(1ull << 63), t = gc_between(k->seen_start, missed);
+	return t ? t : missed;
+}
+
 static void queue_unload(const struct known *k)
 {
-	uint64_t t = gc_between(k->seen_start, k->missed_end);
 	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, t ? t : k->missed_end, sizeof(*b));
+	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
 	if (b) {
 		b->code_start = k->code_start;
 		b->method_id = k->jmid;
@@ -794,9 +802,11 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		scan_drain();
 		k->jmid = method_ptr_get(k->method, &prepared);
 	}
-	/* Nor can it have run before its class was prepared. */
+	/* Nor can it have run before its class was prepared, or before code it replaced went. */
 	if (prepared > not_before)
 		not_before = prepared;
+	if (k->after > not_before)
+		not_before = k->after;
 	if (!k->jmid)
 		k->jmid = fallback_id(k->method);
 	if (!k->jmid) {
@@ -935,16 +945,20 @@ static void scan_code(jvmtiEnv *jvmti)
 			j++;
 		}
 	}
-	/* New code that overlaps missed code proves that code gone. */
+	/* New code that overlaps missed code proves that code gone, and came after it. */
 	for (size_t a = 0; a < SC.nnext; a++) {
-		if (SC.next[a].missed_end != 1)
+		struct known *n = &SC.next[a];
+		if (n->missed_end != 1)
 			continue;
-		for (size_t b = a; b-- > 0 && b + 64 > a;)
-			if (SC.next[b].missed_end > 1 && overlaps(&SC.next[a], &SC.next[b]))
-				SC.next[b].missed_end |= 1ull << 63;
-		for (size_t b = a + 1; b < SC.nnext && b < a + 64; b++)
-			if (SC.next[b].missed_end > 1 && overlaps(&SC.next[a], &SC.next[b]))
-				SC.next[b].missed_end |= 1ull << 63;
+		n->after = 0;
+		for (size_t b = a > 64 ? a - 64 : 0; b < SC.nnext && b < a + 64; b++) {
+			struct known *o = &SC.next[b];
+			if (b == a || o->missed_end <= 1 || !overlaps(n, o))
+				continue;
+			o->missed_end |= 1ull << 63;
+			if (unload_time(o) > n->after)
+				n->after = unload_time(o);
+		}
 	}
 	/* Unloads first (new code may take their place), then loads. */
 	size_t keep = 0;
@@ -1207,6 +1221,11 @@ static int write_epoch_end(uint64_t t)
 static int begin_epoch(uint32_t reason, uint64_t t)
 {
 	struct vp_cm_epoch_begin b = { .epoch = A.epoch, .reason = reason };
+	/* Epochs follow one another in time, also when a walked load dated before the
+	 * current epoch's start overlaps code of this epoch. */
+	if (t < A.epoch_t)
+		t = A.epoch_t;
+	A.epoch_t = t;
 	vp_cm_ranges__clear(&A.epoch_used);
 	A.epoch_dirty = false;
 	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
@@ -1641,6 +1660,7 @@ static int switch_session(void)
 	A.gc_tail = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
 	A.epoch = 0;
+	A.epoch_t = 0;
 	A.epoch_used.n = 0;
 	A.live.n = 0;
 	A.live_methods = 0;
