@@ -306,14 +306,6 @@ int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out)
 
 /* ---- decoding (from copies) ---- */
 
-static int copy(uint8_t **buf, size_t *cap, uint64_t addr, size_t len)
-{
-	if (vp_grow((void **)buf, cap, len ? len : 1, 1))
-		return -ENOMEM;
-	struct iovec l = { *buf, len }, r = { (void *)(uintptr_t)addr, len };
-	return len == 0 || process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EAGAIN;
-}
-
 /* HotSpot's UNSIGNED5 (CompressedReadStream::read_int): up to five bytes, each below 192
  * ends the number, each carries 6 more bits above the first byte's value; since JDK 20
  * every byte is stored plus one so that none is zero. */
@@ -341,7 +333,7 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 {
 	const uint8_t *pcs, *pcs_end, *sd, *sd_end, *meta;
 	uint64_t nmeta;
-	int err;
+
 
 	s->npcs = s->nframes = 0;
 	if (!c->split_data) {
@@ -370,42 +362,37 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 		meta = b + mo;
 		nmeta = (sdp - nm->blob - (uint64_t)mo) / 8;
 	} else {
-		/* The header, then the immutable data (pc descriptors and scopes) and the mutable
-		 * data (relocations, then the metadata table). */
-		uint8_t hdr[512];
-		int64_t fields[] = { c->nm_compile_id, c->nm_method, c->nm_immutable, c->nm_immutable_size, c->nm_pcs,
-				     c->nm_scopes_data, c->blob_mutable_data, c->blob_mutable_size, c->blob_reloc_size };
-		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-			if (fields[i] < 0 || fields[i] + 8 > (int64_t)sizeof(hdr))
-				return -EINVAL;
-		struct iovec l = { hdr, sizeof(hdr) }, r = { (void *)(uintptr_t)nm->blob, sizeof(hdr) };
-		if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)sizeof(hdr))
-			return -EAGAIN;
-		int32_t cid, isz, po, so, msz, rsz;
-		uint64_t method, imm, mut;
-		memcpy(&cid, hdr + c->nm_compile_id, 4);
-		memcpy(&method, hdr + c->nm_method, 8);
-		if (cid != nm->compile_id || method != nm->method)
-			return -EAGAIN;
-		memcpy(&imm, hdr + c->nm_immutable, 8);
-		memcpy(&isz, hdr + c->nm_immutable_size, 4);
-		memcpy(&po, hdr + c->nm_pcs, 4);
-		memcpy(&so, hdr + c->nm_scopes_data, 4);
-		memcpy(&mut, hdr + c->blob_mutable_data, 8);
-		memcpy(&msz, hdr + c->blob_mutable_size, 4);
-		memcpy(&rsz, hdr + c->blob_reloc_size, 4);
-		if (!imm || isz < 0 || isz > (64 << 20) || po < 0 || so < po || so > isz || !mut || rsz < 0 ||
-		    msz < rsz || msz > (64 << 20))
+		/* The header sits in the code heap (read in place); the immutable data (pc
+		 * descriptors, then scopes) and the mutable data (relocations, then the metadata
+		 * table) are malloc'ed beside it and freed with it, possibly while this reads
+		 * them: one process_vm_readv copies both parts, then the header is checked. */
+		int32_t isz = rd_i32(nm->blob + (uint64_t)c->nm_immutable_size), po = rd_i32(nm->blob + (uint64_t)c->nm_pcs);
+		int32_t so = rd_i32(nm->blob + (uint64_t)c->nm_scopes_data);
+		int32_t msz = rd_i32(nm->blob + (uint64_t)c->blob_mutable_size);
+		int32_t rsz = rd_i32(nm->blob + (uint64_t)c->blob_reloc_size);
+		uint64_t imm = rd_ptr(nm->blob + (uint64_t)c->nm_immutable), mut = rd_ptr(nm->blob + (uint64_t)c->blob_mutable_data);
+		if (!imm || isz < 0 || isz > (64 << 20) || po < 0 || so < po || so > isz || !mut || rsz < 0 || msz < rsz ||
+		    msz > (64 << 20))
 			return -EINVAL;
-		if ((err = copy(&s->buf, &s->cap_buf, imm, (size_t)isz)) ||
-		    (err = copy(&s->buf2, &s->cap_buf2, mut + (uint64_t)rsz, (size_t)(msz - rsz))))
-			return err;
-		pcs = s->buf + po;
-		pcs_end = s->buf + so;
-		sd = s->buf + so;
-		sd_end = s->buf + isz;
+		size_t il = (size_t)(isz - po), ml = (size_t)(msz - rsz);
+		if (vp_grow((void **)&s->buf, &s->cap_buf, il + 1, 1) || vp_grow((void **)&s->buf2, &s->cap_buf2, ml + 1, 1))
+			return -ENOMEM;
+		struct iovec l[2] = { { s->buf, il }, { s->buf2, ml } };
+		struct iovec r[2] = { { (void *)(uintptr_t)(imm + (uint64_t)po), il },
+				      { (void *)(uintptr_t)(mut + (uint64_t)rsz), ml } };
+		if (process_vm_readv(getpid(), l, 2, r, 2, 0) != (ssize_t)(il + ml))
+			return -EAGAIN;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (rd_i32(nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
+		    rd_ptr(nm->blob + (uint64_t)c->nm_method) != nm->method ||
+		    rd_ptr(nm->blob + (uint64_t)c->nm_immutable) != imm)
+			return -EAGAIN;
+		pcs = s->buf;
+		pcs_end = s->buf + (so - po);
+		sd = pcs_end;
+		sd_end = s->buf + il;
 		meta = s->buf2;
-		nmeta = (uint64_t)(msz - rsz) / 8;
+		nmeta = ml / 8;
 	}
 
 	for (const uint8_t *p = pcs; p + c->pc_size <= pcs_end; p += c->pc_size) {
