@@ -24,6 +24,7 @@ struct cfile_writer {
 	uint8_t *zbuf;
 	size_t zcap;
 	uint64_t bytes, records;
+	int level;         /* zlib's: 1 unless set */
 };
 
 static uint64_t now_ns(clockid_t c)
@@ -48,6 +49,7 @@ struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32
 	int saved;
 	if (!w)
 		return NULL;
+	w->level = 1;
 	w->cap = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
 	if (w->cap > VP_MAX_CHUNK_RAW)
 		w->cap = VP_MAX_CHUNK_RAW;
@@ -126,14 +128,20 @@ int cfile_writer__append(struct cfile_writer *w, uint32_t type, uint64_t time,
 	return 0;
 }
 
+void cfile_writer__set_level(struct cfile_writer *w, int level)
+{
+	if (w && level >= 0 && level <= 9)
+		w->level = level;
+}
+
 int cfile_writer__flush(struct cfile_writer *w)
 {
 	if (!w || !w->len)
 		return 0;
 	uLongf zlen = w->zcap;
-	/* Level 1: the recorder compresses on the sampling path's heels; a higher level
-	 * costs CPU on the profiled machine for a few percent of size. */
-	if (compress2(w->zbuf, &zlen, w->buf, w->len, 1) != Z_OK)
+	/* Level 1 by default: the recorder compresses on the sampling path's heels; a
+	 * higher level costs CPU on the profiled machine for a few percent of size. */
+	if (compress2(w->zbuf, &zlen, w->buf, w->len, w->level) != Z_OK)
 		return -ENOMEM;
 	struct vp_chunk_header ch = {
 		.magic = VP_CHUNK_MAGIC,

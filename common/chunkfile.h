@@ -86,6 +86,9 @@ int cfile_writer__append(struct cfile_writer *w, uint32_t type, uint64_t time,
 void *cfile_writer__reserve(struct cfile_writer *w, uint32_t type, uint64_t time,
 			    size_t body_len);
 int cfile_writer__flush(struct cfile_writer *w);  /* writes the open chunk, if any */
+/* zlib's level for the chunks written from now on (default 1; 0 stores them: no
+ * compression CPU, the same format). */
+void cfile_writer__set_level(struct cfile_writer *w, int level);
 uint64_t cfile_writer__bytes(const struct cfile_writer *w); /* bytes on disk so far */
 uint64_t cfile_writer__records(const struct cfile_writer *w);
 int cfile_writer__fd(const struct cfile_writer *w);   /* the file, e.g. to fchown it */

@@ -2216,6 +2216,10 @@ static int open_file(void)
 		if (snprintf(A.path, sizeof(A.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(A.path))
 			A.path[sizeof(A.path) - 1] = '\0';
 		A.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+		/* Stored, not compressed: compressing took about a third of the agent thread's
+		 * CPU (the JVM's CPU) on a start-up-heavy JVM, for a map about twice as large. */
+		if (A.w)
+			cfile_writer__set_level(A.w, 0);
 		if (A.w) {
 			close(pfd);
 			return 0;

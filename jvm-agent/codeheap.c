@@ -181,7 +181,7 @@ static int heaps(const struct vp_ch *c, struct heap *out, int max)
 /* The name pointers seen so far and whether each says "nmethod". A CodeBlob's name is a
  * string constant in libjvm; a pointer is read only once dladdr placed it there (a block
  * being built can hold anything where its name will be). */
-static struct { uint64_t ptr; bool nmethod; } names[32];
+static struct { uint64_t ptr; bool nmethod; } names[256];
 static int nnames;
 
 static bool named_nmethod(uint64_t p)
