@@ -113,7 +113,7 @@ def stats_run(javac, files, out, lib, sess, jflags=()):
         size += sum(os.path.getsize(os.path.join(d, f)) for f in fs)
     for l in lines:
         print("  " + l[len("viprof agent stats: "):])
-    print(f"  code map on disk: {size} bytes (compressed)")
+    print(f"  code map on disk: {size} bytes")
 
 
 def main():

@@ -489,33 +489,17 @@ int vp_ch__method_names(const struct vp_ch *c, uint64_t m, char *klass, size_t k
 
 bool vp_ch__debug_nonsafepoints(void *h)
 {
-	struct vp_vm_field f[] = {
-		{ "JVMFlag", "_name" }, { "JVMFlag", "_addr" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" },
-		{ "JVMFlag", "numFlags" },
-	};
-	uint64_t size = vp_vm__type_size(h, "JVMFlag");
+	void *value;
+	char *flags;
+	uint32_t bits;
 
-	if (!size || !vp_vm__find_fields(h, f, 5) || f[0].is_static || f[1].is_static || f[2].is_static ||
-	    !f[3].is_static || !f[4].is_static || !f[3].address || !f[4].address)
+	if (!vp_vm__find_flag(h, "DebugNonSafepoints", &value, &flags))
 		return false;
-	const char *table = *(const char *const *)f[3].address;
-	size_t n = *(const size_t *)f[4].address;
-	for (size_t i = 0; table && i < n && i < 100000; i++) {
-		const char *flag = table + i * size;
-		const char *name = *(const char *const *)(flag + f[0].offset);
-		if (!name || strcmp(name, "DebugNonSafepoints"))
-			continue;
-		bool *val = *(bool *const *)(flag + f[1].offset);
-		uint32_t bits;
-		memcpy(&bits, flag + f[2].offset, sizeof(bits));
-		if (!val)
-			return false;
-		if (*val)
-			return true;
-		if ((bits & 0xfu) != 0)   /* the user set it: leave it off */
-			return false;
-		*val = true;
+	memcpy(&bits, flags, sizeof(bits));
+	if (*(bool *)value)
 		return true;
-	}
-	return false;
+	if ((bits & VP_VM_FLAG_ORIGIN_MASK) != VP_VM_FLAG_ORIGIN_DEFAULT)
+		return false;   /* the user turned it off: leave it so */
+	*(bool *)value = true;
+	return true;
 }

@@ -23,11 +23,6 @@
 
 #include "jvm-agent/vmstructs.h"
 
-/* JVMFlag::Flags (an int): the value's origin in the low 4 bits, and one bit that says
- * the flag was given on the command line, which is what FLAG_IS_CMDLINE tests. */
-#define ORIGIN_MASK 0xfu
-#define ORIGIN_DEFAULT 0u
-#define WAS_SET_ON_COMMAND_LINE (1u << 17)
 
 /* Is HotSpot's VM thread running, i.e. is the JVM past its start-up (where -agentpath
  * agents are loaded, before that thread exists)? */
@@ -61,26 +56,14 @@ __attribute__((constructor)) static void quiet_dynamic_load_warning(void)
 	if (!vm_running())
 		return;
 	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	struct vp_vm_field f[] = {
-		{ "JVMFlag", "_name" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" }, { "JVMFlag", "numFlags" },
-	};
-	uint64_t size = vp_vm__type_size(h, "JVMFlag");
-	if (size && vp_vm__find_fields(h, f, 4) && !f[0].is_static && !f[1].is_static && f[2].is_static && f[3].is_static &&
-	    f[2].address && f[3].address && f[0].offset + sizeof(char *) <= size && f[1].offset + sizeof(uint32_t) <= size) {
-		const char *table = *(const char *const *)f[2].address;
-		size_t n = *(const size_t *)f[3].address;
-		for (size_t i = 0; table && i < n && i < 100000; i++) {
-			const char *flag = table + i * size;
-			const char *name = *(const char *const *)(flag + f[0].offset);
-			if (!name || strcmp(name, "EnableDynamicAgentLoading"))
-				continue;
-			uint32_t bits;
-			memcpy(&bits, flag + f[1].offset, sizeof(bits));
-			if ((bits & ORIGIN_MASK) == ORIGIN_DEFAULT) {
-				bits |= WAS_SET_ON_COMMAND_LINE;
-				memcpy((char *)flag + f[1].offset, &bits, sizeof(bits));
-			}
-			break;
+	void *value;
+	char *flags;
+	if (vp_vm__find_flag(h, "EnableDynamicAgentLoading", &value, &flags)) {
+		uint32_t bits;
+		memcpy(&bits, flags, sizeof(bits));
+		if ((bits & VP_VM_FLAG_ORIGIN_MASK) == VP_VM_FLAG_ORIGIN_DEFAULT) {
+			bits |= VP_VM_FLAG_WAS_SET_ON_COMMAND_LINE;
+			memcpy(flags, &bits, sizeof(bits));
 		}
 	}
 	if (h)

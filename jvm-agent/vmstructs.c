@@ -91,3 +91,30 @@ bool vp_vm__int_constant(void *h, const char *name, int32_t *out)
 		}
 	}
 }
+
+bool vp_vm__find_flag(void *h, const char *name, void **value, char **flags)
+{
+	struct vp_vm_field f[] = {
+		{ "JVMFlag", "_name" }, { "JVMFlag", "_addr" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" },
+		{ "JVMFlag", "numFlags" },
+	};
+	uint64_t size = vp_vm__type_size(h, "JVMFlag");
+
+	if (!size || !vp_vm__find_fields(h, f, 5) || f[0].is_static || f[1].is_static || f[2].is_static ||
+	    !f[3].is_static || !f[4].is_static || !f[3].address || !f[4].address ||
+	    f[0].offset + sizeof(char *) > size || f[1].offset + sizeof(void *) > size ||
+	    f[2].offset + sizeof(uint32_t) > size)
+		return false;
+	char *table = *(char *const *)f[3].address;
+	size_t n = *(const size_t *)f[4].address;
+	for (size_t i = 0; table && i < n && i < 100000; i++) {
+		char *flag = table + i * size;
+		const char *fname = *(const char *const *)(flag + f[0].offset);
+		if (!fname || strcmp(fname, name))
+			continue;
+		*value = *(void *const *)(flag + f[1].offset);
+		*flags = flag + f[2].offset;
+		return *value != NULL;
+	}
+	return false;
+}

@@ -19,6 +19,13 @@ struct vp_vm_field {
 /* h: libjvm.so's handle (dlopen RTLD_NOLOAD), or NULL to look in the global scope.
  * Fills f[0..n); true when every field was found (a field set found is skipped). */
 bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n);
+/* HotSpot's flag `name` in its flag table (JVMFlag::flags): *value gets the address of
+ * its value, *flags that of its JVMFlag::Flags word (an int: the value's origin in the
+ * low 4 bits, 0 = default; bit 17 = given on the command line). False when not found. */
+#define VP_VM_FLAG_ORIGIN_MASK 0xfu
+#define VP_VM_FLAG_ORIGIN_DEFAULT 0u
+#define VP_VM_FLAG_WAS_SET_ON_COMMAND_LINE (1u << 17)
+bool vp_vm__find_flag(void *h, const char *name, void **value, char **flags);
 /* gHotSpotVMIntConstants[name] into *out; false when there is no such constant. */
 bool vp_vm__int_constant(void *h, const char *name, int32_t *out);
 /* sizeof(type) as HotSpot exports it, 0 when unknown. */
