@@ -416,7 +416,9 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 	uint64_t id = (uint64_t)(uintptr_t)m;
 	jvmtiLineNumberEntry *lines = NULL;
 
-	if (seen_has(id))
+	/* An id with bit 0 set is no jmethodID but a Method* that fallback_id named: JVMTI
+	 * must never see it. */
+	if ((id & 1) || seen_has(id))
 		return;
 	class_names(jvmti, m, scratch);
 	if (method_names(jvmti, m, scratch))
@@ -755,16 +757,19 @@ static void queue_unload(const struct known *k)
 
 /* An id and a name for a Method* that no METHOD_PTR record gave a jmethodID (method
  * handle intrinsics are made at run time, outside any class's method list): the
- * Method* itself, named from its metadata, without lines. 0 when unreadable. */
+ * Method* with bit 0 set (jmethodIDs and Method* are 8-aligned, so ids stay distinct
+ * and queue_method_name knows not to hand it to JVMTI), named from its metadata,
+ * without lines. 0 when unreadable. */
 static uint64_t fallback_id(uint64_t mptr)
 {
 	static struct mnames nm;   /* agent thread only */
 	char name[256], sig[NAME_MAX_LEN];
+	uint64_t id = mptr | 1;
 
 	if (!mptr)
 		return 0;
-	if (seen_has(mptr))
-		return mptr;
+	if (seen_has(id))
+		return id;
 	if (vp_ch__method_names(&SC.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
 		return 0;
 	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
@@ -775,12 +780,12 @@ static uint64_t fallback_id(uint64_t mptr)
 	lock();
 	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
 	if (b) {
-		method_name_fill(b, mptr, &nm, NULL, 0);
-		seen_add(mptr);
+		method_name_fill(b, id, &nm, NULL, 0);
+		seen_add(id);
 	}
 	unlock_notify();
 	SC.fallback++;
-	return b ? mptr : 0;
+	return b ? id : 0;
 }
 
 /* Queues the load of new code k (its level in k->jmid), installed after not_before;
