@@ -46,6 +46,11 @@ struct tree {
 	size_t nth, thcap;
 	uint32_t *thslot;   /* (pid, tid, comm) -> thread */
 	size_t thsize;
+	/* The last stack added: its frame at each depth and the node it reached, so that the
+	 * next stack walks its common prefix without hashing (neighbouring stacks share
+	 * most of their callers). */
+	uint32_t *pframe, *pnode;
+	size_t plen, pcap, pncap;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t frame)
@@ -155,21 +160,51 @@ static uint32_t tree_thread(struct tree *t, const struct vp_stack *s)
 /* Adds one stack's counts along its path (under its thread when the tree has a thread
  * level): v[e] for each event e, walking the path once for all of them. Frames are
  * mapped through map when not NULL. */
+/* Orders stack indices by thread, then by frames from the root. */
+static int cmp_path(const void *a, const void *b, void *ctx)
+{
+	const struct vp_profile *p = ctx;
+	const struct vp_stack *x = &p->stacks[*(const uint32_t *)a], *y = &p->stacks[*(const uint32_t *)b];
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	uint32_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
+	for (uint32_t i = 0; i < n; i++)
+		if (x->frames[i] != y->frames[i])
+			return x->frames[i] < y->frames[i] ? -1 : 1;
+	return (x->nframes > y->nframes) - (x->nframes < y->nframes);
+}
+
 static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, const uint64_t *v, bool base)
 {
-	size_t ne = (size_t)t->ne;
+	size_t ne = (size_t)t->ne, d = 0;
 	uint32_t cur = 0;
+	bool same = true;   /* so far the same path as the last stack's */
+	if (vp_grow((void **)&t->pframe, &t->pcap, (size_t)s->nframes + 2, sizeof(*t->pframe)) ||
+	    vp_grow((void **)&t->pnode, &t->pncap, (size_t)s->nframes + 2, sizeof(*t->pnode)))
+		return -ENOMEM;
 	for (size_t e = 0; e < ne; e++)
 		(base ? t->bval : t->val)[e] += v[e];
-	for (uint32_t k = t->threads ? 0 : 1; k <= s->nframes; k++) {
+	for (uint32_t k = t->threads ? 0 : 1; k <= s->nframes; k++, d++) {
 		uint32_t f = k == 0 ? tree_thread(t, s) : map ? map[s->frames[k - 1]] : s->frames[k - 1];
-		if (f == NONE || (cur = tree_child(t, cur, f)) == NONE)
+		if (f == NONE)
 			return -ENOMEM;
+		if (same && d < t->plen && t->pframe[d] == f) {
+			cur = t->pnode[d];
+		} else {
+			same = false;
+			if ((cur = tree_child(t, cur, f)) == NONE)
+				return -ENOMEM;
+			t->pframe[d] = f;
+			t->pnode[d] = cur;
+		}
 		/* The arrays move as the tree grows: index them after tree_child. */
 		uint64_t *w = (base ? t->bval : t->val) + (size_t)cur * ne;
 		for (size_t e = 0; e < ne; e++)
 			w[e] += v[e];
 	}
+	t->plen = d;
 	return 0;
 }
 
@@ -410,6 +445,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	struct vp_keyspace k = { 0 };
 	struct tree t = { 0 };
 	char *title = NULL;
+	uint32_t *order = NULL;
 	int err = vp_keyspace__init(&k, p, base);
 	if (err)
 		return err;
@@ -420,8 +456,16 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 		goto cleanup;
 	uint64_t v[8] = { 0 };
 	_Static_assert(sizeof(v) / sizeof(v[0]) >= sizeof(p->events) / sizeof(p->events[0]), "one weight per event");
+	/* Stacks in the order of their paths (thread, then frames from the root), so that
+	 * each one shares the longest prefix with the one before (tree_add). */
+	order = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*order));
+	if (!order)
+		goto cleanup;
+	for (size_t i = 0; i < p->nstacks; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, p->nstacks, sizeof(*order), cmp_path, (void *)p);
 	for (size_t i = 0; p->nevents && i < p->nstacks; i++)
-		if (tree_add(&t, &p->stacks[i], NULL, p->stacks[i].samples, false))
+		if (tree_add(&t, &p->stacks[order[i]], NULL, p->stacks[order[i]].samples, false))
 			goto cleanup;
 	/* The base's counts in the columns of the events they match by name. */
 	int bev[8];
@@ -473,6 +517,9 @@ cleanup:
 	free(t.slot);
 	free(t.th);
 	free(t.thslot);
+	free(t.pframe);
+	free(t.pnode);
+	free(order);
 	vp_keyspace__fini(&k);
 	return err;
 }
