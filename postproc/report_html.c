@@ -51,6 +51,10 @@ struct tree {
 	 * most of their callers). */
 	uint32_t *pframe, *pnode;
 	size_t plen, pcap, pncap;
+	/* Stacks come in path order (cmp_path) and nothing is looked up later: past the
+	 * prefix it shares with the stack before, a stack's path is new (all stacks with one
+	 * prefix are adjacent in that order), so its nodes are made without the hash. */
+	bool sorted;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t frame)
@@ -169,6 +173,9 @@ static int cmp_path(const void *a, const void *b, void *ctx)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
+	int c = strcmp(x->comm ? x->comm : "", y->comm ? y->comm : "");
+	if (c)
+		return c;
 	uint32_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
 	for (uint32_t i = 0; i < n; i++)
 		if (x->frames[i] != y->frames[i])
@@ -194,7 +201,7 @@ static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *ma
 			cur = t->pnode[d];
 		} else {
 			same = false;
-			if ((cur = tree_child(t, cur, f)) == NONE)
+			if ((cur = t->sorted ? tree_add_node(t, cur, f) : tree_child(t, cur, f)) == NONE)
 				return -ENOMEM;
 			t->pframe[d] = f;
 			t->pnode[d] = cur;
@@ -464,6 +471,8 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	for (size_t i = 0; i < p->nstacks; i++)
 		order[i] = (uint32_t)i;
 	qsort_r(order, p->nstacks, sizeof(*order), cmp_path, (void *)p);
+	/* The base (a diff) is added by look-ups into this tree: keep the hash then. */
+	t.sorted = base == NULL;
 	for (size_t i = 0; p->nevents && i < p->nstacks; i++)
 		if (tree_add(&t, &p->stacks[order[i]], NULL, p->stacks[order[i]].samples, false))
 			goto cleanup;
@@ -472,6 +481,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	bool any = false;
 	for (int e = 0; e < p->nevents; e++)
 		any |= (bev[e] = vp_event_match(p, e, base)) >= 0;
+	t.plen = 0;   /* the base's frames are another profile's, mapped */
 	for (size_t i = 0; any && i < base->nstacks; i++) {
 		for (int e = 0; e < p->nevents; e++)
 			v[e] = bev[e] >= 0 ? base->stacks[i].samples[bev[e]] : 0;
