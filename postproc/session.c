@@ -1197,7 +1197,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	for (int i = 0; i < nl; i++)
 		if (locs[i] == UINT32_MAX)
 			nl = 0;
-	if (!ret && nl)
+	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
 	return ret;
 }
