@@ -1813,6 +1813,7 @@ static void shutdown_agent(void)
 		drain(buf, n);
 	finish_file();
 	A.disabled = true;
+	vp_ch__scopes_free(&SC.sc);   /* nothing walks any more */
 }
 
 static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)

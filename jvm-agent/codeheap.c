@@ -20,7 +20,7 @@
 enum {
 	F_HEAPS, F_GA_LEN, F_GA_DATA, F_MEMORY, F_SEGMAP, F_LOG2, F_VS_LOW, F_VS_HIGH, F_HB_LEN, F_HB_USED,
 	F_BLOB_SIZE, F_BLOB_NAME, F_BLOB_KIND, F_CODE_BEGIN, F_CODE_END, F_CODE_OFF, F_DATA_OFF, F_MUT, F_MUT_SIZE,
-	F_RELOC_SIZE, F_CM_METHOD, F_NM_METHOD, F_STATE, F_COMPILE_ID, F_LEVEL, F_ENTRY_BCI, F_PCS, F_DEPS,
+	F_RELOC_SIZE, F_CM_METHOD, F_NM_METHOD, F_STATE, F_COMPILE_ID, F_LEVEL, F_PCS, F_DEPS,
 	F_METADATA, F_SCOPES_BEGIN, F_IMM, F_IMM_SIZE, F_SCOPES_DATA, F_PC_OFFSET, F_PC_SCOPE, F_MAJOR, F_M_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG, F_CP_HOLDER, F_K_NAME,
 	F_SYM_LEN, F_SYM_BODY, F_N
 };
@@ -42,7 +42,7 @@ int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
 		[F_MUT_SIZE] = { "CodeBlob", "_mutable_data_size" }, [F_RELOC_SIZE] = { "CodeBlob", "_relocation_size" },
 		[F_CM_METHOD] = { "CompiledMethod", "_method" }, [F_NM_METHOD] = { "nmethod", "_method" },
 		[F_STATE] = { "nmethod", "_state" }, [F_COMPILE_ID] = { "nmethod", "_compile_id" },
-		[F_LEVEL] = { "nmethod", "_comp_level" }, [F_ENTRY_BCI] = { "nmethod", "_entry_bci" },
+		[F_LEVEL] = { "nmethod", "_comp_level" },
 		[F_PCS] = { "nmethod", "_scopes_pcs_offset" }, [F_DEPS] = { "nmethod", "_dependencies_offset" },
 		[F_METADATA] = { "nmethod", "_metadata_offset" },
 		[F_SCOPES_BEGIN] = { "CompiledMethod", "_scopes_data_begin" },
@@ -93,7 +93,6 @@ int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
 	c->nm_compile_id = off(&f[F_COMPILE_ID]);
 	c->nm_level = off(&f[F_LEVEL]);
 	c->nm_level_size = f[F_LEVEL].type_string && !strcmp(f[F_LEVEL].type_string, "int") ? 4 : 1;
-	c->nm_entry_bci = off(&f[F_ENTRY_BCI]);
 	c->nm_pcs = off(&f[F_PCS]);
 	c->nm_pcs_end = off(&f[F_DEPS]);
 	c->nm_metadata = off(&f[F_METADATA]);

@@ -33,7 +33,7 @@ struct vp_ch {
 	int64_t blob_code_begin, blob_code_end;          /* JDK 17-22 */
 	int64_t blob_code_offset, blob_data_offset;      /* JDK 23+ */
 	int64_t blob_mutable_data, blob_mutable_size, blob_reloc_size; /* JDK 25 */
-	int64_t nm_method, nm_state, nm_compile_id, nm_level, nm_level_size, nm_entry_bci;
+	int64_t nm_method, nm_state, nm_compile_id, nm_level, nm_level_size;
 	int64_t nm_pcs, nm_pcs_end, nm_metadata, nm_scopes_begin;       /* JDK 17-22 */
 	int64_t nm_immutable, nm_immutable_size, nm_scopes_data;       /* JDK 25 */
 	int64_t pc_offset, pc_scope, pc_size;
