@@ -19,7 +19,8 @@
 #include <stdint.h>
 
 /* Offsets into HotSpot's types, from the VM structure tables; -1 where a field is
- * missing. Two layouts are known: JDK 17-22's (CodeBlob::_code_begin, the debug
+ * missing. Two layouts are known, chosen by the fields present (tested on JDK 17 and 25):
+ * JDK 17's (CodeBlob::_code_begin, the debug
  * information inside the nmethod) and JDK 25's (offsets, immutable and mutable data
  * allocated beside the nmethod). */
 struct vp_ch {
@@ -30,11 +31,11 @@ struct vp_ch {
 	int64_t heap_memory, heap_segmap, heap_log2, vs_low_boundary, vs_high;
 	int64_t hb_length, hb_length_size, hb_used, hb_size;
 	int64_t blob_size, blob_name, blob_kind, kind_nmethod;
-	int64_t blob_code_begin, blob_code_end;          /* JDK 17-22 */
+	int64_t blob_code_begin, blob_code_end;          /* JDK 17 */
 	int64_t blob_code_offset, blob_data_offset;      /* JDK 23+ */
 	int64_t blob_mutable_data, blob_mutable_size, blob_reloc_size; /* JDK 25 */
 	int64_t nm_method, nm_state, nm_compile_id, nm_level, nm_level_size;
-	int64_t nm_pcs, nm_pcs_end, nm_metadata, nm_scopes_begin;       /* JDK 17-22 */
+	int64_t nm_pcs, nm_pcs_end, nm_metadata, nm_scopes_begin;       /* JDK 17 */
 	int64_t nm_immutable, nm_immutable_size, nm_scopes_data;       /* JDK 25 */
 	int64_t pc_offset, pc_scope, pc_size;
 	int64_t m_const, cm_constants, cm_name, cm_sig, cp_holder, cp_size, k_name, sym_len, sym_body;
