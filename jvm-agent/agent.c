@@ -1309,10 +1309,8 @@ static int write_record(const struct vp_record *r)
 static int check_method_ptrs(jmethodID m)
 {
 	uint64_t v = 0;
-	struct iovec local = { &v, sizeof(v) }, remote = { (void *)m, sizeof(v) };
 
-	if ((uintptr_t)m < 4096 || ((uintptr_t)m & 7) ||
-	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != sizeof(v) || v < 4096 || (v & 7)) {
+	if (((uintptr_t)m & 7) || !vp_vm__read_self((uint64_t)(uintptr_t)m, &v, sizeof(v)) || v < 4096 || (v & 7)) {
 		A.method_ptrs = -1;
 		fprintf(stderr, "viprof agent: this JVM's jmethodIDs do not lead to Method*; interpreted frames "
 				"will show as [interpreted]\n");
@@ -1955,12 +1953,6 @@ static void hs_tid_init(JNIEnv *jni)
 		dlclose(h);
 }
 
-static bool read_self(uint64_t addr, void *out, size_t len)
-{
-	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
-	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
 /* The kernel tid of a running Java thread per HotSpot, or 0. */
 static uint32_t hs_tid(JNIEnv *jni, jthread t)
 {
@@ -1972,7 +1964,7 @@ static uint32_t hs_tid(JNIEnv *jni, jthread t)
 	if (!HS.ok)
 		return 0;
 	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
-	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
+	if (!vp_vm__read_self(jt + HS.osthread, &os, sizeof(os)) || !vp_vm__read_self(os + HS.thread_id, &tid, sizeof(tid)))
 		return 0;
 	return tid > 0 ? (uint32_t)tid : 0;
 }

@@ -440,22 +440,14 @@ void vp_ch__scopes_free(struct vp_ch_scopes *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static int safe_read(uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	if (addr < 4096)
-		return -EFAULT;
-	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
 /* A Symbol's text into out (cut to outlen - 1 bytes). */
 static int symbol(const struct vp_ch *c, uint64_t sym, char *out, size_t outlen)
 {
 	uint16_t len;
-	if (safe_read(sym + (uint64_t)c->sym_len, &len, 2))
+	if (!vp_vm__read_self(sym + (uint64_t)c->sym_len, &len, 2))
 		return -EFAULT;
 	size_t n = len < outlen ? len : outlen - 1;
-	if (safe_read(sym + (uint64_t)c->sym_body, out, n))
+	if (!vp_vm__read_self(sym + (uint64_t)c->sym_body, out, n))
 		return -EFAULT;
 	out[n] = '\0';
 	return 0;
@@ -470,14 +462,14 @@ int vp_ch__method_names(const struct vp_ch *c, uint64_t m, char *klass, size_t k
 	if (c->m_const < 0 || c->cm_constants < 0 || c->cm_name < 0 || c->cm_sig < 0 || c->cp_holder < 0 ||
 	    c->cp_size <= 0 || c->k_name < 0 || c->sym_len < 0 || c->sym_body < 0 || kl < 3)
 		return -EFAULT;
-	if (safe_read(m + (uint64_t)c->m_const, &cm, 8) || safe_read(cm + (uint64_t)c->cm_constants, &cp, 8) ||
-	    safe_read(cm + (uint64_t)c->cm_name, &ni, 2) || safe_read(cm + (uint64_t)c->cm_sig, &si, 2) ||
-	    safe_read(cp + (uint64_t)c->cp_holder, &holder, 8) || safe_read(holder + (uint64_t)c->k_name, &ksym, 8))
+	if (!vp_vm__read_self(m + (uint64_t)c->m_const, &cm, 8) || !vp_vm__read_self(cm + (uint64_t)c->cm_constants, &cp, 8) ||
+	    !vp_vm__read_self(cm + (uint64_t)c->cm_name, &ni, 2) || !vp_vm__read_self(cm + (uint64_t)c->cm_sig, &si, 2) ||
+	    !vp_vm__read_self(cp + (uint64_t)c->cp_holder, &holder, 8) || !vp_vm__read_self(holder + (uint64_t)c->k_name, &ksym, 8))
 		return -EFAULT;
 	/* The pool's entries follow the ConstantPool; a symbol entry is the Symbol*. Reads
 	 * that go wrong fail; a wrong symbol shows in the signature's shape, checked below. */
-	if (!ni || !si || safe_read(cp + (uint64_t)c->cp_size + (uint64_t)ni * 8, &nsym, 8) ||
-	    safe_read(cp + (uint64_t)c->cp_size + (uint64_t)si * 8, &ssym, 8))
+	if (!ni || !si || !vp_vm__read_self(cp + (uint64_t)c->cp_size + (uint64_t)ni * 8, &nsym, 8) ||
+	    !vp_vm__read_self(cp + (uint64_t)c->cp_size + (uint64_t)si * 8, &ssym, 8))
 		return -EFAULT;
 	klass[0] = 'L';
 	if (symbol(c, ksym, klass + 1, kl - 2) || symbol(c, nsym, name, nl) || symbol(c, ssym, sig, sl))

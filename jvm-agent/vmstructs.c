@@ -5,6 +5,8 @@
 
 #include <dlfcn.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 static void *sym(void *h, const char *name)
 {
@@ -90,6 +92,12 @@ bool vp_vm__int_constant(void *h, const char *name, int32_t *out)
 			return true;
 		}
 	}
+}
+
+bool vp_vm__read_self(uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
 bool vp_vm__find_flag(void *h, const char *name, void **value, char **flags)

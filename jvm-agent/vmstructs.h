@@ -5,6 +5,7 @@
 #define VIPROF_JVM_AGENT_VMSTRUCTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vp_vm_field {
@@ -19,6 +20,11 @@ struct vp_vm_field {
 /* h: libjvm.so's handle (dlopen RTLD_NOLOAD), or NULL to look in the global scope.
  * Fills f[0..n); true when every field was found (a field set found is skipped). */
 bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n);
+/* Copies len bytes at addr of this process into out with process_vm_readv, which fails
+ * instead of faulting where the JVM may have freed or unmapped the memory. False when it
+ * could not (or addr is in the first page). */
+bool vp_vm__read_self(uint64_t addr, void *out, size_t len);
+
 /* HotSpot's flag `name` in its flag table (JVMFlag::flags): *value gets the address of
  * its value, *flags that of its JVMFlag::Flags word (an int: the value's origin in the
  * low 4 bits, 0 = default; bit 17 = given on the command line). False when not found. */
