@@ -606,13 +606,24 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 #define SCAN_MIN_MS 50
 #define SCAN_MAX_MS 800
 
+/* What the last walk made of known code. */
+enum known_mark {
+	K_SEEN,                  /* there, as before */
+	K_NEW,                   /* first seen by this walk: to be loaded */
+	K_MISSED,                /* missed once: kept, maybe the walk skipped it */
+	K_GONE,                  /* missed twice, or replaced: to be unloaded */
+};
+
 struct known {
-	uint64_t blob, code_start, method, jmid;
+	uint64_t blob, code_start, method;
+	uint64_t jmid;           /* its method's id, once loaded (0: none) */
 	uint64_t seen_start;     /* start of the last walk that saw it */
-	uint64_t missed_end;     /* end of the first walk that missed it (0: seen last time) */
+	uint64_t missed_end;     /* end of the first walk that missed it */
 	uint64_t after;          /* new code: the unload of code it replaced */
 	uint32_t code_size;
 	int32_t compile_id;
+	int8_t level;
+	uint8_t mark;            /* enum known_mark */
 };
 
 static struct scan {
@@ -645,7 +656,7 @@ static struct scan {
 
 static size_t take(const uint8_t **buf);
 static int drain(const uint8_t *buf, size_t len);
-static void scan_drain(void);
+static void write_queue(size_t at_least);
 
 static size_t mslot(uint64_t k)
 {
@@ -718,9 +729,8 @@ static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
 	if (vp_grow((void **)&SC.cur, &SC.cap_cur, SC.ncur + 1, sizeof(*SC.cur)))
 		return -ENOMEM;
 	SC.cur[SC.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
-					    .code_size = nm->code_size, .compile_id = nm->compile_id };
-	/* The level rides in jmid until the load is queued (it is resolved then). */
-	SC.cur[SC.ncur - 1].jmid = (uint64_t)(uint8_t)nm->level;
+					    .code_size = nm->code_size, .compile_id = nm->compile_id,
+					    .level = nm->level };
 	return 0;
 }
 
@@ -739,8 +749,8 @@ static uint64_t gc_between(uint64_t lo, uint64_t hi)
 /* When missed code k went (see the top of this section). */
 static uint64_t unload_time(const struct known *k)
 {
-	uint64_t missed = k->missed_end & ~(1ull << 63), t = gc_between(k->seen_start, missed);
-	return t ? t : missed;
+	uint64_t t = gc_between(k->seen_start, k->missed_end);
+	return t ? t : k->missed_end;
 }
 
 static void queue_unload(const struct known *k)
@@ -788,13 +798,12 @@ static uint64_t fallback_id(uint64_t mptr)
 	return b ? id : 0;
 }
 
-/* Queues the load of new code k (its level in k->jmid), installed after not_before;
+/* Queues the load of new code k, installed after not_before;
  * sets k->jmid to its jmethodID, or 0 when its method is unknown (not named). */
 static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_before)
 {
 	struct vp_ch_nm nm = { .blob = k->blob, .code_start = k->code_start, .code_size = k->code_size,
 			       .compile_id = k->compile_id, .method = k->method };
-	uint8_t level = (uint8_t)k->jmid;
 	jvmtiCompiledMethodLoadInlineRecord rec = { .header = { .kind = JVMTI_CMLR_INLINE_INFO,
 								.majorinfoversion = JVMTI_CMLR_MAJOR_VERSION,
 								.minorinfoversion = JVMTI_CMLR_MINOR_VERSION } };
@@ -804,7 +813,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	k->jmid = method_ptr_get(k->method, &prepared);
 	if (!k->jmid && !SC.redrained) {
 		SC.redrained = true;   /* once per walk */
-		scan_drain();
+		write_queue(0);
 		k->jmid = method_ptr_get(k->method, &prepared);
 	}
 	/* Nor can it have run before its class was prepared, or before code it replaced went. */
@@ -844,28 +853,17 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		}
 	}
 	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
-		      info, not_before, level);
+		      info, not_before, (uint8_t)k->level);
 	SC.loads++;
 }
 
-/* Writes what is queued now; on the agent thread (or the one that replaced it). */
-static void scan_drain(void)
+/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
+ * the one that replaced it), which cannot wait for the queue to make room. */
+static void write_queue(size_t at_least)
 {
 	const uint8_t *buf;
 	lock();
-	size_t n = take(&buf);
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	if (n && A.w)
-		drain(buf, n);
-}
-
-/* Hands what the scan queued to the writer now when the queue fills (the agent thread
- * is the writer: it cannot wait for room). */
-static void scan_flush(void)
-{
-	const uint8_t *buf;
-	lock();
-	size_t n = A.qlen >= QUEUE_BYTES / 2 ? take(&buf) : 0;
+	size_t n = A.qlen >= at_least ? take(&buf) : 0;
 	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
 	if (n && A.w)
 		drain(buf, n);
@@ -887,16 +885,15 @@ static int cmp_known(const void *a, const void *b)
 static void scan_code(jvmtiEnv *jvmti)
 {
 	struct st_mark m, md;
-	uint64_t start = now_ns();
 
 	if (!SC.on || A.idle || !A.w || S.noop)
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
 	 * (a class prepared after this gets a second chance in queue_scanned_load). */
-	scan_drain();
+	write_queue(0);
 	SC.redrained = false;
-	start = now_ns();
+	uint64_t start = now_ns();
 	st_begin(&m);
 	SC.ncur = 0;
 	SC.gc_seen = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
@@ -928,24 +925,21 @@ static void scan_code(jvmtiEnv *jvmti)
 		if (p && c && p->blob == c->blob && p->compile_id == c->compile_id && p->method == c->method) {
 			struct known k = *p;
 			k.seen_start = start;
-			k.missed_end = 0;
+			k.mark = K_SEEN;
 			SC.next[SC.nnext++] = k;
 			i++, j++;
 		} else if (p && (!c || p->blob <= c->blob)) {
-			/* Missed (or replaced at the same address): keep it once, marked. */
+			/* Missed: kept once, gone when missed again or replaced at its address. */
 			struct known k = *p;
-			if (!k.missed_end)
+			if (k.mark != K_MISSED)
 				k.missed_end = end;
-			else
-				k.missed_end |= 1ull << 63;   /* missed twice: gone */
-			if (c && p->blob == c->blob)
-				k.missed_end |= 1ull << 63;   /* replaced: gone */
+			k.mark = k.mark == K_MISSED || (c && p->blob == c->blob) ? K_GONE : K_MISSED;
 			SC.next[SC.nnext++] = k;
 			i++;
 		} else {
 			struct known k = *c;
 			k.seen_start = start;
-			k.missed_end = 1;   /* marks new for the pass below */
+			k.mark = K_NEW;
 			SC.next[SC.nnext++] = k;
 			j++;
 		}
@@ -953,14 +947,14 @@ static void scan_code(jvmtiEnv *jvmti)
 	/* New code that overlaps missed code proves that code gone, and came after it. */
 	for (size_t a = 0; a < SC.nnext; a++) {
 		struct known *n = &SC.next[a];
-		if (n->missed_end != 1)
+		if (n->mark != K_NEW)
 			continue;
 		n->after = 0;
 		for (size_t b = a > 64 ? a - 64 : 0; b < SC.nnext && b < a + 64; b++) {
 			struct known *o = &SC.next[b];
-			if (b == a || o->missed_end <= 1 || !overlaps(n, o))
+			if (b == a || (o->mark != K_MISSED && o->mark != K_GONE) || !overlaps(n, o))
 				continue;
-			o->missed_end |= 1ull << 63;
+			o->mark = K_GONE;
 			if (unload_time(o) > n->after)
 				n->after = unload_time(o);
 		}
@@ -969,8 +963,7 @@ static void scan_code(jvmtiEnv *jvmti)
 	size_t keep = 0;
 	for (size_t a = 0; a < SC.nnext; a++) {
 		struct known *k = &SC.next[a];
-		if (k->missed_end > 1 && (k->missed_end >> 63)) {
-			k->missed_end &= ~(1ull << 63);
+		if (k->mark == K_GONE) {
 			if (k->jmid)
 				queue_unload(k);
 			gone++;
@@ -981,13 +974,13 @@ static void scan_code(jvmtiEnv *jvmti)
 	SC.nnext = keep;
 	for (size_t a = 0; a < SC.nnext; a++) {
 		struct known *k = &SC.next[a];
-		if (k->missed_end != 1)
+		if (k->mark != K_NEW)
 			continue;
-		k->missed_end = 0;
+		k->mark = K_SEEN;
 		queue_scanned_load(jvmti, k, SC.last_start);
 		fresh++;
 		if ((fresh & 63) == 0)
-			scan_flush();
+			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	SC.last_start = start;
 	struct known *t = SC.prev;
@@ -1617,16 +1610,10 @@ static bool session_ended(void)
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
 {
-	const uint8_t *buf;
-
 	scan_code(A.jvmti);   /* what was compiled since the last walk */
 	A.disabled = true;
 	set_session_events(JVMTI_DISABLE);
-	lock();
-	size_t n = take(&buf);
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	if (A.w && n)
-		drain(buf, n);
+	write_queue(0);
 	finish_file();
 	if (A.lock_fd >= 0)
 		close(A.lock_fd);
@@ -1640,15 +1627,10 @@ static void go_idle(void)
 static int switch_session(void)
 {
 	bool was_idle = A.idle;
-	const uint8_t *buf;
 
 	if (!was_idle)
 		scan_code(A.jvmti);
-	lock();
-	size_t n = take(&buf);
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	if (A.w && n)
-		drain(buf, n);
+	write_queue(0);
 	finish_file();
 
 	lock();
