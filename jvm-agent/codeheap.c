@@ -235,6 +235,18 @@ static bool read_nm(const struct vp_ch *c, uint64_t blob, uint64_t bytes, struct
 	return nm->method && !(nm->method & 7);
 }
 
+/* The length in segments of the heap block at b (its HeapBlock header). */
+static uint64_t block_len(const struct vp_ch *c, uint64_t b)
+{
+	return c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) : (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
+}
+
+/* The nmethod in the used block at b of len segments of heap h, if it holds one. */
+static bool block_nm(const struct vp_ch *c, const struct heap *h, uint64_t b, uint64_t len, struct vp_ch_nm *nm)
+{
+	return read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, nm);
+}
+
 int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 {
 	struct heap hs[16];
@@ -246,9 +258,7 @@ int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 		if (nseg > mapped)
 			nseg = mapped;
 		for (uint64_t seg = 0; seg < nseg;) {
-			uint64_t b = h->low + (seg << h->log2);
-			uint64_t len = c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) :
-								 (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
+			uint64_t b = h->low + (seg << h->log2), len = block_len(c, b);
 			if (len == 0)
 				break;   /* past the last block ever allocated: never-written memory */
 			if (len > nseg - seg)
@@ -258,7 +268,7 @@ int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 				/* A used block starts where the segment map says blocks start. */
 				if (rd_u8(h->segmap + seg) != 0)
 					return -EAGAIN;
-				if (read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, &nm)) {
+				if (block_nm(c, h, b, len, &nm)) {
 					int err = fn(ctx, &nm);
 					if (err)
 						return err;
@@ -292,11 +302,8 @@ int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out)
 				return -ENOENT;
 			seg -= d;
 		}
-		uint64_t b = h->low + (seg << h->log2);
-		uint64_t len = c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) :
-							 (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
-		if (!rd_u8(b + (uint64_t)c->hb_used) || !len ||
-		    !read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, out))
+		uint64_t b = h->low + (seg << h->log2), len = block_len(c, b);
+		if (!rd_u8(b + (uint64_t)c->hb_used) || !len || !block_nm(c, h, b, len, out))
 			return -ENOENT;
 		return pc >= out->code_start && pc < out->code_start + out->code_size ? 0 : -ENOENT;
 	}
