@@ -350,6 +350,42 @@ static int cmp_pc(const void *a, const void *b)
 }
 
 /* Parses one record. 0, or -errno with err set. */
+/* The method loaded at code_start with method_id, which an INLINE or INLINE2 record
+ * describes; UINT32_MAX when no such load was seen. */
+static uint32_t inline_owner(const struct vp_codemap *m, uint64_t code_start, uint64_t method_id)
+{
+	uint32_t mi = hget(m->priv, code_start);
+	return mi != UINT32_MAX && m->methods[mi].method_id == method_id ? mi : UINT32_MAX;
+}
+
+/* Tables for an inlining of npcs pcs and nframes frames, and room for it in m. */
+static int inline_alloc(struct vp_codemap *m, uint32_t npcs, uint32_t nframes, struct vp_cm_inline_info *in)
+{
+	struct priv *pv = m->priv;
+	*in = (struct vp_cm_inline_info){ .npcs = npcs, .nframes = nframes };
+	in->pcs = malloc(((size_t)npcs + 1) * sizeof(*in->pcs));
+	in->frames = malloc(((size_t)nframes + 1) * sizeof(*in->frames));
+	if (!in->pcs || !in->frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
+		free(in->pcs);
+		free(in->frames);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void inline_free(struct vp_cm_inline_info *in)
+{
+	free(in->pcs);
+	free(in->frames);
+}
+
+/* Makes in (from inline_alloc) the inlining of method mi. */
+static void inline_attach(struct vp_codemap *m, uint32_t mi, const struct vp_cm_inline_info *in)
+{
+	m->methods[mi].inl = (int32_t)m->ninlines;
+	m->inlines[m->ninlines++] = *in;
+}
+
 static int parse_record(struct vp_codemap *m, const struct vp_record *r, const char *path, uint64_t n,
 			char *err, size_t errlen)
 {
@@ -431,29 +467,22 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		if ((uint64_t)x.npcs * sizeof(struct vp_cm_pc) + (uint64_t)x.nframes * sizeof(struct vp_cm_frame) >
 		    len - sizeof(x))
 			return bad(err, errlen, path, "INLINE tables overrun the record", n);
-		uint32_t mi = hget(pv, x.code_start);
-		if (mi == UINT32_MAX || m->methods[mi].method_id != x.method_id)
+		uint32_t mi = inline_owner(m, x.code_start, x.method_id);
+		if (mi == UINT32_MAX)
 			return 0; /* inlining of code we never saw loaded: nothing to attach it to */
-		struct vp_cm_inline_info in = { .npcs = x.npcs, .nframes = x.nframes };
-		in.pcs = malloc(((size_t)x.npcs + 1) * sizeof(*in.pcs));
-		in.frames = malloc(((size_t)x.nframes + 1) * sizeof(*in.frames));
-		if (!in.pcs || !in.frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
-			free(in.pcs);
-			free(in.frames);
+		struct vp_cm_inline_info in;
+		if (inline_alloc(m, x.npcs, x.nframes, &in))
 			return -ENOMEM;
-		}
 		memcpy(in.pcs, b + sizeof(x), (size_t)x.npcs * sizeof(*in.pcs));
 		memcpy(in.frames, b + sizeof(x) + (size_t)x.npcs * sizeof(*in.pcs), (size_t)x.nframes * sizeof(*in.frames));
 		for (uint32_t i = 0; i < x.npcs; i++) {
 			if ((uint64_t)in.pcs[i].first + in.pcs[i].depth > x.nframes ||
 			    (i && in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset)) {
-				free(in.pcs);
-				free(in.frames);
+				inline_free(&in);
 				return bad(err, errlen, path, "INLINE pc table out of range or unsorted", n);
 			}
 		}
-		m->methods[mi].inl = (int32_t)m->ninlines;
-		m->inlines[m->ninlines++] = in;
+		inline_attach(m, mi, &in);
 		return 0;
 	}
 	case VP_CM_METHOD_LOAD2: {
@@ -480,20 +509,14 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		 * a damaged record from asking for gigabytes. */
 		if ((uint64_t)x.npcs * 3 > x.bytes || x.nframes > VP_CM_INLINE2_MAX_FRAMES)
 			return bad(err, errlen, path, "INLINE2 counts do not fit the record", n);
-		uint32_t mi = hget(pv, x.code_start);
-		if (mi == UINT32_MAX || m->methods[mi].method_id != x.method_id)
+		uint32_t mi = inline_owner(m, x.code_start, x.method_id);
+		if (mi == UINT32_MAX)
 			return 0; /* as for INLINE */
-		struct vp_cm_inline_info in = { .npcs = x.npcs, .nframes = x.nframes };
-		in.pcs = malloc(((size_t)x.npcs + 1) * sizeof(*in.pcs));
-		in.frames = malloc(((size_t)x.nframes + 1) * sizeof(*in.frames));
-		if (!in.pcs || !in.frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
-			free(in.pcs);
-			free(in.frames);
+		struct vp_cm_inline_info in;
+		if (inline_alloc(m, x.npcs, x.nframes, &in))
 			return -ENOMEM;
-		}
 		if (decode_inline2(&x, b + sizeof(x), &in)) {
-			free(in.pcs);
-			free(in.frames);
+			inline_free(&in);
 			return bad(err, errlen, path, "INLINE2 stream is malformed", n);
 		}
 		/* Readers look pcs up by offset; HotSpot gives them in address order already. */
@@ -503,8 +526,7 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 				break;
 			}
 		}
-		m->methods[mi].inl = (int32_t)m->ninlines;
-		m->inlines[m->ninlines++] = in;
+		inline_attach(m, mi, &in);
 		return 0;
 	}
 	case VP_CM_METHOD_NAMES: {
