@@ -252,6 +252,28 @@ static int open_session_for_service(const struct vp_record_opts *o, char *abs, s
 
 /* The launched command outlived the recording: SIGTERM, then up to 1 s for it to exit
  * (its status in *status and *done set when it did). */
+/* The recording failed (a full disk, a broken sampler): that is no reason to end the
+ * program. It runs to its own end, unprofiled, and this waits for it, unless a signal
+ * (Ctrl-C, SIGTERM) says the user ends it after all. */
+static void wait_unprofiled(const char *cmd, pid_t child, int *status, bool *done)
+{
+	int st;
+
+	fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
+		cmd, (int)child);
+	for (;;) {
+		pid_t r = waitpid(child, &st, 0);
+
+		if (r == child) {
+			*status = st;
+			*done = true;
+			return;
+		}
+		if ((r < 0 && errno != EINTR) || stop_signal)
+			return;
+	}
+}
+
 static void terminate_child(pid_t child, int *status, bool *done)
 {
 	int st;
@@ -392,21 +414,8 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 	if (status_shown)
 		fputc('\n', stderr);
 	bool we_stopped_child = false;
-	if (child && !child_done && failed && !stop_signal && started) {
-		int status;
-		fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
-			o->cmd[0], (int)child);
-		for (;;) {
-			pid_t q = waitpid(child, &status, 0);
-			if (q == child) {
-				child_status = status;
-				child_done = true;
-				break;
-			}
-			if ((q < 0 && errno != EINTR) || stop_signal)
-				break;
-		}
-	}
+	if (child && !child_done && failed && !stop_signal && started)
+		wait_unprofiled(o->cmd[0], child, &child_status, &child_done);
 	if (child && !child_done && started) {
 		we_stopped_child = true;
 		terminate_child(child, &child_status, &child_done);
@@ -564,26 +573,8 @@ int cmd_record(int argc, char **argv)
 	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
 	 * status is known and nothing keeps running unprofiled behind the user's back. */
 	bool we_stopped_child = false;
-	if (child && !child_done && failed && !stop_signal) {
-		/* The recording failed (a full disk, a broken sampler): that is no reason to
-		 * end the program. It runs to its own end, unprofiled (the recorder stopped
-		 * sampling when it failed). */
-		int status;
-
-		fprintf(stderr, "viprof record: %s (pid %d) keeps running without profiling; waiting for it to exit\n",
-			o.cmd[0], (int)child);
-		for (;;) {
-			pid_t r = waitpid(child, &status, 0);
-
-			if (r == child) {
-				child_status = status;
-				child_done = true;
-				break;
-			}
-			if ((r < 0 && errno != EINTR) || stop_signal)
-				break;   /* Ctrl-C, SIGTERM: the user ends it after all (below) */
-		}
-	}
+	if (child && !child_done && failed && !stop_signal)
+		wait_unprofiled(o.cmd[0], child, &child_status, &child_done);   /* the recorder stopped sampling */
 	if (child && !child_done) {
 		we_stopped_child = true;
 		terminate_child(child, &child_status, &child_done);
