@@ -336,15 +336,6 @@ static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const
 	return true;
 }
 
-static bool has_samples(const struct vp_profile *p)
-{
-	for (size_t i = 0; i < p->nstacks; i++)
-		for (int e = 0; e < p->nevents; e++)
-			if (p->stacks[i].samples[e])
-				return true;
-	return false;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a;
@@ -387,7 +378,7 @@ int cmd_report(int argc, char **argv)
 		if (!load(base, bd, 1, &so))
 			goto cleanup;
 	}
-	if (!has_samples(p)) {
+	if (!vp_profile__has_samples(p)) {
 		bool filtered = a.npids || a.ntids || a.comm || a.t_from > 0 || a.t_to > 0;
 		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
 			filtered ? " after --pid/--tid/--comm/--time; widen the filters"

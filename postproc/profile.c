@@ -168,6 +168,15 @@ fail:
 	return NULL;
 }
 
+bool vp_profile__has_samples(const struct vp_profile *p)
+{
+	for (size_t i = 0; i < p->nstacks; i++)
+		for (int e = 0; e < p->nevents; e++)
+			if (p->stacks[i].samples[e])
+				return true;
+	return false;
+}
+
 void vp_profile__free(struct vp_profile *p)
 {
 	if (!p)

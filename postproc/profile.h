@@ -85,6 +85,8 @@ struct vp_profile {
 
 struct vp_profile *vp_profile__new(void);
 void vp_profile__free(struct vp_profile *p);   /* accepts NULL */
+/* Whether any stack holds a sample of any event (a report of nothing says so instead). */
+bool vp_profile__has_samples(const struct vp_profile *p);
 /* Registers an event; returns its index or -errno. Same name twice returns the same index. */
 int vp_profile__add_event(struct vp_profile *p, const char *name, const char *unit);
 /* Interns a frame by (layer, name, image); strings are copied. Returns its id, or

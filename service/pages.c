@@ -29,15 +29,6 @@ bool vp_interval__name_ok(const char *name)
 	return true;
 }
 
-static bool has_samples(const struct vp_profile *p)
-{
-	for (size_t i = 0; i < p->nstacks; i++)
-		for (int e = 0; e < p->nevents; e++)
-			if (p->stacks[i].samples[e])
-				return true;
-	return false;
-}
-
 enum fmt { FMT_PPROF, FMT_FLAME };
 
 /* Loads dir and writes it with one report writer into a memory buffer. */
@@ -60,7 +51,7 @@ static int render(const char *dir, enum fmt fmt, const char *title, char **buf, 
 		vp_set_err(err, errlen, "cannot read the session %s: %s", dir, lerr[0] ? lerr : strerror(-e));
 		goto cleanup;
 	}
-	if (!has_samples(p)) {
+	if (!vp_profile__has_samples(p)) {
 		e = -ENODATA;
 		vp_set_err(err, errlen, "the session %s holds no sample", dir);
 		goto cleanup;
