@@ -72,6 +72,18 @@ long long vp_parse_num(const char *s, long long min, long long max)
 	return (long long)v;
 }
 
+int vp_read_int_file(const char *path, int dflt)
+{
+	FILE *f = fopen(path, "re");
+	int v = dflt;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}
+
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)

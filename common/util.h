@@ -24,6 +24,10 @@ ssize_t vp_read_full(int fd, void *p, size_t n);
  * command-line values, whose callers then say what they expected. */
 long long vp_parse_num(const char *s, long long min, long long max);
 
+/* The decimal number at the start of the file at path (a sysctl such as
+ * /proc/sys/kernel/perf_event_paranoid), or dflt when it cannot be read. */
+int vp_read_int_file(const char *path, int dflt);
+
 /* Grows the array *v of *cap elements of elem bytes so that it holds at least need
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);

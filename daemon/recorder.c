@@ -180,25 +180,13 @@ static int steal_snapshot(struct vp_session_writer *w, uint64_t *steal, int max)
 	return vp_session_writer__steal(w, now_ns(CLOCK_MONOTONIC), steal, n);
 }
 
-static int read_sysctl_int(const char *path, int dflt)
-{
-	FILE *f = fopen(path, "re");
-	int v = dflt;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = dflt;
-		fclose(f);
-	}
-	return v;
-}
-
 /* The kernel hides kallsyms addresses for two different reasons (kallsyms_show_value):
  * kptr_restrict, and, when that is 0, perf_event_paranoid > 1 for users without
  * CAP_SYSLOG. Name the one that applies, so the suggested fix actually works. */
 static void warn_hidden_kallsyms(FILE *log)
 {
-	int kr = read_sysctl_int("/proc/sys/kernel/kptr_restrict", -1);
-	int pp = read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", -1);
+	int kr = vp_read_int_file("/proc/sys/kernel/kptr_restrict", -1);
+	int pp = vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", -1);
 	const char *fix;
 	if (kr >= 2)
 		fix = "sysctl kernel.kptr_restrict=0";

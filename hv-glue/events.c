@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "hv-glue/events.h"
 #include "hv-glue/hv_internal.h"
 
@@ -295,14 +296,7 @@ static bool denied(int r)
 
 static int paranoid_level(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-	int v = 2;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 2;
-		fclose(f);
-	}
-	return v;
+	return vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2);
 }
 
 /* Why an event that perf_event_open refused fails here, in words; fits after "event 'x' ". */

@@ -122,18 +122,6 @@ static void refill(const struct vp_sock *s, struct user *u)
 	u->refilled = now;
 }
 
-static int read_int_file(const char *path, int dflt)
-{
-	FILE *f = fopen(path, "re");
-	int v = dflt;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = dflt;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Whether the kernel would let uid:gid ptrace pid (PTRACE_MODE_READ_REALCREDS, which
  * perf_event_open checks too): the same real, effective and saved uid and gid, and a
  * dumpable process (/proc/PID belongs to root otherwise). Root may trace anything.
@@ -354,7 +342,7 @@ static void serve_conn(struct conn *c)
 	}
 	/* Unprivileged users get what the kernel would give them: no kernel samples and
 	 * no kernel addresses where perf_event_paranoid keeps users to user mode. */
-	if (c->cred.uid != 0 && read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2)
+	if (c->cred.uid != 0 && vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2)
 		o.user_only = true;
 	if (c->cred.uid != 0 && o.duration <= 0)
 		o.duration = s->o.limits.max_seconds;
