@@ -43,6 +43,7 @@
 #include "common/util.h"
 #include "jvm-agent/codeheap.h"
 #include "jvm-agent/names.h"
+#include "jvm-agent/tasks.h"
 #include "jvm-agent/vmstructs.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
@@ -1811,7 +1812,7 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 
 /* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
  * thread the first 15 bytes of its Java name): only longer names tell more. */
-#define KERNEL_NAME_LEN 15
+#define KERNEL_NAME_LEN VP_TASK_NAME_LEN
 
 /* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
  * the agent thread. */
@@ -1869,35 +1870,26 @@ struct task_name {
 };
 
 /* The kernel names of this process's threads; returns how many (at most max). */
+struct task_list {
+	struct task_name *v;
+	size_t n, max;
+};
+
+static bool add_task(uint32_t tid, const char *name, void *ctx)
+{
+	struct task_list *l = ctx;
+	struct task_name *t = &l->v[l->n++];
+	t->tid = tid;
+	snprintf(t->comm, sizeof(t->comm), "%s", name);
+	return l->n == l->max;
+}
+
 static size_t read_task_names(struct task_name *out, size_t max)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	size_t n = 0;
-
-	while (d && n < max && (de = readdir(d))) {
-		char path[300];
-		ssize_t k;
-		int fd;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		k = read(fd, out[n].comm, KERNEL_NAME_LEN + 1);
-		close(fd);
-		if (k <= 0)
-			continue;
-		while (k > 0 && (out[n].comm[k - 1] == '\n' || out[n].comm[k - 1] == '\0'))
-			k--;
-		out[n].comm[k] = '\0';
-		out[n].tid = (uint32_t)strtoul(de->d_name, NULL, 10);
-		n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
+	struct task_list l = { out, 0, max };
+	if (max)
+		vp_tasks__each(add_task, &l);
+	return l.n;
 }
 
 #define MAX_TASKS 16384

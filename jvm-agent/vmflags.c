@@ -12,42 +12,28 @@
  * the warning printed. At JVM start (-agentpath) nothing is done: no warning is printed
  * then, and the flag must stay as the user left it for agents that others load later. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "jvm-agent/tasks.h"
 #include "jvm-agent/vmstructs.h"
 
 
 /* Is HotSpot's VM thread running, i.e. is the JVM past its start-up (where -agentpath
  * agents are loaded, before that thread exists)? */
+static bool is_vm_thread(uint32_t tid, const char *name, void *ctx)
+{
+	(void)tid;
+	return *(bool *)ctx = !strncmp(name, "VM Thread", 9);
+}
+
 static bool vm_running(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
 	bool found = false;
-
-	while (d && !found && (de = readdir(d))) {
-		char path[300], comm[32];
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		found = n >= 9 && !memcmp(comm, "VM Thread", 9);
-	}
-	if (d)
-		closedir(d);
+	vp_tasks__each(is_vm_thread, &found);
 	return found;
 }
 
