@@ -274,6 +274,30 @@ static void wait_unprofiled(const char *cmd, pid_t child, int *status, bool *don
 	}
 }
 
+/* Launches cmd held before its exec, with java_opts in JAVA_TOOL_OPTIONS (NULL: none).
+ * Orphaned grandchildren are reparented to us, so "the command and its descendants are
+ * done" is simply "no child is left". The command's exit interrupts the recorder's poll
+ * (SIGCHLD without SA_RESTART: poll and nanosleep return EINTR), or, when it came before
+ * the poll, makes the poll not wait; so the recording ends when the command does, not up
+ * to a poll period later (that period was half of a short command's cost). 0, or -errno
+ * after saying why. */
+static int launch_held(char *const *cmd, const char *java_opts, struct vp_held_child *held)
+{
+	struct sigaction sc = { .sa_handler = on_sigchld };
+	struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL, .env_value = java_opts,
+				     .who = "viprof" };
+	int e;
+
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sigemptyset(&sc.sa_mask);
+	sigaction(SIGCHLD, &sc, NULL);
+	if ((e = vp_child__launch(held, cmd, &lo)) < 0) {
+		fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", cmd[0], strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
 static void terminate_child(pid_t child, int *status, bool *done)
 {
 	int st;
@@ -327,16 +351,8 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
 		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk);
-		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		struct sigaction sc = { .sa_handler = on_sigchld };
-		sigemptyset(&sc.sa_mask);
-		sigaction(SIGCHLD, &sc, NULL);
-		struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL,
-					     .env_value = java_opts, .who = "viprof" };
-		if ((e = vp_child__launch(&held, o->cmd, &lo)) < 0) {
-			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o->cmd[0], strerror(-e));
+		if (launch_held(o->cmd, java_opts, &held))
 			goto cleanup;
-		}
 		child = held.pid;
 		launched_child = child;
 		o->launched = child;
@@ -459,7 +475,7 @@ int cmd_record(int argc, char **argv)
 	char *java_opts = NULL;
 	pid_t child = 0;
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
-	int child_status = 0, ret = 1, e;
+	int child_status = 0, ret = 1;
 	bool child_done = false, failed = false;
 
 	vp_record_opts__defaults(&o);
@@ -502,23 +518,9 @@ int cmd_record(int argc, char **argv)
 	if (o.target == RECORD_TARGET_LAUNCH) {
 		absolute_dir(o.output, dir, sizeof(dir));
 		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf")));
-		/* Orphaned grandchildren are reparented to us, so "the command and its
-		 * descendants are done" is simply "no child is left". */
-		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		/* The command's exit interrupts the poll below (no SA_RESTART: poll and
-		 * nanosleep return EINTR), or, when it came before the poll, makes the poll
-		 * not wait; so the recording ends when the command does, not up to a poll
-		 * period later (that period was half of a short command's cost). */
-		struct sigaction sc = { .sa_handler = on_sigchld };
-		sigemptyset(&sc.sa_mask);
-		sigaction(SIGCHLD, &sc, NULL);
 		/* Held before exec until the sampler watches its pid (released below). */
-		struct vp_launch_opts lo = { .env_name = java_opts ? "JAVA_TOOL_OPTIONS" : NULL,
-					     .env_value = java_opts, .who = "viprof" };
-		if ((e = vp_child__launch(&held, o.cmd, &lo)) < 0) {
-			fprintf(stderr, "viprof record: cannot fork for '%s': %s\n", o.cmd[0], strerror(-e));
+		if (launch_held(o.cmd, java_opts, &held))
 			goto cleanup;
-		}
 		child = held.pid;
 		launched_child = child;
 		o.launched = child;
