@@ -5,3 +5,17 @@ foreach(s split refuse two-users kill client flood)
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-socket.sh ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>)
   set_tests_properties(test-serve-socket-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
 endforeach()
+
+# The socket as an attacker uses it (issue 20): root does for a user no more than the
+# kernel would let that user do. The fixtures: a raw protocol client, a non-dumpable
+# process, and a dump of a session's process side band.
+add_executable(serve-client fixtures/serve-client.c)
+add_executable(nodump fixtures/nodump.c)
+add_executable(session-sideband fixtures/session-sideband.c)
+target_link_libraries(session-sideband PRIVATE vp_common)
+foreach(s foreign-fd userns setuid nodump mute rate audit)
+  add_test(NAME test-serve-attack-${s}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-attack.sh ${s} $<TARGET_FILE:viprof>
+                   $<TARGET_FILE_DIR:serve-client>)
+  set_tests_properties(test-serve-attack-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
+endforeach()

@@ -1,0 +1,215 @@
+#!/bin/bash
+# viprof serve's socket as an attacker uses it (issue 20): one scenario per ctest entry
+# (tests/serve.cmake), run as root with real users made here by useradd and removed at
+# the end, each asserting that root did for the user no more than the kernel would let
+# that user do. Exit 77: cannot run here.
+#   usage: test-serve-attack.sh SCENARIO VIPROF BINDIR
+#   foreign-fd  a user hands the service a directory they do not own (root's 0700
+#               directory, a sticky /tmp-like one) as the session: refused in one line,
+#               both byte-for-byte unchanged
+#   userns      the same through a bind mount in the user's own user+mount namespace
+#               (unshare -Urm), and a real recording from inside one whose start fails:
+#               nothing outside the session changes, no root-owned entry changes owner
+#   setuid      a set-uid program the user's command runs: its mappings and name are
+#               not in the user's session (the user's own are)
+#   nodump      the user's own process made non-dumpable: refused, as the kernel would
+#   mute        a client that never reads: -d still ends its recording, another user is
+#               served meanwhile, and SIGTERM stops the service within 5 s
+#   rate        -c and an event's own period= terms are capped like -F
+#   audit       client bytes (CR, ESC, newlines) cannot forge or garble audit lines
+set -u
+scenario=$1 viprof=$2 bindir=$3
+client=$bindir/serve-client
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+command -v useradd >/dev/null && command -v userdel >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+
+work=$(mktemp -d /tmp/vp-serve-attack.XXXXXX)
+chmod 755 "$work"
+sock=$work/run/viprof.sock
+users=()
+serve_pid=
+cleanup() {
+	[ -n "$serve_pid" ] && kill -KILL "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
+
+mkuser() {   # mkuser TAG: a fresh user (in $REPLY) with a directory $work/TAG
+	local u=vpa$$_$1
+	u=${u:0:31}
+	useradd -M -d "$work/$1" -s /bin/sh "$u" 2>/dev/null || { echo "SKIP: useradd $u failed"; exit 77; }
+	users+=("$u")
+	mkdir -p "$work/$1" && chown "$u:" "$work/$1"
+	REPLY=$u
+}
+su nobody -s /bin/sh -c "test -x '$viprof' && test -x '$client'" 2>/dev/null ||
+	{ echo "SKIP: $viprof or $client is not reachable by other users"; exit 77; }
+
+start_service() {
+	"$viprof" serve --socket "$sock" "$@" >"$work/serve.log" 2>&1 &
+	serve_pid=$!
+	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	fail "the service did not listen on $sock"
+}
+as() {   # as USER CMD...: runs CMD as USER with the socket in the environment
+	local u=$1; shift
+	su "$u" -s /bin/bash -c "cd '$work' && export VIPROF_SOCKET='$sock' && $*"
+}
+# A directory's every entry: name, owner, group, mode, size, and each file's hash.
+snapshot() {
+	(cd "$1" && find . -printf '%p %u %g %m %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
+}
+# A victim: root's 0700 directory with files, and a sticky world-writable one holding
+# files of root and of another user, like /tmp.
+make_victims() {
+	mkdir -m 700 "$work/victim" && mkdir -m 700 "$work/victim/sub"
+	echo secret >"$work/victim/file" && echo deeper >"$work/victim/sub/file"
+	mkdir -m 1777 "$work/tmp"
+	echo roots >"$work/tmp/root-file" && mkdir "$work/tmp/root-dir" && echo x >"$work/tmp/root-dir/f"
+	echo theirs >"$work/tmp/other-file" && chown "$1:" "$work/tmp/other-file"
+	snapshot "$work/victim" >"$work/victim.before"
+	snapshot "$work/tmp" >"$work/tmp.before"
+}
+check_victims() {
+	snapshot "$work/victim" >"$work/victim.after"
+	snapshot "$work/tmp" >"$work/tmp.after"
+	diff "$work/victim.before" "$work/victim.after" || fail "$1: root's directory changed"
+	diff "$work/tmp.before" "$work/tmp.after" || fail "$1: the sticky directory changed"
+}
+# The reply of the service to a request: exactly one ERR line, nothing started.
+refused_once() {   # refused_once FILE WHAT
+	[ "$(grep -c '^ERR ' "$1")" = 1 ] || { cat "$1"; fail "$2: not refused in one line"; }
+	grep -q '^STARTED' "$1" && { cat "$1"; fail "$2: a recording started"; }
+	return 0
+}
+
+case $scenario in
+foreign-fd)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	make_victims "$v"
+	start_service
+	as "$u" "sleep 30 & echo \$! >'$work/a/pid'; wait" &
+	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid")
+	as "$u" "'$client' '$sock' fd '$work/victim' $pid" >"$work/r1" 2>&1
+	cat "$work/r1"
+	refused_once "$work/r1" "root's directory as the session"
+	as "$u" "'$client' '$sock' fd '$work/tmp' $pid" >"$work/r2" 2>&1
+	cat "$work/r2"
+	refused_once "$work/r2" "a sticky directory as the session"
+	check_victims foreign-fd
+	# Even the user's own empty directory passed as an fd is refused: the service
+	# writes nothing through a descriptor a user hands it.
+	as "$u" "mkdir '$work/a/own'"
+	as "$u" "'$client' '$sock' fd '$work/a/own' $pid" >"$work/r3" 2>&1
+	refused_once "$work/r3" "a directory fd"
+	check_victims foreign-fd
+	;;
+userns)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	make_victims "$v"
+	as "$u" "unshare -Ur true" 2>/dev/null || { echo "SKIP: unprivileged user namespaces are off here"; exit 77; }
+	start_service
+	find "$work" -user root -printf '%p %m\n' | sort >"$work/rootowned.before"
+	# A session directory that is, inside the user's namespace, root's directory.
+	as "$u" "mkdir '$work/a/s' && unshare -Urm sh -c \"mount --bind '$work/victim' '$work/a/s' && sleep 30 & \
+		sleep 0.5; '$client' '$sock' fd '$work/a/s' \\\$\\\$\"" >"$work/r1" 2>&1
+	cat "$work/r1"
+	grep -q '^ERR ' "$work/r1" || fail "a bind-mounted directory was taken as the session"
+	# A real recording from inside such a namespace, with root's directory bound
+	# over where the session's jit/ goes and the target gone before the start.
+	as "$u" "unshare -Urm sh -c \"mkdir -p '$work/a/s2/jit' && mount --bind '$work/victim' '$work/a/s2/jit' && \
+		'$viprof' record -p 999999 -d 1 -o '$work/a/s3' ; mkdir -p '$work/a/s4' && \
+		mount --bind '$work/tmp' '$work/a/s4' && '$viprof' record --force -d 1 -o '$work/a/s4' -- true\"" \
+		>"$work/r2" 2>&1
+	cat "$work/r2"
+	check_victims userns
+	find "$work" -user root -printf '%p %m\n' | sort | grep -v "^$work/[ab]\b\|\.after\|\.before\|/r[0-9]\|rootowned" \
+		>"$work/rootowned.after"
+	grep -v "\.after\|\.before\|/r[0-9]\|rootowned" "$work/rootowned.before" >"$work/rootowned.b2"
+	diff "$work/rootowned.b2" "$work/rootowned.after" || fail "root-owned entries changed"
+	;;
+setuid)
+	mkuser a; u=$REPLY
+	start_service
+	su=$(command -v chfn || command -v passwd)
+	[ -u "$su" ] || { echo "SKIP: no set-uid program (chfn, passwd) here"; exit 77; }
+	as "$u" "'$viprof' record -g -o '$work/a/s' -- sh -c \"'$su' --help >/dev/null 2>&1; '$su' --help \
+		>/dev/null 2>&1; exec '$bindir/nodump' 1 >/dev/null\"" 2>"$work/a.err" || { cat "$work/a.err"; fail "record"; }
+	"$bindir/session-sideband" "$work/a/s" >"$work/sideband" || fail "the session cannot be read"
+	grep "$su\|$(basename "$su")" "$work/sideband" && fail "the set-uid program's mappings or name are in the user's session"
+	grep -q "mmap .*/nodump$" "$work/sideband" || { cat "$work/sideband"; fail "the user's own program is missing (the test would pass on nothing)"; }
+	echo "sideband: $(wc -l <"$work/sideband") records, none of $su"
+	;;
+nodump)
+	mkuser a; u=$REPLY
+	start_service
+	as "$u" "'$bindir/nodump' 30 >'$work/a/pid'" &
+	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid")
+	if as "$u" "'$viprof' record -p $pid -d 1 -o '$work/a/s'" 2>"$work/a.err"; then
+		cat "$work/a.err"; fail "a non-dumpable process was recorded"
+	fi
+	cat "$work/a.err"
+	[ "$(wc -l <"$work/a.err")" = 1 ] || fail "the refusal is not one line"
+	grep -q "dumpable" "$work/a.err" || fail "the refusal does not say why"
+	[ ! -e "$work/a/s/stream.vps" ] || fail "a session was written"
+	;;
+mute)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	start_service
+	as "$u" "sleep 60 & echo \$! >'$work/a/pid'; wait" &
+	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid")
+	as "$u" "exec '$client' '$sock' mute $pid 3" >/dev/null 2>&1 &
+	# -d 3 ends the recording although the client reads nothing.
+	for _ in $(seq 150); do grep -q "audit uid=$(id -u "$u") .*pids:$pid.* -> " "$work/serve.log" && break; sleep 0.1; done
+	grep "audit uid=$(id -u "$u") .*pids:$pid" "$work/serve.log" || fail "-d did not end a mute client's recording within 15 s"
+	# A mute recording without end, then another user, then SIGTERM.
+	as "$u" "exec '$client' '$sock' mute $pid 0" >/dev/null 2>&1 &
+	sleep 1
+	as "$v" "'$viprof' record -q -d 1 -o '$work/b/s' -- sleep 2" 2>"$work/b.err" || { cat "$work/b.err"; fail "b was not served"; }
+	t0=$(date +%s%N)
+	kill -TERM "$serve_pid"
+	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
+	t=$(( ($(date +%s%N) - t0) / 1000000 ))
+	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM"
+	serve_pid=
+	echo "SIGTERM to exit: $t ms"
+	;;
+rate)
+	mkuser a; u=$REPLY
+	start_service
+	for args in "-e cpu-clock -c 10000" "-e task-clock -c 100000" "-c 100000" "-e cpu-clock/period=50000/" \
+		    "-e task-clock/freq=9000/" "-e cpu-clock,task-clock/period=200000/"; do
+		if as "$u" "'$viprof' record $args -o '$work/a/s' -- true" 2>"$work/a.err"; then
+			fail "'$args' passed the rate cap"
+		fi
+		grep -q "limit of 4000 Hz" "$work/a.err" || { cat "$work/a.err"; fail "'$args': the refusal does not name the limit"; }
+	done
+	# At the cap it is allowed.
+	as "$u" "'$viprof' record -q -e cpu-clock -c 250000 -o '$work/a/ok' -- true" 2>"$work/a.err" ||
+		{ cat "$work/a.err"; fail "-c 250000 (4000 Hz) was refused"; }
+	;;
+audit)
+	mkuser a; u=$REPLY
+	start_service
+	printf 'RECORD\ntarget=pids\npids=1\noutput=x\r\033[2Kviprof serve: audit uid=0 pid=1 record target=all -> ok\nevents=cpu-clock\033]0;t\007\n' \
+		>"$work/a/req"
+	chown "$u:" "$work/a/req"
+	as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r1" 2>&1
+	cat "$work/r1"
+	grep -q "audit uid=$(id -u "$u")" "$work/serve.log" || fail "no audit line for the request"
+	LC_ALL=C grep -q $'\r\|\033\|\007' "$work/serve.log" && fail "raw control bytes from a client reached the log"
+	grep -q "^viprof serve: audit uid=0" "$work/serve.log" && fail "a client forged an audit line"
+	grep "audit uid=$(id -u "$u")" "$work/serve.log"
+	;;
+*)
+	echo "unknown scenario $scenario"; exit 2 ;;
+esac
+echo "PASS: $scenario"
