@@ -26,6 +26,7 @@
 #include "common/safefs.h"
 #include "common/session_format.h"
 #include "common/util.h"
+#include "daemon/record_jvm.h"
 #include "daemon/recorder.h"
 #include "hv-glue/xen.h"
 #include "service/sock_proto.h"
@@ -137,11 +138,22 @@ static void print_status(uint64_t elapsed_ns, uint64_t samples, uint64_t lost)
  * capabilities (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON) in its effective set. */
 static bool can_sample_fully(void)
 {
+	FILE *f;
 	char line[256];
 	unsigned long long eff = 0;
+	unsigned inner, outer, count;
+	/* Root of a user namespace of our own (unshare -U) has its capabilities only over
+	 * that namespace: BPF and system-wide events need them in the first one. */
+	f = fopen("/proc/self/uid_map", "re");
+	bool initial = f && fscanf(f, "%u %u %u", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 &&
+		       count == 4294967295u;
+	if (f)
+		fclose(f);
+	if (!initial)
+		return false;
 	if (geteuid() == 0)
 		return true;
-	FILE *f = fopen("/proc/self/status", "re");
+	f = fopen("/proc/self/status", "re");
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "CapEff: %llx", &eff) == 1)
 			break;
@@ -169,8 +181,8 @@ static int service_connect(const struct vp_record_opts *o)
 }
 
 /* Creates (or takes, empty) the session directory as this user, as the recorder does
- * for itself, and opens it for the service to write through. The fd, its absolute
- * name in abs, and whether we made it; -errno with the reason in err. */
+ * for itself, and opens it. The fd, its absolute name in abs, and whether we made it;
+ * -errno with the reason in err. */
 static int open_session_for_service(const struct vp_record_opts *o, char *abs, size_t abslen, bool *made,
 				    int *parentfd, char *base, size_t baselen, char *err, size_t errlen)
 {
@@ -312,19 +324,86 @@ static void terminate_child(pid_t child, int *status, bool *done)
 	}
 }
 
+/* A session file whose bytes the service sends through a pipe (FILE messages): this
+ * user's client stores it, so that the service, root, writes nothing here. */
+struct service_file {
+	const char *name;          /* its name in the session */
+	const char *tmp;           /* written under this name, renamed once complete; or NULL */
+	int pipe, fd;
+	uint64_t bytes;
+	bool done;                 /* the pipe ended */
+};
+
+/* Takes the pipe of a FILE message: the file is created here, new, 0600. */
+static void service_file_open(struct service_file *f, int dirfd, int pipe_fd, const char *abs)
+{
+	if (f->pipe >= 0 || f->fd >= 0) {
+		close(pipe_fd);   /* a second FILE of the same name: not ours to take */
+		return;
+	}
+	f->fd = openat(dirfd, f->tmp ? f->tmp : f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (f->fd < 0) {
+		fprintf(stderr, "viprof record: cannot create %s/%s: %s\n", abs, f->tmp ? f->tmp : f->name, strerror(errno));
+		close(pipe_fd);
+		return;
+	}
+	f->pipe = pipe_fd;
+}
+
+/* Moves what the pipe holds into the file; at the pipe's end the file is complete
+ * (a temporary name is renamed). Non-blocking: 0 when there is nothing more now. */
+static void service_file_drain(struct service_file *f, int dirfd, const char *abs)
+{
+	char buf[1 << 16];
+	while (f->pipe >= 0) {
+		ssize_t n = read(f->pipe, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n > 0) {
+			int e = vp_write_all(f->fd, buf, (size_t)n);
+			if (e)
+				fprintf(stderr, "viprof record: cannot write %s/%s: %s\n", abs, f->name, strerror(-e));
+			f->bytes += (uint64_t)n;
+			continue;
+		}
+		close(f->pipe);
+		f->pipe = -1;
+		close(f->fd);
+		f->fd = -1;
+		f->done = true;
+		if (f->tmp) {
+			if (f->bytes && renameat(dirfd, f->tmp, dirfd, f->name))
+				fprintf(stderr, "viprof record: cannot rename %s/%s: %s\n", abs, f->tmp, strerror(errno));
+			else if (!f->bytes)
+				unlinkat(dirfd, f->tmp, 0);
+		}
+	}
+}
+
 /* 'viprof record' through the service (service/sock_proto.h): the same options and the
- * same output; the session is this user's directory, written by the service through
- * the fd passed here; a command is launched here, held, and released once the service
- * samples it. Returns the exit status. */
+ * same output. This user's process makes the session directory and its jit/, attaches
+ * the agent to its own JVMs, launches the command (held before exec), and stores the
+ * stream and meta.json that the service sends through pipes; the service, root, only
+ * samples. Returns the exit status. */
 static int record_via_service(struct vp_record_opts *o, int sock)
 {
 	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
 	char *java_opts = NULL;
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
+	struct record_jvm_lock lock = { .fd = -1 };
+	struct vp_sock_jvm jvms[RECORD_MAX_PIDS];
+	pid_t jvm_pids[RECORD_MAX_PIDS];
+	uint32_t jvm_flags[RECORD_MAX_PIDS];
+	struct service_file files[2] = {
+		{ .name = VP_SESSION_STREAM, .pipe = -1, .fd = -1 },
+		{ .name = VP_SESSION_META_JSON, .tmp = VP_SESSION_META_JSON ".tmp", .pipe = -1, .fd = -1 },
+	};
 	pid_t child = 0;
-	int child_status = 0, ret = 1, e, parentfd = -1, dirfd;
+	int child_status = 0, ret = 1, e, parentfd = -1, dirfd, njvms = 0;
 	bool made = false, child_done = false, failed = false, done = false, started = false, stop_sent = false;
-	uint64_t samples = 0, lost = 0, elapsed = 0, bytes = 0;
+	uint64_t samples = 0, lost = 0, elapsed = 0;
 	int done_rc = 0;
 
 	/* The service says first whether it takes us (a limit refuses at once): nothing is
@@ -349,6 +428,11 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		fprintf(stderr, "viprof record: %s\n", err);
 		goto cleanup;
 	}
+	/* The session is this user's: its jit/ too, where the agents write as this user. */
+	if (mkdirat(dirfd, VP_SESSION_JIT_DIR, 0700)) {
+		fprintf(stderr, "viprof record: cannot create %s/" VP_SESSION_JIT_DIR ": %s\n", abs, strerror(errno));
+		goto cleanup;
+	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
 		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk);
 		if (launch_held(o->cmd, java_opts, &held))
@@ -356,28 +440,63 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		child = held.pid;
 		launched_child = child;
 		o->launched = child;
+	} else if (o->target == RECORD_TARGET_PIDS && !o->no_jit) {
+		/* Our own JVMs get the agent from us, before sampling starts (every sample of
+		 * their JIT code then falls after their code maps began). */
+		const char *agent = agent_or_warn();
+		if (agent)
+			njvms = record_jvm__attach_own(abs, &lock, o->pids, o->npids, agent, o, jvm_pids, jvm_flags);
+		for (int i = 0; i < njvms; i++)
+			jvms[i] = (struct vp_sock_jvm){ .pid = jvm_pids[i], .flags = jvm_flags[i] };
 	}
-	if (vp_sock__encode_request(o, msg, sizeof(msg)) || (e = vp_sock__send(sock, msg, strlen(msg), dirfd))) {
+	if (vp_sock__encode_request(o, jvms, njvms, msg, sizeof(msg)) || (e = vp_sock__send(sock, msg, strlen(msg), -1))) {
 		fprintf(stderr, "viprof record: cannot send the request to the service on %s; the command line is too long?\n",
 			vp_sock__path());
 		goto cleanup;
 	}
 	bool tty = isatty(STDERR_FILENO) && !o->quiet;
 	bool status_shown = false;
-	while (!done) {
+	uint64_t done_at = 0;
+	for (;;) {
+		/* After DONE, what is left in the pipes (they end with the recording); a
+		 * service that dies leaves them ended too. */
+		if (done && (files[0].pipe < 0 && files[1].pipe < 0))
+			break;
+		if (done && now_ns() - done_at > 5000000000ull)
+			break;
 		if (stop_signal && started && !stop_sent) {
 			stop_sent = vp_sock__send(sock, "STOP -1", 7, -1) == 0;
 		}
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int pr = poll(&p, 1, child_exited ? 0 : POLL_MS);
-		if (pr > 0) {
-			ssize_t n = vp_sock__recv(sock, msg, sizeof(msg), NULL);
+		struct pollfd p[3] = { { .fd = done ? -1 : sock, .events = POLLIN },
+				       { .fd = files[0].pipe, .events = POLLIN },
+				       { .fd = files[1].pipe, .events = POLLIN } };
+		int pr = poll(p, 3, child_exited ? 0 : POLL_MS);
+		for (int i = 0; i < 2; i++)
+			if (pr > 0 && p[i + 1].revents)
+				service_file_drain(&files[i], dirfd, abs);
+		if (pr > 0 && p[0].revents) {
+			int passed = -1;
+			ssize_t n = vp_sock__recv(sock, msg, sizeof(msg), &passed);
 			if (n <= 0) {
 				fprintf(stderr, "%sviprof record: the service closed the connection before the recording ended; "
 						"%s keeps what was flushed\n", status_shown ? "\n" : "", abs);
 				failed = true;
-				break;
+				done = true;   /* the pipes still end what was sent */
+				done_at = now_ns();
+				continue;
 			}
+			if (!strncmp(msg, "FILE ", 5) && passed >= 0) {
+				int k = !strcmp(msg + 5, files[0].name) ? 0 : !strcmp(msg + 5, files[1].name) ? 1 : -1;
+				if (k >= 0) {
+					fcntl(passed, F_SETFL, O_NONBLOCK);
+					service_file_open(&files[k], dirfd, passed, abs);
+				} else {
+					close(passed);   /* a file this viprof does not know: not stored */
+				}
+				continue;
+			}
+			if (passed >= 0)
+				close(passed);
 			if (!strncmp(msg, "LOG ", 4)) {
 				fprintf(stderr, "%s%s\n", status_shown ? "\n" : "", msg + 4);
 				status_shown = false;
@@ -389,7 +508,8 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 				failed = true;
 				if (!started)
 					goto cleanup;
-				break;
+				done = true;
+				done_at = now_ns();
 			} else if (!strncmp(msg, "STARTED", 7)) {
 				started = true;
 				vp_child__release(&held, NULL);
@@ -404,12 +524,13 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 			} else if (!strncmp(msg, "DONE ", 5)) {
 				unsigned long long sm, ls, el, by;
 				if (sscanf(msg + 5, "%llu %llu %llu %llu %d", &sm, &ls, &el, &by, &done_rc) == 5) {
-					samples = sm, lost = ls, elapsed = el, bytes = by;
+					samples = sm, lost = ls, elapsed = el;
 				}
 				done = true;
+				done_at = now_ns();
 			}
 		}
-		if (child && started && !stop_sent) {
+		if (child && started && !stop_sent && !done) {
 			/* Reap the command and any orphaned descendant; when none is left, the
 			 * recording ends with its status. */
 			int status;
@@ -427,8 +548,12 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 			}
 		}
 	}
+	for (int i = 0; i < 2; i++)
+		if (files[i].pipe >= 0)
+			service_file_drain(&files[i], dirfd, abs);
 	if (status_shown)
 		fputc('\n', stderr);
+	record_jvm__end(&lock);   /* our JVMs' agents finish this session's maps */
 	bool we_stopped_child = false;
 	if (child && !child_done && failed && !stop_signal && started)
 		wait_unprofiled(o->cmd[0], child, &child_status, &child_done);
@@ -436,24 +561,38 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		we_stopped_child = true;
 		terminate_child(child, &child_status, &child_done);
 	}
-	if (done) {
+	if (done && !failed) {
 		double secs = (double)elapsed / 1e9;
 		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
 			(unsigned long long)samples, (unsigned long long)lost, secs, secs > 0 ? (double)samples / secs : 0.0,
-			abs, (unsigned long long)bytes);
+			abs, (unsigned long long)vp_safe_tree_bytes(dirfd));
+		if (!files[1].done || !files[1].bytes) {
+			fprintf(stderr, "viprof record: the service sent no %s; %s reads to its last chunk\n",
+				VP_SESSION_META_JSON, abs);
+			failed = true;
+		}
 		failed |= done_rc != 0;
 	}
 	if (stop_signal && !o->quiet)
 		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
 	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? (ret == 2 ? 2 : 1) : 0;
 cleanup:
+	for (int i = 0; i < 2; i++) {
+		if (files[i].pipe >= 0)
+			close(files[i].pipe);
+		if (files[i].fd >= 0)
+			close(files[i].fd);
+	}
+	record_jvm__end(&lock);
 	vp_child__close(&held);
 	if (child && !started) {
 		int status;
 		waitpid(child, &status, 0);
 	}
 	if (!started && made && parentfd >= 0)
-		unlinkat(parentfd, base, AT_REMOVEDIR);   /* nothing was recorded: the empty directory we made goes */
+		vp_safe_remove_tree(parentfd, base);   /* nothing was recorded: the directory we made goes */
+	else if (!started && dirfd >= 0)
+		vp_safe_remove_tree(dirfd, VP_SESSION_JIT_DIR);   /* an empty one given: back to empty */
 	if (dirfd >= 0)
 		close(dirfd);
 	if (parentfd >= 0)

@@ -41,14 +41,19 @@ struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 	return cfile_writer__create_at(AT_FDCWD, path, kind, format_version, chunk_bytes, private_file);
 }
 
-struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32_t kind,
-					     uint32_t format_version, size_t chunk_bytes,
-					     bool private_file)
+/* The writer around an open fd (taken: closed on failure too). */
+static struct cfile_writer *writer_on_fd(int fd, uint32_t kind, uint32_t format_version, size_t chunk_bytes)
 {
-	struct cfile_writer *w = calloc(1, sizeof(*w));
-	int saved;
-	if (!w)
+	struct cfile_writer *w = fd >= 0 ? calloc(1, sizeof(*w)) : NULL;
+	int saved, err;
+	if (!w) {
+		saved = fd < 0 ? errno : ENOMEM;
+		if (fd >= 0)
+			close(fd);
+		errno = saved;
 		return NULL;
+	}
+	w->fd = fd;
 	w->level = 1;
 	w->cap = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
 	if (w->cap > VP_MAX_CHUNK_RAW)
@@ -56,13 +61,10 @@ struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32
 	w->buf = malloc(w->cap);
 	w->zcap = compressBound(w->cap);
 	w->zbuf = malloc(w->zcap);
-	w->fd = -1;
-	if (!w->buf || !w->zbuf)
+	if (!w->buf || !w->zbuf) {
+		errno = ENOMEM;
 		goto fail;
-	w->fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		       private_file ? 0600 : 0644);
-	if (w->fd < 0)
-		goto fail;
+	}
 	struct vp_file_header h = {
 		.magic = VP_FILE_MAGIC,
 		.version = VP_CONTAINER_VERSION,
@@ -73,7 +75,7 @@ struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32
 		.created_ns = now_ns(CLOCK_MONOTONIC),
 		.created_realtime_ns = now_ns(CLOCK_REALTIME),
 	};
-	int err = vp_write_all(w->fd, &h, sizeof(h));
+	err = vp_write_all(w->fd, &h, sizeof(h));
 	if (err) {
 		errno = -err;
 		goto fail;
@@ -82,13 +84,25 @@ struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32
 	return w;
 fail:
 	saved = errno;
-	if (w->fd >= 0)
-		close(w->fd);
+	close(w->fd);
 	free(w->buf);
 	free(w->zbuf);
 	free(w);
 	errno = saved;
 	return NULL;
+}
+
+struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32_t kind,
+					     uint32_t format_version, size_t chunk_bytes,
+					     bool private_file)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, private_file ? 0600 : 0644);
+	return writer_on_fd(fd, kind, format_version, chunk_bytes);
+}
+
+struct cfile_writer *cfile_writer__create_fd(int fd, uint32_t kind, uint32_t format_version, size_t chunk_bytes)
+{
+	return writer_on_fd(fd, kind, format_version, chunk_bytes);
 }
 
 void *cfile_writer__reserve(struct cfile_writer *w, uint32_t type, uint64_t time,

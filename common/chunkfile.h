@@ -78,6 +78,10 @@ struct cfile_writer *cfile_writer__create(const char *path, uint32_t kind,
 struct cfile_writer *cfile_writer__create_at(int dirfd, const char *path, uint32_t kind,
 					     uint32_t format_version, size_t chunk_bytes,
 					     bool private_file);
+/* The same into an fd opened by someone else (taken: closed by the writer, also on
+ * failure), e.g. a pipe to the process that stores the file (the service's stream to
+ * a user's client). Only ever appended to. */
+struct cfile_writer *cfile_writer__create_fd(int fd, uint32_t kind, uint32_t format_version, size_t chunk_bytes);
 /* Appends one record; body may be NULL when body_len is 0. Returns 0 or -errno. */
 int cfile_writer__append(struct cfile_writer *w, uint32_t type, uint64_t time,
 			 const void *body, size_t body_len);

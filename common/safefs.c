@@ -281,3 +281,42 @@ int vp_safe_grant_search(int fd, const uid_t *uids, int n)
 		return -errno;
 	return 0;
 }
+
+/* Sums the sizes of the files under dirfd, through descriptors (no path is walked, no
+ * symlink followed). */
+static uint64_t tree_bytes(int dirfd, int depth)
+{
+	uint64_t sum = 0;
+	int fd = depth < 16 ? openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISREG(st.st_mode)) {
+			sum += (uint64_t)st.st_size;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0) {
+				sum += tree_bytes(sub, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+uint64_t vp_safe_tree_bytes(int dirfd)
+{
+	return tree_bytes(dirfd, 0);
+}

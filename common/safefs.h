@@ -8,6 +8,7 @@
 #define VIPROF_COMMON_SAFEFS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Flags of vp_safe_opendir. */
@@ -58,5 +59,9 @@ int vp_safe_remove_tree(int dirfd, const char *name);
  * users can reach a path below it they know, and list nothing. -EOPNOTSUPP where the
  * file system has no ACLs. 0 or -errno. */
 int vp_safe_grant_search(int fd, const uid_t *uids, int n);
+
+/* The bytes of the regular files under dirfd (16 levels deep at most), through
+ * directory descriptors: no path is walked, no symlink followed. */
+uint64_t vp_safe_tree_bytes(int dirfd);
 
 #endif

@@ -2,6 +2,7 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,17 @@ int vp_write_all(int fd, const void *p, size_t n)
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
+			/* A non-blocking pipe to a reader that fell behind (the service's
+			 * stream to a client): wait for room, but not for ever. */
+			if (errno == EAGAIN) {
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+				int r = poll(&pf, 1, VP_WRITE_STALL_MS);
+				if (r > 0 && !(pf.revents & (POLLERR | POLLHUP)))
+					continue;
+				if (r < 0 && errno == EINTR)
+					continue;
+				return r == 0 ? -ETIMEDOUT : -EPIPE;
+			}
 			return -errno;
 		}
 		b += k;
@@ -214,4 +226,33 @@ int vp_perm__explain(pid_t pid, char *buf, size_t len)
 		   "(or with CAP_SYS_PTRACE)", (int)pid, euid != me ? euid : ruid != me ? ruid : suid, (unsigned)me,
 		   euid != me ? euid : ruid != me ? ruid : suid);
 	return 1;
+}
+
+void vp_escape_controls(const char *s, char *out, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	if (!len)
+		return;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[5];
+		size_t n = 0;
+		if (c < 0x20 || c == 0x7f) {
+			esc[n++] = '\\';
+			esc[n++] = 'x';
+			esc[n++] = hex[c >> 4];
+			esc[n++] = hex[c & 15];
+		} else if (c == '\\') {
+			esc[n++] = '\\';
+			esc[n++] = '\\';
+		} else {
+			esc[n++] = (char)c;
+		}
+		if (o + n >= len)
+			break;
+		memcpy(out + o, esc, n);
+		o += n;
+	}
+	out[o] = '\0';
 }

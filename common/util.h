@@ -14,6 +14,9 @@ void vp_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((form
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* Writes all n bytes, retrying after EINTR and short writes; returns 0 or -errno. */
+/* Writes all of p. On a non-blocking fd whose reader does not make room for
+ * VP_WRITE_STALL_MS, -ETIMEDOUT (-EPIPE when the reader is gone). 0 or -errno. */
+#define VP_WRITE_STALL_MS 2000
 int vp_write_all(int fd, const void *p, size_t n);
 
 /* Reads exactly n bytes, retrying after EINTR and short reads; returns n, a short
@@ -63,5 +66,10 @@ static inline void vp_sort(void *base, size_t n, size_t size, int (*cmp)(const v
  * previous call, and the process's CPU time so far. Without the variable it costs one
  * cached branch. Safe to call from any thread (lines may interleave). */
 void vp_timing(const char *what);
+
+/* s into out (NUL-terminated, cut at a whole character to fit len) with control
+ * characters (below 0x20, and 0x7f) as \xNN and backslashes doubled: for log lines
+ * that carry bytes someone else chose. */
+void vp_escape_controls(const char *s, char *out, size_t len);
 
 #endif

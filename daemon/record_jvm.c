@@ -90,11 +90,11 @@ static void prepare_maps_dir(struct vp_session_writer *w, pid_t pid, FILE *log)
  * before the first attach until record_jvm__end (or until we die: the kernel lets go
  * of it then). Each agent of this session watches it (lock=) and stops writing, turning
  * idle, once it is free; readable by all, so that the JVMs' users can open it. */
-static int hold_lock(struct vp_session_writer *w, struct record_jvm_lock *l)
+static int hold_lock(const char *session, struct record_jvm_lock *l)
 {
 	if (l->fd >= 0)
 		return 0;
-	snprintf(l->path, sizeof(l->path), "%s/" VP_SESSION_JIT_DIR, vp_session_writer__dir(w));
+	snprintf(l->path, sizeof(l->path), "%s/" VP_SESSION_JIT_DIR, session);
 	int dfd = vp_safe_opendir(l->path, VP_SAFE_TRUSTED_LINKS), fd = -1, e = 0;
 	if (dfd < 0)
 		return dfd;
@@ -119,14 +119,14 @@ void record_jvm__end(struct record_jvm_lock *l)
 	l->fd = -1;
 }
 
-static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
+/* Loads the agent into pid for the session's code maps; the VP_JVM_* flags of what
+ * came of it in *flags. 0, or the attach's -errno (said on log). */
+static int attach_core(const char *session, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
+		       uint32_t *flags)
 {
-	const char *session = vp_session_writer__dir(w);
-	char options[PATH_MAX + 16], err[512] = "", rel[64];
-	struct timespec ts;
-	uint32_t flags = 0;
+	char options[PATH_MAX + 16], err[512] = "";
 
-	int le = hold_lock(w, l);
+	int le = hold_lock(session, l);
 	if (le)
 		fprintf(stderr, "viprof: warning: cannot create %s/" VP_SESSION_JIT_DIR "/" VP_SESSION_JIT_LOCK ": %s; "
 			"JVM agents will go on writing code maps after this recording, until the next one\n", session,
@@ -135,26 +135,37 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	else
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
-	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
-	prepare_maps_dir(w, pid, log);
+	*flags = 0;
 	if (!record_jvm__frame_pointers(pid))
-		flags |= VP_JVM_NO_FRAME_POINTERS;
+		*flags |= VP_JVM_NO_FRAME_POINTERS;
 	/* A JVM that has the agent from an earlier session gets it again: the agent ends
 	 * that session's map and starts this one, replaying its live code. */
 	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
 	if (e == 0) {
-		flags |= VP_JVM_AGENT_LOADED;
+		*flags |= VP_JVM_AGENT_LOADED;
 	} else {
-		flags |= VP_JVM_ATTACH_REFUSED;
+		*flags |= VP_JVM_ATTACH_REFUSED;
 		if (err[0])   /* the attach reason names the JVM already */
 			fprintf(log, "viprof: %s; its Java methods will not be named\n", err);
 		else
 			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
-	if (flags & VP_JVM_NO_FRAME_POINTERS)
+	if (*flags & VP_JVM_NO_FRAME_POINTERS)
 		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
 			(int)pid);
+	return e;
+}
+
+static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
+{
+	char rel[64];
+	struct timespec ts;
+	uint32_t flags = 0;
+
+	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
+	prepare_maps_dir(w, pid, log);
+	int e = attach_core(vp_session_writer__dir(w), l, pid, agent, log, &flags);
 	size_t rl = strlen(rel);
 	char body[sizeof(struct vp_jvm) + 64];
 	struct vp_jvm *j = (struct vp_jvm *)body;
@@ -213,6 +224,20 @@ static uid_t owner(pid_t pid)
 
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
 	return stat(proc, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const pid_t *pids, int npids,
+			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags)
+{
+	int n = 0;
+	uid_t self = geteuid();
+	for (int i = 0; i < npids; i++) {
+		if (owner(pids[i]) != self || !vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], self))
+			continue;
+		attach_core(session, l, pids[i], agent, o->log ? o->log : stderr, &jvm_flags[n]);
+		jvm_pids[n++] = pids[i];
+	}
+	return n;
 }
 
 int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, const pid_t *pids, int npids,

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct vp_session_writer;
@@ -30,6 +31,13 @@ struct record_jvm_lock {
  * that. Returns the number loaded or -errno when the session cannot be written. */
 int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, const pid_t *pids, int npids,
 		       bool all, const char *agent, const struct vp_record_opts *o);
+
+/* The same for the -p processes that are this user's own, into a session directory
+ * this user made (the service's client, which attaches as the user so that the
+ * service never does): what came of each attach goes into jvm_pids/jvm_flags
+ * (VP_JVM_* flags; npids entries each) for the service to record. Returns how many. */
+int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const pid_t *pids, int npids,
+			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags);
 
 /* The recording ended: the agents it attached stop writing its code maps (they watch
  * the lock the first attach took on <session>/jit/recording.lock) and turn idle. */

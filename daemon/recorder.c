@@ -357,10 +357,15 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	struct vp_recorder *r = calloc(1, sizeof(*r));
 	struct sampler_config *cfg;
 	bool checked = false;   /* past the usage checks: -EINVAL no longer means "usage" */
+	bool streams_taken = false;   /* owner's fds are the session writer's */
 	int e;
 
 	if (!r) {
 		vp_set_err(err, errlen, "out of memory");
+		if (owner) {
+			close(owner->stream_fd);
+			close(owner->meta_fd);
+		}
 		return NULL;
 	}
 	r->jvm_lock.fd = -1;
@@ -393,9 +398,11 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
 	 * runs; the session gets them when they are ready, at the latest at the end. */
 	r->ksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
-	if (session_dirfd >= 0)
-		r->w = vp_session_writer__create_at(session_dirfd, o->output, owner ? owner->uid : (uid_t)-1,
-						    owner ? owner->gid : (gid_t)-1, 0, err, errlen);
+	streams_taken = owner != NULL;
+	if (owner)
+		r->w = vp_session_writer__create_stream(owner->stream_fd, owner->meta_fd, o->output, 0, err, errlen);
+	else if (session_dirfd >= 0)
+		r->w = vp_session_writer__create_at(session_dirfd, o->output, 0, err, errlen);
 	else
 		r->w = vp_session_writer__create(o->output, o->force, 0, err, errlen);
 	if (!r->w) {
@@ -430,6 +437,9 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		}
 		cfg->filter_uid = true;
 		cfg->only_uid = owner->uid;
+		/* Only the bpf sampler filters by user (tasks, side band, set-uid execs): the
+		 * perf one would record whatever the pids grow into. */
+		r->o.backend = "bpf";
 	}
 	switch (o->target) {
 	case RECORD_TARGET_ALL:
@@ -487,7 +497,22 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 
 	/* Running JVMs get the agent before sampling starts, so that every sample of their
 	 * JIT code falls after the code maps began. */
-	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit) {
+	if (owner) {
+		/* The user's client attached its own JVMs (as that user); their records. */
+		for (int i = 0; i < owner->njvms; i++) {
+			char body[sizeof(struct vp_jvm) + 32];
+			struct vp_jvm *j = (struct vp_jvm *)body;
+			memset(body, 0, sizeof(body));
+			j->pid = (uint32_t)owner->jvms[i].pid;
+			j->flags = owner->jvms[i].flags & (VP_JVM_AGENT_LOADED | VP_JVM_NO_FRAME_POINTERS | VP_JVM_ATTACH_REFUSED);
+			int n = snprintf(j->maps_dir, sizeof(body) - sizeof(*j), VP_SESSION_JIT_DIR "/%d", (int)j->pid);
+			if ((e = vp_session_writer__emit(r->w, VP_REC_JVM, now_ns(CLOCK_MONOTONIC), body,
+							 sizeof(*j) + (size_t)n + 1))) {
+				vp_set_err(err, errlen, "cannot write the session's stream: %s", strerror(-e));
+				goto fail;
+			}
+		}
+	} else if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit) {
 		if (!o->agent || !*o->agent) {
 			fprintf(r->log, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
 					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
@@ -532,6 +557,10 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	return r;
 
 fail:
+	if (owner && !streams_taken) {
+		close(owner->stream_fd);
+		close(owner->meta_fd);
+	}
 	vp_recorder__free(r);
 	/* errno EINVAL tells the caller "usage error" (exit 2): only for options and events. */
 	errno = checked && e == -EINVAL ? EIO : e < 0 ? -e : EIO;
@@ -543,10 +572,10 @@ struct vp_recorder *vp_recorder__start(const struct vp_record_opts *opts, int se
 	return start(opts, session_dirfd, NULL, err, errlen);
 }
 
-struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, int session_dirfd,
-					     const struct vp_recorder_owner *owner, char *err, size_t errlen)
+struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, const struct vp_recorder_owner *owner,
+					     char *err, size_t errlen)
 {
-	return start(opts, session_dirfd, owner, err, errlen);
+	return start(opts, -1, owner, err, errlen);
 }
 
 /* After a failure: sampling stops at once (a full disk, a broken sampler), and what
@@ -665,7 +694,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 
 	/* The next session, complete with its metadata, before anything is switched: a
 	 * session that cannot be created leaves the old one recording. */
-	struct vp_session_writer *nw = vp_session_writer__create_at(session_dirfd, name, (uid_t)-1, (gid_t)-1, 0, err,
+	struct vp_session_writer *nw = vp_session_writer__create_at(session_dirfd, name, 0, err,
 								    errlen);
 	if (!nw)
 		return errno ? -errno : -EIO;

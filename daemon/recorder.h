@@ -23,13 +23,18 @@
 
 struct vp_recorder;   /* opaque */
 
-/* Who owns the session that a recorder writes through a directory fd it was given
- * (the service writes as root into a user's directory): every file and directory the
- * recorder creates there is handed to that user, and only processes of that user are
- * recorded (see vp_recorder__start). */
+/* A recording the service makes for a user (service/sock.c): only processes whose
+ * real, effective and saved uid are uid are recorded, whatever the target grows into,
+ * and the session has no directory on root's side: its stream and meta.json go into
+ * stream_fd and meta_fd (vp_session_writer__create_stream), which the user's own
+ * client stores. The client attaches the agent to its JVMs itself, as the user; what
+ * came of each attach arrives here as jvms (a VP_REC_JVM record each). */
 struct vp_recorder_owner {
 	uid_t uid;
 	gid_t gid;
+	int stream_fd, meta_fd;    /* taken by vp_recorder__start_owned, also on failure */
+	struct { pid_t pid; uint32_t flags; } jvms[RECORD_MAX_PIDS];
+	int njvms;
 };
 
 struct vp_recorder_stats {
@@ -43,15 +48,15 @@ struct vp_recorder_stats {
  * the session is opts->output, created as 'viprof record' does (a missing directory
  * made 0700, an empty one of ours used, --force keeps the old one as DIR.old). A
  * directory fd >= 0 (open, e.g. O_PATH|O_DIRECTORY, not kept: it is duplicated) is an
- * empty directory to write the session into, only through that fd, named
- * opts->output in messages; with owner set, what is created is given to owner.
+ * empty directory of ours to write the session into, only through that fd, named
+ * opts->output in messages.
  * Warnings and notes go to opts->log. NULL with errno and a one-line message naming
  * the cause and the fix in err on failure (-EINVAL for options or events that cannot
  * be had: a usage error). */
 struct vp_recorder *vp_recorder__start(const struct vp_record_opts *opts, int session_dirfd, char *err, size_t errlen);
-/* The same, writing as owner into session_dirfd (the service). */
-struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, int session_dirfd,
-					     const struct vp_recorder_owner *owner, char *err, size_t errlen);
+/* The same for a user of the service (see struct vp_recorder_owner). */
+struct vp_recorder *vp_recorder__start_owned(const struct vp_record_opts *opts, const struct vp_recorder_owner *owner,
+					     char *err, size_t errlen);
 
 /* Drains the sampler (waiting up to timeout_ms for data; a signal ends the wait early),
  * writes steal and kernel symbols when due, flushes the stream every second. >0 still

@@ -33,9 +33,13 @@ struct vp_session_writer {
 	int parentfd;            /* the directory holding it, and its name there */
 	char base[NAME_MAX + 1];
 	bool made;               /* we created the session directory (not an empty one given) */
-	bool owned;              /* files go to owner:group (a directory given by fd) */
-	uid_t owner;
-	gid_t group;
+	bool made_jit;           /* we created jit/ in it */
+	/* Streamed (the service recording for a user): no directory at all. The stream
+	 * and meta.json go into pipes whose other ends the user's own client holds; it
+	 * stores them in its session as that user, so root writes nothing of theirs. */
+	bool streamed;
+	int meta_fd;
+	uint64_t meta_bytes;
 	uid_t admitted[64];      /* users of attached JVMs let into jit/ */
 	int nadmitted;
 	struct cfile_writer *cw;
@@ -215,12 +219,6 @@ opened:
 	return 0;
 }
 
-/* Gives what we just created to the session's owner, when it is not us. */
-static int give(const struct vp_session_writer *w, int fd)
-{
-	return w->owned && fchown(fd, w->owner, w->group) ? -errno : 0;
-}
-
 /* Everything after the directory is open: jit/, the stream. */
 static struct vp_session_writer *finish_create(struct vp_session_writer *w, size_t chunk_bytes,
 					       char *err, size_t errlen)
@@ -236,16 +234,25 @@ static struct vp_session_writer *finish_create(struct vp_session_writer *w, size
 		vp_set_err(err, errlen, "cannot make %s private: %s", w->dir, strerror(errno));
 		goto fail;
 	}
-	w->jitfd = vp_safe_mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0700, (uid_t)-1, NULL);
-	if (w->jitfd < 0 || (e = give(w, w->jitfd))) {
-		e = w->jitfd < 0 ? w->jitfd : e;
-		vp_set_err(err, errlen, "cannot create %s/%s: %s", w->dir, VP_SESSION_JIT_DIR, strerror(-e));
+	/* jit/ is made here, never taken: an entry that is already there (whatever a
+	 * stale listing said) is not ours to write into. */
+	if (mkdirat(w->dirfd, VP_SESSION_JIT_DIR, 0700) != 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot create %s/%s: %s", w->dir, VP_SESSION_JIT_DIR,
+			   e == -EEXIST ? "it exists already (the directory was not empty)" : strerror(-e));
+		goto fail;
+	}
+	w->made_jit = true;
+	w->jitfd = openat(w->dirfd, VP_SESSION_JIT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w->jitfd < 0) {
+		e = -errno;
+		vp_set_err(err, errlen, "cannot open %s/%s: %s", w->dir, VP_SESSION_JIT_DIR, strerror(-e));
 		goto fail;
 	}
 	w->cw = cfile_writer__create_at(w->dirfd, VP_SESSION_STREAM, VP_KIND_SESSION_STREAM,
 					VP_SESSION_FORMAT_VERSION, chunk_bytes, true);
-	if (!w->cw || (e = give(w, cfile_writer__fd(w->cw)))) {
-		e = !w->cw ? -errno : e;
+	if (!w->cw) {
+		e = -errno;
 		vp_set_err(err, errlen, "cannot create %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
 		goto fail;
 	}
@@ -263,7 +270,7 @@ static struct vp_session_writer *writer_new(char *err, size_t errlen)
 		vp_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
-	w->dirfd = w->jitfd = w->parentfd = -1;
+	w->dirfd = w->jitfd = w->parentfd = w->meta_fd = -1;
 	return w;
 }
 
@@ -282,8 +289,8 @@ struct vp_session_writer *vp_session_writer__create(const char *dir, bool force,
 	return finish_create(w, chunk_bytes, err, errlen);
 }
 
-struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, uid_t owner, gid_t group,
-						       size_t chunk_bytes, char *err, size_t errlen)
+struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, size_t chunk_bytes,
+						       char *err, size_t errlen)
 {
 	struct vp_session_writer *w = writer_new(err, errlen);
 	struct stat st;
@@ -291,9 +298,6 @@ struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *na
 	if (!w)
 		return NULL;
 	snprintf(w->dir, sizeof(w->dir), "%s", name);
-	w->owned = owner != (uid_t)-1 && (owner != geteuid() || group != getegid());
-	w->owner = owner;
-	w->group = group;
 	/* Our own descriptor of the directory itself ("." of an O_PATH fd), readable, so
 	 * that it can be listed; never a path. */
 	w->dirfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -302,18 +306,13 @@ struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *na
 		vp_set_err(err, errlen, "cannot open the session directory %s: %s", name, strerror(-e));
 		goto fail;
 	}
-	if (st.st_uid != (owner == (uid_t)-1 ? geteuid() : owner)) {
-		e = -EPERM;
-		vp_set_err(err, errlen, "%s belongs to uid %u, not to the user recording (uid %u); give a directory you own",
-			   name, (unsigned)st.st_uid, (unsigned)(owner == (uid_t)-1 ? geteuid() : owner));
-		goto fail;
-	}
-	if (!dir_is_empty(w->dirfd)) {
-		/* Not ours to empty: discard() must not touch what was there. */
+	if (st.st_uid != geteuid() || !dir_is_empty(w->dirfd)) {
+		/* Not ours, or not empty: discard() must not touch what is there. */
 		close(w->dirfd);
 		w->dirfd = -1;
-		e = -EEXIST;
-		vp_set_err(err, errlen, "%s is not empty; give an empty or a new directory", name);
+		e = st.st_uid != geteuid() ? -EPERM : -EEXIST;
+		vp_set_err(err, errlen, e == -EPERM ? "%s belongs to uid %u, not to us; give a directory of ours"
+						    : "%s is not empty; give an empty or a new directory", name, (unsigned)st.st_uid);
 		goto fail;
 	}
 	return finish_create(w, chunk_bytes, err, errlen);
@@ -323,14 +322,40 @@ fail:
 	return NULL;
 }
 
+struct vp_session_writer *vp_session_writer__create_stream(int stream_fd, int meta_fd, const char *name,
+							   size_t chunk_bytes, char *err, size_t errlen)
+{
+	struct vp_session_writer *w = writer_new(err, errlen);
+	if (!w) {
+		close(stream_fd);
+		close(meta_fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	snprintf(w->dir, sizeof(w->dir), "%s", name);
+	w->streamed = true;
+	w->meta_fd = meta_fd;
+	w->cw = cfile_writer__create_fd(stream_fd, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, chunk_bytes);
+	if (!w->cw) {
+		int e = errno;
+		vp_set_err(err, errlen, "cannot start the session stream of %s: %s", name, strerror(e));
+		vp_session_writer__free(w);
+		errno = e;
+		return NULL;
+	}
+	return w;
+}
+
 int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, pid_t pid)
 {
 	char name[32];
 	bool made;
 	int e, fd;
 
+	if (w->streamed)
+		return -ENOTSUP;   /* the client, as the JVM's own user, makes its maps directory */
 	snprintf(name, sizeof(name), "%d", (int)pid);
-	if (uid != geteuid() && !(w->owned && uid == w->owner)) {
+	if (uid != geteuid()) {
 		/* Search permission for exactly this user on the session and on jit/ (a
 		 * POSIX ACL, listing nothing), so that the JVM reaches jit/<pid>. */
 		bool known = false;
@@ -361,43 +386,11 @@ int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, 
 	return e;
 }
 
-/* Sums the sizes of the files under dirfd, through descriptors (no path is walked, no
- * symlink followed). */
-static uint64_t tree_bytes(int dirfd, int depth)
-{
-	uint64_t sum = 0;
-	int fd = depth < 16 ? openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	for (struct dirent *e; (e = readdir(d));) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;
-		if (S_ISREG(st.st_mode)) {
-			sum += (uint64_t)st.st_size;
-		} else if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub >= 0) {
-				sum += tree_bytes(sub, depth + 1);
-				close(sub);
-			}
-		}
-	}
-	closedir(d);
-	return sum;
-}
-
 uint64_t vp_session_writer__disk_bytes(const struct vp_session_writer *w)
 {
-	return w->dirfd >= 0 ? tree_bytes(w->dirfd, 0) : 0;
+	if (w->streamed)
+		return vp_session_writer__bytes(w) + w->meta_bytes;
+	return w->dirfd >= 0 ? vp_safe_tree_bytes(w->dirfd) : 0;
 }
 
 void vp_session_writer__discard(struct vp_session_writer *w)
@@ -409,14 +402,21 @@ void vp_session_writer__discard(struct vp_session_writer *w)
 	/* The stream first, so that nothing is written after its directory entry goes. */
 	cfile_writer__close(w->cw);
 	w->cw = NULL;
-	if (w->dirfd >= 0) {
+	if (w->dirfd >= 0 && w->made) {
+		/* A directory we made in this run holds only what we and the JVMs we let in
+		 * wrote: it goes, but only if its name still names it. */
 		vp_safe_empty_dir(w->dirfd);
-		/* The directory itself only if we made it, and only if the name still
-		 * names it. */
-		if (w->made && w->parentfd >= 0 && fstat(w->dirfd, &a) == 0 &&
+		if (w->parentfd >= 0 && fstat(w->dirfd, &a) == 0 &&
 		    fstatat(w->parentfd, w->base, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
 		    a.st_ino == b.st_ino)
 			unlinkat(w->parentfd, w->base, AT_REMOVEDIR);
+	} else if (w->dirfd >= 0) {
+		/* A directory we were given: only the entries we created go; nothing that
+		 * was there before is emptied. */
+		unlinkat(w->dirfd, VP_SESSION_STREAM, 0);
+		unlinkat(w->dirfd, VP_SESSION_META_JSON ".tmp", 0);
+		if (w->made_jit)
+			vp_safe_remove_tree(w->dirfd, VP_SESSION_JIT_DIR);
 	}
 	vp_session_writer__free(w);
 }
@@ -723,29 +723,14 @@ static void json_u64_array(FILE *f, const uint64_t *v, int n)
 	fputc(']', f);
 }
 
-static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end, uint64_t stream_bytes,
-			   char *err, size_t errlen)
+/* meta.json's text (malloc'ed, *len bytes), or NULL. */
+static char *meta_json_text(const struct vp_session_writer *w, const struct vp_end *end, uint64_t stream_bytes,
+			    size_t *len)
 {
-	char tmp[PATH_MAX + 40];
-	const char *tname = VP_SESSION_META_JSON ".tmp";
-	snprintf(tmp, sizeof(tmp), "%s/%s", w->dir, tname);
-	/* A new file in our own directory, never one that is there already. */
-	unlinkat(w->dirfd, tname, 0);
-	int fd = vp_safe_create(w->dirfd, tname, 0600);
-	if (fd >= 0 && give(w, fd)) {
-		int e = errno;
-		close(fd);
-		vp_set_err(err, errlen, "cannot give %s to its owner: %s", tmp, strerror(e));
-		return -e;
-	}
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		int e = fd < 0 ? -fd : errno;
-		if (fd >= 0)
-			close(fd);
-		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-		return -e;
-	}
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
 	fprintf(f, "{\n  \"format_version\": %d,\n  \"meta\": {", VP_SESSION_FORMAT_VERSION);
 	for (int i = 0; i < w->nmeta; i++) {
 		fprintf(f, "%s\n    ", i ? "," : "");
@@ -768,16 +753,55 @@ static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end
 	fputs(",\n  \"steal_ns_end\": ", f);
 	json_u64_array(f, w->steal_last, w->have_steal ? w->steal_ncpus : 0);
 	fputs("\n}\n", f);
-	if (fflush(f) != 0 || ferror(f)) {
-		int e = errno ? errno : EIO;
-		fclose(f);
-		unlinkat(w->dirfd, tname, 0);
-		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-		return -e;
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
 	}
-	fclose(f);
+	return buf;
+}
+
+static int write_meta_json(struct vp_session_writer *w, const struct vp_end *end, uint64_t stream_bytes,
+			   char *err, size_t errlen)
+{
+	char tmp[PATH_MAX + 40];
+	const char *tname = VP_SESSION_META_JSON ".tmp";
+	size_t len = 0;
+	char *text = meta_json_text(w, end, stream_bytes, &len);
+	int e = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/%s", w->dir, w->streamed ? VP_SESSION_META_JSON : tname);
+	if (!text) {
+		vp_set_err(err, errlen, "cannot write %s: out of memory", tmp);
+		return -ENOMEM;
+	}
+	if (w->streamed) {
+		/* To the client, which stores it as the user. */
+		e = vp_write_all(w->meta_fd, text, len);
+		close(w->meta_fd);
+		w->meta_fd = -1;
+		w->meta_bytes = e ? 0 : len;
+		if (e)
+			vp_set_err(err, errlen, "cannot pass %s to the client: %s", tmp, strerror(-e));
+		free(text);
+		return e;
+	}
+	/* A new file in our own directory, never one that is there already. */
+	unlinkat(w->dirfd, tname, 0);
+	int fd = vp_safe_create(w->dirfd, tname, 0600);
+	if (fd < 0 || (e = vp_write_all(fd, text, len))) {
+		e = fd < 0 ? fd : e;
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(w->dirfd, tname, 0);
+		}
+		free(text);
+		vp_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(-e));
+		return e;
+	}
+	close(fd);
+	free(text);
 	if (renameat(w->dirfd, tname, w->dirfd, VP_SESSION_META_JSON) != 0) {
-		int e = errno;
+		e = errno;
 		vp_set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(e));
 		return -e;
 	}
@@ -789,6 +813,9 @@ int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct
 {
 	end->samples = w->samples;
 	int e = append(w, VP_REC_END, time, end, sizeof(*end));
+	if (!e)
+		e = cfile_writer__flush(w->cw);
+	uint64_t sent = cfile_writer__bytes(w->cw);
 	int ce = cfile_writer__close(w->cw);
 	w->cw = NULL;
 	if (!e)
@@ -798,7 +825,10 @@ int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct
 		return e;
 	}
 	struct stat st;
-	w->final_bytes = fstatat(w->dirfd, VP_SESSION_STREAM, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
+	if (w->streamed)
+		w->final_bytes = sent;
+	else
+		w->final_bytes = fstatat(w->dirfd, VP_SESSION_STREAM, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
 	return write_meta_json(w, end, w->final_bytes, err, errlen);
 }
 
@@ -813,6 +843,8 @@ void vp_session_writer__free(struct vp_session_writer *w)
 		close(w->dirfd);
 	if (w->parentfd >= 0)
 		close(w->parentfd);
+	if (w->meta_fd >= 0)
+		close(w->meta_fd);
 	vp_kallsyms__free(w->ks);
 	free(w->ks_pending);
 	for (int i = 0; i < w->nmeta; i++) {

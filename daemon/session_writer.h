@@ -27,14 +27,20 @@ struct vp_session_writer;   /* opaque */
  * container's default. NULL, errno, and a one-line reason in err on failure. */
 struct vp_session_writer *vp_session_writer__create(const char *dir, bool force, size_t chunk_bytes,
 						    char *err, size_t errlen);
-/* The same in an existing empty directory given as an open fd (O_PATH will do; it is
- * not kept), written only relative to it and named name in messages: the service,
- * running as root, writes a user's session into the directory that user opened. The
- * directory must belong to owner (uid; (uid_t)-1: to us) and be empty; everything
- * created in it (jit/, stream.vps, meta.json) is given to owner:group. Nothing is ever
- * removed from it but what this writer made. */
-struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, uid_t owner, gid_t group,
-						       size_t chunk_bytes, char *err, size_t errlen);
+/* The same in an existing empty directory of ours given as an open fd (O_PATH will do;
+ * it is not kept), written only relative to it and named name in messages (the
+ * continuous service's intervals). A directory that is not ours, or not empty, is
+ * refused; discard() removes only what this writer created there. */
+struct vp_session_writer *vp_session_writer__create_at(int dirfd, const char *name, size_t chunk_bytes,
+						       char *err, size_t errlen);
+/* A session with no directory: the stream goes to stream_fd and meta.json, at
+ * finish, to meta_fd (both taken; typically non-blocking pipes, whose writes wait at
+ * most VP_WRITE_STALL_MS for the reader). The service records this way for a user:
+ * the user's own client reads the pipes and stores the files as that user, so root
+ * never writes into a user's directory. admit() is refused (-ENOTSUP): the client
+ * makes the JVMs' maps directories. name is for messages. */
+struct vp_session_writer *vp_session_writer__create_stream(int stream_fd, int meta_fd, const char *name,
+							   size_t chunk_bytes, char *err, size_t errlen);
 /* Takes ownership of ks (may be NULL: then no KSYM records are written). If symbols
  * were deferred, writes the KSYM records that the samples since then need. */
 void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsyms *ks);
@@ -65,8 +71,9 @@ int vp_session_writer__admit(struct vp_session_writer *w, uid_t uid, gid_t gid, 
 /* The bytes of all files in the session (the JVMs' maps too), counted through the
  * directory fd. */
 uint64_t vp_session_writer__disk_bytes(const struct vp_session_writer *w);
-/* Removes what was written (and the directory, if this writer made it), through the
- * directory fds, and frees w. For a recording that never started. Accepts NULL. */
+/* Removes what was written: the directory, if this writer made it in this run, else
+ * only the entries it created there; through the directory fds; and frees w. For a
+ * recording that never started. Accepts NULL. */
 void vp_session_writer__discard(struct vp_session_writer *w);
 /* Emits VP_REC_STEAL for each CPU and remembers the values (first and last call go
  * into meta.json). */

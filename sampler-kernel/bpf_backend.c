@@ -41,7 +41,7 @@ struct sampler {
 	/* A copy of each event fd, read for the event's totals when sampling stops. */
 	struct counted { int fd; pid_t tid; uint16_t event; } *counted;
 	int nr_counted;
-	struct bpf_link *fork_link, *switch_link;
+	struct bpf_link *fork_link, *switch_link, *creds_link;
 	struct bpf_link *exit_links[VP_MAX_EVENTS];   /* on_exit of exactly weighed events */
 	/* Each thread's last sample of those events, for the count after it (tails.h). */
 	struct vp_tails *tails;
@@ -199,6 +199,15 @@ static bool tracked_in_kernel(void *ctx, uint32_t pid)
 	return bpf_map_lookup_elem(bpf_map__fd(s->skel[0]->maps.tracked), &pid, &v) == 0;
 }
 
+/* Whether pid had stopped being the user's at time (the on_creds program). */
+static bool foreign_in_kernel(void *ctx, uint32_t pid, uint64_t time)
+{
+	struct sampler *s = ctx;
+	uint64_t since;
+
+	return bpf_map_lookup_elem(bpf_map__fd(s->skel[0]->maps.foreign), &pid, &since) == 0 && time >= since;
+}
+
 static int on_sideband(void *ctx, const struct perf_event_header *h)
 {
 	struct sampler *s = ctx;
@@ -306,6 +315,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
 		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
+		bpf_program__set_autoload(k->progs.on_creds, e == 0 && tracked && s->cfg.filter_uid);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		bpf_program__set_autoload(k->progs.on_exit, tracked && k->rodata->exact_period);
 		if (e == 0) {
@@ -337,6 +347,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			    (rc = bpf_map__reuse_fd(k->maps.thread_ev, bpf_map__fd(k0->maps.thread_ev))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.families, bpf_map__fd(k0->maps.families))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, bpf_map__fd(k0->maps.tracked))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.foreign, bpf_map__fd(k0->maps.foreign))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.lost, bpf_map__fd(k0->maps.lost))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.proc_slots, bpf_map__fd(k0->maps.proc_slots))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.unwind_procs, bpf_map__fd(k0->maps.unwind_procs))) ||
@@ -598,6 +609,14 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			snprintf(err, errlen, "bpf sampler: cannot attach to sched_process_fork: %s", strerror(-rc));
 			goto cleanup;
 		}
+		/* Recording for one user: who stops being theirs is watched from before the
+		 * events open. Without it a set-uid child's mappings would reach the user. */
+		if (cfg->filter_uid && !(s->creds_link = bpf_program__attach(s->skel[0]->progs.on_creds))) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot watch set-uid execs (tracepoint sched_prepare_exec, Linux 6.10+): %s",
+				 strerror(-rc));
+			goto cleanup;
+		}
 	}
 	/* The count after each thread's last sample, read as it exits (tails.h). */
 	for (int e = 0; cfg->target != SAMPLER_TARGET_ALL && e < s->nr_skel; e++) {
@@ -626,6 +645,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 	if (s->filter) {
 		s->sb.follows = tracked_in_kernel;
 		s->sb.follows_ctx = s;
+		if (s->cfg.filter_uid)
+			s->sb.foreign = foreign_in_kernel;
 	}
 	s->sb.sink = &s->cfg.sink;
 	if (cfg->want_sideband && (rc = open_sideband(s))) {
@@ -772,6 +793,7 @@ static void bpf_destroy(struct sampler *s)
 		bpf_link__destroy(s->links[i]);
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->creds_link);
 	for (int e = 0; e < VP_MAX_EVENTS; e++)
 		bpf_link__destroy(s->exit_links[e]);
 	vp_tails__free(s->tails);

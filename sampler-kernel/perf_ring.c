@@ -329,6 +329,10 @@ int perf_sideband__handle(struct perf_sideband *sb, const struct perf_event_head
 	if (n < 0)
 		return n;
 	body_len = h->size - sizeof(*h) - (size_t)n;
+	/* The process's own pid is the first field of each of these bodies. */
+	if (sb->foreign && h->type != PERF_RECORD_LOST && h->type != PERF_RECORD_SWITCH_CPU_WIDE &&
+	    body_len >= 4 && sb->foreign(sb->follows_ctx, *(const uint32_t *)(h + 1), sid.time))
+		return 1;
 
 	switch (h->type) {
 	case PERF_RECORD_MMAP2:

@@ -57,6 +57,9 @@ struct perf_sideband {
 	 * when it happened (the BPF tracked map) closes that gap. */
 	bool (*follows)(void *ctx, uint32_t pid);
 	void *follows_ctx;
+	/* Optional (follows_ctx is its ctx): true when pid was no longer the recorded
+	 * user's at time (a set-uid exec): its records from then on are dropped. */
+	bool (*foreign)(void *ctx, uint32_t pid, uint64_t time);
 	const struct vp_sink *sink;
 	uint64_t lost;                 /* sum of PERF_RECORD_LOST counts seen (not emitted) */
 	uint64_t emitted;

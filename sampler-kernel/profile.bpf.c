@@ -47,6 +47,17 @@ struct {
 	__type(value, __u8);
 } tracked SEC(".maps");
 
+/* With filter_uid: the recorded processes that stopped being the user's (a set-uid
+ * or file-capability exec, a setuid call: every change of credentials passes
+ * commit_creds), and when (CLOCK_MONOTONIC ns). User space drops their side-band
+ * records (mappings, names) from that moment on; their samples are dropped by owned(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPB_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u64);
+} foreign SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, VPB_LOST_NR);
@@ -664,6 +675,35 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
 		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	/* A child of a process that is no longer the user's is not the user's either,
+	 * whatever it does next. */
+	if (ptgid != ctgid && filter_uid != (__u32)-1 && bpf_map_lookup_elem(&foreign, &ptgid)) {
+		__u64 now = bpf_ktime_get_ns();
+		bpf_map_update_elem(&foreign, &ctgid, &now, BPF_NOEXIST);
+	}
+	return 0;
+}
+
+/* An exec past its point of no return, its new credentials computed, before it
+ * names the task or maps the new image (so before any of its COMM/MMAP2 records): a
+ * recorded process that will no longer have the user's real, effective and saved uid,
+ * or gains anything from the file (set-gid, capabilities: AT_SECURE), is foreign from
+ * now on. (A user's process changes credentials only by exec: anything else needs a
+ * capability it does not have.) */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(on_creds, struct task_struct *task, struct linux_binprm *bprm)
+{
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	const struct cred *new = BPF_CORE_READ(bprm, cred);
+	__u64 now;
+
+	if (filter_uid == (__u32)-1 || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	if (BPF_CORE_READ(new, uid.val) == filter_uid && BPF_CORE_READ(new, euid.val) == filter_uid &&
+	    BPF_CORE_READ(new, suid.val) == filter_uid && !BPF_CORE_READ_BITFIELD_PROBED(bprm, secureexec))
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&foreign, &tgid, &now, BPF_NOEXIST);
 	return 0;
 }
 

@@ -11,9 +11,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
+#include <linux/perf_event.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,12 +25,16 @@
 #include "common/util.h"
 #include "daemon/recorder.h"
 #include "hv-glue/events.h"
+#include "common/session_format.h"
 #include "service/sock_proto.h"
 
 #define MAX_USERS 256
 #define MAX_CONNS 64               /* all users together */
 #define REQUEST_TIMEOUT_S 5        /* to send the request after connecting */
 #define STATUS_INTERVAL_NS (500ull * 1000000)
+#define SEND_TIMEOUT_S 1
+#define VP_SOCK_COUNT_BOUND 20000000000ull   /* events a second assumed of a non-clock event */           /* a client that reads nothing for this long is gone */
+#define STREAM_PIPE_BYTES (1 << 20)
 
 struct user {
 	uid_t uid;
@@ -55,6 +63,10 @@ struct conn {
 	int fd;
 	struct ucred cred;
 	struct user *u;            /* s->users entry; under s->mu */
+	bool gone;                 /* a send failed or timed out: nothing more is sent */
+	int pidfds[RECORD_MAX_PIDS + 1];   /* the checked processes, held from check to start */
+	pid_t pidfd_pid[RECORD_MAX_PIDS + 1];
+	int npidfds;
 };
 
 static uint64_t mono_ns(void)
@@ -69,12 +81,17 @@ static void audit(struct vp_sock *s, const struct ucred *c, const char *what, co
 	__attribute__((format(printf, 4, 5)));
 static void audit(struct vp_sock *s, const struct ucred *c, const char *what, const char *fmt, ...)
 {
-	char res[1024];
+	char res[1024], line[2600], safe[sizeof(line) * 4];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(res, sizeof(res), fmt, ap);
 	va_end(ap);
-	fprintf(s->o.log, "viprof serve: audit uid=%u pid=%d %s -> %s\n", (unsigned)c->uid, (int)c->pid, what, res);
+	/* What and the result carry the client's bytes (its directory's name, events,
+	 * command): control characters are escaped, so that a client can neither end the
+	 * line nor redraw a terminal to forge another one. */
+	snprintf(line, sizeof(line), "%s -> %s", what, res);
+	vp_escape_controls(line, safe, sizeof(safe));
+	fprintf(s->o.log, "viprof serve: audit uid=%u pid=%d %s\n", (unsigned)c->uid, (int)c->pid, safe);
 	fflush(s->o.log);
 }
 
@@ -89,6 +106,27 @@ static int sendf(int fd, const char *fmt, ...)
 	if (n < 0)
 		return -EINVAL;
 	return vp_sock__send(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1, -1);
+}
+
+/* To a connection's client: once a send fails or times out (SO_SNDTIMEO: a client
+ * that reads nothing), the client counts as gone and nothing more is sent, so that a
+ * client can never hold up the thread that drives its recording. */
+static int csend(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int csend(struct conn *c, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	if (c->gone)
+		return -EPIPE;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	int e = vp_sock__send(c->fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1, -1);
+	if (e)
+		c->gone = true;
+	return e;
 }
 
 /* The user's entry, made on first use; NULL when the table is full. Under s->mu. */
@@ -186,6 +224,113 @@ static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, s
 	return 0;
 }
 
+/* Whether the kernel itself lets uid:gid read pid the way perf_event_open asks
+ * (ptrace's PTRACE_MODE_READ_REALCREDS: the same uids and gids, a dumpable process, no
+ * capability over it). A child becomes that user, with no groups and no capabilities,
+ * and compares its memory with pid's (kcmp(2) makes exactly that check on both; where
+ * kcmp is missing, opening /proc/PID/environ makes the same check on its fs ids).
+ * 0 allowed, -EPERM refused, -ESRCH gone, another -errno when it cannot tell. */
+static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
+{
+	char environ[64];
+	int st;
+
+	snprintf(environ, sizeof(environ), "/proc/%d/environ", (int)pid);
+	pid_t child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		/* Only system calls from here on: the service has other threads. */
+		if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
+		    syscall(SYS_setresuid, uid, uid, uid))
+			_exit(10);
+		long r = syscall(SYS_kcmp, (pid_t)syscall(SYS_getpid), pid, KCMP_VM, 0, 0);
+		if (r < 0 && errno == ENOSYS) {
+			r = syscall(SYS_openat, AT_FDCWD, environ, O_RDONLY | O_CLOEXEC);
+			if (r >= 0 || errno == ENOENT)
+				_exit(r >= 0 ? 0 : 2);
+		}
+		_exit(r >= 0 ? 0 : errno == EPERM || errno == EACCES ? 1 : errno == ESRCH ? 2 : 3);
+	}
+	while (waitpid(child, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st))
+		return -EINTR;
+	switch (WEXITSTATUS(st)) {
+	case 0: return 0;
+	case 1: return -EPERM;
+	case 2: return -ESRCH;
+	default: return -EIO;
+	}
+}
+
+/* Takes hold of pid (a pidfd) and asks the kernel whether the caller may read it:
+ * the hold is what makes the later open mean the process that was checked (a pid can
+ * be reused once its process is gone and reaped; see confirm_held). 0 or -errno with
+ * the one-line reason. */
+static int check_and_hold(struct conn *c, pid_t pid, pid_t parent, char *why, size_t len)
+{
+	int e;
+	if (c->npidfds >= (int)(sizeof(c->pidfds) / sizeof(c->pidfds[0]))) {
+		vp_set_err(why, len, "too many processes in one request");
+		return -E2BIG;
+	}
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0) {
+		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		return -ESRCH;
+	}
+	c->pidfds[c->npidfds] = pfd;
+	c->pidfd_pid[c->npidfds++] = pid;
+	if ((e = may_trace(c->cred.uid, c->cred.gid, pid, parent, why, len)))
+		return e;
+	if (c->cred.uid == 0)
+		return 0;
+	e = kernel_may_read(c->cred.uid, c->cred.gid, pid);
+	if (e == -ESRCH) {
+		vp_set_err(why, len, "process %d does not exist", (int)pid);
+	} else if (e == -EPERM) {
+		vp_set_err(why, len, "process %d is not dumpable (set-uid, or prctl PR_SET_DUMPABLE 0) or otherwise "
+			   "protected: the kernel would not let you trace it, so neither does the service", (int)pid);
+	} else if (e) {
+		vp_set_err(why, len, "cannot ask the kernel whether you may trace process %d (%s); try again",
+			   (int)pid, strerror(-e));
+	}
+	return e;
+}
+
+/* After the start: each checked process is still the one that was checked, and
+ * still the user's to read. A process that exited is fine (the recording sees it
+ * gone), unless its pid is in use again: then what was opened by pid may be another
+ * process. 0, or -EAGAIN/-EPERM with the reason. */
+static int confirm_held(struct conn *c, char *why, size_t len)
+{
+	for (int i = 0; i < c->npidfds; i++) {
+		struct pollfd p = { .fd = c->pidfds[i], .events = POLLIN };
+		char path[32];
+		if (poll(&p, 1, 0) <= 0) {
+			/* Still running, so still the same process; and still the user's to
+			 * read: the start read its mappings, and it could have run a set-uid
+			 * program since the check (later ones the sampler sees itself). */
+			int e = c->cred.uid ? kernel_may_read(c->cred.uid, c->cred.gid, c->pidfd_pid[i]) : 0;
+			if (e && e != -ESRCH) {
+				vp_set_err(why, len, "process %d stopped being yours to trace while the recording started "
+					   "(it ran a set-uid program, or made itself non-dumpable)", (int)c->pidfd_pid[i]);
+				return -EPERM;
+			}
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d", (int)c->pidfd_pid[i]);
+		if (access(path, F_OK) == 0) {
+			vp_set_err(why, len, "process %d exited while the recording started and its pid is in use again; "
+				   "try again", (int)c->pidfd_pid[i]);
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
 /* Checks the request against who asks and the limits. 0, or -errno with the one-line
  * reason (to the client and the audit line). */
 static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t len)
@@ -200,37 +345,44 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 		return -EPERM;
 	}
 	for (int i = 0; o->target == RECORD_TARGET_PIDS && i < o->npids; i++)
-		if ((e = may_trace(uid, c->cred.gid, o->pids[i], 0, why, len)))
+		if ((e = check_and_hold(c, o->pids[i], 0, why, len)))
 			return e;
-	if (o->target == RECORD_TARGET_LAUNCH && (e = may_trace(uid, c->cred.gid, o->launched, c->cred.pid, why, len)))
+	if (o->target == RECORD_TARGET_LAUNCH && (e = check_and_hold(c, o->launched, c->cred.pid, why, len)))
 		return e;
 	if (uid == 0)
 		return 0;   /* root is limited by nothing but the kernel */
-	/* An event's own rate (EV/freq=N/, EV/period=N/ of a clock event) is capped like -F. */
+	/* Every event's rate is capped: -F, -c, and an event's own freq=/period= terms.
+	 * A clock's period is nanoseconds, so its rate is exact; any other event counts
+	 * at a rate the service cannot know in advance, so its fixed period is taken
+	 * as if it counted VP_SOCK_COUNT_BOUND a second (a core's cycles, generously):
+	 * such a user asks with -F instead. */
 	struct sampler_event ev[VP_MAX_EVENTS];
 	char perr[256];
 	int nev = o->events ? vp_events__parse(o->events, ev, VP_MAX_EVENTS, perr, sizeof(perr)) : 0;
+	if (nev <= 0) {
+		nev = vp_events__default(ev, perr, sizeof(perr)) == 0 ? 1 : 0;
+		if (!nev) {
+			ev[0] = (struct sampler_event){ .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_CPU_CLOCK,
+							.software = true };
+			snprintf(ev[0].name, sizeof(ev[0].name), "cpu-clock");
+			nev = 1;
+		}
+		ev[0].freq = ev[0].period = 0;
+	}
 	for (int i = 0; i < nev; i++) {
-		uint64_t hz = ev[i].freq ? ev[i].freq
-			    : ev[i].period && ev[i].software && strstr(ev[i].name, "clock") ? 1000000000ull / ev[i].period : 0;
+		uint64_t period = ev[i].period ? ev[i].period : ev[i].freq ? 0 : o->period;
+		uint64_t freq = ev[i].freq ? ev[i].freq : period ? 0 : o->freq;
+		bool clock = ev[i].type == PERF_TYPE_SOFTWARE &&
+			     (ev[i].config == PERF_COUNT_SW_CPU_CLOCK || ev[i].config == PERF_COUNT_SW_TASK_CLOCK);
+		uint64_t hz = freq ? freq : !period ? 0 : (clock ? 1000000000ull : VP_SOCK_COUNT_BOUND) / period;
 		if (hz > l->max_freq) {
-			vp_set_err(why, len, "%s samples %llu times a second, over this service's limit of %llu Hz per user; "
-				   "ask for less (or the administrator raises viprof serve --max-freq)", ev[i].name,
-				   (unsigned long long)hz, (unsigned long long)l->max_freq);
+			vp_set_err(why, len, "%s (%s %llu) %s %llu times a second, over this service's limit of %llu Hz per "
+				   "user; ask for less%s (or the administrator raises viprof serve --max-freq)", ev[i].name,
+				   freq ? "freq" : "period", (unsigned long long)(freq ? freq : period),
+				   clock || freq ? "samples" : "could sample up to", (unsigned long long)hz,
+				   (unsigned long long)l->max_freq, clock || freq ? "" : ", or give a rate with -F");
 			return -EPERM;
 		}
-	}
-	if (o->period && !nev && o->period < 1000000000ull / l->max_freq) {
-		/* The default event is a clock where nothing else can be sampled: -c is ns. */
-		vp_set_err(why, len, "-c %llu is more often than this service's limit of %llu Hz per user; ask for less",
-			   (unsigned long long)o->period, (unsigned long long)l->max_freq);
-		return -EPERM;
-	}
-	if (o->freq > l->max_freq && !o->period) {
-		vp_set_err(why, len, "-F %llu is over this service's limit of %llu Hz per user; ask for less (or the "
-			   "administrator raises viprof serve --max-freq)", (unsigned long long)o->freq,
-			   (unsigned long long)l->max_freq);
-		return -EPERM;
 	}
 	if (o->duration > l->max_seconds) {
 		vp_set_err(why, len, "-d %.0f is over this service's limit of %.0f s per recording; ask for less (or the "
@@ -243,16 +395,14 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 }
 
 /* Sends what the recorder wrote to its log since the last call, a line per LOG. */
-static void forward_log(int fd, FILE *log, char **buf, size_t *sent)
+static void forward_log(struct conn *c, FILE *log, char **buf, size_t *sent)
 {
 	fflush(log);
 	while (*buf && (*buf)[*sent]) {
 		char *start = *buf + *sent, *nl = strchr(start, '\n');
 		if (!nl)
 			break;
-		char msg[2100];
-		int n = snprintf(msg, sizeof(msg), "LOG %.*s", (int)(nl - start), start);
-		vp_sock__send(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1, -1);
+		csend(c, "LOG %.*s", (int)(nl - start), start);
 		*sent += (size_t)(nl - start) + 1;
 	}
 }
@@ -271,6 +421,27 @@ static int client_message(int fd, int *status)
 	if (sscanf(buf, "STOP %d", status) == 1)
 		return 1;
 	return 0;   /* unknown: ignored */
+}
+
+/* A pipe for one session file: the write end (non-blocking, so that a client that
+ * stops reading costs its own recording at most VP_WRITE_STALL_MS, never the
+ * service) in w, the read end for the client in r. 0 or -errno. */
+static int session_pipe(int *w, int *r, int bytes)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	if (fcntl(p[1], F_SETFL, O_NONBLOCK)) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (bytes)
+		fcntl(p[1], F_SETPIPE_SZ, bytes);   /* best effort: the default is 64 KiB */
+	*r = p[0];
+	*w = p[1];
+	return 0;
 }
 
 static void describe(const struct vp_record_opts *o, char *buf, size_t len)
@@ -296,33 +467,40 @@ static void serve_conn(struct conn *c)
 	struct vp_record_opts o;
 	struct vp_recorder *rec = NULL;
 	struct vp_recorder_stats st;
+	struct vp_recorder_owner owner = { .uid = c->cred.uid, .gid = c->cred.gid, .stream_fd = -1, .meta_fd = -1 };
+	struct vp_sock_jvm jvms[RECORD_MAX_PIDS];
 	FILE *log = NULL;
-	int dirfd = -1, e, status = -1;
+	int passed = -1, e, status = -1, njvms = 0, stream_r = -1, meta_r = -1;
 	bool counted = false;
 
 	struct timeval tv = { .tv_sec = REQUEST_TIMEOUT_S };
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ssize_t n = vp_sock__recv(c->fd, req, sizeof(req), &dirfd);
+	tv.tv_sec = SEND_TIMEOUT_S;
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	ssize_t n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
 	if (n <= 0) {
 		audit(s, &c->cred, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
 		goto out;
 	}
 	tv.tv_sec = 0;
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (vp_sock__decode_request(req, &o, cmdv, why, sizeof(why))) {
-		sendf(c->fd, "ERR 2 %s", why);
+	if (vp_sock__decode_request(req, &o, cmdv, jvms, &njvms, why, sizeof(why))) {
+		csend(c, "ERR 2 %s", why);
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
 	describe(&o, what, sizeof(what));
-	if (dirfd < 0) {
-		snprintf(why, sizeof(why), "the request carries no session directory (the client passes it open)");
-		sendf(c->fd, "ERR 1 %s", why);
+	if (passed >= 0) {
+		/* Root writes nothing through a descriptor a user hands it: the user's client
+		 * stores the session itself. A client that passes one is another version. */
+		snprintf(why, sizeof(why), "the request carries a file descriptor, which this service never takes (the "
+			 "session is written by your own viprof); use the viprof that matches this service");
+		csend(c, "ERR 2 %s", why);
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
 	if ((e = authorize(c, &o, why, sizeof(why)))) {
-		sendf(c->fd, "ERR 1 %s", why);
+		csend(c, "ERR 1 %s", why);
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
@@ -336,7 +514,7 @@ static void serve_conn(struct conn *c)
 	if (over) {
 		snprintf(why, sizeof(why), "you (uid %u) already have %u recordings running, this service's limit per "
 			 "user; wait for one to end", (unsigned)c->cred.uid, s->o.limits.sessions);
-		sendf(c->fd, "ERR 1 %s", why);
+		csend(c, "ERR 1 %s", why);
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
@@ -346,29 +524,61 @@ static void serve_conn(struct conn *c)
 		o.user_only = true;
 	if (c->cred.uid != 0 && o.duration <= 0)
 		o.duration = s->o.limits.max_seconds;
-	o.agent = s->o.agent;
+	/* The client attached its JVMs itself, as the user; the service attaches none. */
+	o.agent = NULL;
+	o.no_jit = true;
 	o.force = false;
-	log = open_memstream(&logbuf, &logsize);
-	o.log = log;
-	struct vp_recorder_owner owner = { .uid = c->cred.uid, .gid = c->cred.gid };
-	rec = vp_recorder__start_owned(&o, dirfd, &owner, why, sizeof(why));
-	if (log)
-		forward_log(c->fd, log, &logbuf, &logsent);
-	if (!rec) {
-		e = errno;
-		sendf(c->fd, "ERR %d %s", e == EINVAL ? 2 : 1, why);
+	for (int i = 0; i < njvms; i++) {
+		owner.jvms[i].pid = jvms[i].pid;
+		owner.jvms[i].flags = jvms[i].flags;
+	}
+	owner.njvms = njvms;
+	if ((e = session_pipe(&owner.stream_fd, &stream_r, STREAM_PIPE_BYTES)) ||
+	    (e = session_pipe(&owner.meta_fd, &meta_r, 0))) {
+		if (owner.stream_fd >= 0)
+			close(owner.stream_fd);
+		snprintf(why, sizeof(why), "the service cannot make a pipe for the session (%s); try again later", strerror(-e));
+		csend(c, "ERR 1 %s", why);
 		audit(s, &c->cred, what, "failed: %s", why);
 		goto out;
 	}
-	sendf(c->fd, "STARTED %s", vp_recorder__backend(rec));
+	log = open_memstream(&logbuf, &logsize);
+	o.log = log;
+	rec = vp_recorder__start_owned(&o, &owner, why, sizeof(why));
+	if (log)
+		forward_log(c, log, &logbuf, &logsent);
+	if (rec && confirm_held(c, why, sizeof(why))) {
+		vp_recorder__stop(rec);
+		vp_recorder__free(rec);
+		rec = NULL;
+		errno = EAGAIN;
+	}
+	if (!rec) {
+		e = errno;
+		csend(c, "ERR %d %s", e == EINVAL ? 2 : 1, why);
+		audit(s, &c->cred, what, "failed: %s", why);
+		goto out;
+	}
+	/* Sampling runs: the client gets the session's files to store, then the go. */
+	if (vp_sock__send(c->fd, "FILE " VP_SESSION_STREAM, strlen("FILE " VP_SESSION_STREAM), stream_r) ||
+	    vp_sock__send(c->fd, "FILE " VP_SESSION_META_JSON, strlen("FILE " VP_SESSION_META_JSON), meta_r))
+		c->gone = true;
+	close(stream_r);
+	close(meta_r);
+	stream_r = meta_r = -1;
+	csend(c, "STARTED %s", vp_recorder__backend(rec));
 	uint64_t last_status = mono_ns();
 	const char *result = "ok";
 	char detail[600] = "";
 	for (;;) {
+		if (c->gone) {
+			result = "client gone";
+			break;
+		}
 		int r = vp_recorder__poll(rec, 100);
-		forward_log(c->fd, log, &logbuf, &logsent);
+		forward_log(c, log, &logbuf, &logsent);
 		if (r < 0) {
-			sendf(c->fd, "LOG viprof record: %s", vp_recorder__error(rec));
+			csend(c, "LOG viprof record: %s", vp_recorder__error(rec));
 			result = "failed";
 			snprintf(detail, sizeof(detail), "%s; ", vp_recorder__error(rec));
 			break;
@@ -383,33 +593,34 @@ static void serve_conn(struct conn *c)
 		if (m > 0)
 			break;
 		if (s->stopping) {
-			sendf(c->fd, "LOG viprof record: the service is stopping; the recording ends here");
+			csend(c, "LOG viprof record: the service is stopping; the recording ends here");
 			result = "service stopping";
 			break;
 		}
 		uint64_t now = mono_ns();
 		vp_recorder__stats(rec, &st);
 		if (c->cred.uid != 0 && st.stream_bytes > s->o.limits.max_bytes) {
-			sendf(c->fd, "LOG viprof record: the session reached this service's limit of %llu bytes; stopped",
+			csend(c, "LOG viprof record: the session reached this service's limit of %llu bytes; stopped",
 			      (unsigned long long)s->o.limits.max_bytes);
 			result = "byte limit";
 			break;
 		}
 		if (now - last_status >= STATUS_INTERVAL_NS) {
-			if (sendf(c->fd, "STATUS %llu %llu %llu", (unsigned long long)st.samples, (unsigned long long)st.lost,
-				  (unsigned long long)st.elapsed_ns)) {
-				result = "client gone";
-				break;
-			}
+			/* Only news: dropped, not waited for, when the client reads nothing. */
+			char msg[128];
+			int k = snprintf(msg, sizeof(msg), "STATUS %llu %llu %llu", (unsigned long long)st.samples,
+					 (unsigned long long)st.lost, (unsigned long long)st.elapsed_ns);
+			if (send(c->fd, msg, (size_t)k, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+				c->gone = true;
 			last_status = now;
 		}
 	}
 	if (status >= 0)
 		vp_recorder__set_exit_status(rec, status);
 	e = vp_recorder__stop(rec);
-	forward_log(c->fd, log, &logbuf, &logsent);
+	forward_log(c, log, &logbuf, &logsent);
 	vp_recorder__stats(rec, &st);
-	sendf(c->fd, "DONE %llu %llu %llu %llu %d", (unsigned long long)st.samples, (unsigned long long)st.lost,
+	csend(c, "DONE %llu %llu %llu %llu %d", (unsigned long long)st.samples, (unsigned long long)st.lost,
 	      (unsigned long long)st.elapsed_ns, (unsigned long long)st.disk_bytes, e < 0 ? 1 : 0);
 	audit(s, &c->cred, what, "%s: %s%llu samples (%llu lost) in %.1f s, %llu bytes", e < 0 && !strcmp(result, "ok") ? "failed" : result,
 	      detail, (unsigned long long)st.samples, (unsigned long long)st.lost, (double)st.elapsed_ns / 1e9,
@@ -419,8 +630,14 @@ out:
 	if (log)
 		fclose(log);
 	free(logbuf);
-	if (dirfd >= 0)
-		close(dirfd);
+	if (passed >= 0)
+		close(passed);
+	if (stream_r >= 0)
+		close(stream_r);
+	if (meta_r >= 0)
+		close(meta_r);
+	for (int i = 0; i < c->npidfds; i++)
+		close(c->pidfds[i]);
 	pthread_mutex_lock(&s->mu);
 	if (counted)
 		c->u->sessions--;

@@ -52,10 +52,11 @@ static void put(struct out *o, const char *key, const char *fmt, ...)
 	o->buf[o->off] = '\0';
 }
 
-int vp_sock__encode_request(const struct vp_record_opts *o, char *buf, size_t len)
+int vp_sock__encode_request(const struct vp_record_opts *o, const struct vp_sock_jvm *jvms, int njvms,
+			    char *buf, size_t len)
 {
 	struct out out = { .buf = buf, .len = len };
-	char pids[RECORD_MAX_PIDS * 12] = "";
+	char pids[RECORD_MAX_PIDS * 24] = "";
 	size_t off = 0;
 
 	int n = snprintf(buf, len, "RECORD\n");
@@ -85,7 +86,13 @@ int vp_sock__encode_request(const struct vp_record_opts *o, char *buf, size_t le
 	if (o->cmdline)
 		put(&out, "cmdline", "%s", o->cmdline);
 	put(&out, "output", "%s", o->output ? o->output : "");
-	return out.full ? -ENOSPC : 0;
+	off = 0;
+	for (int i = 0; i < njvms && off < sizeof(pids); i++)
+		off += (size_t)snprintf(pids + off, sizeof(pids) - off, "%s%d:%u", i ? "," : "", (int)jvms[i].pid,
+					(unsigned)jvms[i].flags);
+	if (njvms)
+		put(&out, "jvms", "%s", pids);
+	return out.full || off >= sizeof(pids) ? -ENOSPC : 0;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -106,11 +113,13 @@ static int flag(const char *v, bool *out)
 	return 0;
 }
 
-int vp_sock__decode_request(char *buf, struct vp_record_opts *o, char **cmdv, char *err, size_t errlen)
+int vp_sock__decode_request(char *buf, struct vp_record_opts *o, char **cmdv, struct vp_sock_jvm *jvms,
+			    int *njvms, char *err, size_t errlen)
 {
-	char *save = NULL, *line;
+	char *save = NULL, *line, *jvm_list = NULL;
 	long long v;
 
+	*njvms = 0;
 	vp_record_opts__defaults(o);
 	o->target = RECORD_TARGET_NONE;
 	cmdv[0] = cmdv[1] = NULL;
@@ -177,6 +186,8 @@ int vp_sock__decode_request(char *buf, struct vp_record_opts *o, char **cmdv, ch
 			o->cmdline = val;
 		} else if (!strcmp(line, "output")) {
 			o->output = val;
+		} else if (!strcmp(line, "jvms")) {
+			jvm_list = val;
 		} else {
 			return bad(err, errlen, "unknown request key '%.40s'", line);
 		}
@@ -189,6 +200,24 @@ int vp_sock__decode_request(char *buf, struct vp_record_opts *o, char **cmdv, ch
 		return bad(err, errlen, "target pids without pids");
 	if (o->target == RECORD_TARGET_LAUNCH && !o->launched)
 		return bad(err, errlen, "target launch without the launched pid");
+	/* After the pids, whatever the order of the lines: each JVM must be one of them. */
+	char *s2 = NULL;
+	for (char *p = jvm_list ? strtok_r(jvm_list, ",", &s2) : NULL; p; p = strtok_r(NULL, ",", &s2)) {
+		char *colon = strchr(p, ':');
+		long long pid, flags;
+		bool known = false;
+		if (!colon || *njvms >= RECORD_MAX_PIDS)
+			return bad(err, errlen, "bad value for jvms: '%.60s'", p);
+		*colon = '\0';
+		if ((pid = vp_parse_num(p, 1, INT32_MAX)) < 0 || (flags = vp_parse_num(colon + 1, 0, 0xff)) < 0)
+			return bad(err, errlen, "bad value for jvms: '%.60s'", p);
+		for (int i = 0; i < o->npids; i++)
+			known |= o->pids[i] == (pid_t)pid;
+		if (!known || o->target != RECORD_TARGET_PIDS)
+			return bad(err, errlen, "jvms names process %lld, which the request does not record", pid);
+		jvms[*njvms].pid = (pid_t)pid;
+		jvms[(*njvms)++].flags = (uint32_t)flags;
+	}
 	return 0;
 }
 

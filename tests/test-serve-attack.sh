@@ -120,13 +120,16 @@ userns)
 		sleep 0.5; '$client' '$sock' fd '$work/a/s' \\\$\\\$\"" >"$work/r1" 2>&1
 	cat "$work/r1"
 	grep -q '^ERR ' "$work/r1" || fail "a bind-mounted directory was taken as the session"
-	# A real recording from inside such a namespace, with root's directory bound
-	# over where the session's jit/ goes and the target gone before the start.
-	as "$u" "unshare -Urm sh -c \"mkdir -p '$work/a/s2/jit' && mount --bind '$work/victim' '$work/a/s2/jit' && \
-		'$viprof' record -p 999999 -d 1 -o '$work/a/s3' ; mkdir -p '$work/a/s4' && \
-		mount --bind '$work/tmp' '$work/a/s4' && '$viprof' record --force -d 1 -o '$work/a/s4' -- true\"" \
-		>"$work/r2" 2>&1
+	# From inside such a namespace the user is "root" there: the real client must still
+	# go through the service (it has no capability over the VM), record as the user,
+	# and a directory bound over its session (root's, in the user's namespace) is
+	# refused without anything changing in it.
+	as "$u" "unshare -Urm sh -c \"mkdir -p '$work/a/s4' && mount --bind '$work/tmp' '$work/a/s4' && \
+		'$viprof' record --force -d 1 -o '$work/a/s4' -- true; \
+		'$viprof' record -q -o '$work/a/s5' -- '$bindir/nodump' 0\"" >"$work/r2" 2>&1
 	cat "$work/r2"
+	[ "$(stat -c %U "$work/a/s5/stream.vps" 2>/dev/null)" = "$u" ] || fail "a recording from a user namespace did not work"
+	grep -q "audit uid=$(id -u "$u") .*record target=launch" "$work/serve.log" || fail "the user namespace's client did not use the service"
 	check_victims userns
 	find "$work" -user root -printf '%p %m\n' | sort | grep -v "^$work/[ab]\b\|\.after\|\.before\|/r[0-9]\|rootowned" \
 		>"$work/rootowned.after"
