@@ -8,7 +8,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${VIPROF_FUZZ_BUILD:-$ROOT/build-fuzz}
-ALL="fuzz-chunkfile fuzz-session fuzz-codemap fuzz-jitdump fuzz-perfmap fuzz-procmaps fuzz-events"
+ALL="fuzz-chunkfile fuzz-session fuzz-codemap fuzz-jitdump fuzz-perfmap fuzz-procmaps fuzz-events fuzz-sock"
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (apt-get install clang)"; exit 77; }
 probe=$(mktemp -d)
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe/p.c"
