@@ -262,6 +262,54 @@ static int open_session_for_service(const struct vp_record_opts *o, char *abs, s
 	return fd;
 }
 
+/* Whether cmd can be executed as execvp would find it; the reason in err if not. */
+static bool command_runnable(const char *cmd, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	const char *dirs = getenv("PATH");
+	int e = ENOENT;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK) == 0)
+			return true;
+		e = errno;
+	} else {
+		for (const char *d = dirs && *dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; d;) {
+			const char *colon = strchr(d, ':');
+			size_t n = colon ? (size_t)(colon - d) : strlen(d);
+			struct stat st;
+			snprintf(path, sizeof(path), "%.*s%s%s", (int)n, d, n ? "/" : "", cmd);
+			if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+				if (access(path, X_OK) == 0)
+					return true;
+				e = EACCES;
+			}
+			d = colon ? colon + 1 : NULL;
+		}
+	}
+	vp_set_err(err, errlen, "cannot run '%s': %s; check the command name and PATH", cmd, strerror(e));
+	return false;
+}
+
+/* -F within what the kernel allows, with a word when it costs more than it shows. */
+static bool rate_sane(const struct vp_record_opts *o)
+{
+	long max = vp_read_int_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	if (o->period || !o->freq)
+		return true;
+	if ((long long)o->freq > max) {
+		fprintf(stderr, "viprof record: -F %llu is over the kernel's limit of %ld samples a second "
+				"(kernel.perf_event_max_sample_rate, which the kernel lowers when sampling takes too long); "
+				"ask for less, e.g. -F 999\n", (unsigned long long)o->freq, max);
+		return false;
+	}
+	if (o->freq > 10000 && !o->quiet)
+		fprintf(stderr, "viprof: warning: -F %llu: every sample interrupts the program; this often, sampling "
+				"can take much of each CPU and slow what it measures; 999 to 4999 Hz is usually plenty\n",
+			(unsigned long long)o->freq);
+	return true;
+}
+
 /* The launched command outlived the recording: SIGTERM, then up to 1 s for it to exit
  * (its status in *status and *done set when it did). */
 /* The recording failed (a full disk, a broken sampler): that is no reason to end the
@@ -628,6 +676,14 @@ int cmd_record(int argc, char **argv)
 	}
 	join_args(cmdline, sizeof(cmdline), argv, argc);
 	o.cmdline = cmdline;
+	/* A command that cannot run is said before anything is made (no session left
+	 * behind to be refused by the next plain 'record'); 127 as the shell says it. */
+	if (o.target == RECORD_TARGET_LAUNCH && !command_runnable(o.cmd[0], err, sizeof(err))) {
+		fprintf(stderr, "viprof record: %s\n", err);
+		return 127;
+	}
+	if (!rate_sane(&o))
+		return 2;
 	if (o.target != RECORD_TARGET_LAUNCH && !o.no_jit)
 		o.agent = viprof_agent_path();
 
@@ -726,10 +782,17 @@ int cmd_record(int argc, char **argv)
 		failed = true;
 	vp_recorder__stats(rec, &st);
 	double secs = (double)st.elapsed_ns / 1e9;
-	fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
-		(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
-		secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
-		(unsigned long long)st.disk_bytes);
+	if (failed && st.written < st.samples)
+		/* Not "N samples": what the session holds is what counts. */
+		fprintf(stderr, "viprof: the recording failed: the session holds %llu of the %llu samples taken in "
+				"%.1f s (the rest could not be written); session %s (%llu bytes)\n",
+			(unsigned long long)st.written, (unsigned long long)st.samples, secs,
+			vp_recorder__session_dir(rec), (unsigned long long)st.disk_bytes);
+	else
+		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
+			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
+			(unsigned long long)st.disk_bytes);
 	if (stop_signal && !o.quiet)
 		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
 	/* A command that ran to its own end gives its own status, also when the recording

@@ -869,6 +869,7 @@ void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *s
 		st->elapsed_ns = now_ns(CLOCK_MONOTONIC) - r->start;
 	}
 	st->stream_bytes = vp_session_writer__bytes(r->w);
+	st->written = vp_session_writer__samples_written(r->w);
 }
 
 const char *vp_recorder__error(const struct vp_recorder *r)

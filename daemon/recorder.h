@@ -39,6 +39,7 @@ struct vp_recorder_owner {
 
 struct vp_recorder_stats {
 	uint64_t samples, lost;    /* the sampler's counts so far (final after stop) */
+	uint64_t written;          /* samples in the session's stream on disk (flushed) */
 	uint64_t elapsed_ns;       /* since sampling started (the END record's duration after stop) */
 	uint64_t stream_bytes;     /* bytes written to the stream so far */
 	uint64_t disk_bytes;       /* after stop: every file of the session, the JVMs' maps too */

@@ -55,6 +55,7 @@ struct vp_session_writer {
 	char event_names[VP_MAX_EVENTS][64];
 	int nevents;
 	uint64_t samples, ksyms_emitted, records_seen;
+	uint64_t samples_written;   /* samples in chunks that reached the file */
 	uint64_t last_flush;
 	uint64_t final_bytes;  /* of stream.vps once closed */
 	uint64_t *steal_first, *steal_last;
@@ -696,6 +697,8 @@ int vp_session_writer__flush(struct vp_session_writer *w)
 	int e = cfile_writer__flush(w->cw);
 	if (e)
 		w->error = e;
+	else
+		w->samples_written = w->samples;
 	return e;
 }
 
@@ -708,6 +711,7 @@ int vp_session_writer__maybe_flush(struct vp_session_writer *w, uint64_t now, ui
 }
 
 uint64_t vp_session_writer__samples(const struct vp_session_writer *w) { return w->samples; }
+uint64_t vp_session_writer__samples_written(const struct vp_session_writer *w) { return w->samples_written; }
 uint64_t vp_session_writer__ksyms_emitted(const struct vp_session_writer *w) { return w->ksyms_emitted; }
 uint64_t vp_session_writer__bytes(const struct vp_session_writer *w)
 {
@@ -815,6 +819,8 @@ int vp_session_writer__finish(struct vp_session_writer *w, uint64_t time, struct
 	int e = append(w, VP_REC_END, time, end, sizeof(*end));
 	if (!e)
 		e = cfile_writer__flush(w->cw);
+	if (!e)
+		w->samples_written = w->samples;
 	uint64_t sent = cfile_writer__bytes(w->cw);
 	int ce = cfile_writer__close(w->cw);
 	w->cw = NULL;

@@ -83,6 +83,8 @@ int vp_session_writer__maybe_flush(struct vp_session_writer *w, uint64_t now, ui
 int vp_session_writer__flush(struct vp_session_writer *w);
 
 uint64_t vp_session_writer__samples(const struct vp_session_writer *w);
+/* Of those, the ones in chunks that reached the file (or the pipe). */
+uint64_t vp_session_writer__samples_written(const struct vp_session_writer *w);
 uint64_t vp_session_writer__ksyms_emitted(const struct vp_session_writer *w);
 uint64_t vp_session_writer__bytes(const struct vp_session_writer *w);
 int vp_session_writer__error(const struct vp_session_writer *w);  /* sticky, 0 if none */
