@@ -329,11 +329,6 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ret = 1;
-	if (a.continuous || a.http)
-		fprintf(stderr, "viprof serve: whole-VM recordings load the JVM agent into %s%s\n",
-			a.no_jit ? "no JVM (--no-jit)" : a.jvm_attach ? "the JVMs of --jvm-attach " : "no JVM",
-			a.no_jit ? "" : a.jvm_attach ? a.jvm_attach : " (the default; --jvm-attach all|user:NAME,..|PID,.. "
-			"names JIT frames)");
 	if (a.continuous) {
 		struct vp_cont_opts co = { .dir = a.continuous, .interval_s = a.interval_s,
 					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
@@ -364,6 +359,12 @@ int cmd_serve(int argc, char **argv)
 			a.allow.nuids ? ", --http-allow-user" : "", a.allow_group ? ", group " : "",
 			a.allow_group ? a.allow_group : "");
 	}
+	/* Said once the services are up, so that a refusal at start stays one line. */
+	if (a.continuous || a.http)
+		fprintf(stderr, "viprof serve: whole-VM recordings load the JVM agent into %s%s\n",
+			a.no_jit ? "no JVM (--no-jit)" : a.jvm_attach ? "the JVMs of --jvm-attach " : "no JVM",
+			a.no_jit ? "" : a.jvm_attach ? a.jvm_attach : " (the default; --jvm-attach all|user:NAME,..|PID,.. "
+			"names JIT frames)");
 	/* The socket for users: asked for, or what a plain 'viprof serve' (the unit file) does. */
 	if (a.socket || (!a.http && !a.continuous)) {
 		struct vp_sock_opts so = { .path = a.socket ? a.socket : VP_SOCK_DEFAULT, .limits = a.limits,

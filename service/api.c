@@ -432,7 +432,7 @@ static void profile(struct vp_api *a, const struct vp_http_req *req, struct vp_h
 	} else {
 		char *buf = NULL;
 		size_t len = 0;
-		int e = vp_pages__pprof_parts(parts, nparts, !vp_http__kernel_ok(c), &buf, &len, err, sizeof(err));
+		int e = vp_pages__pprof_parts(parts, nparts, w->to_ns - w->from_ns, !vp_http__kernel_ok(c), &buf, &len, err, sizeof(err));
 		snprintf(extra, sizeof(extra), "Content-Disposition: attachment; filename=\"profile\"\r\n"
 			 "X-Viprof-Recording: %u", w->rec_id);
 		send_buf(c, e, err, "application/octet-stream", extra, buf, len);

@@ -101,8 +101,8 @@ static struct vp_profile *fold_kernel(const struct vp_profile *p)
 
 /* Loads the parts into one profile and writes it with one report writer into a memory
  * buffer. */
-static int render(const struct vp_pages_part *parts, int nparts, enum fmt fmt, const char *title, bool fold,
-		  char **buf, size_t *len, char *err, size_t errlen)
+static int render(const struct vp_pages_part *parts, int nparts, uint64_t duration_ns, enum fmt fmt,
+		  const char *title, bool fold, char **buf, size_t *len, char *err, size_t errlen)
 {
 	struct vp_out o = { .width = 120 };
 	char lerr[512] = "";
@@ -130,6 +130,14 @@ static int render(const struct vp_pages_part *parts, int nparts, enum fmt fmt, c
 			vp_set_err(err, errlen, "cannot read the session %s: %s", dir, lerr[0] ? lerr : strerror(-e));
 			goto cleanup;
 		}
+	}
+	if (duration_ns) {
+		/* The profile covers exactly the window asked for (the loader would measure
+		 * each part from its session's sampling start, which follows its creation,
+		 * and adjacent segments overlap by a rotation's time). */
+		char d[32];
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)duration_ns);
+		vp_profile__set_meta(p, "duration_ns", d);
 	}
 	if (!vp_profile__has_samples(p)) {
 		e = -ENODATA;
@@ -174,20 +182,20 @@ cleanup:
 int vp_pages__pprof(const char *dir, bool fold_kernel, char **buf, size_t *len, char *err, size_t errlen)
 {
 	struct vp_pages_part part = { .dir = dir };
-	return render(&part, 1, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
+	return render(&part, 1, 0, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
 int vp_pages__flame(const char *dir, const char *title, bool fold_kernel, char **buf, size_t *len, char *err,
 		    size_t errlen)
 {
 	struct vp_pages_part part = { .dir = dir };
-	return render(&part, 1, FMT_FLAME, title, fold_kernel, buf, len, err, errlen);
+	return render(&part, 1, 0, FMT_FLAME, title, fold_kernel, buf, len, err, errlen);
 }
 
-int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, bool fold_kernel, char **buf, size_t *len,
-			  char *err, size_t errlen)
+int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t duration_ns, bool fold_kernel, char **buf,
+			  size_t *len, char *err, size_t errlen)
 {
-	return render(parts, n, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
+	return render(parts, n, duration_ns, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
 static void html_escape(FILE *f, const char *s)

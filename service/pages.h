@@ -33,9 +33,10 @@ struct vp_pages_part {
 	uint64_t from_ns, to_ns;
 };
 /* The windows of several sessions (the shared recording's segments) merged into one
- * gzipped pprof, its duration the sum of the windows. As vp_pages__pprof otherwise. */
-int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, bool fold_kernel, char **buf, size_t *len,
-			  char *err, size_t errlen);
+ * gzipped pprof of duration_ns (the window the request asked for). As vp_pages__pprof
+ * otherwise. */
+int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t duration_ns, bool fold_kernel, char **buf,
+			  size_t *len, char *err, size_t errlen);
 
 /* What the index page says about the service, besides the intervals. */
 struct vp_pages_status {
