@@ -640,9 +640,9 @@ static void scenario_access(void)
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	int port = free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	const char *args[] = { "--http", listen, "--continuous", dir, "--interval", "2", "--http-allow-group", GROUP_G,
-			       "--no-jit", NULL };
-	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	/* First a service that lets in root only (the default). */
+	const char *args0[] = { "--http", listen, "--continuous", dir, "--interval", "2", "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args0, "pprof over HTTP on"), -1);
 	pid_t load = work_pid = kernel_load();
 	wait_interval(dir, name, sizeof(name));
 	kill(load, SIGKILL);
@@ -654,14 +654,25 @@ static void scenario_access(void)
 	snprintf(flame, sizeof(flame), "/flame/%s", name);
 	snprintf(pprof, sizeof(pprof), "/pprof/%s", name);
 	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/nothing" };
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		struct answer a = get_as(USER_A, port, paths[i]);
-		fprintf(stderr, "%s as %s: %d %s", paths[i], USER_A, a.status, a.body);
-		ASSERT_EQ(a.status, 403);
-		ASSERT_CONTAINS(a.body, "--http-token");
-		ASSERT_CONTAINS(a.body, "--http-allow-group");
-		ASSERT_EQ(strchr(a.body, '\n') - a.body + 1, (long)strlen(a.body));
-		free_answer(&a);
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+			/* USER_B is no one special to the first service. */
+			const char *who = round ? USER_A : USER_B;
+			struct answer a = get_as(who, port, paths[i]);
+			fprintf(stderr, "%s as %s: %d %s", paths[i], who, a.status, a.status == 403 ? a.body : "\n");
+			ASSERT_EQ(a.status, 403);
+			ASSERT_CONTAINS(a.body, "--http-token");
+			ASSERT_CONTAINS(a.body, "--http-allow-group");
+			ASSERT_EQ(strchr(a.body, '\n') - a.body + 1, (long)strlen(a.body));
+			free_answer(&a);
+		}
+		if (round)
+			break;
+		/* Then the group let in: USER_A is still refused. */
+		stop_serve();
+		const char *args[] = { "--http", listen, "--continuous", dir, "--interval", "60", "--http-allow-group",
+				       GROUP_G, "--no-jit", NULL };
+		ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
 	}
 
 	/* Root: the pages whole, kernel frames named. */
