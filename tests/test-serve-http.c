@@ -17,6 +17,7 @@
  *               start, and the real pprof reads each
  *   contdir     (issue 20) --continuous refuses a DIR a user owns or that group or
  *               others may write, in one line
+ *   jvmattach   (issue 20) --jvm-attach is accepted by serve; the default is none
  * usage: test-serve-http SCENARIO VIPROF SPLIT3 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -890,10 +891,26 @@ static void scenario_contdir(void)
 	ASSERT_EQ(system(rm), 0);
 }
 
+/* --jvm-attach alone is a service option (it said "nothing to record" before); the
+ * default, and what was chosen, is said at start. */
+static void scenario_jvmattach(void)
+{
+	char listen[64];
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	const char *args[] = { "--http", listen, "--jvm-attach", "user:root", NULL };
+	ASSERT_EQ(start_serve(args, "load the JVM agent into"), -1);
+	stop_serve();
+	ASSERT_CONTAINS(last_log, "the JVMs of --jvm-attach user:root");
+	const char *dflt[] = { "--http", listen, NULL };
+	ASSERT_EQ(start_serve(dflt, "load the JVM agent into"), -1);
+	stop_serve();
+	ASSERT_CONTAINS(last_log, "into no JVM (the default;");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -912,6 +929,8 @@ int main(int argc, char **argv)
 		scenario_slow();
 	else if (!strcmp(argv[1], "contdir"))
 		scenario_contdir();
+	else if (!strcmp(argv[1], "jvmattach"))
+		scenario_jvmattach();
 	else
 		FAIL("unknown scenario %s", argv[1]);
 	printf("test-serve-http %s: ok\n", argv[1]);
