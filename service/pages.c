@@ -67,7 +67,8 @@ static struct vp_profile *fold_kernel(const struct vp_profile *p)
 	}
 	for (size_t i = 0; ok && i < p->nstacks; i++) {
 		const struct vp_stack *st = &p->stacks[i];
-		if ((ok = !vp_grow((void **)&fr, &frcap, st->nframes + 1, sizeof(*fr)) ) == false)
+		ok = vp_grow((void **)&fr, &frcap, st->nframes + 1, sizeof(*fr)) == 0;
+		if (!ok)
 			break;
 		uint32_t n = 0;
 		for (uint32_t k = 0; k < st->nframes; k++) {
