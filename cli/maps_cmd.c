@@ -1,6 +1,7 @@
 /* viprof maps: inspect the agent's epoch code maps of one JVM. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "maps/codemap.h"
@@ -35,6 +37,8 @@ static void usage(FILE *f)
 		"                        --jit`: perf uses a jitdump only when its perf.data holds an mmap of\n"
 		"                        that file by the JVM, which viprof does not create; use\n"
 		"                        export-perf-map with perf report instead\n"
+		"  The exports create FILE (mode 0600) and do not overwrite one that exists, unless\n"
+		"  --force is given and it is a regular file you own.\n"
 		"examples:\n"
 		"  viprof maps /tmp/s --pid 4242 list\n"
 		"  viprof maps /tmp/s lookup 0x7f3a8c0123a0 --at 2.5\n"
@@ -288,6 +292,48 @@ static int cmd_lookup(struct vp_jit_index *xi, const struct vp_codemap *m, uint6
 	return 0;
 }
 
+/* The export's file, as sessions are made: created new (O_EXCL, 0600, no symlink
+ * followed), so that viprof run as root neither writes a file someone else planted nor
+ * blocks on a FIFO. With --force an existing regular file of the caller's (real uid)
+ * is emptied and written; anything else is refused. The fd, or -errno (said on stderr). */
+static int open_export(const char *path, bool force)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		fchmod(fd, 0600);   /* whatever the umask */
+		return fd;
+	}
+	int e = errno;
+	if (e != EEXIST) {
+		fprintf(stderr, "viprof maps: cannot create %s: %s; pick a writable path\n", path, strerror(e));
+		return -e;
+	}
+	if (!force) {
+		fprintf(stderr, "viprof maps: %s exists; give a new name, or --force to replace a regular file you own\n",
+			path);
+		return -EEXIST;
+	}
+	/* O_NONBLOCK: opening a FIFO for writing never waits for a reader. */
+	struct stat st;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+		e = fd < 0 ? errno : EPERM;
+		fprintf(stderr, "viprof maps: --force %s: %s; it replaces only a regular file you own (uid %u)\n", path,
+			fd < 0 ? strerror(e) : !S_ISREG(st.st_mode) ? "not a regular file" : "owned by another user",
+			(unsigned)getuid());
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	if (ftruncate(fd, 0) != 0 || fcntl(fd, F_SETFL, 0) != 0) {
+		e = errno;
+		fprintf(stderr, "viprof maps: cannot empty %s: %s\n", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 int cmd_maps(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -295,11 +341,13 @@ int cmd_maps(int argc, char **argv)
 		{ "at", required_argument, NULL, 't' },
 		{ "perf-map", required_argument, NULL, 'm' },
 		{ "jitdump", required_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	long pid = 0;
 	const char *at = NULL, *perf_map = NULL, *jitdump = NULL;
+	bool force = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
@@ -316,6 +364,7 @@ int cmd_maps(int argc, char **argv)
 		case 't': at = optarg; break;
 		case 'm': perf_map = optarg; break;
 		case 'j': jitdump = optarg; break;
+		case 'f': force = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -326,6 +375,10 @@ int cmd_maps(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		if (!strcmp(argv[i], "--at") && i + 1 < argc) {
 			at = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--force")) {
+			force = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
@@ -405,8 +458,11 @@ int cmd_maps(int argc, char **argv)
 		}
 	} else {
 		bool perf = !strcmp(cmd, "export-perf-map");
-		int e = perf ? vp_codemap__export_perf_map(m, args[0]) : vp_codemap__export_jitdump(m, args[0]);
-		if (e) {
+		int fd = open_export(args[0], force);
+		int e = fd < 0 ? fd : perf ? vp_codemap__export_perf_map_fd(m, fd) : vp_codemap__export_jitdump_fd(m, fd);
+		if (fd < 0) {
+			ret = 1;   /* open_export said why */
+		} else if (e) {
 			fprintf(stderr, "viprof maps: writing %s failed: %s; pick a writable path\n", args[0], strerror(-e));
 			ret = 1;
 		} else {

@@ -5,7 +5,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +27,8 @@
 
 struct serve_args {
 	const char *http, *http_token;
+	const char *allow_group;   /* --http-allow-group */
+	struct vp_http_allow allow;
 	const char *continuous;
 	unsigned interval_s;
 	uint64_t keep_age_s, keep_bytes;
@@ -61,6 +65,10 @@ static void serve_usage(FILE *f)
 		"                         /pprof/INTERVAL. A loopback address unless --http-token is given\n"
 		"  --http-token FILE      a bearer token (one line, >= 16 characters, file mode 0600) that\n"
 		"                         requests from other hosts must send as 'Authorization: Bearer'\n"
+		"                         (and local users who are not allowed below)\n"
+		"  --http-allow-group GROUP  local users of GROUP may read without the token (loopback;\n"
+		"                         default: root only); they get kernel frames folded to [kernel]\n"
+		"  --http-allow-user NAME[,NAME..]  the same for these users\n"
 		"  --continuous DIR       record the whole VM continuously, one session per interval in\n"
 		"                         DIR/<UTC start>/ (readable with viprof report DIR/<interval>)\n"
 		"  --interval SEC         length of an interval (default 60)\n"
@@ -71,8 +79,9 @@ static void serve_usage(FILE *f)
 		"  --cpu-budget PCT       the continuous recording's CPU time, in %% of one CPU, that the\n"
 		"                         service keeps under by lowering the rate (default %.1f; 0 = none)\n"
 		"  -F, --freq HZ          sampling rate of both (default 99; lowered by the budget)\n"
-		"  --jvm-attach SEL       which JVMs get the agent: all (default), none, user:NAME,.. or\n"
-		"                         PID,..; a JVM started with VIPROF_NO_AGENT=1 never gets it\n"
+		"  --jvm-attach SEL       which JVMs the service loads the agent into (for named JIT\n"
+		"                         frames): none (default), all, user:NAME,.. or PID,..; a JVM\n"
+		"                         started with VIPROF_NO_AGENT=1 never gets it\n"
 		"  --no-jit               no JVM agent at all\n"
 		"  --tmpdir DIR           where /debug/pprof/profile records (default /tmp)\n"
 		"  --socket PATH          record for users who cannot sample by themselves: their 'viprof\n"
@@ -127,10 +136,12 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 {
 	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
 	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
-	       OPT_MAX_BYTES, OPT_MAX_REQUESTS };
+	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER };
 	static const struct option longopts[] = {
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "http-token", required_argument, NULL, OPT_TOKEN },
+		{ "http-allow-group", required_argument, NULL, OPT_ALLOW_GROUP },
+		{ "http-allow-user", required_argument, NULL, OPT_ALLOW_USER },
 		{ "continuous", required_argument, NULL, OPT_CONT },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
@@ -159,6 +170,32 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		switch (c) {
 		case OPT_HTTP: a->http = optarg; break;
 		case OPT_TOKEN: a->http_token = optarg; break;
+		case OPT_ALLOW_GROUP: {
+			struct group gr, *grp = NULL;
+			char buf[8192];
+			if (getgrnam_r(optarg, &gr, buf, sizeof(buf), &grp) != 0 || !grp)
+				return serve_usage_error("--http-allow-group %s: no such group on this machine "
+							 "(groupadd it, or name another)", optarg);
+			a->allow.gid = gr.gr_gid;
+			a->allow.group = true;
+			a->allow_group = optarg;
+			break;
+		}
+		case OPT_ALLOW_USER: {
+			char list[1024], *save = NULL;
+			snprintf(list, sizeof(list), "%s", optarg);
+			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				struct passwd pw, *pwp = NULL;
+				char buf[8192];
+				if (getpwnam_r(t, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
+					return serve_usage_error("--http-allow-user %s: no such user on this machine", t);
+				if (a->allow.nuids >= VP_HTTP_MAX_ALLOW)
+					return serve_usage_error("--http-allow-user: at most %d users (name a group with "
+								 "--http-allow-group instead)", VP_HTTP_MAX_ALLOW);
+				a->allow.uids[a->allow.nuids++] = pw.pw_uid;
+			}
+			break;
+		}
 		case OPT_CONT:
 			if (!*optarg)
 				return serve_usage_error("--continuous needs a directory");
@@ -241,6 +278,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		return serve_usage_error("unexpected argument '%s'", argv[optind]);
 	if (a->http_token && !a->http)
 		return serve_usage_error("--http-token without --http");
+	if ((a->allow_group || a->allow.nuids) && !a->http)
+		return serve_usage_error("--http-allow-group/--http-allow-user without --http");
 	return 0;
 }
 
@@ -264,13 +303,16 @@ int cmd_serve(int argc, char **argv)
 		serve_usage(stdout);
 		return 0;
 	}
-	/* --jvm-attach is read by record's own parser, so both take the same values. */
+	/* --jvm-attach is read by record's own parser, so both take the same values; -a
+	 * stands for the service's whole-VM target, which that parser wants named. The
+	 * service's default is none: root loads code into no user's JVM unless the
+	 * administrator names which (on a shared machine, other users' JVMs are theirs). */
 	struct vp_record_opts jvm;
 	vp_record_opts__defaults(&jvm);
-	if (a.jvm_attach) {
-		char *jargv[] = { "record", "--jvm-attach", (char *)a.jvm_attach, NULL };
+	{
+		char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
 		optind = 0;
-		if (record_opts__parse(&jvm, 3, jargv, err, sizeof(err)))
+		if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
 			return serve_usage_error("%s", err);
 	}
 	const char *agent = a.no_jit ? NULL : viprof_agent_path();
@@ -303,7 +345,7 @@ int cmd_serve(int argc, char **argv)
 			(unsigned long long)(a.keep_bytes >> 20));
 	}
 	if (a.http) {
-		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .freq = a.freq,
+		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .allow = a.allow, .freq = a.freq,
 					  .jvm = &jvm, .agent = agent, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
 					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
 					  .cpu_budget_pct = a.cpu_budget, .log = stderr };
@@ -312,13 +354,22 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "viprof serve: %s\n", err);
 			goto cleanup;
 		}
-		fprintf(stderr, "viprof serve: pprof over HTTP on %s (port %d)%s\n", a.http, vp_api__port(api),
-			a.http_token ? ", other hosts with the bearer token" : ", loopback only");
+		fprintf(stderr, "viprof serve: pprof over HTTP on %s (port %d)%s; without a token: root%s%s%s\n", a.http,
+			vp_api__port(api), a.http_token ? ", other hosts with the bearer token" : ", loopback only",
+			a.allow.nuids ? ", --http-allow-user" : "", a.allow_group ? ", group " : "",
+			a.allow_group ? a.allow_group : "");
 	}
+	/* Said once the services are up, so that a refusal at start stays one line. */
+	if (a.continuous || a.http)
+		fprintf(stderr, "viprof serve: whole-VM recordings load the JVM agent into %s%s\n",
+			a.no_jit ? "no JVM (--no-jit)" : a.jvm_attach ? "the JVMs of --jvm-attach " : "no JVM",
+			a.no_jit ? "" : a.jvm_attach ? a.jvm_attach : " (the default; --jvm-attach all|user:NAME,..|PID,.. "
+			"names JIT frames)");
 	/* The socket for users: asked for, or what a plain 'viprof serve' (the unit file) does. */
 	if (a.socket || (!a.http && !a.continuous)) {
 		struct vp_sock_opts so = { .path = a.socket ? a.socket : VP_SOCK_DEFAULT, .limits = a.limits,
-					   .agent = a.no_jit ? NULL : viprof_agent_path(), .log = stderr };
+					   .agent = a.no_jit || (a.jvm_attach && !strcmp(a.jvm_attach, "none")) ? NULL
+						    : viprof_agent_path(), .log = stderr };
 		sock = vp_sock__start(&so, err, sizeof(err));
 		if (!sock) {
 			fprintf(stderr, "viprof serve: %s\n", err);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/chunkfile.h"
@@ -1225,12 +1226,36 @@ size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t)
 
 /* ---- exports ---- */
 
-int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path)
+/* Opens path to export into: a regular file only (O_NONBLOCK: a FIFO planted there
+ * neither blocks nor is written), created 0600 like a session when missing. */
+static int open_export(const char *path)
 {
-	const struct priv *pv = m->priv;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path)
+{
+	int fd = open_export(path);
+	return fd < 0 ? fd : vp_codemap__export_perf_map_fd(m, fd);
+}
+
+int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path)
+{
+	int fd = open_export(path);
+	return fd < 0 ? fd : vp_codemap__export_jitdump_fd(m, fd);
+}
+
+int vp_codemap__export_perf_map_fd(const struct vp_codemap *m, int fd)
+{
+	const struct priv *pv = m->priv;
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
@@ -1247,11 +1272,8 @@ int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path)
 	return 0;
 }
 
-int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path)
+int vp_codemap__export_jitdump_fd(const struct vp_codemap *m, int fd)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);

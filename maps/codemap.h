@@ -119,8 +119,13 @@ const struct vp_cm_blob_info *vp_codemap__blob(const struct vp_codemap *m, uint6
 size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t);
 
 /* Exports the flat map as perf-PID.map text, or as a jitdump file (code bytes are not
- * kept by viprof, so JIT_CODE_LOAD carries zeros of the right size). 0 or -errno. */
+ * kept by viprof, so JIT_CODE_LOAD carries zeros of the right size). The path versions
+ * write only a regular file (created 0600; -EINVAL for anything else, never blocking on
+ * a FIFO); the _fd versions write to fd, which the caller opened (as 'viprof maps' does
+ * with O_EXCL), and close it. 0 or -errno. */
 int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path);
 int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path);
+int vp_codemap__export_perf_map_fd(const struct vp_codemap *m, int fd);
+int vp_codemap__export_jitdump_fd(const struct vp_codemap *m, int fd);
 
 #endif

@@ -2,7 +2,9 @@
  *   GET /debug/pprof/profile?seconds=N   a gzipped pprof of the whole VM for the next N
  *                                        seconds (default 30, at most max_seconds), Go's
  *                                        net/http/pprof convention that pprof and the
- *                                        fleet scrapers use; one at a time
+ *                                        fleet scrapers use; concurrent requests
+ *                                        share one recording, each answered with
+ *                                        its own window
  *   GET /                                the index: the continuous intervals
  *   GET /flame/<interval>                an interval's HTML flame graph
  *   GET /pprof/<interval>                an interval's gzipped pprof */
@@ -13,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "service/http.h"
+
 #define VP_API_DEFAULT_SECONDS 30
 #define VP_API_MAX_SECONDS 300
 
@@ -22,6 +26,7 @@ struct vp_record_opts;
 struct vp_api_opts {
 	const char *listen;        /* --http ADDR:PORT */
 	const char *token_file;    /* --http-token, or NULL */
+	struct vp_http_allow allow;   /* local uids served without the token */
 	uint64_t freq;             /* the profile endpoint's rate */
 	unsigned max_seconds;      /* 0: VP_API_MAX_SECONDS */
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */

@@ -162,29 +162,45 @@ static void set_error(struct vp_cont *c, const char *msg)
 		fprintf(c->o.log, "viprof serve: continuous: %s\n", msg);
 }
 
-/* service.json: what the service measured for one interval (docs/formats.md). */
+/* service.json: what the service measured for one interval (docs/formats.md). Written
+ * whole to a temporary name and renamed over, so that a full disk leaves the old file
+ * (or none), never an empty or torn one. */
 static void write_interval_file(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall_ns,
 				uint64_t cpu_ns, double pct, uint64_t next)
 {
+	static const char tmp[] = "." VP_CONT_FILE ".tmp";
 	int sfd = openat(c->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return;   /* the recorder made no session: its error was logged */
-	int fd = vp_safe_create(sfd, VP_CONT_FILE, 0600);
-	close(sfd);
+	unlinkat(sfd, tmp, 0);   /* a crash's leftover: ours, in a directory only root writes */
+	int fd = vp_safe_create(sfd, tmp, 0600);
 	if (fd < 0) {
+		close(sfd);
 		set_error(c, "cannot write service.json of an interval");
 		return;
 	}
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
+		unlinkat(sfd, tmp, 0);
+		close(sfd);
 		return;
 	}
 	fprintf(f, "{\n  \"format_version\": 1,\n  \"interval_s\": %u,\n  \"wall_ns\": %llu,\n  \"freq\": %llu,\n"
 		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu\n}\n",
 		c->o.interval_s, (unsigned long long)wall_ns, (unsigned long long)freq, (unsigned long long)cpu_ns, pct,
 		c->o.cpu_budget_pct, (unsigned long long)next);
-	fclose(f);
+	bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+	int e = errno;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || renameat(sfd, tmp, sfd, VP_CONT_FILE) != 0) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "cannot write %s/%s: %s; the old one (if any) is kept", name, VP_CONT_FILE,
+			 strerror(ok ? errno : e));
+		unlinkat(sfd, tmp, 0);
+		set_error(c, msg);
+	}
+	close(sfd);
 }
 
 /* Each interval's recorder attaches again, and the agent moves to that interval's
@@ -348,7 +364,7 @@ static void *cont_thread(void *arg)
 				continue;
 			}
 			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-			struct vp_svc_rec_opts ro = { .dir = path, .freq = freq, .jvm = c->o.jvm, .agent = c->o.agent,
+			struct vp_svc_rec_opts ro = { .parent_fd = c->dirfd, .name = name, .dir = path, .freq = freq, .jvm = c->o.jvm, .agent = c->o.agent,
 						      .no_jit = c->o.no_jit, .log = c->o.log };
 			if (!t0) {   /* else the last interval's end: a restart's cost is counted too */
 				t0 = mono_ns();
@@ -388,7 +404,7 @@ static void *cont_thread(void *arg)
 		if (!stopping && !failed && (next == rfreq || vp_svc_rec__set_freq(r, next) == 0) && next_name(c, name)) {
 			/* The boundary: the next interval begins as this one ends. */
 			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-			int e = vp_svc_rec__rotate(r, path, err, sizeof(err));
+			int e = vp_svc_rec__rotate(r, c->dirfd, name, path, err, sizeof(err));
 			if (e)
 				set_error(c, err);
 			rotated = e == 0;
@@ -446,6 +462,27 @@ struct vp_cont *vp_cont__start(const struct vp_cont_opts *o, char *err, size_t e
 		errno = e;
 		return NULL;
 	}
+	/* Root writes whole-VM profiles here and removes old intervals: a DIR that another
+	 * user owns or may write into could have entries swapped under the service. */
+	struct stat st;
+	int se = fstat(c->dirfd, &st) != 0 ? errno : 0;
+	if (se || st.st_uid != 0 || (st.st_mode & 022)) {
+		if (se)
+			vp_set_err(err, errlen, "--continuous %s: cannot stat the directory: %s", o->dir, strerror(se));
+		else if (st.st_uid != 0)
+			vp_set_err(err, errlen, "--continuous %s is owned by uid %u, not root: the service writes whole-VM "
+				   "profiles there; use a directory only root owns (chown root %s, or a new path)", o->dir,
+				   (unsigned)st.st_uid, o->dir);
+		else
+			vp_set_err(err, errlen, "--continuous %s is writable by %s (mode %04o): the service writes whole-VM "
+				   "profiles there; chmod go-w %s, or use a new path (created 0700)", o->dir,
+				   (st.st_mode & 002) ? "others" : "its group", (unsigned)(st.st_mode & 07777), o->dir);
+		close(c->dirfd);
+		free(c->dir);
+		free(c);
+		errno = se ? se : EPERM;
+		return NULL;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
 	/* Retention applies at start too: a service restarted after a long stop does not
@@ -470,6 +507,11 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 	*freq = c->freq;
 	snprintf(lasterr, errlen, "%s", c->lasterr);
 	pthread_mutex_unlock(&c->lock);
+}
+
+int vp_cont__dirfd(const struct vp_cont *c)
+{
+	return c->dirfd;
 }
 
 void vp_cont__stop(struct vp_cont *c)

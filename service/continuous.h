@@ -52,13 +52,17 @@ int vp_retention__apply(int dirfd, time_t now, unsigned interval_s, uint64_t kee
 uint64_t vp_dir__usage(int dirfd);
 
 struct vp_cont;
-/* Opens (creating, 0700) DIR and starts recording on a thread of its own. NULL with
+/* Opens (creating, 0700) DIR and starts recording on a thread of its own. DIR must be
+ * owned by root and not writable by group or others (-EPERM, with the fix). NULL with
  * errno and a one-line reason in err. */
 struct vp_cont *vp_cont__start(const struct vp_cont_opts *o, char *err, size_t errlen);
 /* What the index page shows: the interval being recorded, the rate now, the last
  * error ("" when none). */
 void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *freq, char *lasterr,
 		     size_t errlen);
+/* The O_PATH descriptor of DIR, opened once at start: the pages read intervals through
+ * it (/proc/self/fd/N/NAME), never by DIR's path again. */
+int vp_cont__dirfd(const struct vp_cont *c);
 /* Ends the current interval cleanly (its session is complete) and stops. NULL ok. */
 void vp_cont__stop(struct vp_cont *c);
 

@@ -6,9 +6,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -251,7 +256,150 @@ bool vp_http__bearer_ok(const char *auth, const char *token)
 	return diff == 0;
 }
 
+/* An IPv4 address mapped into IPv6 (::ffff:a.b.c.d) as the AF_INET address it is. */
+static void unmap_v4(struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return;
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = in6->sin6_port };
+	memcpy(&in.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &in, sizeof(in));
+}
+
+/* One exact inet_diag lookup of the TCP socket whose local end is src and remote end
+ * dst, in family fam. 0 with *uid, -ENOENT, or -errno. */
+static int diag_lookup(int fam, const struct sockaddr_storage *src, const struct sockaddr_storage *dst, uid_t *uid)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = { 0 };
+	req.nlh.nlmsg_len = sizeof(req);
+	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST;
+	req.nlh.nlmsg_seq = 1;
+	req.r.sdiag_family = (uint8_t)fam;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (fam == AF_INET) {
+		const struct sockaddr_in *s = (const void *)src, *d = (const void *)dst;
+		req.r.id.idiag_sport = s->sin_port;
+		req.r.id.idiag_dport = d->sin_port;
+		memcpy(req.r.id.idiag_src, &s->sin_addr, 4);
+		memcpy(req.r.id.idiag_dst, &d->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s = (const void *)src, *d = (const void *)dst;
+		req.r.id.idiag_sport = s->sin6_port;
+		req.r.id.idiag_dport = d->sin6_port;
+		memcpy(req.r.id.idiag_src, &s->sin6_addr, 16);
+		memcpy(req.r.id.idiag_dst, &d->sin6_addr, 16);
+	}
+	int e = 0, nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return -errno;
+	struct timeval tv = { .tv_sec = 1 };
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	long buf[1024];
+	if (sendto(nl, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)sizeof(req)) {
+		e = -errno;
+		goto cleanup;
+	}
+	ssize_t n = recv(nl, buf, sizeof(buf), 0);
+	if (n < 0) {
+		e = -errno;
+		goto cleanup;
+	}
+	e = -ENOENT;
+	for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *ne = NLMSG_DATA(h);
+			e = ne->error ? ne->error : -ENOENT;
+			break;
+		}
+		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+			continue;
+		const struct inet_diag_msg *m = NLMSG_DATA(h);
+		/* A socket without an inode is held by no process: a TIME_WAIT (or closed
+		 * FIN_WAIT2) mini-socket, which the kernel reports as uid 0, or an orphan.
+		 * Nobody is asking any more: no identity. */
+		if (m->idiag_inode == 0)
+			break;
+		*uid = m->idiag_uid;
+		e = 0;
+		break;
+	}
+cleanup:
+	close(nl);
+	return e;
+}
+
+int vp_http__loopback_peer_uid(int fd, uid_t *uid)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+		return -errno;
+	if (!vp_http__is_loopback((struct sockaddr *)&peer) || !vp_http__is_loopback((struct sockaddr *)&me))
+		return -EADDRNOTAVAIL;
+	if (me.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&peer)->sin6_addr)) {
+		/* A dual-stack listener: the peer's socket is an IPv4 one (or an IPv6 one
+		 * connected to a mapped address; TCP keeps both in one table, found either way). */
+		struct sockaddr_storage m4 = me, p4 = peer;
+		unmap_v4(&m4);
+		unmap_v4(&p4);
+		int e = diag_lookup(AF_INET, &p4, &m4, uid);
+		if (e != -ENOENT)
+			return e;
+	}
+	/* The peer's socket has the peer's address as its local end and ours as its remote. */
+	return diag_lookup(me.ss_family, &peer, &me, uid);
+}
+
+bool vp_http__uid_allowed(const struct vp_http_allow *a, uid_t uid)
+{
+	if (uid == 0)
+		return true;
+	for (int i = 0; a && i < a->nuids; i++)
+		if (a->uids[i] == uid)
+			return true;
+	if (!a || !a->group)
+		return false;
+	/* Membership as login would grant it: the primary group, or a supplementary one
+	 * (read at each request, so that removing a user from the group takes effect). */
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
+		return false;
+	if (pw.pw_gid == a->gid)
+		return true;
+	gid_t groups[256];
+	int ng = (int)(sizeof(groups) / sizeof(groups[0]));
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) < 0)
+		return false;   /* more groups than fit: refused rather than half-checked */
+	for (int i = 0; i < ng; i++)
+		if (groups[i] == a->gid)
+			return true;
+	return false;
+}
+
 /* ---- the server ---- */
+
+/* Whom a connection counts against for VP_HTTP_MAX_PER_PEER: a local uid, or an
+ * address (remote peers, and loopback peers whose uid could not be told). */
+struct peer_key {
+	bool is_uid;
+	uid_t uid;
+	uint8_t addr[16];
+};
+
+struct peer_count {
+	struct peer_key k;
+	int n;
+};
 
 struct vp_httpd {
 	int lfd;
@@ -264,12 +412,18 @@ struct vp_httpd {
 	char token[256];           /* "" = none */
 	int port;
 	struct vp_httpd_opts o;
+	struct peer_count peers[VP_HTTP_MAX_CONNS];   /* under lock; n == 0: free */
 };
 
 struct vp_http_conn {
 	struct vp_httpd *h;
 	int fd;
 	bool loopback;
+	bool have_uid;             /* uid: the owner of the loopback peer's socket */
+	uid_t uid;
+	bool kernel_ok;            /* see vp_http__kernel_ok */
+	struct peer_key key;
+	uint64_t accepted_ms;      /* the head's deadline counts from here */
 	bool responded;
 	bool head_only;            /* HEAD: the headers without the body */
 	int status;
@@ -355,6 +509,48 @@ const char *vp_http__peer(const struct vp_http_conn *c)
 	return c->peer;
 }
 
+bool vp_http__kernel_ok(const struct vp_http_conn *c)
+{
+	return c->kernel_ok;
+}
+
+static bool key_eq(const struct peer_key *a, const struct peer_key *b)
+{
+	return a->is_uid == b->is_uid && (a->is_uid ? a->uid == b->uid : !memcmp(a->addr, b->addr, sizeof(a->addr)));
+}
+
+/* Counts a connection against its peer: false (and nothing counted) when the peer has
+ * VP_HTTP_MAX_PER_PEER already. Under h->lock. */
+static bool peer_take(struct vp_httpd *h, const struct peer_key *k)
+{
+	struct peer_count *free_slot = NULL;
+	for (int i = 0; i < VP_HTTP_MAX_CONNS; i++) {
+		struct peer_count *pc = &h->peers[i];
+		if (pc->n && key_eq(&pc->k, k)) {
+			if (pc->n >= VP_HTTP_MAX_PER_PEER)
+				return false;
+			pc->n++;
+			return true;
+		}
+		if (!pc->n && !free_slot)
+			free_slot = pc;
+	}
+	if (!free_slot)
+		return false;   /* cannot happen: fewer connections than slots */
+	free_slot->k = *k;
+	free_slot->n = 1;
+	return true;
+}
+
+static void peer_put(struct vp_httpd *h, const struct peer_key *k)
+{
+	for (int i = 0; i < VP_HTTP_MAX_CONNS; i++)
+		if (h->peers[i].n && key_eq(&h->peers[i].k, k)) {
+			h->peers[i].n--;
+			return;
+		}
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -362,12 +558,14 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Reads the request head within VP_HTTP_HEAD_TIMEOUT_MS of the connection. Returns the
+/* Reads the request head within VP_HTTP_HEAD_TIMEOUT_MS of accept: the whole head, not
+ * per read, so that a peer trickling a byte at a time loses its slot as soon as one
+ * that sends nothing. Returns the
  * parser's result, or -ETIMEDOUT / -ECONNRESET. */
 static int read_head(struct vp_http_conn *c, char *buf, struct vp_http_req *req)
 {
 	size_t got = 0;
-	uint64_t deadline = mono_ms() + VP_HTTP_HEAD_TIMEOUT_MS;
+	uint64_t deadline = c->accepted_ms + VP_HTTP_HEAD_TIMEOUT_MS;
 	for (;;) {
 		uint64_t now = mono_ms();
 		if (now >= deadline || c->h->stopping)
@@ -405,10 +603,47 @@ static void log_line(struct vp_http_conn *c, const struct vp_http_req *req, uint
 	fflush(f);
 }
 
+/* Who the peer is decides what it gets: a bearer token (anyone, everything), else a
+ * loopback peer's uid (allowed ones, kernel frames for root only). false when it was
+ * answered with 401 or 403; every path of the server is behind this. */
+static bool authorize(struct vp_http_conn *c, const struct vp_http_req *req)
+{
+	struct vp_httpd *h = c->h;
+	/* Without a token file an Authorization header proves nothing: the peer is judged
+	 * by who it is, as if it had sent none. */
+	if (req->auth[0] && h->token[0]) {
+		if (!vp_http__bearer_ok(req->auth, h->token)) {
+			vp_http__respond_text(c, 403, "the bearer token is not the one of viprof serve --http-token");
+			return false;
+		}
+		c->kernel_ok = true;
+		return true;
+	}
+	if (!c->loopback) {
+		vp_http__respond_text(c, 401, "a request from %s needs 'Authorization: Bearer <token>' (the token of "
+				      "viprof serve --http-token)", c->peer);
+		return false;
+	}
+	if (!c->have_uid) {
+		vp_http__respond_text(c, 403, "cannot tell which local user %s is (the kernel has no socket held by a "
+				      "process for it); send 'Authorization: Bearer <token>' (viprof serve --http-token)",
+				      c->peer);
+		return false;
+	}
+	if (!vp_http__uid_allowed(&h->o.allow, c->uid)) {
+		vp_http__respond_text(c, 403, "uid %u may not read whole-VM profiles (every process's code, threads "
+				      "and addresses): ask the administrator for the token of viprof serve --http-token, "
+				      "or to be let in with --http-allow-group or --http-allow-user", (unsigned)c->uid);
+		return false;
+	}
+	c->kernel_ok = c->uid == 0;
+	return true;
+}
+
 static void serve_conn(struct vp_http_conn *c)
 {
 	struct vp_http_req req;
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = c->accepted_ms;
 	char *buf = malloc(VP_HTTP_MAX_HEAD + 1);
 	if (!buf) {
 		vp_http__respond_text(c, 503, "out of memory");
@@ -430,11 +665,8 @@ static void serve_conn(struct vp_http_conn *c)
 		c->status = 0;   /* gone before asking: nothing to answer */
 	else if (strcmp(req.method, "GET") && strcmp(req.method, "HEAD"))
 		vp_http__respond(c, 405, "text/plain; charset=utf-8", "Allow: GET", "only GET is served\n", 19);
-	else if (!c->loopback && !req.auth[0])
-		vp_http__respond_text(c, 401, "a request from %s needs 'Authorization: Bearer <token>' (the token of "
-				      "viprof serve --http-token)", c->peer);
-	else if (!c->loopback && !vp_http__bearer_ok(req.auth, c->h->token))
-		vp_http__respond_text(c, 403, "the bearer token is not the one of viprof serve --http-token");
+	else if (!authorize(c, &req))
+		;   /* answered 401 or 403 */
 	else
 		c->h->o.handler(c->h->o.ctx, &req, c);
 	if (r > 0 && !c->responded)
@@ -452,11 +684,12 @@ static void *conn_thread(void *arg)
 	 * with unread request bytes would reset the connection and lose the answer. */
 	shutdown(c->fd, SHUT_WR);
 	close(c->fd);
-	free(c);
 	pthread_mutex_lock(&h->lock);
+	peer_put(h, &c->key);
 	if (--h->active == 0)
 		pthread_cond_broadcast(&h->idle);
 	pthread_mutex_unlock(&h->lock);
+	free(c);
 	return NULL;
 }
 
@@ -504,18 +737,40 @@ static void *accept_thread(void *arg)
 		}
 		c->h = h;
 		c->fd = fd;
+		c->accepted_ms = mono_ms();
 		c->loopback = vp_http__is_loopback((struct sockaddr *)&ss);
 		peer_name(&ss, c->peer, sizeof(c->peer));
+		/* A loopback peer is told by its socket's owner, asked now, while the peer
+		 * still holds it (one netlink round trip). */
+		if (c->loopback && vp_http__loopback_peer_uid(fd, &c->uid) == 0) {
+			c->have_uid = true;
+			size_t pl = strlen(c->peer);
+			snprintf(c->peer + pl, sizeof(c->peer) - pl, " uid %u", (unsigned)c->uid);
+			c->key.is_uid = true;
+			c->key.uid = c->uid;
+		} else {
+			struct sockaddr_storage u = ss;
+			unmap_v4(&u);
+			if (u.ss_family == AF_INET)
+				memcpy(c->key.addr, &((struct sockaddr_in *)&u)->sin_addr, 4);
+			else if (u.ss_family == AF_INET6)
+				memcpy(c->key.addr, &((struct sockaddr_in6 *)&u)->sin6_addr, 16);
+		}
 		pthread_mutex_lock(&h->lock);
-		bool full = h->active >= VP_HTTP_MAX_CONNS;
-		if (!full)
+		bool full = h->active >= VP_HTTP_MAX_CONNS, mine = false;
+		if (!full && !(mine = !peer_take(h, &c->key)))
 			h->active++;
 		pthread_mutex_unlock(&h->lock);
-		if (full) {
+		if (full || mine) {
 			/* Answered here, without reading the request: cheap, and never blocks
-			 * long (the send timeout). */
+			 * long (the answer fits the socket's buffer; the send timeout bounds it). */
 			struct vp_http_req none = { 0 };
-			vp_http__respond_text(c, 503, "busy: %d requests are being served; retry later", VP_HTTP_MAX_CONNS);
+			if (full)
+				vp_http__respond_text(c, 503, "busy: %d requests are being served; retry later",
+						      VP_HTTP_MAX_CONNS);
+			else
+				vp_http__respond_text(c, 503, "busy: %s has %d connections open already, the most one "
+						      "peer may; retry when one is answered", c->peer, VP_HTTP_MAX_PER_PEER);
 			log_line(c, &none, mono_ms());
 			close(fd);
 			free(c);
@@ -527,10 +782,11 @@ static void *accept_thread(void *arg)
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&t, &at, conn_thread, c) != 0) {
 			close(fd);
-			free(c);
 			pthread_mutex_lock(&h->lock);
+			peer_put(h, &c->key);
 			h->active--;
 			pthread_mutex_unlock(&h->lock);
+			free(c);
 		}
 		pthread_attr_destroy(&at);
 	}

@@ -1,9 +1,20 @@
 /* A small HTTP/1.1 server for the service's pprof endpoint and pages: one thread
  * accepts, one thread per connection reads one request (request line and headers
  * only, size- and time-limited), calls the handler, answers with Connection: close
- * and closes. Loopback peers are served as they come; any other peer must send
- * "Authorization: Bearer <token>" with the token read from --http-token's file, and
- * without a token file only loopback addresses may be bound at all. */
+ * and closes.
+ *
+ * Who may ask: a peer that sends "Authorization: Bearer <token>" with the token of
+ * --http-token's file, from anywhere; without a token, only a loopback peer whose
+ * socket belongs to an allowed local uid (root, the uids of --http-allow-user, the
+ * members of --http-allow-group). The kernel says who owns the peer's socket: the
+ * exact 4-tuple is looked up with NETLINK_SOCK_DIAG, so no peer can claim a uid. Every
+ * other peer gets 401 (remote, no header) or 403, on every path. Without a token file
+ * only loopback addresses may be bound at all.
+ *
+ * What costs the server: a connection thread, held from accept to the answer. The head
+ * must arrive within VP_HTTP_HEAD_TIMEOUT_MS of accept (a slow sender loses its slot
+ * then, not the server), and one peer (a local uid, or a remote address) holds at
+ * most VP_HTTP_MAX_PER_PEER connections; beyond either cap a peer gets 503 at once. */
 #ifndef VIPROF_SERVICE_HTTP_H
 #define VIPROF_SERVICE_HTTP_H
 
@@ -11,11 +22,14 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #define VP_HTTP_MAX_HEAD 8192          /* request line + headers */
-#define VP_HTTP_HEAD_TIMEOUT_MS 10000  /* to send them, from connect */
+#define VP_HTTP_HEAD_TIMEOUT_MS 3000   /* to send them, from accept */
 #define VP_HTTP_SEND_TIMEOUT_MS 30000  /* per blocked write of the answer */
-#define VP_HTTP_MAX_CONNS 16           /* connections served at once; more get 503 */
+#define VP_HTTP_MAX_CONNS 64           /* connections served at once; more get 503 */
+#define VP_HTTP_MAX_PER_PEER 8         /* of them from one local uid or remote address */
+#define VP_HTTP_MAX_ALLOW 32           /* uids of --http-allow-user */
 #define VP_HTTP_MIN_TOKEN 16           /* characters a bearer token needs at least */
 
 struct vp_http_req {
@@ -51,6 +65,23 @@ int vp_http__read_token(const char *path, char *tok, size_t len, char *err, size
 /* Whether the header value auth is "Bearer <token>", compared in constant time. */
 bool vp_http__bearer_ok(const char *auth, const char *token);
 
+/* The uid that owns the socket at the other end of fd, a TCP connection between two
+ * loopback addresses of this machine (IPv4, IPv6, or IPv4 mapped into IPv6): asked
+ * of the kernel (NETLINK_SOCK_DIAG, the exact 4-tuple). A socket no process holds any
+ * more (closed, or in TIME_WAIT, which the kernel reports as uid 0) is no answer.
+ * 0, -ENOENT (no such socket, or not held), or -errno. */
+int vp_http__loopback_peer_uid(int fd, uid_t *uid);
+
+/* Who may read without a token: root, the uids listed, and with group set the
+ * members (primary or supplementary) of gid. All zero: root only. */
+struct vp_http_allow {
+	uid_t uids[VP_HTTP_MAX_ALLOW];
+	int nuids;
+	bool group;
+	gid_t gid;
+};
+bool vp_http__uid_allowed(const struct vp_http_allow *a, uid_t uid);
+
 /* One connection, as its handler sees it. */
 struct vp_http_conn;
 
@@ -64,14 +95,19 @@ int vp_http__respond_text(struct vp_http_conn *c, int status, const char *fmt, .
 	__attribute__((format(printf, 3, 4)));
 /* Whether the handler should give up: the peer closed its end, or the server stops. */
 bool vp_http__cancelled(struct vp_http_conn *c);
-/* The peer's address as text ("127.0.0.1:5432"), for messages. */
+/* The peer's address as text ("127.0.0.1:5432", "127.0.0.1:5432 uid 1001"), for messages. */
 const char *vp_http__peer(const struct vp_http_conn *c);
+/* Whether the peer may see kernel addresses and symbols: root's own sockets and peers
+ * with the bearer token; an allowed non-root uid is not (the kernel hides them from it
+ * when kptr_restrict or perf_event_paranoid are set, as they are by default). */
+bool vp_http__kernel_ok(const struct vp_http_conn *c);
 
 typedef void (*vp_http_handler)(void *ctx, const struct vp_http_req *req, struct vp_http_conn *c);
 
 struct vp_httpd_opts {
 	const char *listen;        /* ADDR:PORT */
 	const char *token_file;    /* NULL: loopback only */
+	struct vp_http_allow allow; /* local uids served without the token */
 	vp_http_handler handler;
 	void *ctx;
 	FILE *log;                 /* one line per request, or NULL */

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chunkfile.h"
+#include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
@@ -31,14 +33,82 @@ bool vp_interval__name_ok(const char *name)
 
 enum fmt { FMT_PPROF, FMT_FLAME };
 
-/* Loads dir and writes it with one report writer into a memory buffer. */
-static int render(const char *dir, enum fmt fmt, const char *title, char **buf, size_t *len, char *err,
-		  size_t errlen)
+/* The session's start (its stream header's CLOCK_MONOTONIC creation time), which the
+ * loader's --time windows count from. 0 when unreadable. */
+static uint64_t session_t0(const char *dir)
 {
-	struct vp_session_opts so = { 0 };
+	char path[4300], err[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	uint64_t t0 = r ? cfile_reader__header(r)->created_ns : 0;
+	cfile_reader__close(r);
+	return t0;
+}
+
+/* A copy of p in which each run of kernel frames is one "[kernel]" frame, without
+ * locations (so no address at all is written: the writers fall back to one location
+ * per frame, address 0). NULL when out of memory. */
+static struct vp_profile *fold_kernel(const struct vp_profile *p)
+{
+	struct vp_profile *q = vp_profile__new();
+	uint32_t *fmap = calloc(p->nframes + 1, sizeof(*fmap)), *fr = NULL;
+	size_t frcap = 0;
+	bool ok = q && fmap;
+	for (int i = 0; ok && i < p->nevents; i++)
+		ok = vp_profile__add_event(q, p->events[i].name, p->events[i].unit) == i;
+	const struct vp_frame kf = { .name = "[kernel]", .image = "[kernel]", .build_id = "", .file = "",
+				     .layer = VP_LAYER_KERNEL };
+	uint32_t kid = ok ? vp_profile__frame(q, &kf) : UINT32_MAX;
+	ok = ok && kid != UINT32_MAX;
+	for (size_t i = 0; ok && i < p->nframes; i++) {
+		struct vp_frame f = p->frames[i];
+		fmap[i] = f.layer == VP_LAYER_KERNEL ? kid : vp_profile__frame(q, &f);
+		ok = fmap[i] != UINT32_MAX;
+	}
+	for (size_t i = 0; ok && i < p->nstacks; i++) {
+		const struct vp_stack *st = &p->stacks[i];
+		ok = vp_grow((void **)&fr, &frcap, st->nframes + 1, sizeof(*fr)) == 0;
+		if (!ok)
+			break;
+		uint32_t n = 0;
+		for (uint32_t k = 0; k < st->nframes; k++) {
+			uint32_t id = fmap[st->frames[k]];
+			if (id == kid && n && fr[n - 1] == kid)
+				continue;   /* one frame for the whole run */
+			fr[n++] = id;
+		}
+		for (int e = 0; ok && e < p->nevents; e++)
+			if (st->samples[e] || st->weight[e])
+				ok = vp_profile__add(q, fr, n, st->pid, st->tid, st->comm, e, st->samples[e], st->weight[e]) == 0;
+	}
+	for (size_t i = 0; ok && i < p->nmeta; i++)
+		vp_profile__set_meta(q, p->meta[i].key, p->meta[i].value);
+	for (size_t i = 0; ok && i < p->nthreads; i++)
+		ok = vp_profile__thread_times(q, &p->threads[i]) == 0;
+	if (ok) {
+		q->lost = p->lost;
+		q->incomplete = p->incomplete;
+		if (p->warnings)
+			vp_profile__warn(q, "%s", p->warnings);
+	}
+	free(fmap);
+	free(fr);
+	if (!ok) {
+		vp_profile__free(q);
+		return NULL;
+	}
+	return q;
+}
+
+/* Loads the parts into one profile and writes it with one report writer into a memory
+ * buffer. */
+static int render(const struct vp_pages_part *parts, int nparts, uint64_t duration_ns, enum fmt fmt,
+		  const char *title, bool fold, char **buf, size_t *len, char *err, size_t errlen)
+{
 	struct vp_out o = { .width = 120 };
 	char lerr[512] = "";
-	int e;
+	int e = 0;
+	const char *dir = nparts ? parts[0].dir : "";
 	*buf = NULL;
 	*len = 0;
 	struct vp_profile *p = vp_profile__new();
@@ -46,15 +116,44 @@ static int render(const char *dir, enum fmt fmt, const char *title, char **buf, 
 		vp_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	e = vp_session__load(dir, p, &so, lerr, sizeof(lerr));
-	if (e) {
-		vp_set_err(err, errlen, "cannot read the session %s: %s", dir, lerr[0] ? lerr : strerror(-e));
-		goto cleanup;
+	for (int i = 0; i < nparts; i++) {
+		struct vp_session_opts so = { .no_locations = fold };
+		dir = parts[i].dir;
+		if (parts[i].from_ns || parts[i].to_ns) {
+			uint64_t t0 = session_t0(dir);
+			/* The loader's window is relative to the session's start; a window
+			 * that begins before it starts at 0. */
+			so.t_from = parts[i].from_ns > t0 ? (double)(parts[i].from_ns - t0) / 1e9 : 0;
+			so.t_to = parts[i].to_ns > t0 ? (double)(parts[i].to_ns - t0) / 1e9 : 1e-9;
+		}
+		e = vp_session__load(dir, p, &so, lerr, sizeof(lerr));
+		if (e) {
+			vp_set_err(err, errlen, "cannot read the session %s: %s", dir, lerr[0] ? lerr : strerror(-e));
+			goto cleanup;
+		}
+	}
+	if (duration_ns) {
+		/* The profile covers exactly the window asked for (the loader would measure
+		 * each part from its session's sampling start, which follows its creation,
+		 * and adjacent segments overlap by a rotation's time). */
+		char d[32];
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)duration_ns);
+		vp_profile__set_meta(p, "duration_ns", d);
 	}
 	if (!vp_profile__has_samples(p)) {
 		e = -ENODATA;
 		vp_set_err(err, errlen, "the session %s holds no sample", dir);
 		goto cleanup;
+	}
+	if (fold) {
+		struct vp_profile *q = fold_kernel(p);
+		if (!q) {
+			e = -ENOMEM;
+			vp_set_err(err, errlen, "out of memory");
+			goto cleanup;
+		}
+		vp_profile__free(p);
+		p = q;
 	}
 	o.f = open_memstream(buf, len);
 	if (!o.f) {
@@ -81,14 +180,23 @@ cleanup:
 	return e;
 }
 
-int vp_pages__pprof(const char *dir, char **buf, size_t *len, char *err, size_t errlen)
+int vp_pages__pprof(const char *dir, bool fold_kernel, char **buf, size_t *len, char *err, size_t errlen)
 {
-	return render(dir, FMT_PPROF, NULL, buf, len, err, errlen);
+	struct vp_pages_part part = { .dir = dir };
+	return render(&part, 1, 0, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
-int vp_pages__flame(const char *dir, const char *title, char **buf, size_t *len, char *err, size_t errlen)
+int vp_pages__flame(const char *dir, const char *title, bool fold_kernel, char **buf, size_t *len, char *err,
+		    size_t errlen)
 {
-	return render(dir, FMT_FLAME, title, buf, len, err, errlen);
+	struct vp_pages_part part = { .dir = dir };
+	return render(&part, 1, 0, FMT_FLAME, title, fold_kernel, buf, len, err, errlen);
+}
+
+int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t duration_ns, bool fold_kernel, char **buf,
+			  size_t *len, char *err, size_t errlen)
+{
+	return render(parts, n, duration_ns, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
 static void html_escape(FILE *f, const char *s)

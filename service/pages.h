@@ -18,10 +18,25 @@
  * HTTP pages open under the continuous directory. */
 bool vp_interval__name_ok(const char *name);
 
-/* The session at dir (a path) as a gzipped pprof / an HTML flame graph. 0, or -errno
- * with a one-line reason in err; -ENODATA when it holds no sample. */
-int vp_pages__pprof(const char *dir, char **buf, size_t *len, char *err, size_t errlen);
-int vp_pages__flame(const char *dir, const char *title, char **buf, size_t *len, char *err, size_t errlen);
+/* The session at dir (a path) as a gzipped pprof / an HTML flame graph. With
+ * fold_kernel, every run of kernel frames becomes one frame "[kernel]" and no address
+ * is written (for peers the kernel would not show kernel addresses). 0, or -errno with
+ * a one-line reason in err; -ENODATA when it holds no sample. */
+int vp_pages__pprof(const char *dir, bool fold_kernel, char **buf, size_t *len, char *err, size_t errlen);
+int vp_pages__flame(const char *dir, const char *title, bool fold_kernel, char **buf, size_t *len, char *err,
+		    size_t errlen);
+
+/* A time window of one session: [from_ns, to_ns] in CLOCK_MONOTONIC, the clock the
+ * session's records are stamped with; 0, 0 for all of it. */
+struct vp_pages_part {
+	const char *dir;
+	uint64_t from_ns, to_ns;
+};
+/* The windows of several sessions (the shared recording's segments) merged into one
+ * gzipped pprof of duration_ns (the window the request asked for). As vp_pages__pprof
+ * otherwise. */
+int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t duration_ns, bool fold_kernel, char **buf,
+			  size_t *len, char *err, size_t errlen);
 
 /* What the index page says about the service, besides the intervals. */
 struct vp_pages_status {

@@ -35,19 +35,21 @@ uint64_t vp_svc__cpu_ns(void)
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
 }
 
-/* mkdir 0700 and open it without following links: the recorder writes through the fd. */
-static int make_dir(const char *dir, char *err, size_t errlen)
+/* mkdirat 0700 under the caller's directory fd and open it without following links:
+ * the recorder writes through the fd, and no path is walked (the directory above may
+ * sit where users can reach, e.g. /tmp or a continuous DIR). */
+static int make_dir(int parent_fd, const char *name, const char *dir, char *err, size_t errlen)
 {
-	if (mkdir(dir, 0700) != 0) {
+	if (mkdirat(parent_fd, name, 0700) != 0) {
 		int e = errno;
 		vp_set_err(err, errlen, "cannot create the session directory %s: %s", dir, strerror(e));
 		return -e;
 	}
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		vp_set_err(err, errlen, "cannot open the session directory %s: %s", dir, strerror(e));
-		rmdir(dir);
+		unlinkat(parent_fd, name, AT_REMOVEDIR);
 		return -e;
 	}
 	return fd;
@@ -83,7 +85,7 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	o->agent = so->agent;
 	o->log = so->log;
 	o->cmdline = "viprof serve";
-	int fd = make_dir(r->dir, err, errlen);
+	int fd = make_dir(so->parent_fd, so->name, r->dir, err, errlen);
 	if (fd < 0) {
 		free(r);
 		errno = -fd;
@@ -93,7 +95,7 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	int e = errno;
 	close(fd);
 	if (!r->rec) {
-		rmdir(r->dir);   /* the recorder left it empty */
+		unlinkat(so->parent_fd, so->name, AT_REMOVEDIR);   /* the recorder left it empty */
 		free(r);
 		errno = e;
 		return NULL;
@@ -108,14 +110,15 @@ int vp_svc_rec__poll(struct vp_svc_rec *r, int timeout_ms)
 	return vp_recorder__poll(r->rec, timeout_ms);
 }
 
-int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t errlen)
+int vp_svc_rec__rotate(struct vp_svc_rec *r, int parent_fd, const char *name, const char *dir, char *err,
+		       size_t errlen)
 {
 	char old[sizeof(r->dir)];
 	if (r->stopped) {
 		vp_set_err(err, errlen, "the recording has ended");
 		return -EINVAL;
 	}
-	int fd = make_dir(dir, err, errlen);
+	int fd = make_dir(parent_fd, name, dir, err, errlen);
 	if (fd < 0)
 		return fd;
 	/* o.output names the session in its messages: it points at r->dir. */
@@ -126,7 +129,7 @@ int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t 
 	if (e) {
 		/* Not rotated: the old session goes on under its name. */
 		memcpy(r->dir, old, sizeof(old));
-		rmdir(dir);
+		unlinkat(parent_fd, name, AT_REMOVEDIR);
 	}
 	return e;
 }

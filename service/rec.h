@@ -13,7 +13,9 @@
 struct vp_record_opts;
 
 struct vp_svc_rec_opts {
-	const char *dir;           /* the session directory to create (must not exist) */
+	int parent_fd;             /* the directory to create the session in, opened by the caller */
+	const char *name;          /* the session's name under it (created; must not exist) */
+	const char *dir;           /* its path, for messages only: never opened */
 	uint64_t freq;             /* Hz */
 	double seconds;            /* 0: until stopped */
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection (jvm_* fields), or NULL: all */
@@ -28,10 +30,11 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *o, char *err,
 /* Waits up to timeout_ms: >0 still recording, 0 finished (its duration elapsed), <0
  * -errno (the recording failed; vp_svc_rec__stop says why). */
 int vp_svc_rec__poll(struct vp_svc_rec *r, int timeout_ms);
-/* Ends the current session (complete and readable) and records on into dir (created,
- * must not exist), without reloading the sampler. 0, or -errno with a one-line reason
- * in err (the old session then goes on). */
-int vp_svc_rec__rotate(struct vp_svc_rec *r, const char *dir, char *err, size_t errlen);
+/* Ends the current session (complete and readable) and records on into name under
+ * parent_fd (created, must not exist; dir is its path for messages), without reloading
+ * the sampler. 0, or -errno with a one-line reason in err (the old session then goes on). */
+int vp_svc_rec__rotate(struct vp_svc_rec *r, int parent_fd, const char *name, const char *dir, char *err,
+		       size_t errlen);
 /* Changes the rate before the next rotation, without reloading the sampler. 0, or
  * -ENOTSUP when the sampler cannot (then stop and start a new recording). */
 int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq);

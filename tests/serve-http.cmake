@@ -10,3 +10,10 @@ foreach(s pprof token continuous)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
+# Issue 20: who may read (users made with useradd), slow heads and the shared recording
+# for concurrent scrapers (its own entry: it holds 16 connections), the continuous DIR.
+foreach(s access slow contdir jvmattach)
+  add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
+endforeach()

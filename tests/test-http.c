@@ -185,7 +185,9 @@ static void test_server(void)
 {
 	int calls = 0;
 	char err[512] = "";
-	struct vp_httpd_opts o = { .listen = "127.0.0.1:0", .handler = handler, .ctx = &calls, .log = stderr };
+	/* Whoever runs the test is let in (root always is). */
+	struct vp_httpd_opts o = { .listen = "127.0.0.1:0", .allow = { .uids = { geteuid() }, .nuids = 1 },
+				   .handler = handler, .ctx = &calls, .log = stderr };
 	struct vp_httpd *h = vp_httpd__start(&o, err, sizeof(err));
 	if (!h)
 		FAIL("cannot start: %s", err);
@@ -235,9 +237,71 @@ static void test_server(void)
 	ASSERT_CONTAINS(err, "not a loopback address");
 }
 
+/* A connected loopback pair in family fam (client, accepted server end). */
+static void pair(int fam, int *cli, int *srv)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	if (fam == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sl = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_addr = in6addr_loopback;
+		sl = sizeof(*in6);
+	}
+	int l = socket(fam, SOCK_STREAM, 0);
+	ASSERT_GE(l, 0);
+	ASSERT_OK(bind(l, (struct sockaddr *)&ss, sl) ? -errno : 0);
+	ASSERT_OK(listen(l, 1) ? -errno : 0);
+	ASSERT_OK(getsockname(l, (struct sockaddr *)&ss, &sl) ? -errno : 0);
+	*cli = socket(fam, SOCK_STREAM, 0);
+	ASSERT_OK(connect(*cli, (struct sockaddr *)&ss, sl) ? -errno : 0);
+	*srv = accept(l, NULL, NULL);
+	ASSERT_GE(*srv, 0);
+	close(l);
+}
+
+/* The kernel names the owner of the peer's socket, for IPv4 and IPv6; a peer that
+ * closed its socket (TIME_WAIT, which the kernel reports as uid 0) has no owner. */
+static void test_peer_uid(void)
+{
+	int fams[] = { AF_INET, AF_INET6 };
+	for (int i = 0; i < 2; i++) {
+		int cli, srv;
+		uid_t uid = 12345;
+		pair(fams[i], &cli, &srv);
+		int e = vp_http__loopback_peer_uid(srv, &uid);
+		if (e == -EPROTONOSUPPORT || e == -EAFNOSUPPORT)
+			SKIP("no NETLINK_SOCK_DIAG for TCP here (inet_diag, tcp_diag modules)");
+		ASSERT_OK(e);
+		ASSERT_EQ(uid, geteuid());
+		/* The client's end, looked up from there, is ours too (its peer is srv). */
+		ASSERT_OK(vp_http__loopback_peer_uid(cli, &uid));
+		ASSERT_EQ(uid, geteuid());
+		close(cli);
+		/* Gone: the server end sees the FIN; the client's socket is no process's now. */
+		char b;
+		ASSERT_EQ(read(srv, &b, 1), 0);
+		ASSERT_EQ(vp_http__loopback_peer_uid(srv, &uid), -ENOENT);
+		close(srv);
+	}
+	/* Root always; the listed uids; nobody else without a group. */
+	struct vp_http_allow a = { .uids = { 1001 }, .nuids = 1 };
+	ASSERT_TRUE(vp_http__uid_allowed(&a, 0));
+	ASSERT_TRUE(vp_http__uid_allowed(&a, 1001));
+	ASSERT_TRUE(!vp_http__uid_allowed(&a, 1002));
+	struct vp_http_allow none = { 0 };
+	ASSERT_TRUE(!vp_http__uid_allowed(&none, 65534));
+}
+
 int main(void)
 {
 	test_parse();
+	test_peer_uid();
 	test_query();
 	test_addresses();
 	test_token();

@@ -8,14 +8,26 @@
  *   continuous  --interval 3 rotates sessions, each with its CPU time in service.json,
  *               the budget lowers the rate, retention removes old intervals, and the
  *               index, flame graph and pprof pages serve them
+ *   access      (issue 20) a local user without a token gets 403 on every path, with
+ *               the fix in the answer; a member of --http-allow-group gets the pages
+ *               with kernel frames folded into [kernel]; root gets them whole
+ *   slow        (issue 20) 16 half-sent heads held by a user do not keep root's
+ *               scraper from an answer within 2 s; three concurrent
+ *               /debug/pprof/profile?seconds=5 are all answered from one recorder
+ *               start, and the real pprof reads each
+ *   contdir     (issue 20) --continuous refuses a DIR a user owns or that group or
+ *               others may write, in one line
+ *   jvmattach   (issue 20) --jvm-attach is accepted by serve; the default is none
  * usage: test-serve-http SCENARIO VIPROF SPLIT3 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -464,13 +476,446 @@ static void scenario_continuous(void)
 	ASSERT_EQ(system(rm), 0);
 }
 
+/* ---- issue 20: who may read, slow heads, the shared recording ---- */
+
+#define ASSERT_NOT_CONTAINS(hay, needle) do { if (strstr((hay), (needle))) \
+	FAIL("found '%s' where it must not be", (needle)); } while (0)
+
+#define USER_A "vphttpa"   /* a local user the service does not allow */
+#define USER_B "vphttpb"   /* a member of GROUP_G, which it allows */
+#define GROUP_G "vphttpg"
+
+static bool users_made;
+static pid_t main_pid, slow_pid, work_pid;
+
+static void drop_users(void)
+{
+	if (system("userdel " USER_A " 2>/dev/null; userdel " USER_B " 2>/dev/null; groupdel " GROUP_G
+		   " 2>/dev/null") != 0) {
+		/* Gone already: nothing to do. */
+	}
+}
+
+/* The test's users (made here with useradd, removed at exit). */
+static void make_users(void)
+{
+	drop_users();
+	if (system("groupadd " GROUP_G " && useradd -M -N -s /usr/sbin/nologin " USER_A
+		   " && useradd -M -N -s /usr/sbin/nologin -G " GROUP_G " " USER_B) != 0)
+		SKIP("cannot create the test users with useradd/groupadd");
+	users_made = true;
+}
+
+/* At exit of the test's own process (a FAIL too, not a child's): what it started goes,
+ * then its users (userdel refuses a user with processes). */
+static void at_end(void)
+{
+	if (getpid() != main_pid)
+		return;
+	pid_t kids[] = { slow_pid, work_pid, serve_pid };
+	for (int i = 0; i < 3; i++)
+		if (kids[i] > 0) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+		}
+	if (users_made)
+		drop_users();
+}
+
+static void user_ids(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(name);
+	ASSERT_NOT_NULL(pw);
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+}
+
+/* Becomes the user (groups as login would give them). In a child only. */
+static void become(const char *name)
+{
+	uid_t uid;
+	gid_t gid;
+	user_ids(name, &uid, &gid);
+	ASSERT_OK(initgroups(name, gid) ? -errno : 0);
+	ASSERT_OK(setgid(gid) ? -errno : 0);
+	ASSERT_OK(setuid(uid) ? -errno : 0);
+}
+
+/* GET path from 127.0.0.1:port as the user name (NULL: root), in a child. */
+static struct answer get_as(const char *name, int port, const char *path)
+{
+	int pfd[2];
+	ASSERT_OK(pipe(pfd) ? -errno : 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		if (name)
+			become(name);
+		struct answer a = get(NULL, "127.0.0.1", port, path, NULL);
+		char line[32];
+		int n = snprintf(line, sizeof(line), "%d %zu\n", a.status, a.len);
+		if (write(pfd[1], line, (size_t)n) != n || write(pfd[1], a.body, a.len) != (ssize_t)a.len ||
+		    write(pfd[1], a.head, strlen(a.head) + 1) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	close(pfd[1]);
+	size_t cap = 1 << 16, got = 0;
+	char *buf = malloc(cap + 1);
+	ssize_t k;
+	while ((k = read(pfd[0], buf + got, cap - got)) > 0) {
+		got += (size_t)k;
+		if (got == cap)
+			buf = realloc(buf, (cap *= 2) + 1);
+	}
+	close(pfd[0]);
+	buf[got] = '\0';
+	int status;
+	waitpid(pid, &status, 0);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	struct answer a = { 0 };
+	char *nl = strchr(buf, '\n');
+	ASSERT_NOT_NULL(nl);
+	ASSERT_EQ(sscanf(buf, "%d %zu", &a.status, &a.len), 2);
+	/* The body, NUL-terminated in place of the head's first byte; the head after it. */
+	char *body = nl + 1;
+	char *head = strdup(body + a.len);
+	char *copy = malloc(a.len + 1);
+	memcpy(copy, body, a.len);
+	copy[a.len] = '\0';
+	free(buf);
+	a.head = head;
+	a.body = copy;
+	return a;
+}
+
+static void free_answer(struct answer *a)
+{
+	free(a->head);
+	free(a->body);
+}
+
+/* Waits for a finished interval in dir (its service.json written) and names it. */
+static void wait_interval(const char *dir, char *name, size_t len)
+{
+	for (int i = 0; i < 300; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			char p[600];
+			struct stat st;
+			snprintf(p, sizeof(p), "%s/%s/service.json", dir, de->d_name);
+			if (strlen(de->d_name) == 16 && stat(p, &st) == 0) {
+				snprintf(name, len, "%s", de->d_name);
+				closedir(d);
+				return;
+			}
+		}
+		if (d)
+			closedir(d);
+		usleep(100000);
+	}
+	FAIL("no interval of %s finished within 30 s", dir);
+}
+
+/* A process that spends its time in system calls, so that kernel frames are sampled. */
+static pid_t kernel_load(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		char b[64] = { 0 };
+		for (;;) {
+			if (write(fd, b, sizeof(b)) < 0 || getppid() == 1)
+				_exit(0);
+		}
+	}
+	return pid;
+}
+
+static void scenario_access(void)
+{
+	REQUIRE_ROOT();
+	make_users();
+	char dir[] = "/tmp/vp-test-serve-access-XXXXXX", listen[64], name[32], path[128];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	int port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	/* First a service that lets in root only (the default). */
+	const char *args0[] = { "--http", listen, "--continuous", dir, "--interval", "2", "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args0, "pprof over HTTP on"), -1);
+	pid_t load = work_pid = kernel_load();
+	wait_interval(dir, name, sizeof(name));
+	kill(load, SIGKILL);
+	waitpid(load, NULL, 0);
+	work_pid = 0;
+
+	/* A user the service does not allow: 403 on every path, one line saying what to do. */
+	char flame[64], pprof[64];
+	snprintf(flame, sizeof(flame), "/flame/%s", name);
+	snprintf(pprof, sizeof(pprof), "/pprof/%s", name);
+	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/nothing" };
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+			/* USER_B is no one special to the first service. */
+			const char *who = round ? USER_A : USER_B;
+			struct answer a = get_as(who, port, paths[i]);
+			fprintf(stderr, "%s as %s: %d %s", paths[i], who, a.status, a.status == 403 ? a.body : "\n");
+			ASSERT_EQ(a.status, 403);
+			ASSERT_CONTAINS(a.body, "--http-token");
+			ASSERT_CONTAINS(a.body, "--http-allow-group");
+			ASSERT_EQ(strchr(a.body, '\n') - a.body + 1, (long)strlen(a.body));
+			free_answer(&a);
+		}
+		if (round)
+			break;
+		/* Then the group let in: USER_A is still refused. */
+		stop_serve();
+		const char *args[] = { "--http", listen, "--continuous", dir, "--interval", "60", "--http-allow-group",
+				       GROUP_G, "--no-jit", NULL };
+		ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	}
+
+	/* Root: the pages whole, kernel frames named. */
+	struct answer r = get_as(NULL, port, flame);
+	ASSERT_EQ(r.status, 200);
+	ASSERT_CONTAINS(r.body, "[kernel.kallsyms]");
+	struct answer rp = get_as(NULL, port, pprof);
+	ASSERT_EQ(rp.status, 200);
+	/* The allowed group's member: the pages, kernel frames folded into [kernel], no
+	 * kernel symbol of root's page in them. */
+	struct answer b = get_as(USER_B, port, flame);
+	ASSERT_EQ(b.status, 200);
+	ASSERT_CONTAINS(b.body, "[kernel]");
+	ASSERT_NOT_CONTAINS(b.body, "[kernel.kallsyms]");
+	ASSERT_NOT_CONTAINS(b.body, "entry_SYSCALL_64");
+	ASSERT_CONTAINS(b.body, "work");
+	struct answer bp = get_as(USER_B, port, pprof);
+	ASSERT_EQ(bp.status, 200);
+	ASSERT_EQ((unsigned char)bp.body[0], 0x1f);
+	snprintf(path, sizeof(path), "/debug/pprof/profile?seconds=1");
+	struct answer bprof = get_as(USER_B, port, path);
+	ASSERT_EQ(bprof.status, 200);
+	free_answer(&r);
+	free_answer(&rp);
+	free_answer(&b);
+	free_answer(&bp);
+	free_answer(&bprof);
+	stop_serve();
+	char rm[600];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	ASSERT_EQ(system(rm), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* As USER_A: holds n connections with half-sent heads, opening a new one as each is
+ * closed, until killed; writes one byte to ready once n are open. */
+static pid_t slow_heads(int port, int n, int ready)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	become(USER_A);
+	int fds[64];
+	bool told = false;
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	for (;;) {
+		for (int i = 0; i < n; i++) {
+			char b;
+			if (fds[i] >= 0 && recv(fds[i], &b, 1, MSG_DONTWAIT | MSG_PEEK) == -1 && errno == EAGAIN)
+				continue;   /* still held */
+			if (fds[i] >= 0)
+				close(fds[i]);
+			fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+			struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+			inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+			if (connect(fds[i], (struct sockaddr *)&d, sizeof(d)) != 0 ||
+			    write(fds[i], "GET / HTTP/1.1\r\nHost: x\r\n", 25) != 25) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+		}
+		if (!told) {
+			told = true;
+			if (write(ready, "r", 1) != 1)
+				_exit(1);
+		}
+		usleep(20000);
+	}
+}
+
+static void scenario_slow(void)
+{
+	REQUIRE_ROOT();
+	make_users();
+	const char *pprof = pprof_bin();
+	char listen[64];
+	int port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	const char *args[] = { "--http", listen, "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	int rp[2];
+	ASSERT_OK(pipe(rp) ? -errno : 0);
+	pid_t slow = slow_pid = slow_heads(port, 16, rp[1]);
+	char b;
+	ASSERT_EQ(read(rp[0], &b, 1), 1);
+
+	/* A scraper (root) is answered within 2 s, each time, while the heads are held
+	 * and re-opened; the rounds span the head deadline, so re-opened ones are in. */
+	for (int i = 0; i < 8; i++) {
+		double t0 = now_s();
+		struct answer a = get_as(NULL, port, "/");
+		double dt = now_s() - t0;
+		fprintf(stderr, "round %d: %d in %.3f s\n", i, a.status, dt);
+		ASSERT_EQ(a.status, 200);
+		ASSERT_TRUE(dt < 2.0);
+		free_answer(&a);
+		usleep(500000);
+	}
+
+	/* Three scrapers at once, each its own 5 s window: all answered, from one recorder
+	 * start (the same X-Viprof-Recording, one "started" line in the log). */
+	char files[3][64];
+	pid_t kids[3];
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "12", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(files[i], sizeof(files[i]), "/tmp/vp-test-serve-slow-%d-%d.pb.gz", (int)getpid(), i);
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			struct answer a = get(NULL, "127.0.0.1", port, "/debug/pprof/profile?seconds=5", NULL);
+			FILE *f = fopen(files[i], "we");
+			fwrite(a.body, 1, a.len, f);
+			fclose(f);
+			char hf[256];
+			snprintf(hf, sizeof(hf), "%s.head", files[i]);
+			f = fopen(hf, "we");
+			fputs(a.head, f);
+			fclose(f);
+			_exit(a.status == 200 ? 0 : 10 + a.status / 100);
+		}
+	}
+	int ok = 0;
+	for (int i = 0; i < 3; i++) {
+		int status;
+		waitpid(kids[i], &status, 0);
+		fprintf(stderr, "scraper %d: exit %d\n", i, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	}
+	kill(slow, SIGKILL);
+	waitpid(slow, NULL, 0);
+	kill(w, SIGTERM);
+	waitpid(w, NULL, 0);
+	slow_pid = work_pid = 0;
+	stop_serve();
+	ASSERT_EQ(ok, 3);
+	int starts = 0;
+	for (const char *p = last_log; (p = strstr(p, "shared recording #")); p++) {
+		const char *eol = strchr(p, '\n'), *st = strstr(p, " started for ");
+		starts += st && (!eol || st < eol);
+	}
+	ASSERT_EQ(starts, 1);
+	ASSERT_CONTAINS(last_log, "shared recording #1 started for");
+	for (int i = 0; i < 3; i++) {
+		char hf[256], cmd[512];
+		snprintf(hf, sizeof(hf), "%s.head", files[i]);
+		char *head = slurp(hf);
+		ASSERT_CONTAINS(head, "X-Viprof-Recording: 1");
+		free(head);
+		unlink(hf);
+		snprintf(cmd, sizeof(cmd), "%s -top -nodecount=10 -symbolize=none %s 2>&1", pprof, files[i]);
+		char *top = run(cmd);
+		fprintf(stderr, "%s\n", top);
+		ASSERT_CONTAINS(top, "Type: cpu");
+		ASSERT_CONTAINS(top, "Duration: 5");
+		ASSERT_CONTAINS(top, "work50");
+		free(top);
+		unlink(files[i]);
+	}
+}
+
+static void scenario_contdir(void)
+{
+	REQUIRE_ROOT();
+	make_users();
+	uid_t ua;
+	gid_t ga;
+	user_ids(USER_A, &ua, &ga);
+	char dir[] = "/tmp/vp-test-serve-contdir-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	/* A user's DIR, then root's DIR open to others, then to its group: each refused
+	 * in one line naming the fix, and nothing made in it. */
+	struct { uid_t uid; mode_t mode; const char *says; } cases[] = {
+		{ ua, 0700, "not root" }, { 0, 0777, "chmod go-w" }, { 0, 0770, "its group" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_OK(chown(dir, cases[i].uid, 0) ? -errno : 0);
+		ASSERT_OK(chmod(dir, cases[i].mode) ? -errno : 0);
+		const char *args[] = { "--continuous", dir, "--interval", "2", "--no-jit", NULL };
+		ASSERT_EQ(start_serve(args, "continuous recording in"), 1);
+		char *log = slurp(logpath);
+		fprintf(stderr, "%s", log);
+		ASSERT_CONTAINS(log, cases[i].says);
+		ASSERT_CONTAINS(log, dir);
+		/* One line of refusal after the service's note about the JVM agent. */
+		ASSERT_EQ(strchr(strstr(log, "--continuous"), '\n') - strstr(log, "--continuous") + 1,
+			  (long)strlen(strstr(log, "--continuous")));
+		free(log);
+		unlink(logpath);
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		int n = 0;
+		while ((de = readdir(d)))
+			n += de->d_name[0] != '.';
+		closedir(d);
+		ASSERT_EQ(n, 0);
+	}
+	/* Root's and closed to others: it records. */
+	ASSERT_OK(chown(dir, 0, 0) ? -errno : 0);
+	ASSERT_OK(chmod(dir, 0755) ? -errno : 0);
+	const char *args[] = { "--continuous", dir, "--interval", "2", "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args, "continuous recording in"), -1);
+	stop_serve();
+	char rm[600];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	ASSERT_EQ(system(rm), 0);
+}
+
+/* --jvm-attach alone is a service option (it said "nothing to record" before); the
+ * default, and what was chosen, is said at start. */
+static void scenario_jvmattach(void)
+{
+	char listen[64];
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	const char *args[] = { "--http", listen, "--jvm-attach", "user:root", NULL };
+	ASSERT_EQ(start_serve(args, "load the JVM agent into"), -1);
+	stop_serve();
+	ASSERT_CONTAINS(last_log, "the JVMs of --jvm-attach user:root");
+	const char *dflt[] = { "--http", listen, NULL };
+	ASSERT_EQ(start_serve(dflt, "load the JVM agent into"), -1);
+	stop_serve();
+	ASSERT_CONTAINS(last_log, "into no JVM (the default;");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
+	main_pid = getpid();
+	atexit(at_end);
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(argv[1], "pprof"))
 		scenario_pprof();
@@ -478,6 +923,14 @@ int main(int argc, char **argv)
 		scenario_token();
 	else if (!strcmp(argv[1], "continuous"))
 		scenario_continuous();
+	else if (!strcmp(argv[1], "access"))
+		scenario_access();
+	else if (!strcmp(argv[1], "slow"))
+		scenario_slow();
+	else if (!strcmp(argv[1], "contdir"))
+		scenario_contdir();
+	else if (!strcmp(argv[1], "jvmattach"))
+		scenario_jvmattach();
 	else
 		FAIL("unknown scenario %s", argv[1]);
 	printf("test-serve-http %s: ok\n", argv[1]);

@@ -100,8 +100,10 @@ int main(int argc, char **argv)
 	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 
-	/* 4 s intervals without a budget: one recorder, rotated at each boundary. */
-	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0", NULL };
+	/* 4 s intervals without a budget: one recorder, rotated at each boundary. The
+	 * service loads the agent into no JVM unless told: all of them here. */
+	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
+			  "--jvm-attach", "all", NULL };
 	pid_t serve = tu_spawn(sargv, sout, sout);
 	/* The first interval ended: the sampler is loaded (its start can take long on a
 	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
