@@ -11,6 +11,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -396,6 +397,7 @@ static void service_file_open(struct service_file *f, int dirfd, int pipe_fd, co
 		return;
 	}
 	f->pipe = pipe_fd;
+	flock(f->fd, LOCK_EX | LOCK_NB);   /* a report meanwhile knows it is in progress */
 }
 
 /* Moves what the pipe holds into the file; at the pipe's end the file is complete
@@ -710,9 +712,17 @@ int cmd_record(int argc, char **argv)
 			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
 		return record_via_service(&o, sock);
 	}
+	bool on_my_own = !can_sample_fully();
+	if (on_my_own && !o.quiet)
+		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
+				"kernel frames, exact steal or --off-cpu), because no viprof service answers on %s: ask "
+				"root to run 'viprof serve' (packaging/viprof.service) for all of it\n",
+			(unsigned)getuid(), vp_sock__path());
 	if (o.target == RECORD_TARGET_LAUNCH) {
 		absolute_dir(o.output, dir, sizeof(dir));
-		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf")));
+		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
+		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
+									     (on_my_own && !strcmp(o.backend, "auto"))));
 		/* Held before exec until the sampler watches its pid (released below). */
 		if (launch_held(o.cmd, java_opts, &held))
 			goto cleanup;

@@ -1,6 +1,7 @@
 /* The recorder's hook for the context-switch tracer: see offcpu.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include "daemon/offcpu.h"
 #include "sampler-kernel/sched_tracer.h"
 
@@ -19,8 +20,9 @@ int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool qui
 		return 0;
 	if (off_cpu)
 		return errno ? -errno : -EINVAL;
-	/* Exact steal is an improvement, not a requirement: say why it is missing. */
-	if (!quiet)
+	/* Exact steal is an improvement, not a requirement: say why it is missing (a user
+	 * without BPF was told what they miss, and how to get it, by 'viprof record'). */
+	if (!quiet && !(errno == EPERM && geteuid() != 0))
 		fprintf(log ? log : stderr, "viprof: steal is attributed proportionally (%s)\n", why);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -257,6 +258,9 @@ static struct vp_session_writer *finish_create(struct vp_session_writer *w, size
 		vp_set_err(err, errlen, "cannot create %s/" VP_SESSION_STREAM ": %s", w->dir, strerror(-e));
 		goto fail;
 	}
+	/* Held until the stream is closed: a report of the session meanwhile knows the
+	 * recording is in progress (not killed). */
+	flock(cfile_writer__fd(w->cw), LOCK_EX | LOCK_NB);
 	return w;
 fail:
 	vp_session_writer__discard(w);

@@ -15,6 +15,8 @@
  * per-vCPU steal in the time window whatever the thread filters (summed over the
  * sessions merged into one profile). */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -971,6 +973,17 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
+/* Whether a recorder still writes the stream at path: it holds an exclusive lock on
+ * the file while it does (daemon/session_writer.c, and the service's client). */
+static bool recording_in_progress(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	if (fd >= 0)
+		close(fd);
+	return busy;
+}
+
 static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
@@ -1511,6 +1524,10 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
 	if (!r) {
 		ret = errno ? -errno : -EINVAL;
+		struct stat dst;
+		if (ret == -ENOENT && stat(dir, &dst) == 0 && S_ISDIR(dst.st_mode))
+			vp_set_err(err, errlen, "%s is not a viprof session (it has no " VP_SESSION_STREAM "); record one with "
+				   "'viprof record -o %s ...', or give the session's directory", dir, dir);
 		goto cleanup;
 	}
 	if (cfile_reader__header(r)->format_version > VP_SESSION_FORMAT_VERSION) {
@@ -1559,9 +1576,14 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	} else if (!l.saw_end && damaged && !cfile_reader__truncated(r)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "session has no end record: it was in a damaged chunk, or the recorder was killed");
+	} else if (!l.saw_end && recording_in_progress(path)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "the recording is still in progress: read up to its last flushed chunk (it flushes "
+				 "every second); report again when it has ended for all of it");
 	} else if (!l.saw_end || cfile_reader__truncated(r)) {
 		p->incomplete = true;
-		vp_profile__warn(p, "session ended without its end record (recorder killed?); read up to the last complete chunk");
+		vp_profile__warn(p, "session ended without its end record (the recorder was killed, or could not write: a "
+				 "full disk?); read up to the last complete chunk");
 	}
 	multiplexing(&l, damaged || k < 0);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever

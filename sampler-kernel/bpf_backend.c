@@ -62,8 +62,9 @@ struct sampler {
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	/* The verifier log is long; warnings alone say what went wrong. */
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+	/* The verifier log is long, and our own message says what failed and what to
+	 * do: libbpf's warnings only with VIPROF_DEBUG. */
+	return level == LIBBPF_WARN && getenv("VIPROF_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 static uint64_t now_ns(void)

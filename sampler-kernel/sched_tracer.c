@@ -34,7 +34,9 @@ struct vp_sched {
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+	/* Our own message says what failed and what to do; libbpf's lines only with
+	 * VIPROF_DEBUG. */
+	return level == LIBBPF_WARN && getenv("VIPROF_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 static uint64_t mono_ns(void)

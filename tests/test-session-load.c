@@ -482,7 +482,7 @@ int main(void)
 	ASSERT_OK(truncate(path2, st.st_size - 7));
 	p = load(dir2, NULL, 0);
 	ASSERT_TRUE(p->incomplete);
-	ASSERT_CONTAINS(p->warnings, "session ended without its end record (recorder killed?); read up to the last complete chunk");
+	ASSERT_CONTAINS(p->warnings, "session ended without its end record (the recorder was killed, or could not write: a full disk?); read up to the last complete chunk");
 	ASSERT_GT(p->nstacks, 0);
 	ASSERT_UEQ(p->lost, 0);  /* the LOST record was in the torn chunk */
 	vp_profile__free(p);
