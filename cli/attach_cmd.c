@@ -82,6 +82,6 @@ int cmd_attach(int argc, char **argv)
 		fprintf(stderr, "viprof attach: %s\n", err);
 		return 1;
 	}
-	printf("viprof agent loaded into JVM %ld; code maps in %s/<its pid>/\n", pid, abs);
+	printf("viprof agent loaded into JVM %ld; code maps in %s/%ld/\n", pid, abs, pid);
 	return 0;
 }

@@ -12,6 +12,9 @@
 #ifndef VIPROF_VERSION
 #define VIPROF_VERSION "0.0.0"
 #endif
+#ifndef VIPROF_COMMIT
+#define VIPROF_COMMIT "unknown"
+#endif
 
 static const struct command {
 	const char *name;
@@ -42,12 +45,20 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		/* 'viprof help record' is 'viprof record --help', as git and perf do it. */
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name))
+				return commands[i].fn(2, (char *[]){ argv[2], "--help", NULL });
+		fprintf(stderr, "viprof: unknown command '%s'; run 'viprof --help' for the list\n", argv[2]);
+		return 2;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("viprof %s\n", VIPROF_VERSION);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+		printf("viprof %s (commit %s)\n", VIPROF_VERSION, VIPROF_COMMIT);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -106,26 +106,67 @@ static void absolute_dir(const char *dir, char *out, size_t len)
 		snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
 }
 
-/* The agent options for a launched JVM, appended to what the user already set. */
-static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_pointers)
+/* The JVM options that load the agent into a launched JVM (writing its code maps into
+ * session_dir/jit/), in opts (up to 4, malloc'ed first one); how many, 0 with no_jit or
+ * no agent. The BPF walker steps over compiled Java frames by their frame size, so the
+ * JVM runs as it would in production; only the frame-pointer walk needs
+ * -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
+ * agent's PC-to-line tables precise between safepoints. */
+static int java_agent_options(const char *session_dir, bool no_jit, bool frame_pointers, char **opts)
 {
-	if (no_jit)
-		return NULL;
-	const char *agent = agent_or_warn();
-	if (!agent)
-		return NULL;
+	const char *agent = no_jit ? NULL : agent_or_warn();
+	int n = 0;
+	if (!agent || asprintf(&opts[n], "-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR, agent, session_dir) < 0)
+		return 0;
+	n++;
+	opts[n++] = "-XX:+UnlockDiagnosticVMOptions";
+	opts[n++] = "-XX:+DebugNonSafepoints";
+	if (frame_pointers)
+		opts[n++] = "-XX:+PreserveFramePointer";
+	return n;
+}
+
+/* The command to launch with those options: when it is java itself, on its command
+ * line (right after "java", before -jar or the main class), so that the application's
+ * stderr does not get HotSpot's "Picked up JAVA_TOOL_OPTIONS" line; otherwise (a script
+ * that starts java) in JAVA_TOOL_OPTIONS, after any the user set, in *env (malloc'ed).
+ * The argv to launch (malloc'ed, or cmd itself). */
+static char **java_launch(char **cmd, char **opts, int nopts, char **env)
+{
+	const char *base = strrchr(cmd[0], '/');
+	size_t argc = 0;
+	*env = NULL;
+	if (!nopts)
+		return cmd;
+	base = base ? base + 1 : cmd[0];
+	while (cmd[argc])
+		argc++;
+	if (!strcmp(base, "java")) {
+		char **argv = calloc(argc + (size_t)nopts + 1, sizeof(*argv));
+		if (argv) {
+			argv[0] = cmd[0];
+			for (int i = 0; i < nopts; i++)
+				argv[1 + i] = opts[i];
+			for (size_t i = 1; i < argc; i++)
+				argv[(size_t)nopts + i] = cmd[i];
+			return argv;
+		}
+	}
 	const char *old = getenv("JAVA_TOOL_OPTIONS");
-	char *s = NULL;
-	/* The BPF walker steps over compiled Java frames by their frame size, so the JVM
-	 * runs as it would in production; only the frame-pointer walk of the perf backend
-	 * needs -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
-	 * agent's PC-to-line tables precise between safepoints. */
-	if (asprintf(&s, "%s%s-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR
-			 "%s -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
-		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir,
-		     frame_pointers ? " -XX:+PreserveFramePointer" : "") < 0)
-		return NULL;
-	return s;
+	size_t len = (old ? strlen(old) : 0) + 2;
+	for (int i = 0; i < nopts; i++)
+		len += strlen(opts[i]) + 1;
+	char *s = malloc(len);
+	if (!s)
+		return cmd;
+	snprintf(s, len, "%s", old && *old ? old : "");
+	for (int i = 0; i < nopts; i++) {
+		if (*s)
+			strcat(s, " ");
+		strcat(s, opts[i]);
+	}
+	*env = s;
+	return cmd;
 }
 
 static void print_status(uint64_t elapsed_ns, uint64_t samples, uint64_t lost)
@@ -440,7 +481,9 @@ static void service_file_drain(struct service_file *f, int dirfd, const char *ab
 static int record_via_service(struct vp_record_opts *o, int sock)
 {
 	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
-	char *java_opts = NULL;
+	char *java_opts = NULL, *opts[4] = { NULL };
+	char **launch_argv = NULL;
+	int nopts = 0;
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
 	struct record_jvm_lock lock = { .fd = -1 };
 	struct vp_sock_jvm jvms[RECORD_MAX_PIDS];
@@ -484,8 +527,9 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		goto cleanup;
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
-		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk);
-		if (launch_held(o->cmd, java_opts, &held))
+		nopts = java_agent_options(abs, o->no_jit, o->callchain && o->fp_walk, opts);
+		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
+		if (launch_held(launch_argv, java_opts, &held))
 			goto cleanup;
 		child = held.pid;
 		launched_child = child;
@@ -648,6 +692,10 @@ cleanup:
 	if (parentfd >= 0)
 		close(parentfd);
 	free(java_opts);
+	if (nopts)
+		free(opts[0]);
+	if (launch_argv && launch_argv != o->cmd)
+		free(launch_argv);
 	close(sock);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -661,7 +709,9 @@ int cmd_record(int argc, char **argv)
 	struct vp_recorder *rec = NULL;
 	struct vp_recorder_stats st;
 	char err[1024] = "", cmdline[4096], dir[PATH_MAX + 8];
-	char *java_opts = NULL;
+	char *java_opts = NULL, *opts[4] = { NULL };
+	char **launch_argv = NULL;
+	int nopts = 0;
 	pid_t child = 0;
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
 	int child_status = 0, ret = 1;
@@ -721,10 +771,11 @@ int cmd_record(int argc, char **argv)
 	if (o.target == RECORD_TARGET_LAUNCH) {
 		absolute_dir(o.output, dir, sizeof(dir));
 		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
-		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
-									     (on_my_own && !strcmp(o.backend, "auto"))));
+		nopts = java_agent_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
+									    (on_my_own && !strcmp(o.backend, "auto"))), opts);
+		launch_argv = java_launch(o.cmd, opts, nopts, &java_opts);
 		/* Held before exec until the sampler watches its pid (released below). */
-		if (launch_held(o.cmd, java_opts, &held))
+		if (launch_held(launch_argv, java_opts, &held))
 			goto cleanup;
 		child = held.pid;
 		launched_child = child;
@@ -818,6 +869,10 @@ cleanup:
 	}
 	vp_recorder__free(rec);
 	free(java_opts);
+	if (nopts)
+		free(opts[0]);
+	if (launch_argv && launch_argv != o.cmd)
+		free(launch_argv);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);

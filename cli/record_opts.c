@@ -35,7 +35,8 @@ void record_opts__usage(FILE *f)
 		"                         JVMs then get -XX:+PreserveFramePointer)\n"
 		"  -a, --all-cpus         every process on every CPU\n"
 		"  -p, --pid PID[,PID..]  these running processes (and what they fork)\n"
-		"  -d, --duration SEC     stop after SEC seconds (default: when CMD exits, or Ctrl-C)\n"
+		"  -d, --duration TIME    stop after TIME: seconds, or 500ms, 30s, 5m, 1h (default: when\n"
+		"                         CMD exits, or Ctrl-C)\n"
 		"  -o, --output DIR       session directory (default %s)\n"
 		"      --force            replace a non-empty DIR (the old one is kept as DIR.old)\n"
 		"      --backend NAME     auto (default: bpf, else perf), bpf or perf\n"
@@ -174,7 +175,6 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	bool have_freq = false, have_all = false, have_pids = false;
 	int c, ret;
 	long long v;
-	char *end;
 
 	optind = 0;   /* full reinitialization: we may be called more than once */
 	opterr = 0;   /* our own one-line messages instead of getopt's */
@@ -212,10 +212,10 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 			have_pids = true;
 			break;
 		case 'd': {
-			errno = 0;
-			double d = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(d) || d <= 0 || d > 31 * 86400.0)
-				return fail(err, errlen, "-d %s: the duration must be a positive number of seconds", optarg);
+			double d = vp_parse_duration(optarg);
+			if (!(d > 0) || d > 31 * 86400.0)
+				return fail(err, errlen, "-d %s: the duration must be positive: seconds, or with a unit (500ms, "
+					    "30s, 5m, 1h)", optarg);
 			o->duration = d;
 			break;
 		}

@@ -138,12 +138,8 @@ static int parse_ids(const char *arg, uint32_t *out, int *n, const char *what)
 
 static bool parse_seconds(const char *s, double *out)
 {
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < 0)
+	double v = vp_parse_duration(s);
+	if (v < 0)
 		return false;
 	*out = v;
 	return true;
@@ -161,11 +157,11 @@ static int parse_time(const char *arg, struct report_args *a)
 	memcpy(from, arg, fl);
 	from[fl] = 0;
 	if (!parse_seconds(from, &a->t_from))
-		return usage_error("--time: FROM '%s' is not a number of seconds >= 0", from);
+		return usage_error("--time: FROM '%s' is not a time >= 0 (seconds, or 500ms, 2s, 1m)", from);
 	a->t_to = 0;
 	if (comma[1]) {
 		if (!parse_seconds(comma + 1, &a->t_to))
-			return usage_error("--time: TO '%s' is not a number of seconds >= 0", comma + 1);
+			return usage_error("--time: TO '%s' is not a time >= 0 (seconds, or 500ms, 2s, 1m)", comma + 1);
 		if (a->t_to <= a->t_from)
 			return usage_error("--time %s: TO must be after FROM", arg);
 	}
@@ -382,7 +378,9 @@ int cmd_report(int argc, char **argv)
 		bool filtered = a.npids || a.ntids || a.comm || a.t_from > 0 || a.t_to > 0;
 		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
 			filtered ? " after --pid/--tid/--comm/--time; widen the filters"
-				 : "; was the workload running long enough (try a higher -F in viprof record)?");
+				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
+				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "
+				   "shorter than one sample period");
 		goto cleanup;
 	}
 

@@ -2,6 +2,8 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <math.h>
+#include <ctype.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -255,4 +257,22 @@ void vp_escape_controls(const char *s, char *out, size_t len)
 		o += n;
 	}
 	out[o] = '\0';
+}
+
+double vp_parse_duration(const char *s)
+{
+	static const struct { const char *unit; double mult; } units[] = {
+		{ "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60 }, { "min", 60 }, { "h", 3600 }, { "d", 86400 },
+	};
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit))
+			return v * units[i].mult;
+	return -1;
 }

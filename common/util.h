@@ -72,4 +72,8 @@ void vp_timing(const char *what);
  * that carry bytes someone else chose. */
 void vp_escape_controls(const char *s, char *out, size_t len);
 
+/* A duration in seconds from "2", "2.5", "2s", "500ms", "90m", "24h" or "7d" (as
+ * record -d, report --time and serve take them); -1 when it is not one. */
+double vp_parse_duration(const char *s);
+
 #endif
