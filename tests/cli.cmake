@@ -10,3 +10,7 @@ foreach(s nocmd rate notsession progress diskfull unpriv)
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-first-hour.sh ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>)
   set_tests_properties(test-first-hour-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 endforeach()
+
+# Issue 26: the README's quick start, verbatim, on a fresh clone (builds viprof again).
+add_test(NAME test-quickstart COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-quickstart.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(test-quickstart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS live)
