@@ -466,9 +466,10 @@ int cmd_report(int argc, char **argv)
 			a.output ? a.output : "standard output", strerror(-(r ? r : cr)));
 		goto cleanup;
 	}
-	/* The text report prints warnings itself; the file formats carry them inside, and a
-	 * person running the command should still see them. */
-	for (const char *w = p->warnings; a.format != FMT_TEXT && a.output && w && *w;) {
+	/* The text report prints warnings itself; the file formats carry them inside (not
+	 * folded: it has no place for them), and a person running the command should see
+	 * them, also when the report goes to standard output (stderr stays apart). */
+	for (const char *w = p->warnings; a.format != FMT_TEXT && w && *w;) {
 		size_t l = strcspn(w, "\n");
 		fprintf(stderr, "viprof report: warning: %.*s\n", (int)l, w);
 		w += l + (w[l] == '\n');

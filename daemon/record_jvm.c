@@ -119,10 +119,14 @@ void record_jvm__end(struct record_jvm_lock *l)
 	l->fd = -1;
 }
 
+/* Whether the recording walks user stacks by frame pointers only (-g without tables, or
+ * the perf sampler), where a JVM without -XX:+PreserveFramePointer loses its stacks. */
+#define FP_WALK(o) ((o)->callchain && ((o)->fp_walk || ((o)->backend && !strcmp((o)->backend, "perf"))))
+
 /* Loads the agent into pid for the session's code maps; the VP_JVM_* flags of what
  * came of it in *flags. 0, or the attach's -errno (said on log). */
 static int attach_core(const char *session, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
-		       uint32_t *flags)
+		       bool fp_walk, uint32_t *flags)
 {
 	char options[PATH_MAX + 16], err[512] = "";
 
@@ -151,13 +155,16 @@ static int attach_core(const char *session, struct record_jvm_lock *l, pid_t pid
 			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
-	if (*flags & VP_JVM_NO_FRAME_POINTERS)
-		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
-			(int)pid);
+	/* Only the frame-pointer walk needs them: the BPF walker steps compiled frames by
+	 * their size (the flag is still recorded, for the reader). */
+	if ((*flags & VP_JVM_NO_FRAME_POINTERS) && fp_walk)
+		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short "
+			"with the frame-pointer walk\n", (int)pid);
 	return e;
 }
 
-static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
+static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
+		      bool fp_walk)
 {
 	char rel[64];
 	struct timespec ts;
@@ -165,7 +172,7 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
 	prepare_maps_dir(w, pid, log);
-	int e = attach_core(vp_session_writer__dir(w), l, pid, agent, log, &flags);
+	int e = attach_core(vp_session_writer__dir(w), l, pid, agent, log, fp_walk, &flags);
 	size_t rl = strlen(rel);
 	char body[sizeof(struct vp_jvm) + 64];
 	struct vp_jvm *j = (struct vp_jvm *)body;
@@ -234,7 +241,7 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 	for (int i = 0; i < npids; i++) {
 		if (owner(pids[i]) != self || !vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], self))
 			continue;
-		attach_core(session, l, pids[i], agent, o->log ? o->log : stderr, &jvm_flags[n]);
+		attach_core(session, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), &jvm_flags[n]);
 		jvm_pids[n++] = pids[i];
 	}
 	return n;
@@ -248,7 +255,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr)) < 0)
+			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o))) < 0)
 				return r;
 			loaded += r;
 		}
@@ -277,7 +284,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr)) < 0) {
+		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, FP_WALK(o))) < 0) {
 			closedir(d);
 			return r;
 		}
