@@ -386,19 +386,23 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		round_column(cnt, shown, total, col_t[e]);
 	}
 	uint64_t evtotal = vp_event_samples(p, ev);
-	int fixed = 8 * ncols + 8 + 10 + 2 + 12;
+	/* Each event's column as wide as its name (cpu-clock, context-switches), at least
+	 * as wide as a percentage. */
+	int cw[MAX_COLS], fixed = 8 + 10 + 2 + 12;
+	for (int e = 0; e < ncols; e++) {
+		int n = ncols > 1 ? (int)strnlen(p->events[cols[e]].name, 40) : 5;
+		cw[e] = n > 7 ? n : 7;
+		fixed += cw[e] + 1;
+	}
 	int symw, imgw;
 	name_widths(o, fixed, &symw, &imgw);
-	for (int e = 0; e < ncols; e++) {
-		char h[16];
-		snprintf(h, sizeof(h), "%.7s", ncols > 1 ? p->events[cols[e]].name : "self%");
-		vp_out__printf(o, "%8s", h);
-	}
+	for (int e = 0; e < ncols; e++)
+		vp_out__printf(o, " %*.*s", cw[e], 40, ncols > 1 ? p->events[cols[e]].name : "self%");
 	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", "samples", "layer", symw, "symbol", "image");
 	for (size_t i = 0; i < shown; i++) {
 		uint32_t f = rows[i].frame;
 		for (int e = 0; e < ncols; e++) {
-			print_tenths(o, col_t[e][i], 7);
+			print_tenths(o, col_t[e][i], cw[e]);
 			vp_out__puts(o, " ");
 		}
 		/* The self column is rounded so that it adds up to 100.0, which can lift a
@@ -416,7 +420,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		other = other || col_t[e][shown] != 0;
 	if (other) {  /* what the table leaves out, so that the self% column adds up to 100.0 */
 		for (int e = 0; e < ncols; e++) {
-			print_tenths(o, col_t[e][shown], 7);
+			print_tenths(o, col_t[e][shown], cw[e]);
 			vp_out__puts(o, " ");
 		}
 		uint64_t rest = 0;
