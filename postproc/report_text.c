@@ -388,16 +388,21 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	uint64_t evtotal = vp_event_samples(p, ev);
 	/* Each event's column as wide as its name (cpu-clock, context-switches), at least
 	 * as wide as a percentage. */
-	int cw[MAX_COLS], fixed = 8 + 10 + 2 + 12;
+	int cw[MAX_COLS], fixed = 8 + 10 + 2 + 12, wide = fixed, width = o->width > 0 ? o->width : 80;
 	for (int e = 0; e < ncols; e++) {
 		int n = ncols > 1 ? (int)strnlen(p->events[cols[e]].name, 40) : 5;
 		cw[e] = n > 7 ? n : 7;
-		fixed += cw[e] + 1;
+		wide += cw[e] + 1;
 	}
+	/* A narrow terminal keeps its room for the names: names cut to 7 there. */
+	for (int e = 0; e < ncols && wide + 2 + 10 + 10 > width; e++)
+		cw[e] = 7;
+	for (int e = 0; e < ncols; e++)
+		fixed += cw[e] + 1;
 	int symw, imgw;
 	name_widths(o, fixed, &symw, &imgw);
 	for (int e = 0; e < ncols; e++)
-		vp_out__printf(o, " %*.*s", cw[e], 40, ncols > 1 ? p->events[cols[e]].name : "self%");
+		vp_out__printf(o, " %*.*s", cw[e], cw[e], ncols > 1 ? p->events[cols[e]].name : "self%");
 	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", "samples", "layer", symw, "symbol", "image");
 	for (size_t i = 0; i < shown; i++) {
 		uint32_t f = rows[i].frame;

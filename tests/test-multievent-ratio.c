@@ -48,13 +48,13 @@ int main(void)
 	fputs(t, stderr);
 	ASSERT_CONTAINS(t, "# IPC 1.50 (instructions / cycles)\n");
 	/* Rows: hot 50.0/22.2, cold 33.3/11.1, warm 16.7/66.7: each column is 100.0. */
-	ASSERT_CONTAINS(t, "   50.0    22.2 ");
-	ASSERT_CONTAINS(t, "   33.3    11.1 ");
-	ASSERT_CONTAINS(t, "   16.7    66.7 ");
+	ASSERT_CONTAINS(t, "   50.0         22.2 ");   /* cycles, instructions: as wide as their names */
+	ASSERT_CONTAINS(t, "   33.3         11.1 ");
+	ASSERT_CONTAINS(t, "   16.7         66.7 ");
 	free(t);
 	/* Two rows shown: (other) takes the rest of each column. */
 	t = render(p, 2);
-	ASSERT_CONTAINS(t, "   16.7    66.7       -");
+	ASSERT_CONTAINS(t, "   16.7         66.7       -");
 	free(t);
 	vp_profile__free(p);
 

@@ -107,10 +107,10 @@ int main(void)
 		"#   inlined       25.0%          3\n"
 		"#   interpreted    8.3%          1\n"
 		"#\n"
-		" cpu-clo page-fa  total%   samples  layer       symbol                          image\n"
-		"   58.3     0.0    58.3          7  native      recurse                         libdeep.so\n"
-		"   25.0     0.0    25.0          3  inlined     Foo.inl                         [jit]\n"
-		"   16.7   100.0       -          2              (other: 2 more frames)\n";
+		" cpu-clock page-faults  total%   samples  layer       symbol                       image\n"
+		"     58.3         0.0    58.3          7  native      recurse                      libdeep.so\n"
+		"     25.0         0.0    25.0          3  inlined     Foo.inl                      [jit]\n"
+		"     16.7       100.0       -          2              (other: 2 more frames)\n";
 	ASSERT_STREQ(t, expect);
 	ASSERT_DBL_NEAR(sum_self(t), 100.0, 1e-9);
 	free(t);
@@ -124,9 +124,9 @@ int main(void)
 	/* Sorted by total on the page-faults event: main and work at 100%, then nothing. */
 	ro = (struct vp_report_opts){ .top = 5, .sort = VP_SORT_TOTAL, .sort_event = 1 };
 	t = render(p, NULL, 100, &ro, false);
-	ASSERT_CONTAINS(t, "    0.0     0.0   100.0          0  native      main ");
-	ASSERT_CONTAINS(t, "  100.0     0.0       -          0              (other)\n");
-	ASSERT_CONTAINS(t, "    0.0   100.0   100.0          4  native      work ");
+	ASSERT_CONTAINS(t, "      0.0         0.0   100.0          0  native      main ");
+	ASSERT_CONTAINS(t, "    100.0         0.0       -          0              (other)\n");
+	ASSERT_CONTAINS(t, "      0.0       100.0   100.0          4  native      work ");
 	ASSERT_CONTAINS(t, "# self by layer (page-faults):\n#   native       100.0%          4\n");
 	free(t);
 
@@ -136,9 +136,9 @@ int main(void)
 	/* self 7/12 = 58.33 shows as 58.4: the column must add up to 100.0 and the tie of
 	 * equal remainders (7/12, 1/12, 1/12) goes to the first row. total (also 7/12) is
 	 * never shown below self (issue 12). */
-	ASSERT_CONTAINS(t, "   58.4     0.0    58.4          7  native      recurse ");
-	ASSERT_CONTAINS(t, "    0.0   100.0    66.7          0  native      work ");
-	ASSERT_CONTAINS(t, "    0.0     0.0   100.0          0  native      main ");
+	ASSERT_CONTAINS(t, "     58.4         0.0    58.4          7  native      recurse ");
+	ASSERT_CONTAINS(t, "      0.0       100.0    66.7          0  native      work ");
+	ASSERT_CONTAINS(t, "      0.0         0.0   100.0          0  native      main ");
 	free(t);
 
 	/* Narrow output: long names are cut with "..." and no line is wider than asked. */
