@@ -21,8 +21,86 @@ const char *vp_sched_state_frame(int state)
 	case VP_SCHED_BLOCKED_OTHER:    return "[blocked: uninterruptible]";
 	case VP_SCHED_RUNNABLE_PREEMPT: return "[runnable: preempted]";
 	case VP_SCHED_RUNNABLE_WOKEN:   return "[runnable: woken]";
+	case VP_SCHED_BLOCKED_FD:       return "[blocked: io wait]";
+	case VP_SCHED_BLOCKED_WAIT:     return "[blocked: other wait]";
+	case VP_SCHED_BLOCKED_PARK:     return "[blocked: park]";
+	case VP_SCHED_BLOCKED_OBJWAIT:  return "[blocked: wait]";
 	default:                        return "[off-cpu: unknown state]";
 	}
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The class of a method frame "pkg.Outer$Inner.method(args)": "Outer". */
+static void simple_class(const char *name, char *out, size_t len)
+{
+	const char *paren = strchr(name, '('), *end = paren ? paren : name + strlen(name), *dot = NULL, *start = name;
+	for (const char *c = name; c < end; c++)
+		if (*c == '.')
+			dot = c;
+	if (!dot || !len)
+		return;
+	for (const char *c = name; c < dot; c++)
+		if (*c == '.')
+			start = c + 1;
+	size_t n = 0;
+	while (start + n < dot && start[n] != '$' && n + 1 < len)
+		n++;
+	memcpy(out, start, n);
+	out[n] = '\0';
+}
+
+/* Frames of java.util.concurrent's parking machinery: the class a thread parks for is
+ * the first caller above them. */
+static bool park_machinery(const char *f)
+{
+	return starts(f, "java.util.concurrent.locks.LockSupport.") || starts(f, "jdk.internal.misc.Unsafe.") ||
+	       starts(f, "sun.misc.Unsafe.") || starts(f, "java.util.concurrent.locks.AbstractQueuedSynchronizer") ||
+	       starts(f, "java.util.concurrent.locks.AbstractQueuedLongSynchronizer") || f[0] == '[' ||
+	       strchr(f, '(') == NULL;   /* native frames between the Java ones */
+}
+
+int vp_sched_java_state(int state, const char *const *frames, int n, char *detail, size_t len)
+{
+	if (len)
+		detail[0] = '\0';
+	/* I/O wait (in_iowait), uninterruptible sleeps and run-queue waits say what they
+	 * are already; a futex, a timed sleep, a poll or another wait may be Java's. */
+	if (state != VP_SCHED_BLOCKED_LOCK && state != VP_SCHED_BLOCKED_SLEEP && state != VP_SCHED_BLOCKED_FD &&
+	    state != VP_SCHED_BLOCKED_WAIT)
+		return state;
+	for (int i = 0; i < n; i++) {
+		const char *f = frames[i] ? frames[i] : "";
+		if (starts(f, "java.lang.Thread.sleep") || starts(f, "JVM_Sleep"))
+			return VP_SCHED_BLOCKED_SLEEP;
+		if (starts(f, "java.lang.Object.wait") || starts(f, "JVM_MonitorWait") || strstr(f, "ObjectMonitor::wait"))
+			return VP_SCHED_BLOCKED_OBJWAIT;
+		if (strstr(f, "ObjectMonitor::enter") || strstr(f, "ObjectMonitor::EnterI") ||
+		    strstr(f, "ObjectSynchronizer::enter")) {
+			snprintf(detail, len, "monitor");
+			return VP_SCHED_BLOCKED_LOCK;
+		}
+		if (starts(f, "jdk.internal.misc.Unsafe.park") || starts(f, "sun.misc.Unsafe.park") ||
+		    starts(f, "java.util.concurrent.locks.LockSupport.park") || starts(f, "Unsafe_Park")) {
+			for (int k = i + 1; k < n; k++)
+				if (frames[k] && !park_machinery(frames[k])) {
+					simple_class(frames[k], detail, len);
+					break;
+				}
+			return VP_SCHED_BLOCKED_PARK;
+		}
+		/* Sockets, pipes and files read through NIO or the classic streams. */
+		if (starts(f, "sun.nio.ch.") || starts(f, "java.net.") || starts(f, "java.io.FileInputStream.read") ||
+		    starts(f, "java.io.RandomAccessFile.read") || starts(f, "sun.nio.fs."))
+			return VP_SCHED_BLOCKED_FD;
+		/* The first Java frame that is none of these: the wait is the native code's. */
+		if (strchr(f, '(') && strchr(f, '.') && f[0] != '[' && !strstr(f, "::"))
+			break;
+	}
+	return state;
 }
 
 const char *vp_wall_part_name(int part)

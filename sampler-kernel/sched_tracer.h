@@ -44,6 +44,14 @@ int vp_sched__poll(struct vp_sched *s, uint64_t now);
  * 0 or -errno. */
 int vp_sched__stop(struct vp_sched *s);
 void vp_sched__stats(const struct vp_sched *s, struct vp_sched_stats *out);
+/* With cfg->unwind and cfg->callchain: wraps cfg->before_sampling so that, once the
+ * sampler has loaded its stack walker (after its own callback ran), the tracer walks
+ * user stacks at switch-out with the same walker and tables (walker.bpf.h) instead of
+ * frame pointers. Call before the sampler starts with cfg. */
+void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg);
+/* NULL when user stacks at switch-out are walked with the sampler's walker; else why
+ * not (frame pointers are used). */
+const char *vp_sched__walker(const struct vp_sched *s);
 void vp_sched__free(struct vp_sched *s);  /* accepts NULL */
 
 #endif

@@ -9,3 +9,6 @@ foreach(scenario split compete steal)
   add_dependencies(test-offcpu-${scenario} viprof offcpu-fixture)
 endforeach()
 viprof_test(test-wall SOURCES test-wall.c LIBS vp_postproc LABELS unit)
+# Issue 21: whole stacks at switch-out (the sampler's walker), wait states, units.
+add_executable(nap-fixture fixtures/offcpu/nap-fixture.c)
+target_compile_options(nap-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")
