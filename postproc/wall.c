@@ -393,8 +393,13 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		struct tsum *t = ttab_get(&tt, s->pid, s->tid);
 		if (!t)
 			goto cleanup;
-		if (!t->comm || !*t->comm)
+		/* The thread's name is the one on most of its time: a thread renamed after it
+		 * started (every JVM thread: "java" until HotSpot names it) has a few early
+		 * stacks under its old name. t->sampled (unused here) holds that stack's wall. */
+		if (!t->comm || !*t->comm || s->weight[wall] > t->sampled) {
 			t->comm = s->comm;
+			t->sampled = s->weight[wall];
+		}
 		for (int k = 0; k < VP_WALL__COUNT; k++)
 			t->part[k] += ev[k] >= 0 ? s->weight[ev[k]] : 0;
 		t->wall += s->weight[wall];
@@ -417,15 +422,24 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	vp_out__puts(o, "# wall time per thread and per stack: running + runnable + blocked + steal = wall\n");
 	vp_out__puts(o, "# running: on CPU (sampled per stack; scaled to the switch tracer's exact time less steal per thread)\n");
 	vp_out__puts(o, "# runnable: waiting on a run queue (preempted, or woken and not yet running)\n");
-	vp_out__puts(o, "# blocked: sleeping, in I/O, on a lock (futex) or uninterruptible; steal: the hypervisor had the vCPU\n");
+	vp_out__puts(o, "# blocked: sleep, park, wait, lock, io, io wait (poll/read), other wait or uninterruptible; steal: the hypervisor had the vCPU\n");
+	vp_out__puts(o, "# all figures in milliseconds (ms) of time\n");
 	steal_header(p, o, all_steal);
 	vp_out__puts(o, "#\n");
 	int top = opts && opts->top > 0 ? opts->top : 25;
-	vp_out__printf(o, "# %-7s %-7s %-15s %10s %10s %10s %10s %10s  (ms)\n", "pid", "tid", "thread", "running",
+	/* Full thread names (Java's are longer than the kernel's 15 characters), in a
+	 * column as wide as the longest shown, up to 40. */
+	int namew = 15;
+	for (size_t i = 0; i < nt && (int)i < top; i++) {
+		int l = ts[i].comm ? (int)strlen(ts[i].comm) : 0;
+		if (l > namew)
+			namew = l < 40 ? l : 40;
+	}
+	vp_out__printf(o, "# %-7s %-7s %-*s %10s %10s %10s %10s %10s  (ms)\n", "pid", "tid", namew, "thread", "running",
 		       "runnable", "blocked", "steal", "wall");
 	for (size_t i = 0; i < nt && (int)i < top; i++) {
 		const struct tsum *t = &ts[i];
-		vp_out__printf(o, "  %-7u %-7u %-15.15s", t->pid, t->tid, t->comm ? t->comm : "");
+		vp_out__printf(o, "  %-7u %-7u %-*s", t->pid, t->tid, namew, t->comm ? t->comm : "");
 		ms_cols(o, t->part, t->wall);
 		vp_out__puts(o, "\n");
 		/* Its groups: stacks of this thread with the same user frames. */
@@ -447,14 +461,14 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		}
 		vp_sort(rows, nr, sizeof(*rows), cmp_row);
 		for (size_t k = 0; k < nr && k < STACKS_PER_THREAD; k++) {
-			vp_out__printf(o, "  %-31s", "");
+			vp_out__printf(o, "  %-*s", 16 + namew, "");
 			ms_cols(o, rows[k].part, rows[k].wall);
 			vp_out__puts(o, "  ");
 			label(o, p, &p->stacks[rows[k].first]);
 			vp_out__puts(o, "\n");
 		}
 		if (nr > STACKS_PER_THREAD)
-			vp_out__printf(o, "  %-31s (%zu more stacks)\n", "", nr - STACKS_PER_THREAD);
+			vp_out__printf(o, "  %-*s (%zu more stacks)\n", 16 + namew, "", nr - STACKS_PER_THREAD);
 	}
 	if (nt > (size_t)top)
 		vp_out__printf(o, "# %zu more threads (--top N shows more)\n", nt - (size_t)top);

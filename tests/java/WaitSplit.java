@@ -1,9 +1,9 @@
 // Java threads that wait in the three ways a service does, each from a known method,
 // for the off-CPU tests (issue 21). Each worker alternates about 2 ms of computing with
 // a wait, for SECONDS (args[0], default 6):
-//   "sleep-worker"  handleRequest() -> queryDatabase() -> Thread.sleep(10)
-//   "park-worker"   pollRequest() -> BlockingQueue.poll(20 ms) on a queue that stays empty
-//   "lock-worker"   lockRequest() -> a synchronized block that "lock-holder" holds while it
+//   "sleep-request-worker"  handleRequest() -> queryDatabase() -> Thread.sleep(10)
+//   "park-request-worker"   pollRequest() -> BlockingQueue.poll(20 ms) on a queue that stays empty
+//   "lock-request-worker"   lockRequest() -> a synchronized block that "lock-holder" holds while it
 //                   computes for 15 ms at a time (a contended monitor enter)
 // Started without -XX:+PreserveFramePointer, as production JVMs are. Prints "ready"
 // once all threads run.
@@ -80,9 +80,9 @@ public class WaitSplit {
         }, "lock-holder");
         holder.start();
         Thread[] ts = {
-            worker("sleep-worker", WaitSplit::handleRequest),
-            worker("park-worker", WaitSplit::pollRequest),
-            worker("lock-worker", WaitSplit::lockRequest),
+            worker("sleep-request-worker", WaitSplit::handleRequest),
+            worker("park-request-worker", WaitSplit::pollRequest),
+            worker("lock-request-worker", WaitSplit::lockRequest),
         };
         System.out.println("ready");
         System.out.flush();
