@@ -303,13 +303,12 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	FILE *f = open_memstream(&t, &len);
 	if (!f)
 		return NULL;
+	/* Measured time says its time; a sampled event its samples (cpu-clock's time
+	 * is in the tooltip and legend). */
 	double nsps = ns_per_sample(p, ev);
 	if (p->nevents && nsps > 0 && vp_event_measured(p, ev))
 		fprintf(f, "%s%s, %.1f ms", diff ? "Differential flame graph: " : "Flame graph: ", p->events[ev].name,
 			(double)samples * nsps / 1e6);
-	else if (p->nevents && nsps > 0)
-		fprintf(f, "%s%s, %llu samples (%.1f ms)", diff ? "Differential flame graph: " : "Flame graph: ",
-			p->events[ev].name, (unsigned long long)samples, (double)samples * nsps / 1e6);
 	else
 		fprintf(f, "%s%s, %llu samples", diff ? "Differential flame graph: " : "Flame graph: ",
 			p->nevents ? p->events[ev].name : "no events", (unsigned long long)samples);
