@@ -259,13 +259,16 @@ struct hash_ctx {
 	__u64 h;
 };
 
-/* Copies frame i of the walk into the stack being interned (zeros past its end, so
- * that equal stacks are equal bytes) and mixes it into the hash. */
+/* Copies frame i of the walk into the stack being interned and mixes it into the hash.
+ * Only the walk's n frames are visited (user space reads n of them): a loop over the
+ * whole array cost as much as the walk of a shallow stack. */
 static long hash_frame(__u32 i, void *data)
 {
 	struct hash_ctx *c = data;
 	__u64 x = 0;
 
+	/* Written so that the compiler keeps the bound check on the register the index
+	 * uses (the verifier rejects the access otherwise). */
 	if (i >= VPB_MAX_USTACK)
 		return 1;
 	if (i < c->w->n)
@@ -320,8 +323,8 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 	hc.w = w;
 	hc.u = u;
 	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
-	bpf_loop(VPB_MAX_USTACK, hash_frame, &hc, 0);
-	bpf_loop(VPB_MAX_JFRAMES, hash_jframe, &hc, 0);
+	bpf_loop(w->n < VPB_MAX_USTACK ? w->n : VPB_MAX_USTACK, hash_frame, &hc, 0);
+	bpf_loop(w->nj < VPB_MAX_JFRAMES ? w->nj : VPB_MAX_JFRAMES, hash_jframe, &hc, 0);
 	hc.h &= ~VPS_USTACK_FP;
 	if (!hc.h)
 		hc.h = 1;
