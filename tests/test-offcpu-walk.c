@@ -10,7 +10,9 @@
  *        and under java.lang.Thread.run, classified "[blocked: sleep]", "[blocked:
  *        park: LinkedBlockingQueue]" and "[blocked: lock: monitor]"; >= 99% of the
  *        workers' runnable time reaches the thread's root (clone3 / start_thread).
- * Then, on the same session, every output names the unit of the off-CPU figures. */
+ * Then, on the same session, every output names the unit of the off-CPU figures: text
+ * (ms columns), --wall (ms, full names, --comm with the full name), folded, JSON
+ * (measured), HTML (ms, title per event) and pprof (sample types in nanoseconds). */
 #include "test-agent-util.h"
 
 #include "postproc/profile.h"
@@ -121,6 +123,25 @@ static void check_units(const char *dir, const char *sess)
 	ASSERT_CONTAINS(html, "\"measured\":true");
 	ASSERT_CONTAINS(html, "Flame graph: off-cpu, ");
 	free(html);
+	/* pprof: the sample types name the event and its unit in the string table. */
+	char pb[400], cmd[1000];
+	snprintf(pb, sizeof(pb), "%s/wall.pb.gz", dir);
+	free(report(dir, sess, (char *[]){ "--wall", "-F", "pprof", "-o", pb, NULL }));
+	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s/wall.pb'", pb, dir);
+	ASSERT_EQ(system(cmd), 0);
+	snprintf(pb, sizeof(pb), "%s/wall.pb", dir);
+	FILE *f = fopen(pb, "rb");
+	ASSERT_NOT_NULL(f);
+	static char raw[1 << 22];
+	size_t n = fread(raw, 1, sizeof(raw) - 1, f);
+	fclose(f);
+	bool wall_t = false, ns = false;
+	for (size_t i = 0; i + 11 < n; i++) {
+		wall_t |= !memcmp(raw + i, "\x04wall", 5) || !memcmp(raw + i, "blocked", 7);
+		ns |= !memcmp(raw + i, "nanoseconds", 11);
+	}
+	ASSERT_TRUE(wall_t);
+	ASSERT_TRUE(ns);
 }
 
 int main(int argc, char **argv)
