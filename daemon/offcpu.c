@@ -55,6 +55,9 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 	if (!quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
 			(unsigned long long)st.switches, (unsigned long long)st.records, (unsigned long long)st.bytes);
+	if (st.ustack_full)
+		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals lost their user stack: the switch "
+				"tracer's stack hash was full\n", (unsigned long long)st.ustack_full);
 	if (st.agg_full)
 		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
 				"aggregation hash was full\n", (unsigned long long)st.agg_full, (double)st.agg_full_ns / 1e6);

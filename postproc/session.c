@@ -450,6 +450,9 @@ static int on_record(struct loader *l, const struct vp_record *r)
 			meta_add(l->p, "sched.walks", st->walks);
 			meta_add(l->p, "sched.walk_ns", st->walk_ns);
 			meta_add(l->p, "sched.ustack_full", st->ustack_full);
+			if (st->ustack_full)
+				vp_profile__warn(l->p, "%llu off-CPU intervals lost their user stack: the switch tracer's "
+						 "stack hash was full", (unsigned long long)st->ustack_full);
 		}
 		if (st->agg_full)
 			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
