@@ -88,5 +88,9 @@ for n in plain off; do
 	printf "  %-22s ring %9.0f B/s  off-cpu records %8.0f B/s  session %8.0f B/s  (%.0f switches/s)\n" "$label" "$rb" "$tb" "$ss" "$sw"
 	eval "${n}_rb=$rb ${n}_tb=$tb ${n}_ss=$ss"
 done
+# The switch tracer's own walks (sessions since issue 21: the sampler's walker at
+# switch-out; older builds walk by frame pointer and record none).
+wk=$(meta sched.walks "$T/s.off"); wn=$(meta sched.walk_ns "$T/s.off")
+[ "$wk" != 0 ] && printf "  walks at switch-out (last round): %s, %.2f us each (walk + interning)\n" "$wk" "$(echo "$wn / $wk / 1000" | bc -l)"
 printf "  --off-cpu vs plain record: bytes into user space x%.3f, session size/s x%.3f\n" \
 	"$(echo "($off_rb + $off_tb) / $plain_rb" | bc -l)" "$(echo "$off_ss / $plain_ss" | bc -l)"

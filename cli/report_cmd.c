@@ -76,7 +76,7 @@ static void usage(FILE *f)
 		"                         (and carry running, runnable, blocked as events)\n"
 		"  -p, --pid P[,P..]      only these processes\n"
 		"  -t, --tid T[,T..]      only these threads\n"
-		"      --comm NAME        only threads with this name\n"
+		"      --comm NAME        only threads with this name (as reports print it, or the kernel's)\n"
 		"      --time FROM,TO     only samples between FROM and TO seconds after the start\n"
 		"                         (TO may be empty: to the end)\n"
 		"      --map-mode MODE    epoch (default: time-correct JIT maps) or flat (one timeless\n"
@@ -249,8 +249,10 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				return ret;
 			break;
 		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > 15)
-				return usage_error("--comm '%s': a thread name has 1 to 15 characters", optarg);
+			/* The name reports print (a Java thread's full name) or the kernel's
+			 * 15-character one: both select the thread. */
+			if (!*optarg || strlen(optarg) > 255)
+				return usage_error("--comm '%s': a thread name has 1 to 255 characters", optarg);
 			a->comm = optarg;
 			break;
 		case OPT_TIME:

@@ -110,6 +110,15 @@ enum vp_sched_state {
 	VP_SCHED_RUNNABLE_PREEMPT = 5, /* preempted: runnable, waiting on the run queue */
 	VP_SCHED_RUNNABLE_WOKEN   = 6, /* woken (or new): runnable, waiting on the run queue */
 	VP_SCHED_BLOCKED_OTHER    = 7, /* blocked uninterruptibly, not in I/O wait */
+	/* Recorded since issue 21, from the system call the thread blocked in (SLEEP then
+	 * means nanosleep/clock_nanosleep only; older sessions use it for every
+	 * interruptible wait but futex). */
+	VP_SCHED_BLOCKED_FD       = 8, /* waiting on a file descriptor: poll, epoll, read, recv, accept */
+	VP_SCHED_BLOCKED_WAIT     = 9, /* another interruptible wait (wait4, pause, ...) */
+	/* Never recorded: the loader names a blocked interval by its Java frames
+	 * (postproc/wall.c, vp_sched_java_state) where they say more than the kernel. */
+	VP_SCHED_BLOCKED_PARK     = 10, /* LockSupport.park / Unsafe.park */
+	VP_SCHED_BLOCKED_OBJWAIT  = 11, /* Object.wait */
 	VP_SCHED__COUNT
 };
 
@@ -248,6 +257,12 @@ struct vp_sched_stats {
 	 * runtime (se.sum_exec_runtime) and charged as on-CPU, not off-CPU. */
 	uint64_t missed_in;
 	uint64_t missed_ns;
+	/* Added later: user stacks walked at switch-out with the sampler's walker, the
+	 * nanoseconds those walks took, and walked stacks not kept (the kernel's stack
+	 * hash was full). */
+	uint64_t walks;
+	uint64_t walk_ns;
+	uint64_t ustack_full;
 };
 
 struct vp_end {

@@ -5,7 +5,7 @@
 #include "daemon/offcpu.h"
 #include "sampler-kernel/sched_tracer.h"
 
-int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
+int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
 			struct vp_sched **out, char *err, size_t errlen)
 {
 	struct vp_sched_config sc = {
@@ -16,8 +16,12 @@ int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool qui
 	char why[512] = "";
 
 	*out = vp_sched__start(&sc, off_cpu ? err : why, off_cpu ? errlen : sizeof(why));
-	if (*out)
+	if (*out) {
+		/* With -g, stacks at switch-out are walked like the sampler's, once it has
+		 * loaded its walker. */
+		vp_sched__hook(*out, cfg);
 		return 0;
+	}
 	if (off_cpu)
 		return errno ? -errno : -EINVAL;
 	/* Exact steal is an improvement, not a requirement: say why it is missing (a user
@@ -41,11 +45,21 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 
 	if (!s)
 		return 0;
+	const char *fp = vp_sched__walker(s);
+
 	err = vp_sched__stop(s);
 	vp_sched__stats(s, &st);
+	if (fp && !quiet)
+		fprintf(log ? log : stderr, "viprof: switch tracer: user stacks at switch-out followed frame pointers: %s\n", fp);
+	else if (!quiet && st.walks)
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu user stacks walked at switch-out, %.2f us each\n",
+			(unsigned long long)st.walks, (double)st.walk_ns / 1e3 / (double)st.walks);
 	if (!quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
 			(unsigned long long)st.switches, (unsigned long long)st.records, (unsigned long long)st.bytes);
+	if (st.ustack_full)
+		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals lost their user stack: the switch "
+				"tracer's stack hash was full\n", (unsigned long long)st.ustack_full);
 	if (st.agg_full)
 		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
 				"aggregation hash was full\n", (unsigned long long)st.agg_full, (double)st.agg_full_ns / 1e6);

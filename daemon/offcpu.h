@@ -2,7 +2,9 @@
  * started beside the sampler in every recording that can load it, for exact steal per
  * thread; with --off-cpu it must start, and also charges off-CPU intervals. Without
  * it (no BPF, e.g. the perf backend as an unprivileged user) steal falls back to the
- * proportional attribution of postproc/steal.c. Internal to daemon/. */
+ * proportional attribution of postproc/steal.c. With -g it hooks cfg->before_sampling
+ * so that, once the bpf sampler has loaded its stack walker, user stacks at switch-out
+ * are walked with it (vp_sched__hook). Internal to daemon/. */
 #ifndef VIPROF_DAEMON_OFFCPU_H
 #define VIPROF_DAEMON_OFFCPU_H
 
@@ -19,7 +21,7 @@ struct vp_sched;
  * wanted or could not start without being required. 0, or -errno with a one-line
  * message in err when off_cpu was asked for and cannot be had. Notes go to log
  * (NULL: stderr). */
-int record_sched__start(const struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
+int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
 			struct vp_sched **out, char *err, size_t errlen);
 /* In the record loop: drains the tracer's sums when due. 0 or -errno. */
 int record_sched__poll(struct vp_sched *s, uint64_t now);

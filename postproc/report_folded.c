@@ -1,6 +1,8 @@
 /* Folded stacks ("comm;root;...;leaf count"), the input of flamegraph.pl and
  * speedscope. Stacks that differ only by pid/tid are merged; counts are samples of
- * opts->sort_event. Layers are marked with the suffixes flamegraph.pl colours by
+ * opts->sort_event; for time measured at context switches (off-cpu, steal) and the wall
+ * view's events a sample is that time in periods of the recording's time event (1.001 ms
+ * at 999 Hz), so counts read as milliseconds (docs/offcpu.md, "Units"). Layers are marked with the suffixes flamegraph.pl colours by
  * (perf script conventions): _[k] kernel, _[j] JIT, _[i] inlined, _[0] interpreted.
  * `viprof report -f folded --event steal` draws steal time: each victim thread's most
  * frequent sampled stack ending in a "[hypervisor: steal]" leaf (idle: "[idle]"), its

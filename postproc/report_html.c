@@ -275,6 +275,19 @@ static const char *meta_any(const struct vp_profile *p, const char *const *keys)
 /* "cpu-clock, 2006 samples for 2.6 s on vm (hypervisor: KVM; PMU: none) - why this
  * event": what was recorded, from the session metadata (the recorder's keys first, then
  * generic ones), leaving out whatever the session did not say. */
+/* Nanoseconds per sample of a time event (its weight over its samples), 0 otherwise. */
+static double ns_per_sample(const struct vp_profile *p, int ev)
+{
+	uint64_t w = 0, n = 0;
+	if (ev < 0 || ev >= p->nevents || strcmp(p->events[ev].unit, "nanoseconds"))
+		return 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		w += p->stacks[i].weight[ev];
+		n += p->stacks[i].samples[ev];
+	}
+	return n ? (double)w / (double)n : 0;
+}
+
 static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bool diff)
 {
 	static const char *const k_rate[] = { "rate", "freq", "frequency", NULL };
@@ -290,8 +303,15 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	FILE *f = open_memstream(&t, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "%s%s, %llu samples", diff ? "Differential flame graph: " : "Flame graph: ",
-		p->nevents ? p->events[ev].name : "no events", (unsigned long long)samples);
+	/* Measured time says its time; a sampled event its samples (cpu-clock's time
+	 * is in the tooltip and legend). */
+	double nsps = ns_per_sample(p, ev);
+	if (p->nevents && nsps > 0 && vp_event_measured(p, ev))
+		fprintf(f, "%s%s, %.1f ms", diff ? "Differential flame graph: " : "Flame graph: ", p->events[ev].name,
+			(double)samples * nsps / 1e6);
+	else
+		fprintf(f, "%s%s, %llu samples", diff ? "Differential flame graph: " : "Flame graph: ",
+			p->nevents ? p->events[ev].name : "no events", (unsigned long long)samples);
 	if (rate)
 		fprintf(f, " at %s Hz", rate);
 	if (dur)
@@ -331,7 +351,7 @@ static char *put_u64(char *b, uint64_t v)
  * in events: "events" lists them, each tree node carries one weight per event (and in a
  * diff, then one base weight per event), and "ev" says which one to draw first. */
 static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
-		      const struct vp_keyspace *k, const struct tree *t, const char *title)
+		      const struct vp_keyspace *k, const struct tree *t, const char *title, bool per_event_titles)
 {
 	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
 	uint32_t *kids = malloc(t->len * sizeof(*kids));
@@ -348,6 +368,17 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_json_str(o, p->events[e].name, true);
 		vp_out__puts(o, ",\"unit\":");
 		vp_json_str(o, p->events[e].unit, true);
+		/* Time events are drawn from sample counts and shown in milliseconds: the
+		 * page converts with nsPerSample; measured ones (off-cpu, wall, ...) say time
+		 * alone. Each event has its own title for when the page switches to it. */
+		vp_out__printf(o, ",\"nsPerSample\":%.3f,\"measured\":%s", ns_per_sample(p, (int)e),
+			       vp_event_measured(p, (int)e) ? "true" : "false");
+		if (per_event_titles) {
+			char *et = make_title(p, (int)e, t->val[e], base != NULL);
+			vp_out__puts(o, ",\"title\":");
+			vp_json_str(o, et ? et : title, true);
+			free(et);
+		}
 		vp_out__printf(o, ",\"total\":%llu,\"baseTotal\":%llu}", (unsigned long long)t->val[e],
 			       (unsigned long long)(t->bval ? t->bval[e] : 0));
 	}
@@ -509,7 +540,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 			tpl = m + 9;
 		} else if (!strncmp(m, "{{DATA}}", 8) && !have_data) {
 			have_data = true;
-			err = write_data(o, p, base, ev, &k, &t, title);
+			err = write_data(o, p, base, ev, &k, &t, title, !(opts && opts->title));
 			if (err)
 				goto cleanup;
 			tpl = m + 8;

@@ -207,6 +207,11 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 		kv_str(o, "name", p->events[e].name);
 		vp_out__puts(o, ",");
 		kv_str(o, "unit", p->events[e].unit);
+		/* What a sample of it is: one sample of the event, or, for time measured at
+		 * context switches and the wall view, a period of the recording's time event
+		 * (its weight, in the unit above, is the time). */
+		vp_out__printf(o, ",\"measured\":%s,\"samples_are\":", vp_event_measured(p, e) ? "true" : "false");
+		vp_json_str(o, vp_event_measured(p, e) ? "periods of the time event; weight is the time" : "samples", false);
 		vp_out__puts(o, "}");
 	}
 	vp_out__puts(o, "],\n\"sort_event\":");

@@ -193,9 +193,16 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 {
 	if (opts->title)
 		vp_out__printf(o, "# %s\n", opts->title);
-	for (int e = 0; e < p->nevents; e++)
-		vp_out__printf(o, "# event: %s (%s), %llu samples\n", p->events[e].name, p->events[e].unit,
+	for (int e = 0; e < p->nevents; e++) {
+		vp_out__printf(o, "# event: %s (%s), %llu samples", p->events[e].name, p->events[e].unit,
 			       (unsigned long long)vp_event_samples(p, e));
+		/* Time measured at context switches: its "samples" are periods of the
+		 * sampling clock; the time is what it means. */
+		if (vp_event_measured(p, e))
+			vp_out__printf(o, " = %.1f ms (time measured at context switches; columns in ms)",
+				       (double)vp_event_weight(p, e) / 1e6);
+		vp_out__puts(o, "\n");
+	}
 	for (int e = 0; e < p->nevents; e++) {
 		char key[96];
 		const char *t, *c;
@@ -403,7 +410,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	name_widths(o, fixed, &symw, &imgw);
 	for (int e = 0; e < ncols; e++)
 		vp_out__printf(o, " %*.*s", cw[e], cw[e], ncols > 1 ? p->events[cols[e]].name : "self%");
-	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", "samples", "layer", symw, "symbol", "image");
+	/* A measured time event shows its time, in ms, where others show samples. */
+	double ms_per = vp_event_measured(p, ev) && evtotal ? (double)vp_event_weight(p, ev) / 1e6 / (double)evtotal : 0;
+	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", ms_per ? "self ms" : "samples", "layer", symw, "symbol",
+		       "image");
 	for (size_t i = 0; i < shown; i++) {
 		uint32_t f = rows[i].frame;
 		for (int e = 0; e < ncols; e++) {
@@ -417,7 +427,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 			if (cols[e] == ev && col_t[e][i] > tt)
 				tt = col_t[e][i];
 		print_tenths(o, tt, 7);
-		vp_out__printf(o, " %10llu", (unsigned long long)fev[f].self);
+		if (ms_per)
+			vp_out__printf(o, " %10.1f", (double)fev[f].self * ms_per);
+		else
+			vp_out__printf(o, " %10llu", (unsigned long long)fev[f].self);
 		name_cols(o, &p->frames[f], symw, imgw, opts->color);
 	}
 	bool other = nrows > shown;
@@ -431,7 +444,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 		uint64_t rest = 0;
 		for (size_t i = shown; i < nrows; i++)
 			rest += fev[rows[i].frame].self;
-		vp_out__printf(o, "%7s %10llu  %-11s (other", "-", (unsigned long long)rest, "");
+		if (ms_per)
+			vp_out__printf(o, "%7s %10.1f  %-11s (other", "-", (double)rest * ms_per, "");
+		else
+			vp_out__printf(o, "%7s %10llu  %-11s (other", "-", (unsigned long long)rest, "");
 		if (nrows > shown)
 			vp_out__printf(o, ": %zu more frames", nrows - shown);
 		vp_out__puts(o, ")\n");

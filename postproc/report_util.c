@@ -54,6 +54,17 @@ uint64_t vp_event_samples(const struct vp_profile *p, int event)
 	return t;
 }
 
+bool vp_event_measured(const struct vp_profile *p, int event)
+{
+	static const char *const m[] = { "off-cpu", "steal", "running", "runnable", "blocked", "wall", NULL };
+	if (event < 0 || event >= p->nevents || strcmp(p->events[event].unit, "nanoseconds"))
+		return false;
+	for (int i = 0; m[i]; i++)
+		if (!strcmp(p->events[event].name, m[i]))
+			return true;
+	return false;
+}
+
 uint64_t vp_event_weight(const struct vp_profile *p, int event)
 {
 	uint64_t t = 0;

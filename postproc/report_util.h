@@ -19,6 +19,10 @@ struct vp_frame_count {
 struct vp_frame_count *vp_frame_counts(const struct vp_profile *p, int event);
 /* Total samples of one event over all stacks. */
 uint64_t vp_event_samples(const struct vp_profile *p, int event);
+/* Is the event time measured at context switches (off-cpu, steal) or the wall view's
+ * (running, runnable, blocked, wall)? Its samples are then only its nanoseconds in
+ * periods of the sampling clock, and reports show its time (ms) instead. */
+bool vp_event_measured(const struct vp_profile *p, int event);
 uint64_t vp_event_weight(const struct vp_profile *p, int event);
 /* The index in base of the event called p->events[event].name, or -1. */
 int vp_event_match(const struct vp_profile *p, int event, const struct vp_profile *base);

@@ -435,7 +435,7 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	}
 	case VP_REC_SCHED_STATS: {
 		const struct vp_sched_stats *st = b;
-		if (blen < sizeof(*st))
+		if (blen < offsetof(struct vp_sched_stats, missed_in))
 			return 0;
 		meta_add(l->p, "sched.switches", st->switches);
 		meta_add(l->p, "sched.records", st->records);
@@ -447,6 +447,14 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		if (blen >= offsetof(struct vp_sched_stats, missed_ns) + sizeof(st->missed_ns)) {
 			meta_add(l->p, "sched.missed_in", st->missed_in);
 			meta_add(l->p, "sched.missed_ns", st->missed_ns);
+		}
+		if (blen >= offsetof(struct vp_sched_stats, ustack_full) + sizeof(st->ustack_full)) {
+			meta_add(l->p, "sched.walks", st->walks);
+			meta_add(l->p, "sched.walk_ns", st->walk_ns);
+			meta_add(l->p, "sched.ustack_full", st->ustack_full);
+			if (st->ustack_full)
+				vp_profile__warn(l->p, "%llu off-CPU intervals lost their user stack: the switch tracer's "
+						 "stack hash was full", (unsigned long long)st->ustack_full);
 		}
 		if (st->agg_full)
 			vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
@@ -1166,10 +1174,22 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			n--;
 			by_addr = false;  /* the frames lost their root; the locations did not */
 		}
+		/* A Java thread's wait is named by its Java frames where they say more than
+		 * the kernel (every Java sleep, park and monitor wait is a futex). */
+		const char *names[MAX_OUT_FRAMES];
+		char detail[64], label[128];
+		for (int i = 0; i < n; i++)
+			names[i] = leaf_first[i] == UINT32_MAX ? "" : l->p->frames[leaf_first[i]].name;
+		int state = vp_sched_java_state(s->sched_state, names, n, detail, sizeof(detail));
+		const char *sf = vp_sched_state_frame(state);
+		if (detail[0]) {
+			snprintf(label, sizeof(label), "%.*s: %s]", (int)strlen(sf) - 1, sf, detail);
+			sf = label;
+		}
 		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
 		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
 				? add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
-				: add_frame(l, VP_LAYER_KERNEL, vp_sched_state_frame(s->sched_state), "[kernel.kallsyms]", "", 0, "", 0);
+				: add_frame(l, VP_LAYER_KERNEL, sf, "[kernel.kallsyms]", "", 0, "", 0);
 		n++;
 		if (by_addr && nl < MAX_OUT_FRAMES && leaf_first[0] != UINT32_MAX) {
 			uint32_t no_line = 0;

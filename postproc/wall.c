@@ -21,8 +21,86 @@ const char *vp_sched_state_frame(int state)
 	case VP_SCHED_BLOCKED_OTHER:    return "[blocked: uninterruptible]";
 	case VP_SCHED_RUNNABLE_PREEMPT: return "[runnable: preempted]";
 	case VP_SCHED_RUNNABLE_WOKEN:   return "[runnable: woken]";
+	case VP_SCHED_BLOCKED_FD:       return "[blocked: io wait]";
+	case VP_SCHED_BLOCKED_WAIT:     return "[blocked: other wait]";
+	case VP_SCHED_BLOCKED_PARK:     return "[blocked: park]";
+	case VP_SCHED_BLOCKED_OBJWAIT:  return "[blocked: wait]";
 	default:                        return "[off-cpu: unknown state]";
 	}
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The class of a method frame "pkg.Outer$Inner.method(args)": "Outer". */
+static void simple_class(const char *name, char *out, size_t len)
+{
+	const char *paren = strchr(name, '('), *end = paren ? paren : name + strlen(name), *dot = NULL, *start = name;
+	for (const char *c = name; c < end; c++)
+		if (*c == '.')
+			dot = c;
+	if (!dot || !len)
+		return;
+	for (const char *c = name; c < dot; c++)
+		if (*c == '.')
+			start = c + 1;
+	size_t n = 0;
+	while (start + n < dot && start[n] != '$' && n + 1 < len)
+		n++;
+	memcpy(out, start, n);
+	out[n] = '\0';
+}
+
+/* Frames of java.util.concurrent's parking machinery: the class a thread parks for is
+ * the first caller above them. */
+static bool park_machinery(const char *f)
+{
+	return starts(f, "java.util.concurrent.locks.LockSupport.") || starts(f, "jdk.internal.misc.Unsafe.") ||
+	       starts(f, "sun.misc.Unsafe.") || starts(f, "java.util.concurrent.locks.AbstractQueuedSynchronizer") ||
+	       starts(f, "java.util.concurrent.locks.AbstractQueuedLongSynchronizer") || f[0] == '[' ||
+	       strchr(f, '(') == NULL;   /* native frames between the Java ones */
+}
+
+int vp_sched_java_state(int state, const char *const *frames, int n, char *detail, size_t len)
+{
+	if (len)
+		detail[0] = '\0';
+	/* I/O wait (in_iowait), uninterruptible sleeps and run-queue waits say what they
+	 * are already; a futex, a timed sleep, a poll or another wait may be Java's. */
+	if (state != VP_SCHED_BLOCKED_LOCK && state != VP_SCHED_BLOCKED_SLEEP && state != VP_SCHED_BLOCKED_FD &&
+	    state != VP_SCHED_BLOCKED_WAIT)
+		return state;
+	for (int i = 0; i < n; i++) {
+		const char *f = frames[i] ? frames[i] : "";
+		if (starts(f, "java.lang.Thread.sleep") || starts(f, "JVM_Sleep"))
+			return VP_SCHED_BLOCKED_SLEEP;
+		if (starts(f, "java.lang.Object.wait") || starts(f, "JVM_MonitorWait") || strstr(f, "ObjectMonitor::wait"))
+			return VP_SCHED_BLOCKED_OBJWAIT;
+		if (strstr(f, "ObjectMonitor::enter") || strstr(f, "ObjectMonitor::EnterI") ||
+		    strstr(f, "ObjectSynchronizer::enter")) {
+			snprintf(detail, len, "monitor");
+			return VP_SCHED_BLOCKED_LOCK;
+		}
+		if (starts(f, "jdk.internal.misc.Unsafe.park") || starts(f, "sun.misc.Unsafe.park") ||
+		    starts(f, "java.util.concurrent.locks.LockSupport.park") || starts(f, "Unsafe_Park")) {
+			for (int k = i + 1; k < n; k++)
+				if (frames[k] && !park_machinery(frames[k])) {
+					simple_class(frames[k], detail, len);
+					break;
+				}
+			return VP_SCHED_BLOCKED_PARK;
+		}
+		/* Sockets, pipes and files read through NIO or the classic streams. */
+		if (starts(f, "sun.nio.ch.") || starts(f, "java.net.") || starts(f, "java.io.FileInputStream.read") ||
+		    starts(f, "java.io.RandomAccessFile.read") || starts(f, "sun.nio.fs."))
+			return VP_SCHED_BLOCKED_FD;
+		/* The first Java frame that is none of these: the wait is the native code's. */
+		if (strchr(f, '(') && strchr(f, '.') && f[0] != '[' && !strstr(f, "::"))
+			break;
+	}
+	return state;
 }
 
 const char *vp_wall_part_name(int part)
@@ -315,8 +393,13 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		struct tsum *t = ttab_get(&tt, s->pid, s->tid);
 		if (!t)
 			goto cleanup;
-		if (!t->comm || !*t->comm)
+		/* The thread's name is the one on most of its time: a thread renamed after it
+		 * started (every JVM thread: "java" until HotSpot names it) has a few early
+		 * stacks under its old name. t->sampled (unused here) holds that stack's wall. */
+		if (!t->comm || !*t->comm || s->weight[wall] > t->sampled) {
 			t->comm = s->comm;
+			t->sampled = s->weight[wall];
+		}
 		for (int k = 0; k < VP_WALL__COUNT; k++)
 			t->part[k] += ev[k] >= 0 ? s->weight[ev[k]] : 0;
 		t->wall += s->weight[wall];
@@ -339,15 +422,24 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	vp_out__puts(o, "# wall time per thread and per stack: running + runnable + blocked + steal = wall\n");
 	vp_out__puts(o, "# running: on CPU (sampled per stack; scaled to the switch tracer's exact time less steal per thread)\n");
 	vp_out__puts(o, "# runnable: waiting on a run queue (preempted, or woken and not yet running)\n");
-	vp_out__puts(o, "# blocked: sleeping, in I/O, on a lock (futex) or uninterruptible; steal: the hypervisor had the vCPU\n");
+	vp_out__puts(o, "# blocked: sleep, park, wait, lock, io, io wait (poll/read), other wait or uninterruptible; steal: the hypervisor had the vCPU\n");
+	vp_out__puts(o, "# all figures in milliseconds (ms) of time\n");
 	steal_header(p, o, all_steal);
 	vp_out__puts(o, "#\n");
 	int top = opts && opts->top > 0 ? opts->top : 25;
-	vp_out__printf(o, "# %-7s %-7s %-15s %10s %10s %10s %10s %10s  (ms)\n", "pid", "tid", "thread", "running",
+	/* Full thread names (Java's are longer than the kernel's 15 characters), in a
+	 * column as wide as the longest shown, up to 40. */
+	int namew = 15;
+	for (size_t i = 0; i < nt && (int)i < top; i++) {
+		int l = ts[i].comm ? (int)strlen(ts[i].comm) : 0;
+		if (l > namew)
+			namew = l < 40 ? l : 40;
+	}
+	vp_out__printf(o, "# %-7s %-7s %-*s %10s %10s %10s %10s %10s  (ms)\n", "pid", "tid", namew, "thread", "running",
 		       "runnable", "blocked", "steal", "wall");
 	for (size_t i = 0; i < nt && (int)i < top; i++) {
 		const struct tsum *t = &ts[i];
-		vp_out__printf(o, "  %-7u %-7u %-15.15s", t->pid, t->tid, t->comm ? t->comm : "");
+		vp_out__printf(o, "  %-7u %-7u %-*s", t->pid, t->tid, namew, t->comm ? t->comm : "");
 		ms_cols(o, t->part, t->wall);
 		vp_out__puts(o, "\n");
 		/* Its groups: stacks of this thread with the same user frames. */
@@ -369,14 +461,14 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		}
 		vp_sort(rows, nr, sizeof(*rows), cmp_row);
 		for (size_t k = 0; k < nr && k < STACKS_PER_THREAD; k++) {
-			vp_out__printf(o, "  %-31s", "");
+			vp_out__printf(o, "  %-*s", 16 + namew, "");
 			ms_cols(o, rows[k].part, rows[k].wall);
 			vp_out__puts(o, "  ");
 			label(o, p, &p->stacks[rows[k].first]);
 			vp_out__puts(o, "\n");
 		}
 		if (nr > STACKS_PER_THREAD)
-			vp_out__printf(o, "  %-31s (%zu more stacks)\n", "", nr - STACKS_PER_THREAD);
+			vp_out__printf(o, "  %-*s (%zu more stacks)\n", 16 + namew, "", nr - STACKS_PER_THREAD);
 	}
 	if (nt > (size_t)top)
 		vp_out__printf(o, "# %zu more threads (--top N shows more)\n", nt - (size_t)top);

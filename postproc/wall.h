@@ -8,7 +8,7 @@
  *             minus its steal (the guest clock, and so cpu-clock, runs on while the
  *             hypervisor has the vCPU, so steal is inside on-CPU time until removed);
  *   runnable  "off-cpu" stacks whose leaf is "[runnable: ...]" (waiting on a run queue);
- *   blocked   the other "off-cpu" stacks ("[blocked: sleep|io|lock|uninterruptible]");
+ *   blocked   the other "off-cpu" stacks ("[blocked: sleep|park|wait|lock|io|io wait|...]");
  *   steal     "steal", measured per thread at its switches.
  * vp_wall__add_events() adds them as events "running", "runnable", "blocked" and "wall"
  * (nanoseconds), so every report format can draw or export the combined view;
@@ -22,6 +22,18 @@
 /* The synthetic leaf frame of an off-CPU or steal sum of state VP_SCHED_* (a pure
  * function: the loader writes these names and the wall view reads them back). */
 const char *vp_sched_state_frame(int state);
+
+/* What a blocked Java thread waits for, from its frames (names leaf first, as the
+ * report prints them), where they say more than the kernel's state: Thread.sleep ->
+ * VP_SCHED_BLOCKED_SLEEP, LockSupport/Unsafe.park -> VP_SCHED_BLOCKED_PARK (detail: the
+ * class of the first caller above the parking machinery, e.g. "LinkedBlockingQueue"),
+ * Object.wait -> VP_SCHED_BLOCKED_OBJWAIT, a contended synchronized (ObjectMonitor::
+ * enter) -> VP_SCHED_BLOCKED_LOCK (detail "monitor"), socket and file reads ->
+ * VP_SCHED_BLOCKED_FD. The first Java frame that is none of these ends the search
+ * (native code called from Java keeps the kernel's state). Other states (in_iowait,
+ * uninterruptible, runnable, steal) are returned as they are. detail is "" when there
+ * is none. A pure function. */
+int vp_sched_java_state(int state, const char *const *frames, int n, char *detail, size_t len);
 
 enum vp_wall_part { VP_WALL_RUNNING, VP_WALL_RUNNABLE, VP_WALL_BLOCKED, VP_WALL_STEAL, VP_WALL__COUNT };
 const char *vp_wall_part_name(int part);   /* "running", ... */

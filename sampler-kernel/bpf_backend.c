@@ -526,6 +526,8 @@ static int setup_unwind(struct sampler *s, char *err, size_t errlen)
 	u->proc_slots_fd = bpf_map__fd(k->maps.proc_slots);
 	u->procs_fd = bpf_map__fd(k->maps.unwind_procs);
 	u->tables_fd = bpf_map__fd(k->maps.unwind_tables);
+	u->rules_fd = bpf_map__fd(k->maps.unwind_rules);
+	u->pages_fd = bpf_map__fd(k->maps.unwind_pages);
 	u->max_procs = bpf_map__max_entries(k->maps.unwind_procs);
 	u->max_tables = bpf_map__max_entries(k->maps.unwind_tables);
 	u->max_rules = bpf_map__max_entries(k->maps.unwind_rules);

@@ -41,6 +41,9 @@ struct sampler_unwind {
 	void *rules;            /* struct vpb_rule[max_rules] */
 	uint64_t *pages;        /* uint64_t[max_pages] */
 	uint32_t max_procs, max_tables, max_rules, max_pages;
+	/* The rules and pages arrays themselves, for another BPF object that walks with
+	 * the same tables (the switch tracer, bpf_map__reuse_fd). */
+	int rules_fd, pages_fd;
 };
 
 /* Where samplers put what they observe. emit() is called from the recorder's own

@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "sched.h"
+#include "walker.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -14,6 +15,9 @@ const volatile __u32 target_mode = VPS_TARGET_ALL;
 const volatile bool off_cpu = false;   /* --off-cpu: charge off-CPU intervals too */
 /* Only tasks whose real, effective and saved uid are this one (the service's users). */
 const volatile __u32 filter_uid = (__u32)-1;
+/* Walk user stacks at switch-out with the sampler's unwind-table and HotSpot walker
+ * (walker.bpf.h, its maps reused from the sampler's object) instead of frame pointers. */
+const volatile bool walker = false;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -41,6 +45,25 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, VPS_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
+
+/* Walked user stacks, by the hash of their contents; kept for the whole recording like
+ * the stack-trace map (user space reads them when it drains the sums). Allocated as
+ * stacks appear, not up front: most recordings need a few hundred. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, VPS_MAX_USTACKS);
+	__type(key, __u64);
+	__type(value, struct vps_ustack);
+} ustacks SEC(".maps");
+
+/* One stack being interned, per CPU (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vps_ustack);
+} ustack_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -84,9 +107,9 @@ struct tstate {
 	__u64 wake_time;   /* wakeup after out_time (or sched_wakeup_new), 0 = none */
 	__u64 last_out;    /* last switch-out seen, 0 = none */
 	__u64 sum_out;     /* the task's se.sum_exec_runtime then */
-	__s32 kstack, ustack;
+	__u64 ustack;      /* vps_key.ustack of the open interval */
+	__s32 kstack;
 	__u32 state;       /* VPS_* of the open interval */
-	__u32 pad;
 };
 
 struct {
@@ -137,7 +160,7 @@ static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64
 	v->last = now;
 }
 
-static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __s32 us, __u64 ns, __u64 now)
+static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __u64 us, __u64 ns, __u64 now)
 {
 	struct vps_key k = { .pid = pid, .tid = tid, .state = state, .kstack = ks, .ustack = us };
 
@@ -197,24 +220,123 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 	return NULL;
 }
 
+/* What a blocked thread waits for, from what the kernel knows at switch-out: I/O wait,
+ * else the system call it is blocked in (its number in pt_regs->orig_ax; -1 when it
+ * blocked outside one, e.g. on a page fault), else the task state. Java's own waits all
+ * go through futex; the report names them from their Java frames (docs/offcpu.md). */
 static __always_inline __u32 blocked_state(struct task_struct *prev, unsigned int prev_state)
 {
 	if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
 		return VPS_BLOCKED_IO;
 #if defined(__TARGET_ARCH_x86)
 	{
-		/* A thread blocked inside futex() waits for a user-space lock or condition
-		 * (x86-64: futex 202, futex_waitv 449, futex_wait 455). */
 		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
 		long nr = r ? BPF_CORE_READ(r, orig_ax) : -1;
 
-		if (nr == 202 || nr == 449 || nr == 455)
+		switch (nr) {
+		case 202: case 449: case 455:          /* futex, futex_waitv, futex_wait */
 			return VPS_BLOCKED_LOCK;
+		case 35: case 230:                     /* nanosleep, clock_nanosleep */
+			return VPS_BLOCKED_SLEEP;
+		case 0: case 17: case 19: case 295:    /* read, pread64, readv, preadv */
+		case 7: case 23: case 270: case 271:   /* poll, select, pselect6, ppoll */
+		case 232: case 281: case 441:          /* epoll_wait, epoll_pwait, epoll_pwait2 */
+		case 43: case 288: case 42:            /* accept, accept4, connect */
+		case 45: case 47: case 299:            /* recvfrom, recvmsg, recvmmsg */
+		case 44: case 46: case 1: case 20:     /* sendto, sendmsg, write, writev */
+			return VPS_BLOCKED_FD;
+		}
 	}
 #endif
 	if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_WAKEKILL))
 		return VPS_BLOCKED_OTHER;
-	return VPS_BLOCKED_SLEEP;
+	return VPS_BLOCKED_WAIT;
+}
+
+struct hash_ctx {
+	struct walk *w;
+	struct vps_ustack *u;
+	__u64 h;
+};
+
+/* Copies frame i of the walk into the stack being interned and mixes it into the hash.
+ * Only the walk's n frames are visited (user space reads n of them): a loop over the
+ * whole array cost as much as the walk of a shallow stack. */
+static long hash_frame(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+	__u64 x = 0;
+
+	/* Written so that the compiler keeps the bound check on the register the index
+	 * uses (the verifier rejects the access otherwise). */
+	if (i >= VPB_MAX_USTACK)
+		return 1;
+	if (i < c->w->n)
+		x = c->w->s.ustack[i];
+	c->u->ips[i] = x;
+	c->h = (c->h ^ x) * 0x100000001b3ull;
+	c->h ^= c->h >> 29;
+	return 0;
+}
+
+static long hash_jframe(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+	struct vpb_jframe z = {};
+
+	if (i >= VPB_MAX_JFRAMES)
+		return 1;
+	if (i < c->w->nj)
+		z = c->w->s.jframes[i];
+	c->u->jframes[i] = z;
+	c->h = (c->h ^ z.method ^ ((__u64)z.frame << 48) ^ (__u32)z.bci) * 0x100000001b3ull;
+	c->h ^= c->h >> 29;
+	return 0;
+}
+
+/* The current task's user stack, walked by the sampler's walker from its saved user
+ * registers (so a wait inside a libc wrapper without frame pointers shows its
+ * callers, and Java frames without -XX:+PreserveFramePointer are found), interned in
+ * ustacks. A frame-pointer walk when its process has no tables yet. */
+static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct vps_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &zero);
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct hash_ctx hc;
+	__u64 t0 = bpf_ktime_get_ns();
+	long id;
+
+	if (!w || !u || !r)
+		return 0;
+	w->s.pid = tgid;
+	if (!walk_regs(w, tgid, BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp),
+		       BPF_CORE_READ(r, r13))) {
+		id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		return id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
+	}
+	u->n = (__u16)w->n;
+	u->nj = (__u16)w->nj;
+	u->walk_end = (__u16)w->end;
+	u->pad = 0;
+	hc.w = w;
+	hc.u = u;
+	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
+	bpf_loop(w->n < VPB_MAX_USTACK ? w->n : VPB_MAX_USTACK, hash_frame, &hc, 0);
+	bpf_loop(w->nj < VPB_MAX_JFRAMES ? w->nj : VPB_MAX_JFRAMES, hash_jframe, &hc, 0);
+	hc.h &= ~VPS_USTACK_FP;
+	if (!hc.h)
+		hc.h = 1;
+	/* The first time a stack is seen it is stored; later, the lookup is all. */
+	if (!bpf_map_lookup_elem(&ustacks, &hc.h) && bpf_map_update_elem(&ustacks, &hc.h, u, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&ustacks, &hc.h)) {
+		count(VPS_CNT_USTACK_FULL, 1);
+		hc.h = 0;
+	}
+	count(VPS_CNT_WALKS, 1);
+	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
+	return hc.h;
 }
 
 SEC("tp_btf/sched_switch")
@@ -254,16 +376,24 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (is_tracked(prev)) {
 		__u32 pid = prev->tgid, tid = prev->pid;
 		bool open = off_cpu && !dead;
-		__s32 ks = -1, us = -1;
+		__s32 ks = -1;
+		__u64 us = 0;
 		struct vps_thread *th;
 
 		/* Stacks only when something will hang under them: the stack ids cost a
 		 * walk each. Current is still prev here, so these are its stacks. */
 		if (delta || open) {
 			ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
-			if (!(prev->flags & PF_KTHREAD))
-				us = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-			if (ks < 0 || (!(prev->flags & PF_KTHREAD) && us < 0))
+			if (!(prev->flags & PF_KTHREAD)) {
+				if (walker) {
+					us = walked_ustack(ctx, prev, pid);
+				} else {
+					long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+
+					us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
+				}
+			}
+			if (ks < 0 || (!(prev->flags & PF_KTHREAD) && !us))
 				count(VPS_CNT_NO_STACK, 1);
 		}
 		agg(pid, tid, VPS_STEAL, ks, us, delta, now);
@@ -343,7 +473,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			charge_off(ts, pid, tid, now, ran);
 		} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
 			/* A new thread's first wait on the run queue (sched_wakeup_new). */
-			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, -1, now - ts->wake_time, now);
+			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, now - ts->wake_time, now);
 		}
 		ts->out_time = 0;
 		ts->wake_time = 0;

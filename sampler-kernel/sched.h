@@ -17,16 +17,21 @@
 #ifndef VIPROF_SAMPLER_SCHED_H
 #define VIPROF_SAMPLER_SCHED_H
 
+#include "profile.h"   /* the walker's frame limits and struct vpb_jframe */
+
 /* vps_key.state: what the thread was doing in the interval (the values of
  * VP_SCHED_* in common/session_format.h). */
 #define VPS_STEAL            1   /* running while the hypervisor ran something else */
-#define VPS_BLOCKED_SLEEP    2   /* blocked: sleeping, waiting for an event */
+#define VPS_BLOCKED_SLEEP    2   /* blocked: in nanosleep/clock_nanosleep (a timed sleep) */
 #define VPS_BLOCKED_IO       3   /* blocked: in I/O wait (task->in_iowait) */
 #define VPS_BLOCKED_LOCK     4   /* blocked: in futex (a user-space lock or condition) */
 #define VPS_RUNNABLE_PREEMPT 5   /* runnable: preempted, waiting on the run queue */
 #define VPS_RUNNABLE_WOKEN   6   /* runnable: woken (or new), waiting on the run queue */
 #define VPS_BLOCKED_OTHER    7   /* blocked: uninterruptible, not I/O (D state) */
-#define VPS_STATE_MAX        8
+#define VPS_BLOCKED_FD       8   /* blocked: waiting for a file descriptor (poll, epoll, select,
+				  * read, recv, accept): sockets, pipes, terminals */
+#define VPS_BLOCKED_WAIT     9   /* blocked: any other interruptible wait (wait4, pause, ...) */
+#define VPS_STATE_MAX        10
 
 #define VPS_MAX_THREADS 65536
 #define VPS_MAX_STACKS  16384
@@ -45,14 +50,33 @@
 #define VPS_CNT_NO_RQ      4     /* a switch where this CPU's run queue could not be found */
 #define VPS_CNT_MISSED_IN  5     /* a tracked thread's switch-in the program did not see (see sched.bpf.c) */
 #define VPS_CNT_MISSED_NS  6     /* the on-CPU time of those runs, from the task's own runtime */
-#define VPS_CNT_NR         7
+#define VPS_CNT_WALKS      7     /* user stacks walked with the sampler's walker */
+#define VPS_CNT_WALK_NS    8     /* the time those walks took (with interning) */
+#define VPS_CNT_USTACK_FULL 9    /* a walked stack not interned: the ustacks hash was full */
+#define VPS_CNT_NR         10
+
+/* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
+ * the stacks map (no walker, or the process's tables not loaded yet); anything else =
+ * the key of a walked stack in the ustacks map (walker.bpf.h). */
+#define VPS_USTACK_FP (1ull << 63)
 
 struct vps_key {
 	__u32 pid, tid;
 	__u32 state;                 /* VPS_* */
 	__s32 kstack;                /* stack id in the stacks map, or < 0 */
-	__s32 ustack;
-	__u32 pad;
+	__u64 ustack;                /* VPS_USTACK_FP | id, a ustacks key, or 0 */
+};
+
+/* A user stack walked at switch-out by the sampler's walker (walker.bpf.h), interned in
+ * the ustacks hash under a 64-bit hash of its contents: the frames, the interpreted
+ * frames' Method* and bytecode index, and how the walk ended. */
+#define VPS_MAX_USTACKS 16384        /* resized by user space */
+struct vps_ustack {
+	__u16 n, nj;                 /* frames, interpreted frames */
+	__u16 walk_end;              /* VPB_WALK_* */
+	__u16 pad;
+	__u64 ips[VPB_MAX_USTACK];   /* leaf first */
+	struct vpb_jframe jframes[VPB_MAX_JFRAMES];
 };
 
 struct vps_val {

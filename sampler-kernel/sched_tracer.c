@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common/session_format.h"
+#include "common/util.h"
 #include "sampler-kernel/sched.h"
 #include "sampler-kernel/sched_tracer.h"
 #include "sched.skel.h"
@@ -28,8 +29,14 @@ struct vp_sched {
 	struct vps_key *keys;            /* scratch for one drain */
 	struct vp_sample *buf;           /* one record being built */
 	uint64_t *kips, *uips;           /* stack map values */
+	struct vps_ustack *ustk;         /* a walked stack read back */
 	struct vp_sched_stats st;
 	bool stopped;
+	bool walker;                     /* the loaded object walks with the sampler's tables */
+	/* The sampler's before_sampling callback this tracer wrapped (vp_sched__hook). */
+	void (*next_before)(void *ctx, const struct sampler_unwind *uw);
+	void *next_ctx;
+	char walker_err[256];            /* why the walker could not be used, or "" */
 };
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -68,10 +75,33 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 	return n;
 }
 
+/* The user frames of a key into s->uips, and its interpreted frames into s->ustk when
+ * it is a walked stack (*nj, *walk_end set); frame-pointer stacks have neither. */
+static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
+{
+	int n;
+
+	*nj = 0;
+	*walk_end = s->walker ? VP_WALK_NO_PROC : VP_WALK_UNKNOWN;
+	if (!us)
+		return 0;
+	if (us & VPS_USTACK_FP)
+		return stack_frames(s, (int32_t)(uint32_t)us, s->uips);
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.ustacks), &us, s->ustk))
+		return 0;
+	n = s->ustk->n < VPB_MAX_USTACK ? s->ustk->n : VPB_MAX_USTACK;
+	memcpy(s->uips, s->ustk->ips, (size_t)n * 8);
+	*nj = s->ustk->nj < VPB_MAX_JFRAMES ? s->ustk->nj : VPB_MAX_JFRAMES;
+	*walk_end = s->ustk->walk_end < VP_WALK__COUNT ? s->ustk->walk_end : VP_WALK_UNKNOWN;
+	if (n == VPB_MAX_USTACK)
+		*walk_end = VP_WALK_DEPTH;
+	return n;
+}
+
 static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vps_val *v)
 {
 	struct vp_sample *o = s->buf;
-	int nk = stack_frames(s, k->kstack, s->kips), nu = stack_frames(s, k->ustack, s->uips);
+	int nj, walk_end, nk = stack_frames(s, k->kstack, s->kips), nu = user_frames(s, k->ustack, &nj, &walk_end);
 	size_t len;
 	int err;
 
@@ -93,11 +123,21 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->nr_kernel = (uint16_t)nk;
 	o->nr_user = (uint16_t)nu;
 	o->sched_state = (uint8_t)k->state;
-	if (k->kstack < 0 && k->ustack < 0 && k->state != VPS_RUNNABLE_WOKEN)
+	if (k->kstack < 0 && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
 		s->st.no_stack++;
 	memcpy(o->ips, s->kips, (size_t)nk * 8);
 	memcpy(o->ips + nk, s->uips, (size_t)nu * 8);
-	len = sizeof(*o) + (size_t)(nk + nu) * 8;
+	o->walk_end = k->ustack ? (uint8_t)walk_end : VP_WALK_UNKNOWN;
+	/* Interpreted frames cut off with the user stack go with it. */
+	struct vp_java_frame *jf = (struct vp_java_frame *)(o->ips + nk + nu);
+	for (int i = 0; i < nj; i++) {
+		if (s->ustk->jframes[i].frame >= nu)
+			continue;
+		*jf++ = (struct vp_java_frame){ .frame = s->ustk->jframes[i].frame, .bci = s->ustk->jframes[i].bci,
+						.method = s->ustk->jframes[i].method };
+		o->nr_java++;
+	}
+	len = sizeof(*o) + (size_t)(nk + nu) * 8 + (size_t)o->nr_java * sizeof(struct vp_java_frame);
 	err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, v->last, o, len);
 	if (err < 0)
 		return err;
@@ -212,6 +252,9 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.no_rq = percpu_sum(s, VPS_CNT_NO_RQ);
 	s->st.missed_in = percpu_sum(s, VPS_CNT_MISSED_IN);
 	s->st.missed_ns = percpu_sum(s, VPS_CNT_MISSED_NS);
+	s->st.walks = percpu_sum(s, VPS_CNT_WALKS);
+	s->st.walk_ns = percpu_sum(s, VPS_CNT_WALK_NS);
+	s->st.ustack_full = percpu_sum(s, VPS_CNT_USTACK_FULL);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
@@ -233,6 +276,7 @@ void vp_sched__free(struct vp_sched *s)
 	free(s->buf);
 	free(s->kips);
 	free(s->uips);
+	free(s->ustk);
 	free(s);
 }
 
@@ -249,6 +293,126 @@ static int attach(struct vp_sched *s, struct bpf_program *p, const char *tp, cha
 	}
 	s->links[s->nr_links++] = l;
 	return 0;
+}
+
+static void configure(struct sched *k, const struct vp_sched_config *cfg)
+{
+	bool tracked = cfg->target != SAMPLER_TARGET_ALL;
+
+	k->rodata->target_mode = tracked ? VPS_TARGET_TRACKED : VPS_TARGET_ALL;
+	k->rodata->off_cpu = cfg->off_cpu;
+	k->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
+	bpf_program__set_autoload(k->progs.on_fork, tracked);
+	bpf_program__set_autoload(k->progs.on_wakeup, cfg->off_cpu);
+	bpf_program__set_autoload(k->progs.on_wakeup_new, cfg->off_cpu);
+}
+
+/* The programs s->skel loaded, in the order that loses nothing: forks first, so that
+ * no child escapes; then wakeups before switches, so that no switch-in finds a wakeup
+ * missing. */
+static int attach_all(struct vp_sched *s, char *err, size_t errlen)
+{
+	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
+	int rc = 0;
+
+	if ((tracked && (rc = attach(s, s->skel->progs.on_fork, "sched_process_fork", err, errlen))) ||
+	    (s->cfg.off_cpu && (rc = attach(s, s->skel->progs.on_wakeup, "sched_wakeup", err, errlen))) ||
+	    (s->cfg.off_cpu && (rc = attach(s, s->skel->progs.on_wakeup_new, "sched_wakeup_new", err, errlen))) ||
+	    (rc = attach(s, s->skel->progs.on_switch, "sched_switch", err, errlen)))
+		return rc;
+	return 0;
+}
+
+/* Replaces the frame-pointer object with one that walks user stacks with the sampler's
+ * tables: the new object reuses every map of the old one (so no thread's open
+ * interval, sum or counter is lost) and the sampler's walker maps, is loaded, and
+ * takes over the tracepoints. Switches in the moment between the old program's
+ * detach and the new one's attach are missed switches, which the program already
+ * accounts for (sched.bpf.c). 0 or -errno with the reason in s->walker_err; the old
+ * object keeps running on failure. */
+static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
+{
+	struct sched *old = s->skel, *k = sched__open();
+	int rc = 0;
+
+	if (!k) {
+		rc = -errno;
+		snprintf(s->walker_err, sizeof(s->walker_err), "cannot open a second BPF object: %s", strerror(-rc));
+		return rc;
+	}
+	configure(k, &s->cfg);
+	k->rodata->walker = true;
+#define REUSE(m, fd) (rc = bpf_map__reuse_fd(k->maps.m, (fd)))
+	if (REUSE(tracked, bpf_map__fd(old->maps.tracked)) || REUSE(stacks, bpf_map__fd(old->maps.stacks)) ||
+	    REUSE(agg0, bpf_map__fd(old->maps.agg0)) || REUSE(agg1, bpf_map__fd(old->maps.agg1)) ||
+	    REUSE(threads, bpf_map__fd(old->maps.threads)) || REUSE(cpus, bpf_map__fd(old->maps.cpus)) ||
+	    REUSE(counters, bpf_map__fd(old->maps.counters)) || REUSE(tstates, bpf_map__fd(old->maps.tstates)) ||
+	    REUSE(bss, bpf_map__fd(old->maps.bss)) || REUSE(proc_slots, uw->proc_slots_fd) ||
+	    REUSE(unwind_procs, uw->procs_fd) || REUSE(unwind_tables, uw->tables_fd) ||
+	    REUSE(unwind_rules, uw->rules_fd) || REUSE(unwind_pages, uw->pages_fd)) {
+		snprintf(s->walker_err, sizeof(s->walker_err), "cannot share the sampler's maps: %s", strerror(-rc));
+		goto cleanup;
+	}
+#undef REUSE
+	vp_timing("switch tracer: walking object opened");
+	if ((rc = sched__load(k))) {
+		snprintf(s->walker_err, sizeof(s->walker_err), "the kernel refused the walking program (%s)",
+			 strerror(-rc));
+		goto cleanup;
+	}
+	vp_timing("switch tracer: walking object loaded");
+	for (int i = 0; i < s->nr_links; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nr_links = 0;
+	vp_timing("switch tracer: old links detached");
+	s->skel = k;
+	if ((rc = attach_all(s, s->walker_err, sizeof(s->walker_err)))) {
+		/* Back to the old object, whose programs attached before. */
+		for (int i = 0; i < s->nr_links; i++)
+			bpf_link__destroy(s->links[i]);
+		s->nr_links = 0;
+		s->skel = old;
+		char ignored[256];
+		attach_all(s, ignored, sizeof(ignored));
+		goto cleanup;
+	}
+	s->walker = true;
+	vp_timing("switch tracer: walking object attached");
+	k = old;   /* the old object goes; its maps live on in the new one */
+cleanup:
+	sched__destroy(k);
+	vp_timing("switch tracer: old object freed");
+	return rc;
+}
+
+static void before_sampling(void *ctx, const struct sampler_unwind *uw)
+{
+	struct vp_sched *s = ctx;
+
+	/* The recorder's unwinder first: the tables of the processes that run already. */
+	if (s->next_before)
+		s->next_before(s->next_ctx, uw);
+	if (!s->stopped && uw && uw->rules_fd > 0 && uw->pages_fd > 0)
+		use_walker(s, uw);
+}
+
+void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg)
+{
+	/* Only for off-CPU time: the walking object costs a second verification of the
+	 * walker (about 0.3 s of CPU on this project's VMs), which steal stacks alone do
+	 * not repay. */
+	if (!s || !s->cfg.off_cpu || !cfg->unwind || !cfg->callchain)
+		return;
+	s->next_before = cfg->before_sampling;
+	s->next_ctx = cfg->before_ctx;
+	cfg->before_sampling = before_sampling;
+	cfg->before_ctx = s;
+	snprintf(s->walker_err, sizeof(s->walker_err), "the sampler did not share its stack walker's tables");
+}
+
+const char *vp_sched__walker(const struct vp_sched *s)
+{
+	return !s || s->walker || !s->walker_err[0] ? NULL : s->walker_err;
 }
 
 struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, size_t errlen)
@@ -280,10 +444,12 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		s->cfg.drain_ns = DEFAULT_DRAIN_NS;
 	s->ncpu = libbpf_num_possible_cpus();
 	s->keys = calloc(MAX_KEYS_PER_DRAIN, sizeof(*s->keys));
-	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t));
+	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t) +
+			VPB_MAX_JFRAMES * sizeof(struct vp_java_frame));
 	s->kips = calloc(VPS_MAX_DEPTH, sizeof(uint64_t));
-	s->uips = calloc(VPS_MAX_DEPTH, sizeof(uint64_t));
-	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips) {
+	s->uips = calloc(VPS_MAX_DEPTH > VPB_MAX_USTACK ? VPS_MAX_DEPTH : VPB_MAX_USTACK, sizeof(uint64_t));
+	s->ustk = calloc(1, sizeof(*s->ustk));
+	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "switch tracer: out of memory");
 		goto cleanup;
@@ -294,12 +460,16 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		snprintf(err, errlen, "switch tracer: cannot open the BPF object: %s", strerror(-rc));
 		goto cleanup;
 	}
-	s->skel->rodata->target_mode = tracked ? VPS_TARGET_TRACKED : VPS_TARGET_ALL;
-	s->skel->rodata->off_cpu = cfg->off_cpu;
-	s->skel->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
-	bpf_program__set_autoload(s->skel->progs.on_fork, tracked);
-	bpf_program__set_autoload(s->skel->progs.on_wakeup, cfg->off_cpu);
-	bpf_program__set_autoload(s->skel->progs.on_wakeup_new, cfg->off_cpu);
+	configure(s->skel, cfg);
+	/* This first object walks user stacks by frame pointer: the walker's maps are the
+	 * sampler's, which does not exist yet (vp_sched__hook swaps in a walking object
+	 * once it does). They get one entry each here. */
+	bpf_map__set_max_entries(s->skel->maps.proc_slots, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_rules, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_pages, 2);
+	bpf_map__set_max_entries(s->skel->maps.ustacks, 1);
 	rc = sched__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
@@ -320,12 +490,7 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		snprintf(err, errlen, "switch tracer: cannot write the event records: %s", strerror(-rc));
 		goto cleanup;
 	}
-	/* Forks first, so that no child escapes; then wakeups before switches, so that
-	 * no switch-in finds a wakeup missing. */
-	if ((tracked && (rc = attach(s, s->skel->progs.on_fork, "sched_process_fork", err, errlen))) ||
-	    (cfg->off_cpu && (rc = attach(s, s->skel->progs.on_wakeup, "sched_wakeup", err, errlen))) ||
-	    (cfg->off_cpu && (rc = attach(s, s->skel->progs.on_wakeup_new, "sched_wakeup_new", err, errlen))) ||
-	    (rc = attach(s, s->skel->progs.on_switch, "sched_switch", err, errlen)))
+	if ((rc = attach_all(s, err, errlen)))
 		goto cleanup;
 	s->last_drain = mono_ns();
 cleanup:

@@ -256,7 +256,7 @@ static int split(void)
 		snprintf(html, sizeof(html), "%s/flame.html", dir);
 		snprintf(cmd, sizeof(cmd), "%s report %s -F html -o %s 2>/dev/null && timeout 90 chromium --headless "
 			 "--no-sandbox --disable-gpu --user-data-dir=%s/chromium --virtual-time-budget=5000 --dump-dom "
-			 "'file://%s#view=wall' 2>/dev/null | grep -q 'samples of wall'", VIPROF_BIN, dir, html, dir, html);
+			 "'file://%s#view=wall' 2>/dev/null | grep -q 'ms of wall'", VIPROF_BIN, dir, html, dir, html);
 		int st = system(cmd);
 		if (st != 0)
 			FAIL("the flame graph did not switch to the wall view: %s", cmd);

@@ -26,8 +26,42 @@ static uint64_t total(const struct vp_profile *p, int e)
 	return w;
 }
 
+/* The Java wait states (vp_sched_java_state): frames leaf first, as the loader has them. */
+static void java_states(void)
+{
+	char d[64];
+	const char *sleep17[] = { "futex_wait", "__futex_abstimed_wait_common", "os::PlatformEvent::park(long)",
+				  "JVM_Sleep", "java.lang.Thread.sleep(long)", "Shop.handleRequest()", "java.lang.Thread.run()" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, sleep17, 7, d, sizeof(d)), VP_SCHED_BLOCKED_SLEEP);
+	ASSERT_STREQ(d, "");
+	const char *poll[] = { "__futex_abstimed_wait_common", "Unsafe_Park", "jdk.internal.misc.Unsafe.park(boolean, long)",
+			       "java.util.concurrent.locks.LockSupport.parkNanos(java.lang.Object, long)",
+			       "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.awaitNanos(long)",
+			       "java.util.concurrent.LinkedBlockingQueue.poll(long, java.util.concurrent.TimeUnit)",
+			       "Shop.pollRequest()" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, poll, 7, d, sizeof(d)), VP_SCHED_BLOCKED_PARK);
+	ASSERT_STREQ(d, "LinkedBlockingQueue");
+	const char *lock[] = { "__futex_abstimed_wait_common", "os::PlatformEvent::park()", "ObjectMonitor::EnterI(JavaThread*)",
+			       "ObjectMonitor::enter(JavaThread*)", "Shop.lockRequest()" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, lock, 5, d, sizeof(d)), VP_SCHED_BLOCKED_LOCK);
+	ASSERT_STREQ(d, "monitor");
+	const char *wait[] = { "__futex_abstimed_wait_common", "JVM_MonitorWait", "java.lang.Object.wait(long)" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, wait, 3, d, sizeof(d)), VP_SCHED_BLOCKED_OBJWAIT);
+	const char *nio[] = { "__poll", "Java_sun_nio_ch_Net_poll", "sun.nio.ch.Net.poll(java.io.FileDescriptor, int, long)" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_FD, nio, 3, d, sizeof(d)), VP_SCHED_BLOCKED_FD);
+	/* Native code called from Java keeps the kernel's state; so do I/O wait and run-queue waits. */
+	const char *jni[] = { "__futex_abstimed_wait_common", "my_native_wait", "Shop.callNative()", "java.lang.Thread.sleep(long)" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, jni, 4, d, sizeof(d)), VP_SCHED_BLOCKED_LOCK);
+	ASSERT_STREQ(d, "");
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_IO, sleep17, 7, d, sizeof(d)), VP_SCHED_BLOCKED_IO);
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_RUNNABLE_PREEMPT, sleep17, 7, d, sizeof(d)), VP_SCHED_RUNNABLE_PREEMPT);
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_PARK), "[blocked: park]");
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_FD), "[blocked: io wait]");
+}
+
 int main(void)
 {
+	java_states();
 	struct vp_profile *p = vp_profile__new();
 	char err[256] = "";
 	ASSERT_NOT_NULL(p);

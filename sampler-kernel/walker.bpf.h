@@ -1,0 +1,417 @@
+/* The user stack walker, shared by the BPF programs that take user stacks: the sampler
+ * (profile.bpf.c, on every perf event overflow) and the context-switch tracer
+ * (sched.bpf.c, at every switch-out), so that on-CPU and off-CPU stacks are walked by
+ * the same code with the same tables (docs/stacks.md). Include it after vmlinux.h, the
+ * libbpf headers and profile.h.
+ *
+ * The tables are maps that daemon/unwinder.c fills: each object that includes this
+ * header declares them, and every object but the sampler's reuses the sampler's maps
+ * (bpf_map__reuse_fd) before it loads, so there is one copy of each table. The walk's
+ * scratch (struct walk, per CPU) is each object's own. */
+#ifndef VIPROF_SAMPLER_WALKER_BPF_H
+#define VIPROF_SAMPLER_WALKER_BPF_H
+
+/* The walker's tables, written by user space (daemon/unwinder.c): the big arrays are
+ * mmapable so that user space copies a table in without a syscall per entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPB_MAX_PROCS);
+	__type(key, __u32);              /* tgid */
+	__type(value, __u32);            /* slot in unwind_procs */
+} proc_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);       /* resized by user space before load */
+	__type(key, __u32);
+	__type(value, struct vpb_proc);
+} unwind_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VPB_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, struct vpb_table);
+} unwind_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, VPB_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct vpb_rule);
+} unwind_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, VPB_MAX_PAGES);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_pages SEC(".maps");
+
+/* The walk's state and the sample it builds, per CPU: the sample is too large for the
+ * BPF stack, and the bpf_loop callback reaches both through here. */
+#define STK_BYTES 8192        /* at most this much of the stack is copied per walk */
+#define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
+
+struct walk {
+	__u64 pc, sp, fp, r13;
+	__u64 stk_base, stk_len;  /* stk holds [stk_base, stk_base + stk_len) */
+	__u64 stk_stop;           /* the next chunk was unreadable: do not grow */
+	__u32 slot;
+	__u32 n;                 /* frames stored */
+	__u32 end;               /* VPB_WALK_* once the walk stops */
+	__u32 nj;
+	struct vpb_sample s;
+	__u8 stk[STK_BYTES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} scratch SEC(".maps");
+
+/* ---- The user stack walker.
+ *
+ * One frame per bpf_loop iteration. A frame's pc is classified: HotSpot's interpreter
+ * (frame pointer always kept; Method* and bytecode pointer at fixed slots), HotSpot's code
+ * heaps (compiled methods and stubs with a fixed frame size found through the code
+ * heap's segment map), or a native mapping unwound with the rules derived from its
+ * .eh_frame. Each step checks that the stack grows towards the caller, so a wrong rule
+ * cannot loop. */
+
+#define MAX_SEG_HOPS 16
+#define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
+#define MAX_STACK_SPAN (64u << 20)
+
+/* Stack words come from a copy of the stack's top that grows a chunk at a time as the
+ * walk goes up (a copy costs about as much per kilobyte as a frame does, so copying a
+ * fixed large window would cost shallow stacks); anything else, and stack beyond the
+ * window, is read from the process word by word. */
+static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
+{
+	__u64 off = addr - w->stk_base, len = w->stk_len;
+
+	if (addr >= w->stk_base && off + 8 > len && off + 8 <= len + STK_CHUNK && len <= STK_BYTES - STK_CHUNK &&
+	    !w->stk_stop) {
+		if (bpf_probe_read_user(&w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
+			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
+		else
+			w->stk_len = len = len + STK_CHUNK;
+	}
+	if (addr >= w->stk_base && off + 8 <= len && off <= STK_BYTES - 8) {
+		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		return 0;
+	}
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+static __always_inline long stop(struct walk *w, __u32 why)
+{
+	w->end = why;
+	return 1;
+}
+
+/* Binary search of the process's mappings (sorted by start) for pc. */
+static __always_inline struct vpb_mapping *find_mapping(struct vpb_proc *p, __u64 pc)
+{
+	__u32 lo = 0, hi = p->nr_maps;
+
+	if (hi > VPB_MAX_MAPS)
+		hi = VPB_MAX_MAPS;
+	for (int i = 0; i < 10 && lo < hi; i++) {
+		__u32 mid = (lo + hi) / 2;
+
+		if (mid >= VPB_MAX_MAPS)
+			return NULL;
+		if (pc < p->maps[mid].start)
+			hi = mid;
+		else if (pc >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+/* The last rule of table t whose pc is <= off, narrowed by the page index. */
+static __always_inline struct vpb_rule *find_rule(__u32 t, __u64 off)
+{
+	struct vpb_table *tab = bpf_map_lookup_elem(&unwind_tables, &t);
+	__u32 page, k, lo, hi;
+	__u64 *plo, *phi;
+
+	if (!tab || off >= ((__u64)tab->nr_pages << VPB_PAGE_SHIFT))
+		return NULL;
+	page = tab->page_first + (__u32)(off >> VPB_PAGE_SHIFT);
+	plo = bpf_map_lookup_elem(&unwind_pages, &page);
+	k = page + 1;
+	phi = bpf_map_lookup_elem(&unwind_pages, &k);
+	if (!plo || !phi)
+		return NULL;
+	/* pages[p] is the index of the rule in force at the page's first byte. */
+	lo = (__u32)*plo;
+	hi = (__u32)*phi + 1;
+	if (hi > tab->nr_rules)
+		hi = tab->nr_rules;
+	/* Invariant: rule lo applies at or before off; find the last such. */
+	for (int i = 0; i < 14 && lo + 1 < hi; i++) {
+		__u32 mid = (lo + hi) / 2, idx = tab->rule_first + mid;
+		struct vpb_rule *r = bpf_map_lookup_elem(&unwind_rules, &idx);
+
+		if (!r)
+			return NULL;
+		if (r->pc <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	k = tab->rule_first + lo;
+	return bpf_map_lookup_elem(&unwind_rules, &k);
+}
+
+static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf)
+{
+	__u64 method = 0, bcp = 0, cm = 0, ra, sender_sp, link;
+	__s64 bci = -1;
+	__u64 fp = w->fp;
+
+	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
+		return stop(w, VPB_WALK_BAD_FRAME);
+	if (read_u64(w, fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
+		if (leaf)
+			bcp = w->r13;
+		else
+			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
+		if (read_u64(w, method + hs->method_const, &cm) == 0 && cm && bcp > cm)
+			bci = (__s64)(bcp - cm - hs->constmethod_size);
+		if (bci < 0 || bci > 65535)
+			bci = -1;
+		if (w->nj < VPB_MAX_JFRAMES) {
+			__u32 j = w->nj;
+
+			w->s.jframes[j].method = method;
+			w->s.jframes[j].frame = (__u16)(w->n - 1);
+			w->s.jframes[j].bci = (__s32)bci;
+			w->nj = j + 1;
+		}
+	}
+	if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &link) ||
+	    read_u64(w, fp + (__s64)hs->slot_sender_sp * 8, &sender_sp))
+		return stop(w, VPB_WALK_UNREADABLE);
+	/* A compiled caller's frame is found from its unextended SP, which the interpreter
+	 * saved in its sender_sp slot; everything else uses the frame pointer chain. */
+	if (sender_sp <= w->sp || sender_sp > fp + MAX_STACK_SPAN)
+		sender_sp = fp + 16;
+	w->pc = ra;
+	w->sp = sender_sp;
+	w->fp = link;
+	return 0;
+}
+
+/* Finds the code blob holding pc through heap i's segment map. 0 or a stop. */
+static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_codeheap *h,
+				      bool leaf)
+{
+	__u64 seg = (w->pc - h->lo) >> (h->log2_seg & 63), blob, cfa, ra, code;
+	__u8 hdr[BLOB_HDR], b;
+	__s32 fsize = 0, fc = -1;
+	__u32 off;
+
+	for (int i = 0; i < MAX_SEG_HOPS; i++) {
+		if (bpf_probe_read_user(&b, 1, (const void *)(h->segmap + seg)))
+			return stop(w, VPB_WALK_UNREADABLE);
+		if (b == 0xff)
+			return stop(w, VPB_WALK_NO_RULE);
+		if (b == 0)
+			break;
+		if (seg < b)
+			return stop(w, VPB_WALK_BAD_FRAME);
+		seg -= b;
+	}
+	if (b != 0)
+		return stop(w, VPB_WALK_NO_RULE);
+	blob = h->lo + (seg << (h->log2_seg & 63)) + hs->heapblock_size;
+	if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)blob))
+		return stop(w, VPB_WALK_UNREADABLE);
+	off = hs->blob_frame_size;
+	if (off <= BLOB_HDR - 4)
+		__builtin_memcpy(&fsize, hdr + (off & (BLOB_HDR - 1)), 4);
+	if (fsize <= 0 || fsize > 65536) {
+		/* Blobs without a fixed frame (BufferBlobs: the call stub, adapters) keep
+		 * a frame pointer. */
+		if (w->fp <= w->sp || w->fp - w->sp > MAX_STACK_SPAN)
+			return stop(w, VPB_WALK_BAD_FRAME);
+		if (read_u64(w, w->fp + 8, &ra) || read_u64(w, w->fp, &code))
+			return stop(w, VPB_WALK_UNREADABLE);
+		w->pc = ra;
+		w->sp = w->fp + 16;
+		w->fp = code;
+		return 0;
+	}
+	cfa = w->sp + (__u64)fsize * 8;
+	if (leaf) {
+		/* Before the frame is complete (the prologue) only the return address has
+		 * been pushed. */
+		off = hs->blob_frame_complete;
+		if (hs->frame_complete_16) {
+			__s16 f16 = 0;
+
+			if (off <= BLOB_HDR - 2)
+				__builtin_memcpy(&f16, hdr + (off & (BLOB_HDR - 1)), 2);
+			fc = f16;
+		} else if (off <= BLOB_HDR - 4) {
+			__builtin_memcpy(&fc, hdr + (off & (BLOB_HDR - 1)), 4);
+		}
+		off = hs->blob_code;
+		code = 0;
+		if (hs->blob_code_is_offset) {
+			__s32 co = 0;
+
+			if (off <= BLOB_HDR - 4)
+				__builtin_memcpy(&co, hdr + (off & (BLOB_HDR - 1)), 4);
+			code = blob + co;
+		} else if (off <= BLOB_HDR - 8) {
+			__builtin_memcpy(&code, hdr + (off & (BLOB_HDR - 1)), 8);
+		}
+		if (fc > 0 && code && w->pc < code + (__u64)fc)
+			cfa = w->sp + 8;
+	}
+	if (read_u64(w, cfa - 8, &ra))
+		return stop(w, VPB_WALK_UNREADABLE);
+	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = ra;
+	w->sp = cfa;
+	return 0;
+}
+
+static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+{
+	__u64 lookup = leaf ? w->pc : w->pc - 1, cfa, ra, fp = w->fp;
+	struct vpb_rule *r;
+
+	if (m->table == VPB_NO_TABLE) {
+		/* No unwind information at all: frame pointers are all there is. */
+		if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
+			return stop(w, VPB_WALK_NO_RULE);
+		if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &w->fp))
+			return stop(w, VPB_WALK_UNREADABLE);
+		w->pc = ra;
+		w->sp = fp + 16;
+		return 0;
+	}
+	r = find_rule(m->table, lookup - m->bias);
+	if (!r)
+		return stop(w, VPB_WALK_NO_RULE);
+	switch (r->kind) {
+	case VPB_RULE_SP:
+		cfa = w->sp + (__s64)r->cfa_off * 8;
+		break;
+	case VPB_RULE_FP:
+		cfa = fp + (__s64)r->cfa_off * 8;
+		break;
+	case VPB_RULE_PLT:
+		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
+		break;
+	case VPB_RULE_END:
+		return stop(w, VPB_WALK_ROOT);
+	default:
+		return stop(w, VPB_WALK_NO_RULE);
+	}
+	if (read_u64(w, cfa - 8, &ra))
+		return stop(w, VPB_WALK_UNREADABLE);
+	if (r->fp_off != VPB_FP_SAME && read_u64(w, cfa + (__s64)r->fp_off * 8, &w->fp))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = ra;
+	w->sp = cfa;
+	return 0;
+}
+
+static long walk_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct vpb_proc *p;
+	struct vpb_mapping *m;
+	__u64 old_sp, pc;
+	bool leaf = i == 0;
+	long rc;
+
+	if (!w)
+		return 1;
+	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
+	if (!p)
+		return stop(w, VPB_WALK_NO_PROC);
+	pc = w->pc;
+	if (pc == 0)
+		return stop(w, VPB_WALK_ROOT);
+	if (w->n >= VPB_MAX_USTACK)
+		return stop(w, VPB_WALK_DEPTH);
+	{
+		__u32 n = w->n;
+
+		if (n < VPB_MAX_USTACK)
+			w->s.ustack[n] = pc;
+		w->n = n + 1;
+	}
+	old_sp = w->sp;
+	if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
+		rc = interp_frame(w, &p->hs, leaf);
+	} else {
+		struct vpb_codeheap *h = NULL;
+
+		for (int k = 0; k < VPB_MAX_HEAPS; k++)
+			if (k < p->hs.nr_heaps && pc >= p->hs.heaps[k].lo && pc < p->hs.heaps[k].hi)
+				h = &p->hs.heaps[k];
+		if (h) {
+			rc = jit_frame(w, &p->hs, h, leaf);
+		} else {
+			m = find_mapping(p, pc);
+			if (!m)
+				return stop(w, VPB_WALK_NO_RULE);
+			rc = native_frame(w, m, leaf);
+		}
+	}
+	if (rc)
+		return rc;
+	if (w->pc == 0)
+		return stop(w, VPB_WALK_ROOT);
+	if (w->sp <= old_sp)
+		return stop(w, VPB_WALK_BAD_FRAME);
+	return 0;
+}
+
+/* Walks the user stack of process tgid from the given user registers (r13 is the
+ * interpreter's bytecode pointer in a leaf interpreted frame) into w->s.ustack and
+ * w->s.jframes; sets w->s.ustack_bytes, walk_end and nr_jframes. Returns false when
+ * the process has no tables yet (the caller falls back to frame pointers). */
+static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u64 sp, __u64 fp, __u64 r13)
+{
+	__u32 *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+
+	if (!slot)
+		return false;
+	w->pc = pc;
+	w->sp = sp;
+	w->fp = fp;
+	w->r13 = r13;
+	w->slot = *slot;
+	/* The stack is copied in chunks as the walk reaches them (read_u64). */
+	w->stk_base = w->sp;
+	w->stk_len = 0;
+	w->stk_stop = 0;
+	w->n = 0;
+	w->nj = 0;
+	w->end = VPB_WALK_DEPTH;
+	bpf_loop(VPB_MAX_USTACK, walk_step, NULL, 0);
+	w->s.ustack_bytes = (__s32)(w->n * 8);
+	w->s.walk_end = (__u16)w->end;
+	w->s.nr_jframes = (__u16)w->nj;
+	return true;
+}
+
+#endif
