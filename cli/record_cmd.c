@@ -119,10 +119,10 @@ static int java_agent_options(const char *session_dir, bool no_jit, bool frame_p
 	if (!agent || asprintf(&opts[n], "-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR, agent, session_dir) < 0)
 		return 0;
 	n++;
-	opts[n++] = "-XX:+UnlockDiagnosticVMOptions";
-	opts[n++] = "-XX:+DebugNonSafepoints";
 	if (frame_pointers)
 		opts[n++] = "-XX:+PreserveFramePointer";
+	opts[n++] = "-XX:+UnlockDiagnosticVMOptions";
+	opts[n++] = "-XX:+DebugNonSafepoints";
 	return n;
 }
 

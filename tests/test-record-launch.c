@@ -236,6 +236,27 @@ int main(void)
 		 "-Xmx64m -agentpath:/bin/true=dir=%s/jit -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions "
 		 "-XX:+DebugNonSafepoints", sess_fp);
 	ASSERT_STREQ(jto, expect);
+	/* A command that is java itself gets the options on its command line, right after
+	 * "java", and JAVA_TOOL_OPTIONS stays the user's: HotSpot then prints no "Picked
+	 * up JAVA_TOOL_OPTIONS" line into the application's stderr. */
+	char fake_java[PATH_MAX + 16], sess_j[PATH_MAX];
+	snprintf(fake_java, sizeof(fake_java), "%s/java", tmp);
+	f = fopen(fake_java, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "#!/bin/sh\nprintf '%%s|' \"$JAVA_TOOL_OPTIONS\" \"$@\" > %s\n", env_file);
+	fclose(f);
+	ASSERT_OK(chmod(fake_java, 0755));
+	snprintf(sess_j, sizeof(sess_j), "%s/jto-java", tmp);
+	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess_j, "--", fake_java, "-cp", "x",
+					       "Main", NULL }, envp)), 0);
+	f = fopen(env_file, "r");
+	ASSERT_NOT_NULL(f);
+	n = fread(jto, 1, sizeof(jto) - 1, f);
+	jto[n] = '\0';
+	fclose(f);
+	snprintf(expect, sizeof(expect), "-Xmx64m|-agentpath:/bin/true=dir=%s/jit|-XX:+UnlockDiagnosticVMOptions|"
+		 "-XX:+DebugNonSafepoints|-cp|x|Main|", sess_j);
+	ASSERT_STREQ(jto, expect);
 	struct stat st;
 	snprintf(expect, sizeof(expect), "%s/jit", sess);
 	ASSERT_OK(stat(expect, &st));
