@@ -1,4 +1,5 @@
 /* viprof maps: inspect the agent's epoch code maps of one JVM. */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,8 @@ static void usage(FILE *f)
 		"  show EPOCH            the code loaded in one epoch, by address\n"
 		"  diff A B              code loaded, unloaded and reused between epochs A and B\n"
 		"  lookup ADDR [--at T]  who was at ADDR at T seconds (default: in each epoch), and its history\n"
+		"  timeline [--all]      methods by epoch: compiled (N), moved (M), placed where other code had\n"
+		"                        been (R: what a flat perf-PID.map misnames), live (-)\n"
 		"  export-perf-map FILE  the flat map as perf-PID.map text, for perf report\n"
 		"  export-jitdump FILE   the loads as a jitdump file: names, addresses, sizes and load times\n"
 		"                        only (code bytes are zeros, no debug-info or unwind records); for\n"
@@ -199,6 +202,161 @@ static bool live_at_end(const struct vp_codemap *m, const struct vp_cm_method_in
 	return x->unload_time > end;
 }
 
+/* One method's compiled code in one column of the timeline. */
+enum { TL_NONE, TL_LIVE, TL_NEW, TL_MOVED, TL_REUSED };
+static const char tl_mark[] = " -NMR";
+
+struct tl_row {
+	const char *name;
+	uint8_t *cells;              /* one per column */
+	size_t gens;                 /* compiled copies seen */
+	bool interesting;            /* moved or reused somewhere */
+	uint64_t first;              /* first load time, for the order */
+};
+
+static int tl_cmp(const void *a, const void *b)
+{
+	const struct tl_row *x = a, *y = b;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int tl_by_name(const void *a, const void *b, void *ctx)
+{
+	const struct vp_codemap *m = ctx;
+	const struct vp_cm_method_info *x = &m->methods[*(const size_t *)a], *y = &m->methods[*(const size_t *)b];
+	int c = strcmp(x->name, y->name);
+	return c ? c : x->load_time < y->load_time ? -1 : x->load_time > y->load_time;
+}
+
+/* Whether another method's code occupied x's addresses in an epoch before x's: what a
+ * flat map (perf-PID.map) gets wrong, and epochs get right. by_start: every method's
+ * index, sorted by start. */
+static bool tl_reused(const struct vp_codemap *m, const size_t *by_start, const struct vp_cm_method_info *x)
+{
+	/* Code of at most 16 MiB per method: look back that far among the starts. */
+	size_t lo = 0, hi = m->nmethods;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->methods[by_start[mid]].start < x->start + x->size)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0) {
+		const struct vp_cm_method_info *y = &m->methods[by_start[lo]];
+		if (y->start + (1u << 24) < x->start)
+			break;
+		if (y->start + y->size > x->start && y->epoch < x->epoch && strcmp(y->name, x->name))
+			return true;
+	}
+	return false;
+}
+
+static int start_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct vp_codemap *m = ctx;
+	uint64_t x = m->methods[*(const size_t *)a].start, y = m->methods[*(const size_t *)b].start;
+	return x < y ? -1 : x > y;
+}
+
+/* Methods as rows, epochs as columns (grouped when there are more than fit): where each
+ * method's code was live, when it was compiled anew (N), moved to other addresses (M),
+ * or placed where another method's code had been in an earlier epoch (R). */
+static int cmd_timeline(const struct vp_codemap *m, bool all)
+{
+	size_t ncols = m->nepochs < 72 ? m->nepochs : 72, per = ncols ? (m->nepochs + ncols - 1) / ncols : 1;
+	size_t *order = malloc(m->nmethods * sizeof(*order)), *by_start = malloc(m->nmethods * sizeof(*by_start));
+	struct tl_row *rows = calloc(m->nmethods ? m->nmethods : 1, sizeof(*rows));
+	size_t nrows = 0, reused_gens = 0, moved_gens = 0, gens = 0;
+	int ret = 0;
+
+	if (!ncols) {
+		printf("no epochs: the map holds no code\n");
+		goto cleanup;
+	}
+	ncols = (m->nepochs + per - 1) / per;
+	if (!order || !by_start || !rows) {
+		fprintf(stderr, "viprof maps: out of memory\n");
+		ret = 1;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < m->nmethods; i++)
+		order[i] = by_start[i] = i;
+	qsort_r(order, m->nmethods, sizeof(*order), tl_by_name, (void *)m);
+	qsort_r(by_start, m->nmethods, sizeof(*by_start), start_cmp, (void *)m);
+	for (size_t i = 0; i < m->nmethods;) {
+		struct tl_row *r = &rows[nrows++];
+		const struct vp_cm_method_info *x = &m->methods[order[i]];
+		r->name = x->name;
+		r->first = x->load_time;
+		r->cells = calloc(ncols, 1);
+		if (!r->cells) {
+			ret = 1;
+			goto cleanup;
+		}
+		uint64_t prev_start = 0;
+		uint32_t prev_epoch = 0;
+		for (; i < m->nmethods && !strcmp(m->methods[order[i]].name, r->name); i++) {
+			x = &m->methods[order[i]];
+			r->gens++;
+			gens++;
+			/* A copy compiled again in the same epoch is a tier-up (N); in a later
+			 * epoch at other addresses, the method's code moved (M). */
+			uint8_t mark = r->gens > 1 && x->epoch > prev_epoch && x->start != prev_start ? TL_MOVED : TL_NEW;
+			prev_epoch = x->epoch;
+			if (tl_reused(m, by_start, x)) {
+				mark = TL_REUSED;
+				reused_gens++;
+			} else if (mark == TL_MOVED) {
+				moved_gens++;
+			}
+			prev_start = x->start;
+			for (size_t e = x->epoch; e < m->nepochs && live_at_end(m, x, e); e++) {
+				uint8_t *c = &r->cells[e / per];
+				uint8_t want = e == x->epoch ? mark : TL_LIVE;
+				if (want > *c)
+					*c = want;
+			}
+			if (x->epoch < m->nepochs && r->cells[x->epoch / per] < mark)
+				r->cells[x->epoch / per] = mark;   /* loaded and unloaded inside one epoch */
+			r->interesting |= mark == TL_MOVED || mark == TL_REUSED;
+		}
+	}
+	qsort(rows, nrows, sizeof(*rows), tl_cmp);
+	printf("pid %u: %zu epochs, %zu methods, %zu compiled copies; %zu copies moved to new addresses in a later "
+	       "epoch, %zu placed where another method's code had been (a flat map such as perf-PID.map names those "
+	       "wrong)\n", m->pid, m->nepochs, nrows, gens, moved_gens, reused_gens);
+	if (per > 1)
+		printf("each column is %zu epochs; ", per);
+	printf("N compiled, M moved, R address reused, - live%s\n", all ? "" : "; methods that moved or were placed "
+	       "over other code only (--all for every one)");
+	printf("%-*s ", 48, "epoch");
+	for (size_t c = 0; c < ncols; c++)
+		putchar(c % 10 == 0 ? '|' : ' ');
+	printf("\n%-*s ", 48, "");
+	for (size_t c = 0; c < ncols; c++)
+		putchar((int)'0' + (int)((c * per / 10) % 10 == 0 && c % 10 == 0 ? (c * per) / 10 % 10 : (c * per) % 10));
+	putchar('\n');
+	for (size_t i = 0; i < nrows; i++) {
+		if (!all && !rows[i].interesting)
+			continue;
+		char nm[64];
+		size_t l = strlen(rows[i].name);
+		snprintf(nm, sizeof(nm), "%s%s", l > 48 ? "..." : "", l > 48 ? rows[i].name + l - 45 : rows[i].name);
+		printf("%-48s ", nm);
+		for (size_t c = 0; c < ncols; c++)
+			putchar(tl_mark[rows[i].cells[c]]);
+		putchar('\n');
+	}
+cleanup:
+	for (size_t i = 0; i < nrows; i++)
+		free(rows[i].cells);
+	free(rows);
+	free(order);
+	free(by_start);
+	return ret;
+}
+
 static int cmd_diff(const struct vp_codemap *m, size_t a, size_t b)
 {
 	size_t loaded = 0, unloaded = 0, reused = 0;
@@ -347,7 +505,7 @@ int cmd_maps(int argc, char **argv)
 	};
 	long pid = 0;
 	const char *at = NULL, *perf_map = NULL, *jitdump = NULL;
-	bool force = false;
+	bool force = false, all = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
@@ -381,6 +539,10 @@ int cmd_maps(int argc, char **argv)
 			force = true;
 			continue;
 		}
+		if (!strcmp(argv[i], "--all")) {
+			all = true;
+			continue;
+		}
 		if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
 			pid = strtol(argv[++i], NULL, 10);
 			continue;
@@ -388,7 +550,7 @@ int cmd_maps(int argc, char **argv)
 		if (npos < 8)
 			pos[npos++] = argv[i];
 	}
-	static const char *cmds[] = { "list", "show", "diff", "lookup", "export-perf-map", "export-jitdump" };
+	static const char *cmds[] = { "list", "show", "diff", "lookup", "timeline", "export-perf-map", "export-jitdump" };
 	int ci = -1;
 	const char *dir = ".";
 	for (int k = 0; k < 2 && k < npos && ci < 0; k++) {
@@ -403,10 +565,11 @@ int cmd_maps(int argc, char **argv)
 		const char *word = npos >= 2 && !stat(pos[0], &st) && S_ISDIR(st.st_mode) ? pos[1]
 				   : npos == 1 && (stat(pos[0], &st) || !S_ISDIR(st.st_mode)) ? pos[0] : NULL;
 		if (word)
-			fprintf(stderr, "viprof maps: unknown command '%s'; use list, show, diff, lookup, export-perf-map "
-				"or export-jitdump\n", word);
+			fprintf(stderr, "viprof maps: unknown command '%s'; use list, show, diff, lookup, timeline, "
+				"export-perf-map or export-jitdump\n", word);
 		else
-			fprintf(stderr, "viprof maps: missing command (list, show, diff, lookup, export-perf-map, export-jitdump)\n");
+			fprintf(stderr, "viprof maps: missing command (list, show, diff, lookup, timeline, export-perf-map, "
+				"export-jitdump)\n");
 		usage(stderr);
 		return 2;
 	}
@@ -415,7 +578,7 @@ int cmd_maps(int argc, char **argv)
 	const char *cmd = pos[ci];
 	char **args = pos + ci + 1;
 	int nargs = npos - ci - 1;
-	int need = !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "diff") ? 2 : 1;
+	int need = !strcmp(cmd, "list") || !strcmp(cmd, "timeline") ? 0 : !strcmp(cmd, "diff") ? 2 : 1;
 	if (nargs != need) {
 		fprintf(stderr, "viprof maps: '%s' takes %d argument%s\n", cmd, need, need == 1 ? "" : "s");
 		return 2;
@@ -443,6 +606,8 @@ int cmd_maps(int argc, char **argv)
 		fprintf(stderr, "viprof maps: warning: %s\n", m->damage);
 	if (!strcmp(cmd, "list")) {
 		ret = cmd_list(m);
+	} else if (!strcmp(cmd, "timeline")) {
+		ret = cmd_timeline(m, all);
 	} else if (!strcmp(cmd, "show")) {
 		ret = parse_epoch(m, args[0], &a) ? 2 : cmd_show(m, a);
 	} else if (!strcmp(cmd, "diff")) {

@@ -49,12 +49,17 @@ static int check(const char *java, bool jdk17)
 	if (!xi)
 		FAIL("%s", e);
 	const struct vp_codemap *m = vp_jit_index__codemap(xi);
-	int checked = 0, epoch_wrong = 0, flat_wrong = 0, reused = 0;
+	int checked = 0, epoch_wrong = 0, flat_wrong = 0, reused = 0, run_compiled = 0;
+	bool have_run[MAX_GENS + 1] = { false };
 	for (size_t i = 0; i < m->nmethods; i++) {
 		const struct vp_cm_method_info *x = &m->methods[i];
 		int g;
 		if (sscanf(x->name, "GenR%04d.", &g) != 1 || g < 1 || g > ngens)
 			continue;
+		if (!strncmp(x->name + 8, ".run(", 5) && !have_run[g]) {
+			have_run[g] = true;
+			run_compiled++;
+		}
 		ASSERT_GE(x->load_time, gens[g].start);
 		/* Loads trail; unloads of GenR<g> come only after its loader was dropped. */
 		ASSERT_TRUE(x->unload_time > gens[g].end);
@@ -93,6 +98,30 @@ static int check(const char *java, bool jdk17)
 	else
 		ASSERT_EQ(flat_wrong, 0);
 	vp_jit_index__close(xi);
+
+	/* The picture of it: 'viprof maps timeline' shows every generation's code in the
+	 * epoch it lived in, and marks R where a generation's code went where an earlier
+	 * one's had been. */
+	char tl[600];
+	snprintf(tl, sizeof(tl), "%s/timeline", dir);
+	char *targv[] = { VIPROF_BIN, "maps", piddir, "timeline", "--all", NULL };
+	ASSERT_EQ(tu_wait(tu_spawn(targv, tl, NULL), 30), 0);
+	char *t = tu_read(tl);
+	int rows = 0, marked_r = 0;
+	for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+		int g;
+		if (sscanf(l, "GenR%04d", &g) != 1 || strncmp(l + 8, ".run(", 5))
+			continue;
+		rows++;
+		marked_r += strchr(l + 48, 'R') != NULL;
+	}
+	free(t);
+	fprintf(stderr, "timeline: %d GenR<N>.run rows (%d generations compiled run()), %d marked R\n", rows,
+		run_compiled, marked_r);
+	ASSERT_EQ(rows, run_compiled);
+	ASSERT_GE(run_compiled, ngens / 2);
+	if (reused)
+		ASSERT_GT(marked_r, 0);
 	tu_rm_rf(dir);
 	return reused > 0;
 }
