@@ -189,6 +189,19 @@ static void stack_ends(const struct vp_profile *p, struct vp_out *o)
 	vp_out__puts(o, "\n");
 }
 
+/* What the GC-epoch code maps did for this profile: how many samples in JIT code a
+ * flat map (perf-PID.map) would have named after another method. */
+static void jit_epochs(const struct vp_profile *p, struct vp_out *o)
+{
+	const char *n = vp_profile__meta(p, "jit.leaf_samples"), *w = vp_profile__meta(p, "jit.flat_misnamed");
+	uint64_t leaves = n ? strtoull(n, NULL, 10) : 0, wrong = w ? strtoull(w, NULL, 10) : 0;
+	if (!leaves)
+		return;
+	vp_out__printf(o, "# jit: %llu samples in compiled Java code; a flat map (perf-PID.map) would have named %llu "
+		       "(%.1f%%) of them after another method (code reused across GC epochs)\n",
+		       (unsigned long long)leaves, (unsigned long long)wrong, 100.0 * (double)wrong / (double)leaves);
+}
+
 static void header(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	if (opts->title)
@@ -231,6 +244,7 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 			vp_out__printf(o, "# %s: %s\n", keys[i], v);
 	}
 	stack_ends(p, o);
+	jit_epochs(p, o);
 	if (p->warnings) {
 		const char *s = p->warnings;
 		while (*s) {

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -81,6 +82,8 @@ struct addr_ent {
 	uint8_t caller;
 	uint8_t n;                   /* frames, 1..MAX_JIT_DEPTH */
 	uint8_t unmapped;            /* counted as a user frame in no mapping */
+	uint8_t flat_wrong;          /* a leaf in JIT code: FLAT_OK, or FLAT_WRONG when a flat map names it
+				      * after another method; 0 otherwise */
 	uint32_t loc;                /* pprof location, or UINT32_MAX */
 	uint32_t first;              /* frames at pool[first..first+n) */
 	uint64_t t_lo, t_hi;         /* AC_SPAN: the times at which the answer holds */
@@ -121,6 +124,7 @@ struct loader {
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
+	uint64_t jit_leaves, flat_wrong; /* samples whose leaf is JIT code; of them, misnamed by a flat map */
 	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
 	struct vp_elf *vdso;         /* this process's vDSO, when it is the recorded kernel's */
@@ -895,6 +899,37 @@ static void span_put(struct addr_cache *c, struct addr_ent *key, uint64_t lo, ui
 	e->loc = loc;
 	e->t_lo = lo;
 	e->t_hi = hi;
+	e->flat_wrong = key->flat_wrong;
+}
+
+enum { FLAT_OK = 1, FLAT_WRONG = 2 };
+
+/* A sample's leaf (frame 0 of its user stack) in JIT code (v nonzero), and whether a
+ * flat map would have named it after another method. */
+static void count_flat(struct loader *l, int frame, uint8_t v)
+{
+	if (frame != 0 || !v)
+		return;
+	l->jit_leaves++;
+	l->flat_wrong += v == FLAT_WRONG;
+}
+
+/* Whether a flat code map (the last method ever loaded at each address, as in a
+ * perf-PID.map) names the JIT address ip other than epoch_name: code freed at a GC and
+ * its address reused by a later method. Only asked on a cache miss. */
+static bool flat_misnames(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, const char *epoch_name)
+{
+#if HAVE_JIT_INDEX
+	struct jvm *j = jvm_open(l, pid);
+	struct vp_jit_frame jf[MAX_JIT_DEPTH];
+	if (!j || !j->idx || l->o->map_mode_flat)
+		return false;
+	int n = vp_jit_index__resolve(j->idx, ip, t, true, jf, MAX_JIT_DEPTH);
+	return n > 0 && jf[0].name && strcmp(jf[0].name, epoch_name);
+#else
+	(void)l, (void)pid, (void)ip, (void)t, (void)epoch_name;
+	return false;
+#endif
 }
 
 /* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it,
@@ -1127,6 +1162,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
 			n += e->n;
 			locs[nl++] = e->loc;
+			count_flat(l, i, e->flat_wrong);
 			continue;
 		}
 		/* The mapping at this time, and for code outside files the JIT method that
@@ -1147,6 +1183,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			n += e->n;
 			locs[nl++] = e->loc;
 			l->unmapped += e->unmapped;
+			skey.flat_wrong = e->flat_wrong;
+			count_flat(l, i, e->flat_wrong);
 			if (e->unmapped)
 				continue;   /* counted as unmapped each time: never by span */
 		} else {
@@ -1155,6 +1193,10 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
 			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
 			l->jit_n = 0;
+			/* What a flat map would call this leaf, when JIT code resolved it. */
+			key.flat_wrong = skey.flat_wrong = i != 0 || !key.jit || n <= n0 ? 0
+				: flat_misnames(l, s->pid, ip, r->time, l->p->frames[leaf_first[n0]].name) ? FLAT_WRONG : FLAT_OK;
+			count_flat(l, i, key.flat_wrong);
 			if (MAX_OUT_FRAMES - n0 < MAX_JIT_DEPTH)
 				continue;   /* cut short by the frame limit: not an answer to keep */
 			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
@@ -1662,11 +1704,24 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)(l.walk[k] + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, key, v);
 	}
+	/* Samples in JIT code, and how many of them a flat map would have misnamed: what
+	 * the epochs are for, summed over merged sessions. */
+	static const char *const jit_keys[2] = { "jit.leaf_samples", "jit.flat_misnamed" };
+	uint64_t jit_v[2] = { l.jit_leaves, l.flat_wrong };
+	for (int k = 0; k < 2 && l.jit_leaves; k++) {
+		const char *old = vp_profile__meta(p, jit_keys[k]);
+		char v[32];
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)(jit_v[k] + (old ? strtoull(old, NULL, 10) : 0)));
+		vp_profile__set_meta(p, jit_keys[k], v);
+	}
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)
-		vp_profile__warn(p, "%llu user frames were in no recorded mapping%s", (unsigned long long)l.unmapped,
-				 p->lost ? " (some records were lost while recording)" : "");
+		vp_profile__warn(p, "%llu user frames were in no recorded mapping and show as [unknown]%s",
+				 (unsigned long long)l.unmapped,
+				 p->lost ? " (some records were lost while recording)"
+					 : " (code that no map describes: a JIT other than HotSpot's, or a JVM recorded "
+					   "with --no-jit or without the agent)");
 	ret = 0;
 cleanup:
 	cfile_reader__close(r);

@@ -127,6 +127,23 @@ static int run(const char *java, bool jdk17)
 	 * lost to whatever code came to those addresses later. */
 	if (r)
 		ASSERT_TRUE(f_other > 0 || f_own < e_own - e_own / 10);
+	/* The report says what the epochs saved: samples in JIT code, and how many of them
+	 * a flat map names after another method; some exactly when flat was caught wrong. */
+	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "3", "-o", folded, NULL };
+	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	char *t = tu_read(folded);
+	const char *jl = strstr(t, "# jit: ");
+	unsigned long long leaves = 0, wrong = 0;
+	ASSERT_NOT_NULL(jl);
+	ASSERT_EQ(sscanf(jl, "# jit: %llu samples in compiled Java code; a flat map (perf-PID.map) would have named %llu",
+			 &leaves, &wrong), 2);
+	fprintf(stderr, "report: %llu JIT leaf samples, %llu misnamed by a flat map\n", leaves, wrong);
+	ASSERT_GE(leaves, (unsigned long long)e_own);
+	if (f_other > 0)
+		ASSERT_GT(wrong, 0);
+	if (!r)
+		ASSERT_EQ(wrong, 0);
+	free(t);
 	tu_rm_rf(dir);
 	return r;
 }
