@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/chunkfile.h"
+#include "common/session_format.h"
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
 #include "maps/jit_index.h"
@@ -31,6 +33,7 @@ static void usage(FILE *f)
 		"  show EPOCH            the code loaded in one epoch, by address\n"
 		"  diff A B              code loaded, unloaded and reused between epochs A and B\n"
 		"  lookup ADDR [--at T]  who was at ADDR at T seconds (default: in each epoch), and its history\n"
+		"  lookup NAME           every compiled copy of the methods whose name contains NAME\n"
 		"  timeline [--all]      methods by epoch: compiled (N), moved (M), placed where other code had\n"
 		"                        been (R: what a flat perf-PID.map misnames), live (-)\n"
 		"  export-perf-map FILE  the flat map as perf-PID.map text, for perf report\n"
@@ -112,9 +115,28 @@ static int find_pid_dir(const char *dir, long pid, char *out, size_t outlen)
 	return n ? -EINVAL : -ENOENT;
 }
 
+/* The time all seconds count from: the recording's start when DIR is a session (as
+ * 'report --time' counts), else the map's own creation. */
+static uint64_t time_base;
+static bool time_base_session;
+
+static void set_time_base(const struct vp_codemap *m, const char *dir)
+{
+	char path[PATH_MAX + 32], err[256];
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, dir);
+	struct cfile_reader *r = access(path, R_OK) == 0 ? cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err))
+							 : NULL;
+	time_base = m->created_ns;
+	time_base_session = r && cfile_reader__header(r)->created_ns;
+	if (time_base_session)
+		time_base = cfile_reader__header(r)->created_ns;
+	cfile_reader__close(r);
+}
+
 static double rel(const struct vp_codemap *m, uint64_t t)
 {
-	return t ? ((double)t - (double)m->created_ns) / 1e9 : 0.0;
+	(void)m;
+	return t ? ((double)t - (double)time_base) / 1e9 : 0.0;
 }
 
 static int cmd_list(const struct vp_codemap *m)
@@ -123,6 +145,12 @@ static int cmd_list(const struct vp_codemap *m)
 	       (m->flags & VP_CM_META_FRAME_POINTERS) ? "on" : "off",
 	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
 	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
+	if (time_base_session)
+		printf("times in seconds since the recording started, as 'report --time' counts them; the map began "
+		       "at %.3f s\n", rel(m, m->created_ns));
+	else
+		printf("times in seconds since the map began (give the session's directory to count from the "
+		       "recording's start)\n");
 	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
 	       "unloads", "live", "live-bytes", "dropped");
 	for (size_t i = 0; i < m->nepochs; i++) {
@@ -138,6 +166,9 @@ static int cmd_list(const struct vp_codemap *m)
 			printf("%7s %10s %7s\n", "-", "-", "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
+	printf("reason: what began the epoch (start; gc: a garbage collection; reuse: an address about to hold "
+	       "other code; attach: the agent attached late); dropped: code events the agent's queue had no room "
+	       "for, so far (their samples may show as [unknown])\n");
 	/* ptrs is sorted by (method_ptr, time): a pointer named again for another method is
 	 * metadata a later class reused after the first one unloaded (the same pair twice is
 	 * a class both enumerated at start and prepared). */
@@ -200,6 +231,38 @@ static bool live_at_end(const struct vp_codemap *m, const struct vp_cm_method_in
 	const struct vp_cm_epoch_info *ep = &m->epochs[e];
 	uint64_t end = ep->ended ? ep->t_end : (e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : VP_CM_NEVER);
 	return x->unload_time > end;
+}
+
+/* Every compiled copy of the methods whose name contains what: where and when each
+ * lived, and whether other code took its place later. */
+static int cmd_lookup_name(const struct vp_codemap *m, const char *what)
+{
+	size_t found = 0;
+	for (size_t i = 0; i < m->nmethods; i++) {
+		const struct vp_cm_method_info *x = &m->methods[i];
+		if (!strstr(x->name, what))
+			continue;
+		found++;
+		printf("%#" PRIx64 "-%#" PRIx64 " %6u  %s  epoch %u, loaded %.3f s", x->start, x->start + x->size, x->size,
+		       x->name, x->epoch, rel(m, x->load_time));
+		if (x->unload_time != VP_CM_NEVER)
+			printf(", unloaded %.3f s", rel(m, x->unload_time));
+		size_t later = 0;
+		for (size_t j = 0; j < m->nmethods; j++) {
+			const struct vp_cm_method_info *y = &m->methods[j];
+			later += y->epoch > x->epoch && y->start < x->start + x->size && x->start < y->start + y->size &&
+				 strcmp(y->name, x->name);
+		}
+		if (later)
+			printf("; its addresses later held %zu other method%s", later, later == 1 ? "" : "s");
+		printf("\n");
+	}
+	if (!found) {
+		fprintf(stderr, "viprof maps: no compiled method's name contains '%s' (give an address such as "
+			"0x7f3a8c0123a0, or part of a name such as 'HashMap.get')\n", what);
+		return 1;
+	}
+	return 0;
 }
 
 /* One method's compiled code in one column of the timeline. */
@@ -411,7 +474,7 @@ static int cmd_lookup(struct vp_jit_index *xi, const struct vp_codemap *m, uint6
 			fprintf(stderr, "viprof maps: --at wants seconds since the map began, e.g. --at 2.5\n");
 			return 2;
 		}
-		uint64_t t = m->created_ns + (uint64_t)(s * 1e9);
+		uint64_t t = time_base + (uint64_t)(s * 1e9);
 		printf("at %.3f s (epoch %zu): ", s, vp_codemap__epoch_at(m, t));
 		print_frames(f, vp_jit_index__resolve(xi, addr, t, false, f, 64));
 		printf("flat map (perf-PID.map) says: ");
@@ -599,6 +662,7 @@ int cmd_maps(int argc, char **argv)
 		return 1;
 	}
 	const struct vp_codemap *m = vp_jit_index__codemap(xi);
+	set_time_base(m, perf_map || jitdump ? "/nonexistent" : dir);
 	int ret = 0;
 	size_t a, b;
 	/* Whatever the command, what was read is used and one line says what was not. */
@@ -616,8 +680,7 @@ int cmd_maps(int argc, char **argv)
 		char *end;
 		uint64_t addr = strtoull(args[0], &end, 0);
 		if (*end || end == args[0]) {
-			fprintf(stderr, "viprof maps: lookup wants an address such as 0x7f3a8c0123a0, got '%s'\n", args[0]);
-			ret = 2;
+			ret = cmd_lookup_name(m, args[0]);
 		} else {
 			ret = cmd_lookup(xi, m, addr, at);
 		}

@@ -120,6 +120,12 @@ static int check(const char *java, bool jdk17)
 		run_compiled, marked_r);
 	ASSERT_EQ(rows, run_compiled);
 	ASSERT_GE(run_compiled, ngens / 2);
+	/* lookup by name: every copy of a method, by part of its name. */
+	char *largv[] = { VIPROF_BIN, "maps", piddir, "lookup", "GenR0001.step", NULL };
+	ASSERT_EQ(tu_wait(tu_spawn(largv, tl, NULL), 30), 0);
+	t = tu_read(tl);
+	ASSERT_CONTAINS(t, "GenR0001.step(long)  epoch ");
+	free(t);
 	if (reused)
 		ASSERT_GT(marked_r, 0);
 	tu_rm_rf(dir);

@@ -144,6 +144,15 @@ static int run(const char *java, bool jdk17)
 	if (!r)
 		ASSERT_EQ(wrong, 0);
 	free(t);
+	/* maps list on the session counts seconds as report --time does. */
+	char *ml[] = { "/bin/sh", "-c", NULL, NULL };
+	char cmdl[2400];
+	snprintf(cmdl, sizeof(cmdl), "'%s' maps '%s' list > '%s'", VIPROF_BIN, sess, folded);
+	ml[2] = cmdl;
+	ASSERT_EQ(tu_run(ml, NULL, err, 60), 0);
+	t = tu_read(folded);
+	ASSERT_CONTAINS(t, "times in seconds since the recording started");
+	free(t);
 	tu_rm_rf(dir);
 	return r;
 }
