@@ -293,11 +293,7 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	static const char *const k_rate[] = { "rate", "freq", "frequency", NULL };
 	static const char *const k_dur[] = { "duration_ns", "duration_nanos", NULL };
 	static const char *const k_host[] = { "hostname", "host", NULL };
-	static const char *const k_hv[] = { "probe.hypervisor", "hypervisor", NULL };
-	static const char *const k_pmu[] = { "probe.pmu.device", "pmu", NULL };
-	static const char *const k_why[] = { "event.why", "probe.default_event.why", NULL };
 	const char *rate = meta_any(p, k_rate), *dur = meta_any(p, k_dur), *host = meta_any(p, k_host);
-	const char *hv = meta_any(p, k_hv), *pmu = meta_any(p, k_pmu), *why = meta_any(p, k_why);
 	char *t = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&t, &len);
@@ -318,17 +314,8 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 		fprintf(f, " in %.1f s", strtod(dur, NULL) / 1e9);
 	if (host)
 		fprintf(f, " on %s", host);
-	if (hv || pmu) {
-		fprintf(f, " (");
-		if (hv)
-			fprintf(f, "hypervisor: %s%s", hv, pmu ? "; " : "");
-		if (pmu)
-			fprintf(f, "PMU: %s", pmu);
-		fprintf(f, ")");
-	}
-	/* Whether this is the PMU or the hrtimer fallback, in the recorder's words. */
-	if (why && p->nevents && !strncmp(why, p->events[ev].name, strlen(p->events[ev].name)))
-		fprintf(f, " \xe2\x80\x94 %s", why);
+	/* The hypervisor, the PMU and why this event was chosen are in the metadata table
+	 * below the graph: a title says what is drawn, in one line. */
 	fclose(f);
 	return t;
 }
