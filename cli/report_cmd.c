@@ -205,7 +205,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				if (!strcmp(optarg, format_names[i]))
 					break;
 			if (i == sizeof(format_names) / sizeof(format_names[0]))
-				return usage_error("unknown format '%s' (text, folded, html, pprof or json)", optarg);
+				return usage_error("unknown format '%s' (text, folded, html, pprof or json)%s", optarg,
+						   optarg[0] >= '0' && optarg[0] <= '9'
+						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
 			a->format = (enum format)i;
 			break;
 		}

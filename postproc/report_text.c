@@ -180,7 +180,9 @@ static void stack_ends(const struct vp_profile *p, struct vp_out *o)
 		if ((v = vp_profile__meta(p, key)))
 			total += n[k] = strtoull(v, NULL, 10);
 	}
-	if (!total)
+	/* Without -g there are no stacks to speak of (older sessions lack the key). */
+	const char *cc = vp_profile__meta(p, "callchain");
+	if (!total || (cc && !strcmp(cc, "no")))
 		return;
 	vp_out__printf(o, "# user stacks: %llu;", (unsigned long long)total);
 	for (int k = 0; k < VP_WALK__COUNT; k++)

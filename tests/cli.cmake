@@ -5,7 +5,7 @@ target_compile_definitions(test-event-refusal PRIVATE VIPROF_BIN="$<TARGET_FILE:
 add_dependencies(test-event-refusal viprof)
 
 # Issue 26: what misled a newcomer, one entry per scenario (tests/test-first-hour.sh).
-foreach(s nocmd rate notsession progress diskfull unpriv)
+foreach(s nocmd rate notsession plain progress diskfull unpriv)
   add_test(NAME test-first-hour-${s}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-first-hour.sh ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>)
   set_tests_properties(test-first-hour-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)

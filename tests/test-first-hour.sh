@@ -5,6 +5,7 @@
 #   nocmd     'record -- nonexistent-cmd': 127, one line, no session left behind
 #   rate      -F over the kernel's limit refused in one line; over 10 kHz warned
 #   notsession 'report' of a directory that is no session says so
+#   plain     a recording without -g has no stack breakdown; 'report -F 999' says why not
 #   progress  'report' of a recording in progress says it is in progress, not killed
 #   diskfull  a recording whose disk fills says how many samples the session holds
 #   unpriv    a user with no service: one note naming 'viprof serve', no libbpf lines,
@@ -47,6 +48,14 @@ rate)
 	grep -q "warning: -F 20000" err || { cat err; fail "no warning at 20 kHz"; }
 	"$viprof" record -o s2 -- true 2>err || fail "record"
 	grep -q "warning: -F" err && fail "a warning at the default rate"
+	;;
+plain)
+	# Without -g: no stack breakdown in the header; report -F 999 explains itself.
+	"$viprof" record -q -o s -- "$split3" 1 2>/dev/null || fail "record"
+	"$viprof" report s >out 2>&1 || fail "report"
+	grep -q "user stacks" out && { cat out; fail "a stack breakdown without -g"; }
+	"$viprof" report s -F 999 2>err && fail "report -F 999 was taken"
+	grep -q "sampling rate is record's -F" err || { cat err; fail "report -F 999 does not explain"; }
 	;;
 notsession)
 	mkdir empty
