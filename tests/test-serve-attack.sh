@@ -20,43 +20,9 @@
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-command -v useradd >/dev/null && command -v userdel >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+. "$(dirname "$0")/serve-lib.sh"
+serve_lib_init serve-attack "$viprof" "$client"
 
-work=$(mktemp -d /tmp/vp-serve-attack.XXXXXX)
-chmod 755 "$work"
-sock=$work/run/viprof.sock
-users=()
-serve_pid=
-cleanup() {
-	[ -n "$serve_pid" ] && kill -KILL "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
-
-mkuser() {   # mkuser TAG: a fresh user (in $REPLY) with a directory $work/TAG
-	local u=vpa$$_$1
-	u=${u:0:31}
-	useradd -M -d "$work/$1" -s /bin/sh "$u" 2>/dev/null || { echo "SKIP: useradd $u failed"; exit 77; }
-	users+=("$u")
-	mkdir -p "$work/$1" && chown "$u:" "$work/$1"
-	REPLY=$u
-}
-su nobody -s /bin/sh -c "test -x '$viprof' && test -x '$client'" 2>/dev/null ||
-	{ echo "SKIP: $viprof or $client is not reachable by other users"; exit 77; }
-
-start_service() {
-	"$viprof" serve --socket "$sock" "$@" >"$work/serve.log" 2>&1 &
-	serve_pid=$!
-	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
-	fail "the service did not listen on $sock"
-}
-as() {   # as USER CMD...: runs CMD as USER with the socket in the environment
-	local u=$1; shift
-	su "$u" -s /bin/bash -c "cd '$work' && export VIPROF_SOCKET='$sock' && $*"
-}
 # A directory's every entry: name, owner, group, mode, size, and each file's hash.
 snapshot() {
 	(cd "$1" && find . -printf '%p %u %g %m %s\n' | sort && find . -type f -exec sha256sum {} + | sort)

@@ -11,45 +11,9 @@
 #   flood       one user floods the socket: refused by the limit, another user still served
 set -u
 scenario=$1 viprof=$2 split3=$3
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-command -v useradd >/dev/null && command -v userdel >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+. "$(dirname "$0")/serve-lib.sh"
+serve_lib_init serve-sock "$viprof" "$split3"
 
-work=$(mktemp -d /tmp/vp-serve-sock.XXXXXX)
-chmod 755 "$work"
-sock=$work/run/viprof.sock
-users=()
-serve_pid=
-cleanup() {
-	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
-
-mkuser() {   # mkuser TAG: a fresh user (in $REPLY) with a directory $work/TAG; not in a
-	     # subshell, so that cleanup knows it
-	local u=vpt$$_$1
-	u=${u:0:31}
-	useradd -M -d "$work/$1" -s /bin/sh "$u" 2>/dev/null || { echo "SKIP: useradd $u failed"; exit 77; }
-	users+=("$u")
-	mkdir -p "$work/$1" && chown "$u:" "$work/$1"
-	REPLY=$u
-}
-# The binaries must be reachable by the users (the build tree usually is).
-su nobody -s /bin/sh -c "test -x '$viprof' && test -x '$split3'" 2>/dev/null ||
-	{ echo "SKIP: $viprof or $split3 is not reachable by other users"; exit 77; }
-
-start_service() {
-	"$viprof" serve --socket "$sock" "$@" >"$work/serve.log" 2>&1 &
-	serve_pid=$!
-	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
-	fail "the service did not listen on $sock"
-}
-as() {   # as USER CMD...: runs CMD as USER with the socket in the environment
-	local u=$1; shift
-	su "$u" -s /bin/bash -c "cd '$work' && export VIPROF_SOCKET='$sock' && $*"
-}
 # check_split SESSION [EVENT]: work50/30/20 among themselves within 3 pp of 50/30/20.
 check_split() {
 	local out
