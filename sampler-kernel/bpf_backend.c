@@ -23,6 +23,12 @@
 #include "sampler-kernel/tails.h"
 #include "profile.skel.h"
 
+/* How a walk ended goes from the BPF program into the session as it is. */
+_Static_assert(VPB_WALK_NONE == VP_WALK_UNKNOWN && VPB_WALK_ROOT == VP_WALK_ROOT &&
+	       VPB_WALK_NO_RULE == VP_WALK_NO_RULE && VPB_WALK_UNREADABLE == VP_WALK_UNREADABLE &&
+	       VPB_WALK_DEPTH == VP_WALK_DEPTH && VPB_WALK_BAD_FRAME == VP_WALK_BAD_FRAME &&
+	       VPB_WALK_NO_PROC == VP_WALK_NO_PROC, "profile.h walk ends differ from session_format.h's");
+
 /* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
 #define DEFAULT_RINGBUF_PER_CPU (2u << 20)
 #define MIN_RINGBUF (16u << 20)

@@ -16,6 +16,14 @@
 #include "sampler-kernel/sched_tracer.h"
 #include "sched.skel.h"
 
+/* The BPF program writes its states into the session as they are: the two lists must
+ * stay equal, which the compiler checks rather than a comment. */
+_Static_assert(VPS_STEAL == VP_SCHED_STEAL && VPS_BLOCKED_SLEEP == VP_SCHED_BLOCKED_SLEEP &&
+	       VPS_BLOCKED_IO == VP_SCHED_BLOCKED_IO && VPS_BLOCKED_LOCK == VP_SCHED_BLOCKED_LOCK &&
+	       VPS_RUNNABLE_PREEMPT == VP_SCHED_RUNNABLE_PREEMPT && VPS_RUNNABLE_WOKEN == VP_SCHED_RUNNABLE_WOKEN &&
+	       VPS_BLOCKED_OTHER == VP_SCHED_BLOCKED_OTHER && VPS_BLOCKED_FD == VP_SCHED_BLOCKED_FD &&
+	       VPS_BLOCKED_WAIT == VP_SCHED_BLOCKED_WAIT, "sched.h states differ from session_format.h's");
+
 #define DEFAULT_DRAIN_NS (250ull * 1000000)
 #define MAX_KEYS_PER_DRAIN 65536
 
