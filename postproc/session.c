@@ -995,6 +995,17 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
 /* Samples of an event whose EVENT record was in a skipped chunk (the first chunk
  * holds them all): counted under a stand-in name rather than dropped. Its unit is
  * unknown, so its periods are shown as plain events. */
+/* Whether a recorder still writes the stream at path: it holds an exclusive lock on
+ * the file while it does (daemon/session_writer.c, and the service's client). */
+static bool recording_in_progress(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	if (fd >= 0)
+		close(fd);
+	return busy;
+}
+
 static void events_lost_in_damage(struct loader *l)
 {
 	for (unsigned ev = 0; ev < MAX_EVENTS; ev++) {
@@ -1016,17 +1027,6 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
-/* Whether a recorder still writes the stream at path: it holds an exclusive lock on
- * the file while it does (daemon/session_writer.c, and the service's client). */
-static bool recording_in_progress(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	bool busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	if (fd >= 0)
-		close(fd);
-	return busy;
-}
-
 static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
