@@ -160,9 +160,8 @@ static void refill(const struct vp_sock *s, struct user *u)
 	u->refilled = now;
 }
 
-/* Whether the kernel would let uid:gid ptrace pid (PTRACE_MODE_READ_REALCREDS, which
- * perf_event_open checks too): the same real, effective and saved uid and gid, and a
- * dumpable process (/proc/PID belongs to root otherwise). Root may trace anything.
+/* The readable first pass of the check (kernel_may_read below decides): the same real,
+ * effective and saved uid and gid, with a message that names whose process it is.
  * parent > 0: pid must also be a child of parent (a command the client launched). 0,
  * or -EPERM/-ESRCH with the one-line reason in why. */
 static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, size_t len)
