@@ -74,12 +74,12 @@ int main(int argc, char **argv)
 	double steal_ms = (double)(st1 - st0) / 1e6;
 	fprintf(stderr, "task-clock %.2f ms (corrected), stolen %.2f ms; /proc/stat steal grew %.0f ms on %d vCPUs\n",
 		clock, stolen, steal_ms, ncpu);
-	ASSERT_GE(clock, 1400.0);
-	ASSERT_GE(stolen, 0.0);
-	ASSERT_LE(stolen, steal_ms + 10.0 * ncpu + 1.0);
+	ASSERT_GE_F(clock, 1400.0);
+	ASSERT_GE_F(stolen, 0.0);
+	ASSERT_LE_F(stolen, steal_ms + 10.0 * ncpu + 1.0);
 	double runtime_ms = ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e3 +
 			    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e3;
-	ASSERT_LE(clock, runtime_ms + 2.0);   /* the clock lost what the hypervisor took */
+	ASSERT_LE_F(clock, runtime_ms + 2.0);   /* the clock lost what the hypervisor took */
 
 	st0 = total_steal();
 	snprintf(cmd, sizeof(cmd), "%s stat --per-thread -x, -e task-clock -- %s spin 2>stat-steal-thread.csv", argv[1],
@@ -90,8 +90,8 @@ int main(int argc, char **argv)
 	double all_stolen = field("stat-steal-thread.csv", "[all threads]", "stolen");
 	fprintf(stderr, "per thread: [all threads] %.2f ms, stolen %.2f ms; /proc/stat steal grew %.0f ms\n", all,
 		all_stolen, (double)(st1 - st0) / 1e6);
-	ASSERT_GE(all, 1400.0);
-	ASSERT_LE(all_stolen, (double)(st1 - st0) / 1e6 + 10.0 * ncpu + 1.0);
+	ASSERT_GE_F(all, 1400.0);
+	ASSERT_LE_F(all_stolen, (double)(st1 - st0) / 1e6 + 10.0 * ncpu + 1.0);
 	printf("test-stat-steal: ok\n");
 	return 0;
 }
