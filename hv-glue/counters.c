@@ -1,5 +1,6 @@
 /* Per-thread virtualized counters (see counters.h). */
 #include "hv-glue/counters.h"
+#include "hv-glue/counters_math.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -20,7 +21,8 @@ struct ctr {
 	int fd;
 	struct perf_event_mmap_page *pc;  /* the user page, read-only */
 	uint64_t sum;                     /* logical count of finished periods */
-	uint64_t start;                   /* phys at the start of the current period */
+	uint64_t acc;                     /* of the current period: its intervals, each scaled */
+	struct vp_count_snap last;        /* the reading that ends the last interval in acc */
 	bool rdpmc;                       /* the last read used rdpmc */
 	bool clock;                       /* task-clock or cpu-clock: ns, and steal inflates it */
 	char name[64];
@@ -40,9 +42,13 @@ struct vp_counters {
 	 * clocks at the start of the current period and the stolen ns of finished ones. */
 	int steal_fd;
 	int steal_acct;                   /* vp_steal__accounting() at open */
+	bool steal_runs;                  /* a steal clock runs on this VM (vp_steal__clock_runs) */
+	char steal_why[320];              /* why no stolen time is reported, when it is not */
 	time_source_fn source;
 	void *source_ctx;
 	uint64_t clock0, runtime0, stolen_sum;
+	uint64_t vm_steal0;               /* /proc/stat's steal, all vCPUs, at the period's start */
+	bool vm_steal0_ok;
 };
 
 #define barrier() __asm__ __volatile__("" ::: "memory")
@@ -68,17 +74,7 @@ static inline uint64_t rdpmc(uint32_t counter)
 #define HAVE_RDPMC 0
 #endif
 
-/* value * enabled / running without overflowing: 128-bit intermediate. */
-static uint64_t scale(uint64_t value, uint64_t enabled, uint64_t running)
-{
-	if (running == 0)
-		return 0;       /* never scheduled on a counter: nothing is known */
-	if (running >= enabled)
-		return value;
-	return (uint64_t)((unsigned __int128)value * enabled / running);
-}
-
-static int read_syscall(struct ctr *e, uint64_t *phys)
+static int read_syscall(struct ctr *e, struct vp_count_snap *snap)
 {
 	uint64_t buf[3];    /* value, time_enabled, time_running (read_format) */
 	ssize_t n = read(e->fd, buf, sizeof(buf));
@@ -87,79 +83,69 @@ static int read_syscall(struct ctr *e, uint64_t *phys)
 		return -errno;
 	if (n != (ssize_t)sizeof(buf))
 		return -EIO;
-	*phys = scale(buf[0], buf[1], buf[2]);
+	snap->count = buf[0];
+	snap->enabled = buf[1];
+	snap->running = buf[2];
 	return 0;
 }
 
-/* The self-monitoring protocol of include/uapi/linux/perf_event.h: read the page's
- * fields between two loads of pc->lock and retry if the kernel updated the page in
- * between (it does so at every sched-in/out of the event). */
-static int read_phys(struct ctr *e, uint64_t *phys)
+/* One raw reading (count, enabled, running) of an event. The self-monitoring protocol
+ * of include/uapi/linux/perf_event.h: copy the page's fields between two loads of
+ * pc->lock and retry if the kernel updated the page in between (it does so at every
+ * sched-in/out of the event); the arithmetic is vp_pc__compute. */
+static int read_snap(struct ctr *e, struct vp_count_snap *snap)
 {
 #if HAVE_RDPMC
 	volatile struct perf_event_mmap_page *pc = e->pc;
-	uint64_t count, enabled, running, cyc = 0, time_offset = 0, time_cycles = 0, time_mask = 0;
-	uint32_t seq, idx, time_mult = 0;
-	uint16_t time_shift = 0;
-	bool cap_time, cap_short = false, cap_rdpmc;
+	struct vp_pc_fields f;
+	uint64_t pmc = 0, cyc = 0;
+	uint32_t seq;
 
 	do {
 		seq = pc->lock;
 		barrier();
-		enabled = pc->time_enabled;
-		running = pc->time_running;
-		cap_time = pc->cap_user_time;
-		if (cap_time && enabled != running) {
+		f.time_enabled = pc->time_enabled;
+		f.time_running = pc->time_running;
+		f.cap_user_time = pc->cap_user_time;
+		f.cap_user_time_short = pc->cap_user_time_short;
+		f.time_offset = pc->time_offset;
+		f.time_mult = pc->time_mult;
+		f.time_shift = pc->time_shift;
+		f.time_cycles = pc->time_cycles;
+		f.time_mask = pc->time_mask;
+		f.index = pc->index;
+		f.cap_user_rdpmc = pc->cap_user_rdpmc;
+		f.pmc_width = pc->pmc_width;
+		f.offset = pc->offset;
+		if (f.cap_user_rdpmc && f.index) {
 			cyc = rdtsc();
-			time_offset = pc->time_offset;
-			time_mult = pc->time_mult;
-			time_shift = pc->time_shift;
-			cap_short = pc->cap_user_time_short;
-			if (cap_short) {
-				time_cycles = pc->time_cycles;
-				time_mask = pc->time_mask;
-			}
-		}
-		idx = pc->index;
-		cap_rdpmc = pc->cap_user_rdpmc;
-		count = pc->offset;
-		if (cap_rdpmc && idx) {
-			uint16_t width = pc->pmc_width;
-			int64_t pmc = (int64_t)rdpmc(idx - 1);
-
-			/* Sign-extend the counter's width: offset may be negative. */
-			pmc <<= 64 - width;
-			pmc >>= 64 - width;
-			count += (uint64_t)pmc;
+			pmc = rdpmc(f.index - 1);
 		}
 		barrier();
 	} while (pc->lock != seq);
 
-	if (cap_rdpmc && idx) {
-		if (cap_time && enabled != running) {
-			/* Extend the times from the last page update to now (TSC based).
-			 * With a counter narrower than 64 bits (cap_user_time_short) the
-			 * cycles are relative to time_cycles. */
-			if (cap_short)
-				cyc = time_cycles + ((cyc - time_cycles) & time_mask);
-			uint64_t quot = cyc >> time_shift;
-			uint64_t rem = cyc & (((uint64_t)1 << time_shift) - 1);
-			uint64_t delta = time_offset + quot * time_mult + ((rem * time_mult) >> time_shift);
-
-			enabled += delta;
-			running += delta;   /* idx != 0: the event is on a counter right now */
-		}
+	if (vp_pc__compute(&f, pmc, cyc, snap)) {
 		e->rdpmc = true;
-		*phys = scale(count, enabled, running);
 		return 0;
 	}
 #endif
 	/* index 0: a software event, or not on a counter now; the kernel must read it. */
 	e->rdpmc = false;
-	return read_syscall(e, phys);
+	return read_syscall(e, snap);
 }
 
-static int open_one(struct vp_counters *c, const struct sampler_event *ev, char *err, size_t errlen)
+/* Adds the interval since e->last to the period's sum, scaled by its own multiplexing
+ * ratio. An interval in which the event never ran says nothing yet: its enabled time
+ * is kept and scaled with the next interval that ran (as one interval). */
+static void add_interval(struct ctr *e, const struct vp_count_snap *now)
+{
+	if (now->running == e->last.running && now->count == e->last.count)
+		return;
+	e->acc += vp_counts__scaled_delta(&e->last, now);
+	e->last = *now;
+}
+
+static int open_one(struct vp_counters *c, const struct sampler_event *ev, int cpu, char *err, size_t errlen)
 {
 	struct perf_event_attr attr;
 	struct ctr *e = &c->c[c->n];
@@ -174,7 +160,7 @@ static int open_one(struct vp_counters *c, const struct sampler_event *ev, char 
 	attr.exclude_kernel = ev->exclude_kernel;
 	attr.exclude_user = ev->exclude_user;
 	attr.exclude_hv = 1;
-	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		int e0 = errno;
 
@@ -224,23 +210,36 @@ void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64
 {
 	c->source = fn ? fn : own_clocks;
 	c->source_ctx = fn ? ctx : c;
-	if (fn)
-		c->steal_acct = VP_STEAL_ACCT_STEAL;
 }
 
-/* Stolen ns of the current period so far. */
+/* Stolen ns of the current period so far. The two clocks also differ by skew (they
+ * are advanced at different points of the scheduler: 1.0 ms of a 1.5 s spin here, on
+ * a vCPU whose steal did not move), so with the real source the difference is held to
+ * the steal /proc/stat saw accrue on the whole VM over the period, rounded up by one
+ * USER_HZ tick per vCPU (no thread lost more than the VM did); and a period in which
+ * not one tick of steal accrued on any vCPU gets 0: what the hypervisor took then is
+ * below /proc/stat's resolution, and the difference is skew, not steal. */
 static int period_stolen(struct vp_counters *c, uint64_t *stolen)
 {
-	uint64_t clock, runtime;
+	uint64_t clock, runtime, vm;
 	int err;
 
 	if ((err = c->source(c->source_ctx, &clock, &runtime)))
 		return err;
 	*stolen = vp_steal__stolen(clock - c->clock0, runtime - c->runtime0);
+	if (c->source == own_clocks && c->vm_steal0_ok && vp_steal__total(&vm) == 0) {
+		long hz = sysconf(_SC_CLK_TCK), ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		uint64_t grew = vm > c->vm_steal0 ? vm - c->vm_steal0 : 0;
+		uint64_t bound = grew ? grew + (uint64_t)(ncpu > 0 ? ncpu : 1) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100))
+				      : 0;
+
+		if (*stolen > bound)
+			*stolen = bound;
+	}
 	return 0;
 }
 
-struct vp_counters *vp_counters__open(const char *events, char *err, size_t errlen)
+static struct vp_counters *open_on(const char *events, int cpu, char *err, size_t errlen)
 {
 	struct sampler_event evs[VP_MAX_EVENTS];
 	struct vp_counters *c;
@@ -270,20 +269,37 @@ struct vp_counters *vp_counters__open(const char *events, char *err, size_t errl
 	c->source = own_clocks;
 	c->source_ctx = c;
 	c->steal_acct = vp_steal__accounting();
-	if (c->steal_acct > 0) {
+	c->steal_runs = vp_steal__clock_runs(c->steal_why, sizeof(c->steal_why)) == 1;
+	if (c->steal_acct <= 0)
+		snprintf(c->steal_why, sizeof(c->steal_why), "%s",
+			 c->steal_acct == 0 ? "this kernel keeps steal in thread runtimes (no CONFIG_PARAVIRT_TIME_ACCOUNTING), "
+					      "so the stolen share cannot be told apart"
+					    : "this kernel's configuration cannot be read (/boot/config-RELEASE, /proc/config.gz), "
+					      "so it is unknown whether runtimes exclude steal");
+	if (c->steal_acct > 0 && c->steal_runs) {
 		/* Steal is a bonus: a thread that may not open task-clock still counts. */
 		struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
 					     .config = PERF_COUNT_SW_TASK_CLOCK, .exclude_hv = 1 };
 		c->steal_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	}
 	for (int i = 0; i < n && !ret; i++)
-		ret = open_one(c, &evs[i], err, errlen);
+		ret = open_one(c, &evs[i], cpu, err, errlen);
 	if (ret) {
 		vp_counters__close(c);
 		errno = -ret;
 		return NULL;
 	}
 	return c;
+}
+
+struct vp_counters *vp_counters__open(const char *events, char *err, size_t errlen)
+{
+	return open_on(events, -1, err, errlen);
+}
+
+struct vp_counters *vp_counters__open_cpu(const char *events, int cpu, char *err, size_t errlen)
+{
+	return open_on(events, cpu, err, errlen);
 }
 
 int vp_counters__count(const struct vp_counters *c)
@@ -302,11 +318,14 @@ int vp_counters__start(struct vp_counters *c)
 
 	if (c->started)
 		return -EALREADY;
-	for (int i = 0; i < c->n; i++)
-		if ((err = read_phys(&c->c[i], &c->c[i].start)))
+	for (int i = 0; i < c->n; i++) {
+		if ((err = read_snap(&c->c[i], &c->c[i].last)))
 			return err;
+		c->c[i].acc = 0;
+	}
 	if (c->source(c->source_ctx, &c->clock0, &c->runtime0))
 		c->clock0 = c->runtime0 = 0;   /* no steal source: vp_counters__stolen says so */
+	c->vm_steal0_ok = vp_steal__total(&c->vm_steal0) == 0;
 	c->started = true;
 	return 0;
 }
@@ -314,33 +333,38 @@ int vp_counters__start(struct vp_counters *c)
 int vp_counters__read(struct vp_counters *c, uint64_t *values)
 {
 	for (int i = 0; i < c->n; i++) {
-		uint64_t phys;
+		struct vp_count_snap now;
 		int err;
 
 		if (!c->started) {
 			values[i] = c->c[i].sum;
 			continue;
 		}
-		if ((err = read_phys(&c->c[i], &phys)))
+		if ((err = read_snap(&c->c[i], &now)))
 			return err;
-		/* Scaling can make an estimate dip below an earlier one; never go back. */
-		values[i] = c->c[i].sum + (phys > c->c[i].start ? phys - c->c[i].start : 0);
+		/* Each read closes an interval, scaled by its own ratio: the value never
+		 * goes back, and a change of contention affects only the intervals it was in. */
+		add_interval(&c->c[i], &now);
+		values[i] = c->c[i].sum + c->c[i].acc;
 	}
 	return 0;
 }
 
 int vp_counters__stop(struct vp_counters *c)
 {
-	uint64_t phys[VP_MAX_EVENTS];
+	struct vp_count_snap now[VP_MAX_EVENTS];
 	int err;
 
 	if (!c->started)
 		return -EINVAL;
 	for (int i = 0; i < c->n; i++)
-		if ((err = read_phys(&c->c[i], &phys[i])))
+		if ((err = read_snap(&c->c[i], &now[i])))
 			return err;
-	for (int i = 0; i < c->n; i++)
-		c->c[i].sum += phys[i] > c->c[i].start ? phys[i] - c->c[i].start : 0;
+	for (int i = 0; i < c->n; i++) {
+		add_interval(&c->c[i], &now[i]);
+		c->c[i].sum += c->c[i].acc;
+		c->c[i].acc = 0;
+	}
 	uint64_t stolen;
 	if (period_stolen(c, &stolen) == 0)
 		c->stolen_sum += stolen;
@@ -360,12 +384,24 @@ int vp_counters__stolen(struct vp_counters *c, uint64_t *stolen_ns)
 	uint64_t now = 0;
 	int err;
 
-	if (c->steal_acct <= 0 || (c->steal_fd < 0 && c->source == own_clocks))
+	if (c->source == own_clocks && (c->steal_acct <= 0 || !c->steal_runs || c->steal_fd < 0))
 		return -ENOTSUP;
 	if (c->started && (err = period_stolen(c, &now)))
 		return err;
 	*stolen_ns = c->stolen_sum + now;
 	return 0;
+}
+
+const char *vp_counters__stolen_why(const struct vp_counters *c)
+{
+	if (c->source != own_clocks)
+		return NULL;
+	if (c->steal_acct <= 0 || !c->steal_runs)
+		return c->steal_why;
+	if (c->steal_fd < 0)
+		return "the thread's task-clock cannot be opened (kernel.perf_event_paranoid), and the stolen share is "
+		       "measured against it";
+	return NULL;
 }
 
 int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)

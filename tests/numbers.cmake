@@ -6,3 +6,8 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME check-float-asserts COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/check-float-asserts.py)
   set_tests_properties(check-float-asserts PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+# The counters library scales each interval by its own multiplexing ratio: the
+# arithmetic (unit), and the software stand-in, a per-task event bound to one CPU (live).
+viprof_test(test-counters-mux SOURCES test-counters-mux.c LIBS vp_hvglue ARGS unit LABELS unit)
+add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
