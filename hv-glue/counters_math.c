@@ -1,19 +1,6 @@
 /* Pure arithmetic of the counters library (see counters_math.h). */
 #include "hv-glue/counters_math.h"
 
-uint64_t vp_counts__scaled_delta(const struct vp_count_snap *from, const struct vp_count_snap *to)
-{
-	if (to->count < from->count || to->enabled < from->enabled || to->running < from->running)
-		return 0;
-	uint64_t dc = to->count - from->count, de = to->enabled - from->enabled, dr = to->running - from->running;
-
-	if (dr == 0)
-		return 0;       /* never on a counter in this interval: nothing is known */
-	if (dr >= de)
-		return dc;
-	return (uint64_t)((unsigned __int128)dc * de / dr);
-}
-
 int vp_pc__compute(const struct vp_pc_fields *f, uint64_t pmc, uint64_t tsc, struct vp_count_snap *out)
 {
 	if (!f->cap_user_rdpmc || !f->index || !f->cap_user_time || f->pmc_width == 0 || f->pmc_width > 64 ||

@@ -1,4 +1,4 @@
-/* The arithmetic of the counters library as pure functions, so that it is tested on
+/* The rdpmc read path's arithmetic as a pure function, so that it is tested on
  * machines whose PMU cannot run it (this project's VMs have none: no rdpmc path).
  * Internal to hv-glue and its tests. */
 #ifndef VIPROF_HV_COUNTERS_MATH_H
@@ -7,20 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* One reading of an event: its raw count and its enabled and running times (ns), as
- * read() returns them with TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING. */
-struct vp_count_snap {
-	uint64_t count, enabled, running;
-};
-
-/* The events between two readings of one event, scaled for multiplexing over that
- * interval alone: dcount * denabled / drunning (dcount when drunning >= denabled, 0 when
- * it never ran). Scaling each interval by its own ratio, rather than taking
- * scale(to) - scale(from), keeps an earlier interval's ratio out of this one: an event
- * that was off its counter before from would otherwise have its whole past stretch
- * applied to this interval's count. A reading older than from (a counter going back)
- * gives 0. 128-bit intermediate: no overflow for any count and time. */
-uint64_t vp_counts__scaled_delta(const struct vp_count_snap *from, const struct vp_count_snap *to);
+#include "common/count_scale.h"
 
 /* The fields of a perf_event_mmap_page that a user-mode read needs, copied under the
  * page's seqlock. */
