@@ -201,6 +201,12 @@ struct vp_counter {           /* a counting read of an event */
  * stopped: its samples' weights add up to value (less the events after each thread's
  * or CPU's last overflow), and a report scales them by time_enabled / time_running. */
 #define VP_COUNTER_SAMPLED 0x1u
+/* With VP_COUNTER_SAMPLED: the same totals read while recording (cumulative, about
+ * every VP_COUNTER_INTERVAL_NS), so that a report scales each stretch between two of
+ * them by its own time_enabled / time_running instead of one ratio for the whole
+ * recording; a reader that knows only SAMPLED takes the last record, the final one. */
+#define VP_COUNTER_INTERVAL 0x2u
+#define VP_COUNTER_INTERVAL_NS 250000000ull
 
 struct vp_jvm {
 	uint32_t pid;

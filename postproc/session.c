@@ -106,6 +106,11 @@ struct loader {
 	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
 	bool has_total[VP_MAX_SAMPLED_EVENTS];
 	double scale[VP_MAX_SAMPLED_EVENTS];
+	/* Per session event: its totals read while recording (VP_COUNTER_INTERVAL) and the
+	 * final ones, in stream order, each with the factor for the samples between the
+	 * one before and it: multiplexing made up for per interval. */
+	struct mux_point { uint64_t time, enabled, running; double scale; } *mux[VP_MAX_SAMPLED_EVENTS];
+	size_t nmux[VP_MAX_SAMPLED_EVENTS], capmux[VP_MAX_SAMPLED_EVENTS];
 	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
 	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
 	/* Samples are counted in the first pass and resolved in the second, as the stream
@@ -379,8 +384,14 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		memcpy(&c, b, sizeof(c));
 		if (!(c.flags & VP_COUNTER_SAMPLED) || c.pid != VP_COUNTER_ALL || c.event >= VP_MAX_SAMPLED_EVENTS)
 			return 0;   /* a per-thread count: nothing in the report uses it yet */
-		l->totals[c.event] = c;
-		l->has_total[c.event] = true;
+		uint32_t e = c.event;
+		if (vp_grow((void **)&l->mux[e], &l->capmux[e], l->nmux[e] + 1, sizeof(*l->mux[e])))
+			return -ENOMEM;
+		l->mux[e][l->nmux[e]++] = (struct mux_point){ r->time, c.time_enabled, c.time_running, 1.0 };
+		if (c.flags & VP_COUNTER_INTERVAL)
+			return 0;   /* a running total: the final one has the count */
+		l->totals[e] = c;
+		l->has_total[e] = true;
 		return 0;
 	}
 	case VP_REC_LOST:
@@ -971,11 +982,56 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
+/* Each interval between two totals of an event gets its own factor, enabled/running
+ * over that interval (common/count_scale.h's rule), so that stacks sampled while the
+ * event had a counter to itself are not stretched by contention that came later. An
+ * interval in which the event never ran has no samples; its enabled time goes to the
+ * next interval that ran, as the counters library does. */
+static void interval_scales(struct loader *l, int e)
+{
+	uint64_t pe = 0, pr = 0, carry = 0;
+
+	for (size_t i = 0; i < l->nmux[e]; i++) {
+		struct mux_point *m = &l->mux[e][i];
+		uint64_t de = m->enabled >= pe ? m->enabled - pe : 0, dr = m->running >= pr ? m->running - pr : 0;
+
+		m->scale = 1.0;
+		if (dr == 0) {
+			carry += de;
+		} else {
+			de += carry;
+			carry = 0;
+			if (dr < de)
+				m->scale = (double)de / (double)dr;
+		}
+		pe = m->enabled;
+		pr = m->running;
+	}
+}
+
+/* The factor for a sample of session event e at time t: that of the first totals read
+ * at or after t; after the last one (none, in a whole session), the last's. */
+static double sample_scale(const struct loader *l, uint32_t e, uint64_t t)
+{
+	if (e >= VP_MAX_SAMPLED_EVENTS || !l->nmux[e])
+		return 1.0;
+	size_t lo = 0, hi = l->nmux[e];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->mux[e][mid].time < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return l->mux[e][lo < l->nmux[e] ? lo : l->nmux[e] - 1].scale;
+}
+
 static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
 		const struct vp_counter *c = &l->totals[e];
 		l->scale[e] = 1.0;
+		interval_scales(l, e);
 		if (!l->has_total[e] || l->evmap[e] < 0)
 			continue;
 		const char *name = l->p->events[l->evmap[e]].name;
@@ -1188,8 +1244,9 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			nsamp = 1;
 	}
 	uint64_t weight = s->period;
-	if (s->event < VP_MAX_SAMPLED_EVENTS && l->scale[s->event] > 1.0)
-		weight = (uint64_t)((double)s->period * l->scale[s->event] + 0.5);
+	double scale = sample_scale(l, s->event, r->time);
+	if (scale > 1.0)
+		weight = (uint64_t)((double)s->period * scale + 0.5);
 	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], nsamp,
 					weight, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
@@ -1469,6 +1526,8 @@ static void loader_free(struct loader *l)
 		vp_jit_index__close(l->jvms[i].idx);
 #endif
 	free(l->jvms);
+	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++)
+		free(l->mux[e]);
 	vp_steal_acct__free(l->steal);
 	free(l->cpu_steal);
 	free(l->cpu_seen);

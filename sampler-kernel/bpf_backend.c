@@ -31,6 +31,7 @@
 struct sampler {
 	struct sampler_config cfg;
 	int ncpu;
+	uint64_t last_totals;   /* CLOCK_MONOTONIC of the last VP_COUNTER_INTERVAL records */
 	/* One skeleton per event: each carries its event_index in rodata; the first one
 	 * owns the maps and the fork/switch programs, the others reuse its maps. */
 	struct profile *skel[VP_MAX_EVENTS];
@@ -476,12 +477,13 @@ static int attach_events(struct sampler *s, char *err, size_t errlen)
 }
 
 /* One COUNTER record per event: its count over every thread (children included) or
- * CPU, and its enabled and running times, which differ when the (v)PMU multiplexed it. */
-static int emit_totals(struct sampler *s)
+ * CPU, and its enabled and running times, which differ when the (v)PMU multiplexed it.
+ * flags adds VP_COUNTER_INTERVAL for the running totals read while recording. */
+static int emit_totals(struct sampler *s, uint32_t flags)
 {
 	for (int e = 0; e < s->cfg.nr_events; e++) {
 		struct vp_counter c = { .pid = VP_COUNTER_ALL, .tid = VP_COUNTER_ALL, .event = (uint32_t)e,
-					.flags = VP_COUNTER_SAMPLED };
+					.flags = VP_COUNTER_SAMPLED | flags };
 		uint64_t v[3];
 		int rc;
 
@@ -674,7 +676,18 @@ static int bpf_poll(struct sampler *s, int timeout_ms)
 			nanosleep(&ts, NULL);
 		}
 	}
-	return drain(s);
+	int n = drain(s);
+	/* Running totals every VP_COUNTER_INTERVAL_NS, after the drain so that the
+	 * samples before them in the stream are the ones they cover. */
+	uint64_t t = now_ns();
+	if (n >= 0 && !s->stopped && t - s->last_totals >= VP_COUNTER_INTERVAL_NS) {
+		int rc = emit_totals(s, VP_COUNTER_INTERVAL);
+
+		if (rc)
+			return rc;
+		s->last_totals = t;
+	}
+	return n;
 }
 
 static void read_lost(const struct sampler *s, uint64_t out[VPB_LOST_NR])
@@ -718,7 +731,7 @@ static int bpf_stop(struct sampler *s)
 	n = drain(s);
 	if (n < 0)
 		return n;
-	if ((rc = emit_totals(s)))
+	if ((rc = emit_totals(s, 0)))
 		return rc;
 	read_lost(s, lost);
 	t = now_ns();

@@ -11,3 +11,5 @@ endif()
 viprof_test(test-counters-mux SOURCES test-counters-mux.c LIBS vp_hvglue ARGS unit LABELS unit)
 add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# record's weights: each interval between the sampler's running totals scaled by its own ratio.
+viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postproc LABELS unit)

@@ -115,6 +115,36 @@ static void check_periods(const char *dir, const uint64_t *want, int nwant)
 	ASSERT_EQ(n, nwant);
 }
 
+/* The sampler's running totals (VP_COUNTER_INTERVAL, every 250 ms) of each sampled
+ * event, which record's weights are scaled by per interval: how many, and that they
+ * never go back. */
+static int interval_totals(const char *dir, int nevents)
+{
+	char path[512], err[256];
+	const struct vp_record *r;
+	struct vp_counter last[8] = { 0 };
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_reader *rd = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	if (!rd)
+		FAIL("%s", err);
+	while (cfile_reader__next(rd, &r) == 1) {
+		if (r->type != VP_REC_COUNTER)
+			continue;
+		const struct vp_counter *c = vp_record_body(r);
+		if (!(c->flags & VP_COUNTER_INTERVAL) || c->event >= 8)
+			continue;
+		ASSERT_LT(c->event, nevents);
+		ASSERT_GE(c->value, last[c->event].value);
+		ASSERT_GE(c->time_enabled, last[c->event].time_enabled);
+		ASSERT_GE(c->time_running, last[c->event].time_running);
+		last[c->event] = *c;
+		n++;
+	}
+	cfile_reader__close(rd);
+	return n;
+}
+
 /* Each event column of the hotspot table, (other) row included, adds up to 100.0. */
 static void check_columns(const char *file, int ncols)
 {
@@ -173,6 +203,11 @@ int main(int argc, char **argv)
 		FAIL("viprof record failed; see multievent.log");
 	static const uint64_t want[] = { 1000000, 1, 1 };
 	check_periods("multievent", want, 3);
+	/* The recording lasts over a second (the faults and naps alone take that): at
+	 * least one round of running totals for record's per-interval scaling. */
+	int nint = interval_totals("multievent", 3);
+	fprintf(stderr, "running totals in the session: %d\n", nint);
+	ASSERT_GE(nint, 3);
 
 	struct vp_profile *p = vp_profile__new();
 	ASSERT_NOT_NULL(p);
@@ -233,6 +268,14 @@ int main(int argc, char **argv)
 		FAIL("viprof record -c failed; see multievent-c.log");
 	static const uint64_t want_c[] = { 2000000, 1 };
 	check_periods("multievent-c", want_c, 2);
+	/* The perf backend writes the running totals too. */
+	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend perf -e 'cpu-clock/period=1000000/' -o multievent-perf "
+		 "-- %s 20000 4000 200 >multievent-perfb.log 2>&1", argv[1], argv[2]);
+	if (run(cmd))
+		FAIL("viprof record --backend perf failed; see multievent-perfb.log");
+	nint = interval_totals("multievent-perf", 1);
+	fprintf(stderr, "running totals in the perf backend's session: %d\n", nint);
+	ASSERT_GE(nint, 1);
 	printf("test-multievent: ok\n");
 	return 0;
 }
