@@ -815,6 +815,14 @@ static bool bpf_supported(const struct sampler_config *cfg, char *why, size_t wh
 {
 	int r;
 
+	if (cfg->guest_modes) {
+		/* A BPF perf_event program sees regs and a kernel/user split only: another
+		 * domain's kernel sample would be charged to dom0's current thread and
+		 * named from dom0's kallsyms. The perf backend records PERF_RECORD_MISC_GUEST_*. */
+		snprintf(why, whylen, "with Xen PMU mode 'all' other domains' samples must be kept apart, and the bpf "
+			 "sampler cannot tell guest mode from dom0's own; the perf backend can (--backend perf)");
+		return false;
+	}
 	libbpf_set_print(libbpf_quiet);
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
 	if (r <= 0) {
