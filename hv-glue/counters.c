@@ -1,8 +1,12 @@
 /* Per-thread virtualized counters (see counters.h). */
+#define _GNU_SOURCE   /* F_SETSIG, F_SETOWN_EX */
 #include "hv-glue/counters.h"
 #include "hv-glue/counters_math.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +29,8 @@ struct ctr {
 	struct vp_count_snap last;        /* the reading that ends the last interval in acc */
 	bool rdpmc;                       /* the last read used rdpmc */
 	bool clock;                       /* task-clock or cpu-clock: ns, and steal inflates it */
+	struct perf_event_attr attr;      /* as opened: the overflow event copies it */
+	int ovf_fd;                       /* the overflow (sampling) copy, -1: none */
 	char name[64];
 };
 
@@ -180,6 +186,8 @@ static int open_one(struct vp_counters *c, const struct sampler_event *ev, int c
 		return -e0;
 	}
 	e->fd = fd;
+	e->attr = attr;
+	e->ovf_fd = -1;
 	e->clock = ev->type == PERF_TYPE_SOFTWARE &&
 		   (ev->config == PERF_COUNT_SW_TASK_CLOCK || ev->config == PERF_COUNT_SW_CPU_CLOCK);
 	e->pc = page;
@@ -421,6 +429,119 @@ int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)
 	return 0;
 }
 
+/* ---- Overflow callbacks (i-mode).
+ *
+ * An overflow event is a sampling copy of a counted event, opened for the calling
+ * thread with the period asked for; the kernel queues a realtime signal to that thread
+ * (F_SETOWN_EX with F_OWNER_TID, F_SETSIG) at every overflow, with the fd in si_fd,
+ * without any ring buffer (perf_event's fasync path). Realtime signals queue instead of
+ * merging, so each overflow gets its own call. The handler finds the fd in a fixed
+ * table (no locks, no malloc: it runs in a signal handler), reads the thread's counts
+ * with read(), which is async-signal-safe, and calls the callback. */
+#define OVF_SLOTS 256
+
+struct ovf_slot {
+	volatile int fd;                  /* published last, cleared first: -1 or 0 = free */
+	struct vp_counters *c;
+	int event;
+	vp_counters_overflow_fn fn;
+	void *ctx;
+};
+
+static struct ovf_slot ovf_tab[OVF_SLOTS];
+static int ovf_signal;                    /* the signal installed, 0 = none yet */
+
+static void on_overflow(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)sig;
+	(void)uc;
+	for (int s = 0; s < OVF_SLOTS; s++) {
+		struct ovf_slot *o = &ovf_tab[s];
+		uint64_t v[VP_MAX_EVENTS];
+
+		if (o->fd <= 0 || o->fd != si->si_fd)
+			continue;
+		for (int i = 0; i < o->c->n; i++) {
+			uint64_t b[3];
+
+			v[i] = read(o->c->c[i].fd, b, sizeof(b)) == (ssize_t)sizeof(b) ? b[0] : 0;
+		}
+		o->fn(o->c, o->event, v, o->ctx);
+		break;
+	}
+	errno = saved;
+}
+
+static int install_handler(void)
+{
+	struct sigaction sa, old;
+	int sig = SIGRTMIN + 7;
+
+	if (ovf_signal)
+		return 0;
+	if (sigaction(sig, NULL, &old))
+		return -errno;
+	/* Another handler on that signal is someone else's: do not take it over. */
+	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+		return -EBUSY;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_overflow;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL))
+		return -errno;
+	ovf_signal = sig;
+	return 0;
+}
+
+int vp_counters__overflow(struct vp_counters *c, int i, uint64_t period, vp_counters_overflow_fn fn, void *ctx)
+{
+	struct perf_event_attr attr;
+	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = (pid_t)syscall(SYS_gettid) };
+	int fd = -1, slot = -1, err;
+
+	if (i < 0 || i >= c->n || !period || !fn)
+		return -EINVAL;
+	if (c->c[i].ovf_fd >= 0)
+		return -EALREADY;
+	if ((err = install_handler()))
+		return err;
+	for (int s = 0; s < OVF_SLOTS && slot < 0; s++)
+		if (ovf_tab[s].fd <= 0)
+			slot = s;
+	if (slot < 0)
+		return -ENOSPC;
+	attr = c->c[i].attr;
+	attr.sample_period = period;
+	attr.wakeup_events = 1;    /* a wakeup, hence a signal, at every overflow */
+	attr.disabled = 1;         /* enabled once the signal is routed */
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) || fcntl(fd, F_SETSIG, ovf_signal) ||
+	    fcntl(fd, F_SETOWN_EX, &owner)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	ovf_tab[slot].c = c;
+	ovf_tab[slot].event = i;
+	ovf_tab[slot].fn = fn;
+	ovf_tab[slot].ctx = ctx;
+	__atomic_store_n(&ovf_tab[slot].fd, fd, __ATOMIC_RELEASE);
+	c->c[i].ovf_fd = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		err = -errno;
+		__atomic_store_n(&ovf_tab[slot].fd, -1, __ATOMIC_RELEASE);
+		close(fd);
+		c->c[i].ovf_fd = -1;
+		return err;
+	}
+	return 0;
+}
+
 void vp_counters__close(struct vp_counters *c)
 {
 	if (!c)
@@ -428,6 +549,14 @@ void vp_counters__close(struct vp_counters *c)
 	if (c->steal_fd >= 0)
 		close(c->steal_fd);
 	for (int i = 0; i < c->n; i++) {
+		if (c->c[i].ovf_fd >= 0) {
+			/* Off the table before the fd goes, so that no late signal reads it. */
+			ioctl(c->c[i].ovf_fd, PERF_EVENT_IOC_DISABLE, 0);
+			for (int s = 0; s < OVF_SLOTS; s++)
+				if (ovf_tab[s].fd == c->c[i].ovf_fd)
+					__atomic_store_n(&ovf_tab[s].fd, -1, __ATOMIC_RELEASE);
+			close(c->c[i].ovf_fd);
+		}
 		munmap(c->c[i].pc, (size_t)c->page);
 		close(c->c[i].fd);
 	}

@@ -68,6 +68,17 @@ VP_COUNTERS_API const char *vp_counters__stolen_why(const struct vp_counters *c)
  * cpu-clock): the time the thread itself ran. Counts of other events are not inflated
  * by steal and come back as read. -ENOTSUP as vp_counters__stolen. */
 VP_COUNTERS_API int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values);
+/* Overflow callbacks (Perfctr-xen's i-mode, PAPI's overflow API): every period events
+ * of event i counted by the calling thread, fn is called in that thread, from a signal
+ * handler (a realtime signal, SIGRTMIN + 7, queued to the thread: each overflow gets
+ * its own call; a thread never gets another thread's). values are the raw counts of all
+ * the set's events at that moment (vp_counters__count() entries, since open, not
+ * scaled). fn must be async-signal-safe. 0, -EINVAL, -EALREADY (already set for i),
+ * -EBUSY (someone else handles that signal), -ENOSPC (256 in the process), or the
+ * kernel's -errno. vp_counters__close stops them. */
+typedef void (*vp_counters_overflow_fn)(struct vp_counters *c, int event, const uint64_t *values, void *ctx);
+VP_COUNTERS_API int vp_counters__overflow(struct vp_counters *c, int i, uint64_t period, vp_counters_overflow_fn fn,
+					  void *ctx);
 /* Which path the last read of event i took: 1 rdpmc, 0 read(). -EINVAL for a bad i. */
 VP_COUNTERS_API int vp_counters__used_rdpmc(const struct vp_counters *c, int i);
 VP_COUNTERS_API void vp_counters__close(struct vp_counters *c);  /* accepts NULL */

@@ -13,3 +13,5 @@ add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRE
 set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # record's weights: each interval between the sampler's running totals scaled by its own ratio.
 viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postproc LABELS unit)
+# Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
+viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
