@@ -546,7 +546,7 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 
 	if ((err == -EACCES || err == -EPERM) && vp_perm__explain(s->target, msg, sizeof(msg)))
 		; /* another user's process: paranoia is not the cause */
-	else if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
+	else if (vp_events__check_count(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
 		snprintf(msg, sizeof(msg), "event '%s' cannot be counted for pid %d: %s; "
 			 "run as root or set kernel.perf_event_paranoid <= 2", s->ev[e].name,
 			 (int)s->target, strerror(-err));
@@ -762,7 +762,7 @@ int cmd_stat(int argc, char **argv)
 	/* An event this machine cannot count is a usage error, found before the command
 	 * runs, with record's exit status (2) so that scripts can treat both alike. */
 	for (int e = 0; e < s.nev; e++) {
-		if (vp_events__check(&s.ev[e], err, sizeof(err)) != 0) {
+		if (vp_events__check_count(&s.ev[e], err, sizeof(err)) != 0) {
 			fprintf(stderr, "viprof stat: %s\n", err);
 			return 2;
 		}

@@ -207,6 +207,10 @@ struct vp_counter {           /* a counting read of an event */
  * recording; a reader that knows only SAMPLED takes the last record, the final one. */
 #define VP_COUNTER_INTERVAL 0x2u
 #define VP_COUNTER_INTERVAL_NS 250000000ull
+/* With VP_COUNTER_SAMPLED: the PMU could not group this event with the first one (the
+ * sampler fell back to a separate event somewhere), so it was multiplexed on its own
+ * and a ratio with another event (IPC) mixes two independent estimates. */
+#define VP_COUNTER_UNGROUPED 0x4u
 
 struct vp_jvm {
 	uint32_t pid;

@@ -52,7 +52,7 @@ struct vp_counters {
 	char steal_why[320];              /* why no stolen time is reported, when it is not */
 	time_source_fn source;
 	void *source_ctx;
-	uint64_t clock0, runtime0, stolen_sum;
+	uint64_t clock0, runtime0, stolen_sum, runtime_sum;
 	uint64_t vm_steal0;               /* /proc/stat's steal, all vCPUs, at the period's start */
 	bool vm_steal0_ok;
 };
@@ -171,7 +171,7 @@ static int open_one(struct vp_counters *c, const struct sampler_event *ev, int c
 		int e0 = errno;
 
 		/* vp_events__check says what is available here and what to try instead. */
-		if (vp_events__check(ev, err, errlen) == 0)
+		if (vp_events__check_count(ev, err, errlen) == 0)
 			snprintf(err, errlen, "event '%s' cannot be counted for this thread: %s; "
 				 "check kernel.perf_event_paranoid (<= 2 needed)", ev->name, strerror(e0));
 		return -e0;
@@ -203,13 +203,14 @@ static int own_clocks(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns)
 	struct vp_counters *c = ctx;
 	struct timespec ts;
 
-	if (c->steal_fd < 0)
-		return -ENOTSUP;
-	if (read(c->steal_fd, clock_ns, sizeof(*clock_ns)) != (ssize_t)sizeof(*clock_ns))
-		return -EIO;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
 		return -errno;
 	*runtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* Without the hidden task-clock (no steal clock here, or refused) the runtime
+	 * stands for both: no difference, and vp_counters__stolen says why. */
+	*clock_ns = *runtime_ns;
+	if (c->steal_fd >= 0 && read(c->steal_fd, clock_ns, sizeof(*clock_ns)) != (ssize_t)sizeof(*clock_ns))
+		return -EIO;
 	return 0;
 }
 
@@ -373,9 +374,11 @@ int vp_counters__stop(struct vp_counters *c)
 		c->c[i].sum += c->c[i].acc;
 		c->c[i].acc = 0;
 	}
-	uint64_t stolen;
+	uint64_t stolen, clock, runtime;
 	if (period_stolen(c, &stolen) == 0)
 		c->stolen_sum += stolen;
+	if (c->source(c->source_ctx, &clock, &runtime) == 0)
+		c->runtime_sum += runtime - c->runtime0;
 	c->started = false;
 	return 0;
 }
@@ -414,18 +417,29 @@ const char *vp_counters__stolen_why(const struct vp_counters *c)
 
 int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)
 {
-	uint64_t stolen;
+	uint64_t clock, runtime, now = 0;
 	int err;
 
+	/* A steal clock runs, but this kernel leaves steal in the runtimes: nothing here
+	 * tells the thread's own time from the hypervisor's. */
+	if (c->source == own_clocks && c->steal_runs && c->steal_acct <= 0)
+		return -ENOTSUP;
 	if ((err = vp_counters__read(c, values)))
 		return err;
-	if ((err = vp_counters__stolen(c, &stolen)))
-		return err;
-	/* Steal stretches only the clocks; events are not counted while the vCPU does
-	 * not run, so the other counts need nothing taken off. */
+	if (c->started) {
+		if ((err = c->source(c->source_ctx, &clock, &runtime)))
+			return err;
+		now = runtime - c->runtime0;
+	}
+	/* The time the thread itself ran is its scheduler runtime, from which the kernel
+	 * takes the paravirt steal clock out at every update: exact, where task-clock minus
+	 * a stolen estimate was off by up to 15 ms in 1.5 s on a VM without steal on the
+	 * vCPU (the two clocks advance at different points). Steal stretches only the
+	 * clocks; events are not counted while the vCPU does not run, so the other counts
+	 * come back as read. */
 	for (int i = 0; i < c->n; i++)
 		if (c->c[i].clock)
-			values[i] = values[i] > stolen ? values[i] - stolen : 0;
+			values[i] = c->runtime_sum + now;
 	return 0;
 }
 

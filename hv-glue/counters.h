@@ -64,9 +64,12 @@ VP_COUNTERS_API int vp_counters__stop(struct vp_counters *c);
 VP_COUNTERS_API int vp_counters__stolen(struct vp_counters *c, uint64_t *stolen_ns);
 /* NULL when vp_counters__stolen measures; else one line saying why it does not. */
 VP_COUNTERS_API const char *vp_counters__stolen_why(const struct vp_counters *c);
-/* vp_counters__read with the stolen share taken off the clock events (task-clock,
- * cpu-clock): the time the thread itself ran. Counts of other events are not inflated
- * by steal and come back as read. -ENOTSUP as vp_counters__stolen. */
+/* vp_counters__read with the clock events (task-clock, cpu-clock) replaced by the time
+ * the thread itself ran over the counting periods: its scheduler runtime, which the
+ * kernel keeps free of steal (CONFIG_PARAVIRT_TIME_ACCOUNTING), rather than the clock
+ * minus an estimate of the stolen share. Counts of other events are not inflated by
+ * steal and come back as read. -ENOTSUP where a steal clock runs and the kernel leaves
+ * steal in runtimes. */
 VP_COUNTERS_API int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values);
 /* Overflow callbacks (Perfctr-xen's i-mode, PAPI's overflow API): every period events
  * of event i counted by the calling thread, fn is called in that thread, from a signal

@@ -390,6 +390,11 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		l->mux[e][l->nmux[e]++] = (struct mux_point){ r->time, c.time_enabled, c.time_running, 1.0 };
 		if (c.flags & VP_COUNTER_INTERVAL)
 			return 0;   /* a running total: the final one has the count */
+		if ((c.flags & VP_COUNTER_UNGROUPED) && e < MAX_EVENTS && l->evmap[e] >= 0) {
+			char key[96];
+			snprintf(key, sizeof(key), "ungrouped.%s", l->p->events[l->evmap[e]].name);
+			vp_profile__set_meta(l->p, key, "1");
+		}
 		l->totals[e] = c;
 		l->has_total[e] = true;
 		return 0;

@@ -32,6 +32,7 @@ struct sampler {
 	struct sampler_config cfg;
 	int ncpu;
 	uint64_t last_totals;   /* CLOCK_MONOTONIC of the last VP_COUNTER_INTERVAL records */
+	bool ungrouped[VP_MAX_EVENTS];   /* opened outside its group somewhere (EINVAL fallback) */
 	/* One skeleton per event: each carries its event_index in rodata; the first one
 	 * owns the maps and the fork/switch programs, the others reuse its maps. */
 	struct profile *skel[VP_MAX_EVENTS];
@@ -400,8 +401,10 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 			a.sample_type = 0;
 			fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
 		}
-		if (fd == -EINVAL && leader >= 0)
+		if (fd == -EINVAL && leader >= 0) {
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			s->ungrouped[e] = fd >= 0;
+		}
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
 		if (fd < 0) {
@@ -483,7 +486,8 @@ static int emit_totals(struct sampler *s, uint32_t flags)
 {
 	for (int e = 0; e < s->cfg.nr_events; e++) {
 		struct vp_counter c = { .pid = VP_COUNTER_ALL, .tid = VP_COUNTER_ALL, .event = (uint32_t)e,
-					.flags = VP_COUNTER_SAMPLED | flags };
+					.flags = VP_COUNTER_SAMPLED | flags |
+						 (s->ungrouped[e] ? VP_COUNTER_UNGROUPED : 0) };
 		uint64_t v[3];
 		int rc;
 

@@ -41,6 +41,7 @@ struct sampler {
 	struct sampler_config cfg;
 	uint64_t sample_type;
 	uint64_t last_totals;   /* CLOCK_MONOTONIC of the last VP_COUNTER_INTERVAL records */
+	bool ungrouped[VP_MAX_EVENTS];   /* opened outside its group somewhere (EINVAL fallback) */
 	int *fds;
 	int nr_fds;
 	size_t cap_fds;
@@ -393,8 +394,10 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		 * together; each still samples on its own. A mix the PMU cannot group
 		 * (EINVAL) falls back to separate events. */
 		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
-		if (fd == -EINVAL && leader >= 0)
+		if (fd == -EINVAL && leader >= 0) {
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			s->ungrouped[e] = fd >= 0;
+		}
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
 		if (e == 0)
@@ -732,7 +735,8 @@ static int emit_totals(struct sampler *s, bool interval)
 	for (int e = 0; e < s->cfg.nr_events && !rc; e++) {
 		tot[e].pid = tot[e].tid = VP_COUNTER_ALL;
 		tot[e].event = (uint32_t)e;
-		tot[e].flags = VP_COUNTER_SAMPLED | (interval ? VP_COUNTER_INTERVAL : 0);
+		tot[e].flags = VP_COUNTER_SAMPLED | (interval ? VP_COUNTER_INTERVAL : 0) |
+			       (s->ungrouped[e] ? VP_COUNTER_UNGROUPED : 0);
 		rc = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_COUNTER, vp_sampler_now_ns(), &tot[e], sizeof(tot[e]));
 	}
 	return rc;
