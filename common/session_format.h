@@ -64,6 +64,10 @@ struct vp_event_desc {
  * sampled: "off-cpu" and "steal". Their samples are sums of intervals (period = ns,
  * one sample per distinct stack and state per drain) with vp_sample.sched_state set. */
 #define VP_EVENT_SCHED      0x4u
+/* Sampled in user mode only (":u", or a user the kernel shows no kernel to). For the
+ * clock events the count still holds the time spent in the kernel, which no sample
+ * can: a report says so instead of calling it a tail. */
+#define VP_EVENT_USER_ONLY  0x8u
 
 /* Privilege level of the sampled IP. */
 enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,

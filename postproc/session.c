@@ -118,6 +118,7 @@ struct loader {
 	uint64_t nsamples;
 	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
+	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
@@ -213,6 +214,8 @@ static int on_event(struct loader *l, const struct vp_record *r)
 	if (idx < 0)
 		return idx;
 	l->evmap[e->index] = idx;
+	l->ev_user_clock[e->index] = (e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) &&
+				     ((e->flags & VP_EVENT_USER_ONLY) || strstr(name, ":u"));
 	if ((e->flags & VP_EVENT_SCHED) && !strcmp(name, "steal"))
 		l->exact_steal = true;
 	if ((e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) && l->time_event < 0) {
@@ -1049,6 +1052,21 @@ static void multiplexing(struct loader *l, bool damaged)
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
 		uint64_t sum = l->period_sum[e] + l->tail_sum[e];
+		/* A user-mode clock event counts its threads' kernel time too, which none of
+		 * its samples can hold: that share is not a tail (issue 23: a service user's
+		 * cpu-clock showed 25% "after the last sample"). The perf backend notes
+		 * sampler.kernel when it had to exclude the kernel itself. */
+		const char *kexcl = vp_profile__meta(l->p, "sampler.kernel");
+		bool user_clock = l->ev_user_clock[e] ||
+				  (!strcmp(l->p->events[l->evmap[e]].unit, "nanoseconds") &&
+				   kexcl && !strncmp(kexcl, "excluded", 8));
+		if (user_clock && sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled) {
+			vp_profile__warn(l->p, "%llu of the %llu ns '%s' counted (%.1f%%) are in no stack: the event samples user "
+					 "mode only, and its count includes the time its threads spent in the kernel",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+			sum = c->value;   /* said: not a tail */
+		}
 		if (l->tail_sum[e]) {
 			snprintf(key, sizeof(key), "tail.%s", name);
 			snprintf(val, sizeof(val), "%llu", (unsigned long long)l->tail_sum[e]);

@@ -93,8 +93,34 @@ static void write_session(const char *dir, bool intervals, bool idle_gap)
 	vp_session_writer__free(w);
 }
 
+/* A user-mode cpu-clock whose count holds 100 ms of which its samples hold 75: the
+ * rest is kernel time, said as such, not as a tail after the last sample. */
+static void user_mode_clock(void)
+{
+	char err[512];
+	struct vp_session_writer *w = vp_session_writer__create("mux-user", true, 0, err, sizeof(err));
+	if (!w)
+		FAIL("%s", err);
+	struct sampler_event ev = { .type = 1, .config = 0, .period = MS, .software = true, .exclude_kernel = true };
+	snprintf(ev.name, sizeof(ev.name), "cpu-clock");
+	ASSERT_OK(vp_session_writer__event(w, &ev));
+	for (int i = 0; i < 75; i++)
+		sample(w, 1000 * MS + (uint64_t)i * MS, 0x401000);
+	counter(w, 1100 * MS, 0, 100 * MS, 100 * MS, 100 * MS);
+	struct vp_end end = { .duration_ns = 100 * MS };
+	ASSERT_OK(vp_session_writer__finish(w, 1100 * MS, &end, err, sizeof(err)));
+	vp_session_writer__free(w);
+	struct vp_profile *p = load("mux-user");
+	ASSERT_NOT_NULL(p->warnings);
+	fprintf(stderr, "user-mode clock: %s\n", p->warnings);
+	ASSERT_CONTAINS(p->warnings, "samples user mode only, and its count includes the time its threads spent in the kernel");
+	ASSERT_NULL(strstr(p->warnings, "after their thread's last sample"));
+	vp_profile__free(p);
+}
+
 int main(void)
 {
+	user_mode_clock();
 	write_session("mux-weights", true, false);
 	struct vp_profile *p = load("mux-weights");
 	uint64_t w1 = weight_at(p, "81000100"), w2 = weight_at(p, "81000200");
