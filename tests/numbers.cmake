@@ -15,3 +15,7 @@ set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEO
 viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postproc LABELS unit)
 # Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
 viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
+# Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per
+# agent mode under load, per JDK: the stress test of issue 23. Label stress: it takes
+# minutes, so it is not in the jvm lane's default run.
+viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
