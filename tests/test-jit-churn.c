@@ -6,14 +6,16 @@
  * other GenR class running) the test counts, on the thread that runs the workload, by
  * the innermost Java frame (compiled, inlined or interpreted) of each sample:
  *   own    the generation's GenR<N>;
- *   unnamed frames viprof left unnamed ("[interpreted]", "[unknown jit]"): not a wrong
- *          name (early in a window GenR<N> still runs in the interpreter);
+ *   unnamed frames viprof left unnamed ("[interpreted]", "[unknown jit]", or compiled
+ *          code in anonymous memory that the map did not hold yet, "[unknown]", under
+ *          its correctly named callers): not a wrong name;
  *   gen    samples named after another generation's GenR<M>: must be 0, always;
  *   method samples named after another method. Reflection and method-handle code runs
- *          there too (a few percent), so this cannot be 0; a window where such names
- *          take 20% or more of its JIT samples is the misattribution of issue 23 (one
- *          run gave 158 of generation 1's 200 samples to MethodHandleNatives.resolve)
- *          and fails the run.
+ *          there too, so this cannot be 0 (up to 31% of generation 1's window here,
+ *          where the first reflective call spins its accessor, a few percent later); a
+ *          window where such names take half of its samples or more is the
+ *          misattribution of issue 23 (one run gave 158 of generation 1's 200 samples to
+ *          MethodHandleNatives.resolve) and fails the run.
  * Each run prints its counts. argv: 17|25 [RUNS_PER_MODE] (default 5 per mode: 10 per
  * JDK, 20 with both ctest entries). Needs root (recording) and the JDK. */
 #include "test-agent-util.h"
@@ -81,15 +83,25 @@ static bool window(const char *sess, int g, double from, double to, struct tally
 		FAIL("load %s: %s", sess, err);
 	snprintf(want, sizeof(want), "GenR%04d.", g);
 	long own = 0, gen = 0, method = 0, unnamed = 0;
+	/* The other methods' names, most frequent first when printed. */
+	struct { const char *name; long n; } top[64];
+	int ntop = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		if (!s->comm || strcmp(s->comm, "java"))
 			continue;   /* the workload's thread; compiler and GC threads run other code */
 		for (uint32_t k = s->nframes; k-- > 0;) {
 			const struct vp_frame *f = &p->frames[s->frames[k]];
+			long n = (long)s->samples[0];
+			/* An unnamed user frame below the Java ones (new compiled code the map
+			 * did not hold yet: "[unknown]" in anonymous memory) makes the sample
+			 * unnamed, not its caller's. */
+			if (f->layer == VP_LAYER_UNKNOWN) {
+				unnamed += n;
+				break;
+			}
 			if (f->layer != VP_LAYER_JIT && f->layer != VP_LAYER_INLINED && f->layer != VP_LAYER_INTERPRETED)
 				continue;
-			long n = (long)s->samples[0];
 			if (!strncmp(f->name, want, strlen(want)))
 				own += n;
 			else if (f->name[0] == '[')
@@ -98,20 +110,40 @@ static bool window(const char *sess, int g, double from, double to, struct tally
 				gen += n;
 			else
 				method += n;
+			if (strncmp(f->name, want, strlen(want)) && f->name[0] != '[') {
+				int k = 0;
+				while (k < ntop && strcmp(top[k].name, f->name))
+					k++;
+				if (k == ntop && ntop < 64)
+					top[ntop++] = (typeof(top[0])){ f->name, 0 };
+				if (k < ntop)
+					top[k].n += n;
+			}
 			break;
 		}
 	}
-	vp_profile__free(p);
 	t->own += own;
 	t->gen += gen;
 	t->method += method;
 	t->unnamed += unnamed;
-	bool ok = gen == 0 && (own + method < 20 || method * 5 < own + method);
+	bool ok = gen == 0 && (own + method < 20 || method * 2 < own + method);
 	if (!ok) {
 		t->windows_bad++;
 		fprintf(stderr, "  generation %d: %ld own, %ld named after another generation, %ld after another method, "
-			"%ld unnamed\n", g, own, gen, method, unnamed);
+			"%ld unnamed:", g, own, gen, method, unnamed);
+		for (int shown = 0; shown < 4; shown++) {
+			int best = -1;
+			for (int k = 0; k < ntop; k++)
+				if (top[k].n > 0 && (best < 0 || top[k].n > top[best].n))
+					best = k;
+			if (best < 0)
+				break;
+			fprintf(stderr, " %s (%ld)", top[best].name, top[best].n);
+			top[best].n = 0;
+		}
+		fputc('\n', stderr);
 	}
+	vp_profile__free(p);   /* after the names above were printed */
 	return ok;
 }
 
