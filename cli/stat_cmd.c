@@ -9,10 +9,19 @@
  * (on the command, or with -p on each thread that existed at the start) is read too
  * and printed as "[all threads]", and what no row holds as "[not per-thread]", so that
  * the rows add up to the total.
- * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING and
- * scaled by enabled/running; "(multiplexed, NN%)" marks events that were not on a
- * counter all the time. Output goes to stderr, as perf stat's does; the exit status is
- * the command's. */
+ * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING every
+ * poll (10 ms) and scaled interval by interval, each by its own enabled/running
+ * (common/count_scale.h), so that contention that comes and goes stretches only the
+ * intervals it was in; "(multiplexed, NN%)" marks events that were not on a counter
+ * all the time.
+ * Stolen time (the hypervisor's share of a clock event) is printed only where a steal
+ * clock runs (vp_steal__clock_runs: /proc/stat's steal moved since boot), and is taken
+ * from the switch tracer (sampler-kernel/sched_tracer.h), which charges each thread the
+ * run queue's steal clock that advanced while it ran, exactly; the difference of
+ * task-clock and the scheduler's runtime is clock skew as much as steal and is not used.
+ * Without the tracer (it needs root, or CAP_BPF and CAP_PERFMON) stat says so instead
+ * of printing a stolen row. Output goes to stderr, as perf stat's does; the exit status
+ * is the command's. */
 #define _GNU_SOURCE   /* pipe2 */
 #include <dirent.h>
 #include <errno.h>
@@ -33,10 +42,13 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/count_scale.h"
+#include "common/session_format.h"
 #include "common/util.h"
 #include "common/launch.h"
 #include "hv-glue/events.h"
 #include "hv-glue/steal.h"
+#include "sampler-kernel/sched_tracer.h"
 
 #define STAT_POLL_MS 10
 #define STAT_DEFAULT_EVENTS "task-clock,context-switches,cpu-migrations,page-faults"
@@ -46,10 +58,21 @@ struct stat_thread {
 	char comm[16];
 	int fd[VP_MAX_EVENTS];
 	uint64_t val[VP_MAX_EVENTS], ena[VP_MAX_EVENTS], run[VP_MAX_EVENTS];
-	/* The stolen share (hv-glue/steal.h): task-clock minus scheduler runtime, from a
-	 * pair read at the same poll; the steal of the thread's last <= 10 ms is not in it. */
-	uint64_t stolen;
-	bool stolen_ok;
+	/* The reading that ended the last interval, and the intervals so far, each
+	 * scaled by its own multiplexing ratio. */
+	struct vp_count_snap last[VP_MAX_EVENTS];
+	uint64_t scaled[VP_MAX_EVENTS];
+};
+
+/* Stolen time from the switch tracer: its per-thread totals (THREAD_TIME records, at
+ * its stop), or why there is none to print. */
+struct stat_steal {
+	struct vp_sched *sched;
+	bool measured;
+	char why[448];
+	struct vp_thread_time *tt;
+	int ntt;
+	size_t cap;
 };
 
 struct stat_opts {
@@ -78,16 +101,9 @@ struct stat_ctx {
 	 * between two polls, child processes), so that what no row holds gets a row. */
 	struct stat_thread *inh;
 	int ninh;
-	/* Steal: what the clock difference measures here (vp_steal__accounting), the first
-	 * clock event (-1: none), and for -- CMD the command's scheduler runtime (wait4). */
-	int steal_acct;
+	/* The first clock event (-1: none): its rows lose the stolen time, printed after. */
 	int clock_ev;
-	uint64_t cmd_runtime;
-	bool cmd_runtime_ok;
-	/* -- CMD: the command's runtime and its clock events' counts right after its exec:
-	 * the runtimes include the fork glue and the exec itself, which the clocks
-	 * (enabled in the middle of exec) do not, so steal is measured from here on. */
-	uint64_t runtime0, clock0, all_clock0;
+	struct stat_steal steal;
 };
 
 static volatile sig_atomic_t stat_interrupted;
@@ -254,33 +270,17 @@ static void read_thread(struct stat_thread *t, int nev)
 		uint64_t buf[3];
 
 		/* A thread that has exited keeps its final count in its event. */
-		if (read(t->fd[e], buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
-			t->val[e] = buf[0];
-			t->ena[e] = buf[1];
-			t->run[e] = buf[2];
-		}
-	}
-}
-
-/* --per-thread: each thread's task-clock and scheduler runtime, read together, so that
- * a thread that exits keeps the stolen share it had at the last poll. */
-static void poll_stolen(struct stat_ctx *s)
-{
-	if (s->clock_ev < 0 || s->steal_acct <= 0)
-		return;
-	for (int i = 0; i < s->nth; i++) {
-		struct stat_thread *t = &s->th[i];
-		uint64_t buf[3], rt;
-
-		if (read(t->fd[s->clock_ev], buf, sizeof(buf)) != (ssize_t)sizeof(buf) ||
-		    vp_steal__runtime(s->target, t->tid, &rt))
-			continue;   /* gone: keep the last pair */
-		if (s->o.cmd && t->tid == s->target) {
-			rt = rt > s->runtime0 ? rt - s->runtime0 : 0;
-			buf[0] = buf[0] > s->clock0 ? buf[0] - s->clock0 : 0;
-		}
-		t->stolen = vp_steal__stolen(buf[0], rt);
-		t->stolen_ok = true;
+		if (read(t->fd[e], buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			continue;
+		t->val[e] = buf[0];
+		t->ena[e] = buf[1];
+		t->run[e] = buf[2];
+		/* An interval in which the event never ran is scaled with the next that did. */
+		struct vp_count_snap now = { buf[0], buf[1], buf[2] };
+		if (now.running == t->last[e].running && now.count == t->last[e].count)
+			continue;
+		t->scaled[e] += vp_counts__scaled_delta(&t->last[e], &now);
+		t->last[e] = now;
 	}
 }
 
@@ -288,12 +288,16 @@ static void read_all(struct stat_ctx *s)
 {
 	if (s->have_all && !s->inh)
 		read_thread(&s->all, s->nev);
+	if (s->inh)
+		for (int e = 0; e < s->nev; e++)
+			s->all.val[e] = s->all.ena[e] = s->all.run[e] = s->all.scaled[e] = 0;
 	for (int i = 0; i < s->ninh; i++) {
 		read_thread(&s->inh[i], s->nev);
 		for (int e = 0; e < s->nev; e++) {
 			s->all.val[e] += s->inh[i].val[e];
 			s->all.ena[e] += s->inh[i].ena[e];
 			s->all.run[e] += s->inh[i].run[e];
+			s->all.scaled[e] += s->inh[i].scaled[e];
 		}
 	}
 	for (int i = 0; i < s->nth; i++)
@@ -336,7 +340,7 @@ static void print_row(const struct stat_ctx *s, const char *who, int e,
 static void print_stolen(const struct stat_ctx *s, const char *who, double stolen, double raw)
 {
 	double pct = raw > 0 ? 100.0 * stolen / raw : 0;
-	const char *what = s->steal_acct == VP_STEAL_ACCT_IRQ ? "stolen+irq" : "stolen";
+	const char *what = "stolen";
 
 	if (s->o.sep) {
 		const char *x = s->o.sep;
@@ -350,6 +354,30 @@ static void print_stolen(const struct stat_ctx *s, const char *who, double stole
 		fprintf(stderr, "%24s ", who);
 	fprintf(stderr, "%20.2f %-5s %s  (%.2f%% of the clock, taken by the hypervisor; not in the row above)\n",
 		stolen / 1e6, "msec", what, pct);
+}
+
+/* The switch tracer's steal for one thread (tid > 0), or for every thread it saw (the
+ * command, its threads and its children: what the inherited totals cover). */
+static double steal_of(const struct stat_ctx *s, pid_t tid)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < s->steal.ntt; i++)
+		if (tid <= 0 || s->steal.tt[i].tid == (uint32_t)tid)
+			sum += s->steal.tt[i].steal_ns;
+	return (double)sum;
+}
+
+/* Why no stolen row follows the clock rows: one line (with -x, a '#' line, which
+ * scripts reading the rows skip). */
+static void print_no_steal(const struct stat_ctx *s)
+{
+	if (s->clock_ev < 0 || s->steal.measured || !s->steal.why[0])
+		return;
+	if (s->o.sep)
+		fprintf(stderr, "# stolen: not reported: %s\n", s->steal.why);
+	else
+		fprintf(stderr, "\n  stolen: not reported: %s\n", s->steal.why);
 }
 
 static void print_report(const struct stat_ctx *s, double secs)
@@ -367,78 +395,118 @@ static void print_report(const struct stat_ctx *s, double secs)
 		fprintf(stderr, "%s:\n\n", s->o.per_thread ? " per thread" : "");
 	}
 	for (int e = 0; e < s->nev; e++) {
-		double total = 0;
+		/* The clock rows lose what the tracer measured as stolen: task-clock runs on
+		 * while the hypervisor holds the vCPU under the thread. */
+		bool steal = e == s->clock_ev && s->steal.measured;
+		double total = 0, total_stolen = 0;
 		uint64_t ena = 0, run = 0;
 
 		for (int i = 0; i < s->nth; i++) {
 			const struct stat_thread *t = &s->th[i];
-			double scaled = t->run[e] ? (double)t->val[e] * ((double)t->ena[e] / (double)t->run[e]) : 0;
-
+			double scaled = (double)t->scaled[e];
+			double stolen = steal ? steal_of(s, t->tid) : 0;
 			char who[48];
 
+			if (stolen > scaled)
+				stolen = scaled;   /* the tracer starts before exec, the clock at it */
 			snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
-			bool steal = s->o.per_thread && e == s->clock_ev && t->stolen_ok;
-			double stolen = steal ? (double)t->stolen : 0;
-			if (s->o.per_thread)
-				print_row(s, who, e, scaled - (stolen < scaled ? stolen : scaled), t->run[e],
+			if (s->o.per_thread) {
+				print_row(s, who, e, scaled - stolen, t->run[e],
 					  t->ena[e] ? 100.0 * (double)t->run[e] / (double)t->ena[e] : 100.0,
 					  t->ena[e] && !t->run[e]);
-			if (steal)
-				print_stolen(s, who, stolen, scaled);
-			total += scaled - (stolen < scaled ? stolen : scaled);
+				if (steal)
+					print_stolen(s, who, stolen, scaled);
+			}
+			total += scaled;
+			total_stolen += stolen;
 			ena += t->ena[e];
 			run += t->run[e];
 		}
 		/* Totals: the sum of the per-thread scaled counts, and the overall share of
-		 * enabled time on a counter as the multiplexing ratio. */
-		/* -- CMD: the command's runtime from wait4 is free of steal; the difference
-		 * from its task-clock is the stolen share. */
-		bool steal = e == s->clock_ev && s->cmd_runtime_ok;
-		double cmd_stolen = steal && total > (double)s->clock0 ?
-			(double)vp_steal__stolen((uint64_t)total - s->clock0, s->cmd_runtime) : 0;
+		 * enabled time on a counter as the multiplexing ratio. The inherited totals
+		 * also hold children, whose steal the tracer followed too. */
 		if (!s->o.per_thread) {
-			print_row(s, NULL, e, total - cmd_stolen, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
+			double stolen = steal ? steal_of(s, 0) : 0;
+
+			if (stolen > total)
+				stolen = total;
+			print_row(s, NULL, e, total - stolen, run, ena ? 100.0 * (double)run / (double)ena : 100.0,
 				  ena && !run);
 			if (steal)
-				print_stolen(s, NULL, cmd_stolen, total);
+				print_stolen(s, NULL, stolen, total);
 		}
 		if (s->have_all) {
 			const struct stat_thread *a = &s->all;
-			double all = a->run[e] ? (double)a->val[e] * ((double)a->ena[e] / (double)a->run[e]) : 0;
+			double all = (double)a->scaled[e];
+			double all_stolen = steal ? steal_of(s, 0) : 0;
 
-			double all_stolen = steal && all > (double)s->all_clock0 ?
-				(double)vp_steal__stolen((uint64_t)all - s->all_clock0, s->cmd_runtime) : 0;
+			if (all_stolen > all)
+				all_stolen = all;
 			print_row(s, "[all threads]", e, all - all_stolen, a->run[e],
 				  a->ena[e] ? 100.0 * (double)a->run[e] / (double)a->ena[e] : 100.0,
 				  a->ena[e] && !a->run[e]);
 			if (steal)
 				print_stolen(s, "[all threads]", all_stolen, all);
-			all -= all_stolen;
-			print_row(s, "[not per-thread]", e, all > total ? all - total : 0, a->run[e], 100.0, false);
+			double rest = (all - all_stolen) - (total - total_stolen);
+			print_row(s, "[not per-thread]", e, rest > 0 ? rest : 0, a->run[e], 100.0, false);
 		}
 	}
+	print_no_steal(s);
 	if (!s->o.sep)
 		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
 }
 
-/* Right after the command's exec: its runtime (the process CPU clock, which the
- * kernel brings up to date when read, unlike schedstat) and its clock events' counts,
- * read back to back, as the origin of its stolen share. */
-static void steal_origin(struct stat_ctx *s, pid_t pid)
+static int steal_sink(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
 {
-	struct timespec ts;
-	uint64_t buf[3];
-	/* MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) of the kernel's posix-timers.h. */
-	clockid_t clk = (clockid_t)((~(unsigned int)pid << 3) | 2);
+	struct stat_steal *st = ctx;
 
-	if (s->clock_ev < 0 || s->steal_acct <= 0)
+	(void)time;
+	if (type != VP_REC_THREAD_TIME || len < sizeof(struct vp_thread_time))
+		return 0;   /* the per-stack steal samples and the event records: not needed here */
+	if (vp_grow((void **)&st->tt, &st->cap, (size_t)st->ntt + 1, sizeof(*st->tt)))
+		return -ENOMEM;
+	memcpy(&st->tt[st->ntt++], body, sizeof(*st->tt));
+	return 0;
+}
+
+/* Starts the switch tracer on pid (launch: the held child, before its exec) when a
+ * clock event is counted and a steal clock runs here; otherwise, or when the tracer
+ * cannot run, says why in s->steal.why. */
+static void steal_start(struct stat_ctx *s, pid_t pid, bool launch)
+{
+	char why[320], err[320];
+
+	if (s->clock_ev < 0)
 		return;
-	if (read(s->th[0].fd[s->clock_ev], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
-		s->clock0 = buf[0];
-	if (s->have_all && read(s->all.fd[s->clock_ev], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
-		s->all_clock0 = buf[0];
-	if (clock_gettime(clk, &ts) == 0)
-		s->runtime0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (vp_steal__clock_runs(why, sizeof(why)) != 1) {
+		snprintf(s->steal.why, sizeof(s->steal.why), "%s", why);
+		return;
+	}
+	struct vp_sched_config cfg = {
+		.target = launch ? SAMPLER_TARGET_LAUNCH : SAMPLER_TARGET_PIDS,
+		.pids = &pid,
+		.nr_pids = 1,
+		.sink = { .emit = steal_sink, .ctx = &s->steal },
+	};
+	s->steal.sched = vp_sched__start(&cfg, err, sizeof(err));
+	if (!s->steal.sched)
+		snprintf(s->steal.why, sizeof(s->steal.why), "stolen time is measured by the switch tracer, which did "
+			 "not start: %s", err);
+}
+
+/* Stops the tracer, which emits its per-thread totals into s->steal. */
+static void steal_stop(struct stat_ctx *s)
+{
+	if (!s->steal.sched)
+		return;
+	int err = vp_sched__stop(s->steal.sched);
+	if (err)
+		snprintf(s->steal.why, sizeof(s->steal.why), "the switch tracer could not deliver its totals: %s",
+			 strerror(-err));
+	else
+		s->steal.measured = true;
+	vp_sched__free(s->steal.sched);
+	s->steal.sched = NULL;
 }
 
 /* A -p target has ended when it no longer exists or is a zombie that its parent has
@@ -478,7 +546,7 @@ static int open_failed(const struct stat_ctx *s, int e, int err)
 
 	if ((err == -EACCES || err == -EPERM) && vp_perm__explain(s->target, msg, sizeof(msg)))
 		; /* another user's process: paranoia is not the cause */
-	else if (vp_events__check(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
+	else if (vp_events__check_count(&s->ev[e], msg, sizeof(msg)) == 0 || !msg[0])
 		snprintf(msg, sizeof(msg), "event '%s' cannot be counted for pid %d: %s; "
 			 "run as root or set kernel.perf_event_paranoid <= 2", s->ev[e].name,
 			 (int)s->target, strerror(-err));
@@ -589,6 +657,7 @@ static int run(struct stat_ctx *s)
 		 * name can be read below; it would otherwise show under our own name. */
 		const char *base = strrchr(s->o.cmd[0], '/');
 		snprintf(s->th[0].comm, sizeof(s->th[0].comm), "%.15s", base ? base + 1 : s->o.cmd[0]);
+		steal_start(s, pid, true);
 		t0 = now_s();
 		/* Let it exec and wait for the exec; then take the command's real name. An
 		 * errno instead means exec failed: the child said why; no counts to show. */
@@ -605,7 +674,6 @@ static int run(struct stat_ctx *s)
 			return 127;
 		}
 		read_comm(pid, pid, s->th[0].comm, sizeof(s->th[0].comm));
-		steal_origin(s, pid);
 	} else {
 		s->target = s->o.pid;
 		if (kill(s->target, 0) && errno == ESRCH) {
@@ -629,6 +697,7 @@ static int run(struct stat_ctx *s)
 				(int)s->target, strerror(-err));
 			return 1;
 		}
+		steal_start(s, s->target, false);
 		t0 = now_s();
 	}
 
@@ -636,18 +705,8 @@ static int run(struct stat_ctx *s)
 		struct timespec ts = { 0, STAT_POLL_MS * 1000000L };
 
 		if (s->o.cmd) {
-			struct rusage ru;
-			pid_t w = wait4(s->target, &status, WNOHANG, &ru);
-
-			if (w == s->target) {
-				/* utime + stime: the kernel scales them to the command's
-				 * sum_exec_runtime (its threads and reaped children), us. */
-				s->cmd_runtime = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
-						 ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
-				s->cmd_runtime -= s->cmd_runtime > s->runtime0 ? s->runtime0 : s->cmd_runtime;
-				s->cmd_runtime_ok = s->steal_acct > 0;
+			if (waitpid(s->target, &status, WNOHANG) == s->target)
 				break;
-			}
 			if (stat_interrupted) {
 				/* Forward once, as the terminal would, and keep waiting for it. */
 				kill(s->target, stat_interrupted);
@@ -657,8 +716,11 @@ static int run(struct stat_ctx *s)
 			if (stat_interrupted || target_gone(s->target))
 				break;
 		}
-		if (s->o.per_thread)
-			poll_stolen(s);
+		/* Every poll closes an interval of every event (scaled by its own ratio),
+		 * and lets the switch tracer drain its sums before its hash fills. */
+		read_all(s);
+		if (s->steal.sched)
+			vp_sched__poll(s->steal.sched, (uint64_t)(now_s() * 1e9));
 		if (s->o.per_thread && (err = scan_threads(s, false, false)) < 0 && err != -ENOENT) {
 			fprintf(stderr, "viprof stat: cannot follow the threads of %d: %s\n",
 				(int)s->target, strerror(-err));
@@ -667,9 +729,8 @@ static int run(struct stat_ctx *s)
 		}
 		nanosleep(&ts, NULL);
 	}
-	if (s->o.per_thread)
-		poll_stolen(s);    /* -p: the threads still run; -- CMD: gone, the last poll stands */
 	read_all(s);
+	steal_stop(s);
 	print_report(s, now_s() - t0);
 	if (ret)
 		return ret;
@@ -701,7 +762,7 @@ int cmd_stat(int argc, char **argv)
 	/* An event this machine cannot count is a usage error, found before the command
 	 * runs, with record's exit status (2) so that scripts can treat both alike. */
 	for (int e = 0; e < s.nev; e++) {
-		if (vp_events__check(&s.ev[e], err, sizeof(err)) != 0) {
+		if (vp_events__check_count(&s.ev[e], err, sizeof(err)) != 0) {
 			fprintf(stderr, "viprof stat: %s\n", err);
 			return 2;
 		}
@@ -709,9 +770,10 @@ int cmd_stat(int argc, char **argv)
 	s.clock_ev = -1;
 	for (int e = 0; e < s.nev && s.clock_ev < 0; e++)
 		if (is_clock(&s.ev[e]) && !s.ev[e].exclude_kernel)
-			s.clock_ev = e;   /* :u clocks leave out the kernel, the runtime does not */
-	s.steal_acct = vp_steal__accounting();
+			s.clock_ev = e;   /* :u clocks leave out the kernel, the tracer's steal does not */
 	ret = run(&s);
+	vp_sched__free(s.steal.sched);   /* an early return of run() leaves it running */
+	free(s.steal.tt);
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)
 			close(s.th[i].fd[e]);

@@ -64,6 +64,10 @@ struct vp_event_desc {
  * sampled: "off-cpu" and "steal". Their samples are sums of intervals (period = ns,
  * one sample per distinct stack and state per drain) with vp_sample.sched_state set. */
 #define VP_EVENT_SCHED      0x4u
+/* Sampled in user mode only (":u", or a user the kernel shows no kernel to). For the
+ * clock events the count still holds the time spent in the kernel, which no sample
+ * can: a report says so instead of calling it a tail. */
+#define VP_EVENT_USER_ONLY  0x8u
 
 /* Privilege level of the sampled IP. */
 enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,
@@ -210,6 +214,16 @@ struct vp_counter {           /* a counting read of an event */
  * stopped: its samples' weights add up to value (less the events after each thread's
  * or CPU's last overflow), and a report scales them by time_enabled / time_running. */
 #define VP_COUNTER_SAMPLED 0x1u
+/* With VP_COUNTER_SAMPLED: the same totals read while recording (cumulative, about
+ * every VP_COUNTER_INTERVAL_NS), so that a report scales each stretch between two of
+ * them by its own time_enabled / time_running instead of one ratio for the whole
+ * recording; a reader that knows only SAMPLED takes the last record, the final one. */
+#define VP_COUNTER_INTERVAL 0x2u
+#define VP_COUNTER_INTERVAL_NS 250000000ull
+/* With VP_COUNTER_SAMPLED: the PMU could not group this event with the first one (the
+ * sampler fell back to a separate event somewhere), so it was multiplexed on its own
+ * and a ratio with another event (IPC) mixes two independent estimates. */
+#define VP_COUNTER_UNGROUPED 0x4u
 
 struct vp_jvm {
 	uint32_t pid;

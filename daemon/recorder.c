@@ -419,6 +419,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	cfg->callchain = o->callchain;
 	cfg->unwind = o->callchain && !o->fp_walk;
 	cfg->want_switches = true;   /* steal-time victim attribution needs who ran when */
+	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
 	cfg->want_sideband = true;
 	/* Every record passes the unwinder on its way to the session, so that it learns of
 	 * new processes and mappings (it is attached once the sampler has started). */

@@ -533,6 +533,8 @@ int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_e
 	if (ev->type == PERF_TYPE_SOFTWARE &&
 	    (ev->config == PERF_COUNT_SW_CPU_CLOCK || ev->config == PERF_COUNT_SW_TASK_CLOCK))
 		d.flags |= VP_EVENT_TIME_UNITS;
+	if (ev->exclude_kernel)
+		d.flags |= VP_EVENT_USER_ONLY;
 	snprintf(d.name, sizeof(d.name), "%s", ev->name);
 	snprintf(w->event_names[w->nevents], sizeof(w->event_names[0]), "%s", ev->name);
 	w->nevents++;

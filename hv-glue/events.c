@@ -359,6 +359,23 @@ int vp_events__check(const struct sampler_event *ev, char *err, size_t errlen)
 	return r;
 }
 
+int vp_events__check_count(const struct sampler_event *ev, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (!ev)
+		return -EINVAL;
+	int r = vp_hv__try_event(ev->type, ev->config, false, ev->exclude_kernel, ev->exclude_user);
+	if (r == 0)
+		return 0;
+	/* The sampling check explains what this user or this machine lacks. */
+	int rs = vp_events__check(ev, err, errlen);
+	if (rs == 0 && err && errlen)
+		snprintf(err, errlen, "event '%s' cannot be counted here (%s), though it can be sampled; check "
+			 "kernel.perf_event_paranoid", ev->name, vp_hv__errname(r));
+	return rs ? rs : r;
+}
+
 int vp_events__default(struct sampler_event *out, char *why, size_t whylen)
 {
 	char err[512], dummy[8], sig[16];

@@ -21,6 +21,9 @@ int vp_events__parse(const char *list, struct sampler_event *out, int max, char 
 /* Live perf_event_open test of one event on this machine. 0 if it can be sampled; else -errno
  * and a one-line message naming the event, the cause, and what IS available here, e.g.
  * "event 'cycles' cannot be counted on this VM: the hypervisor exposes no PMU; available: cpu-clock, task-clock, page-faults, ...; try -e cpu-clock" */
+/* As vp_events__check, for counting: an event a counting-only vPMU can count but not
+ * sample (no overflow interrupt) passes, which `viprof stat` needs. 0 or -errno. */
+int vp_events__check_count(const struct sampler_event *ev, char *err, size_t errlen);
 int vp_events__check(const struct sampler_event *ev, char *err, size_t errlen);
 
 /* The default event: cycles where the (v)PMU counts it, else cpu-clock; why says which and why in one line. */

@@ -45,4 +45,10 @@ struct vp_counters;
 void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64_t *clock_ns, uint64_t *runtime_ns),
 			      void *ctx);
 
+/* Tests: vp_counters__open with every event bound to one CPU (perf_event_open(0, cpu)):
+ * a per-task event that counts only while its thread runs on that CPU, while its
+ * enabled time runs wherever the thread runs. A thread that alternates CPUs therefore
+ * has running < enabled with no PMU at all: the software stand-in for multiplexing. */
+struct vp_counters *vp_counters__open_cpu(const char *events, int cpu, char *err, size_t errlen);
+
 #endif

@@ -50,6 +50,11 @@ struct vp_probe {
 	char dmi_product[128], dmi_vendor[128];
 	char acpi_oem[8];         /* OEM id of the firmware's ACPI tables, "" if unreadable */
 	const char *vmm;          /* the VMM behind the hypervisor when it can be told ("Firecracker"), or NULL */
+	/* The kernel's view (its log; root or kernel.dmesg_restrict=0): the hypervisor it
+	 * detected, PVM, and the CPUID name when it differs (an outer host seen through). */
+	struct vp_probe_klog klog;
+	bool klog_read;
+	const char *outer_host;   /* CPUID's name when the kernel runs on another hypervisor */
 	/* CPU and PMU virtualization. */
 	char cpu_vendor[16], cpu_brand[64];
 	bool intel, amd;
@@ -354,6 +359,44 @@ static void conclude(struct vp_probe *p)
 #undef ADD
 }
 
+int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!log)
+		return -EINVAL;
+	const char *h = strstr(log, "Hypervisor detected: ");
+	if (h) {
+		h += strlen("Hypervisor detected: ");
+		size_t n = strcspn(h, "\r\n");
+		snprintf(out->kernel_hv, sizeof(out->kernel_hv), "%.*s", (int)n, h);
+	}
+	out->pvm_guest = strstr(log, "paravirtualized kernel on PVM") != NULL;
+	for (const char *d = log; (d = strstr(d, "pvm-pv: ")); d++)
+		if (!strncmp(d + 8, "detected", 8))
+			out->pvm_guest = true;
+	out->pvm_host = strstr(log, "kvm-pvm: loaded") != NULL;
+	return 0;
+}
+
+/* The kernel log through syslog(2) READ_ALL: root, or kernel.dmesg_restrict=0. */
+static bool read_klog(struct vp_probe *p)
+{
+	int len = (int)syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	if (len <= 0 || len > (64 << 20))
+		return false;
+	char *buf = malloc((size_t)len + 1);
+	if (!buf)
+		return false;
+	int n = (int)syscall(SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	bool ok = n > 0;
+	if (ok) {
+		buf[n] = '\0';
+		vp_probe__parse_klog(buf, &p->klog);
+	}
+	free(buf);
+	return ok;
+}
+
 struct vp_probe *vp_probe__run(void)
 {
 	struct vp_probe *p = calloc(1, sizeof(*p));
@@ -370,6 +413,17 @@ struct vp_probe *vp_probe__run(void)
 	if (vp_probe__acpi_oem_at("/sys/firmware/acpi/tables", p->acpi_oem, sizeof(p->acpi_oem)) == 0 &&
 	    !strcmp(p->acpi_oem, "FIRECK"))
 		p->vmm = "Firecracker";
+	/* The kernel knows what it runs on; user-mode CPUID on a PVM guest does not. */
+	p->klog_read = read_klog(p);
+	if (p->klog.pvm_guest) {
+		if (strcmp(p->hypervisor, "KVM"))
+			p->outer_host = p->hypervisor;
+		p->hypervisor = "PVM";
+	} else if (*p->klog.kernel_hv && strcmp(p->hypervisor, "none") && strcmp(p->hypervisor, p->klog.kernel_hv) &&
+		   strcmp(p->hypervisor, "unknown")) {
+		p->outer_host = p->hypervisor;
+		p->hypervisor = p->klog.kernel_hv;
+	}
 	probe_cpu(p);
 	p->pmu_device = vp_hv__pmu_device();
 	probe_events(p);
@@ -448,6 +502,8 @@ void vp_probe__foreach_meta(const struct vp_probe *p, void (*cb)(void *ctx, cons
 	cb(ctx, "hypervisor", p->hypervisor);
 	if (p->vmm)
 		cb(ctx, "hypervisor.vmm", p->vmm);
+	if (p->outer_host)
+		cb(ctx, "hypervisor.outer_host", p->outer_host);
 	if (*p->acpi_oem)
 		cb(ctx, "acpi.oem", p->acpi_oem);
 	if (*p->hv_signature)
@@ -529,6 +585,15 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 		kv(f, "VMM", p->vmm);
 	kv(f, "CPUID hypervisor bit", p->hv_bit ? "set" : "clear");
 	kv(f, "CPUID signature", *p->hv_signature ? p->hv_signature : "-");
+	if (p->outer_host) {
+		snprintf(b, sizeof(b), "CPUID (read in user mode) names %s, an outer host: the kernel runs on %s",
+			 p->outer_host, p->hypervisor);
+		kv(f, "outer host", b);
+	}
+	if (p->klog_read)
+		kv(f, "kernel's hypervisor", *p->klog.kernel_hv ? p->klog.kernel_hv : "- (not in the kernel log)");
+	if (p->klog.pvm_host)
+		kv(f, "PVM", "this VM runs PVM guests itself (kvm-pvm loaded)");
 	kv(f, "/sys/hypervisor/type", *p->sys_hv_type ? p->sys_hv_type : "-");
 	if (*p->xen_pmu_mode)
 		kv(f, "Xen pmu_mode", p->xen_pmu_mode);
@@ -628,6 +693,10 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 	jstr(f, 4, &s, "dmi_vendor", *p->dmi_vendor ? p->dmi_vendor : NULL);
 	jstr(f, 4, &s, "acpi_oem", *p->acpi_oem ? p->acpi_oem : NULL);
 	jstr(f, 4, &s, "vmm", p->vmm);
+	jstr(f, 4, &s, "kernel_hypervisor", p->klog_read && *p->klog.kernel_hv ? p->klog.kernel_hv : NULL);
+	jstr(f, 4, &s, "outer_host", p->outer_host);
+	jbool(f, 4, &s, "pvm_guest", p->klog.pvm_guest);
+	jbool(f, 4, &s, "pvm_host", p->klog.pvm_host);
 	fputs("\n  }", f);
 
 	jkey(f, 2, &top, "pmu");

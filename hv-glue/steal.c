@@ -171,3 +171,48 @@ int vp_steal__runtime(int pid, int tid, uint64_t *ns)
 	*ns = strtoull(buf, NULL, 10);
 	return 0;
 }
+
+int vp_steal__total(uint64_t *ns)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t *s;
+	int n;
+
+	if (ncpu < 1)
+		ncpu = 1;
+	if (!(s = calloc((size_t)ncpu, sizeof(*s))))
+		return -ENOMEM;
+	n = vp_steal__read(s, (int)ncpu);
+	if (n >= 0) {
+		*ns = 0;
+		for (int i = 0; i < n; i++)
+			*ns += s[i];
+		n = 0;
+	}
+	free(s);
+	return n;
+}
+
+int vp_steal__clock_runs_from(uint64_t steal_since_boot_ns, char *why, size_t whylen)
+{
+	if (steal_since_boot_ns > 0)
+		return 1;
+	if (why && whylen)
+		snprintf(why, whylen, "no steal clock on this VM: /proc/stat's steal has stayed 0 on every vCPU since "
+			 "boot (the hypervisor reports none, or never preempted it), so no time is reported as stolen");
+	return 0;
+}
+
+int vp_steal__clock_runs(char *why, size_t whylen)
+{
+	uint64_t total;
+	int err = vp_steal__total(&total);
+
+	if (err) {
+		if (why && whylen)
+			snprintf(why, whylen, "cannot read /proc/stat to tell whether a steal clock runs: %s; "
+				 "mount /proc", strerror(-err));
+		return err;
+	}
+	return vp_steal__clock_runs_from(total, why, whylen);
+}

@@ -2,6 +2,7 @@
 #ifndef VIPROF_HV_STEAL_H
 #define VIPROF_HV_STEAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Cumulative steal time per CPU in ns (from /proc/stat, USER_HZ converted); returns the number of CPUs filled or -errno.
@@ -15,6 +16,19 @@ int vp_steal__read(uint64_t *steal_ns, int max_cpus);
  * /proc/stat, clk_tck the USER_HZ its values are in (sysconf(_SC_CLK_TCK)). Same result
  * convention; -EINVAL when text holds no cpuN line or clk_tck <= 0. */
 int vp_steal__parse(const char *text, long clk_tck, uint64_t *steal_ns, int max_cpus);
+
+/* The sum of vp_steal__read over every CPU, in ns. 0 or -errno. */
+int vp_steal__total(uint64_t *ns);
+
+/* Whether a steal clock runs on this VM, decided from what the VM shows rather than
+ * from the kernel's configuration: 1 when /proc/stat has accounted steal on some vCPU
+ * since boot, 0 when it has stayed 0 (a hypervisor that exports no steal clock, e.g.
+ * this project's PVM guests, or one that never preempted this VM: either way there is
+ * no stolen time to report), -errno when /proc/stat cannot be read. With 0 or -errno,
+ * why gets one line for the user. Callers report stolen time only on 1. */
+int vp_steal__clock_runs(char *why, size_t whylen);
+/* The same decision from a steal total since boot (for tests). */
+int vp_steal__clock_runs_from(uint64_t steal_since_boot_ns, char *why, size_t whylen);
 
 /* ---- Steal charged to one thread (issue 11 item 4: counters corrected for steal).
  *

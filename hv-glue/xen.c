@@ -12,14 +12,22 @@
 
 static const char *const xen_modes[] = { "off", "self", "hv", "all" };
 
-static void explain(int e, const char *path, const char *what, char *err, size_t errlen)
+void vp_xen__explain(int e, const char *path, const char *what, char *err, size_t errlen)
 {
-	if (e == ENOENT)
+	if (e == EBUSY)
+		snprintf(err, errlen, "Xen refused to %s the PMU mode (%s): Xen changes to or from mode 'all' only while "
+			 "no domain uses its vPMU; stop profiling inside the guests (or boot them with vpmu off), or use "
+			 "--xen-pmu-mode hv, which leaves the guests their vPMUs", what, strerror(e));
+	else if (e == EOPNOTSUPP)
+		snprintf(err, errlen, "Xen refused to %s the PMU mode (%s): Xen shares the PMU with dom0 only for a PV "
+			 "dom0, and a PVH dom0 gets this answer whatever vpmu= says; boot dom0 as PV (dom0=pv), or profile "
+			 "inside each guest", what, strerror(e));
+	else if (e == ENOENT)
 		snprintf(err, errlen, "cannot %s Xen's PMU mode: %s does not exist; this is not a Xen "
 			 "dom0 (or the xen sysfs driver is not loaded); run viprof in dom0 of a Xen host", what, path);
 	else if (e == EACCES || e == EPERM)
 		snprintf(err, errlen, "cannot %s Xen's PMU mode in %s: %s; run as root in dom0", what, path, strerror(e));
-	else if (e == EINVAL || e == EOPNOTSUPP)
+	else if (e == EINVAL)
 		snprintf(err, errlen, "Xen refused to %s the PMU mode (%s); boot Xen with vpmu=1 (or vpmu=bts) "
 			 "so that a vPMU exists", what, strerror(e));
 	else
@@ -35,7 +43,7 @@ int vp_xen__get_pmu_mode_at(const char *path, char *mode, size_t len, char *err,
 	if (fd < 0) {
 		int e = errno;
 
-		explain(e, path, "read", err, errlen);
+		vp_xen__explain(e, path, "read", err, errlen);
 		return -e;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -43,7 +51,7 @@ int vp_xen__get_pmu_mode_at(const char *path, char *mode, size_t len, char *err,
 		int e = errno;
 
 		close(fd);
-		explain(e, path, "read", err, errlen);
+		vp_xen__explain(e, path, "read", err, errlen);
 		return -e;
 	}
 	close(fd);
@@ -72,20 +80,20 @@ int vp_xen__set_pmu_mode_at(const char *path, const char *mode, char *err, size_
 	if (fd < 0) {
 		int e = errno;
 
-		explain(e, path, "set", err, errlen);
+		vp_xen__explain(e, path, "set", err, errlen);
 		return -e;
 	}
 	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
 		int e = errno ? errno : EIO;
 
 		close(fd);
-		explain(e, path, "set", err, errlen);
+		vp_xen__explain(e, path, "set", err, errlen);
 		return -e;
 	}
 	if (close(fd)) {
 		int e = errno;
 
-		explain(e, path, "set", err, errlen);
+		vp_xen__explain(e, path, "set", err, errlen);
 		return -e;
 	}
 	if ((ret = vp_xen__get_pmu_mode_at(path, now, sizeof(now), err, errlen)))

@@ -33,5 +33,9 @@ int vp_xen__restore_pmu_mode(void);
 /* The same on another file (tests, or a sysfs mounted elsewhere). */
 int vp_xen__get_pmu_mode_at(const char *path, char *mode, size_t len, char *err, size_t errlen);
 int vp_xen__set_pmu_mode_at(const char *path, const char *mode, char *err, size_t errlen);
+/* The one-line message for errno e from reading or setting ("read", "set") the PMU mode
+ * at path: the cause and the fix (EBUSY: a guest uses its vPMU; EOPNOTSUPP: a PVH dom0;
+ * EINVAL: no vPMU, boot Xen with vpmu=1). For tests; the functions above use it. */
+void vp_xen__explain(int e, const char *path, const char *what, char *err, size_t errlen);
 
 #endif

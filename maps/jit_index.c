@@ -78,8 +78,15 @@ static const struct vp_cm_method_info *by_epochs(const struct vp_codemap *m, uin
 			return old;
 		break; /* the newest older code there was gone before t */
 	}
+	/* An event map dates a load by its callback, which trails the installation, so code
+	 * loaded after t may still be what ran at t. A walk map dates a load at the earliest
+	 * it can have run (the start of the walk before the one that found it, or its class's
+	 * preparation), so code loaded after t was not there yet: what was, no walk saw (code
+	 * that came and went between two walks; test-jit-churn saw a generation's hot loop
+	 * named after the next generation's method this way). Unknown, not the later
+	 * occupant. */
 	if (hit)
-		return hit;
+		return (m->flags & VP_CM_META_CODE_WALK) ? NULL : hit;
 	/* Code that a walk of the code heaps found (VP_CM_META_CODE_WALK) is loaded at the
 	 * start of the walk before the one that saw it, the earliest it can have run; when a
 	 * GC fell between the two walks its record follows that GC's epoch boundary although

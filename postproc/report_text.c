@@ -133,12 +133,19 @@ static int find_event(const struct vp_profile *p, const char *name)
 }
 
 /* Instructions per cycle over the sampled stacks: both sums of periods are estimates
- * of the counts, so their ratio is the IPC of what was profiled. */
+ * of the counts, so their ratio is the IPC of what was profiled, provided the two were
+ * scheduled together (one group). When the PMU could not group them, each was
+ * multiplexed on its own and the ratio would mix two independent estimates: not shown. */
 static void ratios(const struct vp_profile *p, struct vp_out *o)
 {
 	int c = find_event(p, "cycles"), i = find_event(p, "instructions");
 	if (c < 0 || i < 0)
 		return;
+	if (vp_profile__meta(p, "ungrouped.cycles") || vp_profile__meta(p, "ungrouped.instructions")) {
+		vp_out__puts(o, "# IPC not shown: the PMU could not group cycles and instructions, so each was "
+				"multiplexed on its own and their ratio would mix two estimates\n");
+		return;
+	}
 	uint64_t cw = vp_event_weight(p, c), iw = vp_event_weight(p, i);
 	if (cw)
 		vp_out__printf(o, "# IPC %.2f (instructions / cycles)\n", (double)iw / (double)cw);

@@ -111,6 +111,11 @@ struct loader {
 	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
 	bool has_total[VP_MAX_SAMPLED_EVENTS];
 	double scale[VP_MAX_SAMPLED_EVENTS];
+	/* Per session event: its totals read while recording (VP_COUNTER_INTERVAL) and the
+	 * final ones, in stream order, each with the factor for the samples between the
+	 * one before and it: multiplexing made up for per interval. */
+	struct mux_point { uint64_t time, enabled, running; double scale; } *mux[VP_MAX_SAMPLED_EVENTS];
+	size_t nmux[VP_MAX_SAMPLED_EVENTS], capmux[VP_MAX_SAMPLED_EVENTS];
 	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
 	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
 	/* Samples are counted in the first pass and resolved in the second, as the stream
@@ -118,6 +123,7 @@ struct loader {
 	uint64_t nsamples;
 	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
+	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
@@ -214,6 +220,8 @@ static int on_event(struct loader *l, const struct vp_record *r)
 	if (idx < 0)
 		return idx;
 	l->evmap[e->index] = idx;
+	l->ev_user_clock[e->index] = (e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) &&
+				     ((e->flags & VP_EVENT_USER_ONLY) || strstr(name, ":u"));
 	if ((e->flags & VP_EVENT_SCHED) && !strcmp(name, "steal"))
 		l->exact_steal = true;
 	if ((e->flags & VP_EVENT_TIME_UNITS) && !(e->flags & VP_EVENT_SCHED) && l->time_event < 0) {
@@ -385,8 +393,19 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		memcpy(&c, b, sizeof(c));
 		if (!(c.flags & VP_COUNTER_SAMPLED) || c.pid != VP_COUNTER_ALL || c.event >= VP_MAX_SAMPLED_EVENTS)
 			return 0;   /* a per-thread count: nothing in the report uses it yet */
-		l->totals[c.event] = c;
-		l->has_total[c.event] = true;
+		uint32_t e = c.event;
+		if (vp_grow((void **)&l->mux[e], &l->capmux[e], l->nmux[e] + 1, sizeof(*l->mux[e])))
+			return -ENOMEM;
+		l->mux[e][l->nmux[e]++] = (struct mux_point){ r->time, c.time_enabled, c.time_running, 1.0 };
+		if (c.flags & VP_COUNTER_INTERVAL)
+			return 0;   /* a running total: the final one has the count */
+		if ((c.flags & VP_COUNTER_UNGROUPED) && e < MAX_EVENTS && l->evmap[e] >= 0) {
+			char key[96];
+			snprintf(key, sizeof(key), "ungrouped.%s", l->p->events[l->evmap[e]].name);
+			vp_profile__set_meta(l->p, key, "1");
+		}
+		l->totals[e] = c;
+		l->has_total[e] = true;
 		return 0;
 	}
 	case VP_REC_LOST:
@@ -1027,11 +1046,56 @@ static void events_lost_in_damage(struct loader *l)
  * they were enabled: their weights are scaled up by time_enabled / time_running, as
  * perf stat scales counts, and the report says so and by how much. The raw count of
  * each event goes into the metadata (count.EVENT) for scripts and tests. */
+/* Each interval between two totals of an event gets its own factor, enabled/running
+ * over that interval (common/count_scale.h's rule), so that stacks sampled while the
+ * event had a counter to itself are not stretched by contention that came later. An
+ * interval in which the event never ran has no samples; its enabled time goes to the
+ * next interval that ran, as the counters library does. */
+static void interval_scales(struct loader *l, int e)
+{
+	uint64_t pe = 0, pr = 0, carry = 0;
+
+	for (size_t i = 0; i < l->nmux[e]; i++) {
+		struct mux_point *m = &l->mux[e][i];
+		uint64_t de = m->enabled >= pe ? m->enabled - pe : 0, dr = m->running >= pr ? m->running - pr : 0;
+
+		m->scale = 1.0;
+		if (dr == 0) {
+			carry += de;
+		} else {
+			de += carry;
+			carry = 0;
+			if (dr < de)
+				m->scale = (double)de / (double)dr;
+		}
+		pe = m->enabled;
+		pr = m->running;
+	}
+}
+
+/* The factor for a sample of session event e at time t: that of the first totals read
+ * at or after t; after the last one (none, in a whole session), the last's. */
+static double sample_scale(const struct loader *l, uint32_t e, uint64_t t)
+{
+	if (e >= VP_MAX_SAMPLED_EVENTS || !l->nmux[e])
+		return 1.0;
+	size_t lo = 0, hi = l->nmux[e];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->mux[e][mid].time < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return l->mux[e][lo < l->nmux[e] ? lo : l->nmux[e] - 1].scale;
+}
+
 static void multiplexing(struct loader *l, bool damaged)
 {
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++) {
 		const struct vp_counter *c = &l->totals[e];
 		l->scale[e] = 1.0;
+		interval_scales(l, e);
 		if (!l->has_total[e] || l->evmap[e] < 0)
 			continue;
 		const char *name = l->p->events[l->evmap[e]].name;
@@ -1044,6 +1108,21 @@ static void multiplexing(struct loader *l, bool damaged)
 		 * more than noise (few samples: a burst, or a rate the kernel's frequency loop
 		 * did not follow). */
 		uint64_t sum = l->period_sum[e] + l->tail_sum[e];
+		/* A user-mode clock event counts its threads' kernel time too, which none of
+		 * its samples can hold: that share is not a tail (issue 23: a service user's
+		 * cpu-clock showed 25% "after the last sample"). The perf backend notes
+		 * sampler.kernel when it had to exclude the kernel itself. */
+		const char *kexcl = vp_profile__meta(l->p, "sampler.kernel");
+		bool user_clock = l->ev_user_clock[e] ||
+				  (!strcmp(l->p->events[l->evmap[e]].unit, "nanoseconds") &&
+				   kexcl && !strncmp(kexcl, "excluded", 8));
+		if (user_clock && sum && c->value > sum + sum / 50 && c->time_running >= c->time_enabled) {
+			vp_profile__warn(l->p, "%llu of the %llu ns '%s' counted (%.1f%%) are in no stack: the event samples user "
+					 "mode only, and its count includes the time its threads spent in the kernel",
+					 (unsigned long long)(c->value - sum), (unsigned long long)c->value, name,
+					 100.0 * (double)(c->value - sum) / (double)c->value);
+			sum = c->value;   /* said: not a tail */
+		}
 		if (l->tail_sum[e]) {
 			snprintf(key, sizeof(key), "tail.%s", name);
 			snprintf(val, sizeof(val), "%llu", (unsigned long long)l->tail_sum[e]);
@@ -1263,8 +1342,9 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			nsamp = 1;
 	}
 	uint64_t weight = s->period;
-	if (s->event < VP_MAX_SAMPLED_EVENTS && l->scale[s->event] > 1.0)
-		weight = (uint64_t)((double)s->period * l->scale[s->event] + 0.5);
+	double scale = sample_scale(l, s->event, r->time);
+	if (scale > 1.0)
+		weight = (uint64_t)((double)s->period * scale + 0.5);
 	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], nsamp,
 					weight, &sid);
 	/* The same sample by address, for pprof; a frame without a location (no image)
@@ -1544,6 +1624,8 @@ static void loader_free(struct loader *l)
 		vp_jit_index__close(l->jvms[i].idx);
 #endif
 	free(l->jvms);
+	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++)
+		free(l->mux[e]);
 	vp_steal_acct__free(l->steal);
 	free(l->cpu_steal);
 	free(l->cpu_seen);

@@ -37,6 +37,8 @@ _Static_assert(VPB_WALK_NONE == VP_WALK_UNKNOWN && VPB_WALK_ROOT == VP_WALK_ROOT
 struct sampler {
 	struct sampler_config cfg;
 	int ncpu;
+	uint64_t last_totals;   /* CLOCK_MONOTONIC of the last VP_COUNTER_INTERVAL records */
+	bool ungrouped[VP_MAX_EVENTS];   /* opened outside its group somewhere (EINVAL fallback) */
 	/* One skeleton per event: each carries its event_index in rodata; the first one
 	 * owns the maps and the fork/switch programs, the others reuse its maps. */
 	struct profile *skel[VP_MAX_EVENTS];
@@ -417,8 +419,10 @@ static int attach_one(struct sampler *s, pid_t pid, int cpu, char *err, size_t e
 			a.sample_type = 0;
 			fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
 		}
-		if (fd == -EINVAL && leader >= 0)
+		if (fd == -EINVAL && leader >= 0) {
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			s->ungrouped[e] = fd >= 0;
+		}
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
 		if (fd < 0) {
@@ -494,12 +498,14 @@ static int attach_events(struct sampler *s, char *err, size_t errlen)
 }
 
 /* One COUNTER record per event: its count over every thread (children included) or
- * CPU, and its enabled and running times, which differ when the (v)PMU multiplexed it. */
-static int emit_totals(struct sampler *s)
+ * CPU, and its enabled and running times, which differ when the (v)PMU multiplexed it.
+ * flags adds VP_COUNTER_INTERVAL for the running totals read while recording. */
+static int emit_totals(struct sampler *s, uint32_t flags)
 {
 	for (int e = 0; e < s->cfg.nr_events; e++) {
 		struct vp_counter c = { .pid = VP_COUNTER_ALL, .tid = VP_COUNTER_ALL, .event = (uint32_t)e,
-					.flags = VP_COUNTER_SAMPLED };
+					.flags = VP_COUNTER_SAMPLED | flags |
+						 (s->ungrouped[e] ? VP_COUNTER_UNGROUPED : 0) };
 		uint64_t v[3];
 		int rc;
 
@@ -704,7 +710,18 @@ static int bpf_poll(struct sampler *s, int timeout_ms)
 			nanosleep(&ts, NULL);
 		}
 	}
-	return drain(s);
+	int n = drain(s);
+	/* Running totals every VP_COUNTER_INTERVAL_NS, after the drain so that the
+	 * samples before them in the stream are the ones they cover. */
+	uint64_t t = now_ns();
+	if (n >= 0 && !s->stopped && t - s->last_totals >= VP_COUNTER_INTERVAL_NS) {
+		int rc = emit_totals(s, VP_COUNTER_INTERVAL);
+
+		if (rc)
+			return rc;
+		s->last_totals = t;
+	}
+	return n;
 }
 
 static void read_lost(const struct sampler *s, uint64_t out[VPB_LOST_NR])
@@ -748,7 +765,7 @@ static int bpf_stop(struct sampler *s)
 	n = drain(s);
 	if (n < 0)
 		return n;
-	if ((rc = emit_totals(s)))
+	if ((rc = emit_totals(s, 0)))
 		return rc;
 	read_lost(s, lost);
 	t = now_ns();
@@ -833,6 +850,14 @@ static bool bpf_supported(const struct sampler_config *cfg, char *why, size_t wh
 {
 	int r;
 
+	if (cfg->guest_modes) {
+		/* A BPF perf_event program sees regs and a kernel/user split only: another
+		 * domain's kernel sample would be charged to dom0's current thread and
+		 * named from dom0's kallsyms. The perf backend records PERF_RECORD_MISC_GUEST_*. */
+		snprintf(why, whylen, "with Xen PMU mode 'all' other domains' samples must be kept apart, and the bpf "
+			 "sampler cannot tell guest mode from dom0's own; the perf backend can (--backend perf)");
+		return false;
+	}
 	libbpf_set_print(libbpf_quiet);
 	r = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
 	if (r <= 0) {

@@ -40,6 +40,8 @@ struct id_map {
 struct sampler {
 	struct sampler_config cfg;
 	uint64_t sample_type;
+	uint64_t last_totals;   /* CLOCK_MONOTONIC of the last VP_COUNTER_INTERVAL records */
+	bool ungrouped[VP_MAX_EVENTS];   /* opened outside its group somewhere (EINVAL fallback) */
 	int *fds;
 	int nr_fds;
 	size_t cap_fds;
@@ -392,8 +394,10 @@ static int open_on_cpu(struct sampler *s, pid_t pid, int cpu, int *ring_fd)
 		 * together; each still samples on its own. A mix the PMU cannot group
 		 * (EINVAL) falls back to separate events. */
 		fd = vp_perf_event_open(&a, pid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
-		if (fd == -EINVAL && leader >= 0)
+		if (fd == -EINVAL && leader >= 0) {
 			fd = vp_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			s->ungrouped[e] = fd >= 0;
+		}
 		if (fd == -ENODEV || (fd == -ESRCH && pid > 0))
 			return 0;
 		if (e == 0)
@@ -611,11 +615,23 @@ nomem:
 	return NULL;
 }
 
+static int emit_totals(struct sampler *s, bool interval);
+
 static int perf_poll(struct sampler *s, int timeout_ms)
 {
 	if (!s->stopped && poll(s->pfds, s->nr_rings, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
-	return drain(s);
+	int n = drain(s);
+	/* Running totals every VP_COUNTER_INTERVAL_NS, after the drain (see bpf_poll). */
+	uint64_t t = vp_sampler_now_ns();
+	if (n >= 0 && !s->stopped && t - s->last_totals >= VP_COUNTER_INTERVAL_NS) {
+		int rc = emit_totals(s, true);
+
+		if (rc)
+			return rc;
+		s->last_totals = t;
+	}
+	return n;
 }
 
 static int emit_lost(const struct vp_sink *sink, uint32_t source, uint64_t count)
@@ -678,7 +694,7 @@ static int owner_tails(struct sampler *s, uint64_t (*v)[3])
 /* One COUNTER record per event with its totals over every thread and CPU: the count
  * the samples' weights must add up to, and time_enabled/time_running, whose ratio
  * says whether (and how much) the event was multiplexed. */
-static int emit_totals(struct sampler *s)
+static int emit_totals(struct sampler *s, bool interval)
 {
 	struct vp_counter tot[VP_MAX_EVENTS] = { 0 };
 	uint64_t (*v)[3] = calloc(s->nr_ids ? s->nr_ids : 1, sizeof(*v));
@@ -713,13 +729,14 @@ static int emit_totals(struct sampler *s)
 		if (first)
 			c->time_enabled += enabled;
 	}
-	if (s->tails && s->sample_read)
+	if (s->tails && s->sample_read && !interval)
 		rc = owner_tails(s, v);
 	free(v);
 	for (int e = 0; e < s->cfg.nr_events && !rc; e++) {
 		tot[e].pid = tot[e].tid = VP_COUNTER_ALL;
 		tot[e].event = (uint32_t)e;
-		tot[e].flags = VP_COUNTER_SAMPLED;
+		tot[e].flags = VP_COUNTER_SAMPLED | (interval ? VP_COUNTER_INTERVAL : 0) |
+			       (s->ungrouped[e] ? VP_COUNTER_UNGROUPED : 0);
 		rc = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_COUNTER, vp_sampler_now_ns(), &tot[e], sizeof(tot[e]));
 	}
 	return rc;
@@ -737,7 +754,7 @@ static int perf_stop(struct sampler *s)
 	n = drain(s);
 	if (n < 0)
 		return n;
-	if ((n = emit_totals(s)))
+	if ((n = emit_totals(s, false)))
 		return n;
 	return emit_lost(&s->cfg.sink, VP_LOST_KERNEL_RING, s->sb.lost);
 }

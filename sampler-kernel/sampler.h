@@ -63,6 +63,9 @@ struct sampler_config {
 	const pid_t *pids;      /* SAMPLER_TARGET_PIDS: the processes; LAUNCH: the one child */
 	int nr_pids;
 	bool want_switches;     /* emit VP_REC_SWITCH (for steal-time victim attribution) */
+	/* Xen PMU mode "all": samples from other domains (guest kernel/user mode) must be
+	 * told from dom0's own; the bpf sampler sees only kernel/user mode and declines. */
+	bool guest_modes;
 	bool want_sideband;     /* emit MMAP/COMM/FORK/EXIT records (always true for record) */
 	size_t buffer_pages;    /* per-CPU buffer size in pages, 0 = default */
 	/* The service records for one user: only tasks whose real, effective and saved uid

@@ -3,11 +3,12 @@
  * periods (and not between them), comes off the clock events only, and never makes a
  * value negative; a kernel .config decides what the difference measures. Live part
  * (argv[1] = "live"): a thread pinned to one vCPU spins for 1.5 s; its stolen share is
- * task-clock minus runtime, the corrected task-clock equals the scheduler's runtime
- * (CLOCK_THREAD_CPUTIME_ID) within 2 ms, and the stolen share is no more than the steal
- * /proc/stat saw grow on that vCPU, within its 10 ms tick (and no less, when the thread
- * had the vCPU to itself). Exit 77 when the kernel cannot tell (no
- * CONFIG_PARAVIRT_TIME_ACCOUNTING) or perf_event_open is refused. */
+ * task-clock minus runtime held to the VM's steal, the corrected task-clock is the
+ * scheduler's runtime (CLOCK_THREAD_CPUTIME_ID) within 2 ms, and the stolen share is no
+ * more than the steal /proc/stat saw grow on the whole VM, within its 10 ms tick per
+ * vCPU (and no less than that vCPU's, when the thread had the vCPU to itself). Exit 77
+ * when no steal clock runs here, no steal moved during the spin, the kernel cannot tell
+ * (no CONFIG_PARAVIRT_TIME_ACCOUNTING) or perf_event_open is refused. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -73,13 +74,14 @@ static void unit(void)
 	/* task-clock and this thread's CPU clock tick from different points (the event's
 	 * enable, the spin's first read): 39.97 ms was read once for the 40 ms spun. */
 	ASSERT_GE(raw[0], 39000000);
-	ASSERT_LE(fixed[0] + 15000000, raw2[0]);      /* the clock lost the stolen share */
-	ASSERT_GE(fixed[0] + 15000000, raw[0]);
+	/* The clock is the runtime of the counting periods (90 + 45 ms of the source),
+	 * not the raw clock minus an estimate. */
+	ASSERT_UEQ(fixed[0], 135000000);
 	ASSERT_GE(fixed[1], raw[1]);                  /* page faults: as read */
 	ASSERT_LE(fixed[1], raw2[1]);
-	f.clock += 10000000000ull;                    /* more stolen than counted: never below zero */
+	f.clock += 10000000000ull;                    /* a clock running away changes nothing */
 	ASSERT_OK(vp_counters__read_corrected(c, fixed));
-	ASSERT_UEQ(fixed[0], 0);
+	ASSERT_UEQ(fixed[0], 135000000);
 	ASSERT_OK(vp_counters__stop(c));
 	vp_counters__close(c);
 
@@ -108,6 +110,12 @@ static void live(void)
 	struct vp_counters *c = vp_counters__open("task-clock", err, sizeof(err));
 	if (!c)
 		SKIP("cannot open counters: %s", err);
+	uint64_t none;
+	if (vp_counters__stolen_why(c)) {
+		/* No steal clock: the library must say so instead of reporting clock skew. */
+		ASSERT_EQ(vp_counters__stolen(c, &none), -ENOTSUP);
+		SKIP("%s", vp_counters__stolen_why(c));
+	}
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
 	uint64_t s0[256], s1[256], w0 = now(CLOCK_MONOTONIC);
 	ASSERT_GT(vp_steal__read(s0, 256), cpu);
@@ -125,14 +133,21 @@ static void live(void)
 	fprintf(stderr, "cpu %d of %d: task-clock %.3f ms, corrected %.3f ms, runtime %.3f ms, stolen %.3f ms; "
 		"/proc/stat steal on cpu %d: %.0f ms; wall %.3f ms\n", cpu, ncpu, raw[0] / 1e6, fixed[0] / 1e6,
 		runtime / 1e6, stolen / 1e6, cpu, cpu_steal / 1e6, (w1 - w0) / 1e6);
-	ASSERT_LE(fixed[0], raw[0]);
-	ASSERT_UEQ(raw[0] - fixed[0], stolen);
+	/* The corrected clock is the thread's runtime, read a few us apart. */
 	ASSERT_DBL_NEAR((double)fixed[0], (double)runtime, 2e6);
-	ASSERT_LE(stolen, cpu_steal + 10000000ull + 2000000ull);
+	/* Held to what the whole VM lost during the spin (the library cannot tell which
+	 * vCPUs the thread was on), within /proc/stat's tick per vCPU. */
+	uint64_t vm_steal = 0;
+	for (int k = 0; k < ncpu && k < 256; k++)
+		vm_steal += s1[k] - s0[k];
+	ASSERT_LE(stolen, vm_steal + (uint64_t)ncpu * 10000000ull);
 	/* When the thread had its vCPU nearly all the time, the vCPU's steal was its own. */
 	if ((double)(runtime + stolen) > 0.98 * (double)(w1 - w0))
 		ASSERT_GE(stolen + 10000000ull + (w1 - w0) / 50, cpu_steal);
 	vp_counters__close(c);
+	if (cpu_steal == 0)
+		SKIP("the hypervisor took nothing from cpu %d during the 1.5 s spin (/proc/stat's steal did not move): "
+		     "the stolen share was held to the VM's steal, but no steal was there to measure", cpu);
 }
 
 int main(int argc, char **argv)

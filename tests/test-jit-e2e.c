@@ -54,7 +54,7 @@ static void run(const char *java)
 	ASSERT_DBL_NEAR(100.0 * hot[0] / sum, 50.0, 3.0);
 	ASSERT_DBL_NEAR(100.0 * hot[1] / sum, 30.0, 3.0);
 	ASSERT_DBL_NEAR(100.0 * hot[2] / sum, 20.0, 3.0);
-	ASSERT_GE(100.0 * main_named / main_total, 95.0);
+	ASSERT_GE_F(100.0 * main_named / main_total, 95.0);
 	tu_rm_rf(dir);
 }
 

@@ -482,6 +482,42 @@ static void check_method_ptrs(void)
 	unlink(p);
 }
 
+/* A load dated by a code-heap walk is the earliest that code can have run, so before it
+ * the address held something no walk saw: unknown, never that later occupant (issue 23:
+ * a generation's samples named after the next generation's method). An event map's load
+ * trails the installation, and keeps naming the code there. */
+static void check_walk_dating(void)
+{
+	char p[300], err[512];
+	struct vp_jit_frame f[4];
+	for (int walk = 0; walk < 2; walk++) {
+		snprintf(p, sizeof(p), "%s/%d", dir, 4300 + walk);
+		ASSERT_OK(mkdir(p, 0700));
+		snprintf(p, sizeof(p), "%s/%d/codemap.vpm", dir, 4300 + walk);
+		struct cfile_writer *w = cfile_writer__create(p, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+		ASSERT_NOT_NULL(w);
+		meta(w, walk ? VP_CM_META_CODE_WALK : 0);
+		epoch(w, 0, VP_EPOCH_START, 100);
+		mname(w, 7, "Gen2.hot()", "Gen2.java");
+		load(w, 0x5000, 0x100, 7, "Gen2.hot()", 150);
+		ASSERT_OK(cfile_writer__close(w));
+		snprintf(p, sizeof(p), "%s/%d", dir, 4300 + walk);
+		struct vp_jit_index *x = vp_jit_index__open(p, err, sizeof(err));
+		if (!x)
+			FAIL("%s", err);
+		ASSERT_EQ(vp_jit_index__resolve(x, 0x5010, 150, false, f, 4), 1);   /* from its load on: it */
+		ASSERT_STREQ(f[0].name, "Gen2.hot()");
+		int n = vp_jit_index__resolve(x, 0x5010, 120, false, f, 4);       /* before its load */
+		if (walk) {
+			ASSERT_EQ(n, 0);
+		} else {
+			ASSERT_EQ(n, 1);
+			ASSERT_STREQ(f[0].name, "Gen2.hot()");
+		}
+		vp_jit_index__close(x);
+	}
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/vp-maps-reader-XXXXXX");
@@ -511,6 +547,7 @@ int main(void)
 
 	check_bad_records();
 	check_method_ptrs();
+	check_walk_dating();
 	check_truncation(good);
 	check_fuzz(good);
 	check_record_fuzz();

@@ -52,6 +52,13 @@ int main(void)
 	ASSERT_CONTAINS(t, "   33.3         11.1 ");
 	ASSERT_CONTAINS(t, "   16.7         66.7 ");
 	free(t);
+	/* The sampler could not group them (VP_COUNTER_UNGROUPED): each was multiplexed
+	 * on its own, and the ratio of two separate estimates is not printed as IPC. */
+	vp_profile__set_meta(p, "ungrouped.instructions", "1");
+	t = render(p, 0);
+	ASSERT_NULL(strstr(t, "# IPC 1.50"));
+	ASSERT_CONTAINS(t, "# IPC not shown: the PMU could not group cycles and instructions");
+	free(t);
 	/* Two rows shown: (other) takes the rest of each column. */
 	t = render(p, 2);
 	ASSERT_CONTAINS(t, "   16.7         66.7       -");

@@ -359,6 +359,10 @@ static int steal(void)
 	if ((double)(charged > procstat ? charged - procstat : procstat - charged) > ptol)
 		FAIL("charged %" PRIu64 " ns vs /proc/stat %" PRIu64 " ns: more than its ticks apart", charged, procstat);
 	vp_profile__free(p);
+	/* 0 charged = 0 advanced checks the bookkeeping, not the steal: say so. */
+	if (clock == 0 && procstat == 0)
+		SKIP("no steal moved during the 3 s recording (the run queues' steal clocks and /proc/stat stayed still): "
+		     "nothing to measure on this VM now");
 	return 0;
 }
 

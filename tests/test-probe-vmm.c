@@ -71,6 +71,24 @@ int main(int argc, char **argv)
 	ASSERT_EQ(vp_probe__acpi_oem_at(dir, oem, 4), -EINVAL);
 	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
 	ASSERT_OK(system(cmd));
+
+	/* The kernel's view (issue 23): a PVM guest, whose user-mode CPUID names the outer
+	 * host, is told by its log; a VM that only hosts PVM guests is not one. */
+	struct vp_probe_klog k;
+	ASSERT_OK(vp_probe__parse_klog("[    0.000000] Hypervisor detected: KVM\n"
+				       "[    0.120917] Booting paravirtualized kernel on PVM\n", &k));
+	ASSERT_STREQ(k.kernel_hv, "KVM");
+	ASSERT_TRUE(k.pvm_guest);
+	ASSERT_FALSE(k.pvm_host);
+	ASSERT_OK(vp_probe__parse_klog("[    0.0] Hypervisor detected: KVM\n[    0.1] Booting paravirtualized kernel on KVM\n"
+				       "[    0.3] pvm-pv: not detected, 0/49 sites patched\n"
+				       "[    0.4] kvm-pvm: loaded (native=1 pcid=1)\n", &k));
+	ASSERT_FALSE(k.pvm_guest);
+	ASSERT_TRUE(k.pvm_host);
+	ASSERT_OK(vp_probe__parse_klog("[    0.3] pvm-pv: detected, 49/49 sites patched\n", &k));
+	ASSERT_TRUE(k.pvm_guest);
+	ASSERT_STREQ(k.kernel_hv, "");
+	ASSERT_EQ(vp_probe__parse_klog(NULL, &k), -EINVAL);
 	printf("test-probe-vmm: ok\n");
 	return 0;
 }

@@ -111,7 +111,7 @@ static double named_share(const char *name, double *hot)
 	vp_profile__free(p);
 	fprintf(stderr, "%s: %.0f JIT samples named, %.0f [unknown] in anonymous memory, %.0f in JitSplit.hot*\n", name,
 		named, unknown, *hot);
-	ASSERT_GT(named + unknown, 200);
+	ASSERT_GT_F(named + unknown, 200);
 	return named / (named + unknown);
 }
 
@@ -165,10 +165,10 @@ int main(int argc, char **argv)
 	double hot1, hot2;
 	double n1 = named_share("s1", &hot1), n2 = named_share("s2", &hot2);
 	fprintf(stderr, "named JIT share: first %.3f, second %.3f\n", n1, n2);
-	ASSERT_GT(n1, 0.8);
-	ASSERT_GT(n2, 0.8);
+	ASSERT_GT_F(n1, 0.8);
+	ASSERT_GT_F(n2, 0.8);
 	ASSERT_DBL_NEAR(n2, n1, 0.1);
-	ASSERT_GT(hot2, 0.5 * hot1);
+	ASSERT_GT_F(hot2, 0.5 * hot1);
 
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);

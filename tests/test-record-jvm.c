@@ -84,7 +84,7 @@ static void hot_split(const char *sess, uint32_t pid, double share[3])
 	vp_profile__free(p);
 	fprintf(stderr, "%s: hotA %.0f hotB %.0f hotC %.0f samples\n", sess, hit[0], hit[1], hit[2]);
 	ASSERT_TRUE(jit_layer);
-	ASSERT_GT(total, 300);
+	ASSERT_GT_F(total, 300);
 	for (int j = 0; j < 3; j++)
 		share[j] = hit[j] / total;
 }

@@ -339,7 +339,7 @@ static void test_short_command_ksyms(void)
 			kernel_named += (double)s->samples[0];
 	}
 	fprintf(stderr, "short sysheavy: %.0f kernel samples, %.0f named\n", kernel, kernel_named);
-	ASSERT_GT(kernel, 0);
+	ASSERT_GT_F(kernel, 0);
 	ASSERT_SHARE_GT(kernel_named / kernel, 0.95);
 	vp_profile__free(p);
 }

@@ -252,9 +252,9 @@ static void fifo(void)
 	fprintf(stderr, "report with a FIFO at a recorded mapping path: exit %d in %.1f s (-1: still waiting after 10 s); "
 		"record -p with a FIFO at a mapped path: exit %d in %.1f s\n", rc1, took1, rc, took);
 	ASSERT_EQ(rc1, 0);
-	ASSERT_LT(took1, 8.0);
+	ASSERT_LT_F(took1, 8.0);
 	ASSERT_EQ(rc, 0);
-	ASSERT_LT(took, 8.0);
+	ASSERT_LT_F(took, 8.0);
 }
 
 static void sigquit(void)
@@ -545,7 +545,7 @@ static void fifoino(void)
 	fprintf(stderr, "record -p with a FIFO of the mapped library's inode number (%llu) at its path: exit %d in %.1f s "
 		"(-1: still waiting after 10 s)\n", (unsigned long long)a.st_ino, rc, took);
 	ASSERT_EQ(rc, 0);
-	ASSERT_LT(took, 8.0);
+	ASSERT_LT_F(took, 8.0);
 }
 
 static pid_t wait_or_kill(pid_t p, double secs, int *rc)

@@ -424,13 +424,13 @@ static void scenario_continuous(void)
 		snprintf(path, sizeof(path), "%s/%s/meta.json", dir, names[i]);
 		char *meta = slurp(path);
 		fprintf(stderr, "%s: %s", names[i], svc);
-		ASSERT_GT(json_num(meta, "samples"), 0);
-		ASSERT_GT(json_num(svc, "cpu_ns"), 0);
-		ASSERT_GT(json_num(svc, "wall_ns"), 0.2e9);   /* the last one ends early, at the stop */
+		ASSERT_GT_F(json_num(meta, "samples"), 0);
+		ASSERT_GT_F(json_num(svc, "cpu_ns"), 0);
+		ASSERT_GT_F(json_num(svc, "wall_ns"), 0.2e9);   /* the last one ends early, at the stop */
 		double f = json_num(svc, "freq"), next = json_num(svc, "next_freq");
 		/* Over a 0.01% budget: lowered, down to the floor. */
 		ASSERT_TRUE(next < f || f == 19);
-		ASSERT_GE(next, 19);
+		ASSERT_GE_F(next, 19);
 		if (!first_freq || f > first_freq)
 			first_freq = f;
 		last_next = next;
@@ -439,7 +439,7 @@ static void scenario_continuous(void)
 		free(meta);
 	}
 	ASSERT_GE(checked, 1);
-	ASSERT_LT(last_next, 199);
+	ASSERT_LT_F(last_next, 199);
 	/* The log said each interval's CPU time, the lowered rate, and that retention
 	 * removed the old intervals; the index showed the measured columns. */
 	ASSERT_CONTAINS(last_log, "at 199 Hz, service CPU ");

@@ -94,10 +94,10 @@ int main(int argc, char **argv)
 	fclose(csv);
 	fprintf(stderr, "%d thread rows: %.0f; [not per-thread] %.0f; [all threads] %.0f\n", nrows, rows, rest, all);
 	ASSERT_GE(nrows, 1);
-	ASSERT_GE(all, 0);
-	ASSERT_GE(rest, 0);
+	ASSERT_GE_F(all, 0);
+	ASSERT_GE_F(rest, 0);
 	ASSERT_DBL_NEAR(rows + rest, all, 0.5);
-	ASSERT_GE(all, 40 * 100);            /* the threads' faults are in the total */
+	ASSERT_GE_F(all, 40 * 100);            /* the threads' faults are in the total */
 	/* How many of the short threads a poll happens to catch depends on the machine's
 	 * load (a loaded VM stretches a 100-page thread past one poll), so the split
 	 * between the rows is not checked, only that nothing is missing from them. */

@@ -220,7 +220,7 @@ static bool test_per_thread_vs_schedstat(void)
 
 		fprintf(stderr, "tid %d: viprof stat %.0f ns, schedstat %.0f ns (%.3f%%); steal+irq of all CPUs "
 			"meanwhile %" PRIu64 " ns\n", tids[i], stat_ns, sched, 100.0 * (stat_ns - sched) / sched, stolen);
-		ASSERT_GT(sched, 100e6);
+		ASSERT_GT_F(sched, 100e6);
 		double tol = sched * 0.01 + (double)stolen;
 		if (stat_ns - sched > tol || sched - stat_ns > tol) {
 			fprintf(stderr, "tid %d: differs by more than %.0f ns\n", tids[i], tol);
@@ -329,8 +329,8 @@ static void test_pid_exit(void)
 	fprintf(stderr, "%s", out);
 	double ms = strtod(out, NULL);
 	ASSERT_CONTAINS(out, ",msec,task-clock,");
-	ASSERT_GE(ms, 199.0);
-	ASSERT_LE(ms, 260.0);
+	ASSERT_GE_F(ms, 199.0);
+	ASSERT_LE_F(ms, 260.0);
 }
 
 static void test_errors(void)

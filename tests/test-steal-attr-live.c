@@ -95,7 +95,7 @@ static void victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t
 		charged[cpu] += ns;
 }
 
-static void record_and_check(const char *viprof, const char *split3, bool all)
+static bool record_and_check(const char *viprof, const char *split3, bool all)
 {
 	uint64_t before[MAXCPU], after[MAXCPU], first[MAXCPU], last[MAXCPU], t_first[MAXCPU], t_last[MAXCPU];
 	int nsteal[MAXCPU] = { 0 }, ncpu, status, nswitch = 0;
@@ -180,6 +180,7 @@ static void record_and_check(const char *viprof, const char *split3, bool all)
 		ASSERT_UEQ(charged[c], last[c] - first[c]);
 	}
 	check_profile("steal-live", ncpu, first, last);
+	return grew;
 }
 
 int main(int argc, char **argv)
@@ -187,8 +188,13 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		FAIL("usage: test-steal-attr-live viprof split3");
 	REQUIRE_ROOT();
-	record_and_check(argv[1], argv[2], false);
-	record_and_check(argv[1], argv[2], true);
+	bool grew = record_and_check(argv[1], argv[2], false);
+	grew |= record_and_check(argv[1], argv[2], true);
+	/* Without steal the attribution above charged 0 to no one and agreed with 0:
+	 * the records were checked, the subject was not there. */
+	if (!grew)
+		SKIP("no vCPU's steal grew during either recording (/proc/stat): the steal records were checked, but there "
+		     "was no steal to attribute");
 	printf("test-steal-attr-live: ok\n");
 	return 0;
 }

@@ -127,10 +127,27 @@ static void test_live(void)
 	}
 }
 
+/* A steal clock is what the VM shows, not what the kernel was built with: no steal
+ * since boot means no stolen figure, with a reason that says so. */
+static void test_clock_runs(void)
+{
+	char why[512] = "";
+	ASSERT_EQ(vp_steal__clock_runs_from(0, why, sizeof(why)), 0);
+	ASSERT_CONTAINS(why, "no steal clock on this VM");
+	ASSERT_EQ(vp_steal__clock_runs_from(10000000, why, sizeof(why)), 1);
+	uint64_t total = 0;
+	ASSERT_OK(vp_steal__total(&total));
+	int runs = vp_steal__clock_runs(why, sizeof(why));
+	fprintf(stderr, "this VM: steal since boot %.1f ms, steal clock %s\n", (double)total / 1e6,
+		runs == 1 ? "runs" : why);
+	ASSERT_EQ(runs, total > 0);
+}
+
 int main(void)
 {
 	test_fixtures();
 	test_mangled();
 	test_live();
+	test_clock_runs();
 	return 0;
 }

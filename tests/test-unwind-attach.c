@@ -78,8 +78,8 @@ static void run(const char *java)
 		100.0 * (double)reached / (double)(java_samples ? java_samples : 1),
 		100.0 * (double)jnamed / (double)(jframes ? jframes : 1));
 	ASSERT_GT(java_samples, 2000);
-	ASSERT_GE(100.0 * (double)reached / (double)java_samples, 99.0);
-	ASSERT_GE(100.0 * (double)jnamed / (double)jframes, 99.0);
+	ASSERT_GE_F(100.0 * (double)reached / (double)java_samples, 99.0);
+	ASSERT_GE_F(100.0 * (double)jnamed / (double)jframes, 99.0);
 	vp_profile__free(p);
 	tu_rm_rf(dir);
 }

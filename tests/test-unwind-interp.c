@@ -53,7 +53,7 @@ static void run(const char *java)
 		100.0 * callers[0] / (sum ? sum : 1), 100.0 * callers[1] / (sum ? sum : 1),
 		100.0 * callers[2] / (sum ? sum : 1));
 	ASSERT_GT(spin, 3000);
-	ASSERT_GE(100.0 * spin_named / spin, 99.0);
+	ASSERT_GE_F(100.0 * spin_named / spin, 99.0);
 	ASSERT_DBL_NEAR(100.0 * callers[0] / sum, 50.0, 1.0);
 	ASSERT_DBL_NEAR(100.0 * callers[1] / sum, 30.0, 1.0);
 	ASSERT_DBL_NEAR(100.0 * callers[2] / sum, 20.0, 1.0);

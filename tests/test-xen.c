@@ -5,6 +5,7 @@
 
 #include "test.h"
 #include "hv-glue/xen.h"
+#include "sampler-kernel/sampler.h"
 
 static void put(const char *path, const char *text)
 {
@@ -41,6 +42,26 @@ int main(void)
 	ASSERT_CONTAINS(err, "off, self, hv or all");
 	ASSERT_EQ(vp_xen__set_pmu_mode_at("/nonexistent/pmu_mode", "hv", err, sizeof(err)), -ENOENT);
 	ASSERT_CONTAINS(err, "dom0");
+
+	/* Each refusal gets its own fix (issue 23): EBUSY is not "boot with vpmu=1", nor is
+	 * a PVH dom0's EOPNOTSUPP. */
+	vp_xen__explain(EBUSY, path, "set", err, sizeof(err));
+	ASSERT_CONTAINS(err, "no domain uses its vPMU");
+	ASSERT_NULL(strstr(err, "vpmu=1"));
+	vp_xen__explain(EOPNOTSUPP, path, "set", err, sizeof(err));
+	ASSERT_CONTAINS(err, "PVH dom0");
+	ASSERT_CONTAINS(err, "dom0=pv");
+	ASSERT_NULL(strstr(err, "vpmu=1"));
+	vp_xen__explain(EINVAL, path, "set", err, sizeof(err));
+	ASSERT_CONTAINS(err, "vpmu=1");
+	/* Mode 'all': the bpf sampler declines (it cannot tell other domains' samples from
+	 * dom0's), so auto picks perf, and --backend bpf says why. */
+	struct sampler_config cfg = { .guest_modes = true };
+	char why[512];
+	ASSERT_FALSE(sampler_backend_bpf.supported(&cfg, why, sizeof(why)));
+	ASSERT_CONTAINS(why, "--backend perf");
+	ASSERT_NULL(sampler__select("bpf", &cfg, why, sizeof(why)));
+	ASSERT_CONTAINS(why, "Xen PMU mode 'all'");
 
 	/* The real file: absent here unless this is a Xen dom0. */
 	if (access(VP_XEN_PMU_MODE_PATH, F_OK) != 0) {

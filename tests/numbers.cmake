@@ -1,0 +1,21 @@
+# Issue 23: numbers you can trust (steal only where a steal clock runs, multiplexing
+# scaled per interval, asserts that keep doubles).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  # Integer asserts with floating arguments compare truncated values: flag them.
+  add_test(NAME check-float-asserts COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/check-float-asserts.py)
+  set_tests_properties(check-float-asserts PROPERTIES LABELS unit TIMEOUT 60)
+endif()
+# The counters library scales each interval by its own multiplexing ratio: the
+# arithmetic (unit), and the software stand-in, a per-task event bound to one CPU (live).
+viprof_test(test-counters-mux SOURCES test-counters-mux.c LIBS vp_hvglue ARGS unit LABELS unit)
+add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# record's weights: each interval between the sampler's running totals scaled by its own ratio.
+viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postproc LABELS unit)
+# Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
+viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
+# Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per
+# agent mode under load, per JDK: the stress test of issue 23. Label stress: it takes
+# minutes, so it is not in the jvm lane's default run.
+viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
