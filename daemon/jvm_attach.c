@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -177,7 +178,11 @@ static long elapsed_ms(const struct timespec *t0)
 struct agent_copy {
 	int tmpfd, dfd;
 	char name[64];
+	bool sock;            /* VP_AGENT_SOCK_NAME was bound in it */
 };
+
+/* The socket on which the recorder hands the agent its descriptors (fds=). */
+#define VP_AGENT_SOCK_NAME "agent.sock"
 
 /* Removes the copy: the file through the directory we made, then that directory by its
  * name only if the name still names it. Nothing else is ever removed. */
@@ -187,6 +192,8 @@ static void agent_copy__remove(struct agent_copy *c)
 
 	if (c->dfd >= 0) {
 		unlinkat(c->dfd, VP_AGENT_COPY_NAME, 0);
+		if (c->sock)
+			unlinkat(c->dfd, VP_AGENT_SOCK_NAME, 0);
 		if (fstat(c->dfd, &a) == 0 && fstatat(c->tmpfd, c->name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			unlinkat(c->tmpfd, c->name, AT_REMOVEDIR);
@@ -201,11 +208,13 @@ static void agent_copy__remove(struct agent_copy *c)
  * there (a container), copy ours into a directory made for it in the JVM's /tmp and
  * return that path (as the JVM sees it) instead; c says what to remove afterwards. */
 static int agent_visible_path(const struct target *t, const char *agent, char *out, size_t outlen,
-			      struct agent_copy *c, char *err, size_t errlen)
+			      struct agent_copy *c, bool need_dir, char *err, size_t errlen)
 {
 	char there[PATH_MAX + 64];
 	struct stat a, b;
+	bool visible = false;
 	c->tmpfd = c->dfd = -1;
+	c->sock = false;
 	if (stat(agent, &a)) {
 		int e = errno;
 
@@ -215,7 +224,9 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
 	if (!stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
 		snprintf(out, outlen, "%s", agent);
-		return 0;
+		if (!need_dir)
+			return 0;
+		visible = true;   /* the directory is for the socket only */
 	}
 	/* The JVM's root is reached through /proc (a magic link, followed on purpose), but
 	 * "tmp" inside it must be a directory, not a symlink: in a chroot a user made, a
@@ -259,6 +270,15 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 			break;
 		}
 	}
+	if (c->dfd >= 0 && visible) {
+		if (fchmod(c->dfd, 0711)) {
+			ret = -errno;
+			vp_set_err(err, errlen, "making a directory in JVM %d's /tmp failed: %s", (int)t->pid, strerror(errno));
+			goto cleanup;
+		}
+		ret = 0;
+		goto cleanup;
+	}
 	if (c->dfd >= 0) {
 		step = "reading the agent";
 		in = open(agent, O_RDONLY | O_CLOEXEC);
@@ -268,6 +288,12 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 			if (fd < 0)
 				errno = -fd;
 		}
+	}
+	if (c->dfd < 0 && visible) {
+		ret = errno ? -errno : -EIO;
+		vp_set_err(err, errlen, "making a directory in JVM %d's /tmp failed (%s: %s; /tmp must be a directory, "
+			   "not a symlink)", (int)t->pid, step, strerror(-ret));
+		goto cleanup;
 	}
 	snprintf(out, outlen, "/tmp/%s/" VP_AGENT_COPY_NAME, c->name);
 	if (in < 0 || fd < 0) {
@@ -468,10 +494,78 @@ cleanup:
 	return ret;
 }
 
+/* The socket the agent connects to for its descriptors: bound in our directory in the
+ * JVM's /tmp (through /proc/self/fd, so that no path the container's owner controls is
+ * resolved), given to the JVM's user, who alone may connect. Returns the listening fd
+ * (non-blocking) or -errno. */
+static int agent_sock__listen(const struct target *t, struct agent_copy *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e = 0;
+
+	if (s < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" VP_AGENT_SOCK_NAME, c->dfd);
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = -errno;
+		goto cleanup;
+	}
+	c->sock = true;
+	/* The directory is ours and 0711: nobody else can swap the name between these. */
+	if ((geteuid() == 0 && fchownat(c->dfd, VP_AGENT_SOCK_NAME, t->uid, t->gid, AT_SYMLINK_NOFOLLOW)) ||
+	    fchmodat(c->dfd, VP_AGENT_SOCK_NAME, 0600, 0) || listen(s, 4)) {
+		e = -errno;
+		goto cleanup;
+	}
+	return s;
+cleanup:
+	close(s);
+	return e;
+}
+
+/* One connection on the agent's socket: only the target JVM itself (its pid, as the
+ * kernel translates it into ours) gets the descriptors; anyone else is hung up on. */
+static void agent_sock__serve(int ls, pid_t pid, const int *fds, int nfds)
+{
+	int cs = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+
+	if (cs < 0)
+		return;
+	if (!getsockopt(cs, SOL_SOCKET, SO_PEERCRED, &cr, &crl) && cr.pid == pid) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} cm;
+		char byte = 'F';
+		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+
+		memset(cm.buf, 0, sizeof(cm.buf));
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
+		while (sendmsg(cs, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+			;
+	}
+	close(cs);
+}
+
 int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen)
 {
+	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, err, errlen);
+}
+
+int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
+		       char *err, size_t errlen)
+{
 	struct target t = { 0 };
-	char agent[PATH_MAX];
+	char agent[PATH_MAX], opts[PATH_MAX * 2];
+	int ls = -1;
 	int ret = read_target(pid, &t);
 	if (ret) {
 		vp_set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
@@ -488,9 +582,25 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 			   "or no 'VM Thread'); it is not signalled: attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
 	}
+	if (nfds < 0 || nfds > 4) {
+		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
+		return -EINVAL;
+	}
 	struct agent_copy copy;
-	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, err, errlen)))
+	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, nfds > 0, err, errlen)))
 		return ret;
+	snprintf(opts, sizeof(opts), "%s", options ? options : "");
+	if (nfds > 0) {
+		if ((ls = agent_sock__listen(&t, &copy)) < 0) {
+			ret = ls;
+			vp_set_err(err, errlen, "making the agent's socket in JVM %d's /tmp/%s failed: %s", (int)pid, copy.name,
+				   strerror(-ret));
+			goto cleanup;
+		}
+		size_t ol = strlen(opts);
+		snprintf(opts + ol, sizeof(opts) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
+		options = opts;
+	}
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC)) {
@@ -533,10 +643,28 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	close(pfd[1]);
 	char buf[1100];
 	size_t got = 0;
-	ssize_t k;
-	while (got < sizeof(buf) - 1 && ((k = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
-		if (k > 0)
-			got += (size_t)k;
+	ssize_t k = 1;
+	/* While the child speaks the attach protocol, the agent (loading in the JVM) comes
+	 * for its descriptors: both are served until the child is done. */
+	while (got < sizeof(buf) - 1) {
+		struct pollfd pf[2] = { { .fd = pfd[0], .events = POLLIN }, { .fd = ls, .events = POLLIN } };
+
+		if (poll(pf, ls >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (ls >= 0 && (pf[1].revents & POLLIN))
+			agent_sock__serve(ls, pid, fds, nfds);
+		if (!pf[0].revents)
+			continue;
+		k = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
 	buf[got] = '\0';
 	close(pfd[0]);
 	int status = 0;
@@ -553,6 +681,8 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	if (ret)
 		vp_set_err(err, errlen, "%s", tab + 1);
 cleanup:
+	if (ls >= 0)
+		close(ls);
 	/* The JVM has mapped the copy by now (the load command returns after dlopen), or
 	 * never will: either way the copy goes. */
 	agent_copy__remove(&copy);

@@ -16,4 +16,12 @@ bool vp_jvm__is_hotspot(pid_t pid);
  * attach listener has to be started. Forks; the caller's credentials never change. */
 int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen);
 
+/* vp_jvm__attach that also hands the agent nfds (1..4) descriptors: through a Unix
+ * socket made for this attach in a directory of ours in the JVM's /tmp (named in the
+ * options as fds=/tmp/<dir>/agent.sock, as the JVM sees it), served to the JVM's own
+ * pid only, and removed with that directory when the attach returns. The viprof agent
+ * takes the session's jit/<pid> directory and lock file this way (in that order). */
+int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
+		       char *err, size_t errlen);
+
 #endif

@@ -119,6 +119,37 @@ void record_jvm__end(struct record_jvm_lock *l)
 	l->fd = -1;
 }
 
+/* The descriptors the agent takes instead of paths (vp_jvm__attach_fds): the session's
+ * jit/<pid> (made for the JVM's user by prepare_maps_dir) and a read-only descriptor
+ * of its own on the lock file (flock locks belong to the open file, so the agent's
+ * shared lock attempts must not share ours). With them the agent needs no path: a JVM
+ * in another mount namespace, or of a user who cannot reach the session, writes its
+ * maps straight into the session and nothing into its own /tmp. 0 or -errno. */
+static int open_agent_fds(struct vp_session_writer *w, const struct record_jvm_lock *l, pid_t pid, int fds[2])
+{
+	char path[PATH_MAX], name[32];
+	int dfd, e = 0;
+
+	fds[0] = fds[1] = -1;
+	if (l->fd < 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR, vp_session_writer__dir(w));
+	if ((dfd = vp_safe_opendir(path, VP_SAFE_TRUSTED_LINKS)) < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	fds[0] = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fds[1] = openat(dfd, VP_SESSION_JIT_LOCK, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fds[0] < 0 || fds[1] < 0) {
+		e = -errno;
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		fds[0] = fds[1] = -1;
+	}
+	close(dfd);
+	return e;
+}
+
 static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
 {
 	const char *session = vp_session_writer__dir(w);
@@ -141,7 +172,16 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		flags |= VP_JVM_NO_FRAME_POINTERS;
 	/* A JVM that has the agent from an earlier session gets it again: the agent ends
 	 * that session's map and starts this one, replaying its live code. */
-	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	int fds[2];
+	int e;
+	if (!le && !open_agent_fds(w, l, pid, fds)) {
+		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+		e = vp_jvm__attach_fds(pid, agent, options, fds, 2, err, sizeof(err));
+		close(fds[0]);
+		close(fds[1]);
+	} else {
+		e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	}
 	if (e == 0) {
 		flags |= VP_JVM_AGENT_LOADED;
 	} else {
