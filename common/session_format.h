@@ -45,6 +45,7 @@ enum vp_rec_type {
 	VP_REC_THREAD_TIME = 15, /* struct vp_thread_time: exact per-thread totals from the switch tracer */
 	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
 	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
+	VP_REC_CONTAINER  = 21, /* struct vp_container: a process's cgroup and namespaces */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -201,6 +202,17 @@ struct vp_counter {           /* a counting read of an event */
  * stopped: its samples' weights add up to value (less the events after each thread's
  * or CPU's last overflow), and a report scales them by time_enabled / time_running. */
 #define VP_COUNTER_SAMPLED 0x1u
+
+/* Where a process runs: written before (or with) its first sample in a session, and
+ * again after each exec. Reports derive its container id and pod UID from cgroup and
+ * the namespaces (common/container.h). */
+struct vp_container {
+	uint32_t pid;
+	uint32_t nspid;          /* its pid in its own (innermost) pid namespace */
+	uint64_t pidns, mntns;   /* inodes of its pid and mount namespaces; 0 if unknown */
+	uint64_t host_pidns;     /* the recorder's pid namespace inode */
+	char cgroup[];           /* NUL-terminated: the path common/container.h picks */
+};
 
 struct vp_jvm {
 	uint32_t pid;

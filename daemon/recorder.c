@@ -22,6 +22,7 @@
 #include "daemon/kallsyms.h"
 #include "daemon/offcpu.h"
 #include "daemon/procsynth.h"
+#include "daemon/container.h"
 #include "daemon/record_jvm.h"
 #include "daemon/session_writer.h"
 #include "daemon/unwinder.h"
@@ -276,6 +277,7 @@ struct vp_recorder {
 	uint64_t samples_base, lost_base;   /* the sampler's counts when this session began (rotate) */
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
+	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
 void vp_record_opts__defaults(struct vp_record_opts *o)
@@ -416,6 +418,10 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	/* Every record passes the unwinder on its way to the session, so that it learns of
 	 * new processes and mappings (it is attached once the sampler has started). */
 	r->unwind_sink.next = vp_session_writer__sink(r->w);
+	/* ... and the container labeller, which adds a process's cgroup and namespaces
+	 * before its first record in the session. */
+	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next)))
+		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
 	cfg->before_sampling = start_unwinder;
@@ -693,7 +699,10 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	struct vp_kallsyms_loader *oksl = r->ksl;
 	struct record_jvm_lock olock = r->jvm_lock;
 	uint64_t ostart = r->start, olost = r->lost_base, end_time = now_ns(CLOCK_MONOTONIC);
-	r->unwind_sink.next = vp_session_writer__sink(nw);
+	if (r->ctr)
+		vp_container_sink__retarget(r->ctr, vp_session_writer__sink(nw));
+	else
+		r->unwind_sink.next = vp_session_writer__sink(nw);
 	r->w = nw;
 	r->ksl = nksl;
 	r->start = end_time;
@@ -818,6 +827,7 @@ void vp_recorder__free(struct vp_recorder *r)
 		r->w = NULL;
 	}
 	vp_session_writer__free(r->w);
+	vp_container_sink__free(r->ctr);
 	record_jvm__end(&r->jvm_lock);
 	free(r->steal);
 	free(r);

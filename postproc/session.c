@@ -325,6 +325,17 @@ static void meta_add(struct vp_profile *p, const char *key, uint64_t ns);
 static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
 static bool comm_selected(const struct loader *l, const char *name, const char *kernel);
 
+/* --container: the process's container (VP_REC_CONTAINER, read in the first pass)
+ * matches; a process without a record is on the host as far as we know. */
+static bool container_selected(const struct loader *l, uint32_t pid)
+{
+	if (!l->o->container || !*l->o->container)
+		return true;
+	const struct vp_proc_container *c = vp_profile__container(l->p, pid);
+	static const struct vp_container_id host;
+	return vp_container__matches(l->o->container, c ? c->cgroup : "/", c ? &c->c : &host);
+}
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -409,6 +420,17 @@ static int on_record(struct loader *l, const struct vp_record *r)
 			vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 					 "short; restart it with that flag for full stacks", j->pid);
 		return 0;
+	}
+	case VP_REC_CONTAINER: {
+		const struct vp_container *c = b;
+		if (blen <= sizeof(*c))
+			return 0;
+		char cg[4096];
+		size_t cl = strnlen(c->cgroup, blen - sizeof(*c));
+		struct vp_container_id id;
+		snprintf(cg, sizeof(cg), "%.*s", (int)(cl < sizeof(cg) ? cl : sizeof(cg) - 1), c->cgroup);
+		vp_container__describe(cg, c->pidns, c->host_pidns, &id);
+		return vp_profile__set_container(l->p, c->pid, c->nspid, cg, &id);
 	}
 	case VP_REC_STEAL:
 		return on_steal(l, r);
@@ -1030,7 +1052,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	const char *kcomm, *comm = thread_name(l, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
 		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
-	if (!comm_selected(l, comm, kcomm))
+	if (!comm_selected(l, comm, kcomm) || !container_selected(l, s->pid))
 		return 0;
 	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
@@ -1338,7 +1360,7 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	}
 	if (!comm)
 		comm = "";
-	if (!comm_selected(l, comm, kcomm))
+	if (!comm_selected(l, comm, kcomm) || !container_selected(l, v->pid))
 		return 0;
 	if (!best)
 		extra = 2;  /* a root saying why there is no stack, then the leaf */
