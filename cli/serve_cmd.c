@@ -268,9 +268,10 @@ int cmd_serve(int argc, char **argv)
 	struct vp_record_opts jvm;
 	vp_record_opts__defaults(&jvm);
 	if (a.jvm_attach) {
-		char *jargv[] = { "record", "--jvm-attach", (char *)a.jvm_attach, NULL };
+		/* -a: record's parser wants a target; the service's is the whole VM. */
+		char *jargv[] = { "record", "-a", "--jvm-attach", (char *)a.jvm_attach, NULL };
 		optind = 0;
-		if (record_opts__parse(&jvm, 3, jargv, err, sizeof(err)))
+		if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
 			return serve_usage_error("%s", err);
 	}
 	const char *agent = a.no_jit ? NULL : viprof_agent_path();

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "daemon/recorder.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -73,6 +74,35 @@ struct unwind_start {
 	int failed;              /* errno when the unwinder could not start */
 };
 
+/* record -a: the processes that run a java launcher binary (the JVMs, in containers
+ * too: their exe link names the file in their own mount namespace) go to the unwinder
+ * now rather than at their first sample. Returns how many. */
+static int add_java_processes(struct vp_unwinder *u)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], exe[PATH_MAX];
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/exe", e->d_name);
+		ssize_t k = readlink(path, exe, sizeof(exe) - 1);
+		if (k < 5)
+			continue;
+		exe[k] = '\0';
+		if (strcmp(exe + k - 5, "/java"))
+			continue;
+		vp_unwinder__add_pid(u, (pid_t)atoi(e->d_name));
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* Called by the sampler between loading its program and enabling the events: the
  * tables of processes that already run (-p) are in place before their first sample.
  * record -a loads tables lazily, for the processes that show up in samples. */
@@ -91,8 +121,14 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 	/* A launched command is still held: its files' tables are built before it runs. */
 	if (us->o->target == RECORD_TARGET_LAUNCH && us->o->cmd && us->o->cmd[0])
 		vp_unwinder__prewarm(us->u, us->o->cmd[0]);
-	if (us->o->target != RECORD_TARGET_ALL)
+	if (us->o->target != RECORD_TARGET_ALL) {
 		vp_unwinder__settle(us->u, 10000);
+	} else if (add_java_processes(us->u)) {
+		/* The JVMs -a just gave the agent: their HotSpot layout is read before their
+		 * first sample, so that their interpreted frames are named from the start
+		 * (lazily, the first seconds of a busy VM's JVMs went unnamed). */
+		vp_unwinder__settle(us->u, 5000);
+	}
 }
 
 static const char *target_name(enum record_target t)
