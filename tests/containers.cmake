@@ -20,3 +20,6 @@ foreach(s p a continuous)
     set_tests_properties(${_n} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "jvm" RUN_SERIAL TRUE)
   endforeach()
 endforeach()
+# Issue 22 item 2: stacks through frameless HotSpot stubs (itable/vtable stubs, arraycopy)
+# and through compiled methods' prologues and epilogues reach Thread.run (jvm).
+viprof_jvm_test(test-stub-walk 180 vp_postproc vp_common)
