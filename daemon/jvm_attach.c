@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -399,6 +400,97 @@ static void trigger__remove(struct trigger *tr)
 	tr->dirfd = -1;
 }
 
+/* JVMs that refused an attach (no attach listener within the wait): by pid and start
+ * time, for the life of this process (the service's), so that they are not sent
+ * SIGQUIT again: each one prints a full thread dump into the application's output when
+ * the attach mechanism is off. */
+#define MAX_REFUSED 256
+static struct refused {
+	pid_t pid;
+	unsigned long long start;
+} refused[MAX_REFUSED];
+static int nrefused;
+static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The process's start time in clock ticks (/proc/PID/stat field 22); 0 if unknown. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	for (int field = 2; p && *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (p)
+		st = strtoull(p, NULL, 10);
+	return st;
+}
+
+static bool refused_before(pid_t pid)
+{
+	unsigned long long st = start_time(pid);
+	bool r = false;
+	pthread_mutex_lock(&refused_mu);
+	for (int i = 0; i < nrefused && !r; i++)
+		r = refused[i].pid == pid && refused[i].start == st;
+	pthread_mutex_unlock(&refused_mu);
+	return r;
+}
+
+static void remember_refusal(pid_t pid)
+{
+	pthread_mutex_lock(&refused_mu);
+	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid) };
+	nrefused = nrefused < MAX_REFUSED ? nrefused + 1 : MAX_REFUSED;
+	pthread_mutex_unlock(&refused_mu);
+}
+
+/* -XX:+DisableAttachMechanism where HotSpot reads options (JAVA_TOOL_OPTIONS,
+ * JDK_JAVA_OPTIONS, the command line, _JAVA_OPTIONS; the last one wins). Such a JVM
+ * never starts its attach listener: SIGQUIT would only dump its threads. */
+static bool attach_disabled(pid_t pid)
+{
+	static const char on[] = "-XX:+DisableAttachMechanism", off[] = "-XX:-DisableAttachMechanism";
+	char path[64], *buf = malloc(1 << 16);
+	int state = 0;
+	if (!buf)
+		return false;
+	static const char *const files[] = { "environ", "cmdline" };
+	for (int f = 0; f < 2; f++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[f]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		size_t got = 0;
+		ssize_t k;
+		while (fd >= 0 && got < (1 << 16) - 1 && (k = read(fd, buf + got, (1 << 16) - 1 - got)) > 0)
+			got += (size_t)k;
+		if (fd >= 0)
+			close(fd);
+		buf[got] = '\0';
+		for (size_t i = 0; i < got; i += strlen(buf + i) + 1) {
+			const char *e = buf + i;
+			if (f == 0 && strncmp(e, "JAVA_TOOL_OPTIONS=", 18) && strncmp(e, "JDK_JAVA_OPTIONS=", 17) &&
+			    strncmp(e, "_JAVA_OPTIONS=", 14))
+				continue;
+			for (const char *q = e; (q = strstr(q, "-XX:")); q += 4) {
+				if (!strncmp(q, on, sizeof(on) - 1))
+					state = 1;
+				else if (!strncmp(q, off, sizeof(off) - 1))
+					state = 0;
+			}
+		}
+	}
+	free(buf);
+	return state == 1;
+}
+
 /* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
 static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
 {
@@ -586,6 +678,21 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
 		return -EINVAL;
 	}
+	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. */
+	char sock[96];
+	struct stat sst;
+	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)pid, (int)t.nspid);
+	bool listening = stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode);
+	if (!listening && refused_before(pid)) {
+		err[0] = '\0';   /* said at its first refusal */
+		return -EALREADY;
+	}
+	if (!listening && attach_disabled(pid)) {
+		remember_refusal(pid);
+		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)pid);
+		return -EPERM;
+	}
 	struct agent_copy copy;
 	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, nfds > 0, err, errlen)))
 		return ret;
@@ -680,6 +787,8 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 	ret = atoi(buf);
 	if (ret)
 		vp_set_err(err, errlen, "%s", tab + 1);
+	if (ret == -ETIMEDOUT)
+		remember_refusal(pid);
 cleanup:
 	if (ls >= 0)
 		close(ls);

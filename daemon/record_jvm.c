@@ -150,7 +150,8 @@ static int open_agent_fds(struct vp_session_writer *w, const struct record_jvm_l
 	return e;
 }
 
-static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log)
+static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
+		      bool warn_fp)
 {
 	const char *session = vp_session_writer__dir(w);
 	char options[PATH_MAX + 16], err[512] = "", rel[64];
@@ -186,13 +187,17 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		flags |= VP_JVM_AGENT_LOADED;
 	} else {
 		flags |= VP_JVM_ATTACH_REFUSED;
-		if (err[0])   /* the attach reason names the JVM already */
+		if (e == -EALREADY)
+			;   /* refused an earlier attach of this service: said then */
+		else if (err[0])   /* the attach reason names the JVM already */
 			fprintf(log, "viprof: %s; its Java methods will not be named\n", err);
 		else
 			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
-	if (flags & VP_JVM_NO_FRAME_POINTERS)
+	/* Only the frame-pointer walk (--fp-walk) needs them: the default walker steps
+	 * compiled frames by their frame sizes, and said so falsely at every attach. */
+	if ((flags & VP_JVM_NO_FRAME_POINTERS) && warn_fp)
 		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
 			(int)pid);
 	size_t rl = strlen(rel);
@@ -263,7 +268,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr)) < 0)
+			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, o->fp_walk)) < 0)
 				return r;
 			loaded += r;
 		}
@@ -292,7 +297,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr)) < 0) {
+		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, o->fp_walk)) < 0) {
 			closedir(d);
 			return r;
 		}

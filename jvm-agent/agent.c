@@ -1984,7 +1984,9 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		jvmtiThreadInfo ti;
 
 		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+			/* Short names too: the launcher's "main" thread keeps the process's
+			 * kernel name ("java"), which no prefix rule can tell. */
+			if (ti.name && ti.name[0]) {
 				names[i] = strdup(ti.name);
 				tids[i] = hs_tid(jni, th[i]);
 			}
@@ -2002,6 +2004,14 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 	for (jint i = 0; names && tids && i < nth; i++) {
 		if (!names[i])
 			continue;
+		if (strlen(names[i]) <= KERNEL_NAME_LEN) {
+			/* A short name is written only for the very thread (its tid from HotSpot)
+			 * whose kernel name differs: HotSpot's own threads carry theirs already. */
+			for (size_t k = 0; tids[i] && k < ntasks; k++)
+				if (tasks[k].tid == tids[i] && strcmp(tasks[k].comm, names[i]))
+					queue_thread_name(tids[i], VP_CM_THREAD_PREEXISTING, names[i], t);
+			continue;
+		}
 		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
 		for (size_t k = 0; k < ntasks; k++) {
 			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
@@ -2013,7 +2023,7 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		}
 		int same = 0;   /* Java threads with this prefix */
 		for (jint j = 0; j < nth; j++)
-			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
+			same += names[j] && strlen(names[j]) > KERNEL_NAME_LEN && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
 		if (exact != SIZE_MAX)
 			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
 		else if (same == 1 && nhits == 1)

@@ -565,6 +565,12 @@ static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uin
 	const char *full = cm ? vp_codemap__thread_name(cm, tid, t) : NULL;
 	if (full && (!k || (!strncmp(k, full, 15) && strlen(k) == strnlen(full, 15))))
 		return full;
+	/* A thread that still has its process's kernel name was never named natively (the
+	 * java launcher's main thread, "java"): the agent's name for it (from its own tid)
+	 * is the only one it has. */
+	const char *pk = full && k && tid != pid ? vp_procmaps__comm_at(l->pm, pid, t) : NULL;
+	if (pk && !strcmp(pk, k))
+		return full;
 #endif
 	return k;
 }

@@ -6,7 +6,9 @@
  *    thread born as recording began, CPU clocks apart) keeps its own name too;
  *  - a JVM's code map that names a thread in full (THREAD_NAME) gives the report that
  *    name where the kernel's name is its first 15 bytes; not after the thread ended
- *    (its tid reused), not for a thread renamed since; --comm takes either name.
+ *    (its tid reused), not for a thread renamed since; --comm takes either name;
+ *  - the java launcher's main thread, which keeps the process's kernel name ("java"),
+ *    gets the agent's name for it ("main", issue 22).
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -93,7 +95,9 @@ static void write_stream(const char *dir)
 	/* Thread 108: started before the agent attached (a preexisting record at 25 ms). */
 	w_task(w, VP_REC_FORK, 2 * MS, 100, 108, 100);
 	w_comm(w, 3 * MS, 100, 108, "Common-Cleaner-");
-	for (uint32_t tid = 101; tid <= 108; tid++)
+	/* Thread 109: the launcher's main thread, never named natively: "java". */
+	w_task(w, VP_REC_FORK, 2 * MS, 100, 109, 100);
+	for (uint32_t tid = 101; tid <= 109; tid++)
 		w_sample(w, 30 * MS, 100, tid);
 	struct vp_end end = { 0 };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 40 * MS, &end, sizeof(end)));
@@ -131,6 +135,7 @@ static void write_codemap(const char *dir)
 	w_thread(w, 6 * MS, 107, 0, "pool-1-thread-12");
 	w_thread(w, 20 * MS, 107, VP_CM_THREAD_ENDED, "");
 	w_thread(w, 25 * MS, 108, VP_CM_THREAD_PREEXISTING, "Common-Cleaner-Thread");
+	w_thread(w, 25 * MS, 109, VP_CM_THREAD_PREEXISTING, "main");
 	ASSERT_OK(cfile_writer__close(w));
 }
 
@@ -174,6 +179,7 @@ int main(void)
 	/* Full names from the agent. */
 	ASSERT_STREQ(comm_of(p, 103), "viprof-long-thread-name-worker");
 	ASSERT_STREQ(comm_of(p, 108), "Common-Cleaner-Thread");
+	ASSERT_STREQ(comm_of(p, 109), "main");
 	ASSERT_EQ(samples_named(p, 107, "pool-1-thread-12"), 1);   /* its first life */
 	ASSERT_EQ(samples_named(p, 107, "pool-1-thread-1"), 1);    /* the tid's next thread */
 	vp_profile__free(p);
