@@ -222,6 +222,8 @@ struct vp_jvm {
 #define VP_JVM_AGENT_LOADED      0x1u
 #define VP_JVM_NO_FRAME_POINTERS 0x2u /* -XX:+PreserveFramePointer was not in effect */
 #define VP_JVM_ATTACH_REFUSED    0x4u
+#define VP_JVM_CHANNEL           0x8u /* the agent of an earlier session took this one over its
+				       * channel to the recorder: no attach (with AGENT_LOADED) */
 
 /* One thread's exact times, from its switches (written at the end of a recording that
  * ran the switch tracer; times within the recording). */

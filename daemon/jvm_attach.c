@@ -617,14 +617,15 @@ cleanup:
 
 /* One connection on the agent's socket: only the target JVM itself (its pid, as the
  * kernel translates it into ours) gets the descriptors; anyone else is hung up on. */
-static void agent_sock__serve(int ls, pid_t pid, const int *fds, int nfds)
+static int agent_sock__serve(int ls, pid_t pid, const int *fds, int nfds)
 {
 	int cs = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 	struct ucred cr;
 	socklen_t crl = sizeof(cr);
+	bool sent = false;
 
 	if (cs < 0)
-		return;
+		return -1;
 	if (!getsockopt(cs, SOL_SOCKET, SO_PEERCRED, &cr, &crl) && cr.pid == pid) {
 		union {
 			struct cmsghdr h;
@@ -641,23 +642,68 @@ static void agent_sock__serve(int ls, pid_t pid, const int *fds, int nfds)
 		h->cmsg_type = SCM_RIGHTS;
 		h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 		memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
-		while (sendmsg(cs, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		ssize_t k;
+		while ((k = sendmsg(cs, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 			;
+		sent = k == 1;
 	}
+	if (sent)
+		return cs;   /* the agent's channel: the caller keeps or closes it */
 	close(cs);
+	return -1;
+}
+
+int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds, int timeout_ms)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = (void *)options, .iov_len = strlen(options) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+	char ack = 1;
+	ssize_t k;
+
+	if (nfds < 1 || nfds > 4 || !iov.iov_len)
+		return -EINVAL;
+	memset(cm.buf, 0, sizeof(cm.buf));
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
+	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (k != (ssize_t)iov.iov_len)
+		return k < 0 ? -errno : -EIO;
+	/* The agent answers once its new map is open and its live code replayed. */
+	struct pollfd pf = { .fd = chan, .events = POLLIN };
+	int r;
+	while ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return -ETIMEDOUT;
+	while ((k = recv(chan, &ack, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (k != 1)
+		return k < 0 ? -errno : -ECONNRESET;
+	return ack == 0 ? 0 : -EPROTO;
 }
 
 int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen)
 {
-	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, err, errlen);
+	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, NULL, err, errlen);
 }
 
 int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
-		       char *err, size_t errlen)
+		       int *chan, char *err, size_t errlen)
 {
 	struct target t = { 0 };
 	char agent[PATH_MAX], opts[PATH_MAX * 2];
-	int ls = -1;
+	int ls = -1, cs = -1;
+	if (chan)
+		*chan = -1;
 	int ret = read_target(pid, &t);
 	if (ret) {
 		vp_set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
@@ -761,8 +807,13 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 				continue;
 			break;
 		}
-		if (ls >= 0 && (pf[1].revents & POLLIN))
-			agent_sock__serve(ls, pid, fds, nfds);
+		if (ls >= 0 && (pf[1].revents & POLLIN)) {
+			int c = agent_sock__serve(ls, pid, fds, nfds);
+			if (c >= 0 && cs < 0)
+				cs = c;
+			else if (c >= 0)
+				close(c);
+		}
 		if (!pf[0].revents)
 			continue;
 		k = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
@@ -792,6 +843,10 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 cleanup:
 	if (ls >= 0)
 		close(ls);
+	if (cs >= 0 && chan && ret == 0)
+		*chan = cs;
+	else if (cs >= 0)
+		close(cs);
 	/* The JVM has mapped the copy by now (the load command returns after dlopen), or
 	 * never will: either way the copy goes. */
 	agent_copy__remove(&copy);

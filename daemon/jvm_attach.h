@@ -23,8 +23,15 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
  * socket made for this attach in a directory of ours in the JVM's /tmp (named in the
  * options as fds=/tmp/<dir>/agent.sock, as the JVM sees it), served to the JVM's own
  * pid only, and removed with that directory when the attach returns. The viprof agent
- * takes the session's jit/<pid> directory and lock file this way (in that order). */
+ * takes the session's jit/<pid> directory and lock file this way (in that order).
+ * With chan, the agent's connection is kept (or -1): the agent serves later sessions
+ * on it (vp_jvm__send_session) without another attach, until it is closed. */
 int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
-		       char *err, size_t errlen);
+		       int *chan, char *err, size_t errlen);
+
+/* A next session for an agent on its channel: options ("dir=<session>/jit") and nfds
+ * descriptors (jit/<pid> and the lock file); waits up to timeout_ms for the agent to
+ * say its new map is open. 0, or -errno (then attach again, and close the channel). */
+int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds, int timeout_ms);
 
 #endif

@@ -21,6 +21,8 @@
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
 
+static void chans_close(struct record_jvm_lock *l);
+
 /* Reads a whole /proc file of NUL-separated strings; returns its length or -1. */
 static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
@@ -117,6 +119,7 @@ void record_jvm__end(struct record_jvm_lock *l)
 	if (l->fd >= 0)
 		close(l->fd);   /* the agents see the lock free and finish their maps */
 	l->fd = -1;
+	chans_close(l);
 }
 
 /* The descriptors the agent takes instead of paths (vp_jvm__attach_fds): the session's
@@ -150,6 +153,73 @@ static int open_agent_fds(struct vp_session_writer *w, const struct record_jvm_l
 	return e;
 }
 
+/* ---- the agents' channels ---- */
+
+static void chans_close(struct record_jvm_lock *l)
+{
+	for (int i = 0; i < l->nchans; i++)
+		close(l->chans[i].fd);   /* the agent's channel thread ends */
+	free(l->chans);
+	l->chans = NULL;
+	l->nchans = l->capchans = 0;
+}
+
+void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to)
+{
+	chans_close(to);
+	to->chans = from->chans;
+	to->nchans = from->nchans;
+	to->capchans = from->capchans;
+	from->chans = NULL;
+	from->nchans = from->capchans = 0;
+}
+
+static int chan_find(const struct record_jvm_lock *l, pid_t pid)
+{
+	for (int i = 0; i < l->nchans; i++)
+		if (l->chans[i].pid == pid)
+			return i;
+	return -1;
+}
+
+static void chan_drop(struct record_jvm_lock *l, int i)
+{
+	close(l->chans[i].fd);
+	l->chans[i] = l->chans[--l->nchans];
+}
+
+static void chan_add(struct record_jvm_lock *l, pid_t pid, int fd)
+{
+	int i = chan_find(l, pid);
+	if (i >= 0)
+		chan_drop(l, i);
+	if (l->nchans == l->capchans) {
+		int cap = l->capchans ? 2 * l->capchans : 16;
+		struct record_jvm_chan *c = realloc(l->chans, (size_t)cap * sizeof(*c));
+		if (!c) {
+			close(fd);   /* no room: the next session attaches as before */
+			return;
+		}
+		l->chans = c;
+		l->capchans = cap;
+	}
+	l->chans[l->nchans++] = (struct record_jvm_chan){ .pid = pid, .fd = fd };
+}
+
+/* The agent in pid serves this recorder already: its next session goes over its channel,
+ * without an attach (no attach listener traffic, no SIGQUIT, no dlopen). 0 when it took
+ * it; otherwise the channel is dropped and the caller attaches. */
+static int send_over_channel(struct record_jvm_lock *l, pid_t pid, const char *options, const int fds[2])
+{
+	int i = chan_find(l, pid);
+	if (i < 0)
+		return -ENOENT;
+	int e = vp_jvm__send_session(l->chans[i].fd, options, fds, 2, 30000);
+	if (e)
+		chan_drop(l, i);
+	return e;
+}
+
 static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
 		      bool warn_fp)
 {
@@ -176,8 +246,17 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 	int fds[2];
 	int e;
 	if (!le && !open_agent_fds(w, l, pid, fds)) {
+		int chan = -1;
+
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
-		e = vp_jvm__attach_fds(pid, agent, options, fds, 2, err, sizeof(err));
+		e = send_over_channel(l, pid, options, fds);
+		if (!e)
+			flags |= VP_JVM_CHANNEL;
+		if (e) {
+			e = vp_jvm__attach_fds(pid, agent, options, fds, 2, &chan, err, sizeof(err));
+			if (!e && chan >= 0)
+				chan_add(l, pid, chan);
+		}
 		close(fds[0]);
 		close(fds[1]);
 	} else {

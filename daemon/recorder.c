@@ -754,6 +754,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	if (r->steal)
 		steal_snapshot(nw, r->steal, MAX_CPUS);
 	r->jvm_lock = nlock;
+	record_jvm__carry(&olock, &r->jvm_lock);   /* the agents' channels serve the new session */
 	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit && o->agent && *o->agent) {
 		e = record_jvm__attach(nw, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
 		if (e < 0)

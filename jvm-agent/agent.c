@@ -74,6 +74,9 @@ struct session_opts {
 	 * session's path, writes straight into the session and nothing into its own /tmp. */
 	char sock[PATH_MAX];
 	int map_fd, lock_fd;
+	/* The connection they came on, kept: the recorder's next session comes on it
+	 * (channel_thread) instead of another attach. -1 if none. */
+	int chan_fd;
 };
 
 static struct agent {
@@ -127,13 +130,15 @@ static struct agent {
 	uint64_t lock_checked;
 	/* Handed over by the recorder (fds=), taken by watch_open and open_file; -1 if none. */
 	int given_map_fd, given_lock_fd;
+	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
+	int new_chan;
 
 	/* A new session (another attach), under lock: the attach thread asks (switch_want),
 	 * the agent thread switches files and answers (switch_done, switch_err). */
 	struct session_opts next;
 	uint64_t switch_want, switch_done;
 	int switch_err;
-} A = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1 } };
+} A = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
 static __thread bool tl_agent_thread; /* this is the agent's own thread */
@@ -2100,7 +2105,7 @@ static int parse_options(const char *options, struct session_opts *o)
 	if (env && *env && strcmp(env, "0"))
 		S.on = true;
 	memset(o, 0, sizeof(*o));
-	o->map_fd = o->lock_fd = -1;
+	o->map_fd = o->lock_fd = o->chan_fd = -1;
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -2226,6 +2231,8 @@ static int receive_fds(struct session_opts *o)
 	o->map_fd = got[0];
 	o->lock_fd = got[1];
 	got[0] = got[1] = -1;
+	o->chan_fd = s;
+	s = -1;
 cleanup:
 	for (int i = 0; i < 2; i++)
 		if (got[i] >= 0)
@@ -2401,6 +2408,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
+	A.new_chan = so.chan_fd;
 	watch_open();
 	A.frame_pointers = detect_frame_pointers();
 	choose_code_source();
@@ -2498,6 +2506,8 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *rese
 	return JNI_OK; /* a failed agent must not stop the JVM from starting */
 }
 
+static int switch_to(struct session_opts *so);
+
 /* A second attach to a JVM that has the agent: the agent thread ends the current
  * session's map (if any) and opens the new one; then this thread replays. */
 static int new_session(const char *options)
@@ -2515,6 +2525,17 @@ static int new_session(const char *options)
 			strerror(-err));
 		return err;
 	}
+	A.new_chan = so.chan_fd;
+	return switch_to(&so);
+}
+
+/* Hands so (its descriptors with it) to the agent thread for a new session and waits
+ * until it switched. 0 or -errno. */
+static int switch_to(struct session_opts *so_in)
+{
+	struct session_opts so = *so_in;
+	int err;
+
 	lock();
 	if (!A.thread_running) {
 		(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
@@ -2561,16 +2582,115 @@ static void replay(void)
 			jvmti_err(e));
 }
 
+/* The recorder's channel (fds=): each message is a next session, "dir=<path>" with the
+ * session's jit/<pid> and lock file as descriptors, answered with one byte (0: the new
+ * map is open and the live code replayed) once done; the recorder then needs no
+ * attach, so the JVM sees no attach listener traffic at all. Blocks in recvmsg between
+ * sessions (no wakeups); ends when the recorder closes the channel or goes away. A JVMTI
+ * agent thread, so that it may replay. */
+static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct timeval none = { 0 };
+
+	(void)jvmti;
+	(void)jni;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	for (;;) {
+		char payload[PATH_MAX + 8];
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+		} cm;
+		struct iovec iov = { .iov_base = payload, .iov_len = sizeof(payload) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+		int got[2] = { -1, -1 }, ngot = 0;
+		struct stat st;
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		payload[n] = '\0';
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t k = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS ?
+				   (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+			for (size_t i = 0; i < k; i++) {
+				int x;
+				memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (ngot < 2)
+					got[ngot++] = x;
+				else
+					close(x);
+			}
+		}
+		struct session_opts so;
+		int err = ngot == 2 && strncmp(payload, "dir=", 4) == 0 && parse_options(payload, &so) == 0 ? 0 : -EPROTO;
+		if (!err && (fstat(got[0], &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
+			     fstat(got[1], &st) || !S_ISREG(st.st_mode)))
+			err = -EACCES;
+		if (!err) {
+			so.map_fd = got[0];
+			so.lock_fd = got[1];
+			got[0] = got[1] = -1;
+			err = A.failed ? -EALREADY : switch_to(&so);
+			if (!err)
+				replay();
+		}
+		for (int i = 0; i < 2; i++)
+			if (got[i] >= 0)
+				close(got[i]);
+		char ack = err ? 1 : 0;
+		if (send(fd, &ack, 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	close(fd);
+}
+
+/* Starts channel_thread on fd (taken); without a thread the channel is closed, and
+ * the recorder attaches again next time. */
+static void start_channel(JavaVM *vm, int fd)
+{
+	JNIEnv *jni = NULL;
+	jclass cls;
+	jmethodID init;
+	jstring name;
+	jthread th;
+
+	if (fd < 0)
+		return;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || !(cls = (*jni)->FindClass(jni, "java/lang/Thread")) ||
+	    !(init = (*jni)->GetMethodID(jni, cls, "<init>", "(Ljava/lang/String;)V")) ||
+	    !(name = (*jni)->NewStringUTF(jni, "viprof-channel")) || !(th = (*jni)->NewObject(jni, cls, init, name)) ||
+	    (*A.jvmti)->RunAgentThread(A.jvmti, th, channel_thread, (void *)(intptr_t)fd, JVMTI_THREAD_MIN_PRIORITY) !=
+		    JVMTI_ERROR_NONE) {
+		if (jni && (*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		close(fd);
+	}
+}
+
 EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 {
 	if (A.jvmti) {
-		if (new_session(options))
+		A.new_chan = -1;
+		if (new_session(options)) {
+			if (A.new_chan >= 0)
+				close(A.new_chan);
+			A.new_chan = -1;
 			return JNI_ERR;
+		}
 		replay();
+		start_channel(vm, A.new_chan);
+		A.new_chan = -1;
 		return JNI_OK;
 	}
 	if (setup(vm, options, true)) {
 		disable_events();
+		if (A.new_chan >= 0)
+			close(A.new_chan);
+		A.new_chan = -1;
 		return JNI_ERR; /* tells the attaching tool that it did not work */
 	}
 	JNIEnv *jni = NULL;
@@ -2578,9 +2698,14 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		if (!A.disabled)
 			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
 		disable_events();
+		if (A.new_chan >= 0)
+			close(A.new_chan);
+		A.new_chan = -1;
 		return JNI_ERR;
 	}
 	replay();
+	start_channel(vm, A.new_chan);
+	A.new_chan = -1;
 	return JNI_OK;
 }
 

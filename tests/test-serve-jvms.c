@@ -7,11 +7,15 @@
  *             signalled, so no thread dump in its output;
  *   argfile:  the same flag from an @argfile, which the service cannot see: signalled
  *             once, at the first interval, and never again (one thread dump at most).
- * No JVM's stdout or stderr gets a line from viprof. JDK 17 and Temurin 25 (argv[1]). */
+ * From the second interval on, the other user's agent takes each session over its
+ * channel to the recorder (VP_JVM_CHANNEL), not by another attach. No JVM's stdout or
+ * stderr gets a line from viprof. JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
 
 #include <signal.h>
 
+#include "common/chunkfile.h"
+#include "common/session_format.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 
@@ -49,6 +53,23 @@ static pid_t start(const char *java, const char *name, char *const extra[], int 
 		usleep(100000);
 	}
 	FAIL("JVM %s did not start", name);
+}
+
+/* The VP_JVM_* flags of pid's VP_REC_JVM record in a session (0 without one). */
+static uint32_t jvm_flags(const char *sess, pid_t pid)
+{
+	char path[700], err[256];
+	const struct vp_record *r;
+	uint32_t flags = 0;
+	snprintf(path, sizeof(path), "%s/%s", sess, VP_SESSION_STREAM);
+	struct cfile_reader *rd = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	ASSERT_NOT_NULL(rd);
+	while (cfile_reader__next(rd, &r) > 0)
+		if (r->type == VP_REC_JVM && vp_record_body_len(r) >= sizeof(struct vp_jvm) &&
+		    ((const struct vp_jvm *)vp_record_body(r))->pid == (uint32_t)pid)
+			flags = ((const struct vp_jvm *)vp_record_body(r))->flags;
+	cfile_reader__close(rd);
+	return flags;
 }
 
 static void wait_intervals(const char *log, int n, int timeout_s)
@@ -154,8 +175,12 @@ int main(int argc, char **argv)
 			named += java_frame ? (double)s->samples[0] : 0;
 		}
 		vp_profile__free(p);
-		fprintf(stderr, "%s: the other user's JVM: %.0f worker samples, %.1f%% named\n", names[i], workers,
-			workers ? 100 * named / workers : 0);
+		/* After the first interval, its agent takes each session over its channel to
+		 * the recorder: no attach. */
+		bool chan = jvm_flags(sess, jvms[0]) & VP_JVM_CHANNEL;
+		fprintf(stderr, "%s: the other user's JVM: %.0f worker samples, %.1f%% named, %s\n", names[i], workers,
+			workers ? 100 * named / workers : 0, chan ? "over its channel" : "attached");
+		ASSERT_TRUE(chan);
 		ASSERT_GT(workers, 100);
 		ASSERT_GE((int64_t)(1000 * named / workers), 950);
 		free(names[i]);
