@@ -46,6 +46,7 @@ enum vp_rec_type {
 	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
 	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
 	VP_REC_CONTAINER  = 21, /* struct vp_container: a process's cgroup and namespaces */
+	VP_REC_NSTID      = 22, /* struct vp_nstid: a container thread's tid in its own namespace */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -212,6 +213,15 @@ struct vp_container {
 	uint64_t pidns, mntns;   /* inodes of its pid and mount namespaces; 0 if unknown */
 	uint64_t host_pidns;     /* the recorder's pid namespace inode */
 	char cgroup[];           /* NUL-terminated: the path common/container.h picks */
+};
+
+/* A thread of a process in another pid namespace: its tid there, which is how the
+ * JVM agent inside knows it (its thread names are keyed by it). Written with the
+ * thread's first COMM or FORK in a session. */
+struct vp_nstid {
+	uint32_t pid, tid;
+	uint32_t nstid;
+	uint32_t reserved;
 };
 
 struct vp_jvm {

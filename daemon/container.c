@@ -46,7 +46,7 @@ static uint64_t ns_inode(const char *pid, const char *ns)
 	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
-int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink)
+int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink, uint32_t *nspid)
 {
 	char path[64], text[8192], spid[16];
 	union {
@@ -78,12 +78,19 @@ int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink)
 	c->pidns = ns_inode(spid, "pid");
 	c->mntns = ns_inode(spid, "mnt");
 	c->host_pidns = ns_inode("self", "pid");
+	if (nspid)
+		*nspid = c->nspid;
 	return sink->emit(sink->ctx, VP_REC_CONTAINER, time, c, sizeof(*c) + cl + 1);
 }
 
-/* Marks pid seen; true if it was not. Under mu. */
-static bool first_time(struct vp_container_sink *cs, uint32_t pid)
+/* Bit 31 of a seen entry: the process lives in another pid namespace (pids stay below
+ * 2^22, the kernel's pid_max limit). */
+#define OTHER_NS 0x80000000u
+
+/* Marks pid seen; true if it was not. *slot gets its entry. Under mu. */
+static bool first_time(struct vp_container_sink *cs, uint32_t pid, uint32_t **slot)
 {
+	*slot = NULL;
 	if ((cs->n + 1) * 2 > cs->cap) {
 		size_t ncap = cs->cap ? cs->cap * 2 : 1024;
 		uint32_t *ns = calloc(ncap, sizeof(*ns));
@@ -92,7 +99,7 @@ static bool first_time(struct vp_container_sink *cs, uint32_t pid)
 		for (size_t i = 0; i < cs->cap; i++) {
 			if (!cs->seen[i])
 				continue;
-			size_t j = (cs->seen[i] * 2654435761u) & (ncap - 1);
+			size_t j = ((cs->seen[i] & ~OTHER_NS) * 2654435761u) & (ncap - 1);
 			while (ns[j])
 				j = (j + 1) & (ncap - 1);
 			ns[j] = cs->seen[i];
@@ -103,35 +110,94 @@ static bool first_time(struct vp_container_sink *cs, uint32_t pid)
 	}
 	size_t j = (pid * 2654435761u) & (cs->cap - 1);
 	while (cs->seen[j]) {
-		if (cs->seen[j] == pid)
+		if ((cs->seen[j] & ~OTHER_NS) == pid) {
+			*slot = &cs->seen[j];
 			return false;
+		}
 		j = (j + 1) & (cs->cap - 1);
 	}
 	cs->seen[j] = pid;
 	cs->n++;
+	*slot = &cs->seen[j];
 	return true;
+}
+
+/* pid's entry, or NULL when not seen in this session. Under mu. */
+static uint32_t *find_slot(struct vp_container_sink *cs, uint32_t pid)
+{
+	if (!cs->cap)
+		return NULL;
+	for (size_t j = (pid * 2654435761u) & (cs->cap - 1); cs->seen[j]; j = (j + 1) & (cs->cap - 1))
+		if ((cs->seen[j] & ~OTHER_NS) == pid)
+			return &cs->seen[j];
+	return NULL;
+}
+
+/* The thread's tid in its own pid namespace (the last NSpid field), 0 if unknown. */
+static uint32_t ns_tid(uint32_t pid, uint32_t tid)
+{
+	char path[96], text[4096];
+	uint32_t v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", pid, tid);
+	if (read_small(path, text, sizeof(text)) <= 0)
+		return 0;
+	char *ns = strstr(text, "\nNSpid:");
+	for (char *s = ns ? ns + 7 : NULL, *end; s;) {
+		long x = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		v = (uint32_t)x;
+		s = end;
+	}
+	return v;
 }
 
 static int emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
 {
 	struct vp_container_sink *cs = ctx;
-	uint32_t pid = 0;
-	bool label = false;
+	uint32_t pid = 0, tid = 0, *slot = NULL;
+	bool label = false, other_ns = false;
 
 	if ((type == VP_REC_SAMPLE && len >= sizeof(struct vp_sample)) ||
 	    (type == VP_REC_COMM && len >= sizeof(struct vp_comm)))
 		memcpy(&pid, body, sizeof(pid));   /* both begin with the pid */
+	if (type == VP_REC_COMM && len >= sizeof(struct vp_comm))
+		tid = ((const struct vp_comm *)body)->tid;
+	if (type == VP_REC_FORK && len >= sizeof(struct vp_task)) {
+		pid = ((const struct vp_task *)body)->pid;
+		tid = ((const struct vp_task *)body)->tid;
+	}
 	pthread_mutex_lock(&cs->mu);
 	struct vp_sink next = cs->next;
 	if (pid) {
 		/* An exec may move a process into a container (runtimes exec the
 		 * container's command after joining its cgroup): label it again. */
-		label = first_time(cs, pid) || (type == VP_REC_COMM && ((const struct vp_comm *)body)->exec);
+		if (type == VP_REC_FORK)   /* a FORK labels nothing: the process may still move */
+			slot = find_slot(cs, pid);
+		else
+			label = first_time(cs, pid, &slot) ||
+				(type == VP_REC_COMM && ((const struct vp_comm *)body)->exec);
+		other_ns = slot && (*slot & OTHER_NS);
 	}
 	pthread_mutex_unlock(&cs->mu);
 	if (label) {
-		int e = vp_container__emit((pid_t)pid, time, &next);
+		uint32_t nspid = 0;
+		int e = vp_container__emit((pid_t)pid, time, &next, &nspid);
 		if (e && e != -ESRCH && e != -EACCES && e != -EPERM)
+			return e;
+		other_ns = !e && nspid && nspid != pid;
+		pthread_mutex_lock(&cs->mu);
+		if ((slot = find_slot(cs, pid)))
+			*slot = other_ns ? (*slot | OTHER_NS) : (*slot & ~OTHER_NS);
+		pthread_mutex_unlock(&cs->mu);
+	}
+	/* A thread of a process in another pid namespace: its tid there, for the agent's
+	 * thread names (it knows its threads by that tid). */
+	if (other_ns && tid && tid != pid) {
+		struct vp_nstid t = { .pid = pid, .tid = tid, .nstid = ns_tid(pid, tid) };
+		int e = t.nstid ? next.emit(next.ctx, VP_REC_NSTID, time, &t, sizeof(t)) : 0;
+		if (e)
 			return e;
 	}
 	return next.emit(next.ctx, type, time, body, len);

@@ -18,8 +18,10 @@ struct vp_sink vp_container_sink__sink(struct vp_container_sink *cs);
 void vp_container_sink__retarget(struct vp_container_sink *cs, struct vp_sink next);
 void vp_container_sink__free(struct vp_container_sink *cs);   /* accepts NULL */
 
-/* Reads pid's container facts and emits one VP_REC_CONTAINER. 0, -ESRCH when the
- * process is gone, or the sink's -errno. */
-int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink);
+/* Reads pid's container facts and emits one VP_REC_CONTAINER (*nspid, if not NULL,
+ * gets its pid in its own namespace). 0, -ESRCH when the process is gone, or the sink's
+ * -errno. The sink also emits VP_REC_NSTID for the threads of processes in another pid
+ * namespace, with their first COMM or FORK in a session. */
+int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink, uint32_t *nspid);
 
 #endif

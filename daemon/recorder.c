@@ -749,7 +749,9 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	 * exist (written straight to the session: the stack walker knows them already),
 	 * a steal baseline, and the JVMs' code maps: an attach to a JVM that has the
 	 * agent moves it to this session's jit/<pid>/ with its live code replayed. */
-	struct vp_sink ws = vp_session_writer__sink(nw);
+	/* Through the container labeller (pointed at nw already): the new session gets its
+	 * processes' containers and their threads' namespace tids too. */
+	struct vp_sink ws = r->ctr ? vp_container_sink__sink(r->ctr) : vp_session_writer__sink(nw);
 	scan_processes(r, &ws);
 	if (r->steal)
 		steal_snapshot(nw, r->steal, MAX_CPUS);

@@ -92,7 +92,14 @@ struct addr_cache {
 	uint32_t *pool; size_t npool, cappool;
 };
 
+/* A container thread's tid in its own pid namespace (VP_REC_NSTID). */
+struct nstid {
+	uint32_t pid, tid, nstid;
+};
+
 struct loader {
+	struct nstid *nstids;        /* threads of processes in other pid namespaces */
+	size_t nnstids, capnstids;
 	const char *dir;
 	struct vp_profile *p;
 	const struct vp_session_opts *o;
@@ -432,6 +439,13 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		vp_container__describe(cg, c->pidns, c->host_pidns, &id);
 		return vp_profile__set_container(l->p, c->pid, c->nspid, cg, &id);
 	}
+	case VP_REC_NSTID: {
+		const struct vp_nstid *t = b;
+		if (blen < sizeof(*t) || vp_grow((void **)&l->nstids, &l->capnstids, l->nnstids + 1, sizeof(*l->nstids)))
+			return 0;   /* without it, only that thread's full Java name is missed */
+		l->nstids[l->nnstids++] = (struct nstid){ .pid = t->pid, .tid = t->tid, .nstid = t->nstid };
+		return 0;
+	}
 	case VP_REC_STEAL:
 		return on_steal(l, r);
 	case VP_REC_THREAD_TIME: {
@@ -562,7 +576,17 @@ static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uin
 #if HAVE_JIT_INDEX
 	struct jvm *j = pid ? jvm_open(l, pid) : NULL;
 	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
-	const char *full = cm ? vp_codemap__thread_name(cm, tid, t) : NULL;
+	/* The agent of a JVM in another pid namespace names its threads by their tids
+	 * there. */
+	uint32_t agent_tid = tid;
+	const struct vp_proc_container *pc = cm ? vp_profile__container(l->p, pid) : NULL;
+	if (pc && pc->nspid && pc->nspid != pid) {
+		agent_tid = tid == pid ? pc->nspid : 0;
+		for (size_t i = l->nnstids; i-- > 0 && !agent_tid;)
+			if (l->nstids[i].pid == pid && l->nstids[i].tid == tid)
+				agent_tid = l->nstids[i].nstid;
+	}
+	const char *full = cm && agent_tid ? vp_codemap__thread_name(cm, agent_tid, t) : NULL;
 	if (full && (!k || (!strncmp(k, full, 15) && strlen(k) == strnlen(full, 15))))
 		return full;
 	/* A thread that still has its process's kernel name was never named natively (the
@@ -1486,6 +1510,7 @@ static void loader_free(struct loader *l)
 	for (size_t i = 0; i < l->nexes; i++)
 		free(l->exes[i].file);
 	free(l->exes);
+	free(l->nstids);
 	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
 		n = mi->next;
 		free(mi);
