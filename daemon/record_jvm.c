@@ -214,7 +214,7 @@ static int send_over_channel(struct record_jvm_lock *l, pid_t pid, const char *o
 	int i = chan_find(l, pid);
 	if (i < 0)
 		return -ENOENT;
-	int e = vp_jvm__send_session(l->chans[i].fd, options, fds, 2, 30000);
+	int e = vp_jvm__send_session(l->chans[i].fd, options, fds, 2, 15000);
 	if (e)
 		chan_drop(l, i);
 	return e;
