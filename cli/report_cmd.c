@@ -39,6 +39,7 @@ struct report_args {
 	uint32_t pids[MAX_IDS], tids[MAX_IDS];
 	int npids, ntids;
 	const char *comm;
+	const char *container;     /* --container: an id prefix, a pod UID, a cgroup path or "host" */
 	double t_from, t_to;
 	bool map_flat;
 	const char *hv_syms;
@@ -77,6 +78,9 @@ static void usage(FILE *f)
 		"  -p, --pid P[,P..]      only these processes\n"
 		"  -t, --tid T[,T..]      only these threads\n"
 		"      --comm NAME        only threads with this name (as reports print it, or the kernel's)\n"
+		"      --container C      only processes of container C: an id or its first 4+\n"
+		"                         characters (as docker ps shows them), a pod UID, a cgroup\n"
+		"                         path (and those below it), or 'host' for none\n"
 		"      --time FROM,TO     only samples between FROM and TO seconds after the start\n"
 		"                         (TO may be empty: to the end)\n"
 		"      --map-mode MODE    epoch (default: time-correct JIT maps) or flat (one timeless\n"
@@ -171,7 +175,7 @@ static int parse_time(const char *arg, struct report_args *a)
 /* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
-	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL };
+	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL, OPT_CONTAINER };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -182,6 +186,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "container", required_argument, NULL, OPT_CONTAINER },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "map-mode", required_argument, NULL, OPT_MAPMODE },
 		{ "hv-syms", required_argument, NULL, OPT_HVSYMS },
@@ -256,6 +261,12 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 			if (!*optarg || strlen(optarg) > 255)
 				return usage_error("--comm '%s': a thread name has 1 to 255 characters", optarg);
 			a->comm = optarg;
+			break;
+		case OPT_CONTAINER:
+			if (strcmp(optarg, "host") && optarg[0] != '/' && strlen(optarg) < 4)
+				return usage_error("--container '%s': give at least 4 characters of the container id, a pod "
+						   "UID, a cgroup path starting with '/', or 'host'", optarg);
+			a->container = optarg;
 			break;
 		case OPT_TIME:
 			if ((ret = parse_time(optarg, a)))
@@ -355,7 +366,7 @@ int cmd_report(int argc, char **argv)
 	struct vp_session_opts so = {
 		.pids = a.npids ? a.pids : NULL, .npids = a.npids,
 		.tids = a.ntids ? a.tids : NULL, .ntids = a.ntids,
-		.comm = a.comm, .t_from = a.t_from, .t_to = a.t_to,
+		.comm = a.comm, .container = a.container, .t_from = a.t_from, .t_to = a.t_to,
 		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms, .no_locations = a.format != FMT_PPROF,
 	};
 	struct vp_profile *p = vp_profile__new(), *base = NULL;
@@ -379,9 +390,9 @@ int cmd_report(int argc, char **argv)
 			goto cleanup;
 	}
 	if (!vp_profile__has_samples(p)) {
-		bool filtered = a.npids || a.ntids || a.comm || a.t_from > 0 || a.t_to > 0;
+		bool filtered = a.npids || a.ntids || a.comm || a.container || a.t_from > 0 || a.t_to > 0;
 		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
-			filtered ? " after --pid/--tid/--comm/--time; widen the filters"
+			filtered ? " after --pid/--tid/--comm/--container/--time; widen the filters"
 				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
 				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "
 				   "shorter than one sample period");

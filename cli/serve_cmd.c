@@ -310,6 +310,7 @@ int cmd_serve(int argc, char **argv)
 	struct vp_record_opts jvm;
 	vp_record_opts__defaults(&jvm);
 	{
+		/* -a: record's parser wants a target; the service's is the whole VM. */
 		char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
 		optind = 0;
 		if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))

@@ -45,6 +45,8 @@ enum vp_rec_type {
 	VP_REC_THREAD_TIME = 15, /* struct vp_thread_time: exact per-thread totals from the switch tracer */
 	VP_REC_SCHED_CPU  = 16, /* struct vp_sched_cpu: the switch tracer's steal accounting of one vCPU */
 	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
+	VP_REC_CONTAINER  = 21, /* struct vp_container: a process's cgroup and namespaces */
+	VP_REC_NSTID      = 22, /* struct vp_nstid: a container thread's tid in its own namespace */
 };
 
 /* One recorded event (index = position among EVENT records, 0-based). */
@@ -225,6 +227,26 @@ struct vp_counter {           /* a counting read of an event */
  * and a ratio with another event (IPC) mixes two independent estimates. */
 #define VP_COUNTER_UNGROUPED 0x4u
 
+/* Where a process runs: written before (or with) its first sample in a session, and
+ * again after each exec. Reports derive its container id and pod UID from cgroup and
+ * the namespaces (common/container.h). */
+struct vp_container {
+	uint32_t pid;
+	uint32_t nspid;          /* its pid in its own (innermost) pid namespace */
+	uint64_t pidns, mntns;   /* inodes of its pid and mount namespaces; 0 if unknown */
+	uint64_t host_pidns;     /* the recorder's pid namespace inode */
+	char cgroup[];           /* NUL-terminated: the path common/container.h picks */
+};
+
+/* A thread of a process in another pid namespace: its tid there, which is how the
+ * JVM agent inside knows it (its thread names are keyed by it). Written with the
+ * thread's first COMM or FORK in a session. */
+struct vp_nstid {
+	uint32_t pid, tid;
+	uint32_t nstid;
+	uint32_t reserved;
+};
+
 struct vp_jvm {
 	uint32_t pid;
 	uint32_t flags;          /* VP_JVM_* */
@@ -233,6 +255,8 @@ struct vp_jvm {
 #define VP_JVM_AGENT_LOADED      0x1u
 #define VP_JVM_NO_FRAME_POINTERS 0x2u /* -XX:+PreserveFramePointer was not in effect */
 #define VP_JVM_ATTACH_REFUSED    0x4u
+#define VP_JVM_CHANNEL           0x8u /* the agent of an earlier session took this one over its
+				       * channel to the recorder: no attach (with AGENT_LOADED) */
 
 /* One thread's exact times, from its switches (written at the end of a recording that
  * ran the switch tracer; times within the recording). */

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -177,7 +179,11 @@ static long elapsed_ms(const struct timespec *t0)
 struct agent_copy {
 	int tmpfd, dfd;
 	char name[64];
+	bool sock;            /* VP_AGENT_SOCK_NAME was bound in it */
 };
+
+/* The socket on which the recorder hands the agent its descriptors (fds=). */
+#define VP_AGENT_SOCK_NAME "agent.sock"
 
 /* Removes the copy: the file through the directory we made, then that directory by its
  * name only if the name still names it. Nothing else is ever removed. */
@@ -187,6 +193,8 @@ static void agent_copy__remove(struct agent_copy *c)
 
 	if (c->dfd >= 0) {
 		unlinkat(c->dfd, VP_AGENT_COPY_NAME, 0);
+		if (c->sock)
+			unlinkat(c->dfd, VP_AGENT_SOCK_NAME, 0);
 		if (fstat(c->dfd, &a) == 0 && fstatat(c->tmpfd, c->name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			unlinkat(c->tmpfd, c->name, AT_REMOVEDIR);
@@ -201,11 +209,13 @@ static void agent_copy__remove(struct agent_copy *c)
  * there (a container), copy ours into a directory made for it in the JVM's /tmp and
  * return that path (as the JVM sees it) instead; c says what to remove afterwards. */
 static int agent_visible_path(const struct target *t, const char *agent, char *out, size_t outlen,
-			      struct agent_copy *c, char *err, size_t errlen)
+			      struct agent_copy *c, bool need_dir, char *err, size_t errlen)
 {
 	char there[PATH_MAX + 64];
 	struct stat a, b;
+	bool visible = false;
 	c->tmpfd = c->dfd = -1;
+	c->sock = false;
 	if (stat(agent, &a)) {
 		int e = errno;
 
@@ -215,7 +225,9 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
 	if (!stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
 		snprintf(out, outlen, "%s", agent);
-		return 0;
+		if (!need_dir)
+			return 0;
+		visible = true;   /* the directory is for the socket only */
 	}
 	/* The JVM's root is reached through /proc (a magic link, followed on purpose), but
 	 * "tmp" inside it must be a directory, not a symlink: in a chroot a user made, a
@@ -259,6 +271,15 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 			break;
 		}
 	}
+	if (c->dfd >= 0 && visible) {
+		if (fchmod(c->dfd, 0711)) {
+			ret = -errno;
+			vp_set_err(err, errlen, "making a directory in JVM %d's /tmp failed: %s", (int)t->pid, strerror(errno));
+			goto cleanup;
+		}
+		ret = 0;
+		goto cleanup;
+	}
 	if (c->dfd >= 0) {
 		step = "reading the agent";
 		in = open(agent, O_RDONLY | O_CLOEXEC);
@@ -268,6 +289,12 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 			if (fd < 0)
 				errno = -fd;
 		}
+	}
+	if (c->dfd < 0 && visible) {
+		ret = errno ? -errno : -EIO;
+		vp_set_err(err, errlen, "making a directory in JVM %d's /tmp failed (%s: %s; /tmp must be a directory, "
+			   "not a symlink)", (int)t->pid, step, strerror(-ret));
+		goto cleanup;
 	}
 	snprintf(out, outlen, "/tmp/%s/" VP_AGENT_COPY_NAME, c->name);
 	if (in < 0 || fd < 0) {
@@ -373,6 +400,97 @@ static void trigger__remove(struct trigger *tr)
 	tr->dirfd = -1;
 }
 
+/* JVMs that refused an attach (no attach listener within the wait): by pid and start
+ * time, for the life of this process (the service's), so that they are not sent
+ * SIGQUIT again: each one prints a full thread dump into the application's output when
+ * the attach mechanism is off. */
+#define MAX_REFUSED 256
+static struct refused {
+	pid_t pid;
+	unsigned long long start;
+} refused[MAX_REFUSED];
+static int nrefused;
+static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The process's start time in clock ticks (/proc/PID/stat field 22); 0 if unknown. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	for (int field = 2; p && *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (p)
+		st = strtoull(p, NULL, 10);
+	return st;
+}
+
+static bool refused_before(pid_t pid)
+{
+	unsigned long long st = start_time(pid);
+	bool r = false;
+	pthread_mutex_lock(&refused_mu);
+	for (int i = 0; i < nrefused && !r; i++)
+		r = refused[i].pid == pid && refused[i].start == st;
+	pthread_mutex_unlock(&refused_mu);
+	return r;
+}
+
+static void remember_refusal(pid_t pid)
+{
+	pthread_mutex_lock(&refused_mu);
+	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid) };
+	nrefused = nrefused < MAX_REFUSED ? nrefused + 1 : MAX_REFUSED;
+	pthread_mutex_unlock(&refused_mu);
+}
+
+/* -XX:+DisableAttachMechanism where HotSpot reads options (JAVA_TOOL_OPTIONS,
+ * JDK_JAVA_OPTIONS, the command line, _JAVA_OPTIONS; the last one wins). Such a JVM
+ * never starts its attach listener: SIGQUIT would only dump its threads. */
+static bool attach_disabled(pid_t pid)
+{
+	static const char on[] = "-XX:+DisableAttachMechanism", off[] = "-XX:-DisableAttachMechanism";
+	char path[64], *buf = malloc(1 << 16);
+	int state = 0;
+	if (!buf)
+		return false;
+	static const char *const files[] = { "environ", "cmdline" };
+	for (int f = 0; f < 2; f++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[f]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		size_t got = 0;
+		ssize_t k;
+		while (fd >= 0 && got < (1 << 16) - 1 && (k = read(fd, buf + got, (1 << 16) - 1 - got)) > 0)
+			got += (size_t)k;
+		if (fd >= 0)
+			close(fd);
+		buf[got] = '\0';
+		for (size_t i = 0; i < got; i += strlen(buf + i) + 1) {
+			const char *e = buf + i;
+			if (f == 0 && strncmp(e, "JAVA_TOOL_OPTIONS=", 18) && strncmp(e, "JDK_JAVA_OPTIONS=", 17) &&
+			    strncmp(e, "_JAVA_OPTIONS=", 14))
+				continue;
+			for (const char *q = e; (q = strstr(q, "-XX:")); q += 4) {
+				if (!strncmp(q, on, sizeof(on) - 1))
+					state = 1;
+				else if (!strncmp(q, off, sizeof(off) - 1))
+					state = 0;
+			}
+		}
+	}
+	free(buf);
+	return state == 1;
+}
+
 /* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
 static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
 {
@@ -468,10 +586,124 @@ cleanup:
 	return ret;
 }
 
+/* The socket the agent connects to for its descriptors: bound in our directory in the
+ * JVM's /tmp (through /proc/self/fd, so that no path the container's owner controls is
+ * resolved), given to the JVM's user, who alone may connect. Returns the listening fd
+ * (non-blocking) or -errno. */
+static int agent_sock__listen(const struct target *t, struct agent_copy *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e = 0;
+
+	if (s < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" VP_AGENT_SOCK_NAME, c->dfd);
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = -errno;
+		goto cleanup;
+	}
+	c->sock = true;
+	/* The directory is ours and 0711: nobody else can swap the name between these. */
+	if ((geteuid() == 0 && fchownat(c->dfd, VP_AGENT_SOCK_NAME, t->uid, t->gid, AT_SYMLINK_NOFOLLOW)) ||
+	    fchmodat(c->dfd, VP_AGENT_SOCK_NAME, 0600, 0) || listen(s, 4)) {
+		e = -errno;
+		goto cleanup;
+	}
+	return s;
+cleanup:
+	close(s);
+	return e;
+}
+
+/* One connection on the agent's socket: only the target JVM itself (its pid, as the
+ * kernel translates it into ours) gets the descriptors; anyone else is hung up on. */
+static int agent_sock__serve(int ls, pid_t pid, const int *fds, int nfds)
+{
+	int cs = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	bool sent = false;
+
+	if (cs < 0)
+		return -1;
+	if (!getsockopt(cs, SOL_SOCKET, SO_PEERCRED, &cr, &crl) && cr.pid == pid) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} cm;
+		char byte = 'F';
+		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+
+		memset(cm.buf, 0, sizeof(cm.buf));
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
+		ssize_t k;
+		while ((k = sendmsg(cs, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			;
+		sent = k == 1;
+	}
+	if (sent)
+		return cs;   /* the agent's channel: the caller keeps or closes it */
+	close(cs);
+	return -1;
+}
+
+int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds, int timeout_ms)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = (void *)options, .iov_len = strlen(options) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+	char ack = 1;
+	ssize_t k;
+
+	if (nfds < 1 || nfds > 4 || !iov.iov_len)
+		return -EINVAL;
+	memset(cm.buf, 0, sizeof(cm.buf));
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
+	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (k != (ssize_t)iov.iov_len)
+		return k < 0 ? -errno : -EIO;
+	/* The agent answers once its new map is open and its live code replayed. */
+	struct pollfd pf = { .fd = chan, .events = POLLIN };
+	int r;
+	while ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return -ETIMEDOUT;
+	while ((k = recv(chan, &ack, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (k != 1)
+		return k < 0 ? -errno : -ECONNRESET;
+	return ack == 0 ? 0 : -EPROTO;
+}
+
 int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen)
 {
+	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, NULL, err, errlen);
+}
+
+int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
+		       int *chan, char *err, size_t errlen)
+{
 	struct target t = { 0 };
-	char agent[PATH_MAX];
+	char agent[PATH_MAX], opts[PATH_MAX * 2];
+	int ls = -1, cs = -1;
+	if (chan)
+		*chan = -1;
 	int ret = read_target(pid, &t);
 	if (ret) {
 		vp_set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
@@ -488,9 +720,40 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 			   "or no 'VM Thread'); it is not signalled: attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
 	}
+	if (nfds < 0 || nfds > 4) {
+		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
+		return -EINVAL;
+	}
+	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. */
+	char sock[96];
+	struct stat sst;
+	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)pid, (int)t.nspid);
+	bool listening = stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode);
+	if (!listening && refused_before(pid)) {
+		err[0] = '\0';   /* said at its first refusal */
+		return -EALREADY;
+	}
+	if (!listening && attach_disabled(pid)) {
+		remember_refusal(pid);
+		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)pid);
+		return -EPERM;
+	}
 	struct agent_copy copy;
-	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, err, errlen)))
+	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, nfds > 0, err, errlen)))
 		return ret;
+	snprintf(opts, sizeof(opts), "%s", options ? options : "");
+	if (nfds > 0) {
+		if ((ls = agent_sock__listen(&t, &copy)) < 0) {
+			ret = ls;
+			vp_set_err(err, errlen, "making the agent's socket in JVM %d's /tmp/%s failed: %s", (int)pid, copy.name,
+				   strerror(-ret));
+			goto cleanup;
+		}
+		size_t ol = strlen(opts);
+		snprintf(opts + ol, sizeof(opts) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
+		options = opts;
+	}
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC)) {
@@ -533,10 +796,33 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	close(pfd[1]);
 	char buf[1100];
 	size_t got = 0;
-	ssize_t k;
-	while (got < sizeof(buf) - 1 && ((k = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
-		if (k > 0)
-			got += (size_t)k;
+	ssize_t k = 1;
+	/* While the child speaks the attach protocol, the agent (loading in the JVM) comes
+	 * for its descriptors: both are served until the child is done. */
+	while (got < sizeof(buf) - 1) {
+		struct pollfd pf[2] = { { .fd = pfd[0], .events = POLLIN }, { .fd = ls, .events = POLLIN } };
+
+		if (poll(pf, ls >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (ls >= 0 && (pf[1].revents & POLLIN)) {
+			int c = agent_sock__serve(ls, pid, fds, nfds);
+			if (c >= 0 && cs < 0)
+				cs = c;
+			else if (c >= 0)
+				close(c);
+		}
+		if (!pf[0].revents)
+			continue;
+		k = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
 	buf[got] = '\0';
 	close(pfd[0]);
 	int status = 0;
@@ -552,7 +838,15 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	ret = atoi(buf);
 	if (ret)
 		vp_set_err(err, errlen, "%s", tab + 1);
+	if (ret == -ETIMEDOUT)
+		remember_refusal(pid);
 cleanup:
+	if (ls >= 0)
+		close(ls);
+	if (cs >= 0 && chan && ret == 0)
+		*chan = cs;
+	else if (cs >= 0)
+		close(cs);
 	/* The JVM has mapped the copy by now (the load command returns after dlopen), or
 	 * never will: either way the copy goes. */
 	agent_copy__remove(&copy);

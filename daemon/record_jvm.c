@@ -21,6 +21,8 @@
 #include "daemon/record_opts.h"
 #include "daemon/session_writer.h"
 
+static void chans_close(struct record_jvm_lock *l);
+
 /* Reads a whole /proc file of NUL-separated strings; returns its length or -1. */
 static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
@@ -117,18 +119,118 @@ void record_jvm__end(struct record_jvm_lock *l)
 	if (l->fd >= 0)
 		close(l->fd);   /* the agents see the lock free and finish their maps */
 	l->fd = -1;
+	chans_close(l);
+}
+
+/* The descriptors the agent takes instead of paths (vp_jvm__attach_fds): the session's
+ * jit/<pid> (made for the JVM's user by prepare_maps_dir) and a read-only descriptor
+ * of its own on the lock file (flock locks belong to the open file, so the agent's
+ * shared lock attempts must not share ours). With them the agent needs no path: a JVM
+ * in another mount namespace, or of a user who cannot reach the session, writes its
+ * maps straight into the session and nothing into its own /tmp. 0 or -errno. */
+static int open_agent_fds(struct vp_session_writer *w, const struct record_jvm_lock *l, pid_t pid, int fds[2])
+{
+	char path[PATH_MAX], name[32];
+	int dfd, e = 0;
+
+	fds[0] = fds[1] = -1;
+	if (l->fd < 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_JIT_DIR, vp_session_writer__dir(w));
+	if ((dfd = vp_safe_opendir(path, VP_SAFE_TRUSTED_LINKS)) < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	fds[0] = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fds[1] = openat(dfd, VP_SESSION_JIT_LOCK, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fds[0] < 0 || fds[1] < 0) {
+		e = -errno;
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		fds[0] = fds[1] = -1;
+	}
+	close(dfd);
+	return e;
+}
+
+/* ---- the agents' channels ---- */
+
+static void chans_close(struct record_jvm_lock *l)
+{
+	for (int i = 0; i < l->nchans; i++)
+		close(l->chans[i].fd);   /* the agent's channel thread ends */
+	free(l->chans);
+	l->chans = NULL;
+	l->nchans = l->capchans = 0;
+}
+
+void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to)
+{
+	chans_close(to);
+	to->chans = from->chans;
+	to->nchans = from->nchans;
+	to->capchans = from->capchans;
+	from->chans = NULL;
+	from->nchans = from->capchans = 0;
+}
+
+static int chan_find(const struct record_jvm_lock *l, pid_t pid)
+{
+	for (int i = 0; i < l->nchans; i++)
+		if (l->chans[i].pid == pid)
+			return i;
+	return -1;
+}
+
+static void chan_drop(struct record_jvm_lock *l, int i)
+{
+	close(l->chans[i].fd);
+	l->chans[i] = l->chans[--l->nchans];
+}
+
+static void chan_add(struct record_jvm_lock *l, pid_t pid, int fd)
+{
+	int i = chan_find(l, pid);
+	if (i >= 0)
+		chan_drop(l, i);
+	if (l->nchans == l->capchans) {
+		int cap = l->capchans ? 2 * l->capchans : 16;
+		struct record_jvm_chan *c = realloc(l->chans, (size_t)cap * sizeof(*c));
+		if (!c) {
+			close(fd);   /* no room: the next session attaches as before */
+			return;
+		}
+		l->chans = c;
+		l->capchans = cap;
+	}
+	l->chans[l->nchans++] = (struct record_jvm_chan){ .pid = pid, .fd = fd };
+}
+
+/* The agent in pid serves this recorder already: its next session goes over its channel,
+ * without an attach (no attach listener traffic, no SIGQUIT, no dlopen). 0 when it took
+ * it; otherwise the channel is dropped and the caller attaches. */
+static int send_over_channel(struct record_jvm_lock *l, pid_t pid, const char *options, const int fds[2])
+{
+	int i = chan_find(l, pid);
+	if (i < 0)
+		return -ENOENT;
+	int e = vp_jvm__send_session(l->chans[i].fd, options, fds, 2, 15000);
+	if (e)
+		chan_drop(l, i);
+	return e;
 }
 
 /* Whether the recording walks user stacks by frame pointers only (-g without tables, or
  * the perf sampler), where a JVM without -XX:+PreserveFramePointer loses its stacks. */
 #define FP_WALK(o) ((o)->callchain && ((o)->fp_walk || ((o)->backend && !strcmp((o)->backend, "perf"))))
 
-/* Loads the agent into pid for the session's code maps; the VP_JVM_* flags of what
- * came of it in *flags. 0, or the attach's -errno (said on log). */
-static int attach_core(const char *session, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
-		       bool fp_walk, uint32_t *flags)
+static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
+		      bool warn_fp)
 {
-	char options[PATH_MAX + 16], err[512] = "";
+	const char *session = vp_session_writer__dir(w);
+	char options[PATH_MAX + 16], err[512] = "", rel[64];
+	struct timespec ts;
+	uint32_t flags = 0;
 
 	int le = hold_lock(session, l);
 	if (le)
@@ -139,40 +241,48 @@ static int attach_core(const char *session, struct record_jvm_lock *l, pid_t pid
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	else
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
-	*flags = 0;
+	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
+	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
-		*flags |= VP_JVM_NO_FRAME_POINTERS;
+		flags |= VP_JVM_NO_FRAME_POINTERS;
 	/* A JVM that has the agent from an earlier session gets it again: the agent ends
 	 * that session's map and starts this one, replaying its live code. */
-	int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
-	if (e == 0) {
-		*flags |= VP_JVM_AGENT_LOADED;
+	int fds[2];
+	int e;
+	if (!le && !open_agent_fds(w, l, pid, fds)) {
+		int chan = -1;
+
+		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+		e = send_over_channel(l, pid, options, fds);
+		if (!e)
+			flags |= VP_JVM_CHANNEL;
+		if (e) {
+			e = vp_jvm__attach_fds(pid, agent, options, fds, 2, &chan, err, sizeof(err));
+			if (!e && chan >= 0)
+				chan_add(l, pid, chan);
+		}
+		close(fds[0]);
+		close(fds[1]);
 	} else {
-		*flags |= VP_JVM_ATTACH_REFUSED;
-		if (err[0])   /* the attach reason names the JVM already */
+		e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+	}
+	if (e == 0) {
+		flags |= VP_JVM_AGENT_LOADED;
+	} else {
+		flags |= VP_JVM_ATTACH_REFUSED;
+		if (e == -EALREADY)
+			;   /* refused an earlier attach of this service: said then */
+		else if (err[0])   /* the attach reason names the JVM already */
 			fprintf(log, "viprof: %s; its Java methods will not be named\n", err);
 		else
 			fprintf(log, "viprof: JVM %d: attach failed: %s; its Java methods will not be named\n",
 				(int)pid, strerror(-e));
 	}
-	/* Only the frame-pointer walk needs them: the BPF walker steps compiled frames by
-	 * their size (the flag is still recorded, for the reader). */
-	if ((*flags & VP_JVM_NO_FRAME_POINTERS) && fp_walk)
-		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short "
-			"with the frame-pointer walk\n", (int)pid);
-	return e;
-}
-
-static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
-		      bool fp_walk)
-{
-	char rel[64];
-	struct timespec ts;
-	uint32_t flags = 0;
-
-	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
-	prepare_maps_dir(w, pid, log);
-	int e = attach_core(vp_session_writer__dir(w), l, pid, agent, log, fp_walk, &flags);
+	/* Only the frame-pointer walk (FP_WALK) needs them: the default walker steps
+	 * compiled frames by their frame sizes, and said so falsely at every attach. */
+	if ((flags & VP_JVM_NO_FRAME_POINTERS) && warn_fp)
+		fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut short\n",
+			(int)pid);
 	size_t rl = strlen(rel);
 	char body[sizeof(struct vp_jvm) + 64];
 	struct vp_jvm *j = (struct vp_jvm *)body;
@@ -236,13 +346,34 @@ static uid_t owner(pid_t pid)
 int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const pid_t *pids, int npids,
 			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags)
 {
-	int n = 0;
+	FILE *log = o->log ? o->log : stderr;
+	char options[PATH_MAX + 16], err[512];
 	uid_t self = geteuid();
+	int n = 0;
+
 	for (int i = 0; i < npids; i++) {
-		if (owner(pids[i]) != self || !vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], self))
+		pid_t pid = pids[i];
+		if (owner(pid) != self || !vp_jvm__is_hotspot(pid) || !allowed(o, pid, self))
 			continue;
-		attach_core(session, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), &jvm_flags[n]);
-		jvm_pids[n++] = pids[i];
+		/* The user's own JVM writes its maps by path into the user's own session:
+		 * no descriptors to hand over, no other user to let in. */
+		int le = hold_lock(session, l);
+		if (le)
+			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+		else
+			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
+		uint32_t flags = record_jvm__frame_pointers(pid) ? 0 : VP_JVM_NO_FRAME_POINTERS;
+		err[0] = '\0';
+		int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
+		flags |= e ? VP_JVM_ATTACH_REFUSED : VP_JVM_AGENT_LOADED;
+		if (e)
+			fprintf(log, "viprof: %s%s; its Java methods will not be named\n", err[0] ? err : "JVM attach failed: ",
+				err[0] ? "" : strerror(-e));
+		if ((flags & VP_JVM_NO_FRAME_POINTERS) && FP_WALK(o))
+			fprintf(log, "viprof: JVM %d runs without -XX:+PreserveFramePointer: its Java stacks will be cut "
+				"short\n", (int)pid);
+		jvm_pids[n] = pid;
+		jvm_flags[n++] = flags;
 	}
 	return n;
 }

@@ -20,9 +20,18 @@ struct vp_record_opts;
 /* A recording's hold on <session>/jit/recording.lock (one per recording, so that several
  * recordings in one process end their agents' sessions independently); fd -1 until the
  * first attach takes it. */
+struct record_jvm_chan {
+	pid_t pid;
+	int fd;
+};
 struct record_jvm_lock {
 	int fd;
 	char path[PATH_MAX];
+	/* The agents' channels (vp_jvm__attach_fds): the next session of this recorder
+	 * goes to those JVMs over them, without an attach; carried from one session's lock
+	 * to the next (record_jvm__carry), closed by record_jvm__end. */
+	struct record_jvm_chan *chans;
+	int nchans, capchans;
 };
 
 /* Attaches the agent to the -p processes that are HotSpot JVMs, or with all (-a) to every
@@ -42,6 +51,10 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 /* The recording ended: the agents it attached stop writing its code maps (they watch
  * the lock the first attach took on <session>/jit/recording.lock) and turn idle. */
 void record_jvm__end(struct record_jvm_lock *l);
+
+/* A new session of the same recorder (continuous mode): the agents' channels go from
+ * the old session's lock to the new one's, before its attach. */
+void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to);
 
 /* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
  * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */

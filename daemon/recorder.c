@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "daemon/recorder.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include "daemon/kallsyms.h"
 #include "daemon/offcpu.h"
 #include "daemon/procsynth.h"
+#include "daemon/container.h"
 #include "daemon/record_jvm.h"
 #include "daemon/session_writer.h"
 #include "daemon/unwinder.h"
@@ -72,6 +74,35 @@ struct unwind_start {
 	int failed;              /* errno when the unwinder could not start */
 };
 
+/* record -a: the processes that run a java launcher binary (the JVMs, in containers
+ * too: their exe link names the file in their own mount namespace) go to the unwinder
+ * now rather than at their first sample. Returns how many. */
+static int add_java_processes(struct vp_unwinder *u)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], exe[PATH_MAX];
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/exe", e->d_name);
+		ssize_t k = readlink(path, exe, sizeof(exe) - 1);
+		if (k < 5)
+			continue;
+		exe[k] = '\0';
+		if (strcmp(exe + k - 5, "/java"))
+			continue;
+		vp_unwinder__add_pid(u, (pid_t)atoi(e->d_name));
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* Called by the sampler between loading its program and enabling the events: the
  * tables of processes that already run (-p) are in place before their first sample.
  * record -a loads tables lazily, for the processes that show up in samples. */
@@ -90,8 +121,14 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 	/* A launched command is still held: its files' tables are built before it runs. */
 	if (us->o->target == RECORD_TARGET_LAUNCH && us->o->cmd && us->o->cmd[0])
 		vp_unwinder__prewarm(us->u, us->o->cmd[0]);
-	if (us->o->target != RECORD_TARGET_ALL)
+	if (us->o->target != RECORD_TARGET_ALL) {
 		vp_unwinder__settle(us->u, 10000);
+	} else if (add_java_processes(us->u)) {
+		/* The JVMs -a just gave the agent: their HotSpot layout is read before their
+		 * first sample, so that their interpreted frames are named from the start
+		 * (lazily, the first seconds of a busy VM's JVMs went unnamed). */
+		vp_unwinder__settle(us->u, 5000);
+	}
 }
 
 static const char *target_name(enum record_target t)
@@ -276,6 +313,7 @@ struct vp_recorder {
 	uint64_t samples_base, lost_base;   /* the sampler's counts when this session began (rotate) */
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
+	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
 void vp_record_opts__defaults(struct vp_record_opts *o)
@@ -424,6 +462,10 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	/* Every record passes the unwinder on its way to the session, so that it learns of
 	 * new processes and mappings (it is attached once the sampler has started). */
 	r->unwind_sink.next = vp_session_writer__sink(r->w);
+	/* ... and the container labeller, which adds a process's cgroup and namespaces
+	 * before its first record in the session. */
+	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next)))
+		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
 	cfg->before_sampling = start_unwinder;
@@ -723,7 +765,10 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	struct vp_kallsyms_loader *oksl = r->ksl;
 	struct record_jvm_lock olock = r->jvm_lock;
 	uint64_t ostart = r->start, olost = r->lost_base, end_time = now_ns(CLOCK_MONOTONIC);
-	r->unwind_sink.next = vp_session_writer__sink(nw);
+	if (r->ctr)
+		vp_container_sink__retarget(r->ctr, vp_session_writer__sink(nw));
+	else
+		r->unwind_sink.next = vp_session_writer__sink(nw);
 	r->w = nw;
 	r->ksl = nksl;
 	r->start = end_time;
@@ -734,11 +779,14 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	 * exist (written straight to the session: the stack walker knows them already),
 	 * a steal baseline, and the JVMs' code maps: an attach to a JVM that has the
 	 * agent moves it to this session's jit/<pid>/ with its live code replayed. */
-	struct vp_sink ws = vp_session_writer__sink(nw);
+	/* Through the container labeller (pointed at nw already): the new session gets its
+	 * processes' containers and their threads' namespace tids too. */
+	struct vp_sink ws = r->ctr ? vp_container_sink__sink(r->ctr) : vp_session_writer__sink(nw);
 	scan_processes(r, &ws);
 	if (r->steal)
 		steal_snapshot(nw, r->steal, MAX_CPUS);
 	r->jvm_lock = nlock;
+	record_jvm__carry(&olock, &r->jvm_lock);   /* the agents' channels serve the new session */
 	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit && o->agent && *o->agent) {
 		e = record_jvm__attach(nw, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
 		if (e < 0)
@@ -848,6 +896,7 @@ void vp_recorder__free(struct vp_recorder *r)
 		r->w = NULL;
 	}
 	vp_session_writer__free(r->w);
+	vp_container_sink__free(r->ctr);
 	record_jvm__end(&r->jvm_lock);
 	free(r->steal);
 	free(r);

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -66,6 +68,15 @@ struct session_opts {
 	char dir[PATH_MAX];
 	char lock[PATH_MAX];
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
+	/* fds=SOCKET: the recorder hands over, on that Unix socket, the session's own
+	 * jit/<pid> directory and its lock file as descriptors (map_fd, lock_fd; -1 until
+	 * received), so that a JVM in a container, or one whose user cannot reach the
+	 * session's path, writes straight into the session and nothing into its own /tmp. */
+	char sock[PATH_MAX];
+	int map_fd, lock_fd;
+	/* The connection they came on, kept: the recorder's next session comes on it
+	 * (channel_thread) instead of another attach. -1 if none. */
+	int chan_fd;
 };
 
 static struct agent {
@@ -117,13 +128,17 @@ static struct agent {
 	char lock_path[PATH_MAX];
 	int lock_fd;
 	uint64_t lock_checked;
+	/* Handed over by the recorder (fds=), taken by watch_open and open_file; -1 if none. */
+	int given_map_fd, given_lock_fd;
+	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
+	int new_chan;
 
 	/* A new session (another attach), under lock: the attach thread asks (switch_want),
 	 * the agent thread switches files and answers (switch_done, switch_err). */
 	struct session_opts next;
 	uint64_t switch_want, switch_done;
 	int switch_err;
-} A = { .lock_fd = -1 };
+} A = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
 static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
 static __thread bool tl_agent_thread; /* this is the agent's own thread */
@@ -1577,9 +1592,15 @@ static void watch_open(void)
 	if (A.lock_fd >= 0)
 		close(A.lock_fd);
 	A.lock_fd = -1;
-	if (!A.lock_path[0])
+	if (A.given_lock_fd >= 0) {
+		/* The recorder's own lock file, opened by it for us: no path to resolve. */
+		A.lock_fd = A.given_lock_fd;
+		A.given_lock_fd = -1;
+	} else if (!A.lock_path[0]) {
 		return;
-	A.lock_fd = open(A.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	} else {
+		A.lock_fd = open(A.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	}
 	if (A.lock_fd >= 0 && (fstat(A.lock_fd, &st) || !S_ISREG(st.st_mode))) {
 		close(A.lock_fd);
 		A.lock_fd = -1;
@@ -1636,6 +1657,7 @@ static int switch_session(void)
 
 	lock();
 	use_options(&A.next);
+	A.next.map_fd = A.next.lock_fd = -1;   /* A.given_* own them now */
 	/* Every name is written again into the new file; what an idle agent's callbacks
 	 * queued while it turned idle belongs to no session. */
 	memset(A.seen, 0, SEEN_SLOTS * sizeof(*A.seen));
@@ -1967,7 +1989,9 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		jvmtiThreadInfo ti;
 
 		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
+			/* Short names too: the launcher's "main" thread keeps the process's
+			 * kernel name ("java"), which no prefix rule can tell. */
+			if (ti.name && ti.name[0]) {
 				names[i] = strdup(ti.name);
 				tids[i] = hs_tid(jni, th[i]);
 			}
@@ -1985,6 +2009,14 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 	for (jint i = 0; names && tids && i < nth; i++) {
 		if (!names[i])
 			continue;
+		if (strlen(names[i]) <= KERNEL_NAME_LEN) {
+			/* A short name is written only for the very thread (its tid from HotSpot)
+			 * whose kernel name differs: HotSpot's own threads carry theirs already. */
+			for (size_t k = 0; tids[i] && k < ntasks; k++)
+				if (tasks[k].tid == tids[i] && strcmp(tasks[k].comm, names[i]))
+					queue_thread_name(tids[i], VP_CM_THREAD_PREEXISTING, names[i], t);
+			continue;
+		}
 		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
 		for (size_t k = 0; k < ntasks; k++) {
 			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
@@ -1996,7 +2028,7 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		}
 		int same = 0;   /* Java threads with this prefix */
 		for (jint j = 0; j < nth; j++)
-			same += names[j] && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
+			same += names[j] && strlen(names[j]) > KERNEL_NAME_LEN && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
 		if (exact != SIZE_MAX)
 			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
 		else if (same == 1 && nhits == 1)
@@ -2063,7 +2095,9 @@ static bool measure_option(const char *p, size_t len)
 	return true;
 }
 
-/* dir=DIR[,lock=FILE]: both optional; DIR defaults to /tmp/viprof-jit-<euid>. Also the
+static int receive_fds(struct session_opts *o);
+
+/* dir=DIR[,lock=FILE][,fds=SOCKET]: all optional; DIR defaults to /tmp/viprof-jit-<euid>. Also the
  * measurement options above (and VIPROF_AGENT_STATS=1 for stats). */
 static int parse_options(const char *options, struct session_opts *o)
 {
@@ -2071,6 +2105,7 @@ static int parse_options(const char *options, struct session_opts *o)
 	if (env && *env && strcmp(env, "0"))
 		S.on = true;
 	memset(o, 0, sizeof(*o));
+	o->map_fd = o->lock_fd = o->chan_fd = -1;
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -2085,6 +2120,9 @@ static int parse_options(const char *options, struct session_opts *o)
 		} else if (len > 5 && !strncmp(p, "lock=", 5)) {
 			dst = o->lock;
 			skip = 5;
+		} else if (len > 4 && !strncmp(p, "fds=", 4)) {
+			dst = o->sock;
+			skip = 4;
 		} else if (len == 10 && !strncmp(p, "jit=events", 10)) {
 			SC.forced_events = true;
 		} else if (len == 8 && !strncmp(p, "jit=scan", 8)) {
@@ -2104,6 +2142,15 @@ static int parse_options(const char *options, struct session_opts *o)
 		}
 		p += len + (end ? 1 : 0);
 	}
+	if (o->sock[0]) {
+		int e = receive_fds(o);
+
+		if (e) {
+			fprintf(stderr, "viprof agent: receiving the session's directory from the recorder on %s failed: %s\n",
+				o->sock, strerror(-e));
+			return e;
+		}
+	}
 	if (!o->dir[0]) {
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
@@ -2116,6 +2163,83 @@ static void use_options(const struct session_opts *o)
 	memcpy(A.dir, o->dir, sizeof(A.dir));
 	memcpy(A.lock_path, o->lock, sizeof(A.lock_path));
 	A.default_dir = o->default_dir;
+	if (A.given_map_fd >= 0)
+		close(A.given_map_fd);
+	if (A.given_lock_fd >= 0)
+		close(A.given_lock_fd);
+	A.given_map_fd = o->map_fd;
+	A.given_lock_fd = o->lock_fd;
+}
+
+/* fds=SOCKET: connects to the recorder's socket (made for this attach, in a directory
+ * of the recorder's in our /tmp) and takes the two descriptors it sends: the session's
+ * jit/<pid> directory and its lock file. The directory must be ours and closed to
+ * others, as the one we would make ourselves; the lock a regular file. Runs on the
+ * attaching thread, which the recorder answers while it waits for the attach; a
+ * recorder that does not answer within 5 s fails the attach. 0 or -errno. */
+static int receive_fds(struct session_opts *o)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} cm;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	struct timeval tv = { .tv_sec = 5 };
+	struct stat st;
+	int s = -1, err = 0, got[2] = { -1, -1 }, ngot = 0;
+
+	if (strlen(o->sock) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, o->sock);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		goto cleanup;
+	}
+	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0) {
+		err = n < 0 ? -errno : -ECONNRESET;
+		goto cleanup;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (ngot < 2)
+				got[ngot++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (ngot != 2 || (mh.msg_flags & MSG_CTRUNC)) {
+		err = -EPROTO;
+		goto cleanup;
+	}
+	if (fstat(got[0], &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
+	    fstat(got[1], &st) || !S_ISREG(st.st_mode)) {
+		err = -EACCES;
+		goto cleanup;
+	}
+	o->map_fd = got[0];
+	o->lock_fd = got[1];
+	got[0] = got[1] = -1;
+	o->chan_fd = s;
+	s = -1;
+cleanup:
+	for (int i = 0; i < 2; i++)
+		if (got[i] >= 0)
+			close(got[i]);
+	if (s >= 0)
+		close(s);
+	return err;
 }
 
 /* Opens the map directory. It is walked one component at a time without following a
@@ -2161,21 +2285,32 @@ static int open_map_dir(void)
 static int open_file(void)
 {
 	char real[PATH_MAX], name[32], fdpath[64];
-	int dfd = open_map_dir();
-	if (dfd < 0)
-		return dfd;
-	/* The directory's name as opened, for the messages that name the file. */
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
-	ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
-	if (rn <= 0)
+	int pfd;
+
+	if (A.given_map_fd >= 0) {
+		/* The recorder's jit/<pid> itself (checked when received): the pid in its name
+		 * is ours as the recorder sees it, which in a container is not getpid(). */
+		pfd = A.given_map_fd;
+		A.given_map_fd = -1;
 		snprintf(real, sizeof(real), "%s", A.dir);
-	else
-		real[rn] = '\0';
-	snprintf(name, sizeof(name), "%d", (int)getpid());
-	int pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1, NULL);
-	close(dfd);
-	if (pfd < 0)
-		return pfd == -EPERM ? -EACCES : pfd;
+		snprintf(name, sizeof(name), "<pid>");
+	} else {
+		int dfd = open_map_dir();
+		if (dfd < 0)
+			return dfd;
+		/* The directory's name as opened, for the messages that name the file. */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
+		ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
+		if (rn <= 0)
+			snprintf(real, sizeof(real), "%s", A.dir);
+		else
+			real[rn] = '\0';
+		snprintf(name, sizeof(name), "%d", (int)getpid());
+		pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1, NULL);
+		close(dfd);
+		if (pfd < 0)
+			return pfd == -EPERM ? -EACCES : pfd;
+	}
 	/* A second agent in the same pid directory (pid reuse, a second attach) gets its own
 	 * file; readers take all codemap*.vpm files of the directory in creation order. */
 	for (int i = 0; i < 100; i++) {
@@ -2273,6 +2408,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
+	A.new_chan = so.chan_fd;
 	watch_open();
 	A.frame_pointers = detect_frame_pointers();
 	choose_code_source();
@@ -2370,6 +2506,8 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *rese
 	return JNI_OK; /* a failed agent must not stop the JVM from starting */
 }
 
+static int switch_to(struct session_opts *so);
+
 /* A second attach to a JVM that has the agent: the agent thread ends the current
  * session's map (if any) and opens the new one; then this thread replays. */
 static int new_session(const char *options)
@@ -2387,13 +2525,33 @@ static int new_session(const char *options)
 			strerror(-err));
 		return err;
 	}
+	A.new_chan = so.chan_fd;
+	return switch_to(&so);
+}
+
+/* Hands so (its descriptors with it) to the agent thread for a new session and waits
+ * until it switched. 0 or -errno. */
+static int switch_to(struct session_opts *so_in)
+{
+	struct session_opts so = *so_in;
+	int err;
+
 	lock();
 	if (!A.thread_running) {
 		(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+		if (so.map_fd >= 0)
+			close(so.map_fd);
+		if (so.lock_fd >= 0)
+			close(so.lock_fd);
 		fprintf(stderr, "viprof agent: loading again failed: the agent's thread is not running (the JVM is "
 			"starting or ending); attach again later\n");
 		return -ESRCH;
 	}
+	/* A switch asked for before and not yet taken: its descriptors go unused. */
+	if (A.next.map_fd >= 0)
+		close(A.next.map_fd);
+	if (A.next.lock_fd >= 0)
+		close(A.next.lock_fd);
 	A.next = so;
 	uint64_t want = ++A.switch_want;
 	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
@@ -2424,16 +2582,115 @@ static void replay(void)
 			jvmti_err(e));
 }
 
+/* The recorder's channel (fds=): each message is a next session, "dir=<path>" with the
+ * session's jit/<pid> and lock file as descriptors, answered with one byte (0: the new
+ * map is open and the live code replayed) once done; the recorder then needs no
+ * attach, so the JVM sees no attach listener traffic at all. Blocks in recvmsg between
+ * sessions (no wakeups); ends when the recorder closes the channel or goes away. A JVMTI
+ * agent thread, so that it may replay. */
+static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct timeval none = { 0 };
+
+	(void)jvmti;
+	(void)jni;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	for (;;) {
+		char payload[PATH_MAX + 8];
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+		} cm;
+		struct iovec iov = { .iov_base = payload, .iov_len = sizeof(payload) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+		int got[2] = { -1, -1 }, ngot = 0;
+		struct stat st;
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		payload[n] = '\0';
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t k = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS ?
+				   (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+			for (size_t i = 0; i < k; i++) {
+				int x;
+				memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (ngot < 2)
+					got[ngot++] = x;
+				else
+					close(x);
+			}
+		}
+		struct session_opts so;
+		int err = ngot == 2 && strncmp(payload, "dir=", 4) == 0 && parse_options(payload, &so) == 0 ? 0 : -EPROTO;
+		if (!err && (fstat(got[0], &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
+			     fstat(got[1], &st) || !S_ISREG(st.st_mode)))
+			err = -EACCES;
+		if (!err) {
+			so.map_fd = got[0];
+			so.lock_fd = got[1];
+			got[0] = got[1] = -1;
+			err = A.failed ? -EALREADY : switch_to(&so);
+			if (!err)
+				replay();
+		}
+		for (int i = 0; i < 2; i++)
+			if (got[i] >= 0)
+				close(got[i]);
+		char ack = err ? 1 : 0;
+		if (send(fd, &ack, 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	close(fd);
+}
+
+/* Starts channel_thread on fd (taken); without a thread the channel is closed, and
+ * the recorder attaches again next time. */
+static void start_channel(JavaVM *vm, int fd)
+{
+	JNIEnv *jni = NULL;
+	jclass cls;
+	jmethodID init;
+	jstring name;
+	jthread th;
+
+	if (fd < 0)
+		return;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || !(cls = (*jni)->FindClass(jni, "java/lang/Thread")) ||
+	    !(init = (*jni)->GetMethodID(jni, cls, "<init>", "(Ljava/lang/String;)V")) ||
+	    !(name = (*jni)->NewStringUTF(jni, "viprof-channel")) || !(th = (*jni)->NewObject(jni, cls, init, name)) ||
+	    (*A.jvmti)->RunAgentThread(A.jvmti, th, channel_thread, (void *)(intptr_t)fd, JVMTI_THREAD_MIN_PRIORITY) !=
+		    JVMTI_ERROR_NONE) {
+		if (jni && (*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		close(fd);
+	}
+}
+
 EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 {
 	if (A.jvmti) {
-		if (new_session(options))
+		A.new_chan = -1;
+		if (new_session(options)) {
+			if (A.new_chan >= 0)
+				close(A.new_chan);
+			A.new_chan = -1;
 			return JNI_ERR;
+		}
 		replay();
+		start_channel(vm, A.new_chan);
+		A.new_chan = -1;
 		return JNI_OK;
 	}
 	if (setup(vm, options, true)) {
 		disable_events();
+		if (A.new_chan >= 0)
+			close(A.new_chan);
+		A.new_chan = -1;
 		return JNI_ERR; /* tells the attaching tool that it did not work */
 	}
 	JNIEnv *jni = NULL;
@@ -2441,9 +2698,14 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		if (!A.disabled)
 			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
 		disable_events();
+		if (A.new_chan >= 0)
+			close(A.new_chan);
+		A.new_chan = -1;
 		return JNI_ERR;
 	}
 	replay();
+	start_channel(vm, A.new_chan);
+	A.new_chan = -1;
 	return JNI_OK;
 }
 

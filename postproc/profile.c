@@ -191,6 +191,7 @@ void vp_profile__free(struct vp_profile *p)
 	free(p->frames);
 	free(p->stacks);
 	free(p->threads);
+	vp_profile__free_containers(p);
 	for (size_t i = 0; i < p->nmeta; i++) {
 		free(p->meta[i].key);
 		free(p->meta[i].value);
@@ -456,6 +457,8 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 		}
 	}
 	if ((err = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
+		goto cleanup;
+	if ((err = vp_profile__merge_containers(dst, src)))
 		goto cleanup;
 	for (size_t i = 0; i < src->nthreads; i++)
 		if ((err = vp_profile__thread_times(dst, &src->threads[i])))

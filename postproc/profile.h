@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/container.h"
 #include "common/layers.h"
 
 struct vp_frame {
@@ -81,7 +82,24 @@ struct vp_profile {
 	struct vp_loc_stack *loc_stacks; size_t nloc_stacks;
 	void *loc_priv;           /* their interning tables (profile_loc.c) */
 	struct vp_thread_times *threads; size_t nthreads;  /* exact times, when recorded */
+	void *containers;         /* each process's container (containers.c) */
 };
+
+/* A process's container, from the session's VP_REC_CONTAINER records. */
+struct vp_proc_container {
+	uint32_t pid, nspid;
+	char *cgroup;
+	struct vp_container_id c;   /* id "" on the host */
+};
+
+/* Containers (containers.c). set: the latest record for a pid wins; 0 or -ENOMEM. */
+int vp_profile__set_container(struct vp_profile *p, uint32_t pid, uint32_t nspid, const char *cgroup,
+			      const struct vp_container_id *c);
+const struct vp_proc_container *vp_profile__container(const struct vp_profile *p, uint32_t pid);   /* or NULL */
+const char *vp_profile__container_id(const struct vp_profile *p, uint32_t pid);   /* "" on the host or unknown */
+size_t vp_profile__containers(const struct vp_profile *p, const struct vp_proc_container **out);
+int vp_profile__merge_containers(struct vp_profile *dst, const struct vp_profile *src);
+void vp_profile__free_containers(struct vp_profile *p);
 
 struct vp_profile *vp_profile__new(void);
 void vp_profile__free(struct vp_profile *p);   /* accepts NULL */

@@ -55,7 +55,15 @@ struct tree {
 	 * prefix it shares with the stack before, a stack's path is new (all stacks with one
 	 * prefix are adjacent in that order), so its nodes are made without the hash. */
 	bool sorted;
+	/* A container level above the threads (per-thread view), when any process of the
+	 * profile is in a container: one VM's profile splits by container first. */
+	const struct vp_profile *prof;
+	bool containers;
 };
+
+/* The pseudo-thread that stands for a container at depth 1: pid CONTAINER_PID, its id
+ * (or "host") as the name; the page draws it as "container <id>". */
+#define CONTAINER_PID UINT32_MAX
 
 static uint64_t child_hash(uint32_t parent, uint32_t frame)
 {
@@ -161,14 +169,44 @@ static uint32_t tree_thread(struct tree *t, const struct vp_stack *s)
 	return THREAD_BIT | (uint32_t)t->nth++;
 }
 
+static const char *container_of(const struct vp_profile *p, uint32_t pid)
+{
+	const char *id = vp_profile__container_id(p, pid);
+	return *id ? id : "host";
+}
+
+/* The container level's node for a stack's process. */
+static uint32_t tree_container(struct tree *t, const struct vp_stack *s)
+{
+	struct vp_stack c = { .pid = CONTAINER_PID, .comm = container_of(t->prof, s->pid) };
+	return tree_thread(t, &c);
+}
+
+/* Whether any process of p is in a container. */
+static bool has_containers(const struct vp_profile *p)
+{
+	const struct vp_proc_container *v;
+	size_t n = vp_profile__containers(p, &v);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].c.id[0])
+			return true;
+	return false;
+}
+
 /* Adds one stack's counts along its path (under its thread when the tree has a thread
  * level): v[e] for each event e, walking the path once for all of them. Frames are
  * mapped through map when not NULL. */
-/* Orders stack indices by thread, then by frames from the root. */
+/* Orders stack indices by container (when the profile has any), thread, then by frames
+ * from the root. */
 static int cmp_path(const void *a, const void *b, void *ctx)
 {
 	const struct vp_profile *p = ctx;
 	const struct vp_stack *x = &p->stacks[*(const uint32_t *)a], *y = &p->stacks[*(const uint32_t *)b];
+	if (x->pid != y->pid && p->containers) {
+		int cc = strcmp(container_of(p, x->pid), container_of(p, y->pid));
+		if (cc)
+			return cc;
+	}
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
@@ -193,8 +231,11 @@ static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *ma
 		return -ENOMEM;
 	for (size_t e = 0; e < ne; e++)
 		(base ? t->bval : t->val)[e] += v[e];
-	for (uint32_t k = t->threads ? 0 : 1; k <= s->nframes; k++, d++) {
-		uint32_t f = k == 0 ? tree_thread(t, s) : map ? map[s->frames[k - 1]] : s->frames[k - 1];
+	int first = t->threads ? (t->containers ? -1 : 0) : 1;
+	for (int64_t k = first; k <= (int64_t)s->nframes; k++, d++) {
+		uint32_t f = k == -1 ? tree_container(t, s)
+			   : k == 0  ? tree_thread(t, s)
+			   : map     ? map[s->frames[k - 1]] : s->frames[k - 1];
 		if (f == NONE)
 			return -ENOMEM;
 		if (same && d < t->plen && t->pframe[d] == f) {
@@ -477,6 +518,8 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	err = -ENOMEM;
 	t.ne = p->nevents ? p->nevents : 1;
 	t.threads = base == NULL;
+	t.prof = p;
+	t.containers = t.threads && has_containers(p);
 	if (tree_add_node(&t, NONE, ROOT_FRAME) == NONE)
 		goto cleanup;
 	uint64_t v[8] = { 0 };

@@ -255,11 +255,32 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 		for (uint32_t k = 0; k < s->nframes; k++)
 			vp_out__printf(o, "%s%u", k ? "," : "", s->frames[k]);
 		vp_out__printf(o, "],\"pid\":%u,\"tid\":%u,", s->pid, s->tid);
+		const char *cid = vp_profile__container_id(p, s->pid);
+		if (*cid) {
+			kv_str(o, "container", cid);
+			vp_out__puts(o, ",");
+		}
 		kv_str(o, "comm", s->comm);
 		vp_out__puts(o, ",\"samples\":");
 		write_u64_array(o, s->samples, p->nevents);
 		vp_out__puts(o, ",\"weight\":");
 		write_u64_array(o, s->weight, p->nevents);
+		vp_out__puts(o, "}");
+	}
+	vp_out__puts(o, "],\n\"containers\":[");
+	const struct vp_proc_container *pc;
+	size_t npc = vp_profile__containers(p, &pc);
+	for (size_t i = 0, k = 0; i < npc; i++) {
+		if (!pc[i].c.id[0])
+			continue;
+		vp_out__printf(o, "%s\n{\"pid\":%u,\"nspid\":%u,", k++ ? "," : "", pc[i].pid, pc[i].nspid);
+		kv_str(o, "container", pc[i].c.id);
+		if (pc[i].c.pod[0]) {
+			vp_out__puts(o, ",");
+			kv_str(o, "pod", pc[i].c.pod);
+		}
+		vp_out__puts(o, ",");
+		kv_str(o, "cgroup", pc[i].cgroup);
 		vp_out__puts(o, "}");
 	}
 	vp_out__puts(o, "],\n\"frames\":[");

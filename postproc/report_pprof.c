@@ -180,11 +180,14 @@ struct pp {
 	size_t nv;
 	int64_t k_pid, k_tid, k_thread, k_layer, k_host;
 	int64_t host;      /* the recording machine's name (meta "hostname"), or -1 */
+	int64_t k_container, k_pod, k_cgroup;
 };
 
 /* Labels per sample: pid, tid, thread, layer, and the host, so that profiles scraped
- * from many VMs stay apart when a fleet tool merges them. */
-#define NLABELS 5
+ * from many VMs stay apart when a fleet tool merges them; for a process in a container
+ * also container_id, pod_uid (Kubernetes) and cgroup, the names the OpenTelemetry
+ * profiler's container attributes use in spirit, so one VM's profile splits by container. */
+#define NLABELS 8
 
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
@@ -212,11 +215,26 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 							      : VP_LAYER_UNKNOWN));
 	w->samples[i].n_location_id = nids;
 	w->samples[i].n_value = w->nv;
-	lb[4].key = w->k_host;
-	lb[4].str = w->host;
-	w->samples[i].n_label = w->host > 0 ? 5 : 4;
+	size_t nl = 4;
+	if (w->host > 0) {
+		lb[nl].key = w->k_host;
+		lb[nl++].str = w->host;
+	}
+	const struct vp_proc_container *c = vp_profile__container(p, s->pid);
+	int bad = lb[2].str < 0 || lb[3].str < 0;
+	if (c && c->c.id[0]) {
+		lb[nl].key = w->k_container;
+		bad |= (lb[nl++].str = strtab_add(w->st, c->c.id)) < 0;
+		if (c->c.pod[0]) {
+			lb[nl].key = w->k_pod;
+			bad |= (lb[nl++].str = strtab_add(w->st, c->c.pod)) < 0;
+		}
+		lb[nl].key = w->k_cgroup;
+		bad |= (lb[nl++].str = strtab_add(w->st, c->cgroup)) < 0;
+	}
+	w->samples[i].n_label = nl;
 	w->nsamples++;
-	return lb[2].str < 0 || lb[3].str < 0 ? -ENOMEM : 0;
+	return bad ? -ENOMEM : 0;
 }
 
 int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
@@ -301,6 +319,11 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	const char *host = vp_profile__meta(p, "hostname");
 	w.k_host = strtab_add(&st, "hostname");
 	w.host = host && *host ? strtab_add(&st, host) : 0;
+	w.k_container = strtab_add(&st, "container_id");
+	w.k_pod = strtab_add(&st, "pod_uid");
+	w.k_cgroup = strtab_add(&st, "cgroup");
+	if (w.k_container < 0 || w.k_pod < 0 || w.k_cgroup < 0)
+		goto cleanup;
 	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0 || w.k_host < 0 || w.host < 0)
 		goto cleanup;
 	for (size_t i = 0; i < p->nloc_stacks; i++) {

@@ -266,6 +266,69 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 	}
 }
 
+/* Samples per container (event ev), largest first, when any process is in one: the
+ * whole VM's profile split by container. "host" holds the processes in none. */
+static void container_summary(const struct vp_profile *p, struct vp_out *o, int ev)
+{
+	struct row {
+		const char *id, *cgroup, *pod;
+		uint64_t samples;
+		uint32_t procs;
+	} *rows = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	const struct vp_proc_container *v;
+	size_t nv = vp_profile__containers(p, &v);
+	bool any = false;
+
+	for (size_t i = 0; i < nv; i++)
+		any |= v[i].c.id[0] != '\0';
+	if (!any || ev < 0 || ev >= p->nevents)
+		return;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		const struct vp_proc_container *c = vp_profile__container(p, s->pid);
+		const char *id = c && c->c.id[0] ? c->c.id : "host";
+		size_t k = 0;
+
+		total += s->samples[ev];
+		while (k < n && strcmp(rows[k].id, id))
+			k++;
+		if (k == n) {
+			if (vp_grow((void **)&rows, &cap, n + 1, sizeof(*rows)))
+				goto cleanup;
+			rows[n++] = (struct row){ .id = id, .cgroup = c && c->c.id[0] ? c->cgroup : "",
+						  .pod = c ? c->c.pod : "" };
+		}
+		rows[k].samples += s->samples[ev];
+	}
+	for (size_t i = 0; i < nv; i++)
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(rows[k].id, v[i].c.id[0] ? v[i].c.id : "host"))
+				rows[k].procs++;
+	for (size_t a = 1; a < n; a++)   /* few rows: insertion sort, largest first */
+		for (size_t b = a; b > 0 && rows[b].samples > rows[b - 1].samples; b--) {
+			struct row t = rows[b];
+			rows[b] = rows[b - 1];
+			rows[b - 1] = t;
+		}
+	vp_out__printf(o, "# by container (%s; report --container ID|/CGROUP|host keeps one):\n", p->events[ev].name);
+	for (size_t k = 0; k < n; k++) {
+		/* A runtime's 64-hex id by its first 12, as `docker ps` shows it. */
+		vp_out__printf(o, "#   %-20.*s %6.1f%% %10llu samples %4u process%s", strlen(rows[k].id) == 64 ? 12 : 20,
+			       rows[k].id,
+			       total ? 100.0 * (double)rows[k].samples / (double)total : 0.0,
+			       (unsigned long long)rows[k].samples, rows[k].procs, rows[k].procs == 1 ? "  " : "es");
+		if (rows[k].pod[0])
+			vp_out__printf(o, "  pod %s", rows[k].pod);
+		if (rows[k].cgroup[0])
+			vp_out__printf(o, "  %s", rows[k].cgroup);
+		vp_out__puts(o, "\n");
+	}
+cleanup:
+	free(rows);
+}
+
 static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, const struct vp_frame_count *fc)
 {
 	uint64_t per[VP_LAYER__COUNT] = { 0 };
@@ -558,6 +621,8 @@ int report_text(const struct vp_profile *p, const struct vp_profile *base, struc
 		vp_out__puts(o, "# no samples\n");
 		return o->err;
 	}
+	if (!base)
+		container_summary(p, o, op.sort_event);
 	int ret = base ? diff(p, base, o, &op) : hotspots(p, o, &op);
 	return ret ? ret : o->err;
 }

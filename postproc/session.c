@@ -97,7 +97,14 @@ struct addr_cache {
 	uint32_t *pool; size_t npool, cappool;
 };
 
+/* A container thread's tid in its own pid namespace (VP_REC_NSTID). */
+struct nstid {
+	uint32_t pid, tid, nstid;
+};
+
 struct loader {
+	struct nstid *nstids;        /* threads of processes in other pid namespaces */
+	size_t nnstids, capnstids;
 	const char *dir;
 	struct vp_profile *p;
 	const struct vp_session_opts *o;
@@ -339,6 +346,17 @@ static void meta_add(struct vp_profile *p, const char *key, uint64_t ns);
 static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
 static bool comm_selected(const struct loader *l, const char *name, const char *kernel);
 
+/* --container: the process's container (VP_REC_CONTAINER, read in the first pass)
+ * matches; a process without a record is on the host as far as we know. */
+static bool container_selected(const struct loader *l, uint32_t pid)
+{
+	if (!l->o->container || !*l->o->container)
+		return true;
+	const struct vp_proc_container *c = vp_profile__container(l->p, pid);
+	static const struct vp_container_id host;
+	return vp_container__matches(l->o->container, c ? c->cgroup : "/", c ? &c->c : &host);
+}
+
 static int on_record(struct loader *l, const struct vp_record *r)
 {
 	size_t blen = vp_record_body_len(r);
@@ -433,6 +451,24 @@ static int on_record(struct loader *l, const struct vp_record *r)
 		if (blen >= sizeof(*j) && (j->flags & VP_JVM_NO_FRAME_POINTERS) && !(walk && !strcmp(walk, "tables")))
 			vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 					 "short; restart it with that flag for full stacks", j->pid);
+		return 0;
+	}
+	case VP_REC_CONTAINER: {
+		const struct vp_container *c = b;
+		if (blen <= sizeof(*c))
+			return 0;
+		char cg[4096];
+		size_t cl = strnlen(c->cgroup, blen - sizeof(*c));
+		struct vp_container_id id;
+		snprintf(cg, sizeof(cg), "%.*s", (int)(cl < sizeof(cg) ? cl : sizeof(cg) - 1), c->cgroup);
+		vp_container__describe(cg, c->pidns, c->host_pidns, &id);
+		return vp_profile__set_container(l->p, c->pid, c->nspid, cg, &id);
+	}
+	case VP_REC_NSTID: {
+		const struct vp_nstid *t = b;
+		if (blen < sizeof(*t) || vp_grow((void **)&l->nstids, &l->capnstids, l->nnstids + 1, sizeof(*l->nstids)))
+			return 0;   /* without it, only that thread's full Java name is missed */
+		l->nstids[l->nnstids++] = (struct nstid){ .pid = t->pid, .tid = t->tid, .nstid = t->nstid };
 		return 0;
 	}
 	case VP_REC_STEAL:
@@ -573,8 +609,24 @@ static const char *thread_name(struct loader *l, uint32_t pid, uint32_t tid, uin
 #if HAVE_JIT_INDEX
 	struct jvm *j = pid ? jvm_open(l, pid) : NULL;
 	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
-	const char *full = cm ? vp_codemap__thread_name(cm, tid, t) : NULL;
+	/* The agent of a JVM in another pid namespace names its threads by their tids
+	 * there. */
+	uint32_t agent_tid = tid;
+	const struct vp_proc_container *pc = cm ? vp_profile__container(l->p, pid) : NULL;
+	if (pc && pc->nspid && pc->nspid != pid) {
+		agent_tid = tid == pid ? pc->nspid : 0;
+		for (size_t i = l->nnstids; i-- > 0 && !agent_tid;)
+			if (l->nstids[i].pid == pid && l->nstids[i].tid == tid)
+				agent_tid = l->nstids[i].nstid;
+	}
+	const char *full = cm && agent_tid ? vp_codemap__thread_name(cm, agent_tid, t) : NULL;
 	if (full && (!k || (!strncmp(k, full, 15) && strlen(k) == strnlen(full, 15))))
+		return full;
+	/* A thread that still has its process's kernel name was never named natively (the
+	 * java launcher's main thread, "java"): the agent's name for it (from its own tid)
+	 * is the only one it has. */
+	const char *pk = full && k && tid != pid ? vp_procmaps__comm_at(l->pm, pid, t) : NULL;
+	if (pk && !strcmp(pk, k))
 		return full;
 #endif
 	return k;
@@ -1165,7 +1217,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	const char *kcomm, *comm = thread_name(l, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
 		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
-	if (!comm_selected(l, comm, kcomm))
+	if (!comm_selected(l, comm, kcomm) || !container_selected(l, s->pid))
 		return 0;
 	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
@@ -1493,7 +1545,7 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	}
 	if (!comm)
 		comm = "";
-	if (!comm_selected(l, comm, kcomm))
+	if (!comm_selected(l, comm, kcomm) || !container_selected(l, v->pid))
 		return 0;
 	if (!best)
 		extra = 2;  /* a root saying why there is no stack, then the leaf */
@@ -1613,6 +1665,7 @@ static void loader_free(struct loader *l)
 	for (size_t i = 0; i < l->nexes; i++)
 		free(l->exes[i].file);
 	free(l->exes);
+	free(l->nstids);
 	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
 		n = mi->next;
 		free(mi);

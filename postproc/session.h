@@ -13,6 +13,8 @@ struct vp_session_opts {
 	const uint32_t *pids; int npids;    /* keep only these pids (0 = all) */
 	const uint32_t *tids; int ntids;
 	const char *comm;                   /* keep only threads with this comm, or NULL */
+	const char *container;              /* keep only processes of this container (common/container.h's
+					     * vp_container__matches), or NULL */
 	double t_from, t_to;                /* seconds since the start of recording; t_to <= 0 = to the end */
 	bool map_mode_flat;                 /* --map-mode flat */
 	const char *hv_syms;                /* --hv-syms: a Xen symbol ELF, or NULL */

@@ -212,6 +212,67 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 	return 0;
 }
 
+/* Before a compiled method's frame is complete. C2 without a stack bang allocates it
+ * first ("sub rsp, F-8; mov [rsp+F-16], rbp"), C1 and C2 with one push rbp first
+ * ("push rbp; sub rsp, F-16"). At the mov the frame is all there but rbp is still the
+ * caller's; right after the push (pc at the sub, the byte before it the push) only rbp
+ * and the return address are; before either, only the return address (the stack
+ * bang, the sub of the first form). Small methods are sampled here often: taking the
+ * whole prologue for "nothing pushed" made their callers [unknown]. */
+static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
+{
+	__u8 c[8], prev = 0;
+
+	*rbp_saved = false;
+	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+		return w->sp + 8;
+	if (c[0] == 0x48 && c[1] == 0x89 && (c[2] == 0x6c || c[2] == 0xac) && c[3] == 0x24)
+		return cfa;                                            /* mov [rsp+d], rbp */
+	/* The nmethod entry barrier (JDK 21+: "cmp dword [r15+d], imm; jne"), within the
+	 * prologue as the frame-complete offset counts it, comes after the frame is built. */
+	if ((c[0] == 0x41 && c[1] == 0x81 && c[2] == 0x7f) || (c[0] == 0x0f && c[1] == 0x85)) {
+		*rbp_saved = true;
+		return cfa;
+	}
+	if (c[0] == 0x48 && (c[1] == 0x83 || c[1] == 0x81) && c[2] == 0xec &&
+	    bpf_probe_read_user(&prev, 1, (const void *)(w->pc - 1)) == 0 && prev == 0x55) {
+		*rbp_saved = true;                                     /* push rbp; at sub rsp */
+		return w->sp + 16;
+	}
+	return w->sp + 8;
+}
+
+/* A compiled method's epilogue pops its frame before it returns: "add rsp, N; pop
+ * rbp; cmp rsp, [r15+poll word]; ja <poll stub>; ret" (C1 and C2 on x86-64, JDK 17 and
+ * later). A leaf pc at the pop leaves rbp's slot and the return address above SP; past
+ * it, the return address is at SP. Small methods spend a good part of their time there;
+ * walked by their frame size, their callers came out as [unknown]. Returns the CFA. */
+static __always_inline __u64 epilogue_cfa(struct walk *w, __u64 cfa)
+{
+	__u8 c[16];
+
+	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+		return cfa;
+	if (c[0] == 0xc3)                                              /* ret */
+		return w->sp + 8;
+	if (c[0] == 0x49 && c[1] == 0x3b && (c[2] == 0x67 || c[2] == 0xa7)) /* cmp rsp, [r15+d] */
+		return w->sp + 8;
+	if ((c[0] == 0x0f && c[1] == 0x87 && c[6] == 0xc3) || (c[0] == 0x77 && c[2] == 0xc3)) /* ja; ret */
+		return w->sp + 8;
+	if (c[0] == 0x5d && (c[1] == 0xc3 || (c[1] == 0x49 && c[2] == 0x3b && (c[3] == 0x67 || c[3] == 0xa7))))
+		return w->sp + 16;                                     /* pop rbp */
+	return cfa;
+}
+
+/* Is v in one of the JVM's code heaps (compiled methods, the interpreter, stubs)? */
+static __always_inline bool in_java_code(struct vpb_hotspot *hs, __u64 v)
+{
+	for (int k = 0; k < VPB_MAX_HEAPS; k++)
+		if (k < hs->nr_heaps && v >= hs->heaps[k].lo && v < hs->heaps[k].hi)
+			return true;
+	return false;
+}
+
 /* Finds the code blob holding pc through heap i's segment map. 0 or a stop. */
 static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_codeheap *h,
 				      bool leaf)
@@ -220,6 +281,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	__u8 hdr[BLOB_HDR], b;
 	__s32 fsize = 0, fc = -1;
 	__u32 off;
+	bool rbp_saved = true;
 
 	for (int i = 0; i < MAX_SEG_HOPS; i++) {
 		if (bpf_probe_read_user(&b, 1, (const void *)(h->segmap + seg)))
@@ -241,9 +303,29 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	if (off <= BLOB_HDR - 4)
 		__builtin_memcpy(&fsize, hdr + (off & (BLOB_HDR - 1)), 4);
 	if (fsize <= 0 || fsize > 65536) {
-		/* Blobs without a fixed frame (BufferBlobs: the call stub, adapters) keep
-		 * a frame pointer. */
-		if (w->fp <= w->sp || w->fp - w->sp > MAX_STACK_SPAN)
+		/* Blobs without a fixed frame: the call stub keeps a frame pointer, but
+		 * itable/vtable stubs push nothing (they jump to the method) and the
+		 * StubRoutines (arraycopy, ...) and adapters have none in their first and last
+		 * instructions, while rbp holds the compiled caller's data. In a leaf, a
+		 * return address into Java code at SP (or, after a push of rbp, right above it)
+		 * says the stub has no frame yet: step over it by that; otherwise walk its
+		 * frame pointer, and if that makes no sense, try SP once more. */
+		if (leaf && read_u64(w, w->sp, &ra) == 0 && in_java_code(hs, ra)) {
+			w->pc = ra;
+			w->sp += 8;
+			return 0;
+		}
+		bool fp_ok = w->fp > w->sp && w->fp - w->sp <= MAX_STACK_SPAN;
+		if (fp_ok && (read_u64(w, w->fp + 8, &ra) || !ra))
+			fp_ok = false;
+		if (!fp_ok && leaf && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
+		    read_u64(w, w->sp, &code) == 0) {
+			w->pc = ra;
+			w->sp += 16;
+			w->fp = code;
+			return 0;
+		}
+		if (!fp_ok)
 			return stop(w, VPB_WALK_BAD_FRAME);
 		if (read_u64(w, w->fp + 8, &ra) || read_u64(w, w->fp, &code))
 			return stop(w, VPB_WALK_UNREADABLE);
@@ -278,11 +360,13 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 			__builtin_memcpy(&code, hdr + (off & (BLOB_HDR - 1)), 8);
 		}
 		if (fc > 0 && code && w->pc < code + (__u64)fc)
-			cfa = w->sp + 8;
+			cfa = prologue_cfa(w, cfa, &rbp_saved);
+		else
+			cfa = epilogue_cfa(w, cfa);
 	}
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
+	if (rbp_saved && cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;

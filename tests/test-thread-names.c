@@ -6,7 +6,11 @@
  *    thread born as recording began, CPU clocks apart) keeps its own name too;
  *  - a JVM's code map that names a thread in full (THREAD_NAME) gives the report that
  *    name where the kernel's name is its first 15 bytes; not after the thread ended
- *    (its tid reused), not for a thread renamed since; --comm takes either name.
+ *    (its tid reused), not for a thread renamed since; --comm takes either name;
+ *  - the java launcher's main thread, which keeps the process's kernel name ("java"),
+ *    gets the agent's name for it ("main", issue 22);
+ *  - a JVM in another pid namespace (a container), whose agent names its threads by
+ *    their tids there: the NSTID records map them (issue 22).
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -93,8 +97,25 @@ static void write_stream(const char *dir)
 	/* Thread 108: started before the agent attached (a preexisting record at 25 ms). */
 	w_task(w, VP_REC_FORK, 2 * MS, 100, 108, 100);
 	w_comm(w, 3 * MS, 100, 108, "Common-Cleaner-");
-	for (uint32_t tid = 101; tid <= 108; tid++)
+	/* Thread 109: the launcher's main thread, never named natively: "java". */
+	w_task(w, VP_REC_FORK, 2 * MS, 100, 109, 100);
+	for (uint32_t tid = 101; tid <= 109; tid++)
 		w_sample(w, 30 * MS, 100, tid);
+	/* Process 200 in a container (pid 1 there), thread 201 is tid 7 there. */
+	char cbuf[sizeof(struct vp_container) + 16] = { 0 };
+	struct vp_container *c = (struct vp_container *)cbuf;
+	c->pid = 200;
+	c->nspid = 1;
+	c->pidns = 4026532178ull;
+	c->host_pidns = 4026531836ull;
+	strcpy(c->cgroup, "/");
+	ASSERT_OK(cfile_writer__append(w, VP_REC_CONTAINER, base, cbuf, sizeof(*c) + 2));
+	w_comm(w, 0, 200, 200, "java");
+	w_task(w, VP_REC_FORK, 2 * MS, 200, 201, 200);
+	struct vp_nstid nt = { .pid = 200, .tid = 201, .nstid = 7 };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_NSTID, base + 2 * MS, &nt, sizeof(nt)));
+	w_comm(w, 3 * MS, 200, 201, "container-long-");
+	w_sample(w, 30 * MS, 200, 201);
 	struct vp_end end = { 0 };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 40 * MS, &end, sizeof(end)));
 	ASSERT_OK(cfile_writer__close(w));
@@ -107,6 +128,25 @@ static void w_thread(struct cfile_writer *w, uint64_t t, uint32_t tid, uint16_t 
 	memcpy(buf, &x, sizeof(x));
 	memcpy(buf + sizeof(x), name, x.name_len);
 	ASSERT_OK(cfile_writer__append(w, VP_CM_THREAD_NAME, base + t, buf, sizeof(x) + x.name_len));
+}
+
+/* jit/200/codemap.vpm of the container's JVM: thread 7 (201 on the host) in full, and
+ * a thread 201 of its own namespace that must not be taken for the host's 201. */
+static void write_container_codemap(const char *dir)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/jit/200", dir);
+	ASSERT_OK(mkdir(path, 0700));
+	snprintf(path, sizeof(path), "%s/jit/200/%s", dir, VP_CODEMAP_FILE);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+	ASSERT_NOT_NULL(w);
+	struct vp_cm_meta meta = { .pid = 1, .agent_version = VP_AGENT_VERSION };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_META, base, &meta, sizeof(meta)));
+	struct vp_cm_epoch_begin b = { 0, VP_EPOCH_START };
+	ASSERT_OK(cfile_writer__append(w, VP_CM_EPOCH_BEGIN, base, &b, sizeof(b)));
+	w_thread(w, 5 * MS, 7, VP_CM_THREAD_PREEXISTING, "container-long-thread-name");
+	w_thread(w, 5 * MS, 201, VP_CM_THREAD_PREEXISTING, "container-long-wrong-thread");
+	ASSERT_OK(cfile_writer__close(w));
 }
 
 /* jit/100/codemap.vpm, as the agent writes it: full names of threads 103, 104, 107, 108. */
@@ -131,6 +171,7 @@ static void write_codemap(const char *dir)
 	w_thread(w, 6 * MS, 107, 0, "pool-1-thread-12");
 	w_thread(w, 20 * MS, 107, VP_CM_THREAD_ENDED, "");
 	w_thread(w, 25 * MS, 108, VP_CM_THREAD_PREEXISTING, "Common-Cleaner-Thread");
+	w_thread(w, 25 * MS, 109, VP_CM_THREAD_PREEXISTING, "main");
 	ASSERT_OK(cfile_writer__close(w));
 }
 
@@ -161,6 +202,7 @@ int main(void)
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	write_stream(dir);
 	write_codemap(dir);
+	write_container_codemap(dir);
 
 	struct vp_profile *p = vp_profile__new();
 	char err[512] = "";
@@ -174,6 +216,8 @@ int main(void)
 	/* Full names from the agent. */
 	ASSERT_STREQ(comm_of(p, 103), "viprof-long-thread-name-worker");
 	ASSERT_STREQ(comm_of(p, 108), "Common-Cleaner-Thread");
+	ASSERT_STREQ(comm_of(p, 109), "main");
+	ASSERT_STREQ(comm_of(p, 201), "container-long-thread-name");
 	ASSERT_EQ(samples_named(p, 107, "pool-1-thread-12"), 1);   /* its first life */
 	ASSERT_EQ(samples_named(p, 107, "pool-1-thread-1"), 1);    /* the tid's next thread */
 	vp_profile__free(p);

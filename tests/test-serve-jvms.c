@@ -1,0 +1,209 @@
+/* The service and the JVMs it meets (issue 22 item 4): serve --continuous for 5 intervals
+ * of 4 s with three JVMs running before it starts:
+ *   other:    Workers as nobody (not the service's user): its worker threads' samples
+ *             >= 95% named in every interval after the first (which waited for the
+ *             argfile JVM) but the last (cut short by the stop);
+ *   disabled: Workers with -XX:+DisableAttachMechanism on its command line: never
+ *             signalled, so no thread dump in its output;
+ *   argfile:  the same flag from an @argfile, which the service cannot see: signalled
+ *             once, at the first interval, and never again (one thread dump at most).
+ * From the second interval on, the other user's agent takes each session over its
+ * channel to the recorder (VP_JVM_CHANNEL), not by another attach. No JVM's stdout or
+ * stderr gets a line from viprof. JDK 17 and Temurin 25 (argv[1]). */
+#include "test-agent-util.h"
+
+#include <signal.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
+#include "postproc/profile.h"
+#include "postproc/session.h"
+
+static char dir[256];
+static pid_t jvms[3];
+
+static pid_t start(const char *java, const char *name, char *const extra[], int nextra, bool nobody)
+{
+	char out[400], err[400];
+	snprintf(out, sizeof(out), "%s/%s.out", dir, name);
+	snprintf(err, sizeof(err), "%s/%s.err", dir, name);
+	char *argv[16];
+	int n = 0;
+	if (nobody) {
+		argv[n++] = "/usr/bin/setpriv";
+		argv[n++] = "--reuid=nobody";
+		argv[n++] = "--regid=nogroup";
+		argv[n++] = "--clear-groups";
+	}
+	argv[n++] = (char *)java;
+	for (int i = 0; i < nextra; i++)
+		argv[n++] = extra[i];
+	argv[n++] = "-cp";
+	argv[n++] = VIPROF_JAVA_CLASSES;
+	argv[n++] = "Workers";
+	argv[n++] = "300";
+	argv[n] = NULL;
+	pid_t p = tu_spawn(argv, out, err);
+	for (int i = 0; i < 300; i++) {
+		char *o = tu_read(out);
+		bool ready = strstr(o, "ready") != NULL;
+		free(o);
+		if (ready)
+			return p;
+		usleep(100000);
+	}
+	FAIL("JVM %s did not start", name);
+}
+
+/* The VP_JVM_* flags of pid's VP_REC_JVM record in a session (0 without one). */
+static uint32_t jvm_flags(const char *sess, pid_t pid)
+{
+	char path[700], err[256];
+	const struct vp_record *r;
+	uint32_t flags = 0;
+	snprintf(path, sizeof(path), "%s/%s", sess, VP_SESSION_STREAM);
+	struct cfile_reader *rd = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
+	ASSERT_NOT_NULL(rd);
+	while (cfile_reader__next(rd, &r) > 0)
+		if (r->type == VP_REC_JVM && vp_record_body_len(r) >= sizeof(struct vp_jvm) &&
+		    ((const struct vp_jvm *)vp_record_body(r))->pid == (uint32_t)pid)
+			flags = ((const struct vp_jvm *)vp_record_body(r))->flags;
+	cfile_reader__close(rd);
+	return flags;
+}
+
+static void wait_intervals(const char *log, int n, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		char *s = tu_read(log);
+		int k = tu_count_lines(s, "of one CPU (budget");
+		free(s);
+		if (k >= n)
+			return;
+		usleep(200000);
+	}
+	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void cleanup(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (jvms[i] > 0) {
+			kill(jvms[i], SIGKILL);
+			waitpid(jvms[i], NULL, 0);
+			jvms[i] = 0;
+		}
+}
+
+int main(int argc, char **argv)
+{
+	tu_require_fixtures();
+	REQUIRE_ROOT();
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	if (access("/usr/bin/setpriv", X_OK))
+		SKIP("no /usr/bin/setpriv (util-linux) to run a JVM as another user");
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir(jdk17 ? "servejvms17" : "servejvms25"));
+	ASSERT_OK(chmod(dir, 0755));
+	atexit(cleanup);
+	char argfile[400], afarg[410];
+	snprintf(argfile, sizeof(argfile), "%s/flags", dir);
+	FILE *f = fopen(argfile, "w");
+	ASSERT_NOT_NULL(f);
+	fputs("-XX:+DisableAttachMechanism\n", f);
+	ASSERT_OK(fclose(f));
+	snprintf(afarg, sizeof(afarg), "@%s", argfile);
+	char *dis[] = { "-XX:+DisableAttachMechanism" }, *af[] = { afarg };
+	jvms[0] = start(java, "other", NULL, 0, true);
+	jvms[1] = start(java, "disabled", dis, 1, false);
+	jvms[2] = start(java, "argfile", af, 1, false);
+
+	char cdir[400], sout[400], sel[64];
+	snprintf(cdir, sizeof(cdir), "%s/c", dir);
+	snprintf(sout, sizeof(sout), "%s/serve.log", dir);
+	snprintf(sel, sizeof(sel), "%d,%d,%d", (int)jvms[0], (int)jvms[1], (int)jvms[2]);
+	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0", "-F", "499",
+			  "--jvm-attach", sel, NULL };
+	pid_t serve = tu_spawn(sargv, sout, sout);
+	wait_intervals(sout, 5, 240);
+	ASSERT_OK(kill(serve, SIGINT));
+	ASSERT_EQ(tu_wait(serve, 60), 0);
+	char *log = tu_read(sout);
+	fprintf(stderr, "%s", log);
+	/* The refusals are said once each, in the service's log. */
+	ASSERT_EQ(tu_count_lines(log, "DisableAttachMechanism"), 2);
+	free(log);
+
+	DIR *d = opendir(cdir);
+	ASSERT_NOT_NULL(d);
+	char *names[64];
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < 64)
+		if (strlen(de->d_name) == 16)
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	ASSERT_GE(n, 5);
+	/* The first interval holds the 5 s wait for the argfile JVM's listener (before
+	 * sampling started): it has too few samples to judge. */
+	for (int i = 1; i < n - 1; i++) {
+		char sess[600], err[512];
+		uint32_t pid = (uint32_t)jvms[0];
+		struct vp_session_opts o = { .pids = &pid, .npids = 1 };
+		struct vp_profile *p = vp_profile__new();
+		snprintf(sess, sizeof(sess), "%s/%s", cdir, names[i]);
+		ASSERT_NOT_NULL(p);
+		if (vp_session__load(sess, p, &o, err, sizeof(err)))
+			FAIL("load %s: %s", sess, err);
+		double workers = 0, named = 0;
+		for (size_t k = 0; k < p->nstacks; k++) {
+			const struct vp_stack *s = &p->stacks[k];
+			if (!s->comm || strncmp(s->comm, "worker-", 7))
+				continue;
+			bool java_frame = false;
+			for (uint32_t fi = 0; fi < s->nframes; fi++) {
+				int l = p->frames[s->frames[fi]].layer;
+				java_frame |= l == VP_LAYER_JIT || l == VP_LAYER_INLINED || l == VP_LAYER_INTERPRETED;
+			}
+			workers += (double)s->samples[0];
+			named += java_frame ? (double)s->samples[0] : 0;
+		}
+		vp_profile__free(p);
+		/* After the first interval, its agent takes each session over its channel to
+		 * the recorder: no attach. */
+		bool chan = jvm_flags(sess, jvms[0]) & VP_JVM_CHANNEL;
+		fprintf(stderr, "%s: the other user's JVM: %.0f worker samples, %.1f%% named, %s\n", names[i], workers,
+			workers ? 100 * named / workers : 0, chan ? "over its channel" : "attached");
+		ASSERT_TRUE(chan);
+		ASSERT_GT_F(workers, 100.0);
+		ASSERT_GE((int64_t)(1000 * named / workers), 950);
+		free(names[i]);
+	}
+	/* What the JVMs printed: Workers' one line each, and at most one thread dump from
+	 * the JVM whose flag the service could not see. */
+	static const char *const which[] = { "other", "disabled", "argfile" };
+	for (int i = 0; i < 3; i++) {
+		char path[400];
+		snprintf(path, sizeof(path), "%s/%s.out", dir, which[i]);
+		char *o = tu_read(path);
+		snprintf(path, sizeof(path), "%s/%s.err", dir, which[i]);
+		char *e = tu_read(path);
+		int dumps = tu_count_lines(o, "Full thread dump");
+		fprintf(stderr, "%s: %d thread dumps; stderr [%s]\n", which[i], dumps, e);
+		ASSERT_LE(dumps, i == 2 ? 1 : 0);
+		ASSERT_NULL(strstr(o, "viprof"));
+		ASSERT_NULL(strstr(e, "viprof"));
+		free(o);
+		free(e);
+	}
+	cleanup();
+	tu_rm_rf(dir);
+	printf("ok\n");
+	return 0;
+}
