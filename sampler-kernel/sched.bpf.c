@@ -358,7 +358,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	} else if (c) {
 		steal = BPF_CORE_READ(rq, prev_steal_time_rq);
 		kstat = BPF_CORE_READ(rq, prev_steal_time);
-		if (c->steal_last) {
+		/* Seen once is first_time set, not a steal clock above 0: on a vCPU whose
+		 * steal clock starts moving during the recording, the first steal is charged
+		 * like every later one. */
+		if (c->first_time) {
 			delta = steal > c->steal_last ? steal - c->steal_last : 0;
 		} else {
 			c->steal_first = steal;

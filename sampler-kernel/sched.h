@@ -87,7 +87,7 @@ struct vps_val {
 
 /* Per CPU: the steal clock at the last switch on it, and what the tracer charged. */
 struct vps_cpu {
-	__u64 steal_last;            /* rq->prev_steal_time_rq at the last switch, 0 = none yet */
+	__u64 steal_last;            /* rq->prev_steal_time_rq at the last switch (first_time 0: none yet) */
 	__u64 steal_first;           /* ... at the first switch the tracer saw */
 	__u64 charged;               /* steal charged to threads (and idle) since then */
 	__u64 kstat_first, kstat_last; /* rq->prev_steal_time at those switches: what the kernel
