@@ -317,14 +317,19 @@ static int steal(void)
 	uint64_t threads = 0, bad = 0, nthreads = 0;
 	for (size_t i = 0; st >= 0 && i < p->nstacks; i++)
 		threads += p->stacks[i].weight[st];
-	/* No thread gets steal beyond the time it was running. */
+	/* A thread's on-CPU time is its runtime, which this kernel keeps free of steal
+	 * (CONFIG_PARAVIRT_TIME_ACCOUNTING), so its steal may exceed it (a thread that ran
+	 * 1.8 ms of its own while the hypervisor took 2 ms of its slice: seen here once the
+	 * host's steal moved). What cannot be: steal beyond the recording's length, or on a
+	 * stack more than its thread's total, or on a thread never seen running. */
+	uint64_t dur = meta_u64(p, "duration_ns");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct vp_thread_times *x = &p->threads[i];
 		if (x->steal_ns) {
 			nthreads++;
-			if (x->steal_ns > x->oncpu_ns) {
-				fprintf(stderr, "steal: thread %u/%u: steal %" PRIu64 " ns > on-CPU %" PRIu64 " ns\n", x->pid,
-					x->tid, x->steal_ns, x->oncpu_ns);
+			if (x->steal_ns > dur) {
+				fprintf(stderr, "steal: thread %u/%u: steal %" PRIu64 " ns > the recording's %" PRIu64 " ns\n",
+					x->pid, x->tid, x->steal_ns, dur);
 				bad++;
 			}
 		}
@@ -332,9 +337,9 @@ static int steal(void)
 	for (size_t i = 0; st >= 0 && i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		const struct vp_thread_times *x = vp_profile__find_thread(p, s->pid, s->tid);
-		if (s->weight[st] && (!x || x->oncpu_ns < s->weight[st])) {
+		if (s->weight[st] && (!x || x->steal_ns < s->weight[st])) {
 			fprintf(stderr, "steal: thread %u/%u (%s): %" PRIu64 " ns of steal, %s\n", s->pid, s->tid, s->comm,
-				s->weight[st], x ? "more than it ran" : "never seen running");
+				s->weight[st], x ? "more than its thread's total" : "never seen running");
 			bad++;
 		}
 	}
@@ -354,10 +359,14 @@ static int steal(void)
 	double tol = (double)charged * 0.01 > 1e6 ? (double)charged * 0.01 : 1e6;
 	if ((double)(charged > kern ? charged - kern : kern - charged) > tol)
 		FAIL("charged %" PRIu64 " ns vs kernel-accounted %" PRIu64 " ns: more than 1 ms or 1%% apart", charged, kern);
-	/* /proc/stat counts in 10 ms ticks per vCPU and over a slightly longer window. */
+	/* /proc/stat counts in 10 ms ticks per vCPU over a slightly longer window, and the
+	 * kernel accounts at most a tick's time of steal at each tick (the rest at later
+	 * ticks: steal_account_process_time), so under heavy steal it lags (seen here: 310
+	 * ms against the 663 ms the run queues' steal clocks advanced); it never leads. */
 	double ptol = tol + 2 * 10e6 * (double)ncpu;
-	if ((double)(charged > procstat ? charged - procstat : procstat - charged) > ptol)
-		FAIL("charged %" PRIu64 " ns vs /proc/stat %" PRIu64 " ns: more than its ticks apart", charged, procstat);
+	if ((double)procstat > (double)charged + ptol)
+		FAIL("charged %" PRIu64 " ns vs /proc/stat %" PRIu64 " ns: /proc/stat saw more than its ticks allow", charged,
+		     procstat);
 	vp_profile__free(p);
 	/* 0 charged = 0 advanced checks the bookkeeping, not the steal: say so. */
 	if (clock == 0 && procstat == 0)
