@@ -88,8 +88,10 @@ static bool window(const char *sess, int g, double from, double to, struct tally
 	int ntop = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
-		if (!s->comm || strcmp(s->comm, "java"))
-			continue;   /* the workload's thread; compiler and GC threads run other code */
+		/* The workload's thread (the launcher's main thread: "main", as HotSpot names
+		 * it, or "java", its comm); compiler and GC threads run other code. */
+		if (!s->comm || (strcmp(s->comm, "main") && strcmp(s->comm, "java")))
+			continue;
 		for (uint32_t k = s->nframes; k-- > 0;) {
 			const struct vp_frame *f = &p->frames[s->frames[k]];
 			long n = (long)s->samples[0];
