@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"
+#include "service/metrics.h"
 #include "service/sock.h"
 #include "service/sock_proto.h"
 
@@ -62,7 +63,8 @@ static void serve_usage(FILE *f)
 		"  --http ADDR:PORT       serve pprof over HTTP: GET /debug/pprof/profile?seconds=N (a\n"
 		"                         gzipped whole-VM CPU profile of the next N s, default 30, at\n"
 		"                         most 300), GET / (the continuous intervals), /flame/INTERVAL,\n"
-		"                         /pprof/INTERVAL. A loopback address unless --http-token is given\n"
+		"                         /pprof/INTERVAL, /metrics (Prometheus). A loopback address unless\n"
+		"                         --http-token is given\n"
 		"  --http-token FILE      a bearer token (one line, >= 16 characters, file mode 0600) that\n"
 		"                         requests from other hosts must send as 'Authorization: Bearer'\n"
 		"                         (and local users who are not allowed below)\n"
@@ -319,6 +321,8 @@ int cmd_serve(int argc, char **argv)
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
 	struct vp_sock *sock = NULL;
+	struct vp_svc_metrics metrics;
+	vp_svc_metrics__init(&metrics);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	/* Any thread may take the signal (blocking it in the service's threads would
 	 * block it in the recorders they start too: a mask survives fork and exec), so
@@ -333,7 +337,7 @@ int cmd_serve(int argc, char **argv)
 		struct vp_cont_opts co = { .dir = a.continuous, .interval_s = a.interval_s,
 					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
 					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm = &jvm,
-					   .agent = agent, .no_jit = a.no_jit, .log = stderr };
+					   .agent = agent, .no_jit = a.no_jit, .metrics = &metrics, .log = stderr };
 		cont = vp_cont__start(&co, err, sizeof(err));
 		if (!cont) {
 			fprintf(stderr, "viprof serve: %s\n", err);
@@ -348,7 +352,7 @@ int cmd_serve(int argc, char **argv)
 		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .allow = a.allow, .freq = a.freq,
 					  .jvm = &jvm, .agent = agent, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
 					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
-					  .cpu_budget_pct = a.cpu_budget, .log = stderr };
+					  .cpu_budget_pct = a.cpu_budget, .metrics = &metrics, .log = stderr };
 		api = vp_api__start(&ao, err, sizeof(err));
 		if (!api) {
 			fprintf(stderr, "viprof serve: %s\n", err);
@@ -388,6 +392,7 @@ cleanup:
 	vp_sock__stop(sock);
 	vp_api__stop(api);
 	vp_cont__stop(cont);
+	vp_svc_metrics__fini(&metrics);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return ret;

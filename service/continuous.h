@@ -20,6 +20,8 @@
 #define VP_CONT_FILE "service.json"      /* per interval, beside the session's files */
 
 struct vp_record_opts;
+struct vp_svc_metrics;
+struct vp_push;
 
 struct vp_cont_opts {
 	const char *dir;
@@ -31,6 +33,7 @@ struct vp_cont_opts {
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
+	struct vp_svc_metrics *metrics;   /* counted into (service/metrics.h), or NULL */
 	FILE *log;
 };
 

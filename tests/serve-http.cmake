@@ -17,3 +17,7 @@ foreach(s access slow contdir jvmattach)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
+# Issue 27: /metrics scraped by a real Prometheus (Debian's prometheus; skipped without it).
+add_test(NAME test-serve-http-metrics COMMAND test-serve-http metrics $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-serve-http-metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS "live;tools" RUN_SERIAL TRUE)

@@ -18,6 +18,10 @@
  *   contdir     (issue 20) --continuous refuses a DIR a user owns or that group or
  *               others may write, in one line
  *   jvmattach   (issue 20) --jvm-attach is accepted by serve; the default is none
+ *   metrics     (issue 27) a real Prometheus (Debian's package), started here on loopback
+ *               with a config written here, scrapes GET /metrics of a continuous
+ *               recording, and its query API returns viprof_samples_total rising;
+ *               service.json carries the same totals. Skipped without prometheus.
  * usage: test-serve-http SCENARIO VIPROF SPLIT3 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -486,7 +490,7 @@ static void scenario_continuous(void)
 #define GROUP_G "vphttpg"
 
 static bool users_made;
-static pid_t main_pid, slow_pid, work_pid;
+static pid_t main_pid, slow_pid, work_pid, prom_pid;  /* prom_pid: the metrics scenario's Prometheus */
 
 static void drop_users(void)
 {
@@ -512,8 +516,8 @@ static void at_end(void)
 {
 	if (getpid() != main_pid)
 		return;
-	pid_t kids[] = { slow_pid, work_pid, serve_pid };
-	for (int i = 0; i < 3; i++)
+	pid_t kids[] = { slow_pid, work_pid, serve_pid, prom_pid };
+	for (int i = 0; i < 4; i++)
 		if (kids[i] > 0) {
 			kill(kids[i], SIGKILL);
 			waitpid(kids[i], NULL, 0);
@@ -654,7 +658,8 @@ static void scenario_access(void)
 	char flame[64], pprof[64];
 	snprintf(flame, sizeof(flame), "/flame/%s", name);
 	snprintf(pprof, sizeof(pprof), "/pprof/%s", name);
-	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/nothing" };
+	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/metrics",
+				"/nothing" };
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 			/* USER_B is no one special to the first service. */
@@ -907,10 +912,140 @@ static void scenario_jvmattach(void)
 	ASSERT_CONTAINS(last_log, "into no JVM (the default;");
 }
 
+/* The value of the first series Prometheus's query API returns for query, or -1. */
+static double prom_query(int port, const char *query)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "/api/v1/query?query=%s", query);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+	bool up = connect(fd, (struct sockaddr *)&d, sizeof(d)) == 0;
+	close(fd);
+	if (!up)
+		return -1;   /* not listening yet */
+	struct answer a = get(NULL, "127.0.0.1", port, path, NULL);
+	double v = -1;
+	const char *val = a.status == 200 ? strstr(a.body, "\"value\":[") : NULL;
+	const char *q = val ? strchr(val + 9, '"') : NULL;
+	if (q)
+		v = strtod(q + 1, NULL);
+	free(a.head);   /* get()'s body is inside its head's buffer */
+	return v;
+}
+
+static void scenario_metrics(void)
+{
+	REQUIRE_ROOT();
+	if (system("command -v prometheus >/dev/null 2>&1") != 0)
+		SKIP("prometheus is not installed (apt-get install prometheus; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-metrics-XXXXXX", listen[64], path[600], cont[512], name[300] = "";
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	int port = free_port(), pport = free_port();
+	while (pport == port)
+		pport = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	const char *args[] = { "--http", listen, "--continuous", cont, "--interval", "2", "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "120", (char *)NULL);
+		_exit(127);
+	}
+
+	/* Our own /metrics first: the exposition format, the families an operator alerts on. */
+	struct answer m = get(NULL, "127.0.0.1", port, "/metrics", NULL);
+	ASSERT_EQ(m.status, 200);
+	ASSERT_CONTAINS(m.head, "Content-Type: text/plain; version=0.0.4");
+	const char *fams[] = { "viprof_samples_total", "viprof_lost_samples_total", "viprof_intervals_total",
+			       "viprof_interval_bytes_total", "viprof_service_cpu_seconds_total",
+			       "viprof_push_success_total", "viprof_push_failures_total", "viprof_push_queue_depth",
+			       "viprof_scrapes_total", "viprof_service_resident_memory_bytes" };
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		char want[128];
+		snprintf(want, sizeof(want), "# TYPE %s ", fams[i]);
+		ASSERT_CONTAINS(m.body, want);
+	}
+	free(m.head);
+
+	/* A real Prometheus, on loopback, scraping every second; it runs as root here, so
+	 * its socket is root's and the service lets it in as it would any root scraper. */
+	snprintf(path, sizeof(path), "%s/prometheus.yml", dir);
+	FILE *f = fopen(path, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+		   "scrape_configs:\n  - job_name: viprof\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n",
+		port);
+	ASSERT_EQ(fclose(f), 0);
+	prom_pid = fork();
+	if (prom_pid == 0) {
+		char cfg[700], data[700], web[64], logf[700];
+		snprintf(cfg, sizeof(cfg), "--config.file=%s", path);
+		snprintf(data, sizeof(data), "--storage.tsdb.path=%s/data", dir);
+		snprintf(web, sizeof(web), "--web.listen-address=127.0.0.1:%d", pport);
+		snprintf(logf, sizeof(logf), "%s/prometheus.log", dir);
+		int lfd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+		execlp("prometheus", "prometheus", cfg, data, web, (char *)NULL);
+		_exit(127);
+	}
+	/* Waits for two readings of the counter through the query API, the second higher. */
+	double first = -1, last = -1;
+	for (int i = 0; i < 600 && !(first > 0 && last > first); i++) {
+		int st;
+		if (waitpid(prom_pid, &st, WNOHANG) == prom_pid) {
+			prom_pid = 0;
+			snprintf(path, sizeof(path), "%s/prometheus.log", dir);
+			char *log = slurp(path);
+			FAIL("prometheus exited: %s", log);
+		}
+		double v = prom_query(pport, "viprof_samples_total");
+		if (v > 0 && first < 0)
+			first = v;
+		last = v;
+		usleep(100000);
+	}
+	fprintf(stderr, "Prometheus read viprof_samples_total %.0f, then %.0f\n", first, last);
+	ASSERT_TRUE(first > 0);
+	ASSERT_TRUE(last > first);
+	ASSERT_EQ((int)prom_query(pport, "up%7Bjob%3D%22viprof%22%7D"), 1);
+	double scrapes = prom_query(pport, "viprof_scrapes_total");
+	fprintf(stderr, "viprof_scrapes_total as Prometheus read it: %.0f\n", scrapes);
+	ASSERT_TRUE(scrapes >= 2);
+	kill(prom_pid, SIGTERM);
+	waitpid(prom_pid, NULL, 0);
+	prom_pid = 0;
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	stop_serve();
+
+	/* service.json of an interval: the same totals. */
+	DIR *d = opendir(cont);
+	ASSERT_NOT_NULL(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] == '2')
+			snprintf(name, sizeof(name), "%s", de->d_name);
+	closedir(d);
+	ASSERT_TRUE(name[0]);
+	snprintf(path, sizeof(path), "%s/%s/service.json", cont, name);
+	char *js = slurp(path);
+	ASSERT_CONTAINS(js, "\"samples_total\": ");
+	ASSERT_CONTAINS(js, "\"service_cpu_seconds_total\": ");
+	ASSERT_CONTAINS(js, "\"scrapes_total\": ");
+	free(js);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -931,6 +1066,8 @@ int main(int argc, char **argv)
 		scenario_contdir();
 	else if (!strcmp(argv[1], "jvmattach"))
 		scenario_jvmattach();
+	else if (!strcmp(argv[1], "metrics"))
+		scenario_metrics();
 	else
 		FAIL("unknown scenario %s", argv[1]);
 	printf("test-serve-http %s: ok\n", argv[1]);
