@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "service/metrics.h"
 #include "service/pages.h"
+#include "service/push.h"
 #include "service/rec.h"
 
 uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double used_pct, double budget_pct)
@@ -152,6 +153,7 @@ struct vp_cont {
 	char lasterr[512];
 	uint64_t freq;
 	char *dir;
+	struct vp_push *push;      /* or NULL */
 };
 
 static void set_error(struct vp_cont *c, const char *msg)
@@ -368,6 +370,13 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 		pthread_mutex_unlock(&m->lock);
 	}
 	write_interval_file(c, name, freq, wall, cpu, pct, next, st);
+	pthread_mutex_lock(&c->lock);
+	struct vp_push *push = c->push;
+	pthread_mutex_unlock(&c->lock);
+	if (push) {
+		uint64_t until = (uint64_t)time(NULL), secs = (wall + 500000000ull) / 1000000000ull;
+		vp_push__interval(push, name, until > secs ? until - secs : 0, until, freq);
+	}
 	carry_maps(c, name);
 	if (c->o.log) {
 		fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
@@ -557,6 +566,13 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 	snprintf(current, curlen, "%s", c->current);
 	*freq = c->freq;
 	snprintf(lasterr, errlen, "%s", c->lasterr);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void vp_cont__set_push(struct vp_cont *c, struct vp_push *p)
+{
+	pthread_mutex_lock(&c->lock);
+	c->push = p;
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -66,6 +66,8 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 /* The O_PATH descriptor of DIR, opened once at start: the pages read intervals through
  * it (/proc/self/fd/N/NAME), never by DIR's path again. */
 int vp_cont__dirfd(const struct vp_cont *c);
+/* Hands each interval that ends from now on to the pusher (service/push.h). */
+void vp_cont__set_push(struct vp_cont *c, struct vp_push *p);
 /* Ends the current interval cleanly (its session is complete) and stops. NULL ok. */
 void vp_cont__stop(struct vp_cont *c);
 

@@ -4,6 +4,7 @@ viprof_test(test-http SOURCES test-http.c LIBS vp_service LABELS unit)
 # One binary, one ctest entry per scenario (root, live sampling; pprof needs go).
 add_executable(test-serve-http test-serve-http.c)
 target_include_directories(test-serve-http PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(test-serve-http PRIVATE TESTS_SRC="${CMAKE_CURRENT_SOURCE_DIR}")
 add_dependencies(test-serve-http viprof split3)
 foreach(s pprof token continuous)
   add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
@@ -21,3 +22,7 @@ endforeach()
 add_test(NAME test-serve-http-metrics COMMAND test-serve-http metrics $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-serve-http-metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS "live;tools" RUN_SERIAL TRUE)
+# Issue 27: --push to a Pyroscope and an OTLP receiver run by the test (pprof, protoc).
+add_test(NAME test-serve-http-push COMMAND test-serve-http push $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-serve-http-push PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 LABELS "live;tools" RUN_SERIAL TRUE)
