@@ -178,11 +178,25 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* Each process's executable, by pid. */
+struct exe {
+	uint32_t pid;
+	const char *name;
+};
+
+static int cmp_exe(const void *a, const void *b)
+{
+	const struct exe *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, uint8_t **buf, size_t *len)
 {
 	struct pb dict = { 0 }, req = { 0 }, prof = { 0 }, a = { 0 }, b = { 0 };
 	struct strs st = { 0 };
 	int32_t *idx = NULL, *attr_of_stack = NULL;
+	struct exe *exes = NULL;
+	size_t nexes = 0;
 	size_t idx_cap = 0;
 	int err = -ENOMEM;
 	*buf = NULL;
@@ -226,18 +240,20 @@ int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, ui
 		goto cleanup;
 	pb_msg(&dict, 6, &a);
 	attr_of_stack = calloc(p->nstacks ? p->nstacks : 1, sizeof(*attr_of_stack));
-	if (!attr_of_stack)
+	exes = malloc((p->nmappings ? p->nmappings : 1) * sizeof(*exes));
+	if (!attr_of_stack || !exes)
 		goto cleanup;
+	for (size_t k = 0; k < p->nmappings; k++)
+		if (p->mappings[k].exe && p->mappings[k].pid)
+			exes[nexes++] = (struct exe){ .pid = p->mappings[k].pid, .name = base_name(p->mappings[k].file) };
+	vp_sort(exes, nexes, sizeof(*exes), cmp_exe);
 	int32_t nattr = 1;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		/* The process's name: its executable's file name, else the thread's name. */
-		const char *exe = s->comm ? s->comm : "";
-		for (size_t k = 0; k < p->nmappings; k++)
-			if (p->mappings[k].exe && p->mappings[k].pid == s->pid) {
-				exe = base_name(p->mappings[k].file);
-				break;
-			}
+		struct exe key = { .pid = s->pid };
+		const struct exe *x = nexes ? bsearch(&key, exes, nexes, sizeof(*exes), cmp_exe) : NULL;
+		const char *exe = x ? x->name : s->comm ? s->comm : "";
 		attr_of_stack[i] = nattr;
 		pb_int(&a, 1, k_pid);
 		any_value(&a, 2, NULL, s->pid, &b);
@@ -327,6 +343,7 @@ cleanup:
 	free(b.b);
 	free(idx);
 	free(attr_of_stack);
+	free(exes);
 	free(st.v);
 	free(st.slot);
 	return err;

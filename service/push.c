@@ -113,10 +113,10 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 		vp_set_err(err, errlen, "--push %s: the URL must start with http://", spec);
 		return -EINVAL;
 	}
-	char *hp = url + 7, *slash = strchr(hp, '/');
-	const char *path = slash ? slash : "";
+	char *hp = url + 7, *slash = strchr(hp, '/'), path[512];
+	snprintf(path, sizeof(path), "%s", slash ? slash : "");
 	if (slash)
-		*slash = '\0';
+		*slash = '\0';   /* ends the host part; the path was copied */
 	if (strchr(hp, '@')) {
 		vp_set_err(err, errlen, "--push %s: no credentials in the URL: use ,basic=FILE or ,bearer=FILE", spec);
 		return -EINVAL;
