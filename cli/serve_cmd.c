@@ -22,6 +22,8 @@
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"
+#include "service/metrics.h"
+#include "service/push.h"
 #include "service/sock.h"
 #include "service/sock_proto.h"
 
@@ -39,6 +41,10 @@ struct serve_args {
 	const char *tmpdir;
 	const char *socket;        /* --socket, or NULL */
 	struct vp_sock_limits limits;
+	struct vp_push_target push[VP_PUSH_MAX];   /* --push, parsed (credentials read) */
+	int npush;
+	unsigned push_queue;
+	const char *push_app;
 };
 
 static void serve_defaults(struct serve_args *a)
@@ -50,6 +56,8 @@ static void serve_defaults(struct serve_args *a)
 	a->cpu_budget = VP_CONT_DEFAULT_BUDGET;
 	a->freq = 99;
 	a->limits = (struct vp_sock_limits)VP_SOCK_DEFAULT_LIMITS;
+	a->push_queue = VP_PUSH_DEFAULT_QUEUE;
+	a->push_app = "viprof";
 }
 
 static void serve_usage(FILE *f)
@@ -62,7 +70,8 @@ static void serve_usage(FILE *f)
 		"  --http ADDR:PORT       serve pprof over HTTP: GET /debug/pprof/profile?seconds=N (a\n"
 		"                         gzipped whole-VM CPU profile of the next N s, default 30, at\n"
 		"                         most 300), GET / (the continuous intervals), /flame/INTERVAL,\n"
-		"                         /pprof/INTERVAL. A loopback address unless --http-token is given\n"
+		"                         /pprof/INTERVAL, /metrics (Prometheus). A loopback address unless\n"
+		"                         --http-token is given\n"
 		"  --http-token FILE      a bearer token (one line, >= 16 characters, file mode 0600) that\n"
 		"                         requests from other hosts must send as 'Authorization: Bearer'\n"
 		"                         (and local users who are not allowed below)\n"
@@ -83,6 +92,15 @@ static void serve_usage(FILE *f)
 		"                         frames): none (default), all, user:NAME,.. or PID,..; a JVM\n"
 		"                         started with VIPROF_NO_AGENT=1 never gets it\n"
 		"  --no-jit               no JVM agent at all\n"
+		"  --push KIND=URL[,bearer=FILE|,basic=FILE]  send each continuous interval to a fleet\n"
+		"                         backend (repeatable): pyroscope=http://H:4040 (Pyroscope's ingest\n"
+		"                         API, pprof) or otlp=http://H:4318 (OTLP Profiles over HTTP); the\n"
+		"                         file holds a bearer token or user:password; retried with back-off\n"
+		"                         from a queue on disk under DIR/.push/\n"
+		"  --push-queue N         intervals a backend may fall behind before the oldest are dropped\n"
+		"                         (default %u)\n"
+		"  --push-app NAME        the application (service.name) the pushes are filed under\n"
+		"                         (default viprof)\n"
 		"  --tmpdir DIR           where /debug/pprof/profile records (default /tmp)\n"
 		"  --socket PATH          record for users who cannot sample by themselves: their 'viprof\n"
 		"                         record' asks here (default " VP_SOCK_DEFAULT ", on when neither\n"
@@ -98,8 +116,10 @@ static void serve_usage(FILE *f)
 		"  viprof serve --http 127.0.0.1:6060\n"
 		"      then: pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10\n"
 		"  viprof serve --http 0.0.0.0:6060 --http-token /etc/viprof/token --continuous /var/lib/viprof\n"
-		"      a fleet scraper sends 'Authorization: Bearer <token>'; http://HOST:6060/ lists the intervals\n",
-		VP_CONT_DEFAULT_BUDGET);
+		"      a fleet scraper sends 'Authorization: Bearer <token>'; http://HOST:6060/ lists the intervals\n"
+		"  viprof serve --continuous /var/lib/viprof --push pyroscope=http://127.0.0.1:4040\n"
+		"      every interval also goes to Pyroscope, queued on disk while it is down\n",
+		VP_CONT_DEFAULT_BUDGET, VP_PUSH_DEFAULT_QUEUE);
 }
 
 static int serve_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -136,7 +156,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 {
 	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
 	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
-	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER };
+	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER, OPT_PUSH, OPT_PUSH_QUEUE,
+	       OPT_PUSH_APP };
 	static const struct option longopts[] = {
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "http-token", required_argument, NULL, OPT_TOKEN },
@@ -151,6 +172,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
 		{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
+		{ "push", required_argument, NULL, OPT_PUSH },
+		{ "push-queue", required_argument, NULL, OPT_PUSH_QUEUE },
+		{ "push-app", required_argument, NULL, OPT_PUSH_APP },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
@@ -235,6 +259,28 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		case OPT_JVM_ATTACH: a->jvm_attach = optarg; break;
 		case OPT_NO_JIT: a->no_jit = true; break;
 		case OPT_TMPDIR: a->tmpdir = optarg; break;
+		case OPT_PUSH: {
+			char perr[768];
+			if (a->npush == VP_PUSH_MAX)
+				return serve_usage_error("--push: at most %d targets", VP_PUSH_MAX);
+			if (vp_push__parse(optarg, &a->push[a->npush], perr, sizeof(perr)))
+				return serve_usage_error("%s", perr);
+			a->npush++;
+			break;
+		}
+		case OPT_PUSH_QUEUE:
+			if ((v = vp_parse_num(optarg, 1, 1000000)) < 0)
+				return serve_usage_error("--push-queue %s: expected a number of intervals from 1 to 1000000",
+							 optarg);
+			a->push_queue = (unsigned)v;
+			break;
+		case OPT_PUSH_APP:
+			/* It goes into URLs and Pyroscope's name syntax unescaped: keep it plain. */
+			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+					    strlen(optarg) || strlen(optarg) > 100)
+				return serve_usage_error("--push-app %s: letters, digits, '.', '_' and '-' only", optarg);
+			a->push_app = optarg;
+			break;
 		case OPT_SOCKET:
 			if (!*optarg)
 				return serve_usage_error("--socket needs a path");
@@ -278,6 +324,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		return serve_usage_error("unexpected argument '%s'", argv[optind]);
 	if (a->http_token && !a->http)
 		return serve_usage_error("--http-token without --http");
+	if (a->npush && !a->continuous)
+		return serve_usage_error("--push sends the intervals of --continuous DIR: give that too");
 	if ((a->allow_group || a->allow.nuids) && !a->http)
 		return serve_usage_error("--http-allow-group/--http-allow-user without --http");
 	return 0;
@@ -320,6 +368,9 @@ int cmd_serve(int argc, char **argv)
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
 	struct vp_sock *sock = NULL;
+	struct vp_push *push = NULL;
+	struct vp_svc_metrics metrics;
+	vp_svc_metrics__init(&metrics);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	/* Any thread may take the signal (blocking it in the service's threads would
 	 * block it in the recorders they start too: a mask survives fork and exec), so
@@ -334,7 +385,7 @@ int cmd_serve(int argc, char **argv)
 		struct vp_cont_opts co = { .dir = a.continuous, .interval_s = a.interval_s,
 					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
 					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm = &jvm,
-					   .agent = agent, .no_jit = a.no_jit, .log = stderr };
+					   .agent = agent, .no_jit = a.no_jit, .metrics = &metrics, .log = stderr };
 		cont = vp_cont__start(&co, err, sizeof(err));
 		if (!cont) {
 			fprintf(stderr, "viprof serve: %s\n", err);
@@ -344,12 +395,31 @@ int cmd_serve(int argc, char **argv)
 				"one CPU, keeping %llu s and %llu MiB\n", a.continuous, a.interval_s,
 			(unsigned long long)a.freq, a.cpu_budget, (unsigned long long)a.keep_age_s,
 			(unsigned long long)(a.keep_bytes >> 20));
+		if (a.npush) {
+			char host[256] = "";
+			if (gethostname(host, sizeof(host) - 1) != 0)
+				snprintf(host, sizeof(host), "unknown");
+			struct vp_push_opts po = { .targets = a.push, .ntargets = a.npush, .dirfd = vp_cont__dirfd(cont),
+						   .queue_max = a.push_queue, .interval_s = a.interval_s,
+						   .app = a.push_app, .hostname = host, .metrics = &metrics,
+						   .log = stderr };
+			push = vp_push__start(&po, err, sizeof(err));
+			if (!push) {
+				fprintf(stderr, "viprof serve: %s\n", err);
+				goto cleanup;
+			}
+			vp_cont__set_push(cont, push);
+			for (int i = 0; i < a.npush; i++)
+				fprintf(stderr, "viprof serve: pushing each interval to %s (%s%s), queue of %u intervals\n",
+					a.push[i].url, a.push[i].kind == VP_PUSH_OTLP ? "OTLP Profiles" : "Pyroscope ingest",
+					a.push[i].auth[0] ? ", with credentials" : "", a.push_queue);
+		}
 	}
 	if (a.http) {
 		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .allow = a.allow, .freq = a.freq,
 					  .jvm = &jvm, .agent = agent, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
 					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
-					  .cpu_budget_pct = a.cpu_budget, .log = stderr };
+					  .cpu_budget_pct = a.cpu_budget, .metrics = &metrics, .log = stderr };
 		api = vp_api__start(&ao, err, sizeof(err));
 		if (!api) {
 			fprintf(stderr, "viprof serve: %s\n", err);
@@ -388,7 +458,12 @@ int cmd_serve(int argc, char **argv)
 cleanup:
 	vp_sock__stop(sock);
 	vp_api__stop(api);
+	/* The recording first: its last interval is handed to the pusher, which queues it
+	 * on disk as it stops. */
 	vp_cont__stop(cont);
+	vp_push__stop(push);
+	explicit_bzero(a.push, sizeof(a.push));
+	vp_svc_metrics__fini(&metrics);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return ret;

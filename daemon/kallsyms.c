@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ksym {
 	uint64_t addr;
@@ -49,7 +50,7 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
 }
 
-struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
+static struct vp_kallsyms *load_file(const char *path, bool *all_zero)
 {
 	struct vp_kallsyms *k = calloc(1, sizeof(*k));
 	FILE *f = NULL;
@@ -133,6 +134,93 @@ fail:
 	vp_kallsyms__free(k);
 	errno = -err;
 	return NULL;
+}
+
+/* A copy with its own emitted marks (none yet). */
+static struct vp_kallsyms *clone(const struct vp_kallsyms *k)
+{
+	struct vp_kallsyms *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *k;
+	c->syms = malloc((k->n ? k->n : 1) * sizeof(*k->syms));
+	c->names = malloc(k->names_len ? k->names_len : 1);
+	c->emitted = calloc(k->n / 64 + 1, sizeof(uint64_t));
+	if (!c->syms || !c->names || !c->emitted) {
+		free(c->syms);
+		free(c->names);
+		free(c->emitted);
+		free(c);
+		return NULL;
+	}
+	memcpy(c->syms, k->syms, k->n * sizeof(*k->syms));
+	memcpy(c->names, k->names, k->names_len);
+	c->cap = k->n;
+	c->names_cap = k->names_len;
+	return c;
+}
+
+/* What /proc/kallsyms depends on besides boot: the loaded modules and who reads. */
+static uint64_t kernel_key(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)geteuid();
+	char line[1024];
+	FILE *f = fopen("/proc/modules", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		/* The name and the load address only: use counts change all the time. */
+		size_t nl = strcspn(line, " \n");
+		const char *addr = strrchr(line, ' ');
+		for (size_t i = 0; i < nl; i++)
+			h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
+		for (const char *c = addr ? addr : ""; *c && *c != '\n'; c++)
+			h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+		h = (h ^ '\n') * 0x100000001b3ull;
+	}
+	if (f)
+		fclose(f);
+	return h;
+}
+
+/* The last /proc/kallsyms read, kept for the next recording (the service rotates its
+ * recorder every interval, and reading the file is 50-150 ms of kernel CPU each time,
+ * most of a quiet interval's cost): read again only when the modules changed. BPF
+ * programs loaded since keep their addresses unnamed until then. */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vp_kallsyms *cache;
+static uint64_t cache_key;
+static bool cache_zero;
+
+struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero)
+{
+	if (path)
+		return load_file(path, all_zero);
+	uint64_t key = kernel_key();
+	pthread_mutex_lock(&cache_lock);
+	if (cache && cache_key == key) {
+		struct vp_kallsyms *k = clone(cache);
+		if (all_zero)
+			*all_zero = cache_zero;
+		pthread_mutex_unlock(&cache_lock);
+		if (k)
+			return k;
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	bool zero = false;
+	struct vp_kallsyms *k = load_file(NULL, &zero);
+	if (all_zero)
+		*all_zero = zero;
+	struct vp_kallsyms *c = k ? clone(k) : NULL;
+	if (c) {
+		pthread_mutex_lock(&cache_lock);
+		vp_kallsyms__free(cache);
+		cache = c;
+		cache_key = key;
+		cache_zero = zero;
+		pthread_mutex_unlock(&cache_lock);
+	}
+	return k;
 }
 
 void vp_kallsyms__free(struct vp_kallsyms *k)

@@ -21,7 +21,9 @@ struct vp_kallsym_info {
 
 /* Loads the text symbols (t/T/w/W) of path (NULL = /proc/kallsyms), sorted by
  * address. NULL and errno on failure. *all_zero is set when every address read 0,
- * which is what kptr_restrict does to an unprivileged reader. */
+ * which is what kptr_restrict does to an unprivileged reader. /proc/kallsyms is read
+ * again only when /proc/modules (or the reader) changed since the process last read
+ * it; otherwise the last read is copied (the service's recorder rotates every interval). */
 struct vp_kallsyms *vp_kallsyms__load(const char *path, bool *all_zero);
 void vp_kallsyms__free(struct vp_kallsyms *k);   /* accepts NULL */
 size_t vp_kallsyms__count(const struct vp_kallsyms *k);

@@ -50,6 +50,8 @@ struct vp_record_opts {
 	FILE *log;               /* where notes and warnings go; NULL: stderr */
 	bool user_only;          /* every event ":u", no kernel symbols: what the kernel lets
 				  * an unprivileged user sample (the service sets it for them) */
+	bool unwind_sampled_only; /* -a: unwind tables only for processes seen in samples, none
+				  * built per exec or fork (the service's continuous recording) */
 };
 
 /* The defaults of 'viprof record': the default rate, directory and backend. */

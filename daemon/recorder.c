@@ -110,7 +110,8 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 {
 	struct unwind_start *us = ctx;
 
-	us->u = vp_unwinder__new(uwm, us->o->target == RECORD_TARGET_ALL);
+	us->u = vp_unwinder__new(uwm, us->o->target != RECORD_TARGET_ALL ? VP_UNWIND_EAGER
+				 : us->o->unwind_sampled_only ? VP_UNWIND_SAMPLED : VP_UNWIND_LAZY);
 	if (!us->u) {
 		us->failed = errno;
 		return;

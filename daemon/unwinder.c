@@ -47,7 +47,7 @@ struct proc {
 
 struct vp_unwinder {
 	struct sampler_unwind m;
-	bool lazy;
+	int mode;                /* enum vp_unwind_mode */
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;
@@ -183,8 +183,9 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 			const struct vp_comm *c = body;
 
 			/* A new program: its tables are needed at once, before it is gone (a
-			 * short-lived process under -a would otherwise never get them). */
-			if (c->exec)
+			 * short-lived process under -a would otherwise never get them); not
+			 * when only what is sampled gets them. */
+			if (c->exec && u->mode != VP_UNWIND_SAMPLED)
 				schedule(u, (pid_t)c->pid);
 		}
 		break;
@@ -193,7 +194,7 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 			const struct vp_task *t = body;
 
 			known = known_has(u, (pid_t)t->ppid);
-			if (t->pid != t->ppid && known)
+			if (t->pid != t->ppid && known && u->mode != VP_UNWIND_SAMPLED)
 				schedule(u, (pid_t)t->pid);
 		}
 		break;
@@ -365,6 +366,11 @@ static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct 
 	char perms[8], path[4096] = "";
 	unsigned maj, min;
 
+	/* Most lines are data: the permissions ("r-xp") decide before the whole line is
+	 * parsed (sscanf of every line was a tenth of the service's CPU on a busy VM). */
+	const char *sp = strchr(line, ' ');
+	if (!sp || !sp[1] || !sp[2] || sp[3] != 'x')
+		return false;
 	if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %4095[^\n]", &lo, &hi, perms, &pgoff, &maj, &min,
 		   &ino, path) < 7 || perms[2] != 'x')
 		return false;
@@ -687,14 +693,14 @@ void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out)
 	pthread_mutex_unlock(&u->lock);
 }
 
-struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, bool lazy)
+struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, int mode)
 {
 	struct vp_unwinder *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return NULL;
 	u->m = *maps;
-	u->lazy = lazy;
+	u->mode = mode;
 	u->cache_fd = -1;
 	u->procs = calloc(maps->max_procs, sizeof(*u->procs));
 	u->free_slots = calloc(maps->max_procs, sizeof(*u->free_slots));

@@ -17,9 +17,15 @@
 
 struct vp_unwinder;
 
-/* lazy: only processes that show up in samples get tables (record -a); otherwise every
- * process added or forked from one gets them at once. NULL with errno set. */
-struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, bool lazy);
+/* Which processes get tables. EAGER: every process added, and what they fork, at once.
+ * LAZY (record -a): processes that show up in samples, and every program at its exec
+ * (so that a short-lived one has them before it is gone). SAMPLED (the service's
+ * continuous recording): only processes that show up in samples, and nothing per exec
+ * or fork: on a busy VM reading /proc/PID/maps of every new program was most of the
+ * service's CPU; a program's first samples then walk by frame pointers. */
+enum vp_unwind_mode { VP_UNWIND_EAGER = 0, VP_UNWIND_LAZY = 1, VP_UNWIND_SAMPLED = 2 };
+/* NULL with errno set. */
+struct vp_unwinder *vp_unwinder__new(const struct sampler_unwind *maps, int mode);
 
 /* Schedules a process for (re)loading. */
 void vp_unwinder__add_pid(struct vp_unwinder *u, pid_t pid);

@@ -392,6 +392,20 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
 	return later;
 }
 
+bool vp_procmaps__maps_file(struct vp_procmaps *pm, uint32_t pid, uint64_t t, const char *suffix)
+{
+	struct proc *p = gen_at(pm, pid, t);
+	size_t sl = strlen(suffix);
+	for (size_t i = 0; p && i < p->nmaps; i++) {
+		const struct vp_map *m = &p->maps[i];
+		size_t fl = strlen(m->filename);
+		if (fl > sl && m->filename[fl - sl - 1] == '/' && !strcmp(m->filename + fl - sl, suffix) &&
+		    (m->t_start <= t || m->synthesized) && t < m->t_end)
+			return true;   /* a snapshot's mapping may be stamped after the first samples */
+	}
+	return false;
+}
+
 struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t,
 				      uint64_t *lo, uint64_t *hi)
 {

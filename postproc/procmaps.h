@@ -48,6 +48,9 @@ struct vp_map *vp_procmaps__find(struct vp_procmaps *pm, uint32_t pid, uint64_t 
  * process instance); an empty span (*lo > *hi) otherwise. */
 struct vp_map *vp_procmaps__find_span(struct vp_procmaps *pm, uint32_t pid, uint64_t ip, uint64_t t,
 				      uint64_t *lo, uint64_t *hi);
+/* Whether pid at time t maps a file whose name ends in "/" suffix (any generation's
+ * mappings live at t; e.g. "libjvm.so" tells a HotSpot JVM). */
+bool vp_procmaps__maps_file(struct vp_procmaps *pm, uint32_t pid, uint64_t t, const char *suffix);
 /* The name of thread tid at t (the latest one set at or before t, else the first), or NULL. */
 const char *vp_procmaps__comm_at(struct vp_procmaps *pm, uint32_t tid, uint64_t t);
 

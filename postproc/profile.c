@@ -516,3 +516,66 @@ int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times 
 	o->switches += t->switches;
 	return 0;
 }
+
+uint64_t vp_profile__unknowns(const struct vp_profile *p, int ev, uint64_t why[VP_UNKNOWN__COUNT], uint64_t *all)
+{
+	uint64_t sum = 0, total = 0;
+	for (int k = 0; k < VP_UNKNOWN__COUNT; k++)
+		why[k] = 0;
+	if (ev < 0 || ev >= p->nevents)
+		return 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		uint64_t n = s->samples[ev];
+		total += n;
+		if (!n)
+			continue;
+		/* Leaf-most first: the frame that cut the naming short where it matters most. */
+		for (uint32_t k = s->nframes; k-- > 0;) {
+			const struct vp_frame *f = &p->frames[s->frames[k]];
+			if (strcmp(f->name, "[unknown]"))
+				continue;
+			int r = !strcmp(f->image, "[anon]")	 ? VP_UNKNOWN_ANON
+				: !strcmp(f->image, "[no stack]") ? VP_UNKNOWN_NO_STACK
+								  : VP_UNKNOWN_NO_MAPPING;
+			why[r] += n;
+			sum += n;
+			break;
+		}
+	}
+	if (all)
+		*all = total;
+	return sum;
+}
+
+char *vp_profile__unknowns_line(const struct vp_profile *p, int ev)
+{
+	static const char *const reason[VP_UNKNOWN__COUNT] = {
+		[VP_UNKNOWN_NO_MAPPING] = "in no recorded mapping (a process that started, exec'd or exited while "
+					  "recording before its mappings were read, or lost records)",
+		[VP_UNKNOWN_ANON] = "in anonymous memory of a process that is no JVM (code another runtime generated)",
+		[VP_UNKNOWN_NO_STACK] = "without any stack",
+	};
+	uint64_t why[VP_UNKNOWN__COUNT], all = 0;
+	uint64_t sum = vp_profile__unknowns(p, ev, why, &all);
+	if (!sum)
+		return NULL;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "[unknown] frames in %llu of %llu samples (%.2f%%):", (unsigned long long)sum,
+		(unsigned long long)all, all ? 100.0 * (double)sum / (double)all : 0.0);
+	const char *sep = " ";
+	for (int k = 0; k < VP_UNKNOWN__COUNT; k++)
+		if (why[k]) {
+			fprintf(f, "%s%llu %s", sep, (unsigned long long)why[k], reason[k]);
+			sep = "; ";
+		}
+	if (fclose(f) != 0) {
+		free(line);
+		return NULL;
+	}
+	return line;
+}

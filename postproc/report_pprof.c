@@ -170,6 +170,67 @@ static void weight_type(const struct vp_profile *p, int e, const char **type, co
 	*unit = !strcmp(p->events[e].unit, "nanoseconds") ? "nanoseconds" : "count";
 }
 
+/* Each process's name, for the "process" label: its main executable's file name, else
+ * the name of its main thread (tid == pid), else of any of its threads. Sorted by pid. */
+struct pname {
+	uint32_t pid;
+	int rank;            /* 3 executable, 2 main thread, 1 a thread */
+	const char *name;    /* borrowed from the profile */
+};
+
+static int pname_cmp(const void *a, const void *b)
+{
+	const struct pname *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* By pid, the best-ranked name first. */
+static int pname_rank_cmp(const void *a, const void *b)
+{
+	const struct pname *x = a, *y = b;
+	int c = pname_cmp(a, b);
+	return c ? c : y->rank - x->rank;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* Returns the sorted table (*n entries, one per pid), or NULL when out of memory. */
+static struct pname *pnames_build(const struct vp_profile *p, size_t *n)
+{
+	struct pname *v = malloc((p->nmappings + p->nstacks + 1) * sizeof(*v));
+	size_t nv = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < p->nmappings; i++) {
+		const struct vp_mapping *m = &p->mappings[i];
+		if (m->exe && m->pid && *m->file)
+			v[nv++] = (struct pname){ .pid = m->pid, .rank = 3, .name = base_name(m->file) };
+	}
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (s->comm && *s->comm)
+			v[nv++] = (struct pname){ .pid = s->pid, .rank = s->tid == s->pid ? 2 : 1, .name = s->comm };
+	}
+	vp_sort(v, nv, sizeof(*v), pname_rank_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < nv; i++)
+		if (!k || v[k - 1].pid != v[i].pid)
+			v[k++] = v[i];
+	*n = k;
+	return v;
+}
+
+static const char *pname_of(const struct pname *v, size_t n, uint32_t pid)
+{
+	struct pname key = { .pid = pid };
+	const struct pname *h = n ? bsearch(&key, v, n, sizeof(*v), pname_cmp) : NULL;
+	return h ? h->name : "";
+}
+
 /* Writer state: everything a sample needs to be packed, grown as samples are added. */
 struct pp {
 	struct strtab *st;
@@ -178,16 +239,19 @@ struct pp {
 	uint64_t **ids;    /* per sample, its location ids (owned) */
 	PbLabel *labels;   /* NLABELS per sample */
 	size_t nv;
-	int64_t k_pid, k_tid, k_thread, k_layer, k_host;
+	int64_t k_pid, k_tid, k_thread, k_layer, k_process, k_host;
 	int64_t host;      /* the recording machine's name (meta "hostname"), or -1 */
 	int64_t k_container, k_pod, k_cgroup;
+	struct pname *pnames; size_t npnames;
 };
 
-/* Labels per sample: pid, tid, thread, layer, and the host, so that profiles scraped
- * from many VMs stay apart when a fleet tool merges them; for a process in a container
- * also container_id, pod_uid (Kubernetes) and cgroup, the names the OpenTelemetry
- * profiler's container attributes use in spirit, so one VM's profile splits by container. */
-#define NLABELS 8
+/* Labels per sample: pid, tid, thread, layer, process (its executable's name: a whole-VM
+ * profile is split by it, `pprof -tagroot=process`), and the host, so that profiles
+ * scraped from many VMs stay apart when a fleet tool merges them; for a process in a
+ * container also container_id, pod_uid (Kubernetes) and cgroup, the names the
+ * OpenTelemetry profiler's container attributes use in spirit, so one VM's profile
+ * splits by container. */
+#define NLABELS 9
 
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
@@ -213,15 +277,17 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 	lb[3].key = w->k_layer;
 	lb[3].str = strtab_add(w->st, vp_layer_name(s->nframes ? p->frames[s->frames[s->nframes - 1]].layer
 							      : VP_LAYER_UNKNOWN));
+	lb[4].key = w->k_process;
+	lb[4].str = strtab_add(w->st, pname_of(w->pnames, w->npnames, s->pid));
 	w->samples[i].n_location_id = nids;
 	w->samples[i].n_value = w->nv;
-	size_t nl = 4;
+	size_t nl = 5;
 	if (w->host > 0) {
 		lb[nl].key = w->k_host;
 		lb[nl++].str = w->host;
 	}
 	const struct vp_proc_container *c = vp_profile__container(p, s->pid);
-	int bad = lb[2].str < 0 || lb[3].str < 0;
+	int bad = lb[2].str < 0 || lb[3].str < 0 || lb[4].str < 0;
 	if (c && c->c.id[0]) {
 		lb[nl].key = w->k_container;
 		bad |= (lb[nl++].str = strtab_add(w->st, c->c.id)) < 0;
@@ -258,6 +324,7 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	uint64_t *mapid = NULL, *frame_loc = NULL, *lo = NULL, *hi = NULL;
 	int64_t *comments = NULL, *rem = NULL, *v = NULL;
 	uint8_t *buf = NULL;
+	char *vmname = NULL;    /* the whole VM's first mapping, when it has several processes */
 	size_t nv = w.nv, nmaps = 0, ncomments = 0, nlocs = 0, nlines = 0;
 	size_t nf = p->nframes, ns = p->nstacks, nm = p->nmappings, nl = p->nlocations;
 
@@ -316,6 +383,9 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	w.k_tid = strtab_add(&st, "tid");
 	w.k_thread = strtab_add(&st, "thread");
 	w.k_layer = strtab_add(&st, "layer");
+	w.k_process = strtab_add(&st, "process");
+	if (!(w.pnames = pnames_build(p, &w.npnames)))
+		goto cleanup;
 	const char *host = vp_profile__meta(p, "hostname");
 	w.k_host = strtab_add(&st, "hostname");
 	w.host = host && *host ? strtab_add(&st, host) : 0;
@@ -324,7 +394,8 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	w.k_cgroup = strtab_add(&st, "cgroup");
 	if (w.k_container < 0 || w.k_pod < 0 || w.k_cgroup < 0)
 		goto cleanup;
-	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0 || w.k_host < 0 || w.host < 0)
+	if (w.k_pid < 0 || w.k_tid < 0 || w.k_thread < 0 || w.k_layer < 0 || w.k_process < 0 || w.k_host < 0 ||
+	    w.host < 0)
 		goto cleanup;
 	for (size_t i = 0; i < p->nloc_stacks; i++) {
 		const struct vp_loc_stack *ls = &p->loc_stacks[i];
@@ -428,6 +499,34 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 			if (p->mappings[i].exe)
 				first = i;
 	}
+	/* A whole-VM profile (record -a) is no one program's: pprof would
+	 * name it after the first executable it finds ("File: java"). A first mapping that
+	 * names the VM instead, with no address range, no locations and no claim to
+	 * symbols, makes pprof say what it is ("File: whole VM HOST (12 processes)"). Its
+	 * name starts with no '[' and has no '/' (pprof would move it) and no ':' (pprof
+	 * takes "x:..." for a URL and drops it). */
+	size_t nprocs = 0;
+	for (size_t i = 0; i < w.npnames; i++)
+		nprocs += w.pnames[i].pid != 0;
+	const char *target = vp_profile__meta(p, "target");
+	if (target && !strcmp(target, "all")) {
+		char host_[256];
+		snprintf(host_, sizeof(host_), "%s", host && *host ? host : "");
+		for (char *c = host_; *c; c++)
+			if (*c == '/' || *c == ':')
+				*c = '_';
+		if (asprintf(&vmname, "whole VM%s%s (%zu processes)", *host_ ? " " : "", host_, nprocs) < 0) {
+			vmname = NULL;
+			goto cleanup;
+		}
+		PbMapping *pm = &maps[nmaps];
+		perftools__profiles__mapping__init(pm);
+		pm->id = nmaps + 1;
+		pm->filename = strtab_add(&st, vmname);
+		if (pm->filename < 0)
+			goto cleanup;
+		mapp[nmaps++] = pm;
+	}
 	for (size_t k = 0; k < nm; k++) {
 		size_t i = first == SIZE_MAX ? k : k == 0 ? first : k <= first ? k - 1 : k;
 		const struct vp_mapping *m = &p->mappings[i];
@@ -437,7 +536,18 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		pm->memory_start = m->limit ? m->start : lo[i] != UINT64_MAX ? lo[i] : 0;
 		pm->memory_limit = m->limit ? m->limit : hi[i];
 		pm->file_offset = m->offset;
-		pm->filename = strtab_add(&st, m->file);
+		/* pprof takes mappings of one file name and size for one binary loaded at
+		 * different addresses, and merges them, moving their addresses: two JVMs'
+		 * code caches would be mixed up. In a profile of several processes, a range
+		 * made up from its locations ([jit], [anon]) says whose it is. */
+		if (nprocs > 1 && m->pid && !m->limit && m->file[0] == '[') {
+			char *f = NULL;
+			if (asprintf(&f, "%s %s %u", m->file, pname_of(w.pnames, w.npnames, m->pid), m->pid) < 0)
+				f = NULL;
+			pm->filename = strtab_add_owned(&st, f);
+		} else {
+			pm->filename = strtab_add(&st, m->file);
+		}
 		pm->build_id = strtab_add(&st, m->build_id);
 		if (pm->filename < 0 || pm->build_id < 0)
 			goto cleanup;
@@ -545,7 +655,7 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 
 	/* Warnings travel as comments (pprof -comments shows them), after one line per
 	 * event saying which sample types it gives. */
-	ncomments = (size_t)p->nevents;
+	ncomments = (size_t)p->nevents + 1;
 	for (const char *c = p->warnings; c && *c; c = strchr(c, '\n') ? strchr(c, '\n') + 1 : c + strlen(c))
 		ncomments++;
 	comments = calloc(ncomments ? ncomments : 1, sizeof(*comments));
@@ -560,6 +670,10 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		if ((comments[ncomments++] = strtab_add_owned(&st, c)) < 0)
 			goto cleanup;
 	}
+	/* Why some frames have no name, counted: pprof -top shows it under the header. */
+	char *unk = vp_profile__unknowns_line(p, ev);
+	if (unk && (comments[ncomments++] = strtab_add_owned(&st, unk)) < 0)
+		goto cleanup;
 	for (const char *c = p->warnings; c && *c;) {
 		const char *eol = strchr(c, '\n');
 		size_t l = eol ? (size_t)(eol - c) : strlen(c);
@@ -588,6 +702,8 @@ cleanup:
 	free(w.values);
 	free(w.labels);
 	free(w.samples);
+	free(w.pnames);
+	free(vmname);
 	free(labelp);
 	free(samplep);
 	free(linep);

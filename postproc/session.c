@@ -62,6 +62,7 @@ struct jvm {
 	uint32_t pid;
 	bool tried;
 	bool has_dir;
+	int8_t hotspot;              /* maps libjvm.so: 1 yes, 0 no, -1 not asked yet */
 #if HAVE_JIT_INDEX
 	struct vp_jit_index *idx;
 #endif
@@ -559,6 +560,7 @@ static struct jvm *jvm_get(struct loader *l, uint32_t pid)
 	struct jvm *j = &l->jvms[l->njvms++];
 	memset(j, 0, sizeof(*j));
 	j->pid = pid;
+	j->hotspot = -1;
 	return j;
 }
 
@@ -821,6 +823,16 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	}
 	if (!m)
 		l->unmapped++;
+	/* Anonymous memory in a HotSpot JVM is Java code (compiled, the interpreter or a
+	 * stub) even when no code map names it: saying so is better than "[unknown]", and
+	 * says what to do (the agent). Other anonymous code is another runtime's. */
+	if (m && j && j->hotspot < 0)
+		j->hotspot = vp_procmaps__maps_file(l->pm, pid, t, "libjvm.so");
+	if (m && j && j->hotspot > 0) {
+		out[0] = add_frame(l, VP_LAYER_JIT, j->has_dir ? VP_FRAME_JAVA_UNMAPPED : VP_FRAME_JAVA_NO_AGENT, "[jit]",
+				   "", 0, "", 0);
+		return 1;
+	}
 	out[0] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", m ? "[anon]" : "", "", 0, "", 0);
 	return 1;
 }
@@ -1374,7 +1386,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		}
 	}
 	if (n == 0)
-		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "", "", 0, "", 0);
+		leaf_first[n++] = add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "[no stack]", "", 0, "", 0);
 	uint32_t root_first[MAX_OUT_FRAMES];
 	for (int i = 0; i < n; i++) {
 		if (leaf_first[i] == UINT32_MAX)

@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "service/continuous.h"
 #include "service/http.h"
+#include "service/metrics.h"
 #include "service/pages.h"
 #include "service/rec.h"
 
@@ -501,12 +502,37 @@ static void index_page(struct vp_api *a, struct vp_http_conn *c)
 	send_buf(c, e, "cannot build the index page", "text/html; charset=utf-8", NULL, buf, len);
 }
 
+/* GET /metrics: what the service says about itself (service/metrics.h). Behind the
+ * same peer rules as every path: the figures name no process, but the push targets'
+ * addresses and the service's activity are the operator's to see. */
+static void metrics(struct vp_api *a, struct vp_http_conn *c)
+{
+	if (!a->o.metrics) {
+		vp_http__respond_text(c, 404, "no metrics in this service");
+		return;
+	}
+	pthread_mutex_lock(&a->o.metrics->lock);
+	a->o.metrics->scrapes++;
+	pthread_mutex_unlock(&a->o.metrics->lock);
+	char *buf = NULL;
+	size_t len = 0;
+	int e = vp_svc_metrics__render(a->o.metrics, &buf, &len);
+	send_buf(c, e, "out of memory", "text/plain; version=0.0.4; charset=utf-8", NULL, buf, len);
+}
+
 static void handle(void *ctx, const struct vp_http_req *req, struct vp_http_conn *c)
 {
 	struct vp_api *a = ctx;
-	if (!strcmp(req->path, "/debug/pprof/profile"))
+	if (!strcmp(req->path, "/debug/pprof/profile")) {
+		if (a->o.metrics) {
+			pthread_mutex_lock(&a->o.metrics->lock);
+			a->o.metrics->profile_requests++;
+			pthread_mutex_unlock(&a->o.metrics->lock);
+		}
 		profile(a, req, c);
-	else if (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"))
+	} else if (!strcmp(req->path, "/metrics")) {
+		metrics(a, c);
+	} else if (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"))
 		index_page(a, c);
 	else if (!strncmp(req->path, "/flame/", 7))
 		interval(a, req->path + 7, true, c);

@@ -7,7 +7,8 @@
  *                                        its own window
  *   GET /                                the index: the continuous intervals
  *   GET /flame/<interval>                an interval's HTML flame graph
- *   GET /pprof/<interval>                an interval's gzipped pprof */
+ *   GET /pprof/<interval>                an interval's gzipped pprof
+ *   GET /metrics                         the service's own figures, Prometheus text format */
 #ifndef VIPROF_SERVICE_API_H
 #define VIPROF_SERVICE_API_H
 
@@ -22,6 +23,7 @@
 
 struct vp_cont;
 struct vp_record_opts;
+struct vp_svc_metrics;
 
 struct vp_api_opts {
 	const char *listen;        /* --http ADDR:PORT */
@@ -37,6 +39,7 @@ struct vp_api_opts {
 	const char *cont_dir;
 	unsigned interval_s;
 	double cpu_budget_pct;
+	struct vp_svc_metrics *metrics;   /* GET /metrics; NULL: 404 */
 	FILE *log;
 };
 

@@ -14,7 +14,9 @@
 
 #include "common/safefs.h"
 #include "common/util.h"
+#include "service/metrics.h"
 #include "service/pages.h"
+#include "service/push.h"
 #include "service/rec.h"
 
 uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double used_pct, double budget_pct)
@@ -151,6 +153,8 @@ struct vp_cont {
 	char lasterr[512];
 	uint64_t freq;
 	char *dir;
+	struct vp_push *push;      /* or NULL */
+	uint64_t counts_at;        /* when the metrics' live counts are read next (monotonic ns) */
 };
 
 static void set_error(struct vp_cont *c, const char *msg)
@@ -165,8 +169,14 @@ static void set_error(struct vp_cont *c, const char *msg)
 /* service.json: what the service measured for one interval (docs/formats.md). Written
  * whole to a temporary name and renamed over, so that a full disk leaves the old file
  * (or none), never an empty or torn one. */
+/* What an ended interval held. */
+struct interval_stats {
+	uint64_t samples, lost, bytes;
+	bool failed;
+};
+
 static void write_interval_file(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall_ns,
-				uint64_t cpu_ns, double pct, uint64_t next)
+				uint64_t cpu_ns, double pct, uint64_t next, const struct interval_stats *st)
 {
 	static const char tmp[] = "." VP_CONT_FILE ".tmp";
 	int sfd = openat(c->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -187,9 +197,18 @@ static void write_interval_file(struct vp_cont *c, const char *name, uint64_t fr
 		return;
 	}
 	fprintf(f, "{\n  \"format_version\": 1,\n  \"interval_s\": %u,\n  \"wall_ns\": %llu,\n  \"freq\": %llu,\n"
-		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu\n}\n",
+		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu,\n"
+		   "  \"samples\": %llu,\n  \"lost\": %llu,\n  \"bytes\": %llu",
 		c->o.interval_s, (unsigned long long)wall_ns, (unsigned long long)freq, (unsigned long long)cpu_ns, pct,
-		c->o.cpu_budget_pct, (unsigned long long)next);
+		c->o.cpu_budget_pct, (unsigned long long)next, (unsigned long long)st->samples,
+		(unsigned long long)st->lost, (unsigned long long)st->bytes);
+	/* The service's running totals, the figures of GET /metrics, as of this interval's end. */
+	char *mj = NULL;
+	size_t mlen = 0;
+	if (c->o.metrics && vp_svc_metrics__json(c->o.metrics, &mj, &mlen) == 0)
+		fprintf(f, ",\n  \"service\": {%s}", mj);
+	free(mj);
+	fputs("\n}\n", f);
 	bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
 	int e = errno;
 	ok = fclose(f) == 0 && ok;
@@ -299,6 +318,18 @@ static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *
 			return false;
 		uint64_t left_ms = (deadline - now) / 1000000;
 		int p = vp_svc_rec__poll(r, left_ms > 200 ? 200 : (int)left_ms);
+		if (c->o.metrics && now >= c->counts_at) {
+			/* The interval so far, once a second, so that the counters rise between
+			 * intervals too (reading the sampler's per-CPU counts every 200 ms was 4%
+			 * of the service's CPU). */
+			c->counts_at = now + 1000000000ull;
+			uint64_t ns, nl;
+			vp_svc_rec__counts(r, &ns, &nl);
+			pthread_mutex_lock(&c->o.metrics->lock);
+			c->o.metrics->cur_samples = ns;
+			c->o.metrics->cur_lost = nl;
+			pthread_mutex_unlock(&c->o.metrics->lock);
+		}
 		if (p <= 0) {
 			*failed = p < 0;
 			return false;
@@ -322,10 +353,34 @@ static double pct_of(uint64_t cpu, uint64_t wall)
 }
 
 static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall, uint64_t cpu,
-			 uint64_t samples, uint64_t next)
+			 struct interval_stats *st, uint64_t next)
 {
 	double pct = pct_of(cpu, wall);
-	write_interval_file(c, name, freq, wall, cpu, pct, next);
+	uint64_t samples = st->samples;
+	int sfd = openat(c->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	st->bytes = sfd >= 0 ? vp_dir__usage(sfd) : 0;
+	if (sfd >= 0)
+		close(sfd);
+	if (c->o.metrics) {
+		struct vp_svc_metrics *m = c->o.metrics;
+		pthread_mutex_lock(&m->lock);
+		m->intervals++;
+		m->interval_errors += st->failed;
+		m->samples += st->samples;
+		m->lost += st->lost;
+		m->bytes += st->bytes;
+		m->cur_samples = m->cur_lost = 0;
+		m->freq = next;
+		pthread_mutex_unlock(&m->lock);
+	}
+	write_interval_file(c, name, freq, wall, cpu, pct, next, st);
+	pthread_mutex_lock(&c->lock);
+	struct vp_push *push = c->push;
+	pthread_mutex_unlock(&c->lock);
+	if (push) {
+		uint64_t until = (uint64_t)time(NULL), secs = (wall + 500000000ull) / 1000000000ull;
+		vp_push__interval(push, name, until > secs ? until - secs : 0, until, freq);
+	}
 	carry_maps(c, name);
 	if (c->o.log) {
 		fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
@@ -391,8 +446,14 @@ static void *cont_thread(void *arg)
 		pthread_mutex_unlock(&c->lock);
 
 		bool failed = false;
+		if (c->o.metrics) {
+			pthread_mutex_lock(&c->o.metrics->lock);
+			c->o.metrics->freq = rfreq;
+			pthread_mutex_unlock(&c->o.metrics->lock);
+		}
 		bool stopping = wait_until(c, t0 + (uint64_t)c->o.interval_s * 1000000000ull, r, &failed);
-		uint64_t samples = vp_svc_rec__samples(r);
+		struct interval_stats ist = { 0 };
+		vp_svc_rec__counts(r, &ist.samples, &ist.lost);
 		char ended[VP_INTERVAL_NAME_LEN + 1];
 		memcpy(ended, name, sizeof(ended));
 		/* The rate for the next interval, from this one's cost so far. */
@@ -411,15 +472,16 @@ static void *cont_thread(void *arg)
 		}
 		if (!rotated) {
 			int e = vp_svc_rec__stop(r, err, sizeof(err));
-			samples = vp_svc_rec__samples(r);
+			vp_svc_rec__counts(r, &ist.samples, &ist.lost);
 			vp_svc_rec__free(r);
 			r = NULL;
+			ist.failed = e || failed;
 			if (e || failed)
 				set_error(c, err[0] ? err : "the interval's recording failed");
 		}
 		/* The rotation's (or the stop's) own work is charged to the interval it ends. */
 		uint64_t t1 = mono_ns(), cpu1 = vp_svc__cpu_ns();
-		end_interval(c, ended, rfreq, t1 - t0, cpu1 - cpu0, samples, next);
+		end_interval(c, ended, rfreq, t1 - t0, cpu1 - cpu0, &ist, next);
 		t0 = t1;
 		cpu0 = cpu1;
 		rfreq = next;   /* the rotated recorder samples at it now */
@@ -435,7 +497,9 @@ static void *cont_thread(void *arg)
 		int e = vp_svc_rec__stop(r, err, sizeof(err));
 		if (e)
 			set_error(c, err);
-		end_interval(c, name, rfreq, mono_ns() - t0, vp_svc__cpu_ns() - cpu0, vp_svc_rec__samples(r), rfreq);
+		struct interval_stats ist = { .failed = e != 0 };
+		vp_svc_rec__counts(r, &ist.samples, &ist.lost);
+		end_interval(c, name, rfreq, mono_ns() - t0, vp_svc__cpu_ns() - cpu0, &ist, rfreq);
 		vp_svc_rec__free(r);
 	}
 	return NULL;
@@ -506,6 +570,13 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 	snprintf(current, curlen, "%s", c->current);
 	*freq = c->freq;
 	snprintf(lasterr, errlen, "%s", c->lasterr);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void vp_cont__set_push(struct vp_cont *c, struct vp_push *p)
+{
+	pthread_mutex_lock(&c->lock);
+	c->push = p;
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -20,6 +20,8 @@
 #define VP_CONT_FILE "service.json"      /* per interval, beside the session's files */
 
 struct vp_record_opts;
+struct vp_svc_metrics;
+struct vp_push;
 
 struct vp_cont_opts {
 	const char *dir;
@@ -31,6 +33,7 @@ struct vp_cont_opts {
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
+	struct vp_svc_metrics *metrics;   /* counted into (service/metrics.h), or NULL */
 	FILE *log;
 };
 
@@ -63,6 +66,8 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 /* The O_PATH descriptor of DIR, opened once at start: the pages read intervals through
  * it (/proc/self/fd/N/NAME), never by DIR's path again. */
 int vp_cont__dirfd(const struct vp_cont *c);
+/* Hands each interval that ends from now on to the pusher (service/push.h). */
+void vp_cont__set_push(struct vp_cont *c, struct vp_push *p);
 /* Ends the current interval cleanly (its session is complete) and stops. NULL ok. */
 void vp_cont__stop(struct vp_cont *c);
 

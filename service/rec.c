@@ -22,7 +22,7 @@ struct vp_svc_rec {
 	struct vp_recorder *rec;
 	bool stopped;
 	int stop_err;
-	uint64_t samples;          /* after stop */
+	uint64_t samples, lost;    /* after stop */
 	char dir[4096];
 };
 
@@ -76,6 +76,9 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	/* The service picks its JVMs on purpose: no warning per interval about every user's. */
 	o->jvm_attach_given = true;
 	o->target = RECORD_TARGET_ALL;
+	/* Unwind tables for what is sampled only: building them for every program a busy
+	 * VM starts was most of the service's CPU (issue 27). */
+	o->unwind_sampled_only = true;
 	o->callchain = true;
 	o->quiet = true;
 	o->freq = so->freq;
@@ -148,6 +151,7 @@ int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen)
 	struct vp_recorder_stats st;
 	vp_recorder__stats(r->rec, &st);
 	r->samples = st.samples;
+	r->lost = st.lost;
 	if (e) {
 		const char *why = vp_recorder__error(r->rec);
 		vp_set_err(err, errlen, "the recording %s failed: %s", r->dir, why && *why ? why : strerror(-e));
@@ -163,6 +167,19 @@ uint64_t vp_svc_rec__samples(const struct vp_svc_rec *r)
 	struct vp_recorder_stats st;
 	vp_recorder__stats(r->rec, &st);
 	return st.samples;
+}
+
+void vp_svc_rec__counts(const struct vp_svc_rec *r, uint64_t *samples, uint64_t *lost)
+{
+	if (r->stopped) {
+		*samples = r->samples;
+		*lost = r->lost;
+		return;
+	}
+	struct vp_recorder_stats st;
+	vp_recorder__stats(r->rec, &st);
+	*samples = st.samples;
+	*lost = st.lost;
 }
 
 void vp_svc_rec__free(struct vp_svc_rec *r)

@@ -43,6 +43,8 @@ int vp_svc_rec__set_freq(struct vp_svc_rec *r, uint64_t freq);
 int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen);
 /* Samples of the current session so far (final after stop). */
 uint64_t vp_svc_rec__samples(const struct vp_svc_rec *r);
+/* Its samples and lost samples so far (final after stop). */
+void vp_svc_rec__counts(const struct vp_svc_rec *r, uint64_t *samples, uint64_t *lost);
 void vp_svc_rec__free(struct vp_svc_rec *r);   /* stops first if needed; accepts NULL */
 
 /* CPU time (user + system, ns) the whole service process has used so far, every

@@ -17,9 +17,13 @@ viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_postproc LAB
 viprof_test(test-report-pprof-live-native SOURCES test-report-pprof-live.c LIBS vp_common ARGS native TIMEOUT 300 LABELS tools)
 target_compile_definitions(test-report-pprof-live-native PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>"
   OFFCPU_FIXTURE="$<TARGET_FILE:offcpu-fixture>" JAVA17="${VIPROF_JDK_HOME}/bin/java" JAVA25="${VIPROF_JDK25_HOME}/bin/java"
-  JAVA_CLASSES="${VIPROF_JAVA_CLASSES}")
-add_dependencies(test-report-pprof-live-native viprof offcpu-fixture viprof-jvmti java-fixtures)
+  JAVA_CLASSES="${VIPROF_JAVA_CLASSES}" SPLIT3="$<TARGET_FILE:split3>")
+add_dependencies(test-report-pprof-live-native viprof offcpu-fixture viprof-jvmti java-fixtures split3)
 add_test(NAME test-report-pprof-live-jvm COMMAND test-report-pprof-live-native jvm WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-pprof-live-jvm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")
 add_test(NAME test-report-pprof-live-jvm25 COMMAND test-report-pprof-live-native jvm25 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-pprof-live-jvm25 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")
+# Issue 27 item 5: a whole-VM recording (two JVMs and a C program) names each sample's
+# process, the profile after the VM, and counts its [unknown] frames by reason.
+add_test(NAME test-report-pprof-live-wholevm COMMAND test-report-pprof-live-native wholevm WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-pprof-live-wholevm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm;live" RUN_SERIAL TRUE)

@@ -1,9 +1,12 @@
 # viprof serve's HTTP side (issue 14 items 3 and 4): the HTTP server, the pprof
 # endpoint read by the real pprof, continuous recording with retention and a CPU budget.
 viprof_test(test-http SOURCES test-http.c LIBS vp_service LABELS unit)
+# Issue 27: --push specs and the /metrics exposition, without a network.
+viprof_test(test-push SOURCES test-push.c LIBS vp_service LABELS unit)
 # One binary, one ctest entry per scenario (root, live sampling; pprof needs go).
 add_executable(test-serve-http test-serve-http.c)
 target_include_directories(test-serve-http PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(test-serve-http PRIVATE TESTS_SRC="${CMAKE_CURRENT_SOURCE_DIR}")
 add_dependencies(test-serve-http viprof split3)
 foreach(s pprof token continuous)
   add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
@@ -17,3 +20,11 @@ foreach(s access slow contdir jvmattach)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
+# Issue 27: /metrics scraped by a real Prometheus (Debian's prometheus; skipped without it).
+add_test(NAME test-serve-http-metrics COMMAND test-serve-http metrics $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-serve-http-metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS "live;tools" RUN_SERIAL TRUE)
+# Issue 27: --push to a Pyroscope and an OTLP receiver run by the test (pprof, protoc).
+add_test(NAME test-serve-http-push COMMAND test-serve-http push $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-serve-http-push PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 LABELS "live;tools" RUN_SERIAL TRUE)

@@ -272,10 +272,11 @@ int main(void)
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt] page-faults_samples/count page-faults/count");
 	ASSERT_CONTAINS(raw, "Comment: event cpu-clock: sample types samples/count and cpu/nanoseconds");
 	ASSERT_CONTAINS(raw, "Comment: session ended without END record");
-	ASSERT_CONTAINS(raw, "layer:[kernel] thread:[worker-1]");
+	/* The process's name (its main thread's here: the synthetic one has no executable). */
+	ASSERT_CONTAINS(raw, "layer:[kernel] process:[java] thread:[worker-1]");
 	/* Every sample names the VM it was recorded on (meta "hostname"). */
 	ASSERT_CONTAINS(raw, "hostname:[vm-test] layer:[kernel]");
-	ASSERT_CONTAINS(raw, "layer:[jvm] thread:[VM Thread]");
+	ASSERT_CONTAINS(raw, "layer:[jvm] process:[java] thread:[VM Thread]");
 	ASSERT_CONTAINS(raw, "layer:[hypervisor]");
 	ASSERT_CONTAINS(raw, "pid:[4242] tid:[4250]");
 	/* A profile of frames alone has no sampled address: its locations are 0x0 without a

@@ -18,6 +18,17 @@
  *   contdir     (issue 20) --continuous refuses a DIR a user owns or that group or
  *               others may write, in one line
  *   jvmattach   (issue 20) --jvm-attach is accepted by serve; the default is none
+ *   push        (issue 27) --push to a Pyroscope and an OTLP receiver that the test runs
+ *               (one process, killed by pid to take the backend down): the Pyroscope
+ *               ingest request's method, path, query parameters and basic auth, its body
+ *               read by the real pprof; the OTLP body decoded by protoc with
+ *               tests/otlp-profiles.proto (tests/test-push-otlp-check.py): cpu/nanoseconds,
+ *               split3's stacks, the process and thread attributes, the bearer token. The
+ *               backend down for 3 intervals, then up: every interval arrives, none twice.
+ *   metrics     (issue 27) a real Prometheus (Debian's package), started here on loopback
+ *               with a config written here, scrapes GET /metrics of a continuous
+ *               recording, and its query API returns viprof_samples_total rising;
+ *               service.json carries the same totals. Skipped without prometheus.
  * usage: test-serve-http SCENARIO VIPROF SPLIT3 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -486,7 +497,7 @@ static void scenario_continuous(void)
 #define GROUP_G "vphttpg"
 
 static bool users_made;
-static pid_t main_pid, slow_pid, work_pid;
+static pid_t main_pid, slow_pid, work_pid, prom_pid, recv_pid;  /* Prometheus (metrics), the receiver (push) */
 
 static void drop_users(void)
 {
@@ -512,8 +523,8 @@ static void at_end(void)
 {
 	if (getpid() != main_pid)
 		return;
-	pid_t kids[] = { slow_pid, work_pid, serve_pid };
-	for (int i = 0; i < 3; i++)
+	pid_t kids[] = { slow_pid, work_pid, serve_pid, prom_pid, recv_pid };
+	for (int i = 0; i < 5; i++)
 		if (kids[i] > 0) {
 			kill(kids[i], SIGKILL);
 			waitpid(kids[i], NULL, 0);
@@ -654,7 +665,8 @@ static void scenario_access(void)
 	char flame[64], pprof[64];
 	snprintf(flame, sizeof(flame), "/flame/%s", name);
 	snprintf(pprof, sizeof(pprof), "/pprof/%s", name);
-	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/nothing" };
+	const char *paths[] = { "/", "/index.html", "/debug/pprof/profile?seconds=1", flame, pprof, "/metrics",
+				"/nothing" };
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 			/* USER_B is no one special to the first service. */
@@ -907,10 +919,413 @@ static void scenario_jvmattach(void)
 	ASSERT_CONTAINS(last_log, "into no JVM (the default;");
 }
 
+/* The value of the first series Prometheus's query API returns for query, or -1. */
+static double prom_query(int port, const char *query)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "/api/v1/query?query=%s", query);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+	bool up = connect(fd, (struct sockaddr *)&d, sizeof(d)) == 0;
+	close(fd);
+	if (!up)
+		return -1;   /* not listening yet */
+	struct answer a = get(NULL, "127.0.0.1", port, path, NULL);
+	double v = -1;
+	const char *val = a.status == 200 ? strstr(a.body, "\"value\":[") : NULL;
+	const char *q = val ? strchr(val + 9, '"') : NULL;
+	if (q)
+		v = strtod(q + 1, NULL);
+	free(a.head);   /* get()'s body is inside its head's buffer */
+	return v;
+}
+
+static void scenario_metrics(void)
+{
+	REQUIRE_ROOT();
+	if (system("command -v prometheus >/dev/null 2>&1") != 0)
+		SKIP("prometheus is not installed (apt-get install prometheus; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-metrics-XXXXXX", listen[64], path[600], cont[512], name[300] = "";
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	int port = free_port(), pport = free_port();
+	while (pport == port)
+		pport = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	const char *args[] = { "--http", listen, "--continuous", cont, "--interval", "2", "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "120", (char *)NULL);
+		_exit(127);
+	}
+
+	/* Our own /metrics first: the exposition format, the families an operator alerts on. */
+	struct answer m = get(NULL, "127.0.0.1", port, "/metrics", NULL);
+	ASSERT_EQ(m.status, 200);
+	ASSERT_CONTAINS(m.head, "Content-Type: text/plain; version=0.0.4");
+	const char *fams[] = { "viprof_samples_total", "viprof_lost_samples_total", "viprof_intervals_total",
+			       "viprof_interval_bytes_total", "viprof_service_cpu_seconds_total",
+			       "viprof_push_success_total", "viprof_push_failures_total", "viprof_push_queue_depth",
+			       "viprof_scrapes_total", "viprof_service_resident_memory_bytes" };
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		char want[128];
+		snprintf(want, sizeof(want), "# TYPE %s ", fams[i]);
+		ASSERT_CONTAINS(m.body, want);
+	}
+	free(m.head);
+
+	/* A real Prometheus, on loopback, scraping every second; it runs as root here, so
+	 * its socket is root's and the service lets it in as it would any root scraper. */
+	snprintf(path, sizeof(path), "%s/prometheus.yml", dir);
+	FILE *f = fopen(path, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+		   "scrape_configs:\n  - job_name: viprof\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n",
+		port);
+	ASSERT_EQ(fclose(f), 0);
+	prom_pid = fork();
+	if (prom_pid == 0) {
+		char cfg[700], data[700], web[64], logf[700];
+		snprintf(cfg, sizeof(cfg), "--config.file=%s", path);
+		snprintf(data, sizeof(data), "--storage.tsdb.path=%s/data", dir);
+		snprintf(web, sizeof(web), "--web.listen-address=127.0.0.1:%d", pport);
+		snprintf(logf, sizeof(logf), "%s/prometheus.log", dir);
+		int lfd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+		execlp("prometheus", "prometheus", cfg, data, web, (char *)NULL);
+		_exit(127);
+	}
+	/* Waits for two readings of the counter through the query API, the second higher. */
+	double first = -1, last = -1;
+	for (int i = 0; i < 600 && !(first > 0 && last > first); i++) {
+		int st;
+		if (waitpid(prom_pid, &st, WNOHANG) == prom_pid) {
+			prom_pid = 0;
+			snprintf(path, sizeof(path), "%s/prometheus.log", dir);
+			char *log = slurp(path);
+			FAIL("prometheus exited: %s", log);
+		}
+		double v = prom_query(pport, "viprof_samples_total");
+		if (v > 0 && first < 0)
+			first = v;
+		last = v;
+		usleep(100000);
+	}
+	fprintf(stderr, "Prometheus read viprof_samples_total %.0f, then %.0f\n", first, last);
+	ASSERT_TRUE(first > 0);
+	ASSERT_TRUE(last > first);
+	ASSERT_EQ((int)prom_query(pport, "up%7Bjob%3D%22viprof%22%7D"), 1);
+	double scrapes = prom_query(pport, "viprof_scrapes_total");
+	fprintf(stderr, "viprof_scrapes_total as Prometheus read it: %.0f\n", scrapes);
+	ASSERT_TRUE(scrapes >= 2);
+	kill(prom_pid, SIGTERM);
+	waitpid(prom_pid, NULL, 0);
+	prom_pid = 0;
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	stop_serve();
+
+	/* service.json of an interval: the same totals. */
+	DIR *d = opendir(cont);
+	ASSERT_NOT_NULL(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] == '2')
+			snprintf(name, sizeof(name), "%s", de->d_name);
+	closedir(d);
+	ASSERT_TRUE(name[0]);
+	snprintf(path, sizeof(path), "%s/%s/service.json", cont, name);
+	char *js = slurp(path);
+	ASSERT_CONTAINS(js, "\"samples_total\": ");
+	ASSERT_CONTAINS(js, "\"service_cpu_seconds_total\": ");
+	ASSERT_CONTAINS(js, "\"scrapes_total\": ");
+	free(js);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* The push receiver: accepts POSTs on 127.0.0.1:port and keeps each request's head and
+ * body in dir as <pid>-<n>.head / .body, answering 200. A child; down = killed. */
+static void receiver_start(int port, const char *dir)
+{
+	recv_pid = fork();
+	ASSERT_GE(recv_pid, 0);
+	if (recv_pid == 0) {
+		int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+		if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 16))
+			_exit(2);
+		for (unsigned n = 0;; n++) {
+			int c = accept(ls, NULL, NULL);
+			if (c < 0)
+				continue;
+			size_t cap = 1 << 16, got = 0;
+			char *buf = malloc(cap + 1), *end = NULL;
+			ssize_t k;
+			while (!end && got < cap && (k = read(c, buf + got, cap - got)) > 0) {
+				got += (size_t)k;
+				buf[got] = '\0';
+				end = strstr(buf, "\r\n\r\n");
+			}
+			if (!end) {
+				close(c);
+				free(buf);
+				continue;
+			}
+			size_t hl = (size_t)(end - buf) + 4, clen = 0;
+			const char *cl = strcasestr(buf, "\r\nContent-Length:");
+			if (cl)
+				clen = strtoul(cl + 17, NULL, 10);
+			char *body = malloc(clen + 1);
+			size_t have = got - hl < clen ? got - hl : clen;
+			memcpy(body, buf + hl, have);
+			while (have < clen && (k = read(c, body + have, clen - have)) > 0)
+				have += (size_t)k;
+			char path[600];
+			snprintf(path, sizeof(path), "%s/%d-%04u.body", dir, (int)getpid(), n);
+			FILE *f = fopen(path, "w");
+			fwrite(body, 1, have, f);
+			fclose(f);
+			/* The head last: a reader that sees it finds the body whole. */
+			snprintf(path, sizeof(path), "%s/%d-%04u.head", dir, (int)getpid(), n);
+			char tmp[620];
+			snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+			f = fopen(tmp, "w");
+			fwrite(buf, 1, hl, f);
+			fclose(f);
+			rename(tmp, path);
+			const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+			if (write(c, ok, sizeof(ok) - 1) < 0)
+				perror("receiver");
+			close(c);
+			free(buf);
+			free(body);
+		}
+	}
+	/* Up when it accepts. */
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+		int r = connect(fd, (struct sockaddr *)&d, sizeof(d));
+		close(fd);
+		if (r == 0)
+			return;
+		usleep(50000);
+	}
+	FAIL("the push receiver did not listen on port %d", port);
+}
+
+struct pushed {
+	char file[300];            /* the head's file */
+	char interval[32];         /* X-Viprof-Interval */
+	bool otlp;
+};
+static struct pushed pushed[512];
+static int npushed;
+
+/* Reads the receiver's heads into pushed[]. */
+static void read_pushed(const char *dir)
+{
+	npushed = 0;
+	DIR *d = opendir(dir);
+	ASSERT_NOT_NULL(d);
+	struct dirent *de;
+	while ((de = readdir(d)) && npushed < 512) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".head"))
+			continue;
+		struct pushed *p = &pushed[npushed];
+		snprintf(p->file, sizeof(p->file), "%s/%s", dir, de->d_name);
+		char *h = slurp(p->file);
+		const char *iv = strstr(h, "X-Viprof-Interval: ");
+		if (iv)
+			sscanf(iv + 19, "%31s", p->interval);
+		p->otlp = !strncmp(h, "POST /v1development/profiles ", 29);
+		free(h);
+		npushed++;
+	}
+	closedir(d);
+}
+
+static int times_pushed(const char *interval, bool otlp)
+{
+	int n = 0;
+	for (int i = 0; i < npushed; i++)
+		n += pushed[i].otlp == otlp && !strcmp(pushed[i].interval, interval);
+	return n;
+}
+
+/* The ended intervals (those with service.json) under cont. */
+static int ended_intervals(const char *cont, char names[][32], int max)
+{
+	int n = 0;
+	DIR *d = opendir(cont);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		char p[600];
+		struct stat sb;
+		snprintf(p, sizeof(p), "%s/%s/service.json", cont, de->d_name);
+		if (de->d_name[0] == '2' && stat(p, &sb) == 0)
+			snprintf(names[n++], 32, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+static void scenario_push(void)
+{
+	REQUIRE_ROOT();
+	const char *pprof = pprof_bin();
+	if (system("command -v protoc >/dev/null 2>&1") != 0)
+		SKIP("protoc is not installed (apt-get install protobuf-compiler; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-push-XXXXXX", cont[300], rdir[300], basic[300], bearer[300], path[900];
+	char pyro[400], otlp[400], names[256][32], cmd[1400];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	snprintf(basic, sizeof(basic), "%s/basic", dir);
+	snprintf(bearer, sizeof(bearer), "%s/bearer", dir);
+	FILE *f = fopen(basic, "w");
+	fputs("viprof:s3cret\n", f);
+	fclose(f);
+	f = fopen(bearer, "w");
+	fputs("otlp-token-7d1e90c4a5b2\n", f);
+	fclose(f);
+	ASSERT_EQ(chmod(basic, 0600), 0);
+	ASSERT_EQ(chmod(bearer, 0600), 0);
+	int rport = free_port();
+	receiver_start(rport, rdir);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d,basic=%s", rport, basic);
+	snprintf(otlp, sizeof(otlp), "otlp=http://127.0.0.1:%d,bearer=%s", rport, bearer);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", pyro, "--push", otlp,
+			       "--push-queue", "100", NULL };
+	ASSERT_EQ(start_serve(args, "pushing each interval to"), -1);
+
+	/* Up: the first intervals arrive, one request each per backend. */
+	for (int i = 0; i < 600; i++) {
+		read_pushed(rdir);
+		int p = 0, o = 0;
+		for (int k = 0; k < npushed; k++) {
+			o += pushed[k].otlp;
+			p += !pushed[k].otlp;
+		}
+		if (p >= 1 && o >= 1)
+			break;
+		usleep(100000);
+	}
+	ASSERT_GT(npushed, 1);
+	/* Down for three intervals. */
+	kill(recv_pid, SIGKILL);
+	waitpid(recv_pid, NULL, 0);
+	recv_pid = 0;
+	int n0 = ended_intervals(cont, names, 256), n;
+	for (int i = 0; i < 600 && (n = ended_intervals(cont, names, 256)) < n0 + 3; i++)
+		usleep(100000);
+	ASSERT_GE(n, n0 + 3);
+	fprintf(stderr, "backend down while %d intervals ended\n", n - n0);
+	/* Up again: every interval ended by now arrives at both. */
+	receiver_start(rport, rdir);
+	n = ended_intervals(cont, names, 256);
+	bool all = false;
+	for (int i = 0; i < 900 && !all; i++) {
+		read_pushed(rdir);
+		all = true;
+		for (int k = 0; k < n && all; k++)
+			all = times_pushed(names[k], false) >= 1 && times_pushed(names[k], true) >= 1;
+		if (!all)
+			usleep(100000);
+	}
+	stop_serve();
+	kill(recv_pid, SIGKILL);
+	waitpid(recv_pid, NULL, 0);
+	recv_pid = 0;
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	ASSERT_CONTAINS(last_log, "no answer");   /* the attempts while it was down */
+	read_pushed(rdir);
+	fprintf(stderr, "%d requests received for %d intervals ended before the check\n", npushed, n);
+	for (int k = 0; k < n; k++) {
+		fprintf(stderr, "  %s: pyroscope %d, otlp %d\n", names[k], times_pushed(names[k], false),
+			times_pushed(names[k], true));
+		ASSERT_EQ(times_pushed(names[k], false), 1);
+		ASSERT_EQ(times_pushed(names[k], true), 1);
+	}
+	for (int k = 0; k < npushed; k++) {
+		ASSERT_TRUE(pushed[k].interval[0]);
+		ASSERT_EQ(times_pushed(pushed[k].interval, pushed[k].otlp), 1);   /* none twice, the last too */
+	}
+
+	/* What a backend checks, on one request of each. */
+	int pi = -1, oi = -1;
+	for (int k = 0; k < npushed; k++)
+		*(pushed[k].otlp ? &oi : &pi) = k;
+	char *h = slurp(pushed[pi].file);
+	fprintf(stderr, "pyroscope request: %.*s\n", (int)strcspn(h, "\r"), h);
+	ASSERT_TRUE(!strncmp(h, "POST /ingest?", 13));
+	ASSERT_CONTAINS(h, "name=viprof.cpu%7Bhostname%3D");
+	ASSERT_CONTAINS(h, "&format=pprof");
+	unsigned long long from = 0, until = 0;
+	const char *fp = strstr(h, "&from="), *up = strstr(h, "&until=");
+	ASSERT_NOT_NULL(fp);
+	ASSERT_NOT_NULL(up);
+	from = strtoull(fp + 6, NULL, 10);
+	until = strtoull(up + 7, NULL, 10);
+	ASSERT_GT(from, 1700000000ull);
+	ASSERT_GE(until, from);
+	ASSERT_CONTAINS(h, "Authorization: Basic dmlwcm9mOnMzY3JldA==\r\n");   /* viprof:s3cret */
+	free(h);
+	/* The Pyroscope body, by the real pprof. */
+	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[pi].file) - 5), pushed[pi].file);
+	snprintf(cmd, sizeof(cmd), "%s -raw -symbolize=none %s 2>&1", pprof, path);
+	char *raw = run(cmd);
+	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
+	free(raw);
+	snprintf(cmd, sizeof(cmd), "%s -top -symbolize=none -nodecount=2000 %s 2>&1", pprof, path);
+	raw = run(cmd);
+	ASSERT_CONTAINS(raw, "work50");
+	free(raw);
+	h = slurp(pushed[oi].file);
+	fprintf(stderr, "otlp request: %.*s\n", (int)strcspn(h, "\r"), h);
+	ASSERT_CONTAINS(h, "Content-Type: application/x-protobuf\r\n");
+	ASSERT_CONTAINS(h, "Authorization: Bearer otlp-token-7d1e90c4a5b2\r\n");
+	free(h);
+	/* The OTLP body, by protoc with the published schema. */
+	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
+	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 2>&1", TESTS_SRC, path,
+		 TESTS_SRC);
+	char *out = run(cmd);
+	fprintf(stderr, "%s", out);
+	ASSERT_CONTAINS(out, "otlp body: ");
+	ASSERT_NOT_CONTAINS(out, "no sample");
+	ASSERT_NOT_CONTAINS(out, "Traceback");
+	ASSERT_NOT_CONTAINS(out, "without");
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -931,6 +1346,10 @@ int main(int argc, char **argv)
 		scenario_contdir();
 	else if (!strcmp(argv[1], "jvmattach"))
 		scenario_jvmattach();
+	else if (!strcmp(argv[1], "metrics"))
+		scenario_metrics();
+	else if (!strcmp(argv[1], "push"))
+		scenario_push();
 	else
 		FAIL("unknown scenario %s", argv[1]);
 	printf("test-serve-http %s: ok\n", argv[1]);

@@ -102,7 +102,24 @@ static void test_ksyms(void)
 		ASSERT_NOT_NULL(k);
 		ASSERT_FALSE(zero);
 		ASSERT_GT(vp_kallsyms__count(k), 1000);
+		/* Read again (the service's next interval): the same table, copied from the
+		 * last read while the modules are unchanged, with emitted marks of its own. */
+		long i2 = vp_kallsyms__find(k, vp_kallsyms__count(k) ? 0xffffffff81000000ull : 0);
+		struct vp_kallsyms *k2 = vp_kallsyms__load(NULL, &zero);
+		ASSERT_NOT_NULL(k2);
+		ASSERT_FALSE(zero);
+		ASSERT_EQ(vp_kallsyms__count(k2), vp_kallsyms__count(k));
+		if (i2 >= 0) {
+			ASSERT_TRUE(vp_kallsyms__mark(k, i2));
+			ASSERT_TRUE(vp_kallsyms__mark(k2, i2));   /* not shared */
+			struct vp_kallsym_info a, b;
+			vp_kallsyms__info(k, i2, &a);
+			vp_kallsyms__info(k2, i2, &b);
+			ASSERT_EQ(a.addr, b.addr);
+			ASSERT_STREQ(a.name, b.name);
+		}
 		vp_kallsyms__free(k);
+		vp_kallsyms__free(k2);
 	}
 }
 

@@ -1,0 +1,678 @@
+/* Pushing intervals to fleet backends: see push.h. */
+#define _GNU_SOURCE
+#include "service/push.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "postproc/profile.h"
+#include "postproc/session.h"
+#include "service/http.h"
+#include "service/metrics.h"
+#include "service/otlp.h"
+#include "service/pages.h"
+
+#define PUSH_TIMEOUT_S 10       /* connect, send, and the answer's status line */
+#define QNAME_LEN 96
+
+/* ---- options ---- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void base64(const char *in, char *out, size_t outlen)
+{
+	size_t n = strlen(in), o = 0;
+	for (size_t i = 0; i < n && o + 5 < outlen; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)(unsigned char)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)in[i + 2];
+		out[o++] = b64[v >> 18 & 63];
+		out[o++] = b64[v >> 12 & 63];
+		out[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? b64[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* "user:password" on one line of a file not open to group or others. */
+static int read_basic(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char line[400];
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int e = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		vp_set_err(err, errlen, "basic=%s: cannot read it (%s): give a regular file holding user:password",
+			   path, strerror(e));
+		return -e;
+	}
+	ssize_t n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (st.st_mode & 077) {
+		vp_set_err(err, errlen, "basic=%s is open to group or others (mode %04o): chmod 600 %s", path,
+			   (unsigned)(st.st_mode & 07777), path);
+		return -EPERM;
+	}
+	line[n > 0 ? n : 0] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strchr(line, ':') || line[0] == ':') {
+		vp_set_err(err, errlen, "basic=%s: expected one line user:password", path);
+		return -EINVAL;
+	}
+	char enc[540];
+	base64(line, enc, sizeof(enc));
+	snprintf(out, outlen, "Basic %s", enc);
+	explicit_bzero(line, sizeof(line));
+	return 0;
+}
+
+int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *eq = strchr(buf, '=');
+	if (!eq) {
+		vp_set_err(err, errlen, "--push %s: expected pyroscope=URL or otlp=URL (with ,bearer=FILE or ,basic=FILE)",
+			   spec);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	if (!strcmp(buf, "pyroscope"))
+		t->kind = VP_PUSH_PYROSCOPE;
+	else if (!strcmp(buf, "otlp"))
+		t->kind = VP_PUSH_OTLP;
+	else {
+		vp_set_err(err, errlen, "--push %s: unknown kind '%s': pyroscope or otlp", spec, buf);
+		return -EINVAL;
+	}
+	char *url = eq + 1, *opt = strchr(url, ',');
+	if (opt)
+		*opt++ = '\0';
+	snprintf(t->url, sizeof(t->url), "%s", url);
+	if (!strncmp(url, "https://", 8)) {
+		vp_set_err(err, errlen, "--push %s: https is not supported; push over http to a local agent that "
+			   "forwards with TLS (Grafana Alloy, the OpenTelemetry Collector)", spec);
+		return -EINVAL;
+	}
+	if (strncmp(url, "http://", 7)) {
+		vp_set_err(err, errlen, "--push %s: the URL must start with http://", spec);
+		return -EINVAL;
+	}
+	char *hp = url + 7, *slash = strchr(hp, '/'), path[512];
+	snprintf(path, sizeof(path), "%s", slash ? slash : "");
+	if (slash)
+		*slash = '\0';   /* ends the host part; the path was copied */
+	if (strchr(hp, '@')) {
+		vp_set_err(err, errlen, "--push %s: no credentials in the URL: use ,basic=FILE or ,bearer=FILE", spec);
+		return -EINVAL;
+	}
+	char *colon = hp[0] == '[' ? strstr(hp, "]:") : strrchr(hp, ':');
+	if (colon && hp[0] == '[')
+		colon++;
+	if (colon) {
+		*colon = '\0';
+		snprintf(t->port, sizeof(t->port), "%s", colon + 1);
+	} else {
+		snprintf(t->port, sizeof(t->port), "80");
+	}
+	if (hp[0] == '[') {
+		hp++;
+		hp[strcspn(hp, "]")] = '\0';
+	}
+	if (!*hp || vp_parse_num(t->port, 1, 65535) < 0) {
+		vp_set_err(err, errlen, "--push %s: expected http://HOST[:PORT][/PATH]", spec);
+		return -EINVAL;
+	}
+	snprintf(t->host, sizeof(t->host), "%s", hp);
+	if (t->kind == VP_PUSH_PYROSCOPE) {
+		/* The ingest API sits under the server's base path. */
+		size_t pl = strlen(path);
+		snprintf(t->path, sizeof(t->path), "%.*s/ingest", (int)(pl && path[pl - 1] == '/' ? pl - 1 : pl), path);
+	} else {
+		snprintf(t->path, sizeof(t->path), "%s", *path && strcmp(path, "/") ? path : "/v1development/profiles");
+	}
+	for (char *o = opt; o && *o;) {
+		char *next = strchr(o, ',');
+		if (next)
+			*next++ = '\0';
+		if (!strncmp(o, "bearer=", 7)) {
+			char tok[512];
+			if (vp_http__read_token(o + 7, tok, sizeof(tok), err, errlen))
+				return -EINVAL;
+			snprintf(t->auth, sizeof(t->auth), "Bearer %s", tok);
+			explicit_bzero(tok, sizeof(tok));
+		} else if (!strncmp(o, "basic=", 6)) {
+			if (read_basic(o + 6, t->auth, sizeof(t->auth), err, errlen))
+				return -EINVAL;
+		} else {
+			vp_set_err(err, errlen, "--push %s: unknown option '%s': bearer=FILE or basic=FILE", spec, o);
+			return -EINVAL;
+		}
+		o = next;
+	}
+	return 0;
+}
+
+/* ---- the queue and the thread ---- */
+
+struct job {
+	char name[VP_INTERVAL_NAME_LEN + 1];
+	uint64_t from, until, freq;
+	struct job *next;
+};
+
+struct tq {
+	struct vp_push_target t;
+	int dfd;                       /* its queue directory */
+	char dir[64];                  /* its name under .push/, for messages */
+	char (*q)[QNAME_LEN];          /* queued file names, oldest first */
+	size_t n, cap;
+	uint64_t bytes;
+	uint64_t seq;
+	unsigned backoff_s;
+	uint64_t retry_at;             /* CLOCK_MONOTONIC ns; 0: now */
+	int mi;                        /* its index in the metrics, or -1 */
+};
+
+struct vp_push {
+	struct vp_push_opts o;
+	struct tq tq[VP_PUSH_MAX];
+	int n;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool stopping;
+	struct job *jobs;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_q(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+static void count(struct vp_push *p, struct tq *q, uint64_t ok, uint64_t failed, uint64_t sent, uint64_t dropped)
+{
+	struct vp_svc_metrics *m = p->o.metrics;
+	if (!m || q->mi < 0)
+		return;
+	pthread_mutex_lock(&m->lock);
+	struct vp_push_counts *c = &m->push[q->mi];
+	c->ok += ok;
+	c->failed += failed;
+	c->sent += sent;
+	c->dropped += dropped;
+	c->queued = q->n;
+	c->queued_bytes = q->bytes;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static uint64_t file_size(int dfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Drops the oldest while the queue is over its bound. */
+static void trim(struct vp_push *p, struct tq *q)
+{
+	unsigned max = p->o.queue_max ? p->o.queue_max : VP_PUSH_DEFAULT_QUEUE;
+	while (q->n > max) {
+		q->bytes -= file_size(q->dfd, q->q[0]);
+		unlinkat(q->dfd, q->q[0], 0);
+		if (p->o.log)
+			fprintf(p->o.log, "viprof serve: push %s: queue full (%u intervals): dropped the oldest, %s\n",
+				q->t.url, max, q->q[0]);
+		memmove(q->q, q->q + 1, (q->n - 1) * sizeof(*q->q));
+		q->n--;
+		count(p, q, 0, 0, 0, 1);
+	}
+}
+
+/* Writes payload as the queue's newest file: a temporary name, renamed when whole. */
+static int enqueue(struct vp_push *p, struct tq *q, const struct job *j, const uint8_t *buf, size_t len)
+{
+	char name[QNAME_LEN];
+	snprintf(name, sizeof(name), "%010llu-%llu-%llu-%llu-%s", (unsigned long long)++q->seq,
+		 (unsigned long long)j->from, (unsigned long long)j->until, (unsigned long long)j->freq, j->name);
+	int fd = openat(q->dfd, ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			close(fd);
+			unlinkat(q->dfd, ".new", 0);
+			return -e;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0 || renameat(q->dfd, ".new", q->dfd, name) != 0) {
+		int e = errno;
+		unlinkat(q->dfd, ".new", 0);
+		return -e;
+	}
+	if (vp_grow((void **)&q->q, &q->cap, q->n + 1, sizeof(*q->q)))
+		return -ENOMEM;
+	memcpy(q->q[q->n++], name, QNAME_LEN);
+	q->bytes += len;
+	trim(p, q);
+	count(p, q, 0, 0, 0, 0);
+	return 0;
+}
+
+/* Encodes an ended interval for every target and queues it. */
+static void take(struct vp_push *p, const struct job *j)
+{
+	char path[128], err[768] = "";
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", p->o.dirfd, j->name);
+	uint8_t *pb = NULL, *ob = NULL;
+	size_t pl = 0, ol = 0;
+	int pe = -ENOENT, oe = -ENOENT;
+	for (int i = 0; i < p->n; i++) {
+		struct tq *q = &p->tq[i];
+		const uint8_t *buf;
+		size_t len;
+		int e;
+		if (q->t.kind == VP_PUSH_PYROSCOPE) {
+			if (pe == -ENOENT)
+				pe = vp_pages__pprof(path, false, (char **)&pb, &pl, err, sizeof(err));
+			e = pe, buf = pb, len = pl;
+		} else {
+			if (oe == -ENOENT) {
+				struct vp_profile *prof = vp_profile__new();
+				struct vp_session_opts so = { .no_locations = true };
+				oe = prof ? vp_session__load(path, prof, &so, err, sizeof(err)) : -ENOMEM;
+				if (!oe && !vp_profile__has_samples(prof))
+					oe = -ENODATA;
+				if (!oe) {
+					struct vp_otlp_meta m = { .host = p->o.hostname, .service = p->o.app,
+								  .time_unix_nano = j->from * 1000000000ull,
+								  .duration_nano = (j->until - j->from) * 1000000000ull };
+					oe = vp_otlp__encode(prof, &m, &ob, &ol);
+				}
+				vp_profile__free(prof);
+			}
+			e = oe, buf = ob, len = ol;
+		}
+		if (e == -ENODATA) {
+			if (p->o.log)
+				fprintf(p->o.log, "viprof serve: push %s: interval %s holds no sample: nothing to send\n",
+					q->t.url, j->name);
+			continue;
+		}
+		if (!e)
+			e = enqueue(p, q, j, buf, len);
+		if (e && p->o.log)
+			fprintf(p->o.log, "viprof serve: push %s: cannot queue interval %s: %s\n", q->t.url, j->name,
+				err[0] ? err : strerror(-e));
+	}
+	free(pb);
+	free(ob);
+}
+
+/* One POST; the answer's status into *status. 0, or -errno when no answer came. */
+static int post(const struct vp_push_target *t, const char *target, const char *ctype, const char *interval,
+		const uint8_t *body, size_t len, int *status)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	if (getaddrinfo(t->host, t->port, &hints, &ai) != 0 || !ai)
+		return -EHOSTUNREACH;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = PUSH_TIMEOUT_S };
+	int e = 0;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) || connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+		e = -errno;
+		goto cleanup;
+	}
+	char head[2048];
+	int hl = snprintf(head, sizeof(head),
+			  "POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: viprof/" VIPROF_VERSION "\r\n"
+			  "Content-Type: %s\r\nContent-Length: %zu\r\nX-Viprof-Interval: %s\r\n%s%s%s"
+			  "Connection: close\r\n\r\n",
+			  target, t->host, t->port, ctype, len, interval, t->auth[0] ? "Authorization: " : "", t->auth,
+			  t->auth[0] ? "\r\n" : "");
+	if (hl < 0 || (size_t)hl >= sizeof(head)) {
+		e = -EMSGSIZE;
+		goto cleanup;
+	}
+	const uint8_t *parts[2] = { (const uint8_t *)head, body };
+	size_t lens[2] = { (size_t)hl, len };
+	for (int k = 0; k < 2; k++)
+		for (size_t off = 0; off < lens[k];) {
+			ssize_t w = send(fd, parts[k] + off, lens[k] - off, MSG_NOSIGNAL);
+			if (w <= 0) {
+				e = w < 0 ? -errno : -EPIPE;
+				goto cleanup;
+			}
+			off += (size_t)w;
+		}
+	char ans[64];
+	size_t got = 0;
+	while (got < sizeof(ans) - 1 && !memchr(ans, '\n', got)) {
+		ssize_t r = recv(fd, ans + got, sizeof(ans) - 1 - got, 0);
+		if (r <= 0) {
+			e = r < 0 ? -errno : -ECONNRESET;
+			goto cleanup;
+		}
+		got += (size_t)r;
+	}
+	ans[got] = '\0';
+	if (sscanf(ans, "HTTP/1.%*d %d", status) != 1)
+		e = -EPROTO;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return e;
+}
+
+/* "name=APP.cpu{hostname=H}" with the braces and separators percent-encoded. */
+static void pyro_query(const struct vp_push *p, const char *qname, char *out, size_t outlen, const char *path)
+{
+	unsigned long long seq, from, until, freq;
+	if (sscanf(qname, "%llu-%llu-%llu-%llu-", &seq, &from, &until, &freq) != 4)
+		from = until = freq = 0;
+	char host[256];
+	size_t k = 0;
+	/* Label values keep to what needs no escaping in Pyroscope's name syntax. */
+	for (const char *c = p->o.hostname; *c && k < sizeof(host) - 1; c++)
+		host[k++] = (strchr(",{}=&%#? \"", *c) ? '_' : *c);
+	host[k] = '\0';
+	snprintf(out, outlen, "%s?name=%s.cpu%%7Bhostname%%3D%s%%2Cservice_name%%3D%s%%7D&from=%llu&until=%llu"
+		 "&format=pprof&sampleRate=%llu&spyName=viprof&units=samples&aggregationType=sum",
+		 path, p->o.app, host, p->o.app, from, until, freq);
+}
+
+/* Tries the oldest queued interval of q. */
+static void attempt(struct vp_push *p, struct tq *q)
+{
+	const char *name = q->q[0];
+	int fd = openat(q->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	uint8_t *body = NULL;
+	if (fd < 0 || fstat(fd, &st) != 0 || !(body = malloc((size_t)st.st_size + 1)) ||
+	    read(fd, body, (size_t)st.st_size) != st.st_size) {
+		if (p->o.log)
+			fprintf(p->o.log, "viprof serve: push %s: cannot read queued %s: dropped\n", q->t.url, name);
+		if (fd >= 0)
+			close(fd);
+		free(body);
+		goto drop;
+	}
+	close(fd);
+	char target[2048];
+	if (q->t.kind == VP_PUSH_PYROSCOPE)
+		pyro_query(p, name, target, sizeof(target), q->t.path);
+	else
+		snprintf(target, sizeof(target), "%s", q->t.path);
+	/* The interval's name (the queue file's last part) goes along, so that a backend, or
+	 * a test, can tell a resent interval from a new one. */
+	const char *iv = name;
+	for (int k = 0; k < 4 && strchr(iv, '-'); k++)
+		iv = strchr(iv, '-') + 1;
+	int status = 0;
+	int e = post(&q->t, target, q->t.kind == VP_PUSH_OTLP ? "application/x-protobuf" : "application/octet-stream",
+		     iv, body, (size_t)st.st_size, &status);
+	free(body);
+	if (!e && status >= 200 && status < 300) {
+		q->backoff_s = 0;
+		q->retry_at = 0;
+		q->bytes -= (uint64_t)st.st_size;
+		unlinkat(q->dfd, name, 0);
+		memmove(q->q, q->q + 1, (q->n - 1) * sizeof(*q->q));
+		q->n--;
+		count(p, q, 1, 0, 1, 0);
+		return;
+	}
+	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429;
+	count(p, q, 0, 1, 0, 0);
+	if (!permanent) {
+		unsigned cap = p->o.interval_s ? p->o.interval_s : 60;
+		q->backoff_s = q->backoff_s ? (q->backoff_s * 2 > cap ? cap : q->backoff_s * 2) : 1;
+		q->retry_at = mono_ns() + (uint64_t)q->backoff_s * 1000000000ull;
+	}
+	if (p->o.log && e)
+		fprintf(p->o.log, "viprof serve: push %s: %s: no answer (%s); retrying in %u s (%zu queued)\n", q->t.url,
+			name, strerror(-e), q->backoff_s, q->n);
+	else if (p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: %s: HTTP %d%s\n", q->t.url, name, status,
+			permanent ? ": a refusal a retry cannot change, dropped (check the URL, the credentials and "
+				    "the backend's log)" : "; retrying");
+	if (!permanent)
+		return;
+drop:
+	q->bytes -= file_size(q->dfd, name);
+	unlinkat(q->dfd, name, 0);
+	memmove(q->q, q->q + 1, (q->n - 1) * sizeof(*q->q));
+	q->n--;
+	count(p, q, 0, 0, 0, 0);
+}
+
+static void *push_thread(void *arg)
+{
+	struct vp_push *p = arg;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct job *j = p->jobs;
+		if (j) {
+			p->jobs = j->next;
+			pthread_mutex_unlock(&p->lock);
+			take(p, j);
+			free(j);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		/* Sends what is due; new intervals are taken in between sends. */
+		uint64_t now = mono_ns(), next = UINT64_MAX;
+		bool sent = false;
+		for (int i = 0; i < p->n && !p->jobs && !p->stopping; i++) {
+			struct tq *q = &p->tq[i];
+			if (!q->n)
+				continue;
+			if (q->retry_at > now) {
+				next = q->retry_at < next ? q->retry_at : next;
+				continue;
+			}
+			pthread_mutex_unlock(&p->lock);
+			attempt(p, q);
+			pthread_mutex_lock(&p->lock);
+			sent = true;
+		}
+		if (sent || p->jobs || p->stopping)
+			continue;
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&p->cv, &p->lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t wait = next - now, ns = (uint64_t)ts.tv_nsec + wait % 1000000000ull;
+			ts.tv_sec += (time_t)(wait / 1000000000ull + ns / 1000000000ull);
+			ts.tv_nsec = (long)(ns % 1000000000ull);
+			pthread_cond_timedwait(&p->cv, &p->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static uint64_t fnv(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Opens (making) DIR/.push/<kind>-<hash> and reads what a previous run left queued. */
+static int open_queue(struct vp_push *p, struct tq *q, char *err, size_t errlen)
+{
+	if (mkdirat(p->o.dirfd, ".push", 0700) != 0 && errno != EEXIST) {
+		vp_set_err(err, errlen, "cannot make the push queue directory .push: %s", strerror(errno));
+		return -errno;
+	}
+	int top = openat(p->o.dirfd, ".push", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	snprintf(q->dir, sizeof(q->dir), "%s-%016llx", q->t.kind == VP_PUSH_OTLP ? "otlp" : "pyroscope",
+		 (unsigned long long)fnv(q->t.url));
+	if (top < 0 || (mkdirat(top, q->dir, 0700) != 0 && errno != EEXIST) ||
+	    (q->dfd = openat(top, q->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		int e = errno;
+		vp_set_err(err, errlen, "cannot open the push queue .push/%s: %s", q->dir, strerror(e));
+		if (top >= 0)
+			close(top);
+		return -e;
+	}
+	close(top);
+	int fd = openat(q->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		unsigned long long seq;
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= QNAME_LEN || sscanf(de->d_name, "%llu-", &seq) != 1)
+			continue;
+		if (vp_grow((void **)&q->q, &q->cap, q->n + 1, sizeof(*q->q)))
+			break;
+		snprintf(q->q[q->n++], QNAME_LEN, "%s", de->d_name);
+		q->bytes += file_size(q->dfd, de->d_name);
+		if (seq > q->seq)
+			q->seq = seq;
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	vp_sort(q->q, q->n, sizeof(*q->q), cmp_q);
+	if (q->n && p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: %zu interval(s) queued by an earlier run will be sent first\n",
+			q->t.url, q->n);
+	return 0;
+}
+
+struct vp_push *vp_push__start(const struct vp_push_opts *o, char *err, size_t errlen)
+{
+	struct vp_push *p = calloc(1, sizeof(*p));
+	if (!p) {
+		vp_set_err(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->o = *o;
+	/* Its own descriptor of DIR: the last interval is queued after the recording, which
+	 * closes its own, has stopped. */
+	p->o.dirfd = fcntl(o->dirfd, F_DUPFD_CLOEXEC, 0);
+	if (p->o.dirfd < 0) {
+		int e = errno;
+		vp_set_err(err, errlen, "cannot duplicate the continuous directory's descriptor: %s", strerror(e));
+		free(p);
+		errno = e;
+		return NULL;
+	}
+	p->n = o->ntargets > VP_PUSH_MAX ? VP_PUSH_MAX : o->ntargets;
+	for (int i = 0; i < p->n; i++) {
+		struct tq *q = &p->tq[i];
+		q->t = o->targets[i];
+		q->dfd = -1;
+		int e = open_queue(p, q, err, errlen);
+		if (e) {
+			for (int k = 0; k <= i; k++) {
+				if (p->tq[k].dfd >= 0)
+					close(p->tq[k].dfd);
+				free(p->tq[k].q);
+			}
+			close(p->o.dirfd);
+			free(p);
+			errno = -e;
+			return NULL;
+		}
+		char label[sizeof(q->t.url) + 16];
+		snprintf(label, sizeof(label), "%s %s", q->t.kind == VP_PUSH_OTLP ? "otlp" : "pyroscope", q->t.url);
+		q->mi = o->metrics ? vp_svc_metrics__add_push(o->metrics, label) : -1;
+		count(p, q, 0, 0, 0, 0);
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	int e = pthread_create(&p->thread, NULL, push_thread, p);
+	if (e) {
+		vp_set_err(err, errlen, "cannot start the push thread: %s", strerror(e));
+		for (int k = 0; k < p->n; k++) {
+			close(p->tq[k].dfd);
+			free(p->tq[k].q);
+		}
+		close(p->o.dirfd);
+		free(p);
+		errno = e;
+		return NULL;
+	}
+	return p;
+}
+
+void vp_push__interval(struct vp_push *p, const char *name, uint64_t from_s, uint64_t until_s, uint64_t freq)
+{
+	if (!p)
+		return;
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	j->from = from_s;
+	j->until = until_s;
+	j->freq = freq;
+	pthread_mutex_lock(&p->lock);
+	struct job **jp = &p->jobs;
+	while (*jp)
+		jp = &(*jp)->next;
+	*jp = j;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void vp_push__stop(struct vp_push *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	/* Intervals not yet encoded are lost with the process: encode them now, so that
+	 * the queue on disk holds them for the next start. */
+	while (p->jobs) {
+		struct job *j = p->jobs;
+		p->jobs = j->next;
+		take(p, j);
+		free(j);
+	}
+	for (int i = 0; i < p->n; i++) {
+		close(p->tq[i].dfd);
+		free(p->tq[i].q);
+	}
+	close(p->o.dirfd);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cv);
+	free(p);
+}
