@@ -38,8 +38,8 @@ static void run(const char *java)
 			hot[1] += n;
 		else if (strstr(line, "JitSplit.hotC(long)"))
 			hot[2] += n;
-		/* The main Java thread keeps the launcher's name, "java". */
-		if (!strncmp(line, "java;", 5)) {
+		/* The main Java thread, named "main" as HotSpot names it. */
+		if (!strncmp(line, "main;", 5)) {
 			main_total += n;
 			if (strstr(line, "JitSplit."))
 				main_named += n;
