@@ -191,9 +191,12 @@ int main(int argc, char **argv)
 	char jout[400], jerr[400], cmd[2048];
 	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
+	/* The classes are opened before the container's own /tmp hides whatever was there
+	 * (a build tree under /tmp, as CI's clean clone is): the JVM reads them through the
+	 * descriptor it inherits. */
 	snprintf(cmd, sizeof(cmd),
-		 "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec setpriv --reuid nobody --regid nogroup --clear-groups "
-		 "%s -cp %s Workers 300", java, VIPROF_JAVA_CLASSES);
+		 "exec 3< '%s' && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec setpriv --reuid nobody --regid nogroup "
+		 "--clear-groups %s -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
 	char *uargv[] = { "/usr/bin/unshare", "--pid", "--mount", "--fork", "--mount-proc", "/bin/sh", "-c", cmd, NULL };
 	outer = tu_spawn(uargv, jout, jerr);
 	atexit(cleanup);
