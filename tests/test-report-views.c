@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "postproc/profile_xform.h"
+#include "test-html-util.h"
 #include "test-profile-synth.h"
 #include "test.h"
 
@@ -190,6 +191,39 @@ static void test_filters(void)
 	vp_profile__free(p);
 }
 
+/* The flame graph's include, exclude and min-width controls (#include=, #exclude=,
+ * #minwidth= in the URL) draw what the report's options would (headless chromium). */
+static void test_html(void)
+{
+	html_test_start();
+	struct vp_profile *p = two_lambdas("00007fba7c000");
+	const char *file = "test-report-views.html";
+	write_html(p, NULL, file);
+	char *dom = browse(file, NULL, NULL);
+	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$1()"));
+	ASSERT_NOT_NULL(li_for(dom, "G1YoungCollector::collect()"));
+	free(dom);
+	dom = browse(file, "include=serve%5C%241", NULL);
+	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$1()"));
+	ASSERT_NULL(li_for(dom, "Shop.lambda$serve$0()"));
+	ASSERT_NULL(li_for(dom, "G1YoungCollector::collect()"));
+	ASSERT_CONTAINS(dom, "30 samples of cpu-clock");
+	free(dom);
+	dom = browse(file, "exclude=%5EG1", NULL);
+	ASSERT_NULL(li_for(dom, "G1YoungCollector::collect()"));
+	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$0()"));
+	ASSERT_CONTAINS(dom, "90 samples of cpu-clock");
+	free(dom);
+	dom = browse(file, "minwidth=40", NULL);
+	ASSERT_NULL(li_for(dom, "Shop.lambda$serve$1()"));
+	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$0()"));
+	ASSERT_CONTAINS(dom, "100 samples of cpu-clock");
+	free(dom);
+	vp_profile__free(p);
+	unlink(file);
+	html_test_end();
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
@@ -199,5 +233,7 @@ int main(int argc, char **argv)
 		test_norm_merge();
 	if (!strcmp(which, "all") || !strcmp(which, "filters"))
 		test_filters();
+	if (!strcmp(which, "html"))
+		test_html();
 	return 0;
 }

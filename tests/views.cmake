@@ -7,3 +7,6 @@ foreach(part norm-merge filters)
   set_tests_properties(test-report-views-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
 endforeach()
 viprof_jvm_test(test-report-norm-jvm 240)
+# The flame graph's include/exclude/min-width controls in headless chromium (tools).
+add_test(NAME test-report-views-html COMMAND test-report-views html WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-views-html PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS tools)
