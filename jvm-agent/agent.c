@@ -533,7 +533,7 @@ static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineReco
  * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
  * inlining as INLINE2, encoded straight into the queue. */
 static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
-			  const void *compile_info, uint64_t t, uint8_t level)
+			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
 {
 	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
 	struct inl_table tab;
@@ -564,6 +564,7 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
 		b->level = level;
+		b->flags = flags;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
 	if (b && npcs) {
@@ -624,6 +625,7 @@ struct known {
 	uint32_t code_size;
 	int32_t compile_id;
 	int8_t level;
+	bool osr;
 	uint8_t mark;            /* enum known_mark */
 };
 
@@ -731,7 +733,7 @@ static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
 		return -ENOMEM;
 	SC.cur[SC.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
 					    .code_size = nm->code_size, .compile_id = nm->compile_id,
-					    .level = nm->level };
+					    .level = nm->level, .osr = nm->osr };
 	return 0;
 }
 
@@ -854,7 +856,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		}
 	}
 	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
-		      info, not_before, (uint8_t)k->level);
+		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	SC.loads++;
 }
 
@@ -1139,7 +1141,7 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	st_begin(&m);
 	if (SC.check)
 		scan_check(method, code_size, code_addr, compile_info);
-	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN);
+	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
 	st_end(ST_LOAD, &m);
 }
 

@@ -195,7 +195,8 @@ static int add_method(struct vp_codemap *m, uint64_t start, uint32_t size, uint6
 		return err ? err : -ENOMEM;
 	struct vp_cm_method_info *x = &m->methods[m->nmethods];
 	*x = (struct vp_cm_method_info){ .start = start, .size = size, .epoch = (uint32_t)pv->cur_epoch,
-					 .method_id = id, .load_time = t, .unload_time = VP_CM_NEVER, .inl = -1 };
+					 .method_id = id, .load_time = t, .unload_time = VP_CM_NEVER, .inl = -1,
+					 .level = VP_CM_LEVEL_UNKNOWN };
 	x->name = own_str(pv, name, nl);
 	x->klass = own_str(pv, klass, cl);
 	x->mname = own_str(pv, mname, ml);
@@ -444,6 +445,10 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, s, x.name_len,
 			       s + x.name_len, x.class_len, s + x.name_len + x.class_len, x.mname_len,
 			       s + x.name_len + x.class_len + x.mname_len, x.sig_len);
+		if (!e) {
+			m->methods[m->nmethods - 1].level = x.level;
+			m->methods[m->nmethods - 1].flags = x.flags;
+		}
 		break;
 	}
 	case VP_CM_METHOD_UNLOAD: {
@@ -494,8 +499,11 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		if (GROW(pv->unnamed, pv->cap_unnamed, pv->nunnamed + 1))
 			return -ENOMEM;
 		pv->unnamed[pv->nunnamed] = (uint32_t)m->nmethods;
-		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0)))
+		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0))) {
 			pv->nunnamed++;
+			m->methods[m->nmethods - 1].level = x.level;
+			m->methods[m->nmethods - 1].flags = x.flags;
+		}
 		break;
 	}
 	case VP_CM_INLINE2: {

@@ -24,6 +24,9 @@ struct vp_cm_method_info {
 	uint64_t load_time, unload_time; /* CLOCK_MONOTONIC ns; unload VP_CM_NEVER if never */
 	const char *name, *klass, *mname, *sig; /* klass/mname/sig are "" for imports */
 	int32_t inl;                 /* index into vp_codemap.inlines, or -1 */
+	uint8_t level;               /* HotSpot compile level; VP_CM_LEVEL_UNKNOWN for imports and
+				      * loads from CompiledMethodLoad, which does not say */
+	uint8_t flags;               /* VP_CM_LOAD_* */
 };
 
 struct vp_cm_blob_info {

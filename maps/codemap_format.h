@@ -15,7 +15,8 @@
 
 #define VP_CODEMAP_FORMAT_VERSION 1
 #define VP_CODEMAP_FILE "codemap.vpm"
-#define VP_AGENT_VERSION 2     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE */
+#define VP_AGENT_VERSION 3     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE;
+				* 3: METHOD_LOAD2's flags (OSR) */
 
 enum vp_cm_type {
 	VP_CM_META         = 1,
@@ -71,6 +72,13 @@ struct vp_cm_epoch_end {
 };
 
 #define VP_CM_LEVEL_UNKNOWN 0xffu
+/* HotSpot's compile levels (CompLevel): 1-3 are C1 (1 without profiling, 2 with
+ * invocation and backedge counters, 3 full profiling), 4 is C2; 0 is a native wrapper. */
+#define VP_CM_LEVEL_C2 4u
+
+/* METHOD_LOAD and METHOD_LOAD2 flags (agent version 3 on; before that the byte was
+ * reserved and zero, which reads as "no flags"). */
+#define VP_CM_LOAD_OSR 0x1u   /* an on-stack-replacement compilation (entered at a loop) */
 
 /* VP_CM_METHOD_LOAD. Followed by name_len bytes of the readable name
  * ("java.util.HashMap.get(Object)"), class_len bytes of the class signature
@@ -80,7 +88,8 @@ struct vp_cm_method_load {
 	uint64_t code_start;
 	uint32_t code_size;
 	uint8_t level;           /* compile level, VP_CM_LEVEL_UNKNOWN when JVMTI does not say */
-	uint8_t reserved[3];
+	uint8_t flags;           /* VP_CM_LOAD_* (agent version 3 on) */
+	uint8_t reserved[2];
 	uint64_t method_id;      /* the jmethodID; stable while the class is loaded */
 	uint16_t name_len, class_len, mname_len, sig_len;
 };
@@ -194,7 +203,8 @@ struct vp_cm_method_load2 {
 	uint64_t method_id;
 	uint32_t code_size;
 	uint8_t level;           /* as in METHOD_LOAD */
-	uint8_t reserved[3];
+	uint8_t flags;           /* as in METHOD_LOAD */
+	uint8_t reserved[2];
 };
 
 enum vp_cm_blob_kind {

@@ -265,6 +265,10 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 			memcpy(a, b, need);
 		}
 		f.name = a;
+		/* A method's C1 and C2 code are one frame for comparison: which tier ran when
+		 * differs from run to run with the JIT's timing. */
+		if (x->norm)
+			f.tier = 0;
 		if ((fmap[i] = vp_profile__frame(dst, &f)) == NONE)
 			goto cleanup;
 		for (int r = 0; r < ninc && !(match[i] & 1); r++)

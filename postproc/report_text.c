@@ -325,10 +325,16 @@ static void name_widths(struct vp_out *o, int fixed, int *symw, int *imgw)
 
 static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int imgw, bool color)
 {
-	char a[1024], b[1024];
+	char a[1024], b[1024], img[1100];
 	const char *c = color ? layer_color(f->layer) : "";
+	/* A compiled method's tier goes with its image: "[jit C1]", "[jit C2 OSR]". */
+	const char *tn = vp_tier_name(f->tier);
+	if (*tn && f->image[0] == '[') {
+		snprintf(img, sizeof(img), "%.*s %s]", (int)strcspn(f->image, "]"), f->image, tn);
+	} else
+		snprintf(img, sizeof(img), "%s", base_name(f->image));
 	vp_out__printf(o, "  %s%-11s%s %-*s  %s\n", c, vp_layer_name(f->layer), *c ? "\033[0m" : "", symw,
-		       fit(f->name, symw, false, a, sizeof(a)), fit(base_name(f->image), imgw, true, b, sizeof(b)));
+		       fit(f->name, symw, false, a, sizeof(a)), fit(img, imgw, true, b, sizeof(b)));
 }
 
 static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)

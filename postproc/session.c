@@ -712,8 +712,14 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		int n = vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf,
 					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
 		for (int i = 0; i < n; i++) {
-			out[i] = add_frame(l, jf[i].layer, jf[i].name ? jf[i].name : "[unknown]", "[jit]", "", 0,
-					   jf[i].file, jf[i].line);
+			/* The compiled method's frame carries its tier (issue 25): C1 and C2 code of
+			 * one method are two frames, as in async-profiler's _[1] and _[j]. */
+			uint8_t tier = jf[i].level >= 1 && jf[i].level <= VP_TIER_C2 ?
+					       (uint8_t)(jf[i].level | (jf[i].osr ? VP_TIER_OSR : 0)) : 0;
+			struct vp_frame vf = { .name = jf[i].name ? jf[i].name : "[unknown]", .image = "[jit]",
+					       .build_id = "", .file = jf[i].file ? jf[i].file : "",
+					       .line = jf[i].line, .layer = jf[i].layer, .tier = tier };
+			out[i] = vp_profile__frame(l->p, &vf);
 			l->jit_lines[i] = jf[i].line;  /* this address's lines; the frame keeps its first */
 		}
 		l->jit_n = n;

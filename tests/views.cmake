@@ -10,3 +10,12 @@ viprof_jvm_test(test-report-norm-jvm 240)
 # The flame graph's include/exclude/min-width controls in headless chromium (tools).
 add_test(NAME test-report-views-html COMMAND test-report-views html WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-views-html PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS tools)
+# Compile tiers: METHOD_LOAD2's level and OSR flag through the reader, the resolver and the
+# reports, old and new records (unit); C1 (TieredStopAtLevel=1) and C2 code of a real JVM
+# marked so in text, folded and `maps show` (jvm, JDK 17 and 25).
+viprof_test(test-codemap-tier SOURCES test-codemap-tier.c LIBS vp_postproc vp_maps ARGS map LABELS unit)
+foreach(part layout reports)
+  add_test(NAME test-codemap-tier-${part} COMMAND test-codemap-tier ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(test-codemap-tier-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
+endforeach()
+viprof_jvm_test(test-tier-jvm 300)
