@@ -25,8 +25,8 @@
 #define MAX_IDS 1024
 #define MAX_TOP 1000000
 
-enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON };
-static const char *const format_names[] = { "text", "folded", "html", "pprof", "json" };
+enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON, FMT_JFR };
+static const char *const format_names[] = { "text", "folded", "html", "pprof", "json", "jfr" };
 
 struct report_args {
 	const char **dirs;
@@ -68,7 +68,8 @@ static void usage(FILE *f)
 		"Reads session directories (default ./" DEFAULT_DIR "; several are merged into one\n"
 		"profile) and writes a report.\n"
 		"\n"
-		"  -F, --format FMT       text (default), folded, html, pprof or json\n"
+		"  -F, --format FMT       text (default), folded, html, pprof, json or jfr (JDK Flight\n"
+		"                         Recorder: jdk.ExecutionSample events for JMC, IntelliJ, jfr)\n"
 		"  -o, --output FILE      write to FILE instead of standard output\n"
 		"  -n, --top N            rows in the hotspot tables (default 25)\n"
 		"  -s, --sort KEY         self (default) or total\n"
@@ -109,6 +110,7 @@ static void usage(FILE *f)
 		"  viprof report run1 -F html -o flame.html       an interactive flame graph\n"
 		"  viprof report run1 -F pprof -o run1.pb.gz      then: pprof -http=: run1.pb.gz\n"
 		"  viprof report run1 -F folded | flamegraph.pl   folded stacks for other tools\n"
+		"  viprof report run1 -F jfr -o run1.jfr          then: jfr print run1.jfr, or open it in JMC\n"
 		"  viprof report run2 --diff run1 -F html -o d.html   what got hotter or colder\n"
 		"  viprof report run1 run2 --layers               two runs merged, by layer\n"
 		"  viprof report run1 -p 1234 --time 10,20 -e page-faults   one process, 10 s to 20 s\n"
@@ -236,7 +238,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				if (!strcmp(optarg, format_names[i]))
 					break;
 			if (i == sizeof(format_names) / sizeof(format_names[0]))
-				return usage_error("unknown format '%s' (text, folded, html, pprof or json)", optarg);
+				return usage_error("unknown format '%s' (text, folded, html, pprof, json or jfr)", optarg);
 			a->format = (enum format)i;
 			break;
 		}
@@ -365,6 +367,8 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
 	if (a->format == FMT_PPROF && a->diff_base)
 		return usage_error("--diff has no pprof form; write both runs as pprof and use 'pprof -diff_base'");
+	if (a->format == FMT_JFR && a->diff_base)
+		return usage_error("--diff has no JFR form; write each run as JFR and compare them in JMC");
 	if (a->xf.minwidth > 0 && a->format != FMT_FOLDED && a->format != FMT_HTML)
 		return usage_error("--minwidth cuts the call tree of html and folded reports; use -F html or -F folded (text has --top)");
 	return 0;
@@ -530,6 +534,15 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
 		goto cleanup;
 	}
+	if (o.tty && a.format == FMT_JFR) {
+		fprintf(stderr, "viprof report: not writing JFR's binary data to a terminal; add -o FILE.jfr\n");
+		goto cleanup;
+	}
+	if (a.format == FMT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
+		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is time spent off the CPU: choose a CPU event with -e (e.g. -e %s)\n",
+			p->events[ro.sort_event].name, p->events[0].name);
+		goto cleanup;
+	}
 
 	switch (a.format) {
 	case FMT_TEXT:
@@ -546,6 +559,9 @@ int cmd_report(int argc, char **argv)
 		break;
 	case FMT_JSON:
 		r = report_json(p, base, &o, &ro);
+		break;
+	case FMT_JFR:
+		r = report_jfr(p, &o, &ro);
 		break;
 	default:
 		r = -EINVAL;

@@ -19,3 +19,7 @@ foreach(part layout reports)
   set_tests_properties(test-codemap-tier-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
 endforeach()
 viprof_jvm_test(test-tier-jvm 300)
+# JFR output read by the JDK's own jfr tool (summary, print, print --json): event count,
+# top methods' shares against the text report, frame types, thread names (jvm, JDK 17
+# and 25, each JDK reading with its own jfr).
+viprof_jvm_test(test-report-jfr-jvm 300)
