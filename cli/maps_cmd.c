@@ -135,6 +135,8 @@ static int cmd_list(const struct vp_codemap *m)
 			printf("%7s %10s %7s\n", "-", "-", "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
+	if (m->nallocs)
+		printf("%zu sampled allocations (record -e alloc)\n", m->nallocs);
 	/* ptrs is sorted by (method_ptr, time): a pointer named again for another method is
 	 * metadata a later class reused after the first one unloaded (the same pair twice is
 	 * a class both enumerated at start and prepared). */

@@ -539,7 +539,7 @@ int cmd_report(int argc, char **argv)
 		goto cleanup;
 	}
 	if (a.format == FMT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
-		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is time spent off the CPU: choose a CPU event with -e (e.g. -e %s)\n",
+		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is not time on the CPU: choose a CPU event with -e (e.g. -e %s)\n",
 			p->events[ro.sort_event].name, p->events[0].name);
 		goto cleanup;
 	}

@@ -1542,6 +1542,77 @@ static void finish_file(void)
 			A.path, strerror(-(err ? err : cerr)));
 }
 
+/* ---- sampled allocations (record -e alloc; issue 25) ---- */
+
+/* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
+ * sampling interval); 0 = off. */
+static uint64_t alloc_interval;
+#define ALLOC_MAX_FRAMES 128
+
+/* SampledObjectAlloc, on the allocating Java thread. Its stack and the object's class
+ * are read here, the only place they can be, and queued as ALLOC_SAMPLE; like the
+ * other callbacks it takes the queue's raw monitor briefly and drops the sample when
+ * the queue is full. GetClassSignature allocates JVMTI memory, which JVMTI allows in
+ * this event (it is posted where the allocating thread may run Java code). */
+static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
+				     jclass klass, jlong size)
+{
+	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
+	jint n = 0;
+	char *sig = NULL;
+
+	(void)jni, (void)thread, (void)object;
+	if (A.disabled || !alloc_interval)
+		return;
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
+		n = 0;
+	if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) != JVMTI_ERROR_NONE)
+		sig = NULL;
+	size_t sl = sig ? strnlen(sig, 1024) : 0;
+	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
+	lock();
+	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_ALLOC_SAMPLE, t,
+						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	if (b) {
+		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
+		b->tid = (uint32_t)syscall(SYS_gettid);
+		b->nframes = (uint16_t)n;
+		b->class_len = (uint16_t)sl;
+		b->size = sz;
+		/* Sampling picks about one allocation per interval bytes: one sample stands for
+		 * the interval, or for the object itself when it is larger. */
+		b->weight = sz > alloc_interval ? sz : alloc_interval;
+		for (jint i = 0; i < n; i++)
+			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
+							   .bci = (int32_t)fr[i].location };
+		memcpy(f + n, sig, sl);
+	}
+	unlock_notify();
+	if (sig)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+}
+
+/* Turns allocation sampling on when alloc= asked for it; a JVM that cannot (before JDK
+ * 11) says so once and records the rest. */
+static void alloc_start(void)
+{
+	jvmtiCapabilities caps = { 0 };
+	jvmtiError e;
+
+	if (!alloc_interval)
+		return;
+	caps.can_generate_sampled_object_alloc_events = 1;
+	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE ||
+	    (e = (*A.jvmti)->SetHeapSamplingInterval(A.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
+		    JVMTI_ERROR_NONE ||
+	    (e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
+		    JVMTI_ERROR_NONE) {
+		fprintf(stderr, "viprof agent: allocation sampling is unavailable: %s (SampledObjectAlloc needs JDK 11 or later); "
+			"recording without it\n", jvmti_err(e));
+		alloc_interval = 0;
+	}
+}
+
 /* ---- sessions ---- */
 
 static int open_file(void);
@@ -2093,6 +2164,14 @@ static int parse_options(const char *options, struct session_opts *o)
 			SC.forced_events = false;
 		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
 			SC.check = true;
+		} else if (len > 6 && !strncmp(p, "alloc=", 6)) {
+			char num[24];
+			snprintf(num, sizeof(num), "%.*s", (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
+			char *e;
+			unsigned long long v = strtoull(num, &e, 10);
+			if (*e || !v)
+				return -EINVAL;
+			alloc_interval = v;
 		} else if (measure_option(p, len)) {
 			/* taken */
 		} else if (len) {
@@ -2326,6 +2405,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.ClassPrepare = cb_class_prepare;
 	cb.ThreadStart = cb_thread_start;
 	cb.ThreadEnd = cb_thread_end;
+	cb.SampledObjectAlloc = cb_sampled_alloc;
 	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -2347,6 +2427,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 			return -EINVAL;
 		}
 	}
+	alloc_start();
 	return 0;
 }
 

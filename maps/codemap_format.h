@@ -32,6 +32,7 @@ enum vp_cm_type {
 	VP_CM_METHOD_LOAD2 = 11, /* METHOD_LOAD without strings: named by METHOD_NAME */
 	VP_CM_METHOD_NAMES = 12, /* METHOD_NAME for many methods of one class, compact */
 	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
+	VP_CM_ALLOC_SAMPLE = 14, /* a sampled allocation (record -e alloc), agent version 3 on */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -255,5 +256,24 @@ struct vp_cm_thread_name {
 };
 #define VP_CM_THREAD_PREEXISTING 0x1u
 #define VP_CM_THREAD_ENDED       0x2u
+
+/* VP_CM_ALLOC_SAMPLE: one allocation that JVMTI's SampledObjectAlloc reported (the agent
+ * option alloc=BYTES sets the mean sampling interval), on the allocating thread tid.
+ * Followed by nframes struct vp_cm_alloc_frame, innermost first (the allocating method
+ * first), then class_len bytes of the object's class signature ("[J", "Ljava/lang/String;").
+ * Methods are named by the METHOD_NAME(S) records of their jmethodIDs; frames carry the
+ * bytecode index as JVMTI gives it. */
+struct vp_cm_alloc_sample {
+	uint32_t tid;
+	uint16_t nframes;
+	uint16_t class_len;
+	uint64_t size;           /* the object's size in bytes */
+	uint64_t weight;         /* the bytes the sample stands for: max(size, interval) */
+};
+struct vp_cm_alloc_frame {
+	uint64_t method_id;
+	int32_t bci;
+	uint32_t reserved;
+};
 
 #endif

@@ -23,3 +23,6 @@ viprof_jvm_test(test-tier-jvm 300)
 # top methods' shares against the text report, frame types, thread names (jvm, JDK 17
 # and 25, each JDK reading with its own jfr).
 viprof_jvm_test(test-report-jfr-jvm 300)
+# record -e alloc: the agent's JVMTI allocation sampling, a 75/25 split of bytes in two
+# classes (jvm, JDK 17 and 25).
+viprof_jvm_test(test-alloc-jvm 240)
