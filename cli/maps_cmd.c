@@ -135,8 +135,13 @@ static int cmd_list(const struct vp_codemap *m)
 			printf("%7s %10s %7s\n", "-", "-", "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
-	if (m->nallocs)
-		printf("%zu sampled allocations (record -e alloc)\n", m->nallocs);
+	size_t nlocks = 0;
+	for (size_t i = 0; i < m->nallocs; i++)
+		nlocks += m->allocs[i].kind == VP_CM_LOCK_SAMPLE;
+	if (m->nallocs - nlocks)
+		printf("%zu sampled allocations (record -e alloc)\n", m->nallocs - nlocks);
+	if (nlocks)
+		printf("%zu contended lock waits (record -e lock)\n", nlocks);
 	/* ptrs is sorted by (method_ptr, time): a pointer named again for another method is
 	 * metadata a later class reused after the first one unloaded (the same pair twice is
 	 * a class both enumerated at start and prepared). */

@@ -107,7 +107,8 @@ static void absolute_dir(const char *dir, char *out, size_t len)
 }
 
 /* The agent options for a launched JVM, appended to what the user already set. */
-static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_pointers, uint64_t alloc_bytes)
+static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_pointers, uint64_t alloc_bytes,
+			       bool lock, uint64_t lock_ns)
 {
 	if (no_jit)
 		return NULL;
@@ -120,9 +121,12 @@ static char *java_tool_options(const char *session_dir, bool no_jit, bool frame_
 	 * runs as it would in production; only the frame-pointer walk of the perf backend
 	 * needs -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
 	 * agent's PC-to-line tables precise between safepoints. */
-	char alloc[48] = "";
-	if (alloc_bytes)   /* -e alloc: the agent's allocation sampling (issue 25) */
+	char alloc[96] = "";
+	/* -e alloc, -e lock: the agent's allocation sampling and lock recording (issue 25). */
+	if (alloc_bytes)
 		snprintf(alloc, sizeof(alloc), ",alloc=%llu", (unsigned long long)alloc_bytes);
+	if (lock)
+		snprintf(alloc + strlen(alloc), sizeof(alloc) - strlen(alloc), ",locks=%llu", (unsigned long long)lock_ns);
 	if (asprintf(&s, "%s%s-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR
 			 "%s%s -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints",
 		     old && *old ? old : "", old && *old ? " " : "", agent, session_dir, alloc,
@@ -487,7 +491,7 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		goto cleanup;
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
-		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes);
+		java_opts = java_tool_options(abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes, o->lock, o->lock_ns);
 		if (launch_held(o->cmd, java_opts, &held))
 			goto cleanup;
 		child = held.pid;
@@ -725,7 +729,8 @@ int cmd_record(int argc, char **argv)
 		absolute_dir(o.output, dir, sizeof(dir));
 		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
 		java_opts = java_tool_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
-									     (on_my_own && !strcmp(o.backend, "auto"))), o.alloc_bytes);
+									     (on_my_own && !strcmp(o.backend, "auto"))), o.alloc_bytes, o.lock,
+					      o.lock_ns);
 		/* Held before exec until the sampler watches its pid (released below). */
 		if (launch_held(o.cmd, java_opts, &held))
 			goto cleanup;

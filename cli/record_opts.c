@@ -26,7 +26,9 @@ void record_opts__usage(FILE *f)
 		"                         machine counts them, else cpu-clock (see 'viprof probe');\n"
 		"                         EV/period=N/ or EV/freq=N/ sets that event's own rate;\n"
 		"                         alloc: a launched JVM's allocations (JVMTI sampling every\n"
-		"                         512 KiB, alloc/period=BYTES/ to change), as event alloc\n"
+		"                         512 KiB, alloc/period=BYTES/ to change), as event alloc;\n"
+		"                         lock: its contended monitors and java.util.concurrent\n"
+		"                         waits of 10 us or more (lock/period=NS/), as event lock\n"
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
@@ -151,8 +153,9 @@ static int parse_jvm_attach(struct vp_record_opts *o, const char *arg, char *err
 }
 
 /* -e alloc[/period=BYTES/] is the JVM agent's allocation sampling (JVMTI
- * SampledObjectAlloc), not a perf event: it is taken out of the list (what is left, or
- * the default event when nothing is, is sampled as usual) into o->alloc_bytes. */
+ * SampledObjectAlloc) and -e lock[/period=NS/] its contended-lock recording, not perf
+ * events: they are taken out of the list (what is left, or the default event when
+ * nothing is, is sampled as usual) into o->alloc_bytes, o->lock and o->lock_ns. */
 static int take_alloc(struct vp_record_opts *o, char *err, size_t errlen)
 {
 	static char rest[4096];
@@ -163,6 +166,18 @@ static int take_alloc(struct vp_record_opts *o, char *err, size_t errlen)
 	snprintf(copy, sizeof(copy), "%s", o->events);
 	rest[0] = '\0';
 	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "lock") || !strncmp(tok, "lock/", 5)) {
+			o->lock = true;
+			o->lock_ns = 10000;   /* async-profiler's default threshold: 10 us */
+			if (tok[4] == '/') {
+				long long v = -1;
+				char term[8] = "";
+				if (sscanf(tok + 5, "period=%lld%7s", &v, term) != 2 || strcmp(term, "/") || v < 0)
+					return fail(err, errlen, "-e %s: expected lock or lock/period=NS/ (record waits of at least NS nanoseconds, e.g. lock/period=1000/)", tok);
+				o->lock_ns = (uint64_t)v;
+			}
+			continue;
+		}
 		if (strcmp(tok, "alloc") && strncmp(tok, "alloc/", 6)) {
 			n += (size_t)snprintf(rest + n, sizeof(rest) - n, "%s%s", n ? "," : "", tok);
 			continue;
@@ -324,7 +339,11 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	if (o->alloc_bytes && o->target != RECORD_TARGET_LAUNCH)
 		return fail(err, errlen, "-e alloc samples allocations in a JVM that viprof launches (viprof record -e alloc -- java ...); "
 			    "for a running JVM start it with -agentpath:libviprof-jvmti.so=alloc=524288 instead");
-	if (o->alloc_bytes && o->no_jit)
-		return fail(err, errlen, "-e alloc needs the JVM agent, which --no-jit turns off");
+	if (o->lock && o->target != RECORD_TARGET_LAUNCH)
+		return fail(err, errlen, "-e lock records contended locks in a JVM that viprof launches (viprof record -e lock -- java ...): "
+			    "the JVM grants the events it needs only at start; start a running JVM with "
+			    "-agentpath:libviprof-jvmti.so=locks=10000 instead");
+	if ((o->alloc_bytes || o->lock) && o->no_jit)
+		return fail(err, errlen, "-e alloc and -e lock need the JVM agent, which --no-jit turns off");
 	return 0;
 }

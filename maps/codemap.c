@@ -620,7 +620,8 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 			.flags = x.flags, .name = name };
 		return 0;
 	}
-	case VP_CM_ALLOC_SAMPLE: {
+	case VP_CM_ALLOC_SAMPLE:
+	case VP_CM_LOCK_SAMPLE: {
 		struct vp_cm_alloc_sample x;
 		if (len < sizeof(x))
 			return bad(err, errlen, path, "short ALLOC_SAMPLE", n);
@@ -635,7 +636,7 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		if (!klass)
 			return -ENOMEM;
 		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
-		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .tid = x.tid, .nframes = x.nframes,
+		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid, .nframes = x.nframes,
 			.first = m->nalloc_frames, .size = x.size, .weight = x.weight, .klass = klass };
 		m->nalloc_frames += x.nframes;
 		return 0;

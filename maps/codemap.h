@@ -33,6 +33,7 @@ struct vp_cm_method_info {
  * vp_codemap.alloc_frames[first .. first + nframes). */
 struct vp_cm_alloc_info {
 	uint64_t time;
+	uint32_t kind;               /* VP_CM_ALLOC_SAMPLE, or VP_CM_LOCK_SAMPLE (size, weight in ns) */
 	uint32_t tid;
 	uint32_t nframes;
 	size_t first;

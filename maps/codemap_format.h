@@ -33,6 +33,7 @@ enum vp_cm_type {
 	VP_CM_METHOD_NAMES = 12, /* METHOD_NAME for many methods of one class, compact */
 	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
 	VP_CM_ALLOC_SAMPLE = 14, /* a sampled allocation (record -e alloc), agent version 3 on */
+	VP_CM_LOCK_SAMPLE  = 15, /* a contended lock's wait (record -e lock), agent version 3 on */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -270,6 +271,12 @@ struct vp_cm_alloc_sample {
 	uint64_t size;           /* the object's size in bytes */
 	uint64_t weight;         /* the bytes the sample stands for: max(size, interval) */
 };
+/* VP_CM_LOCK_SAMPLE has ALLOC_SAMPLE's layout: a thread that waited for a contended
+ * monitor (synchronized; JVMTI MonitorContendedEnter to MonitorContendedEntered) or parked
+ * in java.util.concurrent's LockSupport.park/parkNanos (a breakpoint at its start to its
+ * frame's pop), its stack when it got the lock (or returned from park), innermost first,
+ * and the class of the monitor (or of park's blocker object; "" when none). size and
+ * weight are both the time waited, in ns. The time of the record is the wait's end. */
 struct vp_cm_alloc_frame {
 	uint64_t method_id;
 	int32_t bci;

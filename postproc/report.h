@@ -49,7 +49,7 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
  * events; -EINVAL for an event that is not CPU time (vp_jfr_refuses_event). */
 int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
 /* Whether JFR output refuses this event: time off the CPU (off-cpu, wall, steal, ...)
- * and sampled allocations are no ExecutionSample. */
+ * sampled allocations and lock waits are no ExecutionSample. */
 bool vp_jfr_refuses_event(const char *name);
 
 #endif

@@ -421,7 +421,7 @@ static int frame_type(int layer)
 
 bool vp_jfr_refuses_event(const char *name)
 {
-	static const char *const off[] = { "off-cpu", "steal", "wall", "blocked", "runnable", "alloc" };
+	static const char *const off[] = { "off-cpu", "steal", "wall", "blocked", "runnable", "alloc", "lock" };
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		if (!strcmp(name, off[i]))
 			return true;

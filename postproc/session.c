@@ -1500,11 +1500,12 @@ static void loader_free(struct loader *l)
 	vp_elfsym__free(l->elfs);
 }
 
-/* Sampled allocations (record -e alloc, issue 25): each ALLOC_SAMPLE of each JVM's code
- * map is a stack of event "alloc" (bytes: the bytes it stands for), its Java frames from
- * the agent's method names and the allocated class as the leaf frame, like async-profiler's
- * allocation profiles. JVMTI does not say which frames were compiled: they are drawn in
- * the JIT layer, the class in the JVM layer. */
+/* Sampled allocations and contended locks (record -e alloc, -e lock; issue 25): each
+ * ALLOC_SAMPLE of each JVM's code map is a stack of event "alloc" (bytes: the bytes it
+ * stands for), each LOCK_SAMPLE one of event "lock" (nanoseconds waited), its Java frames
+ * from the agent's method names and the allocated class, or the lock's, as the leaf
+ * frame, like async-profiler's allocation and lock profiles. JVMTI does not say which
+ * frames were compiled: they are drawn in the JIT layer, the class in the JVM layer. */
 static int add_allocs(struct loader *l)
 {
 #if HAVE_JIT_INDEX
@@ -1512,7 +1513,7 @@ static int add_allocs(struct loader *l)
 	snprintf(path, sizeof(path), "%s/%s", l->dir, VP_SESSION_JIT_DIR);
 	DIR *d = opendir(path);
 	struct dirent *de;
-	int ev = -1, ret = 0;
+	int evs[2] = { -1, -1 }, ret = 0;
 	if (!d)
 		return 0;
 	while (!ret && (de = readdir(d))) {
@@ -1524,12 +1525,14 @@ static int add_allocs(struct loader *l)
 		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
 		if (!cm || !cm->nallocs)
 			continue;
-		if (ev < 0 && (ev = vp_profile__add_event(l->p, "alloc", "bytes")) < 0) {
-			ret = ev;
-			break;
-		}
 		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
 			const struct vp_cm_alloc_info *a = &cm->allocs[i];
+			bool lk = a->kind == VP_CM_LOCK_SAMPLE;
+			int *ev = &evs[lk];
+			if (*ev < 0 && (*ev = vp_profile__add_event(l->p, lk ? "lock" : "alloc", lk ? "nanoseconds" : "bytes")) < 0) {
+				ret = *ev;
+				break;
+			}
 			if (!in_list(l->o->pids, l->o->npids, (uint32_t)pid) || !in_list(l->o->tids, l->o->ntids, a->tid) ||
 			    !in_window(l, a->time))
 				continue;
@@ -1550,15 +1553,18 @@ static int add_allocs(struct loader *l)
 				n++;
 			}
 			char cls[512];
-			vp_cm_class_name(a->klass, cls, sizeof(cls));
-			struct vp_frame cf = { .name = cls, .image = "[class]", .build_id = "", .file = "",
+			if (lk && !a->klass[0])
+				snprintf(cls, sizeof(cls), "[unknown lock]");
+			else
+				vp_cm_class_name(a->klass, cls, sizeof(cls));
+			struct vp_frame cf = { .name = cls, .image = lk ? "[lock]" : "[class]", .build_id = "", .file = "",
 					       .layer = VP_LAYER_JVM };
 			if ((fr[n] = vp_profile__frame(l->p, &cf)) == UINT32_MAX) {
 				ret = -ENOMEM;
 				break;
 			}
 			n++;
-			ret = vp_profile__add(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", ev, 1, a->weight);
+			ret = vp_profile__add(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", *ev, 1, a->weight);
 		}
 	}
 	closedir(d);

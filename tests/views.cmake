@@ -26,3 +26,6 @@ viprof_jvm_test(test-report-jfr-jvm 300)
 # record -e alloc: the agent's JVMTI allocation sampling, a 75/25 split of bytes in two
 # classes (jvm, JDK 17 and 25).
 viprof_jvm_test(test-alloc-jvm 240)
+# record -e lock: a contended monitor and a contended ReentrantLock with their classes and
+# waiting stacks, time waited within 10% of the fixture's own (jvm, JDK 17 and 25).
+viprof_jvm_test(test-lock-jvm 240)
