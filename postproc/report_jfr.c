@@ -30,9 +30,9 @@
 
 /* Class ids: 0 and 1 are the metadata and checkpoint events. */
 enum {
-	T_EXECUTION_SAMPLE = 100, T_LONG, T_INT, T_BOOLEAN, T_STRING, T_THREAD, T_THREAD_GROUP, T_CLASS,
+	T_EXECUTION_SAMPLE = 100, T_ALLOCATION_SAMPLE = 90, T_MONITOR_ENTER = 91, T_THREAD_PARK = 92, T_LONG = 101, T_INT, T_BOOLEAN, T_STRING, T_THREAD, T_THREAD_GROUP, T_CLASS,
 	T_CLASS_LOADER, T_METHOD, T_SYMBOL, T_PACKAGE, T_MODULE, T_STACK_TRACE, T_STACK_FRAME, T_FRAME_TYPE,
-	T_THREAD_STATE, T_LABEL, T_TIMESTAMP,
+	T_THREAD_STATE, T_LABEL, T_TIMESTAMP, T_TIMESPAN,
 };
 
 enum { FT_INTERPRETED = 1, FT_JIT, FT_INLINED, FT_NATIVE };
@@ -186,12 +186,13 @@ struct mfield {
 	bool array;
 	const char *label;
 	bool ticks;         /* @Timestamp("TICKS") */
+	bool span;          /* @Timespan("TICKS") */
 };
 struct mclass {
 	int id;
 	const char *name, *super, *label;
 	bool simple;
-	struct mfield f[6];
+	struct mfield f[8];
 };
 
 static const struct mclass classes[] = {
@@ -200,6 +201,29 @@ static const struct mclass classes[] = {
 		{ "sampledThread", T_THREAD, true, false, "Thread", false },
 		{ "stackTrace", T_STACK_TRACE, true, false, "Stack Trace", false },
 		{ "state", T_THREAD_STATE, true, false, "Thread State", false } } },
+	{ T_ALLOCATION_SAMPLE, "jdk.ObjectAllocationSample", "jdk.jfr.Event", "Object Allocation Sample", false, {
+		{ "startTime", T_LONG, false, false, "Start Time", true, false },
+		{ "eventThread", T_THREAD, true, false, "Event Thread", false, false },
+		{ "stackTrace", T_STACK_TRACE, true, false, "Stack Trace", false, false },
+		{ "objectClass", T_CLASS, true, false, "Object Class", false, false },
+		{ "weight", T_LONG, false, false, "Sample Weight", false, false } } },
+	{ T_MONITOR_ENTER, "jdk.JavaMonitorEnter", "jdk.jfr.Event", "Java Monitor Blocked", false, {
+		{ "startTime", T_LONG, false, false, "Start Time", true, false },
+		{ "duration", T_LONG, false, false, "Duration", false, true },
+		{ "eventThread", T_THREAD, true, false, "Event Thread", false, false },
+		{ "stackTrace", T_STACK_TRACE, true, false, "Stack Trace", false, false },
+		{ "monitorClass", T_CLASS, true, false, "Monitor Class", false, false },
+		{ "previousOwner", T_THREAD, true, false, "Previous Monitor Owner", false, false },
+		{ "address", T_LONG, false, false, "Monitor Address", false, false } } },
+	{ T_THREAD_PARK, "jdk.ThreadPark", "jdk.jfr.Event", "Java Thread Park", false, {
+		{ "startTime", T_LONG, false, false, "Start Time", true, false },
+		{ "duration", T_LONG, false, false, "Duration", false, true },
+		{ "eventThread", T_THREAD, true, false, "Event Thread", false, false },
+		{ "stackTrace", T_STACK_TRACE, true, false, "Stack Trace", false, false },
+		{ "parkedClass", T_CLASS, true, false, "Class Parked On", false, false },
+		{ "timeout", T_LONG, false, false, "Park Timeout", false, false },
+		{ "until", T_LONG, false, false, "Park Until", false, false },
+		{ "address", T_LONG, false, false, "Address of Object Parked", false, false } } },
 	{ T_LONG, "long", NULL, NULL, false, { { 0 } } },
 	{ T_INT, "int", NULL, NULL, false, { { 0 } } },
 	{ T_BOOLEAN, "boolean", NULL, NULL, false, { { 0 } } },
@@ -255,6 +279,8 @@ static const struct mclass classes[] = {
 		{ "value", T_STRING, false, false, NULL, false } } },
 	{ T_TIMESTAMP, "jdk.jfr.Timestamp", "java.lang.annotation.Annotation", NULL, false, {
 		{ "value", T_STRING, false, false, NULL, false } } },
+	{ T_TIMESPAN, "jdk.jfr.Timespan", "java.lang.annotation.Annotation", NULL, false, {
+		{ "value", T_STRING, false, false, NULL, false } } },
 };
 
 /* One element of the metadata tree: name, attributes (string ids), then children written
@@ -300,7 +326,7 @@ static void metadata_tree(struct buf *out, struct strtab *s)
 			na++;
 		}
 		uint32_t nf = 0;
-		while (nf < 6 && c->f[nf].name)
+		while (nf < 8 && c->f[nf].name)
 			nf++;
 		el(&t, s, "class", na, a, nf + (c->label ? 1 : 0));
 		for (uint32_t k = 0; k < nf; k++) {
@@ -319,11 +345,13 @@ static void metadata_tree(struct buf *out, struct strtab *s)
 				fa[2 * nfa + 1] = "1";
 				nfa++;
 			}
-			el(&t, s, "field", nfa, fa, (f->label ? 1u : 0u) + (f->ticks ? 1u : 0u));
+			el(&t, s, "field", nfa, fa, (f->label ? 1u : 0u) + (f->ticks ? 1u : 0u) + (f->span ? 1u : 0u));
 			if (f->label)
 				annotation(&t, s, T_LABEL, f->label);
 			if (f->ticks)
 				annotation(&t, s, T_TIMESTAMP, "TICKS");
+			if (f->span)
+				annotation(&t, s, T_TIMESPAN, "TICKS");
 		}
 		if (c->label)
 			annotation(&t, s, T_LABEL, c->label);
@@ -421,7 +449,7 @@ static int frame_type(int layer)
 
 bool vp_jfr_refuses_event(const char *name)
 {
-	static const char *const off[] = { "off-cpu", "steal", "wall", "blocked", "runnable", "alloc", "lock" };
+	static const char *const off[] = { "off-cpu", "steal", "wall", "blocked", "runnable" };
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		if (!strcmp(name, off[i]))
 			return true;
@@ -434,119 +462,268 @@ static uint64_t meta_u64(const struct vp_profile *p, const char *key)
 	return v ? strtoull(v, NULL, 10) : 0;
 }
 
-struct ids {
-	uint32_t *frame_method;   /* per frame: method key (1-based) */
-	uint32_t *stack_key;      /* per stack: stack trace key, 0 = none */
-	uint32_t *stack_thread;   /* per stack: thread key */
+/* JVM names for a class as the profile names it: "long[]" -> "[J", "a.B" -> "a/B",
+ * "a.B[]" -> "[La/B;" (how the JVM and JFR name classes). */
+static void internal_class(const char *name, char *out, size_t len)
+{
+	static const struct { const char *n; char c; } prim[] = {
+		{ "boolean", 'Z' }, { "byte", 'B' }, { "char", 'C' }, { "short", 'S' },
+		{ "int", 'I' }, { "long", 'J' }, { "float", 'F' }, { "double", 'D' },
+	};
+	size_t n = strlen(name), o = 0;
+	int dims = 0;
+	while (n >= 2 && name[n - 2] == '[' && name[n - 1] == ']') {
+		n -= 2;
+		dims++;
+	}
+	for (int d = 0; d < dims && o + 1 < len; d++)
+		out[o++] = '[';
+	char pc = 0;
+	for (size_t k = 0; dims && k < sizeof(prim) / sizeof(prim[0]); k++)
+		if (strlen(prim[k].n) == n && !strncmp(name, prim[k].n, n))
+			pc = prim[k].c;
+	if (pc) {
+		if (o + 1 < len)
+			out[o++] = pc;
+	} else {
+		if (dims && o + 1 < len)
+			out[o++] = 'L';
+		for (size_t k = 0; k < n && o + 1 < len; k++)
+			out[o++] = name[k] == '.' ? '/' : name[k];
+		if (dims && o + 1 < len)
+			out[o++] = ';';
+	}
+	out[o] = '\0';
+}
+
+/* Everything the pools are made of, and what the events refer to. */
+struct jw {
+	const struct vp_profile *p;
+	struct strtab syms, classes, pkgs;
+	uint32_t *cls_pkg, *cls_sym;           /* per class: package key - 1, name symbol - 1 */
+	uint8_t *cls_hidden;
+	size_t cap_pkg, cap_sym, cap_hidden;
+	struct buf methods;                    /* the method pool's entries */
+	uint32_t nmethods, *frame_method;      /* per frame: method key, 0 = none yet */
+	struct buf traces;                     /* the stack trace pool's entries */
+	uint32_t ntraces;
 };
+
+/* The class key (1-based) of a class by its JVM name, made with its symbol and package
+ * when new; 0 on ENOMEM. */
+static uint32_t class_key(struct jw *w, const char *cls)
+{
+	uint32_t c = st_id(&w->classes, cls);
+	if (c == UINT32_MAX || vp_grow((void **)&w->cls_pkg, &w->cap_pkg, c + 1, sizeof(*w->cls_pkg)) ||
+	    vp_grow((void **)&w->cls_sym, &w->cap_sym, c + 1, sizeof(*w->cls_sym)) ||
+	    vp_grow((void **)&w->cls_hidden, &w->cap_hidden, c + 1, 1))
+		return 0;
+	if (c + 1 == w->classes.n) {
+		/* A new class: its package is the name up to the last '/' (a hidden class's
+		 * "/0x..." address is not a package level; an array has none). */
+		char pk[1024];
+		snprintf(pk, sizeof(pk), "%s", cls[0] == '[' ? "" : cls);
+		char *hid = strstr(pk, "/0x");
+		w->cls_hidden[c] = hid != NULL;
+		if (hid)
+			*hid = '\0';
+		char *slash = strrchr(pk, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			pk[0] = '\0';
+		uint32_t pkid = st_id(&w->pkgs, pk), sym = st_id(&w->syms, cls);
+		if (pkid == UINT32_MAX || sym == UINT32_MAX)
+			return 0;
+		w->cls_pkg[c] = pkid;
+		w->cls_sym[c] = sym;
+	}
+	return c + 1;
+}
+
+/* The method key of frame f, made when new; 0 on ENOMEM. */
+static uint32_t method_key(struct jw *w, uint32_t f)
+{
+	char cls[1024], meth[1024], desc[1024];
+	if (w->frame_method[f])
+		return w->frame_method[f];
+	const struct vp_frame *fr = &w->p->frames[f];
+	if (frame_type(fr->layer) == FT_NATIVE || !split_java(fr->name, cls, sizeof(cls), meth, sizeof(meth), desc, sizeof(desc))) {
+		/* Native code has no class: the symbol without its argument list is the
+		 * method's name, as async-profiler writes native frames. */
+		vp_name__simple(fr->name, meth, sizeof(meth));
+		cls[0] = '\0';
+		snprintf(desc, sizeof(desc), "()V");
+	}
+	uint32_t c = class_key(w, cls), ms = st_id(&w->syms, meth), ds = st_id(&w->syms, desc);
+	if (!c || ms == UINT32_MAX || ds == UINT32_MAX)
+		return 0;
+	w->frame_method[f] = ++w->nmethods;
+	/* Method value: type, name, descriptor, modifiers, hidden. */
+	b_var(&w->methods, w->nmethods);
+	b_var(&w->methods, c);
+	b_var(&w->methods, ms + 1);
+	b_var(&w->methods, ds + 1);
+	b_var(&w->methods, 0);
+	b_u8(&w->methods, 0);
+	return w->nmethods;
+}
+
+/* A stack trace entry for frames[0 .. n) (root first) of stack s; its key, 0 on ENOMEM. */
+static uint32_t trace_key(struct jw *w, const struct vp_stack *s, uint32_t n)
+{
+	uint32_t key = ++w->ntraces;
+	b_var(&w->traces, key);
+	b_u8(&w->traces, 0);       /* not truncated as far as the profile knows */
+	b_var(&w->traces, n);
+	for (uint32_t k = n; k-- > 0;) {   /* JFR lists the leaf first */
+		const struct vp_frame *fr = &w->p->frames[s->frames[k]];
+		uint32_t m = method_key(w, s->frames[k]);
+		if (!m)
+			return 0;
+		b_var(&w->traces, m);
+		b_var(&w->traces, fr->line);
+		b_var(&w->traces, 0);
+		b_var(&w->traces, (uint64_t)frame_type(fr->layer));
+	}
+	return w->traces.err ? 0 : key;
+}
+
+enum kind { K_CPU, K_ALLOC, K_LOCK };
+
+/* One event kind's events: every sample of event ev, at times spread evenly over the
+ * recording (the n-th of N at start + duration * (n + 1/2) / N), the stacks' samples
+ * interleaved by stepping through them with a stride prime to N. */
+static int write_events(struct jw *w, struct buf *evs, int ev, enum kind kind, const uint32_t *trace,
+			const uint32_t *thread, const uint32_t *cls, const bool *park, uint64_t t0, uint64_t dur)
+{
+	const struct vp_profile *p = w->p;
+	uint64_t n = 0, total = 0;
+	struct buf body = { 0 };
+	for (size_t i = 0; i < p->nstacks; i++)
+		total += trace[i] ? p->stacks[i].samples[ev] : 0;
+	if (!total)
+		return 0;
+	uint32_t *order = malloc(total * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nstacks; i++)
+		for (uint64_t k = 0; trace[i] && k < p->stacks[i].samples[ev]; k++)
+			order[n++] = (uint32_t)i;
+	uint64_t stride = 7919;   /* a prime: prime to N unless N is a multiple of it */
+	while (total % stride == 0)
+		stride += 2;
+	for (uint64_t k = 0; k < total; k++) {
+		uint32_t i = order[(k * stride) % total];
+		const struct vp_stack *s = &p->stacks[i];
+		uint64_t each = s->samples[ev] ? s->weight[ev] / s->samples[ev] : 0;
+		body.len = 0;
+		b_var(&body, kind == K_CPU ? T_EXECUTION_SAMPLE : kind == K_ALLOC ? T_ALLOCATION_SAMPLE :
+			     park[i] ? T_THREAD_PARK : T_MONITOR_ENTER);
+		b_var(&body, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)total));
+		if (kind == K_LOCK)
+			b_var(&body, each);            /* duration: the time waited */
+		b_var(&body, thread[i]);
+		b_var(&body, trace[i]);
+		if (kind == K_CPU) {
+			b_var(&body, 1);               /* STATE_RUNNABLE */
+		} else if (kind == K_ALLOC) {
+			b_var(&body, cls[i]);
+			b_var(&body, each);            /* bytes the sample stands for */
+		} else if (park[i]) {
+			b_var(&body, cls[i]);
+			b_var(&body, 0);               /* timeout and until: not recorded */
+			b_var(&body, 0);
+			b_var(&body, 0);               /* address */
+		} else {
+			b_var(&body, cls[i]);
+			b_var(&body, 0);               /* previous owner: not recorded */
+			b_var(&body, 0);
+		}
+		b_event(evs, &body);
+	}
+	free(order);
+	free(body.b);
+	return evs->err;
+}
+
+static int find_event(const struct vp_profile *p, const char *name)
+{
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, name))
+			return e;
+	return -1;
+}
 
 int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	int ev = opts ? opts->sort_event : 0, err = -ENOMEM;
-	if (ev < 0 || ev >= p->nevents)
-		ev = 0;
 	if (!p->nevents)
 		return -EINVAL;
+	if (ev < 0 || ev >= p->nevents)
+		ev = 0;
 	if (vp_jfr_refuses_event(p->events[ev].name))
 		return -EINVAL;
-	struct strtab meta = { 0 }, syms = { 0 }, classes_t = { 0 }, pkgs = { 0 };
-	struct buf cp = { 0 }, body = { 0 }, evs = { 0 }, chunk = { 0 };
-	struct ids id = { 0 };
-	uint32_t *cls_pkg = NULL, *cls_sym = NULL;   /* per class: package key, name symbol */
-	uint8_t *cls_hidden = NULL;
-	size_t cls_cap = 0, cls_cap2 = 0, cls_cap3 = 0;
-	struct buf methods = { 0 };
-	uint32_t nmethods = 0;
-	char cls[1024], meth[1024], desc[1024], simple[1024];
-
-	id.frame_method = calloc(p->nframes + 1, sizeof(*id.frame_method));
-	id.stack_key = calloc(p->nstacks + 1, sizeof(*id.stack_key));
-	id.stack_thread = calloc(p->nstacks + 1, sizeof(*id.stack_thread));
-	if (!id.frame_method || !id.stack_key || !id.stack_thread)
-		goto cleanup;
-
-	/* Methods: each frame that a sampled stack uses, with its class and package. */
-	uint64_t nsamples = 0;
-	uint32_t nstacks = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (!s->samples[ev])
-			continue;
-		nsamples += s->samples[ev];
-		id.stack_key[i] = ++nstacks;
-		for (uint32_t k = 0; k < s->nframes; k++) {
-			uint32_t f = s->frames[k];
-			if (id.frame_method[f])
-				continue;
-			const struct vp_frame *fr = &p->frames[f];
-			int ft = frame_type(fr->layer);
-			if (ft == FT_NATIVE || !split_java(fr->name, cls, sizeof(cls), meth, sizeof(meth), desc, sizeof(desc))) {
-				/* Native code has no class: the symbol without its argument list is the
-				 * method's name, as async-profiler writes native frames. */
-				vp_name__simple(fr->name, simple, sizeof(simple));
-				cls[0] = '\0';
-				snprintf(meth, sizeof(meth), "%s", simple);
-				snprintf(desc, sizeof(desc), "()V");
-			}
-			uint32_t c = st_id(&classes_t, cls);
-			if (c == UINT32_MAX)
-				goto cleanup;
-			if (vp_grow((void **)&cls_pkg, &cls_cap, c + 1, sizeof(*cls_pkg)) ||
-			    vp_grow((void **)&cls_sym, &cls_cap2, c + 1, sizeof(*cls_sym)) ||
-			    vp_grow((void **)&cls_hidden, &cls_cap3, c + 1, 1))
-				goto cleanup;
-			if (c + 1 == classes_t.n) {
-				/* A new class: its package is the name up to the last '/' (a hidden
-				 * class's "/0x..." address is not a package level). */
-				char pk[1024];
-				snprintf(pk, sizeof(pk), "%s", cls);
-				char *hid = strstr(pk, "/0x");
-				cls_hidden[c] = hid != NULL;
-				if (hid)
-					*hid = '\0';
-				char *slash = strrchr(pk, '/');
-				if (slash)
-					*slash = '\0';
-				else
-					pk[0] = '\0';
-				uint32_t pkid = st_id(&pkgs, pk), sym = st_id(&syms, cls);
-				if (pkid == UINT32_MAX || sym == UINT32_MAX)
-					goto cleanup;
-				cls_pkg[c] = pkid;
-				cls_sym[c] = sym;
-			}
-			uint32_t ms = st_id(&syms, meth), ds = st_id(&syms, desc);
-			if (ms == UINT32_MAX || ds == UINT32_MAX)
-				goto cleanup;
-			id.frame_method[f] = ++nmethods;
-			/* Method value: type, name, descriptor, modifiers, hidden. */
-			b_var(&methods, nmethods);
-			b_var(&methods, c + 1);
-			b_var(&methods, ms + 1);
-			b_var(&methods, ds + 1);
-			b_var(&methods, 0);
-			b_u8(&methods, 0);
-		}
-	}
-
-	/* Threads by (pid, tid); the first name seen names the thread. */
+	/* The CPU samples: the event asked for, or the first CPU one when that is alloc or
+	 * lock, which have events of their own and are always written when recorded. */
+	int alloc_ev = find_event(p, "alloc"), lock_ev = find_event(p, "lock");
+	int cpu_ev = ev == alloc_ev || ev == lock_ev ? -1 : ev;
+	for (int e = 0; cpu_ev < 0 && e < p->nevents; e++)
+		if (e != alloc_ev && e != lock_ev && !vp_jfr_refuses_event(p->events[e].name))
+			cpu_ev = e;
+	struct jw w = { .p = p };
+	struct strtab meta = { 0 };
+	struct buf cp = { 0 }, body = { 0 }, evs = { 0 }, chunk = { 0 }, mev = { 0 }, cev = { 0 };
+	uint32_t *trace[3] = { NULL }, *thread = NULL, *cls = NULL;
+	bool *park = NULL;
 	struct thr { uint32_t pid, tid; const char *comm; } *th = NULL;
 	size_t nth = 0, thcap = 0;
+	const int kev[3] = { cpu_ev, alloc_ev, lock_ev };
+
+	w.frame_method = calloc(p->nframes + 1, sizeof(*w.frame_method));
+	thread = calloc(p->nstacks + 1, sizeof(*thread));
+	cls = calloc(p->nstacks + 1, sizeof(*cls));
+	park = calloc(p->nstacks + 1, sizeof(*park));
+	for (int k = 0; k < 3; k++)
+		trace[k] = calloc(p->nstacks + 1, sizeof(*trace[k]));
+	if (!w.frame_method || !thread || !cls || !park || !trace[0] || !trace[1] || !trace[2])
+		goto cleanup;
+
+	/* Stack traces, classes, methods and threads of every stack an event uses. The
+	 * allocation and lock stacks end in the class (the profile's leaf frame), which JFR
+	 * has as a field of the event rather than as a frame. */
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
-		if (!id.stack_key[i])
-			continue;
-		size_t k;
-		for (k = 0; k < nth && !(th[k].pid == s->pid && th[k].tid == s->tid); k++)
-			;
-		if (k == nth) {
-			if (vp_grow((void **)&th, &thcap, nth + 1, sizeof(*th))) {
-				free(th);
+		bool used = false;
+		for (int k = 0; k < 3; k++) {
+			if (kev[k] < 0 || !s->samples[kev[k]])
+				continue;
+			used = true;
+			bool leaf_class = k != K_CPU && s->nframes > 0;
+			if (!(trace[k][i] = trace_key(&w, s, s->nframes - (leaf_class ? 1 : 0))))
 				goto cleanup;
+			if (leaf_class) {
+				char jn[1024];
+				internal_class(p->frames[s->frames[s->nframes - 1]].name, jn, sizeof(jn));
+				if (!(cls[i] = class_key(&w, jn)))
+					goto cleanup;
 			}
+			if (k == K_LOCK)
+				for (uint32_t f = 0; f < s->nframes; f++)
+					park[i] |= !strncmp(p->frames[s->frames[f]].name,
+							    "java.util.concurrent.locks.LockSupport.park", 43);
+		}
+		if (!used)
+			continue;
+		size_t t;
+		for (t = 0; t < nth && !(th[t].pid == s->pid && th[t].tid == s->tid); t++)
+			;
+		if (t == nth) {
+			if (vp_grow((void **)&th, &thcap, nth + 1, sizeof(*th)))
+				goto cleanup;
 			th[nth++] = (struct thr){ s->pid, s->tid, s->comm && *s->comm ? s->comm : "[unknown]" };
 		}
-		id.stack_thread[i] = (uint32_t)k + 1;
+		thread[i] = (uint32_t)t + 1;
 	}
 
 	/* The checkpoint: every constant pool. */
@@ -577,99 +754,59 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		b_var(&cp, th[k].tid);
 		b_var(&cp, 0);      /* no thread group */
 	}
-	free(th);
 	b_var(&cp, T_SYMBOL);
-	b_var(&cp, syms.n + pkgs.n);
-	for (size_t k = 0; k < syms.n; k++) {
+	b_var(&cp, w.syms.n + w.pkgs.n);
+	for (size_t k = 0; k < w.syms.n; k++) {
 		b_var(&cp, k + 1);
-		b_str(&cp, syms.s[k]);
+		b_str(&cp, w.syms.s[k]);
 	}
 	/* Package names are symbols too, numbered after the others. */
-	for (size_t k = 0; k < pkgs.n; k++) {
-		b_var(&cp, syms.n + k + 1);
-		b_str(&cp, pkgs.s[k]);
+	for (size_t k = 0; k < w.pkgs.n; k++) {
+		b_var(&cp, w.syms.n + k + 1);
+		b_str(&cp, w.pkgs.s[k]);
 	}
 	b_var(&cp, T_PACKAGE);
-	b_var(&cp, pkgs.n);
-	for (size_t k = 0; k < pkgs.n; k++) {
+	b_var(&cp, w.pkgs.n);
+	for (size_t k = 0; k < w.pkgs.n; k++) {
 		b_var(&cp, k + 1);
-		b_var(&cp, syms.n + k + 1);
+		b_var(&cp, w.syms.n + k + 1);
 		b_var(&cp, 0);      /* no module */
 		b_u8(&cp, 1);
 	}
 	b_var(&cp, T_CLASS);
-	b_var(&cp, classes_t.n);
-	for (size_t k = 0; k < classes_t.n; k++) {
+	b_var(&cp, w.classes.n);
+	for (size_t k = 0; k < w.classes.n; k++) {
 		b_var(&cp, k + 1);
 		b_var(&cp, 0);      /* no class loader */
-		b_var(&cp, cls_sym[k] + 1);
-		b_var(&cp, cls_pkg[k] + 1);
+		b_var(&cp, w.cls_sym[k] + 1);
+		b_var(&cp, w.cls_pkg[k] + 1);
 		b_var(&cp, 0);
-		b_u8(&cp, cls_hidden[k]);
+		b_u8(&cp, w.cls_hidden[k]);
 	}
 	b_var(&cp, T_METHOD);
-	b_var(&cp, nmethods);
-	b_put(&cp, methods.b, methods.len);
+	b_var(&cp, w.nmethods);
+	b_put(&cp, w.methods.b, w.methods.len);
 	b_var(&cp, T_STACK_TRACE);
-	b_var(&cp, nstacks);
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (!id.stack_key[i])
-			continue;
-		b_var(&cp, id.stack_key[i]);
-		b_u8(&cp, 0);       /* not truncated as far as the profile knows */
-		b_var(&cp, s->nframes);
-		for (uint32_t k = s->nframes; k-- > 0;) {   /* JFR lists the leaf first */
-			const struct vp_frame *fr = &p->frames[s->frames[k]];
-			b_var(&cp, id.frame_method[s->frames[k]]);
-			b_var(&cp, fr->line);
-			b_var(&cp, 0);
-			b_var(&cp, (uint64_t)frame_type(fr->layer));
-		}
-	}
-	if (cp.err || methods.err) {
-		err = cp.err ? cp.err : methods.err;
+	b_var(&cp, w.ntraces);
+	b_put(&cp, w.traces.b, w.traces.len);
+	if ((err = cp.err ? cp.err : w.methods.err ? w.methods.err : w.traces.err))
 		goto cleanup;
-	}
+	err = -ENOMEM;
 
-	/* The samples: one event each, the n-th of N at start + duration * (n + 1/2) / N,
-	 * the stacks' samples interleaved by stepping through them with a stride prime to N. */
-	if (nsamples) {
-		uint32_t *order = malloc(nsamples * sizeof(*order));
-		if (!order)
+	for (int k = 0; k < 3; k++)
+		if (kev[k] >= 0 && (err = write_events(&w, &evs, kev[k], (enum kind)k, trace[k], thread, cls, park, t0, dur)))
 			goto cleanup;
-		uint64_t n = 0;
-		for (size_t i = 0; i < p->nstacks; i++)
-			for (uint64_t k = 0; id.stack_key[i] && k < p->stacks[i].samples[ev]; k++)
-				order[n++] = (uint32_t)i;
-		uint64_t stride = 7919;   /* a prime: prime to N unless N is a multiple of it */
-		while (nsamples % stride == 0)
-			stride += 2;
-		for (uint64_t k = 0; k < nsamples; k++) {
-			uint32_t i = order[(k * stride) % nsamples];
-			body.len = 0;
-			b_var(&body, T_EXECUTION_SAMPLE);
-			b_var(&body, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)nsamples));
-			b_var(&body, id.stack_thread[i]);
-			b_var(&body, id.stack_key[i]);
-			b_var(&body, 1);
-			b_event(&evs, &body);
-		}
-		free(order);
-	}
 
 	/* Metadata. */
-	body.len = 0;
 	b_var(&body, 0);        /* type: metadata */
 	b_var(&body, t0);
 	b_var(&body, 0);
 	b_var(&body, 1);        /* metadata id */
 	metadata_tree(&body, &meta);
-	struct buf mev = { 0 }, cev = { 0 };
 	b_event(&mev, &body);
 	b_event(&cev, &cp);
 
-	/* The chunk: header, samples, metadata, checkpoint. */
+	/* The chunk: header, events, metadata, checkpoint. */
 	uint64_t meta_pos = 68 + evs.len, cp_pos = meta_pos + mev.len, size = cp_pos + cev.len;
 	b_put(&chunk, "FLR", 4);
 	b_be(&chunk, 2, 2);
@@ -682,31 +819,36 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	b_be(&chunk, t0, 8);
 	b_be(&chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
 	b_be(&chunk, 3, 4);                /* varint integers, final chunk */
-	int e2 = chunk.err ? chunk.err : evs.err ? evs.err : mev.err ? mev.err : cev.err;
-	if (!e2) {
+	err = chunk.err ? chunk.err : evs.err ? evs.err : mev.err ? mev.err : cev.err;
+	if (!err) {
 		vp_out__write(o, chunk.b, chunk.len);
 		vp_out__write(o, evs.b, evs.len);
 		vp_out__write(o, mev.b, mev.len);
 		vp_out__write(o, cev.b, cev.len);
+		err = o->err;
 	}
-	free(mev.b);
-	free(cev.b);
-	err = e2 ? e2 : o->err;
 cleanup:
 	st_free(&meta);
-	st_free(&syms);
-	st_free(&classes_t);
-	st_free(&pkgs);
+	st_free(&w.syms);
+	st_free(&w.classes);
+	st_free(&w.pkgs);
+	free(w.cls_pkg);
+	free(w.cls_sym);
+	free(w.cls_hidden);
+	free(w.methods.b);
+	free(w.traces.b);
+	free(w.frame_method);
 	free(cp.b);
 	free(body.b);
 	free(evs.b);
 	free(chunk.b);
-	free(methods.b);
-	free(cls_pkg);
-	free(cls_sym);
-	free(cls_hidden);
-	free(id.frame_method);
-	free(id.stack_key);
-	free(id.stack_thread);
+	free(mev.b);
+	free(cev.b);
+	free(th);
+	free(thread);
+	free(cls);
+	free(park);
+	for (int k = 0; k < 3; k++)
+		free(trace[k]);
 	return err;
 }

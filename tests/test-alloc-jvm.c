@@ -2,7 +2,9 @@
  * long[] from AllocSplit.a, 25% in double[] from AllocSplit.b). The report of event
  * alloc has the classes as leaf frames under their allocating methods, within 3 pp of
  * the split, by samples (folded) and by bytes (the text report's alloc column); the
- * pprof sample types are Go's alloc_objects and alloc_space. Argument: 17 or 25. */
+ * pprof sample types are Go's alloc_objects and alloc_space; the JFR output has one
+ * jdk.ObjectAllocationSample per sample, which that JDK's jfr tool prints with its class
+ * and stack. Argument: 17 or 25. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +96,25 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "zcat %s | grep -c alloc_space > %s/pp.txt; zcat %s | grep -c alloc_objects >> %s/pp.txt", pb,
 		 tmp, pb, tmp);
 	ASSERT_EQ(system(cmd), 0);
+
+	/* JFR: as many jdk.ObjectAllocationSample events as samples, class and stack named. */
+	char jfr[512], jf[700];
+	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
+	snprintf(jf, sizeof(jf), "%s/a.jfr", tmp);
+	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
+	free(run(tmp, wj, "viprof report -F jfr"));
+	char *sm[] = { jfr, "summary", jf, NULL };
+	char *sum = run(tmp, sm, "jfr summary");
+	const char *es = strstr(sum, "jdk.ObjectAllocationSample");
+	ASSERT_NOT_NULL(es);
+	ASSERT_EQ(strtol(es + strlen("jdk.ObjectAllocationSample"), NULL, 10), all);
+	free(sum);
+	char *pj[] = { jfr, "print", "--events", "jdk.ObjectAllocationSample", "--stack-depth", "1", jf, NULL };
+	char *pr = run(tmp, pj, "jfr print");
+	ASSERT_CONTAINS(pr, "objectClass = long[]");
+	ASSERT_CONTAINS(pr, "objectClass = double[]");
+	ASSERT_CONTAINS(pr, "AllocSplit.a(int) line:");
+	free(pr);
 	tu_rm_rf(tmp);
 	return 0;
 }

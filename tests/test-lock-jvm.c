@@ -3,7 +3,9 @@
  * and one for a contended ReentrantLock in LockSplit.onLock, each timing its own waits.
  * Event lock has both waits under their methods with the lock's class as the leaf
  * (LockSplit$Monitor; ReentrantLock$NonfairSync, the blocker j.u.c parks on), and the
- * time waited within 10% of the fixture's own totals. Argument: 17 or 25 (the JDK). */
+ * time waited within 10% of the fixture's own totals; the JFR output has them as
+ * jdk.JavaMonitorEnter and jdk.ThreadPark events with their classes, as that JDK's jfr
+ * tool prints them. Argument: 17 or 25 (the JDK). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +77,22 @@ int main(int argc, char **argv)
 		mon / 1e6, vm / 1e6, lk / 1e6, vl / 1e6);
 	ASSERT_DBL_NEAR((double)vm / (double)mon, 1.0, 0.10);
 	ASSERT_DBL_NEAR((double)vl / (double)lk, 1.0, 0.10);
+
+	char jfr[512], jf[700];
+	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
+	snprintf(jf, sizeof(jf), "%s/l.jfr", tmp);
+	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
+	free(run(tmp, wj, "viprof report -F jfr"));
+	char *pm[] = { jfr, "print", "--events", "jdk.JavaMonitorEnter", "--stack-depth", "1", jf, NULL };
+	char *pr = run(tmp, pm, "jfr print --events jdk.JavaMonitorEnter");
+	ASSERT_CONTAINS(pr, "monitorClass = LockSplit$Monitor");
+	ASSERT_CONTAINS(pr, "LockSplit.onMonitor() line:");
+	free(pr);
+	char *pp[] = { jfr, "print", "--events", "jdk.ThreadPark", "--stack-depth", "1", jf, NULL };
+	pr = run(tmp, pp, "jfr print --events jdk.ThreadPark");
+	ASSERT_CONTAINS(pr, "parkedClass = java.util.concurrent.locks.ReentrantLock$NonfairSync");
+	ASSERT_CONTAINS(pr, "java.util.concurrent.locks.LockSupport.park(Object) line:");
+	free(pr);
 	tu_rm_rf(tmp);
 	return 0;
 }
