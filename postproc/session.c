@@ -715,9 +715,10 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
 		for (int i = 0; i < n; i++) {
 			/* The compiled method's frame carries its tier (issue 25): C1 and C2 code of
-			 * one method are two frames, as in async-profiler's _[1] and _[j]. */
-			uint8_t tier = jf[i].level >= 1 && jf[i].level <= VP_TIER_C2 ?
-					       (uint8_t)(jf[i].level | (jf[i].osr ? VP_TIER_OSR : 0)) : 0;
+			 * one method are two frames, as in async-profiler's _[1] and _[j]. Whether
+			 * it was an OSR compilation is left to 'maps show': a method's OSR and
+			 * normal code as two rows of every report told little and split its time. */
+			uint8_t tier = jf[i].level >= 1 && jf[i].level <= VP_TIER_C2 ? jf[i].level : 0;
 			struct vp_frame vf = { .name = jf[i].name ? jf[i].name : "[unknown]", .image = "[jit]",
 					       .build_id = "", .file = jf[i].file ? jf[i].file : "",
 					       .line = jf[i].line, .layer = jf[i].layer, .tier = tier };

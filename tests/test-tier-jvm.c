@@ -2,9 +2,9 @@
  * through the code map to the reports. tests/java/Tiers.java runs Tiers.step (compiled
  * normally, kept out of its caller with dontinline) and Tiers.loop (compiled while it
  * runs: OSR) for half the run each. Recorded once with -XX:TieredStopAtLevel=1, their
- * compiled samples are marked C1 (C1 OSR for loop), in the text report, in folded output
- * (_[1]) and in `viprof maps show` (C1 level 1); recorded once with the JVM's defaults,
- * C2 (C2 OSR; _[j]; C2 level 4). Argument: 17 or 25 (the JDK). */
+ * compiled samples are marked C1 in the text report and in folded output (_[1]), and
+ * `viprof maps show` lists them as C1 level 1 (loop's as OSR); recorded once with the
+ * JVM's defaults, C2 (_[j]; C2 level 4, loop's OSR). Argument: 17 or 25 (the JDK). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +12,7 @@
 #include "test-record-util.h"
 
 struct tiers {
-	long step_c1, step_c2, loop_c1_osr, loop_c2_osr, other;
+	long step_c1, step_c2, loop_c1, loop_c2, other;
 };
 
 static void record(const char *java, const char *tmp, const char *dir, bool c1)
@@ -61,10 +61,10 @@ static struct tiers text_tiers(const char *tmp, const char *dir)
 			t.step_c1 += n;
 		else if (step && !strcmp(img, "[jit C2]"))
 			t.step_c2 += n;
-		else if (loop && !strcmp(img, "[jit C1 OSR]"))
-			t.loop_c1_osr += n;
-		else if (loop && !strcmp(img, "[jit C2 OSR]"))
-			t.loop_c2_osr += n;
+		else if (loop && !strcmp(img, "[jit C1]"))
+			t.loop_c1 += n;
+		else if (loop && !strcmp(img, "[jit C2]"))
+			t.loop_c2 += n;
 		else
 			t.other += n;
 	}
@@ -103,16 +103,16 @@ static void check(const char *java, const char *tmp, bool c1)
 	record(java, tmp, dir, c1);
 	fprintf(stderr, "%s run:\n", c1 ? "TieredStopAtLevel=1" : "default");
 	struct tiers t = text_tiers(tmp, dir);
-	long step = t.step_c1 + t.step_c2, loop = t.loop_c1_osr + t.loop_c2_osr;
+	long step = t.step_c1 + t.step_c2, loop = t.loop_c1 + t.loop_c2;
 	/* Each method is half of a 3 s run at 999 Hz: hundreds of samples in compiled code. */
 	ASSERT_GT(step, 100);
 	ASSERT_GT(loop, 100);
 	if (c1) {
-		ASSERT_EQ(t.step_c2 + t.loop_c2_osr, 0);   /* no C2 at all with TieredStopAtLevel=1 */
+		ASSERT_EQ(t.step_c2 + t.loop_c2, 0);   /* no C2 at all with TieredStopAtLevel=1 */
 	} else {
 		/* C1 code runs only until C2's is installed: a few samples at most. */
 		ASSERT_GE(t.step_c2 * 10, step * 9);
-		ASSERT_GE(t.loop_c2_osr * 10, loop * 9);
+		ASSERT_GE(t.loop_c2 * 10, loop * 9);
 	}
 	ASSERT_LE(t.other * 20, step + loop);
 
