@@ -166,6 +166,13 @@ static int cmd_list(const struct vp_codemap *m)
 			printf("%7s %10s %7s\n", "-", "-", "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
+	size_t nlocks = 0;
+	for (size_t i = 0; i < m->nallocs; i++)
+		nlocks += m->allocs[i].kind == VP_CM_LOCK_SAMPLE;
+	if (m->nallocs - nlocks)
+		printf("%zu sampled allocations (record -e alloc)\n", m->nallocs - nlocks);
+	if (nlocks)
+		printf("%zu contended lock waits (record -e lock)\n", nlocks);
 	printf("reason: what began the epoch (start; gc: a garbage collection; reuse: an address about to hold "
 	       "other code; attach: the agent attached late); dropped: code events the agent's queue had no room "
 	       "for, so far (their samples may show as [unknown])\n");
@@ -200,6 +207,19 @@ static int parse_epoch(const struct vp_codemap *m, const char *s, size_t *out)
 	return 0;
 }
 
+/* The compile tier of x for 'show' and 'lookup', followed by ", ": "C1 level 3, ",
+ * "C2 level 4 OSR, ", "level 0, " (a native wrapper); "" when the map does not say. */
+static const char *tier_text(const struct vp_cm_method_info *x, char *buf, size_t len)
+{
+	if (x->level == VP_CM_LEVEL_UNKNOWN) {
+		buf[0] = '\0';
+		return buf;
+	}
+	const char *c = x->level >= 1 && x->level <= 3 ? "C1 " : x->level == VP_CM_LEVEL_C2 ? "C2 " : "";
+	snprintf(buf, len, "%slevel %u%s, ", c, x->level, x->flags & VP_CM_LOAD_OSR ? " OSR" : "");
+	return buf;
+}
+
 static int cmd_show(const struct vp_codemap *m, size_t e)
 {
 	const struct vp_cm_epoch_info *ep = &m->epochs[e];
@@ -212,8 +232,9 @@ static int cmd_show(const struct vp_codemap *m, size_t e)
 	       vp_cm_reason_name(ep->reason), rel(m, ep->t_begin), ep->nloads, nptrs);
 	for (uint32_t i = 0; i < ep->nloads; i++) {
 		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[i]];
-		printf("%#" PRIx64 "-%#" PRIx64 " %6u  %s  (loaded %.3f s", x->start, x->start + x->size, x->size,
-		       x->name, rel(m, x->load_time));
+		char tier[48];
+		printf("%#" PRIx64 "-%#" PRIx64 " %6u  %s  (%sloaded %.3f s", x->start, x->start + x->size, x->size,
+		       x->name, tier_text(x, tier, sizeof(tier)), rel(m, x->load_time));
 		if (x->unload_time != VP_CM_NEVER)
 			printf(", unloaded %.3f s", rel(m, x->unload_time));
 		printf(")\n");
@@ -502,10 +523,12 @@ static int cmd_lookup(struct vp_jit_index *xi, const struct vp_codemap *m, uint6
 		const struct vp_cm_method_info *x = &m->methods[i];
 		if (addr < x->start || addr >= x->start + (x->size ? x->size : 1))
 			continue;
-		printf("  epoch %u: %s loaded %.3f s", x->epoch, x->name, rel(m, x->load_time));
+		char tier[48];
+		printf("  epoch %u: %s (%sloaded %.3f s", x->epoch, x->name, tier_text(x, tier, sizeof(tier)),
+		       rel(m, x->load_time));
 		if (x->unload_time != VP_CM_NEVER)
 			printf(", unloaded %.3f s", rel(m, x->unload_time));
-		printf("\n");
+		printf(")\n");
 	}
 	const struct vp_cm_blob_info *b = vp_codemap__blob(m, addr);
 	if (b)

@@ -112,11 +112,18 @@ static void absolute_dir(const char *dir, char *out, size_t len)
  * JVM runs as it would in production; only the frame-pointer walk needs
  * -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
  * agent's PC-to-line tables precise between safepoints. */
-static int java_agent_options(const char *session_dir, bool no_jit, bool frame_pointers, char **opts)
+static int java_agent_options(const char *session_dir, bool no_jit, bool frame_pointers, uint64_t alloc_bytes,
+			      bool lock, uint64_t lock_ns, char **opts)
 {
 	const char *agent = no_jit ? NULL : agent_or_warn();
+	char extra[96] = "";
 	int n = 0;
-	if (!agent || asprintf(&opts[n], "-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR, agent, session_dir) < 0)
+	/* -e alloc, -e lock: the agent's allocation sampling and lock recording (issue 25). */
+	if (alloc_bytes)
+		snprintf(extra, sizeof(extra), ",alloc=%llu", (unsigned long long)alloc_bytes);
+	if (lock)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ",locks=%llu", (unsigned long long)lock_ns);
+	if (!agent || asprintf(&opts[n], "-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR "%s", agent, session_dir, extra) < 0)
 		return 0;
 	n++;
 	if (frame_pointers)
@@ -527,7 +534,8 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		goto cleanup;
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
-		nopts = java_agent_options(abs, o->no_jit, o->callchain && o->fp_walk, opts);
+		nopts = java_agent_options(abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes, o->lock, o->lock_ns,
+					   opts);
 		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
 		if (launch_held(launch_argv, java_opts, &held))
 			goto cleanup;
@@ -772,7 +780,8 @@ int cmd_record(int argc, char **argv)
 		absolute_dir(o.output, dir, sizeof(dir));
 		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
 		nopts = java_agent_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
-									    (on_my_own && !strcmp(o.backend, "auto"))), opts);
+									    (on_my_own && !strcmp(o.backend, "auto"))),
+					   o.alloc_bytes, o.lock, o.lock_ns, opts);
 		launch_argv = java_launch(o.cmd, opts, nopts, &java_opts);
 		/* Held before exec until the sampler watches its pid (released below). */
 		if (launch_held(launch_argv, java_opts, &held))

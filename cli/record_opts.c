@@ -24,7 +24,11 @@ void record_opts__usage(FILE *f)
 		"  -e, --event EV[,EV..]  events to sample (perf names, e.g. cycles, cpu-clock,\n"
 		"                         page-faults, or raw rNNNN); default: cycles where this\n"
 		"                         machine counts them, else cpu-clock (see 'viprof probe');\n"
-		"                         EV/period=N/ or EV/freq=N/ sets that event's own rate\n"
+		"                         EV/period=N/ or EV/freq=N/ sets that event's own rate;\n"
+		"                         alloc: a launched JVM's allocations (JVMTI sampling every\n"
+		"                         512 KiB, alloc/period=BYTES/ to change), as event alloc;\n"
+		"                         lock: its contended monitors and java.util.concurrent\n"
+		"                         waits of 10 us or more (lock/period=NS/), as event lock\n"
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
@@ -146,6 +150,49 @@ static int parse_jvm_attach(struct vp_record_opts *o, const char *arg, char *err
 	}
 	if (!o->jvm_n)
 		return fail(err, errlen, "--jvm-attach %s: takes all, none, user:NAME[,..] or PID[,PID..]", arg);
+	return 0;
+}
+
+/* -e alloc[/period=BYTES/] is the JVM agent's allocation sampling (JVMTI
+ * SampledObjectAlloc) and -e lock[/period=NS/] its contended-lock recording, not perf
+ * events: they are taken out of the list (what is left, or the default event when
+ * nothing is, is sampled as usual) into o->alloc_bytes, o->lock and o->lock_ns. */
+static int take_alloc(struct vp_record_opts *o, char *err, size_t errlen)
+{
+	static char rest[4096];
+	char copy[4096];
+	size_t n = 0;
+	if (strlen(o->events) >= sizeof(copy))
+		return 0;   /* the event parser names what is wrong with a list that long */
+	snprintf(copy, sizeof(copy), "%s", o->events);
+	rest[0] = '\0';
+	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "lock") || !strncmp(tok, "lock/", 5)) {
+			o->lock = true;
+			o->lock_ns = 10000;   /* async-profiler's default threshold: 10 us */
+			if (tok[4] == '/') {
+				long long v = -1;
+				char term[8] = "";
+				if (sscanf(tok + 5, "period=%lld%7s", &v, term) != 2 || strcmp(term, "/") || v < 0)
+					return fail(err, errlen, "-e %s: expected lock or lock/period=NS/ (record waits of at least NS nanoseconds, e.g. lock/period=1000/)", tok);
+				o->lock_ns = (uint64_t)v;
+			}
+			continue;
+		}
+		if (strcmp(tok, "alloc") && strncmp(tok, "alloc/", 6)) {
+			n += (size_t)snprintf(rest + n, sizeof(rest) - n, "%s%s", n ? "," : "", tok);
+			continue;
+		}
+		o->alloc_bytes = 512 * 1024;   /* async-profiler's default interval */
+		if (tok[5] == '/') {
+			long long v = -1;
+			char term[8] = "";
+			if (sscanf(tok + 6, "period=%lld%7s", &v, term) != 2 || strcmp(term, "/") || v <= 0 || v > INT32_MAX)
+				return fail(err, errlen, "-e %s: expected alloc or alloc/period=BYTES/ (the mean bytes between two sampled allocations, e.g. alloc/period=524288/)", tok);
+			o->alloc_bytes = (uint64_t)v;
+		}
+	}
+	o->events = n ? rest : NULL;
 	return 0;
 }
 
@@ -272,6 +319,8 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	}
 	if (have_freq && o->period)
 		return fail(err, errlen, "-F and -c exclude each other: sample by frequency (-F HZ) or every N events (-c N)");
+	if (o->events && (ret = take_alloc(o, err, errlen)))
+		return ret;
 	bool have_cmd = optind < argc;
 	if (have_all + have_pids + have_cmd > 1)
 		return fail(err, errlen, "choose one target: -a, -p PID, or -- CMD");
@@ -287,5 +336,14 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	}
 	if (o->period)
 		o->freq = 0;
+	if (o->alloc_bytes && o->target != RECORD_TARGET_LAUNCH)
+		return fail(err, errlen, "-e alloc samples allocations in a JVM that viprof launches (viprof record -e alloc -- java ...); "
+			    "for a running JVM start it with -agentpath:libviprof-jvmti.so=alloc=524288 instead");
+	if (o->lock && o->target != RECORD_TARGET_LAUNCH)
+		return fail(err, errlen, "-e lock records contended locks in a JVM that viprof launches (viprof record -e lock -- java ...): "
+			    "the JVM grants the events it needs only at start; start a running JVM with "
+			    "-agentpath:libviprof-jvmti.so=locks=10000 instead");
+	if ((o->alloc_bytes || o->lock) && o->no_jit)
+		return fail(err, errlen, "-e alloc and -e lock need the JVM agent, which --no-jit turns off");
 	return 0;
 }

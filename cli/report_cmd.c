@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "common/util.h"
 #include "postproc/hvsyms.h"
+#include "postproc/profile_xform.h"
 #include "postproc/report.h"
 #include "postproc/wall.h"
 #include "postproc/session.h"
@@ -24,8 +25,8 @@
 #define MAX_IDS 1024
 #define MAX_TOP 1000000
 
-enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON };
-static const char *const format_names[] = { "text", "folded", "html", "pprof", "json" };
+enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON, FMT_JFR };
+static const char *const format_names[] = { "text", "folded", "html", "pprof", "json", "jfr" };
 
 struct report_args {
 	const char **dirs;
@@ -47,6 +48,8 @@ struct report_args {
 	bool no_color;
 	const char *title;
 	bool wall;                 /* --wall: running + runnable + blocked + steal */
+	int norm;                  /* --norm 1, --no-norm 0, -1: on for --diff and merges */
+	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
 };
 
 static void defaults(struct report_args *a)
@@ -55,6 +58,7 @@ static void defaults(struct report_args *a)
 	a->format = FMT_TEXT;
 	a->top = 25;
 	a->sort = VP_SORT_SELF;
+	a->norm = -1;
 }
 
 static void usage(FILE *f)
@@ -65,7 +69,8 @@ static void usage(FILE *f)
 		"Reads session directories (default ./" DEFAULT_DIR "; several are merged into one\n"
 		"profile) and writes a report.\n"
 		"\n"
-		"  -F, --format FMT       text (default), folded, html, pprof or json\n"
+		"  -F, --format FMT       text (default), folded, html, pprof, json or jfr (JDK Flight\n"
+		"                         Recorder: jdk.ExecutionSample events for JMC, IntelliJ, jfr)\n"
 		"  -o, --output FILE      write to FILE instead of standard output\n"
 		"  -n, --top N            rows in the hotspot tables (default 25)\n"
 		"  -s, --sort KEY         self (default) or total\n"
@@ -87,6 +92,19 @@ static void usage(FILE *f)
 		"                         map, last writer wins, as with perf-PID.map)\n"
 		"      --hv-syms FILE     hypervisor symbols (a xen-syms ELF)\n"
 		"      --diff BASE_DIR    compare against BASE_DIR, in shares of each total\n"
+		"      --norm, --no-norm  names normalised for comparison: lambda and hidden-class\n"
+		"                         addresses and generated accessor numbers removed\n"
+		"                         (Shop$$Lambda$2.0x7fba7c000c28 -> Shop$$Lambda); on by\n"
+		"                         default with --diff or several DIRs, else off\n"
+		"  -I, --include REGEX    only stacks with a frame matching REGEX (POSIX extended;\n"
+		"                         repeatable: any of them)\n"
+		"  -X, --exclude REGEX    without the stacks that have a frame matching REGEX\n"
+		"      --minwidth PCT     html, folded: cut call-tree nodes narrower than PCT%% of\n"
+		"                         the total (their samples stay with their caller)\n"
+		"      --simple           names without argument lists (Shop.buy, not\n"
+		"                         Shop.buy(String, int))\n"
+		"      --java-only        stacks start at their outermost Java frame (Thread.run),\n"
+		"                         not at the libc and libjvm frames below it\n"
 		"      --title TEXT       title of the HTML flame graph\n"
 		"      --no-color         no colour even on a terminal (so does NO_COLOR=1)\n"
 		"  -h, --help             this text\n"
@@ -96,10 +114,13 @@ static void usage(FILE *f)
 		"  viprof report run1 -F html -o flame.html       an interactive flame graph\n"
 		"  viprof report run1 -F pprof -o run1.pb.gz      then: pprof -http=: run1.pb.gz\n"
 		"  viprof report run1 -F folded | flamegraph.pl   folded stacks for other tools\n"
+		"  viprof report run1 -F jfr -o run1.jfr          then: jfr print run1.jfr, or open it in JMC\n"
 		"  viprof report run2 --diff run1 -F html -o d.html   what got hotter or colder\n"
 		"  viprof report run1 run2 --layers               two runs merged, by layer\n"
 		"  viprof report run1 -p 1234 --time 10,20 -e page-faults   one process, 10 s to 20 s\n"
 		"  viprof report run1 --wall                      on-CPU, run queue, blocked and steal\n"
+		"  viprof report run1 --java-only --simple -I 'Shop\\.' -F html -o shop.html\n"
+		"                                                 the Java stacks through class Shop\n"
 		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n");
 }
 
@@ -175,7 +196,8 @@ static int parse_time(const char *arg, struct report_args *a)
 /* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
-	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL, OPT_CONTAINER };
+	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
+	       OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -195,6 +217,13 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
 		{ "title", required_argument, NULL, OPT_TITLE },
 		{ "wall", no_argument, NULL, OPT_WALL },
+		{ "norm", no_argument, NULL, OPT_NORM },
+		{ "no-norm", no_argument, NULL, OPT_NONORM },
+		{ "include", required_argument, NULL, 'I' },
+		{ "exclude", required_argument, NULL, 'X' },
+		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
+		{ "simple", no_argument, NULL, OPT_SIMPLE },
+		{ "java-only", no_argument, NULL, OPT_JAVAONLY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -202,7 +231,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 	*help = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:I:X:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F': {
 			size_t i;
@@ -210,7 +239,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 				if (!strcmp(optarg, format_names[i]))
 					break;
 			if (i == sizeof(format_names) / sizeof(format_names[0]))
-				return usage_error("unknown format '%s' (text, folded, html, pprof or json)%s", optarg,
+				return usage_error("unknown format '%s' (text, folded, html, pprof, json or jfr)%s", optarg,
 						   optarg[0] >= '0' && optarg[0] <= '9'
 						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
 			a->format = (enum format)i;
@@ -303,6 +332,37 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		case OPT_TITLE:
 			a->title = optarg;
 			break;
+		case OPT_NORM:
+		case OPT_NONORM:
+			a->norm = c == OPT_NORM;
+			break;
+		case 'I':
+		case 'X': {
+			const char **v = c == 'I' ? a->xf.include : a->xf.exclude;
+			int *n = c == 'I' ? &a->xf.ninclude : &a->xf.nexclude;
+			if (!*optarg)
+				return usage_error("--%s needs a regular expression", c == 'I' ? "include" : "exclude");
+			if (*n >= VP_XFORM_MAX_RE)
+				return usage_error("more than %d --%s patterns; join them with |", VP_XFORM_MAX_RE,
+						   c == 'I' ? "include" : "exclude");
+			v[(*n)++] = optarg;
+			break;
+		}
+		case OPT_MINWIDTH: {
+			char *end;
+			errno = 0;
+			double v = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(v) || v < 0 || v >= 100)
+				return usage_error("--minwidth '%s': expected a percentage from 0 to 100 (e.g. --minwidth 0.5)", optarg);
+			a->xf.minwidth = v;
+			break;
+		}
+		case OPT_SIMPLE:
+			a->xf.simple = true;
+			break;
+		case OPT_JAVAONLY:
+			a->xf.java_only = true;
+			break;
 		case 'h':
 			*help = true;
 			return 0;
@@ -318,6 +378,10 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
 	if (a->format == FMT_PPROF && a->diff_base)
 		return usage_error("--diff has no pprof form; write both runs as pprof and use 'pprof -diff_base'");
+	if (a->format == FMT_JFR && a->diff_base)
+		return usage_error("--diff has no JFR form; write each run as JFR and compare them in JMC");
+	if (a->xf.minwidth > 0 && a->format != FMT_FOLDED && a->format != FMT_HTML)
+		return usage_error("--minwidth cuts the call tree of html and folded reports; use -F html or -F folded (text has --top)");
 	return 0;
 }
 
@@ -441,6 +505,35 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 
+	/* The views (names, filters, cuts) come last, on the events as the report draws them;
+	 * the base of a diff gets the same view so that both sides name frames alike. */
+	a.xf.norm = a.norm == 1 || (a.norm < 0 && (base || ndirs > 1));
+	a.xf.minwidth_event = ro.sort_event;
+	a.xf.minwidth_by_thread = a.format == FMT_FOLDED;
+	if (vp_xform__active(&a.xf)) {
+		char xerr[512] = "";
+		struct vp_profile *v = vp_profile__transform(p, &a.xf, xerr, sizeof(xerr)), *bv = NULL;
+		if (v && base && !(bv = vp_profile__transform(base, &a.xf, xerr, sizeof(xerr)))) {
+			vp_profile__free(v);
+			v = NULL;
+		}
+		if (!v) {
+			fprintf(stderr, "viprof report: %s\n", xerr);
+			ret = errno == EINVAL ? 2 : 1;
+			goto cleanup;
+		}
+		vp_profile__free(p);
+		p = v;
+		if (bv) {
+			vp_profile__free(base);
+			base = bv;
+		}
+		if (!vp_profile__has_samples(p)) {
+			fprintf(stderr, "viprof report: no samples left after --include/--exclude; loosen the patterns\n");
+			goto cleanup;
+		}
+	}
+
 	int r = vp_out__open(&o, a.output);
 	if (r) {
 		fprintf(stderr, "viprof report: cannot write '%s': %s; choose another -o path\n", a.output, strerror(-r));
@@ -452,6 +545,15 @@ int cmd_report(int argc, char **argv)
 	ro.color = o.tty && !a.no_color && !(nc && *nc);
 	if (o.tty && (a.format == FMT_PPROF)) {
 		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
+		goto cleanup;
+	}
+	if (o.tty && a.format == FMT_JFR) {
+		fprintf(stderr, "viprof report: not writing JFR's binary data to a terminal; add -o FILE.jfr\n");
+		goto cleanup;
+	}
+	if (a.format == FMT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
+		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is not time on the CPU: choose a CPU event with -e (e.g. -e %s)\n",
+			p->events[ro.sort_event].name, p->events[0].name);
 		goto cleanup;
 	}
 
@@ -470,6 +572,9 @@ int cmd_report(int argc, char **argv)
 		break;
 	case FMT_JSON:
 		r = report_json(p, base, &o, &ro);
+		break;
+	case FMT_JFR:
+		r = report_jfr(p, &o, &ro);
 		break;
 	default:
 		r = -EINVAL;

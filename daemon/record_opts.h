@@ -39,6 +39,10 @@ struct vp_record_opts {
 	pid_t jvm_pids[RECORD_MAX_PIDS];
 	int jvm_n;
 	bool off_cpu;            /* --off-cpu: the switch tracer charges off-CPU intervals */
+	uint64_t alloc_bytes;    /* -e alloc[/period=BYTES/]: the JVM agent samples allocations
+				  * every BYTES on average (0: off); not a perf event */
+	bool lock;               /* -e lock[/period=NS/]: the agent records contended locks */
+	uint64_t lock_ns;        /* waits shorter than this are not recorded */
 	const char *xen_pmu_mode; /* --xen-pmu-mode, or NULL to leave it */
 	bool quiet;
 	bool help;               /* --help was given and printed */

@@ -548,7 +548,7 @@ static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineReco
  * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
  * inlining as INLINE2, encoded straight into the queue. */
 static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
-			  const void *compile_info, uint64_t t, uint8_t level)
+			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
 {
 	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
 	struct inl_table tab;
@@ -579,6 +579,7 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
 		b->level = level;
+		b->flags = flags;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
 	if (b && npcs) {
@@ -639,6 +640,7 @@ struct known {
 	uint32_t code_size;
 	int32_t compile_id;
 	int8_t level;
+	bool osr;
 	uint8_t mark;            /* enum known_mark */
 };
 
@@ -746,7 +748,7 @@ static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
 		return -ENOMEM;
 	SC.cur[SC.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
 					    .code_size = nm->code_size, .compile_id = nm->compile_id,
-					    .level = nm->level };
+					    .level = nm->level, .osr = nm->osr };
 	return 0;
 }
 
@@ -869,7 +871,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		}
 	}
 	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
-		      info, not_before, (uint8_t)k->level);
+		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	SC.loads++;
 }
 
@@ -1154,7 +1156,7 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	st_begin(&m);
 	if (SC.check)
 		scan_check(method, code_size, code_addr, compile_info);
-	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN);
+	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
 	st_end(ST_LOAD, &m);
 }
 
@@ -1555,6 +1557,227 @@ static void finish_file(void)
 			A.path, strerror(-(err ? err : cerr)));
 }
 
+/* ---- sampled allocations (record -e alloc; issue 25) ---- */
+
+/* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
+ * sampling interval); 0 = off. */
+static uint64_t alloc_interval;
+#define ALLOC_MAX_FRAMES 128
+
+/* SampledObjectAlloc, on the allocating Java thread. Its stack and the object's class
+ * are read here, the only place they can be, and queued as ALLOC_SAMPLE; like the
+ * other callbacks it takes the queue's raw monitor briefly and drops the sample when
+ * the queue is full. GetClassSignature allocates JVMTI memory, which JVMTI allows in
+ * this event (it is posted where the allocating thread may run Java code). */
+static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
+				     jclass klass, jlong size)
+{
+	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
+	jint n = 0;
+	char *sig = NULL;
+
+	(void)jni, (void)thread, (void)object;
+	if (A.disabled || !alloc_interval)
+		return;
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
+		n = 0;
+	if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) != JVMTI_ERROR_NONE)
+		sig = NULL;
+	size_t sl = sig ? strnlen(sig, 1024) : 0;
+	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
+	lock();
+	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_ALLOC_SAMPLE, t,
+						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	if (b) {
+		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
+		b->tid = (uint32_t)syscall(SYS_gettid);
+		b->nframes = (uint16_t)n;
+		b->class_len = (uint16_t)sl;
+		b->size = sz;
+		/* Sampling picks about one allocation per interval bytes: one sample stands for
+		 * the interval, or for the object itself when it is larger. */
+		b->weight = sz > alloc_interval ? sz : alloc_interval;
+		for (jint i = 0; i < n; i++)
+			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
+							   .bci = (int32_t)fr[i].location };
+		memcpy(f + n, sig, sl);
+	}
+	unlock_notify();
+	if (sig)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+}
+
+/* Turns allocation sampling on when alloc= asked for it; a JVM that cannot (before JDK
+ * 11) says so once and records the rest. */
+static void alloc_start(void)
+{
+	jvmtiCapabilities caps = { 0 };
+	jvmtiError e;
+
+	if (!alloc_interval)
+		return;
+	caps.can_generate_sampled_object_alloc_events = 1;
+	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE ||
+	    (e = (*A.jvmti)->SetHeapSamplingInterval(A.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
+		    JVMTI_ERROR_NONE ||
+	    (e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
+		    JVMTI_ERROR_NONE) {
+		fprintf(stderr, "viprof agent: allocation sampling is unavailable: %s (SampledObjectAlloc needs JDK 11 or later); "
+			"recording without it\n", jvmti_err(e));
+		alloc_interval = 0;
+	}
+}
+
+/* ---- contended locks (record -e lock; issue 25) ---- */
+
+/* locks=NS: record waits at least NS long (-1: off); lock= is the recorder's lock file. */
+static int64_t lock_threshold = -1;
+static jmethodID park_methods[2];  /* LockSupport.park(Object), parkNanos(Object, long) */
+static __thread uint64_t tl_lock_start, tl_park_start;
+static __thread char tl_park_class[256];
+
+/* Queues LOCK_SAMPLE for the current thread: its stack now, innermost first. */
+static void queue_lock(jvmtiEnv *jvmti, uint64_t start, const char *sig)
+{
+	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
+	jint n = 0;
+	uint64_t t = now_ns(), waited = t > start ? t - start : 0;
+
+	if ((int64_t)waited < lock_threshold)
+		return;
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
+		n = 0;
+	size_t sl = sig ? strnlen(sig, 1024) : 0;
+	lock();
+	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_LOCK_SAMPLE, t,
+						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	if (b) {
+		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
+		b->tid = (uint32_t)syscall(SYS_gettid);
+		b->nframes = (uint16_t)n;
+		b->class_len = (uint16_t)sl;
+		b->size = b->weight = waited;
+		for (jint i = 0; i < n; i++)
+			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
+							   .bci = (int32_t)fr[i].location };
+		memcpy(f + n, sig, sl);
+	}
+	unlock_notify();
+}
+
+/* The class signature of obj into buf ("" when it has none). */
+static void class_of(jvmtiEnv *jvmti, JNIEnv *jni, jobject obj, char *buf, size_t len)
+{
+	char *sig = NULL;
+	buf[0] = '\0';
+	if (!obj)
+		return;
+	jclass k = (*jni)->GetObjectClass(jni, obj);
+	if (k && (*jvmti)->GetClassSignature(jvmti, k, &sig, NULL) == JVMTI_ERROR_NONE && sig)
+		snprintf(buf, len, "%s", sig);
+	if (sig)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	if (k)
+		(*jni)->DeleteLocalRef(jni, k);
+}
+
+/* synchronized: the thread blocks on a monitor another thread holds ... */
+static void JNICALL cb_monitor_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
+{
+	(void)jvmti, (void)jni, (void)thread, (void)object;
+	tl_lock_start = now_ns();
+}
+
+/* ... and has it now: the wait is over. */
+static void JNICALL cb_monitor_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
+{
+	char sig[256];
+	(void)thread;
+	if (A.disabled || lock_threshold < 0 || !tl_lock_start)
+		return;
+	class_of(jvmti, jni, object, sig, sizeof(sig));
+	queue_lock(jvmti, tl_lock_start, sig);
+	tl_lock_start = 0;
+}
+
+/* java.util.concurrent parks through LockSupport.park(blocker): a breakpoint at its first
+ * bytecode notes the time and the blocker's class and asks for the frame's pop. */
+static void JNICALL cb_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method, jlocation loc)
+{
+	jobject blocker = NULL;
+	uint64_t start = now_ns();
+	(void)loc;
+	if (A.disabled || lock_threshold < 0 || (method != park_methods[0] && method != park_methods[1]))
+		return;
+	/* The wait starts here: reading the blocker is a VM operation on JDK 17 (hundreds of
+	 * microseconds on a busy VM) that the thread spends inside lock() as well. */
+	if ((*jvmti)->GetLocalObject(jvmti, thread, 0, 0, &blocker) != JVMTI_ERROR_NONE)
+		blocker = NULL;
+	class_of(jvmti, jni, blocker, tl_park_class, sizeof(tl_park_class));
+	if (blocker)
+		(*jni)->DeleteLocalRef(jni, blocker);
+	if ((*jvmti)->NotifyFramePop(jvmti, thread, 0) == JVMTI_ERROR_NONE)
+		tl_park_start = start;
+}
+
+static void JNICALL cb_frame_pop(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method, jboolean exc)
+{
+	(void)jni, (void)thread, (void)exc;
+	if (A.disabled || lock_threshold < 0 || !tl_park_start || (method != park_methods[0] && method != park_methods[1]))
+		return;
+	queue_lock(jvmti, tl_park_start, tl_park_class);
+	tl_park_start = 0;
+}
+
+/* Capabilities and events for locks=, before the JVM starts (they cannot all be added to
+ * a running JVM); a JVM that refuses them says so once and records the rest. */
+static void lock_start(void)
+{
+	jvmtiCapabilities caps = { 0 };
+	jvmtiError e;
+	static const jvmtiEvent ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+					 JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
+
+	if (lock_threshold < 0)
+		return;
+	caps.can_generate_monitor_events = 1;
+	caps.can_generate_breakpoint_events = 1;
+	caps.can_generate_frame_pop_events = 1;
+	caps.can_access_local_variables = 1;
+	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE) {
+		fprintf(stderr, "viprof agent: lock profiling is unavailable: %s (it needs monitor, breakpoint and frame pop "
+			"events, which a JVM grants at start); recording without it\n", jvmti_err(e));
+		lock_threshold = -1;
+		return;
+	}
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+		(*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, ev[i], NULL);
+}
+
+/* At VMInit: the breakpoints in LockSupport (loading it early is harmless: the JDK's own
+ * start-up uses it). */
+static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	static const char *const sigs[2] = { "(Ljava/lang/Object;)V", "(Ljava/lang/Object;J)V" };
+	static const char *const names[2] = { "park", "parkNanos" };
+	if (lock_threshold < 0)
+		return;
+	jclass k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport");
+	if (!k) {
+		(*jni)->ExceptionClear(jni);
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		park_methods[i] = (*jni)->GetStaticMethodID(jni, k, names[i], sigs[i]);
+		if (!park_methods[i] || (*jvmti)->SetBreakpoint(jvmti, park_methods[i], 0) != JVMTI_ERROR_NONE) {
+			(*jni)->ExceptionClear(jni);
+			fprintf(stderr, "viprof agent: cannot watch LockSupport.%s: java.util.concurrent waits are not recorded\n",
+				names[i]);
+		}
+	}
+	(*jni)->DeleteLocalRef(jni, k);
+}
+
 /* ---- sessions ---- */
 
 static int open_file(void);
@@ -1823,6 +2046,7 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (!A.disabled)
 		start_thread(jni);
+	lock_vm_init(jvmti, jni);
 }
 
 static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
@@ -2129,6 +2353,20 @@ static int parse_options(const char *options, struct session_opts *o)
 			SC.forced_events = false;
 		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
 			SC.check = true;
+		} else if (len > 6 && !strncmp(p, "locks=", 6)) {
+			char *e;
+			long long v = strtoll(p + 6, &e, 10);
+			if ((e != p + len) || v < 0)
+				return -EINVAL;
+			lock_threshold = v;
+		} else if (len > 6 && !strncmp(p, "alloc=", 6)) {
+			char num[24];
+			snprintf(num, sizeof(num), "%.*s", (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
+			char *e;
+			unsigned long long v = strtoull(num, &e, 10);
+			if (*e || !v)
+				return -EINVAL;
+			alloc_interval = v;
 		} else if (measure_option(p, len)) {
 			/* taken */
 		} else if (len) {
@@ -2460,6 +2698,11 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.ClassPrepare = cb_class_prepare;
 	cb.ThreadStart = cb_thread_start;
 	cb.ThreadEnd = cb_thread_end;
+	cb.SampledObjectAlloc = cb_sampled_alloc;
+	cb.MonitorContendedEnter = cb_monitor_enter;
+	cb.MonitorContendedEntered = cb_monitor_entered;
+	cb.Breakpoint = cb_breakpoint;
+	cb.FramePop = cb_frame_pop;
 	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -2481,6 +2724,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 			return -EINVAL;
 		}
 	}
+	alloc_start();
+	lock_start();
 	return 0;
 }
 

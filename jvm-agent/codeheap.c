@@ -22,7 +22,7 @@ enum {
 	F_BLOB_SIZE, F_BLOB_NAME, F_BLOB_KIND, F_CODE_BEGIN, F_CODE_END, F_CODE_OFF, F_DATA_OFF, F_MUT, F_MUT_SIZE,
 	F_RELOC_SIZE, F_CM_METHOD, F_NM_METHOD, F_STATE, F_COMPILE_ID, F_LEVEL, F_PCS, F_DEPS,
 	F_METADATA, F_SCOPES_BEGIN, F_IMM, F_IMM_SIZE, F_SCOPES_DATA, F_PC_OFFSET, F_PC_SCOPE, F_MAJOR, F_M_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG, F_CP_HOLDER, F_K_NAME,
-	F_SYM_LEN, F_SYM_BODY, F_N
+	F_SYM_LEN, F_SYM_BODY, F_ENTRY_BCI, F_N
 };
 
 static int64_t off(const struct vp_vm_field *f) { return f->found && !f->is_static ? (int64_t)f->offset : -1; }
@@ -53,6 +53,7 @@ int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
 		[F_CM_NAME] = { "ConstMethod", "_name_index" }, [F_CM_SIG] = { "ConstMethod", "_signature_index" },
 		[F_CP_HOLDER] = { "ConstantPool", "_pool_holder" }, [F_K_NAME] = { "Klass", "_name" },
 		[F_SYM_LEN] = { "Symbol", "_length" }, [F_SYM_BODY] = { "Symbol", "_body" },
+		[F_ENTRY_BCI] = { "nmethod", "_entry_bci" },
 	};
 	int32_t kind = -1;
 
@@ -93,6 +94,8 @@ int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
 	c->nm_compile_id = off(&f[F_COMPILE_ID]);
 	c->nm_level = off(&f[F_LEVEL]);
 	c->nm_level_size = f[F_LEVEL].type_string && !strcmp(f[F_LEVEL].type_string, "int") ? 4 : 1;
+	/* Optional: without it every compilation reads as a normal (not OSR) one. */
+	c->nm_entry_bci = off(&f[F_ENTRY_BCI]);
 	c->nm_pcs = off(&f[F_PCS]);
 	c->nm_pcs_end = off(&f[F_DEPS]);
 	c->nm_metadata = off(&f[F_METADATA]);
@@ -232,6 +235,9 @@ static bool read_nm(const struct vp_ch *c, uint64_t blob, uint64_t bytes, struct
 	nm->compile_id = rd_i32(blob + (uint64_t)c->nm_compile_id);
 	nm->state = (int8_t)rd_u8(blob + (uint64_t)c->nm_state);
 	nm->level = (int8_t)(c->nm_level_size == 4 ? rd_i32(blob + (uint64_t)c->nm_level) : rd_u8(blob + (uint64_t)c->nm_level));
+	/* HotSpot's InvocationEntryBci (-1) marks a compilation entered at its start; an OSR
+	 * one is entered at the bci of a loop. */
+	nm->osr = c->nm_entry_bci >= 0 && rd_i32(blob + (uint64_t)c->nm_entry_bci) != -1;
 	return nm->method && !(nm->method & 7);
 }
 

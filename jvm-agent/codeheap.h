@@ -35,6 +35,7 @@ struct vp_ch {
 	int64_t blob_code_offset, blob_data_offset;      /* JDK 23+ */
 	int64_t blob_mutable_data, blob_mutable_size, blob_reloc_size; /* JDK 25 */
 	int64_t nm_method, nm_state, nm_compile_id, nm_level, nm_level_size;
+	int64_t nm_entry_bci;      /* -1: not exported, OSR unknown */
 	int64_t nm_pcs, nm_pcs_end, nm_metadata, nm_scopes_begin;       /* JDK 17 */
 	int64_t nm_immutable, nm_immutable_size, nm_scopes_data;       /* JDK 25 */
 	int64_t pc_offset, pc_scope, pc_size;
@@ -56,6 +57,7 @@ struct vp_ch_nm {
 	int8_t state;             /* nmethod::_state: -1 installing, 0 in use, 1 not used,
 				   * 2 not entrant; JDK 17 also 3 zombie, 4 unloaded */
 	int8_t level;             /* tier */
+	bool osr;                 /* on-stack replacement: entered at a loop, not at the start */
 };
 
 /* The states whose code can run or be on a stack: in use, not used, not entrant. */

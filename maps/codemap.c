@@ -34,6 +34,7 @@ struct priv {
 	struct flat_iv *flat;
 	size_t nflat, capflat;
 	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs, cap_threads;
+	size_t cap_allocs, cap_alloc_frames;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
 	struct vp_cm_ranges placed; /* jitdump import: the loads of the current epoch */
 	uint32_t *unnamed;     /* METHOD_LOAD2 methods, named from METHOD_NAME in finish() */
@@ -150,6 +151,8 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(m->inlines);
 	free(m->ptrs);
 	free(m->threads);
+	free(m->allocs);
+	free(m->alloc_frames);
 	free(pv);
 	free(m);
 }
@@ -195,7 +198,8 @@ static int add_method(struct vp_codemap *m, uint64_t start, uint32_t size, uint6
 		return err ? err : -ENOMEM;
 	struct vp_cm_method_info *x = &m->methods[m->nmethods];
 	*x = (struct vp_cm_method_info){ .start = start, .size = size, .epoch = (uint32_t)pv->cur_epoch,
-					 .method_id = id, .load_time = t, .unload_time = VP_CM_NEVER, .inl = -1 };
+					 .method_id = id, .load_time = t, .unload_time = VP_CM_NEVER, .inl = -1,
+					 .level = VP_CM_LEVEL_UNKNOWN };
 	x->name = own_str(pv, name, nl);
 	x->klass = own_str(pv, klass, cl);
 	x->mname = own_str(pv, mname, ml);
@@ -444,6 +448,10 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, s, x.name_len,
 			       s + x.name_len, x.class_len, s + x.name_len + x.class_len, x.mname_len,
 			       s + x.name_len + x.class_len + x.mname_len, x.sig_len);
+		if (!e) {
+			m->methods[m->nmethods - 1].level = x.level;
+			m->methods[m->nmethods - 1].flags = x.flags;
+		}
 		break;
 	}
 	case VP_CM_METHOD_UNLOAD: {
@@ -494,8 +502,11 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		if (GROW(pv->unnamed, pv->cap_unnamed, pv->nunnamed + 1))
 			return -ENOMEM;
 		pv->unnamed[pv->nunnamed] = (uint32_t)m->nmethods;
-		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0)))
+		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0))) {
 			pv->nunnamed++;
+			m->methods[m->nmethods - 1].level = x.level;
+			m->methods[m->nmethods - 1].flags = x.flags;
+		}
 		break;
 	}
 	case VP_CM_INLINE2: {
@@ -607,6 +618,27 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 			return -ENOMEM;
 		m->threads[m->nthreads++] = (struct vp_cm_thread_info){ .tid = x.tid, .time = r->time,
 			.flags = x.flags, .name = name };
+		return 0;
+	}
+	case VP_CM_ALLOC_SAMPLE:
+	case VP_CM_LOCK_SAMPLE: {
+		struct vp_cm_alloc_sample x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short ALLOC_SAMPLE", n);
+		memcpy(&x, b, sizeof(x));
+		size_t fl = (size_t)x.nframes * sizeof(struct vp_cm_alloc_frame);
+		if (fl + x.class_len > len - sizeof(x))
+			return bad(err, errlen, path, "ALLOC_SAMPLE frames or class overrun the record", n);
+		if (GROW(m->allocs, pv->cap_allocs, m->nallocs + 1) ||
+		    GROW(m->alloc_frames, pv->cap_alloc_frames, m->nalloc_frames + x.nframes))
+			return -ENOMEM;
+		const char *klass = own_str(pv, (const char *)b + sizeof(x) + fl, x.class_len);
+		if (!klass)
+			return -ENOMEM;
+		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
+		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid, .nframes = x.nframes,
+			.first = m->nalloc_frames, .size = x.size, .weight = x.weight, .klass = klass };
+		m->nalloc_frames += x.nframes;
 		return 0;
 	}
 	case VP_CM_CODE_BLOB: {
@@ -1303,4 +1335,38 @@ int vp_codemap__export_jitdump_fd(const struct vp_codemap *m, int fd)
 	if (fclose(f) || bad_write)
 		return -EIO;
 	return 0;
+}
+
+void vp_cm_class_name(const char *sig, char *out, size_t len)
+{
+	static const struct { char c; const char *name; } prim[] = {
+		{ 'Z', "boolean" }, { 'B', "byte" }, { 'C', "char" }, { 'S', "short" }, { 'I', "int" },
+		{ 'J', "long" }, { 'F', "float" }, { 'D', "double" }, { 'V', "void" },
+	};
+	int dims = 0;
+	size_t o = 0;
+	if (!len)
+		return;
+	while (sig[dims] == '[')
+		dims++;
+	const char *b = sig + dims;
+	if (*b == 'L') {
+		size_t n = strcspn(b + 1, ";");
+		for (size_t k = 0; k < n && o + 1 < len; k++)
+			out[o++] = b[1 + k] == '/' ? '.' : b[1 + k];
+	} else {
+		const char *name = NULL;
+		for (size_t k = 0; k < sizeof(prim) / sizeof(prim[0]); k++)
+			if (*b == prim[k].c && !b[1])
+				name = prim[k].name;
+		if (!name)
+			name = *sig ? sig : "[unknown class]";
+		for (; *name && o + 1 < len; name++)
+			out[o++] = *name;
+	}
+	for (int d = 0; d < dims && o + 2 < len; d++) {
+		out[o++] = '[';
+		out[o++] = ']';
+	}
+	out[o] = '\0';
 }

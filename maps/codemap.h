@@ -24,6 +24,21 @@ struct vp_cm_method_info {
 	uint64_t load_time, unload_time; /* CLOCK_MONOTONIC ns; unload VP_CM_NEVER if never */
 	const char *name, *klass, *mname, *sig; /* klass/mname/sig are "" for imports */
 	int32_t inl;                 /* index into vp_codemap.inlines, or -1 */
+	uint8_t level;               /* HotSpot compile level; VP_CM_LEVEL_UNKNOWN for imports and
+				      * loads from CompiledMethodLoad, which does not say */
+	uint8_t flags;               /* VP_CM_LOAD_* */
+};
+
+/* A sampled allocation (VP_CM_ALLOC_SAMPLE); frames innermost first, in
+ * vp_codemap.alloc_frames[first .. first + nframes). */
+struct vp_cm_alloc_info {
+	uint64_t time;
+	uint32_t kind;               /* VP_CM_ALLOC_SAMPLE, or VP_CM_LOCK_SAMPLE (size, weight in ns) */
+	uint32_t tid;
+	uint32_t nframes;
+	size_t first;
+	uint64_t size, weight;
+	const char *klass;           /* the class signature, "[J" */
 };
 
 struct vp_cm_blob_info {
@@ -81,12 +96,17 @@ struct vp_codemap {
 	struct vp_cm_inline_info *inlines; size_t ninlines;
 	struct vp_cm_ptr_info *ptrs; size_t nptrs;           /* sorted by (method_ptr, time) after finish */
 	struct vp_cm_thread_info *threads; size_t nthreads;  /* sorted by (tid, time) after finish */
+	struct vp_cm_alloc_info *allocs; size_t nallocs;     /* in record order */
+	struct vp_cm_alloc_frame *alloc_frames; size_t nalloc_frames;
 	void *priv;
 };
 
 /* Reads every codemap*.vpm in dir (in creation order). NULL with errno ENOENT and a message
  * when there is none; other errno and a one-line reason on a bad file. */
 struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errlen);
+/* A JVM class signature as Java writes the class: "[J" -> "long[]", "Ljava/lang/String;"
+ * -> "java.lang.String" (an allocation's class in reports). Always NUL-terminated. */
+void vp_cm_class_name(const char *sig, char *out, size_t len);
 /* Reads one code-map file. */
 struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t errlen);
 /* Imports a perf-PID.map ("START SIZE name" per line, hex) as one timeless epoch. */

@@ -15,7 +15,8 @@
 
 #define VP_CODEMAP_FORMAT_VERSION 1
 #define VP_CODEMAP_FILE "codemap.vpm"
-#define VP_AGENT_VERSION 2     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE */
+#define VP_AGENT_VERSION 3     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE;
+				* 3: METHOD_LOAD2's flags (OSR) */
 
 enum vp_cm_type {
 	VP_CM_META         = 1,
@@ -31,6 +32,8 @@ enum vp_cm_type {
 	VP_CM_METHOD_LOAD2 = 11, /* METHOD_LOAD without strings: named by METHOD_NAME */
 	VP_CM_METHOD_NAMES = 12, /* METHOD_NAME for many methods of one class, compact */
 	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
+	VP_CM_ALLOC_SAMPLE = 14, /* a sampled allocation (record -e alloc), agent version 3 on */
+	VP_CM_LOCK_SAMPLE  = 15, /* a contended lock's wait (record -e lock), agent version 3 on */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -71,6 +74,13 @@ struct vp_cm_epoch_end {
 };
 
 #define VP_CM_LEVEL_UNKNOWN 0xffu
+/* HotSpot's compile levels (CompLevel): 1-3 are C1 (1 without profiling, 2 with
+ * invocation and backedge counters, 3 full profiling), 4 is C2; 0 is a native wrapper. */
+#define VP_CM_LEVEL_C2 4u
+
+/* METHOD_LOAD and METHOD_LOAD2 flags (agent version 3 on; before that the byte was
+ * reserved and zero, which reads as "no flags"). */
+#define VP_CM_LOAD_OSR 0x1u   /* an on-stack-replacement compilation (entered at a loop) */
 
 /* VP_CM_METHOD_LOAD. Followed by name_len bytes of the readable name
  * ("java.util.HashMap.get(Object)"), class_len bytes of the class signature
@@ -80,7 +90,8 @@ struct vp_cm_method_load {
 	uint64_t code_start;
 	uint32_t code_size;
 	uint8_t level;           /* compile level, VP_CM_LEVEL_UNKNOWN when JVMTI does not say */
-	uint8_t reserved[3];
+	uint8_t flags;           /* VP_CM_LOAD_* (agent version 3 on) */
+	uint8_t reserved[2];
 	uint64_t method_id;      /* the jmethodID; stable while the class is loaded */
 	uint16_t name_len, class_len, mname_len, sig_len;
 };
@@ -194,7 +205,8 @@ struct vp_cm_method_load2 {
 	uint64_t method_id;
 	uint32_t code_size;
 	uint8_t level;           /* as in METHOD_LOAD */
-	uint8_t reserved[3];
+	uint8_t flags;           /* as in METHOD_LOAD */
+	uint8_t reserved[2];
 };
 
 enum vp_cm_blob_kind {
@@ -245,5 +257,30 @@ struct vp_cm_thread_name {
 };
 #define VP_CM_THREAD_PREEXISTING 0x1u
 #define VP_CM_THREAD_ENDED       0x2u
+
+/* VP_CM_ALLOC_SAMPLE: one allocation that JVMTI's SampledObjectAlloc reported (the agent
+ * option alloc=BYTES sets the mean sampling interval), on the allocating thread tid.
+ * Followed by nframes struct vp_cm_alloc_frame, innermost first (the allocating method
+ * first), then class_len bytes of the object's class signature ("[J", "Ljava/lang/String;").
+ * Methods are named by the METHOD_NAME(S) records of their jmethodIDs; frames carry the
+ * bytecode index as JVMTI gives it. */
+struct vp_cm_alloc_sample {
+	uint32_t tid;
+	uint16_t nframes;
+	uint16_t class_len;
+	uint64_t size;           /* the object's size in bytes */
+	uint64_t weight;         /* the bytes the sample stands for: max(size, interval) */
+};
+/* VP_CM_LOCK_SAMPLE has ALLOC_SAMPLE's layout: a thread that waited for a contended
+ * monitor (synchronized; JVMTI MonitorContendedEnter to MonitorContendedEntered) or parked
+ * in java.util.concurrent's LockSupport.park/parkNanos (a breakpoint at its start to its
+ * frame's pop), its stack when it got the lock (or returned from park), innermost first,
+ * and the class of the monitor (or of park's blocker object; "" when none). size and
+ * weight are both the time waited, in ns. The time of the record is the wait's end. */
+struct vp_cm_alloc_frame {
+	uint64_t method_id;
+	int32_t bci;
+	uint32_t reserved;
+};
 
 #endif

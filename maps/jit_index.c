@@ -101,8 +101,23 @@ static const struct vp_cm_method_info *by_epochs(const struct vp_codemap *m, uin
 	return NULL;
 }
 
+static int expand_frames(const struct vp_codemap *m, const struct vp_cm_method_info *x, uint64_t addr,
+			 struct vp_jit_frame *out, int max);
+
+/* The frames of x at addr; the compiled method's own frame (the last) carries its tier. */
 static int expand(const struct vp_codemap *m, const struct vp_cm_method_info *x, uint64_t addr,
 		  struct vp_jit_frame *out, int max)
+{
+	int n = expand_frames(m, x, addr, out, max);
+	for (int i = 0; i < n; i++) {
+		out[i].level = out[i].layer == VP_LAYER_JIT ? x->level : VP_CM_LEVEL_UNKNOWN;
+		out[i].osr = out[i].layer == VP_LAYER_JIT && (x->flags & VP_CM_LOAD_OSR);
+	}
+	return n;
+}
+
+static int expand_frames(const struct vp_codemap *m, const struct vp_cm_method_info *x, uint64_t addr,
+			 struct vp_jit_frame *out, int max)
 {
 	const struct vp_cm_name_info *self = vp_codemap__name(m, x->method_id);
 	if (max <= 0)
@@ -218,7 +233,7 @@ int vp_jit_index__resolve(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bo
 		return expand(m, x, addr, out, max);
 	const struct vp_cm_blob_info *b = vp_codemap__blob(m, addr);
 	if (b && max > 0) {
-		out[0] = (struct vp_jit_frame){ .name = b->name, .file = "",
+		out[0] = (struct vp_jit_frame){ .name = b->name, .file = "", .level = VP_CM_LEVEL_UNKNOWN,
 						.layer = b->kind == VP_BLOB_INTERPRETER ? VP_LAYER_INTERPRETED : VP_LAYER_JVM };
 		return 1;
 	}

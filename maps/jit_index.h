@@ -22,6 +22,10 @@ struct vp_jit_frame {
 	const char *file;
 	uint32_t line;
 	uint8_t layer; /* enum vp_layer */
+	/* The compiled method's frame (VP_LAYER_JIT) only: HotSpot's compile level (1-3 C1,
+	 * 4 C2) or VP_CM_LEVEL_UNKNOWN (0xff), and whether it is an OSR compilation. */
+	uint8_t level;
+	bool osr;
 };
 
 /* What owned addr at time t: the method record (or, when no method did, the stub or

@@ -46,10 +46,11 @@ static uint64_t hash_str(uint64_t h, const char *s)
 	return hash_bytes(h, s ? s : "", strlen(s ? s : "") + 1);
 }
 
-static uint64_t frame_hash(uint8_t layer, const char *name, const char *image)
+static uint64_t frame_hash(uint8_t layer, uint8_t tier, const char *name, const char *image)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	h = hash_bytes(h, &layer, 1);
+	h = hash_bytes(h, &tier, 1);
 	h = hash_str(h, name);
 	return hash_str(h, image);
 }
@@ -80,9 +81,9 @@ static const char *nz(const char *s)
 	return s ? s : "";
 }
 
-static bool frame_eq(const struct vp_frame *f, uint8_t layer, const char *name, const char *image)
+static bool frame_eq(const struct vp_frame *f, uint8_t layer, uint8_t tier, const char *name, const char *image)
 {
-	return f->layer == layer && !strcmp(f->name, nz(name)) && !strcmp(f->image, nz(image));
+	return f->layer == layer && f->tier == tier && !strcmp(f->name, nz(name)) && !strcmp(f->image, nz(image));
 }
 
 static bool stack_eq(const struct vp_stack *s, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
@@ -106,7 +107,7 @@ static int idtab_init(struct idtab *t, size_t size)
 static uint64_t frame_id_hash(const struct vp_profile *p, size_t i)
 {
 	const struct vp_frame *f = &p->frames[i];
-	return frame_hash(f->layer, f->name, f->image);
+	return frame_hash(f->layer, f->tier, f->name, f->image);
 }
 
 static uint64_t stack_id_hash(const struct vp_profile *p, size_t i)
@@ -166,6 +167,15 @@ fail:
 	free(p);
 	errno = ENOMEM;
 	return NULL;
+}
+
+const char *vp_tier_name(uint8_t tier)
+{
+	static const char *const names[2][5] = {
+		{ "", "C1", "C1", "C1", "C2" }, { "", "C1 OSR", "C1 OSR", "C1 OSR", "C2 OSR" },
+	};
+	unsigned l = vp_tier_level(tier);
+	return l <= 4 ? names[(tier & VP_TIER_OSR) != 0][l] : "";
 }
 
 bool vp_profile__has_samples(const struct vp_profile *p)
@@ -233,9 +243,9 @@ uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f)
 	const char *name = f->name && *f->name ? f->name : "[unknown]";
 	uint8_t layer = f->layer < VP_LAYER__COUNT ? f->layer : VP_LAYER_UNKNOWN;
 	size_t mask = pv->frames.size - 1;
-	size_t j = frame_hash(layer, name, f->image) & mask;
+	size_t j = frame_hash(layer, f->tier, name, f->image) & mask;
 	for (; pv->frames.slot[j] != EMPTY; j = (j + 1) & mask)
-		if (frame_eq(&p->frames[pv->frames.slot[j]], layer, name, f->image))
+		if (frame_eq(&p->frames[pv->frames.slot[j]], layer, f->tier, name, f->image))
 			return pv->frames.slot[j];
 	if (p->nframes >= UINT32_MAX - 1)
 		return UINT32_MAX;
@@ -249,6 +259,7 @@ uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f)
 	d->addr = f->addr;
 	d->line = f->line;
 	d->layer = layer;
+	d->tier = f->tier;
 	if (!d->name || !d->image || !d->build_id || !d->file) {
 		free((char *)d->name);
 		free((char *)d->image);

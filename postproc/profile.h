@@ -19,7 +19,18 @@ struct vp_frame {
 	uint64_t addr;          /* image-relative address of the first sample that named it, 0 if n/a */
 	uint32_t line;
 	uint8_t layer;          /* enum vp_layer */
+	uint8_t tier;           /* a compiled Java method's (VP_LAYER_JIT) compile tier, part of
+				 * its identity like the layer: VP_TIER_*; 0 = unknown or n/a */
 };
+
+/* Tiers: HotSpot's compile level (1-3 C1, 4 C2) with VP_TIER_OSR for an on-stack
+ * replacement compilation. */
+#define VP_TIER_C2  4u
+#define VP_TIER_OSR 0x80u
+static inline unsigned vp_tier_level(uint8_t tier) { return tier & 0x7fu; }
+static inline bool vp_tier_is_c1(uint8_t tier) { return vp_tier_level(tier) >= 1 && vp_tier_level(tier) <= 3; }
+/* "C1", "C2", "C1 OSR", ...; "" when unknown. */
+const char *vp_tier_name(uint8_t tier);
 
 struct vp_prof_event {
 	char name[64];          /* "cpu-clock", "page-faults", "steal" */
@@ -123,7 +134,7 @@ void vp_profile__free(struct vp_profile *p);   /* accepts NULL */
 bool vp_profile__has_samples(const struct vp_profile *p);
 /* Registers an event; returns its index or -errno. Same name twice returns the same index. */
 int vp_profile__add_event(struct vp_profile *p, const char *name, const char *unit);
-/* Interns a frame by (layer, name, image); strings are copied. Returns its id, or
+/* Interns a frame by (layer, tier, name, image); strings are copied. Returns its id, or
  * UINT32_MAX on allocation failure. */
 uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f);
 /* Adds samples to the stack (frames root first) of (pid, tid, comm); identical stacks

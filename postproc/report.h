@@ -45,5 +45,11 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
 int report_json(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
 		const struct vp_report_opts *opts);
+/* JDK Flight Recorder (report_jfr.c): the samples of opts->sort_event as jdk.ExecutionSample
+ * events; -EINVAL for an event that is not CPU time (vp_jfr_refuses_event). */
+int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
+/* Whether JFR output refuses this event: time off the CPU (off-cpu, wall, steal, ...)
+ * sampled allocations and lock waits are no ExecutionSample. */
+bool vp_jfr_refuses_event(const char *name);
 
 #endif

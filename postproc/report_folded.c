@@ -3,7 +3,8 @@
  * opts->sort_event; for time measured at context switches (off-cpu, steal) and the wall
  * view's events a sample is that time in periods of the recording's time event (1.001 ms
  * at 999 Hz), so counts read as milliseconds (docs/offcpu.md, "Units"). Layers are marked with the suffixes flamegraph.pl colours by
- * (perf script conventions): _[k] kernel, _[j] JIT, _[i] inlined, _[0] interpreted.
+ * (perf script conventions): _[k] kernel, _[j] JIT, _[i] inlined, _[0] interpreted,
+ * and, as async-profiler writes them, _[1] for C1-compiled code (_[j] is then C2's).
  * `viprof report -f folded --event steal` draws steal time: each victim thread's most
  * frequent sampled stack ending in a "[hypervisor: steal]" leaf (idle: "[idle]"), its
  * count the stolen time in periods of the recording's time event (1 ms when none),
@@ -16,11 +17,11 @@
 #include "postproc/report.h"
 #include "common/util.h"
 
-static const char *suffix(int layer)
+static const char *suffix(int layer, uint8_t tier)
 {
 	switch (layer) {
 	case VP_LAYER_KERNEL: return "_[k]";
-	case VP_LAYER_JIT: return "_[j]";
+	case VP_LAYER_JIT: return vp_tier_is_c1(tier) ? "_[1]" : "_[j]";
 	case VP_LAYER_INLINED: return "_[i]";
 	case VP_LAYER_INTERPRETED: return "_[0]";
 	default: return "";
@@ -42,7 +43,7 @@ static char **frame_parts(const struct vp_profile *p)
 	if (!v)
 		return NULL;
 	for (size_t i = 0; i < p->nframes; i++) {
-		const char *name = p->frames[i].name, *sfx = suffix(p->frames[i].layer);
+		const char *name = p->frames[i].name, *sfx = suffix(p->frames[i].layer, p->frames[i].tier);
 		size_t n = strlen(name), m = strlen(sfx);
 		char *s = malloc(n + m + 2);
 		if (!s) {

@@ -446,6 +446,8 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_json_str(o, f->name, true);
 		vp_out__printf(o, ",%u,", f->layer);
 		vp_json_str(o, f->image, true);
+		if (f->tier)   /* a compiled method's tier (issue 25), coloured apart when C1 */
+			vp_out__printf(o, ",%u", f->tier);
 		vp_out__puts(o, "]");
 	}
 

@@ -168,6 +168,11 @@ static void weight_type(const struct vp_profile *p, int e, const char **type, co
 		first_clock = !is_cpu_clock(&p->events[k]);
 	*type = first_clock ? "cpu" : p->events[e].name;
 	*unit = !strcmp(p->events[e].unit, "nanoseconds") ? "nanoseconds" : "count";
+	/* Sampled allocations (record -e alloc) in Go's heap-profile names. */
+	if (!strcmp(p->events[e].name, "alloc")) {
+		*type = "alloc_space";
+		*unit = "bytes";
+	}
 }
 
 /* Each process's name, for the "process" label: its main executable's file name, else
@@ -345,6 +350,8 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 		char *name = NULL;
 		if (e == 0)
 			c->type = strtab_add(&st, "samples");
+		else if (!strcmp(p->events[e].name, "alloc"))
+			c->type = strtab_add(&st, "alloc_objects");
 		else if (asprintf(&name, "%s_samples", p->events[e].name) >= 0)
 			c->type = strtab_add_owned(&st, name);
 		else

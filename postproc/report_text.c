@@ -418,10 +418,16 @@ static void name_widths(struct vp_out *o, int fixed, int *symw, int *imgw)
 
 static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int imgw, bool color)
 {
-	char a[1024], b[1024];
+	char a[1024], b[1024], img[1100];
 	const char *c = color ? layer_color(f->layer) : "";
+	/* A compiled method's tier goes with its image: "[jit C1]", "[jit C2 OSR]". */
+	const char *tn = vp_tier_name(f->tier);
+	if (*tn && f->image[0] == '[') {
+		snprintf(img, sizeof(img), "%.*s %s]", (int)strcspn(f->image, "]"), f->image, tn);
+	} else
+		snprintf(img, sizeof(img), "%s", base_name(f->image));
 	vp_out__printf(o, "  %s%-11s%s %-*s  %s\n", c, vp_layer_name(f->layer), *c ? "\033[0m" : "", symw,
-		       fit(f->name, symw, false, a, sizeof(a)), fit(base_name(f->image), imgw, true, b, sizeof(b)));
+		       fit(f->name, symw, false, a, sizeof(a)), fit(img, imgw, true, b, sizeof(b)));
 }
 
 static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
@@ -572,10 +578,13 @@ static int diff(const struct vp_profile *p, const struct vp_profile *base, struc
 		goto cleanup;
 	}
 	uint64_t pt = vp_event_samples(p, ev), bt = bev >= 0 ? vp_event_samples(base, bev) : 0;
+	/* --sort total compares inclusive shares: a frame with little self time (a lambda's
+	 * proxy, a caller) changes there when a run names it differently. */
+	bool total = opts->sort == VP_SORT_TOTAL;
 	for (size_t f = 0; f < p->nframes; f++)
-		pp[f] = vp_pct(pc[f].self, pt);
+		pp[f] = vp_pct(total ? pc[f].total : pc[f].self, pt);
 	for (size_t f = 0; bc && f < base->nframes; f++)
-		bp[ks.base_map[f]] += vp_pct(bc[f].self, bt);
+		bp[ks.base_map[f]] += vp_pct(total ? bc[f].total : bc[f].self, bt);
 	size_t nrows = 0;
 	for (size_t f = 0; f < n; f++) {
 		if (pp[f] == 0 && bp[f] == 0)
@@ -587,8 +596,9 @@ static int diff(const struct vp_profile *p, const struct vp_profile *base, struc
 	}
 	sort_p = ks.u;
 	vp_sort(rows, nrows, sizeof(*rows), cmp_drow);
-	vp_out__printf(o, "# diff on %s: base %llu samples, new %llu samples; self%% normalized per profile\n",
-		       p->nevents ? p->events[ev].name : "-", (unsigned long long)bt, (unsigned long long)pt);
+	vp_out__printf(o, "# diff on %s: base %llu samples, new %llu samples; %s%% normalized per profile\n",
+		       p->nevents ? p->events[ev].name : "-", (unsigned long long)bt, (unsigned long long)pt,
+		       total ? "total" : "self");
 	if (bev < 0)
 		vp_out__printf(o, "# warning: the base profile has no event %s\n", p->nevents ? p->events[ev].name : "-");
 	int symw, imgw;

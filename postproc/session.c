@@ -14,6 +14,7 @@
  * --comm select the victims. The meta keys steal.cpuN and steal.total hold the VM's
  * per-vCPU steal in the time window whatever the thread filters (summed over the
  * sessions merged into one profile). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -39,6 +40,7 @@
 
 #if __has_include("maps/jit_index.h")
 #include "maps/codemap.h"
+#include "maps/codemap_format.h"
 #include "maps/jit_index.h"
 #define HAVE_JIT_INDEX 1
 #else
@@ -797,8 +799,15 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		int n = vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf,
 					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
 		for (int i = 0; i < n; i++) {
-			out[i] = add_frame(l, jf[i].layer, jf[i].name ? jf[i].name : "[unknown]", "[jit]", "", 0,
-					   jf[i].file, jf[i].line);
+			/* The compiled method's frame carries its tier (issue 25): C1 and C2 code of
+			 * one method are two frames, as in async-profiler's _[1] and _[j]. Whether
+			 * it was an OSR compilation is left to 'maps show': a method's OSR and
+			 * normal code as two rows of every report told little and split its time. */
+			uint8_t tier = jf[i].level >= 1 && jf[i].level <= VP_TIER_C2 ? jf[i].level : 0;
+			struct vp_frame vf = { .name = jf[i].name ? jf[i].name : "[unknown]", .image = "[jit]",
+					       .build_id = "", .file = jf[i].file ? jf[i].file : "",
+					       .line = jf[i].line, .layer = jf[i].layer, .tier = tier };
+			out[i] = vp_profile__frame(l->p, &vf);
 			l->jit_lines[i] = jf[i].line;  /* this address's lines; the frame keeps its first */
 		}
 		l->jit_n = n;
@@ -1701,6 +1710,81 @@ static void loader_free(struct loader *l)
 	vp_elfsym__free(l->elfs);
 }
 
+/* Sampled allocations and contended locks (record -e alloc, -e lock; issue 25): each
+ * ALLOC_SAMPLE of each JVM's code map is a stack of event "alloc" (bytes: the bytes it
+ * stands for), each LOCK_SAMPLE one of event "lock" (nanoseconds waited), its Java frames
+ * from the agent's method names and the allocated class, or the lock's, as the leaf
+ * frame, like async-profiler's allocation and lock profiles. JVMTI does not say which
+ * frames were compiled: they are drawn in the JIT layer, the class in the JVM layer. */
+static int add_allocs(struct loader *l)
+{
+#if HAVE_JIT_INDEX
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", l->dir, VP_SESSION_JIT_DIR);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int evs[2] = { -1, -1 }, ret = 0;
+	if (!d)
+		return 0;
+	while (!ret && (de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+		if (*end || end == de->d_name || !pid || pid > UINT32_MAX)
+			continue;
+		struct jvm *j = jvm_open(l, (uint32_t)pid);
+		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+		if (!cm || !cm->nallocs)
+			continue;
+		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
+			const struct vp_cm_alloc_info *a = &cm->allocs[i];
+			bool lk = a->kind == VP_CM_LOCK_SAMPLE;
+			int *ev = &evs[lk];
+			if (*ev < 0 && (*ev = vp_profile__add_event(l->p, lk ? "lock" : "alloc", lk ? "nanoseconds" : "bytes")) < 0) {
+				ret = *ev;
+				break;
+			}
+			if (!in_list(l->o->pids, l->o->npids, (uint32_t)pid) || !in_list(l->o->tids, l->o->ntids, a->tid) ||
+			    !in_window(l, a->time))
+				continue;
+			const char *kcomm, *comm = thread_name(l, (uint32_t)pid, a->tid, a->time, &kcomm);
+			if (!comm_selected(l, comm, kcomm))
+				continue;
+			uint32_t fr[MAX_OUT_FRAMES];
+			uint32_t n = 0, nf = a->nframes < MAX_OUT_FRAMES - 1 ? a->nframes : MAX_OUT_FRAMES - 1;
+			/* Root first: the outermost caller is the last JVMTI frame. */
+			for (uint32_t k = nf; k-- > 0;) {
+				const struct vp_cm_alloc_frame *f = &cm->alloc_frames[a->first + k];
+				const struct vp_cm_name_info *ni = vp_codemap__name(cm, f->method_id);
+				struct vp_frame vf = { .name = ni ? ni->name : "[unknown Java method]", .image = "[jit]",
+						       .build_id = "", .file = ni && ni->file ? ni->file : "",
+						       .line = ni ? vp_codemap__line(ni, f->bci) : 0, .layer = VP_LAYER_JIT };
+				if ((fr[n] = vp_profile__frame(l->p, &vf)) == UINT32_MAX)
+					break;
+				n++;
+			}
+			char cls[512];
+			if (lk && !a->klass[0])
+				snprintf(cls, sizeof(cls), "[unknown lock]");
+			else
+				vp_cm_class_name(a->klass, cls, sizeof(cls));
+			struct vp_frame cf = { .name = cls, .image = lk ? "[lock]" : "[class]", .build_id = "", .file = "",
+					       .layer = VP_LAYER_JVM };
+			if ((fr[n] = vp_profile__frame(l->p, &cf)) == UINT32_MAX) {
+				ret = -ENOMEM;
+				break;
+			}
+			n++;
+			ret = vp_profile__add(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", *ev, 1, a->weight);
+		}
+	}
+	closedir(d);
+	return ret;
+#else
+	(void)l;
+	return 0;
+#endif
+}
+
 int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o, char *err,
 		     size_t errlen)
 {
@@ -1821,6 +1905,10 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	}
 	if ((ret = add_steal(&l)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	if ((ret = add_allocs(&l)) < 0) {
+		vp_set_err(err, errlen, "%s: cannot add sampled allocations: %s", path, strerror(-ret));
 		goto cleanup;
 	}
 	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;

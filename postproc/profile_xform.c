@@ -1,0 +1,404 @@
+/* Views of a profile (profile_xform.h): the source profile is copied stack by stack into
+ * a new one, frames renamed and re-interned (so that two lambdas that differ only by
+ * their per-run address become one frame), stacks filtered and cut. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "postproc/profile_xform.h"
+
+#define NONE UINT32_MAX
+
+bool vp_xform__active(const struct vp_xform *x)
+{
+	return x && (x->norm || x->simple || x->java_only || x->ninclude || x->nexclude || x->minwidth > 0);
+}
+
+static bool is_java_layer(int layer)
+{
+	return layer == VP_LAYER_JIT || layer == VP_LAYER_INLINED || layer == VP_LAYER_INTERPRETED;
+}
+
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '$';
+}
+
+/* Appends n bytes of s to out (room for the NUL kept). */
+static void put(char *out, size_t outlen, size_t *o, const char *s, size_t n)
+{
+	for (size_t k = 0; k < n; k++, (*o)++)
+		if (*o + 1 < outlen)
+			out[*o] = s[k];
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+size_t vp_name__norm(const char *name, char *out, size_t outlen)
+{
+	/* Names whose trailing number is a per-run counter: HotSpot numbers lambda proxies,
+	 * reflection accessors and dynamic proxies in the order a run happens to create them. */
+	static const char *const counted[] = {
+		"$$Lambda", "$Proxy", "GeneratedMethodAccessor", "GeneratedConstructorAccessor",
+		"GeneratedSerializationConstructorAccessor",
+	};
+	size_t o = 0, i = 0;
+	while (name[i]) {
+		bool done = false;
+		for (size_t c = 0; c < sizeof(counted) / sizeof(counted[0]) && !done; c++) {
+			if (!starts(name + i, counted[c]))
+				continue;
+			size_t l = strlen(counted[c]);
+			put(out, outlen, &o, name + i, l);
+			i += l;
+			/* "$$Lambda$12" (JDK <= 20) and "$Proxy12", "Accessor12". */
+			size_t j = i + (name[i] == '$' && c == 0);
+			if (isdigit((unsigned char)name[j])) {
+				while (isdigit((unsigned char)name[j]))
+					j++;
+				i = j;
+			}
+			done = true;
+		}
+		if (done)
+			continue;
+		/* A hidden class's address, "/0x7f.." in the JVM's name and ".0x7f.." once the
+		 * agent has turned slashes into dots: no Java identifier starts with a digit,
+		 * so ".0x" followed by hex and then a separator is always such an address. */
+		if (i > 0 && (name[i] == '.' || name[i] == '/') && name[i + 1] == '0' && name[i + 2] == 'x' &&
+		    isxdigit((unsigned char)name[i + 3])) {
+			size_t j = i + 3;
+			while (isxdigit((unsigned char)name[j]))
+				j++;
+			if (!ident_char(name[j])) {
+				i = j;
+				continue;
+			}
+		}
+		put(out, outlen, &o, name + i, 1);
+		i++;
+	}
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = '\0';
+	return o;
+}
+
+size_t vp_name__simple(const char *name, char *out, size_t outlen)
+{
+	size_t end = strlen(name);
+	const char *clone = strstr(name, " [clone ");
+	if (clone)
+		end = (size_t)(clone - name);
+	while (end > 0 && name[end - 1] == ' ')
+		end--;
+	if (end >= 6 && !strncmp(name + end - 6, " const", 6))
+		end -= 6;
+	if (end > 0 && name[end - 1] == ')') {
+		/* The argument list is the last balanced (...) group: "operator()(int)" keeps
+		 * "operator()", "(anonymous namespace)::f(int)" keeps its namespace. */
+		int depth = 0;
+		size_t k = end;
+		while (k > 0) {
+			char c = name[--k];
+			if (c == ')')
+				depth++;
+			else if (c == '(' && --depth == 0)
+				break;
+		}
+		if (depth == 0 && k > 0)
+			end = k;
+	}
+	size_t o = 0;
+	put(out, outlen, &o, name, end);
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = '\0';
+	return o;
+}
+
+/* The call tree for --minwidth: nodes by (parent, frame), totals of one event. */
+struct mw_tree {
+	uint64_t *kparent;
+	uint32_t *kframe, *slot;
+	uint64_t *total;
+	size_t n, cap, size;
+};
+
+static uint64_t mw_hash(uint64_t parent, uint32_t frame)
+{
+	uint64_t h = (parent * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)frame * 0xc2b2ae3d27d4eb4full);
+	return h ^ (h >> 31);
+}
+
+static int mw_rehash(struct mw_tree *t)
+{
+	size_t size = t->size ? t->size * 2 : 4096;
+	uint32_t *slot = malloc(size * sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	memset(slot, 0xff, size * sizeof(*slot));
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j = mw_hash(t->kparent[i], t->kframe[i]) & (size - 1);
+		while (slot[j] != NONE)
+			j = (j + 1) & (size - 1);
+		slot[j] = (uint32_t)i;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->size = size;
+	return 0;
+}
+
+/* The node (parent, frame), made if new; NONE on ENOMEM. */
+static uint32_t mw_node(struct mw_tree *t, uint64_t parent, uint32_t frame)
+{
+	if ((t->n + 1) * 2 > t->size && mw_rehash(t))
+		return NONE;
+	size_t j = mw_hash(parent, frame) & (t->size - 1);
+	for (; t->slot[j] != NONE; j = (j + 1) & (t->size - 1))
+		if (t->kparent[t->slot[j]] == parent && t->kframe[t->slot[j]] == frame)
+			return t->slot[j];
+	size_t c1 = t->cap, c2 = t->cap, c3 = t->cap;
+	if (vp_grow((void **)&t->kparent, &c1, t->n + 1, sizeof(*t->kparent)) ||
+	    vp_grow((void **)&t->kframe, &c2, t->n + 1, sizeof(*t->kframe)) ||
+	    vp_grow((void **)&t->total, &c3, t->n + 1, sizeof(*t->total)))
+		return NONE;
+	t->cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+	t->kparent[t->n] = parent;
+	t->kframe[t->n] = frame;
+	t->total[t->n] = 0;
+	t->slot[j] = (uint32_t)t->n;
+	return (uint32_t)t->n++;
+}
+
+static void mw_free(struct mw_tree *t)
+{
+	free(t->kparent);
+	free(t->kframe);
+	free(t->slot);
+	free(t->total);
+}
+
+/* The key of a stack's root: its thread name's hash when the tree has a thread level. */
+static uint64_t mw_root(const struct vp_xform *x, const char *comm)
+{
+	uint64_t h = 0;
+	if (x->minwidth_by_thread)
+		for (const unsigned char *c = (const unsigned char *)(comm ? comm : ""); *c; c++)
+			h = (h ^ *c) * 0x100000001b3ull;
+	return (1ull << 63) | (h >> 1);
+}
+
+static int compile_all(regex_t *re, const char *const *src, int n, const char *opt, int *ncompiled, char *err,
+		       size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		int rc = regcomp(&re[i], src[i], REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char why[200];
+			regerror(rc, &re[i], why, sizeof(why));
+			snprintf(err, errlen, "--%s '%s': not a regular expression (%s); write a POSIX extended regex, e.g. --%s 'java\\.util\\..*'",
+				 opt, src[i], why, opt);
+			return -EINVAL;
+		}
+		(*ncompiled)++;
+	}
+	return 0;
+}
+
+struct vp_profile *vp_profile__transform(const struct vp_profile *src, const struct vp_xform *x, char *err,
+					 size_t errlen)
+{
+	regex_t inc[VP_XFORM_MAX_RE], exc[VP_XFORM_MAX_RE];
+	int ninc = 0, nexc = 0, evmap[8], ret = -ENOMEM;
+	uint32_t *fmap = NULL, *smap = NULL, *start = NULL, *len = NULL, *buf = NULL;
+	uint8_t *match = NULL;   /* per source frame: 1 include matched, 2 exclude matched */
+	char *name = NULL;
+	size_t namecap = 0, bufcap = 0;
+	struct mw_tree mw = { 0 };
+	struct vp_profile *dst = NULL;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (x->ninclude > VP_XFORM_MAX_RE || x->nexclude > VP_XFORM_MAX_RE) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "at most %d --include and %d --exclude patterns", VP_XFORM_MAX_RE, VP_XFORM_MAX_RE);
+		goto cleanup;
+	}
+	if ((ret = compile_all(inc, x->include, x->ninclude, "include", &ninc, err, errlen)) ||
+	    (ret = compile_all(exc, x->exclude, x->nexclude, "exclude", &nexc, err, errlen)))
+		goto cleanup;
+	ret = -ENOMEM;
+	if (!(dst = vp_profile__new()))
+		goto cleanup;
+	for (int e = 0; e < src->nevents; e++)
+		if ((evmap[e] = vp_profile__add_event(dst, src->events[e].name, src->events[e].unit)) < 0) {
+			ret = evmap[e];
+			goto cleanup;
+		}
+
+	/* Frames: renamed, re-interned, and matched once each rather than once per stack. */
+	fmap = malloc((src->nframes + 1) * sizeof(*fmap));
+	match = calloc(src->nframes + 1, 1);
+	if (!fmap || !match)
+		goto cleanup;
+	for (size_t i = 0; i < src->nframes; i++) {
+		struct vp_frame f = src->frames[i];
+		size_t need = strlen(f.name) + 1;
+		if (vp_grow((void **)&name, &namecap, 2 * need, 1))
+			goto cleanup;
+		char *a = name, *b = name + need;
+		memcpy(a, f.name, need);
+		if (x->norm && is_java_layer(f.layer)) {
+			vp_name__norm(a, b, need);
+			memcpy(a, b, need);
+		}
+		if (x->simple) {
+			vp_name__simple(a, b, need);
+			memcpy(a, b, need);
+		}
+		f.name = a;
+		/* A method's C1 and C2 code are one frame for comparison: which tier ran when
+		 * differs from run to run with the JIT's timing. */
+		if (x->norm)
+			f.tier = 0;
+		if ((fmap[i] = vp_profile__frame(dst, &f)) == NONE)
+			goto cleanup;
+		for (int r = 0; r < ninc && !(match[i] & 1); r++)
+			if (!regexec(&inc[r], a, 0, NULL, 0))
+				match[i] |= 1;
+		for (int r = 0; r < nexc && !(match[i] & 2); r++)
+			if (!regexec(&exc[r], a, 0, NULL, 0))
+				match[i] |= 2;
+	}
+
+	/* Stacks: which are kept, and where each starts (--java-only). */
+	size_t ns = src->nstacks;
+	smap = malloc((ns + 1) * sizeof(*smap));
+	start = calloc(ns + 1, sizeof(*start));
+	len = calloc(ns + 1, sizeof(*len));
+	if (!smap || !start || !len)
+		goto cleanup;
+	for (size_t i = 0; i < ns; i++) {
+		const struct vp_stack *s = &src->stacks[i];
+		bool any_inc = false, any_exc = false;
+		smap[i] = NONE;
+		for (uint32_t k = 0; k < s->nframes; k++) {
+			any_inc |= match[s->frames[k]] & 1;
+			any_exc |= (match[s->frames[k]] & 2) != 0;
+		}
+		if ((ninc && !any_inc) || any_exc) {
+			len[i] = NONE;   /* dropped */
+			continue;
+		}
+		len[i] = s->nframes;
+		if (x->java_only) {
+			/* Stacks with no Java frame at all (GC, compiler threads) stay whole, so
+			 * that the view's total is the profile's and their cost stays in sight. */
+			for (uint32_t k = 0; k < s->nframes; k++)
+				if (is_java_layer(src->frames[s->frames[k]].layer)) {
+					start[i] = k;
+					len[i] = s->nframes - k;
+					break;
+				}
+		}
+	}
+	if (x->minwidth > 0 && x->minwidth_event >= 0 && x->minwidth_event < src->nevents) {
+		int ev = x->minwidth_event;
+		uint64_t all = 0;
+		for (size_t i = 0; i < ns; i++) {
+			const struct vp_stack *s = &src->stacks[i];
+			if (len[i] == NONE || !s->samples[ev])
+				continue;
+			all += s->samples[ev];
+			uint64_t parent = mw_root(x, s->comm);
+			for (uint32_t k = 0; k < len[i]; k++) {
+				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
+				if (nd == NONE)
+					goto cleanup;
+				mw.total[nd] += s->samples[ev];
+				parent = nd;
+			}
+		}
+		double min = all * x->minwidth / 100.0;
+		for (size_t i = 0; i < ns; i++) {
+			const struct vp_stack *s = &src->stacks[i];
+			if (len[i] == NONE)
+				continue;
+			uint64_t parent = mw_root(x, s->comm);
+			for (uint32_t k = 0; k < len[i]; k++) {
+				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
+				if (nd == NONE)
+					goto cleanup;
+				if ((double)mw.total[nd] < min) {
+					len[i] = k;
+					break;
+				}
+				parent = nd;
+			}
+		}
+	}
+	for (size_t i = 0; i < ns; i++) {
+		const struct vp_stack *s = &src->stacks[i];
+		if (len[i] == NONE)
+			continue;
+		if (vp_grow((void **)&buf, &bufcap, len[i] + 1, sizeof(*buf)))
+			goto cleanup;
+		for (uint32_t k = 0; k < len[i]; k++)
+			buf[k] = fmap[s->frames[start[i] + k]];
+		for (int e = 0; e < src->nevents; e++) {
+			if (!s->samples[e] && !s->weight[e])
+				continue;
+			if ((ret = vp_profile__add_stack(dst, buf, len[i], s->pid, s->tid, s->comm, evmap[e], s->samples[e],
+							 s->weight[e], &smap[i])))
+				goto cleanup;
+		}
+	}
+	ret = -ENOMEM;
+	/* Addresses (pprof) only where the stacks keep all their frames: a cut stack's
+	 * locations would still name the frames it lost; pprof then takes one location per
+	 * frame instead. */
+	if (!x->java_only && !(x->minwidth > 0) && (ret = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
+		goto cleanup;
+	for (size_t i = 0; i < src->nthreads; i++)
+		if ((ret = vp_profile__thread_times(dst, &src->threads[i])))
+			goto cleanup;
+	for (size_t i = 0; i < src->nmeta; i++)
+		vp_profile__set_meta(dst, src->meta[i].key, src->meta[i].value);
+	for (const char *w = src->warnings; w && *w;) {
+		size_t l = strcspn(w, "\n");
+		vp_profile__warn(dst, "%.*s", (int)l, w);
+		w += l + (w[l] == '\n');
+	}
+	dst->lost = src->lost;
+	dst->incomplete = src->incomplete;
+	ret = 0;
+cleanup:
+	for (int r = 0; r < ninc; r++)
+		regfree(&inc[r]);
+	for (int r = 0; r < nexc; r++)
+		regfree(&exc[r]);
+	mw_free(&mw);
+	free(fmap);
+	free(match);
+	free(smap);
+	free(start);
+	free(len);
+	free(buf);
+	free(name);
+	if (ret) {
+		vp_profile__free(dst);
+		if (err && errlen && !err[0])
+			snprintf(err, errlen, "%s", strerror(-ret));
+		errno = -ret;
+		return NULL;
+	}
+	return dst;
+}

@@ -1,0 +1,34 @@
+// Compile tiers (issue 25): one method compiled the normal way and one entered through
+// on-stack replacement, each hot for half the run. Tiers.step is called from Tiers.drive
+// with -XX:CompileCommand=dontinline,Tiers::step on the test's command line, so that its
+// samples stay in its own compiled code (C1 with -XX:TieredStopAtLevel=1, else C2 once
+// warm); Tiers.loop runs one long loop, which HotSpot compiles while it runs (OSR).
+// Usage: Tiers SECONDS
+public class Tiers {
+    static volatile long sink;
+
+    static long step(long x) {
+        for (int i = 0; i < 500; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+        return x;
+    }
+
+    static long drive(long until) {
+        long x = 1;
+        while (System.nanoTime() < until)
+            x = step(x);
+        return x;
+    }
+
+    static long loop(long until) {
+        long x = 2;
+        while (System.nanoTime() < until)
+            for (int i = 0; i < 500; i++) { x = x * 2862933555777941757L + 3037000493L; x ^= x >>> 31; }
+        return x;
+    }
+
+    public static void main(String[] a) {
+        long half = (long) (Double.parseDouble(a[0]) * 0.5e9);
+        sink += drive(System.nanoTime() + half);
+        sink += loop(System.nanoTime() + half);
+    }
+}

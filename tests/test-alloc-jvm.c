@@ -1,0 +1,120 @@
+/* Issue 25 item 1: `viprof record -e alloc` on tests/java/AllocSplit (75% of the bytes in
+ * long[] from AllocSplit.a, 25% in double[] from AllocSplit.b). The report of event
+ * alloc has the classes as leaf frames under their allocating methods, within 3 pp of
+ * the split, by samples (folded) and by bytes (the text report's alloc column); the
+ * pprof sample types are Go's alloc_objects and alloc_space; the JFR output has one
+ * jdk.ObjectAllocationSample per sample, which that JDK's jfr tool prints with its class
+ * and stack. Argument: 17 or 25. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test-agent-util.h"
+#include "test-record-util.h"
+
+static char *run(const char *tmp, char *const argv[], const char *what)
+{
+	char outp[600], errp[600];
+	snprintf(outp, sizeof(outp), "%s/out", tmp);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	int rc = tu_run(argv, outp, errp, 240);
+	if (rc)
+		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
+	return tu_read(outp);
+}
+
+/* The count of folded lines whose stack ends in ";<method>_[j];<leaf>". */
+static long folded_count(const char *folded, const char *method, const char *leaf)
+{
+	char pat[256];
+	long n = 0;
+	snprintf(pat, sizeof(pat), ";%s_[j];%s ", method, leaf);
+	for (const char *p = folded; (p = strstr(p, pat)); p++)
+		n += strtol(p + strlen(pat), NULL, 10);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	tu_require_fixtures();
+	char *tmp = tu_tmpdir("alloc");
+	char dir[600], out[8192];
+	snprintf(dir, sizeof(dir), "%s/s", tmp);
+	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "alloc", "-o", dir, "--", (char *)java, "-cp",
+			(char *)VIPROF_JAVA_CLASSES, "AllocSplit", "3", NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	if (rc)
+		FAIL("viprof record -e alloc exited %d: %s", rc, out);
+
+	char *fo[] = { (char *)VIPROF_BIN, "report", dir, "-e", "alloc", "-F", "folded", NULL };
+	char *folded = run(tmp, fo, "viprof report -e alloc -F folded");
+	long a = folded_count(folded, "AllocSplit.a(int)", "long[]"), b = folded_count(folded, "AllocSplit.b(int)", "double[]");
+	long all = 0;
+	for (const char *l = folded; *l;) {
+		const char *sp = strrchr(l, ' '), *nl = strchr(l, '\n');
+		if (!nl)
+			break;
+		for (sp = nl; sp > l && sp[-1] != ' '; sp--)
+			;
+		all += strtol(sp, NULL, 10);
+		l = nl + 1;
+	}
+	free(folded);
+	fprintf(stderr, "alloc samples: a/long[] %ld, b/double[] %ld, all %ld\n", a, b, all);
+	ASSERT_GT(all, 500);
+	/* Nearly all samples are the fixture's (the JVM's own start-up allocates a little). */
+	ASSERT_GE((a + b) * 100, all * 95);
+	ASSERT_DBL_NEAR(100.0 * a / (a + b), 75.0, 3.0);
+	ASSERT_DBL_NEAR(100.0 * b / (a + b), 25.0, 3.0);
+
+	/* By bytes: the text report's alloc column (the class rows). */
+	char *tx[] = { (char *)VIPROF_BIN, "report", dir, "-e", "alloc", "-n", "10", NULL };
+	char *txt = run(tmp, tx, "viprof report -e alloc");
+	double la = -1, ld = -1;
+	for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+		double cpu, al, tot;
+		long n;
+		char layer[32], sym[64];
+		if (line[0] == '#' || sscanf(line, "%lf %lf %lf %ld %31s %63s", &cpu, &al, &tot, &n, layer, sym) != 6)
+			continue;
+		if (!strcmp(sym, "long[]"))
+			la = al;
+		if (!strcmp(sym, "double[]"))
+			ld = al;
+	}
+	free(txt);
+	fprintf(stderr, "alloc bytes: long[] %.1f%%, double[] %.1f%%\n", la, ld);
+	ASSERT_DBL_NEAR(la / (la + ld) * 100.0, 75.0, 3.0);
+
+	/* pprof: Go's names for the two sample types. */
+	char pb[700];
+	snprintf(pb, sizeof(pb), "%s/a.pb.gz", tmp);
+	char *pp[] = { (char *)VIPROF_BIN, "report", dir, "-F", "pprof", "-o", pb, NULL };
+	free(run(tmp, pp, "viprof report -F pprof"));
+	char cmd[1600];
+	snprintf(cmd, sizeof(cmd), "zcat %s | grep -c alloc_space > %s/pp.txt; zcat %s | grep -c alloc_objects >> %s/pp.txt", pb,
+		 tmp, pb, tmp);
+	ASSERT_EQ(system(cmd), 0);
+
+	/* JFR: as many jdk.ObjectAllocationSample events as samples, class and stack named. */
+	char jfr[512], jf[700];
+	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
+	snprintf(jf, sizeof(jf), "%s/a.jfr", tmp);
+	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
+	free(run(tmp, wj, "viprof report -F jfr"));
+	char *sm[] = { jfr, "summary", jf, NULL };
+	char *sum = run(tmp, sm, "jfr summary");
+	const char *es = strstr(sum, "jdk.ObjectAllocationSample");
+	ASSERT_NOT_NULL(es);
+	ASSERT_EQ(strtol(es + strlen("jdk.ObjectAllocationSample"), NULL, 10), all);
+	free(sum);
+	char *pj[] = { jfr, "print", "--events", "jdk.ObjectAllocationSample", "--stack-depth", "1", jf, NULL };
+	char *pr = run(tmp, pj, "jfr print");
+	ASSERT_CONTAINS(pr, "objectClass = long[]");
+	ASSERT_CONTAINS(pr, "objectClass = double[]");
+	ASSERT_CONTAINS(pr, "AllocSplit.a(int) line:");
+	free(pr);
+	tu_rm_rf(tmp);
+	return 0;
+}

@@ -1,0 +1,159 @@
+/* Issue 25: `viprof report -F jfr` read by the JDK's own `jfr` tool. tests/java/JitSplit
+ * (hotA 50%, hotB 30%, hotC 20% of its main thread) is recorded, written as text and as
+ * JFR; `jfr summary` counts as many jdk.ExecutionSample events as the text report has
+ * samples, and `jfr print --events jdk.ExecutionSample` gives the top Java methods (by
+ * the stacks' leaf frames) the text report's shares within 1 pp, all four frame types,
+ * and the main thread by its name. Argument: 17 or 25: the JDK that runs the fixture and
+ * whose `jfr` reads the file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test-agent-util.h"
+#include "test-record-util.h"
+
+#define MAXN 512
+
+struct count {
+	char name[256];
+	long n;
+};
+
+static long *slot(struct count *c, int *n, const char *name)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(c[i].name, name))
+			return &c[i].n;
+	if (*n == MAXN)
+		FAIL("more than %d names", MAXN);
+	snprintf(c[*n].name, sizeof(c[*n].name), "%s", name);
+	c[*n].n = 0;
+	return &c[(*n)++].n;
+}
+
+static char *run(const char *tmp, char *const argv[], const char *what)
+{
+	char outp[600], errp[600];
+	snprintf(outp, sizeof(outp), "%s/out", tmp);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	int rc = tu_run(argv, outp, errp, 240);
+	if (rc)
+		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
+	return tu_read(outp);
+}
+
+int main(int argc, char **argv)
+{
+	bool jdk17;
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	tu_require_fixtures();
+	char jfr[512];
+	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);   /* .../bin/java -> .../bin/jfr */
+	if (access(jfr, X_OK))
+		SKIP("no jfr tool at %s", jfr);
+	char *tmp = tu_tmpdir("jfr");
+	char dir[600], file[600], out[8192];
+	snprintf(dir, sizeof(dir), "%s/s", tmp);
+	snprintf(file, sizeof(file), "%s/s.jfr", tmp);
+	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-F", "999", "-o", dir, "--", (char *)java, "-cp",
+			(char *)VIPROF_JAVA_CLASSES, "JitSplit", "4", NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	if (rc)
+		FAIL("viprof record exited %d: %s", rc, out);
+
+	/* The text report: samples per symbol over the Java layers, and the total. */
+	char *rep[] = { (char *)VIPROF_BIN, "report", dir, "-n", "100000", NULL };
+	char *txt = run(tmp, rep, "viprof report");
+	const char *tl = strstr(txt, "# event: ");
+	ASSERT_NOT_NULL(tl);
+	long total = 0;
+	ASSERT_TRUE(sscanf(strchr(tl, ',') + 1, "%ld samples", &total) == 1);
+	ASSERT_GT(total, 1000);
+	static struct count text[MAXN], leaf[MAXN];
+	int ntext = 0, nleaf = 0;
+	for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+		double self, tot;
+		long n;
+		char layer[32];
+		int off = 0;
+		if (line[0] == '#' || sscanf(line, "%lf %lf %ld %31s %n", &self, &tot, &n, layer, &off) != 4 || !off)
+			continue;
+		if (strcmp(layer, "jit") && strcmp(layer, "inlined") && strcmp(layer, "interpreted"))
+			continue;
+		char *sym = line + off, *end = strstr(sym, "  ");
+		if (end)
+			*end = '\0';
+		if (!strstr(sym, "..."))   /* names cut to the table's width cannot be matched */
+			*slot(text, &ntext, sym) += n;
+	}
+	free(txt);
+
+	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
+	free(run(tmp, w, "viprof report -F jfr"));
+
+	char *sum[] = { jfr, "summary", file, NULL };
+	char *s = run(tmp, sum, "jfr summary");
+	fprintf(stderr, "%s\n", s);
+	ASSERT_CONTAINS(s, "Version: 2.1");
+	const char *es = strstr(s, "jdk.ExecutionSample");
+	ASSERT_NOT_NULL(es);
+	long nev = 0;
+	ASSERT_TRUE(sscanf(es + strlen("jdk.ExecutionSample"), "%ld", &nev) == 1);
+	ASSERT_EQ(nev, total);
+	free(s);
+
+	/* Leaf frames of every event, by name ("Class.method(args) line: N" in jfr's print). */
+	char *pr[] = { jfr, "print", "--events", "jdk.ExecutionSample", "--stack-depth", "1", file, NULL };
+	char *p = run(tmp, pr, "jfr print");
+	long events = 0;
+	bool main_thread = false;
+	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strstr(line, "jdk.ExecutionSample {"))
+			events++;
+		if (strstr(line, "sampledThread = \"java\""))
+			main_thread = true;
+		if (!strstr(line, "stackTrace = ["))
+			continue;
+		char *f = strtok(NULL, "\n");
+		if (!f)
+			break;
+		while (*f == ' ')
+			f++;
+		char *ln = strstr(f, " line: ");
+		if (ln)
+			*ln = '\0';
+		(*slot(leaf, &nleaf, f))++;
+	}
+	free(p);
+	ASSERT_EQ(events, total);
+	ASSERT_TRUE(main_thread);
+
+	/* The top three Java methods of the text report, the JitSplit ones among them. */
+	bool seen[MAXN] = { false };
+	int hot = 0;
+	for (int r = 0; r < 3; r++) {
+		int best = -1;
+		for (int i = 0; i < ntext; i++)
+			if (!seen[i] && (best < 0 || text[i].n > text[best].n))
+				best = i;
+		ASSERT_GE(best, 0);
+		seen[best] = true;
+		double a = 100.0 * text[best].n / total, b = 100.0 * *slot(leaf, &nleaf, text[best].name) / nev;
+		fprintf(stderr, "%-40s text %5.1f%%  jfr %5.1f%%\n", text[best].name, a, b);
+		ASSERT_DBL_NEAR(a, b, 1.0);
+		hot += strstr(text[best].name, "JitSplit.hot") != NULL;
+	}
+	ASSERT_EQ(hot, 3);
+
+	/* Frame types: interpreted, compiled, inlined and native frames all named so. */
+	char *js[] = { jfr, "print", "--json", "--events", "jdk.ExecutionSample", "--stack-depth", "64", file, NULL };
+	char *j = run(tmp, js, "jfr print --json");
+	ASSERT_CONTAINS(j, "\"type\": \"Interpreted\"");
+	ASSERT_CONTAINS(j, "\"type\": \"JIT compiled\"");
+	ASSERT_CONTAINS(j, "\"type\": \"Inlined\"");
+	ASSERT_CONTAINS(j, "\"type\": \"Native\"");
+	ASSERT_CONTAINS(j, "\"name\": \"hotA\"");
+	ASSERT_CONTAINS(j, "\"name\": \"JitSplit\"");
+	free(j);
+	tu_rm_rf(tmp);
+	return 0;
+}

@@ -1,0 +1,31 @@
+# Issue 25: what a Java developer reaches for. The report's views on synthetic profiles
+# (names normalised, simple names, include/exclude, Java only, minwidth), one entry per
+# part (unit); the same lambda program recorded twice and diffed (jvm, JDK 17 and 25).
+viprof_test(test-report-views SOURCES test-report-views.c LIBS vp_postproc ARGS names LABELS unit)
+foreach(part norm-merge filters)
+  add_test(NAME test-report-views-${part} COMMAND test-report-views ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(test-report-views-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
+endforeach()
+viprof_jvm_test(test-report-norm-jvm 240)
+# The flame graph's include/exclude/min-width controls in headless chromium (tools).
+add_test(NAME test-report-views-html COMMAND test-report-views html WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-views-html PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS tools)
+# Compile tiers: METHOD_LOAD2's level and OSR flag through the reader, the resolver and the
+# reports, old and new records (unit); C1 (TieredStopAtLevel=1) and C2 code of a real JVM
+# marked so in text, folded and `maps show` (jvm, JDK 17 and 25).
+viprof_test(test-codemap-tier SOURCES test-codemap-tier.c LIBS vp_postproc vp_maps ARGS map LABELS unit)
+foreach(part layout reports)
+  add_test(NAME test-codemap-tier-${part} COMMAND test-codemap-tier ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(test-codemap-tier-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
+endforeach()
+viprof_jvm_test(test-tier-jvm 300)
+# JFR output read by the JDK's own jfr tool (summary, print, print --json): event count,
+# top methods' shares against the text report, frame types, thread names (jvm, JDK 17
+# and 25, each JDK reading with its own jfr).
+viprof_jvm_test(test-report-jfr-jvm 300)
+# record -e alloc: the agent's JVMTI allocation sampling, a 75/25 split of bytes in two
+# classes (jvm, JDK 17 and 25).
+viprof_jvm_test(test-alloc-jvm 240)
+# record -e lock: a contended monitor and a contended ReentrantLock with their classes and
+# waiting stacks, time waited within 10% of the fixture's own (jvm, JDK 17 and 25).
+viprof_jvm_test(test-lock-jvm 240)
