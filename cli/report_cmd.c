@@ -513,7 +513,14 @@ int cmd_report(int argc, char **argv)
 	if (vp_xform__active(&a.xf)) {
 		char xerr[512] = "";
 		struct vp_profile *v = vp_profile__transform(p, &a.xf, xerr, sizeof(xerr)), *bv = NULL;
-		if (v && base && !(bv = vp_profile__transform(base, &a.xf, xerr, sizeof(xerr)))) {
+		/* The base's minimum width is of the same event, by name: its events may be
+		 * numbered differently. */
+		struct vp_xform bxf = a.xf;
+		bxf.minwidth_event = -1;
+		for (int e = 0; base && e < base->nevents; e++)
+			if (!strcmp(base->events[e].name, p->events[ro.sort_event].name))
+				bxf.minwidth_event = e;
+		if (v && base && !(bv = vp_profile__transform(base, &bxf, xerr, sizeof(xerr)))) {
 			vp_profile__free(v);
 			v = NULL;
 		}

@@ -1729,7 +1729,8 @@ static int add_allocs(struct loader *l)
 	while (!ret && (de = readdir(d))) {
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
-		if (*end || end == de->d_name || !pid || pid > UINT32_MAX)
+		/* --pid first: a JVM left out is not worth reading its code map for. */
+		if (*end || end == de->d_name || !pid || pid > UINT32_MAX || !in_list(l->o->pids, l->o->npids, (uint32_t)pid))
 			continue;
 		struct jvm *j = jvm_open(l, (uint32_t)pid);
 		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;

@@ -214,6 +214,29 @@ static void test_html(void)
 	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$0()"));
 	ASSERT_CONTAINS(dom, "90 samples (");   /* "N samples (N.N ms) of cpu-clock": a time event */
 	free(dom);
+	/* Java only: the worker's stack starts at Thread.run (no libjvm frame left), the GC
+	 * thread's, without Java, stays whole; simple names drop the argument lists. */
+	dom = browse(file, "javaonly=1", NULL);
+	ASSERT_NULL(li_for(dom, "JavaCalls::call_helper(JavaValue*)"));
+	const char *li = li_for(dom, "java.lang.Thread.run()");
+	char v[32];
+	ASSERT_NOT_NULL(li);
+	attr(li, "data-depth", v, sizeof(v));
+	ASSERT_STREQ(v, "1");
+	attr(li, "data-samples", v, sizeof(v));
+	ASSERT_STREQ(v, "90");
+	ASSERT_NOT_NULL(li_for(dom, "G1YoungCollector::collect()"));
+	li = li_for(dom, "start_thread");
+	ASSERT_NOT_NULL(li);
+	attr(li, "data-samples", v, sizeof(v));
+	ASSERT_STREQ(v, "10");   /* only the stack without Java keeps its prefix */
+	ASSERT_CONTAINS(dom, "100 samples of cpu-clock");
+	free(dom);
+	dom = browse(file, "simple=1&javaonly=1", NULL);
+	ASSERT_NOT_NULL(li_for(dom, "Shop.serve"));
+	ASSERT_NULL(li_for(dom, "Shop.serve(Request)"));
+	ASSERT_NOT_NULL(li_for(dom, "java.lang.Thread.run"));
+	free(dom);
 	dom = browse(file, "minwidth=40", NULL);
 	ASSERT_NULL(li_for(dom, "Shop.lambda$serve$1()"));
 	ASSERT_NOT_NULL(li_for(dom, "Shop.lambda$serve$0()"));
