@@ -230,7 +230,7 @@ static void test_html(void)
 	ASSERT_NOT_NULL(li);
 	attr(li, "data-samples", v, sizeof(v));
 	ASSERT_STREQ(v, "10");   /* only the stack without Java keeps its prefix */
-	ASSERT_CONTAINS(dom, "100 samples of cpu-clock");
+	ASSERT_CONTAINS(dom, "100 samples (");   /* "N samples (N.N ms) of cpu-clock": a time event */
 	free(dom);
 	dom = browse(file, "simple=1&javaonly=1", NULL);
 	ASSERT_NOT_NULL(li_for(dom, "Shop.serve"));
