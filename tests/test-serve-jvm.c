@@ -36,7 +36,9 @@ static void jvm_samples(const char *sess, double *all, double *named, double *ho
 		double n = (double)s->samples[0];
 		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
 		*all += n;
-		if (leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED)
+		/* Named by a code map: not "[java code: JVM without the agent]", which says
+		 * only that the address is the JVM's. */
+		if ((leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && leaf->name[0] != '[')
 			*named += n;
 		for (uint32_t f = 0; f < s->nframes; f++)
 			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
