@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <linux/perf_event.h>
@@ -464,6 +465,11 @@ struct ovf_slot {
 
 static struct ovf_slot ovf_tab[OVF_SLOTS];
 static int ovf_signal;                    /* the signal installed, 0 = none yet */
+/* Taken by vp_counters__overflow only (never in the handler): two threads registering
+ * at once must neither both install the handler nor both take the same free slot, in
+ * which case one thread's fd was overwritten and its overflows went nowhere. */
+static pthread_mutex_t ovf_lock = PTHREAD_MUTEX_INITIALIZER;
+#define OVF_CLAIMED (-2)                  /* a slot being filled: not free, not matched */
 
 static void on_overflow(int sig, siginfo_t *si, void *uc)
 {
@@ -475,7 +481,9 @@ static void on_overflow(int sig, siginfo_t *si, void *uc)
 		struct ovf_slot *o = &ovf_tab[s];
 		uint64_t v[VP_MAX_EVENTS];
 
-		if (o->fd <= 0 || o->fd != si->si_fd)
+		int fd = __atomic_load_n(&o->fd, __ATOMIC_ACQUIRE);
+
+		if (fd <= 0 || fd != si->si_fd)
 			continue;
 		for (int i = 0; i < o->c->n; i++) {
 			uint64_t b[3];
@@ -520,11 +528,16 @@ int vp_counters__overflow(struct vp_counters *c, int i, uint64_t period, vp_coun
 		return -EINVAL;
 	if (c->c[i].ovf_fd >= 0)
 		return -EALREADY;
-	if ((err = install_handler()))
-		return err;
-	for (int s = 0; s < OVF_SLOTS && slot < 0; s++)
-		if (ovf_tab[s].fd <= 0)
+	pthread_mutex_lock(&ovf_lock);
+	err = install_handler();
+	for (int s = 0; !err && s < OVF_SLOTS && slot < 0; s++)
+		if (ovf_tab[s].fd == 0 || ovf_tab[s].fd == -1) {
 			slot = s;
+			__atomic_store_n(&ovf_tab[s].fd, OVF_CLAIMED, __ATOMIC_RELEASE);
+		}
+	pthread_mutex_unlock(&ovf_lock);
+	if (err)
+		return err;
 	if (slot < 0)
 		return -ENOSPC;
 	attr = c->c[i].attr;
@@ -532,12 +545,16 @@ int vp_counters__overflow(struct vp_counters *c, int i, uint64_t period, vp_coun
 	attr.wakeup_events = 1;    /* a wakeup, hence a signal, at every overflow */
 	attr.disabled = 1;         /* enabled once the signal is routed */
 	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		__atomic_store_n(&ovf_tab[slot].fd, -1, __ATOMIC_RELEASE);
+		return err;
+	}
 	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) || fcntl(fd, F_SETSIG, ovf_signal) ||
 	    fcntl(fd, F_SETOWN_EX, &owner)) {
 		err = -errno;
 		close(fd);
+		__atomic_store_n(&ovf_tab[slot].fd, -1, __ATOMIC_RELEASE);
 		return err;
 	}
 	ovf_tab[slot].c = c;

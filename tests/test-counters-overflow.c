@@ -18,6 +18,10 @@
 #define PERIOD 1000
 #define MAXCALLS 512
 
+/* Both threads register at the same moment: a CI run once lost thread A's overflows
+ * when the two took the same free slot of the library's signal table. */
+static pthread_barrier_t start;
+
 struct thread_run {
 	long pages;
 	pid_t tid;
@@ -53,6 +57,7 @@ static void *run(void *arg)
 		return NULL;
 	}
 	madvise((void *)m, (size_t)(t->pages * psz), MADV_NOHUGEPAGE);
+	pthread_barrier_wait(&start);
 	struct vp_counters *c = vp_counters__open("page-faults", t->err, sizeof(t->err));
 	if (!c) {
 		t->rc = -errno;
@@ -76,6 +81,7 @@ int main(void)
 {
 	static struct thread_run a = { .pages = 100000 }, b = { .pages = 50000 };
 	pthread_t ta, tb;
+	ASSERT_OK(pthread_barrier_init(&start, NULL, 2));
 	ASSERT_OK(pthread_create(&ta, NULL, run, &a));
 	ASSERT_OK(pthread_create(&tb, NULL, run, &b));
 	ASSERT_OK(pthread_join(ta, NULL));
