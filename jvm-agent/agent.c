@@ -43,10 +43,10 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "common/util.h"
-#include "jvm-agent/codeheap.h"
+#include "hotspot/codeheap.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
-#include "jvm-agent/vmstructs.h"
+#include "hotspot/vmstructs.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
 

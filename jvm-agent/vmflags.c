@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "jvm-agent/tasks.h"
-#include "jvm-agent/vmstructs.h"
+#include "hotspot/vmstructs.h"
 
 
 /* Is HotSpot's VM thread running, i.e. is the JVM past its start-up (where -agentpath

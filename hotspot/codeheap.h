@@ -11,8 +11,8 @@
  * or a GC frees it): a walk that meets something inconsistent says so (-EAGAIN) and
  * the caller tries again later; decoding copies an nmethod with process_vm_readv,
  * which fails instead of faulting, and checks it was not replaced meanwhile. */
-#ifndef VIPROF_JVM_AGENT_CODEHEAP_H
-#define VIPROF_JVM_AGENT_CODEHEAP_H
+#ifndef VIPROF_HOTSPOT_CODEHEAP_H
+#define VIPROF_HOTSPOT_CODEHEAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

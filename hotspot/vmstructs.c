@@ -1,7 +1,7 @@
 /* HotSpot's exported VM structure tables (gHotSpotVMStructs, gHotSpotVMTypes), read in
  * the JVM's own process by the agent: see vmstructs.h. */
 #define _GNU_SOURCE
-#include "jvm-agent/vmstructs.h"
+#include "hotspot/vmstructs.h"
 
 #include <dlfcn.h>
 #include <string.h>

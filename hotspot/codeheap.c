@@ -1,6 +1,6 @@
 /* HotSpot's code cache, read in the JVM's own process: see codeheap.h. */
 #define _GNU_SOURCE
-#include "jvm-agent/codeheap.h"
+#include "hotspot/codeheap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "jvm-agent/vmstructs.h"
+#include "hotspot/vmstructs.h"
 
 #define FREE_SEGMENT 0xffu   /* the segment map's mark for a segment of no block */
 #define MAX_DEPTH 1024       /* scopes per pc; HotSpot inlines far less deep */

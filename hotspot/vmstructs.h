@@ -1,8 +1,8 @@
 /* HotSpot's exported VM structure tables, as serviceability tools read them: the offset
  * (or, for a static field, the address) of a named field of a VM type, and a type's
  * size. Inside the JVM's own process (the agent); internal to jvm-agent/. */
-#ifndef VIPROF_JVM_AGENT_VMSTRUCTS_H
-#define VIPROF_JVM_AGENT_VMSTRUCTS_H
+#ifndef VIPROF_HOTSPOT_VMSTRUCTS_H
+#define VIPROF_HOTSPOT_VMSTRUCTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
