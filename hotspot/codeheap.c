@@ -1,8 +1,7 @@
-/* HotSpot's code cache, read in the JVM's own process: see codeheap.h. */
+/* HotSpot's code cache, read through a memory reader: see codeheap.h. */
 #define _GNU_SOURCE
 #include "hotspot/codeheap.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,110 +10,78 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "hotspot/vmstructs.h"
 
 #define FREE_SEGMENT 0xffu   /* the segment map's mark for a segment of no block */
 #define MAX_DEPTH 1024       /* scopes per pc; HotSpot inlines far less deep */
 #define MAX_HOPS 4096        /* segment-map steps back to a block's start */
 
-enum {
-	F_HEAPS, F_GA_LEN, F_GA_DATA, F_MEMORY, F_SEGMAP, F_LOG2, F_VS_LOW, F_VS_HIGH, F_HB_LEN, F_HB_USED,
-	F_BLOB_SIZE, F_BLOB_NAME, F_BLOB_KIND, F_CODE_BEGIN, F_CODE_END, F_CODE_OFF, F_DATA_OFF, F_MUT, F_MUT_SIZE,
-	F_RELOC_SIZE, F_CM_METHOD, F_NM_METHOD, F_STATE, F_COMPILE_ID, F_LEVEL, F_PCS, F_DEPS,
-	F_METADATA, F_SCOPES_BEGIN, F_IMM, F_IMM_SIZE, F_SCOPES_DATA, F_PC_OFFSET, F_PC_SCOPE, F_MAJOR, F_M_CONST, F_CM_CONSTANTS, F_CM_NAME, F_CM_SIG, F_CP_HOLDER, F_K_NAME,
-	F_SYM_LEN, F_SYM_BODY, F_ENTRY_BCI, F_N
-};
+static int64_t off(const struct vp_hs_vm *vm, enum vp_hs_fid k) { return vp_hs_vm__offset(vm, k); }
 
-static int64_t off(const struct vp_vm_field *f) { return f->found && !f->is_static ? (int64_t)f->offset : -1; }
-
-int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
+int vp_ch__init(struct vp_ch *c, const struct vp_hs_vm *vm, const struct vp_hs_mem *heap,
+		const struct vp_hs_mem *safe, char *why, size_t whylen)
 {
-	struct vp_vm_field f[F_N] = {
-		[F_HEAPS] = { "CodeCache", "_heaps" }, [F_GA_LEN] = { "GrowableArrayBase", "_len" },
-		[F_GA_DATA] = { "GrowableArray<int>", "_data" }, [F_MEMORY] = { "CodeHeap", "_memory" },
-		[F_SEGMAP] = { "CodeHeap", "_segmap" }, [F_LOG2] = { "CodeHeap", "_log2_segment_size" },
-		[F_VS_LOW] = { "VirtualSpace", "_low_boundary" }, [F_VS_HIGH] = { "VirtualSpace", "_high" },
-		[F_HB_LEN] = { "HeapBlock::Header", "_length" }, [F_HB_USED] = { "HeapBlock::Header", "_used" },
-		[F_BLOB_SIZE] = { "CodeBlob", "_size" }, [F_BLOB_NAME] = { "CodeBlob", "_name" },
-		[F_BLOB_KIND] = { "CodeBlob", "_kind" }, [F_CODE_BEGIN] = { "CodeBlob", "_code_begin" },
-		[F_CODE_END] = { "CodeBlob", "_code_end" }, [F_CODE_OFF] = { "CodeBlob", "_code_offset" },
-		[F_DATA_OFF] = { "CodeBlob", "_data_offset" }, [F_MUT] = { "CodeBlob", "_mutable_data" },
-		[F_MUT_SIZE] = { "CodeBlob", "_mutable_data_size" }, [F_RELOC_SIZE] = { "CodeBlob", "_relocation_size" },
-		[F_CM_METHOD] = { "CompiledMethod", "_method" }, [F_NM_METHOD] = { "nmethod", "_method" },
-		[F_STATE] = { "nmethod", "_state" }, [F_COMPILE_ID] = { "nmethod", "_compile_id" },
-		[F_LEVEL] = { "nmethod", "_comp_level" },
-		[F_PCS] = { "nmethod", "_scopes_pcs_offset" }, [F_DEPS] = { "nmethod", "_dependencies_offset" },
-		[F_METADATA] = { "nmethod", "_metadata_offset" },
-		[F_SCOPES_BEGIN] = { "CompiledMethod", "_scopes_data_begin" },
-		[F_IMM] = { "nmethod", "_immutable_data" }, [F_IMM_SIZE] = { "nmethod", "_immutable_data_size" },
-		[F_SCOPES_DATA] = { "nmethod", "_scopes_data_offset" }, [F_PC_OFFSET] = { "PcDesc", "_pc_offset" },
-		[F_PC_SCOPE] = { "PcDesc", "_scope_decode_offset" }, [F_MAJOR] = { "Abstract_VM_Version", "_vm_major_version" },
-		[F_M_CONST] = { "Method", "_constMethod" }, [F_CM_CONSTANTS] = { "ConstMethod", "_constants" },
-		[F_CM_NAME] = { "ConstMethod", "_name_index" }, [F_CM_SIG] = { "ConstMethod", "_signature_index" },
-		[F_CP_HOLDER] = { "ConstantPool", "_pool_holder" }, [F_K_NAME] = { "Klass", "_name" },
-		[F_SYM_LEN] = { "Symbol", "_length" }, [F_SYM_BODY] = { "Symbol", "_body" },
-		[F_ENTRY_BCI] = { "nmethod", "_entry_bci" },
-	};
-	int32_t kind = -1;
+	uint64_t heaps = vp_hs_vm__address(vm, VP_HS_CODECACHE_HEAPS), major = vp_hs_vm__address(vm, VP_HS_VM_MAJOR);
+	int32_t jdk = 0;
 
 	memset(c, 0, sizeof(*c));
-	vp_vm__find_fields(h, f, F_N);
-	if (!f[F_HEAPS].found || !f[F_HEAPS].is_static || !f[F_HEAPS].address || !f[F_MAJOR].found ||
-	    !f[F_MAJOR].is_static || !f[F_MAJOR].address) {
+	c->heap = heap;
+	c->safe = safe;
+	c->vm = vm;
+	if (!heaps || !major || vp_hs_mem__read(safe, major, &jdk, sizeof(jdk))) {
 		snprintf(why, whylen, "no HotSpot code cache in the VM structure tables");
 		return -ENOTSUP;
 	}
-	c->jdk = *(const int *)f[F_MAJOR].address;
+	c->jdk = jdk;
 	c->u5_base = c->jdk >= 20;   /* JDK-8292758 made UNSIGNED5 exclude the zero byte */
-	c->heaps = f[F_HEAPS].address;
-	c->ga_len = off(&f[F_GA_LEN]);
-	c->ga_data = off(&f[F_GA_DATA]);
-	c->heap_memory = off(&f[F_MEMORY]);
-	c->heap_segmap = off(&f[F_SEGMAP]);
-	c->heap_log2 = off(&f[F_LOG2]);
-	c->vs_low_boundary = off(&f[F_VS_LOW]);
-	c->vs_high = off(&f[F_VS_HIGH]);
-	c->hb_length = off(&f[F_HB_LEN]);
-	c->hb_length_size = f[F_HB_LEN].type_string && !strcmp(f[F_HB_LEN].type_string, "size_t") ? 8 : 4;
-	c->hb_used = off(&f[F_HB_USED]);
-	c->hb_size = (int64_t)vp_vm__type_size(h, "HeapBlock");
-	c->blob_size = off(&f[F_BLOB_SIZE]);
-	c->blob_name = off(&f[F_BLOB_NAME]);
-	c->blob_kind = off(&f[F_BLOB_KIND]);
-	c->kind_nmethod = vp_vm__int_constant(h, "CodeBlobKind::Nmethod", &kind) ? kind : -1;
-	c->blob_code_begin = off(&f[F_CODE_BEGIN]);
-	c->blob_code_end = off(&f[F_CODE_END]);
-	c->blob_code_offset = off(&f[F_CODE_OFF]);
-	c->blob_data_offset = off(&f[F_DATA_OFF]);
-	c->blob_mutable_data = off(&f[F_MUT]);
-	c->blob_mutable_size = off(&f[F_MUT_SIZE]);
-	c->blob_reloc_size = off(&f[F_RELOC_SIZE]);
-	c->nm_method = f[F_NM_METHOD].found ? off(&f[F_NM_METHOD]) : off(&f[F_CM_METHOD]);
-	c->nm_state = off(&f[F_STATE]);
-	c->nm_compile_id = off(&f[F_COMPILE_ID]);
-	c->nm_level = off(&f[F_LEVEL]);
-	c->nm_level_size = f[F_LEVEL].type_string && !strcmp(f[F_LEVEL].type_string, "int") ? 4 : 1;
+	c->heaps = (void *)(uintptr_t)heaps;
+	c->ga_len = off(vm, VP_HS_GA_LEN);
+	c->ga_data = off(vm, VP_HS_GA_DATA);
+	c->heap_memory = off(vm, VP_HS_HEAP_MEMORY);
+	c->heap_segmap = off(vm, VP_HS_HEAP_SEGMAP);
+	c->heap_log2 = off(vm, VP_HS_HEAP_LOG2);
+	c->vs_low_boundary = off(vm, VP_HS_VS_LOW_BOUNDARY);
+	c->vs_high = off(vm, VP_HS_VS_HIGH);
+	c->hb_length = off(vm, VP_HS_HB_LENGTH);
+	c->hb_length_size = !strcmp(vm->f[VP_HS_HB_LENGTH].type_string, "size_t") ? 8 : 4;
+	c->hb_used = off(vm, VP_HS_HB_USED);
+	c->hb_size = (int64_t)vm->type_size[VP_HS_T_HEAPBLOCK];
+	c->blob_size = off(vm, VP_HS_BLOB_SIZE);
+	c->blob_name = off(vm, VP_HS_BLOB_NAME);
+	c->blob_kind = off(vm, VP_HS_BLOB_KIND);
+	c->kind_nmethod = vm->have_constant[VP_HS_C_KIND_NMETHOD] ? vm->constant[VP_HS_C_KIND_NMETHOD] : -1;
+	c->blob_code_begin = off(vm, VP_HS_BLOB_CODE_BEGIN);
+	c->blob_code_end = off(vm, VP_HS_BLOB_CODE_END);
+	c->blob_code_offset = off(vm, VP_HS_BLOB_CODE_OFFSET);
+	c->blob_data_offset = off(vm, VP_HS_BLOB_DATA_OFFSET);
+	c->blob_mutable_data = off(vm, VP_HS_BLOB_MUTABLE_DATA);
+	c->blob_mutable_size = off(vm, VP_HS_BLOB_MUTABLE_SIZE);
+	c->blob_reloc_size = off(vm, VP_HS_BLOB_RELOC_SIZE);
+	c->nm_method = off(vm, VP_HS_NM_METHOD);
+	c->nm_state = off(vm, VP_HS_NM_STATE);
+	c->nm_compile_id = off(vm, VP_HS_NM_COMPILE_ID);
+	c->nm_level = off(vm, VP_HS_NM_LEVEL);
+	c->nm_level_size = !strcmp(vm->f[VP_HS_NM_LEVEL].type_string, "int") ? 4 : 1;
 	/* Optional: without it every compilation reads as a normal (not OSR) one. */
-	c->nm_entry_bci = off(&f[F_ENTRY_BCI]);
-	c->nm_pcs = off(&f[F_PCS]);
-	c->nm_pcs_end = off(&f[F_DEPS]);
-	c->nm_metadata = off(&f[F_METADATA]);
-	c->nm_scopes_begin = off(&f[F_SCOPES_BEGIN]);
-	c->nm_immutable = off(&f[F_IMM]);
-	c->nm_immutable_size = off(&f[F_IMM_SIZE]);
-	c->nm_scopes_data = off(&f[F_SCOPES_DATA]);
-	c->pc_offset = off(&f[F_PC_OFFSET]);
-	c->pc_scope = off(&f[F_PC_SCOPE]);
-	c->pc_size = (int64_t)vp_vm__type_size(h, "PcDesc");
-	c->m_const = off(&f[F_M_CONST]);
-	c->cm_constants = off(&f[F_CM_CONSTANTS]);
-	c->cm_name = off(&f[F_CM_NAME]);
-	c->cm_sig = off(&f[F_CM_SIG]);
-	c->cp_holder = off(&f[F_CP_HOLDER]);
-	c->cp_size = (int64_t)vp_vm__type_size(h, "ConstantPool");
-	c->k_name = off(&f[F_K_NAME]);
-	c->sym_len = off(&f[F_SYM_LEN]);
-	c->sym_body = off(&f[F_SYM_BODY]);
+	c->nm_entry_bci = off(vm, VP_HS_NM_ENTRY_BCI);
+	c->nm_pcs = off(vm, VP_HS_NM_PCS);
+	c->nm_pcs_end = off(vm, VP_HS_NM_DEPS);
+	c->nm_metadata = off(vm, VP_HS_NM_METADATA);
+	c->nm_scopes_begin = off(vm, VP_HS_NM_SCOPES_BEGIN);
+	c->nm_immutable = off(vm, VP_HS_NM_IMMUTABLE);
+	c->nm_immutable_size = off(vm, VP_HS_NM_IMMUTABLE_SIZE);
+	c->nm_scopes_data = off(vm, VP_HS_NM_SCOPES_DATA);
+	c->pc_offset = off(vm, VP_HS_PC_OFFSET);
+	c->pc_scope = off(vm, VP_HS_PC_SCOPE);
+	c->pc_size = (int64_t)vm->type_size[VP_HS_T_PCDESC];
+	c->m_const = off(vm, VP_HS_METHOD_CONST);
+	c->cm_constants = off(vm, VP_HS_CM_CONSTANTS);
+	c->cm_name = off(vm, VP_HS_CM_NAME);
+	c->cm_sig = off(vm, VP_HS_CM_SIG);
+	c->cp_holder = off(vm, VP_HS_CP_HOLDER);
+	c->cp_size = (int64_t)vm->type_size[VP_HS_T_CONSTANTPOOL];
+	c->k_name = off(vm, VP_HS_KLASS_NAME);
+	c->sym_len = off(vm, VP_HS_SYM_LENGTH);
+	c->sym_body = off(vm, VP_HS_SYM_BODY);
 
 	bool common = c->ga_len >= 0 && c->ga_data >= 0 && c->heap_memory >= 0 && c->heap_segmap >= 0 &&
 		      c->heap_log2 >= 0 && c->vs_low_boundary >= 0 && c->vs_high >= 0 && c->hb_length >= 0 &&
@@ -137,40 +104,139 @@ int vp_ch__init(struct vp_ch *c, void *h, char *why, size_t whylen)
 	return 0;
 }
 
-/* ---- plain reads of the heaps (committed memory below each heap's _high) ---- */
+/* ---- the heaps and their segment maps ---- */
 
-static uint64_t rd_ptr(uint64_t a) { return *(const volatile uint64_t *)(uintptr_t)a; }
-static int32_t rd_i32(uint64_t a) { return *(const volatile int32_t *)(uintptr_t)a; }
-static uint8_t rd_u8(uint64_t a) { return *(const volatile uint8_t *)(uintptr_t)a; }
+int vp_hs__code_heaps(const struct vp_hs_vm *vm, const struct vp_hs_mem *m, struct vp_hs_heap *out, int *n,
+		      char *err, size_t errlen)
+{
+	uint64_t cell = vp_hs_vm__address(vm, VP_HS_CODECACHE_HEAPS), ga = 0, data = 0;
+	int64_t o_len = vp_hs_vm__offset(vm, VP_HS_GA_LEN), o_data = vp_hs_vm__offset(vm, VP_HS_GA_DATA);
+	int64_t o_mem = vp_hs_vm__offset(vm, VP_HS_HEAP_MEMORY), o_seg = vp_hs_vm__offset(vm, VP_HS_HEAP_SEGMAP);
+	int64_t o_log2 = vp_hs_vm__offset(vm, VP_HS_HEAP_LOG2);
+	int64_t o_lb = vp_hs_vm__offset(vm, VP_HS_VS_LOW_BOUNDARY), o_lo = vp_hs_vm__offset(vm, VP_HS_VS_LOW);
+	int64_t o_hi = vp_hs_vm__offset(vm, VP_HS_VS_HIGH), o_hb = vp_hs_vm__offset(vm, VP_HS_VS_HIGH_BOUNDARY);
+	int32_t len = 0;
+
+	*n = 0;
+	if (!cell || o_len < 0 || o_data < 0 || o_mem < 0 || o_seg < 0 || o_log2 < 0) {
+		snprintf(err, errlen, "this JVM's VM structure table does not describe its code heaps");
+		return -ENOTSUP;
+	}
+	if (vp_hs_mem__read(m, cell, &ga, 8))
+		goto fault;
+	if (!ga) {
+		snprintf(err, errlen, "the JVM has not created its code heaps yet: JVM not initialised yet, try again");
+		return -EAGAIN;
+	}
+	if (vp_hs_mem__read(m, ga + (uint64_t)o_len, &len, 4) || vp_hs_mem__read(m, ga + (uint64_t)o_data, &data, 8))
+		goto fault;
+	if (len == 0) {
+		snprintf(err, errlen, "the JVM has no code heaps yet: JVM not initialised yet, try again");
+		return -EAGAIN;
+	}
+	if (len < 0 || len > VP_HS_MAX_HEAPS || !data) {
+		snprintf(err, errlen, "CodeCache::_heaps lists %d heaps at %#llx: corrupt", len, (unsigned long long)data);
+		return -ENOTSUP;
+	}
+	for (int i = 0; i < len; i++) {
+		struct vp_hs_heap *h = &out[i];
+		uint64_t mem, seg;
+
+		memset(h, 0, sizeof(*h));
+		if (vp_hs_mem__read(m, data + 8 * (uint64_t)i, &h->heap, 8) || !h->heap)
+			goto fault;
+		mem = h->heap + (uint64_t)o_mem;
+		seg = h->heap + (uint64_t)o_seg;
+		/* Each bound the table names (a JDK without one leaves it 0). */
+		if ((o_lb >= 0 && (vp_hs_mem__read(m, mem + (uint64_t)o_lb, &h->low_boundary, 8) ||
+				   vp_hs_mem__read(m, seg + (uint64_t)o_lb, &h->segmap_low_boundary, 8))) ||
+		    (o_lo >= 0 && (vp_hs_mem__read(m, mem + (uint64_t)o_lo, &h->low, 8) ||
+				   vp_hs_mem__read(m, seg + (uint64_t)o_lo, &h->segmap_low, 8))) ||
+		    (o_hi >= 0 && (vp_hs_mem__read(m, mem + (uint64_t)o_hi, &h->high, 8) ||
+				   vp_hs_mem__read(m, seg + (uint64_t)o_hi, &h->segmap_high, 8))) ||
+		    (o_hb >= 0 && vp_hs_mem__read(m, mem + (uint64_t)o_hb, &h->high_boundary, 8)) ||
+		    vp_hs_mem__read(m, h->heap + (uint64_t)o_log2, &h->log2_seg, 4))
+			goto fault;
+	}
+	*n = len;
+	return 0;
+fault:
+	snprintf(err, errlen, "cannot read the JVM's code heaps where its VM structure table points (process gone?)");
+	return -EFAULT;
+}
+
+int vp_hs__segmap_start(const struct vp_hs_mem *m, uint64_t segmap, uint64_t seg, uint32_t max_hops,
+			uint64_t *start, uint32_t *hops)
+{
+	uint8_t b = 0;
+	uint32_t k;
+
+	for (k = 0; k < max_hops; k++) {
+		if (vp_hs_mem__read(m, segmap + seg, &b, 1))
+			return -EFAULT;
+		if (b == FREE_SEGMENT)
+			return -ENOENT;
+		if (b == 0)
+			break;
+		if (seg < b)
+			return -EINVAL;
+		seg -= b;
+	}
+	if (b != 0)
+		return -ELOOP;
+	*start = seg;
+	*hops = k;
+	return 0;
+}
+
+/* ---- the agent's view: nmethods in the committed part of each heap ---- */
+
+/* Reads through the heap reader; 0 where it fails. */
+static uint64_t rd_ptr(const struct vp_ch *c, uint64_t a)
+{
+	uint64_t v = 0;
+	return vp_hs_mem__read(c->heap, a, &v, 8) ? 0 : v;
+}
+static int32_t rd_i32(const struct vp_ch *c, uint64_t a)
+{
+	int32_t v = 0;
+	return vp_hs_mem__read(c->heap, a, &v, 4) ? 0 : v;
+}
+static uint8_t rd_u8(const struct vp_ch *c, uint64_t a)
+{
+	uint8_t v = 0;
+	return vp_hs_mem__read(c->heap, a, &v, 1) ? 0 : v;
+}
+static bool safe_read(const struct vp_ch *c, uint64_t a, void *out, size_t len)
+{
+	return vp_hs_mem__read(c->safe, a, out, len) == 0;
+}
 
 struct heap {
 	uint64_t low, high, segmap, segmap_high;
 	int log2;
 };
 
+/* The heaps set up so far, in address order so that a walk meets all blocks in address
+ * order. -EAGAIN when they cannot be listed. */
 static int heaps(const struct vp_ch *c, struct heap *out, int max)
 {
-	uint64_t ga = rd_ptr((uint64_t)(uintptr_t)c->heaps);
-	if (!ga)
-		return 0;
-	int n = rd_i32(ga + (uint64_t)c->ga_len);
-	uint64_t data = rd_ptr(ga + (uint64_t)c->ga_data);
-	int k = 0;
+	struct vp_hs_heap all[VP_HS_MAX_HEAPS];
+	char why[160];
+	int n = 0, k = 0;
 
-	for (int i = 0; i < n && i < 16 && k < max; i++) {
-		uint64_t h = rd_ptr(data + (uint64_t)i * 8);
-		if (!h)
-			continue;
+	if (vp_hs__code_heaps(c->vm, c->heap, all, &n, why, sizeof(why)))
+		return -EAGAIN;
+	for (int i = 0; i < n && k < max; i++) {
 		struct heap *x = &out[k];
-		x->low = rd_ptr(h + (uint64_t)(c->heap_memory + c->vs_low_boundary));
-		x->high = rd_ptr(h + (uint64_t)(c->heap_memory + c->vs_high));
-		x->segmap = rd_ptr(h + (uint64_t)(c->heap_segmap + c->vs_low_boundary));
-		x->segmap_high = rd_ptr(h + (uint64_t)(c->heap_segmap + c->vs_high));
-		x->log2 = rd_i32(h + (uint64_t)c->heap_log2);
+		x->low = all[i].low_boundary;
+		x->high = all[i].high;
+		x->segmap = all[i].segmap_low_boundary;
+		x->segmap_high = all[i].segmap_high;
+		x->log2 = all[i].log2_seg;
 		if (x->low && x->high > x->low && x->segmap && x->segmap_high > x->segmap && x->log2 > 0 && x->log2 < 16)
 			k++;
 	}
-	/* In address order, so that a walk meets all blocks in address order. */
 	for (int i = 1; i < k; i++)
 		for (int j = i; j > 0 && out[j - 1].low > out[j].low; j--) {
 			struct heap t = out[j];
@@ -180,23 +246,23 @@ static int heaps(const struct vp_ch *c, struct heap *out, int max)
 	return k;
 }
 
-/* The name pointers seen so far and whether each says "nmethod". A CodeBlob's name is a
- * string constant in libjvm; a pointer is read only once dladdr placed it there (a block
- * being built can hold anything where its name will be). */
+/* The name pointers seen so far and whether each says "nmethod" (JDK 17-22, whose blobs
+ * have no kind). A CodeBlob's name is a string constant in libjvm: the pointer's string
+ * is read through the safe reader (a block being built can hold anything where its name
+ * will be), and remembered once read. */
 static struct { uint64_t ptr; bool nmethod; } names[256];
 static int nnames;
 
-static bool named_nmethod(uint64_t p)
+static bool named_nmethod(const struct vp_ch *c, uint64_t p)
 {
-	Dl_info info;
+	char name[16];
 
 	for (int i = 0; i < nnames; i++)
 		if (names[i].ptr == p)
 			return names[i].nmethod;
-	if (!p || !dladdr((void *)(uintptr_t)p, &info) || !info.dli_fname || !strstr(info.dli_fname, "libjvm"))
+	if (p < 4096 || vp_hs_mem__str(c->safe, p, name, sizeof(name)) == -EFAULT)
 		return false;
 	/* Native method wrappers are nmethods too, named so. */
-	const char *name = (const char *)(uintptr_t)p;
 	bool is = !strcmp(name, "nmethod") || !strcmp(name, "native nmethod");
 	if (nnames < (int)(sizeof(names) / sizeof(names[0])))
 		names[nnames++] = (typeof(names[0])){ p, is };
@@ -207,44 +273,44 @@ static bool named_nmethod(uint64_t p)
  * or does not fit its block. */
 static bool read_nm(const struct vp_ch *c, uint64_t blob, uint64_t bytes, struct vp_ch_nm *nm)
 {
-	int32_t size = rd_i32(blob + (uint64_t)c->blob_size);
+	int32_t size = rd_i32(c, blob + (uint64_t)c->blob_size);
 	uint64_t begin, end;
 
 	if (size <= 0 || (uint64_t)size > bytes)
 		return false;
 	if (c->split_data) {
-		if (rd_u8(blob + (uint64_t)c->blob_kind) != (uint8_t)c->kind_nmethod)
+		if (rd_u8(c, blob + (uint64_t)c->blob_kind) != (uint8_t)c->kind_nmethod)
 			return false;
-		int32_t co = rd_i32(blob + (uint64_t)c->blob_code_offset), dof = rd_i32(blob + (uint64_t)c->blob_data_offset);
+		int32_t co = rd_i32(c, blob + (uint64_t)c->blob_code_offset), dof = rd_i32(c, blob + (uint64_t)c->blob_data_offset);
 		if (co <= 0 || dof < co || dof > size)
 			return false;
 		begin = blob + (uint64_t)co;
 		end = blob + (uint64_t)dof;
 	} else {
-		if (!named_nmethod(rd_ptr(blob + (uint64_t)c->blob_name)))
+		if (!named_nmethod(c, rd_ptr(c, blob + (uint64_t)c->blob_name)))
 			return false;
-		begin = rd_ptr(blob + (uint64_t)c->blob_code_begin);
-		end = rd_ptr(blob + (uint64_t)c->blob_code_end);
+		begin = rd_ptr(c, blob + (uint64_t)c->blob_code_begin);
+		end = rd_ptr(c, blob + (uint64_t)c->blob_code_end);
 		if (begin <= blob || end < begin || end > blob + (uint64_t)size)
 			return false;
 	}
 	nm->blob = blob;
 	nm->code_start = begin;
 	nm->code_size = (uint32_t)(end - begin);
-	nm->method = rd_ptr(blob + (uint64_t)c->nm_method);
-	nm->compile_id = rd_i32(blob + (uint64_t)c->nm_compile_id);
-	nm->state = (int8_t)rd_u8(blob + (uint64_t)c->nm_state);
-	nm->level = (int8_t)(c->nm_level_size == 4 ? rd_i32(blob + (uint64_t)c->nm_level) : rd_u8(blob + (uint64_t)c->nm_level));
+	nm->method = rd_ptr(c, blob + (uint64_t)c->nm_method);
+	nm->compile_id = rd_i32(c, blob + (uint64_t)c->nm_compile_id);
+	nm->state = (int8_t)rd_u8(c, blob + (uint64_t)c->nm_state);
+	nm->level = (int8_t)(c->nm_level_size == 4 ? rd_i32(c, blob + (uint64_t)c->nm_level) : rd_u8(c, blob + (uint64_t)c->nm_level));
 	/* HotSpot's InvocationEntryBci (-1) marks a compilation entered at its start; an OSR
 	 * one is entered at the bci of a loop. */
-	nm->osr = c->nm_entry_bci >= 0 && rd_i32(blob + (uint64_t)c->nm_entry_bci) != -1;
+	nm->osr = c->nm_entry_bci >= 0 && rd_i32(c, blob + (uint64_t)c->nm_entry_bci) != -1;
 	return nm->method && !(nm->method & 7);
 }
 
 /* The length in segments of the heap block at b (its HeapBlock header). */
 static uint64_t block_len(const struct vp_ch *c, uint64_t b)
 {
-	return c->hb_length_size == 8 ? rd_ptr(b + (uint64_t)c->hb_length) : (uint32_t)rd_i32(b + (uint64_t)c->hb_length);
+	return c->hb_length_size == 8 ? rd_ptr(c, b + (uint64_t)c->hb_length) : (uint32_t)rd_i32(c, b + (uint64_t)c->hb_length);
 }
 
 /* The nmethod in the used block at b of len segments of heap h, if it holds one. */
@@ -255,9 +321,11 @@ static bool block_nm(const struct vp_ch *c, const struct heap *h, uint64_t b, ui
 
 int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 {
-	struct heap hs[16];
-	int nh = heaps(c, hs, 16);
+	struct heap hs[VP_HS_MAX_HEAPS];
+	int nh = heaps(c, hs, VP_HS_MAX_HEAPS);
 
+	if (nh < 0)
+		return nh;
 	for (int i = 0; i < nh; i++) {
 		const struct heap *h = &hs[i];
 		uint64_t nseg = (h->high - h->low) >> h->log2, mapped = h->segmap_high - h->segmap;
@@ -269,10 +337,10 @@ int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 				break;   /* past the last block ever allocated: never-written memory */
 			if (len > nseg - seg)
 				return -EAGAIN;
-			if (rd_u8(b + (uint64_t)c->hb_used)) {
+			if (rd_u8(c, b + (uint64_t)c->hb_used)) {
 				struct vp_ch_nm nm;
 				/* A used block starts where the segment map says blocks start. */
-				if (rd_u8(h->segmap + seg) != 0)
+				if (rd_u8(c, h->segmap + seg) != 0)
 					return -EAGAIN;
 				if (block_nm(c, h, b, len, &nm)) {
 					int err = fn(ctx, &nm);
@@ -288,28 +356,22 @@ int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 
 int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out)
 {
-	struct heap hs[16];
-	int nh = heaps(c, hs, 16);
+	struct heap hs[VP_HS_MAX_HEAPS];
+	int nh = heaps(c, hs, VP_HS_MAX_HEAPS);
 
 	for (int i = 0; i < nh; i++) {
 		const struct heap *h = &hs[i];
+		uint64_t seg, start;
+		uint32_t hops;
+
 		if (pc < h->low || pc >= h->high)
 			continue;
-		uint64_t seg = (pc - h->low) >> h->log2;
-		if (seg >= h->segmap_high - h->segmap)
+		seg = (pc - h->low) >> h->log2;
+		if (seg >= h->segmap_high - h->segmap ||
+		    vp_hs__segmap_start(c->heap, h->segmap, seg, MAX_HOPS, &start, &hops))
 			return -ENOENT;
-		for (int hop = 0;; hop++) {
-			uint8_t d = rd_u8(h->segmap + seg);
-			if (d == FREE_SEGMENT || hop == MAX_HOPS)
-				return -ENOENT;
-			if (!d)
-				break;
-			if (d > seg)
-				return -ENOENT;
-			seg -= d;
-		}
-		uint64_t b = h->low + (seg << h->log2), len = block_len(c, b);
-		if (!rd_u8(b + (uint64_t)c->hb_used) || !len || !block_nm(c, h, b, len, out))
+		uint64_t b = h->low + (start << h->log2), len = block_len(c, b);
+		if (!rd_u8(c, b + (uint64_t)c->hb_used) || !len || !block_nm(c, h, b, len, out))
 			return -ENOENT;
 		return pc >= out->code_start && pc < out->code_start + out->code_size ? 0 : -ENOENT;
 	}
@@ -321,7 +383,7 @@ int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out)
 /* HotSpot's UNSIGNED5 (CompressedReadStream::read_int): up to five bytes, each below 192
  * ends the number, each carries 6 more bits above the first byte's value; since JDK 20
  * every byte is stored plus one so that none is zero. */
-static int u5(const uint8_t **p, const uint8_t *end, int base, uint32_t *out)
+int vp_hs__unsigned5(const uint8_t **p, const uint8_t *end, int base, uint32_t *out)
 {
 	if (*p >= end)
 		return -EINVAL;
@@ -352,19 +414,20 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 		/* Everything sits in the nmethod, in the code heap, which stays mapped: read the
 		 * offsets in place, copy the metadata, scopes and pc descriptors (contiguous, in
 		 * that order), then check it is still the same nmethod. */
-		uint64_t size = (uint64_t)rd_i32(nm->blob + (uint64_t)c->blob_size);
-		int32_t po = rd_i32(nm->blob + (uint64_t)c->nm_pcs), pe = rd_i32(nm->blob + (uint64_t)c->nm_pcs_end);
-		int32_t mo = rd_i32(nm->blob + (uint64_t)c->nm_metadata);
-		uint64_t sdp = rd_ptr(nm->blob + (uint64_t)c->nm_scopes_begin);
+		uint64_t size = (uint64_t)rd_i32(c, nm->blob + (uint64_t)c->blob_size);
+		int32_t po = rd_i32(c, nm->blob + (uint64_t)c->nm_pcs), pe = rd_i32(c, nm->blob + (uint64_t)c->nm_pcs_end);
+		int32_t mo = rd_i32(c, nm->blob + (uint64_t)c->nm_metadata);
+		uint64_t sdp = rd_ptr(c, nm->blob + (uint64_t)c->nm_scopes_begin);
 		if (size > (64u << 20) || po < 0 || pe < po || (uint64_t)pe > size || mo < 0 || mo > po ||
 		    sdp < nm->blob + (uint64_t)mo || sdp > nm->blob + (uint64_t)po)
 			return -EINVAL;
 		if (vp_grow((void **)&s->buf, &s->cap_buf, (size_t)(pe - mo) + 1, 1))
 			return -ENOMEM;
-		memcpy(s->buf, (const void *)(uintptr_t)(nm->blob + (uint64_t)mo), (size_t)(pe - mo));
+		if (vp_hs_mem__read(c->heap, nm->blob + (uint64_t)mo, s->buf, (size_t)(pe - mo)))
+			return -EAGAIN;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (rd_i32(nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
-		    rd_ptr(nm->blob + (uint64_t)c->nm_method) != nm->method)
+		if (rd_i32(c, nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
+		    rd_ptr(c, nm->blob + (uint64_t)c->nm_method) != nm->method)
 			return -EAGAIN;
 		const uint8_t *b = s->buf - mo;   /* b + offset-in-nmethod, for offsets >= mo */
 		pcs = b + po;
@@ -377,27 +440,25 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 		/* The header sits in the code heap (read in place); the immutable data (pc
 		 * descriptors, then scopes) and the mutable data (relocations, then the metadata
 		 * table) are malloc'ed beside it and freed with it, possibly while this reads
-		 * them: one process_vm_readv copies both parts, then the header is checked. */
-		int32_t isz = rd_i32(nm->blob + (uint64_t)c->nm_immutable_size), po = rd_i32(nm->blob + (uint64_t)c->nm_pcs);
-		int32_t so = rd_i32(nm->blob + (uint64_t)c->nm_scopes_data);
-		int32_t msz = rd_i32(nm->blob + (uint64_t)c->blob_mutable_size);
-		int32_t rsz = rd_i32(nm->blob + (uint64_t)c->blob_reloc_size);
-		uint64_t imm = rd_ptr(nm->blob + (uint64_t)c->nm_immutable), mut = rd_ptr(nm->blob + (uint64_t)c->blob_mutable_data);
+		 * them: the safe reader copies both parts, then the header is checked. */
+		int32_t isz = rd_i32(c, nm->blob + (uint64_t)c->nm_immutable_size), po = rd_i32(c, nm->blob + (uint64_t)c->nm_pcs);
+		int32_t so = rd_i32(c, nm->blob + (uint64_t)c->nm_scopes_data);
+		int32_t msz = rd_i32(c, nm->blob + (uint64_t)c->blob_mutable_size);
+		int32_t rsz = rd_i32(c, nm->blob + (uint64_t)c->blob_reloc_size);
+		uint64_t imm = rd_ptr(c, nm->blob + (uint64_t)c->nm_immutable), mut = rd_ptr(c, nm->blob + (uint64_t)c->blob_mutable_data);
 		if (!imm || isz < 0 || isz > (64 << 20) || po < 0 || so < po || so > isz || !mut || rsz < 0 || msz < rsz ||
 		    msz > (64 << 20))
 			return -EINVAL;
 		size_t il = (size_t)(isz - po), ml = (size_t)(msz - rsz);
 		if (vp_grow((void **)&s->buf, &s->cap_buf, il + 1, 1) || vp_grow((void **)&s->buf2, &s->cap_buf2, ml + 1, 1))
 			return -ENOMEM;
-		struct iovec l[2] = { { s->buf, il }, { s->buf2, ml } };
-		struct iovec r[2] = { { (void *)(uintptr_t)(imm + (uint64_t)po), il },
-				      { (void *)(uintptr_t)(mut + (uint64_t)rsz), ml } };
-		if (process_vm_readv(getpid(), l, 2, r, 2, 0) != (ssize_t)(il + ml))
+		if ((il && !safe_read(c, imm + (uint64_t)po, s->buf, il)) ||
+		    (ml && !safe_read(c, mut + (uint64_t)rsz, s->buf2, ml)))
 			return -EAGAIN;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (rd_i32(nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
-		    rd_ptr(nm->blob + (uint64_t)c->nm_method) != nm->method ||
-		    rd_ptr(nm->blob + (uint64_t)c->nm_immutable) != imm)
+		if (rd_i32(c, nm->blob + (uint64_t)c->nm_compile_id) != nm->compile_id ||
+		    rd_ptr(c, nm->blob + (uint64_t)c->nm_method) != nm->method ||
+		    rd_ptr(c, nm->blob + (uint64_t)c->nm_immutable) != imm)
 			return -EAGAIN;
 		pcs = s->buf;
 		pcs_end = s->buf + (so - po);
@@ -424,8 +485,8 @@ int vp_ch__scopes(const struct vp_ch *c, const struct vp_ch_nm *nm, struct vp_ch
 			uint32_t sender, midx, bci;
 			if (at >= (uint64_t)(sd_end - sd) || pc->depth == MAX_DEPTH)
 				return -EINVAL;
-			if (u5(&q, sd_end, c->u5_base, &sender) || u5(&q, sd_end, c->u5_base, &midx) ||
-			    u5(&q, sd_end, c->u5_base, &bci) || midx > nmeta)
+			if (vp_hs__unsigned5(&q, sd_end, c->u5_base, &sender) || vp_hs__unsigned5(&q, sd_end, c->u5_base, &midx) ||
+			    vp_hs__unsigned5(&q, sd_end, c->u5_base, &bci) || midx > nmeta)
 				return -EINVAL;
 			if (vp_grow((void **)&s->frames, &s->cap_frames, s->nframes + 1, sizeof(*s->frames)))
 				return -ENOMEM;
@@ -457,10 +518,10 @@ void vp_ch__scopes_free(struct vp_ch_scopes *s)
 static int symbol(const struct vp_ch *c, uint64_t sym, char *out, size_t outlen)
 {
 	uint16_t len;
-	if (!vp_vm__read_self(sym + (uint64_t)c->sym_len, &len, 2))
+	if (!safe_read(c, sym + (uint64_t)c->sym_len, &len, 2))
 		return -EFAULT;
 	size_t n = len < outlen ? len : outlen - 1;
-	if (!vp_vm__read_self(sym + (uint64_t)c->sym_body, out, n))
+	if (!safe_read(c, sym + (uint64_t)c->sym_body, out, n))
 		return -EFAULT;
 	out[n] = '\0';
 	return 0;
@@ -475,35 +536,18 @@ int vp_ch__method_names(const struct vp_ch *c, uint64_t m, char *klass, size_t k
 	if (c->m_const < 0 || c->cm_constants < 0 || c->cm_name < 0 || c->cm_sig < 0 || c->cp_holder < 0 ||
 	    c->cp_size <= 0 || c->k_name < 0 || c->sym_len < 0 || c->sym_body < 0 || kl < 3)
 		return -EFAULT;
-	if (!vp_vm__read_self(m + (uint64_t)c->m_const, &cm, 8) || !vp_vm__read_self(cm + (uint64_t)c->cm_constants, &cp, 8) ||
-	    !vp_vm__read_self(cm + (uint64_t)c->cm_name, &ni, 2) || !vp_vm__read_self(cm + (uint64_t)c->cm_sig, &si, 2) ||
-	    !vp_vm__read_self(cp + (uint64_t)c->cp_holder, &holder, 8) || !vp_vm__read_self(holder + (uint64_t)c->k_name, &ksym, 8))
+	if (!safe_read(c, m + (uint64_t)c->m_const, &cm, 8) || !safe_read(c, cm + (uint64_t)c->cm_constants, &cp, 8) ||
+	    !safe_read(c, cm + (uint64_t)c->cm_name, &ni, 2) || !safe_read(c, cm + (uint64_t)c->cm_sig, &si, 2) ||
+	    !safe_read(c, cp + (uint64_t)c->cp_holder, &holder, 8) || !safe_read(c, holder + (uint64_t)c->k_name, &ksym, 8))
 		return -EFAULT;
 	/* The pool's entries follow the ConstantPool; a symbol entry is the Symbol*. Reads
 	 * that go wrong fail; a wrong symbol shows in the signature's shape, checked below. */
-	if (!ni || !si || !vp_vm__read_self(cp + (uint64_t)c->cp_size + (uint64_t)ni * 8, &nsym, 8) ||
-	    !vp_vm__read_self(cp + (uint64_t)c->cp_size + (uint64_t)si * 8, &ssym, 8))
+	if (!ni || !si || !safe_read(c, cp + (uint64_t)c->cp_size + (uint64_t)ni * 8, &nsym, 8) ||
+	    !safe_read(c, cp + (uint64_t)c->cp_size + (uint64_t)si * 8, &ssym, 8))
 		return -EFAULT;
 	klass[0] = 'L';
 	if (symbol(c, ksym, klass + 1, kl - 2) || symbol(c, nsym, name, nl) || symbol(c, ssym, sig, sl))
 		return -EFAULT;
 	strcat(klass, ";");
 	return sig[0] == '(' ? 0 : -EFAULT;
-}
-
-bool vp_ch__debug_nonsafepoints(void *h)
-{
-	void *value;
-	char *flags;
-	uint32_t bits;
-
-	if (!vp_vm__find_flag(h, "DebugNonSafepoints", &value, &flags))
-		return false;
-	memcpy(&bits, flags, sizeof(bits));
-	if (*(bool *)value)
-		return true;
-	if ((bits & VP_VM_FLAG_ORIGIN_MASK) != VP_VM_FLAG_ORIGIN_DEFAULT)
-		return false;   /* the user turned it off: leave it so */
-	*(bool *)value = true;
-	return true;
 }

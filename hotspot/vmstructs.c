@@ -1,128 +1,383 @@
-/* HotSpot's exported VM structure tables (gHotSpotVMStructs, gHotSpotVMTypes), read in
- * the JVM's own process by the agent: see vmstructs.h. */
+/* HotSpot's exported VM structure tables: see vmstructs.h.
+ *
+ * The tables (vmStructs.cpp) are arrays of entries whose field offsets inside an entry
+ * are themselves exported (gHotSpotVMStructEntry*Offset), so nothing here assumes a
+ * JDK's entry layout. Everything read is treated as untrusted: every loop has a bound,
+ * every string a maximum length. */
 #define _GNU_SOURCE
 #include "hotspot/vmstructs.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
-static void *sym(void *h, const char *name)
-{
-	void *p = dlsym(RTLD_DEFAULT, name);
-	return p ? p : h ? dlsym(h, name) : NULL;
-}
+#define MAX_ENTRIES 20000        /* JDK 17 has ~1900 struct entries; a bound against garbage */
+#define MAX_STRIDE 256
+#define NAME_LEN 96              /* longer names are none we look for */
+#define MAX_FIELD_OFFSET 4096    /* no HotSpot type whose offsets are checked is larger */
+#define MAX_FLAGS 100000
 
-static bool read_u64(void *h, const char *name, uint64_t *out)
-{
-	const uint64_t *p = sym(h, name);
-	if (!p)
-		return false;
-	*out = *p;
-	return true;
-}
+/* What a field's declared C type must be for `fits`. */
+enum width { WD_ANY, WD_PTR, WD_INT, WD_INT_OR_16 };
 
-/* Looks up the fields f[0..n) in gHotSpotVMStructs; true when all were found. */
-bool vp_vm__find_fields(void *h, struct vp_vm_field *f, int n)
+/* THE table: every field viprof reads, under each name a JDK gives it. Rows of one field
+ * are alternates, the first found in this order wins (a JVM may export both). */
+static const struct row {
+	enum vp_hs_fid id;
+	const char *type, *name;
+	bool is_static;
+	enum width width;
+} rows[] = {
+	/* The code cache: its heaps, their memory and segment maps. */
+	{ VP_HS_CODECACHE_HEAPS, "CodeCache", "_heaps", true, WD_PTR },
+	{ VP_HS_GA_LEN, "GrowableArrayBase", "_len", false, WD_INT },
+	/* vmStructs exports GrowableArray's data pointer only for <int>; the element type
+	 * does not move it, so it serves for GrowableArray<CodeHeap*> too. */
+	{ VP_HS_GA_DATA, "GrowableArray<int>", "_data", false, WD_PTR },
+	{ VP_HS_HEAP_MEMORY, "CodeHeap", "_memory", false, WD_ANY },
+	{ VP_HS_HEAP_SEGMAP, "CodeHeap", "_segmap", false, WD_ANY },
+	{ VP_HS_HEAP_LOG2, "CodeHeap", "_log2_segment_size", false, WD_INT },
+	{ VP_HS_VS_LOW_BOUNDARY, "VirtualSpace", "_low_boundary", false, WD_PTR },
+	{ VP_HS_VS_HIGH_BOUNDARY, "VirtualSpace", "_high_boundary", false, WD_PTR },
+	{ VP_HS_VS_LOW, "VirtualSpace", "_low", false, WD_PTR },
+	{ VP_HS_VS_HIGH, "VirtualSpace", "_high", false, WD_PTR },
+	{ VP_HS_HB_LENGTH, "HeapBlock::Header", "_length", false, WD_ANY },   /* size_t in 17, uint32_t later */
+	{ VP_HS_HB_USED, "HeapBlock::Header", "_used", false, WD_ANY },
+	/* Code blobs: JDK 17-22 keep code pointers, JDK 23+ offsets, JDK 25 a kind. */
+	{ VP_HS_BLOB_SIZE, "CodeBlob", "_size", false, WD_INT },
+	{ VP_HS_BLOB_NAME, "CodeBlob", "_name", false, WD_ANY },
+	{ VP_HS_BLOB_KIND, "CodeBlob", "_kind", false, WD_ANY },
+	{ VP_HS_BLOB_FRAME_SIZE, "CodeBlob", "_frame_size", false, WD_INT },
+	{ VP_HS_BLOB_FRAME_COMPLETE, "CodeBlob", "_frame_complete_offset", false, WD_INT_OR_16 },
+	{ VP_HS_BLOB_CODE_BEGIN, "CodeBlob", "_code_begin", false, WD_PTR },
+	{ VP_HS_BLOB_CODE_END, "CodeBlob", "_code_end", false, WD_ANY },
+	{ VP_HS_BLOB_CODE_OFFSET, "CodeBlob", "_code_offset", false, WD_INT },
+	{ VP_HS_BLOB_DATA_OFFSET, "CodeBlob", "_data_offset", false, WD_ANY },
+	{ VP_HS_BLOB_MUTABLE_DATA, "CodeBlob", "_mutable_data", false, WD_ANY },
+	{ VP_HS_BLOB_MUTABLE_SIZE, "CodeBlob", "_mutable_data_size", false, WD_ANY },
+	{ VP_HS_BLOB_RELOC_SIZE, "CodeBlob", "_relocation_size", false, WD_ANY },
+	/* nmethods: JDK 17 keeps some fields in CompiledMethod, JDK 25 has none. */
+	{ VP_HS_NM_METHOD, "nmethod", "_method", false, WD_ANY },
+	{ VP_HS_NM_METHOD, "CompiledMethod", "_method", false, WD_ANY },
+	{ VP_HS_NM_STATE, "nmethod", "_state", false, WD_ANY },
+	{ VP_HS_NM_COMPILE_ID, "nmethod", "_compile_id", false, WD_ANY },
+	{ VP_HS_NM_LEVEL, "nmethod", "_comp_level", false, WD_ANY },   /* int in 17, CompLevel (a byte) later */
+	{ VP_HS_NM_ENTRY_BCI, "nmethod", "_entry_bci", false, WD_ANY },
+	{ VP_HS_NM_PCS, "nmethod", "_scopes_pcs_offset", false, WD_ANY },
+	{ VP_HS_NM_DEPS, "nmethod", "_dependencies_offset", false, WD_ANY },
+	{ VP_HS_NM_METADATA, "nmethod", "_metadata_offset", false, WD_ANY },
+	{ VP_HS_NM_SCOPES_BEGIN, "CompiledMethod", "_scopes_data_begin", false, WD_ANY },
+	{ VP_HS_NM_IMMUTABLE, "nmethod", "_immutable_data", false, WD_ANY },
+	{ VP_HS_NM_IMMUTABLE_SIZE, "nmethod", "_immutable_data_size", false, WD_ANY },
+	{ VP_HS_NM_SCOPES_DATA, "nmethod", "_scopes_data_offset", false, WD_ANY },
+	{ VP_HS_PC_OFFSET, "PcDesc", "_pc_offset", false, WD_ANY },
+	{ VP_HS_PC_SCOPE, "PcDesc", "_scope_decode_offset", false, WD_ANY },
+	/* The interpreter's code, a StubQueue. */
+	{ VP_HS_INTERP_CODE, "AbstractInterpreter", "_code", true, WD_PTR },
+	{ VP_HS_SQ_BUFFER, "StubQueue", "_stub_buffer", false, WD_PTR },
+	{ VP_HS_SQ_LIMIT, "StubQueue", "_buffer_limit", false, WD_INT },
+	{ VP_HS_SQ_BEGIN, "StubQueue", "_queue_begin", false, WD_INT },
+	{ VP_HS_SQ_END, "StubQueue", "_queue_end", false, WD_INT },
+	/* Metadata, for naming a Method*. */
+	{ VP_HS_METHOD_CONST, "Method", "_constMethod", false, WD_PTR },
+	{ VP_HS_CM_CONSTANTS, "ConstMethod", "_constants", false, WD_ANY },
+	{ VP_HS_CM_NAME, "ConstMethod", "_name_index", false, WD_ANY },
+	{ VP_HS_CM_SIG, "ConstMethod", "_signature_index", false, WD_ANY },
+	{ VP_HS_CP_HOLDER, "ConstantPool", "_pool_holder", false, WD_ANY },
+	{ VP_HS_KLASS_NAME, "Klass", "_name", false, WD_ANY },
+	{ VP_HS_SYM_LENGTH, "Symbol", "_length", false, WD_ANY },
+	{ VP_HS_SYM_BODY, "Symbol", "_body", false, WD_ANY },
+	/* The release. */
+	{ VP_HS_VM_RELEASE, "Abstract_VM_Version", "_s_vm_release", true, WD_PTR },
+	{ VP_HS_VM_MAJOR, "Abstract_VM_Version", "_vm_major_version", true, WD_ANY },
+	/* Threads: _osthread moved from JavaThread (17) to Thread (25). */
+	{ VP_HS_THREAD_OSTHREAD, "JavaThread", "_osthread", false, WD_ANY },
+	{ VP_HS_THREAD_OSTHREAD, "Thread", "_osthread", false, WD_ANY },
+	{ VP_HS_OSTHREAD_TID, "OSThread", "_thread_id", false, WD_ANY },
+	/* The flag table. */
+	{ VP_HS_FLAG_NAME, "JVMFlag", "_name", false, WD_ANY },
+	{ VP_HS_FLAG_ADDR, "JVMFlag", "_addr", false, WD_ANY },
+	{ VP_HS_FLAG_FLAGS, "JVMFlag", "_flags", false, WD_ANY },
+	{ VP_HS_FLAG_TABLE, "JVMFlag", "flags", true, WD_ANY },
+	{ VP_HS_FLAG_COUNT, "JVMFlag", "numFlags", true, WD_ANY },
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const char *const type_names[VP_HS_T__N] = {
+	[VP_HS_T_HEAPBLOCK] = "HeapBlock", [VP_HS_T_CONSTMETHOD] = "ConstMethod", [VP_HS_T_PCDESC] = "PcDesc",
+	[VP_HS_T_CONSTANTPOOL] = "ConstantPool", [VP_HS_T_JVMFLAG] = "JVMFlag",
+};
+static const char *const constant_names[VP_HS_C__N] = {
+	[VP_HS_C_KIND_NMETHOD] = "CodeBlobKind::Nmethod",
+};
+
+void vp_hs_vm__names(enum vp_hs_fid k, const char **type, const char **name)
 {
-	uint64_t tn, fn, ts, st, off, addr, stride;
-	char *const *base = sym(h, "gHotSpotVMStructs");
-	if (!base || !*base || !read_u64(h, "gHotSpotVMStructEntryTypeNameOffset", &tn) ||
-	    !read_u64(h, "gHotSpotVMStructEntryFieldNameOffset", &fn) ||
-	    !read_u64(h, "gHotSpotVMStructEntryTypeStringOffset", &ts) ||
-	    !read_u64(h, "gHotSpotVMStructEntryIsStaticOffset", &st) ||
-	    !read_u64(h, "gHotSpotVMStructEntryOffsetOffset", &off) ||
-	    !read_u64(h, "gHotSpotVMStructEntryAddressOffset", &addr) ||
-	    !read_u64(h, "gHotSpotVMStructEntryArrayStride", &stride) || !stride)
-		return false;
-	int left = n;
-	for (const char *e = *base; left > 0; e += stride) {
-		const char *type = *(const char *const *)(e + tn), *name = *(const char *const *)(e + fn);
-		if (!type)
-			break;   /* the table ends with an entry of NULL names */
-		if (!name)
-			continue;
-		for (int i = 0; i < n; i++) {
-			if (f[i].found || strcmp(f[i].type, type) || strcmp(f[i].name, name))
-				continue;
-			f[i].found = true;
-			f[i].is_static = *(const int32_t *)(e + st) != 0;
-			f[i].offset = *(const uint64_t *)(e + off);
-			f[i].address = *(void *const *)(e + addr);
-			f[i].type_string = *(const char *const *)(e + ts);
-			left--;
+	*type = *name = "?";
+	for (size_t r = 0; r < NROWS; r++)
+		if (rows[r].id == k) {
+			*type = rows[r].type;
+			*name = rows[r].name;
+			return;
 		}
-	}
-	return left == 0;
 }
 
-/* sizeof(type) from gHotSpotVMTypes, 0 when unknown. */
-uint64_t vp_vm__type_size(void *h, const char *type)
+static unsigned type_bytes(const char *t)
 {
-	uint64_t tn, sz, stride;
-	char *const *base = sym(h, "gHotSpotVMTypes");
-	if (!base || !*base || !read_u64(h, "gHotSpotVMTypeEntryTypeNameOffset", &tn) ||
-	    !read_u64(h, "gHotSpotVMTypeEntrySizeOffset", &sz) || !read_u64(h, "gHotSpotVMTypeEntryArrayStride", &stride) ||
-	    !stride)
-		return 0;
-	for (const char *e = *base;; e += stride) {
-		const char *name = *(const char *const *)(e + tn);
-		if (!name)
-			return 0;
-		if (!strcmp(name, type))
-			return *(const uint64_t *)(e + sz);
-	}
+	size_t n = strlen(t);
+
+	if (n && t[n - 1] == '*')
+		return 8;
+	if (!strcmp(t, "address") || !strcmp(t, "intptr_t") || !strcmp(t, "uintptr_t") || !strcmp(t, "size_t"))
+		return 8;
+	if (!strcmp(t, "int") || !strcmp(t, "int32_t") || !strcmp(t, "uint32_t") || !strcmp(t, "jint"))
+		return 4;
+	if (!strcmp(t, "int16_t") || !strcmp(t, "uint16_t") || !strcmp(t, "short") || !strcmp(t, "u2") ||
+	    !strcmp(t, "jshort"))
+		return 2;
+	return 0;
 }
 
-bool vp_vm__int_constant(void *h, const char *name, int32_t *out)
+static bool width_ok(enum width w, unsigned bytes)
 {
-	uint64_t nm, val, stride;
-	char *const *base = sym(h, "gHotSpotVMIntConstants");
-	if (!base || !*base || !read_u64(h, "gHotSpotVMIntConstantEntryNameOffset", &nm) ||
-	    !read_u64(h, "gHotSpotVMIntConstantEntryValueOffset", &val) ||
-	    !read_u64(h, "gHotSpotVMIntConstantEntryArrayStride", &stride) || !stride)
-		return false;
-	for (const char *e = *base;; e += stride) {
-		const char *n = *(const char *const *)(e + nm);
-		if (!n)
-			return false;
-		if (!strcmp(n, name)) {
-			*out = *(const int32_t *)(e + val);
-			return true;
-		}
-	}
-}
-
-bool vp_vm__read_self(uint64_t addr, void *out, size_t len)
-{
-	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
-	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
-bool vp_vm__find_flag(void *h, const char *name, void **value, char **flags)
-{
-	struct vp_vm_field f[] = {
-		{ "JVMFlag", "_name" }, { "JVMFlag", "_addr" }, { "JVMFlag", "_flags" }, { "JVMFlag", "flags" },
-		{ "JVMFlag", "numFlags" },
-	};
-	uint64_t size = vp_vm__type_size(h, "JVMFlag");
-
-	if (!size || !vp_vm__find_fields(h, f, 5) || f[0].is_static || f[1].is_static || f[2].is_static ||
-	    !f[3].is_static || !f[4].is_static || !f[3].address || !f[4].address ||
-	    f[0].offset + sizeof(char *) > size || f[1].offset + sizeof(void *) > size ||
-	    f[2].offset + sizeof(uint32_t) > size)
-		return false;
-	char *table = *(char *const *)f[3].address;
-	size_t n = *(const size_t *)f[4].address;
-	for (size_t i = 0; table && i < n && i < 100000; i++) {
-		char *flag = table + i * size;
-		const char *fname = *(const char *const *)(flag + f[0].offset);
-		if (!fname || strcmp(fname, name))
-			continue;
-		*value = *(void *const *)(flag + f[1].offset);
-		*flags = flag + f[2].offset;
-		return *value != NULL;
+	switch (w) {
+	case WD_ANY: return true;
+	case WD_PTR: return bytes == 8;
+	case WD_INT: return bytes == 4;
+	case WD_INT_OR_16: return bytes == 4 || bytes == 2;
 	}
 	return false;
+}
+
+static int rd_u64(const struct vp_hs_mem *m, uint64_t a, uint64_t *v)
+{
+	*v = 0;
+	return vp_hs_mem__read(m, a, v, sizeof(*v));
+}
+
+struct tab {
+	uint64_t base, stride, o_type, o_field, o_tstr, o_static, o_off, o_addr;
+};
+
+static int read_struct_globals(const struct vp_hs_mem *m, const struct vp_hs_globals *g, struct tab *t, char *err,
+			       size_t errlen)
+{
+	if (rd_u64(m, g->structs, &t->base) || rd_u64(m, g->struct_stride, &t->stride) ||
+	    rd_u64(m, g->struct_type_name_off, &t->o_type) || rd_u64(m, g->struct_field_name_off, &t->o_field) ||
+	    rd_u64(m, g->struct_type_string_off, &t->o_tstr) || rd_u64(m, g->struct_is_static_off, &t->o_static) ||
+	    rd_u64(m, g->struct_offset_off, &t->o_off) || rd_u64(m, g->struct_address_off, &t->o_addr)) {
+		snprintf(err, errlen, "cannot read libjvm.so's gHotSpotVMStruct* globals (process gone?)");
+		return -EFAULT;
+	}
+	if (!t->base) {
+		snprintf(err, errlen, "gHotSpotVMStructs is still NULL: JVM not initialised yet, try again");
+		return -EAGAIN;
+	}
+	if (t->stride < 24 || t->stride > MAX_STRIDE || t->o_type > t->stride - 8 || t->o_field > t->stride - 8 ||
+	    t->o_tstr > t->stride - 8 || t->o_static > t->stride - 4 || t->o_off > t->stride - 8 ||
+	    t->o_addr > t->stride - 8) {
+		snprintf(err, errlen, "HotSpot's VM structure table has an entry layout viprof does not understand "
+			 "(stride %llu): not a HotSpot JVM, or a corrupt one", (unsigned long long)t->stride);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* Walks gHotSpotVMStructs once, noting every row's field. */
+static int scan_structs(const struct vp_hs_mem *m, const struct tab *t, struct vp_hs_vm *vm, char *err,
+			size_t errlen)
+{
+	int rank[VP_HS_F__N];    /* the row (index into rows) each field was found under */
+
+	for (int k = 0; k < VP_HS_F__N; k++)
+		rank[k] = (int)NROWS;
+	for (int i = 0; i < MAX_ENTRIES; i++) {
+		uint8_t e[MAX_STRIDE];
+		uint64_t tn, fn, ts, off, addr;
+		int32_t st;
+		char type[NAME_LEN], field[NAME_LEN], tstr[NAME_LEN];
+		bool have_field = false, have_tstr = false;
+		int rc;
+
+		if ((rc = vp_hs_mem__read(m, t->base + (uint64_t)i * t->stride, e, t->stride))) {
+			snprintf(err, errlen, "cannot read VM structure entry %d (process gone?)", i);
+			return rc < 0 ? rc : -EFAULT;
+		}
+		memcpy(&tn, e + t->o_type, 8);
+		if (!tn)
+			return 0;            /* the table ends with an all-NULL entry */
+		memcpy(&fn, e + t->o_field, 8);
+		memcpy(&ts, e + t->o_tstr, 8);
+		memcpy(&st, e + t->o_static, 4);
+		memcpy(&off, e + t->o_off, 8);
+		memcpy(&addr, e + t->o_addr, 8);
+		rc = vp_hs_mem__str(m, tn, type, sizeof(type));
+		if (rc == -ENAMETOOLONG)
+			continue;
+		if (rc) {
+			snprintf(err, errlen, "VM structure entry %d names its type at an unreadable address", i);
+			return -EFAULT;
+		}
+		for (int r = 0; r < (int)NROWS; r++) {
+			const struct row *w = &rows[r];
+			struct vp_hs_field *f = &vm->f[w->id];
+
+			if (rank[w->id] <= r || strcmp(type, w->type))
+				continue;
+			if (!have_field) {
+				if (!fn || vp_hs_mem__str(m, fn, field, sizeof(field)))
+					break;   /* no readable name: no row can match */
+				have_field = true;
+			}
+			if (strcmp(field, w->name))
+				continue;
+			if (!have_tstr) {
+				if (!ts || vp_hs_mem__str(m, ts, tstr, sizeof(tstr)))
+					tstr[0] = '\0';
+				have_tstr = true;
+			}
+			rank[w->id] = r;
+			*f = (struct vp_hs_field){ .found = true, .is_static = st != 0, .offset = off, .address = addr,
+						   .bytes = type_bytes(tstr), .type = w->type, .name = w->name };
+			snprintf(f->type_string, sizeof(f->type_string), "%s", tstr);
+			f->fits = f->is_static == w->is_static && width_ok(w->width, f->bytes) &&
+				  (f->is_static ? addr != 0 : off <= MAX_FIELD_OFFSET);
+		}
+	}
+	snprintf(err, errlen, "HotSpot's VM structure table has no end within %d entries: corrupt", MAX_ENTRIES);
+	return -ENOTSUP;
+}
+
+/* The sizes of type_names from gHotSpotVMTypes. */
+static int scan_types(const struct vp_hs_mem *m, const struct vp_hs_globals *g, struct vp_hs_vm *vm, char *err,
+		      size_t errlen)
+{
+	uint64_t base, stride, o_name, o_size;
+
+	if (rd_u64(m, g->types, &base) || rd_u64(m, g->type_stride, &stride) || rd_u64(m, g->type_name_off, &o_name) ||
+	    rd_u64(m, g->type_size_off, &o_size)) {
+		snprintf(err, errlen, "cannot read libjvm.so's gHotSpotVMType* globals (process gone?)");
+		return -EFAULT;
+	}
+	if (!base || stride < 16 || stride > MAX_STRIDE || o_name > stride - 8 || o_size > stride - 8) {
+		snprintf(err, errlen, "HotSpot's VM type table has a layout viprof does not understand (stride %llu)",
+			 (unsigned long long)stride);
+		return -ENOTSUP;
+	}
+	for (int i = 0; i < MAX_ENTRIES; i++) {
+		uint8_t e[MAX_STRIDE];
+		uint64_t tn, size;
+		char type[NAME_LEN];
+		int rc;
+
+		if ((rc = vp_hs_mem__read(m, base + (uint64_t)i * stride, e, stride))) {
+			snprintf(err, errlen, "cannot read VM type entry %d (process gone?)", i);
+			return rc < 0 ? rc : -EFAULT;
+		}
+		memcpy(&tn, e + o_name, 8);
+		memcpy(&size, e + o_size, 8);
+		if (!tn)
+			return 0;
+		rc = vp_hs_mem__str(m, tn, type, sizeof(type));
+		if (rc == -ENAMETOOLONG)
+			continue;
+		if (rc) {
+			snprintf(err, errlen, "VM type entry %d names its type at an unreadable address", i);
+			return -EFAULT;
+		}
+		bool all = true;
+		for (int k = 0; k < VP_HS_T__N; k++) {
+			if (!vm->type_size[k] && !strcmp(type, type_names[k]))
+				vm->type_size[k] = size;
+			all = all && vm->type_size[k];
+		}
+		if (all)
+			return 0;
+	}
+	return 0;
+}
+
+/* The constants of constant_names from gHotSpotVMIntConstants, when it is exported. */
+static void scan_constants(const struct vp_hs_mem *m, const struct vp_hs_globals *g, struct vp_hs_vm *vm)
+{
+	uint64_t base, stride, o_name, o_value;
+
+	if (!g->int_consts || !g->int_stride || !g->int_name_off || !g->int_value_off ||
+	    rd_u64(m, g->int_consts, &base) || rd_u64(m, g->int_stride, &stride) || rd_u64(m, g->int_name_off, &o_name) ||
+	    rd_u64(m, g->int_value_off, &o_value) || !base || stride < 12 || stride > MAX_STRIDE ||
+	    o_name > stride - 8 || o_value > stride - 4)
+		return;
+	for (int i = 0; i < MAX_ENTRIES; i++) {
+		uint8_t e[MAX_STRIDE];
+		uint64_t nm;
+		char name[NAME_LEN];
+
+		if (vp_hs_mem__read(m, base + (uint64_t)i * stride, e, stride))
+			return;
+		memcpy(&nm, e + o_name, 8);
+		if (!nm)
+			return;
+		if (vp_hs_mem__str(m, nm, name, sizeof(name)))
+			continue;
+		for (int k = 0; k < VP_HS_C__N; k++)
+			if (!vm->have_constant[k] && !strcmp(name, constant_names[k])) {
+				memcpy(&vm->constant[k], e + o_value, 4);
+				vm->have_constant[k] = true;
+			}
+	}
+}
+
+int vp_hs_vm__read(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g, char *err,
+		   size_t errlen)
+{
+	struct tab t;
+	int rc;
+
+	memset(vm, 0, sizeof(*vm));
+	if ((rc = read_struct_globals(m, g, &t, err, errlen)) || (rc = scan_structs(m, &t, vm, err, errlen)) ||
+	    (rc = scan_types(m, g, vm, err, errlen)))
+		return rc;
+	scan_constants(m, g, vm);
+	return 0;
+}
+
+int vp_hs_vm__read_self(struct vp_hs_vm *vm, void *libjvm, char *err, size_t errlen)
+{
+	struct vp_hs_globals g;
+
+	memset(vm, 0, sizeof(*vm));
+	if (vp_hs_globals__dlsym(libjvm, &g)) {
+		snprintf(err, errlen, "no HotSpot VM structure tables in this process");
+		return -ENOENT;
+	}
+	return vp_hs_vm__read(vm, &vp_hs_mem_direct, &g, err, errlen);
+}
+
+int vp_hs_vm__find_flag(const struct vp_hs_vm *vm, const struct vp_hs_mem *m, const char *name, uint64_t *value,
+			uint64_t *flags)
+{
+	const struct vp_hs_field *fn = &vm->f[VP_HS_FLAG_NAME], *fa = &vm->f[VP_HS_FLAG_ADDR],
+				 *ff = &vm->f[VP_HS_FLAG_FLAGS];
+	uint64_t size = vm->type_size[VP_HS_T_JVMFLAG], table, n;
+	uint64_t at = vp_hs_vm__address(vm, VP_HS_FLAG_TABLE), count = vp_hs_vm__address(vm, VP_HS_FLAG_COUNT);
+
+	if (!size || !fn->found || !fa->found || !ff->found || fn->is_static || fa->is_static || ff->is_static ||
+	    !at || !count || fn->offset + 8 > size || fa->offset + 8 > size || ff->offset + 4 > size ||
+	    rd_u64(m, at, &table) || rd_u64(m, count, &n))
+		return -ENOENT;
+	for (uint64_t i = 0; table && i < n && i < MAX_FLAGS; i++) {
+		uint64_t flag = table + i * size, np, v;
+		char fname[NAME_LEN];
+
+		if (rd_u64(m, flag + fn->offset, &np) || !np || vp_hs_mem__str(m, np, fname, sizeof(fname)) ||
+		    strcmp(fname, name))
+			continue;
+		if (rd_u64(m, flag + fa->offset, &v) || !v)
+			return -ENOENT;
+		*value = v;
+		*flags = flag + ff->offset;
+		return 0;
+	}
+	return -ENOENT;
 }

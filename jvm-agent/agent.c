@@ -44,13 +44,38 @@
 #include "common/safefs.h"
 #include "common/util.h"
 #include "hotspot/codeheap.h"
+#include "hotspot/memory.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
 #include "hotspot/vmstructs.h"
+#include "jvm-agent/vmflags.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* Reads this process's memory through process_vm_readv: fails instead of faulting. */
+static bool read_self(uint64_t addr, void *out, size_t len)
+{
+	return vp_hs_mem__read(&vp_hs_mem_self, addr, out, len) == 0;
+}
+
+/* HotSpot's VM structure tables, read once (hotspot/vmstructs.h); NULL when this JVM
+ * has none. On the agent thread or in setup only. */
+static const struct vp_hs_vm *hotspot_vm(void)
+{
+	static struct vp_hs_vm vm;
+	static int state;   /* 0 not read, 1 read, -1 failed */
+
+	if (!state) {
+		char why[160];
+		void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+		state = vp_hs_vm__read_self(&vm, h, why, sizeof(why)) ? -1 : 1;
+		if (h)
+			dlclose(h);
+	}
+	return state > 0 ? &vm : NULL;
+}
 
 /* Each of the two queue halves; callbacks fill one while the agent thread writes the
  * other. Only touched pages cost memory. */
@@ -1321,7 +1346,7 @@ static int check_method_ptrs(jmethodID m)
 {
 	uint64_t v = 0;
 
-	if (((uintptr_t)m & 7) || !vp_vm__read_self((uint64_t)(uintptr_t)m, &v, sizeof(v)) || v < 4096 || (v & 7)) {
+	if (((uintptr_t)m & 7) || !read_self((uint64_t)(uintptr_t)m, &v, sizeof(v)) || v < 4096 || (v & 7)) {
 		A.method_ptrs = -1;
 		fprintf(stderr, "viprof agent: this JVM's jmethodIDs do not lead to Method*; interpreted frames "
 				"will show as [interpreted]\n");
@@ -2153,24 +2178,20 @@ static struct {
 static void hs_tid_init(JNIEnv *jni)
 {
 	HS.tried = true;
-	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
-			   tid = { "OSThread", "_thread_id" };
-	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
-	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
-	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
+	const struct vp_hs_vm *vm = hotspot_vm();
+	int64_t os = vm ? vp_hs_vm__offset(vm, VP_HS_THREAD_OSTHREAD) : -1;
+	int64_t tid = vm ? vp_hs_vm__offset(vm, VP_HS_OSTHREAD_TID) : -1;
+	if (os >= 0 && tid >= 0) {
 		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
 		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
 		if ((*jni)->ExceptionCheck(jni))
 			(*jni)->ExceptionClear(jni);
 		if (cls)
 			(*jni)->DeleteLocalRef(jni, cls);
-		HS.osthread = os->offset;
-		HS.thread_id = tid.offset;
+		HS.osthread = (uint64_t)os;
+		HS.thread_id = (uint64_t)tid;
 		HS.ok = HS.eetop != NULL;
 	}
-	if (h)
-		dlclose(h);
 }
 
 /* The kernel tid of a running Java thread per HotSpot, or 0. */
@@ -2184,7 +2205,7 @@ static uint32_t hs_tid(JNIEnv *jni, jthread t)
 	if (!HS.ok)
 		return 0;
 	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
-	if (!vp_vm__read_self(jt + HS.osthread, &os, sizeof(os)) || !vp_vm__read_self(os + HS.thread_id, &tid, sizeof(tid)))
+	if (!read_self(jt + HS.osthread, &os, sizeof(os)) || !read_self(os + HS.thread_id, &tid, sizeof(tid)))
 		return 0;
 	return tid > 0 ? (uint32_t)tid : 0;
 }
@@ -2609,9 +2630,9 @@ static int write_meta(void)
  * samples between safepoints keep their inlined frames. */
 static void choose_code_source(void)
 {
-	char why[160] = "";
-	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	bool ok = vp_ch__init(&SC.ch, h, why, sizeof(why)) == 0;
+	char why[160] = "no HotSpot VM structure tables";
+	const struct vp_hs_vm *vm = hotspot_vm();
+	bool ok = vm && vp_ch__init(&SC.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
 
 	if (SC.check) {
 		if (!ok || (*A.jvmti)->CreateRawMonitor(A.jvmti, "viprof-scancheck", &SC.chk_lock) != JVMTI_ERROR_NONE) {
@@ -2620,10 +2641,8 @@ static void choose_code_source(void)
 		}
 	} else if (ok && !SC.forced_events) {
 		SC.on = true;
-		vp_ch__debug_nonsafepoints(h);
+		vp_agent__debug_nonsafepoints(vm);
 	}
-	if (h)
-		dlclose(h);
 }
 
 static int setup(JavaVM *vm, const char *options, bool attach)
