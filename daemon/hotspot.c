@@ -18,7 +18,7 @@
 
 #define MAX_HEAP_SPAN (1ull << 32) /* ReservedCodeCacheSize is at most 2 GiB */
 #define MAX_INTERP_SIZE (64u << 20)
-#define BLOB_HDR 64              /* the BPF walker reads this many bytes of a CodeBlob */
+#define BLOB_HDR VPB_BLOB_HDR    /* the BPF walker reads this many bytes of a CodeBlob */
 
 /* The fields the walker needs (hotspot/vmstructs.c names them per JDK); of CodeBlob's
  * code start exactly one of _code_begin (JDK 17) and _code_offset (JDK 23+). */

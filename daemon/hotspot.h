@@ -33,8 +33,8 @@ int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hots
 			     size_t errlen);
 
 /* Segment-map bytes the lookup below reads at most, so it steps back at most one time
- * fewer: the BPF walker's MAX_SEG_HOPS (sampler-kernel/profile.bpf.c); keep them equal. */
-#define VP_HOTSPOT_MAX_HOPS 16
+ * fewer: the BPF walker's (sampler-kernel/walker.bpf.h asserts its MAX_SEG_HOPS equal). */
+#define VP_HOTSPOT_MAX_HOPS VPB_MAX_SEG_HOPS
 
 /* The code blob that contains pc, found like the BPF walker finds it (the code heap's
  * segment map, then the HeapBlock header): its address, frame size in words (0 for

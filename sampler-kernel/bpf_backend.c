@@ -28,6 +28,11 @@ _Static_assert(VPB_WALK_NONE == VP_WALK_UNKNOWN && VPB_WALK_ROOT == VP_WALK_ROOT
 	       VPB_WALK_NO_RULE == VP_WALK_NO_RULE && VPB_WALK_UNREADABLE == VP_WALK_UNREADABLE &&
 	       VPB_WALK_DEPTH == VP_WALK_DEPTH && VPB_WALK_BAD_FRAME == VP_WALK_BAD_FRAME &&
 	       VPB_WALK_NO_PROC == VP_WALK_NO_PROC, "profile.h walk ends differ from session_format.h's");
+/* So do a sample's flags and its mode. */
+_Static_assert(VPB_F_KERNEL_ERROR == VP_SAMPLE_KERNEL_ERROR && VPB_F_USER_ERROR == VP_SAMPLE_USER_ERROR,
+	       "profile.h sample flags differ from session_format.h's");
+_Static_assert(VPB_MODE_KERNEL == VP_MODE_KERNEL && VPB_MODE_USER == VP_MODE_USER,
+	       "profile.h modes differ from session_format.h's enum vp_mode");
 
 /* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
 #define DEFAULT_RINGBUF_PER_CPU (2u << 20)

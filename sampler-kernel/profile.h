@@ -20,11 +20,12 @@
 #define VPB_KIND_SWITCH 2
 #define VPB_KIND_TAIL   3
 
-/* Sample flags (the same bits as VP_SAMPLE_* in common/session_format.h). */
+/* Sample flags (the same bits as VP_SAMPLE_* in common/session_format.h; bpf_backend.c
+ * checks it). */
 #define VPB_F_KERNEL_ERROR 0x2
 #define VPB_F_USER_ERROR   0x4
 
-/* Modes (the same values as enum vp_mode). */
+/* Modes (the same values as enum vp_mode; bpf_backend.c checks it). */
 #define VPB_MODE_KERNEL 1
 #define VPB_MODE_USER   2
 
@@ -47,6 +48,8 @@
 #define VPB_MAX_PAGES   (1u << 20)
 #define VPB_PAGE_SHIFT  12
 #define VPB_MAX_HEAPS   4
+#define VPB_MAX_SEG_HOPS 16     /* code-heap segment-map steps back the walker takes at most */
+#define VPB_BLOB_HDR    64      /* bytes of a CodeBlob header the walker reads at once */
 #define VPB_NO_TABLE    0xffffffffu
 
 /* vpb_rule.kind: how to find the canonical frame address (CFA) at this pc. The return

@@ -84,7 +84,9 @@ struct {
  * cannot loop. */
 
 #define MAX_SEG_HOPS 16
+_Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "daemon/hotspot.c's reference lookup steps as far");
 #define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
+_Static_assert(BLOB_HDR == VPB_BLOB_HDR, "daemon/hotspot.c checks the blob fields lie within as many");
 #define MAX_STACK_SPAN (64u << 20)
 
 /* Stack words come from a copy of the stack's top that grows a chunk at a time as the
