@@ -28,6 +28,14 @@ static const enum vp_hs_fid walker_fields[] = {
 	VP_HS_INTERP_CODE, VP_HS_SQ_BUFFER, VP_HS_SQ_LIMIT, VP_HS_SQ_BEGIN, VP_HS_SQ_END, VP_HS_METHOD_CONST,
 	VP_HS_VM_RELEASE,
 };
+/* What it reads: those, the two code-start fields, and the heaps' other bounds. */
+static const enum vp_hs_fid read_fields[] = {
+	VP_HS_CODECACHE_HEAPS, VP_HS_GA_LEN, VP_HS_GA_DATA, VP_HS_HEAP_MEMORY, VP_HS_HEAP_SEGMAP, VP_HS_HEAP_LOG2,
+	VP_HS_VS_LOW, VP_HS_VS_HIGH, VP_HS_VS_HIGH_BOUNDARY, VP_HS_VS_LOW_BOUNDARY, VP_HS_BLOB_FRAME_SIZE,
+	VP_HS_BLOB_FRAME_COMPLETE, VP_HS_BLOB_CODE_BEGIN, VP_HS_BLOB_CODE_OFFSET, VP_HS_INTERP_CODE, VP_HS_SQ_BUFFER,
+	VP_HS_SQ_LIMIT, VP_HS_SQ_BEGIN, VP_HS_SQ_END, VP_HS_METHOD_CONST, VP_HS_VM_RELEASE,
+};
+static const enum vp_hs_tid read_types[] = { VP_HS_T_HEAPBLOCK, VP_HS_T_CONSTMETHOD };
 
 /* x86-64 interpreter frame slots in words from rbp, per JDK feature release. From
  * frame_x86.hpp: sender_sp -1, last_sp -2, method -3, mirror -4, mdp -5, cache -6,
@@ -163,7 +171,8 @@ int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hs_globals *s
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((rc = vp_hs_vm__read(vm, m, syms, err, errlen)))
+	if ((rc = vp_hs_vm__read_some(vm, m, syms, read_fields, sizeof(read_fields) / sizeof(read_fields[0]),
+				      read_types, sizeof(read_types) / sizeof(read_types[0]), err, errlen)))
 		goto cleanup;
 	w = vm->f;
 	for (size_t i = 0; i < sizeof(walker_fields) / sizeof(walker_fields[0]); i++) {

@@ -184,9 +184,9 @@ static int read_struct_globals(const struct vp_hs_mem *m, const struct vp_hs_glo
 	return 0;
 }
 
-/* Walks gHotSpotVMStructs once, noting every row's field. */
-static int scan_structs(const struct vp_hs_mem *m, const struct tab *t, struct vp_hs_vm *vm, char *err,
-			size_t errlen)
+/* Walks gHotSpotVMStructs once, noting the field of every row wanted. */
+static int scan_structs(const struct vp_hs_mem *m, const struct tab *t, const bool *want, struct vp_hs_vm *vm,
+			char *err, size_t errlen)
 {
 	int rank[VP_HS_F__N];    /* the row (index into rows) each field was found under */
 
@@ -223,7 +223,7 @@ static int scan_structs(const struct vp_hs_mem *m, const struct tab *t, struct v
 			const struct row *w = &rows[r];
 			struct vp_hs_field *f = &vm->f[w->id];
 
-			if (rank[w->id] <= r || strcmp(type, w->type))
+			if (!want[w->id] || rank[w->id] <= r || strcmp(type, w->type))
 				continue;
 			if (!have_field) {
 				if (!fn || vp_hs_mem__str(m, fn, field, sizeof(field)))
@@ -249,9 +249,9 @@ static int scan_structs(const struct vp_hs_mem *m, const struct tab *t, struct v
 	return -ENOTSUP;
 }
 
-/* The sizes of type_names from gHotSpotVMTypes. */
-static int scan_types(const struct vp_hs_mem *m, const struct vp_hs_globals *g, struct vp_hs_vm *vm, char *err,
-		      size_t errlen)
+/* The sizes of the wanted type_names from gHotSpotVMTypes. */
+static int scan_types(const struct vp_hs_mem *m, const struct vp_hs_globals *g, const bool *want, struct vp_hs_vm *vm,
+		      char *err, size_t errlen)
 {
 	uint64_t base, stride, o_name, o_size;
 
@@ -288,6 +288,8 @@ static int scan_types(const struct vp_hs_mem *m, const struct vp_hs_globals *g, 
 		}
 		bool all = true;
 		for (int k = 0; k < VP_HS_T__N; k++) {
+			if (!want[k])
+				continue;
 			if (!vm->type_size[k] && !strcmp(type, type_names[k]))
 				vm->type_size[k] = size;
 			all = all && vm->type_size[k];
@@ -328,18 +330,44 @@ static void scan_constants(const struct vp_hs_mem *m, const struct vp_hs_globals
 	}
 }
 
-int vp_hs_vm__read(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g, char *err,
-		   size_t errlen)
+static int read_wanted(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g,
+		       const bool *fields, const bool *types, bool constants, char *err, size_t errlen)
 {
 	struct tab t;
 	int rc;
 
 	memset(vm, 0, sizeof(*vm));
-	if ((rc = read_struct_globals(m, g, &t, err, errlen)) || (rc = scan_structs(m, &t, vm, err, errlen)) ||
-	    (rc = scan_types(m, g, vm, err, errlen)))
+	if ((rc = read_struct_globals(m, g, &t, err, errlen)) || (rc = scan_structs(m, &t, fields, vm, err, errlen)) ||
+	    (rc = scan_types(m, g, types, vm, err, errlen)))
 		return rc;
-	scan_constants(m, g, vm);
+	if (constants)
+		scan_constants(m, g, vm);
 	return 0;
+}
+
+int vp_hs_vm__read(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g, char *err,
+		   size_t errlen)
+{
+	bool fields[VP_HS_F__N], types[VP_HS_T__N];
+
+	memset(fields, 1, sizeof(fields));
+	memset(types, 1, sizeof(types));
+	return read_wanted(vm, m, g, fields, types, true, err, errlen);
+}
+
+int vp_hs_vm__read_some(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g,
+			const enum vp_hs_fid *f, size_t nf, const enum vp_hs_tid *t, size_t nt, char *err,
+			size_t errlen)
+{
+	bool fields[VP_HS_F__N] = { false }, types[VP_HS_T__N] = { false };
+
+	for (size_t i = 0; i < nf; i++)
+		if ((unsigned)f[i] < VP_HS_F__N)
+			fields[f[i]] = true;
+	for (size_t i = 0; i < nt; i++)
+		if ((unsigned)t[i] < VP_HS_T__N)
+			types[t[i]] = true;
+	return read_wanted(vm, m, g, fields, types, false, err, errlen);
 }
 
 int vp_hs_vm__read_self(struct vp_hs_vm *vm, void *libjvm, char *err, size_t errlen)

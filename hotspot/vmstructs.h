@@ -70,6 +70,13 @@ struct vp_hs_vm {
 int vp_hs_vm__read(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g, char *err,
 		   size_t errlen);
 
+/* The same for only the fields f[0..nf) and type sizes t[0..nt), no constants: a reader
+ * of another process pays a system call per read, and needs a few of them (the recorder
+ * reads ~20 fields of every JVM it meets). */
+int vp_hs_vm__read_some(struct vp_hs_vm *vm, const struct vp_hs_mem *m, const struct vp_hs_globals *g,
+			const enum vp_hs_fid *f, size_t nf, const enum vp_hs_tid *t, size_t nt, char *err,
+			size_t errlen);
+
 /* The names the table gives field k first (for messages). */
 void vp_hs_vm__names(enum vp_hs_fid k, const char **type, const char **name);
 
