@@ -7,7 +7,9 @@
  * The tables are maps that daemon/unwinder.c fills: each object that includes this
  * header declares them, and every object but the sampler's reuses the sampler's maps
  * (bpf_map__reuse_fd) before it loads, so there is one copy of each table. The walk's
- * scratch (struct walk, per CPU) is each object's own. */
+ * scratch (struct walk, one per CPU) is each object's own; an object that includes this
+ * header may define WALK_MAX and WALK_MAXJ first to walk less deep (and keep a smaller
+ * scratch) than the sampler's VPB_MAX_WALK. */
 #ifndef VIPROF_SAMPLER_WALKER_BPF_H
 #define VIPROF_SAMPLER_WALKER_BPF_H
 
@@ -51,8 +53,16 @@ struct {
 } unwind_pages SEC(".maps");
 
 /* The walk's state and the sample it builds, per CPU: the sample is too large for the
- * BPF stack, and the bpf_loop callback reaches both through here. */
-#define STK_BYTES 8192        /* at most this much of the stack is copied per walk */
+ * BPF stack, and the bpf_loop callback reaches both through here. The walked frames
+ * and interpreted frames have room for WALK_MAX and WALK_MAXJ; only what was walked is
+ * sent on. */
+#ifndef WALK_MAX
+#define WALK_MAX VPB_MAX_WALK
+#endif
+#ifndef WALK_MAXJ
+#define WALK_MAXJ VPB_MAX_JFRAMES
+#endif
+#define STK_BYTES 32768       /* at most this much of the stack is copied per walk */
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
 
 struct walk {
@@ -63,16 +73,29 @@ struct walk {
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
-	struct vpb_sample s;
+	struct vpb_sample s;     /* the header, and the kernel stack */
+	__u64 ustack[WALK_MAX];
+	struct vpb_jframe jframes[WALK_MAXJ];
 	__u8 stk[STK_BYTES];
 };
 
+/* An array indexed by CPU, not a per-CPU array: a per-CPU value is limited to 32 KB,
+ * and a walk 2048 frames deep needs about 80. User space sets max_entries to the
+ * number of possible CPUs before load. A program runs to its end on its CPU (no other
+ * perf_event program nests in it there; the switch tracer has its own scratch). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct walk);
 } scratch SEC(".maps");
+
+static __always_inline struct walk *walk_scratch(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
 
 /* ---- The user stack walker.
  *
@@ -190,12 +213,14 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 			bci = (__s64)(bcp - cm - hs->constmethod_size);
 		if (bci < 0 || bci > 65535)
 			bci = -1;
-		if (w->nj < VPB_MAX_JFRAMES) {
+		if (w->nj < WALK_MAXJ) {
 			__u32 j = w->nj;
 
-			w->s.jframes[j].method = method;
-			w->s.jframes[j].frame = (__u16)(w->n - 1);
-			w->s.jframes[j].bci = (__s32)bci;
+			if (j < WALK_MAXJ) {
+				w->jframes[j].method = method;
+				w->jframes[j].frame = (__u16)(w->n - 1);
+				w->jframes[j].bci = (__s32)bci;
+			}
 			w->nj = j + 1;
 		}
 	}
@@ -417,8 +442,7 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 
 static long walk_step(__u32 i, void *ctx)
 {
-	__u32 zero = 0;
-	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk *w = *(struct walk **)ctx;
 	struct vpb_proc *p;
 	struct vpb_mapping *m;
 	__u64 old_sp, pc;
@@ -433,13 +457,13 @@ static long walk_step(__u32 i, void *ctx)
 	pc = w->pc;
 	if (pc == 0)
 		return stop(w, VPB_WALK_ROOT);
-	if (w->n >= VPB_MAX_USTACK)
+	if (w->n >= WALK_MAX)
 		return stop(w, VPB_WALK_DEPTH);
 	{
 		__u32 n = w->n;
 
-		if (n < VPB_MAX_USTACK)
-			w->s.ustack[n] = pc;
+		if (n < WALK_MAX)
+			w->ustack[n] = pc;
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
@@ -470,9 +494,12 @@ static long walk_step(__u32 i, void *ctx)
 }
 
 /* Walks the user stack of process tgid from the given user registers (r13 is the
- * interpreter's bytecode pointer in a leaf interpreted frame) into w->s.ustack and
- * w->s.jframes; sets w->s.ustack_bytes, walk_end and nr_jframes. Returns false when
- * the process has no tables yet (the caller falls back to frame pointers). */
+ * interpreter's bytecode pointer in a leaf interpreted frame) into w->ustack and
+ * w->jframes, at most WALK_MAX frames (the walk then ends with VPB_WALK_DEPTH) and
+ * WALK_MAXJ interpreted frames; sets w->s.ustack_bytes, walk_end and nr_jframes. One
+ * frame per bpf_loop iteration, so the verifier sees one step whatever the depth.
+ * Returns false when the process has no tables yet (the caller falls back to frame
+ * pointers). */
 static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u64 sp, __u64 fp, __u64 r13)
 {
 	__u32 *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
@@ -491,7 +518,9 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->n = 0;
 	w->nj = 0;
 	w->end = VPB_WALK_DEPTH;
-	bpf_loop(VPB_MAX_USTACK, walk_step, NULL, 0);
+	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
+	 * ends at its root, not at the depth limit. */
+	bpf_loop(WALK_MAX + 1, walk_step, &w, 0);
 	w->s.ustack_bytes = (__s32)(w->n * 8);
 	w->s.walk_end = (__u16)w->end;
 	w->s.nr_jframes = (__u16)w->nj;
