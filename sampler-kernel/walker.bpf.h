@@ -62,7 +62,7 @@ struct {
 #ifndef WALK_MAXJ
 #define WALK_MAXJ VPB_MAX_JFRAMES
 #endif
-#define STK_BYTES 32768       /* at most this much of the stack is copied per walk */
+#define STK_BYTES 65536       /* at most this much of the stack is copied per walk */
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
 
 struct walk {
@@ -73,6 +73,13 @@ struct walk {
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
+	/* The last caller frame walked through a table or a code blob's frame size (one
+	 * entry, this walk only): a recursion's frames return to one pc over and over, and
+	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
+	__u64 c_pc;              /* 0: none */
+	__u32 c_kind;            /* C_NATIVE, C_JIT */
+	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
+	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
 	struct vpb_sample s;     /* the header, and the kernel stack */
 	__u64 ustack[WALK_MAX];
 	struct vpb_jframe jframes[WALK_MAXJ];
@@ -107,6 +114,8 @@ static __always_inline struct walk *walk_scratch(void)
  * cannot loop. */
 
 #define MAX_SEG_HOPS 16
+#define C_NATIVE 1               /* struct walk's cache kinds */
+#define C_JIT 2
 #define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
 #define MAX_STACK_SPAN (64u << 20)
 
@@ -360,6 +369,11 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 		return 0;
 	}
 	cfa = w->sp + (__u64)fsize * 8;
+	if (!leaf) {
+		w->c_pc = w->pc;
+		w->c_kind = C_JIT;
+		w->c_fsize = fsize;
+	}
 	if (leaf) {
 		/* Before the frame is complete (the prologue) only the return address has
 		 * been pushed. */
@@ -398,9 +412,38 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	return 0;
 }
 
+/* Steps over a frame by its unwind rule. */
+static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
+{
+	__u64 cfa, ra;
+
+	switch (r->kind) {
+	case VPB_RULE_SP:
+		cfa = w->sp + (__s64)r->cfa_off * 8;
+		break;
+	case VPB_RULE_FP:
+		cfa = w->fp + (__s64)r->cfa_off * 8;
+		break;
+	case VPB_RULE_PLT:
+		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
+		break;
+	case VPB_RULE_END:
+		return stop(w, VPB_WALK_ROOT);
+	default:
+		return stop(w, VPB_WALK_NO_RULE);
+	}
+	if (read_u64(w, cfa - 8, &ra))
+		return stop(w, VPB_WALK_UNREADABLE);
+	if (r->fp_off != VPB_FP_SAME && read_u64(w, cfa + (__s64)r->fp_off * 8, &w->fp))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = ra;
+	w->sp = cfa;
+	return 0;
+}
+
 static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
 {
-	__u64 lookup = leaf ? w->pc : w->pc - 1, cfa, ra, fp = w->fp;
+	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
 	struct vpb_rule *r;
 
 	if (m->table == VPB_NO_TABLE) {
@@ -416,24 +459,25 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 	r = find_rule(m->table, lookup - m->bias);
 	if (!r)
 		return stop(w, VPB_WALK_NO_RULE);
-	switch (r->kind) {
-	case VPB_RULE_SP:
-		cfa = w->sp + (__s64)r->cfa_off * 8;
-		break;
-	case VPB_RULE_FP:
-		cfa = fp + (__s64)r->cfa_off * 8;
-		break;
-	case VPB_RULE_PLT:
-		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
-		break;
-	case VPB_RULE_END:
-		return stop(w, VPB_WALK_ROOT);
-	default:
-		return stop(w, VPB_WALK_NO_RULE);
+	if (!leaf) {
+		w->c_pc = w->pc;
+		w->c_kind = C_NATIVE;
+		w->c_rule = *r;
 	}
+	return apply_rule(w, r);
+}
+
+/* A caller frame at the pc of the cached one: the same rule or frame size. */
+static __always_inline long cached_frame(struct walk *w)
+{
+	__u64 cfa, ra;
+
+	if (w->c_kind == C_NATIVE)
+		return apply_rule(w, &w->c_rule);
+	cfa = w->sp + (__u64)w->c_fsize * 8;
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (r->fp_off != VPB_FP_SAME && read_u64(w, cfa + (__s64)r->fp_off * 8, &w->fp))
+	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -467,7 +511,9 @@ static long walk_step(__u32 i, void *ctx)
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
-	if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
+	if (!leaf && pc == w->c_pc) {
+		rc = cached_frame(w);
+	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
 		rc = interp_frame(w, &p->hs, leaf);
 	} else {
 		struct vpb_codeheap *h = NULL;
@@ -517,6 +563,7 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->stk_stop = 0;
 	w->n = 0;
 	w->nj = 0;
+	w->c_pc = 0;
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
 	 * ends at its root, not at the depth limit. */
