@@ -19,6 +19,8 @@
 #     (today's typical depth, default 30) and at DEEP (default 1000, past perf's 127), side
 #     by side in interleaved rounds, measured as in (a); printed with the frames each walk
 #     reached and the ratios deep / typical per run, per sample and per frame.
+#     With the tests' Java fixtures built, the same for tests/java/DeepStack.java (the
+#     JDK of --jdk): compiled recursion DEPTH and DEEP deep, and -Xint recursion 300 deep.
 # (b) `viprof record -g -F 999 -- java ...` on a JVM without -XX:+PreserveFramePointer
 #     against async-profiler at the same rate (agent at start: event=cpu, interval
 #     1001001 ns, Java and native stacks as its defaults walk them, collapsed output to a
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
 done
 B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; DEEP=${4:-1000}; SEC=${SEC:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-VP=$B/cli/viprof; DS=$B/bench/deepstack
+VP=$B/cli/viprof; DS=$B/bench/deepstack; JCLS=$B/tests/java/classes
 [ -x "$VP" ] && [ -x "$DS" ] || { echo "walker.sh: build first (need $VP and $DS): cmake --build $B" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "walker.sh: needs root (BPF programs, bpf_stats); run it with sudo" >&2; exit 2; }
 [ "$SEC" -ge 1 ] || { echo "walker.sh: SEC (seconds of each measurement) must be 1 or more" >&2; exit 2; }
@@ -99,10 +101,23 @@ user_frames() {
 	     END {printf "%.1f", t ? s/t : 0}' "$1"
 }
 
-walk_one() { # MODE ROUND [DEPTH TAG]: appends "ns/run frames/sample runs ns/recorded-sample samples" to $T/a.TAG
-	local mode=$1 s=$T/$1.$2 vpid a b ta tb t0 win n fdi d=${3:-$DEPTH} tag=${4:-$1}
-	"$DS" "$d" 600 & WPID=$!
-	sleep 0.3
+# Starts the workload KIND (native: deepstack; java: DeepStack compiled; xint: DeepStack
+# with -Xint) DEPTH deep; sets WPID and COMM (the thread name its samples are counted by).
+wl_start() {
+	local i
+	case $1 in
+	native) "$DS" "$2" 600 & WPID=$!; COMM=deepstack; sleep 0.3 ;;
+	java|xint)
+		"$JDK/bin/java" $([ "$1" = xint ] && echo -Xint) -cp "$JCLS" DeepStack "$2" 600 >"$T/jout" 2>&1 & WPID=$!
+		COMM=java
+		for i in $(seq 600); do grep -q ready "$T/jout" && return 0; sleep 0.05; done
+		echo "walker.sh: DeepStack printed no \"ready\" in 30 s:" >&2; cat "$T/jout" >&2; exit 1 ;;
+	esac
+}
+
+walk_one() { # MODE ROUND [DEPTH TAG [KIND]]: appends "ns/run frames/sample runs ns/recorded-sample samples" to $T/a.TAG
+	local mode=$1 s=$T/$1.$2 vpid a b ta tb t0 win n fdi d=${3:-$DEPTH} tag=${4:-$1} COMM
+	wl_start "${5:-native}" "$d"
 	"$VP" record -q -g -F 999 --stack-walk "$mode" -p "$WPID" -o "$s" 2>"$T/err" & vpid=$!
 	fdi=$(prog_fdinfo "$vpid") || { echo "walker.sh: viprof record --stack-walk $mode loaded no on_sample program in 20 s:" >&2; cat "$T/err" >&2; exit 1; }
 	sleep 1   # past the start (first samples of each thread, table lookups warming up)
@@ -120,21 +135,28 @@ walk_one() { # MODE ROUND [DEPTH TAG]: appends "ns/run frames/sample runs ns/rec
 	# early) for every other process on the CPUs, so runs outnumber recorded samples.
 	t0=$(sed -n 's/.*"start_realtime_ns": "\([0-9]*\)".*/\1/p' "$s/meta.json")
 	win=$(awk -v a="$ta" -v b="$tb" -v z="$t0" 'BEGIN {printf "%.3f,%.3f", (a - z) / 1e9, (b - z) / 1e9}')
-	"$VP" report "$s" --format folded --comm deepstack --time "$win" -o "$T/f" 2>/dev/null
+	"$VP" report "$s" --format folded --comm "$COMM" --time "$win" -o "$T/f" 2>/dev/null
 	n=$(awk '{n+=$NF} END {print n+0}' "$T/f")
-	[ "$n" -gt 0 ] || { echo "walker.sh: no deepstack samples between $win s of the $mode session" >&2; exit 1; }
+	[ "$n" -gt 0 ] || { echo "walker.sh: no $COMM samples between $win s of the $mode session" >&2; exit 1; }
 	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1)) $(( ($4 - $2) / n )) $n" >>"$T/a.$tag"
 	rm -rf "$s"
 }
 
 part_c() {
-	local r v
+	local r v vs=(typical deep)
 	: >"$T/a.typical"; : >"$T/a.deep"; : >"$T/c.ratio"
+	if [ -f "$JCLS/DeepStack.class" ]; then
+		vs+=(jtypical jdeep jxint)
+		: >"$T/a.jtypical"; : >"$T/a.jdeep"; : >"$T/a.jxint"
+	fi
 	for r in $(seq 1 "$R"); do
-		for v in $(rotate "$r" typical deep); do
+		for v in $(rotate "$r" "${vs[@]}"); do
 			case $v in
 			typical) walk_one tables "c$r" "$DEPTH" typical ;;
 			deep) walk_one tables "c$r" "$DEEP" deep ;;
+			jtypical) walk_one tables "c$r" "$DEPTH" jtypical java ;;
+			jdeep) walk_one tables "c$r" "$DEEP" jdeep java ;;
+			jxint) walk_one tables "c$r" 300 jxint xint ;;
 			esac
 		done
 		# This round's ratios deep / typical: per run, per recorded sample, per frame.
@@ -151,6 +173,19 @@ part_c() {
 			"$(awk '{printf "%s/%s ", $3, $5}' "$T/a.$v")"
 	done
 	echo "  deep / typical, median of the per-round ratios: $(col 1 "$T/c.ratio" | med %.2f)x per run, $(col 2 "$T/c.ratio" | med %.2f)x per sample, $(col 3 "$T/c.ratio" | med %.2f)x per frame (rounds: $(awk '{printf "%s/%s/%s ", $1, $2, $3}' "$T/c.ratio"))"
+	if [ ! -f "$JCLS/DeepStack.class" ]; then
+		echo "  Java: skipped (no $JCLS/DeepStack.class: build the tests' Java fixtures)"
+		return
+	fi
+	echo "  Java (tests/java/DeepStack.java on $("$JDK/bin/java" -version 2>&1 | head -1), main thread; JVM frames below main included):"
+	for v in jtypical jdeep jxint; do
+		printf "  %-20s %7s ns/sample (%s)  %6s frames  %5.0f ns/frame\n" \
+			"$(case $v in jtypical) echo "compiled, $DEPTH deep" ;; jdeep) echo "compiled, $DEEP deep" ;; jxint) echo "-Xint, 300 deep" ;; esac)" \
+			"$(col 4 "$T/a.$v" | med)" "$(col 4 "$T/a.$v" | spread)" "$(col 2 "$T/a.$v" | med %.1f)" \
+			"$(awk '{print $4 / ($2 > 0 ? $2 : 1)}' "$T/a.$v" | med %.1f)"
+	done
+	paste -d' ' "$T/a.jdeep" "$T/a.jtypical" | awk '{print $4 / $9}' >"$T/c.jratio"
+	echo "  Java compiled $DEEP / $DEPTH deep, median of the per-round ratios: $(med %.2f <"$T/c.jratio")x per sample"
 }
 
 part_a() {

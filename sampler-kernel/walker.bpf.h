@@ -80,6 +80,7 @@ struct walk {
 	__u32 c_kind;            /* C_NATIVE, C_JIT */
 	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
 	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
+	__u64 c_method, c_cm;    /* the last interpreted frame's Method* and its ConstMethod* */
 	struct vpb_sample s;     /* the header, and the kernel stack */
 	__u64 ustack[WALK_MAX];
 	struct vpb_jframe jframes[WALK_MAXJ];
@@ -218,7 +219,14 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 			bcp = w->r13;
 		else
 			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
-		if (read_u64(w, method + hs->method_const, &cm) == 0 && cm && bcp > cm)
+		/* A method's ConstMethod does not change within a walk. */
+		if (method == w->c_method) {
+			cm = w->c_cm;
+		} else if (read_u64(w, method + hs->method_const, &cm) == 0) {
+			w->c_method = method;
+			w->c_cm = cm;
+		}
+		if (cm && bcp > cm)
 			bci = (__s64)(bcp - cm - hs->constmethod_size);
 		if (bci < 0 || bci > 65535)
 			bci = -1;
@@ -564,6 +572,7 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->n = 0;
 	w->nj = 0;
 	w->c_pc = 0;
+	w->c_method = 0;
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
 	 * ends at its root, not at the depth limit. */
