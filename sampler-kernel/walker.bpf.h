@@ -88,7 +88,7 @@ struct walk {
 };
 
 /* An array indexed by CPU, not a per-CPU array: a per-CPU value is limited to 32 KB,
- * and a walk 2048 frames deep needs about 80. User space sets max_entries to the
+ * and a walk 2048 frames deep needs about 115. User space sets max_entries to the
  * number of possible CPUs before load. A program runs to its end on its CPU (no other
  * perf_event program nests in it there; the switch tracer has its own scratch). */
 struct {
