@@ -110,7 +110,9 @@ static void w_sample(struct cfile_writer *w, uint64_t t, const uint64_t *ips, in
 				       sizeof(*s) + 8 * (size_t)nu + (size_t)nj * sizeof(*jf)));
 }
 
-static void write_session(const char *dir, bool lost)
+/* A session stream with its META (the bpf backend's table walk), the cpu-clock event
+ * and the JVM's COMM; the caller adds samples and closes it. */
+static struct cfile_writer *begin_session(const char *dir)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
@@ -125,6 +127,12 @@ static void write_session(const char *dir, bool lost)
 	struct vp_comm c = { .pid = PID, .tid = PID };
 	strcpy(c.comm, "java");
 	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &c, sizeof(c)));
+	return w;
+}
+
+static void write_session(const char *dir, bool lost)
+{
+	struct cfile_writer *w = begin_session(dir);
 
 	/* Two interpreted frames: the leaf in the reused method (bci 6), its caller in
 	 * Boot.main (bci 2). */
@@ -183,17 +191,7 @@ _Static_assert(sizeof(struct old_sample) == sizeof(struct vp_sample), "the sampl
  * with two interpreted frames. */
 static void write_deep_session(const char *dir)
 {
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
-	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
-	ASSERT_NOT_NULL(w);
-	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .freq = 1000,
-				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
-	strcpy(ev.name, "cpu-clock");
-	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
-	struct vp_comm c = { .pid = PID, .tid = PID };
-	strcpy(c.comm, "java");
-	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &c, sizeof(c)));
+	struct cfile_writer *w = begin_session(dir);
 
 	size_t len = sizeof(struct vp_sample) + DEEP * (8 + sizeof(struct vp_java_frame));
 	struct vp_sample *s = calloc(1, len);
