@@ -8,8 +8,8 @@
  * header declares them, and every object but the sampler's reuses the sampler's maps
  * (bpf_map__reuse_fd) before it loads, so there is one copy of each table. The walk's
  * scratch (struct walk, one per CPU) is each object's own; an object that includes this
- * header may define WALK_MAX and WALK_MAXJ first to walk less deep (and keep a smaller
- * scratch) than the sampler's VPB_MAX_WALK. */
+ * header may define WALK_MAX, WALK_MAXJ and STK_BYTES first to walk less deep (and keep
+ * a smaller scratch) than the sampler's VPB_MAX_WALK. */
 #ifndef VIPROF_SAMPLER_WALKER_BPF_H
 #define VIPROF_SAMPLER_WALKER_BPF_H
 
@@ -62,7 +62,9 @@ struct {
 #ifndef WALK_MAXJ
 #define WALK_MAXJ VPB_MAX_JFRAMES
 #endif
-#define STK_BYTES 65536       /* at most this much of the stack is copied per walk */
+#ifndef STK_BYTES
+#define STK_BYTES 65536       /* at most this much of the stack is copied per walk (a power of 2) */
+#endif
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
 
 struct walk {
