@@ -106,8 +106,10 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, bool stacked
 		nk = nu = nj = 0;
 	if (stacked) {
 		/* A full frame-pointer buffer means the walk was cut, like perf's
-		 * sample_max_stack; a walk says so itself (VPB_WALK_DEPTH). */
-		if (walked ? b->walk_end == VPB_WALK_DEPTH : nu == VPB_MAX_USTACK)
+		 * sample_max_stack (also the fallback of a walked sample whose process had
+		 * no tables yet); a walk says so itself (VPB_WALK_DEPTH). */
+		bool fp = !walked || b->walk_end == VPB_WALK_NO_PROC;
+		if (fp ? nu == VPB_MAX_USTACK : b->walk_end == VPB_WALK_DEPTH)
 			out->flags |= VP_SAMPLE_USER_TRUNCATED;
 		/* The session format holds at most VP_MAX_FRAMES in all; keep the kernel
 		 * frames and as much of the user stack as fits. */
