@@ -79,6 +79,17 @@ struct vp_thread_times {
 	uint64_t switches;
 };
 
+/* When samples were taken, for the HTML report's time strip: appended by the loader
+ * only when asked (vp_session_opts.times), one entry per sample record (an off-CPU
+ * interval's entry holds its sample count). Merges and views carry them along with the
+ * stacks they belong to. */
+struct vp_sample_time {
+	uint64_t t;               /* ns since its recording started, as 'report --time' counts */
+	uint32_t stack;           /* index in stacks */
+	uint32_t event;
+	uint64_t samples;
+};
+
 struct vp_profile {
 	struct vp_frame *frames;  size_t nframes;
 	struct vp_stack *stacks;  size_t nstacks;
@@ -94,6 +105,7 @@ struct vp_profile {
 	void *loc_priv;           /* their interning tables (profile_loc.c) */
 	struct vp_thread_times *threads; size_t nthreads;  /* exact times, when recorded */
 	void *containers;         /* each process's container (containers.c) */
+	struct vp_sample_time *times; size_t ntimes, timescap;  /* when recorded, see above */
 };
 
 /* A process's container, from the session's VP_REC_CONTAINER records. */
@@ -152,6 +164,14 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src);
 /* vp_profile__add that also returns the stack's index in *stack (may be NULL). */
 int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
 			  const char *comm, int event, uint64_t samples, uint64_t weight, uint32_t *stack);
+
+/* Records that samples of stack (an index from vp_profile__add_stack) were taken at t
+ * (ns since the recording started). 0 or -ENOMEM. */
+int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples);
+/* Copies src's sample times into dst: smap maps src stack indices to dst's (UINT32_MAX:
+ * dropped), evmap events. 0 or -ENOMEM. */
+int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
+			    const int *evmap);
 
 /* Addresses (profile_loc.c). Interns a mapping by (pid, file, start, offset); strings are
  * copied; a mapping seen again with exe set keeps it. Returns its index or UINT32_MAX. */

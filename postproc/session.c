@@ -1427,6 +1427,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			nl = 0;
 	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
+	if (!ret && l->o && l->o->times)
+		ret = vp_profile__add_time(l->p, sid, l->evmap[s->event], r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
 	return ret;
 }
 
