@@ -101,8 +101,11 @@ static struct agent {
 
 	/* Written only by the GC callback (one VM thread at a time), read by the writer. */
 	uint64_t gc_time[GC_RING];
+	uint32_t gc_id[GC_RING], gc_full[GC_RING];   /* the JVM's counters after each (gc_info) */
+	uint8_t gc_kind[GC_RING];                    /* enum vp_cm_gc_kind */
 	uint64_t gc_head;      /* published with release semantics */
 	uint64_t gc_tail;      /* writer side */
+	uint32_t gc_since;     /* writer side: GCs since the current epoch began */
 
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
 	struct cfile_writer *w;
@@ -1196,6 +1199,49 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	st_end(ST_DYNAMIC, &m);
 }
 
+/* What each GC was (issue 26), from HotSpot's collection counters: CollectedHeap::
+ * _total_collections is in the exported structure tables; _total_full_collections is
+ * not, but has been the unsigned int right after it in every JDK from 8 to 25. Read
+ * with plain loads in the GC callback (the heap outlives every GC), the previous values
+ * kept there: a collection moved one counter or both, a pause of a concurrent cycle
+ * neither. name: the collector, from its Use*GC flag. */
+static struct {
+	bool ok;
+	void **heap;           /* &Universe::_collectedHeap */
+	uint64_t total_off;    /* of _total_collections in CollectedHeap */
+	uint32_t last_total, last_full;   /* GC callback only, after init */
+	char name[16];
+} GCI;
+
+static void gc_info_init(void)
+{
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	struct vp_vm_field f[2] = { { "Universe", "_collectedHeap" }, { "CollectedHeap", "_total_collections" } };
+	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
+						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
+						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]) && !GCI.name[0]; i++) {
+		void *value;
+		char *fl;
+		if (vp_vm__find_flag(h, flags[i][0], &value, &fl) && value && *(const bool *)value)
+			snprintf(GCI.name, sizeof(GCI.name), "%s", flags[i][1]);
+	}
+	if (vp_vm__find_fields(h, f, 2) && f[0].is_static && f[0].address && !f[1].is_static) {
+		GCI.heap = f[0].address;
+		GCI.total_off = f[1].offset;
+		uint32_t c[2];
+		void *heap = *GCI.heap;
+		/* Before the heap exists (agent loaded at start) both counters are 0. */
+		if (!heap || vp_vm__read_self((uint64_t)(uintptr_t)heap + GCI.total_off, c, sizeof(c))) {
+			GCI.last_total = heap ? c[0] : 0;
+			GCI.last_full = heap ? c[1] : 0;
+			GCI.ok = GCI.last_full <= GCI.last_total;
+		}
+	}
+	if (h)
+		dlclose(h);
+}
+
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
  * monitor: a Java thread that holds it blocks for this very safepoint inside
  * RawMonitorNotifyAll/Exit, and the GC would then wait for it forever (seen on JDK 25).
@@ -1209,6 +1255,19 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 		__atomic_add_fetch(&S.n[ST_GC], 1, __ATOMIC_RELAXED);
 	uint64_t h = __atomic_load_n(&A.gc_head, __ATOMIC_RELAXED);
 	A.gc_time[h % GC_RING] = now_ns();
+	uint8_t kind = VP_GC_UNKNOWN;
+	uint32_t total = 0, full = 0;
+	const char *heap = GCI.ok ? *(char *const *)GCI.heap : NULL;
+	if (heap) {
+		total = *(const volatile uint32_t *)(heap + GCI.total_off);
+		full = *(const volatile uint32_t *)(heap + GCI.total_off + 4);
+		kind = full != GCI.last_full ? VP_GC_FULL : total != GCI.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
+		GCI.last_total = total;
+		GCI.last_full = full;
+	}
+	A.gc_id[h % GC_RING] = total;
+	A.gc_full[h % GC_RING] = full;
+	A.gc_kind[h % GC_RING] = kind;
 	__atomic_store_n(&A.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
@@ -1242,6 +1301,7 @@ static int begin_epoch(uint32_t reason, uint64_t t)
 	if (t < A.epoch_t)
 		t = A.epoch_t;
 	A.epoch_t = t;
+	A.gc_since = 0;
 	vp_cm_ranges__clear(&A.epoch_used);
 	A.epoch_dirty = false;
 	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
@@ -1496,13 +1556,23 @@ static int apply_gcs(uint64_t t)
 	if (head - A.gc_tail > GC_RING)
 		A.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
 	while (A.gc_tail < head) {
-		uint64_t g = A.gc_time[A.gc_tail % GC_RING];
+		uint64_t g = A.gc_time[A.gc_tail % GC_RING], i = A.gc_tail % GC_RING;
 		if (g > t)
 			break;
 		A.gc_tail++;
+		uint32_t since = ++A.gc_since;
 		if (A.epoch_dirty) {
-			int err = next_epoch(VP_EPOCH_GC, g);
+			int err = next_epoch(VP_EPOCH_GC, g);   /* resets gc_since */
 			if (err)
+				return err;
+			/* Which GC it was, right after the EPOCH_BEGIN it explains. */
+			uint8_t b[sizeof(struct vp_cm_gc) + sizeof(GCI.name)];
+			struct vp_cm_gc x = { .epoch = A.epoch, .gc_id = A.gc_id[i], .full_gcs = A.gc_full[i],
+					      .gcs = since, .kind = A.gc_kind[i],
+					      .name_len = (uint16_t)strnlen(GCI.name, sizeof(GCI.name)) };
+			memcpy(b, &x, sizeof(x));
+			memcpy(b + sizeof(x), GCI.name, x.name_len);
+			if ((err = cfile_writer__append(A.w, VP_CM_GC, g, b, sizeof(x) + x.name_len)))
 				return err;
 		}
 	}
@@ -2650,6 +2720,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	watch_open();
 	A.frame_pointers = detect_frame_pointers();
 	choose_code_source();
+	gc_info_init();
 	A.qbuf[0] = malloc(QUEUE_BYTES);
 	A.qbuf[1] = malloc(QUEUE_BYTES);
 	A.seen = calloc(SEEN_SLOTS, sizeof(*A.seen));
