@@ -240,7 +240,7 @@ static int cmd_show(const struct vp_codemap *m, size_t e)
 	printf("epoch %zu (%s%s%s) from %.3f s: %u methods loaded, %zu Method* entries (METHOD_PTR)\n", e,
 	       vp_cm_reason_name(ep->reason), gb[0] ? ": " : "", gb, rel(m, ep->t_begin), ep->nloads, nptrs);
 	if (e + 1 < m->nepochs && ge[0] && m->epochs[e + 1].gc_count > 1)
-		printf("ended at %.3f s by %s, the last of %u GCs in it (the earlier ones found no code changed)\n",
+		printf("ended at %.3f s by %s, the last of %u GCs in it (the earlier ones came before any code changed)\n",
 		       rel(m, m->epochs[e + 1].t_begin), ge, m->epochs[e + 1].gc_count);
 	else if (e + 1 < m->nepochs)
 		printf("ended at %.3f s by %s\n", rel(m, m->epochs[e + 1].t_begin),
