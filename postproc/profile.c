@@ -202,6 +202,7 @@ void vp_profile__free(struct vp_profile *p)
 	free(p->stacks);
 	free(p->threads);
 	free(p->times);
+	free(p->marks);
 	vp_profile__free_containers(p);
 	for (size_t i = 0; i < p->nmeta; i++) {
 		free(p->meta[i].key);
@@ -314,9 +315,25 @@ int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64
 	return 0;
 }
 
+int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label)
+{
+	if (vp_grow((void **)&p->marks, &p->markscap, p->nmarks + 1, sizeof(*p->marks)))
+		return -ENOMEM;
+	struct vp_time_mark *m = &p->marks[p->nmarks++];
+	m->t = t;
+	m->pid = pid;
+	snprintf(m->label, sizeof(m->label), "%s", label);
+	return 0;
+}
+
 int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
 			    const int *evmap)
 {
+	for (size_t i = 0; i < src->nmarks; i++) {
+		int err = vp_profile__add_mark(dst, src->marks[i].t, src->marks[i].pid, src->marks[i].label);
+		if (err)
+			return err;
+	}
 	for (size_t i = 0; i < src->ntimes; i++) {
 		const struct vp_sample_time *x = &src->times[i];
 		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)

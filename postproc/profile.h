@@ -90,6 +90,14 @@ struct vp_sample_time {
 	uint64_t samples;
 };
 
+/* A moment the time strip marks: a JVM's code-map epoch boundary (the GC or the address
+ * reuse that began the epoch), for the HTML report. */
+struct vp_time_mark {
+	uint64_t t;               /* ns since its recording started */
+	uint32_t pid;
+	char label[48];           /* "GC 17 (full, G1)", "reuse" */
+};
+
 struct vp_profile {
 	struct vp_frame *frames;  size_t nframes;
 	struct vp_stack *stacks;  size_t nstacks;
@@ -106,6 +114,7 @@ struct vp_profile {
 	struct vp_thread_times *threads; size_t nthreads;  /* exact times, when recorded */
 	void *containers;         /* each process's container (containers.c) */
 	struct vp_sample_time *times; size_t ntimes, timescap;  /* when recorded, see above */
+	struct vp_time_mark *marks; size_t nmarks, markscap;    /* with times */
 };
 
 /* A process's container, from the session's VP_REC_CONTAINER records. */
@@ -168,7 +177,9 @@ int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t
 /* Records that samples of stack (an index from vp_profile__add_stack) were taken at t
  * (ns since the recording started). 0 or -ENOMEM. */
 int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples);
-/* Copies src's sample times into dst: smap maps src stack indices to dst's (UINT32_MAX:
+/* Adds a mark (label copied, cut to fit). 0 or -ENOMEM. */
+int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label);
+/* Copies src's sample times (and marks) into dst: smap maps src stack indices to dst's (UINT32_MAX:
  * dropped), evmap events. 0 or -ENOMEM. */
 int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
 			    const int *evmap);

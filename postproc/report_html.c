@@ -474,6 +474,18 @@ static int write_times(struct vp_out *o, const struct vp_profile *p, const struc
 		}
 		vp_out__puts(o, "]");
 	}
+	/* The JVMs' code-map epoch boundaries in the strip's span: [ns, pid, label]. */
+	vp_out__puts(o, "],\n\"marks\":[");
+	bool first = true;
+	for (size_t i = 0; i < p->nmarks; i++) {
+		const struct vp_time_mark *m = &p->marks[i];
+		if (m->t < lo || (m->t - lo) / bw >= nb)
+			continue;
+		vp_out__printf(o, "%s[%llu,%u,", first ? "" : ",", (unsigned long long)m->t, m->pid);
+		vp_json_str(o, m->label, true);
+		vp_out__puts(o, "]");
+		first = false;
+	}
 	vp_out__puts(o, "]}");
 	free(c);
 	return o->err;

@@ -1962,6 +1962,23 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)(jit_v[k] + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, jit_keys[k], v);
 	}
+#if HAVE_JIT_INDEX
+	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
+	for (size_t i = 0; l.o->times && i < l.njvms; i++) {
+		const struct vp_codemap *cm = l.jvms[i].idx ? vp_jit_index__codemap(l.jvms[i].idx) : NULL;
+		for (size_t e = 1; cm && e < cm->nepochs; e++) {
+			char gc[64];
+			if (cm->epochs[e].t_begin < l.t0)
+				continue;
+			vp_codemap__gc_text(cm, e, gc, sizeof(gc));
+			if ((ret = vp_profile__add_mark(p, cm->epochs[e].t_begin - l.t0, l.jvms[i].pid,
+							gc[0] ? gc : vp_cm_reason_name(cm->epochs[e].reason))) < 0) {
+				vp_set_err(err, errlen, "%s: out of memory", path);
+				goto cleanup;
+			}
+		}
+	}
+#endif
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)

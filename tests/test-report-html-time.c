@@ -41,6 +41,9 @@ static struct vp_profile *timed_profile(uint64_t *a_first_half)
 		*a_first_half += t < 5 * NS;
 	}
 	ASSERT_OK(vp_profile__add(p, sc, 2, 7, 8, "writer", 1, 1, 1));   /* untimed */
+	/* Code-map epoch boundaries: one inside the samples' span, one long after it. */
+	ASSERT_OK(vp_profile__add_mark(p, 3 * NS, 7, "GC 4 (full, G1)"));
+	ASSERT_OK(vp_profile__add_mark(p, 99 * NS, 7, "GC 9 (young, G1)"));
 	return p;
 }
 
@@ -208,6 +211,8 @@ static void test_data(void)
 	/* 10 s fits 300 buckets at 50 ms: round numbers for the axis and for --time. */
 	ASSERT_UEQ(num_after(d, "\"bucket\":"), 50000000);
 	ASSERT_UEQ(num_after(d, "\"n\":"), 200);
+	/* Marks in the strip's span only. */
+	ASSERT_CONTAINS(d, "\"marks\":[[3000000000,7,\"GC 4 (full, G1)\"]]");
 	free(d);
 
 	/* A view keeps each sample's time with the stack it became part of. */
@@ -216,6 +221,7 @@ static void test_data(void)
 	struct vp_profile *v = vp_profile__transform(p, &x, err, sizeof(err));
 	ASSERT_NOT_NULL(v);
 	ASSERT_UEQ(v->ntimes, p->ntimes);
+	ASSERT_UEQ(v->nmarks, p->nmarks);
 	write_html(v, NULL, "flame-time-view.html");
 	ASSERT_EQ(check_times("flame-time-view.html", v, has), 1);
 	vp_profile__free(v);
@@ -356,6 +362,7 @@ static void test_browser(void)
 	ASSERT_NOT_NULL(li_for(dom, "app.Main.phaseA"));
 	ASSERT_NULL(li_for(dom, "app.Main.phaseB"));
 	ASSERT_CONTAINS(dom, "viprof report --time 1,3");
+	ASSERT_CONTAINS(dom, "data-marks=\"1\"");
 	free(dom);
 
 	/* An event without per-sample times says so and shows everything. */
