@@ -296,11 +296,11 @@ static void write_harness(const char *path, const char *report, double fa, doubl
 		"  var before = total();\n"
 		"  ev('mousedown', %.3f); ev('mousemove', %.3f, w); ev('mouseup', %.3f, w);\n"
 		"  var g = d.getElementById('range'), o = { before: before, after: total(), from: g.getAttribute('data-from-ns'),\n"
-		"    to: g.getAttribute('data-to-ns'), hash: w.location.hash };\n"
+		"    to: g.getAttribute('data-to-ns'), hash: w.location.hash, crumbs: d.getElementById('crumbs').textContent };\n"
 		"  d.getElementById('whole').click();\n"
 		"  o.whole = total();\n"
 		"  document.getElementById('out').textContent = 'before=' + o.before + ' after=' + o.after + ' from=' + o.from +\n"
-		"    ' to=' + o.to + ' whole=' + o.whole + ' hash=' + o.hash + ' end';\n"
+		"    ' to=' + o.to + ' whole=' + o.whole + ' crumbs=' + o.crumbs + ' hash=' + o.hash + ' end';\n"
 		"});\n</script></body></html>\n",
 		report, fa, (fa + fb) / 2, fb);
 	ASSERT_OK(fclose(f));
@@ -349,6 +349,16 @@ static void test_browser(void)
 	snprintf(want, sizeof(want), "time=%g,%g", (double)from / 1e9, (double)to / 1e9);
 	if (!strstr(dom, want))
 		FAIL("the URL fragment does not hold '%s': %.300s", want, strstr(dom, "hash="));
+	free(dom);
+
+	/* A zoomed frame stays zoomed when the window changes. */
+	write_harness("flame-time-dragz.html", "flame-time.html#zoom=start_thread%3Bapp.Main.run", 0.2, 0.45);
+	dom = browse("flame-time-dragz.html", NULL, NULL);
+	const char *cr = strstr(dom, "crumbs=");
+	ASSERT_NOT_NULL(cr);
+	if (!strstr(cr, "app.Main.run") || strstr(cr, "app.Main.run") > strstr(cr, " hash="))
+		FAIL("the zoom was lost by the drag: %.200s", cr);
+	ASSERT_LT(field(dom, "after="), all);
 	free(dom);
 
 	/* #time=FROM,TO opens on the window: its frames' list counts only its samples, and
