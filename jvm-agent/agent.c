@@ -1261,7 +1261,11 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 	if (heap) {
 		total = *(const volatile uint32_t *)(heap + GCI.total_off);
 		full = *(const volatile uint32_t *)(heap + GCI.total_off + 4);
-		kind = full != GCI.last_full ? VP_GC_FULL : total != GCI.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
+		/* A full count above the total means the layout is not the one assumed. */
+		kind = full > total ? VP_GC_UNKNOWN : full != GCI.last_full ? VP_GC_FULL
+		     : total != GCI.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
+		if (full > total)
+			full = 0;
 		GCI.last_total = total;
 		GCI.last_full = full;
 	}

@@ -5,8 +5,11 @@
  * window round-trips through #time=, and 'Whole recording' brings the total back. */
 #include <sys/stat.h>
 
+#include <limits.h>
+
 #include "postproc/profile_xform.h"
 #include "test-html-util.h"
+#include "test-record-util.h"
 
 #define NS 1000000000ull
 
@@ -389,10 +392,78 @@ static void test_browser(void)
 	html_test_end();
 }
 
+/* A real recording: the strip's samples in a window of buckets equal what 'report --time
+ * FROM,TO' counts for it (the page names that command), through the session loader. */
+static void test_live(const char *viprof, const char *workload)
+{
+	if (geteuid() != 0)
+		SKIP("needs root to record");
+	char dir[] = "/tmp/vp-test-html-time-XXXXXX", sess[PATH_MAX], html[PATH_MAX + 16], log[16384];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(html, sizeof(html), "%s/f.html", dir);
+	int rc = tr_run(dir, (char *const[]){ (char *)viprof, "record", "-q", "-F", "999", "-o", sess, "--",
+					     (char *)workload, "1.5", NULL }, log, sizeof(log));
+	if (rc)
+		FAIL("record exited %d: %s", rc, log);
+	rc = tr_run(dir, (char *const[]){ (char *)viprof, "report", sess, "--format", "html", "-o", html, NULL }, log,
+		    sizeof(log));
+	if (rc)
+		FAIL("report exited %d: %s", rc, log);
+	char *d = data_of(html);
+	uint64_t from = num_after(d, "\"time\":{\"from\":"), bw = num_after(d, "\"bucket\":"), nb = num_after(d, "\"n\":");
+	const char *ev = strstr(d, "\"ev\":[");
+	ASSERT_NOT_NULL(ev);
+	ev += 6;
+	while (*ev == '\n')
+		ev++;
+	size_t nc;
+	uint64_t *c = ints(ev, &nc, NULL), lo = nb / 4, hi = nb / 2, in = 0, all = 0;   /* buckets [lo, hi) */
+	for (size_t i = 0; i < nc;) {
+		uint64_t k = c[i + 1], b = 0;
+		i += 2;
+		for (uint64_t j = 0; j < k; j++, i += 2) {
+			b += c[i];
+			all += c[i + 1];
+			in += b >= lo && b < hi ? c[i + 1] : 0;
+		}
+	}
+	ASSERT_GT(in, 0);
+	ASSERT_LT(in, all);
+	char win[64], folded[PATH_MAX + 16];
+	snprintf(win, sizeof(win), "%.9f,%.9f", (double)(from + lo * bw) / 1e9, (double)(from + hi * bw) / 1e9);
+	snprintf(folded, sizeof(folded), "%s/w.folded", dir);
+	rc = tr_run(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "--format", "folded", "-o",
+					     folded, NULL }, log, sizeof(log));
+	if (rc)
+		FAIL("report --time %s exited %d: %s", win, rc, log);
+	char *f = synth_slurp(folded, NULL);
+	ASSERT_NOT_NULL(f);
+	uint64_t cli = 0;
+	for (char *l = strtok(f, "\n"); l; l = strtok(NULL, "\n")) {
+		char *sp = strrchr(l, ' ');
+		if (sp)
+			cli += strtoull(sp + 1, NULL, 10);
+	}
+	ASSERT_UEQ(cli, in);
+	printf("INFO: window %s s: %llu of %llu samples in the strip and in report --time\n", win,
+	       (unsigned long long)in, (unsigned long long)all);
+	free(f);
+	free(c);
+	free(d);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd)) {
+		/* left in /tmp */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "browser"))
 		test_browser();
+	else if (argc > 3 && !strcmp(argv[1], "live"))
+		test_live(argv[2], argv[3]);
 	else
 		test_data();
 	printf("PASS\n");
