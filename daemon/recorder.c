@@ -194,12 +194,6 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 #undef META
 	if (e)
 		return e;
-	/* The vDSO is in no file: its image goes into the session, so that a report on
-	 * another kernel still names its frames (perf keeps a copy in its build-id cache). */
-	size_t vlen;
-	const void *vdso = vp_vdso_image(&vlen);
-	if (vdso && (e = vp_session_writer__emit(w, VP_REC_VDSO, start_mono, vdso, vlen)))
-		return e;
 	struct vp_probe *p = vp_probe__run();
 	if (p) {
 		struct meta_ctx m = { .w = w };
@@ -207,6 +201,13 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 		vp_probe__free(p);
 		e = m.err;
 	}
+	/* The vDSO is in no file: its image goes into the session, after the metadata, so
+	 * that a report on another kernel still names its frames (perf keeps a copy in its
+	 * build-id cache). */
+	size_t vlen;
+	const void *vdso = vp_vdso_image(&vlen);
+	if (!e && vdso)
+		e = vp_session_writer__emit(w, VP_REC_VDSO, start_mono, vdso, vlen);
 	return e;
 }
 
