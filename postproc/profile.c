@@ -304,14 +304,18 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 	return s;
 }
 
+_Static_assert(sizeof(struct vp_sample_time) == 16, "a sample's time in 16 bytes");
+
 int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples)
 {
 	if (!samples)
 		return 0;   /* a tail count: weight without a sample, nothing to place in time */
+	if (event < 0 || event > 255 || t >> 56 || samples > UINT32_MAX)
+		return 0;   /* beyond what the strip holds (2 years, 4G periods): its event has no strip */
 	if (vp_grow((void **)&p->times, &p->timescap, p->ntimes + 1, sizeof(*p->times)))
 		return -ENOMEM;
-	p->times[p->ntimes++] = (struct vp_sample_time){ .t = t, .stack = stack, .event = (uint32_t)event,
-							 .samples = samples };
+	p->times[p->ntimes++] = (struct vp_sample_time){ .t = t, .event = (uint64_t)event, .stack = stack,
+							 .samples = (uint32_t)samples };
 	return 0;
 }
 

@@ -84,10 +84,10 @@ struct vp_thread_times {
  * interval's entry holds its sample count). Merges and views carry them along with the
  * stacks they belong to. */
 struct vp_sample_time {
-	uint64_t t;               /* ns since its recording started, as 'report --time' counts */
+	uint64_t t : 56;          /* ns since its recording started, as 'report --time' counts */
+	uint64_t event : 8;
 	uint32_t stack;           /* index in stacks */
-	uint32_t event;
-	uint64_t samples;
+	uint32_t samples;         /* 16 bytes a sample: a large session has millions */
 };
 
 /* A moment the time strip marks: a JVM's code-map epoch boundary (the GC or the address
