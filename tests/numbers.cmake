@@ -19,3 +19,6 @@ viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-
 # agent mode under load, per JDK: the stress test of issue 23. Label stress: it takes
 # minutes, so it is not in the jvm lane's default run.
 viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
+# One group read: a thread's task-clock, page faults and context switches from one read()
+# at one instant, with each software pmu as the leader in turn.
+viprof_test(test-counters-group SOURCES test-counters-group.c LIBS vp_hvglue Threads::Threads LABELS live TIMEOUT 60)
