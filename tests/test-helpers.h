@@ -11,6 +11,23 @@
 #include "common/util.h"
 #include "test.h"
 
+/* All of f up to EOF, NUL-terminated (its length in *len when len is not NULL). */
+static inline char *test_read_all(FILE *f, const char *what, size_t *len)
+{
+	char *b = NULL;
+	size_t cap = 0, n = 0, r;
+	do {
+		if (vp_grow((void **)&b, &cap, n + 4097, 1))
+			FAIL("out of memory reading %s", what);
+		r = fread(b + n, 1, 4096, f);
+		n += r;
+	} while (r > 0);
+	b[n] = 0;
+	if (len)
+		*len = n;
+	return b;
+}
+
 /* The whole file at path, NUL-terminated (its length in *len when len is not NULL);
  * NULL when it cannot be opened. */
 static inline char *test_slurp(const char *path, size_t *len)
@@ -18,18 +35,19 @@ static inline char *test_slurp(const char *path, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
-	char *b = NULL;
-	size_t cap = 0, n = 0, r;
-	do {
-		if (vp_grow((void **)&b, &cap, n + 4097, 1))
-			FAIL("out of memory reading %s", path);
-		r = fread(b + n, 1, 4096, f);
-		n += r;
-	} while (r > 0);
+	char *b = test_read_all(f, path, len);
 	fclose(f);
-	b[n] = 0;
-	if (len)
-		*len = n;
+	return b;
+}
+
+/* The standard output of the shell command cmd, NUL-terminated (never NULL). */
+static inline char *test_popen_slurp(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		FAIL("popen %s: %s", cmd, strerror(errno));
+	char *b = test_read_all(p, cmd, NULL);
+	pclose(p);
 	return b;
 }
 
