@@ -4,7 +4,8 @@
  * its recording ends, closed cleanly (last epoch ended), also when the recorder was
  * killed (the agent sees the recording's lock free). Between sessions the agent idles:
  * its thread ("viprof-jvmti") is not woken at all (its context switches stay the same
- * over 3 s). JDK 17 and Temurin 25 (argv[1]). */
+ * over 3 s). Every other wait is on the event itself (the JVM's CPU time, a map closed or
+ * written), not a fixed sleep. JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
 
 #include <signal.h>
@@ -61,6 +62,43 @@ static long map_size(const char *name)
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%s/jit/%d/codemap.vpm", dir, name, (int)jvm);
 	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+/* The session's map holds the replayed code (more than 3 methods) and, when ended is
+ * true, was closed: its last epoch ended. */
+static bool map_has(const char *name, bool ended)
+{
+	char path[600], err[512];
+	snprintf(path, sizeof(path), "%s/%s/jit/%d", dir, name, (int)jvm);
+	struct vp_codemap *m = vp_codemap__load_dir(path, err, sizeof(err));
+	bool ok = m && m->nmethods > 3 && (!ended || (m->nepochs > 0 && m->epochs[m->nepochs - 1].ended));
+	vp_codemap__free(m);
+	return ok;
+}
+
+static bool map_closed(void *name)
+{
+	return map_has(name, true);
+}
+
+static bool map_written(void *name)
+{
+	return map_has(name, false);
+}
+
+/* The JVM has run 1.5 s of CPU: started, and its hot methods compiled (JitSplit spins
+ * in them from the start). CPU time rather than wall time, whatever the load. */
+static bool jvm_warm(void *unused)
+{
+	char path[64];
+	unsigned long ut = 0, st = 0;
+	(void)unused;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)jvm);
+	char *s = tu_read(path), *p = strrchr(s, ')');
+	bool ok = p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2 &&
+		  (ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK) >= 1500;
+	free(s);
+	return ok;
 }
 
 /* The session's map was closed: read whole, its last epoch ended. */
@@ -127,10 +165,11 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "45", "7", NULL };
 	jvm = tu_spawn(jargv, jout, jerr);
-	sleep(3);   /* the hot methods compiled before the first session */
+	tu_wait_until(jvm_warm, NULL, 60, "the JVM to run 1.5 s of CPU");
 
-	ASSERT_EQ(tu_wait(record("s1", "5"), 60), 0);
-	sleep(3);   /* the agent sees the lock free within a second */
+	ASSERT_EQ(tu_wait(record("s1", "3"), 60), 0);
+	/* The agent sees the recording's lock free within a second and ends the map. */
+	tu_wait_until(map_closed, "s1", 10, "the first session's map to be closed");
 	long s1_after = map_size("s1");
 	ASSERT_GT(s1_after, 0);
 	check_closed("s1");
@@ -142,20 +181,23 @@ int main(int argc, char **argv)
 	ASSERT_GE(sw0, 0);
 	ASSERT_EQ(sw1, sw0);
 
-	ASSERT_EQ(tu_wait(record("s2", "5"), 60), 0);
-	sleep(3);
+	ASSERT_EQ(tu_wait(record("s2", "3"), 60), 0);
+	tu_wait_until(map_closed, "s2", 10, "the second session's map to be closed");
 	long s2_after = map_size("s2");
 	check_closed("s2");
-	/* A recorder killed mid-way: the kernel frees its lock, the agent ends the map. */
+	/* A recorder killed mid-way (the agent attached and writing its map): the kernel
+	 * frees its lock, the agent ends the map. */
 	pid_t r3 = record("s3", "30");
-	sleep(5);
+	tu_wait_until(map_written, "s3", 30, "the third session's map to hold the JVM's code");
 	ASSERT_OK(kill(r3, SIGKILL));
 	waitpid(r3, NULL, 0);
-	sleep(3);
+	tu_wait_until(map_closed, "s3", 10, "the killed session's map to be closed");
 	long s3_after = map_size("s3");
 	ASSERT_GT(s3_after, 0);
 	check_closed("s3");
-	sleep(3);
+	/* Closed maps stay as they are: s1 and s2 over the whole run since, s3 over this
+	 * second (the agent's lock check runs every second). */
+	sleep(1);
 	fprintf(stderr, "map sizes: s1 %ld -> %ld, s2 %ld -> %ld, s3 %ld -> %ld bytes\n", s1_after, map_size("s1"),
 		s2_after, map_size("s2"), s3_after, map_size("s3"));
 	ASSERT_EQ(map_size("s1"), s1_after);
