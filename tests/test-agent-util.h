@@ -175,6 +175,27 @@ static inline int tu_count_lines(const char *s, const char *needle)
 	return n;
 }
 
+/* Waits until the continuous service's log (viprof serve --continuous) has ended n
+ * intervals (one "... of one CPU (budget ...)" line each), up to timeout_s. */
+static inline void tu_wait_intervals(const char *log, int n, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		char *s = tu_read(log);
+		int k = tu_count_lines(s, "of one CPU (budget");
+		free(s);
+		if (k >= n)
+			return;
+		usleep(200000);
+	}
+	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
+}
+
+/* qsort comparison of C strings (char *[] elements). */
+static inline int tu_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The single <pid> directory the agent created under dir. */
 static inline void tu_pid_dir(const char *dir, char *out, size_t len)
 {
