@@ -7,6 +7,7 @@
  * over 3 s). Every other wait is on the event itself (the JVM's CPU time, a map closed or
  * written), not a fixed sleep. JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -140,12 +141,8 @@ static double named_share(const char *name, double *hot)
 			named += n;
 		else if (!strcmp(leaf->name, "[unknown]") && !strcmp(leaf->image, "[anon]"))
 			unknown += n;   /* anonymous memory no code map names: the JIT code of an unmapped JVM */
-		for (uint32_t f = 0; f < s->nframes; f++)
-			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
-				*hot += n;
-				break;
-			}
 	}
+	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
 	vp_profile__free(p);
 	fprintf(stderr, "%s: %.0f JIT samples named, %.0f [unknown] in anonymous memory, %.0f in JitSplit.hot*\n", name,
 		named, unknown, *hot);

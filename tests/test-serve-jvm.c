@@ -9,6 +9,7 @@
  *           has a code map of it, it has no agent thread, and none of its samples is
  *           named as a Java method. */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -40,12 +41,8 @@ static void jvm_samples(const char *sess, double *all, double *named, double *ho
 		 * only that the address is the JVM's. */
 		if ((leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && leaf->name[0] != '[')
 			*named += n;
-		for (uint32_t f = 0; f < s->nframes; f++)
-			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
-				*hot += n;
-				break;
-			}
 	}
+	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
 	vp_profile__free(p);
 }
 
