@@ -50,6 +50,15 @@ build() {
 		CC=clang cmake -S "$ROOT" -B "$B" -DVIPROF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$B/fuzz-build.log" 2>&1 ||
 			{ cat "$B/fuzz-build.log"; exit 1; }
 	fi
+	# The BPF objects and their skeletons depend on neither the C compiler nor the
+	# sanitizers: a fresh fuzz tree takes them (and vmlinux.h) from the main build (16 s
+	# less here). cp -p keeps their times, so make still rebuilds any older than a source.
+	M=${VIPROF_MAIN_BUILD:-$ROOT/build}
+	if [ -f "$M/vmlinux/vmlinux.h" ] && [ ! -f "$B/vmlinux/vmlinux.h" ]; then
+		mkdir -p "$B/vmlinux" "$B/sampler-kernel"
+		cp -p "$M/vmlinux/vmlinux.h" "$B/vmlinux/"
+		cp -p "$M"/sampler-kernel/*.bpf.o "$M"/sampler-kernel/*.skel.h "$B/sampler-kernel/" 2>/dev/null || true
+	fi
 	# shellcheck disable=SC2086
 	cmake --build "$B" -j2 --target $ALL >>"$B/fuzz-build.log" 2>&1 || { tail -40 "$B/fuzz-build.log"; exit 1; }
 }
