@@ -136,10 +136,12 @@ static inline char *tu_read(const char *path)
 }
 
 /* The windows of CodeReuse's generations (tests/java/CodeReuse.java prints "gen N
- * START END", CLOCK_MONOTONIC ns, per generation) in seconds from the session's start
- * (meta.json's start_monotonic_ns), for report --time and vp_session_opts: from[g] and
- * to[g] for g = 1..gens. Fails when a generation's line is missing or empty. */
-static inline void tu_gen_windows(const char *out_path, const char *sess, int gens, double *from, double *to)
+ * START END HOT", CLOCK_MONOTONIC ns, per generation) in seconds from the session's start
+ * (meta.json's start_monotonic_ns), for report --time and vp_session_opts: from[g], to[g]
+ * and, when hot is not NULL, hot[g] (the first call of the generation's code returned)
+ * for g = 1..gens. Fails when a generation's line is missing or empty. */
+static inline void tu_gen_windows(const char *out_path, const char *sess, int gens, double *from, double *to,
+				  double *hot)
 {
 	char meta[700];
 	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
@@ -155,10 +157,12 @@ static inline void tu_gen_windows(const char *out_path, const char *sess, int ge
 	char *o = tu_read(out_path), *save = NULL;
 	for (char *l = strtok_r(o, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		int g;
-		unsigned long long s, e;
-		if (sscanf(l, "gen %d %llu %llu", &g, &s, &e) == 3 && g >= 1 && g <= gens && e > s) {
+		unsigned long long s, e, h = 0;
+		if (sscanf(l, "gen %d %llu %llu %llu", &g, &s, &e, &h) >= 3 && g >= 1 && g <= gens && e > s) {
 			from[g] = ((double)s - start) / 1e9;
 			to[g] = ((double)e - start) / 1e9;
+			if (hot)
+				hot[g] = ((double)(h ? h : s) - start) / 1e9;
 		}
 	}
 	free(o);

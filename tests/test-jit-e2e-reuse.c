@@ -70,7 +70,7 @@ static int run(const char *java, bool jdk17)
 		FAIL("viprof record exited %d: %s", rc, e);
 	}
 	double from[GENS + 1], to[GENS + 1];
-	tu_gen_windows(out, sess, GENS, from, to);
+	tu_gen_windows(out, sess, GENS, from, to, NULL);
 	snprintf(jit, sizeof(jit), "%s/jit", sess);
 	char piddir[700];
 	tu_pid_dir(jit, piddir, sizeof(piddir));
