@@ -78,11 +78,11 @@ static int event_index(const struct vp_profile *p, const char *name)
 static void sums(const struct vp_profile *p, int ev, const char *fn, uint64_t *samples, uint64_t *weight,
 		 uint64_t *in_fn)
 {
-	double in;
+	double through_fn;
 
 	*samples = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = ev }, NULL, TP_EXACT, NULL);
-	*weight = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = ev, .weight = true }, fn, TP_EXACT, &in);
-	*in_fn = (uint64_t)in;
+	*weight = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = ev, .weight = true }, fn, TP_EXACT, &through_fn);
+	*in_fn = (uint64_t)through_fn;
 }
 
 static void check_periods(const char *dir, const uint64_t *want, int nwant)

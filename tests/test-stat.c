@@ -384,7 +384,7 @@ static void test_ratio_grouped(const char *self)
 					      "separate events (--no-group)");
 			ASSERT_NULL(strstr(out, "counted as one group"));
 		} else {
-			double ms = 0, faults = 0, ratio = 0;
+			double ms = 0, row_faults = 0, ratio = 0;
 			const char *tc = strstr(out, " msec  task-clock"), *pf = strstr(out, "       page-faults");
 			ASSERT_NOT_NULL(tc);
 			ASSERT_NOT_NULL(pf);
@@ -393,12 +393,13 @@ static void test_ratio_grouped(const char *self)
 			while (pf > out && pf[-1] != '\n')
 				pf--;
 			ms = atof(tc);
-			faults = atof(pf);
-			ASSERT_EQ(sscanf(line, " # page faults %lf per ms of task-clock (page-faults / task-clock, counted as one "
-					 "group)", &ratio), 1);
-			ASSERT_GE_F(faults, 3000);
+			row_faults = atof(pf);
+			int got = sscanf(line, " # page faults %lf per ms of task-clock (page-faults / task-clock, counted as "
+					 "one group)", &ratio);
+			ASSERT_EQ(got, 1);
+			ASSERT_GE_F(row_faults, 3000);
 			/* The rows are rounded (ms to 0.01): the quotient of the printed rows. */
-			ASSERT_NEAR(ratio, faults / ms, 0.01 * faults / ms + 0.01);
+			ASSERT_NEAR(ratio, row_faults / ms, 0.01 * row_faults / ms + 0.01);
 		}
 		free(out);
 	}
