@@ -195,7 +195,9 @@ int main(void)
 	check_split(s);
 
 	/* -p: attach to a JVM that runs without the agent. */
-	pid_t jvm = start_jvm("10");
+	/* Long enough for all four recordings below at any load (a 10 s JVM had exited
+	 * before the last ones on a loaded machine); killed at the end. */
+	pid_t jvm = start_jvm("120");
 	sleep_ms(2000);   /* let it reach its hot loop */
 	snprintf(sess, sizeof(sess), "%s/pid", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
