@@ -47,6 +47,7 @@
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
 #include "jvm-agent/vmstructs.h"
+#include "jvm-agent/vthread.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
 
@@ -1557,6 +1558,23 @@ static void finish_file(void)
 			A.path, strerror(-(err ? err : cerr)));
 }
 
+void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
+		     const void *tail2, size_t t2len)
+{
+	if (A.disabled)
+		return;
+	lock();
+	uint8_t *b = q_reserve_(type, time, hlen + tlen + t2len, true);
+	if (b) {
+		memcpy(b, head, hlen);
+		if (tlen)
+			memcpy(b + hlen, tail, tlen);
+		if (t2len)
+			memcpy(b + hlen + tlen, tail2, t2len);
+	}
+	unlock_notify();
+}
+
 /* ---- sampled allocations (record -e alloc; issue 25) ---- */
 
 /* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
@@ -2367,7 +2385,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			if (*e || !v)
 				return -EINVAL;
 			alloc_interval = v;
-		} else if (measure_option(p, len)) {
+		} else if (measure_option(p, len) || vthread_option(p, len)) {
 			/* taken */
 		} else if (len) {
 			return -EINVAL;
@@ -2726,6 +2744,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	}
 	alloc_start();
 	lock_start();
+	vthread_start(vm);
 	return 0;
 }
 
