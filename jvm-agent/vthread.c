@@ -8,7 +8,8 @@
  * SampledObjectAlloc in jvmtiEventCallbacks (events 87 and 88).
  *
  * Threads: every callback runs on the carrier thread with the virtual thread mounted
- * (Start, Mount: just mounted; Unmount, End: about to leave). None may block: each
+ * (Start, Mount: just mounted; Unmount, End: about to leave), so JVMTI's current thread
+ * (NULL) is the virtual thread. None may block: each
  * builds its record on the stack and hands it to vp_agent__queue, which takes the queue's
  * raw monitor briefly and drops the record when the queue is full. No JVMTI memory is
  * allocated except GetThreadInfo's name at a virtual thread's start. */
@@ -32,6 +33,9 @@
  * ten, so this reaches the run() of ordinary request handlers. */
 #define VT_MAX_FRAMES 64
 #define VT_NAME_MAX 256
+/* Waits shorter than this get no stack: the walk costs several microseconds of the
+ * JVM's CPU (bench/vthreads-cost.sh), more than such a wait. */
+#define VT_STACK_MIN_NS 50000ull
 
 /* JDK 17's jvmtiEventCallbacks followed by the two events JDK 21 added. */
 struct vt_callbacks {
@@ -39,6 +43,15 @@ struct vt_callbacks {
 	void (JNICALL *start)(jvmtiEnv *, JNIEnv *, jthread);
 	void (JNICALL *end)(jvmtiEnv *, JNIEnv *, jthread);
 };
+
+/* Each virtual thread's last unmount time, for its next mount, by id in a fixed table:
+ * 1 MiB, no allocation, no lock. Only one carrier at a time mounts or unmounts a given
+ * virtual thread; virtual threads whose ids share a slot overwrite each other, and a
+ * mount that finds another id there takes the stack (the safe side). (JVMTI thread-local
+ * storage would do, but HotSpot does not keep a virtual thread's across its unmounts.) */
+#define VT_SLOTS (1u << 16)
+static struct { uint64_t id, time; } vt_last[VT_SLOTS];
+#define VT_JUST_STARTED UINT64_MAX
 
 static int vt_wanted = -1;     /* vthreads=: 1 on, 0 off, -1 not given (off) */
 static jfieldID tid_field;     /* java.lang.Thread.tid: the id threadId() returns */
@@ -89,30 +102,65 @@ static uint64_t vt_id(JNIEnv *jni, jthread vt)
 	return (uint64_t)(*jni)->GetLongField(jni, vt, f);
 }
 
-static void queue_mount(JNIEnv *jni, jthread vt, uint32_t flags, const char *name)
+/* The virtual thread's Java stack into f, innermost first; how many frames. */
+static jint java_stack(jvmtiEnv *jvmti, jthread vt, struct vp_cm_alloc_frame *f)
 {
-	uint64_t t = vt_now();
-	size_t nl = name ? strnlen(name, VT_NAME_MAX) : 0;
-	struct vp_cm_vthread b = { .vthread_id = vt_id(jni, vt), .carrier_tid = carrier_tid(), .flags = flags,
-				   .name_len = (uint16_t)nl };
-	vp_agent__queue(VP_CM_VTHREAD_MOUNT, t, &b, sizeof(b), name, nl, NULL, 0);
-}
-
-static void queue_unmount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags)
-{
-	struct vp_cm_alloc_frame f[VT_MAX_FRAMES];
 	jvmtiFrameInfo fr[VT_MAX_FRAMES];
 	jint n = 0;
-	/* The time first: the wait begins now, and reading the stack takes a while. */
-	uint64_t t = vt_now();
-	if (!(flags & VP_CM_VT_END) && (*jvmti)->GetStackTrace(jvmti, vt, 0, VT_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
-		n = 0;
+	if ((*jvmti)->GetStackTrace(jvmti, vt, 0, VT_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
+		return 0;
 	for (jint i = 0; i < n; i++)
 		f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
 						   .bci = (int32_t)fr[i].location };
-	struct vp_cm_vthread b = { .vthread_id = vt_id(jni, vt), .carrier_tid = carrier_tid(), .flags = flags,
-				   .nframes = (uint16_t)n };
-	vp_agent__queue(VP_CM_VTHREAD_UNMOUNT, t, &b, sizeof(b), f, (size_t)n * sizeof(f[0]), NULL, 0);
+	return n;
+}
+
+/* Notes virtual thread id's last unmount time for its next mount. */
+static void note_unmount(uint64_t id, uint64_t t)
+{
+	size_t k = id & (VT_SLOTS - 1);
+	__atomic_store_n(&vt_last[k].id, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&vt_last[k].time, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&vt_last[k].id, id, __ATOMIC_RELEASE);
+}
+
+/* A mount. The wait it ends began at the virtual thread's last unmount, whose time that
+ * callback left in vt_last: unless the wait was too short to be worth the walk, the
+ * record carries the stack the virtual thread waited at, which is the one it resumes
+ * with now (a first mount, right after VirtualThreadStart, ends no wait). Walking at the mount
+ * rather than at every unmount spares the walk for the short waits of yield- and
+ * handoff-heavy code (docs/offcpu.md, "Virtual threads"). */
+static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags, const char *name)
+{
+	struct vp_cm_alloc_frame f[VT_MAX_FRAMES];
+	jint n = 0;
+	uint64_t t = vt_now(), id = vt_id(jni, vt), since = 0;
+	size_t nl = name ? strnlen(name, VT_NAME_MAX) : 0;
+	if (!(flags & VP_CM_VT_START)) {
+		size_t k = id & (VT_SLOTS - 1);
+		if (__atomic_load_n(&vt_last[k].id, __ATOMIC_ACQUIRE) == id)
+			since = __atomic_load_n(&vt_last[k].time, __ATOMIC_RELAXED);
+		if (since == VT_JUST_STARTED)
+			;
+		else if (since && t > since && t - since < VT_STACK_MIN_NS)
+			flags |= VP_CM_VT_SHORT;
+		else
+			n = java_stack(jvmti, vt, f);
+	}
+	struct vp_cm_vthread b = { .vthread_id = id, .carrier_tid = carrier_tid(), .flags = flags,
+				   .nframes = (uint16_t)n, .name_len = (uint16_t)nl };
+	vp_agent__queue(VP_CM_VTHREAD_MOUNT, t, &b, sizeof(b), f, (size_t)n * sizeof(f[0]), name, nl);
+	if (flags & VP_CM_VT_START)
+		note_unmount(id, VT_JUST_STARTED);
+}
+
+static void queue_unmount(JNIEnv *jni, jthread vt, uint32_t flags)
+{
+	uint64_t t = vt_now(), id = vt_id(jni, vt);
+	if (!(flags & VP_CM_VT_END))
+		note_unmount(id, t);
+	struct vp_cm_vthread b = { .vthread_id = id, .carrier_tid = carrier_tid(), .flags = flags };
+	vp_agent__queue(VP_CM_VTHREAD_UNMOUNT, t, &b, sizeof(b), NULL, 0, NULL, 0);
 }
 
 static void JNICALL cb_vt_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
@@ -121,7 +169,7 @@ static void JNICALL cb_vt_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
 	/* Virtual threads are unnamed unless the program names them: only then is the name
 	 * worth GetThreadInfo's allocation. */
 	bool named = (*jvmti)->GetThreadInfo(jvmti, vt, &ti) == JVMTI_ERROR_NONE && ti.name && ti.name[0];
-	queue_mount(jni, vt, VP_CM_VT_START, named ? ti.name : NULL);
+	queue_mount(jvmti, jni, vt, VP_CM_VT_START, named ? ti.name : NULL);
 	if (ti.name)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
 	if (ti.thread_group)
@@ -132,7 +180,7 @@ static void JNICALL cb_vt_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
 
 static void JNICALL cb_vt_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
 {
-	queue_unmount(jvmti, jni, vt, VP_CM_VT_END);
+	queue_unmount(jni, vt, VP_CM_VT_END);
 }
 
 /* HotSpot's extension events are declared variadic (jvmtiExtensionEvent); these two
@@ -144,7 +192,7 @@ static void JNICALL cb_vt_mount(jvmtiEnv *jvmti, ...)
 	JNIEnv *jni = va_arg(ap, JNIEnv *);
 	jthread vt = va_arg(ap, jthread);
 	va_end(ap);
-	queue_mount(jni, vt, 0, NULL);
+	queue_mount(jvmti, jni, vt, 0, NULL);
 }
 
 static void JNICALL cb_vt_unmount(jvmtiEnv *jvmti, ...)
@@ -154,7 +202,7 @@ static void JNICALL cb_vt_unmount(jvmtiEnv *jvmti, ...)
 	JNIEnv *jni = va_arg(ap, JNIEnv *);
 	jthread vt = va_arg(ap, jthread);
 	va_end(ap);
-	queue_unmount(jvmti, jni, vt, 0);
+	queue_unmount(jni, vt, 0);
 }
 
 /* Sets can_support_virtual_threads in caps: the bit after

@@ -290,9 +290,11 @@ struct vp_cm_alloc_frame {
  * is about to leave, the kernel thread carrier_tid at the record's time. From a MOUNT to
  * the next UNMOUNT (or END) of the same carrier, that carrier's samples are the virtual
  * thread's; from an UNMOUNT to the vthread's next MOUNT it waited unmounted (parked,
- * sleeping), at the stack the UNMOUNT carries. Followed by nframes struct
- * vp_cm_alloc_frame (UNMOUNT: the virtual thread's Java stack, innermost first; MOUNT:
- * none), then name_len bytes of its name (a START mount of a named thread; else none). */
+ * sleeping). Followed by nframes struct vp_cm_alloc_frame, innermost first: on a MOUNT,
+ * the stack the virtual thread waited at since its previous UNMOUNT (the one it resumes
+ * with), written for waits of at least 50 us (shorter ones are flagged
+ * VP_CM_VT_SHORT); readers also take an UNMOUNT's frames as that stack. Then name_len
+ * bytes of its name (a START mount of a named thread; else none). */
 struct vp_cm_vthread {
 	uint64_t vthread_id;
 	uint32_t carrier_tid;
@@ -303,5 +305,6 @@ struct vp_cm_vthread {
 };
 #define VP_CM_VT_START 0x1u      /* MOUNT: the first (JVMTI VirtualThreadStart) */
 #define VP_CM_VT_END   0x2u      /* UNMOUNT: the last (VirtualThreadEnd): no wait follows */
+#define VP_CM_VT_SHORT 0x4u      /* MOUNT: the wait it ends was under 50 us: no stack taken */
 
 #endif

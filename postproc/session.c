@@ -1794,9 +1794,10 @@ static bool unmount_machinery(const char *f)
 
 /* Each time a virtual thread of JVM pid waited unmounted (postproc/vthreads.h), as an
  * "off-cpu" stack of its own report thread (only in sessions recorded with --off-cpu,
- * which have that event): its Java stack at the unmount under a leaf
- * "[unmounted: STATE]", STATE from its Java frames (vp_sched_java_state; "other wait" when
- * they do not say). Unmounted time is no kernel thread's: the tracer never sees it. */
+ * which have that event): the Java stack it waited at under a leaf "[unmounted: STATE]",
+ * STATE from its Java frames (vp_sched_java_state; "other wait" when they do not say), or
+ * "[unmounted: short wait]" with no stack for one the agent found too short to walk.
+ * Unmounted time is no kernel thread's: the tracer never sees it. */
 static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_codemap *cm)
 {
 	const struct vp_vt_wait *w;
@@ -1824,8 +1825,11 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 			skip++;
 		int state = vp_sched_java_state(VP_SCHED_BLOCKED_WAIT, names + skip, nn - skip, detail, sizeof(detail));
 		const char *sf = vp_sched_state_frame(state), *colon = strchr(sf, ':');
-		snprintf(leaf, sizeof(leaf), "[unmounted%.*s%s%s]", colon ? (int)strcspn(colon, "]") : 0, colon ? colon : "",
-			 detail[0] ? ": " : "", detail);
+		if (w[i].short_wait)
+			snprintf(leaf, sizeof(leaf), "[unmounted: short wait]");
+		else
+			snprintf(leaf, sizeof(leaf), "[unmounted%.*s%s%s]", colon ? (int)strcspn(colon, "]") : 0,
+				 colon ? colon : "", detail[0] ? ": " : "", detail);
 		struct vp_frame lf = { .name = leaf, .image = "[vthread]", .build_id = "", .file = "",
 				       .layer = VP_LAYER_KERNEL };
 		if ((fr[n] = vp_profile__frame(l->p, &lf)) == UINT32_MAX)

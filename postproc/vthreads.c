@@ -94,10 +94,12 @@ struct vp_vthreads *vp_vthreads__build(const struct vp_codemap *cm)
 				continue;
 			}
 			if (pending && r->time >= pending->time) {
+				const struct vp_cm_vthread_info *st = r->nframes ? r : pending;
 				if (vp_grow((void **)&v->waits, &cap_w, v->nwaits + 1, sizeof(*v->waits)))
 					goto nomem;
 				v->waits[v->nwaits++] = (struct vp_vt_wait){ .id = id, .name = name, .from = pending->time,
-					.to = r->time, .nframes = pending->nframes, .first = pending->first };
+					.to = r->time, .nframes = st->nframes, .first = st->first,
+					.short_wait = (r->flags & VP_CM_VT_SHORT) != 0 };
 			}
 			pending = NULL;
 		}

@@ -3,7 +3,7 @@
  *   - mount intervals per carrier: from a mount to the same virtual thread's unmount on
  *     that carrier, the carrier's samples are the virtual thread's (report --vthreads);
  *   - waits per virtual thread: from an unmount (not its end) to its next mount, the
- *     virtual thread waited unmounted, at the stack the unmount carries.
+ *     virtual thread waited unmounted, at the stack the mount carries (or the unmount).
  * A mount whose unmount is missing (a record the agent's full queue dropped) is not an
  * interval unless it is the carrier's last (the virtual thread still ran when recording
  * stopped); a wait with no next mount (still waiting at the end) is not a wait. */
@@ -27,6 +27,7 @@ struct vp_vt_wait {
 	uint64_t from, to;           /* CLOCK_MONOTONIC ns */
 	uint32_t nframes;            /* its stack, innermost first: cm->alloc_frames[first ..] */
 	size_t first;
+	bool short_wait;             /* under the agent's threshold: no stack taken */
 };
 
 struct vp_vthreads;

@@ -2,8 +2,9 @@
  * their index (postproc/vthreads.h), without a JVM: records written out of time order
  * read back sorted; a carrier's samples between a mount and its unmount belong to the
  * virtual thread, not after the unmount, nor on a mount whose unmount was lost; an
- * unmount to the next mount (on another carrier) is one wait with the unmount's stack,
- * an END unmount none; the name of a START mount labels every interval; a record whose
+ * unmount to the next mount (on another carrier) is one wait with the stack the mount
+ * carries (or, else, the unmount's), an END unmount none, a SHORT mount a wait without a
+ * stack; the name of a START mount labels every interval; a record whose
  * frames overrun it is skipped and counted, never a crash. */
 #include "test.h"
 
@@ -48,17 +49,19 @@ int main(void)
 	put(w, VP_CM_EPOCH_BEGIN, 1, &eb, sizeof(eb));
 	static const uint64_t stack[] = { 4, 3, 2, 1, 5 };   /* yield, parkNanos, sleep, napStep, body */
 	/* Carrier 101's records first, though they are later: the queue orders by lock. */
-	vt(w, VP_CM_VTHREAD_MOUNT, 5000, 101, 7, 0, NULL, NULL, 0);
+	vt(w, VP_CM_VTHREAD_MOUNT, 5000, 101, 7, 0, NULL, stack, 5);   /* the stack it waited at */
 	vt(w, VP_CM_VTHREAD_UNMOUNT, 6000, 101, 7, VP_CM_VT_END, NULL, NULL, 0);
 	vt(w, VP_CM_VTHREAD_MOUNT, 1000, 100, 7, VP_CM_VT_START, "worker-a", NULL, 0);
-	vt(w, VP_CM_VTHREAD_UNMOUNT, 2000, 100, 7, 0, NULL, stack, 5);
+	vt(w, VP_CM_VTHREAD_UNMOUNT, 2000, 100, 7, 0, NULL, NULL, 0);
 	vt(w, VP_CM_VTHREAD_MOUNT, 2100, 100, 8, VP_CM_VT_START, NULL, NULL, 0);
 	vt(w, VP_CM_VTHREAD_UNMOUNT, 2500, 100, 8, VP_CM_VT_END, NULL, NULL, 0);
 	/* Carrier 102: virtual thread 9's unmount was dropped; 10 still runs at the end. */
 	vt(w, VP_CM_VTHREAD_MOUNT, 100, 102, 9, VP_CM_VT_START, NULL, NULL, 0);
 	vt(w, VP_CM_VTHREAD_MOUNT, 200, 102, 10, VP_CM_VT_START, NULL, NULL, 0);
-	vt(w, VP_CM_VTHREAD_UNMOUNT, 300, 102, 10, 0, NULL, stack, 5);
+	vt(w, VP_CM_VTHREAD_UNMOUNT, 300, 102, 10, 0, NULL, stack, 5);   /* an unmount's stack reads too */
 	vt(w, VP_CM_VTHREAD_MOUNT, 400, 102, 10, 0, NULL, NULL, 0);
+	vt(w, VP_CM_VTHREAD_UNMOUNT, 500, 102, 10, 0, NULL, NULL, 0);
+	vt(w, VP_CM_VTHREAD_MOUNT, 510, 102, 10, VP_CM_VT_SHORT, NULL, NULL, 0);
 	/* A record whose frames overrun it. */
 	struct vp_cm_vthread bad = { .vthread_id = 11, .carrier_tid = 103, .nframes = 50 };
 	put(w, VP_CM_VTHREAD_UNMOUNT, 700, &bad, sizeof(bad));
@@ -67,7 +70,7 @@ int main(void)
 	struct vp_codemap *m = vp_codemap__load_file(path, err, sizeof(err));
 	if (!m)
 		FAIL("load: %s", err);
-	ASSERT_EQ(m->nvthreads, 10);
+	ASSERT_EQ(m->nvthreads, 12);
 	ASSERT_EQ(m->skipped_records, 1);
 	struct vp_vthreads *v = vp_vthreads__build(m);
 	ASSERT_NOT_NULL(v);
@@ -98,7 +101,7 @@ int main(void)
 
 	const struct vp_vt_wait *wt;
 	size_t nw = vp_vthreads__waits(v, &wt);
-	ASSERT_EQ(nw, 2);
+	ASSERT_EQ(nw, 3);
 	ASSERT_EQ(wt[0].id, 7);
 	ASSERT_EQ(wt[0].from, 2000);
 	ASSERT_EQ(wt[0].to, 5000);
@@ -106,8 +109,14 @@ int main(void)
 	ASSERT_EQ(wt[0].nframes, 5);
 	ASSERT_EQ(m->alloc_frames[wt[0].first].method_id, 4);
 	ASSERT_EQ(m->alloc_frames[wt[0].first + 4].method_id, 5);
+	ASSERT_FALSE(wt[0].short_wait);
 	ASSERT_EQ(wt[1].id, 10);
 	ASSERT_EQ(wt[1].to - wt[1].from, 100);
+	ASSERT_EQ(wt[1].nframes, 5);
+	ASSERT_EQ(m->alloc_frames[wt[1].first].method_id, 4);
+	ASSERT_EQ(wt[2].to - wt[2].from, 10);
+	ASSERT_EQ(wt[2].nframes, 0);
+	ASSERT_TRUE(wt[2].short_wait);
 
 	char label[64];
 	vp_vthreads__label(7, "worker-a", label, sizeof(label));
