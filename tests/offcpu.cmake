@@ -28,3 +28,4 @@ target_compile_definitions(test-vthreads-jvm PRIVATE VIPROF_AGENT_SO="${CMAKE_BI
   VIPROF_JAVA_CLASSES="${VIPROF_JAVA_CLASSES}" VIPROF_JDK17_HOME="${VIPROF_JDK_HOME}"
   VIPROF_JDK25_HOME="${VIPROF_JDK25_HOME}" VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-vthreads-jvm viprof-jvmti java-fixtures viprof)
+viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postproc LABELS unit)
