@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent's cost of recording virtual threads (vthreads=1: VirtualThreadMount/Unmount
-# and Start/End, a record per mount and per unmount, the unmount's with the stack) on a
+# and Start/End, a record per mount and per unmount, a stack per wait of 50 us or more) on a
 # workload that does little but mount and unmount: bench/workloads/VThreadYield.java, 16
 # virtual threads looping over a little work and Thread.yield(). Three variants,
 # interleaved round by round: no agent, the agent with vthreads=0 (its default; what
