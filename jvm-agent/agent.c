@@ -1558,6 +1558,11 @@ static void finish_file(void)
 			A.path, strerror(-(err ? err : cerr)));
 }
 
+bool vp_agent__idle(void)
+{
+	return A.disabled;
+}
+
 void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
 		     const void *tail2, size_t t2len)
 {

@@ -134,6 +134,8 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 {
 	struct vp_cm_alloc_frame f[VT_MAX_FRAMES];
 	jint n = 0;
+	if (vp_agent__idle())
+		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt), since = 0;
 	size_t nl = name ? strnlen(name, VT_NAME_MAX) : 0;
 	if (!(flags & VP_CM_VT_START)) {
@@ -156,6 +158,8 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 
 static void queue_unmount(JNIEnv *jni, jthread vt, uint32_t flags)
 {
+	if (vp_agent__idle())
+		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt);
 	if (!(flags & VP_CM_VT_END))
 		note_unmount(id, t);
@@ -273,11 +277,10 @@ void vthread_start(JavaVM *vm)
 
 	if (vt_wanted != 1)
 		return;
-	if ((*vm)->GetEnv(vm, (void **)&jvmti, VT_JVMTI_VERSION_21) != JNI_OK || !jvmti) {
-		fprintf(stderr, "viprof agent: virtual threads are not recorded: this JVM has no JVMTI 21 (virtual threads "
-			"need JDK 21 or later)\n");
+	/* A JVM before JDK 21 has no virtual threads: nothing to record, nothing to say (the
+	 * recorder asks for them with every --off-cpu). */
+	if ((*vm)->GetEnv(vm, (void **)&jvmti, VT_JVMTI_VERSION_21) != JNI_OK || !jvmti)
 		return;
-	}
 	set_vt_capability(&caps);
 	cb.start = cb_vt_start;
 	cb.end = cb_vt_end;

@@ -15,8 +15,9 @@
 /* Takes "vthreads=0|1" from the agent's options; false when p is another option. */
 bool vthread_option(const char *p, size_t len);
 /* When vthreads=1: takes a JVMTI 21 environment of its own, asks it for
- * can_support_virtual_threads and turns the four events on; a JVM without them (before
- * JDK 21, or not HotSpot) says so once and records the rest. */
+ * can_support_virtual_threads and turns the four events on. A JVM before JDK 21 (no
+ * virtual threads) is left alone silently; one that refuses them (not HotSpot) says so
+ * once and records the rest. */
 void vthread_start(JavaVM *vm);
 
 /* Provided by agent.c: queues one record whose body is head (hlen bytes) then tail
@@ -25,5 +26,9 @@ void vthread_start(JavaVM *vm);
  * agent is idle or disabled. Safe in any callback that may take a raw monitor. */
 void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
 		     const void *tail2, size_t t2len);
+
+/* Provided by agent.c: whether the agent records nothing now (between sessions, or
+ * failed), so that callbacks skip their work. */
+bool vp_agent__idle(void);
 
 #endif
