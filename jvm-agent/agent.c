@@ -2353,6 +2353,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		S.on = true;
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
+	vthread_option(NULL, 0);   /* each session says whether it wants virtual threads */
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -2416,6 +2417,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
 	}
+	vthread_start(NULL);       /* a later session's: the first one's starts in setup */
 	return 0;
 }
 

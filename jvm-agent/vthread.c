@@ -53,13 +53,17 @@ struct vt_callbacks {
 static struct { uint64_t id, time; } vt_last[VT_SLOTS];
 #define VT_JUST_STARTED UINT64_MAX
 
-static int vt_wanted = -1;     /* vthreads=: 1 on, 0 off, -1 not given (off) */
+static int vt_wanted = -1;     /* vthreads= of the current session: 1 on, 0 off, -1 not given (off) */
+static JavaVM *vt_vm;          /* from the first vthread_start */
+static bool vt_started;        /* the environment and its events are on */
 static jfieldID tid_field;     /* java.lang.Thread.tid: the id threadId() returns */
 static __thread uint32_t tl_tid;
 
 bool vthread_option(const char *p, size_t len)
 {
-	if (len == 10 && !strncmp(p, "vthreads=1", 10))
+	if (!p)
+		vt_wanted = -1;
+	else if (len == 10 && !strncmp(p, "vthreads=1", 10))
 		vt_wanted = 1;
 	else if (len == 10 && !strncmp(p, "vthreads=0", 10))
 		vt_wanted = 0;
@@ -134,7 +138,7 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 {
 	struct vp_cm_alloc_frame f[VT_MAX_FRAMES];
 	jint n = 0;
-	if (vp_agent__idle())
+	if (vt_wanted != 1 || vp_agent__idle())
 		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt), since = 0;
 	size_t nl = name ? strnlen(name, VT_NAME_MAX) : 0;
@@ -158,7 +162,7 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 
 static void queue_unmount(JNIEnv *jni, jthread vt, uint32_t flags)
 {
-	if (vp_agent__idle())
+	if (vt_wanted != 1 || vp_agent__idle())
 		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt);
 	if (!(flags & VP_CM_VT_END))
@@ -275,8 +279,11 @@ void vthread_start(JavaVM *vm)
 	jvmtiError e = JVMTI_ERROR_NONE;
 	const char *what = "GetEnv(JVMTI 21)";
 
-	if (vt_wanted != 1)
+	if (vm)
+		vt_vm = vm;
+	if (vt_wanted != 1 || vt_started || !vt_vm)
 		return;
+	vm = vt_vm;
 	/* A JVM before JDK 21 has no virtual threads: nothing to record, nothing to say (the
 	 * recorder asks for them with every --off-cpu). */
 	if ((*vm)->GetEnv(vm, (void **)&jvmti, VT_JVMTI_VERSION_21) != JNI_OK || !jvmti)
@@ -297,5 +304,7 @@ void vthread_start(JavaVM *vm)
 		fprintf(stderr, "viprof agent: virtual threads are not recorded: %s failed: %s; recording the rest\n", what,
 			err_name(jvmti, e));
 		(*jvmti)->DisposeEnvironment(jvmti);
+		return;
 	}
+	vt_started = true;
 }

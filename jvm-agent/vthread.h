@@ -12,10 +12,13 @@
 
 #include <jvmti.h>
 
-/* Takes "vthreads=0|1" from the agent's options; false when p is another option. */
+/* Takes "vthreads=0|1" from the agent's options; false when p is another option. NULL
+ * (before a session's options are parsed) resets it to "not asked for". */
 bool vthread_option(const char *p, size_t len);
-/* When vthreads=1: takes a JVMTI 21 environment of its own, asks it for
- * can_support_virtual_threads and turns the four events on. A JVM before JDK 21 (no
+/* When vthreads=1 (once; vm NULL after the first call: the one given then): takes a
+ * JVMTI 21 environment of its own, asks it for can_support_virtual_threads and turns
+ * the four events on; a later session without vthreads=1 leaves them on but records
+ * nothing. A JVM before JDK 21 (no
  * virtual threads) is left alone silently; one that refuses them (not HotSpot) says so
  * once and records the rest. */
 void vthread_start(JavaVM *vm);

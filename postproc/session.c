@@ -139,6 +139,7 @@ struct loader {
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
+	uint64_t sample_lo, sample_hi;   /* the first and last sample's times: when it sampled */
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
@@ -302,6 +303,10 @@ static int count_sample(struct loader *l, const struct vp_record *r)
 	if (s->event < VP_MAX_SAMPLED_EVENTS)
 		l->period_sum[s->event] += s->period;
 	l->nsamples++;
+	if (!l->sample_lo || r->time < l->sample_lo)
+		l->sample_lo = r->time;
+	if (r->time > l->sample_hi)
+		l->sample_hi = r->time;
 	return 0;
 }
 
@@ -1809,12 +1814,18 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 	if (ev < 0 || !container_selected(l, pid))
 		return 0;
 	uint64_t period = l->time_period ? l->time_period : 1000000;
+	/* Only what falls between the session's first and last sample, as for the kernel
+	 * threads' off-CPU time: an agent attached to a running JVM writes from before the
+	 * sampling starts until it notices the recording's end, and on to the JVM's exit when
+	 * it does not (a -p run's code map went on 4.5 s past the session's last record). */
+	uint64_t lo = l->sample_lo, hi = l->sample_hi;
 	for (size_t i = 0; i < nw; i++) {
 		uint32_t vtid = vp_vthread_tid(w[i].id), fr[MAX_OUT_FRAMES];
 		char label[300], detail[64], leaf[128];
 		const char *names[MAX_OUT_FRAMES];
+		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
 		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
-		if (!in_window(l, w[i].to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
+		if (to <= from || !in_window(l, to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
 		    (l->o->comm && strcmp(l->o->comm, label)))
 			continue;
 		uint32_t n = jvmti_frames(l, cm, w[i].first, w[i].nframes, fr);
@@ -1834,7 +1845,7 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 				       .layer = VP_LAYER_KERNEL };
 		if ((fr[n] = vp_profile__frame(l->p, &lf)) == UINT32_MAX)
 			return -ENOMEM;
-		uint64_t weight = w[i].to - w[i].from, nsamp = (weight + period / 2) / period;
+		uint64_t weight = to - from, nsamp = (weight + period / 2) / period;
 		int ret = vp_profile__add(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight);
 		if (ret)
 			return ret;
