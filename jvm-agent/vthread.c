@@ -9,10 +9,10 @@
  *
  * Threads: every callback runs on the carrier thread with the virtual thread mounted
  * (Start, Mount: just mounted; Unmount, End: about to leave), so JVMTI's current thread
- * (NULL) is the virtual thread. None may block: each
- * builds its record on the stack and hands it to vp_agent__queue, which takes the queue's
- * raw monitor briefly and drops the record when the queue is full. No JVMTI memory is
- * allocated except GetThreadInfo's name at a virtual thread's start. */
+ * (NULL) is the virtual thread. None may block: each builds its record on the stack and
+ * hands it to vp_agent__queue, which takes the queue's raw monitor briefly and drops the
+ * record when the queue is full. No JVMTI memory is allocated except GetThreadInfo's
+ * name at a virtual thread's start. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -47,8 +47,9 @@ struct vt_callbacks {
 /* Each virtual thread's last unmount time, for its next mount, by id in a fixed table:
  * 1 MiB, no allocation, no lock. Only one carrier at a time mounts or unmounts a given
  * virtual thread; virtual threads whose ids share a slot overwrite each other, and a
- * mount that finds another id there takes the stack (the safe side). (JVMTI thread-local
- * storage would do, but HotSpot does not keep a virtual thread's across its unmounts.) */
+ * mount that finds another id there takes the stack (the safe side). JVMTI thread-local
+ * storage could hold the time too, at the price of a JVMTI call per event; whether
+ * HotSpot keeps a virtual thread's across its unmounts was not checked. */
 #define VT_SLOTS (1u << 16)
 static struct { uint64_t id, time; } vt_last[VT_SLOTS];
 #define VT_JUST_STARTED UINT64_MAX
