@@ -8,7 +8,7 @@
  *   - the unmounted time under napStep is >= 95% "[unmounted: sleep]" and within 15% of
  *     the fixture's own measured total sleep ("slept_ms=N");
  *   - every unmounted wait belongs to a virtual thread, none to a carrier;
- *   - the folded report names them. */
+ *   - folded, JSON, HTML and the --wall table name them. */
 #include "test-agent-util.h"
 
 #include "postproc/profile.h"
@@ -102,17 +102,27 @@ int main(void)
 	ASSERT_EQ(unm_carrier, 0);
 	vp_profile__free(p);
 
-	/* The command line: the folded report names virtual threads and their waits. */
-	char fout[400], ferr[400];
-	snprintf(fout, sizeof(fout), "%s/folded.out", dir);
-	snprintf(ferr, sizeof(ferr), "%s/folded.err", dir);
-	char *rargv[] = { VIPROF_BIN, "report", sess, "--vthreads", "-F", "folded", "-e", "off-cpu", NULL };
-	ASSERT_EQ(tu_run(rargv, fout, ferr, 60), 0);
-	char *folded = tu_read(fout);
-	ASSERT_CONTAINS(folded, "[vthread #");
-	ASSERT_CONTAINS(folded, "VThreads.napStep()");
-	ASSERT_CONTAINS(folded, "[unmounted: sleep]");
-	free(folded);
+	/* The command line: every format puts the virtual thread where the thread goes. */
+	static const char *const fmts[][5] = { { "-F", "folded", "-e", "off-cpu", NULL },
+					       { "-F", "json", "-e", "off-cpu", NULL },
+					       { "--wall", NULL },
+					       { "-F", "html", "-e", "off-cpu", NULL } };
+	for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
+		char fout[400], ferr[400];
+		snprintf(fout, sizeof(fout), "%s/report.out", dir);
+		snprintf(ferr, sizeof(ferr), "%s/report.err", dir);
+		char *rargv[10] = { VIPROF_BIN, "report", sess, "--vthreads" };
+		for (int a = 0; fmts[k][a]; a++)
+			rargv[4 + a] = (char *)fmts[k][a];
+		ASSERT_EQ(tu_run(rargv, fout, ferr, 60), 0);
+		char *text = tu_read(fout);
+		ASSERT_CONTAINS(text, "[vthread #");
+		if (k != 2) {
+			ASSERT_CONTAINS(text, "VThreads.napStep()");
+			ASSERT_CONTAINS(text, "[unmounted: sleep]");
+		}
+		free(text);
+	}
 	free(out);
 	free(err_text);
 	tu_rm_rf(dir);
