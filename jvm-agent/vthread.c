@@ -194,24 +194,30 @@ static void JNICALL cb_vt_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
 
 /* HotSpot's extension events are declared variadic (jvmtiExtensionEvent); these two
  * pass (jvmtiEnv *, JNIEnv *, jthread), as GetExtensionEvents describes them. */
+static void ext_event(jvmtiEnv *jvmti, va_list ap, bool mount)
+{
+	JNIEnv *jni = va_arg(ap, JNIEnv *);
+	jthread vt = va_arg(ap, jthread);
+	if (mount)
+		queue_mount(jvmti, jni, vt, 0, NULL);
+	else
+		queue_unmount(jni, vt, 0);
+}
+
 static void JNICALL cb_vt_mount(jvmtiEnv *jvmti, ...)
 {
 	va_list ap;
 	va_start(ap, jvmti);
-	JNIEnv *jni = va_arg(ap, JNIEnv *);
-	jthread vt = va_arg(ap, jthread);
+	ext_event(jvmti, ap, true);
 	va_end(ap);
-	queue_mount(jvmti, jni, vt, 0, NULL);
 }
 
 static void JNICALL cb_vt_unmount(jvmtiEnv *jvmti, ...)
 {
 	va_list ap;
 	va_start(ap, jvmti);
-	JNIEnv *jni = va_arg(ap, JNIEnv *);
-	jthread vt = va_arg(ap, jthread);
+	ext_event(jvmti, ap, false);
 	va_end(ap);
-	queue_unmount(jni, vt, 0);
 }
 
 /* Sets can_support_virtual_threads in caps: the bit after

@@ -13,23 +13,8 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
+#include "test-profile-util.h"
 #include "postproc/vthreads.h"
-
-static int find_event(const struct vp_profile *p, const char *name)
-{
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, name))
-			return e;
-	return -1;
-}
-
-static bool has_frame(const struct vp_profile *p, const struct vp_stack *s, const char *needle)
-{
-	for (uint32_t i = 0; i < s->nframes; i++)
-		if (strstr(p->frames[s->frames[i]].name, needle))
-			return true;
-	return false;
-}
 
 static bool is_vthread(const struct vp_stack *s)
 {
@@ -68,22 +53,22 @@ int main(void)
 	ASSERT_NOT_NULL(p);
 	if (vp_session__load(sess, p, &o, err, sizeof(err)))
 		FAIL("load %s: %s", sess, err);
-	int cpu = find_event(p, "cpu-clock"), off = find_event(p, "off-cpu");
+	int cpu = tp_find_event(p, "cpu-clock"), off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(cpu, 0);
 	ASSERT_GE(off, 0);
 	uint64_t comp = 0, comp_vt = 0, unm = 0, unm_sleep = 0, unm_carrier = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
-		if (s->samples[cpu] && has_frame(p, s, "VThreads.computeStep")) {
+		if (s->samples[cpu] && tp_has_frame(p, s, "VThreads.computeStep")) {
 			comp += s->samples[cpu];
-			if (is_vthread(s) && has_frame(p, s, "VThreads.body()"))
+			if (is_vthread(s) && tp_has_frame(p, s, "VThreads.body()"))
 				comp_vt += s->samples[cpu];
 		}
 		if (s->weight[off] && !strncmp(leaf, "[unmounted:", 11)) {
 			if (!is_vthread(s))
 				unm_carrier += s->weight[off];
-			if (has_frame(p, s, "VThreads.napStep")) {
+			if (tp_has_frame(p, s, "VThreads.napStep")) {
 				unm += s->weight[off];
 				if (!strcmp(leaf, "[unmounted: sleep]"))
 					unm_sleep += s->weight[off];

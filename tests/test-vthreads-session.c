@@ -15,6 +15,7 @@
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
 #include "postproc/session.h"
+#include "test-profile-util.h"
 #include "postproc/vthreads.h"
 #include "postproc/wall.h"
 #include "test.h"
@@ -135,14 +136,6 @@ static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 	return p->frames[s->frames[s->nframes - 1]].name;
 }
 
-static int find_event(const struct vp_profile *p, const char *name)
-{
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, name))
-			return e;
-	return -1;
-}
-
 static void check(const char *dir, bool offcpu, bool vthreads)
 {
 	struct vp_session_opts o = { .vthreads = vthreads };
@@ -150,7 +143,7 @@ static void check(const char *dir, bool offcpu, bool vthreads)
 	char err[512];
 	if (vp_session__load(dir, p, &o, err, sizeof(err)))
 		FAIL("load: %s", err);
-	int cpu = find_event(p, "cpu-clock"), off = find_event(p, "off-cpu");
+	int cpu = tp_find_event(p, "cpu-clock"), off = tp_find_event(p, "off-cpu");
 	uint64_t on_vt = 0, on_carrier = 0, sleep_ns = 0, short_ns = 0, other_ns = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
@@ -186,7 +179,7 @@ static void check(const char *dir, bool offcpu, bool vthreads)
 		char werr[256];
 		int wall = vp_wall__add_events(p, werr, sizeof(werr));
 		ASSERT_GE(wall, 0);
-		int run = find_event(p, "running");
+		int run = tp_find_event(p, "running");
 		uint64_t carrier_run = 0;
 		for (size_t i = 0; i < p->nstacks; i++)
 			if (p->stacks[i].tid == 501)
