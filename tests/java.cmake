@@ -12,3 +12,6 @@ viprof_jvm_test(test-attach-quiet 120)
 # Full Java thread names (THREAD_NAME) in a `record -p` report: a thread running before
 # the attach and one started during it, longer than 15 characters (jvm, JDK 17 and 25).
 viprof_jvm_test(test-thread-names-jvm 120 vp_postproc vp_common)
+# Issue 26: the GC that ended each code-map epoch (id, kind, collector) under G1 and Serial,
+# full and young, and 'viprof maps' printing it.
+viprof_jvm_test(test-maps-gc 240 vp_common)

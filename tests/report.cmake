@@ -3,6 +3,15 @@
 viprof_test(test-json SOURCES test-json.c LIBS vp_common LABELS unit)
 # The flame graph's views (orientation, callers, per thread, event, tooltip) in chromium.
 viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_postproc TIMEOUT 300 LABELS tools)
+# Issue 26: the HTML time strip. The embedded per-bucket data equals the profile's (unit);
+# a drag over the strip in chromium narrows the flame graph to that window (tools).
+viprof_test(test-report-html-time SOURCES test-report-html-time.c LIBS vp_postproc LABELS unit)
+add_test(NAME test-report-html-time-browser COMMAND test-report-html-time browser WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-html-time-browser PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS tools)
+add_test(NAME test-report-html-time-live COMMAND test-report-html-time live $<TARGET_FILE:viprof> $<TARGET_FILE:vdso-loop>
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-report-html-time-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+add_dependencies(test-report-html-time viprof vdso-loop)
 # What export-jitdump's help promises (not perf inject --jit).
 viprof_test(test-export-jitdump-help SOURCES test-export-jitdump-help.c LIBS vp_common LABELS unit)
 target_compile_definitions(test-export-jitdump-help PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>")
