@@ -20,7 +20,7 @@ add_dependencies(test-export-jitdump-help viprof)
 viprof_test(test-launch SOURCES test-launch.c LIBS vp_common LABELS unit)
 # The time spans the report's address cache reuses answers for.
 viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_postproc LABELS unit)
-# Issue 12: the pprof report of real recordings (native with off-CPU states, a JVM with
+# The pprof report of real recordings (native with off-CPU states, a JVM with
 # JIT code) read back by the real pprof: addresses inside their mappings, no 0x0/0x0
 # mapping claiming functions, the main executable first. One entry per scenario.
 viprof_test(test-report-pprof-live-native SOURCES test-report-pprof-live.c LIBS vp_common ARGS native TIMEOUT 300 LABELS tools)
@@ -32,7 +32,7 @@ add_test(NAME test-report-pprof-live-jvm COMMAND test-report-pprof-live-native j
 set_tests_properties(test-report-pprof-live-jvm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")
 add_test(NAME test-report-pprof-live-jvm25 COMMAND test-report-pprof-live-native jvm25 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-pprof-live-jvm25 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm")
-# Issue 27 item 5: a whole-VM recording (two JVMs and a C program) names each sample's
+# A whole-VM recording (two JVMs and a C program) names each sample's
 # process, the profile after the VM, and counts its [unknown] frames by reason.
 add_test(NAME test-report-pprof-live-wholevm COMMAND test-report-pprof-live-native wholevm WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-pprof-live-wholevm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "tools;jvm;live" RUN_SERIAL TRUE)
