@@ -113,7 +113,7 @@ static void absolute_dir(const char *dir, char *out, size_t len)
  * -XX:+PreserveFramePointer (it costs 3-4% here). DebugNonSafepoints makes the
  * agent's PC-to-line tables precise between safepoints. */
 static int java_agent_options(const char *session_dir, bool no_jit, bool frame_pointers, uint64_t alloc_bytes,
-			      bool lock, uint64_t lock_ns, char **opts)
+			      bool lock, uint64_t lock_ns, bool off_cpu, char **opts)
 {
 	const char *agent = no_jit ? NULL : agent_or_warn();
 	char extra[96] = "";
@@ -123,6 +123,10 @@ static int java_agent_options(const char *session_dir, bool no_jit, bool frame_p
 		snprintf(extra, sizeof(extra), ",alloc=%llu", (unsigned long long)alloc_bytes);
 	if (lock)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ",locks=%llu", (unsigned long long)lock_ns);
+	/* --off-cpu: virtual threads' mounts and unmounts (JDK 21+), so that their waits
+	 * while unmounted are charged to their own stacks (docs/offcpu.md). */
+	if (off_cpu)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ",vthreads=1");
 	if (!agent || asprintf(&opts[n], "-agentpath:%s=dir=%s/" VP_SESSION_JIT_DIR "%s", agent, session_dir, extra) < 0)
 		return 0;
 	n++;
@@ -535,7 +539,7 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
 		nopts = java_agent_options(abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes, o->lock, o->lock_ns,
-					   opts);
+					   o->off_cpu, opts);
 		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
 		if (launch_held(launch_argv, java_opts, &held))
 			goto cleanup;
@@ -781,7 +785,7 @@ int cmd_record(int argc, char **argv)
 		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
 		nopts = java_agent_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
 									    (on_my_own && !strcmp(o.backend, "auto"))),
-					   o.alloc_bytes, o.lock, o.lock_ns, opts);
+					   o.alloc_bytes, o.lock, o.lock_ns, o.off_cpu, opts);
 		launch_argv = java_launch(o.cmd, opts, nopts, &java_opts);
 		/* Held before exec until the sampler watches its pid (released below). */
 		if (launch_held(launch_argv, java_opts, &held))

@@ -48,6 +48,7 @@ struct report_args {
 	bool no_color;
 	const char *title;
 	bool wall;                 /* --wall: running + runnable + blocked + steal */
+	bool vthreads;             /* --vthreads: virtual threads apart from their carriers */
 	int norm;                  /* --norm 1, --no-norm 0, -1: on for --diff and merges */
 	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
 };
@@ -80,6 +81,8 @@ static void usage(FILE *f)
 		"                         per thread and stack, running + runnable + blocked + steal;\n"
 		"                         text prints the table, other formats draw the event 'wall'\n"
 		"                         (and carry running, runnable, blocked as events)\n"
+		"      --vthreads         a virtual thread's samples under the virtual thread\n"
+		"                         ('[vthread #ID NAME]', JDK 21+) instead of its carrier\n"
 		"  -p, --pid P[,P..]      only these processes\n"
 		"  -t, --tid T[,T..]      only these threads\n"
 		"      --comm NAME        only threads with this name (as reports print it, or the kernel's)\n"
@@ -197,7 +200,7 @@ static int parse_time(const char *arg, struct report_args *a)
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
 	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
-	       OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY };
+	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -217,6 +220,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
 		{ "title", required_argument, NULL, OPT_TITLE },
 		{ "wall", no_argument, NULL, OPT_WALL },
+		{ "vthreads", no_argument, NULL, OPT_VTHREADS },
 		{ "norm", no_argument, NULL, OPT_NORM },
 		{ "no-norm", no_argument, NULL, OPT_NONORM },
 		{ "include", required_argument, NULL, 'I' },
@@ -272,6 +276,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 			break;
 		case OPT_WALL:
 			a->wall = true;
+			break;
+		case OPT_VTHREADS:
+			a->vthreads = true;
 			break;
 		case OPT_LAYERS:
 			a->layers = true;
@@ -432,6 +439,7 @@ int cmd_report(int argc, char **argv)
 		.tids = a.ntids ? a.tids : NULL, .ntids = a.ntids,
 		.comm = a.comm, .container = a.container, .t_from = a.t_from, .t_to = a.t_to,
 		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms, .no_locations = a.format != FMT_PPROF,
+		.vthreads = a.vthreads,
 		.times = a.format == FMT_HTML,
 	};
 	struct vp_profile *p = vp_profile__new(), *base = NULL;

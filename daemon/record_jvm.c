@@ -224,8 +224,15 @@ static int send_over_channel(struct record_jvm_lock *l, pid_t pid, const char *o
  * the perf sampler), where a JVM without -XX:+PreserveFramePointer loses its stacks. */
 #define FP_WALK(o) ((o)->callchain && ((o)->fp_walk || ((o)->backend && !strcmp((o)->backend, "perf"))))
 
+/* --off-cpu: the agent records virtual threads' mounts and unmounts (docs/offcpu.md). */
+static void add_vthreads(char *options, size_t len, bool on)
+{
+	if (on && strlen(options) + strlen(",vthreads=1") < len)
+		strcat(options, ",vthreads=1");
+}
+
 static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
-		      bool warn_fp)
+		      bool warn_fp, bool vthreads)
 {
 	const char *session = vp_session_writer__dir(w);
 	char options[PATH_MAX + 16], err[512] = "", rel[64];
@@ -241,6 +248,7 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	else
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
+	add_vthreads(options, sizeof(options), vthreads);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
 	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
@@ -253,6 +261,7 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		int chan = -1;
 
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
+		add_vthreads(options, sizeof(options), vthreads);
 		e = send_over_channel(l, pid, options, fds);
 		if (!e)
 			flags |= VP_JVM_CHANNEL;
@@ -386,7 +395,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o))) < 0)
+			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), o->off_cpu)) < 0)
 				return r;
 			loaded += r;
 		}
@@ -415,7 +424,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, FP_WALK(o))) < 0) {
+		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, FP_WALK(o), o->off_cpu)) < 0) {
 			closedir(d);
 			return r;
 		}

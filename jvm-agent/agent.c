@@ -60,6 +60,7 @@
 #include "jvm-agent/tasks.h"
 #include "hotspot/vmstructs.h"
 #include "jvm-agent/vmflags.h"
+#include "jvm-agent/vthread.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
 
@@ -1018,6 +1019,28 @@ static void finish_file(void)
 			agent.path, strerror(-(err ? err : cerr)));
 }
 
+bool vp_agent__idle(void)
+{
+	return agent.disabled;
+}
+
+void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
+		     const void *tail2, size_t t2len)
+{
+	if (agent.disabled)
+		return;
+	lock();
+	uint8_t *b = q_reserve_(type, time, hlen + tlen + t2len, true);
+	if (b) {
+		memcpy(b, head, hlen);
+		if (tlen)
+			memcpy(b + hlen, tail, tlen);
+		if (t2len)
+			memcpy(b + hlen + tlen, tail2, t2len);
+	}
+	unlock_notify();
+}
+
 /* ---- sampled allocations (record -e alloc; issue 25) ---- */
 
 /* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
@@ -1787,6 +1810,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		stats.on = true;
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
+	vthread_option(NULL, 0);   /* each session says whether it wants virtual threads */
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -1824,7 +1848,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			if (*e || !v)
 				return -EINVAL;
 			alloc_interval = v;
-		} else if (measure_option(p, len)) {
+		} else if (measure_option(p, len) || vthread_option(p, len)) {
 			/* taken */
 		} else if (len) {
 			return -EINVAL;
@@ -1850,6 +1874,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
 	}
+	vthread_start(NULL);       /* a later session's: the first one's starts in setup */
 	return 0;
 }
 
@@ -2161,6 +2186,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	}
 	alloc_start();
 	lock_start();
+	vthread_start(vm);
 	return 0;
 }
 

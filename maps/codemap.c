@@ -34,7 +34,7 @@ struct priv {
 	struct flat_iv *flat;
 	size_t nflat, capflat;
 	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs, cap_threads;
-	size_t cap_allocs, cap_alloc_frames;
+	size_t cap_allocs, cap_alloc_frames, cap_vthreads;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
 	struct vp_cm_ranges placed; /* jitdump import: the loads of the current epoch */
 	uint32_t *unnamed;     /* METHOD_LOAD2 methods, named from METHOD_NAME in finish() */
@@ -153,6 +153,7 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(m->threads);
 	free(m->allocs);
 	free(m->alloc_frames);
+	free(m->vthreads);
 	free(pv);
 	free(m);
 }
@@ -683,6 +684,28 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
 		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid, .nframes = x.nframes,
 			.first = m->nalloc_frames, .size = x.size, .weight = x.weight, .klass = klass };
+		m->nalloc_frames += x.nframes;
+		return 0;
+	}
+	case VP_CM_VTHREAD_MOUNT:
+	case VP_CM_VTHREAD_UNMOUNT: {
+		struct vp_cm_vthread x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short VTHREAD record", n);
+		memcpy(&x, b, sizeof(x));
+		size_t fl = (size_t)x.nframes * sizeof(struct vp_cm_alloc_frame);
+		if (fl + x.name_len > len - sizeof(x))
+			return bad(err, errlen, path, "VTHREAD frames or name overrun the record", n);
+		if (GROW(m->vthreads, pv->cap_vthreads, m->nvthreads + 1) ||
+		    GROW(m->alloc_frames, pv->cap_alloc_frames, m->nalloc_frames + x.nframes))
+			return -ENOMEM;
+		const char *name = own_str(pv, (const char *)b + sizeof(x) + fl, x.name_len);
+		if (!name)
+			return -ENOMEM;
+		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
+		m->vthreads[m->nvthreads++] = (struct vp_cm_vthread_info){ .time = r->time, .id = x.vthread_id,
+			.carrier = x.carrier_tid, .kind = r->type, .flags = x.flags, .nframes = x.nframes,
+			.first = m->nalloc_frames, .name = name };
 		m->nalloc_frames += x.nframes;
 		return 0;
 	}

@@ -41,6 +41,18 @@ struct vp_cm_alloc_info {
 	const char *klass;           /* the class signature, "[J" */
 };
 
+/* A virtual thread's mount or unmount (VP_CM_VTHREAD_*); an unmount's frames (its stack
+ * then, innermost first) are vp_codemap.alloc_frames[first .. first + nframes). */
+struct vp_cm_vthread_info {
+	uint64_t time, id;           /* id: java.lang.Thread.threadId() */
+	uint32_t carrier;            /* the carrier's tid (in the JVM's pid namespace) */
+	uint32_t kind;               /* VP_CM_VTHREAD_MOUNT or VP_CM_VTHREAD_UNMOUNT */
+	uint32_t flags;              /* VP_CM_VT_* */
+	uint32_t nframes;
+	size_t first;
+	const char *name;            /* "" unless a START mount of a named thread */
+};
+
 struct vp_cm_blob_info {
 	uint64_t start;
 	uint32_t size;
@@ -102,7 +114,8 @@ struct vp_codemap {
 	struct vp_cm_ptr_info *ptrs; size_t nptrs;           /* sorted by (method_ptr, time) after finish */
 	struct vp_cm_thread_info *threads; size_t nthreads;  /* sorted by (tid, time) after finish */
 	struct vp_cm_alloc_info *allocs; size_t nallocs;     /* in record order */
-	struct vp_cm_alloc_frame *alloc_frames; size_t nalloc_frames;
+	struct vp_cm_alloc_frame *alloc_frames; size_t nalloc_frames;  /* also the vthreads' */
+	struct vp_cm_vthread_info *vthreads; size_t nvthreads; /* in record order */
 	void *priv;
 };
 

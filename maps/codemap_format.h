@@ -15,8 +15,8 @@
 
 #define VP_CODEMAP_FORMAT_VERSION 1
 #define VP_CODEMAP_FILE "codemap.vpm"
-#define VP_AGENT_VERSION 3     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE;
-				* 3: METHOD_LOAD2's flags (OSR) */
+#define VP_AGENT_VERSION 4     /* 2: METHOD_LOAD2 and INLINE2 instead of METHOD_LOAD and INLINE;
+				* 3: METHOD_LOAD2's flags (OSR); 4: VTHREAD_MOUNT/UNMOUNT */
 
 enum vp_cm_type {
 	VP_CM_META         = 1,
@@ -34,6 +34,8 @@ enum vp_cm_type {
 	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
 	VP_CM_ALLOC_SAMPLE = 14, /* a sampled allocation (record -e alloc), agent version 3 on */
 	VP_CM_LOCK_SAMPLE  = 15, /* a contended lock's wait (record -e lock), agent version 3 on */
+	VP_CM_VTHREAD_MOUNT   = 16, /* a virtual thread mounted on a carrier (agent version 4 on) */
+	VP_CM_VTHREAD_UNMOUNT = 17, /* ... and about to leave it (agent version 4 on) */
 	/* Numbered apart from the sequence above so that types added meanwhile do not collide. */
 	VP_CM_GC           = 40, /* the garbage collection that began a VP_EPOCH_GC epoch */
 };
@@ -311,5 +313,27 @@ struct vp_cm_alloc_frame {
 	int32_t bci;
 	uint32_t reserved;
 };
+
+/* VP_CM_VTHREAD_MOUNT and VP_CM_VTHREAD_UNMOUNT (agent version 4 on, agent option
+ * vthreads=1): virtual thread vthread_id (java.lang.Thread.threadId()) was mounted on, or
+ * is about to leave, the kernel thread carrier_tid at the record's time. From a MOUNT to
+ * the next UNMOUNT (or END) of the same carrier, that carrier's samples are the virtual
+ * thread's; from an UNMOUNT to the vthread's next MOUNT it waited unmounted (parked,
+ * sleeping). Followed by nframes struct vp_cm_alloc_frame, innermost first: on a MOUNT,
+ * the stack the virtual thread waited at since its previous UNMOUNT (the one it resumes
+ * with), written for waits of at least 50 us (shorter ones are flagged
+ * VP_CM_VT_SHORT); readers also take an UNMOUNT's frames as that stack. Then name_len
+ * bytes of its name (a START mount of a named thread; else none). */
+struct vp_cm_vthread {
+	uint64_t vthread_id;
+	uint32_t carrier_tid;
+	uint16_t nframes;
+	uint16_t name_len;
+	uint32_t flags;          /* VP_CM_VT_* */
+	uint32_t reserved;
+};
+#define VP_CM_VT_START 0x1u      /* MOUNT: the first (JVMTI VirtualThreadStart) */
+#define VP_CM_VT_END   0x2u      /* UNMOUNT: the last (VirtualThreadEnd): no wait follows */
+#define VP_CM_VT_SHORT 0x4u      /* MOUNT: the wait it ends was under 50 us: no stack taken */
 
 #endif

@@ -572,6 +572,7 @@ int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times 
 	}
 	o->oncpu_ns += t->oncpu_ns;
 	o->steal_ns += t->steal_ns;
+	o->vthread_ns += t->vthread_ns;
 	o->switches += t->switches;
 	return 0;
 }

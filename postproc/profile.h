@@ -77,6 +77,8 @@ struct vp_thread_times {
 	uint64_t oncpu_ns;        /* includes steal_ns (the guest clock runs on) */
 	uint64_t steal_ns;
 	uint64_t switches;
+	uint64_t vthread_ns;      /* its sampled on-CPU time that report --vthreads gave to the
+				   * virtual threads it carried (postproc/vthreads.h) */
 };
 
 /* When samples were taken, for the HTML report's time strip: appended by the loader

@@ -30,6 +30,7 @@
 
 #include "common/session_format.h"
 #include "common/util.h"
+#include "postproc/vthreads.h"
 #include "postproc/elfsym.h"
 #include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
@@ -67,6 +68,7 @@ struct jvm {
 	int8_t hotspot;              /* maps libjvm.so: 1 yes, 0 no, -1 not asked yet */
 #if HAVE_JIT_INDEX
 	struct vp_jit_index *idx;
+	struct vp_vthreads *vt;      /* its virtual threads' mounts and waits, or NULL */
 #endif
 };
 
@@ -137,6 +139,7 @@ struct loader {
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
+	uint64_t sample_lo, sample_hi;   /* the first and last sample's times: when it sampled */
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping */
@@ -302,6 +305,10 @@ static int count_sample(struct loader *l, const struct vp_record *r)
 	if (s->event < VP_MAX_SAMPLED_EVENTS)
 		l->period_sum[s->event] += s->period;
 	l->nsamples++;
+	if (!l->sample_lo || r->time < l->sample_lo)
+		l->sample_lo = r->time;
+	if (r->time > l->sample_hi)
+		l->sample_hi = r->time;
 	return 0;
 }
 
@@ -1235,6 +1242,40 @@ static void multiplexing(struct loader *l, bool damaged)
 	}
 }
 
+#if HAVE_JIT_INDEX
+/* The virtual-thread index of JVM pid (built the first time), or NULL. */
+static struct vp_vthreads *jvm_vthreads(struct loader *l, uint32_t pid)
+{
+	struct jvm *j = pid ? jvm_open(l, pid) : NULL;
+	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	if (!cm || !cm->nvthreads)
+		return NULL;
+	if (!j->vt)
+		j->vt = vp_vthreads__build(cm);
+	return j->vt;
+}
+#endif
+
+/* Whether a virtual thread was mounted on carrier tid of pid at t: its report thread id
+ * and name. The agent of a JVM in another pid namespace names carriers by their tids
+ * there: those are not matched (docs/offcpu.md). */
+static bool vthread_at(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, uint32_t *vtid, char *label,
+		       size_t len)
+{
+#if HAVE_JIT_INDEX
+	uint64_t id;
+	const char *name;
+	if (!vp_vthreads__at(jvm_vthreads(l, pid), tid, t, &id, &name))
+		return false;
+	*vtid = vp_vthread_tid(id);
+	vp_vthreads__label(id, name, label, len);
+	return true;
+#else
+	(void)l, (void)pid, (void)tid, (void)t, (void)vtid, (void)label, (void)len;
+	return false;
+#endif
+}
+
 static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
@@ -1251,6 +1292,13 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		return 0;
 	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
+	/* report --vthreads: a carrier's samples while a virtual thread is mounted on it are
+	 * that virtual thread's. */
+	uint32_t tid = s->tid;
+	char vlabel[300];
+	bool moved = o->vthreads && vthread_at(l, s->pid, s->tid, r->time, &tid, vlabel, sizeof(vlabel));
+	if (moved)
+		comm = vlabel;
 
 	uint32_t leaf_first[MAX_OUT_FRAMES], locs[MAX_OUT_FRAMES];
 	int n = 0, nl = 0;
@@ -1427,8 +1475,12 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	double scale = sample_scale(l, s->event, r->time);
 	if (scale > 1.0)
 		weight = (uint64_t)((double)s->period * scale + 0.5);
-	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, s->tid, comm, l->evmap[s->event], nsamp,
+	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, tid, comm, l->evmap[s->event], nsamp,
 					weight, &sid);
+	if (!ret && moved && l->evmap[s->event] == l->time_event) {
+		struct vp_thread_times tt = { .pid = s->pid, .tid = s->tid, .vthread_ns = weight };
+		ret = vp_profile__thread_times(l->p, &tt);
+	}
 	/* The same sample by address, for pprof; a frame without a location (no image)
 	 * leaves the sample to the frame view, which pprof falls back to. */
 	for (int i = 0; i < nl; i++)
@@ -1705,8 +1757,10 @@ static void loader_free(struct loader *l)
 	free(l->ac.t);
 	free(l->ac.pool);
 #if HAVE_JIT_INDEX
-	for (size_t i = 0; i < l->njvms; i++)
+	for (size_t i = 0; i < l->njvms; i++) {
 		vp_jit_index__close(l->jvms[i].idx);
+		vp_vthreads__free(l->jvms[i].vt);
+	}
 #endif
 	free(l->jvms);
 	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++)
@@ -1721,6 +1775,96 @@ static void loader_free(struct loader *l)
 	vp_elfsym__free(l->elfs);
 	free(l->vdso_img);
 }
+
+#if HAVE_JIT_INDEX
+/* Frames the agent recorded through JVMTI (jmethodID and bci, innermost first, at
+ * cm->alloc_frames[first ..]) into fr, root first, at most MAX_OUT_FRAMES - 1 (room for a
+ * leaf). JVMTI does not say which frames were compiled: they are drawn in the JIT layer. */
+static uint32_t jvmti_frames(struct loader *l, const struct vp_codemap *cm, size_t first, uint32_t nframes, uint32_t *fr)
+{
+	uint32_t n = 0, nf = nframes < MAX_OUT_FRAMES - 1 ? nframes : MAX_OUT_FRAMES - 1;
+	/* Root first: the outermost caller is the last JVMTI frame. */
+	for (uint32_t k = nf; k-- > 0;) {
+		const struct vp_cm_alloc_frame *f = &cm->alloc_frames[first + k];
+		const struct vp_cm_name_info *ni = vp_codemap__name(cm, f->method_id);
+		struct vp_frame vf = { .name = ni ? ni->name : "[unknown Java method]", .image = "[jit]",
+				       .build_id = "", .file = ni && ni->file ? ni->file : "",
+				       .line = ni ? vp_codemap__line(ni, f->bci) : 0, .layer = VP_LAYER_JIT };
+		if ((fr[n] = vp_profile__frame(l->p, &vf)) == UINT32_MAX)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* The machinery a virtual thread unmounts through (continuation yield, VirtualThread's
+ * park and sleep, the JDK's internal park bridge): what it waits for is above it. */
+static bool unmount_machinery(const char *f)
+{
+	static const char *const pre[] = { "jdk.internal.vm.Continuation", "java.lang.VirtualThread.",
+					   "jdk.internal.misc.VirtualThreads.", "java.lang.System$", NULL };
+	for (int i = 0; pre[i]; i++)
+		if (!strncmp(f, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+/* Each time a virtual thread of JVM pid waited unmounted (postproc/vthreads.h), as an
+ * "off-cpu" stack of its own report thread (only in sessions recorded with --off-cpu,
+ * which have that event): the Java stack it waited at under a leaf "[unmounted: STATE]",
+ * STATE from its Java frames (vp_sched_java_state; "other wait" when they do not say), or
+ * "[unmounted: short wait]" with no stack for one the agent found too short to walk.
+ * Unmounted time is no kernel thread's: the tracer never sees it. */
+static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_codemap *cm)
+{
+	const struct vp_vt_wait *w;
+	size_t nw = vp_vthreads__waits(jvm_vthreads(l, pid), &w);
+	int ev = -1;
+	for (int e = 0; e < l->p->nevents; e++)
+		if (!strcmp(l->p->events[e].name, "off-cpu"))
+			ev = e;
+	if (ev < 0 || !container_selected(l, pid))
+		return 0;
+	uint64_t period = l->time_period ? l->time_period : 1000000;
+	/* Only what falls between the session's first and last sample, as for the kernel
+	 * threads' off-CPU time: an agent attached to a running JVM writes from before the
+	 * sampling starts until it notices the recording's end, and on to the JVM's exit when
+	 * it does not (a -p run's code map went on 4.5 s past the session's last record). */
+	uint64_t lo = l->sample_lo, hi = l->sample_hi;
+	for (size_t i = 0; i < nw; i++) {
+		uint32_t vtid = vp_vthread_tid(w[i].id), fr[MAX_OUT_FRAMES];
+		char label[300], detail[64], leaf[128];
+		const char *names[MAX_OUT_FRAMES];
+		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
+		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
+		if (to <= from || !in_window(l, to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
+		    (l->o->comm && strcmp(l->o->comm, label)))
+			continue;
+		uint32_t n = jvmti_frames(l, cm, w[i].first, w[i].nframes, fr);
+		int nn = 0, skip = 0;
+		for (uint32_t k = n; k-- > 0;)
+			names[nn++] = l->p->frames[fr[k]].name;   /* leaf first */
+		while (skip < nn && unmount_machinery(names[skip]))
+			skip++;
+		int state = vp_sched_java_state(VP_SCHED_BLOCKED_WAIT, names + skip, nn - skip, detail, sizeof(detail));
+		const char *sf = vp_sched_state_frame(state), *colon = strchr(sf, ':');
+		if (w[i].short_wait)
+			snprintf(leaf, sizeof(leaf), "[unmounted: short wait]");
+		else
+			snprintf(leaf, sizeof(leaf), "[unmounted%.*s%s%s]", colon ? (int)strcspn(colon, "]") : 0,
+				 colon ? colon : "", detail[0] ? ": " : "", detail);
+		struct vp_frame lf = { .name = leaf, .image = "[vthread]", .build_id = "", .file = "",
+				       .layer = VP_LAYER_KERNEL };
+		if ((fr[n] = vp_profile__frame(l->p, &lf)) == UINT32_MAX)
+			return -ENOMEM;
+		uint64_t weight = to - from, nsamp = (weight + period / 2) / period;
+		int ret = vp_profile__add(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+#endif
 
 /* Sampled allocations and contended locks (record -e alloc, -e lock; issue 25): each
  * ALLOC_SAMPLE of each JVM's code map is a stack of event "alloc" (bytes: the bytes it
@@ -1746,6 +1890,8 @@ static int add_allocs(struct loader *l)
 			continue;
 		struct jvm *j = jvm_open(l, (uint32_t)pid);
 		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+		if (cm && cm->nvthreads && (ret = add_vthread_waits(l, (uint32_t)pid, cm)))
+			break;
 		if (!cm || !cm->nallocs)
 			continue;
 		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
@@ -1763,18 +1909,7 @@ static int add_allocs(struct loader *l)
 			if (!comm_selected(l, comm, kcomm))
 				continue;
 			uint32_t fr[MAX_OUT_FRAMES];
-			uint32_t n = 0, nf = a->nframes < MAX_OUT_FRAMES - 1 ? a->nframes : MAX_OUT_FRAMES - 1;
-			/* Root first: the outermost caller is the last JVMTI frame. */
-			for (uint32_t k = nf; k-- > 0;) {
-				const struct vp_cm_alloc_frame *f = &cm->alloc_frames[a->first + k];
-				const struct vp_cm_name_info *ni = vp_codemap__name(cm, f->method_id);
-				struct vp_frame vf = { .name = ni ? ni->name : "[unknown Java method]", .image = "[jit]",
-						       .build_id = "", .file = ni && ni->file ? ni->file : "",
-						       .line = ni ? vp_codemap__line(ni, f->bci) : 0, .layer = VP_LAYER_JIT };
-				if ((fr[n] = vp_profile__frame(l->p, &vf)) == UINT32_MAX)
-					break;
-				n++;
-			}
+			uint32_t n = jvmti_frames(l, cm, a->first, a->nframes, fr);
 			char cls[512];
 			if (lk && !a->klass[0])
 				snprintf(cls, sizeof(cls), "[unknown lock]");

@@ -18,6 +18,8 @@ struct vp_session_opts {
 	double t_from, t_to;                /* seconds since the start of recording; t_to <= 0 = to the end */
 	bool map_mode_flat;                 /* --map-mode flat */
 	const char *hv_syms;                /* --hv-syms: a Xen symbol ELF, or NULL */
+	bool vthreads;                      /* report --vthreads: a carrier's samples while a virtual
+					     * thread was mounted are that virtual thread's */
 	bool no_locations;                  /* no by-address view (p->locations, the stacks'
 					     * locs): only pprof reads it, and it is a third
 					     * of a large profile's memory */

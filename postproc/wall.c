@@ -226,8 +226,11 @@ int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen)
 	for (size_t i = 0; i < tt.cap; i++) {
 		struct tsum *t = &tt.t[i];
 		const struct vp_thread_times *x = t->used ? vp_profile__find_thread(p, t->pid, t->tid) : NULL;
-		if (x && t->sampled)
-			t->scale = (double)(x->oncpu_ns > x->steal_ns ? x->oncpu_ns - x->steal_ns : 0) / (double)t->sampled;
+		/* A carrier's exact time also covers the samples report --vthreads moved to the
+		 * virtual threads it ran (which keep their sampled time). */
+		if (x && t->sampled && (x->oncpu_ns || x->switches))
+			t->scale = (double)(x->oncpu_ns > x->steal_ns ? x->oncpu_ns - x->steal_ns : 0) /
+				   (double)(t->sampled + x->vthread_ns);
 	}
 	size_t nstacks = p->nstacks;
 	for (size_t i = 0; i < nstacks; i++) {

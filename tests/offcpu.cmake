@@ -19,3 +19,13 @@ target_compile_definitions(test-offcpu-walk PRIVATE NAP_FIXTURE="$<TARGET_FILE:n
 add_dependencies(test-offcpu-walk nap-fixture)
 add_test(NAME test-offcpu-walk-nap COMMAND test-offcpu-walk nap WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-offcpu-walk-nap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# Issue 21 item 3: virtual threads. The index of the agent's mount/unmount records,
+# without a JVM (unit), and a live run on Temurin 25 (JDK 17 has no virtual threads:
+# one test, skipped where that JDK is absent).
+viprof_test(test-vthreads-index SOURCES test-vthreads-index.c LIBS vp_postproc LABELS unit)
+viprof_test(test-vthreads-jvm SOURCES test-vthreads-jvm.c LIBS vp_postproc vp_maps vp_daemon TIMEOUT 120 LABELS live jvm)
+target_compile_definitions(test-vthreads-jvm PRIVATE VIPROF_AGENT_SO="${CMAKE_BINARY_DIR}/jvm-agent/libviprof-jvmti.so"
+  VIPROF_JAVA_CLASSES="${VIPROF_JAVA_CLASSES}" VIPROF_JDK17_HOME="${VIPROF_JDK_HOME}"
+  VIPROF_JDK25_HOME="${VIPROF_JDK25_HOME}" VIPROF_BIN="$<TARGET_FILE:viprof>")
+add_dependencies(test-vthreads-jvm viprof-jvmti java-fixtures viprof)
+viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postproc LABELS unit)

@@ -17,22 +17,7 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
-
-static int find_event(const struct vp_profile *p, const char *name)
-{
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, name))
-			return e;
-	return -1;
-}
-
-static bool has_frame(const struct vp_profile *p, const struct vp_stack *s, const char *needle)
-{
-	for (uint32_t i = 0; i < s->nframes; i++)
-		if (strstr(p->frames[s->frames[i]].name, needle))
-			return true;
-	return false;
-}
+#include "test-profile-util.h"
 
 static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 {
@@ -61,7 +46,7 @@ static void check_blocked(const struct vp_profile *p, int off, const char *threa
 		if (strncmp(leaf(p, s), "[blocked:", 9))
 			continue;
 		total += w;
-		if (has_frame(p, s, method) && (!java || has_frame(p, s, "java.lang.Thread.run")))
+		if (tp_has_frame(p, s, method) && (!java || tp_has_frame(p, s, "java.lang.Thread.run")))
 			under += w;
 		if (!strcmp(leaf(p, s), state))
 			in_state += w;
@@ -175,7 +160,7 @@ int main(int argc, char **argv)
 	ASSERT_NOT_NULL(p);
 	if (vp_session__load(sess, p, &o, err, sizeof(err)))
 		FAIL("load %s: %s", sess, err);
-	int off = find_event(p, "off-cpu");
+	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	if (nap) {
 		check_blocked(p, off, "napper", "nap", false, "[blocked: sleep]");

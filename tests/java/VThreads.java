@@ -1,0 +1,67 @@
+// Virtual threads with a known split, for test-vthreads (issue 21, item 3). Four
+// virtual threads each alternate about 3 ms of computing in computeStep() with a 5 ms
+// Thread.sleep from napStep(), for SECONDS (args[0], default 4). Compiled with --release
+// 17 like the other workloads, so the JDK 21 API is reached by reflection; on a JDK
+// without virtual threads it prints "no virtual threads" and exits 3. Prints "ready"
+// when the threads start and, at the end, "slept_ms=N": the virtual threads' own
+// measured time inside napStep(), summed.
+import java.lang.reflect.Method;
+import java.util.concurrent.atomic.AtomicLong;
+
+public class VThreads {
+    static volatile long sink;
+    static final AtomicLong slept = new AtomicLong();
+    static volatile long deadline;
+
+    static long computeStep(long x) {
+        long end = System.nanoTime() + 3_000_000;
+        while (System.nanoTime() < end)
+            for (int i = 0; i < 200; i++) {
+                x = x * 6364136223846793005L + 1442695040888963407L;
+                x ^= x >>> 29;
+            }
+        return x;
+    }
+
+    static void napStep() throws InterruptedException {
+        long t = System.nanoTime();
+        Thread.sleep(5);
+        slept.addAndGet(System.nanoTime() - t);
+    }
+
+    static void body() {
+        long x = 1;
+        try {
+            while (System.nanoTime() < deadline) {
+                x = computeStep(x);
+                napStep();
+            }
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+        sink += x;
+    }
+
+    public static void main(String[] args) throws Exception {
+        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 4;
+        Method ofVirtual;
+        try {
+            ofVirtual = Thread.class.getMethod("ofVirtual");
+        } catch (NoSuchMethodException e) {
+            System.out.println("no virtual threads");
+            System.exit(3);
+            return;
+        }
+        Object builder = ofVirtual.invoke(null);
+        Method start = Class.forName("java.lang.Thread$Builder").getMethod("start", Runnable.class);
+        deadline = System.nanoTime() + (long) (seconds * 1e9);
+        Thread[] ts = new Thread[4];
+        for (int i = 0; i < ts.length; i++)
+            ts[i] = (Thread) start.invoke(builder, (Runnable) VThreads::body);
+        System.out.println("ready");
+        System.out.flush();
+        for (Thread t : ts)
+            t.join();
+        System.out.println("slept_ms=" + slept.get() / 1_000_000);
+    }
+}
