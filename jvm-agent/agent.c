@@ -77,6 +77,9 @@ struct session_opts {
 	/* The connection they came on, kept: the recorder's next session comes on it
 	 * (channel_thread) instead of another attach. -1 if none. */
 	int chan_fd;
+	/* alloc=BYTES (0: off) and locks=NS (-1: off): each session says what it records. */
+	uint64_t alloc;
+	int64_t locks;
 };
 
 static struct agent {
@@ -1632,6 +1635,7 @@ static void alloc_start(void)
 
 /* locks=NS: record waits at least NS long (-1: off); lock= is the recorder's lock file. */
 static int64_t lock_threshold = -1;
+static bool lock_parks;            /* breakpoint and frame-pop events granted: j.u.c parks too */
 static jmethodID park_methods[2];  /* LockSupport.park(Object), parkNanos(Object, long) */
 static __thread uint64_t tl_lock_start, tl_park_start;
 static __thread char tl_park_class[256];
@@ -1744,14 +1748,57 @@ static void lock_start(void)
 	caps.can_generate_breakpoint_events = 1;
 	caps.can_generate_frame_pop_events = 1;
 	caps.can_access_local_variables = 1;
-	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE) {
-		fprintf(stderr, "viprof agent: lock profiling is unavailable: %s (it needs monitor, breakpoint and frame pop "
-			"events, which a JVM grants at start); recording without it\n", jvmti_err(e));
-		lock_threshold = -1;
-		return;
+	lock_parks = (e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) == JVMTI_ERROR_NONE;
+	if (!lock_parks) {
+		/* A running JVM (attach) grants monitor events but not the others: monitors only. */
+		jvmtiCapabilities mon = { 0 };
+		mon.can_generate_monitor_events = 1;
+		jvmtiError em = (*A.jvmti)->AddCapabilities(A.jvmti, &mon);
+		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s (breakpoint and frame pop "
+			"events, which %s); %s\n", jvmti_err(e),
+			A.attached ? "HotSpot grants only to an agent loaded at start: start the JVM with "
+				     "-agentpath:libviprof-jvmti.so=locks=10000 for them" : "this JVM refused",
+			em == JVMTI_ERROR_NONE ? "recording contended monitors only" : "recording no locks");
+		if (em != JVMTI_ERROR_NONE) {
+			lock_threshold = -1;
+			return;
+		}
 	}
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-		(*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, ev[i], NULL);
+		if (lock_parks || i < 2)
+			(*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, ev[i], NULL);
+}
+
+static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
+
+/* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
+ * the recorder's channel): sampling and lock events turned on, off, or retuned, on a
+ * thread that may call JNI (lock_vm_init). */
+static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks)
+{
+	if (alloc && alloc != alloc_interval) {
+		alloc_interval = alloc;
+		alloc_start();
+	} else if (!alloc && alloc_interval) {
+		alloc_interval = 0;
+		(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+	}
+	if (locks >= 0 && lock_threshold < 0) {
+		lock_threshold = locks;
+		lock_start();
+		lock_vm_init(jvmti, jni);
+	} else if (locks < 0 && lock_threshold >= 0) {
+		static const jvmtiEvent ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+						 JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
+		lock_threshold = -1;
+		for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, ev[i], NULL);
+		for (int i = 0; i < 2 && lock_parks; i++)
+			if (park_methods[i])
+				(*jvmti)->ClearBreakpoint(jvmti, park_methods[i], 0);
+	} else if (locks >= 0) {
+		lock_threshold = locks;
+	}
 }
 
 /* At VMInit: the breakpoints in LockSupport (loading it early is harmless: the JDK's own
@@ -1760,7 +1807,7 @@ static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	static const char *const sigs[2] = { "(Ljava/lang/Object;)V", "(Ljava/lang/Object;J)V" };
 	static const char *const names[2] = { "park", "parkNanos" };
-	if (lock_threshold < 0)
+	if (lock_threshold < 0 || !lock_parks)
 		return;
 	jclass k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport");
 	if (!k) {
@@ -2330,6 +2377,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		S.on = true;
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
+	o->locks = -1;
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -2358,7 +2406,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			long long v = strtoll(p + 6, &e, 10);
 			if ((e != p + len) || v < 0)
 				return -EINVAL;
-			lock_threshold = v;
+			o->locks = v;
 		} else if (len > 6 && !strncmp(p, "alloc=", 6)) {
 			char num[24];
 			snprintf(num, sizeof(num), "%.*s", (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
@@ -2366,7 +2414,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			unsigned long long v = strtoull(num, &e, 10);
 			if (*e || !v)
 				return -EINVAL;
-			alloc_interval = v;
+			o->alloc = v;
 		} else if (measure_option(p, len)) {
 			/* taken */
 		} else if (len) {
@@ -2646,6 +2694,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
+	alloc_interval = so.alloc;
+	lock_threshold = so.locks;
 	A.new_chan = so.chan_fd;
 	watch_open();
 	A.frame_pointers = detect_frame_pointers();
@@ -2755,7 +2805,7 @@ static int switch_to(struct session_opts *so);
 
 /* A second attach to a JVM that has the agent: the agent thread ends the current
  * session's map (if any) and opens the new one; then this thread replays. */
-static int new_session(const char *options)
+static int new_session(JavaVM *vm, const char *options)
 {
 	struct session_opts so;
 	int err;
@@ -2771,7 +2821,12 @@ static int new_session(const char *options)
 		return err;
 	}
 	A.new_chan = so.chan_fd;
-	return switch_to(&so);
+	if ((err = switch_to(&so)))
+		return err;
+	JNIEnv *jni = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK)
+		profiles_apply(A.jvmti, jni, so.alloc, so.locks);
+	return 0;
 }
 
 /* Hands so (its descriptors with it) to the agent thread for a new session and waits
@@ -2838,8 +2893,6 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 	int fd = (int)(intptr_t)arg;
 	struct timeval none = { 0 };
 
-	(void)jvmti;
-	(void)jni;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
 	for (;;) {
 		char payload[PATH_MAX + 8];
@@ -2880,8 +2933,10 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			so.lock_fd = got[1];
 			got[0] = got[1] = -1;
 			err = A.failed ? -EALREADY : switch_to(&so);
-			if (!err)
+			if (!err) {
+				profiles_apply(jvmti, jni, so.alloc, so.locks);
 				replay();
+			}
 		}
 		for (int i = 0; i < 2; i++)
 			if (got[i] >= 0)
@@ -2920,7 +2975,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 {
 	if (A.jvmti) {
 		A.new_chan = -1;
-		if (new_session(options)) {
+		if (new_session(vm, options)) {
 			if (A.new_chan >= 0)
 				close(A.new_chan);
 			A.new_chan = -1;
@@ -2948,6 +3003,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		A.new_chan = -1;
 		return JNI_ERR;
 	}
+	lock_vm_init(A.jvmti, jni);   /* locks= on attach: the parks' breakpoints, where granted */
 	replay();
 	start_channel(vm, A.new_chan);
 	A.new_chan = -1;
