@@ -6,16 +6,19 @@
 # variant, median and range, and the ratio to the JVM without any agent. The variants:
 #   no agent                 plain java
 #   viprof agent alone       the code maps only (what every viprof recording of a JVM has)
-#   viprof alloc=524288      + allocation sampling at async-profiler's default interval
+#   viprof alloc=BYTES       + allocation sampling (ALLOC, default 524288: async-profiler's
+#                            default interval)
 #   viprof locks=10000       + contended-lock recording, waits of 10 us or more
-#   async-profiler alloc     event=alloc (its JVMTI ObjectSampler, 512 KiB), collapsed output
+#   async-profiler alloc     event=alloc,alloc=BYTES (its JVMTI ObjectSampler), collapsed output
 #   async-profiler lock      event=lock (10 us threshold, its default), collapsed output
 # async-profiler comes from ASPROF_HOME (a build directory with lib/ or build/lib/
 # libasyncProfiler.so, built elsewhere from its source; this script never builds it);
 # without it its rows say skipped and the rest runs. The agents run as -agentpath on a
 # plain JVM (no sampler: the JVM's own cost of each profile).
 # Usage: bench/java-profiles-cost.sh [BUILD_DIR]   ROUNDS=N (default 5),
-# REQUESTS=N (default 300000), JDK=<a JDK> (default OpenJDK 17), ASPROF_HOME=DIR
+# REQUESTS=N (default 300000), JDK=<a JDK> (default OpenJDK 17), ASPROF_HOME=DIR,
+# ALLOC=BYTES (default 524288: both profilers' sampling interval; a small one, e.g. 16384,
+# makes the per-sample cost visible above the rounds' noise)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$ROOT/build}
@@ -30,17 +33,17 @@ if [ -n "${ASPROF_HOME:-}" ]; then
 	done
 	[ -n "$APLIB" ] || echo "java-profiles-cost: no libasyncProfiler.so under $ASPROF_HOME/lib or $ASPROF_HOME/build/lib" >&2
 fi
-exec python3 - "$ROOT" "$AGENT" "$JDK" "${ROUNDS:-5}" "${REQUESTS:-300000}" "$APLIB" <<'PY'
+exec python3 - "$ROOT" "$AGENT" "$JDK" "${ROUNDS:-5}" "${REQUESTS:-300000}" "$APLIB" "${ALLOC:-524288}" <<'PY'
 import os, resource, shutil, statistics, subprocess, sys, tempfile
-root, agent, jdk, rounds, requests, aplib = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+root, agent, jdk, rounds, requests, aplib, al = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], int(sys.argv[7])
 tmp = tempfile.mkdtemp(prefix="vp-java-cost-")
 subprocess.run([f"{jdk}/bin/javac", "-d", tmp, f"{root}/bench/workloads/Service.java"], check=True)
 # (name, JVM option with {d} for a fresh directory, or None: skipped)
 variants = [("no agent", ""),
             ("viprof agent alone", f"-agentpath:{agent}=dir={{d}}"),
-            ("viprof alloc=524288", f"-agentpath:{agent}=dir={{d}},alloc=524288"),
+            (f"viprof alloc={al}", f"-agentpath:{agent}=dir={{d}},alloc={al}"),
             ("viprof locks=10000", f"-agentpath:{agent}=dir={{d}},locks=10000"),
-            ("async-profiler alloc", f"-agentpath:{aplib}=start,event=alloc,collapsed,file={{d}}/a.txt" if aplib else None),
+            (f"async-profiler alloc={al}", f"-agentpath:{aplib}=start,event=alloc,alloc={al},collapsed,file={{d}}/a.txt" if aplib else None),
             ("async-profiler lock", f"-agentpath:{aplib}=start,event=lock,collapsed,file={{d}}/a.txt" if aplib else None)]
 cpu = {v: [] for v, _ in variants}
 for r in range(rounds):

@@ -244,8 +244,8 @@ static int lock_note(const struct vp_record_opts *o, int n)
 {
 	if (o->lock && n > 0 && !o->quiet)
 		fprintf(o->log ? o->log : stderr, "viprof: -e lock in %d running JVM%s: contended synchronized monitors "
-			"only (a JVM started with -agentpath:libviprof-jvmti.so=locks=10000 gives java.util.concurrent waits "
-			"too: HotSpot grants the events that time them only at start)\n", n, n == 1 ? "" : "s");
+			"only, unless started with -agentpath:libviprof-jvmti.so=locks=10000 (HotSpot grants the events that "
+			"time java.util.concurrent waits only at start)\n", n, n == 1 ? "" : "s");
 	return n;
 }
 

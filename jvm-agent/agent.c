@@ -1755,9 +1755,8 @@ static void lock_start(void)
 		mon.can_generate_monitor_events = 1;
 		jvmtiError em = (*A.jvmti)->AddCapabilities(A.jvmti, &mon);
 		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s (breakpoint and frame pop "
-			"events, which %s); %s\n", jvmti_err(e),
-			A.attached ? "HotSpot grants only to an agent loaded at start: start the JVM with "
-				     "-agentpath:libviprof-jvmti.so=locks=10000 for them" : "this JVM refused",
+			"events, which HotSpot grants only while the JVM starts: start it with "
+			"-agentpath:libviprof-jvmti.so=locks=10000 for them); %s\n", jvmti_err(e),
 			em == JVMTI_ERROR_NONE ? "recording contended monitors only" : "recording no locks");
 		if (em != JVMTI_ERROR_NONE) {
 			lock_threshold = -1;
