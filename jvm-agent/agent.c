@@ -1589,8 +1589,10 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
 	lock();
-	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_ALLOC_SAMPLE, t,
-						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	/* Checked again under the queue's lock: a session that turned sampling off before its
+	 * switch (profiles_apply) gets none of it, not even from a thread preempted above. */
+	struct vp_cm_alloc_sample *b = !alloc_interval ? NULL :
+		q_reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -1653,8 +1655,8 @@ static void queue_lock(jvmtiEnv *jvmti, uint64_t start, const char *sig)
 		n = 0;
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	lock();
-	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_LOCK_SAMPLE, t,
-						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	struct vp_cm_alloc_sample *b = lock_threshold < 0 ? NULL :   /* as in cb_sampled_alloc */
+		q_reserve(VP_CM_LOCK_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -1771,30 +1773,37 @@ static void lock_start(void)
 static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
 
 /* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
- * the recorder's channel): sampling and lock events turned on, off, or retuned, on a
- * thread that may call JNI (lock_vm_init). */
-static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks)
+ * the recorder's channel), on a thread that may call JNI (lock_vm_init): called before
+ * the switch (starting=false) it turns off what the new session does not record, so that
+ * none of it lands in the new map; after the switch (starting=true) it turns on or
+ * retunes what the new session asks for, so that none of it lands in the old one. */
+static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks, bool starting)
 {
+	static const jvmtiEvent lock_ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+					      JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
+	if (!starting) {
+		if (!alloc && alloc_interval) {
+			alloc_interval = 0;
+			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+		}
+		if (locks < 0 && lock_threshold >= 0) {
+			lock_threshold = -1;
+			for (size_t i = 0; i < sizeof(lock_ev) / sizeof(lock_ev[0]); i++)
+				(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, lock_ev[i], NULL);
+			for (int i = 0; i < 2 && lock_parks; i++)
+				if (park_methods[i])
+					(*jvmti)->ClearBreakpoint(jvmti, park_methods[i], 0);
+		}
+		return;
+	}
 	if (alloc && alloc != alloc_interval) {
 		alloc_interval = alloc;
 		alloc_start();
-	} else if (!alloc && alloc_interval) {
-		alloc_interval = 0;
-		(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 	}
 	if (locks >= 0 && lock_threshold < 0) {
 		lock_threshold = locks;
 		lock_start();
 		lock_vm_init(jvmti, jni);
-	} else if (locks < 0 && lock_threshold >= 0) {
-		static const jvmtiEvent ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
-						 JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
-		lock_threshold = -1;
-		for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, ev[i], NULL);
-		for (int i = 0; i < 2 && lock_parks; i++)
-			if (park_methods[i])
-				(*jvmti)->ClearBreakpoint(jvmti, park_methods[i], 0);
 	} else if (locks >= 0) {
 		lock_threshold = locks;
 	}
@@ -2820,11 +2829,15 @@ static int new_session(JavaVM *vm, const char *options)
 		return err;
 	}
 	A.new_chan = so.chan_fd;
+	JNIEnv *jni = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+		jni = NULL;
+	if (jni)
+		profiles_apply(A.jvmti, jni, so.alloc, so.locks, false);
 	if ((err = switch_to(&so)))
 		return err;
-	JNIEnv *jni = NULL;
-	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK)
-		profiles_apply(A.jvmti, jni, so.alloc, so.locks);
+	if (jni)
+		profiles_apply(A.jvmti, jni, so.alloc, so.locks, true);
 	return 0;
 }
 
@@ -2931,9 +2944,11 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			so.map_fd = got[0];
 			so.lock_fd = got[1];
 			got[0] = got[1] = -1;
+			if (!A.failed)
+				profiles_apply(jvmti, jni, so.alloc, so.locks, false);
 			err = A.failed ? -EALREADY : switch_to(&so);
 			if (!err) {
-				profiles_apply(jvmti, jni, so.alloc, so.locks);
+				profiles_apply(jvmti, jni, so.alloc, so.locks, true);
 				replay();
 			}
 		}
