@@ -7,7 +7,7 @@
  * and stack. Argument: 17 or 25.
  *
  * With a second argument "asprof" (test-alloc-asprof-jvm): the same run also has
- * async-profiler's `event=alloc,total` loaded as a second agent (its build directory in
+ * async-profiler's `event=alloc,total` loaded as a second agent, both every 128 KiB (its build directory in
  * ASPROF_HOME: lib/ or build/lib/libasyncProfiler.so; skipped without it, as in CI),
  * and viprof's split by bytes must be within 3 pp of async-profiler's as well as of the
  * fixture's. Both agents take the JVM's JVMTI heap samples (HotSpot has one sampler per
@@ -83,8 +83,12 @@ int main(int argc, char **argv)
 	char dir[600], out[8192], apfile[700], apopt[1400];
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
 	snprintf(apfile, sizeof(apfile), "%s/ap.collapsed", tmp);
-	snprintf(apopt, sizeof(apopt), "-agentpath:%s=start,event=alloc,total,collapsed,file=%s", aplib ? aplib : "", apfile);
-	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "alloc", "-o", dir, "--", (char *)java, "-cp",
+	/* Side by side both sample every 128 KiB (one interval per JVM: both agents set it),
+	 * four times as often as the default, so that the comparison rests on thousands of
+	 * samples even when the machine is loaded. */
+	snprintf(apopt, sizeof(apopt), "-agentpath:%s=start,event=alloc,alloc=131072,total,collapsed,file=%s",
+		 aplib ? aplib : "", apfile);
+	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", vs ? "alloc/period=131072/" : "alloc", "-o", dir, "--", (char *)java, "-cp",
 			(char *)VIPROF_JAVA_CLASSES, "AllocSplit", "3", NULL, NULL };
 	if (vs) {   /* async-profiler's agent before the class path */
 		memmove(&rec[11], &rec[10], 4 * sizeof(rec[0]));
