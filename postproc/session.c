@@ -49,7 +49,7 @@
 
 #define MAX_EVENTS 256
 #define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
-#define MAX_OUT_FRAMES 1024
+#define MAX_OUT_FRAMES 8192   /* a sample's VP_MAX_FRAMES, with room for their inlined frames */
 #define MAX_JIT_DEPTH 16
 
 static char *debug_root;
@@ -1273,7 +1273,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
 	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
 	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
-	int nj = s->nr_java;
+	int nj = (int)vp_sample_nr_java(s);
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;

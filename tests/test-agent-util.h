@@ -123,6 +123,23 @@ static inline char *tu_read(const char *path)
 	return b;
 }
 
+/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
+ * "ready" line); true once it did. */
+static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+{
+	for (int waited = 0;; waited += 50) {
+		char *o = tu_read(path);
+		bool found = strstr(o, needle) != NULL;
+
+		free(o);
+		if (found)
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(50000);
+	}
+}
+
 static inline int tu_count_lines(const char *s, const char *needle)
 {
 	int n = 0;
