@@ -47,7 +47,12 @@ enum vp_rec_type {
 	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
 	VP_REC_CONTAINER  = 21, /* struct vp_container: a process's cgroup and namespaces */
 	VP_REC_NSTID      = 22, /* struct vp_nstid: a container thread's tid in its own namespace */
+	/* The kernel's vDSO image (an ELF file, at most VP_VDSO_MAX bytes) as the recorder
+	 * saw it, so that a report on another kernel names [vdso] frames. Numbered apart
+	 * from the sequence above so that types others add meanwhile do not collide. */
+	VP_REC_VDSO       = 40,
 };
+#define VP_VDSO_MAX (1u << 20)
 
 /* One recorded event (index = position among EVENT records, 0-based). */
 struct vp_event_desc {

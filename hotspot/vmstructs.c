@@ -101,6 +101,9 @@ static const struct row {
 	{ VP_HS_FLAG_FLAGS, "JVMFlag", "_flags", false, WD_ANY },
 	{ VP_HS_FLAG_TABLE, "JVMFlag", "flags", true, WD_ANY },
 	{ VP_HS_FLAG_COUNT, "JVMFlag", "numFlags", true, WD_ANY },
+	/* The heap's collection counter (the agent's GC records). */
+	{ VP_HS_UNIVERSE_HEAP, "Universe", "_collectedHeap", true, WD_PTR },
+	{ VP_HS_HEAP_TOTAL_COLLECTIONS, "CollectedHeap", "_total_collections", false, WD_ANY },
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 

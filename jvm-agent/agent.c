@@ -81,7 +81,9 @@ const struct vp_hs_vm *hotspot_vm(void)
 	if (!state) {
 		char why[160];
 		void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-		state = vp_hs_vm__read_self(&vm, h, why, sizeof(why)) ? -1 : 1;
+		int rc = vp_hs_vm__read_self(&vm, h, why, sizeof(why));
+		/* Tables not published yet (-EAGAIN): ask again next time. */
+		state = rc == -EAGAIN ? 0 : rc ? -1 : 1;
 		if (h)
 			dlclose(h);
 	}
@@ -584,6 +586,51 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	st_end(ST_DYNAMIC, &m);
 }
 
+/* What each GC was (issue 26), from HotSpot's collection counters: CollectedHeap::
+ * _total_collections is in the exported structure tables; _total_full_collections is
+ * not, but has been the unsigned int right after it in every JDK from 8 to 25. Read
+ * with plain loads in the GC callback (the heap outlives every GC), the previous values
+ * kept there: a collection moved one counter or both, a pause of a concurrent cycle
+ * neither. name: the collector, from its Use*GC flag. */
+static struct {
+	bool ok;
+	void **heap;           /* &Universe::_collectedHeap */
+	uint64_t total_off;    /* of _total_collections in CollectedHeap */
+	uint32_t last_total, last_full;   /* GC callback only, after init */
+	char name[16];
+} gc_info;
+
+static void gc_info_init(void)
+{
+	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
+						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
+						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
+	const struct vp_hs_vm *vm = hotspot_vm();
+
+	if (!vm)
+		return;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]) && !gc_info.name[0]; i++) {
+		uint64_t value, fl;
+		if (!vp_hs_vm__find_flag(vm, &vp_hs_mem_direct, flags[i][0], &value, &fl) && value &&
+		    *(const bool *)(uintptr_t)value)
+			snprintf(gc_info.name, sizeof(gc_info.name), "%s", flags[i][1]);
+	}
+	uint64_t heap_at = vp_hs_vm__address(vm, VP_HS_UNIVERSE_HEAP);
+	int64_t off = vp_hs_vm__offset(vm, VP_HS_HEAP_TOTAL_COLLECTIONS);
+	if (heap_at && off >= 0) {
+		gc_info.heap = (void **)(uintptr_t)heap_at;
+		gc_info.total_off = (uint64_t)off;
+		uint32_t c[2];
+		void *heap = *gc_info.heap;
+		/* Before the heap exists (agent loaded at start) both counters are 0. */
+		if (!heap || read_self((uint64_t)(uintptr_t)heap + gc_info.total_off, c, sizeof(c))) {
+			gc_info.last_total = heap ? c[0] : 0;
+			gc_info.last_full = heap ? c[1] : 0;
+			gc_info.ok = gc_info.last_full <= gc_info.last_total;
+		}
+	}
+}
+
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
  * monitor: a Java thread that holds it blocks for this very safepoint inside
  * RawMonitorNotifyAll/Exit, and the GC would then wait for it forever (seen on JDK 25).
@@ -597,6 +644,23 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 		__atomic_add_fetch(&stats.n[ST_GC], 1, __ATOMIC_RELAXED);
 	uint64_t h = __atomic_load_n(&agent.gc_head, __ATOMIC_RELAXED);
 	agent.gc_time[h % GC_RING] = now_ns();
+	uint8_t kind = VP_GC_UNKNOWN;
+	uint32_t total = 0, full = 0;
+	const char *heap = gc_info.ok ? *(char *const *)gc_info.heap : NULL;
+	if (heap) {
+		total = *(const volatile uint32_t *)(heap + gc_info.total_off);
+		full = *(const volatile uint32_t *)(heap + gc_info.total_off + 4);
+		/* A full count above the total means the layout is not the one assumed. */
+		kind = full > total ? VP_GC_UNKNOWN : full != gc_info.last_full ? VP_GC_FULL
+		     : total != gc_info.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
+		if (full > total)
+			full = 0;
+		gc_info.last_total = total;
+		gc_info.last_full = full;
+	}
+	agent.gc_id[h % GC_RING] = total;
+	agent.gc_full[h % GC_RING] = full;
+	agent.gc_kind[h % GC_RING] = kind;
 	__atomic_store_n(&agent.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
@@ -630,6 +694,7 @@ static int begin_epoch(uint32_t reason, uint64_t t)
 	if (t < agent.epoch_t)
 		t = agent.epoch_t;
 	agent.epoch_t = t;
+	agent.gc_since = 0;
 	vp_cm_ranges__clear(&agent.epoch_used);
 	agent.epoch_dirty = false;
 	return cfile_writer__append(agent.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
@@ -885,10 +950,20 @@ static int apply_gcs(uint64_t t)
 		uint64_t g = agent.gc_time[agent.gc_tail % GC_RING];
 		if (g > t)
 			break;
-		agent.gc_tail++;
+		uint64_t i = (agent.gc_tail++) % GC_RING;
+		uint32_t since = ++agent.gc_since;
 		if (agent.epoch_dirty) {
-			int err = next_epoch(VP_EPOCH_GC, g);
+			int err = next_epoch(VP_EPOCH_GC, g);   /* resets gc_since */
 			if (err)
+				return err;
+			/* Which GC it was, right after the EPOCH_BEGIN it explains. */
+			uint8_t b[sizeof(struct vp_cm_gc) + sizeof(gc_info.name)];
+			struct vp_cm_gc x = { .epoch = agent.epoch, .gc_id = agent.gc_id[i], .full_gcs = agent.gc_full[i],
+					      .gcs = since, .kind = agent.gc_kind[i],
+					      .name_len = (uint16_t)strnlen(gc_info.name, sizeof(gc_info.name)) };
+			memcpy(b, &x, sizeof(x));
+			memcpy(b + sizeof(x), gc_info.name, x.name_len);
+			if ((err = cfile_writer__append(agent.w, VP_CM_GC, g, b, sizeof(x) + x.name_len)))
 				return err;
 		}
 	}
@@ -2064,6 +2139,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	watch_open();
 	agent.frame_pointers = detect_frame_pointers();
 	choose_code_source();
+	gc_info_init();
 	agent.qbuf[0] = malloc(QUEUE_BYTES);
 	agent.qbuf[1] = malloc(QUEUE_BYTES);
 	agent.seen = calloc(SEEN_SLOTS, sizeof(*agent.seen));

@@ -72,8 +72,11 @@ struct agent {
 
 	/* Written only by the GC callback (one VM thread at a time), read by the writer. */
 	uint64_t gc_time[GC_RING];
+	uint32_t gc_id[GC_RING], gc_full[GC_RING];   /* the JVM's counters after each (gc_info) */
+	uint8_t gc_kind[GC_RING];                    /* enum vp_cm_gc_kind */
 	uint64_t gc_head;      /* published with release semantics */
 	uint64_t gc_tail;      /* writer side */
+	uint32_t gc_since;     /* writer side: GCs since the current epoch began */
 
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
 	struct cfile_writer *w;
