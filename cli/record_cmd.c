@@ -770,6 +770,15 @@ int cmd_record(int argc, char **argv)
 			close(sock);
 			return 2;
 		}
+		/* Through the service the client attaches the user's own -p JVMs; on -a nobody
+		 * attaches any (the user cannot load an agent into other users' JVMs). */
+		if ((o.alloc_bytes || o.lock) && o.target == RECORD_TARGET_ALL) {
+			fprintf(stderr, "viprof record: -e %s with -a: through the service (uid %u) no running JVM gets the "
+					"agent that records it; name your own JVMs with -p PID\n", o.alloc_bytes ? "alloc" : "lock",
+				(unsigned)getuid());
+			close(sock);
+			return 2;
+		}
 		if (o.jvm_attach == RECORD_JVM_NONE && o.target == RECORD_TARGET_PIDS)
 			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
 		return record_via_service(&o, sock);

@@ -25,10 +25,11 @@ void record_opts__usage(FILE *f)
 		"                         page-faults, or raw rNNNN); default: cycles where this\n"
 		"                         machine counts them, else cpu-clock (see 'viprof probe');\n"
 		"                         EV/period=N/ or EV/freq=N/ sets that event's own rate;\n"
-		"                         alloc: a launched JVM's allocations (JVMTI sampling every\n"
-		"                         512 KiB, alloc/period=BYTES/ to change), as event alloc;\n"
-		"                         lock: its contended monitors and java.util.concurrent\n"
+		"                         alloc: the JVMs' allocations (JVMTI sampling every 512 KiB,\n"
+		"                         alloc/period=BYTES/ to change), as event alloc;\n"
+		"                         lock: their contended monitors and java.util.concurrent\n"
 		"                         waits of 10 us or more (lock/period=NS/), as event lock\n"
+		"                         (a running JVM, -p or -a: monitors only, see docs/java.md)\n"
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"
@@ -336,13 +337,11 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	}
 	if (o->period)
 		o->freq = 0;
-	if (o->alloc_bytes && o->target != RECORD_TARGET_LAUNCH)
-		return fail(err, errlen, "-e alloc samples allocations in a JVM that viprof launches (viprof record -e alloc -- java ...); "
-			    "for a running JVM start it with -agentpath:libviprof-jvmti.so=alloc=524288 instead");
-	if (o->lock && o->target != RECORD_TARGET_LAUNCH)
-		return fail(err, errlen, "-e lock records contended locks in a JVM that viprof launches (viprof record -e lock -- java ...): "
-			    "the JVM grants the events it needs only at start; start a running JVM with "
-			    "-agentpath:libviprof-jvmti.so=locks=10000 instead");
+	/* On -p and -a the agent goes into running JVMs by attach, with the session's alloc=
+	 * and locks= (issue 25); --jvm-attach none would leave nothing to record them. */
+	if ((o->alloc_bytes || o->lock) && o->target != RECORD_TARGET_LAUNCH && o->jvm_attach == RECORD_JVM_NONE)
+		return fail(err, errlen, "-e %s needs the JVM agent in the running JVMs, which --jvm-attach none keeps out; "
+			    "leave --jvm-attach none out, or name the JVMs (--jvm-attach PID,..)", o->alloc_bytes ? "alloc" : "lock");
 	if ((o->alloc_bytes || o->lock) && o->no_jit)
 		return fail(err, errlen, "-e alloc and -e lock need the JVM agent, which --no-jit turns off");
 	return 0;

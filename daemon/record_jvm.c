@@ -231,11 +231,36 @@ static void add_vthreads(char *options, size_t len, bool on)
 		strcat(options, ",vthreads=1");
 }
 
+/* -e alloc and -e lock (issue 25): the agent's alloc= and locks= options, appended to
+ * opts; every session says them (or not), so a JVM that had them in an earlier session
+ * stops sampling when this one does not ask. */
+static void profile_options(char *opts, size_t len, const struct vp_record_opts *o)
+{
+	size_t n = strlen(opts);
+	if (o->alloc_bytes && n < len)
+		n += (size_t)snprintf(opts + n, len - n, ",alloc=%llu", (unsigned long long)o->alloc_bytes);
+	if (o->lock && n < len)
+		snprintf(opts + n, len - n, ",locks=%llu", (unsigned long long)o->lock_ns);
+}
+
+/* What -e lock records in a JVM that took the agent by attach: HotSpot grants the
+ * breakpoint and frame-pop events that time java.util.concurrent parks only to an agent
+ * loaded at start, so only contended monitors (the agent says so in the JVM's stderr,
+ * this says it to the user). n: the JVMs that took the agent. */
+static int lock_note(const struct vp_record_opts *o, int n)
+{
+	if (o->lock && n > 0 && !o->quiet)
+		fprintf(o->log ? o->log : stderr, "viprof: -e lock in %d running JVM%s: contended synchronized monitors "
+			"only, unless started with -agentpath:libviprof-jvmti.so=locks=10000 (HotSpot grants the events that "
+			"time java.util.concurrent waits only at start)\n", n, n == 1 ? "" : "s");
+	return n;
+}
+
 static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
-		      bool warn_fp, bool vthreads)
+		      bool warn_fp, const struct vp_record_opts *o)
 {
 	const char *session = vp_session_writer__dir(w);
-	char options[PATH_MAX + 16], err[512] = "", rel[64];
+	char options[PATH_MAX + 96], err[512] = "", rel[64];
 	struct timespec ts;
 	uint32_t flags = 0;
 
@@ -248,7 +273,8 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 	else
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
-	add_vthreads(options, sizeof(options), vthreads);
+	profile_options(options, sizeof(options), o);
+	add_vthreads(options, sizeof(options), o->off_cpu);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
 	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
@@ -261,7 +287,8 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		int chan = -1;
 
 		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
-		add_vthreads(options, sizeof(options), vthreads);
+		profile_options(options, sizeof(options), o);
+		add_vthreads(options, sizeof(options), o->off_cpu);
 		e = send_over_channel(l, pid, options, fds);
 		if (!e)
 			flags |= VP_JVM_CHANNEL;
@@ -356,9 +383,9 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags)
 {
 	FILE *log = o->log ? o->log : stderr;
-	char options[PATH_MAX + 16], err[512];
+	char options[PATH_MAX + 96], err[512];
 	uid_t self = geteuid();
-	int n = 0;
+	int n = 0, loaded = 0;
 
 	for (int i = 0; i < npids; i++) {
 		pid_t pid = pids[i];
@@ -371,6 +398,8 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
 		else
 			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
+		profile_options(options, sizeof(options), o);
+		add_vthreads(options, sizeof(options), o->off_cpu);
 		uint32_t flags = record_jvm__frame_pointers(pid) ? 0 : VP_JVM_NO_FRAME_POINTERS;
 		err[0] = '\0';
 		int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
@@ -383,7 +412,9 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 				"short\n", (int)pid);
 		jvm_pids[n] = pid;
 		jvm_flags[n++] = flags;
+		loaded += !e;
 	}
+	lock_note(o, loaded);
 	return n;
 }
 
@@ -395,11 +426,11 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 		for (int i = 0; i < npids; i++) {
 			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
-			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), o->off_cpu)) < 0)
+			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), o)) < 0)
 				return r;
 			loaded += r;
 		}
-		return loaded;
+		return lock_note(o, loaded);
 	}
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -424,7 +455,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			k++;
 		if (k == nusers && nusers < 64)
 			users[nusers++] = uid;
-		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, FP_WALK(o), o->off_cpu)) < 0) {
+		if ((r = attach_one(w, l, pid, agent, o->log ? o->log : stderr, FP_WALK(o), o)) < 0) {
 			closedir(d);
 			return r;
 		}
@@ -436,5 +467,5 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			chosen, found, nusers, nusers == 1 ? "" : "s",
 			o->jvm_attach_given ? ""
 			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");
-	return loaded;
+	return lock_note(o, loaded);
 }

@@ -1070,8 +1070,10 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
 	lock();
-	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_ALLOC_SAMPLE, t,
-						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	/* Checked again under the queue's lock: a session that turned sampling off before its
+	 * switch (profiles_apply) gets none of it, not even from a thread preempted above. */
+	struct vp_cm_alloc_sample *b = !alloc_interval ? NULL :
+		q_reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -1116,6 +1118,7 @@ static void alloc_start(void)
 
 /* locks=NS: record waits at least NS long (-1: off); lock= is the recorder's lock file. */
 static int64_t lock_threshold = -1;
+static bool lock_parks;            /* breakpoint and frame-pop events granted: j.u.c parks too */
 static jmethodID park_methods[2];  /* LockSupport.park(Object), parkNanos(Object, long) */
 static __thread uint64_t tl_lock_start, tl_park_start;
 static __thread char tl_park_class[256];
@@ -1133,8 +1136,8 @@ static void queue_lock(jvmtiEnv *jvmti, uint64_t start, const char *sig)
 		n = 0;
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	lock();
-	struct vp_cm_alloc_sample *b = q_reserve(VP_CM_LOCK_SAMPLE, t,
-						  sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+	struct vp_cm_alloc_sample *b = lock_threshold < 0 ? NULL :   /* as in cb_sampled_alloc */
+		q_reserve(VP_CM_LOCK_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -1228,14 +1231,63 @@ static void lock_start(void)
 	caps.can_generate_breakpoint_events = 1;
 	caps.can_generate_frame_pop_events = 1;
 	caps.can_access_local_variables = 1;
-	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE) {
-		fprintf(stderr, "viprof agent: lock profiling is unavailable: %s (it needs monitor, breakpoint and frame pop "
-			"events, which a JVM grants at start); recording without it\n", jvmti_err(e));
-		lock_threshold = -1;
-		return;
+	lock_parks = (e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) == JVMTI_ERROR_NONE;
+	if (!lock_parks) {
+		/* A running JVM (attach) grants monitor events but not the others: monitors only. */
+		jvmtiCapabilities mon = { 0 };
+		mon.can_generate_monitor_events = 1;
+		jvmtiError em = (*agent.jvmti)->AddCapabilities(agent.jvmti, &mon);
+		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s (breakpoint and frame pop "
+			"events, which HotSpot grants only while the JVM starts: start it with "
+			"-agentpath:libviprof-jvmti.so=locks=10000 for them); %s\n", jvmti_err(e),
+			em == JVMTI_ERROR_NONE ? "recording contended monitors only" : "recording no locks");
+		if (em != JVMTI_ERROR_NONE) {
+			lock_threshold = -1;
+			return;
+		}
 	}
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-		(*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, ev[i], NULL);
+		if (lock_parks || i < 2)
+			(*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, ev[i], NULL);
+}
+
+static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
+
+/* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
+ * the recorder's channel), on a thread that may call JNI (lock_vm_init): called before
+ * the switch (starting=false) it turns off what the new session does not record, so that
+ * none of it lands in the new map; after the switch (starting=true) it turns on or
+ * retunes what the new session asks for, so that none of it lands in the old one. */
+static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks, bool starting)
+{
+	static const jvmtiEvent lock_ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+					      JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
+	if (!starting) {
+		if (!alloc && alloc_interval) {
+			alloc_interval = 0;
+			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+		}
+		if (locks < 0 && lock_threshold >= 0) {
+			lock_threshold = -1;
+			for (size_t i = 0; i < sizeof(lock_ev) / sizeof(lock_ev[0]); i++)
+				(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, lock_ev[i], NULL);
+			for (int i = 0; i < 2 && lock_parks; i++)
+				if (park_methods[i])
+					(*jvmti)->ClearBreakpoint(jvmti, park_methods[i], 0);
+		}
+		return;
+	}
+	if (alloc && alloc != alloc_interval) {
+		alloc_interval = alloc;
+		alloc_start();
+	}
+	if (locks >= 0 && lock_threshold < 0) {
+		lock_threshold = locks;
+		lock_start();
+		lock_vm_init(jvmti, jni);
+	} else if (locks >= 0) {
+		lock_threshold = locks;
+	}
 }
 
 /* At VMInit: the breakpoints in LockSupport (loading it early is harmless: the JDK's own
@@ -1244,7 +1296,7 @@ static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	static const char *const sigs[2] = { "(Ljava/lang/Object;)V", "(Ljava/lang/Object;J)V" };
 	static const char *const names[2] = { "park", "parkNanos" };
-	if (lock_threshold < 0)
+	if (lock_threshold < 0 || !lock_parks)
 		return;
 	jclass k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport");
 	if (!k) {
@@ -1811,6 +1863,7 @@ static int parse_options(const char *options, struct session_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
 	vthread_option(NULL, 0);   /* each session says whether it wants virtual threads */
+	o->locks = -1;
 	if (!options)
 		options = "";
 	const char *p = options;
@@ -1839,7 +1892,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			long long v = strtoll(p + 6, &e, 10);
 			if ((e != p + len) || v < 0)
 				return -EINVAL;
-			lock_threshold = v;
+			o->locks = v;
 		} else if (len > 6 && !strncmp(p, "alloc=", 6)) {
 			char num[24];
 			snprintf(num, sizeof(num), "%.*s", (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
@@ -1847,7 +1900,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			unsigned long long v = strtoull(num, &e, 10);
 			if (*e || !v)
 				return -EINVAL;
-			alloc_interval = v;
+			o->alloc = v;
 		} else if (measure_option(p, len) || vthread_option(p, len)) {
 			/* taken */
 		} else if (len) {
@@ -2105,6 +2158,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
+	alloc_interval = so.alloc;
+	lock_threshold = so.locks;
 	agent.new_chan = so.chan_fd;
 	watch_open();
 	agent.frame_pointers = detect_frame_pointers();
@@ -2216,7 +2271,7 @@ static int switch_to(struct session_opts *so);
 
 /* A second attach to a JVM that has the agent: the agent thread ends the current
  * session's map (if any) and opens the new one; then this thread replays. */
-static int new_session(const char *options)
+static int new_session(JavaVM *vm, const char *options)
 {
 	struct session_opts so;
 	int err;
@@ -2232,7 +2287,16 @@ static int new_session(const char *options)
 		return err;
 	}
 	agent.new_chan = so.chan_fd;
-	return switch_to(&so);
+	JNIEnv *jni = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+		jni = NULL;
+	if (jni)
+		profiles_apply(agent.jvmti, jni, so.alloc, so.locks, false);
+	if ((err = switch_to(&so)))
+		return err;
+	if (jni)
+		profiles_apply(agent.jvmti, jni, so.alloc, so.locks, true);
+	return 0;
 }
 
 /* Hands so (its descriptors with it) to the agent thread for a new session and waits
@@ -2299,8 +2363,6 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 	int fd = (int)(intptr_t)arg;
 	struct timeval none = { 0 };
 
-	(void)jvmti;
-	(void)jni;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
 	for (;;) {
 		char payload[PATH_MAX + 8];
@@ -2340,9 +2402,13 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			so.map_fd = got[0];
 			so.lock_fd = got[1];
 			got[0] = got[1] = -1;
+			if (!agent.failed)
+				profiles_apply(jvmti, jni, so.alloc, so.locks, false);
 			err = agent.failed ? -EALREADY : switch_to(&so);
-			if (!err)
+			if (!err) {
+				profiles_apply(jvmti, jni, so.alloc, so.locks, true);
 				replay();
+			}
 		}
 		for (int i = 0; i < 2; i++)
 			if (got[i] >= 0)
@@ -2381,7 +2447,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 {
 	if (agent.jvmti) {
 		agent.new_chan = -1;
-		if (new_session(options)) {
+		if (new_session(vm, options)) {
 			if (agent.new_chan >= 0)
 				close(agent.new_chan);
 			agent.new_chan = -1;
@@ -2409,6 +2475,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		agent.new_chan = -1;
 		return JNI_ERR;
 	}
+	lock_vm_init(agent.jvmti, jni);   /* locks= on attach: the parks' breakpoints, where granted */
 	replay();
 	start_channel(vm, agent.new_chan);
 	agent.new_chan = -1;

@@ -45,6 +45,9 @@ struct session_opts {
 	/* The connection they came on, kept: the recorder's next session comes on it
 	 * (channel_thread) instead of another attach. -1 if none. */
 	int chan_fd;
+	/* alloc=BYTES (0: off) and locks=NS (-1: off): each session says what it records. */
+	uint64_t alloc;
+	int64_t locks;
 };
 
 struct agent {

@@ -20,6 +20,20 @@ static void kv_str(struct vp_out *o, const char *key, const char *value)
 	vp_json_str(o, value, false);
 }
 
+/* A compiled Java frame's compile tier (issue 25): "tier" ("C1" or "C2", as the text
+ * report's [jit C1] says it) and HotSpot's "compile_level" (1-3 C1, 4 C2). Frames whose
+ * tier is unknown (interpreted, native, or maps without levels) have neither key. The
+ * tier is part of a frame's identity: a method's C1 and C2 code are two frames. */
+static void tier_fields(struct vp_out *o, const struct vp_frame *f)
+{
+	const char *tn = vp_tier_name((uint8_t)vp_tier_level(f->tier));   /* OSR or not, one tier */
+	if (!*tn)
+		return;
+	vp_out__puts(o, ",");
+	kv_str(o, "tier", tn);
+	vp_out__printf(o, ",\"compile_level\":%u", vp_tier_level(f->tier));
+}
+
 /* How the user stacks ended, as numbers (the loader keeps them as stack_end.* session
  * metadata); "truncated" is every ending but the root, unknown endings not counted. */
 static void stack_ends(const struct vp_profile *p, struct vp_out *o)
@@ -104,6 +118,7 @@ static void write_top(struct vp_out *o, const struct vp_profile *p, const struct
 		kv_str(o, "layer", vp_layer_name(f->layer));
 		vp_out__puts(o, ",");
 		kv_str(o, "image", f->image);
+		tier_fields(o, f);
 		vp_out__printf(o, ",\"self\":%llu,\"total\":%llu,\"self_pct\":", (unsigned long long)fc->self,
 			       (unsigned long long)fc->total);
 		num(o, vp_pct(fc->self, tot));
@@ -292,6 +307,7 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 		kv_str(o, "layer", vp_layer_name(f->layer));
 		vp_out__puts(o, ",");
 		kv_str(o, "image", f->image);
+		tier_fields(o, f);
 		vp_out__puts(o, ",");
 		kv_str(o, "build_id", f->build_id);
 		vp_out__puts(o, ",");

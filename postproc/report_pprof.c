@@ -244,7 +244,7 @@ struct pp {
 	uint64_t **ids;    /* per sample, its location ids (owned) */
 	PbLabel *labels;   /* NLABELS per sample */
 	size_t nv;
-	int64_t k_pid, k_tid, k_thread, k_layer, k_process, k_host;
+	int64_t k_pid, k_tid, k_thread, k_layer, k_process, k_host, k_tier, v_tier[2];
 	int64_t host;      /* the recording machine's name (meta "hostname"), or -1 */
 	int64_t k_container, k_pod, k_cgroup;
 	struct pname *pnames; size_t npnames;
@@ -255,8 +255,11 @@ struct pp {
  * scraped from many VMs stay apart when a fleet tool merges them; for a process in a
  * container also container_id, pod_uid (Kubernetes) and cgroup, the names the
  * OpenTelemetry profiler's container attributes use in spirit, so one VM's profile
- * splits by container. */
-#define NLABELS 9
+ * splits by container. A sample whose leaf is compiled Java code also has its compiler,
+ * tier C1 or C2 (issue 25; async-profiler's _[1] and _[j]): `pprof -tagfocus=tier=C1`.
+ * Only the leaf's, as labels belong to samples; a method's C1 and C2 code are two
+ * Functions of one name, which pprof shows as one function. */
+#define NLABELS 10
 
 static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_stack *s, uint64_t *ids, size_t nids,
 		     const int64_t *v)
@@ -287,6 +290,12 @@ static int pp_sample(struct pp *w, const struct vp_profile *p, const struct vp_s
 	w->samples[i].n_location_id = nids;
 	w->samples[i].n_value = w->nv;
 	size_t nl = 5;
+	const struct vp_frame *leaf = s->nframes ? &p->frames[s->frames[s->nframes - 1]] : NULL;
+	if (leaf && (leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && vp_tier_level(leaf->tier) &&
+	    vp_tier_level(leaf->tier) <= VP_TIER_C2) {
+		lb[nl].key = w->k_tier;
+		lb[nl++].str = w->v_tier[vp_tier_is_c1(leaf->tier) ? 0 : 1];
+	}
 	if (w->host > 0) {
 		lb[nl].key = w->k_host;
 		lb[nl++].str = w->host;
@@ -391,6 +400,11 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 	w.k_thread = strtab_add(&st, "thread");
 	w.k_layer = strtab_add(&st, "layer");
 	w.k_process = strtab_add(&st, "process");
+	w.k_tier = strtab_add(&st, "tier");
+	w.v_tier[0] = strtab_add(&st, "C1");
+	w.v_tier[1] = strtab_add(&st, "C2");
+	if (w.k_tier < 0 || w.v_tier[0] < 0 || w.v_tier[1] < 0)
+		goto cleanup;
 	if (!(w.pnames = pnames_build(p, &w.npnames)))
 		goto cleanup;
 	const char *host = vp_profile__meta(p, "hostname");

@@ -4,9 +4,18 @@
  * the split, by samples (folded) and by bytes (the text report's alloc column); the
  * pprof sample types are Go's alloc_objects and alloc_space; the JFR output has one
  * jdk.ObjectAllocationSample per sample, which that JDK's jfr tool prints with its class
- * and stack. Argument: 17 or 25. */
+ * and stack. Argument: 17 or 25.
+ *
+ * With a second argument "asprof" (test-alloc-asprof-jvm): the same run also has
+ * async-profiler's `event=alloc,total` loaded as a second agent, both every 128 KiB (its build directory in
+ * ASPROF_HOME: lib/ or build/lib/libasyncProfiler.so; skipped without it, as in CI),
+ * and viprof's split by bytes must be within 3 pp of async-profiler's as well as of the
+ * fixture's. Both agents take the JVM's JVMTI heap samples (HotSpot has one sampler per
+ * JVM, each agent is told of every sample), so the comparison checks what each makes of
+ * them: stacks, class names and weights, not two independent samplings. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test-agent-util.h"
 #include "test-record-util.h"
@@ -33,16 +42,58 @@ static long folded_count(const char *folded, const char *method, const char *lea
 	return n;
 }
 
+/* async-profiler's library under ASPROF_HOME, or a skip saying why there is none. */
+static const char *asprof_lib(void)
+{
+	static char lib[600];
+	const char *home = getenv("ASPROF_HOME");
+	if (!home || !*home)
+		SKIP("ASPROF_HOME is not set (an async-profiler build directory); nothing to compare with");
+	const char *sub[] = { "lib", "build/lib" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(lib, sizeof(lib), "%s/%s/libasyncProfiler.so", home, sub[i]);
+		if (!access(lib, R_OK))
+			return lib;
+	}
+	SKIP("no libasyncProfiler.so under %s/lib or %s/build/lib", home, home);
+}
+
+/* async-profiler's bytes (collapsed with total) under method;class, summed. */
+static long long asprof_bytes(const char *collapsed, const char *method, const char *cls)
+{
+	char pat[256];
+	long long n = 0;
+	snprintf(pat, sizeof(pat), ";%s;%s", method, cls);
+	for (const char *p = collapsed; (p = strstr(p, pat)); p++) {
+		const char *sp = strchr(p, ' '), *nl = strchr(p, '\n');
+		if (sp && (!nl || sp < nl))
+			n += strtoll(sp + 1, NULL, 10);
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	bool jdk17;
 	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
 	tu_require_fixtures();
+	bool vs = argc > 2 && !strcmp(argv[2], "asprof");
+	const char *aplib = vs ? asprof_lib() : NULL;
 	char *tmp = tu_tmpdir("alloc");
-	char dir[600], out[8192];
+	char dir[600], out[8192], apfile[700], apopt[1400];
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
-	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "alloc", "-o", dir, "--", (char *)java, "-cp",
-			(char *)VIPROF_JAVA_CLASSES, "AllocSplit", "3", NULL };
+	snprintf(apfile, sizeof(apfile), "%s/ap.collapsed", tmp);
+	/* Side by side both sample every 128 KiB (one interval per JVM: both agents set it),
+	 * four times as often as the default, so that the comparison rests on thousands of
+	 * samples even when the machine is loaded. */
+	snprintf(apopt, sizeof(apopt), "-agentpath:%s=start,event=alloc,alloc=131072,total,collapsed,file=%s",
+		 aplib ? aplib : "", apfile);
+	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", vs ? "alloc/period=131072/" : "alloc", "-o", dir, "--", (char *)java, "-cp",
+			(char *)VIPROF_JAVA_CLASSES, "AllocSplit", "3", NULL, NULL };
+	if (vs) {   /* async-profiler's agent before the class path */
+		memmove(&rec[11], &rec[10], 4 * sizeof(rec[0]));
+		rec[10] = apopt;
+	}
 	int rc = tr_run(tmp, rec, out, sizeof(out));
 	if (rc)
 		FAIL("viprof record -e alloc exited %d: %s", rc, out);
@@ -86,6 +137,19 @@ int main(int argc, char **argv)
 	free(txt);
 	fprintf(stderr, "alloc bytes: long[] %.1f%%, double[] %.1f%%\n", la, ld);
 	ASSERT_DBL_NEAR(la / (la + ld) * 100.0, 75.0, 3.0);
+	if (vs) {
+		char *ap = tu_read(apfile);
+		ASSERT_NOT_NULL(ap);
+		long long aa = asprof_bytes(ap, "AllocSplit.a", "long[]"), ab = asprof_bytes(ap, "AllocSplit.b", "double[]");
+		free(ap);
+		ASSERT_GT(aa + ab, 0);
+		double vp = la / (la + ld) * 100.0, as = 100.0 * (double)aa / (double)(aa + ab);
+		fprintf(stderr, "long[] share of the bytes: viprof %.2f%%, async-profiler %.2f%% (%.1f MB sampled), "
+			"fixture 75%%: viprof - async-profiler %+.2f pp\n", vp, as, (double)(aa + ab) / 1e6, vp - as);
+		ASSERT_DBL_NEAR(vp, as, 3.0);
+		tu_rm_rf(tmp);
+		return 0;   /* the formats are test-alloc-jvm's */
+	}
 
 	/* pprof: Go's names for the two sample types. */
 	char pb[700];

@@ -75,6 +75,17 @@ static void test_parser(void)
 	ASSERT_CONTAINS(err, "no-such-user-vp: no such user");
 	ASSERT_EQ(PARSE(&o, "-a", "--jvm-attach", "some"), -EINVAL);
 	ASSERT_CONTAINS(err, "--jvm-attach some");
+	/* -e alloc and -e lock on running JVMs go with the attach (issue 25); with no agent to
+	 * take them, refused with the cause. */
+	ASSERT_OK(PARSE(&o, "-p", "17", "-e", "alloc,lock"));
+	ASSERT_UEQ(o.alloc_bytes, 524288);
+	ASSERT_TRUE(o.lock);
+	ASSERT_OK(PARSE(&o, "-a", "-e", "alloc/period=65536/"));
+	ASSERT_UEQ(o.alloc_bytes, 65536);
+	ASSERT_EQ(PARSE(&o, "-p", "17", "-e", "lock", "--jvm-attach", "none"), -EINVAL);
+	ASSERT_CONTAINS(err, "-e lock needs the JVM agent in the running JVMs, which --jvm-attach none keeps out");
+	ASSERT_EQ(PARSE(&o, "-a", "-e", "alloc", "--no-jit"), -EINVAL);
+	ASSERT_CONTAINS(err, "--no-jit");
 
 	/* Without '--' the first non-option starts the command, and -g after it is CMD's. */
 	ASSERT_OK(PARSE(&o, "-F", "4000", "-g", "-o", "d", "sleep", "-g"));

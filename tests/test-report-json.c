@@ -41,6 +41,14 @@ int main(void)
 	struct vp_profile *p = synth_java_profile();
 	uint32_t w = synth_frame(p, VP_LAYER_NATIVE, "we\"ird\\ \n\x01\x7f </script> \xff\xc3\x28 ok \xc3\xa9", "/x", 0);
 	ASSERT_OK(vp_profile__add(p, &w, 1, 1, 1, "tab\there", 0, 1, 1));
+	/* One method's C1 (level 3) and C2 code: two frames, each with its tier (issue 25). */
+	struct vp_frame t1 = { .name = "com.example.Tiered.run()", .image = "[jit]", .layer = VP_LAYER_JIT, .tier = 3 };
+	struct vp_frame t2 = t1;
+	t2.tier = VP_TIER_C2 | VP_TIER_OSR;
+	uint32_t tf[2] = { vp_profile__frame(p, &t1), vp_profile__frame(p, &t2) };
+	ASSERT_NE(tf[0], tf[1]);
+	ASSERT_OK(vp_profile__add(p, &tf[0], 1, 1, 1, "tiered", 0, 1, 1));
+	ASSERT_OK(vp_profile__add(p, &tf[1], 1, 1, 1, "tiered", 0, 1, 1));
 	vp_profile__set_meta(p, "cmdline", "java -jar \"app.jar\"");
 	vp_profile__warn(p, "lost 3 samples\twhile draining");
 	write_json(p, NULL, a);
@@ -52,9 +60,13 @@ int main(void)
 	ASSERT_CONTAINS(txt, "\"we\\\"ird\\\\ \\n\\u0001\\u007f </script> \\ufffd\\ufffd( ok \xc3\xa9\"");
 	ASSERT_CONTAINS(txt, "\"comm\":\"tab\\there\"");
 	ASSERT_CONTAINS(txt, "\"cmdline\":\"java -jar \\\"app.jar\\\"\"");
-	ASSERT_CONTAINS(txt, "\"cpu-clock\":{\"samples\":1001,\"weight\":1000000001}");
-	/* The top frame is the inlined encode at 400 of 1001 samples. */
-	ASSERT_CONTAINS(txt, "\"name\":\"com.example.Codec.encode\",\"layer\":\"inlined\",\"image\":\"[jit]\",\"self\":400,\"total\":400,\"self_pct\":39.96");
+	ASSERT_CONTAINS(txt, "\"cpu-clock\":{\"samples\":1003,\"weight\":1000000003}");
+	ASSERT_CONTAINS(txt, "\"name\":\"com.example.Tiered.run()\",\"layer\":\"jit\",\"image\":\"[jit]\",\"tier\":\"C1\",\"compile_level\":3,\"build_id\"");
+	ASSERT_CONTAINS(txt, "\"name\":\"com.example.Tiered.run()\",\"layer\":\"jit\",\"image\":\"[jit]\",\"tier\":\"C2\",\"compile_level\":4,\"build_id\"");
+	/* Frames without a known tier have neither key. */
+	ASSERT_CONTAINS(txt, "\"name\":\"com.example.Server.handle\",\"layer\":\"jit\",\"image\":\"[jit]\",\"build_id\"");
+	/* The top frame is the inlined encode at 400 of 1003 samples. */
+	ASSERT_CONTAINS(txt, "\"name\":\"com.example.Codec.encode\",\"layer\":\"inlined\",\"image\":\"[jit]\",\"self\":400,\"total\":400,\"self_pct\":39.88");
 	free(txt);
 
 	/* The validator is not a rubber stamp: a wrong schema tag, a layer outside the enum,
@@ -62,7 +74,9 @@ int main(void)
 	static const char *const breaks[][2] = {
 		{ "s/viprof-report/viprof-rep0rt/", "schema tag" },
 		{ "s/\"layer\":\"jit\"/\"layer\":\"java\"/", "layer enum" },
-		{ "s/\"samples\":1001,/\"samples\":1002,/", "totals" },
+		{ "s/\"samples\":1003,/\"samples\":1004,/", "totals" },
+		{ "s/\"tier\":\"C1\"/\"tier\":\"C3\"/", "tier enum" },
+		{ "s/\"compile_level\":3/\"compile_level\":5/", "compile level range" },
 	};
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		char cmd[1024];

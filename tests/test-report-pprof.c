@@ -186,6 +186,43 @@ static void test_addresses(void)
 	vp_profile__free(p);
 }
 
+/* Compile tiers (issue 25): a sample whose leaf is C1 code has label tier:C1, C2 code
+ * tier:C2 (an inlined leaf its compiled method's), other leaves none; the method's C1 and
+ * C2 frames are one function in pprof's views. */
+static void test_tiers(void)
+{
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	ASSERT_EQ(vp_profile__add_event(p, "cpu-clock", "nanoseconds"), 0);
+	vp_profile__set_meta(p, "duration_ns", "1000000000");
+	struct vp_frame c1 = { .name = "Tiers.step(long)", .image = "[jit]", .layer = VP_LAYER_JIT, .tier = 3 };
+	struct vp_frame c2 = c1, inl = c1, in = c1;
+	c2.tier = VP_TIER_C2;
+	inl.name = "Tiers.mix(long)", inl.layer = VP_LAYER_INLINED, inl.tier = VP_TIER_C2;
+	in.name = "Tiers.main(String[])", in.image = "[interpreter]", in.layer = VP_LAYER_INTERPRETED, in.tier = 0;
+	uint32_t f_in = vp_profile__frame(p, &in), f_c1 = vp_profile__frame(p, &c1), f_c2 = vp_profile__frame(p, &c2);
+	uint32_t f_inl = vp_profile__frame(p, &inl);
+	uint32_t s1[2] = { f_in, f_c1 }, s2[2] = { f_in, f_c2 }, s3[3] = { f_in, f_c2, f_inl };
+	ASSERT_OK(vp_profile__add(p, s1, 2, 5, 5, "main", 0, 3, 3000000));
+	ASSERT_OK(vp_profile__add(p, s2, 2, 5, 5, "main", 0, 5, 5000000));
+	ASSERT_OK(vp_profile__add(p, s3, 3, 5, 5, "main", 0, 2, 2000000));
+	ASSERT_OK(vp_profile__add(p, &f_in, 1, 5, 5, "main", 0, 1, 1000000));
+	char *raw = write_and_run(p, "tiers.pb.gz", "-raw -symbolize=none");
+	/* (pprof merges the locations of one name: the tiers stay apart in the labels.) */
+	ASSERT_CONTAINS(raw, "          3    3000000: 1 2 \n                layer:[jit] process:[main] thread:[main] tier:[C1]\n");
+	ASSERT_CONTAINS(raw, "          5    5000000: 1 2 \n                layer:[jit] process:[main] thread:[main] tier:[C2]\n");
+	ASSERT_CONTAINS(raw, "          2    2000000: 3 1 2 \n                layer:[inlined] process:[main] thread:[main] tier:[C2]\n");
+	ASSERT_CONTAINS(raw, "          1    1000000: 2 \n                layer:[interpreted] process:[main] thread:[main]\n");
+	free(raw);
+	char *top = write_and_run(p, "tiers.pb.gz", "-top -symbolize=none -sample_index=samples");
+	expect(top, "Tiers.step(long)", 8, 72.73, 10, 90.91);   /* C1 and C2 code: one function */
+	free(top);
+	top = write_and_run(p, "tiers.pb.gz", "-top -symbolize=none -sample_index=samples -tagfocus=tier=C1");
+	expect(top, "Tiers.step(long)", 3, 27.27, 3, 27.27);
+	free(top);
+	vp_profile__free(p);
+}
+
 /* Two sessions merged: the durations add up, so the share of the wall time stays true
  * (one session's samples over twice its duration read 200% before). */
 static void test_merge(const struct vp_profile *one)
@@ -219,6 +256,7 @@ int main(void)
 			SKIP("could not build pprof from %s", PPROF_SRC);
 	}
 
+	test_tiers();
 	struct vp_profile *p = synth_java_profile();
 	vp_profile__warn(p, "session ended without END record");
 	struct vp_out o;

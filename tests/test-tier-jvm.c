@@ -4,7 +4,8 @@
  * runs: OSR) for half the run each. Recorded once with -XX:TieredStopAtLevel=1, their
  * compiled samples are marked C1 in the text report and in folded output (_[1]), and
  * `viprof maps show` lists them as C1 level 1 (loop's as OSR); recorded once with the
- * JVM's defaults, C2 (_[j]; C2 level 4, loop's OSR). Argument: 17 or 25 (the JDK). */
+ * JVM's defaults, C2 (_[j]; C2 level 4, loop's OSR); the JSON report's frames say the
+ * same (tier, compile_level). Argument: 17 or 25 (the JDK). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,13 @@ static void check(const char *java, const char *tmp, bool c1)
 	if (c1)
 		ASSERT_TRUE(strstr(folded, "Tiers.step(long)_[j]") == NULL);
 	free(folded);
+
+	/* JSON: the frames carry the tier and HotSpot's level. */
+	char *js[] = { (char *)VIPROF_BIN, "report", dir, "-F", "json", NULL };
+	char *json = run_report(tmp, js);
+	ASSERT_CONTAINS(json, c1 ? "\"name\":\"Tiers.step(long)\",\"layer\":\"jit\",\"image\":\"[jit]\",\"tier\":\"C1\",\"compile_level\":1,"
+			     : "\"name\":\"Tiers.step(long)\",\"layer\":\"jit\",\"image\":\"[jit]\",\"tier\":\"C2\",\"compile_level\":4,");
+	free(json);
 
 	char *maps = maps_show(tmp, dir);
 	ASSERT_CONTAINS(maps, c1 ? "Tiers.step(long)  (C1 level 1, loaded" : "Tiers.step(long)  (C2 level 4, loaded");

@@ -26,6 +26,19 @@ viprof_jvm_test(test-report-jfr-jvm 300)
 # record -e alloc: the agent's JVMTI allocation sampling, a 75/25 split of bytes in two
 # classes (jvm, JDK 17 and 25).
 viprof_jvm_test(test-alloc-jvm 240)
+# ... and side by side with async-profiler's -e alloc on the same run (ASPROF_HOME: an
+# async-profiler build; skipped without one, as in CI).
+foreach(jdk 17 25)
+  set(n test-alloc-asprof-jvm)
+  if(jdk EQUAL 25)
+    set(n test-alloc-asprof-jvm-jdk25)
+  endif()
+  add_test(NAME ${n} COMMAND test-alloc-jvm ${jdk} asprof WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(${n} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 LABELS jvm)
+endforeach()
+# record -e alloc and -e lock on running JVMs (-p): the options passed on attach and with
+# each later session, the lock profile's monitors-only limit said (jvm, JDK 17 and 25).
+viprof_jvm_test(test-profiles-attach-jvm 300)
 # record -e lock: a contended monitor and a contended ReentrantLock with their classes and
 # waiting stacks, time waited within 10% of the fixture's own (jvm, JDK 17 and 25).
 viprof_jvm_test(test-lock-jvm 240)

@@ -2,7 +2,8 @@
 // thread waits for a synchronized monitor (class LockSplit$Monitor) that a holder keeps
 // for 5 ms at a time, and in LockSplit.onLock one waits for a ReentrantLock held the same
 // way. Each waiter times its own waits with System.nanoTime around the entry; the totals
-// are printed at the end: "monitor_ns=N lock_ns=M". Usage: LockSplit SECONDS
+// are printed at the end: "monitor_ns=N lock_ns=M" ("ready" once the threads run).
+// Usage: LockSplit SECONDS
 import java.util.concurrent.locks.ReentrantLock;
 
 public class LockSplit {
@@ -46,6 +47,7 @@ public class LockSplit {
         Thread mw = new Thread(() -> { while (!stop) { waited[0] += onMonitor(); hold(1); } }, "monitor-waiter");
         Thread lw = new Thread(() -> { while (!stop) { waited[1] += onLock(); hold(1); } }, "lock-waiter");
         mh.start(); lh.start(); mw.start(); lw.start();
+        System.out.println("ready");   // for attach tests (test-profiles-attach-jvm)
         while (System.nanoTime() < end)
             Thread.sleep(10);
         stop = true;
