@@ -457,7 +457,12 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	r->start = now_ns(CLOCK_MONOTONIC);
 	cfg->callchain = o->callchain;
 	cfg->unwind = o->callchain && !o->fp_walk;
-	cfg->want_switches = true;   /* steal-time victim attribution needs who ran when */
+	/* Steal-time victim attribution needs who ran when; the service asks for switch
+	 * records only when it records off-CPU time (each costs per context switch of the VM). */
+	cfg->want_switches = !o->switches_if_off_cpu || o->off_cpu;
+	/* The walker takes its tables from samples, not from the sideband: the sideband can
+	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
+	cfg->sideband_batched = o->unwind_sampled_only;
 	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
 	cfg->want_sideband = true;
 	/* Every record passes the unwinder on its way to the session, so that it learns of
@@ -571,7 +576,8 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	}
 
 	vp_timing("record: backend selected, metadata written");
-	if ((e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
+	if (cfg->want_switches &&
+	    (e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
 		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
 		r->err[0] = '\0';
 		goto fail;

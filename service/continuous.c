@@ -420,7 +420,7 @@ static void *cont_thread(void *arg)
 			}
 			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
 			struct vp_svc_rec_opts ro = { .parent_fd = c->dirfd, .name = name, .dir = path, .freq = freq, .jvm = c->o.jvm, .agent = c->o.agent,
-						      .no_jit = c->o.no_jit, .log = c->o.log };
+						      .no_jit = c->o.no_jit, .off_cpu = c->o.off_cpu, .log = c->o.log };
 			if (!t0) {   /* else the last interval's end: a restart's cost is counted too */
 				t0 = mono_ns();
 				cpu0 = vp_svc__cpu_ns();

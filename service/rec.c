@@ -79,6 +79,9 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	/* Unwind tables for what is sampled only: building them for every program a busy
 	 * VM starts was most of the service's CPU (issue 27). */
 	o->unwind_sampled_only = true;
+	/* Nothing per context switch unless off-CPU time is asked for (issue 27). */
+	o->switches_if_off_cpu = true;
+	o->off_cpu = so->off_cpu;
 	o->callchain = true;
 	o->quiet = true;
 	o->freq = so->freq;

@@ -21,6 +21,7 @@ struct vp_svc_rec_opts {
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection (jvm_* fields), or NULL: all */
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;               /* no agent at all */
+	bool off_cpu;              /* also off-CPU time (the switch tracer; else nothing per switch) */
 	FILE *log;                 /* the recorder's warnings; NULL: stderr */
 };
 
