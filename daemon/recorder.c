@@ -470,8 +470,11 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	r->unwind_sink.next = vp_session_writer__sink(r->w);
 	/* ... and the container labeller, which adds a process's cgroup and namespaces
 	 * before its first record in the session. */
-	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next)))
+	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next))) {
+		if (o->unwind_sampled_only)   /* the service: only what is sampled costs */
+			vp_container_sink__set_lazy(r->ctr);
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
+	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
 	cfg->before_sampling = start_unwinder;

@@ -305,6 +305,8 @@ static uint64_t mono_ns(void)
 }
 
 /* Waits until deadline (monotonic ns) or stop; true when asked to stop. */
+#define VP_CONT_SLOW_DRAIN_FREQ 999   /* Hz: at or below, the recorder is drained once a second */
+
 static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *r, bool *failed)
 {
 	for (;;) {
@@ -317,7 +319,10 @@ static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *
 		if (now >= deadline)
 			return false;
 		uint64_t left_ms = (deadline - now) / 1000000;
-		int p = vp_svc_rec__poll(r, left_ms > 200 ? 200 : (int)left_ms);
+		/* Each drain is a wake-up of the service: once a second at the fleet rates
+		 * (the ring buffer holds seconds of samples), five times at high ones. */
+		int period = c->freq <= VP_CONT_SLOW_DRAIN_FREQ ? 1000 : 200;
+		int p = vp_svc_rec__poll(r, left_ms > (uint64_t)period ? period : (int)left_ms);
 		if (c->o.metrics && now >= c->counts_at) {
 			/* The interval so far, once a second, so that the counters rise between
 			 * intervals too (reading the sampler's per-CPU counts every 200 ms was 4%
