@@ -611,12 +611,18 @@ static void *worker(void *arg)
 	while (!u->quit) {
 		uint64_t now = mono_ns();
 
-		/* JVMs still starting are asked again on a timer. */
-		for (size_t i = 0; i < u->nprocs; i++)
-			if (u->procs[i].jvm == 0 && u->procs[i].jvm_next_try && now >= u->procs[i].jvm_next_try) {
+		/* JVMs still starting are asked again on a timer; the next one's time. */
+		uint64_t next_try = 0;
+		for (size_t i = 0; i < u->nprocs; i++) {
+			if (u->procs[i].jvm != 0 || !u->procs[i].jvm_next_try)
+				continue;
+			if (now >= u->procs[i].jvm_next_try) {
 				u->procs[i].jvm_next_try = 0;
 				schedule(u, u->procs[i].pid);
+			} else if (!next_try || u->procs[i].jvm_next_try < next_try) {
+				next_try = u->procs[i].jvm_next_try;
 			}
+		}
 		if (u->nprewarm) {
 			char *path = u->prewarm[--u->nprewarm];
 
@@ -631,14 +637,22 @@ static void *worker(void *arg)
 		if (!u->ndirty || now - u->dirty_since < DEBOUNCE_NS) {
 			struct timespec ts;
 
+			if (!u->ndirty)
+				pthread_cond_broadcast(&u->idle);
+			/* Idle, the worker sleeps until it is given work or a JVM's retry is
+			 * due: no timer ticks while nothing happens (the service runs for days). */
+			if (!u->ndirty && !next_try) {
+				pthread_cond_wait(&u->wake, &u->lock);
+				continue;
+			}
+			uint64_t wait = u->ndirty ? DEBOUNCE_NS : next_try - now;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += u->ndirty ? (long)DEBOUNCE_NS : 50 * 1000000L;
+			ts.tv_sec += (time_t)(wait / NSEC);
+			ts.tv_nsec += (long)(wait % NSEC);
 			if (ts.tv_nsec >= (long)NSEC) {
 				ts.tv_sec++;
 				ts.tv_nsec -= (long)NSEC;
 			}
-			if (!u->ndirty)
-				pthread_cond_broadcast(&u->idle);
 			pthread_cond_timedwait(&u->wake, &u->lock, &ts);
 			continue;
 		}
