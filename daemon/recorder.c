@@ -463,6 +463,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	/* The walker takes its tables from samples, not from the sideband: the sideband can
 	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
 	cfg->sideband_batched = o->unwind_sampled_only;
+	cfg->buffer_pages = o->ring_pages;
 	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
 	cfg->want_sideband = true;
 	/* Every record passes the unwinder on its way to the session, so that it learns of
