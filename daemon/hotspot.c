@@ -566,17 +566,23 @@ int vp_hotspot__find_blob(vp_mem_read_fn rd, void *ctx, const struct vpb_hotspot
 
 /* ---- a live process */
 
+/* The structure tables are read a field and a string at a time (thousands of reads
+ * per JVM): whole pages are read instead and kept for the rest of one
+ * vp_hotspot__read_pid_via call, direct-mapped by page number. */
+#define PID_CACHE_PAGES 64
+#define PID_PAGE 4096u
+
 struct pid_mem {
 	pid_t pid;
 	bool proc_mem_only;
 	bool use_proc_mem;       /* process_vm_readv was refused once: /proc/PID/mem from then on */
 	int memfd;
+	char (*page)[PID_PAGE];  /* PID_CACHE_PAGES pages, or NULL: no cache */
+	uint64_t page_addr[PID_CACHE_PAGES];   /* the address of each cached page; 0 = none */
 };
 
-static int pid_read(void *ctx, uint64_t addr, void *buf, size_t len)
+static int raw_read(struct pid_mem *m, uint64_t addr, void *buf, size_t len)
 {
-	struct pid_mem *m = ctx;
-
 	if (!m->use_proc_mem && !m->proc_mem_only) {
 		struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 		ssize_t n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
@@ -605,6 +611,34 @@ static int pid_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		if (n <= 0)
 			return -EFAULT;
 		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int pid_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct pid_mem *m = ctx;
+
+	/* Reads that cross more than one page boundary, and pages that cannot be read
+	 * whole (a mapping's end), go to the process directly. */
+	if (!m->page || !len || len > PID_PAGE || addr + len < addr)
+		return raw_read(m, addr, buf, len);
+	for (uint64_t done = 0; done < len;) {
+		uint64_t pa = (addr + done) & ~(uint64_t)(PID_PAGE - 1);
+		size_t slot = (size_t)(pa / PID_PAGE) % PID_CACHE_PAGES;
+
+		if (m->page_addr[slot] != pa || !pa) {
+			if (raw_read(m, pa, m->page[slot], PID_PAGE)) {
+				m->page_addr[slot] = 0;
+				return raw_read(m, addr, buf, len);
+			}
+			m->page_addr[slot] = pa;
+		}
+		size_t off = (size_t)(addr + done - pa), n = PID_PAGE - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((char *)buf + done, m->page[slot] + off, n);
+		done += n;
 	}
 	return 0;
 }
@@ -789,7 +823,9 @@ int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hots
 		rc = -ENOENT;
 		goto cleanup;
 	}
+	m.page = malloc(PID_CACHE_PAGES * sizeof(*m.page));   /* NULL: uncached reads */
 	rc = vp_hotspot__read(pid_read, &m, &syms, hs, err, errlen);
+	free(m.page);
 cleanup:
 	if (fd >= 0)
 		close(fd);
