@@ -317,6 +317,8 @@ def part_javac_breakdown(a, tmp):
         "g": Variant("record -g --no-jit", rec("-g", "--no-jit") + cmd, "viprof", clean),
         "full": Variant(f"record -g -F {RATE}", rec("-g") + cmd, "viprof", clean),
     }
+    if a.before:   # another viprof (e.g. main's) in the same rounds: before/after
+        v["before"] = Variant(f"record -g -F {RATE} (before)", [a.before] + rec("-g")[1:] + cmd, "viprof", clean)
     variants = [alone] + list(v.values())
     lib = asprof_lib()
     ap = None
@@ -339,12 +341,17 @@ def part_javac_breakdown(a, tmp):
             ("  of which DebugNonSafepoints alone (javac +DNS - alone)", med(over(v["dns"])) * 100),
             ("  of which the agent alone (javac + agent - +DNS)", diff(v["agent"], v["dns"])),
             ("total: record -g", med(over(v["full"])) * 100)]
+    if "before" in v:
+        rows.append(("record -g before (--before)", med(over(v["before"])) * 100))
     if ap:
         rows.append(("async-profiler cpu, same rate", med(over(ap)) * 100))
     for name, val in rows:
         print(f"    {val:+6.1f}%  {name}")
     if ap:
         cpu_target("javac-cpu-vs-asprof", v["full"], ap, alone, "async-profiler")
+        if "before" in v:
+            print("  before:", end=" ")
+            cpu_target("javac-cpu-vs-asprof-before", v["before"], ap, alone, "async-profiler")
 
 
 def part_service(a, tmp):
@@ -450,7 +457,7 @@ def main():
     ap.add_argument("--classes", type=int, default=300)
     ap.add_argument("--requests", type=int, default=None, help="Service requests (default 300000; --quick 100000)")
     ap.add_argument("--fw-iters", type=int, default=None, help="fixedwork size (default 500; --quick 200)")
-    ap.add_argument("--before", help="(startup) another viprof binary to time in the same rounds, e.g. main's")
+    ap.add_argument("--before", help="(startup, javac-breakdown) another viprof binary to time in the same rounds, e.g. main's")
     ap.add_argument("--missing", action="append", default=[], help="(table) a script that is not there")
     a = ap.parse_args()
     if a.parts[0] == "table":
