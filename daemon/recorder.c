@@ -785,6 +785,10 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	r->start = end_time;
 	r->be->counts(r->s, &r->samples_base, &r->lost_base);
 	r->last_steal = end_time;
+	/* The switch tracer's events (steal, off-cpu) are the new session's too. */
+	if ((e = record_sched__rotated(r->sched)))
+		fprintf(r->log, "viprof: warning: cannot declare the switch tracer's events in %s: %s\n",
+			vp_session_writer__dir(nw), strerror(-e));
 
 	/* What the new session needs to stand alone: the processes and mappings that
 	 * exist (written straight to the session: the stack walker knows them already),
