@@ -16,7 +16,9 @@ Ratios are taken per round (variant / baseline of the same round) and the median
 those is the measurement; "sure" says whether every round agrees with the verdict.
 
 Parts: startup (record -- /bin/true, with and without -g, vs perf record), javac (300
-generated classes), service (bench/workloads/Service.java: two busy workers with
+generated classes), javac-breakdown (javac under each layer of record -g: start, sampling,
+frame-pointer stacks, unwind tables, agent, DebugNonSafepoints; --before adds another
+viprof), service (bench/workloads/Service.java: two busy workers with
 allocation), native (bench/workloads/fixedwork.c on 2 threads). Each part ends with
 lines `TARGET name measured=X target=Y met=yes|no ...` that bench/run-all.sh collects.
 
