@@ -15,6 +15,12 @@
 #     returns early, for other processes' samples on the CPUs), and the mean user frames
 #     per sample of that window (report --format folded --time), so that the comparison
 #     is at equal depth.
+# (c) The cost of depth: BPF time per sample of `--stack-walk tables` on deepstack at DEPTH
+#     (today's typical depth, default 30) and at DEEP (default 1000, past perf's 127), side
+#     by side in interleaved rounds, measured as in (a); printed with the frames each walk
+#     reached and the ratios deep / typical per run, per sample and per frame.
+#     With the tests' Java fixtures built, the same for tests/java/DeepStack.java (the
+#     JDK of --jdk): compiled recursion DEPTH and DEEP deep, and -Xint recursion 300 deep.
 # (b) `viprof record -g -F 999 -- java ...` on a JVM without -XX:+PreserveFramePointer
 #     against async-profiler at the same rate (agent at start: event=cpu, interval
 #     1001001 ns, Java and native stacks as its defaults walk them, collapsed output to a
@@ -23,8 +29,8 @@
 #     /usr/bin/time). Each profiler's overhead is its round's time minus the same round's
 #     no-profiler time, median over rounds; printed in % and as viprof / async-profiler.
 #
-# Usage: bench/walker.sh [--asprof DIR] [--jdk DIR] [--only a|b] [BUILD_DIR [ROUNDS [DEPTH]]]
-#   (root; BUILD_DIR default build, ROUNDS default 5, DEPTH default 30)
+# Usage: bench/walker.sh [--asprof DIR] [--jdk DIR] [--only a|b|c] [BUILD_DIR [ROUNDS [DEPTH [DEEP]]]]
+#   (root; BUILD_DIR default build, ROUNDS default 5, DEPTH default 30, DEEP default 1000)
 #   --asprof DIR  an async-profiler build (DIR/lib/libasyncProfiler.so), default
 #                 $ASPROF_HOME; without it (b) prints "async-profiler: skipped".
 #   --jdk DIR     the JDK of (b) (default OpenJDK 17). SEC=N: seconds measured per (a) recording (3).
@@ -40,9 +46,9 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; SEC=${SEC:-3}
+B=${1:-build}; R=${2:-5}; DEPTH=${3:-30}; DEEP=${4:-1000}; SEC=${SEC:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-VP=$B/cli/viprof; DS=$B/bench/deepstack
+VP=$B/cli/viprof; DS=$B/bench/deepstack; JCLS=$B/tests/java/classes
 [ -x "$VP" ] && [ -x "$DS" ] || { echo "walker.sh: build first (need $VP and $DS): cmake --build $B" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "walker.sh: needs root (BPF programs, bpf_stats); run it with sudo" >&2; exit 2; }
 [ "$SEC" -ge 1 ] || { echo "walker.sh: SEC (seconds of each measurement) must be 1 or more" >&2; exit 2; }
@@ -77,6 +83,8 @@ prog_fdinfo() {
 	local i f id
 	for i in $(seq 200); do
 		for f in /proc/"$1"/fdinfo/*; do
+			# A program's own fd (a link's fdinfo names the program too, without run_cnt).
+			grep -q '^run_cnt:' "$f" 2>/dev/null || continue
 			id=$(awk '$1=="prog_id:"{print $2}' "$f" 2>/dev/null) || continue
 			[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | grep -q "perf_event.*name on_sample" && { echo "$f"; return 0; }
 		done
@@ -93,10 +101,23 @@ user_frames() {
 	     END {printf "%.1f", t ? s/t : 0}' "$1"
 }
 
-walk_one() { # MODE ROUND: appends "ns/run frames/sample runs ns/recorded-sample samples" to $T/a.MODE
-	local mode=$1 s=$T/$1.$2 vpid a b ta tb t0 win n fdi
-	"$DS" "$DEPTH" 600 & WPID=$!
-	sleep 0.3
+# Starts the workload KIND (native: deepstack; java: DeepStack compiled; xint: DeepStack
+# with -Xint) DEPTH deep; sets WPID and COMM (the thread name its samples are counted by).
+wl_start() {
+	local i
+	case $1 in
+	native) "$DS" "$2" 600 & WPID=$!; COMM=deepstack; sleep 0.3 ;;
+	java|xint)
+		"$JDK/bin/java" $([ "$1" = xint ] && echo -Xint) -cp "$JCLS" DeepStack "$2" 600 >"$T/jout" 2>&1 & WPID=$!
+		COMM=java
+		for i in $(seq 600); do grep -q ready "$T/jout" && return 0; sleep 0.05; done
+		echo "walker.sh: DeepStack printed no \"ready\" in 30 s:" >&2; cat "$T/jout" >&2; exit 1 ;;
+	esac
+}
+
+walk_one() { # MODE ROUND [DEPTH TAG [KIND]]: appends "ns/run frames/sample runs ns/recorded-sample samples" to $T/a.TAG
+	local mode=$1 s=$T/$1.$2 vpid a b ta tb t0 win n fdi d=${3:-$DEPTH} tag=${4:-$1} COMM
+	wl_start "${5:-native}" "$d"
 	"$VP" record -q -g -F 999 --stack-walk "$mode" -p "$WPID" -o "$s" 2>"$T/err" & vpid=$!
 	fdi=$(prog_fdinfo "$vpid") || { echo "walker.sh: viprof record --stack-walk $mode loaded no on_sample program in 20 s:" >&2; cat "$T/err" >&2; exit 1; }
 	sleep 1   # past the start (first samples of each thread, table lookups warming up)
@@ -114,11 +135,57 @@ walk_one() { # MODE ROUND: appends "ns/run frames/sample runs ns/recorded-sample
 	# early) for every other process on the CPUs, so runs outnumber recorded samples.
 	t0=$(sed -n 's/.*"start_realtime_ns": "\([0-9]*\)".*/\1/p' "$s/meta.json")
 	win=$(awk -v a="$ta" -v b="$tb" -v z="$t0" 'BEGIN {printf "%.3f,%.3f", (a - z) / 1e9, (b - z) / 1e9}')
-	"$VP" report "$s" --format folded --comm deepstack --time "$win" -o "$T/f" 2>/dev/null
+	"$VP" report "$s" --format folded --comm "$COMM" --time "$win" -o "$T/f" 2>/dev/null
 	n=$(awk '{n+=$NF} END {print n+0}' "$T/f")
-	[ "$n" -gt 0 ] || { echo "walker.sh: no deepstack samples between $win s of the $mode session" >&2; exit 1; }
-	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1)) $(( ($4 - $2) / n )) $n" >>"$T/a.$mode"
+	[ "$n" -gt 0 ] || { echo "walker.sh: no $COMM samples between $win s of the $mode session" >&2; exit 1; }
+	echo "$(( ($4 - $2) / ($3 - $1) )) $(user_frames "$T/f") $(($3 - $1)) $(( ($4 - $2) / n )) $n" >>"$T/a.$tag"
 	rm -rf "$s"
+}
+
+part_c() {
+	local r v vs=(typical deep)
+	: >"$T/a.typical"; : >"$T/a.deep"; : >"$T/c.ratio"
+	if [ -f "$JCLS/DeepStack.class" ]; then
+		vs+=(jtypical jdeep jxint)
+		: >"$T/a.jtypical"; : >"$T/a.jdeep"; : >"$T/a.jxint"
+	fi
+	for r in $(seq 1 "$R"); do
+		for v in $(rotate "$r" "${vs[@]}"); do
+			case $v in
+			typical) walk_one tables "c$r" "$DEPTH" typical ;;
+			deep) walk_one tables "c$r" "$DEEP" deep ;;
+			jtypical) walk_one tables "c$r" "$DEPTH" jtypical java ;;
+			jdeep) walk_one tables "c$r" "$DEEP" jdeep java ;;
+			jxint) walk_one tables "c$r" 300 jxint xint ;;
+			esac
+		done
+		# This round's ratios deep / typical: per run, per recorded sample, per frame.
+		paste -d' ' <(tail -1 "$T/a.deep") <(tail -1 "$T/a.typical") |
+			awk '{printf "%.2f %.2f %.2f\n", $1 / $6, $4 / $9, ($4 / $2) / ($9 / $7)}' >>"$T/c.ratio"
+	done
+	echo "(c) BPF time per sample of the table walk by depth: deepstack $DEPTH vs $DEEP deep (2 threads), -F 999, $SEC s per recording, $R interleaved rounds"
+	echo "    medians (min-max) of run_time_ns/run_cnt of on_sample, of run_time_ns per recorded deepstack sample, and of user frames per sample"
+	for v in typical deep; do
+		printf "  depth %-5s %7s ns/run (%s)  %7s ns/sample (%s)  %6s frames  %5.0f ns/frame  runs/samples per round: %s\n" \
+			"$([ $v = deep ] && echo "$DEEP" || echo "$DEPTH")" \
+			"$(col 1 "$T/a.$v" | med)" "$(col 1 "$T/a.$v" | spread)" "$(col 4 "$T/a.$v" | med)" "$(col 4 "$T/a.$v" | spread)" \
+			"$(col 2 "$T/a.$v" | med %.1f)" "$(awk '{print $4 / ($2 > 0 ? $2 : 1)}' "$T/a.$v" | med %.1f)" \
+			"$(awk '{printf "%s/%s ", $3, $5}' "$T/a.$v")"
+	done
+	echo "  deep / typical, median of the per-round ratios: $(col 1 "$T/c.ratio" | med %.2f)x per run, $(col 2 "$T/c.ratio" | med %.2f)x per sample, $(col 3 "$T/c.ratio" | med %.2f)x per frame (rounds: $(awk '{printf "%s/%s/%s ", $1, $2, $3}' "$T/c.ratio"))"
+	if [ ! -f "$JCLS/DeepStack.class" ]; then
+		echo "  Java: skipped (no $JCLS/DeepStack.class: build the tests' Java fixtures)"
+		return
+	fi
+	echo "  Java (tests/java/DeepStack.java on $("$JDK/bin/java" -version 2>&1 | head -1), main thread; JVM frames below main included):"
+	for v in jtypical jdeep jxint; do
+		printf "  %-20s %7s ns/sample (%s)  %6s frames  %5.0f ns/frame\n" \
+			"$(case $v in jtypical) echo "compiled, $DEPTH deep" ;; jdeep) echo "compiled, $DEEP deep" ;; jxint) echo "-Xint, 300 deep" ;; esac)" \
+			"$(col 4 "$T/a.$v" | med)" "$(col 4 "$T/a.$v" | spread)" "$(col 2 "$T/a.$v" | med %.1f)" \
+			"$(awk '{print $4 / ($2 > 0 ? $2 : 1)}' "$T/a.$v" | med %.1f)"
+	done
+	paste -d' ' "$T/a.jdeep" "$T/a.jtypical" | awk '{print $4 / $9}' >"$T/c.jratio"
+	echo "  Java compiled $DEEP / $DEPTH deep, median of the per-round ratios: $(med %.2f <"$T/c.jratio")x per sample"
 }
 
 part_a() {
@@ -209,6 +276,7 @@ part_b() {
 case $ONLY in
 a) part_a ;;
 b) part_b ;;
-'') part_a; part_b ;;
-*) echo "walker.sh: --only a or b" >&2; exit 2 ;;
+c) part_c ;;
+'') part_a; part_c; part_b ;;
+*) echo "walker.sh: --only a, b or c" >&2; exit 2 ;;
 esac

@@ -151,8 +151,8 @@ static int cmd_list(const struct vp_codemap *m)
 	else
 		printf("times in seconds since the map began (give the session's directory to count from the "
 		       "recording's start)\n");
-	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
-	       "unloads", "live", "live-bytes", "dropped");
+	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s  %s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
+	       "unloads", "live", "live-bytes", "dropped", "ended-by");
 	for (size_t i = 0; i < m->nepochs; i++) {
 		const struct vp_cm_epoch_info *e = &m->epochs[i];
 		char end[32] = "-";
@@ -161,9 +161,13 @@ static int cmd_list(const struct vp_codemap *m)
 		printf("%6zu %10.3f %10s %-7s %7u %7u ", i, rel(m, e->t_begin), end, vp_cm_reason_name(e->reason),
 		       e->nloads, e->nunloads);
 		if (e->ended)
-			printf("%7u %10" PRIu64 " %7" PRIu64 "\n", e->live_methods, e->live_bytes, e->dropped);
+			printf("%7u %10" PRIu64 " %7" PRIu64, e->live_methods, e->live_bytes, e->dropped);
 		else
-			printf("%7s %10s %7s\n", "-", "-", "-");
+			printf("%7s %10s %7s", "-", "-", "-");
+		/* The GC that began the next epoch is the one that closed this one. */
+		char gc[64];
+		printf("  %s\n", i + 1 < m->nepochs && *vp_codemap__gc_text(m, i + 1, gc, sizeof(gc)) ? gc
+		       : i + 1 < m->nepochs ? vp_cm_reason_name(m->epochs[i + 1].reason) : "-");
 	}
 	printf("%zu compiled methods, %zu stubs, %zu methods with inlining\n", m->nmethods, m->nblobs, m->ninlines);
 	size_t nlocks = 0;
@@ -175,7 +179,9 @@ static int cmd_list(const struct vp_codemap *m)
 		printf("%zu contended lock waits (record -e lock)\n", nlocks);
 	printf("reason: what began the epoch (start; gc: a garbage collection; reuse: an address about to hold "
 	       "other code; attach: the agent attached late); dropped: code events the agent's queue had no room "
-	       "for, so far (their samples may show as [unknown])\n");
+	       "for, so far (their samples may show as [unknown]); ended-by: what began the next epoch, for a GC "
+	       "the JVM's collection count and kind (young, full, or concurrent: a pause of a concurrent cycle) and "
+	       "the collector\n");
 	/* ptrs is sorted by (method_ptr, time): a pointer named again for another method is
 	 * metadata a later class reused after the first one unloaded (the same pair twice is
 	 * a class both enumerated at start and prepared). */
@@ -228,8 +234,17 @@ static int cmd_show(const struct vp_codemap *m, size_t e)
 	size_t nptrs = 0;
 	for (size_t i = 0; i < m->nptrs; i++)
 		nptrs += (e == 0 || m->ptrs[i].time >= ep->t_begin) && m->ptrs[i].time < end;
-	printf("epoch %zu (%s) from %.3f s: %u methods loaded, %zu Method* entries (METHOD_PTR)\n", e,
-	       vp_cm_reason_name(ep->reason), rel(m, ep->t_begin), ep->nloads, nptrs);
+	char gb[64], ge[64];
+	vp_codemap__gc_text(m, e, gb, sizeof(gb));
+	vp_codemap__gc_text(m, e + 1, ge, sizeof(ge));
+	printf("epoch %zu (%s%s%s) from %.3f s: %u methods loaded, %zu Method* entries (METHOD_PTR)\n", e,
+	       vp_cm_reason_name(ep->reason), gb[0] ? ": " : "", gb, rel(m, ep->t_begin), ep->nloads, nptrs);
+	if (e + 1 < m->nepochs && ge[0] && m->epochs[e + 1].gc_count > 1)
+		printf("ended at %.3f s by %s, the last of %u GCs in it (the earlier ones came before any code changed)\n",
+		       rel(m, m->epochs[e + 1].t_begin), ge, m->epochs[e + 1].gc_count);
+	else if (e + 1 < m->nepochs)
+		printf("ended at %.3f s by %s\n", rel(m, m->epochs[e + 1].t_begin),
+		       ge[0] ? ge : vp_cm_reason_name(m->epochs[e + 1].reason));
 	for (uint32_t i = 0; i < ep->nloads; i++) {
 		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[i]];
 		char tier[48];
@@ -421,6 +436,21 @@ static int cmd_timeline(const struct vp_codemap *m, bool all)
 	for (size_t c = 0; c < ncols; c++)
 		putchar((int)'0' + (int)((c * per / 10) % 10 == 0 && c % 10 == 0 ? (c * per) / 10 % 10 : (c * per) % 10));
 	putchar('\n');
+	/* Which GC closed each column's (last) epoch: Y young, F full, C a pause of a concurrent
+	 * cycle, G a GC the map does not describe; R reuse. */
+	bool any_gc = false;
+	for (size_t e = 1; e < m->nepochs; e++)
+		any_gc |= m->epochs[e].gc_known;
+	if (any_gc) {
+		printf("%-48s ", "ended by GC (Y young, F full, C concurrent)");
+		for (size_t c = 0; c < ncols; c++) {
+			size_t e = (c + 1) * per;   /* the epoch after the column's last */
+			const struct vp_cm_epoch_info *n = e < m->nepochs ? &m->epochs[e] : NULL;
+			putchar(!n ? ' ' : n->reason != VP_EPOCH_GC ? (n->reason == VP_EPOCH_REUSE ? 'R' : '.')
+				: !n->gc_known ? 'G' : "GYFC"[n->gc_kind <= VP_GC_CONCURRENT ? n->gc_kind : 0]);
+		}
+		putchar('\n');
+	}
 	for (size_t i = 0; i < nrows; i++) {
 		if (!all && !rows[i].interesting)
 			continue;

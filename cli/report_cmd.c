@@ -432,6 +432,7 @@ int cmd_report(int argc, char **argv)
 		.tids = a.ntids ? a.tids : NULL, .ntids = a.ntids,
 		.comm = a.comm, .container = a.container, .t_from = a.t_from, .t_to = a.t_to,
 		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms, .no_locations = a.format != FMT_PPROF,
+		.times = a.format == FMT_HTML,
 	};
 	struct vp_profile *p = vp_profile__new(), *base = NULL;
 	struct vp_out o = { 0 };

@@ -18,7 +18,7 @@
 #include "cli/commands.h"
 #include "cli/record_opts.h"
 #include "common/paths.h"
-#include "daemon/record_opts.h"
+#include "daemon/record_request.h"
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"
@@ -49,6 +49,14 @@ struct serve_args {
 };
 
 #define SERVE_PPROF_FREQ 99   /* /debug/pprof/profile without -F */
+
+_Static_assert(VP_INTERVAL_NAME_LEN <= VP_PUSH_NAME_MAX, "the pusher keeps whole interval names");
+
+/* The continuous recording's ended intervals, to the pusher. */
+static void push_interval(void *push, const char *name, uint64_t from_s, uint64_t until_s, uint64_t freq)
+{
+	vp_push__interval(push, name, from_s, until_s, freq);
+}
 
 static void serve_defaults(struct serve_args *a)
 {
@@ -423,7 +431,7 @@ int cmd_serve(int argc, char **argv)
 				fprintf(stderr, "viprof serve: %s\n", err);
 				goto cleanup;
 			}
-			vp_cont__set_push(cont, push);
+			vp_cont__on_ended(cont, push_interval, push);
 			for (int i = 0; i < a.npush; i++)
 				fprintf(stderr, "viprof serve: pushing each interval to %s (%s%s), queue of %u intervals\n",
 					a.push[i].url, a.push[i].kind == VP_PUSH_OTLP ? "OTLP Profiles" : "Pyroscope ingest",

@@ -1,4 +1,4 @@
-/* viprof stat [-e EV,..] [--per-thread] [-x SEP] (-p PID | -- CMD...)
+/* viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] (-p PID | -- CMD...)
  *
  * Counting-mode perf events, like perf stat. Totals: one event per existing thread with
  * inherit, so that threads and processes created later are counted in their creator's
@@ -9,8 +9,12 @@
  * (on the command, or with -p on each thread that existed at the start) is read too
  * and printed as "[all threads]", and what no row holds as "[not per-thread]", so that
  * the rows add up to the total.
- * Each event is its own (ungrouped) event, read with TOTAL_TIME_ENABLED|RUNNING every
- * poll (10 ms) and scaled interval by interval, each by its own enabled/running
+ * The events of each thread (or inherit set) are one perf group, the first event
+ * leading, read with one read() (PERF_FORMAT_GROUP, TOTAL_TIME_ENABLED|RUNNING) at one
+ * instant; where the kernel refuses the group, or with --no-group, each event is its
+ * own, and ratios of two events (IPC, page faults per ms of task-clock) are then not
+ * printed but said to be not shown and why. Every poll (10 ms) is scaled interval by
+ * interval, each by its own enabled/running
  * (common/count_scale.h), so that contention that comes and goes stretches only the
  * intervals it was in; "(multiplexed, NN%)" marks events that were not on a counter
  * all the time.
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -58,6 +63,7 @@ struct stat_thread {
 	char comm[16];
 	int fd[VP_MAX_EVENTS];
 	uint64_t val[VP_MAX_EVENTS], ena[VP_MAX_EVENTS], run[VP_MAX_EVENTS];
+	bool grouped;           /* fd[0] leads a group of all: read at one instant */
 	/* The reading that ended the last interval, and the intervals so far, each
 	 * scaled by its own multiplexing ratio. */
 	struct vp_count_snap last[VP_MAX_EVENTS];
@@ -78,6 +84,7 @@ struct stat_steal {
 struct stat_opts {
 	const char *events;
 	bool per_thread;
+	bool no_group;          /* --no-group: each event on its own */
 	const char *sep;        /* -x: CSV-like output with this separator */
 	pid_t pid;
 	char **cmd;
@@ -103,6 +110,9 @@ struct stat_ctx {
 	int ninh;
 	/* The first clock event (-1: none): its rows lose the stolen time, printed after. */
 	int clock_ev;
+	/* Some event set was opened as separate events (--no-group, or the kernel refused
+	 * the group): ratios of two events are then not printed. */
+	bool ungrouped;
 	struct stat_steal steal;
 };
 
@@ -115,12 +125,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [-x SEP] (-p PID | -- CMD [ARGS...])\n\n"
+	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] (-p PID | -- CMD [ARGS...])\n\n"
 		   "Counts events (perf_event_open counting mode) for a command and all it creates,\n"
 		   "or for a running process until it exits or you press Ctrl-C.\n\n"
 		   "  -e, --event EV,..   events (default " STAT_DEFAULT_EVENTS ")\n"
 		   "  --per-thread        one row per thread (tid, comm); new threads are found by\n"
 		   "                      polling /proc every 10 ms, child processes are not followed\n"
+		   "  --no-group          count each event on its own instead of one group per\n"
+		   "                      thread (read at one instant); ratios (IPC) are then not shown\n"
 		   "  -x, --field-separator SEP  machine-readable rows:\n"
 		   "                      [comm-tid SEP] value SEP unit SEP event SEP running-ns SEP pct-running\n"
 		   "  -p, --pid PID       count an existing process\n"
@@ -136,7 +148,7 @@ static bool is_clock(const struct sampler_event *ev)
 	       (ev->config == PERF_COUNT_SW_TASK_CLOCK || ev->config == PERF_COUNT_SW_CPU_CLOCK);
 }
 
-static int open_event(const struct sampler_event *ev, pid_t tid, bool inherit, bool on_exec)
+static int open_event_in(const struct sampler_event *ev, pid_t tid, bool inherit, bool on_exec, int leader)
 {
 	struct perf_event_attr attr;
 
@@ -152,8 +164,68 @@ static int open_event(const struct sampler_event *ev, pid_t tid, bool inherit, b
 	/* For a launched command, start at its exec, not in our fork/exec glue. */
 	attr.disabled = on_exec;
 	attr.enable_on_exec = on_exec;
-	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (leader == -2) {
+		/* A group's leader: its read returns the whole group. It stays off until the
+		 * members are attached (open_set says why), or until exec. */
+		attr.read_format |= PERF_FORMAT_GROUP;
+		attr.disabled = 1;
+		leader = -1;
+	} else if (leader >= 0) {
+		attr.disabled = 0;     /* goes on and off with its leader */
+		attr.enable_on_exec = 0;
+	}
+	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, leader, PERF_FLAG_FD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+static int open_event(const struct sampler_event *ev, pid_t tid, bool inherit, bool on_exec)
+{
+	return open_event_in(ev, tid, inherit, on_exec, -1);
+}
+
+/* Opens every event for tid into t->fd: as one group (the first event leading), so that
+ * all are read at one instant and a ratio of two (IPC) is of one interval, or as
+ * separate events when the kernel refuses the group (hardware events that do not fit
+ * the PMU together) or --no-group asks for that. 0 or -errno of the separate open. */
+static int open_set(struct stat_ctx *s, struct stat_thread *t, pid_t tid, bool inherit, bool on_exec)
+{
+	int e, err = 0;
+
+	if (!s->o.no_group && s->nev > 1) {
+		for (e = 0; e < s->nev; e++) {
+			int fd = open_event_in(&s->ev[e], tid, inherit, on_exec, e ? t->fd[0] : -2);
+
+			if (fd < 0)
+				break;
+			t->fd[e] = fd;
+		}
+		/* A member attached to a group that already runs is scheduled in with it only
+		 * at the thread's next switch when its pmu is not the leader's (task-clock
+		 * and page-faults are two): the leader goes on last (hv-glue/counters.c). */
+		if (e == s->nev && (on_exec || ioctl(t->fd[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) == 0)) {
+			t->grouped = true;
+			return 0;
+		}
+		while (e-- > 0)
+			close(t->fd[e]);
+	}
+	for (e = 0; e < s->nev && !err; e++) {
+		int fd = open_event(&s->ev[e], tid, inherit, on_exec);
+
+		if (fd < 0)
+			err = fd;
+		else
+			t->fd[e] = fd;
+	}
+	if (err) {
+		for (int j = 0; j < e - 1; j++)
+			close(t->fd[j]);
+		return err;
+	}
+	t->grouped = false;
+	if (s->nev > 1)
+		s->ungrouped = true;
+	return 0;
 }
 
 static void read_comm(pid_t pid, pid_t tid, char *comm, size_t len)
@@ -188,16 +260,9 @@ static int add_thread(struct stat_ctx *s, pid_t tid, bool inherit, bool on_exec)
 	t = &s->th[s->nth];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
-	for (int i = 0; i < s->nev; i++) {
-		int fd = open_event(&s->ev[i], tid, inherit, on_exec);
-
-		if (fd < 0) {
-			for (int j = 0; j < i; j++)
-				close(t->fd[j]);
-			return fd;
-		}
-		t->fd[i] = fd;
-	}
+	int err = open_set(s, t, tid, inherit, on_exec);
+	if (err)
+		return err;
 	read_comm(s->target, tid, t->comm, sizeof(t->comm));
 	s->nth++;
 	return 0;
@@ -242,23 +307,11 @@ static int open_inherited(struct stat_ctx *s)
 		return -ENOMEM;
 	for (int i = 0; i < s->nth; i++) {
 		struct stat_thread *t = &s->inh[s->ninh];
-		int e;
 
 		t->tid = s->th[i].tid;
-		for (e = 0; e < s->nev; e++) {
-			int fd = open_event(&s->ev[e], t->tid, true, false);
-
-			if (fd < 0)
-				break;
-			t->fd[e] = fd;
-		}
-		if (e == s->nev) {
+		if (open_set(s, t, t->tid, true, false) == 0)
 			s->ninh++;
-			continue;
-		}
-		for (int j = 0; j < e; j++)
-			close(t->fd[j]);
-		/* A thread that exited since the scan: its row has all it did. */
+		/* else a thread that exited since the scan: its row has all it did. */
 	}
 	s->have_all = true;
 	return 0;
@@ -266,12 +319,23 @@ static int open_inherited(struct stat_ctx *s)
 
 static void read_thread(struct stat_thread *t, int nev)
 {
+	uint64_t grp[3 + VP_MAX_EVENTS];   /* nr, time_enabled, time_running, values */
+	size_t want = (size_t)(3 + nev) * sizeof(uint64_t);
+	bool group_ok = t->grouped && read(t->fd[0], grp, want) == (ssize_t)want && grp[0] == (uint64_t)nev;
+
+	if (t->grouped && !group_ok)
+		return;
 	for (int e = 0; e < nev; e++) {
 		uint64_t buf[3];
 
-		/* A thread that has exited keeps its final count in its event. */
-		if (read(t->fd[e], buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+		if (group_ok) {
+			buf[0] = grp[3 + e];
+			buf[1] = grp[1];
+			buf[2] = grp[2];
+		} else if (read(t->fd[e], buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+			/* A thread that has exited keeps its final count in its event. */
 			continue;
+		}
 		t->val[e] = buf[0];
 		t->ena[e] = buf[1];
 		t->run[e] = buf[2];
@@ -380,6 +444,61 @@ static void print_no_steal(const struct stat_ctx *s)
 		fprintf(stderr, "\n  stolen: not reported: %s\n", s->steal.why);
 }
 
+/* Ratios of two counted events, printed under the rows only when every set held both
+ * in one group: separately opened events are multiplexed each on its own, and their
+ * ratio would divide two independent estimates (with no PMU here, page faults per ms of
+ * task-clock shows the same rule with software events). */
+static const struct stat_ratio {
+	uint32_t num_type, den_type;
+	uint64_t num, den;
+	const char *label, *unit;
+	double mult;
+} stat_ratios[] = {
+	{ PERF_TYPE_HARDWARE, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES, "IPC",
+	  "instructions per cycle", 1.0 },
+	{ PERF_TYPE_SOFTWARE, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_TASK_CLOCK, "page faults",
+	  "per ms of task-clock", 1e6 },
+};
+
+static int find_event(const struct stat_ctx *s, uint32_t type, uint64_t config)
+{
+	for (int e = 0; e < s->nev; e++)
+		if (s->ev[e].type == type && s->ev[e].config == config)
+			return e;
+	return -1;
+}
+
+static void print_ratios(const struct stat_ctx *s)
+{
+	for (size_t r = 0; r < sizeof(stat_ratios) / sizeof(stat_ratios[0]); r++) {
+		const struct stat_ratio *m = &stat_ratios[r];
+		int n = find_event(s, m->num_type, m->num), d = find_event(s, m->den_type, m->den);
+		double nv = 0, dv = 0;
+
+		if (n < 0 || d < 0)
+			continue;
+		if (s->ungrouped) {
+			fprintf(stderr, " # %s %s not shown: %s and %s were counted as separate events (%s), each "
+				"multiplexed on its own, so their ratio would divide two independent estimates\n", m->label,
+				m->unit, s->ev[n].name, s->ev[d].name,
+				s->o.no_group ? "--no-group" : "the kernel refused them as one group");
+			continue;
+		}
+		if (s->have_all) {
+			nv = (double)s->all.scaled[n];
+			dv = (double)s->all.scaled[d];
+		} else {
+			for (int i = 0; i < s->nth; i++) {
+				nv += (double)s->th[i].scaled[n];
+				dv += (double)s->th[i].scaled[d];
+			}
+		}
+		if (dv > 0)
+			fprintf(stderr, " # %s %.2f %s (%s / %s, counted as one group)\n", m->label, nv / dv * m->mult,
+				m->unit, s->ev[n].name, s->ev[d].name);
+	}
+}
+
 static void print_report(const struct stat_ctx *s, double secs)
 {
 	if (!s->o.sep) {
@@ -451,6 +570,8 @@ static void print_report(const struct stat_ctx *s, double secs)
 			print_row(s, "[not per-thread]", e, rest > 0 ? rest : 0, a->run[e], 100.0, false);
 		}
 	}
+	if (!s->o.sep)
+		print_ratios(s);
 	print_no_steal(s);
 	if (!s->o.sep)
 		fprintf(stderr, "\n %14.9f seconds time elapsed\n\n", secs);
@@ -559,6 +680,7 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 	static const struct option opts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "per-thread", no_argument, NULL, 'T' },
+		{ "no-group", no_argument, NULL, 'G' },
 		{ "field-separator", required_argument, NULL, 'x' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
@@ -572,6 +694,7 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 		switch (c) {
 		case 'e': o->events = optarg; break;
 		case 'T': o->per_thread = true; break;
+		case 'G': o->no_group = true; break;
 		case 'x':
 			if (!*optarg) {
 				fprintf(stderr, "viprof stat: -x needs a non-empty separator, e.g. -x,\n");
@@ -641,17 +764,12 @@ static int run(struct stat_ctx *s)
 			return open_failed(s, e < s->nev ? e : 0, err);
 		}
 		if (s->o.per_thread) {
-			for (int e = 0; e < s->nev; e++) {
-				int fd = open_event(&s->ev[e], pid, true, true);
-
-				if (fd < 0) {
-					vp_child__close(&held);
-					waitpid(pid, NULL, 0);
-					return open_failed(s, e, fd);
-				}
-				s->all.fd[e] = fd;
-				s->have_all = true;
+			if ((err = open_set(s, &s->all, pid, true, true)) < 0) {
+				vp_child__close(&held);
+				waitpid(pid, NULL, 0);
+				return open_failed(s, 0, err);
 			}
+			s->have_all = true;
 		}
 		/* The name exec will give it, kept should the command exit before its
 		 * name can be read below; it would otherwise show under our own name. */

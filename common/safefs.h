@@ -60,6 +60,10 @@ int vp_safe_remove_tree(int dirfd, const char *name);
  * file system has no ACLs. 0 or -errno. */
 int vp_safe_grant_search(int fd, const uid_t *uids, int n);
 
+/* Bytes on disk of everything under dirfd (st_blocks), through descriptors only: no
+ * symlink is followed and no path resolved. */
+uint64_t vp_dir__usage(int dirfd);
+
 /* The bytes of the regular files under dirfd (16 levels deep at most), through
  * directory descriptors: no path is walked, no symlink followed. */
 uint64_t vp_safe_tree_bytes(int dirfd);

@@ -47,7 +47,12 @@ enum vp_rec_type {
 	VP_REC_SCHED_STATS = 17, /* struct vp_sched_stats: the switch tracer's counters, at the end */
 	VP_REC_CONTAINER  = 21, /* struct vp_container: a process's cgroup and namespaces */
 	VP_REC_NSTID      = 22, /* struct vp_nstid: a container thread's tid in its own namespace */
+	/* The kernel's vDSO image (an ELF file, at most VP_VDSO_MAX bytes) as the recorder
+	 * saw it, so that a report on another kernel names [vdso] frames. Numbered apart
+	 * from the sequence above so that types others add meanwhile do not collide. */
+	VP_REC_VDSO       = 40,
 };
+#define VP_VDSO_MAX (1u << 20)
 
 /* One recorded event (index = position among EVENT records, 0-based). */
 struct vp_event_desc {
@@ -85,11 +90,25 @@ struct vp_sample {
 	uint16_t nr_kernel;     /* kernel frames, leaf first */
 	uint16_t nr_user;       /* then user frames, leaf first */
 	uint8_t  walk_end;      /* enum vp_walk_end: how the user stack walk ended */
-	uint8_t  nr_java;       /* struct vp_java_frame entries after ips[] */
+	uint8_t  nr_java;       /* struct vp_java_frame entries after ips[]: the low byte */
 	uint8_t  sched_state;   /* enum vp_sched_state for VP_EVENT_SCHED events, else 0 */
-	uint8_t  reserved;
+	uint8_t  nr_java_hi;    /* their high byte (issue 22; reserved and 0 before) */
 	uint64_t ips[];         /* nr_kernel + nr_user entries, then nr_java vp_java_frame */
 };
+
+/* The count of vp_java_frame entries of a sample: 16 bits split over two bytes, so that
+ * a session written while the count was one byte (and the second byte reserved, always
+ * written 0) reads the same. Readers use these, and bound the count by the record. */
+static inline unsigned vp_sample_nr_java(const struct vp_sample *s)
+{
+	return s->nr_java | (unsigned)s->nr_java_hi << 8;
+}
+
+static inline void vp_sample_set_nr_java(struct vp_sample *s, unsigned n)
+{
+	s->nr_java = (uint8_t)n;
+	s->nr_java_hi = (uint8_t)(n >> 8);
+}
 
 /* How the user stack walk of a sample ended (0 in sessions from before the walker, and
  * from the perf backend, which walks frame pointers in the kernel and cannot tell). */
@@ -145,7 +164,11 @@ struct vp_java_frame {
  * it; no frames when the thread was never sampled). Readers add the period to the
  * weights and count no sample for it. */
 #define VP_SAMPLE_TAIL           0x8u
-#define VP_MAX_FRAMES 127
+/* The most frames (kernel + user) a sample holds: a kernel stack of up to 64 and a
+ * walked user stack of up to 2048 frames (async-profiler's default depth), each of them
+ * possibly interpreted (nr_java <= nr_user). Sessions written before issue 22 hold at
+ * most 127; readers take any count the record's size bears out. */
+#define VP_MAX_FRAMES (64 + 2048)
 
 struct vp_mmap {
 	uint32_t pid, tid;

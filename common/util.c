@@ -1,6 +1,7 @@
 /* Small shared helpers: see util.h. */
 #include "common/util.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <math.h>
 #include <ctype.h>
@@ -11,9 +12,23 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+const void *vp_vdso_image(size_t *len)
+{
+	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
+	if (!img || memcmp(img, ELFMAG, SELFMAG) || img[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	const Elf64_Ehdr *eh = (const void *)img;
+	size_t n = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (n > (1u << 20))
+		return NULL;
+	*len = n;
+	return img;
+}
 
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap)
 {

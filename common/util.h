@@ -31,6 +31,11 @@ long long vp_parse_num(const char *s, long long min, long long max);
  * /proc/sys/kernel/perf_event_paranoid), or dflt when it cannot be read. */
 int vp_read_int_file(const char *path, int dflt);
 
+/* The vDSO this process has mapped (the running kernel's, for 64-bit processes): its
+ * ELF image up to the end of its section headers, or NULL when there is none or it is
+ * not a 64-bit ELF of at most 1 MiB. */
+const void *vp_vdso_image(size_t *len);
+
 /* Grows the array *v of *cap elements of elem bytes so that it holds at least need
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);

@@ -1,9 +1,8 @@
-/* HotSpot's layout, read from outside the JVM: the exported VM structure tables
- * (gHotSpotVMStructs, gHotSpotVMTypes and their stride/offset globals, .dynsym symbols of
- * libjvm.so) give the field offsets and the static addresses the BPF walker needs to
- * step over compiled and interpreted Java frames without frame pointers: the code
- * heaps and their segment maps, the interpreter's code range, CodeBlob's frame size and
- * code start, and Method::_constMethod. Internal to daemon/. */
+/* What the BPF walker needs to step over compiled and interpreted Java frames without
+ * frame pointers, read from a JVM from outside through hotspot/ (the VM structure
+ * tables, the code heaps): the heaps and their segment maps, the interpreter's code
+ * range, CodeBlob's frame size and code start, Method::_constMethod and the interpreter's
+ * frame slots, into the walker's struct vpb_hotspot. Internal to daemon/. */
 #ifndef VIPROF_DAEMON_HOTSPOT_H
 #define VIPROF_DAEMON_HOTSPOT_H
 
@@ -11,23 +10,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "hotspot/memory.h"
+#include "hotspot/symbols.h"
 #include "sampler-kernel/profile.h"
-
-/* Reads len bytes at addr of the target's memory; 0 or -errno. */
-typedef int (*vp_mem_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
-
-/* Addresses (in the target) of libjvm.so's exported VM structure globals. */
-struct vp_hotspot_syms {
-	uint64_t structs, struct_stride, struct_type_name_off, struct_field_name_off,
-		 struct_type_string_off, struct_is_static_off, struct_offset_off,
-		 struct_address_off;
-	uint64_t types, type_stride, type_name_off, type_size_off;
-};
 
 /* Fills hs from the VM structure tables through rd. 0, or -errno with a one-line reason
  * in err: -EAGAIN when the JVM has not finished initialising (no code heaps yet: try
  * again later), -ENOTSUP when a field the walker needs is missing from this JVM. */
-int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hotspot_syms *syms,
+int vp_hotspot__read(vp_mem_read_fn rd, void *ctx, const struct vp_hs_globals *syms,
 		     struct vpb_hotspot *hs, char *err, size_t errlen);
 
 /* For a live process: finds libjvm.so in /proc/pid/maps, resolves the symbols above
@@ -43,8 +33,8 @@ int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hots
 			     size_t errlen);
 
 /* Segment-map bytes the lookup below reads at most, so it steps back at most one time
- * fewer: the BPF walker's MAX_SEG_HOPS (sampler-kernel/profile.bpf.c); keep them equal. */
-#define VP_HOTSPOT_MAX_HOPS 16
+ * fewer: the BPF walker's (sampler-kernel/walker.bpf.h asserts its MAX_SEG_HOPS equal). */
+#define VP_HOTSPOT_MAX_HOPS VPB_MAX_SEG_HOPS
 
 /* The code blob that contains pc, found like the BPF walker finds it (the code heap's
  * segment map, then the HeapBlock header): its address, frame size in words (0 for

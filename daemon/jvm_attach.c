@@ -34,37 +34,11 @@
 #include "common/safefs.h"
 #include "common/util.h"
 #include <dirent.h>
-#include <gelf.h>
+
+#include "hotspot/symbols.h"
 
 #define LISTENER_WAIT_MS 5000
 #define VP_AGENT_COPY_NAME "libviprof-jvmti.so"
-
-/* Does the ELF file on fd export HotSpot's VM structure table? */
-static bool exports_hotspot(int fd)
-{
-	bool found = false;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	Elf_Scn *scn = NULL;
-
-	while (e && !found && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && !found; i++) {
-			GElf_Sym sym;
-			const char *nm;
-
-			found = gelf_getsym(d, (int)i, &sym) && sym.st_value &&
-				(nm = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(nm, "gHotSpotVMStructs");
-		}
-	}
-	if (e)
-		elf_end(e);
-	return found;
-}
 
 /* HotSpot names one of its threads "VM Thread". */
 static bool has_vm_thread(pid_t pid)
@@ -103,26 +77,16 @@ static bool has_vm_thread(pid_t pid)
  * libjvm.so is not enough (SIGQUIT kills most programs). */
 bool vp_jvm__is_hotspot(pid_t pid)
 {
-	char path[64], line[4096], mf[128] = "";
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!mf[0] && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off;
-		char name[4096] = "";
+	struct vp_hs_libjvm *jm = malloc(sizeof(*jm));
+	bool hs = false;
 
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095[^\n]", &lo, &hi, &off, name) == 4 &&
-		    strstr(name, "/libjvm.so") && off == 0)
-			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", (int)pid, lo, hi);
+	if (jm && vp_hs_libjvm__find(pid, jm) == 0) {
+		int fd = vp_hs_libjvm__open(pid, jm, false);
+		hs = fd >= 0 && vp_hs__elf_is_hotspot(fd);
+		if (fd >= 0)
+			close(fd);
 	}
-	fclose(f);
-	if (!mf[0])
-		return false;
-	int fd = vp_safe_open_regular(mf, false);
-	bool hs = fd >= 0 && exports_hotspot(fd);
-	if (fd >= 0)
-		close(fd);
+	free(jm);
 	return hs && has_vm_thread(pid);
 }
 
@@ -716,7 +680,7 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		return -EPERM;
 	}
 	if (!vp_jvm__is_hotspot(pid)) {
-		vp_set_err(err, errlen, "process %d is not a HotSpot JVM (no mapped libjvm.so exporting gHotSpotVMStructs, "
+		vp_set_err(err, errlen, "process %d is not a HotSpot JVM (no mapped libjvm.so exporting HotSpot's VM structure table, "
 			   "or no 'VM Thread'); it is not signalled: attach works for HotSpot/OpenJDK only", (int)pid);
 		return -ESRCH;
 	}

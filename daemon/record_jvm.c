@@ -18,7 +18,7 @@
 #include "common/safefs.h"
 #include "common/session_format.h"
 #include "daemon/jvm_attach.h"
-#include "daemon/record_opts.h"
+#include "daemon/record_request.h"
 #include "daemon/session_writer.h"
 
 static void chans_close(struct record_jvm_lock *l);

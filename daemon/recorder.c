@@ -201,6 +201,13 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 		vp_probe__free(p);
 		e = m.err;
 	}
+	/* The vDSO is in no file: its image goes into the session, after the metadata, so
+	 * that a report on another kernel still names its frames (perf keeps a copy in its
+	 * build-id cache). */
+	size_t vlen;
+	const void *vdso = vp_vdso_image(&vlen);
+	if (!e && vdso)
+		e = vp_session_writer__emit(w, VP_REC_VDSO, start_mono, vdso, vlen);
 	return e;
 }
 

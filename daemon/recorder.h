@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon/record_opts.h"
+#include "daemon/record_request.h"
 
 struct vp_recorder;   /* opaque */
 

@@ -42,6 +42,15 @@ struct vp_counters;   /* opaque */
  * "task-clock,page-faults,instructions:u") for the calling thread. NULL with errno set
  * and a one-line message in err naming the event, the cause and the fix. */
 VP_COUNTERS_API struct vp_counters *vp_counters__open(const char *events, char *err, size_t errlen);
+/* vp_counters__open with the events as one perf group, the first event leading: every
+ * read (vp_counters__read, start, stop, and the values an overflow callback gets) takes
+ * all counts with one read() at one instant, with one enabled/running pair, so that a
+ * ratio of two of them (IPC, faults per ms) is of the same interval even when the PMU
+ * multiplexes. Never rdpmc. Software events of any kind mix (task-clock, page-faults,
+ * context-switches); hardware events must fit the PMU's counters together: a group that
+ * does not fit is never scheduled and reads 0 with running 0. NULL with errno and a
+ * message naming the event when the kernel refuses it in the group. */
+VP_COUNTERS_API struct vp_counters *vp_counters__open_group(const char *events, char *err, size_t errlen);
 /* Number of events and the name of event i, as parsed. */
 VP_COUNTERS_API int vp_counters__count(const struct vp_counters *c);
 VP_COUNTERS_API const char *vp_counters__name(const struct vp_counters *c, int i);

@@ -51,4 +51,7 @@ void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64
  * has running < enabled with no PMU at all: the software stand-in for multiplexing. */
 struct vp_counters *vp_counters__open_cpu(const char *events, int cpu, char *err, size_t errlen);
 
+/* Tests: how many read() calls the last reading of the whole set made (1 for a group). */
+int vp_counters__reads(const struct vp_counters *c);
+
 #endif

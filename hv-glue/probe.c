@@ -374,6 +374,8 @@ int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out)
 	for (const char *d = log; (d = strstr(d, "pvm-pv: ")); d++)
 		if (!strncmp(d + 8, "detected", 8))
 			out->pvm_guest = true;
+		else if (!strncmp(d + 8, "not detected", 12))
+			out->pvm_absent = true;
 	out->pvm_host = strstr(log, "kvm-pvm: loaded") != NULL;
 	return 0;
 }
@@ -592,8 +594,16 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 	}
 	if (p->klog_read)
 		kv(f, "kernel's hypervisor", *p->klog.kernel_hv ? p->klog.kernel_hv : "- (not in the kernel log)");
-	if (p->klog.pvm_host)
-		kv(f, "PVM", "this VM runs PVM guests itself (kvm-pvm loaded)");
+	/* What the kernel said about PVM, both ways: a guest (the hypervisor row says PVM,
+	 * and the outer host row what user-mode CPUID names), or not one, and a host. */
+	if (p->klog.pvm_guest || p->klog.pvm_absent || p->klog.pvm_host) {
+		snprintf(b, sizeof(b), "%s%s%s",
+			 p->klog.pvm_guest ? "this kernel runs as a PVM guest (kernel log)"
+			 : p->klog.pvm_absent ? "not a PVM guest (pvm-pv: not detected)" : "",
+			 (p->klog.pvm_guest || p->klog.pvm_absent) && p->klog.pvm_host ? "; " : "",
+			 p->klog.pvm_host ? "this VM runs PVM guests itself (kvm-pvm loaded)" : "");
+		kv(f, "PVM", b);
+	}
 	kv(f, "/sys/hypervisor/type", *p->sys_hv_type ? p->sys_hv_type : "-");
 	if (*p->xen_pmu_mode)
 		kv(f, "Xen pmu_mode", p->xen_pmu_mode);

@@ -29,11 +29,13 @@ const char *vp_probe__recommendation(const struct vp_probe *p);
  * and names the outer host (e.g. "bhyve"). From log (the kernel ring buffer's text):
  * kernel_hv gets the name in "Hypervisor detected: X" (or "" when absent), *pvm_guest
  * is set when the kernel booted as a PVM guest ("Booting paravirtualized kernel on PVM",
- * or "pvm-pv: detected"), *pvm_host when it runs PVM guests itself ("kvm-pvm: loaded").
+ * or "pvm-pv: detected"), *pvm_absent when it looked and found none ("pvm-pv: not
+ * detected"), *pvm_host when it runs PVM guests itself ("kvm-pvm: loaded").
  * 0, or -EINVAL without a log. */
 struct vp_probe_klog {
 	char kernel_hv[32];
 	bool pvm_guest, pvm_host;
+	bool pvm_absent;   /* the kernel looked for PVM and did not find it ("pvm-pv: not detected") */
 };
 int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out);
 

@@ -1,11 +1,21 @@
 /* libviprof-jvmti.so: records where the JVM puts compiled code, stubs and the
  * interpreter, and when (epochs), into <dir>/<pid>/codemap.vpm (maps/codemap_format.h).
  *
- * Threads: JVMTI callbacks run on compiler threads, the GC thread and whichever thread
- * calls GenerateEvents. They only append finished records to a preallocated, bounded
- * queue under one raw monitor; the agent's own Java thread (RunAgentThread) swaps the
- * queue out, decides the epochs and writes the file. The GC callback touches nothing but
- * the raw monitor and the preallocated queue, as the JVMTI spec demands there.
+ * Where records come from. Compiled code: by default the agent thread walks HotSpot's
+ * code heaps (hotspot/codeheap.h, the scan_* section below) and diffs each walk against
+ * the last, so HotSpot posts no per-method event; with jit=events, or on a JVM whose
+ * layout hotspot/ does not know, the CompiledMethodLoad/Unload callbacks do it instead.
+ * Stubs and the interpreter: DynamicCodeGenerated. Method* of interpreted frames:
+ * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish. Java thread names:
+ * ThreadStart/End. Allocation (alloc=) and lock (locks=) samples: SampledObjectAlloc,
+ * MonitorContendedEnter/Entered and a breakpoint on LockSupport.park.
+ *
+ * Threads: JVMTI callbacks run on compiler threads, the GC thread, application threads
+ * and whichever thread calls GenerateEvents. They only append finished records to a
+ * preallocated, bounded queue under one raw monitor (the GC callback only publishes its
+ * time in a lock-free ring), as the JVMTI spec demands; the agent's own Java thread
+ * (RunAgentThread) walks the code heaps, swaps the queue out, decides the epochs and
+ * writes the file.
  *
  * Sessions: each Agent_OnAttach after the first ends the current map and starts one in
  * the new directory, replaying live code (switch_session, on the agent thread). With
@@ -43,136 +53,65 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "common/util.h"
-#include "jvm-agent/codeheap.h"
+#include "hotspot/codeheap.h"
+#include "hotspot/memory.h"
+#include "jvm-agent/agent.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
-#include "jvm-agent/vmstructs.h"
+#include "hotspot/vmstructs.h"
+#include "jvm-agent/vmflags.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Each of the two queue halves; callbacks fill one while the agent thread writes the
- * other. Only touched pages cost memory. */
-#define QUEUE_BYTES (8u << 20)
-#define NAME_MAX_LEN 1024
-#define MAX_LINES 2048
-#define SEEN_SLOTS (1u << 18) /* method ids already named; open addressing, no growth */
-
-/* GC finish times, published lock-free by the GC callback (see cb_gc_finish). */
-#define GC_RING 64
-
-/* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
- * for as long as its session lasts (the agent stops writing when the lock is free). */
-struct session_opts {
-	char dir[PATH_MAX];
-	char lock[PATH_MAX];
-	bool default_dir;      /* no dir= option: the per-user default under /tmp */
-	/* fds=SOCKET: the recorder hands over, on that Unix socket, the session's own
-	 * jit/<pid> directory and its lock file as descriptors (map_fd, lock_fd; -1 until
-	 * received), so that a JVM in a container, or one whose user cannot reach the
-	 * session's path, writes straight into the session and nothing into its own /tmp. */
-	char sock[PATH_MAX];
-	int map_fd, lock_fd;
-	/* The connection they came on, kept: the recorder's next session comes on it
-	 * (channel_thread) instead of another attach. -1 if none. */
-	int chan_fd;
-};
-
-static struct agent {
-	jvmtiEnv *jvmti;
-	jrawMonitorID lock;
-	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
-	volatile bool failed;   /* for good: the agent thread is gone or never came */
-	bool idle;              /* agent thread: no session (no file, events off) */
-	bool attached;
-	bool frame_pointers;
-	char dir[PATH_MAX];
-	char path[PATH_MAX + 32];
-
-	/* Under lock: the queue. */
-	uint8_t *qbuf[2];
-	size_t qlen;
-	int qcur;
-	uint64_t dropped;
-	bool stopping, thread_running, thread_done;
-	uint64_t *seen;  /* jmethodIDs with a METHOD_NAME queued; 0 = empty slot */
-	size_t nseen;
-
-	/* Written only by the GC callback (one VM thread at a time), read by the writer. */
-	uint64_t gc_time[GC_RING];
-	uint64_t gc_head;      /* published with release semantics */
-	uint64_t gc_tail;      /* writer side */
-
-	/* Agent thread only (or the unloading thread once the agent thread is gone). */
-	struct cfile_writer *w;
-	uint32_t epoch;
-	uint64_t epoch_t;      /* when the current epoch began */
-	bool epoch_dirty;      /* the current epoch holds loads or unloads */
-	struct vp_cm_ranges epoch_used; /* loads of this epoch (maps/epoch_rule.h) */
-	struct vp_cm_ranges live;
-	uint64_t live_methods;
-	uint64_t last_flush;
-	bool warned_drops;
-
-	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
-	volatile int method_ptrs;
-	bool classes_enumerated;
-	bool threads_named;    /* this session has the names of the threads it found running */
-	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
-	uint64_t *named;       /* name_ptr_methods' scratch: ids named from one record */
-	size_t named_cap;
-	bool default_dir;      /* no dir= option: the per-user default under /tmp */
-
-	/* The session's end: a recorder holds lock_path locked while it records. */
-	char lock_path[PATH_MAX];
-	int lock_fd;
-	uint64_t lock_checked;
-	/* Handed over by the recorder (fds=), taken by watch_open and open_file; -1 if none. */
-	int given_map_fd, given_lock_fd;
-	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
-	int new_chan;
-
-	/* A new session (another attach), under lock: the attach thread asks (switch_want),
-	 * the agent thread switches files and answers (switch_done, switch_err). */
-	struct session_opts next;
-	uint64_t switch_want, switch_done;
-	int switch_err;
-} A = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
-
-static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
-static __thread bool tl_agent_thread; /* this is the agent's own thread */
-static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
-
-static uint64_t now_ns(void)
+/* Reads this process's memory through process_vm_readv: fails instead of faulting. */
+static bool read_self(uint64_t addr, void *out, size_t len)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return vp_hs_mem__read(&vp_hs_mem_self, addr, out, len) == 0;
 }
+
+/* HotSpot's VM structure tables, read once (hotspot/vmstructs.h); NULL when this JVM
+ * has none. On the agent thread or in setup only. */
+const struct vp_hs_vm *hotspot_vm(void)
+{
+	static struct vp_hs_vm vm;
+	static int state;   /* 0 not read, 1 read, -1 failed */
+
+	if (!state) {
+		char why[160];
+		void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+		int rc = vp_hs_vm__read_self(&vm, h, why, sizeof(why));
+		/* Tables not published yet (-EAGAIN): ask again next time. */
+		state = rc == -EAGAIN ? 0 : rc ? -1 : 1;
+		if (h)
+			dlclose(h);
+	}
+	return state > 0 ? &vm : NULL;
+}
+
+struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
 /* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
  * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
  * bytes queued or written per record type, printed to stderr when the agent stops. The
  * clocks are read only when stats are on: off, each site costs one predictable branch. */
-enum st_kind {
-	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_SCAN, ST_SCAN_DECODE,
-	ST_NKINDS
-};
 static const char *const st_name[ST_NKINDS] = {
 	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
 	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
 };
-struct st_mark {
-	uint64_t wall, cpu;
-};
-static struct {
-	bool on;
-	bool noop;       /* option "noop": callbacks return at once (what the JVM itself pays) */
-	bool no_inline;  /* option "inline=no": no INLINE records */
-	uint64_t n[ST_NKINDS], wall[ST_NKINDS], cpu[ST_NKINDS];
-	uint64_t rec_n[16], rec_bytes[16];   /* written to the file, by record type */
-} S;
+struct agent_stats stats;
+
+static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
+static __thread bool tl_agent_thread; /* this is the agent's own thread */
+static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -181,21 +120,21 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void st_begin(struct st_mark *m)
+void st_begin(struct st_mark *m)
 {
-	if (S.on) {
+	if (stats.on) {
 		m->wall = now_ns();
 		m->cpu = thread_cpu_ns();
 	}
 }
 
-static void st_end(enum st_kind k, const struct st_mark *m)
+void st_end(enum st_kind k, const struct st_mark *m)
 {
-	if (!S.on)
+	if (!stats.on)
 		return;
-	__atomic_add_fetch(&S.n[k], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&S.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&S.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&stats.n[k], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&stats.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&stats.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
 }
 
 static void st_print(void)
@@ -203,24 +142,24 @@ static void st_print(void)
 	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
 		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2",
 		"METHOD_NAMES" };
-	if (!S.on)
+	if (!stats.on)
 		return;
 	for (int k = 0; k < ST_NKINDS; k++)
 		fprintf(stderr, "viprof agent stats: %-24s n=%-7llu cpu_ms=%.1f wall_ms=%.1f\n", st_name[k],
-			(unsigned long long)S.n[k], S.cpu[k] / 1e6, S.wall[k] / 1e6);
+			(unsigned long long)stats.n[k], stats.cpu[k] / 1e6, stats.wall[k] / 1e6);
 	for (int t = 0; t < 16; t++)
-		if (S.rec_n[t])
+		if (stats.rec_n[t])
 			fprintf(stderr, "viprof agent stats: record %-13s n=%-7llu bytes=%llu\n", rec[t] ? rec[t] : "?",
-				(unsigned long long)S.rec_n[t], (unsigned long long)S.rec_bytes[t]);
+				(unsigned long long)stats.rec_n[t], (unsigned long long)stats.rec_bytes[t]);
 }
 
 static const char *jvmti_err(jvmtiError e)
 {
 	static char buf[64];
 	char *name = NULL;
-	if (A.jvmti && (*A.jvmti)->GetErrorName(A.jvmti, e, &name) == JVMTI_ERROR_NONE && name) {
+	if (agent.jvmti && (*agent.jvmti)->GetErrorName(agent.jvmti, e, &name) == JVMTI_ERROR_NONE && name) {
 		snprintf(buf, sizeof(buf), "%s", name);
-		(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)name);
+		(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)name);
 	} else {
 		snprintf(buf, sizeof(buf), "JVMTI error %d", (int)e);
 	}
@@ -230,54 +169,54 @@ static const char *jvmti_err(jvmtiError e)
 static void fail(const char *what, const char *why)
 {
 	fprintf(stderr, "viprof agent: %s failed: %s; JIT frames will not be named\n", what, why);
-	A.disabled = true;
-	A.failed = true;
+	agent.disabled = true;
+	agent.failed = true;
 }
 
 /* ---- the queue (callbacks) ---- */
 
-/* Reserves a record in the queue; the caller holds A.lock. NULL when full (counted as a
+/* Reserves a record in the queue; the caller holds agent.lock. NULL when full (counted as a
  * drop), except on the replaying thread, which waits for the agent thread to make room:
  * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
 static void *q_reserve_(uint32_t type, uint64_t time, size_t body_len, bool zero)
 {
 	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
 	if (size > VP_MAX_RECORD_SIZE) {
-		A.dropped++;
+		agent.dropped++;
 		return NULL;
 	}
-	while (A.qlen + size > QUEUE_BYTES) {
-		if (!tl_replaying || !A.thread_running || A.stopping) {
-			A.dropped++;
+	while (agent.qlen + size > QUEUE_BYTES) {
+		if (!tl_replaying || !agent.thread_running || agent.stopping) {
+			agent.dropped++;
 			return NULL;
 		}
-		(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
-		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
+		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
 	}
-	struct vp_record *r = (struct vp_record *)(A.qbuf[A.qcur] + A.qlen);
+	struct vp_record *r = (struct vp_record *)(agent.qbuf[agent.qcur] + agent.qlen);
 	if (zero)
 		memset(r, 0, size);
 	r->type = type;
 	r->size = (uint32_t)size;
 	r->time = time;
-	A.qlen += size;
+	agent.qlen += size;
 	return r + 1;
 }
 
-static void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
+void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
 {
 	return q_reserve_(type, time, body_len, true);
 }
 
-static void lock(void) { (*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock); }
+void lock(void) { (*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock); }
 /* Wakes the writer only once the queue is half full: a wakeup per record put a context
  * switch on every compiled method (the cost the sampler avoids with its ring buffer).
  * The writer also wakes every second on its own, and a full queue wakes it too. */
-static void unlock_notify(void)
+void unlock_notify(void)
 {
-	if (A.qlen >= QUEUE_BYTES / 2)
-		(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (agent.qlen >= QUEUE_BYTES / 2)
+		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 }
 
 static size_t seen_slot(uint64_t id)
@@ -289,10 +228,10 @@ static size_t seen_slot(uint64_t id)
 /* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
  * from 0 to an id (seen_add, under the lock), so a reader sees either. A false "no"
  * only costs a duplicate name, which readers tolerate. */
-static bool seen_has(uint64_t id)
+bool seen_has(uint64_t id)
 {
 	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
-		uint64_t v = __atomic_load_n(&A.seen[i], __ATOMIC_ACQUIRE);
+		uint64_t v = __atomic_load_n(&agent.seen[i], __ATOMIC_ACQUIRE);
 		if (v == id)
 			return true;
 		if (!v)
@@ -302,26 +241,19 @@ static bool seen_has(uint64_t id)
 }
 
 /* Under lock. A full table just means names get queued again, which readers tolerate. */
-static void seen_add(uint64_t id)
+void seen_add(uint64_t id)
 {
-	if (A.nseen >= SEEN_SLOTS / 2)
+	if (agent.nseen >= SEEN_SLOTS / 2)
 		return;
 	size_t i = seen_slot(id);
-	while (A.seen[i] && A.seen[i] != id)
+	while (agent.seen[i] && agent.seen[i] != id)
 		i = (i + 1) & (SEEN_SLOTS - 1);
-	if (!A.seen[i]) {
-		__atomic_store_n(&A.seen[i], id, __ATOMIC_RELEASE);
-		A.nseen++;
+	if (!agent.seen[i]) {
+		__atomic_store_n(&agent.seen[i], id, __ATOMIC_RELEASE);
+		agent.nseen++;
 	}
 }
 
-struct mnames {
-	char readable[NAME_MAX_LEN];  /* "java.util.HashMap.get(Object)" */
-	char klass[NAME_MAX_LEN];     /* "Ljava/util/HashMap;" */
-	char kreadable[NAME_MAX_LEN]; /* "java.util.HashMap" */
-	char mpart[NAME_MAX_LEN];     /* "get(Object)" */
-	char file[256];
-};
 
 static void copy_str(char *dst, size_t len, const char *src)
 {
@@ -335,7 +267,7 @@ static void copy_str(char *dst, size_t len, const char *src)
  * callback the JVM frees it when the callback returns. */
 static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 {
-	JNIEnv *jni = A.agent_jni && tl_agent_thread ? A.agent_jni : NULL;
+	JNIEnv *jni = agent.agent_jni && tl_agent_thread ? agent.agent_jni : NULL;
 	char *csig = NULL, *file = NULL;
 	jclass cls = NULL;
 
@@ -380,13 +312,13 @@ cleanup:
 /* A METHOD_NAME record, the one builder for the callbacks' queue and the writer's file.
  * Its body size for nm and nlines lines (lines: from GetLineNumberTable, at most
  * MAX_LINES), then the body itself into dst. */
-static size_t method_name_size(const struct mnames *nm, jint nlines)
+size_t method_name_size(const struct mnames *nm, jint nlines)
 {
 	return sizeof(struct vp_cm_method_name) + strlen(nm->readable) + strlen(nm->file) +
 	       (size_t)nlines * sizeof(struct vp_cm_line);
 }
 
-static void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
+void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
 			     jint nlines)
 {
 	struct vp_cm_method_name *h = dst;
@@ -450,7 +382,7 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 }
 
-static const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
+const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
 {
 	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
 	for (int guard = 0; h && guard < 16; h = h->next, guard++)
@@ -547,10 +479,10 @@ static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineReco
 /* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
  * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
  * inlining as INLINE2, encoded straight into the queue. */
-static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
+void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
 			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
 {
-	const jvmtiCompiledMethodLoadInlineRecord *inl = S.no_inline ? NULL : find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = stats.no_inline ? NULL : find_inline(compile_info);
 	struct inl_table tab;
 	struct mnames scratch;
 	size_t nframes = 0, npcs = 0;
@@ -595,555 +527,13 @@ static void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, con
 			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
 			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
 			memset(ib + used, 0, size - sizeof(*r) - used);
-			A.qlen -= r->size - size; /* the last record in the queue: give back the rest */
+			agent.qlen -= r->size - size; /* the last record in the queue: give back the rest */
 			r->size = size;
 		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
-			A.dropped++;
+			agent.dropped++;
 		}
 	}
 	unlock_notify();
-}
-
-/* ---- code loads from walking the code heaps (the default on HotSpot) ----
- * The agent thread walks HotSpot's code heaps (codeheap.h) every SCAN_MIN_MS to
- * SCAN_MAX_MS, sooner after a GC, and diffs what it finds against the previous walk:
- * new compiled methods become METHOD_LOAD2 + INLINE2 records, vanished ones
- * METHOD_UNLOAD, exactly what the CompiledMethodLoad/Unload callbacks would have queued,
- * through the same queue. The JVM then posts no per-method event and builds no inline
- * record on its Service Thread; the cost moves to this thread.
- *
- * Times. Code absent from the walk that started at s and present in the next one was
- * installed after s: its load record carries s, the earliest moment it can have run
- * (a reader may find it in the epoch after a GC that fell in between; see
- * maps/jit_index.c). Code that vanished is declared gone when two complete walks in a
- * row miss it (a walk racing the allocator can skip a block without noticing), or at
- * once when new code takes its place; its unload carries the last GC that finished
- * between the walk that last saw it and the first that missed it (JDK 20+ frees code
- * only at GC), else the end of that first walk. */
-#define SCAN_MIN_MS 50
-#define SCAN_MAX_MS 800
-
-/* What the last walk made of known code. */
-enum known_mark {
-	K_SEEN,                  /* there, as before */
-	K_NEW,                   /* first seen by this walk: to be loaded */
-	K_MISSED,                /* missed once: kept, maybe the walk skipped it */
-	K_GONE,                  /* missed twice, or replaced: to be unloaded */
-};
-
-struct known {
-	uint64_t blob, code_start, method;
-	uint64_t jmid;           /* its method's id, once loaded (0: none) */
-	uint64_t seen_start;     /* start of the last walk that saw it */
-	uint64_t missed_end;     /* end of the first walk that missed it */
-	uint64_t after;          /* new code: the unload of code it replaced */
-	uint32_t code_size;
-	int32_t compile_id;
-	int8_t level;
-	bool osr;
-	uint8_t mark;            /* enum known_mark */
-};
-
-static struct scan {
-	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
-	bool check;              /* option scancheck: events on, each checked against a decode */
-	bool forced_events;      /* option jit=events */
-	bool redrained;          /* this walk wrote the queue again for an unknown Method* */
-	struct vp_ch ch;
-	struct vp_ch_scopes sc;
-	struct known *prev, *cur, *next;
-	size_t nprev, ncur, nnext, cap_prev, cap_cur, cap_next;
-	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
-	uint64_t due;            /* next walk at or after this time */
-	uint32_t period_ms;
-	uint64_t gc_seen;        /* GC ring head at the last walk */
-	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
-	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
-	size_t mcap, mn;
-	PCStackInfo *pcinfo;
-	jmethodID *ids;
-	jint *bcis;
-	size_t cap_pcinfo, cap_ids, cap_bcis;
-	uint64_t walks, incomplete, loads, unloads, unknown, undecoded, fallback;
-	/* scancheck */
-	jrawMonitorID chk_lock;
-	struct vp_ch_scopes chk_sc;
-	uint64_t chk_n, chk_same, chk_differ, chk_missing;
-	char chk_first[256];
-} SC = { .period_ms = SCAN_MIN_MS };
-
-static size_t take(const uint8_t **buf);
-static int drain(const uint8_t *buf, size_t len);
-static void write_queue(size_t at_least);
-
-static size_t mslot(uint64_t k)
-{
-	size_t mask = SC.mcap - 1, h = (size_t)(k * 0x9e3779b97f4a7c15ull >> 20) & mask;
-	while (SC.mkey[h] && SC.mkey[h] != k)
-		h = (h + 1) & mask;
-	return h;
-}
-
-/* Remembers that Method* ptr is jmethodID id (from a METHOD_PTR record, on the agent
- * thread); a later record for a reused Method* replaces the earlier one. */
-static int method_ptr_put(uint64_t ptr, uint64_t id, uint64_t t)
-{
-	if (!ptr || !id)
-		return 0;
-	if ((SC.mn + 1) * 2 > SC.mcap) {
-		size_t ocap = SC.mcap, ncap = ocap ? ocap * 2 : 1u << 14;
-		uint64_t *ok = SC.mkey, *ov = SC.mval, *ot = SC.mtime;
-		SC.mkey = calloc(ncap, sizeof(*SC.mkey));
-		SC.mval = calloc(ncap, sizeof(*SC.mval));
-		SC.mtime = calloc(ncap, sizeof(*SC.mtime));
-		if (!SC.mkey || !SC.mval || !SC.mtime) {
-			free(SC.mkey);
-			free(SC.mval);
-			free(SC.mtime);
-			SC.mkey = ok;
-			SC.mval = ov;
-			SC.mtime = ot;
-			return -ENOMEM;
-		}
-		SC.mcap = ncap;
-		SC.mn = 0;
-		for (size_t i = 0; i < ocap; i++)
-			if (ok[i]) {
-				size_t h = mslot(ok[i]);
-				SC.mkey[h] = ok[i];
-				SC.mval[h] = ov[i];
-				SC.mtime[h] = ot[i];
-				SC.mn++;
-			}
-		free(ok);
-		free(ov);
-		free(ot);
-	}
-	size_t h = mslot(ptr);
-	if (!SC.mkey[h])
-		SC.mn++;
-	SC.mkey[h] = ptr;
-	SC.mval[h] = id;
-	SC.mtime[h] = t;
-	return 0;
-}
-
-/* ptr's jmethodID (0: unknown) and when its class was prepared (*t, if asked). */
-static uint64_t method_ptr_get(uint64_t ptr, uint64_t *t)
-{
-	if (!SC.mcap || !ptr)
-		return 0;
-	size_t h = mslot(ptr);
-	if (t)
-		*t = SC.mkey[h] ? SC.mtime[h] : 0;
-	return SC.mkey[h] ? SC.mval[h] : 0;
-}
-
-static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
-{
-	(void)ctx;
-	if (!vp_ch__alive(nm))
-		return 0;
-	if (vp_grow((void **)&SC.cur, &SC.cap_cur, SC.ncur + 1, sizeof(*SC.cur)))
-		return -ENOMEM;
-	SC.cur[SC.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
-					    .code_size = nm->code_size, .compile_id = nm->compile_id,
-					    .level = nm->level, .osr = nm->osr };
-	return 0;
-}
-
-/* The last GC that finished in (lo, hi], or 0. */
-static uint64_t gc_between(uint64_t lo, uint64_t hi)
-{
-	uint64_t head = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE), best = 0;
-	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
-		uint64_t g = A.gc_time[i % GC_RING];
-		if (g > lo && g <= hi && g > best)
-			best = g;
-	}
-	return best;
-}
-
-/* When missed code k went (see the top of this section). */
-static uint64_t unload_time(const struct known *k)
-{
-	uint64_t t = gc_between(k->seen_start, k->missed_end);
-	return t ? t : k->missed_end;
-}
-
-static void queue_unload(const struct known *k)
-{
-	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
-	if (b) {
-		b->code_start = k->code_start;
-		b->method_id = k->jmid;
-	}
-	unlock_notify();
-	SC.unloads++;
-}
-
-/* An id and a name for a Method* that no METHOD_PTR record gave a jmethodID (method
- * handle intrinsics are made at run time, outside any class's method list): the
- * Method* with bit 0 set (jmethodIDs and Method* are 8-aligned, so ids stay distinct
- * and queue_method_name knows not to hand it to JVMTI), named from its metadata,
- * without lines. 0 when unreadable. */
-static uint64_t fallback_id(uint64_t mptr)
-{
-	static struct mnames nm;   /* agent thread only */
-	char name[256], sig[NAME_MAX_LEN];
-	uint64_t id = mptr | 1;
-
-	if (!mptr)
-		return 0;
-	if (seen_has(id))
-		return id;
-	if (vp_ch__method_names(&SC.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
-		return 0;
-	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
-	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
-	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
-		nm.readable[sizeof(nm.readable) - 1] = '\0';
-	nm.file[0] = '\0';
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
-	if (b) {
-		method_name_fill(b, id, &nm, NULL, 0);
-		seen_add(id);
-	}
-	unlock_notify();
-	SC.fallback++;
-	return b ? id : 0;
-}
-
-/* Queues the load of new code k, installed after not_before;
- * sets k->jmid to its jmethodID, or 0 when its method is unknown (not named). */
-static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_before)
-{
-	struct vp_ch_nm nm = { .blob = k->blob, .code_start = k->code_start, .code_size = k->code_size,
-			       .compile_id = k->compile_id, .method = k->method };
-	jvmtiCompiledMethodLoadInlineRecord rec = { .header = { .kind = JVMTI_CMLR_INLINE_INFO,
-								.majorinfoversion = JVMTI_CMLR_MAJOR_VERSION,
-								.minorinfoversion = JVMTI_CMLR_MINOR_VERSION } };
-	const void *info = NULL;
-
-	uint64_t prepared = 0;
-	k->jmid = method_ptr_get(k->method, &prepared);
-	if (!k->jmid && !SC.redrained) {
-		SC.redrained = true;   /* once per walk */
-		write_queue(0);
-		k->jmid = method_ptr_get(k->method, &prepared);
-	}
-	/* Nor can it have run before its class was prepared, or before code it replaced went. */
-	if (prepared > not_before)
-		not_before = prepared;
-	if (k->after > not_before)
-		not_before = k->after;
-	if (!k->jmid)
-		k->jmid = fallback_id(k->method);
-	if (!k->jmid) {
-		SC.unknown++;
-		return;
-	}
-	if (!S.no_inline) {
-		int err = vp_ch__scopes(&SC.ch, &nm, &SC.sc);
-		bool ok = !err && !vp_grow((void **)&SC.pcinfo, &SC.cap_pcinfo, SC.sc.npcs + 1, sizeof(*SC.pcinfo)) &&
-			  !vp_grow((void **)&SC.ids, &SC.cap_ids, SC.sc.nframes + 1, sizeof(*SC.ids)) &&
-			  !vp_grow((void **)&SC.bcis, &SC.cap_bcis, SC.sc.nframes + 1, sizeof(*SC.bcis));
-		for (size_t i = 0; ok && i < SC.sc.nframes; i++) {
-			uint64_t id = method_ptr_get(SC.sc.frames[i].method, NULL);
-			SC.ids[i] = (jmethodID)(uintptr_t)(id ? id : fallback_id(SC.sc.frames[i].method));
-			SC.bcis[i] = SC.sc.frames[i].bci;
-			ok = SC.ids[i] != NULL;
-		}
-		for (size_t i = 0; ok && i < SC.sc.npcs; i++) {
-			const struct vp_ch_pc *p = &SC.sc.pcs[i];
-			SC.pcinfo[i] = (PCStackInfo){ .pc = (void *)(uintptr_t)(k->code_start + p->pc_offset),
-						      .numstackframes = (jint)p->depth, .methods = SC.ids + p->first,
-						      .bcis = SC.bcis + p->first };
-		}
-		if (ok) {
-			rec.numpcs = (jint)SC.sc.npcs;
-			rec.pcinfo = SC.pcinfo;
-			info = &rec;
-		} else {
-			SC.undecoded++;
-		}
-	}
-	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
-		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
-	SC.loads++;
-}
-
-/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
- * the one that replaced it), which cannot wait for the queue to make room. */
-static void write_queue(size_t at_least)
-{
-	const uint8_t *buf;
-	lock();
-	size_t n = A.qlen >= at_least ? take(&buf) : 0;
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	if (n && A.w)
-		drain(buf, n);
-}
-
-static bool overlaps(const struct known *a, const struct known *b)
-{
-	return a->code_start < b->code_start + (b->code_size ? b->code_size : 1) &&
-	       b->code_start < a->code_start + (a->code_size ? a->code_size : 1);
-}
-
-static int cmp_known(const void *a, const void *b)
-{
-	const struct known *x = a, *y = b;
-	return x->blob < y->blob ? -1 : x->blob > y->blob;
-}
-
-/* One walk and its diff against the previous one; on the agent thread. */
-static void scan_code(jvmtiEnv *jvmti)
-{
-	struct st_mark m, md;
-
-	if (!SC.on || A.idle || !A.w || S.noop)
-		return;
-	/* Every class with code the walk can meet was prepared before that code was made,
-	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
-	 * (a class prepared after this gets a second chance in queue_scanned_load). */
-	write_queue(0);
-	SC.redrained = false;
-	uint64_t start = now_ns();
-	st_begin(&m);
-	SC.ncur = 0;
-	SC.gc_seen = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
-	int err = vp_ch__walk(&SC.ch, walk_visit, NULL);
-	uint64_t end = now_ns();
-	SC.walks++;
-	if (err) {
-		SC.incomplete++;
-		SC.due = end + SCAN_MIN_MS * 1000000ull;
-		st_end(ST_SCAN, &m);
-		return;
-	}
-	/* The walk goes in address order; sort only if the heaps overlapped oddly. */
-	for (size_t i = 1; i < SC.ncur; i++)
-		if (SC.cur[i - 1].blob > SC.cur[i].blob) {
-			qsort(SC.cur, SC.ncur, sizeof(*SC.cur), cmp_known);
-			break;
-		}
-	st_end(ST_SCAN, &m);
-	st_begin(&md);
-
-	/* Merge by blob address: carried over, new, or missed. */
-	size_t i = 0, j = 0, fresh = 0, gone = 0;
-	SC.nnext = 0;
-	if (vp_grow((void **)&SC.next, &SC.cap_next, SC.nprev + SC.ncur + 1, sizeof(*SC.next)))
-		goto out;
-	while (i < SC.nprev || j < SC.ncur) {
-		struct known *p = i < SC.nprev ? &SC.prev[i] : NULL, *c = j < SC.ncur ? &SC.cur[j] : NULL;
-		if (p && c && p->blob == c->blob && p->compile_id == c->compile_id && p->method == c->method) {
-			struct known k = *p;
-			k.seen_start = start;
-			k.mark = K_SEEN;
-			SC.next[SC.nnext++] = k;
-			i++, j++;
-		} else if (p && (!c || p->blob <= c->blob)) {
-			/* Missed: kept once, gone when missed again or replaced at its address. */
-			struct known k = *p;
-			if (k.mark != K_MISSED)
-				k.missed_end = end;
-			k.mark = k.mark == K_MISSED || (c && p->blob == c->blob) ? K_GONE : K_MISSED;
-			SC.next[SC.nnext++] = k;
-			i++;
-		} else {
-			struct known k = *c;
-			k.seen_start = start;
-			k.mark = K_NEW;
-			SC.next[SC.nnext++] = k;
-			j++;
-		}
-	}
-	/* New code that overlaps missed code proves that code gone, and came after it. */
-	for (size_t a = 0; a < SC.nnext; a++) {
-		struct known *n = &SC.next[a];
-		if (n->mark != K_NEW)
-			continue;
-		n->after = 0;
-		for (size_t b = a > 64 ? a - 64 : 0; b < SC.nnext && b < a + 64; b++) {
-			struct known *o = &SC.next[b];
-			if (b == a || (o->mark != K_MISSED && o->mark != K_GONE) || !overlaps(n, o))
-				continue;
-			o->mark = K_GONE;
-			if (unload_time(o) > n->after)
-				n->after = unload_time(o);
-		}
-	}
-	/* Unloads first (new code may take their place), then loads. */
-	size_t keep = 0;
-	for (size_t a = 0; a < SC.nnext; a++) {
-		struct known *k = &SC.next[a];
-		if (k->mark == K_GONE) {
-			if (k->jmid)
-				queue_unload(k);
-			gone++;
-			continue;
-		}
-		SC.next[keep++] = *k;
-	}
-	SC.nnext = keep;
-	for (size_t a = 0; a < SC.nnext; a++) {
-		struct known *k = &SC.next[a];
-		if (k->mark != K_NEW)
-			continue;
-		k->mark = K_SEEN;
-		queue_scanned_load(jvmti, k, SC.last_start);
-		fresh++;
-		if ((fresh & 63) == 0)
-			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
-	}
-	SC.last_start = start;
-	struct known *t = SC.prev;
-	size_t tc = SC.cap_prev;
-	SC.prev = SC.next;
-	SC.cap_prev = SC.cap_next;
-	SC.nprev = SC.nnext;
-	SC.next = t;
-	SC.cap_next = tc;
-	/* Busy code heaps are walked often, quiet ones less and less. */
-	SC.period_ms = fresh || gone ? SCAN_MIN_MS : SC.period_ms * 2 > SCAN_MAX_MS ? SCAN_MAX_MS : SC.period_ms * 2;
-out:
-	SC.due = now_ns() + (uint64_t)SC.period_ms * 1000000ull;
-	if (fresh || gone)
-		st_end(ST_SCAN_DECODE, &md);
-}
-
-/* A walk is due: its time came, or a GC finished since the last one. */
-static bool scan_due(void)
-{
-	return SC.on && !A.idle && A.w && !S.noop && A.classes_enumerated &&
-	       (now_ns() >= SC.due || __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE) != SC.gc_seen);
-}
-
-/* Milliseconds the agent thread may wait for queue records before the next walk. */
-static jlong scan_wait_ms(void)
-{
-	if (!SC.on || A.idle || !A.w || S.noop)
-		return 1000;
-	uint64_t t = now_ns();
-	return SC.due <= t ? 1 : (jlong)((SC.due - t) / 1000000ull) + 1;
-}
-
-/* A new session's map starts with every live method again, as at an attach. */
-static void scan_reset(void)
-{
-	SC.nprev = 0;
-	SC.last_start = 0;
-	SC.due = 0;
-	SC.period_ms = SCAN_MIN_MS;
-}
-
-/* Option scancheck: CompiledMethodLoad stays on, and each event's method is looked up
- * in the code heap and decoded as a walk would, then compared with what HotSpot gave.
- * A test mode (it runs on the Service Thread and allocates); the counts are printed
- * when the agent stops. */
-static void scan_check_differ(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void scan_check_differ(const char *fmt, ...)
-{
-	va_list ap;
-	SC.chk_differ++;
-	if (SC.chk_first[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(SC.chk_first, sizeof(SC.chk_first), fmt, ap);
-	va_end(ap);
-}
-
-/* Two Method* for one method. The code of a method handle intrinsic (linkToStatic,
- * invokeBasic: signature-polymorphic, one Method* made per signature at run time) names
- * its own Method*, but the event's jmethodID for it can lead to another intrinsic (seen
- * on JDK 17 and 25: an event said invokeBasic(Object[]) for linkToStatic's code): those
- * the check takes as equal, the walk's name being the right one. */
-static bool same_method(uint64_t a, uint64_t b)
-{
-	static char k1[512], n1[256], s1[1024], k2[512], n2[256], s2[1024];   /* under chk_lock */
-	if (a == b)
-		return true;
-	return !vp_ch__method_names(&SC.ch, a, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1)) &&
-	       !vp_ch__method_names(&SC.ch, b, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2)) && !strcmp(k1, k2) &&
-	       ((!strcmp(n1, n2) && !strcmp(s1, s2)) || !strcmp(k1, "Ljava/lang/invoke/MethodHandle;"));
-}
-
-static void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
-{
-	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
-	struct vp_ch_nm nm;
-
-	(*A.jvmti)->RawMonitorEnter(A.jvmti, SC.chk_lock);
-	SC.chk_n++;
-	if (vp_ch__find(&SC.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
-		SC.chk_missing++;
-		goto out;
-	}
-	uint64_t mptr = *(volatile uint64_t *)method;
-	if (nm.code_start != (uint64_t)(uintptr_t)code_addr || nm.code_size != (uint32_t)code_size ||
-	    !same_method(nm.method, mptr)) {
-		char k1[256] = "?", n1[128] = "?", s1[256] = "?", k2[256] = "?", n2[128] = "?", s2[256] = "?";
-		vp_ch__method_names(&SC.ch, mptr, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1));
-		vp_ch__method_names(&SC.ch, nm.method, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2));
-		scan_check_differ("code at %p: event %d bytes %s.%s%s, heap %#llx %u bytes %s.%s%s", code_addr,
-				  (int)code_size, k1, n1, s1, (unsigned long long)nm.code_start, nm.code_size, k2, n2, s2);
-		goto out;
-	}
-	int err = vp_ch__scopes(&SC.ch, &nm, &SC.chk_sc);
-	if (err) {
-		scan_check_differ("code at %p: decoding failed: %s", code_addr, strerror(-err));
-		goto out;
-	}
-	size_t n = 0;
-	for (jint i = 0; inl && i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		if (n >= SC.chk_sc.npcs) {
-			scan_check_differ("code at %p: event has more pcs (%d) than the decode (%zu)", code_addr,
-					  (int)inl->numpcs, SC.chk_sc.npcs);
-			goto out;
-		}
-		const struct vp_ch_pc *d = &SC.chk_sc.pcs[n++];
-		if ((uint64_t)(uintptr_t)pc->pc != nm.code_start + d->pc_offset || (uint32_t)pc->numstackframes != d->depth) {
-			scan_check_differ("code at %p: pc %zu: event %p depth %d, decode +%u depth %u", code_addr, n - 1,
-					  pc->pc, (int)pc->numstackframes, d->pc_offset, d->depth);
-			goto out;
-		}
-		for (jint k = 0; k < pc->numstackframes; k++) {
-			const struct vp_ch_frame *f = &SC.chk_sc.frames[d->first + (size_t)k];
-			uint64_t em = pc->methods[k] ? *(volatile uint64_t *)pc->methods[k] : 0;
-			if (!same_method(em, f->method) || pc->bcis[k] != f->bci) {
-				scan_check_differ("code at %p: pc %zu frame %d: event method %#llx bci %d, decode %#llx bci %d",
-						  code_addr, n - 1, (int)k, (unsigned long long)em, (int)pc->bcis[k],
-						  (unsigned long long)f->method, (int)f->bci);
-				goto out;
-			}
-		}
-	}
-	if (inl && n != SC.chk_sc.npcs) {
-		scan_check_differ("code at %p: decode has more pcs (%zu) than the event (%zu)", code_addr,
-				  SC.chk_sc.npcs, n);
-		goto out;
-	}
-	SC.chk_same++;
-out:
-	(*A.jvmti)->RawMonitorExit(A.jvmti, SC.chk_lock);
-}
-
-static void scan_print(void)
-{
-	if (SC.check)
-		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
-			(unsigned long long)SC.chk_n, (unsigned long long)SC.chk_same, (unsigned long long)SC.chk_differ,
-			(unsigned long long)SC.chk_missing, SC.chk_first[0] ? "; first: " : "", SC.chk_first);
-	if (S.on && SC.on)
-		fprintf(stderr, "viprof agent stats: code heap walks=%llu incomplete=%llu loads=%llu unloads=%llu "
-			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)SC.walks,
-			(unsigned long long)SC.incomplete, (unsigned long long)SC.loads, (unsigned long long)SC.unloads,
-			(unsigned long long)SC.unknown, (unsigned long long)SC.undecoded, (unsigned long long)SC.fallback);
 }
 
 static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
@@ -1151,10 +541,10 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 				     const jvmtiAddrLocationMap *map, const void *compile_info)
 {
 	struct st_mark m;
-	if (A.disabled || S.noop)
+	if (agent.disabled || stats.noop)
 		return;
 	st_begin(&m);
-	if (SC.check)
+	if (scan.check)
 		scan_check(method, code_size, code_addr, compile_info);
 	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
 	st_end(ST_LOAD, &m);
@@ -1163,7 +553,7 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
 	struct st_mark m;
-	if (A.disabled || S.noop)
+	if (agent.disabled || stats.noop)
 		return;
 	st_begin(&m);
 	lock();
@@ -1179,7 +569,7 @@ static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
 	struct st_mark m;
-	if (A.disabled || S.noop)
+	if (agent.disabled || stats.noop)
 		return;
 	st_begin(&m);
 	size_t nl = strnlen(name ? name : "", 255);
@@ -1196,6 +586,51 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	st_end(ST_DYNAMIC, &m);
 }
 
+/* What each GC was (issue 26), from HotSpot's collection counters: CollectedHeap::
+ * _total_collections is in the exported structure tables; _total_full_collections is
+ * not, but has been the unsigned int right after it in every JDK from 8 to 25. Read
+ * with plain loads in the GC callback (the heap outlives every GC), the previous values
+ * kept there: a collection moved one counter or both, a pause of a concurrent cycle
+ * neither. name: the collector, from its Use*GC flag. */
+static struct {
+	bool ok;
+	void **heap;           /* &Universe::_collectedHeap */
+	uint64_t total_off;    /* of _total_collections in CollectedHeap */
+	uint32_t last_total, last_full;   /* GC callback only, after init */
+	char name[16];
+} gc_info;
+
+static void gc_info_init(void)
+{
+	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
+						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
+						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
+	const struct vp_hs_vm *vm = hotspot_vm();
+
+	if (!vm)
+		return;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]) && !gc_info.name[0]; i++) {
+		uint64_t value, fl;
+		if (!vp_hs_vm__find_flag(vm, &vp_hs_mem_direct, flags[i][0], &value, &fl) && value &&
+		    *(const bool *)(uintptr_t)value)
+			snprintf(gc_info.name, sizeof(gc_info.name), "%s", flags[i][1]);
+	}
+	uint64_t heap_at = vp_hs_vm__address(vm, VP_HS_UNIVERSE_HEAP);
+	int64_t off = vp_hs_vm__offset(vm, VP_HS_HEAP_TOTAL_COLLECTIONS);
+	if (heap_at && off >= 0) {
+		gc_info.heap = (void **)(uintptr_t)heap_at;
+		gc_info.total_off = (uint64_t)off;
+		uint32_t c[2];
+		void *heap = *gc_info.heap;
+		/* Before the heap exists (agent loaded at start) both counters are 0. */
+		if (!heap || read_self((uint64_t)(uintptr_t)heap + gc_info.total_off, c, sizeof(c))) {
+			gc_info.last_total = heap ? c[0] : 0;
+			gc_info.last_full = heap ? c[1] : 0;
+			gc_info.ok = gc_info.last_full <= gc_info.last_total;
+		}
+	}
+}
+
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
  * monitor: a Java thread that holds it blocks for this very safepoint inside
  * RawMonitorNotifyAll/Exit, and the GC would then wait for it forever (seen on JDK 25).
@@ -1203,13 +638,30 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
  * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
-	if (A.disabled || S.noop)
+	if (agent.disabled || stats.noop)
 		return;
-	if (S.on)
-		__atomic_add_fetch(&S.n[ST_GC], 1, __ATOMIC_RELAXED);
-	uint64_t h = __atomic_load_n(&A.gc_head, __ATOMIC_RELAXED);
-	A.gc_time[h % GC_RING] = now_ns();
-	__atomic_store_n(&A.gc_head, h + 1, __ATOMIC_RELEASE);
+	if (stats.on)
+		__atomic_add_fetch(&stats.n[ST_GC], 1, __ATOMIC_RELAXED);
+	uint64_t h = __atomic_load_n(&agent.gc_head, __ATOMIC_RELAXED);
+	agent.gc_time[h % GC_RING] = now_ns();
+	uint8_t kind = VP_GC_UNKNOWN;
+	uint32_t total = 0, full = 0;
+	const char *heap = gc_info.ok ? *(char *const *)gc_info.heap : NULL;
+	if (heap) {
+		total = *(const volatile uint32_t *)(heap + gc_info.total_off);
+		full = *(const volatile uint32_t *)(heap + gc_info.total_off + 4);
+		/* A full count above the total means the layout is not the one assumed. */
+		kind = full > total ? VP_GC_UNKNOWN : full != gc_info.last_full ? VP_GC_FULL
+		     : total != gc_info.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
+		if (full > total)
+			full = 0;
+		gc_info.last_total = total;
+		gc_info.last_full = full;
+	}
+	agent.gc_id[h % GC_RING] = total;
+	agent.gc_full[h % GC_RING] = full;
+	agent.gc_kind[h % GC_RING] = kind;
+	__atomic_store_n(&agent.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- the writer side (agent thread) ---- */
@@ -1217,34 +669,35 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 static int write_epoch_end(uint64_t t)
 {
 	uint64_t bytes = 0;
-	for (size_t i = 0; i < A.live.n; i++)
-		bytes += A.live.v[i].end - A.live.v[i].start;
+	for (size_t i = 0; i < agent.live.n; i++)
+		bytes += agent.live.v[i].end - agent.live.v[i].start;
 	lock();
-	uint64_t dropped = A.dropped;
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	if (dropped && !A.warned_drops) {
+	uint64_t dropped = agent.dropped;
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	if (dropped && !agent.warned_drops) {
 		/* Once per JVM: the count itself goes into every EPOCH_END. */
 		fprintf(stderr, "viprof agent: event queue full, %llu events dropped; some JIT frames may be unnamed\n",
 			(unsigned long long)dropped);
-		A.warned_drops = true;
+		agent.warned_drops = true;
 	}
-	struct vp_cm_epoch_end e = { .epoch = A.epoch, .live_methods = (uint32_t)A.live.n,
+	struct vp_cm_epoch_end e = { .epoch = agent.epoch, .live_methods = (uint32_t)agent.live.n,
 				     .live_bytes = bytes, .dropped = dropped };
-	int err = cfile_writer__append(A.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
-	return err ? err : cfile_writer__flush(A.w);
+	int err = cfile_writer__append(agent.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
+	return err ? err : cfile_writer__flush(agent.w);
 }
 
 static int begin_epoch(uint32_t reason, uint64_t t)
 {
-	struct vp_cm_epoch_begin b = { .epoch = A.epoch, .reason = reason };
+	struct vp_cm_epoch_begin b = { .epoch = agent.epoch, .reason = reason };
 	/* Epochs follow one another in time, also when a walked load dated before the
 	 * current epoch's start overlaps code of this epoch. */
-	if (t < A.epoch_t)
-		t = A.epoch_t;
-	A.epoch_t = t;
-	vp_cm_ranges__clear(&A.epoch_used);
-	A.epoch_dirty = false;
-	return cfile_writer__append(A.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
+	if (t < agent.epoch_t)
+		t = agent.epoch_t;
+	agent.epoch_t = t;
+	agent.gc_since = 0;
+	vp_cm_ranges__clear(&agent.epoch_used);
+	agent.epoch_dirty = false;
+	return cfile_writer__append(agent.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
 }
 
 static int next_epoch(uint32_t reason, uint64_t t)
@@ -1252,7 +705,7 @@ static int next_epoch(uint32_t reason, uint64_t t)
 	int err = write_epoch_end(t);
 	if (err)
 		return err;
-	A.epoch++;
+	agent.epoch++;
 	return begin_epoch(reason, t);
 }
 
@@ -1261,11 +714,11 @@ static int name_ptr_methods(const struct vp_record *r);
 /* Appends one record to the file, counted for the stats. */
 static int emit(uint32_t type, uint64_t time, const void *body, size_t len)
 {
-	if (S.on) {
-		S.rec_n[type & 15]++;
-		S.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
+	if (stats.on) {
+		stats.rec_n[type & 15]++;
+		stats.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
 	}
-	return cfile_writer__append(A.w, type, time, body, len);
+	return cfile_writer__append(agent.w, type, time, body, len);
 }
 
 static int write_record(const struct vp_record *r)
@@ -1276,25 +729,25 @@ static int write_record(const struct vp_record *r)
 	case VP_CM_METHOD_LOAD2: {
 		const struct vp_cm_method_load2 *l = body;
 		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
-		if (vp_cm_load_reuses(&A.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
+		if (vp_cm_load_reuses(&agent.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
 			return err;
-		if ((err = vp_cm_ranges__insert(&A.epoch_used, s, e)))
+		if ((err = vp_cm_ranges__insert(&agent.epoch_used, s, e)))
 			return err;
-		vp_cm_ranges__remove_start(&A.live, s); /* a missed unload must not double count */
-		if ((err = vp_cm_ranges__insert(&A.live, s, e)))
+		vp_cm_ranges__remove_start(&agent.live, s); /* a missed unload must not double count */
+		if ((err = vp_cm_ranges__insert(&agent.live, s, e)))
 			return err;
-		A.epoch_dirty = true;
+		agent.epoch_dirty = true;
 		break;
 	}
 	case VP_CM_METHOD_UNLOAD:
-		vp_cm_ranges__remove_start(&A.live, ((const struct vp_cm_method_unload *)body)->code_start);
-		A.epoch_dirty = true;
+		vp_cm_ranges__remove_start(&agent.live, ((const struct vp_cm_method_unload *)body)->code_start);
+		agent.epoch_dirty = true;
 		break;
 	default:
 		break;
 	}
 	err = emit(r->type, r->time, body, vp_record_body_len(r));
-	if (!err && r->type == VP_CM_METHOD_PTR && SC.on) {
+	if (!err && r->type == VP_CM_METHOD_PTR && scan.on) {
 		const struct vp_cm_method_ptrs *b = body;
 		const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 		for (uint32_t i = 0; i < b->n && !err; i++)
@@ -1321,13 +774,13 @@ static int check_method_ptrs(jmethodID m)
 {
 	uint64_t v = 0;
 
-	if (((uintptr_t)m & 7) || !vp_vm__read_self((uint64_t)(uintptr_t)m, &v, sizeof(v)) || v < 4096 || (v & 7)) {
-		A.method_ptrs = -1;
+	if (((uintptr_t)m & 7) || !read_self((uint64_t)(uintptr_t)m, &v, sizeof(v)) || v < 4096 || (v & 7)) {
+		agent.method_ptrs = -1;
 		fprintf(stderr, "viprof agent: this JVM's jmethodIDs do not lead to Method*; interpreted frames "
 				"will show as [interpreted]\n");
 		return -1;
 	}
-	A.method_ptrs = 1;
+	agent.method_ptrs = 1;
 	return 0;
 }
 
@@ -1339,11 +792,11 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 	jint n = 0;
 	jmethodID *ms = NULL;
 
-	if (A.disabled || A.method_ptrs < 0 || S.noop)
+	if (agent.disabled || agent.method_ptrs < 0 || stats.noop)
 		return;
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
 		goto cleanup;
-	if (!A.method_ptrs && check_method_ptrs(ms[0]))
+	if (!agent.method_ptrs && check_method_ptrs(ms[0]))
 		goto cleanup;
 	lock();
 	struct vp_cm_method_ptrs *b = q_reserve(VP_CM_METHOD_PTR, t,
@@ -1366,7 +819,7 @@ cleanup:
 static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
 {
 	struct st_mark m;
-	if (S.noop)
+	if (stats.noop)
 		return;
 	st_begin(&m);
 	queue_class_ptrs(jvmti, klass, now_ns(), 0);
@@ -1380,11 +833,11 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	jint n = 0;
 	jclass *cls = NULL;
 
-	A.classes_enumerated = true;
+	agent.classes_enumerated = true;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &cls) != JVMTI_ERROR_NONE)
 		return;
 	tl_replaying = true;   /* our own thread: it may wait for queue room */
-	for (jint i = 0; i < n && !A.disabled; i++) {
+	for (jint i = 0; i < n && !agent.disabled; i++) {
 		jint st = 0;
 
 		if ((*jvmti)->GetClassStatus(jvmti, cls[i], &st) == JVMTI_ERROR_NONE &&
@@ -1406,8 +859,6 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
  * 10 bytes a line. */
 #define NAMES_PER_METHOD_MAX (16 + NAME_MAX_LEN + MAX_LINES * 10)
 
-static uint64_t zz(int64_t v) { return vp_cm_zigzag(v); }
-
 static int name_ptr_methods(const struct vp_record *r)
 {
 	static struct mnames nm;
@@ -1415,7 +866,7 @@ static int name_ptr_methods(const struct vp_record *r)
 	static uint8_t buf[VP_MAX_RECORD_SIZE - 64];
 	const struct vp_cm_method_ptrs *b = vp_record_body(r);
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
-	jvmtiEnv *jvmti = A.jvmti;
+	jvmtiEnv *jvmti = agent.jvmti;
 	struct vp_cm_method_names h = { 0 };
 	uint8_t *q = NULL, *start = NULL;
 	uint64_t prev_id = 0;
@@ -1424,7 +875,7 @@ static int name_ptr_methods(const struct vp_record *r)
 
 	/* The ids named here go into the seen table under one lock per class, not one per
 	 * method: the callbacks (ClassPrepare on application threads) wait less. */
-	if (vp_grow((void **)&A.named, &A.named_cap, b->n, sizeof(*A.named)))
+	if (vp_grow((void **)&agent.named, &agent.named_cap, b->n, sizeof(*agent.named)))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < b->n && !err; i++) {
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
@@ -1451,21 +902,21 @@ static int name_ptr_methods(const struct vp_record *r)
 		jint nlines = method_lines(jvmti, m, &lines);
 		size_t ml = strlen(nm.mpart);
 		int64_t bci = 0, line = 0;
-		q += vp_cm_uleb_put(q, zz((int64_t)(p[i].method_id - prev_id)));
+		q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)(p[i].method_id - prev_id)));
 		q += vp_cm_uleb_put(q, ml);
 		memcpy(q, nm.mpart, ml);
 		q += ml;
 		q += vp_cm_uleb_put(q, (uint64_t)nlines);
 		for (jint k = 0; k < nlines; k++) {
-			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].start_location - bci));
-			q += vp_cm_uleb_put(q, zz((int64_t)lines[k].line_number - line));
+			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].start_location - bci));
+			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].line_number - line));
 			bci = lines[k].start_location;
 			line = lines[k].line_number;
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 		prev_id = p[i].method_id;
 		h.n++;
-		A.named[named++] = p[i].method_id;
+		agent.named[named++] = p[i].method_id;
 		/* Full enough that the next method might not fit: write this record. */
 		if ((size_t)(buf + sizeof(buf) - q) < NAMES_PER_METHOD_MAX || i + 1 == b->n) {
 			h.bytes = (uint32_t)(q - start);
@@ -1482,8 +933,8 @@ static int name_ptr_methods(const struct vp_record *r)
 	if (named) {
 		lock();
 		for (uint32_t i = 0; i < named; i++)
-			seen_add(A.named[i]);
-		(*jvmti)->RawMonitorExit(jvmti, A.lock);
+			seen_add(agent.named[i]);
+		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
 	}
 	return err;
 }
@@ -1492,17 +943,27 @@ static int name_ptr_methods(const struct vp_record *r)
  * An epoch that saw no code change needs no successor, so idle GCs add no epochs. */
 static int apply_gcs(uint64_t t)
 {
-	uint64_t head = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
-	if (head - A.gc_tail > GC_RING)
-		A.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
-	while (A.gc_tail < head) {
-		uint64_t g = A.gc_time[A.gc_tail % GC_RING];
+	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	if (head - agent.gc_tail > GC_RING)
+		agent.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
+	while (agent.gc_tail < head) {
+		uint64_t g = agent.gc_time[agent.gc_tail % GC_RING];
 		if (g > t)
 			break;
-		A.gc_tail++;
-		if (A.epoch_dirty) {
-			int err = next_epoch(VP_EPOCH_GC, g);
+		uint64_t i = (agent.gc_tail++) % GC_RING;
+		uint32_t since = ++agent.gc_since;
+		if (agent.epoch_dirty) {
+			int err = next_epoch(VP_EPOCH_GC, g);   /* resets gc_since */
 			if (err)
+				return err;
+			/* Which GC it was, right after the EPOCH_BEGIN it explains. */
+			uint8_t b[sizeof(struct vp_cm_gc) + sizeof(gc_info.name)];
+			struct vp_cm_gc x = { .epoch = agent.epoch, .gc_id = agent.gc_id[i], .full_gcs = agent.gc_full[i],
+					      .gcs = since, .kind = agent.gc_kind[i],
+					      .name_len = (uint16_t)strnlen(gc_info.name, sizeof(gc_info.name)) };
+			memcpy(b, &x, sizeof(x));
+			memcpy(b + sizeof(x), gc_info.name, x.name_len);
+			if ((err = cfile_writer__append(agent.w, VP_CM_GC, g, b, sizeof(x) + x.name_len)))
 				return err;
 		}
 	}
@@ -1510,7 +971,7 @@ static int apply_gcs(uint64_t t)
 }
 
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
-static int drain(const uint8_t *buf, size_t len)
+int drain(const uint8_t *buf, size_t len)
 {
 	struct st_mark m;
 	int err;
@@ -1526,35 +987,35 @@ static int drain(const uint8_t *buf, size_t len)
 	/* GCs after the last record wait for the next one: records still on their way
 	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
-	if (t - A.last_flush >= 1000000000ull) {
-		A.last_flush = t;
-		return cfile_writer__flush(A.w);
+	if (t - agent.last_flush >= 1000000000ull) {
+		agent.last_flush = t;
+		return cfile_writer__flush(agent.w);
 	}
 	return 0;
 }
 
 /* Takes the current queue half under the lock; returns its length. */
-static size_t take(const uint8_t **buf)
+size_t take(const uint8_t **buf)
 {
-	*buf = A.qbuf[A.qcur];
-	size_t n = A.qlen;
-	A.qcur ^= 1;
-	A.qlen = 0;
+	*buf = agent.qbuf[agent.qcur];
+	size_t n = agent.qlen;
+	agent.qcur ^= 1;
+	agent.qlen = 0;
 	return n;
 }
 
 static void finish_file(void)
 {
-	if (!A.w)
+	if (!agent.w)
 		return;
 	st_print();
 	scan_print();
 	int err = write_epoch_end(now_ns());
-	int cerr = cfile_writer__close(A.w);
-	A.w = NULL;
+	int cerr = cfile_writer__close(agent.w);
+	agent.w = NULL;
 	if (err || cerr)
 		fprintf(stderr, "viprof agent: closing %s failed: %s; the last JIT names may be missing\n",
-			A.path, strerror(-(err ? err : cerr)));
+			agent.path, strerror(-(err ? err : cerr)));
 }
 
 /* ---- sampled allocations (record -e alloc; issue 25) ---- */
@@ -1577,7 +1038,7 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	char *sig = NULL;
 
 	(void)jni, (void)thread, (void)object;
-	if (A.disabled || !alloc_interval)
+	if (agent.disabled || !alloc_interval)
 		return;
 	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
 		n = 0;
@@ -1617,10 +1078,10 @@ static void alloc_start(void)
 	if (!alloc_interval)
 		return;
 	caps.can_generate_sampled_object_alloc_events = 1;
-	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE ||
-	    (e = (*A.jvmti)->SetHeapSamplingInterval(A.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
+	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE ||
+	    (e = (*agent.jvmti)->SetHeapSamplingInterval(agent.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
 		    JVMTI_ERROR_NONE ||
-	    (e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
+	    (e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
 		    JVMTI_ERROR_NONE) {
 		fprintf(stderr, "viprof agent: allocation sampling is unavailable: %s (SampledObjectAlloc needs JDK 11 or later); "
 			"recording without it\n", jvmti_err(e));
@@ -1693,7 +1154,7 @@ static void JNICALL cb_monitor_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr
 {
 	char sig[256];
 	(void)thread;
-	if (A.disabled || lock_threshold < 0 || !tl_lock_start)
+	if (agent.disabled || lock_threshold < 0 || !tl_lock_start)
 		return;
 	class_of(jvmti, jni, object, sig, sizeof(sig));
 	queue_lock(jvmti, tl_lock_start, sig);
@@ -1707,7 +1168,7 @@ static void JNICALL cb_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, 
 	jobject blocker = NULL;
 	uint64_t start = now_ns();
 	(void)loc;
-	if (A.disabled || lock_threshold < 0 || (method != park_methods[0] && method != park_methods[1]))
+	if (agent.disabled || lock_threshold < 0 || (method != park_methods[0] && method != park_methods[1]))
 		return;
 	/* The wait starts here: reading the blocker is a VM operation on JDK 17 (hundreds of
 	 * microseconds on a busy VM) that the thread spends inside lock() as well. */
@@ -1723,7 +1184,7 @@ static void JNICALL cb_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, 
 static void JNICALL cb_frame_pop(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method, jboolean exc)
 {
 	(void)jni, (void)thread, (void)exc;
-	if (A.disabled || lock_threshold < 0 || !tl_park_start || (method != park_methods[0] && method != park_methods[1]))
+	if (agent.disabled || lock_threshold < 0 || !tl_park_start || (method != park_methods[0] && method != park_methods[1]))
 		return;
 	queue_lock(jvmti, tl_park_start, tl_park_class);
 	tl_park_start = 0;
@@ -1744,14 +1205,14 @@ static void lock_start(void)
 	caps.can_generate_breakpoint_events = 1;
 	caps.can_generate_frame_pop_events = 1;
 	caps.can_access_local_variables = 1;
-	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE) {
+	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE) {
 		fprintf(stderr, "viprof agent: lock profiling is unavailable: %s (it needs monitor, breakpoint and frame pop "
 			"events, which a JVM grants at start); recording without it\n", jvmti_err(e));
 		lock_threshold = -1;
 		return;
 	}
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-		(*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, ev[i], NULL);
+		(*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, ev[i], NULL);
 }
 
 /* At VMInit: the breakpoints in LockSupport (loading it early is harmless: the JDK's own
@@ -1796,10 +1257,10 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 {
 	jvmtiError first = JVMTI_ERROR_NONE;
 	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
-		if (SC.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
+		if (scan.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
 			      session_events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
-		jvmtiError e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, mode, session_events[i], NULL);
+		jvmtiError e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, mode, session_events[i], NULL);
 		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
 			first = e;
 	}
@@ -1812,40 +1273,40 @@ static void watch_open(void)
 {
 	struct stat st;
 
-	if (A.lock_fd >= 0)
-		close(A.lock_fd);
-	A.lock_fd = -1;
-	if (A.given_lock_fd >= 0) {
+	if (agent.lock_fd >= 0)
+		close(agent.lock_fd);
+	agent.lock_fd = -1;
+	if (agent.given_lock_fd >= 0) {
 		/* The recorder's own lock file, opened by it for us: no path to resolve. */
-		A.lock_fd = A.given_lock_fd;
-		A.given_lock_fd = -1;
-	} else if (!A.lock_path[0]) {
+		agent.lock_fd = agent.given_lock_fd;
+		agent.given_lock_fd = -1;
+	} else if (!agent.lock_path[0]) {
 		return;
 	} else {
-		A.lock_fd = open(A.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		agent.lock_fd = open(agent.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
-	if (A.lock_fd >= 0 && (fstat(A.lock_fd, &st) || !S_ISREG(st.st_mode))) {
-		close(A.lock_fd);
-		A.lock_fd = -1;
+	if (agent.lock_fd >= 0 && (fstat(agent.lock_fd, &st) || !S_ISREG(st.st_mode))) {
+		close(agent.lock_fd);
+		agent.lock_fd = -1;
 		errno = EINVAL;
 	}
-	if (A.lock_fd < 0)
+	if (agent.lock_fd < 0)
 		fprintf(stderr, "viprof agent: cannot watch the recording's lock file %s: %s; this session's code map "
-			"goes on after the recording ends, until the next attach\n", A.lock_path, strerror(errno));
+			"goes on after the recording ends, until the next attach\n", agent.lock_path, strerror(errno));
 }
 
 /* Has the recorder let go of its lock (stopped, or was killed: the kernel releases it)?
  * Asked at most twice a second, with a lock attempt that never blocks. */
 static bool session_ended(void)
 {
-	if (A.lock_fd < 0)
+	if (agent.lock_fd < 0)
 		return false;
 	uint64_t t = now_ns();
-	if (t - A.lock_checked < 500000000ull)
+	if (t - agent.lock_checked < 500000000ull)
 		return false;
-	A.lock_checked = t;
-	if (flock(A.lock_fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(A.lock_fd, LOCK_UN);
+	agent.lock_checked = t;
+	if (flock(agent.lock_fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(agent.lock_fd, LOCK_UN);
 		return true;
 	}
 	return errno != EWOULDBLOCK && errno != EINTR;
@@ -1855,15 +1316,15 @@ static bool session_ended(void)
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
 {
-	scan_code(A.jvmti);   /* what was compiled since the last walk */
-	A.disabled = true;
+	scan_code(agent.jvmti);   /* what was compiled since the last walk */
+	agent.disabled = true;
 	set_session_events(JVMTI_DISABLE);
 	write_queue(0);
 	finish_file();
-	if (A.lock_fd >= 0)
-		close(A.lock_fd);
-	A.lock_fd = -1;
-	A.idle = true;
+	if (agent.lock_fd >= 0)
+		close(agent.lock_fd);
+	agent.lock_fd = -1;
+	agent.idle = true;
 }
 
 /* Another attach: the current session (if any) ends here, cleanly, and a new map begins
@@ -1871,52 +1332,52 @@ static void go_idle(void)
  * this returns). Runs on the agent thread; 0 or -errno (the agent then stays idle). */
 static int switch_session(void)
 {
-	bool was_idle = A.idle;
+	bool was_idle = agent.idle;
 
 	if (!was_idle)
-		scan_code(A.jvmti);
+		scan_code(agent.jvmti);
 	write_queue(0);
 	finish_file();
 
 	lock();
-	use_options(&A.next);
-	A.next.map_fd = A.next.lock_fd = -1;   /* A.given_* own them now */
+	use_options(&agent.next);
+	agent.next.map_fd = agent.next.lock_fd = -1;   /* agent.given_* own them now */
 	/* Every name is written again into the new file; what an idle agent's callbacks
 	 * queued while it turned idle belongs to no session. */
-	memset(A.seen, 0, SEEN_SLOTS * sizeof(*A.seen));
-	A.nseen = 0;
-	A.dropped = 0;
+	memset(agent.seen, 0, SEEN_SLOTS * sizeof(*agent.seen));
+	agent.nseen = 0;
+	agent.dropped = 0;
 	if (was_idle)
-		A.qlen = 0;
-	A.gc_tail = __atomic_load_n(&A.gc_head, __ATOMIC_ACQUIRE);
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
-	A.epoch = 0;
-	A.epoch_t = 0;
-	A.epoch_used.n = 0;
-	A.live.n = 0;
-	A.live_methods = 0;
-	A.epoch_dirty = false;
-	A.warned_drops = false;
-	A.classes_enumerated = false;
-	A.threads_named = false;
-	A.attached = true;
+		agent.qlen = 0;
+	agent.gc_tail = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	agent.epoch = 0;
+	agent.epoch_t = 0;
+	agent.epoch_used.n = 0;
+	agent.live.n = 0;
+	agent.live_methods = 0;
+	agent.epoch_dirty = false;
+	agent.warned_drops = false;
+	agent.classes_enumerated = false;
+	agent.threads_named = false;
+	agent.attached = true;
 	scan_reset();
-	A.lock_checked = 0;
+	agent.lock_checked = 0;
 	watch_open();
 	int err = open_file();
 	if (!err && (err = write_meta())) {
-		cfile_writer__close(A.w);
-		A.w = NULL;
+		cfile_writer__close(agent.w);
+		agent.w = NULL;
 	}
 	if (err) {
-		A.disabled = true;
-		A.idle = true;
+		agent.disabled = true;
+		agent.idle = true;
 		set_session_events(JVMTI_DISABLE);
 		return err;
 	}
-	A.last_flush = now_ns();
-	A.idle = false;
-	A.disabled = false;
+	agent.last_flush = now_ns();
+	agent.idle = false;
+	agent.disabled = false;
 	jvmtiError e = set_session_events(JVMTI_ENABLE);
 	if (e != JVMTI_ERROR_NONE)
 		fprintf(stderr, "viprof agent: SetEventNotificationMode failed: %s; some JIT code may be unnamed\n",
@@ -1927,64 +1388,64 @@ static int switch_session(void)
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
 	tl_agent_thread = true;
-	A.agent_jni = jni;
+	agent.agent_jni = jni;
 	for (;;) {
 		const uint8_t *buf = NULL;
-		(*jvmti)->RawMonitorEnter(jvmti, A.lock);
+		(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
 		/* Idle: nothing to do until the next session (or the JVM's end). */
-		while (A.idle && !A.stopping && A.switch_want == A.switch_done)
-			(*jvmti)->RawMonitorWait(jvmti, A.lock, 0);
-		if (A.qlen == 0 && !A.stopping && A.switch_want == A.switch_done && !scan_due())
-			(*jvmti)->RawMonitorWait(jvmti, A.lock, scan_wait_ms());
-		size_t n = A.idle ? 0 : take(&buf);
-		bool stop = A.stopping, sw = A.switch_want != A.switch_done;
+		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
+			(*jvmti)->RawMonitorWait(jvmti, agent.lock, 0);
+		if (agent.qlen == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !scan_due())
+			(*jvmti)->RawMonitorWait(jvmti, agent.lock, scan_wait_ms());
+		size_t n = agent.idle ? 0 : take(&buf);
+		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
-		(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
-		(*jvmti)->RawMonitorExit(jvmti, A.lock);
+		(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
+		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
 
 		/* With nothing new, drain still flushes what was written over a second ago: a
 		 * JVM that compiles nothing more (a steady service) would otherwise keep its
 		 * last records (the class enumeration, thread names) in memory until the
 		 * session ends, and lose them if it is killed first. */
-		int err = n || (A.w && !A.idle) ? drain(buf, n) : 0;
+		int err = n || (agent.w && !agent.idle) ? drain(buf, n) : 0;
 		if (err) {
 			fail("writing the code map", strerror(-err));
 			lock();
-			A.qlen = 0;
-			(*jvmti)->RawMonitorExit(jvmti, A.lock);
+			agent.qlen = 0;
+			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
 		}
-		if (stop || A.failed)
+		if (stop || agent.failed)
 			break;
 		if (sw) {
 			int serr = switch_session();
 			lock();
-			A.switch_err = serr;
-			A.switch_done = A.switch_want;
-			(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
-			(*jvmti)->RawMonitorExit(jvmti, A.lock);
+			agent.switch_err = serr;
+			agent.switch_done = agent.switch_want;
+			(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
+			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
 			continue;
 		}
-		if (!A.idle && session_ended()) {
+		if (!agent.idle && session_ended()) {
 			go_idle();
 			continue;
 		}
 		/* A walk of the code heaps needs the Method* of every class that can have code:
 		 * only once the enumeration below has been written. */
-		if (!A.idle && A.classes_enumerated && scan_due())
+		if (!agent.idle && agent.classes_enumerated && scan_due())
 			scan_code(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
-		if (!A.idle && !A.classes_enumerated)
+		if (!agent.idle && !agent.classes_enumerated)
 			enumerate_classes(jvmti, jni);
-		if (!A.idle && !A.threads_named)
+		if (!agent.idle && !agent.threads_named)
 			name_running_threads(jvmti, jni);
 	}
-	(*jvmti)->RawMonitorEnter(jvmti, A.lock);
+	(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
 	/* Anything queued after the last take is written by whoever waits for us. */
-	A.thread_done = true;
-	A.thread_running = false;
-	(*jvmti)->RawMonitorNotifyAll(jvmti, A.lock);
-	(*jvmti)->RawMonitorExit(jvmti, A.lock);
+	agent.thread_done = true;
+	agent.thread_running = false;
+	(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
+	(*jvmti)->RawMonitorExit(jvmti, agent.lock);
 }
 
 static int start_thread(JNIEnv *jni)
@@ -1999,10 +1460,10 @@ static int start_thread(JNIEnv *jni)
 	jthread th = (*jni)->NewObject(jni, cls, init, name);
 	if (!th)
 		goto jni_fail;
-	A.thread_running = true;
-	jvmtiError e = (*A.jvmti)->RunAgentThread(A.jvmti, th, agent_thread, NULL, JVMTI_THREAD_NORM_PRIORITY);
+	agent.thread_running = true;
+	jvmtiError e = (*agent.jvmti)->RunAgentThread(agent.jvmti, th, agent_thread, NULL, JVMTI_THREAD_NORM_PRIORITY);
 	if (e != JVMTI_ERROR_NONE) {
-		A.thread_running = false;
+		agent.thread_running = false;
 		fail("RunAgentThread", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -2017,34 +1478,34 @@ jni_fail:
 /* Stops the agent thread (waiting at most ~2 s), then writes what is left and closes. */
 static void shutdown_agent(void)
 {
-	if (!A.jvmti || !A.lock)
+	if (!agent.jvmti || !agent.lock)
 		return;
-	(*A.jvmti)->RawMonitorEnter(A.jvmti, A.lock);
-	A.stopping = true;
-	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
-	for (int i = 0; i < 20 && A.thread_running; i++)
-		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
-	bool can_write = !A.thread_running;
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock);
+	agent.stopping = true;
+	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	for (int i = 0; i < 20 && agent.thread_running; i++)
+		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+	bool can_write = !agent.thread_running;
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 	/* The agent thread is gone: this thread may walk in its place, once. */
-	if (can_write && A.w && !A.disabled && A.classes_enumerated)
-		scan_code(A.jvmti);
+	if (can_write && agent.w && !agent.disabled && agent.classes_enumerated)
+		scan_code(agent.jvmti);
 	lock();
 	const uint8_t *buf = NULL;
 	size_t n = can_write ? take(&buf) : 0;
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 	if (!can_write)
 		return; /* never race the writer; the file stays readable up to its last chunk */
-	if (A.w && !A.disabled && n)
+	if (agent.w && !agent.disabled && n)
 		drain(buf, n);
 	finish_file();
-	A.disabled = true;
-	vp_ch__scopes_free(&SC.sc);   /* nothing walks any more */
+	agent.disabled = true;
+	vp_ch__scopes_free(&scan.sc);   /* nothing walks any more */
 }
 
 static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	if (!A.disabled)
+	if (!agent.disabled)
 		start_thread(jni);
 	lock_vm_init(jvmti, jni);
 }
@@ -2081,7 +1542,7 @@ static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread
 {
 	jvmtiThreadInfo ti;
 
-	if (A.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
+	if (agent.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
 		return;
 	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
 		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
@@ -2099,7 +1560,7 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	jvmtiThreadInfo ti;
 	bool named = tl_named;
 
-	if (A.disabled)
+	if (agent.disabled)
 		return;
 	tl_named = false;
 	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
@@ -2148,29 +1609,25 @@ static struct {
 	bool tried, ok;
 	jfieldID eetop;
 	uint64_t osthread, thread_id;
-} HS;
+} tid_path;
 
 static void hs_tid_init(JNIEnv *jni)
 {
-	HS.tried = true;
-	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	struct vp_vm_field os17 = { "JavaThread", "_osthread" }, os25 = { "Thread", "_osthread" },
-			   tid = { "OSThread", "_thread_id" };
-	bool have_os = vp_vm__find_fields(h, &os17, 1) || vp_vm__find_fields(h, &os25, 1);
-	const struct vp_vm_field *os = os17.found ? &os17 : &os25;
-	if (have_os && vp_vm__find_fields(h, &tid, 1) && !os->is_static && !tid.is_static) {
+	tid_path.tried = true;
+	const struct vp_hs_vm *vm = hotspot_vm();
+	int64_t os = vm ? vp_hs_vm__offset(vm, VP_HS_THREAD_OSTHREAD) : -1;
+	int64_t tid = vm ? vp_hs_vm__offset(vm, VP_HS_OSTHREAD_TID) : -1;
+	if (os >= 0 && tid >= 0) {
 		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
-		HS.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
+		tid_path.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
 		if ((*jni)->ExceptionCheck(jni))
 			(*jni)->ExceptionClear(jni);
 		if (cls)
 			(*jni)->DeleteLocalRef(jni, cls);
-		HS.osthread = os->offset;
-		HS.thread_id = tid.offset;
-		HS.ok = HS.eetop != NULL;
+		tid_path.osthread = (uint64_t)os;
+		tid_path.thread_id = (uint64_t)tid;
+		tid_path.ok = tid_path.eetop != NULL;
 	}
-	if (h)
-		dlclose(h);
 }
 
 /* The kernel tid of a running Java thread per HotSpot, or 0. */
@@ -2179,12 +1636,12 @@ static uint32_t hs_tid(JNIEnv *jni, jthread t)
 	uint64_t jt, os = 0;
 	int32_t tid = 0;
 
-	if (!HS.tried)
+	if (!tid_path.tried)
 		hs_tid_init(jni);
-	if (!HS.ok)
+	if (!tid_path.ok)
 		return 0;
-	jt = (uint64_t)(*jni)->GetLongField(jni, t, HS.eetop);
-	if (!vp_vm__read_self(jt + HS.osthread, &os, sizeof(os)) || !vp_vm__read_self(os + HS.thread_id, &tid, sizeof(tid)))
+	jt = (uint64_t)(*jni)->GetLongField(jni, t, tid_path.eetop);
+	if (!read_self(jt + tid_path.osthread, &os, sizeof(os)) || !read_self(os + tid_path.thread_id, &tid, sizeof(tid)))
 		return 0;
 	return tid > 0 ? (uint32_t)tid : 0;
 }
@@ -2203,7 +1660,7 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 	char **names = NULL;
 	uint32_t *tids = NULL;
 
-	A.threads_named = true;
+	agent.threads_named = true;
 	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
 		return;
 	size_t ntasks = read_task_names(tasks, MAX_TASKS);
@@ -2309,11 +1766,11 @@ static bool detect_frame_pointers(void)
 static bool measure_option(const char *p, size_t len)
 {
 	if (len == 5 && !memcmp(p, "stats", 5))
-		S.on = true;
+		stats.on = true;
 	else if (len == 4 && !memcmp(p, "noop", 4))
-		S.noop = true;
+		stats.noop = true;
 	else if (len == 9 && !memcmp(p, "inline=no", 9))
-		S.no_inline = true;
+		stats.no_inline = true;
 	else
 		return false;
 	return true;
@@ -2327,7 +1784,7 @@ static int parse_options(const char *options, struct session_opts *o)
 {
 	const char *env = getenv("VIPROF_AGENT_STATS");
 	if (env && *env && strcmp(env, "0"))
-		S.on = true;
+		stats.on = true;
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
 	if (!options)
@@ -2348,11 +1805,11 @@ static int parse_options(const char *options, struct session_opts *o)
 			dst = o->sock;
 			skip = 4;
 		} else if (len == 10 && !strncmp(p, "jit=events", 10)) {
-			SC.forced_events = true;
+			scan.forced_events = true;
 		} else if (len == 8 && !strncmp(p, "jit=scan", 8)) {
-			SC.forced_events = false;
+			scan.forced_events = false;
 		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
-			SC.check = true;
+			scan.check = true;
 		} else if (len > 6 && !strncmp(p, "locks=", 6)) {
 			char *e;
 			long long v = strtoll(p + 6, &e, 10);
@@ -2398,15 +1855,15 @@ static int parse_options(const char *options, struct session_opts *o)
 
 static void use_options(const struct session_opts *o)
 {
-	memcpy(A.dir, o->dir, sizeof(A.dir));
-	memcpy(A.lock_path, o->lock, sizeof(A.lock_path));
-	A.default_dir = o->default_dir;
-	if (A.given_map_fd >= 0)
-		close(A.given_map_fd);
-	if (A.given_lock_fd >= 0)
-		close(A.given_lock_fd);
-	A.given_map_fd = o->map_fd;
-	A.given_lock_fd = o->lock_fd;
+	memcpy(agent.dir, o->dir, sizeof(agent.dir));
+	memcpy(agent.lock_path, o->lock, sizeof(agent.lock_path));
+	agent.default_dir = o->default_dir;
+	if (agent.given_map_fd >= 0)
+		close(agent.given_map_fd);
+	if (agent.given_lock_fd >= 0)
+		close(agent.given_lock_fd);
+	agent.given_map_fd = o->map_fd;
+	agent.given_lock_fd = o->lock_fd;
 }
 
 /* fds=SOCKET: connects to the recorder's socket (made for this attach, in a directory
@@ -2492,12 +1949,12 @@ static int open_map_dir(void)
 	struct stat st;
 	int dfd;
 
-	if (A.default_dir) {
+	if (agent.default_dir) {
 		int tmp = vp_safe_opendir("/tmp", 0);
 
 		if (tmp < 0)
 			return tmp;
-		dfd = vp_safe_mkdirat(tmp, A.dir + strlen("/tmp/"), 0700, (uid_t)-1, NULL);
+		dfd = vp_safe_mkdirat(tmp, agent.dir + strlen("/tmp/"), 0700, (uid_t)-1, NULL);
 		close(tmp);
 		if (dfd >= 0 && fchmod(dfd, 0700)) {
 			int e = -errno;
@@ -2507,7 +1964,7 @@ static int open_map_dir(void)
 		}
 		return dfd == -EPERM ? -EACCES : dfd;
 	}
-	dfd = vp_safe_opendir(A.dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
+	dfd = vp_safe_opendir(agent.dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
 	if (dfd < 0)
 		return dfd;
 	if (fstat(dfd, &st) || (st.st_uid != geteuid() && st.st_uid != 0) ||
@@ -2525,12 +1982,12 @@ static int open_file(void)
 	char real[PATH_MAX], name[32], fdpath[64];
 	int pfd;
 
-	if (A.given_map_fd >= 0) {
+	if (agent.given_map_fd >= 0) {
 		/* The recorder's jit/<pid> itself (checked when received): the pid in its name
 		 * is ours as the recorder sees it, which in a container is not getpid(). */
-		pfd = A.given_map_fd;
-		A.given_map_fd = -1;
-		snprintf(real, sizeof(real), "%s", A.dir);
+		pfd = agent.given_map_fd;
+		agent.given_map_fd = -1;
+		snprintf(real, sizeof(real), "%s", agent.dir);
 		snprintf(name, sizeof(name), "<pid>");
 	} else {
 		int dfd = open_map_dir();
@@ -2540,7 +1997,7 @@ static int open_file(void)
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
 		ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
 		if (rn <= 0)
-			snprintf(real, sizeof(real), "%s", A.dir);
+			snprintf(real, sizeof(real), "%s", agent.dir);
 		else
 			real[rn] = '\0';
 		snprintf(name, sizeof(name), "%d", (int)getpid());
@@ -2558,14 +2015,14 @@ static int open_file(void)
 			snprintf(file, sizeof(file), "%s", VP_CODEMAP_FILE);
 		else
 			snprintf(file, sizeof(file), "codemap.%d.vpm", i);
-		if (snprintf(A.path, sizeof(A.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(A.path))
-			A.path[sizeof(A.path) - 1] = '\0';
-		A.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
+		if (snprintf(agent.path, sizeof(agent.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(agent.path))
+			agent.path[sizeof(agent.path) - 1] = '\0';
+		agent.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
 		/* Stored, not compressed: compressing took about a third of the agent thread's
 		 * CPU (the JVM's CPU) on a start-up-heavy JVM, for a map about twice as large. */
-		if (A.w)
-			cfile_writer__set_level(A.w, 0);
-		if (A.w) {
+		if (agent.w)
+			cfile_writer__set_level(agent.w, 0);
+		if (agent.w) {
 			close(pfd);
 			return 0;
 		}
@@ -2584,59 +2041,36 @@ static int write_meta(void)
 {
 	char vm[256] = "";
 	char *name = NULL, *ver = NULL;
-	(*A.jvmti)->GetSystemProperty(A.jvmti, "java.vm.name", &name);
-	(*A.jvmti)->GetSystemProperty(A.jvmti, "java.vm.version", &ver);
+	(*agent.jvmti)->GetSystemProperty(agent.jvmti, "java.vm.name", &name);
+	(*agent.jvmti)->GetSystemProperty(agent.jvmti, "java.vm.version", &ver);
 	snprintf(vm, sizeof(vm), "%s %s", name ? name : "?", ver ? ver : "?");
-	(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)name);
-	(*A.jvmti)->Deallocate(A.jvmti, (unsigned char *)ver);
+	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)name);
+	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)ver);
 	size_t vl = strlen(vm);
 	uint8_t body[sizeof(struct vp_cm_meta) + sizeof(vm)];
 	struct vp_cm_meta m = { .pid = (uint32_t)getpid(), .agent_version = VP_AGENT_VERSION,
 				.vm_len = (uint16_t)vl };
-	m.flags = (A.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (A.attached ? VP_CM_META_LATE_ATTACH : 0) |
-		  (SC.on ? VP_CM_META_CODE_WALK : 0);
+	m.flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (agent.attached ? VP_CM_META_LATE_ATTACH : 0) |
+		  (scan.on ? VP_CM_META_CODE_WALK : 0);
 	memcpy(body, &m, sizeof(m));
 	memcpy(body + sizeof(m), vm, vl);
-	int err = cfile_writer__append(A.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
+	int err = cfile_writer__append(agent.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
 	if (!err)
-		err = begin_epoch(A.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
-	return err ? err : cfile_writer__flush(A.w);
-}
-
-/* Where code loads come from: walks of the code heaps when this JVM's layout is one
- * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
- * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
- * samples between safepoints keep their inlined frames. */
-static void choose_code_source(void)
-{
-	char why[160] = "";
-	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	bool ok = vp_ch__init(&SC.ch, h, why, sizeof(why)) == 0;
-
-	if (SC.check) {
-		if (!ok || (*A.jvmti)->CreateRawMonitor(A.jvmti, "viprof-scancheck", &SC.chk_lock) != JVMTI_ERROR_NONE) {
-			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
-			SC.check = false;
-		}
-	} else if (ok && !SC.forced_events) {
-		SC.on = true;
-		vp_ch__debug_nonsafepoints(h);
-	}
-	if (h)
-		dlclose(h);
+		err = begin_epoch(agent.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
+	return err ? err : cfile_writer__flush(agent.w);
 }
 
 static int setup(JavaVM *vm, const char *options, bool attach)
 {
 	jvmtiError e;
 	int err;
-	if (A.jvmti) {  /* -agentpath twice: the first one serves */
-		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", A.path);
+	if (agent.jvmti) {  /* -agentpath twice: the first one serves */
+		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", agent.path);
 		return 0;
 	}
-	A.attached = attach;
-	if ((*vm)->GetEnv(vm, (void **)&A.jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
-		A.jvmti = NULL;
+	agent.attached = attach;
+	if ((*vm)->GetEnv(vm, (void **)&agent.jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
+		agent.jvmti = NULL;
 		fail("GetEnv(JVMTI 1.2)", "this JVM offers no JVMTI 1.2");
 		return -ENOTSUP;
 	}
@@ -2646,18 +2080,19 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
-	A.new_chan = so.chan_fd;
+	agent.new_chan = so.chan_fd;
 	watch_open();
-	A.frame_pointers = detect_frame_pointers();
+	agent.frame_pointers = detect_frame_pointers();
 	choose_code_source();
-	A.qbuf[0] = malloc(QUEUE_BYTES);
-	A.qbuf[1] = malloc(QUEUE_BYTES);
-	A.seen = calloc(SEEN_SLOTS, sizeof(*A.seen));
-	if (!A.qbuf[0] || !A.qbuf[1] || !A.seen) {
+	gc_info_init();
+	agent.qbuf[0] = malloc(QUEUE_BYTES);
+	agent.qbuf[1] = malloc(QUEUE_BYTES);
+	agent.seen = calloc(SEEN_SLOTS, sizeof(*agent.seen));
+	if (!agent.qbuf[0] || !agent.qbuf[1] || !agent.seen) {
 		fail("allocating the event queue", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	if ((e = (*A.jvmti)->CreateRawMonitor(A.jvmti, "viprof-queue", &A.lock)) != JVMTI_ERROR_NONE) {
+	if ((e = (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-queue", &agent.lock)) != JVMTI_ERROR_NONE) {
 		fail("CreateRawMonitor", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -2665,7 +2100,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		char why[PATH_MAX + 64];
 		snprintf(why, sizeof(why), "%s (in %s: it must be this user's or root's and not writable by others, "
 			 "with no symlink on the way that a user other than root could have made, and %s/%d this "
-			 "user's own; pass dir=<a directory of yours>)", strerror(-err), A.dir, A.dir, (int)getpid());
+			 "user's own; pass dir=<a directory of yours>)", strerror(-err), agent.dir, agent.dir, (int)getpid());
 		fail("creating the code map", why);
 		return err;
 	}
@@ -2673,12 +2108,12 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		fail("writing the code map header", strerror(-err));
 		return err;
 	}
-	A.last_flush = now_ns();
+	agent.last_flush = now_ns();
 
 	jvmtiCapabilities caps = { 0 };
 	caps.can_generate_compiled_method_load_events = 1;
 	caps.can_generate_garbage_collection_events = 1;
-	if ((e = (*A.jvmti)->AddCapabilities(A.jvmti, &caps)) != JVMTI_ERROR_NONE) {
+	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE) {
 		fail("AddCapabilities(compiled method load, garbage collection)", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -2686,7 +2121,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	jvmtiCapabilities opt = { 0 };
 	opt.can_get_source_file_name = 1;
 	opt.can_get_line_numbers = 1;
-	(*A.jvmti)->AddCapabilities(A.jvmti, &opt);
+	(*agent.jvmti)->AddCapabilities(agent.jvmti, &opt);
 
 	jvmtiEventCallbacks cb = { 0 };
 	cb.CompiledMethodLoad = cb_compiled_load;
@@ -2703,7 +2138,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.MonitorContendedEntered = cb_monitor_entered;
 	cb.Breakpoint = cb_breakpoint;
 	cb.FramePop = cb_frame_pop;
-	if ((e = (*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
+	if ((e = (*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -2716,9 +2151,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
 			continue;
-		if (SC.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
+		if (scan.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
-		e = (*A.jvmti)->SetEventNotificationMode(A.jvmti, JVMTI_ENABLE, events[i], NULL);
+		e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, events[i], NULL);
 		if (e != JVMTI_ERROR_NONE) {
 			fail("SetEventNotificationMode", jvmti_err(e));
 			return -EINVAL;
@@ -2732,15 +2167,15 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 /* Stops the events after a failure in setup so that nothing reaches a half-made agent. */
 static void disable_events(void)
 {
-	A.disabled = true;
-	A.failed = true;
-	if (A.jvmti) {
+	agent.disabled = true;
+	agent.failed = true;
+	if (agent.jvmti) {
 		jvmtiEventCallbacks cb = { 0 };
-		(*A.jvmti)->SetEventCallbacks(A.jvmti, &cb, sizeof(cb));
+		(*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb));
 	}
-	if (A.w) {
-		cfile_writer__close(A.w);
-		A.w = NULL;
+	if (agent.w) {
+		cfile_writer__close(agent.w);
+		agent.w = NULL;
 	}
 }
 
@@ -2760,7 +2195,7 @@ static int new_session(const char *options)
 	struct session_opts so;
 	int err;
 
-	if (A.failed) {
+	if (agent.failed) {
 		fprintf(stderr, "viprof agent: loading again failed: the agent disabled itself earlier in this JVM; "
 			"restart the JVM to profile its JIT code\n");
 		return -EALREADY;
@@ -2770,7 +2205,7 @@ static int new_session(const char *options)
 			strerror(-err));
 		return err;
 	}
-	A.new_chan = so.chan_fd;
+	agent.new_chan = so.chan_fd;
 	return switch_to(&so);
 }
 
@@ -2782,8 +2217,8 @@ static int switch_to(struct session_opts *so_in)
 	int err;
 
 	lock();
-	if (!A.thread_running) {
-		(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	if (!agent.thread_running) {
+		(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 		if (so.map_fd >= 0)
 			close(so.map_fd);
 		if (so.lock_fd >= 0)
@@ -2793,18 +2228,18 @@ static int switch_to(struct session_opts *so_in)
 		return -ESRCH;
 	}
 	/* A switch asked for before and not yet taken: its descriptors go unused. */
-	if (A.next.map_fd >= 0)
-		close(A.next.map_fd);
-	if (A.next.lock_fd >= 0)
-		close(A.next.lock_fd);
-	A.next = so;
-	uint64_t want = ++A.switch_want;
-	(*A.jvmti)->RawMonitorNotifyAll(A.jvmti, A.lock);
+	if (agent.next.map_fd >= 0)
+		close(agent.next.map_fd);
+	if (agent.next.lock_fd >= 0)
+		close(agent.next.lock_fd);
+	agent.next = so;
+	uint64_t want = ++agent.switch_want;
+	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
 	/* Closing the old map writes what its queue holds: seconds at worst. */
-	for (int i = 0; i < 300 && A.switch_done < want && A.thread_running; i++)
-		(*A.jvmti)->RawMonitorWait(A.jvmti, A.lock, 100);
-	err = A.switch_done >= want ? A.switch_err : -ETIMEDOUT;
-	(*A.jvmti)->RawMonitorExit(A.jvmti, A.lock);
+	for (int i = 0; i < 300 && agent.switch_done < want && agent.thread_running; i++)
+		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+	err = agent.switch_done >= want ? agent.switch_err : -ETIMEDOUT;
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 	if (err)
 		fprintf(stderr, "viprof agent: starting a new code map in %s failed: %s (it must be this user's or "
 			"root's and not writable by others); JIT frames of this session will not be named\n", so.dir,
@@ -2817,10 +2252,10 @@ static int switch_to(struct session_opts *so_in)
 static void replay(void)
 {
 	tl_replaying = true;
-	jvmtiError e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+	jvmtiError e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	/* A walk finds the compiled code by itself (its first one names all that is live). */
-	if (e == JVMTI_ERROR_NONE && !SC.on)
-		e = (*A.jvmti)->GenerateEvents(A.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+	if (e == JVMTI_ERROR_NONE && !scan.on)
+		e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
 	tl_replaying = false;
 	if (e != JVMTI_ERROR_NONE)
 		fprintf(stderr, "viprof agent: GenerateEvents failed: %s; code compiled before the attach will not be named\n",
@@ -2879,7 +2314,7 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			so.map_fd = got[0];
 			so.lock_fd = got[1];
 			got[0] = got[1] = -1;
-			err = A.failed ? -EALREADY : switch_to(&so);
+			err = agent.failed ? -EALREADY : switch_to(&so);
 			if (!err)
 				replay();
 		}
@@ -2908,7 +2343,7 @@ static void start_channel(JavaVM *vm, int fd)
 	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || !(cls = (*jni)->FindClass(jni, "java/lang/Thread")) ||
 	    !(init = (*jni)->GetMethodID(jni, cls, "<init>", "(Ljava/lang/String;)V")) ||
 	    !(name = (*jni)->NewStringUTF(jni, "viprof-channel")) || !(th = (*jni)->NewObject(jni, cls, init, name)) ||
-	    (*A.jvmti)->RunAgentThread(A.jvmti, th, channel_thread, (void *)(intptr_t)fd, JVMTI_THREAD_MIN_PRIORITY) !=
+	    (*agent.jvmti)->RunAgentThread(agent.jvmti, th, channel_thread, (void *)(intptr_t)fd, JVMTI_THREAD_MIN_PRIORITY) !=
 		    JVMTI_ERROR_NONE) {
 		if (jni && (*jni)->ExceptionCheck(jni))
 			(*jni)->ExceptionClear(jni);
@@ -2918,44 +2353,44 @@ static void start_channel(JavaVM *vm, int fd)
 
 EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 {
-	if (A.jvmti) {
-		A.new_chan = -1;
+	if (agent.jvmti) {
+		agent.new_chan = -1;
 		if (new_session(options)) {
-			if (A.new_chan >= 0)
-				close(A.new_chan);
-			A.new_chan = -1;
+			if (agent.new_chan >= 0)
+				close(agent.new_chan);
+			agent.new_chan = -1;
 			return JNI_ERR;
 		}
 		replay();
-		start_channel(vm, A.new_chan);
-		A.new_chan = -1;
+		start_channel(vm, agent.new_chan);
+		agent.new_chan = -1;
 		return JNI_OK;
 	}
 	if (setup(vm, options, true)) {
 		disable_events();
-		if (A.new_chan >= 0)
-			close(A.new_chan);
-		A.new_chan = -1;
+		if (agent.new_chan >= 0)
+			close(agent.new_chan);
+		agent.new_chan = -1;
 		return JNI_ERR; /* tells the attaching tool that it did not work */
 	}
 	JNIEnv *jni = NULL;
 	if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || start_thread(jni)) {
-		if (!A.disabled)
+		if (!agent.disabled)
 			fail("GetEnv(JNI)", "no JNI environment on the attach thread");
 		disable_events();
-		if (A.new_chan >= 0)
-			close(A.new_chan);
-		A.new_chan = -1;
+		if (agent.new_chan >= 0)
+			close(agent.new_chan);
+		agent.new_chan = -1;
 		return JNI_ERR;
 	}
 	replay();
-	start_channel(vm, A.new_chan);
-	A.new_chan = -1;
+	start_channel(vm, agent.new_chan);
+	agent.new_chan = -1;
 	return JNI_OK;
 }
 
 EXPORT JNIEXPORT void JNICALL Agent_OnUnload(JavaVM *vm)
 {
-	if (!A.disabled)
+	if (!agent.disabled)
 		shutdown_agent();
 }

@@ -7,7 +7,7 @@
  * value is still the default: the value (true until a future JDK) and its origin are left
  * alone, so nothing the JVM allows changes; only the warning goes (async-profiler does
  * the same). The flag table is found through HotSpot's exported VM structure tables
- * (gHotSpotVMStructs), as serviceability tools do; anything unexpected (no such
+ * (hotspot/vmstructs.h), as serviceability tools do; anything unexpected (no such
  * tables, no such flag: JDK <= 20, a layout we do not know) leaves the JVM untouched and
  * the warning printed. At JVM start (-agentpath) nothing is done: no warning is printed
  * then, and the flag must stay as the user left it for agents that others load later. */
@@ -18,8 +18,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hotspot/memory.h"
+#include "hotspot/vmstructs.h"
 #include "jvm-agent/tasks.h"
-#include "jvm-agent/vmstructs.h"
+#include "jvm-agent/vmflags.h"
 
 
 /* Is HotSpot's VM thread running, i.e. is the JVM past its start-up (where -agentpath
@@ -39,19 +41,38 @@ static bool vm_running(void)
 
 __attribute__((constructor)) static void quiet_dynamic_load_warning(void)
 {
+	static struct vp_hs_vm vm;   /* static: a few kB, read once */
+	char why[160];
+	uint64_t value, flags;
+
 	if (!vm_running())
 		return;
 	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
-	void *value;
-	char *flags;
-	if (vp_vm__find_flag(h, "EnableDynamicAgentLoading", &value, &flags)) {
+	if (!vp_hs_vm__read_self(&vm, h, why, sizeof(why)) &&
+	    !vp_hs_vm__find_flag(&vm, &vp_hs_mem_direct, "EnableDynamicAgentLoading", &value, &flags)) {
 		uint32_t bits;
-		memcpy(&bits, flags, sizeof(bits));
+		memcpy(&bits, (void *)(uintptr_t)flags, sizeof(bits));
 		if ((bits & VP_VM_FLAG_ORIGIN_MASK) == VP_VM_FLAG_ORIGIN_DEFAULT) {
 			bits |= VP_VM_FLAG_WAS_SET_ON_COMMAND_LINE;
-			memcpy(flags, &bits, sizeof(bits));
+			memcpy((void *)(uintptr_t)flags, &bits, sizeof(bits));
 		}
 	}
 	if (h)
 		dlclose(h);
+}
+
+bool vp_agent__debug_nonsafepoints(const struct vp_hs_vm *vm)
+{
+	uint64_t value, flags;
+	uint32_t bits;
+
+	if (vp_hs_vm__find_flag(vm, &vp_hs_mem_direct, "DebugNonSafepoints", &value, &flags))
+		return false;
+	memcpy(&bits, (void *)(uintptr_t)flags, sizeof(bits));
+	if (*(bool *)(uintptr_t)value)
+		return true;
+	if ((bits & VP_VM_FLAG_ORIGIN_MASK) != VP_VM_FLAG_ORIGIN_DEFAULT)
+		return false;   /* the user turned it off: leave it so */
+	*(bool *)(uintptr_t)value = true;
+	return true;
 }

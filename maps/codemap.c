@@ -169,6 +169,30 @@ const char *vp_cm_reason_name(uint32_t reason)
 	}
 }
 
+const char *vp_cm_gc_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case VP_GC_YOUNG: return "young";
+	case VP_GC_FULL: return "full";
+	case VP_GC_CONCURRENT: return "concurrent";
+	default: return "unknown";
+	}
+}
+
+const char *vp_codemap__gc_text(const struct vp_codemap *m, size_t e, char *buf, size_t len)
+{
+	const struct vp_cm_epoch_info *ep = e < m->nepochs ? &m->epochs[e] : NULL;
+	if (!ep || !ep->gc_known) {
+		snprintf(buf, len, "%s", "");
+		return buf;
+	}
+	char id[16] = "";
+	if (ep->gc_id)
+		snprintf(id, sizeof(id), " %u", ep->gc_id);
+	snprintf(buf, len, "GC%s (%s%s%s)", id, vp_cm_gc_kind_name(ep->gc_kind), ep->gc_name[0] ? ", " : "", ep->gc_name);
+	return buf;
+}
+
 /* ---- building ---- */
 
 static int begin_epoch(struct vp_codemap *m, uint32_t id, uint32_t reason, uint64_t t)
@@ -420,6 +444,27 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 			return bad(err, errlen, path, "short EPOCH_BEGIN", n);
 		memcpy(&x, b, sizeof(x));
 		return begin_epoch(m, x.epoch, x.reason, r->time);
+	}
+	case VP_CM_GC: {
+		struct vp_cm_gc x;
+		if (len < sizeof(x))
+			return bad(err, errlen, path, "short GC", n);
+		memcpy(&x, b, sizeof(x));
+		if (x.name_len > len - sizeof(x))
+			return bad(err, errlen, path, "GC name overruns the record", n);
+		/* It explains the epoch just begun; one that names another is ignored. */
+		if (pv->cur_epoch >= 0 && m->epochs[pv->cur_epoch].id == x.epoch) {
+			struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
+			size_t nl = x.name_len < sizeof(ep->gc_name) - 1 ? x.name_len : sizeof(ep->gc_name) - 1;
+			ep->gc_known = true;
+			ep->gc_kind = x.kind;
+			ep->gc_id = x.gc_id;
+			ep->gc_full = x.full_gcs;
+			ep->gc_count = x.gcs;
+			memcpy(ep->gc_name, b + sizeof(x), nl);
+			ep->gc_name[nl] = '\0';
+		}
+		return 0;
 	}
 	case VP_CM_EPOCH_END: {
 		struct vp_cm_epoch_end x;

@@ -60,6 +60,11 @@ struct vp_cm_epoch_info {
 	uint64_t live_bytes, dropped;
 	uint32_t nloads, nunloads;
 	uint32_t *by_addr;           /* indices of the methods loaded here, sorted by start */
+	/* The GC that began this epoch (a VP_CM_GC record), when the map says. */
+	bool gc_known;
+	uint8_t gc_kind;             /* enum vp_cm_gc_kind */
+	uint32_t gc_id, gc_full, gc_count;
+	char gc_name[16];
 };
 
 struct vp_cm_name_info {
@@ -117,6 +122,9 @@ struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_
 void vp_codemap__free(struct vp_codemap *m);
 
 const char *vp_cm_reason_name(uint32_t reason);   /* "start", "gc", ... */
+const char *vp_cm_gc_kind_name(uint32_t kind);    /* "young", "full", "concurrent", "unknown" */
+/* "GC 17 (young, G1)" for the GC that began epoch e, into buf; "" when the map does not say. */
+const char *vp_codemap__gc_text(const struct vp_codemap *m, size_t e, char *buf, size_t len);
 /* The jmethodID that the HotSpot Method* method_ptr stood for at time t: the latest
  * METHOD_PTR entry for it at or before t (metadata is reused after classes unload), or,
  * for classes loaded before the agent started, the first entry. 0 when unknown. */

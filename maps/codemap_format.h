@@ -34,6 +34,8 @@ enum vp_cm_type {
 	VP_CM_THREAD_NAME  = 13, /* a Java thread's full name by tid */
 	VP_CM_ALLOC_SAMPLE = 14, /* a sampled allocation (record -e alloc), agent version 3 on */
 	VP_CM_LOCK_SAMPLE  = 15, /* a contended lock's wait (record -e lock), agent version 3 on */
+	/* Numbered apart from the sequence above so that types added meanwhile do not collide. */
+	VP_CM_GC           = 40, /* the garbage collection that began a VP_EPOCH_GC epoch */
 };
 
 #define VP_CM_META_FRAME_POINTERS 0x1u /* the JVM ran with -XX:+PreserveFramePointer */
@@ -63,6 +65,33 @@ enum vp_cm_epoch_reason {
 struct vp_cm_epoch_begin {
 	uint32_t epoch;
 	uint32_t reason;         /* enum vp_cm_epoch_reason */
+};
+
+/* What a garbage collection was, from the JVM's collection counters: a young (or G1
+ * mixed) collection counts one collection, a full one also one full collection, and a
+ * pause of a concurrent cycle (G1 Remark and Cleanup, ZGC and Shenandoah pauses)
+ * neither. JVMTI itself says only that a collection finished. */
+enum vp_cm_gc_kind {
+	VP_GC_UNKNOWN    = 0, /* the counters could not be read (a JVM without them) */
+	VP_GC_YOUNG      = 1,
+	VP_GC_FULL       = 2,
+	VP_GC_CONCURRENT = 3,
+};
+
+/* VP_CM_GC: right after the EPOCH_BEGIN (reason VP_EPOCH_GC) it explains, at the same
+ * time: the GC that ended epoch - 1 and began epoch. Followed by name_len bytes of the
+ * collector's name ("G1", "Parallel", "Serial", "ZGC", "Shenandoah"; may be empty).
+ * Optional: maps written before it (or by other writers) have epochs without one. */
+struct vp_cm_gc {
+	uint32_t epoch;          /* the epoch it began */
+	uint32_t gc_id;          /* the JVM's count of collections after it (CollectedHeap::
+				  * _total_collections), 0 when unknown */
+	uint32_t full_gcs;       /* its count of full collections after it */
+	uint32_t gcs;            /* GCs that finished in the epoch it ended, this one included
+				  * (GCs while no code changed begin no epoch) */
+	uint8_t kind;            /* enum vp_cm_gc_kind */
+	uint8_t reserved;
+	uint16_t name_len;
 };
 
 /* VP_CM_EPOCH_END: written before the next EPOCH_BEGIN and at agent shutdown. */

@@ -201,6 +201,8 @@ void vp_profile__free(struct vp_profile *p)
 	free(p->frames);
 	free(p->stacks);
 	free(p->threads);
+	free(p->times);
+	free(p->marks);
 	vp_profile__free_containers(p);
 	for (size_t i = 0; i < p->nmeta; i++) {
 		free(p->meta[i].key);
@@ -300,6 +302,51 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 	s->tid = tid;
 	p->nstacks++;
 	return s;
+}
+
+_Static_assert(sizeof(struct vp_sample_time) == 16, "a sample's time in 16 bytes");
+
+int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples)
+{
+	if (!samples)
+		return 0;   /* a tail count: weight without a sample, nothing to place in time */
+	if (event < 0 || event > 255 || t >> 56 || samples > UINT32_MAX)
+		return 0;   /* beyond what the strip holds (2 years, 4G periods): its event has no strip */
+	if (vp_grow((void **)&p->times, &p->timescap, p->ntimes + 1, sizeof(*p->times)))
+		return -ENOMEM;
+	p->times[p->ntimes++] = (struct vp_sample_time){ .t = t, .event = (uint64_t)event, .stack = stack,
+							 .samples = (uint32_t)samples };
+	return 0;
+}
+
+int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label)
+{
+	if (vp_grow((void **)&p->marks, &p->markscap, p->nmarks + 1, sizeof(*p->marks)))
+		return -ENOMEM;
+	struct vp_time_mark *m = &p->marks[p->nmarks++];
+	m->t = t;
+	m->pid = pid;
+	snprintf(m->label, sizeof(m->label), "%s", label);
+	return 0;
+}
+
+int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
+			    const int *evmap)
+{
+	for (size_t i = 0; i < src->nmarks; i++) {
+		int err = vp_profile__add_mark(dst, src->marks[i].t, src->marks[i].pid, src->marks[i].label);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < src->ntimes; i++) {
+		const struct vp_sample_time *x = &src->times[i];
+		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
+			continue;
+		int err = vp_profile__add_time(dst, smap[x->stack], evmap[x->event], x->t, x->samples);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
@@ -467,7 +514,8 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src)
 				goto cleanup;
 		}
 	}
-	if ((err = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
+	if ((err = vp_profile__merge_locs(dst, src, fmap, smap, evmap)) ||
+	    (err = vp_profile__merge_times(dst, src, smap, evmap)))
 		goto cleanup;
 	if ((err = vp_profile__merge_containers(dst, src)))
 		goto cleanup;

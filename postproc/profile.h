@@ -79,6 +79,25 @@ struct vp_thread_times {
 	uint64_t switches;
 };
 
+/* When samples were taken, for the HTML report's time strip: appended by the loader
+ * only when asked (vp_session_opts.times), one entry per sample record (an off-CPU
+ * interval's entry holds its sample count). Merges and views carry them along with the
+ * stacks they belong to. */
+struct vp_sample_time {
+	uint64_t t : 56;          /* ns since its recording started, as 'report --time' counts */
+	uint64_t event : 8;
+	uint32_t stack;           /* index in stacks */
+	uint32_t samples;         /* 16 bytes a sample: a large session has millions */
+};
+
+/* A moment the time strip marks: a JVM's code-map epoch boundary (the GC or the address
+ * reuse that began the epoch), for the HTML report. */
+struct vp_time_mark {
+	uint64_t t;               /* ns since its recording started */
+	uint32_t pid;
+	char label[48];           /* "GC 17 (full, G1)", "reuse" */
+};
+
 struct vp_profile {
 	struct vp_frame *frames;  size_t nframes;
 	struct vp_stack *stacks;  size_t nstacks;
@@ -94,6 +113,8 @@ struct vp_profile {
 	void *loc_priv;           /* their interning tables (profile_loc.c) */
 	struct vp_thread_times *threads; size_t nthreads;  /* exact times, when recorded */
 	void *containers;         /* each process's container (containers.c) */
+	struct vp_sample_time *times; size_t ntimes, timescap;  /* when recorded, see above */
+	struct vp_time_mark *marks; size_t nmarks, markscap;    /* with times */
 };
 
 /* A process's container, from the session's VP_REC_CONTAINER records. */
@@ -152,6 +173,16 @@ int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src);
 /* vp_profile__add that also returns the stack's index in *stack (may be NULL). */
 int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid, uint32_t tid,
 			  const char *comm, int event, uint64_t samples, uint64_t weight, uint32_t *stack);
+
+/* Records that samples of stack (an index from vp_profile__add_stack) were taken at t
+ * (ns since the recording started). 0 or -ENOMEM. */
+int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples);
+/* Adds a mark (label copied, cut to fit). 0 or -ENOMEM. */
+int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label);
+/* Copies src's sample times (and marks) into dst: smap maps src stack indices to dst's (UINT32_MAX:
+ * dropped), evmap events. 0 or -ENOMEM. */
+int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
+			    const int *evmap);
 
 /* Addresses (profile_loc.c). Interns a mapping by (pid, file, start, offset); strings are
  * copied; a mapping seen again with exe set keeps it. Returns its index or UINT32_MAX. */

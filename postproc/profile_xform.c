@@ -367,6 +367,8 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	 * frame instead. */
 	if (!x->java_only && !(x->minwidth > 0) && (ret = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
 		goto cleanup;
+	if ((ret = vp_profile__merge_times(dst, src, smap, evmap)))
+		goto cleanup;
 	for (size_t i = 0; i < src->nthreads; i++)
 		if ((ret = vp_profile__thread_times(dst, &src->threads[i])))
 			goto cleanup;

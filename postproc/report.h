@@ -42,6 +42,10 @@ int report_text(const struct vp_profile *p, const struct vp_profile *base, struc
 int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
 int report_html(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
 		const struct vp_report_opts *opts);
+/* The HTML report's time strip (p->times): at most this many buckets, each
+ * vp_html_bucket_ns(span) wide, a round number of milliseconds or more. */
+#define VP_HTML_TIME_BUCKETS 300
+uint64_t vp_html_bucket_ns(uint64_t span);
 int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
 int report_json(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
 		const struct vp_report_opts *opts);

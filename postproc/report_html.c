@@ -221,7 +221,8 @@ static int cmp_path(const void *a, const void *b, void *ctx)
 	return (x->nframes > y->nframes) - (x->nframes < y->nframes);
 }
 
-static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, const uint64_t *v, bool base)
+static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *map, const uint64_t *v, bool base,
+		    uint32_t *leaf)
 {
 	size_t ne = (size_t)t->ne, d = 0;
 	uint32_t cur = 0;
@@ -253,6 +254,8 @@ static int tree_add(struct tree *t, const struct vp_stack *s, const uint32_t *ma
 			w[e] += v[e];
 	}
 	t->plen = d;
+	if (leaf)
+		*leaf = cur;
 	return 0;
 }
 
@@ -375,18 +378,133 @@ static char *put_u64(char *b, uint64_t v)
 	return b;
 }
 
+/* One cell of the time strip's data: samples of one tree node in one time bucket. */
+struct tcell {
+	uint32_t node, bucket;
+	uint64_t n;
+};
+
+static int tcell_cmp(const void *a, const void *b)
+{
+	const struct tcell *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+/* The bucket width for a span: 1, 2 or 5 times a power of ten nanoseconds, the smallest
+ * that fits the span into VP_HTML_TIME_BUCKETS buckets (round numbers on the axis and in
+ * the equivalent 'report --time'). */
+uint64_t vp_html_bucket_ns(uint64_t span)
+{
+	static const uint64_t step[3] = { 1, 2, 5 };
+	for (uint64_t p10 = 1000000; p10 <= 100000000000000ull; p10 *= 10)   /* from 1 ms */
+		for (int i = 0; i < 3; i++)
+			if (span / (p10 * step[i]) < VP_HTML_TIME_BUCKETS)
+				return p10 * step[i];
+	return span / VP_HTML_TIME_BUCKETS + 1;
+}
+
+/* The time strip's data, "time":{"from":NS,"bucket":NS,"n":N,"ev":[...]}: per event, the
+ * samples of each tree node (its own, not its children's) per time bucket, as groups
+ * [node - previous group's node, k, then k pairs (bucket - previous bucket, samples)],
+ * nodes in the tree's output order; null for an event whose samples do not all have a
+ * time (steal, the wall view's derived events). Sparse and delta-coded: a node is in a
+ * few buckets of a few hundred, and small numbers are short in decimal. */
+static int write_times(struct vp_out *o, const struct vp_profile *p, const struct tree *t, const uint32_t *snode,
+		       const uint32_t *outid)
+{
+	size_t ne = (size_t)t->ne;
+	uint64_t lo = UINT64_MAX, hi = 0, sum[8] = { 0 };
+	for (size_t i = 0; i < p->ntimes; i++) {
+		const struct vp_sample_time *x = &p->times[i];
+		if (x->event >= ne || x->stack >= p->nstacks)
+			continue;
+		sum[x->event] += x->samples;
+		lo = x->t < lo ? x->t : lo;
+		hi = x->t > hi ? x->t : hi;
+	}
+	if (lo > hi)
+		return 0;
+	uint64_t bw = vp_html_bucket_ns(hi - lo);
+	lo -= lo % bw;
+	uint64_t nb = (hi - lo) / bw + 1;
+	struct tcell *c = malloc(p->ntimes * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	vp_out__printf(o, ",\n\"time\":{\"from\":%llu,\"bucket\":%llu,\"n\":%llu,\"ev\":[",
+		       (unsigned long long)lo, (unsigned long long)bw, (unsigned long long)nb);
+	for (size_t e = 0; e < ne; e++) {
+		vp_out__puts(o, e ? "," : "");
+		if (!sum[e] || sum[e] != t->val[e]) {
+			vp_out__puts(o, "null");
+			continue;
+		}
+		size_t nc = 0;
+		for (size_t i = 0; i < p->ntimes; i++) {
+			const struct vp_sample_time *x = &p->times[i];
+			if (x->event == e && x->stack < p->nstacks)
+				c[nc++] = (struct tcell){ .node = outid[snode[x->stack]], .bucket = (uint32_t)((x->t - lo) / bw),
+							  .n = x->samples };
+		}
+		qsort(c, nc, sizeof(*c), tcell_cmp);
+		vp_out__puts(o, "\n[");
+		uint32_t pnode = 0;
+		bool first = true;
+		for (size_t i = 0; i < nc;) {
+			size_t j = i, k = 0;
+			/* One group per node; equal (node, bucket) cells add up. */
+			for (; j < nc && c[j].node == c[i].node; j++)
+				k += j == i || c[j].bucket != c[j - 1].bucket;
+			vp_out__printf(o, "%s%u,%zu", first ? "" : ",", c[i].node - pnode, k);
+			first = false;
+			pnode = c[i].node;
+			uint32_t pb = 0;
+			for (size_t m = i; m < j;) {
+				uint64_t n = 0;
+				size_t q = m;
+				for (; q < j && c[q].bucket == c[m].bucket; q++)
+					n += c[q].n;
+				vp_out__printf(o, ",%u,%llu", c[m].bucket - pb, (unsigned long long)n);
+				pb = c[m].bucket;
+				m = q;
+			}
+			vp_out__puts(o, (k > 8) ? "\n" : "");
+			i = j;
+		}
+		vp_out__puts(o, "]");
+	}
+	/* The JVMs' code-map epoch boundaries in the strip's span: [ns, pid, label]. */
+	vp_out__puts(o, "],\n\"marks\":[");
+	bool first = true;
+	for (size_t i = 0; i < p->nmarks; i++) {
+		const struct vp_time_mark *m = &p->marks[i];
+		if (m->t < lo || (m->t - lo) / bw >= nb)
+			continue;
+		vp_out__printf(o, "%s[%llu,%u,", first ? "" : ",", (unsigned long long)m->t, m->pid);
+		vp_json_str(o, m->label, true);
+		vp_out__puts(o, "]");
+		first = false;
+	}
+	vp_out__puts(o, "]}");
+	free(c);
+	return o->err;
+}
+
 /* The JSON data: html_safe escaping keeps "</script>" out of it. The model is generic
  * in events: "events" lists them, each tree node carries one weight per event (and in a
  * diff, then one base weight per event), and "ev" says which one to draw first. */
 static int write_data(struct vp_out *o, const struct vp_profile *p, const struct vp_profile *base, int ev,
-		      const struct vp_keyspace *k, const struct tree *t, const char *title, bool per_event_titles)
+		      const struct vp_keyspace *k, const struct tree *t, const char *title, bool per_event_titles,
+		      const uint32_t *snode)
 {
 	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
 	uint32_t *kids = malloc(t->len * sizeof(*kids));
 	uint32_t *stack = malloc(t->len * sizeof(*stack));
+	uint32_t *outid = snode ? malloc(t->len * sizeof(*outid)) : NULL;
 	size_t ne = (size_t)t->ne;
 	int err = -ENOMEM;
-	if (!fidx || !kids || !stack)
+	if (!fidx || !kids || !stack || (snode && !outid))
 		goto cleanup;
 	vp_out__puts(o, "{\"title\":");
 	vp_json_str(o, title, true);
@@ -471,6 +589,8 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 								 : (long long)fidx[nd->frame] - 1;
 		/* Formatted by hand: printf was a fifth of a large report. */
 		char buf[24 * (2 + 2 * 8) + 2], *b = buf;
+		if (outid)
+			outid[id] = (uint32_t)nout;
 		if (nout++)
 			*b++ = ',';
 		if (fr < 0) {
@@ -495,12 +615,16 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		for (size_t c = nk; c-- > 0;)
 			stack[sp++] = kids[c];
 	}
-	vp_out__puts(o, "]}");
+	vp_out__puts(o, "]");
+	if (snode && (err = write_times(o, p, t, snode, outid)))
+		goto cleanup;
+	vp_out__puts(o, "}");
 	err = o->err;
 cleanup:
 	free(fidx);
 	free(kids);
 	free(stack);
+	free(outid);
 	return err;
 }
 
@@ -513,7 +637,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	struct vp_keyspace k = { 0 };
 	struct tree t = { 0 };
 	char *title = NULL;
-	uint32_t *order = NULL;
+	uint32_t *order = NULL, *snode = NULL;
 	int err = vp_keyspace__init(&k, p, base);
 	if (err)
 		return err;
@@ -529,6 +653,10 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	/* Stacks in the order of their paths (thread, then frames from the root), so that
 	 * each one shares the longest prefix with the one before (tree_add). */
 	order = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*order));
+	/* Each stack's node, for the time strip's data (not in a diff: the base's samples
+	 * have no place on this recording's clock). */
+	if (!base && p->ntimes && !(snode = malloc(p->nstacks * sizeof(*snode))))
+		goto cleanup;
 	if (!order)
 		goto cleanup;
 	for (size_t i = 0; i < p->nstacks; i++)
@@ -537,7 +665,8 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	/* The base (a diff) is added by look-ups into this tree: keep the hash then. */
 	t.sorted = base == NULL;
 	for (size_t i = 0; p->nevents && i < p->nstacks; i++)
-		if (tree_add(&t, &p->stacks[order[i]], NULL, p->stacks[order[i]].samples, false))
+		if (tree_add(&t, &p->stacks[order[i]], NULL, p->stacks[order[i]].samples, false,
+			     snode ? &snode[order[i]] : NULL))
 			goto cleanup;
 	/* The base's counts in the columns of the events they match by name. */
 	int bev[8];
@@ -548,7 +677,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	for (size_t i = 0; any && i < base->nstacks; i++) {
 		for (int e = 0; e < p->nevents; e++)
 			v[e] = bev[e] >= 0 ? base->stacks[i].samples[bev[e]] : 0;
-		if (tree_add(&t, &base->stacks[i], k.base_map, v, true))
+		if (tree_add(&t, &base->stacks[i], k.base_map, v, true, NULL))
 			goto cleanup;
 	}
 	if (!p->nevents)
@@ -572,7 +701,7 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 			tpl = m + 9;
 		} else if (!strncmp(m, "{{DATA}}", 8) && !have_data) {
 			have_data = true;
-			err = write_data(o, p, base, ev, &k, &t, title, !(opts && opts->title));
+			err = write_data(o, p, base, ev, &k, &t, title, !(opts && opts->title), snode);
 			if (err)
 				goto cleanup;
 			tpl = m + 8;
@@ -593,6 +722,7 @@ cleanup:
 	free(t.pframe);
 	free(t.pnode);
 	free(order);
+	free(snode);
 	vp_keyspace__fini(&k);
 	return err;
 }

@@ -49,7 +49,7 @@
 
 #define MAX_EVENTS 256
 #define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
-#define MAX_OUT_FRAMES 1024
+#define MAX_OUT_FRAMES 8192   /* a sample's VP_MAX_FRAMES, with room for their inlined frames */
 #define MAX_JIT_DEPTH 16
 
 static char *debug_root;
@@ -143,8 +143,10 @@ struct loader {
 	uint64_t jit_leaves, flat_wrong; /* samples whose leaf is JIT code; of them, misnamed by a flat map */
 	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
-	struct vp_elf *vdso;         /* this process's vDSO, when it is the recorded kernel's */
+	struct vp_elf *vdso;         /* the recorded kernel's vDSO */
 	bool vdso_tried;
+	void *vdso_img;              /* its image from the VDSO record, when the session has one */
+	size_t vdso_len;
 	struct vp_steal_acct *steal; /* STEAL + SWITCH records, charged to victims at the end */
 	bool saw_steal;
 	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
@@ -369,6 +371,14 @@ static int on_record(struct loader *l, const struct vp_record *r)
 	switch (r->type) {
 	case VP_REC_META:
 		on_meta(l, r);
+		return 0;
+	case VP_REC_VDSO:
+		/* The first one: a recorder writes one, at the start. */
+		if (!l->vdso_img && blen >= SELFMAG && blen <= VP_VDSO_MAX && !memcmp(b, ELFMAG, SELFMAG) &&
+		    (l->vdso_img = malloc(blen))) {
+			memcpy(l->vdso_img, b, blen);
+			l->vdso_len = blen;
+		}
 		return 0;
 	case VP_REC_EVENT:
 		return on_event(l, r);
@@ -738,24 +748,23 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 	return mi;
 }
 
-/* The vDSO is not on disk. The one mapped into this process is the same image when the
- * report runs on the kernel release that recorded, which is the common case (perf
- * copies it at record time instead; the session format has no place for it yet). */
+/* The vDSO is not on disk. The recorder saves its image in the session (VP_REC_VDSO);
+ * a session from before that is named with the vDSO mapped into this process, which is
+ * the same image when the report runs on the kernel release that recorded. */
 static struct vp_elf *vdso_elf(struct loader *l)
 {
 	if (l->vdso_tried)
 		return l->vdso;
 	l->vdso_tried = true;
+	if (l->vdso_img) {
+		l->vdso = vp_elfsym__open_memory(l->elfs, "[vdso] (recorded)", l->vdso_img, l->vdso_len);
+		return l->vdso;
+	}
 	const char *k = vp_profile__meta(l->p, "kernel");
 	struct utsname u;
-	if (!k || uname(&u) || strcmp(k, u.release))
-		return NULL;
-	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
-	if (!img || memcmp(img, ELFMAG, SELFMAG) || img[EI_CLASS] != ELFCLASS64)
-		return NULL;
-	const Elf64_Ehdr *eh = (const void *)img;
-	size_t len = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-	if (len > (1u << 20))
+	size_t len;
+	const void *img;
+	if (!k || uname(&u) || strcmp(k, u.release) || !(img = vp_vdso_image(&len)))
 		return NULL;
 	l->vdso = vp_elfsym__open_memory(l->elfs, "[vdso] (this process)", img, len);
 	return l->vdso;
@@ -1273,7 +1282,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
 	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
 	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
-	int nj = s->nr_java;
+	int nj = (int)vp_sample_nr_java(s);
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
@@ -1427,6 +1436,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			nl = 0;
 	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
+	if (!ret && l->o && l->o->times)
+		ret = vp_profile__add_time(l->p, sid, l->evmap[s->event], r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
 	return ret;
 }
 
@@ -1708,6 +1719,7 @@ static void loader_free(struct loader *l)
 	vp_ksyms__free(l->ks);
 	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
+	free(l->vdso_img);
 }
 
 /* Sampled allocations and contended locks (record -e alloc, -e lock; issue 25): each
@@ -1950,6 +1962,23 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)(jit_v[k] + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, jit_keys[k], v);
 	}
+#if HAVE_JIT_INDEX
+	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
+	for (size_t i = 0; l.o->times && i < l.njvms; i++) {
+		const struct vp_codemap *cm = l.jvms[i].idx ? vp_jit_index__codemap(l.jvms[i].idx) : NULL;
+		for (size_t e = 1; cm && e < cm->nepochs; e++) {
+			char gc[64];
+			if (cm->epochs[e].t_begin < l.t0)
+				continue;
+			vp_codemap__gc_text(cm, e, gc, sizeof(gc));
+			if ((ret = vp_profile__add_mark(p, cm->epochs[e].t_begin - l.t0, l.jvms[i].pid,
+							gc[0] ? gc : vp_cm_reason_name(cm->epochs[e].reason))) < 0) {
+				vp_set_err(err, errlen, "%s: out of memory", path);
+				goto cleanup;
+			}
+		}
+	}
+#endif
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)

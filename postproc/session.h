@@ -21,6 +21,8 @@ struct vp_session_opts {
 	bool no_locations;                  /* no by-address view (p->locations, the stacks'
 					     * locs): only pprof reads it, and it is a third
 					     * of a large profile's memory */
+	bool times;                         /* keep each sample's time (p->times), for the
+					     * HTML report's time strip */
 };
 
 /* Reads the session directory dir and adds its samples to p (events matched by name; p may

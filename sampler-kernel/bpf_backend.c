@@ -28,6 +28,11 @@ _Static_assert(VPB_WALK_NONE == VP_WALK_UNKNOWN && VPB_WALK_ROOT == VP_WALK_ROOT
 	       VPB_WALK_NO_RULE == VP_WALK_NO_RULE && VPB_WALK_UNREADABLE == VP_WALK_UNREADABLE &&
 	       VPB_WALK_DEPTH == VP_WALK_DEPTH && VPB_WALK_BAD_FRAME == VP_WALK_BAD_FRAME &&
 	       VPB_WALK_NO_PROC == VP_WALK_NO_PROC, "profile.h walk ends differ from session_format.h's");
+/* So do a sample's flags and its mode. */
+_Static_assert(VPB_F_KERNEL_ERROR == VP_SAMPLE_KERNEL_ERROR && VPB_F_USER_ERROR == VP_SAMPLE_USER_ERROR,
+	       "profile.h sample flags differ from session_format.h's");
+_Static_assert(VPB_MODE_KERNEL == VP_MODE_KERNEL && VPB_MODE_USER == VP_MODE_USER,
+	       "profile.h modes differ from session_format.h's enum vp_mode");
 
 /* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
 #define DEFAULT_RINGBUF_PER_CPU (2u << 20)
@@ -85,13 +90,15 @@ static uint64_t now_ns(void)
 
 static bool exact_weights(const struct sampler_event *ev);
 
-static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
+/* One sample, its stacks where the entry put them: a VPB_KIND_SAMPLE entry at fixed
+ * places (kstack, ustack), a VPB_KIND_WALKED one packed after the header (profile.h).
+ * nk, nu, nj are what the entry holds; stacked is false without -g. */
+static int on_sample(struct sampler *s, const struct vpb_sample *b, bool stacked, const uint64_t *kstack, int nk,
+		     const uint64_t *ustack, int nu, const struct vpb_jframe *jframes, int nj, bool walked)
 {
 	struct vp_sample *out = s->buf;
-	int nk = 0, nu = 0, n = 0;
+	int n = 0, njout = 0;
 
-	if (len < VPB_SAMPLE_HDR)
-		return -EBADMSG;
 	memset(out, 0, sizeof(*out));
 	out->pid = b->pid;
 	out->tid = b->tid;
@@ -100,17 +107,14 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 	out->mode = (uint8_t)b->mode;
 	out->flags = (uint8_t)b->flags;
 	out->period = b->period;
-	if (s->cfg.callchain && len >= sizeof(*b)) {
-		if (b->kstack_bytes > 0)
-			nk = b->kstack_bytes / 8;
-		if (b->ustack_bytes > 0)
-			nu = b->ustack_bytes / 8;
-		if (nk > VPB_MAX_KSTACK)
-			nk = VPB_MAX_KSTACK;
-		if (nu > VPB_MAX_USTACK)
-			nu = VPB_MAX_USTACK;
-		/* A full buffer means the walk was cut, like perf's sample_max_stack. */
-		if (nu == VPB_MAX_USTACK)
+	if (!stacked)
+		nk = nu = nj = 0;
+	if (stacked) {
+		/* A full frame-pointer buffer means the walk was cut, like perf's
+		 * sample_max_stack (also the fallback of a walked sample whose process had
+		 * no tables yet); a walk says so itself (VPB_WALK_DEPTH). */
+		bool fp = !walked || b->walk_end == VPB_WALK_NO_PROC;
+		if (fp ? nu == VPB_MAX_USTACK : b->walk_end == VPB_WALK_DEPTH)
 			out->flags |= VP_SAMPLE_USER_TRUNCATED;
 		/* The session format holds at most VP_MAX_FRAMES in all; keep the kernel
 		 * frames and as much of the user stack as fits. */
@@ -120,8 +124,8 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 			nu = VP_MAX_FRAMES - nk;
 			out->flags |= VP_SAMPLE_USER_TRUNCATED;
 		}
-		memcpy(out->ips, b->kstack, (size_t)nk * 8);
-		memcpy(out->ips + nk, b->ustack, (size_t)nu * 8);
+		memcpy(out->ips, kstack, (size_t)nk * 8);
+		memcpy(out->ips + nk, ustack, (size_t)nu * 8);
 		n = nk + nu;
 	}
 	/* Without -g, or when the interrupted side's stack could not be read, the IP
@@ -137,27 +141,30 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 	}
 	out->nr_kernel = (uint16_t)nk;
 	out->nr_user = (uint16_t)nu;
-	if (s->cfg.callchain && len >= sizeof(*b)) {
+	if (stacked) {
 		struct vp_java_frame *jf = (struct vp_java_frame *)(out->ips + n);
-		int nj = b->nr_jframes < VPB_MAX_JFRAMES ? b->nr_jframes : VPB_MAX_JFRAMES;
 
 		out->walk_end = b->walk_end < VP_WALK__COUNT ? (uint8_t)b->walk_end : VP_WALK_UNKNOWN;
-		if (nu == VPB_MAX_USTACK && out->walk_end != VP_WALK_NO_PROC)
+		if (!walked && nu == VPB_MAX_USTACK && out->walk_end != VP_WALK_NO_PROC)
 			out->walk_end = VP_WALK_DEPTH;
 		/* Interpreted frames cut off with the user stack go with it. */
-		for (int i = 0; i < nj; i++) {
-			if (b->jframes[i].frame >= nu)
+		for (int i = 0; i < nj && njout < VPB_MAX_JFRAMES; i++) {
+			struct vpb_jframe j;
+
+			memcpy(&j, jframes + i, sizeof(j));
+			if (j.frame >= nu)
 				continue;
-			jf->frame = b->jframes[i].frame;
+			jf->frame = j.frame;
 			jf->reserved = 0;
-			jf->bci = b->jframes[i].bci;
-			jf->method = b->jframes[i].method;
+			jf->bci = j.bci;
+			jf->method = j.method;
 			jf++;
-			out->nr_java++;
+			njout++;
 		}
+		vp_sample_set_nr_java(out, (unsigned)njout);
 	}
 	s->samples++;
-	size_t olen = sizeof(*out) + (size_t)n * 8 + (size_t)out->nr_java * sizeof(struct vp_java_frame);
+	size_t olen = sizeof(*out) + (size_t)n * 8 + (size_t)njout * sizeof(struct vp_java_frame);
 	if (s->tails && out->event < s->cfg.nr_events && exact_weights(&s->cfg.events[out->event])) {
 		int err = vp_tails__note(s->tails, out, olen);
 
@@ -165,6 +172,41 @@ static int on_sample(struct sampler *s, const struct vpb_sample *b, size_t len)
 			return err;
 	}
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, b->time, out, olen);
+}
+
+/* A VPB_KIND_SAMPLE entry: the header alone, or (with -g) the fixed layout. */
+static int on_fixed(struct sampler *s, const struct vpb_sample *b, size_t len)
+{
+	int nk = 0, nu = 0;
+	bool stacked = s->cfg.callchain && len >= sizeof(*b);
+
+	if (len < VPB_SAMPLE_HDR)
+		return -EBADMSG;
+	if (stacked) {
+		nk = b->kstack_bytes > 0 ? b->kstack_bytes / 8 : 0;
+		nu = b->ustack_bytes > 0 ? b->ustack_bytes / 8 : 0;
+		nk = nk < VPB_MAX_KSTACK ? nk : VPB_MAX_KSTACK;
+		nu = nu < VPB_MAX_USTACK ? nu : VPB_MAX_USTACK;
+	}
+	return on_sample(s, b, stacked, (const uint64_t *)b->kstack, nk, (const uint64_t *)b->ustack, nu, NULL, 0, false);
+}
+
+/* A VPB_KIND_WALKED entry: every length checked against the entry's. */
+static int on_walked(struct sampler *s, const struct vpb_sample *b, size_t len)
+{
+	const char *p = (const char *)b + VPB_SAMPLE_HDR;
+	size_t kb, ub, jb;
+
+	if (len < VPB_SAMPLE_HDR)
+		return -EBADMSG;
+	kb = b->kstack_bytes > 0 ? (size_t)b->kstack_bytes : 0;
+	ub = b->ustack_bytes > 0 ? (size_t)b->ustack_bytes : 0;
+	jb = (size_t)b->nr_jframes * sizeof(struct vpb_jframe);
+	if (kb % 8 || ub % 8 || kb > VPB_MAX_KSTACK * 8 || ub > VPB_MAX_WALK * 8 || b->nr_jframes > VPB_MAX_JFRAMES ||
+	    VPB_SAMPLE_HDR + kb + ub + jb != len)
+		return -EBADMSG;
+	return on_sample(s, b, s->cfg.callchain, (const uint64_t *)p, (int)(kb / 8), (const uint64_t *)(p + kb),
+			 (int)(ub / 8), (const struct vpb_jframe *)(p + kb + ub), b->nr_jframes, true);
 }
 
 static int on_ringbuf(void *ctx, void *data, size_t len)
@@ -176,7 +218,9 @@ static int on_ringbuf(void *ctx, void *data, size_t len)
 	if (len < 4)
 		return 0;
 	if (*kind == VPB_KIND_SAMPLE) {
-		err = on_sample(s, data, len);
+		err = on_fixed(s, data, len);
+	} else if (*kind == VPB_KIND_WALKED) {
+		err = on_walked(s, data, len);
 	} else if (*kind == VPB_KIND_TAIL && len >= sizeof(struct vpb_tail)) {
 		const struct vpb_tail *t = data;
 
@@ -346,9 +390,12 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				bpf_map__set_max_entries(k->maps.unwind_pages, 2);
 				bpf_map__set_max_entries(k->maps.unwind_tables, 1);
 				bpf_map__set_max_entries(k->maps.proc_slots, 1);
-			} else if (s->cfg.target != SAMPLER_TARGET_ALL) {
+			} else {
+				/* The walk's scratch is an array indexed by CPU (walker.bpf.h). */
+				bpf_map__set_max_entries(k->maps.scratch, (uint32_t)libbpf_num_possible_cpus());
 				/* One process and its children need few slots. */
-				bpf_map__set_max_entries(k->maps.unwind_procs, 64);
+				if (s->cfg.target != SAMPLER_TARGET_ALL)
+					bpf_map__set_max_entries(k->maps.unwind_procs, 64);
 			}
 		} else {
 			struct profile *k0 = s->skel[0];
@@ -364,7 +411,8 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			    (rc = bpf_map__reuse_fd(k->maps.unwind_procs, bpf_map__fd(k0->maps.unwind_procs))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.unwind_tables, bpf_map__fd(k0->maps.unwind_tables))) ||
 			    (rc = bpf_map__reuse_fd(k->maps.unwind_rules, bpf_map__fd(k0->maps.unwind_rules))) ||
-			    (rc = bpf_map__reuse_fd(k->maps.unwind_pages, bpf_map__fd(k0->maps.unwind_pages)))) {
+			    (rc = bpf_map__reuse_fd(k->maps.unwind_pages, bpf_map__fd(k0->maps.unwind_pages))) ||
+			    (rc = bpf_map__reuse_fd(k->maps.scratch, bpf_map__fd(k0->maps.scratch)))) {
 				snprintf(err, errlen, "bpf sampler: cannot share maps between events: %s",
 					 strerror(-rc));
 				return rc;

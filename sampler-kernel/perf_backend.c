@@ -28,6 +28,12 @@
  * fixed period leave it out: their samples weigh the period. */
 #define FIXED_SAMPLE_TYPE (SAMPLE_TYPE & ~(uint64_t)PERF_SAMPLE_PERIOD)
 
+/* The depth the kernel walks frame pointers to for this backend: perf's default
+ * kernel.perf_event_max_stack (a larger sample_max_stack is refused with EOVERFLOW
+ * unless root raised the sysctl). Deeper stacks are the bpf backend's walker's
+ * (docs/stacks.md). */
+#define PERF_MAX_STACK 127
+
 struct id_map {
 	uint64_t id;
 	int fd;                /* owned by fds[]: read for the event's totals at stop */
@@ -52,7 +58,7 @@ struct sampler {
 	int nr_ids;
 	size_t cap_ids;
 	struct perf_sideband sb;
-	struct vp_sample *buf;         /* room for VP_MAX_FRAMES ips */
+	struct vp_sample *buf;         /* room for PERF_MAX_STACK ips */
 	bool user_only;                /* kernel excluded: not permitted (paranoid 2) */
 	/* PERF_SAMPLE_READ: each sample carries its event's count on its thread and CPU,
 	 * and the sample's weight is the difference from that copy's previous sample. */
@@ -112,7 +118,7 @@ static void fill_attr(struct perf_event_attr *a, const struct sampler_config *cf
 	}
 	a->sample_type = (ev->period ? FIXED_SAMPLE_TYPE : SAMPLE_TYPE) | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0) |
 			 (sample_read && wants_read(ev) ? PERF_SAMPLE_READ : 0);
-	a->sample_max_stack = VP_MAX_FRAMES;
+	a->sample_max_stack = PERF_MAX_STACK;
 	/* Read at stop: the exact count, and how long the event was on a counter out of
 	 * how long it was enabled (less when the (v)PMU multiplexed it). */
 	a->read_format = VP_READ_FORMAT;
@@ -274,7 +280,7 @@ static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 			}
 			if (ctx != 1 && ctx != 2)
 				continue;   /* hypervisor/guest frames have no place here */
-			if (n >= VP_MAX_FRAMES) {
+			if (n >= PERF_MAX_STACK) {
 				out->flags |= VP_SAMPLE_USER_TRUNCATED;
 				break;
 			}
@@ -288,7 +294,7 @@ static int emit_sample(struct sampler *s, const struct perf_event_header *h)
 			out->ips[n++] = a;
 		}
 		/* The kernel stops the walk at sample_max_stack frames. */
-		if (n >= VP_MAX_FRAMES)
+		if (n >= PERF_MAX_STACK)
 			out->flags |= VP_SAMPLE_USER_TRUNCATED;
 	}
 	if (n == 0) {
@@ -549,7 +555,7 @@ static struct sampler *perf_start(const struct sampler_config *cfg, char *err, s
 	s->sample_type = SAMPLE_TYPE | (cfg->callchain ? PERF_SAMPLE_CALLCHAIN : 0);
 	s->rings = calloc(ncpu, sizeof(*s->rings));
 	s->pfds = calloc(ncpu, sizeof(*s->pfds));
-	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t));
+	s->buf = malloc(sizeof(struct vp_sample) + PERF_MAX_STACK * sizeof(uint64_t));
 	if (!s->rings || !s->pfds || !s->buf)
 		goto nomem;
 	s->sb.sample_type = s->sample_type;

@@ -189,6 +189,53 @@ static __always_inline bool walk_user(struct walk *w, struct bpf_perf_event_data
 			 ctx->regs.r13);
 }
 
+/* Sends the walked sample in w as one VPB_KIND_WALKED entry sized by what was walked
+ * (profile.h): a stack 2048 frames deep fits, and a shallow one costs no more ring
+ * space or copying than before. The entry is reserved as a dynptr (a plain reserve
+ * takes a constant size) and filled in four copies. */
+static __always_inline void submit_walked(struct walk *w)
+{
+	/* 64-bit lengths: a 32-bit one is checked on a zero-extended copy. */
+	__u64 kb = w->s.kstack_bytes > 0 ? (__u64)w->s.kstack_bytes : 0;
+	__u64 ub = w->s.ustack_bytes > 0 ? (__u64)w->s.ustack_bytes : 0;
+	__u64 jb = (__u64)w->s.nr_jframes * sizeof(struct vpb_jframe), off;
+	struct bpf_dynptr d;
+
+	/* Bounds the verifier can follow (the walker never exceeds them). */
+	if (kb > sizeof(w->s.kstack))
+		kb = sizeof(w->s.kstack);
+	if (ub > sizeof(w->ustack))
+		ub = sizeof(w->ustack);
+	if (jb > sizeof(w->jframes))
+		jb = sizeof(w->jframes);
+	w->s.kind = VPB_KIND_WALKED;
+	w->s.kstack_bytes = w->s.kstack_bytes > 0 ? (__s32)kb : w->s.kstack_bytes;
+	w->s.ustack_bytes = w->s.ustack_bytes > 0 ? (__s32)ub : w->s.ustack_bytes;
+	w->s.nr_jframes = (__u16)(jb / sizeof(struct vpb_jframe));
+	if (bpf_ringbuf_reserve_dynptr(&events, VPB_SAMPLE_HDR + kb + ub + jb, 0, &d)) {
+		bpf_ringbuf_discard_dynptr(&d, 0);
+		count_lost(VPB_LOST_RINGBUF);
+		return;
+	}
+	bpf_dynptr_write(&d, 0, &w->s, VPB_SAMPLE_HDR, 0);
+	off = VPB_SAMPLE_HDR;
+	/* Each length is checked again right at its copy: the compiler keeps the checks
+	 * above on copies of the registers the verifier does not link to these. */
+	barrier_var(kb);
+	if (kb && kb <= sizeof(w->s.kstack))
+		bpf_dynptr_write(&d, off, w->s.kstack, kb, 0);
+	off += kb;
+	barrier_var(ub);
+	if (ub && ub <= sizeof(w->ustack))
+		bpf_dynptr_write(&d, off, w->ustack, ub, 0);
+	off += ub;
+	barrier_var(jb);
+	if (jb && jb <= sizeof(w->jframes))
+		bpf_dynptr_write(&d, off, w->jframes, jb, 0);
+	/* No wakeup: user space consumes on a timer (see below). */
+	bpf_ringbuf_submit_dynptr(&d, BPF_RB_NO_WAKEUP);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -216,8 +263,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	if (unwind) {
-		__u32 zero = 0;
-		struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+		struct walk *w = walk_scratch();
 		struct task_struct *task = bpf_get_current_task_btf();
 
 		if (!w)
@@ -234,15 +280,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			/* Tables not loaded yet (a process seen for the first time): frame
 			 * pointers, and say so. */
 			w->s.walk_end = VPB_WALK_NO_PROC;
-			w->s.ustack_bytes = bpf_get_stack(ctx, w->s.ustack, sizeof(w->s.ustack),
+			w->s.nr_jframes = 0;
+			w->s.ustack_bytes = bpf_get_stack(ctx, w->ustack, VPB_MAX_USTACK * sizeof(__u64),
 							  BPF_F_USER_STACK);
 			if (w->s.ustack_bytes < 0) {
 				w->s.flags |= VPB_F_USER_ERROR;
 				count_lost(VPB_LOST_STACK);
 			}
 		}
-		if (bpf_ringbuf_output(&events, &w->s, sizeof(w->s), BPF_RB_NO_WAKEUP))
-			count_lost(VPB_LOST_RINGBUF);
+		submit_walked(w);
 		return 0;
 	}
 

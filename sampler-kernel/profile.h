@@ -4,10 +4,14 @@
 #ifndef VIPROF_SAMPLER_PROFILE_H
 #define VIPROF_SAMPLER_PROFILE_H
 
-/* Stack depths the BPF side stores. The kernel side is short in practice; user stacks
- * of JVMs are deep, so they get the full perf default (perf_event_max_stack = 127). */
+/* Stack depths the BPF side stores. The kernel side is short in practice. A user stack
+ * taken by frame pointers (bpf_get_stack: --stack-walk fp, and a process whose tables
+ * are not loaded yet) gets perf's default depth (perf_event_max_stack = 127); one walked
+ * with the tables (walker.bpf.h) goes as deep as async-profiler's default, 2048 frames,
+ * every interpreted frame among them named. */
 #define VPB_MAX_KSTACK 64
 #define VPB_MAX_USTACK 127
+#define VPB_MAX_WALK   2048
 
 /* Values of the target_mode rodata global. */
 #define VPB_TARGET_ALL     0
@@ -19,12 +23,14 @@
 #define VPB_KIND_SAMPLE 1
 #define VPB_KIND_SWITCH 2
 #define VPB_KIND_TAIL   3
+#define VPB_KIND_WALKED 4   /* a sample with a walked user stack, packed (struct vpb_sample) */
 
-/* Sample flags (the same bits as VP_SAMPLE_* in common/session_format.h). */
+/* Sample flags (the same bits as VP_SAMPLE_* in common/session_format.h; bpf_backend.c
+ * checks it). */
 #define VPB_F_KERNEL_ERROR 0x2
 #define VPB_F_USER_ERROR   0x4
 
-/* Modes (the same values as enum vp_mode). */
+/* Modes (the same values as enum vp_mode; bpf_backend.c checks it). */
 #define VPB_MODE_KERNEL 1
 #define VPB_MODE_USER   2
 
@@ -47,6 +53,8 @@
 #define VPB_MAX_PAGES   (1u << 20)
 #define VPB_PAGE_SHIFT  12
 #define VPB_MAX_HEAPS   4
+#define VPB_MAX_SEG_HOPS 16     /* code-heap segment-map steps back the walker takes at most */
+#define VPB_BLOB_HDR    64      /* bytes of a CodeBlob header the walker reads at once */
 #define VPB_NO_TABLE    0xffffffffu
 
 /* vpb_rule.kind: how to find the canonical frame address (CFA) at this pc. The return
@@ -123,12 +131,13 @@ struct vpb_proc {
 #define VPB_WALK_ROOT       1  /* reached the outermost frame */
 #define VPB_WALK_NO_RULE    2  /* a pc with no unwind rule and no usable frame pointer */
 #define VPB_WALK_UNREADABLE 3  /* stack memory could not be read */
-#define VPB_WALK_DEPTH      4  /* VPB_MAX_USTACK frames */
+#define VPB_WALK_DEPTH      4  /* the walk's depth limit (VPB_MAX_WALK frames for samples) */
 #define VPB_WALK_BAD_FRAME  5  /* the unwound frame made no sense (stack went down, pc 0) */
 #define VPB_WALK_NO_PROC    6  /* the process's tables were not loaded yet: frame pointers only */
 
-/* One interpreted Java frame of a user stack: its Method* and bytecode index. */
-#define VPB_MAX_JFRAMES 48
+/* One interpreted Java frame of a user stack: its Method* and bytecode index. A walked
+ * sample names every interpreted frame of its VPB_MAX_WALK frames. */
+#define VPB_MAX_JFRAMES VPB_MAX_WALK
 struct vpb_jframe {
 	__u64 method;          /* HotSpot Method* */
 	__u16 frame;           /* index into ustack */
@@ -151,12 +160,16 @@ struct vpb_sample {
 	__u16 walk_end;        /* VPB_WALK_* */
 	__u16 nr_jframes;
 	/* Present only when the program was loaded with callchain = true; the ring
-	 * buffer entry is then sizeof(struct vpb_sample), else VPB_SAMPLE_HDR. */
+	 * buffer entry is then sizeof(struct vpb_sample), else VPB_SAMPLE_HDR.
+	 *
+	 * A VPB_KIND_WALKED entry (unwind = true) is packed instead, sized by what was
+	 * walked: the VPB_SAMPLE_HDR bytes above, then kstack_bytes of kernel frames,
+	 * ustack_bytes of user frames (at most VPB_MAX_WALK) and nr_jframes struct
+	 * vpb_jframe; a stack that could not be read (bytes < 0) takes no room. */
 	__u64 kstack[VPB_MAX_KSTACK];
 	__u64 ustack[VPB_MAX_USTACK];
-	struct vpb_jframe jframes[VPB_MAX_JFRAMES];
 };
-#define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64) - VPB_MAX_JFRAMES * sizeof(struct vpb_jframe))
+#define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64))
 
 /* A thread exited: its count of an exactly weighed event after its last sample. */
 struct vpb_tail {

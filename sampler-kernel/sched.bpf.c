@@ -7,6 +7,10 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "sched.h"
+/* Off-CPU stacks are walked to perf's depth (sched.h), with the stack copy they had. */
+#define WALK_MAX VPS_MAX_UFRAMES
+#define WALK_MAXJ VPS_MAX_JFRAMES
+#define STK_BYTES 8192
 #include "walker.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -269,10 +273,10 @@ static long hash_frame(__u32 i, void *data)
 
 	/* Written so that the compiler keeps the bound check on the register the index
 	 * uses (the verifier rejects the access otherwise). */
-	if (i >= VPB_MAX_USTACK)
+	if (i >= VPS_MAX_UFRAMES)
 		return 1;
 	if (i < c->w->n)
-		x = c->w->s.ustack[i];
+		x = c->w->ustack[i];
 	c->u->ips[i] = x;
 	c->h = (c->h ^ x) * 0x100000001b3ull;
 	c->h ^= c->h >> 29;
@@ -284,10 +288,10 @@ static long hash_jframe(__u32 i, void *data)
 	struct hash_ctx *c = data;
 	struct vpb_jframe z = {};
 
-	if (i >= VPB_MAX_JFRAMES)
+	if (i >= VPS_MAX_JFRAMES)
 		return 1;
 	if (i < c->w->nj)
-		z = c->w->s.jframes[i];
+		z = c->w->jframes[i];
 	c->u->jframes[i] = z;
 	c->h = (c->h ^ z.method ^ ((__u64)z.frame << 48) ^ (__u32)z.bci) * 0x100000001b3ull;
 	c->h ^= c->h >> 29;
@@ -301,7 +305,7 @@ static long hash_jframe(__u32 i, void *data)
 static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid)
 {
 	__u32 zero = 0;
-	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk *w = walk_scratch();
 	struct vps_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &zero);
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct hash_ctx hc;
@@ -323,8 +327,8 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 	hc.w = w;
 	hc.u = u;
 	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
-	bpf_loop(w->n < VPB_MAX_USTACK ? w->n : VPB_MAX_USTACK, hash_frame, &hc, 0);
-	bpf_loop(w->nj < VPB_MAX_JFRAMES ? w->nj : VPB_MAX_JFRAMES, hash_jframe, &hc, 0);
+	bpf_loop(w->n < VPS_MAX_UFRAMES ? w->n : VPS_MAX_UFRAMES, hash_frame, &hc, 0);
+	bpf_loop(w->nj < VPS_MAX_JFRAMES ? w->nj : VPS_MAX_JFRAMES, hash_jframe, &hc, 0);
 	hc.h &= ~VPS_USTACK_FP;
 	if (!hc.h)
 		hc.h = 1;

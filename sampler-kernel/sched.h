@@ -71,12 +71,18 @@ struct vps_key {
  * the ustacks hash under a 64-bit hash of its contents: the frames, the interpreted
  * frames' Method* and bytecode index, and how the walk ended. */
 #define VPS_MAX_USTACKS 16384        /* resized by user space */
+/* An off-CPU stack is walked to perf's default depth, not the sampler's VPB_MAX_WALK:
+ * every distinct stack is kept whole in ustacks (a hash of fixed-size values, allocated
+ * as stacks appear) for the whole recording, and a switch-out walks on the scheduler's
+ * path. Deeper stacks end with VPB_WALK_DEPTH (docs/stacks.md). */
+#define VPS_MAX_UFRAMES 127
+#define VPS_MAX_JFRAMES 48
 struct vps_ustack {
 	__u16 n, nj;                 /* frames, interpreted frames */
 	__u16 walk_end;              /* VPB_WALK_* */
 	__u16 pad;
-	__u64 ips[VPB_MAX_USTACK];   /* leaf first */
-	struct vpb_jframe jframes[VPB_MAX_JFRAMES];
+	__u64 ips[VPS_MAX_UFRAMES];  /* leaf first */
+	struct vpb_jframe jframes[VPS_MAX_JFRAMES];
 };
 
 struct vps_val {

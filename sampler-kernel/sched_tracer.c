@@ -108,11 +108,11 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 		return stack_frames(s, (int32_t)(uint32_t)us, s->uips);
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.ustacks), &us, s->ustk))
 		return 0;
-	n = s->ustk->n < VPB_MAX_USTACK ? s->ustk->n : VPB_MAX_USTACK;
+	n = s->ustk->n < VPS_MAX_UFRAMES ? s->ustk->n : VPS_MAX_UFRAMES;
 	memcpy(s->uips, s->ustk->ips, (size_t)n * 8);
-	*nj = s->ustk->nj < VPB_MAX_JFRAMES ? s->ustk->nj : VPB_MAX_JFRAMES;
+	*nj = s->ustk->nj < VPS_MAX_JFRAMES ? s->ustk->nj : VPS_MAX_JFRAMES;
 	*walk_end = s->ustk->walk_end < VP_WALK__COUNT ? s->ustk->walk_end : VP_WALK_UNKNOWN;
-	if (n == VPB_MAX_USTACK)
+	if (n == VPS_MAX_UFRAMES)
 		*walk_end = VP_WALK_DEPTH;
 	return n;
 }
@@ -361,6 +361,8 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 	}
 	configure(k, &s->cfg);
 	k->rodata->walker = true;
+	/* The walk's scratch is an array indexed by CPU (walker.bpf.h). */
+	bpf_map__set_max_entries(k->maps.scratch, (uint32_t)libbpf_num_possible_cpus());
 #define REUSE(m, fd) (rc = bpf_map__reuse_fd(k->maps.m, (fd)))
 	if (REUSE(tracked, bpf_map__fd(old->maps.tracked)) || REUSE(stacks, bpf_map__fd(old->maps.stacks)) ||
 	    REUSE(agg0, bpf_map__fd(old->maps.agg0)) || REUSE(agg1, bpf_map__fd(old->maps.agg1)) ||
@@ -464,9 +466,9 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	s->ncpu = libbpf_num_possible_cpus();
 	s->keys = calloc(MAX_KEYS_PER_DRAIN, sizeof(*s->keys));
 	s->buf = malloc(sizeof(struct vp_sample) + VP_MAX_FRAMES * sizeof(uint64_t) +
-			VPB_MAX_JFRAMES * sizeof(struct vp_java_frame));
+			VPS_MAX_JFRAMES * sizeof(struct vp_java_frame));
 	s->kips = calloc(VPS_MAX_DEPTH, sizeof(uint64_t));
-	s->uips = calloc(VPS_MAX_DEPTH > VPB_MAX_USTACK ? VPS_MAX_DEPTH : VPB_MAX_USTACK, sizeof(uint64_t));
+	s->uips = calloc(VPS_MAX_DEPTH > VPS_MAX_UFRAMES ? VPS_MAX_DEPTH : VPS_MAX_UFRAMES, sizeof(uint64_t));
 	s->ustk = calloc(1, sizeof(*s->ustk));
 	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk) {
 		rc = -ENOMEM;

@@ -7,7 +7,9 @@
  * The tables are maps that daemon/unwinder.c fills: each object that includes this
  * header declares them, and every object but the sampler's reuses the sampler's maps
  * (bpf_map__reuse_fd) before it loads, so there is one copy of each table. The walk's
- * scratch (struct walk, per CPU) is each object's own. */
+ * scratch (struct walk, one per CPU) is each object's own; an object that includes this
+ * header may define WALK_MAX, WALK_MAXJ and STK_BYTES first to walk less deep (and keep
+ * a smaller scratch) than the sampler's VPB_MAX_WALK. */
 #ifndef VIPROF_SAMPLER_WALKER_BPF_H
 #define VIPROF_SAMPLER_WALKER_BPF_H
 
@@ -51,8 +53,18 @@ struct {
 } unwind_pages SEC(".maps");
 
 /* The walk's state and the sample it builds, per CPU: the sample is too large for the
- * BPF stack, and the bpf_loop callback reaches both through here. */
-#define STK_BYTES 8192        /* at most this much of the stack is copied per walk */
+ * BPF stack, and the bpf_loop callback reaches both through here. The walked frames
+ * and interpreted frames have room for WALK_MAX and WALK_MAXJ; only what was walked is
+ * sent on. */
+#ifndef WALK_MAX
+#define WALK_MAX VPB_MAX_WALK
+#endif
+#ifndef WALK_MAXJ
+#define WALK_MAXJ VPB_MAX_JFRAMES
+#endif
+#ifndef STK_BYTES
+#define STK_BYTES 65536       /* at most this much of the stack is copied per walk (a power of 2) */
+#endif
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
 
 struct walk {
@@ -63,16 +75,37 @@ struct walk {
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
-	struct vpb_sample s;
+	/* The last caller frame walked through a table or a code blob's frame size (one
+	 * entry, this walk only): a recursion's frames return to one pc over and over, and
+	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
+	__u64 c_pc;              /* 0: none */
+	__u32 c_kind;            /* C_NATIVE, C_JIT */
+	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
+	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
+	__u64 c_method, c_cm;    /* the last interpreted frame's Method* and its ConstMethod* */
+	struct vpb_sample s;     /* the header, and the kernel stack */
+	__u64 ustack[WALK_MAX];
+	struct vpb_jframe jframes[WALK_MAXJ];
 	__u8 stk[STK_BYTES];
 };
 
+/* An array indexed by CPU, not a per-CPU array: a per-CPU value is limited to 32 KB,
+ * and a walk 2048 frames deep needs about 115. User space sets max_entries to the
+ * number of possible CPUs before load. A program runs to its end on its CPU (no other
+ * perf_event program nests in it there; the switch tracer has its own scratch). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct walk);
 } scratch SEC(".maps");
+
+static __always_inline struct walk *walk_scratch(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
 
 /* ---- The user stack walker.
  *
@@ -84,7 +117,11 @@ struct {
  * cannot loop. */
 
 #define MAX_SEG_HOPS 16
+_Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "daemon/hotspot.c's reference lookup steps as far");
+#define C_NATIVE 1               /* struct walk's cache kinds */
+#define C_JIT 2
 #define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
+_Static_assert(BLOB_HDR == VPB_BLOB_HDR, "daemon/hotspot.c checks the blob fields lie within as many");
 #define MAX_STACK_SPAN (64u << 20)
 
 /* Stack words come from a copy of the stack's top that grows a chunk at a time as the
@@ -186,16 +223,25 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 			bcp = w->r13;
 		else
 			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
-		if (read_u64(w, method + hs->method_const, &cm) == 0 && cm && bcp > cm)
+		/* A method's ConstMethod does not change within a walk. */
+		if (method == w->c_method) {
+			cm = w->c_cm;
+		} else if (read_u64(w, method + hs->method_const, &cm) == 0) {
+			w->c_method = method;
+			w->c_cm = cm;
+		}
+		if (cm && bcp > cm)
 			bci = (__s64)(bcp - cm - hs->constmethod_size);
 		if (bci < 0 || bci > 65535)
 			bci = -1;
-		if (w->nj < VPB_MAX_JFRAMES) {
+		if (w->nj < WALK_MAXJ) {
 			__u32 j = w->nj;
 
-			w->s.jframes[j].method = method;
-			w->s.jframes[j].frame = (__u16)(w->n - 1);
-			w->s.jframes[j].bci = (__s32)bci;
+			if (j < WALK_MAXJ) {
+				w->jframes[j].method = method;
+				w->jframes[j].frame = (__u16)(w->n - 1);
+				w->jframes[j].bci = (__s32)bci;
+			}
 			w->nj = j + 1;
 		}
 	}
@@ -335,6 +381,11 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 		return 0;
 	}
 	cfa = w->sp + (__u64)fsize * 8;
+	if (!leaf) {
+		w->c_pc = w->pc;
+		w->c_kind = C_JIT;
+		w->c_fsize = fsize;
+	}
 	if (leaf) {
 		/* Before the frame is complete (the prologue) only the return address has
 		 * been pushed. */
@@ -373,30 +424,17 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	return 0;
 }
 
-static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+/* Steps over a frame by its unwind rule. */
+static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 {
-	__u64 lookup = leaf ? w->pc : w->pc - 1, cfa, ra, fp = w->fp;
-	struct vpb_rule *r;
+	__u64 cfa, ra;
 
-	if (m->table == VPB_NO_TABLE) {
-		/* No unwind information at all: frame pointers are all there is. */
-		if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
-			return stop(w, VPB_WALK_NO_RULE);
-		if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &w->fp))
-			return stop(w, VPB_WALK_UNREADABLE);
-		w->pc = ra;
-		w->sp = fp + 16;
-		return 0;
-	}
-	r = find_rule(m->table, lookup - m->bias);
-	if (!r)
-		return stop(w, VPB_WALK_NO_RULE);
 	switch (r->kind) {
 	case VPB_RULE_SP:
 		cfa = w->sp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_FP:
-		cfa = fp + (__s64)r->cfa_off * 8;
+		cfa = w->fp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_PLT:
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= (__s64)r->cfa_off ? 8 : 0);
@@ -415,10 +453,52 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 	return 0;
 }
 
+static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+{
+	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
+	struct vpb_rule *r;
+
+	if (m->table == VPB_NO_TABLE) {
+		/* No unwind information at all: frame pointers are all there is. */
+		if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
+			return stop(w, VPB_WALK_NO_RULE);
+		if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &w->fp))
+			return stop(w, VPB_WALK_UNREADABLE);
+		w->pc = ra;
+		w->sp = fp + 16;
+		return 0;
+	}
+	r = find_rule(m->table, lookup - m->bias);
+	if (!r)
+		return stop(w, VPB_WALK_NO_RULE);
+	if (!leaf) {
+		w->c_pc = w->pc;
+		w->c_kind = C_NATIVE;
+		w->c_rule = *r;
+	}
+	return apply_rule(w, r);
+}
+
+/* A caller frame at the pc of the cached one: the same rule or frame size. */
+static __always_inline long cached_frame(struct walk *w)
+{
+	__u64 cfa, ra;
+
+	if (w->c_kind == C_NATIVE)
+		return apply_rule(w, &w->c_rule);
+	cfa = w->sp + (__u64)w->c_fsize * 8;
+	if (read_u64(w, cfa - 8, &ra))
+		return stop(w, VPB_WALK_UNREADABLE);
+	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = ra;
+	w->sp = cfa;
+	return 0;
+}
+
 static long walk_step(__u32 i, void *ctx)
 {
-	__u32 zero = 0;
-	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk *w = *(struct walk **)ctx;
 	struct vpb_proc *p;
 	struct vpb_mapping *m;
 	__u64 old_sp, pc;
@@ -433,17 +513,19 @@ static long walk_step(__u32 i, void *ctx)
 	pc = w->pc;
 	if (pc == 0)
 		return stop(w, VPB_WALK_ROOT);
-	if (w->n >= VPB_MAX_USTACK)
+	if (w->n >= WALK_MAX)
 		return stop(w, VPB_WALK_DEPTH);
 	{
 		__u32 n = w->n;
 
-		if (n < VPB_MAX_USTACK)
-			w->s.ustack[n] = pc;
+		if (n < WALK_MAX)
+			w->ustack[n] = pc;
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
-	if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
+	if (!leaf && pc == w->c_pc) {
+		rc = cached_frame(w);
+	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
 		rc = interp_frame(w, &p->hs, leaf);
 	} else {
 		struct vpb_codeheap *h = NULL;
@@ -470,9 +552,12 @@ static long walk_step(__u32 i, void *ctx)
 }
 
 /* Walks the user stack of process tgid from the given user registers (r13 is the
- * interpreter's bytecode pointer in a leaf interpreted frame) into w->s.ustack and
- * w->s.jframes; sets w->s.ustack_bytes, walk_end and nr_jframes. Returns false when
- * the process has no tables yet (the caller falls back to frame pointers). */
+ * interpreter's bytecode pointer in a leaf interpreted frame) into w->ustack and
+ * w->jframes, at most WALK_MAX frames (the walk then ends with VPB_WALK_DEPTH) and
+ * WALK_MAXJ interpreted frames; sets w->s.ustack_bytes, walk_end and nr_jframes. One
+ * frame per bpf_loop iteration, so the verifier sees one step whatever the depth.
+ * Returns false when the process has no tables yet (the caller falls back to frame
+ * pointers). */
 static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u64 sp, __u64 fp, __u64 r13)
 {
 	__u32 *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
@@ -490,8 +575,12 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->stk_stop = 0;
 	w->n = 0;
 	w->nj = 0;
+	w->c_pc = 0;
+	w->c_method = 0;
 	w->end = VPB_WALK_DEPTH;
-	bpf_loop(VPB_MAX_USTACK, walk_step, NULL, 0);
+	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
+	 * ends at its root, not at the depth limit. */
+	bpf_loop(WALK_MAX + 1, walk_step, &w, 0);
 	w->s.ustack_bytes = (__s32)(w->n * 8);
 	w->s.walk_end = (__u16)w->end;
 	w->s.nr_jframes = (__u16)w->nj;

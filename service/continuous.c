@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "service/continuous.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +16,6 @@
 #include "common/safefs.h"
 #include "common/util.h"
 #include "service/metrics.h"
-#include "service/pages.h"
-#include "service/push.h"
 #include "service/rec.h"
 
 uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double used_pct, double budget_pct)
@@ -38,34 +37,15 @@ uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double 
 	return cur;
 }
 
-uint64_t vp_dir__usage(int dirfd)
+bool vp_interval__name_ok(const char *name)
 {
-	uint64_t sum = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		sum += (uint64_t)st.st_blocks * 512;
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				sum += vp_dir__usage(sub);
-				close(sub);
-			}
-		}
-	}
-	closedir(d);
-	return sum;
+	/* YYYYmmddTHHMMSSZ */
+	if (strlen(name) != VP_INTERVAL_NAME_LEN || name[8] != 'T' || name[15] != 'Z')
+		return false;
+	for (int i = 0; i < 15; i++)
+		if (i != 8 && !isdigit((unsigned char)name[i]))
+			return false;
+	return true;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -153,7 +133,8 @@ struct vp_cont {
 	char lasterr[512];
 	uint64_t freq;
 	char *dir;
-	struct vp_push *push;      /* or NULL */
+	vp_cont_ended_fn ended;    /* or NULL */
+	void *ended_ctx;
 	uint64_t counts_at;        /* when the metrics' live counts are read next (monotonic ns) */
 };
 
@@ -406,11 +387,12 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 	}
 	write_interval_file(c, name, freq, wall, cpu, pct, next, st);
 	pthread_mutex_lock(&c->lock);
-	struct vp_push *push = c->push;
+	vp_cont_ended_fn ended = c->ended;
+	void *ended_ctx = c->ended_ctx;
 	pthread_mutex_unlock(&c->lock);
-	if (push) {
+	if (ended) {
 		uint64_t until = (uint64_t)time(NULL), secs = (wall + 500000000ull) / 1000000000ull;
-		vp_push__interval(push, name, until > secs ? until - secs : 0, until, freq);
+		ended(ended_ctx, name, until > secs ? until - secs : 0, until, freq);
 	}
 	carry_maps(c, name);
 	if (c->o.log) {
@@ -605,10 +587,11 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 	pthread_mutex_unlock(&c->lock);
 }
 
-void vp_cont__set_push(struct vp_cont *c, struct vp_push *p)
+void vp_cont__on_ended(struct vp_cont *c, vp_cont_ended_fn fn, void *ctx)
 {
 	pthread_mutex_lock(&c->lock);
-	c->push = p;
+	c->ended = fn;
+	c->ended_ctx = ctx;
 	pthread_mutex_unlock(&c->lock);
 }
 

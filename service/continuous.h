@@ -1,5 +1,5 @@
 /* viprof serve --continuous DIR: a rolling whole-VM recording, one session per fixed
- * interval in DIR/<UTC start>/ (service/pages.h's VP_INTERVAL_FMT), old intervals
+ * interval in DIR/<UTC start>/ (VP_INTERVAL_FMT below), old intervals
  * removed by age and by total size, and a CPU budget: the recording's own CPU time is
  * measured per interval, logged, written beside the session (service.json), and the
  * next interval samples at a lower rate when it went over. JVMs get the agent at the
@@ -22,7 +22,6 @@
 
 struct vp_record_opts;
 struct vp_svc_metrics;
-struct vp_push;
 
 struct vp_cont_opts {
 	const char *dir;
@@ -53,8 +52,15 @@ uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double 
 int vp_retention__apply(int dirfd, time_t now, unsigned interval_s, uint64_t keep_age_s, uint64_t keep_bytes,
 			const char *keep, FILE *log);
 
-/* Bytes on disk of everything under dirfd (st_blocks), through descriptors only. */
-uint64_t vp_dir__usage(int dirfd);
+/* The format of a continuous interval's directory name: its UTC start time, so that
+ * names sort by time ("20261123T075056Z"). */
+#define VP_INTERVAL_FMT "%Y%m%dT%H%M%SZ"
+#define VP_INTERVAL_NAME_LEN 16
+
+/* Whether name is an interval name (exactly the format above): the only names the
+ * HTTP pages open under the continuous directory. */
+bool vp_interval__name_ok(const char *name);
+
 
 struct vp_cont;
 /* Opens (creating, 0700) DIR and starts recording on a thread of its own. DIR must be
@@ -68,8 +74,12 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 /* The O_PATH descriptor of DIR, opened once at start: the pages read intervals through
  * it (/proc/self/fd/N/NAME), never by DIR's path again. */
 int vp_cont__dirfd(const struct vp_cont *c);
-/* Hands each interval that ends from now on to the pusher (service/push.h). */
-void vp_cont__set_push(struct vp_cont *c, struct vp_push *p);
+/* Calls fn(ctx, ...) with each interval that ends from now on: its name, its wall-clock
+ * span (seconds since the epoch) and its rate. On the recording thread; the service
+ * hands intervals to the pusher (service/push.h) this way, so that this room does not
+ * depend on the pusher (which reads the pages, which read the interval names here). */
+typedef void (*vp_cont_ended_fn)(void *ctx, const char *name, uint64_t from_s, uint64_t until_s, uint64_t freq);
+void vp_cont__on_ended(struct vp_cont *c, vp_cont_ended_fn fn, void *ctx);
 /* Ends the current interval cleanly (its session is complete) and stops. NULL ok. */
 void vp_cont__stop(struct vp_cont *c);
 

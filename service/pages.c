@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "service/pages.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,22 +13,12 @@
 #include <unistd.h>
 
 #include "common/chunkfile.h"
+#include "common/safefs.h"
 #include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "service/continuous.h"
-
-bool vp_interval__name_ok(const char *name)
-{
-	/* YYYYmmddTHHMMSSZ */
-	if (strlen(name) != VP_INTERVAL_NAME_LEN || name[8] != 'T' || name[15] != 'Z')
-		return false;
-	for (int i = 0; i < 15; i++)
-		if (i != 8 && !isdigit((unsigned char)name[i]))
-			return false;
-	return true;
-}
 
 enum fmt { FMT_PPROF, FMT_FLAME };
 

@@ -9,15 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The format of a continuous interval's directory name: its UTC start time, so that
- * names sort by time ("20261123T075056Z"). */
-#define VP_INTERVAL_FMT "%Y%m%dT%H%M%SZ"
-#define VP_INTERVAL_NAME_LEN 16
-
-/* Whether name is an interval name (exactly the format above): the only names the
- * HTTP pages open under the continuous directory. */
-bool vp_interval__name_ok(const char *name);
-
 /* The session at dir (a path) as a gzipped pprof / an HTML flame graph. With
  * fold_kernel, every run of kernel frames becomes one frame "[kernel]" and no address
  * is written (for peers the kernel would not show kernel addresses). 0, or -errno with

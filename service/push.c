@@ -171,7 +171,7 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 /* ---- the queue and the thread ---- */
 
 struct job {
-	char name[VP_INTERVAL_NAME_LEN + 1];
+	char name[VP_PUSH_NAME_MAX + 1];
 	uint64_t from, until, freq;
 	struct job *next;
 };

@@ -58,6 +58,8 @@ struct vp_push;
 struct vp_push *vp_push__start(const struct vp_push_opts *o, char *err, size_t errlen);
 /* An interval ended: name under dirfd, its wall-clock span and rate. Encoding and
  * sending happen on the push thread; this only notes it. */
+/* The longest interval name it keeps (continuous.h's VP_INTERVAL_NAME_LEN is shorter). */
+#define VP_PUSH_NAME_MAX 31
 void vp_push__interval(struct vp_push *p, const char *name, uint64_t from_s, uint64_t until_s, uint64_t freq);
 /* Stops the thread; what is queued stays on disk for the next start. NULL ok. */
 void vp_push__stop(struct vp_push *p);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "daemon/record_opts.h"
+#include "daemon/record_request.h"
 #include "daemon/recorder.h"
 
 struct vp_svc_rec {

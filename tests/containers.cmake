@@ -1,4 +1,4 @@
-# Issue 22: containers. The rules that name a process's container from its cgroup path
+# Containers. The rules that name a process's container from its cgroup path
 # and namespaces (unit), and JVMs in an unshare'd pid+mount namespace with a private
 # /tmp, run as nobody, recorded from the host with -p, -a and serve --continuous (jvm:
 # root, live sampling, util-linux unshare, JDK 17 and Temurin 25).
@@ -20,10 +20,10 @@ foreach(s p a continuous)
     set_tests_properties(${_n} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "jvm" RUN_SERIAL TRUE)
   endforeach()
 endforeach()
-# Issue 22 item 2: stacks through frameless HotSpot stubs (itable/vtable stubs, arraycopy)
+# Stacks through frameless HotSpot stubs (itable/vtable stubs, arraycopy)
 # and through compiled methods' prologues and epilogues reach Thread.run (jvm).
 viprof_jvm_test(test-stub-walk 180 vp_postproc vp_common)
-# Issue 22 item 4: serve --continuous with another user's JVM (named in every interval)
+# viprof serve --continuous with another user's JVM (named in every interval)
 # and JVMs with the attach mechanism off (never signalled twice, no thread dumps, nothing
 # in their output) (jvm, JDK 17 and Temurin 25).
 add_executable(test-serve-jvms test-serve-jvms.c)

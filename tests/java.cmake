@@ -1,4 +1,4 @@
-# Issue 12, Java: repeated attach, full thread names, the dynamic-agent warning.
+# Java: repeated attach, full thread names, the dynamic-agent warning.
 # Thread names from FORK/COMM in stream order and, later, from the agent's THREAD_NAME
 # records, on synthetic sessions (unit).
 viprof_test(test-thread-names SOURCES test-thread-names.c LIBS vp_postproc vp_common LABELS unit TIMEOUT 60)
@@ -12,3 +12,6 @@ viprof_jvm_test(test-attach-quiet 120)
 # Full Java thread names (THREAD_NAME) in a `record -p` report: a thread running before
 # the attach and one started during it, longer than 15 characters (jvm, JDK 17 and 25).
 viprof_jvm_test(test-thread-names-jvm 120 vp_postproc vp_common)
+# Issue 26: the GC that ended each code-map epoch (id, kind, collector) under G1 and Serial,
+# full and young, and 'viprof maps' printing it.
+viprof_jvm_test(test-maps-gc 240 vp_common)

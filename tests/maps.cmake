@@ -2,7 +2,9 @@
 viprof_test(test-epoch-rule SOURCES test-epoch-rule.c LIBS vp_maps LABELS unit)
 # The compact records of agent version 2 (INLINE2, METHOD_LOAD2) read back as the old ones.
 viprof_test(test-codemap-v2 SOURCES test-codemap-v2.c LIBS vp_maps LABELS unit)
-# 'viprof maps export-*' as root: no FIFO, no other user's file, new files 0600 (issue 20).
+# The GC record (which GC began an epoch) read back, attached to its epoch only.
+viprof_test(test-codemap-gc SOURCES test-codemap-gc.c LIBS vp_maps LABELS unit)
+# 'viprof maps export-*' as root: no FIFO, no other user's file, new files 0600.
 viprof_test(test-maps-export SOURCES test-maps-export.c LIBS vp_common LABELS tools)
 target_compile_definitions(test-maps-export PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-maps-export viprof)

@@ -1,4 +1,4 @@
-# Issue 23: numbers you can trust (steal only where a steal clock runs, multiplexing
+# Numbers you can trust (steal only where a steal clock runs, multiplexing
 # scaled per interval, asserts that keep doubles).
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
@@ -16,6 +16,9 @@ viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postpr
 # Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
 viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
 # Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per
-# agent mode under load, per JDK: the stress test of issue 23. Label stress: it takes
+# agent mode under load, per JDK: the stress test of time-correct names. Label stress: it takes
 # minutes, so it is not in the jvm lane's default run.
 viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
+# One group read: a thread's task-clock, page faults and context switches from one read()
+# at one instant, with each software pmu as the leader in turn.
+viprof_test(test-counters-group SOURCES test-counters-group.c LIBS vp_hvglue Threads::Threads LABELS live TIMEOUT 60)

@@ -1,4 +1,4 @@
-# Issue 11: off-CPU time, exact steal and the wall view (record --off-cpu, report --wall).
+# Off-CPU time, exact steal and the wall view (record --off-cpu, report --wall).
 add_executable(offcpu-fixture fixtures/offcpu/offcpu-fixture.c)
 target_compile_options(offcpu-fixture PRIVATE "SHELL:-O1 -fno-omit-frame-pointer")
 target_link_libraries(offcpu-fixture PRIVATE Threads::Threads)
@@ -9,7 +9,7 @@ foreach(scenario split compete steal)
   add_dependencies(test-offcpu-${scenario} viprof offcpu-fixture)
 endforeach()
 viprof_test(test-wall SOURCES test-wall.c LIBS vp_postproc LABELS unit)
-# Issue 21: whole stacks at switch-out (the sampler's walker), wait states, units.
+# Whole stacks at switch-out (the sampler's walker), wait states, units.
 add_executable(nap-fixture fixtures/offcpu/nap-fixture.c)
 target_compile_options(nap-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")
 # One binary: "nap" (the C fixture) and, through viprof_jvm_test, WaitSplit on JDK 17

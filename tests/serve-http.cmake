@@ -1,7 +1,7 @@
-# viprof serve's HTTP side (issue 14 items 3 and 4): the HTTP server, the pprof
+# viprof serve's HTTP side: the HTTP server, the pprof
 # endpoint read by the real pprof, continuous recording with retention and a CPU budget.
 viprof_test(test-http SOURCES test-http.c LIBS vp_service LABELS unit)
-# Issue 27: --push specs and the /metrics exposition, without a network.
+# --push specs and the /metrics exposition, without a network.
 viprof_test(test-push SOURCES test-push.c LIBS vp_service LABELS unit)
 # One binary, one ctest entry per scenario (root, live sampling; pprof needs go).
 add_executable(test-serve-http test-serve-http.c)
@@ -13,18 +13,18 @@ foreach(s pprof token continuous)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
-# Issue 20: who may read (users made with useradd), slow heads and the shared recording
+# Who may read (users made with useradd), slow heads and the shared recording
 # for concurrent scrapers (its own entry: it holds 16 connections), the continuous DIR.
 foreach(s access slow contdir jvmattach)
   add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
-# Issue 27: /metrics scraped by a real Prometheus (Debian's prometheus; skipped without it).
+# /metrics scraped by a real Prometheus (Debian's prometheus; skipped without it).
 add_test(NAME test-serve-http-metrics COMMAND test-serve-http metrics $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-serve-http-metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS "live;tools" RUN_SERIAL TRUE)
-# Issue 27: --push to a Pyroscope and an OTLP receiver run by the test (pprof, protoc).
+# --push to a Pyroscope and an OTLP receiver run by the test (pprof, protoc).
 add_test(NAME test-serve-http-push COMMAND test-serve-http push $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-serve-http-push PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 LABELS "live;tools" RUN_SERIAL TRUE)

@@ -1,4 +1,4 @@
-# viprof serve --continuous and the JVM agent (issue 14 item 3): a JVM started after the
+# viprof serve --continuous and the JVM agent: a JVM started after the
 # service gets the agent and is named in later intervals; one with VIPROF_NO_AGENT=1 does
 # not. One entry per scenario and JDK (jvm: root, live sampling, a JDK).
 add_executable(test-serve-jvm test-serve-jvm.c)

@@ -1,4 +1,4 @@
-# viprof serve --socket (issue 14 items 1-2): users recording through the service.
+# viprof serve --socket: users recording through the service.
 # Root, live sampling, real users made by useradd; one ctest entry per scenario.
 foreach(s split refuse two-users kill client flood)
   add_test(NAME test-serve-socket-${s}
@@ -6,7 +6,7 @@ foreach(s split refuse two-users kill client flood)
   set_tests_properties(test-serve-socket-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
 endforeach()
 
-# The socket as an attacker uses it (issue 20): root does for a user no more than the
+# The socket as an attacker uses it: root does for a user no more than the
 # kernel would let that user do. The fixtures: a raw protocol client, a non-dumpable
 # process, and a dump of a session's process side band.
 add_executable(serve-client fixtures/serve-client.c ${CMAKE_SOURCE_DIR}/service/sock_proto.c)

@@ -99,6 +99,18 @@ static inline int tu_wait(pid_t p, int timeout_s)
 	return -1;
 }
 
+/* Polls cond(ctx) every 50 ms until it holds: a test waits on the event it needs, not
+ * on a fixed sleep. Fails naming what after timeout_s. */
+static inline void tu_wait_until(bool (*cond)(void *ctx), void *ctx, int timeout_s, const char *what)
+{
+	for (int i = 0; i < timeout_s * 20; i++) {
+		if (cond(ctx))
+			return;
+		usleep(50000);
+	}
+	FAIL("waited %d s for %s", timeout_s, what);
+}
+
 static inline int tu_run(char *const argv[], const char *out, const char *err, int timeout_s)
 {
 	return tu_wait(tu_spawn(argv, out, err), timeout_s);
@@ -123,12 +135,86 @@ static inline char *tu_read(const char *path)
 	return b;
 }
 
+/* The windows of CodeReuse's generations (tests/java/CodeReuse.java prints "gen N
+ * START END HOT", CLOCK_MONOTONIC ns, per generation) in seconds from the session's start
+ * (meta.json's start_monotonic_ns), for report --time and vp_session_opts: from[g], to[g]
+ * and, when hot is not NULL, hot[g] (the first call of the generation's code returned)
+ * for g = 1..gens. Fails when a generation's line is missing or empty. */
+static inline void tu_gen_windows(const char *out_path, const char *sess, int gens, double *from, double *to,
+				  double *hot)
+{
+	char meta[700];
+	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
+	char *mj = tu_read(meta), *p = strstr(mj, "\"start_monotonic_ns\"");
+	if (!p || !(p = strchr(p + 20, ':')))
+		FAIL("%s has no start_monotonic_ns", meta);
+	while (*p && (*p < '0' || *p > '9'))
+		p++;
+	double start = (double)strtoull(p, NULL, 10);
+	free(mj);
+	for (int g = 1; g <= gens; g++)
+		from[g] = to[g] = -1;
+	char *o = tu_read(out_path), *save = NULL;
+	for (char *l = strtok_r(o, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		int g;
+		unsigned long long s, e, h = 0;
+		if (sscanf(l, "gen %d %llu %llu %llu", &g, &s, &e, &h) >= 3 && g >= 1 && g <= gens && e > s) {
+			from[g] = ((double)s - start) / 1e9;
+			to[g] = ((double)e - start) / 1e9;
+			if (hot)
+				hot[g] = ((double)(h ? h : s) - start) / 1e9;
+		}
+	}
+	free(o);
+	for (int g = 1; g <= gens; g++)
+		if (to[g] < 0)
+			FAIL("%s: no 'gen %d START END' line", out_path, g);
+}
+
+/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
+ * "ready" line); true once it did. */
+static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+{
+	for (int waited = 0;; waited += 50) {
+		char *o = tu_read(path);
+		bool found = strstr(o, needle) != NULL;
+
+		free(o);
+		if (found)
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(50000);
+	}
+}
+
 static inline int tu_count_lines(const char *s, const char *needle)
 {
 	int n = 0;
 	for (const char *p = s; (p = strstr(p, needle)); p++)
 		n++;
 	return n;
+}
+
+/* Waits until the continuous service's log (viprof serve --continuous) has ended n
+ * intervals (one "... of one CPU (budget ...)" line each), up to timeout_s. */
+static inline void tu_wait_intervals(const char *log, int n, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		char *s = tu_read(log);
+		int k = tu_count_lines(s, "of one CPU (budget");
+		free(s);
+		if (k >= n)
+			return;
+		usleep(200000);
+	}
+	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
+}
+
+/* qsort comparison of C strings (char *[] elements). */
+static inline int tu_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* The single <pid> directory the agent created under dir. */

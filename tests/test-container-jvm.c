@@ -145,24 +145,6 @@ static struct share measure(const char *sess)
 	return r;
 }
 
-static void wait_intervals(const char *log, int n, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 5; i++) {
-		char *s = tu_read(log);
-		int k = tu_count_lines(s, "of one CPU (budget");
-		free(s);
-		if (k >= n)
-			return;
-		usleep(200000);
-	}
-	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void cleanup(void)
 {
 	if (outer > 0) {
@@ -228,7 +210,7 @@ int main(int argc, char **argv)
 		char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
 				  "-F", "499", "--jvm-attach", spid, NULL };
 		pid_t serve = tu_spawn(sargv, out, out);
-		wait_intervals(out, 4, 200);
+		tu_wait_intervals(out, 4, 200);
 		ASSERT_OK(kill(serve, SIGINT));
 		ASSERT_EQ(tu_wait(serve, 60), 0);
 		DIR *d = opendir(cdir);
@@ -240,7 +222,7 @@ int main(int argc, char **argv)
 			if (strlen(de->d_name) == 16)
 				names[n++] = strdup(de->d_name);
 		closedir(d);
-		qsort(names, (size_t)n, sizeof(*names), cmp_str);
+		qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
 		ASSERT_GE(n, 3);
 		/* Every interval attaches the JVM before its first sample: each must hold. */
 		int good = 0, checked = 0;

@@ -10,7 +10,7 @@
 static const char *const api[] = { "vp_counters__open", "vp_counters__count", "vp_counters__name",
 	"vp_counters__start", "vp_counters__read", "vp_counters__stop", "vp_counters__used_rdpmc",
 	"vp_counters__close", "vp_counters__stolen", "vp_counters__read_corrected",
-	"vp_counters__stolen_why", "vp_counters__overflow" };
+	"vp_counters__stolen_why", "vp_counters__overflow", "vp_counters__open_group" };
 #define NAPI (int)(sizeof(api) / sizeof(api[0]))
 
 int main(int argc, char **argv)

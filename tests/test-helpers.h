@@ -5,11 +5,33 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/util.h"
 #include "test.h"
+
+/* All of f up to EOF, NUL-terminated (its length in *len when len is not NULL). */
+static inline char *test_read_all(FILE *f, const char *what, size_t *len)
+{
+	char *b = NULL;
+	size_t cap = 0, n = 0, r;
+	do {
+		/* realloc, not vp_grow: tests that link no viprof library use this too. */
+		if (n + 4097 > cap) {
+			cap = 2 * cap + 4097;
+			if (!(b = realloc(b, cap)))
+				FAIL("out of memory reading %s", what);
+		}
+		r = fread(b + n, 1, 4096, f);
+		n += r;
+	} while (r > 0);
+	b[n] = 0;
+	if (len)
+		*len = n;
+	return b;
+}
 
 /* The whole file at path, NUL-terminated (its length in *len when len is not NULL);
  * NULL when it cannot be opened. */
@@ -18,18 +40,27 @@ static inline char *test_slurp(const char *path, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
-	char *b = NULL;
-	size_t cap = 0, n = 0, r;
-	do {
-		if (vp_grow((void **)&b, &cap, n + 4097, 1))
-			FAIL("out of memory reading %s", path);
-		r = fread(b + n, 1, 4096, f);
-		n += r;
-	} while (r > 0);
+	char *b = test_read_all(f, path, len);
 	fclose(f);
-	b[n] = 0;
-	if (len)
-		*len = n;
+	return b;
+}
+
+/* The text of the file at path, or "" when it cannot be opened (a log or an output
+ * not written yet): never NULL, so that asserts on it say what was missing. */
+static inline char *test_slurp_str(const char *path)
+{
+	char *s = test_slurp(path, NULL);
+	return s ? s : strdup("");
+}
+
+/* The standard output of the shell command cmd, NUL-terminated (never NULL). */
+static inline char *test_popen_slurp(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		FAIL("popen %s: %s", cmd, strerror(errno));
+	char *b = test_read_all(p, cmd, NULL);
+	pclose(p);
 	return b;
 }
 

@@ -1,7 +1,12 @@
-/* daemon/hotspot: HotSpot's layout read from its VM structure tables.
+/* hotspot/ and daemon/hotspot: HotSpot's layout read from its VM structure tables.
  *
- * "unit": over a fake JVM memory built here (tables, code heaps, segment maps, blobs,
- * the interpreter's StubQueue) in the JDK 17 and JDK 25 shapes: the fields land where
+ * "unit": UNSIGNED5 on known byte strings and round trips (before and since JDK 20);
+ * then over a fake JVM memory built here (tables, code heaps, segment maps, blobs, an
+ * nmethod with inlining and its methods' metadata, the interpreter's StubQueue) in the
+ * JDK 17 and JDK 25 shapes: the agent's walk meets the one nmethod, find-by-pc finds it
+ * by its code only, its scopes decode to the inlining built and its methods are named,
+ * a heap changed under the walk is -EAGAIN, and corruptions and truncations end in an
+ * error, never a crash; for the BPF walker's layout, the fields land where
  * they were put; the segment-map lookup (steps, free segments, the step bound, a map
  * stepping out of its heap); a JVM not initialised yet is -EAGAIN; unknown releases,
  * wrong field widths, missing fields and endless tables are refused; every truncation
@@ -28,6 +33,8 @@
 #include <unistd.h>
 
 #include "daemon/hotspot.h"
+#include "hotspot/codeheap.h"
+#include "hotspot/vmstructs.h"
 #include "test-agent-util.h"
 
 /* ---- a fake JVM's memory */
@@ -99,6 +106,9 @@ struct expect {
 	uint64_t structs_cell, heaps_cell, ga, heap0, interp_cell, release_ptr_cell, entries;
 	uint64_t frame_size_tstr_slot, frame_size_name_slot, code_offset_name_slot;
 	int nentries;
+	/* The agent's view: block A holds an nmethod of method m2 inlined into m1. */
+	uint64_t m1, m2;
+	uint32_t code_a_size;
 };
 
 #define SEG_LOG2 7
@@ -110,9 +120,137 @@ struct sentry {
 	uint64_t off, addr;
 };
 
+/* HotSpot's UNSIGNED5 encoder (CompressedWriteStream::write_int, unsigned5.hpp): bytes
+ * below L end a number, bytes from L on carry 6 more bits; since JDK 20 every byte is
+ * stored plus x = 1 so that none is zero (L = 191 then, 192 before). */
+static size_t u5_put(uint8_t *out, uint32_t v, int x)
+{
+	const uint32_t L = 256u - 64u - (uint32_t)x;
+	size_t n = 0;
+
+	for (int i = 0; i < 4 && v >= L; i++) {
+		v -= L;
+		out[n++] = (uint8_t)(L + (v % 64) + (uint32_t)x);
+		v >>= 6;
+	}
+	out[n++] = (uint8_t)(v + (uint32_t)x);
+	return n;
+}
+
+/* A Method* whose ConstMethod, ConstantPool, holder Klass and Symbols name it
+ * klass.name sig (offsets as the table above gives them). */
+static uint64_t fmethod(struct fake *f, const char *klass, const char *name, const char *sig)
+{
+	const char *strs[3] = { klass, name, sig };
+	uint64_t sym[3];
+
+	for (int i = 0; i < 3; i++) {
+		sym[i] = falloc(f, 6 + strlen(strs[i]), 8);
+		put16(f, sym[i], (int16_t)strlen(strs[i]));
+		memcpy(at(f, sym[i] + 6), strs[i], strlen(strs[i]));
+	}
+	uint64_t k = falloc(f, 200, 8), cp = falloc(f, 64 + 4 * 8, 8), cm = falloc(f, 56, 8), m = falloc(f, 64, 8);
+	put64(f, k + 16, sym[0]);
+	put64(f, cp + 16, k);
+	put64(f, cp + 64 + 1 * 8, sym[1]);   /* pool entry 1: the name */
+	put64(f, cp + 64 + 2 * 8, sym[2]);   /* pool entry 2: the signature */
+	put64(f, cm + 8, cp);
+	put16(f, cm + 40, 1);
+	put16(f, cm + 42, 2);
+	put64(f, m + 8, cm);
+	return m;
+}
+
+/* Block A: an nmethod (compile id 42, tier 4) of m1 with m2 inlined: pc 10 has scope
+ * m1@5, pc 20 has m2@300 inside m1@5 (300 takes two UNSIGNED5 bytes). JDK 17 keeps the
+ * metadata, scopes and pc descriptors inside the nmethod; JDK 25 beside it. Block B (a
+ * used block that is no nmethod) ends the walk's interest in heap 0. */
+static void build_nmethod(struct fake *f, bool jdk25, struct expect *x)
+{
+	const uint64_t hb = jdk25 ? 8 : 16, a = x->blob_a, blk_a = a - hb, blk_b = x->blob_b - hb;
+	const int u5x = jdk25 ? 1 : 0;
+	uint8_t sd[32];
+	size_t nsd = 0;
+
+	x->m1 = fmethod(f, "demo/Outer", "outer", "()V");
+	x->m2 = fmethod(f, "demo/Inner", "inner", "(I)J");
+	x->code_a_size = 64;
+	/* Heap blocks: A is 4 segments, B 300, both used. */
+	if (jdk25) {
+		put32(f, blk_a, 4);
+		put32(f, blk_b, 300);
+	} else {
+		put64(f, blk_a, 4);
+		put64(f, blk_b, 300);
+	}
+	*(uint8_t *)at(f, blk_a + (jdk25 ? 4 : 8)) = 1;
+	*(uint8_t *)at(f, blk_b + (jdk25 ? 4 : 8)) = 1;
+	/* Scopes: offset 0 is the null scope; m1@5 at 1, m2@300 (sender 1) after it. */
+	sd[nsd++] = 0;
+	const uint32_t s1 = (uint32_t)nsd;
+	nsd += u5_put(sd + nsd, 0, u5x);
+	nsd += u5_put(sd + nsd, 1, u5x);
+	nsd += u5_put(sd + nsd, 5 + 1, u5x);
+	const uint32_t s2 = (uint32_t)nsd;
+	nsd += u5_put(sd + nsd, s1, u5x);
+	nsd += u5_put(sd + nsd, 2, u5x);
+	nsd += u5_put(sd + nsd, 300 + 1, u5x);
+	/* PcDescs (16 bytes: pc offset, scope offset): a sentinel, then the two pcs. */
+	const int32_t pcs[3][2] = { { -1, 0 }, { 10, (int32_t)s1 }, { 20, (int32_t)s2 } };
+	uint8_t pd[48] = { 0 };
+	for (int i = 0; i < 3; i++) {
+		memcpy(pd + 16 * i, &pcs[i][0], 4);
+		memcpy(pd + 16 * i + 4, &pcs[i][1], 4);
+	}
+	const uint64_t meta[2] = { x->m1, x->m2 };
+	const uint32_t code_off = (uint32_t)(x->code_a - a), code_end = code_off + x->code_a_size;
+
+	if (jdk25) {
+		/* Immutable data: pcs then scopes; mutable: 8 bytes of relocations, then metadata. */
+		uint64_t imm = falloc(f, sizeof(pd) + nsd, 8), mut = falloc(f, 8 + sizeof(meta), 8);
+		memcpy(at(f, imm), pd, sizeof(pd));
+		memcpy(at(f, imm + sizeof(pd)), sd, nsd);
+		memcpy(at(f, mut + 8), meta, sizeof(meta));
+		*(uint8_t *)at(f, a) = 3;                       /* _kind: CodeBlobKind::Nmethod */
+		put64(f, a + 8, mut);
+		put32(f, a + 16, 8 + (int32_t)sizeof(meta));
+		put32(f, a + 20, 8);
+		put32(f, a + 24, 400);                          /* _size */
+		put32(f, a + 40, (int32_t)code_end);            /* _data_offset */
+		put64(f, a + 56, x->m1);
+		*(uint8_t *)at(f, a + 64) = 0;                  /* in use */
+		*(uint8_t *)at(f, a + 65) = 4;
+		put32(f, a + 68, 42);
+		put32(f, a + 72, -1);
+		put32(f, a + 76, 0);                            /* pcs at the start of the immutable data */
+		put64(f, a + 80, imm);
+		put32(f, a + 88, (int32_t)(sizeof(pd) + nsd));
+		put32(f, a + 92, (int32_t)sizeof(pd));
+	} else {
+		/* Inside the nmethod after the code: metadata, scopes, pcs. */
+		const uint32_t mo = code_end, so = mo + (uint32_t)sizeof(meta), po = so + (uint32_t)nsd;
+		const uint32_t pe = po + (uint32_t)sizeof(pd);
+		memcpy(at(f, a + mo), meta, sizeof(meta));
+		memcpy(at(f, a + so), sd, nsd);
+		memcpy(at(f, a + po), pd, sizeof(pd));
+		put64(f, a + 0, fstr(f, "nmethod"));            /* _name */
+		put32(f, a + 12, (int32_t)pe);                  /* _size */
+		put64(f, a + 40, x->code_a + x->code_a_size);   /* _code_end */
+		put64(f, a + 48, x->m1);
+		*(uint8_t *)at(f, a + 56) = 0;
+		put32(f, a + 60, 4);
+		put32(f, a + 64, 42);
+		put32(f, a + 68, -1);
+		put32(f, a + 72, (int32_t)po);
+		put32(f, a + 76, (int32_t)pe);
+		put32(f, a + 80, (int32_t)mo);
+		put64(f, a + 88, a + so);
+	}
+}
+
 /* Builds the fake of a JDK 17 (code begin pointer, 16-byte HeapBlock, int frame
  * complete) or JDK 25 (code offset, 8-byte HeapBlock, int16_t frame complete) JVM. */
-static void build(struct fake *f, bool jdk25, const char *release, struct vp_hotspot_syms *sy, struct expect *x)
+static void build(struct fake *f, bool jdk25, const char *release, struct vp_hs_globals *sy, struct expect *x)
 {
 	memset(f->mem, 0, FSIZE);
 	f->used = 0;
@@ -144,7 +282,9 @@ static void build(struct fake *f, bool jdk25, const char *release, struct vp_hot
 		put64(f, heap + o_mem + 8, lo + (HEAP_SEGS << SEG_LOG2));       /* _high_boundary */
 		put64(f, heap + o_mem + 16, lo);                                /* _low */
 		put64(f, heap + o_mem + 24, lo + (HEAP_SEGS << SEG_LOG2) / 2);  /* _high */
-		put64(f, heap + o_seg + 16, seg);
+		put64(f, heap + o_seg + 0, seg);                                /* the map's _low_boundary */
+		put64(f, heap + o_seg + 16, seg);                               /* _low */
+		put64(f, heap + o_seg + 24, seg + HEAP_SEGS / 2);               /* _high: committed with the heap */
 		put32(f, heap + o_log2, SEG_LOG2);
 		x->heap_lo[i] = lo;
 		x->heap_hi[i] = lo + (HEAP_SEGS << SEG_LOG2) / 2;
@@ -224,6 +364,35 @@ static void build(struct fake *f, bool jdk25, const char *release, struct vp_hot
 		{ "CodeBlob", jdk25 ? "_code_offset" : "_code_begin", jdk25 ? "int" : "address", 0, o_code, 0 },
 		{ "Abstract_VM_Version", "_s_vm_release", "const char*", 1, 0, x->release_ptr_cell },
 		{ "Thread", "_osthread", "OSThread*", 0, 0x200, 0 },
+		/* What the agent's walk, scope decoder and method naming read. */
+		{ "HeapBlock::Header", "_length", jdk25 ? "uint32_t" : "size_t", 0, 0, 0 },
+		{ "HeapBlock::Header", "_used", "bool", 0, jdk25 ? 4 : 8, 0 },
+		{ "CodeBlob", jdk25 ? "_kind" : "_name", jdk25 ? "CodeBlobKind" : "const char*", 0, 0, 0 },
+		{ "CodeBlob", jdk25 ? "_data_offset" : "_code_end", jdk25 ? "int" : "address", 0, 40, 0 },
+		{ jdk25 ? "CodeBlob" : "CompiledMethod", jdk25 ? "_mutable_data" : "_scopes_data_begin", "address", 0,
+		  jdk25 ? 8 : 88, 0 },
+		{ jdk25 ? "CodeBlob" : "nmethod", jdk25 ? "_mutable_data_size" : "_dependencies_offset", "int", 0,
+		  jdk25 ? 16 : 76, 0 },
+		{ jdk25 ? "CodeBlob" : "nmethod", jdk25 ? "_relocation_size" : "_metadata_offset", "int", 0,
+		  jdk25 ? 20 : 80, 0 },
+		{ jdk25 ? "nmethod" : "CompiledMethod", "_method", "Method*", 0, jdk25 ? 56 : 48, 0 },
+		{ "nmethod", "_state", "volatile signed char", 0, jdk25 ? 64 : 56, 0 },
+		{ "nmethod", "_comp_level", jdk25 ? "CompLevel" : "int", 0, jdk25 ? 65 : 60, 0 },
+		{ "nmethod", "_compile_id", "int", 0, jdk25 ? 68 : 64, 0 },
+		{ "nmethod", "_entry_bci", "int", 0, jdk25 ? 72 : 68, 0 },
+		{ "nmethod", "_scopes_pcs_offset", "int", 0, jdk25 ? 76 : 72, 0 },
+		{ "nmethod", jdk25 ? "_immutable_data" : "_unused_a", "address", 0, 80, 0 },
+		{ "nmethod", jdk25 ? "_immutable_data_size" : "_unused_b", "int", 0, 88, 0 },
+		{ "nmethod", jdk25 ? "_scopes_data_offset" : "_unused_c", "int", 0, 92, 0 },
+		{ "PcDesc", "_pc_offset", "int", 0, 0, 0 },
+		{ "PcDesc", "_scope_decode_offset", "int", 0, 4, 0 },
+		{ "ConstMethod", "_constants", "ConstantPool*", 0, 8, 0 },
+		{ "ConstMethod", "_name_index", "u2", 0, 40, 0 },
+		{ "ConstMethod", "_signature_index", "u2", 0, 42, 0 },
+		{ "ConstantPool", "_pool_holder", "InstanceKlass*", 0, 16, 0 },
+		{ "Symbol", "_length", "u2", 0, 0, 0 },
+		{ "Symbol", "_body", "u1", 0, 6, 0 },
+		{ "Abstract_VM_Version", "_vm_major_version", "int", 1, 0, fcell(f, jdk25 ? 25 : 17) },
 	};
 	int n = (int)(sizeof(ents) / sizeof(ents[0]));
 	const uint64_t stride = 48;
@@ -257,9 +426,10 @@ static void build(struct fake *f, bool jdk25, const char *release, struct vp_hot
 
 	const struct { const char *name; uint64_t size; } types[] = {
 		{ "Klass", 200 }, { "HeapBlock", hb }, { "ConstMethod", jdk25 ? 56 : 48 }, { "CodeBlob", 104 },
+		{ "PcDesc", 16 }, { "ConstantPool", 64 },
 	};
-	uint64_t ttab = falloc(f, 5 * 40, 8);
-	for (int i = 0; i < 4; i++) {
+	uint64_t ttab = falloc(f, 7 * 40, 8);
+	for (int i = 0; i < 6; i++) {
 		put64(f, ttab + i * 40, fstr(f, types[i].name));
 		put64(f, ttab + i * 40 + 32, types[i].size);
 	}
@@ -267,9 +437,21 @@ static void build(struct fake *f, bool jdk25, const char *release, struct vp_hot
 	sy->type_stride = fcell(f, 40);
 	sy->type_name_off = fcell(f, 0);
 	sy->type_size_off = fcell(f, 32);
+
+	/* JDK 25 tells nmethods by kind: CodeBlobKind::Nmethod from the int constants. */
+	if (jdk25) {
+		uint64_t ctab = falloc(f, 2 * 16, 8);
+		put64(f, ctab, fstr(f, "CodeBlobKind::Nmethod"));
+		put32(f, ctab + 8, 3);
+		sy->int_consts = fcell(f, ctab);
+		sy->int_stride = fcell(f, 16);
+		sy->int_name_off = fcell(f, 0);
+		sy->int_value_off = fcell(f, 8);
+	}
+	build_nmethod(f, jdk25, x);
 }
 
-static int read_fake(struct fake *f, const struct vp_hotspot_syms *sy, struct vpb_hotspot *hs, char *err)
+static int read_fake(struct fake *f, const struct vp_hs_globals *sy, struct vpb_hotspot *hs, char *err)
 {
 	f->reads = 0;
 	err[0] = '\0';
@@ -339,6 +521,177 @@ static void check_lookup(struct fake *f, const struct vpb_hotspot *hs, const str
 }
 
 /* A layout from corrupt memory, if any, must still be one the walker can use safely. */
+/* ---- the agent's view (hotspot/codeheap.h) over the same fake */
+
+struct seen {
+	int n;
+	struct vp_ch_nm nm[8];
+};
+
+static int note_nm(void *ctx, const struct vp_ch_nm *nm)
+{
+	struct seen *s = ctx;
+
+	if (s->n < 8)
+		s->nm[s->n] = *nm;
+	s->n++;
+	return 0;
+}
+
+static void check_frame(const struct vp_ch_scopes *sc, size_t i, uint64_t m, int32_t bci)
+{
+	ASSERT_TRUE(i < sc->nframes);
+	ASSERT_UEQ(sc->frames[i].method, m);
+	ASSERT_EQ(sc->frames[i].bci, bci);
+}
+
+/* The walk meets block A's nmethod and nothing else, find-by-pc finds it by any pc of its
+ * code and nothing elsewhere, its scopes decode to the inlining built, the methods are
+ * named from their metadata; a heap changed under the walk is -EAGAIN, an nmethod
+ * replaced while decoded -EAGAIN, scopes that do not parse -EINVAL. */
+static void check_agent_view(struct fake *f, const struct vp_hs_globals *sy, const struct expect *x)
+{
+	const struct vp_hs_mem mem = { fake_read, f };
+	static struct vp_hs_vm vm;
+	struct vp_ch c;
+	struct vp_ch_nm nm;
+	struct vp_ch_scopes sc = { 0 };
+	struct seen seen = { 0 };
+	char why[160], k[64], n[64], sg[64];
+
+	ASSERT_OK(vp_hs_vm__read(&vm, &mem, sy, why, sizeof(why)));
+	if (vp_ch__init(&c, &vm, &mem, &mem, why, sizeof(why)))
+		FAIL("the agent's view of the %s fake: %s", x->jdk25 ? "JDK 25" : "JDK 17", why);
+	ASSERT_EQ(c.jdk, x->jdk25 ? 25 : 17);
+	ASSERT_EQ(c.split_data, x->jdk25);
+	ASSERT_EQ(c.u5_base, x->jdk25 ? 1 : 0);
+
+	ASSERT_OK(vp_ch__walk(&c, note_nm, &seen));
+	ASSERT_EQ(seen.n, 1);
+	ASSERT_UEQ(seen.nm[0].blob, x->blob_a);
+	ASSERT_UEQ(seen.nm[0].code_start, x->code_a);
+	ASSERT_EQ(seen.nm[0].code_size, x->code_a_size);
+	ASSERT_EQ(seen.nm[0].compile_id, 42);
+	ASSERT_UEQ(seen.nm[0].method, x->m1);
+	ASSERT_EQ(seen.nm[0].state, 0);
+	ASSERT_EQ(seen.nm[0].level, 4);
+	ASSERT_TRUE(!seen.nm[0].osr && vp_ch__alive(&seen.nm[0]));
+
+	ASSERT_OK(vp_ch__find(&c, x->code_a, &nm));
+	ASSERT_UEQ(nm.blob, x->blob_a);
+	ASSERT_OK(vp_ch__find(&c, x->code_a + x->code_a_size - 1, &nm));
+	ASSERT_EQ(vp_ch__find(&c, x->code_a + x->code_a_size, &nm), -ENOENT);   /* past its code */
+	ASSERT_EQ(vp_ch__find(&c, x->blob_a, &nm), -ENOENT);                    /* its header */
+	ASSERT_EQ(vp_ch__find(&c, x->code_b, &nm), -ENOENT);                    /* no nmethod */
+	ASSERT_EQ(vp_ch__find(&c, x->pc_free, &nm), -ENOENT);
+	ASSERT_EQ(vp_ch__find(&c, x->heap_lo[0] - 1, &nm), -ENOENT);
+
+	ASSERT_OK(vp_ch__scopes(&c, &seen.nm[0], &sc));
+	ASSERT_EQ(sc.npcs, 2);
+	ASSERT_EQ(sc.pcs[0].pc_offset, 10);
+	ASSERT_EQ(sc.pcs[0].depth, 1);
+	check_frame(&sc, sc.pcs[0].first, x->m1, 5);
+	ASSERT_EQ(sc.pcs[1].pc_offset, 20);
+	ASSERT_EQ(sc.pcs[1].depth, 2);
+	check_frame(&sc, sc.pcs[1].first, x->m2, 300);       /* innermost first */
+	check_frame(&sc, sc.pcs[1].first + 1, x->m1, 5);
+
+	ASSERT_OK(vp_ch__method_names(&c, x->m2, k, sizeof(k), n, sizeof(n), sg, sizeof(sg)));
+	ASSERT_STREQ(k, "Ldemo/Inner;");
+	ASSERT_STREQ(n, "inner");
+	ASSERT_STREQ(sg, "(I)J");
+	ASSERT_OK(vp_ch__method_names(&c, x->m1, k, sizeof(k), n, sizeof(n), sg, sizeof(sg)));
+	ASSERT_STREQ(k, "Ldemo/Outer;");
+	ASSERT_EQ(vp_ch__method_names(&c, x->blob_a, k, sizeof(k), n, sizeof(n), sg, sizeof(sg)), -EFAULT);
+
+	/* Replaced while decoded: the copy is checked against the header afterwards. */
+	struct vp_ch_nm old = seen.nm[0];
+	old.compile_id = 41;
+	ASSERT_EQ(vp_ch__scopes(&c, &old, &sc), -EAGAIN);
+	/* A heap changed under the walk: a used block where the map starts none. */
+	uint8_t *sm = at(f, x->segmap[0]);
+	sm[4] = 1;
+	ASSERT_EQ(vp_ch__walk(&c, note_nm, &seen), -EAGAIN);
+	sm[4] = 0;
+	/* Every truncation of the readable memory and corruption of the nmethod: an error or
+	 * a bounded result, never a crash or a hang. */
+	uint8_t *good = malloc(f->used);
+	ASSERT_NOT_NULL(good);
+	memcpy(good, f->mem, f->used);
+	unsigned seed = x->jdk25 ? 125 : 117;
+	for (int it = 0; it < 2000; it++) {
+		memcpy(f->mem, good, f->used);
+		for (int flips = 1 + (int)(rand_r(&seed) % 4); flips > 0; flips--) {
+			uint64_t o = (rand_r(&seed) % 2) ? x->blob_a - FBASE + rand_r(&seed) % 512
+							 : x->segmap[2] + HEAP_SEGS - FBASE +
+							   rand_r(&seed) % (f->used - (x->segmap[2] + HEAP_SEGS - FBASE));
+			f->mem[o] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
+		}
+		f->budget = (it % 5) ? -1 : (long)(rand_r(&seed) % 200);
+		f->reads = 0;
+		seen.n = 0;
+		if (vp_ch__walk(&c, note_nm, &seen) == 0)
+			for (int i = 0; i < seen.n && i < 8; i++)
+				if (vp_ch__scopes(&c, &seen.nm[i], &sc) == 0)
+					ASSERT_TRUE(sc.npcs <= 3);
+		(void)vp_ch__find(&c, x->code_a + (uint64_t)(rand_r(&seed) % 64), &nm);
+		(void)vp_ch__method_names(&c, x->m2, k, sizeof(k), n, sizeof(n), sg, sizeof(sg));
+	}
+	f->budget = -1;
+	memcpy(f->mem, good, f->used);
+	free(good);
+	vp_ch__scopes_free(&sc);
+}
+
+/* UNSIGNED5 (CompressedReadStream::read_int) on known byte strings, before JDK 20 (no
+ * excluded byte) and since (every byte plus one), and round trips with HotSpot's
+ * encoding of values at every byte-count boundary. */
+static void unit_unsigned5(void)
+{
+	static const struct { int base; uint8_t b[5]; size_t n; uint32_t v; } known[] = {
+		{ 0, { 0 }, 1, 0 }, { 0, { 5 }, 1, 5 }, { 0, { 191 }, 1, 191 }, { 0, { 192, 0 }, 2, 192 },
+		{ 0, { 237, 1 }, 2, 301 }, { 0, { 255, 63 }, 2, 192 + 63 + 63 * 64 },
+		{ 1, { 1 }, 1, 0 }, { 1, { 6 }, 1, 5 }, { 1, { 191 }, 1, 190 }, { 1, { 192, 1 }, 2, 191 },
+		{ 1, { 238, 2 }, 2, 301 },
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		const uint8_t *p = known[i].b;
+		uint32_t v = 0;
+
+		ASSERT_OK(vp_hs__unsigned5(&p, known[i].b + known[i].n, known[i].base, &v));
+		ASSERT_UEQ(v, known[i].v);
+		ASSERT_EQ(p - known[i].b, (long)known[i].n);
+		/* Cut by one byte: the number runs past the end. */
+		p = known[i].b;
+		if (known[i].n > 1)
+			ASSERT_EQ(vp_hs__unsigned5(&p, known[i].b + known[i].n - 1, known[i].base, &v), -EINVAL);
+	}
+	const uint8_t none = 0, *p = &none;
+	uint32_t v;
+	ASSERT_EQ(vp_hs__unsigned5(&p, &none, 0, &v), -EINVAL);
+
+	static const uint32_t vals[] = { 0, 1, 190, 191, 192, 255, 256, 301, 4095, 12479, 12480, 12481, 1u << 20,
+					 798911, 798912, 51130559, 51130560, 0x7fffffffu, 0xfffffffeu, 0xffffffffu };
+	for (int base = 0; base <= 1; base++) {
+		uint8_t buf[5 * (sizeof(vals) / sizeof(vals[0]))];
+		size_t len = 0;
+
+		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+			size_t n = u5_put(buf + len, vals[i], base);
+			ASSERT_TRUE(n >= 1 && n <= 5);
+			for (size_t k = 0; k < n; k++)
+				ASSERT_TRUE(!base || buf[len + k] != 0);   /* the excluded byte */
+			len += n;
+		}
+		p = buf;
+		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+			ASSERT_OK(vp_hs__unsigned5(&p, buf + len, base, &v));
+			ASSERT_UEQ(v, vals[i]);
+		}
+		ASSERT_TRUE(p == buf + len);
+	}
+}
+
 static void check_sane(const struct vpb_hotspot *hs)
 {
 	ASSERT_GE(hs->nr_heaps, 1);
@@ -357,7 +710,7 @@ static void check_sane(const struct vpb_hotspot *hs)
 	ASSERT_EQ(hs->slot_method, -3);
 }
 
-static void expect_rc(struct fake *f, const struct vp_hotspot_syms *sy, int want, const char *what)
+static void expect_rc(struct fake *f, const struct vp_hs_globals *sy, int want, const char *what)
 {
 	struct vpb_hotspot hs;
 	char err[256];
@@ -374,7 +727,7 @@ static void expect_rc(struct fake *f, const struct vp_hotspot_syms *sy, int want
 
 static void unit_flavour(struct fake *f, bool jdk25)
 {
-	struct vp_hotspot_syms sy;
+	struct vp_hs_globals sy = { 0 };
 	struct expect x;
 	struct vpb_hotspot hs;
 	char err[256];
@@ -385,6 +738,7 @@ static void unit_flavour(struct fake *f, bool jdk25)
 		FAIL("good %s fake: %s", rel, err);
 	check_layout(&hs, &x);
 	check_lookup(f, &hs, &x);
+	check_agent_view(f, &sy, &x);
 	long total = f->reads;
 	read_fake(f, &sy, &hs, err);
 	total = f->reads;
@@ -522,6 +876,7 @@ static int unit(void)
 	struct fake f = { .mem = calloc(1, FSIZE) };
 
 	ASSERT_NOT_NULL(f.mem);
+	unit_unsigned5();
 	unit_flavour(&f, false);
 	unit_flavour(&f, true);
 	free(f.mem);

@@ -30,6 +30,8 @@ static inline char *browse(const char *file, const char *hash, const char *png)
 	snprintf(cmd, sizeof(cmd),
 		 "chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
 		 "--disable-component-update --disable-sync --no-first-run --user-data-dir=%s/profile "
+		 /* a harness page may drive a report in a frame (test-report-html-time) */
+		 "--allow-file-access-from-files "
 		 "--enable-logging=stderr --v=0 %s%s %s 'file://%s/%s%s%s' > %s/dom.html 2> %s",
 		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", "",
 		 cwd, file, hash ? "#" : "", hash ? hash : "", udd, err_path);

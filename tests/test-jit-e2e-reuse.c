@@ -69,28 +69,8 @@ static int run(const char *java, bool jdk17)
 		char *e = tu_read(err);
 		FAIL("viprof record exited %d: %s", rc, e);
 	}
-	uint64_t gs[GENS + 1] = { 0 }, ge[GENS + 1] = { 0 };
-	char *o = tu_read(out);
-	for (char *l = strtok(o, "\n"); l; l = strtok(NULL, "\n")) {
-		int g;
-		unsigned long long s, e;
-		if (sscanf(l, "gen %d %llu %llu", &g, &s, &e) == 3 && g >= 1 && g <= GENS) {
-			gs[g] = s;
-			ge[g] = e;
-		}
-	}
-	free(o);
-	char meta[700];
-	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
-	char *mj = tu_read(meta);
-	char *p = strstr(mj, "\"start_monotonic_ns\"");
-	ASSERT_NOT_NULL(p);
-	p = strchr(p + 20, ':');
-	ASSERT_NOT_NULL(p);
-	while (*p && (*p < '0' || *p > '9'))
-		p++;
-	uint64_t start = strtoull(p, NULL, 10);
-	free(mj);
+	double from[GENS + 1], to[GENS + 1];
+	tu_gen_windows(out, sess, GENS, from, to, NULL);
 	snprintf(jit, sizeof(jit), "%s/jit", sess);
 	char piddir[700];
 	tu_pid_dir(jit, piddir, sizeof(piddir));
@@ -98,11 +78,9 @@ static int run(const char *java, bool jdk17)
 
 	long e_own = 0, e_other = 0, f_own = 0, f_other = 0;
 	for (int g = 1; g <= GENS; g++) {
-		ASSERT_GT(ge[g], gs[g]);
 		char win[64];
 		/* Inside the generation's life: its class is loaded, no other GenR class runs. */
-		snprintf(win, sizeof(win), "%.3f,%.3f", (double)(gs[g] - start) / 1e9 + 0.25,
-			 (double)(ge[g] - start) / 1e9 - 0.01);
+		snprintf(win, sizeof(win), "%.3f,%.3f", from[g] + 0.25, to[g] - 0.01);
 		for (int flat = 0; flat < 2; flat++) {
 			char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "--time", win, "--map-mode",
 					flat ? "flat" : "epoch", "-o", folded, NULL };

@@ -2,6 +2,7 @@
  * loads, walking back, unloaded code), the flat view, inlining, stubs; perf map and
  * jitdump import/export; truncated, corrupt and fuzzed files give an error, never a crash. */
 #include "test.h"
+#include "test-helpers.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -216,24 +217,6 @@ static void check_model(const struct vp_codemap *m)
 	ASSERT_FALSE(m->truncated);
 }
 
-static size_t file_size(const char *p)
-{
-	struct stat st;
-	ASSERT_OK(stat(p, &st));
-	return (size_t)st.st_size;
-}
-
-static uint8_t *slurp(const char *p, size_t *n)
-{
-	*n = file_size(p);
-	uint8_t *b = malloc(*n);
-	FILE *f = fopen(p, "rb");
-	ASSERT_NOT_NULL(f);
-	ASSERT_EQ(fread(b, 1, *n, f), *n);
-	fclose(f);
-	return b;
-}
-
 static void spit(const char *p, const uint8_t *b, size_t n)
 {
 	unlink(p);
@@ -267,7 +250,8 @@ static int try_load(const char *p)
 static void check_truncation(const char *good)
 {
 	size_t n;
-	uint8_t *b = slurp(good, &n);
+	uint8_t *b = (uint8_t *)test_slurp(good, &n);
+	ASSERT_NOT_NULL(b);
 	char p[300];
 	snprintf(p, sizeof(p), "%s/trunc.vpm", dir);
 	int ok = 0;
@@ -296,7 +280,7 @@ static void check_truncation(const char *good)
 static void check_fuzz(const char *good)
 {
 	size_t n;
-	uint8_t *b = slurp(good, &n), *c = malloc(n);
+	uint8_t *b = (uint8_t *)test_slurp(good, &n), *c = malloc(n);
 	char p[300];
 	snprintf(p, sizeof(p), "%s/fuzz.vpm", dir);
 	srand(12345);

@@ -22,6 +22,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-profile.h"
 
 #define WORK_ARGS "20000 4000 200"
 #define SPIN_REPORT "multievent-spin.txt"
@@ -72,23 +73,16 @@ static int event_index(const struct vp_profile *p, const char *name)
 	FAIL("event %s not in the profile", name);
 }
 
-/* Sum of an event's samples and weights, over all stacks and over those through a
- * frame called fn. */
+/* Of event ev: its samples and weight over all stacks, and the weight of the stacks
+ * through a frame called fn. */
 static void sums(const struct vp_profile *p, int ev, const char *fn, uint64_t *samples, uint64_t *weight,
 		 uint64_t *in_fn)
 {
-	*samples = *weight = *in_fn = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		*samples += s->samples[ev];
-		*weight += s->weight[ev];
-		for (uint32_t k = 0; k < s->nframes; k++) {
-			if (!strcmp(p->frames[s->frames[k]].name, fn)) {
-				*in_fn += s->weight[ev];
-				break;
-			}
-		}
-	}
+	double through_fn;
+
+	*samples = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = ev }, NULL, TP_EXACT, NULL);
+	*weight = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = ev, .weight = true }, fn, TP_EXACT, &through_fn);
+	*in_fn = (uint64_t)through_fn;
 }
 
 static void check_periods(const char *dir, const uint64_t *want, int nwant)

@@ -4,8 +4,10 @@
  * its recording ends, closed cleanly (last epoch ended), also when the recorder was
  * killed (the agent sees the recording's lock free). Between sessions the agent idles:
  * its thread ("viprof-jvmti") is not woken at all (its context switches stay the same
- * over 3 s). JDK 17 and Temurin 25 (argv[1]). */
+ * over 3 s). Every other wait is on the event itself (the JVM's CPU time, a map closed or
+ * written), not a fixed sleep. JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -63,6 +65,43 @@ static long map_size(const char *name)
 	return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
+/* The session's map holds the replayed code (more than 3 methods) and, when ended is
+ * true, was closed: its last epoch ended. */
+static bool map_has(const char *name, bool ended)
+{
+	char path[600], err[512];
+	snprintf(path, sizeof(path), "%s/%s/jit/%d", dir, name, (int)jvm);
+	struct vp_codemap *m = vp_codemap__load_dir(path, err, sizeof(err));
+	bool ok = m && m->nmethods > 3 && (!ended || (m->nepochs > 0 && m->epochs[m->nepochs - 1].ended));
+	vp_codemap__free(m);
+	return ok;
+}
+
+static bool map_closed(void *name)
+{
+	return map_has(name, true);
+}
+
+static bool map_written(void *name)
+{
+	return map_has(name, false);
+}
+
+/* The JVM has run 1.5 s of CPU: started, and its hot methods compiled (JitSplit spins
+ * in them from the start). CPU time rather than wall time, whatever the load. */
+static bool jvm_warm(void *unused)
+{
+	char path[64];
+	unsigned long ut = 0, st = 0;
+	(void)unused;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)jvm);
+	char *s = tu_read(path), *p = strrchr(s, ')');
+	bool ok = p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2 &&
+		  (ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK) >= 1500;
+	free(s);
+	return ok;
+}
+
 /* The session's map was closed: read whole, its last epoch ended. */
 static void check_closed(const char *name)
 {
@@ -102,12 +141,8 @@ static double named_share(const char *name, double *hot)
 			named += n;
 		else if (!strcmp(leaf->name, "[unknown]") && !strcmp(leaf->image, "[anon]"))
 			unknown += n;   /* anonymous memory no code map names: the JIT code of an unmapped JVM */
-		for (uint32_t f = 0; f < s->nframes; f++)
-			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
-				*hot += n;
-				break;
-			}
 	}
+	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
 	vp_profile__free(p);
 	fprintf(stderr, "%s: %.0f JIT samples named, %.0f [unknown] in anonymous memory, %.0f in JitSplit.hot*\n", name,
 		named, unknown, *hot);
@@ -127,35 +162,49 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "45", "7", NULL };
 	jvm = tu_spawn(jargv, jout, jerr);
-	sleep(3);   /* the hot methods compiled before the first session */
+	tu_wait_until(jvm_warm, NULL, 60, "the JVM to run 1.5 s of CPU");
 
-	ASSERT_EQ(tu_wait(record("s1", "5"), 60), 0);
-	sleep(3);   /* the agent sees the lock free within a second */
+	ASSERT_EQ(tu_wait(record("s1", "3"), 60), 0);
+	/* The agent sees the recording's lock free within a second and ends the map. */
+	tu_wait_until(map_closed, "s1", 10, "the first session's map to be closed");
 	long s1_after = map_size("s1");
 	ASSERT_GT(s1_after, 0);
 	check_closed("s1");
-	/* Idle: the agent thread waits without a timeout until the next attach. */
+	/* Idle: the agent thread waits without a timeout until the next attach. It still
+	 * ran for a moment after the map was closed (15 switches in the 3 s right after, in
+	 * 1 run of 3; the test used to start 3 s after the recording): the 3 s without a
+	 * single wakeup are counted from when it went quiet for a second, up to 10 s. */
 	long sw0 = agent_switches();
+	for (int i = 0; i < 10; i++) {
+		sleep(1);
+		long now = agent_switches();
+		if (now == sw0)
+			break;
+		sw0 = now;
+	}
 	sleep(3);
 	long sw1 = agent_switches();
 	fprintf(stderr, "idle agent thread: %ld -> %ld context switches in 3 s\n", sw0, sw1);
 	ASSERT_GE(sw0, 0);
 	ASSERT_EQ(sw1, sw0);
 
-	ASSERT_EQ(tu_wait(record("s2", "5"), 60), 0);
-	sleep(3);
+	ASSERT_EQ(tu_wait(record("s2", "3"), 60), 0);
+	tu_wait_until(map_closed, "s2", 10, "the second session's map to be closed");
 	long s2_after = map_size("s2");
 	check_closed("s2");
-	/* A recorder killed mid-way: the kernel frees its lock, the agent ends the map. */
+	/* A recorder killed mid-way (the agent attached and writing its map): the kernel
+	 * frees its lock, the agent ends the map. */
 	pid_t r3 = record("s3", "30");
-	sleep(5);
+	tu_wait_until(map_written, "s3", 30, "the third session's map to hold the JVM's code");
 	ASSERT_OK(kill(r3, SIGKILL));
 	waitpid(r3, NULL, 0);
-	sleep(3);
+	tu_wait_until(map_closed, "s3", 10, "the killed session's map to be closed");
 	long s3_after = map_size("s3");
 	ASSERT_GT(s3_after, 0);
 	check_closed("s3");
-	sleep(3);
+	/* Closed maps stay as they are: s1 and s2 over the whole run since, s3 over this
+	 * second (the agent's lock check runs every second). */
+	sleep(1);
 	fprintf(stderr, "map sizes: s1 %ld -> %ld, s2 %ld -> %ld, s3 %ld -> %ld bytes\n", s1_after, map_size("s1"),
 		s2_after, map_size("s2"), s3_after, map_size("s3"));
 	ASSERT_EQ(map_size("s1"), s1_after);

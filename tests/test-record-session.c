@@ -21,6 +21,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-profile.h"
 #include "test-record-util.h"
 
 /* test.h's ASSERT_GT compares integers; these are shares. */
@@ -150,29 +151,10 @@ static struct vp_profile *load(const char *sess)
 	return p;
 }
 
-/* Share of samples (event 0) with a frame named name anywhere on the stack (the
- * report's total%), among stacks of pid. */
-static double total_share(const struct vp_profile *p, const char *name, uint32_t pid)
-{
-	double hit = 0, total = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (pid && s->pid != pid)
-			continue;
-		total += (double)s->samples[0];
-		for (uint32_t f = 0; f < s->nframes; f++)
-			if (!strcmp(p->frames[s->frames[f]].name, name)) {
-				hit += (double)s->samples[0];
-				break;
-			}
-	}
-	return total > 0 ? hit / total : 0;
-}
-
 /* The bar: the report's split within 3 percentage points of 50/30/20. */
 static void check_split(const struct vp_profile *p, uint32_t pid, const char *what)
 {
-	double a = total_share(p, "work50", pid), b = total_share(p, "work30", pid), c = total_share(p, "work20", pid);
+	double a = tp_share(p, &(struct tp_filter){ .pid = pid }, "work50", TP_EXACT), b = tp_share(p, &(struct tp_filter){ .pid = pid }, "work30", TP_EXACT), c = tp_share(p, &(struct tp_filter){ .pid = pid }, "work20", TP_EXACT);
 	fprintf(stderr, "%s: work50 %.3f work30 %.3f work20 %.3f\n", what, a, b, c);
 	ASSERT_DBL_NEAR(a, 0.50, 0.03);
 	ASSERT_DBL_NEAR(b, 0.30, 0.03);

@@ -40,12 +40,6 @@ static uint8_t *orig;
 static size_t orig_len;
 static size_t off[NCH + 1];
 
-static char *slurp(const char *path)
-{
-	char *s = test_slurp(path, NULL);
-	return s ? s : strdup("");
-}
-
 static uint8_t *read_file(const char *path, size_t *len)
 {
 	struct stat st;
@@ -160,8 +154,8 @@ static void expect(const char *name, unsigned groups, const char *warning)
 	char args[512], want[64];
 	snprintf(args, sizeof(args), "report %s -F folded -o folded.txt", name);
 	if (viprof(args) != 0)
-		FAIL("%s: report exited non-zero: %s", name, slurp("err.txt"));
-	char *folded = slurp("folded.txt"), *err = slurp("err.txt");
+		FAIL("%s: report exited non-zero: %s", name, test_slurp_str("err.txt"));
+	char *folded = test_slurp_str("folded.txt"), *err = test_slurp_str("err.txt");
 	for (int g = 1; g <= GROUPS; g++) {
 		snprintf(want, sizeof(want), "app;group%d_[k] %d\n", g, PER_GROUP);
 		bool shown = strstr(folded, want) != NULL;
@@ -171,7 +165,7 @@ static void expect(const char *name, unsigned groups, const char *warning)
 	}
 	snprintf(args, sizeof(args), "report %s", name);
 	ASSERT_EQ(viprof(args), 0);
-	char *text = slurp("out.txt");
+	char *text = test_slurp_str("out.txt");
 	snprintf(want, sizeof(want), "), %d samples\n", __builtin_popcount(groups) * PER_GROUP);
 	ASSERT_CONTAINS(text, want);
 	/* Events the count has and the samples lack: lost with the damage, and said so,
@@ -303,7 +297,7 @@ static void test_other_damage(void)
 	b[off[0] + 30] ^= 0x01;
 	write_case("first", b, orig_len);
 	ASSERT_EQ(viprof("report first"), 0);
-	char *text = slurp("out.txt");
+	char *text = test_slurp_str("out.txt");
 	snprintf(w, sizeof(w), "# event: event#0 (events), %d samples\n", GROUPS * PER_GROUP);
 	ASSERT_CONTAINS(text, w);
 	ASSERT_CONTAINS(text, skipped_one("first", off[1] - off[0], off[0], "CRC mismatch"));
@@ -331,7 +325,7 @@ static void test_refused_and_torn(void)
 	 * tail (a killed recorder), reported as such, not as damage. */
 	write_case("torn-payload", orig, off[5] + 24 + 10);
 	expect("torn-payload", 0x0f, NULL);
-	s = slurp("out.txt");
+	s = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(s, "ended without its end record");
 	free(s);
 	write_case("torn-header", orig, off[4] + 10);
@@ -345,7 +339,7 @@ static void test_refused_and_torn(void)
 	memcpy(b, &h, sizeof(h));
 	write_case("format99", b, orig_len);
 	ASSERT_NE(viprof("report format99"), 0);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(s, "session format version 99");
 	free(s);
 	/* The same for the container's own version. */
@@ -355,7 +349,7 @@ static void test_refused_and_torn(void)
 	memcpy(b, &h, sizeof(h));
 	write_case("container99", b, orig_len);
 	ASSERT_NE(viprof("report container99"), 0);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(s, "container version 99 is not supported");
 	free(s);
 	free(b);
@@ -365,7 +359,7 @@ static void test_refused_and_torn(void)
 	mkdir("fifo", 0700);
 	ASSERT_OK(mkfifo("fifo/" VP_SESSION_STREAM, 0600));
 	ASSERT_NE(viprof("report fifo"), 0);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(s, "not a regular file");
 	free(s);
 }
@@ -429,18 +423,18 @@ static void test_codemap(void)
 	b[cm_off[3] + 30] ^= 0x08;
 	write_file(p, b, len);
 	ASSERT_EQ(viprof("maps m lookup 0x1010"), 0);
-	s = slurp("out.txt");
+	s = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(s, "M1.m()");
 	free(s);
 	ASSERT_EQ(viprof("maps m lookup 0x2010"), 0);
-	s = slurp("out.txt");
+	s = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(s, "M2.m()");
 	free(s);
 	ASSERT_EQ(viprof("maps m lookup 0x3010"), 0);
-	s = slurp("out.txt");
+	s = test_slurp_str("out.txt");
 	ASSERT_TRUE(strstr(s, "M3.m()") == NULL);
 	free(s);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	snprintf(w, sizeof(w), "skipped 1 damaged chunk (%zu bytes at offset %zu) of %s: CRC mismatch",
 		 cm_off[4] - cm_off[3], cm_off[3], p);
 	ASSERT_CONTAINS(s, w);
@@ -451,10 +445,10 @@ static void test_codemap(void)
 	b[cm_off[2] + 8] ^= 0x01;
 	write_file(p, b, len);
 	ASSERT_EQ(viprof("maps m lookup 0x3010"), 0);
-	s = slurp("out.txt");
+	s = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(s, "M3.m()");
 	free(s);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	snprintf(w, sizeof(w), "skipped 1 damaged chunk (%zu bytes at offset %zu) of %s: chunk header CRC mismatch",
 		 cm_off[3] - cm_off[2], cm_off[2], p);
 	ASSERT_CONTAINS(s, w);
@@ -468,7 +462,7 @@ static void test_codemap(void)
 	memcpy(b, &h, sizeof(h));
 	write_file(p, b, len);
 	ASSERT_NE(viprof("maps m lookup 0x1010"), 0);
-	s = slurp("err.txt");
+	s = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(s, "code map format version 99");
 	free(s);
 	free(b);

@@ -24,12 +24,6 @@
 
 static uint64_t base;
 
-static char *slurp(const char *path)
-{
-	char *s = test_slurp(path, NULL);
-	return s ? s : NULL;
-}
-
 /* Runs the viprof binary with args (a shell fragment); returns its exit status and
  * leaves stdout in out.txt, stderr in err.txt. */
 static int viprof(const char *args)
@@ -115,50 +109,50 @@ static void test_idle_and_durations(void)
 
 	/* Idle samples are the swapper's, as perf says; --pid 0 selects exactly them. */
 	ASSERT_EQ(viprof("report s1 -F folded"), 0);
-	char *out = slurp("out.txt");
+	char *out = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
 	ASSERT_CONTAINS(out, "app;do_syscall_64_[k] 100\n");
 	ASSERT_TRUE(strstr(out, "[unknown]") == NULL);
 	free(out);
 	ASSERT_EQ(viprof("report s1 --pid 0 -F folded"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_STREQ(out, "swapper;default_idle_[k] 100\n");
 	free(out);
 	ASSERT_EQ(viprof("report s1 --comm swapper -F folded"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_STREQ(out, "swapper;default_idle_[k] 100\n");
 	free(out);
 
 	/* Durations: one session, two merged (the sum: their samples cover 3 s), a window. */
 	ASSERT_EQ(viprof("report s1"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 1.0, 0.0005);
 	free(out);
 	ASSERT_EQ(viprof("report s1 s2"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 3.0, 0.0005);
 	ASSERT_CONTAINS(out, "600 samples");
 	free(out);
 	/* The merged profile starts with the earlier session, in either order. */
 	ASSERT_EQ(viprof("report s2 s1 -F json"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(out, "\"start_realtime_ns\":\"1000000000000\"");
 	free(out);
 	ASSERT_EQ(viprof("report s1 s2 -F json"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(out, "\"start_realtime_ns\":\"1000000000000\"");
 	free(out);
 	ASSERT_EQ(viprof("report s2 --time 0.5,1.25"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 0.75, 0.0005);
 	free(out);
 	/* A window reaching past the end is cut to the session. */
 	ASSERT_EQ(viprof("report s1 --time 0.5,"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 0.5, 0.0005);
 	free(out);
 	ASSERT_EQ(viprof("report s2 --time 1.5,9"), 0);
-	out = slurp("out.txt");
+	out = test_slurp_str("out.txt");
 	ASSERT_DBL_NEAR(header_duration(out), 0.5, 0.0005);
 	free(out);
 }
@@ -268,17 +262,17 @@ static void test_maps(void)
 {
 	write_codemap();
 	ASSERT_EQ(viprof("maps m bogus"), 2);
-	char *err = slurp("err.txt");
+	char *err = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(err, "unknown command 'bogus'");
 	ASSERT_TRUE(strstr(err, "missing command") == NULL);
 	free(err);
 	ASSERT_EQ(viprof("maps m"), 2);
-	err = slurp("err.txt");
+	err = test_slurp_str("err.txt");
 	ASSERT_CONTAINS(err, "missing command");
 	free(err);
 
 	ASSERT_EQ(viprof("maps m lookup 0x2010"), 0);
-	char *out = slurp("out.txt");
+	char *out = test_slurp_str("out.txt");
 	char *e0 = line_of(out, "epoch 0 "), *e1 = line_of(out, "epoch 1 "), *e2 = line_of(out, "epoch 2 ");
 	ASSERT_CONTAINS(e0, "B.b()");
 	ASSERT_TRUE(strstr(e0, "D.d()") == NULL);

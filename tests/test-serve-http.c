@@ -48,22 +48,11 @@
 #include <time.h>
 
 #include "test.h"
+#include "test-helpers.h"
 
 static const char *viprof, *split3;
 static pid_t serve_pid;
 static char logpath[] = "/tmp/vp-test-serve-http-log-XXXXXX";
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return strdup("");
-	char *buf = calloc(1, 1 << 20);
-	size_t n = fread(buf, 1, (1 << 20) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 static int free_port(void)
 {
@@ -102,7 +91,7 @@ static int start_serve(const char *const *args, const char *ready)
 			serve_pid = 0;
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		}
-		char *log = slurp(logpath);
+		char *log = test_slurp_str(logpath);
 		bool ok = strstr(log, ready) != NULL;
 		free(log);
 		if (ok)
@@ -125,7 +114,7 @@ static void stop_serve(void)
 		serve_pid = 0;
 	}
 	free(last_log);
-	last_log = slurp(logpath);
+	last_log = test_slurp_str(logpath);
 	fprintf(stderr, "--- service log ---\n%s-------------------\n", last_log);
 	unlink(logpath);
 }
@@ -317,7 +306,7 @@ static void scenario_token(void)
 	snprintf(listen, sizeof(listen), "0.0.0.0:%d", port);
 	const char *bare[] = { "--http", listen, NULL };
 	ASSERT_EQ(start_serve(bare, "pprof over HTTP on"), 1);
-	char *log = slurp(logpath);
+	char *log = test_slurp_str(logpath);
 	ASSERT_CONTAINS(log, "not a loopback address");
 	ASSERT_CONTAINS(log, "--http-token");
 	ASSERT_EQ(strchr(log, '\n') - log + 1, strlen(log));
@@ -404,13 +393,26 @@ static void scenario_continuous(void)
 		execl(split3, split3, "16", (char *)NULL);
 		_exit(127);
 	}
-	sleep(14);
+	/* Until the service said what is checked below: an interval at the floor rate and
+	 * one removed by retention (about 10 s: the first interval goes when the third
+	 * ends, 3 + 4 s after its end), rather than a fixed 14 s. */
+	for (int i = 0; i < 600; i++) {
+		char *log = test_slurp_str(logpath);
+		bool seen = strstr(log, "(older than --keep-age, ") && strstr(log, "next interval at 19 Hz");
+		free(log);
+		if (seen)
+			break;
+		usleep(100000);
+	}
+	/* Retention runs as an interval ends: give the next one half a second, so that
+	 * the interval cut short by the stop still runs over 0.2 s (checked below). */
+	usleep(500000);
 	int n = count_intervals(dir, newest, sizeof(newest));
 	struct answer idx = get(NULL, "127.0.0.1", port, "/", NULL);
 	kill(w, SIGTERM);
 	waitpid(w, NULL, 0);
-	/* Three or four intervals ended in 14 s; with --keep-age 4 at most three remain
-	 * (the one being recorded, and two younger than 3 + 4 s). */
+	/* With --keep-age 4 at most three remain (the one being recorded, and two younger
+	 * than 3 + 4 s). */
 	ASSERT_EQ(idx.status, 200);
 	ASSERT_CONTAINS(idx.body, "Continuous recording");
 	fprintf(stderr, "%d intervals on disk, newest %s\n", n, newest);
@@ -431,9 +433,9 @@ static void scenario_continuous(void)
 	closedir(d);
 	for (int i = 0; i < nn; i++) {
 		snprintf(path, sizeof(path), "%s/%s/service.json", dir, names[i]);
-		char *svc = slurp(path);
+		char *svc = test_slurp_str(path);
 		snprintf(path, sizeof(path), "%s/%s/meta.json", dir, names[i]);
-		char *meta = slurp(path);
+		char *meta = test_slurp_str(path);
 		fprintf(stderr, "%s: %s", names[i], svc);
 		ASSERT_GT_F(json_num(meta, "samples"), 0);
 		ASSERT_GT_F(json_num(svc, "cpu_ns"), 0);
@@ -843,7 +845,7 @@ static void scenario_slow(void)
 	for (int i = 0; i < 3; i++) {
 		char hf[256], cmd[512];
 		snprintf(hf, sizeof(hf), "%s.head", files[i]);
-		char *head = slurp(hf);
+		char *head = test_slurp_str(hf);
 		ASSERT_CONTAINS(head, "X-Viprof-Recording: 1");
 		free(head);
 		unlink(hf);
@@ -877,7 +879,7 @@ static void scenario_contdir(void)
 		ASSERT_OK(chmod(dir, cases[i].mode) ? -errno : 0);
 		const char *args[] = { "--continuous", dir, "--interval", "2", "--no-jit", NULL };
 		ASSERT_EQ(start_serve(args, "continuous recording in"), 1);
-		char *log = slurp(logpath);
+		char *log = test_slurp_str(logpath);
 		fprintf(stderr, "%s", log);
 		ASSERT_CONTAINS(log, cases[i].says);
 		ASSERT_CONTAINS(log, dir);
@@ -1007,7 +1009,7 @@ static void scenario_metrics(void)
 		if (waitpid(prom_pid, &st, WNOHANG) == prom_pid) {
 			prom_pid = 0;
 			snprintf(path, sizeof(path), "%s/prometheus.log", dir);
-			char *log = slurp(path);
+			char *log = test_slurp_str(path);
 			FAIL("prometheus exited: %s", log);
 		}
 		double v = prom_query(pport, "viprof_samples_total");
@@ -1041,7 +1043,7 @@ static void scenario_metrics(void)
 	closedir(d);
 	ASSERT_TRUE(name[0]);
 	snprintf(path, sizeof(path), "%s/%s/service.json", cont, name);
-	char *js = slurp(path);
+	char *js = test_slurp_str(path);
 	ASSERT_CONTAINS(js, "\"samples_total\": ");
 	ASSERT_CONTAINS(js, "\"service_cpu_seconds_total\": ");
 	ASSERT_CONTAINS(js, "\"scrapes_total\": ");
@@ -1146,7 +1148,7 @@ static void read_pushed(const char *dir)
 			continue;
 		struct pushed *p = &pushed[npushed];
 		snprintf(p->file, sizeof(p->file), "%s/%s", dir, de->d_name);
-		char *h = slurp(p->file);
+		char *h = test_slurp_str(p->file);
 		const char *iv = strstr(h, "X-Viprof-Interval: ");
 		if (iv)
 			sscanf(iv + 19, "%31s", p->interval);
@@ -1278,7 +1280,7 @@ static void scenario_push(void)
 	int pi = -1, oi = -1;
 	for (int k = 0; k < npushed; k++)
 		*(pushed[k].otlp ? &oi : &pi) = k;
-	char *h = slurp(pushed[pi].file);
+	char *h = test_slurp_str(pushed[pi].file);
 	fprintf(stderr, "pyroscope request: %.*s\n", (int)strcspn(h, "\r"), h);
 	ASSERT_TRUE(!strncmp(h, "POST /ingest?", 13));
 	ASSERT_CONTAINS(h, "name=viprof.cpu%7Bhostname%3D");
@@ -1303,7 +1305,7 @@ static void scenario_push(void)
 	raw = run(cmd);
 	ASSERT_CONTAINS(raw, "work50");
 	free(raw);
-	h = slurp(pushed[oi].file);
+	h = test_slurp_str(pushed[oi].file);
 	fprintf(stderr, "otlp request: %.*s\n", (int)strcspn(h, "\r"), h);
 	ASSERT_CONTAINS(h, "Content-Type: application/x-protobuf\r\n");
 	ASSERT_CONTAINS(h, "Authorization: Bearer otlp-token-7d1e90c4a5b2\r\n");

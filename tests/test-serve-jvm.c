@@ -9,6 +9,7 @@
  *           has a code map of it, it has no agent thread, and none of its samples is
  *           named as a Java method. */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -40,12 +41,8 @@ static void jvm_samples(const char *sess, double *all, double *named, double *ho
 		 * only that the address is the JVM's. */
 		if ((leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && leaf->name[0] != '[')
 			*named += n;
-		for (uint32_t f = 0; f < s->nframes; f++)
-			if (!strncmp(p->frames[s->frames[f]].name, "JitSplit.hot", 12)) {
-				*hot += n;
-				break;
-			}
 	}
+	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
 	vp_profile__free(p);
 }
 
@@ -67,25 +64,6 @@ static bool has_agent_thread(void)
 	if (d)
 		closedir(d);
 	return found;
-}
-
-/* Waits until the service's log has logged n ended intervals, up to timeout_s. */
-static void wait_intervals(const char *log, int n, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 5; i++) {
-		char *s = tu_read(log);
-		int k = tu_count_lines(s, "of one CPU (budget");
-		free(s);
-		if (k >= n)
-			return;
-		usleep(200000);
-	}
-	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 int main(int argc, char **argv)
@@ -111,14 +89,14 @@ int main(int argc, char **argv)
 	pid_t serve = tu_spawn(sargv, sout, sout);
 	/* The first interval ended: the sampler is loaded (its start can take long on a
 	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
-	wait_intervals(sout, 1, 150);
+	tu_wait_intervals(sout, 1, 150);
 	/* The JVM starts after the service (the service and its recorder do not know it). */
 	if (optout)
 		setenv("VIPROF_NO_AGENT", "1", 1);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "40", NULL };
 	jvm = tu_spawn(jargv, jout, jerr);
 	unsetenv("VIPROF_NO_AGENT");
-	wait_intervals(sout, 5, 90);   /* four more boundaries */
+	tu_wait_intervals(sout, 5, 90);   /* four more boundaries */
 	sleep(1);
 	bool agent_thread = has_agent_thread();
 	ASSERT_OK(kill(serve, SIGINT));
@@ -135,7 +113,7 @@ int main(int argc, char **argv)
 		if (strlen(de->d_name) == 16)
 			names[n++] = strdup(de->d_name);
 	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
 	ASSERT_GE(n, 4);
 	int with_map = 0, named_ok = 0;
 	for (int i = 0; i < n; i++) {

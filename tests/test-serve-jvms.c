@@ -72,24 +72,6 @@ static uint32_t jvm_flags(const char *sess, pid_t pid)
 	return flags;
 }
 
-static void wait_intervals(const char *log, int n, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 5; i++) {
-		char *s = tu_read(log);
-		int k = tu_count_lines(s, "of one CPU (budget");
-		free(s);
-		if (k >= n)
-			return;
-		usleep(200000);
-	}
-	FAIL("the service did not end %d intervals within %d s", n, timeout_s);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void cleanup(void)
 {
 	for (int i = 0; i < 3; i++)
@@ -130,7 +112,7 @@ int main(int argc, char **argv)
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0", "-F", "499",
 			  "--jvm-attach", sel, NULL };
 	pid_t serve = tu_spawn(sargv, sout, sout);
-	wait_intervals(sout, 5, 240);
+	tu_wait_intervals(sout, 5, 240);
 	ASSERT_OK(kill(serve, SIGINT));
 	ASSERT_EQ(tu_wait(serve, 60), 0);
 	char *log = tu_read(sout);
@@ -148,7 +130,7 @@ int main(int argc, char **argv)
 		if (strlen(de->d_name) == 16)
 			names[n++] = strdup(de->d_name);
 	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
 	ASSERT_GE(n, 5);
 	/* The first interval holds the 5 s wait for the argfile JVM's listener (before
 	 * sampling started): it has too few samples to judge. */

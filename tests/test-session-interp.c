@@ -5,7 +5,9 @@
  * a pre-existing class's pointer resolving before its record, an unknown Method* kept as
  * "[interpreted]", nr_java larger than the record (clamped, no crash), and the walk-end
  * counts in the text header, --layers and JSON; user frames in no mapping are reported
- * without blaming lost records unless a LOST record says so. */
+ * without blaming lost records unless a LOST record says so. Deep stacks: a sample of
+ * 1500 interpreted frames (nr_java in two bytes) named frame by frame, and a sample in
+ * the layout from before (nr_java one byte, the next reserved) read as before. */
 #include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -108,7 +110,9 @@ static void w_sample(struct cfile_writer *w, uint64_t t, const uint64_t *ips, in
 				       sizeof(*s) + 8 * (size_t)nu + (size_t)nj * sizeof(*jf)));
 }
 
-static void write_session(const char *dir, bool lost)
+/* A session stream with its META (the bpf backend's table walk), the cpu-clock event
+ * and the JVM's COMM; the caller adds samples and closes it. */
+static struct cfile_writer *begin_session(const char *dir)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
@@ -123,6 +127,12 @@ static void write_session(const char *dir, bool lost)
 	struct vp_comm c = { .pid = PID, .tid = PID };
 	strcpy(c.comm, "java");
 	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &c, sizeof(c)));
+	return w;
+}
+
+static void write_session(const char *dir, bool lost)
+{
+	struct cfile_writer *w = begin_session(dir);
 
 	/* Two interpreted frames: the leaf in the reused method (bci 6), its caller in
 	 * Boot.main (bci 2). */
@@ -155,6 +165,72 @@ static void write_session(const char *dir, bool lost)
 		ASSERT_OK(cfile_writer__append(w, VP_REC_LOST, base + 13 * MS, &l, sizeof(l)));
 	}
 	struct vp_end e = { .samples = 9, .duration_ns = 20 * MS };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+/* The sample record as written before issue 22: nr_java one byte, the byte after
+ * sched_state reserved (always written 0). */
+struct old_sample {
+	uint32_t pid, tid;
+	uint32_t cpu;
+	uint16_t event;
+	uint8_t mode, flags;
+	uint64_t period;
+	uint16_t nr_kernel, nr_user;
+	uint8_t walk_end, nr_java, sched_state, reserved;
+	uint64_t ips[];
+};
+_Static_assert(sizeof(struct old_sample) == sizeof(struct vp_sample), "the sample header kept its size");
+
+#define DEEP 1500   /* user frames of the deep sample, every one interpreted */
+
+/* A session of deep stacks: one sample DEEP frames deep, every frame interpreted (Boot.main
+ * at the root, Gen2.work above it), nr_java written in two bytes; the same sample with
+ * the count claiming 300 entries more than the record holds; and an old-layout sample
+ * with two interpreted frames. */
+static void write_deep_session(const char *dir)
+{
+	struct cfile_writer *w = begin_session(dir);
+
+	size_t len = sizeof(struct vp_sample) + DEEP * (8 + sizeof(struct vp_java_frame));
+	struct vp_sample *s = calloc(1, len);
+	ASSERT_NOT_NULL(s);
+	s->pid = s->tid = PID;
+	s->mode = VP_MODE_USER;
+	s->period = 1000000;
+	s->nr_user = DEEP;
+	s->walk_end = VP_WALK_ROOT;
+	struct vp_java_frame *jf = (void *)(s->ips + DEEP);
+	for (int i = 0; i < DEEP; i++) {
+		s->ips[i] = INTERP + 0x40 + (i ? 0x40 : 0);
+		jf[i] = (struct vp_java_frame){ .frame = (uint16_t)i, .bci = 4,
+						.method = i == DEEP - 1 ? M_PRE : M_REUSED };
+	}
+	vp_sample_set_nr_java(s, DEEP);
+	ASSERT_EQ(s->nr_java_hi, DEEP >> 8);
+	ASSERT_EQ(vp_sample_nr_java(s), DEEP);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + 12 * MS, s, len));
+	/* A count past the record: the entries present are used, the rest ignored. */
+	vp_sample_set_nr_java(s, DEEP + 300);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + 12 * MS, s, len));
+	free(s);
+
+	char buf[sizeof(struct old_sample) + 2 * 8 + 2 * sizeof(struct vp_java_frame)] = { 0 };
+	struct old_sample *o = (void *)buf;
+	o->pid = o->tid = PID;
+	o->mode = VP_MODE_USER;
+	o->period = 1000000;
+	o->nr_user = 2;
+	o->nr_java = 2;
+	o->walk_end = VP_WALK_ROOT;
+	o->ips[0] = INTERP + 0x40;
+	o->ips[1] = INTERP + 0x80;
+	struct vp_java_frame ojf[] = { { .frame = 0, .bci = 6, .method = M_REUSED },
+				       { .frame = 1, .bci = 2, .method = M_PRE } };
+	memcpy(o->ips + 2, ojf, sizeof(ojf));
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + 5 * MS, buf, sizeof(buf)));
+	struct vp_end e = { .samples = 3, .duration_ns = 20 * MS };
 	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
 	ASSERT_OK(cfile_writer__close(w));
 }
@@ -293,5 +369,33 @@ int main(void)
 	ASSERT_CONTAINS(p->warnings, "1 user frames were in no recorded mapping and show as [unknown] (some records were lost while recording)");
 	vp_profile__free(p);
 	rm_session(dir2);
+
+	/* Deep stacks (issue 22): DEEP interpreted frames, each named; an old-layout sample
+	 * reads as it did. */
+	char dir3[] = "/tmp/vp-test-interp-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(dir3));
+	write_codemap(dir3);
+	write_deep_session(dir3);
+	p = load(dir3);
+	ASSERT_EQ(p->nstacks, 2);
+	bool deep = false, old = false;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *st = &p->stacks[i];
+		if (st->nframes == DEEP) {
+			ASSERT_EQ(st->samples[0], 2);   /* the clamped count's sample is the same stack */
+			ASSERT_STREQ(p->frames[st->frames[0]].name, "Boot.main(String[])");
+			for (uint32_t f = 1; f < st->nframes; f++)
+				ASSERT_STREQ(p->frames[st->frames[f]].name, "Gen2.work()");
+			deep = true;
+		} else {
+			ASSERT_EQ(st->nframes, 2);
+			ASSERT_STREQ(p->frames[st->frames[0]].name, "Boot.main(String[])");
+			ASSERT_STREQ(p->frames[st->frames[1]].name, "Gen1.work()");
+			old = true;
+		}
+	}
+	ASSERT_TRUE(deep && old);
+	vp_profile__free(p);
+	rm_session(dir3);
 	return 0;
 }

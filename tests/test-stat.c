@@ -134,20 +134,6 @@ static pid_t spawn(char *const args[], const char *errfile)
 	return pid;
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		FAIL("cannot open %s", path);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* Value (ms) of the "-x ," row "<comm>-<tid>,<value>,msec,task-clock,..." of tid. */
 static double row_ms(const char *out, int tid)
 {
@@ -195,7 +181,7 @@ static bool test_per_thread_vs_schedstat(void)
 	/* Three threads (main + two workers), one task-clock event each. */
 	for (int i = 0; count_perf_fds(st) < 3; i++) {
 		if (i > 1000 || waitpid(st, &status, WNOHANG) == st)
-			FAIL("viprof stat did not open 3 events:\n%s", slurp(errfile));
+			FAIL("viprof stat did not open 3 events:\n%s", test_slurp_str(errfile));
 		usleep(10000);
 	}
 	uint64_t stolen0 = stolen_ns();
@@ -212,7 +198,7 @@ static bool test_per_thread_vs_schedstat(void)
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(WEXITSTATUS(status), 0);
-	const char *out = slurp(errfile);
+	const char *out = test_slurp_str(errfile);
 	fprintf(stderr, "%s", out);
 	for (int i = 0; i < 2; i++) {
 		double stat_ns = row_ms(out, tids[i]) * 1e6;
@@ -249,7 +235,7 @@ static void test_inherit_and_status(const char *self)
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(WEXITSTATUS(status), 7);     /* the command's status */
-	const char *out = slurp(errfile);
+	const char *out = test_slurp_str(errfile);
 	fprintf(stderr, "%s", out);
 	const char *row = strstr(out, ";;minor-faults;");
 	ASSERT_NOT_NULL(row);
@@ -275,7 +261,7 @@ static void test_per_thread_total(const char *self)
 
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 0);
-	const char *out = slurp(errfile);
+	const char *out = test_slurp_str(errfile);
 	fprintf(stderr, "%s", out);
 	const char *all = strstr(out, "[all threads],");
 	const char *rest = strstr(out, "[not per-thread],");
@@ -312,7 +298,7 @@ static void test_pid_exit(void)
 	st = spawn(args, errfile);
 	for (int i = 0; count_perf_fds(st) < 1; i++) {
 		if (i > 1000)
-			FAIL("viprof stat did not open its event:\n%s", slurp(errfile));
+			FAIL("viprof stat did not open its event:\n%s", test_slurp_str(errfile));
 		usleep(10000);
 	}
 	ASSERT_EQ(write(go[1], "g", 1), 1);
@@ -325,7 +311,7 @@ static void test_pid_exit(void)
 	}
 	ASSERT_EQ(WEXITSTATUS(status), 0);
 	waitpid(wl, NULL, 0);
-	const char *out = slurp(errfile);
+	const char *out = test_slurp_str(errfile);
 	fprintf(stderr, "%s", out);
 	double ms = strtod(out, NULL);
 	ASSERT_CONTAINS(out, ",msec,task-clock,");
@@ -342,21 +328,21 @@ static void test_errors(void)
 
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 2);
-	ASSERT_CONTAINS(slurp(errfile), "bogus-event");
+	ASSERT_CONTAINS(test_slurp_str(errfile), "bogus-event");
 
 	char *a2[] = { "viprof", "stat", "-e", "task-clock", NULL };
 	st = spawn(a2, errfile);
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 2);
-	ASSERT_CONTAINS(slurp(errfile), "-p PID or -- CMD");
+	ASSERT_CONTAINS(test_slurp_str(errfile), "-p PID or -- CMD");
 
 	/* A command that cannot run: 127 like a shell, one line, no counts. */
 	char *a4[] = { "viprof", "stat", "--", "/nonexistent/cmd", NULL };
 	st = spawn(a4, errfile);
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 127);
-	ASSERT_CONTAINS(slurp(errfile), "cannot run '/nonexistent/cmd'");
-	ASSERT_TRUE(strstr(slurp(errfile), "task-clock") == NULL);
+	ASSERT_CONTAINS(test_slurp_str(errfile), "cannot run '/nonexistent/cmd'");
+	ASSERT_TRUE(strstr(test_slurp_str(errfile), "task-clock") == NULL);
 
 	/* Where the VM exposes no PMU, cycles must fail before the command runs. */
 	if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0) {
@@ -365,11 +351,65 @@ static void test_errors(void)
 		st = spawn(a3, errfile);
 		ASSERT_EQ(waitpid(st, &status, 0), st);
 		ASSERT_EQ(WEXITSTATUS(status), 2);
-		const char *out = slurp(errfile);
+		const char *out = test_slurp_str(errfile);
 		ASSERT_CONTAINS(out, "cycles");
 		ASSERT_TRUE(strstr(out, "ran") == NULL);
 		ASSERT_TRUE(strchr(out, '\n') == out + strlen(out) - 1);   /* one line */
 	}
+}
+
+/* Ratios only from grouped events: with no PMU here, page faults per ms of task-clock
+ * stands in for IPC. Grouped (the default), the line is the quotient of the two rows it
+ * is printed under; --no-group prints why it is not shown instead. */
+static void test_ratio_grouped(const char *self)
+{
+	const char *errfile = "test-stat.ratio.txt";
+	int status;
+
+	for (int no_group = 0; no_group < 2; no_group++) {
+		char *grouped[] = { "viprof", "stat", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "3000",
+				    NULL };
+		char *separate[] = { "viprof", "stat", "--no-group", "-e", "task-clock,page-faults", "--", (char *)self,
+				     "--touch", "3000", NULL };
+		pid_t st = spawn(no_group ? separate : grouped, errfile);
+
+		ASSERT_EQ(waitpid(st, &status, 0), st);
+		ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		char *out = test_slurp_str(errfile);
+		fprintf(stderr, "%s", out);
+		const char *line = strstr(out, " # page faults ");
+		ASSERT_NOT_NULL(line);
+		if (no_group) {
+			ASSERT_CONTAINS(line, "per ms of task-clock not shown: page-faults and task-clock were counted as "
+					      "separate events (--no-group)");
+			ASSERT_NULL(strstr(out, "counted as one group"));
+		} else {
+			double ms = 0, row_faults = 0, ratio = 0;
+			const char *tc = strstr(out, " msec  task-clock"), *pf = strstr(out, "       page-faults");
+			ASSERT_NOT_NULL(tc);
+			ASSERT_NOT_NULL(pf);
+			while (tc > out && tc[-1] != '\n')
+				tc--;
+			while (pf > out && pf[-1] != '\n')
+				pf--;
+			ms = atof(tc);
+			row_faults = atof(pf);
+			int got = sscanf(line, " # page faults %lf per ms of task-clock (page-faults / task-clock, counted as "
+					 "one group)", &ratio);
+			ASSERT_EQ(got, 1);
+			ASSERT_GE_F(row_faults, 3000);
+			/* The rows are rounded (ms to 0.01): the quotient of the printed rows. */
+			ASSERT_NEAR(ratio, row_faults / ms, 0.01 * row_faults / ms + 0.01);
+		}
+		free(out);
+	}
+	/* Machine-readable rows stay rows only. */
+	char *csv[] = { "viprof", "stat", "-x,", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "10", NULL };
+	pid_t st = spawn(csv, errfile);
+	ASSERT_EQ(waitpid(st, &status, 0), st);
+	char *out = test_slurp_str(errfile);
+	ASSERT_NULL(strstr(out, "#"));
+	free(out);
 }
 
 int main(int argc, char **argv)
@@ -399,6 +439,7 @@ int main(int argc, char **argv)
 	self[n] = '\0';
 	test_errors();
 	test_inherit_and_status(self);
+	test_ratio_grouped(self);
 	test_per_thread_total(self);
 	test_pid_exit();
 	/* task-clock includes the irq (and paravirt steal) time that the scheduler's

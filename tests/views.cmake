@@ -1,4 +1,4 @@
-# Issue 25: what a Java developer reaches for. The report's views on synthetic profiles
+# What a Java developer reaches for. The report's views on synthetic profiles
 # (names normalised, simple names, include/exclude, Java only, minwidth), one entry per
 # part (unit); the same lambda program recorded twice and diffed (jvm, JDK 17 and 25).
 viprof_test(test-report-views SOURCES test-report-views.c LIBS vp_postproc ARGS names LABELS unit)

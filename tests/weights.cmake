@@ -1,4 +1,4 @@
-# Issue 11 item 5: sample weights add up to the true count, both backends, with the
+# Sample weights add up to the true count, both backends, with the
 # default -F and with -c; one ctest entry per scenario (tests/test-weights.c).
 add_executable(paced fixtures/weights/paced.c)
 target_compile_options(paced PRIVATE -O1 -fno-omit-frame-pointer)
@@ -32,25 +32,25 @@ foreach(be perf bpf)
 	   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-weights-${be}-pf-F-steady PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
 endforeach()
-# Issue 11 item 6: Xen on synthetic sessions and a stand-in /sys/hypervisor tree.
+# Xen on synthetic sessions and a stand-in /sys/hypervisor tree.
 viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_daemon vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
 add_dependencies(test-xen-session xen-fixture)
 viprof_test(test-xen-restore SOURCES test-xen-restore.c LIBS vp_hvglue LABELS unit)
-# Issue 12: stat --per-thread -p gives what no thread row holds a row of its own.
+# viprof stat --per-thread -p gives what no thread row holds a row of its own.
 add_executable(burst-threads fixtures/weights/burst-threads.c)
 target_link_libraries(burst-threads PRIVATE pthread)
 viprof_test(test-stat-unattributed SOURCES test-stat-unattributed.c ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:burst-threads> LABELS live TIMEOUT 60)
 add_dependencies(test-stat-unattributed viprof burst-threads)
-# Issue 12: probe recognises Firecracker and does not promise counters the kernel lacks.
+# viprof probe recognises Firecracker and does not promise counters the kernel lacks.
 viprof_test(test-probe-vmm SOURCES test-probe-vmm.c LIBS vp_hvglue LABELS unit)
 add_test(NAME test-probe-vmm-live COMMAND test-probe-vmm $<TARGET_FILE:viprof> live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-probe-vmm-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
-# Issue 12: no ":u" event that always reads 0 is offered to unprivileged users.
+# No ":u" event that always reads 0 is offered to unprivileged users.
 viprof_test(test-events-user SOURCES test-events-user.c LIBS vp_hvglue LABELS live TIMEOUT 60)
-# Issue 12: another user's process: the real cause (ptrace access), not perf_event_paranoid.
+# Another user's process: the real cause (ptrace access), not perf_event_paranoid.
 viprof_test(test-perm-other SOURCES test-perm-other.c ARGS $<TARGET_FILE:viprof> LABELS live TIMEOUT 60)
 add_dependencies(test-perm-other viprof)
-# Issue 11 item 4: counters corrected for steal (synthetic source, then live).
+# Counters corrected for steal (synthetic source, then live).
 viprof_test(test-counters-steal SOURCES test-counters-steal.c LIBS vp_hvglue LABELS unit)
 add_test(NAME test-counters-steal-live COMMAND test-counters-steal live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-counters-steal-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)

@@ -2,7 +2,10 @@
 // template under a new name GenR<N> in a throwaway class loader, runs it until it is
 // compiled, drops the loader and calls System.gc(), so the class is unloaded, its code
 // freed, and the next generation's code can land on the same addresses.
-// Prints "gen N START_NS END_NS" (System.nanoTime() = CLOCK_MONOTONIC on Linux HotSpot).
+// Prints "gen N START_NS END_NS HOT_NS" (System.nanoTime() = CLOCK_MONOTONIC on Linux
+// HotSpot): HOT is when the first call of the generation's run() returned, after the
+// class was defined and its reflective call linked (tens of ms of CPU, and on a loaded
+// machine a good part of a generation's wall time).
 // Usage: CodeReuse [GENERATIONS [SECONDS_PER_GENERATION]]
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -47,12 +50,15 @@ public class CodeReuse {
             OneShot l = new OneShot();
             Class<?> c = l.define(name, rename(tpl, name));
             Method run = c.getMethod("run", long.class);
-            long until = start + (long) (secs * 1e9);
+            long until = start + (long) (secs * 1e9), hot = 0;
             // Many short calls so run() and step() get normal (not only OSR) compilations.
-            while (System.nanoTime() < until)
+            while (System.nanoTime() < until) {
                 sink += (Long) run.invoke(null, Math.min(until, System.nanoTime() + 2_000_000L));
+                if (hot == 0)
+                    hot = System.nanoTime();
+            }
             long end = System.nanoTime();
-            System.out.println("gen " + g + " " + start + " " + end);
+            System.out.println("gen " + g + " " + start + " " + end + " " + (hot != 0 ? hot : end));
             System.out.flush();
             run = null; c = null; l = null;
             System.gc();

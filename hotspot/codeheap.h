@@ -1,22 +1,51 @@
-/* HotSpot's code cache read from inside the JVM: the compiled methods (nmethods) in the
- * code heaps and the inlining recorded in each one's debug information, found through
- * the exported VM structure tables (vmstructs.h). The agent learns what code was loaded
- * and unloaded by walking the heaps on its own thread instead of subscribing to
- * CompiledMethodLoad: HotSpot builds that event's inline and address-location records
- * on its Service Thread for every compiled method, which alone costs 2-3% of a
- * start-up-heavy JVM's CPU (bench/agent-cost.sh). Internal to jvm-agent/.
+/* HotSpot's code cache: the code heaps and their segment maps, the compiled methods
+ * (nmethods) in them, the inlining recorded in each one's debug information (scopes,
+ * UNSIGNED5-encoded) and the names of a Method*, found through the exported VM structure
+ * tables (vmstructs.h) and read through memory readers (memory.h): in the agent (its own
+ * process), in the recorder (another process) and in unit tests (a fake JVM's memory).
+ * The agent learns what code was loaded and unloaded by walking the heaps on its own
+ * thread instead of subscribing to CompiledMethodLoad: HotSpot builds that event's
+ * inline and address-location records on its Service Thread for every compiled method,
+ * which alone costs 2-3% of a start-up-heavy JVM's CPU (bench/agent-cost.sh).
  *
- * Everything here runs on the agent's thread, never in a callback: it allocates.
- * The heaps change while they are read (compiler threads install code, the sweeper
- * or a GC frees it): a walk that meets something inconsistent says so (-EAGAIN) and
- * the caller tries again later; decoding copies an nmethod with process_vm_readv,
- * which fails instead of faulting, and checks it was not replaced meanwhile. */
-#ifndef VIPROF_JVM_AGENT_CODEHEAP_H
-#define VIPROF_JVM_AGENT_CODEHEAP_H
+ * Nothing here runs in a callback or signal handler: it allocates. The heaps change
+ * while they are read (compiler threads install code, the sweeper or a GC frees it): a
+ * walk that meets something inconsistent says so (-EAGAIN) and the caller tries again
+ * later; decoding copies an nmethod's data through the safe reader, which fails instead
+ * of faulting, and checks it was not replaced meanwhile. */
+#ifndef VIPROF_HOTSPOT_CODEHEAP_H
+#define VIPROF_HOTSPOT_CODEHEAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "hotspot/memory.h"
+#include "hotspot/vmstructs.h"
+
+/* One code heap as CodeCache::_heaps lists it: its memory's VirtualSpace bounds (low
+ * boundary .. high is committed, .. high boundary reserved) and its segment map's. */
+struct vp_hs_heap {
+	uint64_t heap;           /* the CodeHeap */
+	uint64_t low_boundary, low, high, high_boundary;
+	uint64_t segmap_low_boundary, segmap_low, segmap_high;
+	int32_t log2_seg;
+};
+#define VP_HS_MAX_HEAPS 16       /* CodeCache::_heaps has 1 to 3 (segmented) heaps */
+
+/* Lists the code heaps into out[0..*n). 0; -EAGAIN when the JVM has none yet; -ENOTSUP
+ * for a listing that makes no sense (more than VP_HS_MAX_HEAPS); -EFAULT when it cannot
+ * be read; each with a one-line reason in err. */
+int vp_hs__code_heaps(const struct vp_hs_vm *vm, const struct vp_hs_mem *m, struct vp_hs_heap *out, int *n,
+		      char *err, size_t errlen);
+
+/* The segment map: 0 starts a block, 0xff is a segment of no block, anything else is
+ * how many segments to step back (perhaps to another step). From segment seg of the map
+ * at segmap, steps back to the first segment of its block: 0 with *start and *hops;
+ * -ENOENT for a free segment; -ELOOP when max_hops steps did not reach a start; -EINVAL
+ * for a step out of the heap; -EFAULT when the map cannot be read. */
+int vp_hs__segmap_start(const struct vp_hs_mem *m, uint64_t segmap, uint64_t seg, uint32_t max_hops,
+			uint64_t *start, uint32_t *hops);
 
 /* Offsets into HotSpot's types, from the VM structure tables; -1 where a field is
  * missing. Two layouts are known, chosen by the fields present (tested on JDK 17 and 25):
@@ -24,6 +53,9 @@
  * information inside the nmethod) and JDK 25's (offsets, immutable and mutable data
  * allocated beside the nmethod). */
 struct vp_ch {
+	const struct vp_hs_mem *heap;   /* reads the code heaps (the agent: plain loads) */
+	const struct vp_hs_mem *safe;   /* reads what may be freed meanwhile: metadata, malloc'ed data */
+	const struct vp_hs_vm *vm;      /* the VM structure tables it was read from (kept by the caller) */
 	int jdk;                   /* feature version, from Abstract_VM_Version */
 	int u5_base;               /* UNSIGNED5's excluded byte: 0 before JDK 20, then 1 */
 	void *heaps;               /* &CodeCache::_heaps (GrowableArray<CodeHeap*>*) */
@@ -43,9 +75,11 @@ struct vp_ch {
 	bool split_data;           /* JDK 25: debug information outside the nmethod */
 };
 
-/* Reads the layout. 0, or -ENOTSUP with the reason in why (not HotSpot, or a layout
- * this reader does not know: the caller keeps CompiledMethodLoad). */
-int vp_ch__init(struct vp_ch *c, void *libjvm, char *why, size_t whylen);
+/* Reads the layout from vm (which must outlive c) through heap and safe (both the same
+ * reader outside the agent). 0, or -ENOTSUP with the reason in why (not HotSpot, or a
+ * layout this reader does not know: the agent keeps CompiledMethodLoad). */
+int vp_ch__init(struct vp_ch *c, const struct vp_hs_vm *vm, const struct vp_hs_mem *heap,
+		const struct vp_hs_mem *safe, char *why, size_t whylen);
 
 /* One compiled method as a walk sees it. */
 struct vp_ch_nm {
@@ -107,10 +141,10 @@ void vp_ch__scopes_free(struct vp_ch_scopes *s);
 int vp_ch__method_names(const struct vp_ch *c, uint64_t m, char *klass, size_t kl, char *name, size_t nl, char *sig,
 			size_t sl);
 
-/* Sets HotSpot's DebugNonSafepoints when the user left it at its default, as enabling
- * CompiledMethodLoad does by itself: without it compiled code records scopes at
- * safepoints only and samples elsewhere lose their inlined frames. True when set (or
- * already on). */
-bool vp_ch__debug_nonsafepoints(void *libjvm);
+/* HotSpot's UNSIGNED5 (CompressedReadStream::read_int), as scopes store numbers: one
+ * number from *p (advanced past it) before end. base is the excluded byte value: 0
+ * before JDK 20, 1 since (every byte stored plus one so that none is zero). 0, or
+ * -EINVAL when the number runs past end. */
+int vp_hs__unsigned5(const uint8_t **p, const uint8_t *end, int base, uint32_t *out);
 
 #endif

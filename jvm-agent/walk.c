@@ -1,0 +1,550 @@
+/* The agent's code loads from walking HotSpot's code heaps (the default on HotSpot),
+ * on top of hotspot/codeheap.h: see the section comment below and agent.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "hotspot/memory.h"
+#include "jvm-agent/agent.h"
+#include "jvm-agent/names.h"
+#include "jvm-agent/vmflags.h"
+
+/* ---- code loads from walking the code heaps (the default on HotSpot) ----
+ * The agent thread walks HotSpot's code heaps (hotspot/codeheap.h) every SCAN_MIN_MS to
+ * SCAN_MAX_MS, sooner after a GC, and diffs what it finds against the previous walk:
+ * new compiled methods become METHOD_LOAD2 + INLINE2 records, vanished ones
+ * METHOD_UNLOAD, exactly what the CompiledMethodLoad/Unload callbacks would have queued,
+ * through the same queue. The JVM then posts no per-method event and builds no inline
+ * record on its Service Thread; the cost moves to this thread.
+ *
+ * Times. Code absent from the walk that started at s and present in the next one was
+ * installed after s: its load record carries s, the earliest moment it can have run
+ * (a reader may find it in the epoch after a GC that fell in between; see
+ * maps/jit_index.c). Code that vanished is declared gone when two complete walks in a
+ * row miss it (a walk racing the allocator can skip a block without noticing), or at
+ * once when new code takes its place; its unload carries the last GC that finished
+ * between the walk that last saw it and the first that missed it (JDK 20+ frees code
+ * only at GC), else the end of that first walk. */
+#define SCAN_MIN_MS 50
+#define SCAN_MAX_MS 800
+
+/* What the last walk made of known code. */
+enum known_mark {
+	K_SEEN,                  /* there, as before */
+	K_NEW,                   /* first seen by this walk: to be loaded */
+	K_MISSED,                /* missed once: kept, maybe the walk skipped it */
+	K_GONE,                  /* missed twice, or replaced: to be unloaded */
+};
+
+struct known {
+	uint64_t blob, code_start, method;
+	uint64_t jmid;           /* its method's id, once loaded (0: none) */
+	uint64_t seen_start;     /* start of the last walk that saw it */
+	uint64_t missed_end;     /* end of the first walk that missed it */
+	uint64_t after;          /* new code: the unload of code it replaced */
+	uint32_t code_size;
+	int32_t compile_id;
+	int8_t level;
+	bool osr;
+	uint8_t mark;            /* enum known_mark */
+};
+
+struct scan scan = { .period_ms = SCAN_MIN_MS };
+
+
+static size_t method_ptr_slot(uint64_t k)
+{
+	size_t mask = scan.mcap - 1, h = (size_t)(k * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	while (scan.mkey[h] && scan.mkey[h] != k)
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* Remembers that Method* ptr is jmethodID id (from a METHOD_PTR record, on the agent
+ * thread); a later record for a reused Method* replaces the earlier one. */
+int method_ptr_put(uint64_t ptr, uint64_t id, uint64_t t)
+{
+	if (!ptr || !id)
+		return 0;
+	if ((scan.mn + 1) * 2 > scan.mcap) {
+		size_t ocap = scan.mcap, ncap = ocap ? ocap * 2 : 1u << 14;
+		uint64_t *ok = scan.mkey, *ov = scan.mval, *ot = scan.mtime;
+		scan.mkey = calloc(ncap, sizeof(*scan.mkey));
+		scan.mval = calloc(ncap, sizeof(*scan.mval));
+		scan.mtime = calloc(ncap, sizeof(*scan.mtime));
+		if (!scan.mkey || !scan.mval || !scan.mtime) {
+			free(scan.mkey);
+			free(scan.mval);
+			free(scan.mtime);
+			scan.mkey = ok;
+			scan.mval = ov;
+			scan.mtime = ot;
+			return -ENOMEM;
+		}
+		scan.mcap = ncap;
+		scan.mn = 0;
+		for (size_t i = 0; i < ocap; i++)
+			if (ok[i]) {
+				size_t h = method_ptr_slot(ok[i]);
+				scan.mkey[h] = ok[i];
+				scan.mval[h] = ov[i];
+				scan.mtime[h] = ot[i];
+				scan.mn++;
+			}
+		free(ok);
+		free(ov);
+		free(ot);
+	}
+	size_t h = method_ptr_slot(ptr);
+	if (!scan.mkey[h])
+		scan.mn++;
+	scan.mkey[h] = ptr;
+	scan.mval[h] = id;
+	scan.mtime[h] = t;
+	return 0;
+}
+
+/* ptr's jmethodID (0: unknown) and when its class was prepared (*t, if asked). */
+static uint64_t method_ptr_get(uint64_t ptr, uint64_t *t)
+{
+	if (!scan.mcap || !ptr)
+		return 0;
+	size_t h = method_ptr_slot(ptr);
+	if (t)
+		*t = scan.mkey[h] ? scan.mtime[h] : 0;
+	return scan.mkey[h] ? scan.mval[h] : 0;
+}
+
+static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
+{
+	(void)ctx;
+	if (!vp_ch__alive(nm))
+		return 0;
+	if (vp_grow((void **)&scan.cur, &scan.cap_cur, scan.ncur + 1, sizeof(*scan.cur)))
+		return -ENOMEM;
+	scan.cur[scan.ncur++] = (struct known){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
+					    .code_size = nm->code_size, .compile_id = nm->compile_id,
+					    .level = nm->level, .osr = nm->osr };
+	return 0;
+}
+
+/* The last GC that finished in (lo, hi], or 0. */
+static uint64_t gc_between(uint64_t lo, uint64_t hi)
+{
+	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
+	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
+		uint64_t g = agent.gc_time[i % GC_RING];
+		if (g > lo && g <= hi && g > best)
+			best = g;
+	}
+	return best;
+}
+
+/* When missed code k went (see the top of this section). */
+static uint64_t unload_time(const struct known *k)
+{
+	uint64_t t = gc_between(k->seen_start, k->missed_end);
+	return t ? t : k->missed_end;
+}
+
+static void queue_unload(const struct known *k)
+{
+	lock();
+	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
+	if (b) {
+		b->code_start = k->code_start;
+		b->method_id = k->jmid;
+	}
+	unlock_notify();
+	scan.unloads++;
+}
+
+/* An id and a name for a Method* that no METHOD_PTR record gave a jmethodID (method
+ * handle intrinsics are made at run time, outside any class's method list): the
+ * Method* with bit 0 set (jmethodIDs and Method* are 8-aligned, so ids stay distinct
+ * and queue_method_name knows not to hand it to JVMTI), named from its metadata,
+ * without lines. 0 when unreadable. */
+static uint64_t fallback_id(uint64_t mptr)
+{
+	static struct mnames nm;   /* agent thread only */
+	char name[256], sig[NAME_MAX_LEN];
+	uint64_t id = mptr | 1;
+
+	if (!mptr)
+		return 0;
+	if (seen_has(id))
+		return id;
+	if (vp_ch__method_names(&scan.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
+		return 0;
+	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
+	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
+	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
+		nm.readable[sizeof(nm.readable) - 1] = '\0';
+	nm.file[0] = '\0';
+	lock();
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
+	if (b) {
+		method_name_fill(b, id, &nm, NULL, 0);
+		seen_add(id);
+	}
+	unlock_notify();
+	scan.fallback++;
+	return b ? id : 0;
+}
+
+/* Queues the load of new code k, installed after not_before;
+ * sets k->jmid to its jmethodID, or 0 when its method is unknown (not named). */
+static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_before)
+{
+	struct vp_ch_nm nm = { .blob = k->blob, .code_start = k->code_start, .code_size = k->code_size,
+			       .compile_id = k->compile_id, .method = k->method };
+	jvmtiCompiledMethodLoadInlineRecord rec = { .header = { .kind = JVMTI_CMLR_INLINE_INFO,
+								.majorinfoversion = JVMTI_CMLR_MAJOR_VERSION,
+								.minorinfoversion = JVMTI_CMLR_MINOR_VERSION } };
+	const void *info = NULL;
+
+	uint64_t prepared = 0;
+	k->jmid = method_ptr_get(k->method, &prepared);
+	if (!k->jmid && !scan.redrained) {
+		scan.redrained = true;   /* once per walk */
+		write_queue(0);
+		k->jmid = method_ptr_get(k->method, &prepared);
+	}
+	/* Nor can it have run before its class was prepared, or before code it replaced went. */
+	if (prepared > not_before)
+		not_before = prepared;
+	if (k->after > not_before)
+		not_before = k->after;
+	if (!k->jmid)
+		k->jmid = fallback_id(k->method);
+	if (!k->jmid) {
+		scan.unknown++;
+		return;
+	}
+	if (!stats.no_inline) {
+		int err = vp_ch__scopes(&scan.ch, &nm, &scan.sc);
+		bool ok = !err && !vp_grow((void **)&scan.pcinfo, &scan.cap_pcinfo, scan.sc.npcs + 1, sizeof(*scan.pcinfo)) &&
+			  !vp_grow((void **)&scan.ids, &scan.cap_ids, scan.sc.nframes + 1, sizeof(*scan.ids)) &&
+			  !vp_grow((void **)&scan.bcis, &scan.cap_bcis, scan.sc.nframes + 1, sizeof(*scan.bcis));
+		for (size_t i = 0; ok && i < scan.sc.nframes; i++) {
+			uint64_t id = method_ptr_get(scan.sc.frames[i].method, NULL);
+			scan.ids[i] = (jmethodID)(uintptr_t)(id ? id : fallback_id(scan.sc.frames[i].method));
+			scan.bcis[i] = scan.sc.frames[i].bci;
+			ok = scan.ids[i] != NULL;
+		}
+		for (size_t i = 0; ok && i < scan.sc.npcs; i++) {
+			const struct vp_ch_pc *p = &scan.sc.pcs[i];
+			scan.pcinfo[i] = (PCStackInfo){ .pc = (void *)(uintptr_t)(k->code_start + p->pc_offset),
+						      .numstackframes = (jint)p->depth, .methods = scan.ids + p->first,
+						      .bcis = scan.bcis + p->first };
+		}
+		if (ok) {
+			rec.numpcs = (jint)scan.sc.npcs;
+			rec.pcinfo = scan.pcinfo;
+			info = &rec;
+		} else {
+			scan.undecoded++;
+		}
+	}
+	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
+		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
+	scan.loads++;
+}
+
+/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
+ * the one that replaced it), which cannot wait for the queue to make room. */
+void write_queue(size_t at_least)
+{
+	const uint8_t *buf;
+	lock();
+	size_t n = agent.qlen >= at_least ? take(&buf) : 0;
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	if (n && agent.w)
+		drain(buf, n);
+}
+
+static bool overlaps(const struct known *a, const struct known *b)
+{
+	return a->code_start < b->code_start + (b->code_size ? b->code_size : 1) &&
+	       b->code_start < a->code_start + (a->code_size ? a->code_size : 1);
+}
+
+static int cmp_known(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+	return x->blob < y->blob ? -1 : x->blob > y->blob;
+}
+
+/* One walk and its diff against the previous one; on the agent thread. */
+void scan_code(jvmtiEnv *jvmti)
+{
+	struct st_mark m, md;
+
+	if (!scan.on || agent.idle || !agent.w || stats.noop)
+		return;
+	/* Every class with code the walk can meet was prepared before that code was made,
+	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
+	 * (a class prepared after this gets a second chance in queue_scanned_load). */
+	write_queue(0);
+	scan.redrained = false;
+	uint64_t start = now_ns();
+	st_begin(&m);
+	scan.ncur = 0;
+	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	int err = vp_ch__walk(&scan.ch, walk_visit, NULL);
+	uint64_t end = now_ns();
+	scan.walks++;
+	if (err) {
+		scan.incomplete++;
+		scan.due = end + SCAN_MIN_MS * 1000000ull;
+		st_end(ST_SCAN, &m);
+		return;
+	}
+	/* The walk goes in address order; sort only if the heaps overlapped oddly. */
+	for (size_t i = 1; i < scan.ncur; i++)
+		if (scan.cur[i - 1].blob > scan.cur[i].blob) {
+			qsort(scan.cur, scan.ncur, sizeof(*scan.cur), cmp_known);
+			break;
+		}
+	st_end(ST_SCAN, &m);
+	st_begin(&md);
+
+	/* Merge by blob address: carried over, new, or missed. */
+	size_t i = 0, j = 0, fresh = 0, gone = 0;
+	scan.nnext = 0;
+	if (vp_grow((void **)&scan.next, &scan.cap_next, scan.nprev + scan.ncur + 1, sizeof(*scan.next)))
+		goto out;
+	while (i < scan.nprev || j < scan.ncur) {
+		struct known *p = i < scan.nprev ? &scan.prev[i] : NULL, *c = j < scan.ncur ? &scan.cur[j] : NULL;
+		if (p && c && p->blob == c->blob && p->compile_id == c->compile_id && p->method == c->method) {
+			struct known k = *p;
+			k.seen_start = start;
+			k.mark = K_SEEN;
+			scan.next[scan.nnext++] = k;
+			i++, j++;
+		} else if (p && (!c || p->blob <= c->blob)) {
+			/* Missed: kept once, gone when missed again or replaced at its address. */
+			struct known k = *p;
+			if (k.mark != K_MISSED)
+				k.missed_end = end;
+			k.mark = k.mark == K_MISSED || (c && p->blob == c->blob) ? K_GONE : K_MISSED;
+			scan.next[scan.nnext++] = k;
+			i++;
+		} else {
+			struct known k = *c;
+			k.seen_start = start;
+			k.mark = K_NEW;
+			scan.next[scan.nnext++] = k;
+			j++;
+		}
+	}
+	/* New code that overlaps missed code proves that code gone, and came after it. */
+	for (size_t a = 0; a < scan.nnext; a++) {
+		struct known *n = &scan.next[a];
+		if (n->mark != K_NEW)
+			continue;
+		n->after = 0;
+		for (size_t b = a > 64 ? a - 64 : 0; b < scan.nnext && b < a + 64; b++) {
+			struct known *o = &scan.next[b];
+			if (b == a || (o->mark != K_MISSED && o->mark != K_GONE) || !overlaps(n, o))
+				continue;
+			o->mark = K_GONE;
+			if (unload_time(o) > n->after)
+				n->after = unload_time(o);
+		}
+	}
+	/* Unloads first (new code may take their place), then loads. */
+	size_t keep = 0;
+	for (size_t a = 0; a < scan.nnext; a++) {
+		struct known *k = &scan.next[a];
+		if (k->mark == K_GONE) {
+			if (k->jmid)
+				queue_unload(k);
+			gone++;
+			continue;
+		}
+		scan.next[keep++] = *k;
+	}
+	scan.nnext = keep;
+	for (size_t a = 0; a < scan.nnext; a++) {
+		struct known *k = &scan.next[a];
+		if (k->mark != K_NEW)
+			continue;
+		k->mark = K_SEEN;
+		queue_scanned_load(jvmti, k, scan.last_start);
+		fresh++;
+		if ((fresh & 63) == 0)
+			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
+	}
+	scan.last_start = start;
+	struct known *t = scan.prev;
+	size_t tc = scan.cap_prev;
+	scan.prev = scan.next;
+	scan.cap_prev = scan.cap_next;
+	scan.nprev = scan.nnext;
+	scan.next = t;
+	scan.cap_next = tc;
+	/* Busy code heaps are walked often, quiet ones less and less. */
+	scan.period_ms = fresh || gone ? SCAN_MIN_MS : scan.period_ms * 2 > SCAN_MAX_MS ? SCAN_MAX_MS : scan.period_ms * 2;
+out:
+	scan.due = now_ns() + (uint64_t)scan.period_ms * 1000000ull;
+	if (fresh || gone)
+		st_end(ST_SCAN_DECODE, &md);
+}
+
+/* A walk is due: its time came, or a GC finished since the last one. */
+bool scan_due(void)
+{
+	return scan.on && !agent.idle && agent.w && !stats.noop && agent.classes_enumerated &&
+	       (now_ns() >= scan.due || __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE) != scan.gc_seen);
+}
+
+/* Milliseconds the agent thread may wait for queue records before the next walk. */
+jlong scan_wait_ms(void)
+{
+	if (!scan.on || agent.idle || !agent.w || stats.noop)
+		return 1000;
+	uint64_t t = now_ns();
+	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
+}
+
+/* A new session's map starts with every live method again, as at an attach. */
+void scan_reset(void)
+{
+	scan.nprev = 0;
+	scan.last_start = 0;
+	scan.due = 0;
+	scan.period_ms = SCAN_MIN_MS;
+}
+
+/* Option scancheck: CompiledMethodLoad stays on, and each event's method is looked up
+ * in the code heap and decoded as a walk would, then compared with what HotSpot gave.
+ * A test mode (it runs on the Service Thread and allocates); the counts are printed
+ * when the agent stops. */
+static void scan_check_differ(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void scan_check_differ(const char *fmt, ...)
+{
+	va_list ap;
+	scan.chk_differ++;
+	if (scan.chk_first[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(scan.chk_first, sizeof(scan.chk_first), fmt, ap);
+	va_end(ap);
+}
+
+/* Two Method* for one method. The code of a method handle intrinsic (linkToStatic,
+ * invokeBasic: signature-polymorphic, one Method* made per signature at run time) names
+ * its own Method*, but the event's jmethodID for it can lead to another intrinsic (seen
+ * on JDK 17 and 25: an event said invokeBasic(Object[]) for linkToStatic's code): those
+ * the check takes as equal, the walk's name being the right one. */
+static bool same_method(uint64_t a, uint64_t b)
+{
+	static char k1[512], n1[256], s1[1024], k2[512], n2[256], s2[1024];   /* under chk_lock */
+	if (a == b)
+		return true;
+	return !vp_ch__method_names(&scan.ch, a, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1)) &&
+	       !vp_ch__method_names(&scan.ch, b, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2)) && !strcmp(k1, k2) &&
+	       ((!strcmp(n1, n2) && !strcmp(s1, s2)) || !strcmp(k1, "Ljava/lang/invoke/MethodHandle;"));
+}
+
+void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
+{
+	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+	struct vp_ch_nm nm;
+
+	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, scan.chk_lock);
+	scan.chk_n++;
+	if (vp_ch__find(&scan.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
+		scan.chk_missing++;
+		goto out;
+	}
+	uint64_t mptr = *(volatile uint64_t *)method;
+	if (nm.code_start != (uint64_t)(uintptr_t)code_addr || nm.code_size != (uint32_t)code_size ||
+	    !same_method(nm.method, mptr)) {
+		char k1[256] = "?", n1[128] = "?", s1[256] = "?", k2[256] = "?", n2[128] = "?", s2[256] = "?";
+		vp_ch__method_names(&scan.ch, mptr, k1, sizeof(k1), n1, sizeof(n1), s1, sizeof(s1));
+		vp_ch__method_names(&scan.ch, nm.method, k2, sizeof(k2), n2, sizeof(n2), s2, sizeof(s2));
+		scan_check_differ("code at %p: event %d bytes %s.%s%s, heap %#llx %u bytes %s.%s%s", code_addr,
+				  (int)code_size, k1, n1, s1, (unsigned long long)nm.code_start, nm.code_size, k2, n2, s2);
+		goto out;
+	}
+	int err = vp_ch__scopes(&scan.ch, &nm, &scan.chk_sc);
+	if (err) {
+		scan_check_differ("code at %p: decoding failed: %s", code_addr, strerror(-err));
+		goto out;
+	}
+	size_t n = 0;
+	for (jint i = 0; inl && i < inl->numpcs; i++) {
+		const PCStackInfo *pc = &inl->pcinfo[i];
+		if (n >= scan.chk_sc.npcs) {
+			scan_check_differ("code at %p: event has more pcs (%d) than the decode (%zu)", code_addr,
+					  (int)inl->numpcs, scan.chk_sc.npcs);
+			goto out;
+		}
+		const struct vp_ch_pc *d = &scan.chk_sc.pcs[n++];
+		if ((uint64_t)(uintptr_t)pc->pc != nm.code_start + d->pc_offset || (uint32_t)pc->numstackframes != d->depth) {
+			scan_check_differ("code at %p: pc %zu: event %p depth %d, decode +%u depth %u", code_addr, n - 1,
+					  pc->pc, (int)pc->numstackframes, d->pc_offset, d->depth);
+			goto out;
+		}
+		for (jint k = 0; k < pc->numstackframes; k++) {
+			const struct vp_ch_frame *f = &scan.chk_sc.frames[d->first + (size_t)k];
+			uint64_t em = pc->methods[k] ? *(volatile uint64_t *)pc->methods[k] : 0;
+			if (!same_method(em, f->method) || pc->bcis[k] != f->bci) {
+				scan_check_differ("code at %p: pc %zu frame %d: event method %#llx bci %d, decode %#llx bci %d",
+						  code_addr, n - 1, (int)k, (unsigned long long)em, (int)pc->bcis[k],
+						  (unsigned long long)f->method, (int)f->bci);
+				goto out;
+			}
+		}
+	}
+	if (inl && n != scan.chk_sc.npcs) {
+		scan_check_differ("code at %p: decode has more pcs (%zu) than the event (%zu)", code_addr,
+				  scan.chk_sc.npcs, n);
+		goto out;
+	}
+	scan.chk_same++;
+out:
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, scan.chk_lock);
+}
+
+void scan_print(void)
+{
+	if (scan.check)
+		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
+			(unsigned long long)scan.chk_n, (unsigned long long)scan.chk_same, (unsigned long long)scan.chk_differ,
+			(unsigned long long)scan.chk_missing, scan.chk_first[0] ? "; first: " : "", scan.chk_first);
+	if (stats.on && scan.on)
+		fprintf(stderr, "viprof agent stats: code heap walks=%llu incomplete=%llu loads=%llu unloads=%llu "
+			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)scan.walks,
+			(unsigned long long)scan.incomplete, (unsigned long long)scan.loads, (unsigned long long)scan.unloads,
+			(unsigned long long)scan.unknown, (unsigned long long)scan.undecoded, (unsigned long long)scan.fallback);
+}
+
+/* Where code loads come from: walks of the code heaps when this JVM's layout is one
+ * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
+ * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
+ * samples between safepoints keep their inlined frames. */
+void choose_code_source(void)
+{
+	char why[160] = "no HotSpot VM structure tables";
+	const struct vp_hs_vm *vm = hotspot_vm();
+	bool ok = vm && vp_ch__init(&scan.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
+
+	if (scan.check) {
+		if (!ok || (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
+			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
+			scan.check = false;
+		}
+	} else if (ok && !scan.forced_events) {
+		scan.on = true;
+		vp_agent__debug_nonsafepoints(vm);
+	}
+}
