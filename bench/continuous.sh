@@ -1,23 +1,32 @@
 #!/bin/sh
-# The cost of 'viprof serve --continuous' on an idle VM and on a busy one.
+# The cost of 'viprof serve --continuous' on an idle VM and on a busy one, interval by
+# interval, side by side with plain 'viprof record -a -g' at the same rate.
 #
-# idle: the service runs DUR seconds alone; its CPU time (its own and its recorders',
-#       from wait4's rusage, so the recorder children count) in % of one CPU.
-# busy: fixedwork (2 threads, a fixed amount of work) runs to its end, without the
-#       service and with it, alternating ROUNDS times; the service's CPU % over the
-#       run, and fixedwork's wall-time slowdown (median of rounds).
-# exec: a loop starting short-lived programs (/bin/true, 200 a second) and a JVM
-#       (java -version every 3 s) runs while, in turn, the service (--cpu-budget 0, so
-#       that the rate stays) and plain 'viprof record -a -g' sample at the same rate
-#       (-F EXEC_HZ, default 19); each one's CPU in % of one CPU and peak RSS, side by
-#       side. With VIPROF_BASELINE=/path/to/an/older/viprof its service runs in the same
-#       rounds too (the before/after of a change, in one run).
-# Prints TARGET lines as bench/suite.py does. Run as root from the build tree:
+# idle: nothing started by the bench (the VM's own load goes on).
+# busy: a loop starting short-lived programs (/bin/true, 200 a second) and a JVM
+#       (java -version every 3 s) runs throughout.
+# In each, these run at the same time, so that they see the same load:
+#   service   viprof serve --continuous --interval INTERVAL --no-jit -F HZ (default 19,
+#             the service's default rate; --cpu-budget 0 so that the rate stays)
+#   baseline  the same with VIPROF_BASELINE=/path/to/an/older/viprof (before/after)
+#   record    viprof record -a -g -q --no-jit -F HZ
+# and every INTERVAL seconds the bench prints, per process: its CPU time (user + system
+# from /proc/PID/stat) in % of one CPU, the run time of its BPF programs in % of one
+# CPU (the kernel's bpf_stats, enabled for the bench only through BPF_ENABLE_STATS;
+# the kernel charges it to the interrupted tasks, not to the process), and its memory
+# peak in the interval (VmHWM, reset through clear_refs at each interval's start).
+# The first interval (the start: BPF verification, kernel symbols) is printed but left
+# out of the medians. TARGET lines as bench/suite.py reads them.
+#
+# slowdown (PHASES=slowdown): fixedwork (2 threads, fixed work) alone and under the
+#       service, alternating ROUNDS times; its wall-time slowdown (median of rounds).
+#
+# Run as root from the build tree:
 #   sh bench/continuous.sh BUILD_DIR [DUR] [INTERVAL] [ROUNDS]
-# e.g. sh bench/continuous.sh build 60 20 3
+# e.g. sh bench/continuous.sh build 120 20 3   (6 intervals of 20 s per phase)
 set -eu
 BUILD=${1:?usage: continuous.sh BUILD_DIR [DUR] [INTERVAL] [ROUNDS]}
-DUR=${2:-60}
+DUR=${2:-120}
 INTERVAL=${3:-20}
 ROUNDS=${4:-3}
 VIPROF=$BUILD/cli/viprof
@@ -26,13 +35,14 @@ WORK=$BUILD/bench/fixedwork
 [ "$(id -u)" = 0 ] || { echo "continuous.sh: run as root (the service records the whole VM)" >&2; exit 2; }
 
 exec python3 - "$VIPROF" "$WORK" "$DUR" "$INTERVAL" "$ROUNDS" <<'EOF'
-import os, signal, statistics, subprocess, sys, tempfile, time, shutil
+import ctypes, json, os, signal, statistics, subprocess, sys, tempfile, time, shutil
 
-viprof, work, dur, interval, rounds = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-phases = os.environ.get("PHASES", "idle,busy,exec").split(",")
+viprof, work, dur, interval, rounds = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+phases = os.environ.get("PHASES", "idle,busy").split(",")
 baseline = os.environ.get("VIPROF_BASELINE")
-exec_hz = os.environ.get("EXEC_HZ", "19")
+hz = os.environ.get("HZ", "19")
 java = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+tick = os.sysconf("SC_CLK_TCK")
 
 def exec_load():
     # Short-lived programs, and a JVM now and then: what a busy build or batch VM does.
@@ -41,55 +51,113 @@ def exec_load():
               "trap 'kill $L $J; exit 0' TERM; wait" % (java if os.path.exists(java) else "true"))
     return subprocess.Popen(["sh", "-c", script])
 
-def measured(cmd, d, secs):
-    # CPU (user + system, the process and its reaped children) in % of one CPU, and peak RSS.
-    log = open(os.path.join(d, "m.log"), "w")
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=log, stderr=log)
-    if secs:
-        time.sleep(secs)
-        p.send_signal(signal.SIGTERM)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    return (ru.ru_utime + ru.ru_stime) / wall * 100, ru.ru_maxrss / 1024
+def enable_bpf_stats():
+    # BPF_ENABLE_STATS (32), BPF_STATS_RUN_TIME (0): on while the fd is open, so only
+    # for the bench's life, whatever kernel.bpf_stats_enabled says.
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.c_uint32 * 4
+    a = attr(0, 0, 0, 0)
+    fd = libc.syscall(321, 32, ctypes.byref(a), ctypes.sizeof(a))
+    return fd if fd >= 0 else None
 
-def exec_phase(d):
-    rows = {}
-    for r in range(rounds):
-        load = exec_load()
-        time.sleep(1)
+def bpf_run_ns(pids):
+    # {pid: run time of the BPF programs it holds}, from its descriptors' fdinfo
+    # (a program held by two descriptors counts once).
+    per = {}
+    for pid in pids:
+        seen = {}
         try:
-            runs = [("service", viprof)] + ([("service-baseline", baseline)] if baseline else [])
-            for name, b in runs:
-                shutil.rmtree(os.path.join(d, "c"), ignore_errors=True)
-                pct, rss = measured([b, "serve", "--continuous", os.path.join(d, "c"), "--interval", interval,
-                                     "--no-jit", "-F", exec_hz, "--cpu-budget", "0"], d, dur)
-                rows.setdefault(name, []).append((pct, rss))
-            shutil.rmtree(os.path.join(d, "r"), ignore_errors=True)
-            pct, rss = measured([viprof, "record", "-a", "-g", "-q", "--no-jit", "-F", exec_hz, "-d", str(int(dur)),
-                                 "-o", os.path.join(d, "r")], d, 0)
-            rows.setdefault("record -a -g", []).append((pct, rss))
-        finally:
-            load.send_signal(signal.SIGTERM)
-            load.wait()
-        print("exec round %d: " % (r + 1) + ", ".join("%s %.2f%% of one CPU (%.0f MB)" % (k, v[-1][0], v[-1][1])
-                                                        for k, v in rows.items()))
-    print("exec-heavy VM at %s Hz, %s s intervals, medians of %d rounds: " % (exec_hz, interval, rounds) +
-          ", ".join("%s %.2f%% of one CPU, peak %.0f MB" % (k, statistics.median(x[0] for x in v),
-                                                            max(x[1] for x in v)) for k, v in rows.items()))
-    return {k: statistics.median(x[0] for x in v) for k, v in rows.items()}
+            fds = os.listdir(f"/proc/{pid}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    kv = dict(l.split(":", 1) for l in f if ":" in l)
+            except OSError:
+                continue
+            if "prog_id" in kv and "run_time_ns" in kv:
+                seen[kv["prog_id"].strip()] = int(kv["run_time_ns"])
+        per[pid] = sum(seen.values())
+    return per
 
-def start_service(d):
-    log = open(os.path.join(d, "serve.log"), "w")
-    p = subprocess.Popen([viprof, "serve", "--continuous", os.path.join(d, "c"), "--interval", interval,
-                          "--no-jit"], stdout=log, stderr=log)
-    return p, time.monotonic()
+def cpu_ticks(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])   # utime, stime
+    except OSError:
+        return None
 
-def stop_service(p, t0):
-    p.send_signal(signal.SIGTERM)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    return (ru.ru_utime + ru.ru_stime) / wall * 100, wall
+def hwm_mb(pid, reset):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kb = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+        if reset:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")   # the peak starts again from the current RSS
+        return kb / 1024
+    except (OSError, StopIteration):
+        return None
+
+def steady(phase, d):
+    nint = max(2, int(dur // interval))
+    procs = []
+    for name, b in [("service", viprof)] + ([("baseline", baseline)] if baseline else []):
+        out = os.path.join(d, name)
+        shutil.rmtree(out, ignore_errors=True)
+        log = open(os.path.join(d, name + ".log"), "w")
+        procs.append((name, subprocess.Popen([b, "serve", "--continuous", out, "--interval", str(interval),
+                                              "--no-jit", "-F", hz, "--cpu-budget", "0"], stdout=log, stderr=log)))
+    shutil.rmtree(os.path.join(d, "r"), ignore_errors=True)
+    rlog = open(os.path.join(d, "record.log"), "w")
+    procs.append(("record -a -g", subprocess.Popen([viprof, "record", "-a", "-g", "-q", "--no-jit", "-F", hz, "-d",
+                                                    str(nint * interval + 5), "-o", os.path.join(d, "r")],
+                                                   stdout=rlog, stderr=rlog)))
+    names = [n for n, _ in procs]
+    rows = {n: [] for n in names}
+    t0 = time.monotonic()
+    last = {n: (0, 0) for n in names}
+    for n, p in procs:
+        hwm_mb(p.pid, True)
+    bpf0 = bpf_run_ns([p.pid for _, p in procs])
+    print(f"== {phase} VM, {hz} Hz, {interval} s intervals: CPU % of one CPU (process / its BPF programs), "
+          f"memory peak MB", flush=True)
+    print("  interval  " + "".join(f"{n:>28}" for n in names), flush=True)
+    for k in range(1, nint + 1):
+        time.sleep(max(0, t0 + k * interval - time.monotonic()))
+        bpf = bpf_run_ns([p.pid for _, p in procs])
+        cols = []
+        for n, p in procs:
+            t = cpu_ticks(p.pid)
+            ticks = (t - last[n][0]) if t is not None else 0
+            last[n] = (t if t is not None else last[n][0], 0)
+            bns = bpf.get(p.pid, 0) - bpf0.get(p.pid, 0)
+            mb = hwm_mb(p.pid, True)
+            pct = ticks / tick / interval * 100
+            bpct = bns / 1e9 / interval * 100
+            rows[n].append((pct, bpct, mb or 0))
+            cols.append(f"{pct:6.2f}% /{bpct:5.2f}% {mb or 0:6.0f} MB")
+        bpf0 = bpf
+        print(f"  {k:8d}  " + "".join(f"{c:>28}" for c in cols), flush=True)
+    for n, p in procs:
+        p.send_signal(signal.SIGTERM)
+    for n, p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    res = {}
+    for n in names:
+        st = rows[n][1:]   # the start's interval left out
+        cpu = [x[0] for x in st]
+        res[n] = (statistics.median(cpu), min(cpu), max(cpu), statistics.median(x[1] for x in st),
+                  max(x[2] for x in rows[n]))
+        print(f"  {n}: median {res[n][0]:.2f}% of one CPU ({res[n][1]:.2f}..{res[n][2]:.2f}) over intervals "
+              f"2..{nint}, its BPF programs {res[n][3]:.2f}%, memory peak {res[n][4]:.0f} MB "
+              f"(first interval {rows[n][0][0]:.2f}%)", flush=True)
+    return res
 
 def fixedwork():
     t = time.monotonic()
@@ -101,37 +169,45 @@ def target(name, measured, target, met, **kw):
     print(f"TARGET {name} measured={measured} target={target} met={'yes' if met else 'no'} sure=no {extra}".rstrip())
 
 d = tempfile.mkdtemp(prefix="vp-bench-continuous-")
+statsfd = enable_bpf_stats()
+if statsfd is None:
+    print("# bpf_stats could not be enabled: the BPF columns read 0")
 try:
-  if "exec" in phases:
-    ex = exec_phase(d)
-    target("continuous-exec-cpu", f"{ex['service']:.2f}%", "<=0.5%", ex["service"] <= 0.5, hz=exec_hz,
-           record_a=f"{ex['record -a -g']:.2f}%")
-  if "idle" in phases or "busy" in phases:
-      # Idle: the service alone.
-      p, t0 = start_service(d)
-      time.sleep(dur)
-      idle_pct, idle_wall = stop_service(p, t0)
-      print(f"idle VM: the service used {idle_pct:.2f}% of one CPU over {idle_wall:.0f} s ({interval} s intervals)")
-
-      # Busy: fixedwork alone and under the service, alternating.
-      base, under, pcts = [], [], []
-      for r in range(rounds):
-          base.append(fixedwork())
-          shutil.rmtree(os.path.join(d, "c"), ignore_errors=True)
-          p, t0 = start_service(d)
-          time.sleep(2)   # the first interval's start-up, as in steady state
-          under.append(fixedwork())
-          pct, _ = stop_service(p, t0)
-          pcts.append(pct)
-          print(f"round {r + 1}: fixedwork {base[-1]:.2f} s alone, {under[-1]:.2f} s under the service "
-                f"({(under[-1] / base[-1] - 1) * 100:+.1f}%), the service {pct:.2f}% of one CPU")
-      slow = statistics.median(u / b - 1 for u, b in zip(under, base)) * 100
-      busy_pct = statistics.median(pcts)
-      print(f"busy VM: fixedwork {statistics.median(base):.2f} s alone, {statistics.median(under):.2f} s under the "
-            f"service: {slow:+.1f}%; the service {busy_pct:.2f}% of one CPU")
-      target("continuous-idle-cpu", f"{idle_pct:.2f}%", "<=2%", idle_pct <= 2, interval=interval)
-      target("continuous-busy-cpu", f"{busy_pct:.2f}%", "<=2%", busy_pct <= 2, interval=interval)
-      target("continuous-busy-slowdown", f"{slow:+.1f}%", "<=3%", slow <= 3, rounds=rounds)
+    for phase in ("idle", "busy"):
+        if phase not in phases:
+            continue
+        load = exec_load() if phase == "busy" else None
+        try:
+            time.sleep(1 if load else 0)
+            res = steady(phase, d)
+        finally:
+            if load:
+                load.send_signal(signal.SIGTERM)
+                load.wait()
+        s, r = res["service"], res["record -a -g"]
+        kw = dict(hz=hz, interval=interval, spread=f"{s[1]:.2f}..{s[2]:.2f}%", bpf=f"{s[3]:.2f}%",
+                  peak_mb=f"{s[4]:.0f}", record_a=f"{r[0]:.2f}%")
+        if baseline:
+            kw["baseline"] = f"{res['baseline'][0]:.2f}%"
+        target(f"continuous-{phase}-cpu", f"{s[0]:.2f}%", "<=0.5%", s[0] <= 0.5, **kw)
+    if "slowdown" in phases:
+        base, under = [], []
+        for r in range(rounds):
+            base.append(fixedwork())
+            shutil.rmtree(os.path.join(d, "c"), ignore_errors=True)
+            log = open(os.path.join(d, "serve.log"), "w")
+            p = subprocess.Popen([viprof, "serve", "--continuous", os.path.join(d, "c"), "--interval", str(interval),
+                                  "--no-jit", "-F", hz], stdout=log, stderr=log)
+            time.sleep(2)   # past the start
+            under.append(fixedwork())
+            p.send_signal(signal.SIGTERM)
+            p.wait()
+            print(f"round {r + 1}: fixedwork {base[-1]:.2f} s alone, {under[-1]:.2f} s under the service "
+                  f"({(under[-1] / base[-1] - 1) * 100:+.1f}%)", flush=True)
+        slow = statistics.median(u / b - 1 for u, b in zip(under, base)) * 100
+        target("continuous-busy-slowdown", f"{slow:+.1f}%", "<=3%", slow <= 3, rounds=rounds)
 finally:
+    if statsfd is not None:
+        os.close(statsfd)
     shutil.rmtree(d, ignore_errors=True)
 EOF

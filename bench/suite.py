@@ -16,7 +16,9 @@ Ratios are taken per round (variant / baseline of the same round) and the median
 those is the measurement; "sure" says whether every round agrees with the verdict.
 
 Parts: startup (record -- /bin/true, with and without -g, vs perf record), javac (300
-generated classes), service (bench/workloads/Service.java: two busy workers with
+generated classes), javac-breakdown (javac under each layer of record -g: start, sampling,
+frame-pointer stacks, unwind tables, agent, DebugNonSafepoints; --before adds another
+viprof), service (bench/workloads/Service.java: two busy workers with
 allocation), native (bench/workloads/fixedwork.c on 2 threads). Each part ends with
 lines `TARGET name measured=X target=Y met=yes|no ...` that bench/run-all.sh collects.
 
@@ -286,6 +288,74 @@ def part_javac(a, tmp):
         print("SKIPPED javac-cpu-vs-asprof async-profiler not found (ASPROF_HOME)")
 
 
+def part_javac_breakdown(a, tmp):
+    """What 'record -g' adds to javac, part by part, as differences of variants run in
+    the same interleaved rounds (median per-round CPU over javac alone, in % of it)."""
+    javac = os.path.join(JDK, "bin/javac")
+    need(javac, "javac (set JDK)")
+    vp = os.path.join(a.build, "cli/viprof")
+    agent = os.path.join(a.build, "jvm-agent/libviprof-jvmti.so")
+    need(vp, "viprof (build it first)")
+    need(agent, "the JVM agent (build it first)")
+    files = javac_sources(tmp, a.classes)
+    cmd = [javac, "-d", os.path.join(tmp, "out")] + files
+    sess = os.path.join(tmp, "s")
+    clean = lambda: shutil.rmtree(sess, ignore_errors=True)
+    jit = os.path.join(tmp, "jit")
+    clean_jit = lambda: (shutil.rmtree(jit, ignore_errors=True), os.makedirs(jit))
+    rec = lambda *o: [vp, "record", "-q", "-F", str(RATE)] + list(o) + ["-o", sess, "--"]
+    dns = ["-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:+DebugNonSafepoints"]
+    print(f"== what record -g adds to javac of {a.classes} generated classes ({version(JDK)}), "
+          f"{a.rounds} interleaved rounds")
+    alone = Variant("javac alone", cmd, "base")
+    v = {
+        "dns": Variant("javac +DebugNonSafepoints", [javac] + dns + cmd[1:], "base"),
+        "agent": Variant("javac + agent (+DNS)", [javac, f"-J-agentpath:{agent}=dir={jit}"] + dns + cmd[1:], "base",
+                         clean_jit),
+        "start": Variant("record -g --no-jit -- /bin/true", rec("-g", "--no-jit") + ["/bin/true"], "viprof", clean),
+        "nog": Variant("record --no-jit (no -g)", rec("--no-jit") + cmd, "viprof", clean),
+        "fp": Variant("record -g --no-jit --stack-walk fp", rec("-g", "--no-jit", "--stack-walk", "fp") + cmd,
+                      "viprof", clean),
+        "g": Variant("record -g --no-jit", rec("-g", "--no-jit") + cmd, "viprof", clean),
+        "full": Variant(f"record -g -F {RATE}", rec("-g") + cmd, "viprof", clean),
+    }
+    if a.before:   # another viprof (e.g. main's) in the same rounds: before/after
+        v["before"] = Variant(f"record -g -F {RATE} (before)", [a.before] + rec("-g")[1:] + cmd, "viprof", clean)
+    variants = [alone] + list(v.values())
+    lib = asprof_lib()
+    ap = None
+    if lib:
+        opt = (f"-J-agentpath:{lib}=start,event=cpu,interval={AP_INTERVAL},"
+               f"file={os.path.join(tmp, 'ap.collapsed')},collapsed")
+        ap = Variant(f"async-profiler cpu {RATE} Hz", [javac, opt] + cmd[1:], "asprof")
+        variants.append(ap)
+    interleave(variants, a.rounds, tmp)
+    print_variants(variants, alone)
+    over = lambda x: [c / b - 1 for c, b in zip(x.cpu, alone.cpu)]
+    diff = lambda x, y: med([(c - d) / b for c, d, b in zip(x.cpu, y.cpu, alone.cpu)]) * 100
+    start = med([c / b for c, b in zip(v["start"].cpu, alone.cpu)]) * 100
+    print("  parts, in % of javac alone's CPU (medians of per-round differences):")
+    rows = [("recorder start+stop (BPF load and verification, symbols; record -- /bin/true)", start),
+            ("sampler interrupts and drain at 999 Hz, no stacks (record - start)", med(over(v["nog"])) * 100 - start),
+            ("stacks by frame pointers (-g --stack-walk fp - no -g)", diff(v["fp"], v["nog"])),
+            ("unwind tables and their walk (-g - fp)", diff(v["g"], v["fp"])),
+            ("the agent in the recording: walk, naming, DNS (full - -g --no-jit)", diff(v["full"], v["g"])),
+            ("  of which DebugNonSafepoints alone (javac +DNS - alone)", med(over(v["dns"])) * 100),
+            ("  of which the agent alone (javac + agent - +DNS)", diff(v["agent"], v["dns"])),
+            ("total: record -g", med(over(v["full"])) * 100)]
+    if "before" in v:
+        rows.append(("record -g before (--before)", med(over(v["before"])) * 100))
+    if ap:
+        rows.append(("async-profiler cpu, same rate", med(over(ap)) * 100))
+    for name, val in rows:
+        print(f"    {val:+6.1f}%  {name}")
+    if ap:
+        cpu_target("javac-cpu-vs-asprof", v["full"], ap, alone, "async-profiler")
+        if "before" in v:
+            print("  before:", end=" ")
+            cpu_target("javac-cpu-vs-asprof-before", v["before"], ap, alone, "async-profiler")
+
+
 def part_service(a, tmp):
     java = os.path.join(JDK, "bin/java")
     need(java, "java (set JDK)")
@@ -382,14 +452,14 @@ def print_table(files, missing):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="+", help="startup javac service native | table FILE... [--missing NAME]")
+    ap.add_argument("parts", nargs="+", help="startup javac javac-breakdown service native | table FILE... [--missing NAME]")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=None, help="rounds per comparison (default 5; --quick 2)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and smaller workloads, for trying it out")
     ap.add_argument("--classes", type=int, default=300)
     ap.add_argument("--requests", type=int, default=None, help="Service requests (default 300000; --quick 100000)")
     ap.add_argument("--fw-iters", type=int, default=None, help="fixedwork size (default 500; --quick 200)")
-    ap.add_argument("--before", help="(startup) another viprof binary to time in the same rounds, e.g. main's")
+    ap.add_argument("--before", help="(startup, javac-breakdown) another viprof binary to time in the same rounds, e.g. main's")
     ap.add_argument("--missing", action="append", default=[], help="(table) a script that is not there")
     a = ap.parse_args()
     if a.parts[0] == "table":
@@ -401,10 +471,10 @@ def main():
     a.fw_iters = a.fw_iters or (200 if a.quick else 500)
     if os.geteuid() != 0:
         sys.exit("bench: run as root (viprof and perf record need it here)")
-    parts = {"startup": part_startup, "javac": part_javac, "service": part_service, "native": part_native}
+    parts = {"startup": part_startup, "javac": part_javac, "javac-breakdown": part_javac_breakdown, "service": part_service, "native": part_native}
     for p in a.parts:
         if p not in parts:
-            sys.exit(f"bench: unknown part '{p}' (startup, javac, service, native, table)")
+            sys.exit(f"bench: unknown part '{p}' (startup, javac, javac-breakdown, service, native, table)")
     tmp = tempfile.mkdtemp(prefix="vp-suite.")
     try:
         print(f"# {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average {os.getloadavg()[0]:.2f}, "

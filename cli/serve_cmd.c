@@ -35,9 +35,10 @@ struct serve_args {
 	unsigned interval_s;
 	uint64_t keep_age_s, keep_bytes;
 	double cpu_budget;
-	uint64_t freq;
+	uint64_t freq;             /* -F, or 0: each one's default */
 	const char *jvm_attach;
 	bool no_jit;
+	bool off_cpu;
 	const char *tmpdir;
 	const char *socket;        /* --socket, or NULL */
 	struct vp_sock_limits limits;
@@ -46,6 +47,8 @@ struct serve_args {
 	unsigned push_queue;
 	const char *push_app;
 };
+
+#define SERVE_PPROF_FREQ 99   /* /debug/pprof/profile without -F */
 
 _Static_assert(VP_INTERVAL_NAME_LEN <= VP_PUSH_NAME_MAX, "the pusher keeps whole interval names");
 
@@ -62,7 +65,6 @@ static void serve_defaults(struct serve_args *a)
 	a->keep_age_s = 24 * 3600;
 	a->keep_bytes = 1ull << 30;
 	a->cpu_budget = VP_CONT_DEFAULT_BUDGET;
-	a->freq = 99;
 	a->limits = (struct vp_sock_limits)VP_SOCK_DEFAULT_LIMITS;
 	a->push_queue = VP_PUSH_DEFAULT_QUEUE;
 	a->push_app = "viprof";
@@ -95,7 +97,11 @@ static void serve_usage(FILE *f)
 		"                         1G; 0 = no limit; units K, M, G)\n"
 		"  --cpu-budget PCT       the continuous recording's CPU time, in %% of one CPU, that the\n"
 		"                         service keeps under by lowering the rate (default %.1f; 0 = none)\n"
-		"  -F, --freq HZ          sampling rate of both (default 99; lowered by the budget)\n"
+		"  -F, --freq HZ          sampling rate of both (default: %d Hz per CPU for --continuous,\n"
+		"                         lowered by the budget; %d Hz for /debug/pprof/profile)\n"
+		"  --off-cpu              the continuous recording also records where threads wait\n"
+		"                         (the switch tracer: a cost per context switch of the VM; without\n"
+		"                         it nothing runs per switch, and steal is shared out in proportion)\n"
 		"  --jvm-attach SEL       which JVMs the service loads the agent into (for named JIT\n"
 		"                         frames): none (default), all, user:NAME,.. or PID,..; a JVM\n"
 		"                         started with VIPROF_NO_AGENT=1 never gets it\n"
@@ -127,7 +133,7 @@ static void serve_usage(FILE *f)
 		"      a fleet scraper sends 'Authorization: Bearer <token>'; http://HOST:6060/ lists the intervals\n"
 		"  viprof serve --continuous /var/lib/viprof --push pyroscope=http://127.0.0.1:4040\n"
 		"      every interval also goes to Pyroscope, queued on disk while it is down\n",
-		VP_CONT_DEFAULT_BUDGET, VP_PUSH_DEFAULT_QUEUE);
+		VP_CONT_DEFAULT_BUDGET, VP_CONT_DEFAULT_FREQ, SERVE_PPROF_FREQ, VP_PUSH_DEFAULT_QUEUE);
 }
 
 static int serve_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -165,7 +171,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
 	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
 	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER, OPT_PUSH, OPT_PUSH_QUEUE,
-	       OPT_PUSH_APP };
+	       OPT_PUSH_APP, OPT_OFF_CPU };
 	static const struct option longopts[] = {
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "http-token", required_argument, NULL, OPT_TOKEN },
@@ -179,6 +185,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		{ "freq", required_argument, NULL, 'F' },
 		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
 		{ "push", required_argument, NULL, OPT_PUSH },
 		{ "push-queue", required_argument, NULL, OPT_PUSH_QUEUE },
@@ -266,6 +273,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 			break;
 		case OPT_JVM_ATTACH: a->jvm_attach = optarg; break;
 		case OPT_NO_JIT: a->no_jit = true; break;
+		case OPT_OFF_CPU: a->off_cpu = true; break;
 		case OPT_TMPDIR: a->tmpdir = optarg; break;
 		case OPT_PUSH: {
 			char perr[768];
@@ -332,6 +340,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		return serve_usage_error("unexpected argument '%s'", argv[optind]);
 	if (a->http_token && !a->http)
 		return serve_usage_error("--http-token without --http");
+	if (a->off_cpu && !a->continuous)
+		return serve_usage_error("--off-cpu is for the recording of --continuous DIR: give that too");
 	if (a->npush && !a->continuous)
 		return serve_usage_error("--push sends the intervals of --continuous DIR: give that too");
 	if ((a->allow_group || a->allow.nuids) && !a->http)
@@ -389,20 +399,25 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ret = 1;
+	/* The continuous recording runs always: it samples at the fleet profilers' rate. A
+	 * profile request is a short look: Go's pprof rate. */
+	uint64_t cont_freq = a.freq ? a.freq : VP_CONT_DEFAULT_FREQ;
+	uint64_t pprof_freq = a.freq ? a.freq : SERVE_PPROF_FREQ;
 	if (a.continuous) {
 		struct vp_cont_opts co = { .dir = a.continuous, .interval_s = a.interval_s,
 					   .keep_age_s = a.keep_age_s, .keep_bytes = a.keep_bytes,
-					   .cpu_budget_pct = a.cpu_budget, .freq = a.freq, .jvm = &jvm,
-					   .agent = agent, .no_jit = a.no_jit, .metrics = &metrics, .log = stderr };
+					   .cpu_budget_pct = a.cpu_budget, .freq = cont_freq, .jvm = &jvm,
+					   .agent = agent, .no_jit = a.no_jit, .off_cpu = a.off_cpu, .metrics = &metrics,
+					   .log = stderr };
 		cont = vp_cont__start(&co, err, sizeof(err));
 		if (!cont) {
 			fprintf(stderr, "viprof serve: %s\n", err);
 			goto cleanup;
 		}
 		fprintf(stderr, "viprof serve: continuous recording in %s: %u s intervals at %llu Hz, CPU budget %.2f%% of "
-				"one CPU, keeping %llu s and %llu MiB\n", a.continuous, a.interval_s,
-			(unsigned long long)a.freq, a.cpu_budget, (unsigned long long)a.keep_age_s,
-			(unsigned long long)(a.keep_bytes >> 20));
+				"one CPU, keeping %llu s and %llu MiB%s\n", a.continuous, a.interval_s,
+			(unsigned long long)cont_freq, a.cpu_budget, (unsigned long long)a.keep_age_s,
+			(unsigned long long)(a.keep_bytes >> 20), a.off_cpu ? ", with off-CPU time" : "");
 		if (a.npush) {
 			char host[256] = "";
 			if (gethostname(host, sizeof(host) - 1) != 0)
@@ -424,7 +439,7 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 	if (a.http) {
-		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .allow = a.allow, .freq = a.freq,
+		struct vp_api_opts ao = { .listen = a.http, .token_file = a.http_token, .allow = a.allow, .freq = pprof_freq,
 					  .jvm = &jvm, .agent = agent, .no_jit = a.no_jit, .tmpdir = a.tmpdir,
 					  .cont = cont, .cont_dir = a.continuous, .interval_s = a.interval_s,
 					  .cpu_budget_pct = a.cpu_budget, .metrics = &metrics, .log = stderr };

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@ struct vp_container_sink {
 	struct vp_sink next;
 	uint32_t *seen;          /* open addressing, 0 = empty (pid 0 is never labelled) */
 	size_t cap, n;
+	bool lazy;               /* label at a process's first sample only */
 };
 
 static ssize_t read_small(const char *path, char *buf, size_t len)
@@ -63,8 +66,16 @@ int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink, uin
 	memset(c, 0, sizeof(*c));
 	size_t cl = vp_container__pick_cgroup(text, c->cgroup, PATH_MAX);
 	c->pid = c->nspid = (uint32_t)pid;
+	c->pidns = ns_inode(spid, "pid");
+	c->mntns = ns_inode(spid, "mnt");
+	/* Ours never changes: read once. */
+	static _Atomic uint64_t host_pidns;
+	if (!host_pidns)
+		host_pidns = ns_inode("self", "pid");
+	c->host_pidns = host_pidns;
+	/* In our pid namespace the pid is its own: no status to read (most processes). */
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (read_small(path, text, sizeof(text)) > 0) {
+	if ((!c->pidns || c->pidns != c->host_pidns) && read_small(path, text, sizeof(text)) > 0) {
 		char *ns = strstr(text, "\nNSpid:");
 		/* The last field is the pid in the process's own namespace. */
 		for (char *s = ns ? ns + 7 : NULL, *end; s;) {
@@ -75,9 +86,6 @@ int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink, uin
 			s = end;
 		}
 	}
-	c->pidns = ns_inode(spid, "pid");
-	c->mntns = ns_inode(spid, "mnt");
-	c->host_pidns = ns_inode("self", "pid");
 	if (nspid)
 		*nspid = c->nspid;
 	return sink->emit(sink->ctx, VP_REC_CONTAINER, time, c, sizeof(*c) + cl + 1);
@@ -86,6 +94,10 @@ int vp_container__emit(pid_t pid, uint64_t time, const struct vp_sink *sink, uin
 /* Bit 31 of a seen entry: the process lives in another pid namespace (pids stay below
  * 2^22, the kernel's pid_max limit). */
 #define OTHER_NS 0x80000000u
+/* Bit 30, lazy labelling only: the process exec'd since it was labelled (it may have
+ * moved): label it again at its next sample. */
+#define RELABEL 0x40000000u
+#define PID_OF(e) ((e) & ~(OTHER_NS | RELABEL))
 
 /* Marks pid seen; true if it was not. *slot gets its entry. Under mu. */
 static bool first_time(struct vp_container_sink *cs, uint32_t pid, uint32_t **slot)
@@ -99,7 +111,7 @@ static bool first_time(struct vp_container_sink *cs, uint32_t pid, uint32_t **sl
 		for (size_t i = 0; i < cs->cap; i++) {
 			if (!cs->seen[i])
 				continue;
-			size_t j = ((cs->seen[i] & ~OTHER_NS) * 2654435761u) & (ncap - 1);
+			size_t j = (PID_OF(cs->seen[i]) * 2654435761u) & (ncap - 1);
 			while (ns[j])
 				j = (j + 1) & (ncap - 1);
 			ns[j] = cs->seen[i];
@@ -110,7 +122,7 @@ static bool first_time(struct vp_container_sink *cs, uint32_t pid, uint32_t **sl
 	}
 	size_t j = (pid * 2654435761u) & (cs->cap - 1);
 	while (cs->seen[j]) {
-		if ((cs->seen[j] & ~OTHER_NS) == pid) {
+		if (PID_OF(cs->seen[j]) == pid) {
 			*slot = &cs->seen[j];
 			return false;
 		}
@@ -128,7 +140,7 @@ static uint32_t *find_slot(struct vp_container_sink *cs, uint32_t pid)
 	if (!cs->cap)
 		return NULL;
 	for (size_t j = (pid * 2654435761u) & (cs->cap - 1); cs->seen[j]; j = (j + 1) & (cs->cap - 1))
-		if ((cs->seen[j] & ~OTHER_NS) == pid)
+		if (PID_OF(cs->seen[j]) == pid)
 			return &cs->seen[j];
 	return NULL;
 }
@@ -153,6 +165,27 @@ static uint32_t ns_tid(uint32_t pid, uint32_t tid)
 	return v;
 }
 
+/* VP_REC_NSTID for every thread of pid but its main one, as they are now. */
+static int emit_nstids(uint32_t pid, uint64_t time, const struct vp_sink *next)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;   /* gone: no more samples of it either */
+	int e = 0;
+	for (struct dirent *de; !e && (de = readdir(d));) {
+		uint32_t tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		if (!tid || tid == pid)
+			continue;
+		struct vp_nstid t = { .pid = pid, .tid = tid, .nstid = ns_tid(pid, tid) };
+		if (t.nstid)
+			e = next->emit(next->ctx, VP_REC_NSTID, time, &t, sizeof(t));
+	}
+	closedir(d);
+	return e;
+}
+
 static int emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
 {
 	struct vp_container_sink *cs = ctx;
@@ -173,11 +206,15 @@ static int emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_
 	if (pid) {
 		/* An exec may move a process into a container (runtimes exec the
 		 * container's command after joining its cgroup): label it again. */
+		bool exec = type == VP_REC_COMM && ((const struct vp_comm *)body)->exec;
 		if (type == VP_REC_FORK)   /* a FORK labels nothing: the process may still move */
 			slot = find_slot(cs, pid);
-		else
-			label = first_time(cs, pid, &slot) ||
-				(type == VP_REC_COMM && ((const struct vp_comm *)body)->exec);
+		else if (!cs->lazy)
+			label = first_time(cs, pid, &slot) || exec;
+		else if (type == VP_REC_SAMPLE)
+			label = first_time(cs, pid, &slot) || (slot && (*slot & RELABEL));
+		else if ((slot = find_slot(cs, pid)) && exec)
+			*slot |= RELABEL;
 		other_ns = slot && (*slot & OTHER_NS);
 	}
 	pthread_mutex_unlock(&cs->mu);
@@ -189,8 +226,12 @@ static int emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_
 		other_ns = !e && nspid && nspid != pid;
 		pthread_mutex_lock(&cs->mu);
 		if ((slot = find_slot(cs, pid)))
-			*slot = other_ns ? (*slot | OTHER_NS) : (*slot & ~OTHER_NS);
+			*slot = other_ns ? ((*slot & ~RELABEL) | OTHER_NS) : PID_OF(*slot);
 		pthread_mutex_unlock(&cs->mu);
+		/* Labelled late: the threads that began before it get their tid in the
+		 * container now (later ones with their FORK or COMM, below). */
+		if (cs->lazy && other_ns && (e = emit_nstids(pid, time, &next)))
+			return e;
 	}
 	/* A thread of a process in another pid namespace: its tid there, for the agent's
 	 * thread names (it knows its threads by that tid). */
@@ -216,6 +257,11 @@ struct vp_container_sink *vp_container_sink__new(struct vp_sink next)
 struct vp_sink vp_container_sink__sink(struct vp_container_sink *cs)
 {
 	return (struct vp_sink){ .emit = emit, .ctx = cs };
+}
+
+void vp_container_sink__set_lazy(struct vp_container_sink *cs)
+{
+	cs->lazy = true;
 }
 
 void vp_container_sink__retarget(struct vp_container_sink *cs, struct vp_sink next)

@@ -14,6 +14,11 @@ struct vp_container_sink;
 /* NULL and errno on failure. The sink may be called from several threads. */
 struct vp_container_sink *vp_container_sink__new(struct vp_sink next);
 struct vp_sink vp_container_sink__sink(struct vp_container_sink *cs);
+/* Labels a process at its first sample only, and again at its first sample after an
+ * exec: a VM that keeps starting programs costs nothing for those never sampled (the
+ * whole-VM service). A process that exits before its first sample is read (the drain
+ * period) keeps no label. Call before the first record. */
+void vp_container_sink__set_lazy(struct vp_container_sink *cs);
 /* A new session: records go to next, and every process is labelled again there. */
 void vp_container_sink__retarget(struct vp_container_sink *cs, struct vp_sink next);
 void vp_container_sink__free(struct vp_container_sink *cs);   /* accepts NULL */

@@ -327,6 +327,47 @@ int vp_hotspot__find_blob(vp_mem_read_fn rd, void *ctx, const struct vpb_hotspot
 
 /* ---- a live process */
 
+/* The structure tables are read a field and a string at a time (thousands of reads
+ * per JVM, each a syscall: most of the continuous service's CPU on a VM that keeps
+ * starting JVMs): whole pages are read instead, through the process reader, and kept
+ * for the rest of one vp_hotspot__read_pid_via call, direct-mapped by page number. */
+#define PAGE_CACHE_PAGES 64
+#define PAGE_CACHE_PAGE 4096u
+
+struct page_cache {
+	const struct vp_hs_mem *inner;
+	char (*page)[PAGE_CACHE_PAGE];
+	uint64_t addr[PAGE_CACHE_PAGES];   /* each cached page's address; 0 = none */
+};
+
+static int cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct page_cache *c = ctx;
+
+	/* Longer reads, and pages that cannot be read whole (a mapping's end), go to
+	 * the process directly. */
+	if (!len || len > PAGE_CACHE_PAGE || addr + len < addr)
+		return vp_hs_mem__read(c->inner, addr, buf, len);
+	for (size_t done = 0; done < len;) {
+		uint64_t pa = (addr + done) & ~(uint64_t)(PAGE_CACHE_PAGE - 1);
+		size_t slot = (size_t)(pa / PAGE_CACHE_PAGE) % PAGE_CACHE_PAGES;
+
+		if (!pa || c->addr[slot] != pa) {
+			if (!pa || vp_hs_mem__read(c->inner, pa, c->page[slot], PAGE_CACHE_PAGE)) {
+				c->addr[slot] = 0;
+				return vp_hs_mem__read(c->inner, addr, buf, len);
+			}
+			c->addr[slot] = pa;
+		}
+		size_t off = (size_t)(addr + done - pa), n = PAGE_CACHE_PAGE - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((char *)buf + done, c->page[slot] + off, n);
+		done += n;
+	}
+	return 0;
+}
+
 int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hotspot *hs, char *err,
 			     size_t errlen)
 {
@@ -364,7 +405,12 @@ int vp_hotspot__read_pid_via(pid_t pid, enum vp_hotspot_via via, struct vpb_hots
 		rc = -ENOENT;
 		goto cleanup;
 	}
-	rc = vp_hotspot__read(m.mem.read, m.mem.ctx, &syms, hs, err, errlen);
+	struct page_cache pc = { .inner = &m.mem, .page = malloc(PAGE_CACHE_PAGES * PAGE_CACHE_PAGE) };
+	if (pc.page)
+		rc = vp_hotspot__read(cached_read, &pc, &syms, hs, err, errlen);
+	else   /* no memory for the pages: read as asked */
+		rc = vp_hotspot__read(m.mem.read, m.mem.ctx, &syms, hs, err, errlen);
+	free(pc.page);
 cleanup:
 	if (fd >= 0)
 		close(fd);

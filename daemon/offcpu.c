@@ -38,6 +38,11 @@ int record_sched__poll(struct vp_sched *s, uint64_t now)
 	return n < 0 ? n : 0;
 }
 
+int record_sched__rotated(struct vp_sched *s)
+{
+	return vp_sched__emit_events(s);
+}
+
 int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 {
 	struct vp_sched_stats st;

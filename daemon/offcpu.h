@@ -25,6 +25,9 @@ int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FI
 			struct vp_sched **out, char *err, size_t errlen);
 /* In the record loop: drains the tracer's sums when due. 0 or -errno. */
 int record_sched__poll(struct vp_sched *s, uint64_t now);
+/* After a rotation, once the sink writes the new session: the tracer's events are
+ * declared in it too. 0 or -errno. */
+int record_sched__rotated(struct vp_sched *s);
 /* After the sampler stopped: the last sums and the totals; prints the cross-check
  * unless quiet. 0 or -errno. Frees the tracer. */
 int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log);

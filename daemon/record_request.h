@@ -56,6 +56,10 @@ struct vp_record_opts {
 				  * an unprivileged user sample (the service sets it for them) */
 	bool unwind_sampled_only; /* -a: unwind tables only for processes seen in samples, none
 				  * built per exec or fork (the service's continuous recording) */
+	size_t ring_pages;       /* the sampler's buffer per CPU, in pages; 0: its default */
+	bool switches_if_off_cpu; /* no context-switch tracing unless off_cpu: steal is shared out
+				  * in proportion instead of exactly (the service's whole-VM
+				  * recordings, which must cost nothing per context switch) */
 };
 
 /* The defaults of 'viprof record': the default rate, directory and backend. */

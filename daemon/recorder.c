@@ -464,7 +464,13 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	r->start = now_ns(CLOCK_MONOTONIC);
 	cfg->callchain = o->callchain;
 	cfg->unwind = o->callchain && !o->fp_walk;
-	cfg->want_switches = true;   /* steal-time victim attribution needs who ran when */
+	/* Steal-time victim attribution needs who ran when; the service asks for switch
+	 * records only when it records off-CPU time (each costs per context switch of the VM). */
+	cfg->want_switches = !o->switches_if_off_cpu || o->off_cpu;
+	/* The walker takes its tables from samples, not from the sideband: the sideband can
+	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
+	cfg->sideband_batched = o->unwind_sampled_only;
+	cfg->buffer_pages = o->ring_pages;
 	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
 	cfg->want_sideband = true;
 	/* Every record passes the unwinder on its way to the session, so that it learns of
@@ -472,8 +478,11 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	r->unwind_sink.next = vp_session_writer__sink(r->w);
 	/* ... and the container labeller, which adds a process's cgroup and namespaces
 	 * before its first record in the session. */
-	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next)))
+	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next))) {
+		if (o->unwind_sampled_only)   /* the service: only what is sampled costs */
+			vp_container_sink__set_lazy(r->ctr);
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
+	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
 	cfg->before_sampling = start_unwinder;
@@ -578,7 +587,8 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	}
 
 	vp_timing("record: backend selected, metadata written");
-	if ((e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
+	if (cfg->want_switches &&
+	    (e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
 		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
 		r->err[0] = '\0';
 		goto fail;
@@ -782,6 +792,10 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	r->start = end_time;
 	r->be->counts(r->s, &r->samples_base, &r->lost_base);
 	r->last_steal = end_time;
+	/* The switch tracer's events (steal, off-cpu) are the new session's too. */
+	if ((e = record_sched__rotated(r->sched)))
+		fprintf(r->log, "viprof: warning: cannot declare the switch tracer's events in %s: %s\n",
+			vp_session_writer__dir(nw), strerror(-e));
 
 	/* What the new session needs to stand alone: the processes and mappings that
 	 * exist (written straight to the session: the stack walker knows them already),

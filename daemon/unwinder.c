@@ -36,9 +36,20 @@ struct file_table {
 	struct vp_cfi *cfi;      /* kept for its segment offsets */
 };
 
+/* A file mapping of a process as its last refresh found it, and the table it got: the
+ * same range of the same file (device, inode, offset) in the same process is the same
+ * object, so the next refresh takes its table without opening map_files again. */
+struct file_map {
+	uint64_t lo, hi, pgoff, ino;
+	uint64_t bias;
+	uint32_t dev, table;
+};
+
 struct proc {
 	pid_t pid;
 	uint32_t slot;
+	struct file_map *memo;   /* the last refresh's file mappings, in address order */
+	size_t nmemo;
 	bool loaded;             /* proc_slots has it */
 	int jvm;                 /* 0 unknown/not, 1 layout read, -1 gave up */
 	struct vpb_hotspot hs;
@@ -348,7 +359,24 @@ static void proc_drop(struct vp_unwinder *u, struct proc *p)
 	if (p->loaded)
 		bpf_map_delete_elem(u->m.proc_slots_fd, &key);
 	u->free_slots[u->nfree++] = p->slot;
+	free(p->memo);
 	*p = u->procs[--u->nprocs];
+}
+
+/* The memo entry for a file mapping, scanning on from *cursor (both lists are in
+ * address order). */
+static const struct file_map *memo_find(const struct proc *p, size_t *cursor, const struct file_map *k)
+{
+	for (size_t i = *cursor; i < p->nmemo; i++) {
+		const struct file_map *m = &p->memo[i];
+		if (m->lo > k->lo)
+			break;
+		if (m->lo == k->lo) {
+			*cursor = i + 1;
+			return m->hi == k->hi && m->pgoff == k->pgoff && m->ino == k->ino && m->dev == k->dev ? m : NULL;
+		}
+	}
+	return NULL;
 }
 
 static int cmp_mapping(const void *a, const void *b)
@@ -359,8 +387,15 @@ static int cmp_mapping(const void *a, const void *b)
 }
 
 /* Reads one line of /proc/PID/maps into a mapping: only executable ones are kept. */
+struct memo_pass {
+	const struct proc *p;    /* the old memo */
+	size_t cursor;
+	struct file_map *next;   /* the new one, VPB_MAX_MAPS entries */
+	size_t nnext;
+};
+
 static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct vpb_mapping *out,
-		     bool *jvm)
+		     bool *jvm, struct memo_pass *mp)
 {
 	unsigned long lo, hi, pgoff, ino;
 	char perms[8], path[4096] = "";
@@ -398,6 +433,15 @@ static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct 
 	size_t pl = strlen(p);
 	if (pl >= 10 && !strcmp(p + pl - 10, "/libjvm.so"))
 		*jvm = true;
+	struct file_map key = { .lo = lo, .hi = hi, .pgoff = pgoff, .ino = ino, .dev = (maj << 20) | min,
+				.table = VPB_NO_TABLE };
+	const struct file_map *old = mp ? memo_find(mp->p, &mp->cursor, &key) : NULL;
+	if (old) {
+		out->table = old->table;
+		out->bias = old->bias;
+		mp->next[mp->nnext++] = *old;
+		return true;
+	}
 	/* map_files names the mapped object itself, whatever its path became; opened
 	 * without blocking and checked to be a regular file (file_for). */
 	char mf[96];
@@ -411,6 +455,11 @@ static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct 
 	if (f && f->cfi && f->table != VPB_NO_TABLE && !vp_cfi__vaddr_of_offset(f->cfi, pgoff, &v)) {
 		out->table = f->table;
 		out->bias = lo - v + vp_cfi__base(f->cfi);
+	}
+	if (f && mp) {   /* a file that was read (its table or that it has none) */
+		key.table = out->table;
+		key.bias = out->bias;
+		mp->next[mp->nnext++] = key;
 	}
 	return true;
 }
@@ -434,13 +483,20 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 	}
 	struct vpb_proc *vp = &u->scratch;
 	memset(vp, 0, sizeof(*vp));
+	struct memo_pass mp = { .p = p, .next = malloc(VPB_MAX_MAPS * sizeof(struct file_map)) };
 	while (fgets(line, sizeof(line), f)) {
 		if (vp->nr_maps >= VPB_MAX_MAPS)
 			break;
-		if (map_line(u, pid, line, &vp->maps[vp->nr_maps], &jvm))
+		if (map_line(u, pid, line, &vp->maps[vp->nr_maps], &jvm, mp.next ? &mp : NULL))
 			vp->nr_maps++;
 	}
 	fclose(f);
+	if (mp.next) {
+		struct file_map *fit = realloc(mp.next, (mp.nnext ? mp.nnext : 1) * sizeof(*fit));
+		free(p->memo);
+		p->memo = fit ? fit : mp.next;
+		p->nmemo = mp.nnext;
+	}
 	if (vp->nr_maps == 0) {
 		/* Gone, or a zombie: its slot goes back. */
 		proc_drop(u, p);
@@ -611,12 +667,18 @@ static void *worker(void *arg)
 	while (!u->quit) {
 		uint64_t now = mono_ns();
 
-		/* JVMs still starting are asked again on a timer. */
-		for (size_t i = 0; i < u->nprocs; i++)
-			if (u->procs[i].jvm == 0 && u->procs[i].jvm_next_try && now >= u->procs[i].jvm_next_try) {
+		/* JVMs still starting are asked again on a timer; the next one's time. */
+		uint64_t next_try = 0;
+		for (size_t i = 0; i < u->nprocs; i++) {
+			if (u->procs[i].jvm != 0 || !u->procs[i].jvm_next_try)
+				continue;
+			if (now >= u->procs[i].jvm_next_try) {
 				u->procs[i].jvm_next_try = 0;
 				schedule(u, u->procs[i].pid);
+			} else if (!next_try || u->procs[i].jvm_next_try < next_try) {
+				next_try = u->procs[i].jvm_next_try;
 			}
+		}
 		if (u->nprewarm) {
 			char *path = u->prewarm[--u->nprewarm];
 
@@ -631,14 +693,22 @@ static void *worker(void *arg)
 		if (!u->ndirty || now - u->dirty_since < DEBOUNCE_NS) {
 			struct timespec ts;
 
+			if (!u->ndirty)
+				pthread_cond_broadcast(&u->idle);
+			/* Idle, the worker sleeps until it is given work or a JVM's retry is
+			 * due: no timer ticks while nothing happens (the service runs for days). */
+			if (!u->ndirty && !next_try) {
+				pthread_cond_wait(&u->wake, &u->lock);
+				continue;
+			}
+			uint64_t wait = u->ndirty ? DEBOUNCE_NS : next_try - now;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += u->ndirty ? (long)DEBOUNCE_NS : 50 * 1000000L;
+			ts.tv_sec += (time_t)(wait / NSEC);
+			ts.tv_nsec += (long)(wait % NSEC);
 			if (ts.tv_nsec >= (long)NSEC) {
 				ts.tv_sec++;
 				ts.tv_nsec -= (long)NSEC;
 			}
-			if (!u->ndirty)
-				pthread_cond_broadcast(&u->idle);
 			pthread_cond_timedwait(&u->wake, &u->lock, &ts);
 			continue;
 		}
@@ -744,6 +814,8 @@ void vp_unwinder__free(struct vp_unwinder *u)
 	if (u->cache_fd >= 0)
 		close(u->cache_fd);
 	free(u->files);
+	for (size_t i = 0; u->procs && i < u->nprocs; i++)
+		free(u->procs[i].memo);
 	free(u->procs);
 	free(u->free_slots);
 	free(u->dirty);

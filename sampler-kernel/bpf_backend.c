@@ -303,8 +303,10 @@ static int open_sideband(struct sampler *s)
 		};
 		/* The stack walker needs a new process's mappings at once: until the
 		 * unwinder has loaded its tables, its samples walk by frame pointer only.
-		 * Side-band records are few, so a wakeup per record is cheap. */
-		if (s->uw.rules)
+		 * Side-band records are few, so a wakeup per record is cheap (not on a
+		 * VM that keeps starting programs: there the whole-VM service, whose
+		 * walker does not need them at once, drains them on its timer). */
+		if (s->uw.rules && !s->cfg.sideband_batched)
 			a.wakeup_watermark = 1;
 		struct perf_ring *r;
 		int fd = vp_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);

@@ -67,6 +67,9 @@ struct sampler_config {
 	 * told from dom0's own; the bpf sampler sees only kernel/user mode and declines. */
 	bool guest_modes;
 	bool want_sideband;     /* emit MMAP/COMM/FORK/EXIT records (always true for record) */
+	bool sideband_batched;  /* with unwind: the walker does not need a new process's mappings
+				 * at once (it loads tables for sampled processes only), so the
+				 * sideband is drained on the poll timer, not per record */
 	size_t buffer_pages;    /* per-CPU buffer size in pages, 0 = default */
 	/* The service records for one user: only tasks whose real, effective and saved uid
 	 * are all only_uid are sampled (a set-uid program the user starts is not theirs),

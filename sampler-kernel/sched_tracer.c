@@ -71,6 +71,17 @@ static int emit_event(struct vp_sched *s, uint32_t index, const char *name)
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_EVENT, 0, &d, sizeof(d));
 }
 
+int vp_sched__emit_events(struct vp_sched *s)
+{
+	int rc;
+
+	if (!s)
+		return 0;
+	if ((rc = emit_event(s, s->cfg.first_event, "steal")))
+		return rc;
+	return s->cfg.off_cpu ? emit_event(s, s->cfg.first_event + 1, "off-cpu") : 0;
+}
+
 /* Frames of a stack map entry (zero-terminated when shorter than the map's depth). */
 static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 {
@@ -495,8 +506,7 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 			goto cleanup;
 		}
 	}
-	if ((rc = emit_event(s, cfg->first_event, "steal")) ||
-	    (cfg->off_cpu && (rc = emit_event(s, cfg->first_event + 1, "off-cpu")))) {
+	if ((rc = vp_sched__emit_events(s))) {
 		snprintf(err, errlen, "switch tracer: cannot write the event records: %s", strerror(-rc));
 		goto cleanup;
 	}

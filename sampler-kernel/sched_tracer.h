@@ -40,6 +40,10 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 /* Drains the kernel's sums when a drain period has passed since the last one (now is
  * CLOCK_MONOTONIC ns). Returns records emitted, or -errno from the sink. */
 int vp_sched__poll(struct vp_sched *s, uint64_t now);
+/* Emits the tracer's event records (steal, and off-cpu) again through its sink: a
+ * recorder that rotated its session calls it once the sink writes the new session.
+ * 0 or -errno from the sink. */
+int vp_sched__emit_events(struct vp_sched *s);
 /* Detaches, drains everything, emits the THREAD_TIME, SCHED_CPU and META records.
  * 0 or -errno. */
 int vp_sched__stop(struct vp_sched *s);

@@ -153,6 +153,7 @@ static void set_error(struct vp_cont *c, const char *msg)
 /* What an ended interval held. */
 struct interval_stats {
 	uint64_t samples, lost, bytes;
+	uint64_t rss_peak;       /* the service's peak resident memory in the interval, bytes */
 	bool failed;
 };
 
@@ -179,10 +180,10 @@ static void write_interval_file(struct vp_cont *c, const char *name, uint64_t fr
 	}
 	fprintf(f, "{\n  \"format_version\": 1,\n  \"interval_s\": %u,\n  \"wall_ns\": %llu,\n  \"freq\": %llu,\n"
 		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu,\n"
-		   "  \"samples\": %llu,\n  \"lost\": %llu,\n  \"bytes\": %llu",
+		   "  \"samples\": %llu,\n  \"lost\": %llu,\n  \"bytes\": %llu,\n  \"rss_peak_bytes\": %llu",
 		c->o.interval_s, (unsigned long long)wall_ns, (unsigned long long)freq, (unsigned long long)cpu_ns, pct,
 		c->o.cpu_budget_pct, (unsigned long long)next, (unsigned long long)st->samples,
-		(unsigned long long)st->lost, (unsigned long long)st->bytes);
+		(unsigned long long)st->lost, (unsigned long long)st->bytes, (unsigned long long)st->rss_peak);
 	/* The service's running totals, the figures of GET /metrics, as of this interval's end. */
 	char *mj = NULL;
 	size_t mlen = 0;
@@ -286,6 +287,8 @@ static uint64_t mono_ns(void)
 }
 
 /* Waits until deadline (monotonic ns) or stop; true when asked to stop. */
+#define VP_CONT_SLOW_DRAIN_FREQ 999   /* Hz: at or below, the recorder is drained once a second */
+
 static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *r, bool *failed)
 {
 	for (;;) {
@@ -298,7 +301,10 @@ static bool wait_until(struct vp_cont *c, uint64_t deadline, struct vp_svc_rec *
 		if (now >= deadline)
 			return false;
 		uint64_t left_ms = (deadline - now) / 1000000;
-		int p = vp_svc_rec__poll(r, left_ms > 200 ? 200 : (int)left_ms);
+		/* Each drain is a wake-up of the service: once a second at the fleet rates
+		 * (the ring buffer holds seconds of samples), five times at high ones. */
+		int period = c->freq <= VP_CONT_SLOW_DRAIN_FREQ ? 1000 : 200;
+		int p = vp_svc_rec__poll(r, left_ms > (uint64_t)period ? period : (int)left_ms);
 		if (c->o.metrics && now >= c->counts_at) {
 			/* The interval so far, once a second, so that the counters rise between
 			 * intervals too (reading the sampler's per-CPU counts every 200 ms was 4%
@@ -327,6 +333,30 @@ static bool next_name(struct vp_cont *c, char name[VP_INTERVAL_NAME_LEN + 1])
 	return faccessat(c->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
 }
 
+/* The service's peak resident memory since the last call (VmHWM, then reset through
+ * clear_refs so that the next interval's peak is its own), in bytes; 0 if unknown. */
+static uint64_t rss_peak_reset(void)
+{
+	char text[4096];
+	uint64_t kb = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	const char *h = strstr(text, "\nVmHWM:");
+	if (h)
+		kb = strtoull(h + 7, NULL, 10);
+	if ((fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(fd, "5", 1) != 1) {
+			/* Not reset: the next peak is the service's so far, still a bound. */
+		}
+		close(fd);
+	}
+	return kb * 1024;
+}
+
 /* An interval's end: what it cost, in the log and in its service.json; the next rate. */
 static double pct_of(uint64_t cpu, uint64_t wall)
 {
@@ -338,6 +368,7 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 {
 	double pct = pct_of(cpu, wall);
 	uint64_t samples = st->samples;
+	st->rss_peak = rss_peak_reset();
 	int sfd = openat(c->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	st->bytes = sfd >= 0 ? vp_dir__usage(sfd) : 0;
 	if (sfd >= 0)
@@ -366,8 +397,9 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 	carry_maps(c, name);
 	if (c->o.log) {
 		fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
-				  "(budget %.2f%%), %llu samples%s", name, (double)wall / 1e9, (unsigned long long)freq,
-			(double)cpu / 1e6, pct, c->o.cpu_budget_pct, (unsigned long long)samples, next != freq ? "" : "\n");
+				  "(budget %.2f%%), memory peak %.0f MiB, %llu samples%s", name, (double)wall / 1e9,
+			(unsigned long long)freq, (double)cpu / 1e6, pct, c->o.cpu_budget_pct,
+			(double)st->rss_peak / (1 << 20), (unsigned long long)samples, next != freq ? "" : "\n");
 		if (next != freq)
 			fprintf(c->o.log, "; next interval at %llu Hz%s\n", (unsigned long long)next,
 				next < freq && next == VP_CONT_MIN_FREQ ? " (the lowest rate; the budget is still missed)" : "");
@@ -401,8 +433,8 @@ static void *cont_thread(void *arg)
 				continue;
 			}
 			snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-			struct vp_svc_rec_opts ro = { .parent_fd = c->dirfd, .name = name, .dir = path, .freq = freq, .jvm = c->o.jvm, .agent = c->o.agent,
-						      .no_jit = c->o.no_jit, .log = c->o.log };
+			struct vp_svc_rec_opts ro = { .parent_fd = c->dirfd, .name = name, .dir = path, .freq = freq, .max_freq = c->o.freq, .jvm = c->o.jvm, .agent = c->o.agent,
+						      .no_jit = c->o.no_jit, .off_cpu = c->o.off_cpu, .log = c->o.log };
 			if (!t0) {   /* else the last interval's end: a restart's cost is counted too */
 				t0 = mono_ns();
 				cpu0 = vp_svc__cpu_ns();

@@ -17,6 +17,7 @@
 #define VP_CONT_DEFAULT_INTERVAL 60
 #define VP_CONT_DEFAULT_BUDGET 2.0       /* % of one CPU */
 #define VP_CONT_MIN_FREQ 19              /* never below: a profile needs samples */
+#define VP_CONT_DEFAULT_FREQ 19          /* Hz per CPU, as fleet profilers sample (Parca 19, OTel 20) */
 #define VP_CONT_FILE "service.json"      /* per interval, beside the session's files */
 
 struct vp_record_opts;
@@ -32,6 +33,7 @@ struct vp_cont_opts {
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection, or NULL: all */
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
+	bool off_cpu;              /* also off-CPU time: the switch tracer runs (a cost per switch) */
 	struct vp_svc_metrics *metrics;   /* counted into (service/metrics.h), or NULL */
 	FILE *log;
 };

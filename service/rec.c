@@ -79,6 +79,16 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	/* Unwind tables for what is sampled only: building them for every program a busy
 	 * VM starts was most of the service's CPU (issue 27). */
 	o->unwind_sampled_only = true;
+	/* Nothing per context switch unless off-CPU time is asked for (issue 27). */
+	o->switches_if_off_cpu = true;
+	o->off_cpu = so->off_cpu;
+	/* Samples wait a second in the buffer, longer while a rotation or a slow start
+	 * holds the drain: four pages per Hz per CPU hold eight seconds of full-depth
+	 * stacks (two pages at 199 Hz lost samples after a start on a loaded VM). The
+	 * sampler's default (16 MiB, mapped twice) was a quarter of the service's memory
+	 * at the fleet rates. With switch records, the default. */
+	if (!so->off_cpu)
+		o->ring_pages = 4 * (size_t)(so->max_freq > so->freq ? so->max_freq : so->freq);
 	o->callchain = true;
 	o->quiet = true;
 	o->freq = so->freq;

@@ -17,10 +17,12 @@ struct vp_svc_rec_opts {
 	const char *name;          /* the session's name under it (created; must not exist) */
 	const char *dir;           /* its path, for messages only: never opened */
 	uint64_t freq;             /* Hz */
+	uint64_t max_freq;         /* the highest rate it may be set to later (0: freq) */
 	double seconds;            /* 0: until stopped */
 	const struct vp_record_opts *jvm;   /* --jvm-attach's selection (jvm_* fields), or NULL: all */
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;               /* no agent at all */
+	bool off_cpu;              /* also off-CPU time (the switch tracer; else nothing per switch) */
 	FILE *log;                 /* the recorder's warnings; NULL: stderr */
 };
 

@@ -439,6 +439,8 @@ static void scenario_continuous(void)
 		fprintf(stderr, "%s: %s", names[i], svc);
 		ASSERT_GT_F(json_num(meta, "samples"), 0);
 		ASSERT_GT_F(json_num(svc, "cpu_ns"), 0);
+		/* The interval's memory peak (issue 27): the service is resident, so above 1 MiB. */
+		ASSERT_GT_F(json_num(svc, "rss_peak_bytes"), 1 << 20);
 		ASSERT_GT_F(json_num(svc, "wall_ns"), 0.2e9);   /* the last one ends early, at the stop */
 		double f = json_num(svc, "freq"), next = json_num(svc, "next_freq");
 		/* Over a 0.01% budget: lowered, down to the floor. */

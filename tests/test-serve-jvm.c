@@ -81,9 +81,11 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 
 	/* 4 s intervals without a budget: one recorder, rotated at each boundary. The
-	 * service loads the agent into no JVM unless told: all of them here. */
+	 * service loads the agent into no JVM unless told: all of them here. 99 Hz (the
+	 * continuous default is 19), so that a 4 s interval holds enough of the JVM's
+	 * samples to judge its naming. */
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
-			  "--jvm-attach", "all", NULL };
+			  "--jvm-attach", "all", "-F", "99", NULL };
 	pid_t serve = tu_spawn(sargv, sout, sout);
 	/* The first interval ended: the sampler is loaded (its start can take long on a
 	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
