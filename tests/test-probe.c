@@ -276,6 +276,23 @@ static void meta_cb(void *ctx, const char *key, const char *value)
 		snprintf(m->default_event, sizeof(m->default_event), "%s", value);
 }
 
+/* s with every run of digits (and the points within it) replaced by one '#'. */
+static const char *figures_masked(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+	while (*s && n + 1 < len) {
+		if (*s >= '0' && *s <= '9') {
+			while ((*s >= '0' && *s <= '9') || (*s == '.' && s[1] >= '0' && s[1] <= '9'))
+				s++;
+			out[n++] = '#';
+		} else {
+			out[n++] = *s++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
 int main(void)
 {
 	test_validator();
@@ -325,8 +342,13 @@ int main(void)
 	char *rec = strstr(text, "\nRecommendation:\n  ");
 	ASSERT_NOT_NULL(rec);
 	rec += strlen("\nRecommendation:\n  ");
-	ASSERT_EQ(strncmp(rec, j.got[2], strlen(j.got[2])), 0);
-	ASSERT_STREQ(rec + strlen(j.got[2]), "\n");
+	/* The same sentence; its figures (steal since boot) may move between the two runs. */
+	char *nl = strchr(rec, '\n');
+	ASSERT_NOT_NULL(nl);
+	ASSERT_STREQ(nl, "\n");
+	*nl = '\0';
+	char a[4096], b[4096];
+	ASSERT_STREQ(figures_masked(rec, a, sizeof(a)), figures_masked(j.got[2], b, sizeof(b)));
 
 	/* Usage errors exit 2, --help 0. */
 	free(run(VIPROF_BIN " probe --bogus 2>/dev/null", &st));
