@@ -2177,7 +2177,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return -EINVAL;
 	}
 	if ((err = open_file())) {
-		char why[PATH_MAX + 64];
+		char why[2 * PATH_MAX + 320];
 		snprintf(why, sizeof(why), "%s (in %s: it must be this user's or root's and not writable by others, "
 			 "with no symlink on the way that a user other than root could have made, and %s/%d this "
 			 "user's own; pass dir=<a directory of yours>)", strerror(-err), agent.dir, agent.dir, (int)getpid());
