@@ -493,6 +493,15 @@ static void print_ratios(const struct stat_ctx *s)
 				dv += (double)s->th[i].scaled[d];
 			}
 		}
+		/* A clock event's rows are printed without the stolen time; its ratio is the
+		 * quotient of the rows as printed, not of the raw clock. */
+		if (s->steal.measured) {
+			double stolen = steal_of(s, 0);
+			if (n == s->clock_ev)
+				nv -= stolen < nv ? stolen : nv;
+			if (d == s->clock_ev)
+				dv -= stolen < dv ? stolen : dv;
+		}
 		if (dv > 0)
 			fprintf(stderr, " # %s %.2f %s (%s / %s, counted as one group)\n", m->label, nv / dv * m->mult,
 				m->unit, s->ev[n].name, s->ev[d].name);
