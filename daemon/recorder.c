@@ -867,6 +867,12 @@ int vp_recorder__stop(struct vp_recorder *r)
 	if (r->stopped)
 		return -EALREADY;
 	r->stopped = true;
+	/* The last steal reading closes the sampling window, before the switch tracer
+	 * stops: /proc/stat's window then lies inside the tracer's, and the teardown below
+	 * (draining, unwind tables, kallsyms: a loaded VM's steal goes on during it) is in
+	 * neither. */
+	if (r->steal)
+		steal_snapshot(r->w, r->steal, MAX_CPUS);
 	if (r->be->stop(r->s) < 0 && !r->halted) {
 		fprintf(r->log, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
 		ret = -EIO;
@@ -882,8 +888,6 @@ int vp_recorder__stop(struct vp_recorder *r)
 	vp_timing("record: stack walker freed");
 	if (r->ksl)
 		take_kallsyms(&r->ksl, r->w, &r->cfg, r->log);   /* the samples' KSYM records go in before END */
-	if (r->steal)
-		steal_snapshot(r->w, r->steal, MAX_CPUS);
 	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
 	r->end = (struct vp_end){
 		.lost = lost - r->lost_base,
