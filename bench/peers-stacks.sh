@@ -2,7 +2,7 @@
 # Whole stacks without frame pointers, viprof beside its peers: the same workloads under
 # `viprof record -g`, async-profiler and perf, one table of correctness figures.
 #   InterpSplit  tests/java/InterpSplit.java, three interpreted callers of one compiled
-#                method (Hot.spin) for 50/30/20 % of the time (the program's own clock is
+#                method (Hot.spin) for 50/30/20 % of its CPU time (the thread's own CPU clock is
 #                the "expected" column): each caller's share of the Hot.spin samples that
 #                name a caller, and (in brackets) how many Hot.spin samples name one.
 #                Launched by the profiler, on OpenJDK 17 and Temurin 25.

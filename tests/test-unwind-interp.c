@@ -1,6 +1,6 @@
 /* Interpreted Java frames named by the frame-pointer-free walker: `viprof record -g --
- * java InterpSplit 8` (no -XX:+PreserveFramePointer: record no longer adds it). Three
- * interpreted callers share one compiled method 50/30/20 by wall time; the samples in
+ * java InterpSplit 5` (no -XX:+PreserveFramePointer: record no longer adds it). Three
+ * interpreted callers share one compiled method 50/30/20 by CPU time; the samples in
  * that compiled method must name their caller (at least 99%) and the callers' shares
  * must be within 1 percentage point of the split. JDK 17, and Temurin 25 when installed. */
 #include "test-agent-util.h"
@@ -15,7 +15,7 @@ static void run(const char *java)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", (char *)java, "-cp",
-			VIPROF_JAVA_CLASSES, "InterpSplit", "8", NULL };
+			VIPROF_JAVA_CLASSES, "InterpSplit", "5", NULL };
 	int rc = tu_run(rec, out, err, 90);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, tu_read(err));
