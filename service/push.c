@@ -478,19 +478,21 @@ static void *push_thread(void *arg)
 	struct vp_push *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping) {
+		/* One ended interval taken, then one round of sends: taking every waiting
+		 * interval first starved the sends whenever encoding one took longer than an
+		 * interval lasts (a loaded VM, 2 s intervals: nothing sent in 60 s). */
 		struct job *j = p->jobs;
+		bool took = j != NULL;
 		if (j) {
 			p->jobs = j->next;
 			pthread_mutex_unlock(&p->lock);
 			take(p, j);
 			free(j);
 			pthread_mutex_lock(&p->lock);
-			continue;
 		}
-		/* Sends what is due; new intervals are taken in between sends. */
 		uint64_t now = mono_ns(), next = UINT64_MAX;
 		bool sent = false;
-		for (int i = 0; i < p->n && !p->jobs && !p->stopping; i++) {
+		for (int i = 0; i < p->n && !p->stopping; i++) {
 			struct tq *q = &p->tq[i];
 			if (!q->n)
 				continue;
@@ -503,7 +505,7 @@ static void *push_thread(void *arg)
 			pthread_mutex_lock(&p->lock);
 			sent = true;
 		}
-		if (sent || p->jobs || p->stopping)
+		if (took || sent || p->jobs || p->stopping)
 			continue;
 		if (next == UINT64_MAX) {
 			pthread_cond_wait(&p->cv, &p->lock);

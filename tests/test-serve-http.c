@@ -103,6 +103,17 @@ static int start_serve(const char *const *args, const char *ready)
 
 static char *last_log;   /* the log of the last service stopped */
 
+/* Whether the running service said that interval NAME held no sample and was not pushed. */
+static bool interval_empty(const char *name)
+{
+	char want[320];
+	char *log = test_slurp_str(logpath);
+	snprintf(want, sizeof(want), "interval %s holds no sample", name);
+	bool empty = log && strstr(log, want);
+	free(log);
+	return empty;
+}
+
 static void stop_serve(void)
 {
 	if (serve_pid > 0) {
@@ -1180,7 +1191,7 @@ static int ended_intervals(const char *cont, char names[][32], int max)
 		struct stat sb;
 		snprintf(p, sizeof(p), "%s/%s/service.json", cont, de->d_name);
 		if (de->d_name[0] == '2' && stat(p, &sb) == 0)
-			snprintf(names[n++], 32, "%s", de->d_name);
+			snprintf(names[n++], 32, "%.31s", de->d_name);
 	}
 	closedir(d);
 	return n;
@@ -1233,6 +1244,14 @@ static void scenario_push(void)
 			break;
 		usleep(100000);
 	}
+	if (npushed <= 1) {
+		int rst = 0;
+		char *log = test_slurp_str(logpath);
+		pid_t gone = waitpid(recv_pid, &rst, WNOHANG);
+		fprintf(stderr, "nothing pushed in 60 s; receiver %s (status %d); service log:\n%s\n",
+			gone == recv_pid ? "exited" : "running", rst, log ? log : "(none)");
+		free(log);
+	}
 	ASSERT_GT(npushed, 1);
 	/* Down for three intervals. */
 	kill(recv_pid, SIGKILL);
@@ -1243,7 +1262,9 @@ static void scenario_push(void)
 		usleep(100000);
 	ASSERT_GE(n, n0 + 3);
 	fprintf(stderr, "backend down while %d intervals ended\n", n - n0);
-	/* Up again: every interval ended by now arrives at both. */
+	/* Up again: every interval ended by now arrives at both, but one that held no
+	 * sample (the first, on a loaded VM whose sampler took its time to start), which
+	 * the service says it does not send. */
 	receiver_start(rport, rdir);
 	n = ended_intervals(cont, names, 256);
 	bool all = false;
@@ -1251,7 +1272,8 @@ static void scenario_push(void)
 		read_pushed(rdir);
 		all = true;
 		for (int k = 0; k < n && all; k++)
-			all = times_pushed(names[k], false) >= 1 && times_pushed(names[k], true) >= 1;
+			all = interval_empty(names[k]) ||
+			      (times_pushed(names[k], false) >= 1 && times_pushed(names[k], true) >= 1);
 		if (!all)
 			usleep(100000);
 	}
@@ -1265,12 +1287,16 @@ static void scenario_push(void)
 	ASSERT_CONTAINS(last_log, "no answer");   /* the attempts while it was down */
 	read_pushed(rdir);
 	fprintf(stderr, "%d requests received for %d intervals ended before the check\n", npushed, n);
+	int sent = 0;
 	for (int k = 0; k < n; k++) {
-		fprintf(stderr, "  %s: pyroscope %d, otlp %d\n", names[k], times_pushed(names[k], false),
-			times_pushed(names[k], true));
-		ASSERT_EQ(times_pushed(names[k], false), 1);
-		ASSERT_EQ(times_pushed(names[k], true), 1);
+		bool empty = interval_empty(names[k]);
+		fprintf(stderr, "  %s: pyroscope %d, otlp %d%s\n", names[k], times_pushed(names[k], false),
+			times_pushed(names[k], true), empty ? " (held no sample: not sent)" : "");
+		ASSERT_EQ(times_pushed(names[k], false), !empty);
+		ASSERT_EQ(times_pushed(names[k], true), !empty);
+		sent += !empty;
 	}
+	ASSERT_GE(sent, 3);
 	for (int k = 0; k < npushed; k++) {
 		ASSERT_TRUE(pushed[k].interval[0]);
 		ASSERT_EQ(times_pushed(pushed[k].interval, pushed[k].otlp), 1);   /* none twice, the last too */

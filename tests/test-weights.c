@@ -169,7 +169,10 @@ int main(int argc, char **argv)
 		"(all stacks %" PRIu64 "); the recorder counted %s; counted in the same run %" PRIu64 " (a separate run without the recorder: %"
 		PRIu64 ")\n", backend, event, argv[5], n, w, tail ? tail : "0", w_all, counted ? counted : "(none)", want, separate);
 	ASSERT_NOT_NULL(counted);
-	ASSERT_GT(n, 5);
+	/* Several samples, whose weights must add up: with -F the kernel sets the period
+	 * from the event's rate at each tick, and a burst of faults on a loaded VM gave as
+	 * few as 5 (10 to 34 on a quiet one), so the floor is not a rate. */
+	ASSERT_GE(n, 3);
 	/* The recorder's totals cover the wrapper too: all weights add up to them, less
 	 * with -c the wrapper's own last partial period (at most one period). */
 	double partial = strcmp(argv[5], "F") ? (double)strtoull(argv[5], NULL, 10) : 0;

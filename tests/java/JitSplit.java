@@ -1,10 +1,21 @@
-// Three hot methods with a known 50/30/20 split of wall time on one thread. Each phase
+// Three hot methods with a known 50/30/20 split of the main thread's CPU time. Each phase
 // runs to a deadline it checks itself, so the split holds whatever the JIT does; the
-// allocation makes young GCs (and so code-map epochs) happen. Usage: JitSplit SECONDS
-// [EXIT_CODE]; prints the phase totals in ns and exits with EXIT_CODE (default 0).
+// allocation makes young GCs (and so code-map epochs) happen. The clock is the thread's
+// CPU time: on a loaded VM a preempted phase's wall time runs on without samples. Usage:
+// JitSplit SECONDS [EXIT_CODE]: SECONDS of the thread's CPU time, or three times as much
+// wall time if the machine is that loaded; prints the phase totals (CPU ns) and exits
+// with EXIT_CODE (default 0).
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+
 public class JitSplit {
     static volatile long sink;
     static Object[] keep = new Object[256];
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+
+    static long cpu() {
+        return MX.getCurrentThreadCpuTime();
+    }
 
     // Warms up once at start; the hot methods do not share it (see below).
     static long work(long x, int n) {
@@ -26,28 +37,34 @@ public class JitSplit {
     // apart (interpreted frames are all "Interpreter"), which would blur the split.
     static void hotA(long until) {
         long x = 1; int k = 0;
-        while (System.nanoTime() < until) {
-            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
-            x += alloc(k++);
-        }
+        do {
+            for (int j = 0; j < 32; j++) {
+                for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+                x += alloc(k++);
+            }
+        } while (cpu() < until);   // a system call: once per 32 rounds (~0.1 ms)
         sink += x;
     }
 
     static void hotB(long until) {
         long x = 2; int k = 0;
-        while (System.nanoTime() < until) {
-            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
-            x += alloc(k++);
-        }
+        do {
+            for (int j = 0; j < 32; j++) {
+                for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+                x += alloc(k++);
+            }
+        } while (cpu() < until);   // a system call: once per 32 rounds (~0.1 ms)
         sink += x;
     }
 
     static void hotC(long until) {
         long x = 3; int k = 0;
-        while (System.nanoTime() < until) {
-            for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
-            x += alloc(k++);
-        }
+        do {
+            for (int j = 0; j < 32; j++) {
+                for (int i = 0; i < 2000; i++) { x = x * 6364136223846793005L + 1442695040888963407L; x ^= x >>> 29; }
+                x += alloc(k++);
+            }
+        } while (cpu() < until);   // a system call: once per 32 rounds (~0.1 ms)
         sink += x;
     }
 
@@ -56,17 +73,17 @@ public class JitSplit {
         int code = args.length > 1 ? Integer.parseInt(args[1]) : 0;
         // Short rounds (100 ms) so that any sampling window sees the same split.
         long round = 100_000_000L;
-        long end = System.nanoTime() + (long) (secs * 1e9);
+        long cpuEnd = cpu() + (long) (secs * 1e9), wallEnd = System.nanoTime() + (long) (secs * 3e9);
         long[] spent = new long[3];
         for (int i = 0; i < 20000; i++) sink += work(i, 16);
-        while (System.nanoTime() < end) {
-            long t0 = System.nanoTime();
+        while (cpu() < cpuEnd && System.nanoTime() < wallEnd) {
+            long t0 = cpu();
             hotA(t0 + round * 50 / 100);
-            long t1 = System.nanoTime();
+            long t1 = cpu();
             hotB(t1 + round * 30 / 100);
-            long t2 = System.nanoTime();
+            long t2 = cpu();
             hotC(t2 + round * 20 / 100);
-            long t3 = System.nanoTime();
+            long t3 = cpu();
             spent[0] += t1 - t0; spent[1] += t2 - t1; spent[2] += t3 - t2;
         }
         System.out.println("JitSplit hotA " + spent[0] + " hotB " + spent[1] + " hotC " + spent[2]);
