@@ -5,7 +5,7 @@
  *
  * Protobuf messages are built inside out: a nested message is written into a buffer of
  * its own, then framed (tag, length) into its parent with vp_pb__msg. Fields are written
- * as proto3 and protobuf-c write them: zero scalars left out (vp_pb__uint, vp_pb__int,
+ * as proto3 encoders (protobuf-c, Go's) write them: zero scalars left out (vp_pb__uint, vp_pb__int,
  * vp_pb__fixed64), strings, bytes and messages always framed, repeated scalars packed. */
 #ifndef VIPROF_COMMON_PBUF_H
 #define VIPROF_COMMON_PBUF_H
