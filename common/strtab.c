@@ -56,46 +56,51 @@ static int64_t insert(struct vp_strtab *t, size_t j, const char *s, char *own)
 	return (int64_t)t->n++;
 }
 
-int64_t vp_strtab__id(struct vp_strtab *t, const char *s)
+/* The id of s when it is there; else ABSENT with *j the slot it would take, or -1 when
+ * the table could not grow. */
+#define ABSENT (-2)
+static int64_t lookup(struct vp_strtab *t, const char *s, size_t *j)
 {
-	if (!s)
-		s = "";
 	if ((t->n + 1) * 2 > t->size && rehash(t))
 		return -1;
-	size_t j = find(t, s);
-	return t->slot[j] >= 0 ? t->slot[j] : insert(t, j, s, NULL);
+	*j = find(t, s);
+	return t->slot[*j] >= 0 ? t->slot[*j] : ABSENT;
+}
+
+int64_t vp_strtab__id(struct vp_strtab *t, const char *s)
+{
+	size_t j;
+	if (!s)
+		s = "";
+	int64_t id = lookup(t, s, &j);
+	return id != ABSENT ? id : insert(t, j, s, NULL);
 }
 
 int64_t vp_strtab__id_owned(struct vp_strtab *t, char *s)
 {
+	size_t j;
 	if (!s)
 		return -1;
-	if ((t->n + 1) * 2 > t->size && rehash(t)) {
-		free(s);
-		return -1;
-	}
-	size_t j = find(t, s);
-	if (t->slot[j] >= 0) {
-		free(s);
-		return t->slot[j];
-	}
-	int64_t id = insert(t, j, s, s);
-	if (id < 0)
-		free(s);
+	int64_t id = lookup(t, s, &j);
+	if (id == ABSENT)
+		id = insert(t, j, s, s);
+	if (id < 0 || t->v[id] != s)
+		free(s);   /* there already, or not added */
 	return id;
 }
 
 int64_t vp_strtab__id_copy(struct vp_strtab *t, const char *s)
 {
+	size_t j;
 	if (!s)
 		s = "";
-	if ((t->n + 1) * 2 > t->size && rehash(t))
-		return -1;
-	size_t j = find(t, s);
-	if (t->slot[j] >= 0)
-		return t->slot[j];
+	int64_t id = lookup(t, s, &j);
+	if (id != ABSENT)
+		return id;
 	char *c = strdup(s);
-	int64_t id = c ? insert(t, j, c, c) : -1;
+	if (!c)
+		return -1;
+	id = insert(t, j, c, c);
 	if (id < 0)
 		free(c);
 	return id;

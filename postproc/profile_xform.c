@@ -157,6 +157,28 @@ static uint32_t mw_root(struct mw_tree *t, const struct vp_xform *x, const char 
 	return id < 0 ? NONE : mw_node(t, 0, (uint32_t)id);
 }
 
+/* Walks the stack's frames [start, start + len) (mapped through fmap) down the tree,
+ * adding add to each node's total; with add 0, stops at the first node whose total is
+ * under min. Returns how many frames it walked, NONE on ENOMEM. */
+static uint32_t mw_walk(struct mw_tree *t, const struct vp_xform *x, const struct vp_stack *s, const uint32_t *fmap,
+			uint32_t start, uint32_t len, uint64_t add, double min)
+{
+	uint32_t parent = mw_root(t, x, s->comm);
+	if (parent == NONE)
+		return NONE;
+	for (uint32_t k = 0; k < len; k++) {
+		uint32_t nd = mw_node(t, parent, fmap[s->frames[start + k]]);
+		if (nd == NONE)
+			return NONE;
+		if (add)
+			t->total[nd] += add;
+		else if ((double)t->total[nd] < min)
+			return k;
+		parent = nd;
+	}
+	return len;
+}
+
 static void mw_free(struct mw_tree *t)
 {
 	vp_calltree__free(&t->ct);
@@ -286,36 +308,14 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 			if (len[i] == NONE || !s->samples[ev])
 				continue;
 			all += s->samples[ev];
-			uint32_t parent = mw_root(&mw, x, s->comm);
-			if (parent == NONE)
+			if (mw_walk(&mw, x, s, fmap, start[i], len[i], s->samples[ev], 0) == NONE)
 				goto cleanup;
-			for (uint32_t k = 0; k < len[i]; k++) {
-				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
-				if (nd == NONE)
-					goto cleanup;
-				mw.total[nd] += s->samples[ev];
-				parent = nd;
-			}
 		}
+		/* Each stack cut at its first node narrower than the minimum. */
 		double min = all * x->minwidth / 100.0;
-		for (size_t i = 0; i < ns; i++) {
-			const struct vp_stack *s = &src->stacks[i];
-			if (len[i] == NONE)
-				continue;
-			uint32_t parent = mw_root(&mw, x, s->comm);
-			if (parent == NONE)
+		for (size_t i = 0; i < ns; i++)
+			if (len[i] != NONE && (len[i] = mw_walk(&mw, x, &src->stacks[i], fmap, start[i], len[i], 0, min)) == NONE)
 				goto cleanup;
-			for (uint32_t k = 0; k < len[i]; k++) {
-				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
-				if (nd == NONE)
-					goto cleanup;
-				if ((double)mw.total[nd] < min) {
-					len[i] = k;
-					break;
-				}
-				parent = nd;
-			}
-		}
 	}
 	for (size_t i = 0; i < ns; i++) {
 		const struct vp_stack *s = &src->stacks[i];
