@@ -18,6 +18,7 @@
 #include "postproc/hvsyms.h"
 #include "postproc/profile_xform.h"
 #include "postproc/report.h"
+#include "postproc/report_pipeline.h"
 #include "postproc/wall.h"
 #include "postproc/session.h"
 
@@ -25,13 +26,11 @@
 #define MAX_IDS 1024
 #define MAX_TOP 1000000
 
-enum format { FMT_TEXT, FMT_FOLDED, FMT_HTML, FMT_PPROF, FMT_JSON, FMT_JFR };
-static const char *const format_names[] = { "text", "folded", "html", "pprof", "json", "jfr" };
 
 struct report_args {
 	const char **dirs;
 	int ndirs;
-	enum format format;
+	enum vp_report_format format;
 	const char *output;        /* NULL = stdout */
 	int top;
 	enum vp_sort sort;
@@ -56,7 +55,7 @@ struct report_args {
 static void defaults(struct report_args *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->format = FMT_TEXT;
+	a->format = VP_REPORT_TEXT;
 	a->top = 25;
 	a->sort = VP_SORT_SELF;
 	a->norm = -1;
@@ -238,15 +237,15 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:I:X:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F': {
-			size_t i;
-			for (i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
-				if (!strcmp(optarg, format_names[i]))
+			int i;
+			for (i = 0; i < VP_REPORT_NFORMATS; i++)
+				if (!strcmp(optarg, vp_report_format_name((enum vp_report_format)i)))
 					break;
-			if (i == sizeof(format_names) / sizeof(format_names[0]))
+			if (i == VP_REPORT_NFORMATS)
 				return usage_error("unknown format '%s' (text, folded, html, pprof, json or jfr)%s", optarg,
 						   optarg[0] >= '0' && optarg[0] <= '9'
 						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
-			a->format = (enum format)i;
+			a->format = (enum vp_report_format)i;
 			break;
 		}
 		case 'o':
@@ -381,13 +380,13 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 	}
 	a->dirs = (const char **)(argv + optind);
 	a->ndirs = argc - optind;
-	if (a->format == FMT_FOLDED && a->diff_base)
+	if (a->format == VP_REPORT_FOLDED && a->diff_base)
 		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
-	if (a->format == FMT_PPROF && a->diff_base)
+	if (a->format == VP_REPORT_PPROF && a->diff_base)
 		return usage_error("--diff has no pprof form; write both runs as pprof and use 'pprof -diff_base'");
-	if (a->format == FMT_JFR && a->diff_base)
+	if (a->format == VP_REPORT_JFR && a->diff_base)
 		return usage_error("--diff has no JFR form; write each run as JFR and compare them in JMC");
-	if (a->xf.minwidth > 0 && a->format != FMT_FOLDED && a->format != FMT_HTML)
+	if (a->xf.minwidth > 0 && a->format != VP_REPORT_FOLDED && a->format != VP_REPORT_HTML)
 		return usage_error("--minwidth cuts the call tree of html and folded reports; use -F html or -F folded (text has --top)");
 	return 0;
 }
@@ -438,10 +437,9 @@ int cmd_report(int argc, char **argv)
 		.pids = a.npids ? a.pids : NULL, .npids = a.npids,
 		.tids = a.ntids ? a.tids : NULL, .ntids = a.ntids,
 		.comm = a.comm, .container = a.container, .t_from = a.t_from, .t_to = a.t_to,
-		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms, .no_locations = a.format != FMT_PPROF,
-		.vthreads = a.vthreads,
-		.times = a.format == FMT_HTML,
+		.map_mode_flat = a.map_flat, .hv_syms = a.hv_syms, .vthreads = a.vthreads,
 	};
+	vp_report__session_opts(a.format, &so);
 	struct vp_profile *p = vp_profile__new(), *base = NULL;
 	struct vp_out o = { 0 };
 	bool out_open = false;
@@ -490,16 +488,7 @@ int cmd_report(int argc, char **argv)
 		}
 		ro.sort_event = w;
 	}
-	/* The flame graph offers the combined view beside the recorded events whenever
-	 * the session has off-CPU time (it draws the first event unless told). */
-	if (a.format == FMT_HTML && !base && !a.wall && !wall_event) {
-		bool has_off = false;
-		for (int e = 0; e < p->nevents; e++)
-			has_off |= !strcmp(p->events[e].name, "off-cpu");
-		char werr[256];
-		if (has_off)
-			vp_wall__add_events(p, werr, sizeof(werr));  /* without room for it: the events alone */
-	}
+	vp_report__add_views(p, a.format, base, a.wall || wall_event);
 	if (a.event) {
 		ro.sort_event = -1;
 		for (int e = 0; e < p->nevents; e++)
@@ -518,7 +507,7 @@ int cmd_report(int argc, char **argv)
 	 * the base of a diff gets the same view so that both sides name frames alike. */
 	a.xf.norm = a.norm == 1 || (a.norm < 0 && (base || ndirs > 1));
 	a.xf.minwidth_event = ro.sort_event;
-	a.xf.minwidth_by_thread = a.format == FMT_FOLDED;
+	a.xf.minwidth_by_thread = a.format == VP_REPORT_FOLDED;
 	if (vp_xform__active(&a.xf)) {
 		char xerr[512] = "";
 		struct vp_profile *v = vp_profile__transform(p, &a.xf, xerr, sizeof(xerr)), *bv = NULL;
@@ -559,53 +548,32 @@ int cmd_report(int argc, char **argv)
 	/* Colour only for a person at a terminal who has not opted out. */
 	const char *nc = getenv("NO_COLOR");
 	ro.color = o.tty && !a.no_color && !(nc && *nc);
-	if (o.tty && (a.format == FMT_PPROF)) {
+	if (o.tty && (a.format == VP_REPORT_PPROF)) {
 		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
 		goto cleanup;
 	}
-	if (o.tty && a.format == FMT_JFR) {
+	if (o.tty && a.format == VP_REPORT_JFR) {
 		fprintf(stderr, "viprof report: not writing JFR's binary data to a terminal; add -o FILE.jfr\n");
 		goto cleanup;
 	}
-	if (a.format == FMT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
+	if (a.format == VP_REPORT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
 		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is not time on the CPU: choose a CPU event with -e (e.g. -e %s)\n",
 			p->events[ro.sort_event].name, p->events[0].name);
 		goto cleanup;
 	}
 
-	switch (a.format) {
-	case FMT_TEXT:
-		r = a.wall && !a.event ? report_wall_text(p, &o, &ro) : report_text(p, base, &o, &ro);
-		break;
-	case FMT_FOLDED:
-		r = report_folded(p, &o, &ro);
-		break;
-	case FMT_HTML:
-		r = report_html(p, base, &o, &ro);
-		break;
-	case FMT_PPROF:
-		r = report_pprof(p, &o, &ro);
-		break;
-	case FMT_JSON:
-		r = report_json(p, base, &o, &ro);
-		break;
-	case FMT_JFR:
-		r = report_jfr(p, &o, &ro);
-		break;
-	default:
-		r = -EINVAL;
-	}
+	r = vp_report__write(p, base, a.format, a.wall && !a.event, &o, &ro);
 	int cr = vp_out__close(&o);
 	out_open = false;
 	if (r || cr) {
-		fprintf(stderr, "viprof report: writing the %s report to %s failed: %s\n", format_names[a.format],
+		fprintf(stderr, "viprof report: writing the %s report to %s failed: %s\n", vp_report_format_name(a.format),
 			a.output ? a.output : "standard output", strerror(-(r ? r : cr)));
 		goto cleanup;
 	}
 	/* The text report prints warnings itself; the file formats carry them inside (not
 	 * folded: it has no place for them), and a person running the command should see
 	 * them, also when the report goes to standard output (stderr stays apart). */
-	for (const char *w = p->warnings; a.format != FMT_TEXT && w && *w;) {
+	for (const char *w = p->warnings; a.format != VP_REPORT_TEXT && w && *w;) {
 		size_t l = strcspn(w, "\n");
 		fprintf(stderr, "viprof report: warning: %.*s\n", (int)l, w);
 		w += l + (w[l] == '\n');

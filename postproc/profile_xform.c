@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strtab.h"
 #include "common/util.h"
+#include "postproc/calltree.h"
 #include "postproc/profile_xform.h"
 
-#define NONE UINT32_MAX
+#define NONE VP_CALLTREE_NONE
 
 bool vp_xform__active(const struct vp_xform *x)
 {
@@ -123,77 +125,65 @@ size_t vp_name__simple(const char *name, char *out, size_t outlen)
 	return o;
 }
 
-/* The call tree for --minwidth: nodes by (parent, frame), totals of one event. */
+/* The call tree for --minwidth (postproc/calltree.h), with each node's total of one
+ * event. Under node 0, a root per thread name when the tree has a thread level (folded
+ * output), else one. */
 struct mw_tree {
-	uint64_t *kparent;
-	uint32_t *kframe, *slot;
+	struct vp_calltree ct;
+	struct vp_strtab comms;
 	uint64_t *total;
-	size_t n, cap, size;
+	size_t cap;
 };
 
-static uint64_t mw_hash(uint64_t parent, uint32_t frame)
+/* The node of frame under parent, made if new; NONE on ENOMEM. */
+static uint32_t mw_node(struct mw_tree *t, uint32_t parent, uint32_t frame)
 {
-	uint64_t h = (parent * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)frame * 0xc2b2ae3d27d4eb4full);
-	return h ^ (h >> 31);
+	size_t len = t->ct.len;
+	uint32_t id = vp_calltree__child(&t->ct, parent, frame);
+	if (id == NONE || id < len)
+		return id;   /* there already */
+	if (vp_grow((void **)&t->total, &t->cap, t->ct.len, sizeof(*t->total)))
+		return NONE;
+	t->total[id] = 0;
+	return id;
 }
 
-static int mw_rehash(struct mw_tree *t)
+/* A stack's root: its thread name's node when the tree has a thread level. */
+static uint32_t mw_root(struct mw_tree *t, const struct vp_xform *x, const char *comm)
 {
-	size_t size = t->size ? t->size * 2 : 4096;
-	uint32_t *slot = malloc(size * sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	memset(slot, 0xff, size * sizeof(*slot));
-	for (size_t i = 0; i < t->n; i++) {
-		size_t j = mw_hash(t->kparent[i], t->kframe[i]) & (size - 1);
-		while (slot[j] != NONE)
-			j = (j + 1) & (size - 1);
-		slot[j] = (uint32_t)i;
+	if (!t->ct.len && vp_calltree__add(&t->ct, NONE, 0) == NONE)
+		return NONE;
+	int64_t id = x->minwidth_by_thread ? vp_strtab__id(&t->comms, comm) : 0;
+	return id < 0 ? NONE : mw_node(t, 0, (uint32_t)id);
+}
+
+/* Walks the stack's frames [start, start + len) (mapped through fmap) down the tree,
+ * adding add to each node's total; with add 0, stops at the first node whose total is
+ * under min. Returns how many frames it walked, NONE on ENOMEM. */
+static uint32_t mw_walk(struct mw_tree *t, const struct vp_xform *x, const struct vp_stack *s, const uint32_t *fmap,
+			uint32_t start, uint32_t len, uint64_t add, double min)
+{
+	uint32_t parent = mw_root(t, x, s->comm);
+	if (parent == NONE)
+		return NONE;
+	for (uint32_t k = 0; k < len; k++) {
+		uint32_t nd = mw_node(t, parent, fmap[s->frames[start + k]]);
+		if (nd == NONE)
+			return NONE;
+		if (add)
+			t->total[nd] += add;
+		else if ((double)t->total[nd] < min)
+			return k;
+		parent = nd;
 	}
-	free(t->slot);
-	t->slot = slot;
-	t->size = size;
-	return 0;
-}
-
-/* The node (parent, frame), made if new; NONE on ENOMEM. */
-static uint32_t mw_node(struct mw_tree *t, uint64_t parent, uint32_t frame)
-{
-	if ((t->n + 1) * 2 > t->size && mw_rehash(t))
-		return NONE;
-	size_t j = mw_hash(parent, frame) & (t->size - 1);
-	for (; t->slot[j] != NONE; j = (j + 1) & (t->size - 1))
-		if (t->kparent[t->slot[j]] == parent && t->kframe[t->slot[j]] == frame)
-			return t->slot[j];
-	size_t c1 = t->cap, c2 = t->cap, c3 = t->cap;
-	if (vp_grow((void **)&t->kparent, &c1, t->n + 1, sizeof(*t->kparent)) ||
-	    vp_grow((void **)&t->kframe, &c2, t->n + 1, sizeof(*t->kframe)) ||
-	    vp_grow((void **)&t->total, &c3, t->n + 1, sizeof(*t->total)))
-		return NONE;
-	t->cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
-	t->kparent[t->n] = parent;
-	t->kframe[t->n] = frame;
-	t->total[t->n] = 0;
-	t->slot[j] = (uint32_t)t->n;
-	return (uint32_t)t->n++;
+	return len;
 }
 
 static void mw_free(struct mw_tree *t)
 {
-	free(t->kparent);
-	free(t->kframe);
-	free(t->slot);
+	vp_calltree__free(&t->ct);
+	vp_strtab__free(&t->comms);
 	free(t->total);
-}
-
-/* The key of a stack's root: its thread name's hash when the tree has a thread level. */
-static uint64_t mw_root(const struct vp_xform *x, const char *comm)
-{
-	uint64_t h = 0;
-	if (x->minwidth_by_thread)
-		for (const unsigned char *c = (const unsigned char *)(comm ? comm : ""); *c; c++)
-			h = (h ^ *c) * 0x100000001b3ull;
-	return (1ull << 63) | (h >> 1);
 }
 
 static int compile_all(regex_t *re, const char *const *src, int n, const char *opt, int *ncompiled, char *err,
@@ -318,32 +308,14 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 			if (len[i] == NONE || !s->samples[ev])
 				continue;
 			all += s->samples[ev];
-			uint64_t parent = mw_root(x, s->comm);
-			for (uint32_t k = 0; k < len[i]; k++) {
-				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
-				if (nd == NONE)
-					goto cleanup;
-				mw.total[nd] += s->samples[ev];
-				parent = nd;
-			}
+			if (mw_walk(&mw, x, s, fmap, start[i], len[i], s->samples[ev], 0) == NONE)
+				goto cleanup;
 		}
+		/* Each stack cut at its first node narrower than the minimum. */
 		double min = all * x->minwidth / 100.0;
-		for (size_t i = 0; i < ns; i++) {
-			const struct vp_stack *s = &src->stacks[i];
-			if (len[i] == NONE)
-				continue;
-			uint64_t parent = mw_root(x, s->comm);
-			for (uint32_t k = 0; k < len[i]; k++) {
-				uint32_t nd = mw_node(&mw, parent, fmap[s->frames[start[i] + k]]);
-				if (nd == NONE)
-					goto cleanup;
-				if ((double)mw.total[nd] < min) {
-					len[i] = k;
-					break;
-				}
-				parent = nd;
-			}
-		}
+		for (size_t i = 0; i < ns; i++)
+			if (len[i] != NONE && (len[i] = mw_walk(&mw, x, &src->stacks[i], fmap, start[i], len[i], 0, min)) == NONE)
+				goto cleanup;
 	}
 	for (size_t i = 0; i < ns; i++) {
 		const struct vp_stack *s = &src->stacks[i];

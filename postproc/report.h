@@ -1,6 +1,6 @@
 /* Report writers: one output interface with a sticky error, one options struct, one
- * function per format. report_cmd.c parses the command line, builds the profile
- * (postproc/session.h) and switches on the format. */
+ * function per format. Callers (report_cmd.c, the service's pages) build the profile
+ * (postproc/session.h) and reach the writers through postproc/report_pipeline.h. */
 #ifndef VIPROF_REPORT_H
 #define VIPROF_REPORT_H
 

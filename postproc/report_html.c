@@ -9,20 +9,16 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "postproc/calltree.h"
 #include "postproc/report_util.h"
 
 extern const char vp_flame_html[];   /* generated from flame.html, NUL-terminated */
 
 #define ROOT_FRAME UINT32_MAX
-#define NONE UINT32_MAX
+#define NONE VP_CALLTREE_NONE
 /* Depth 1 of the tree is the thread: a node's frame is then THREAD_BIT | thread index.
  * The page merges threads away unless the user asks for the per-thread view. */
 #define THREAD_BIT 0x80000000u
-
-struct node {
-	uint32_t frame, parent;
-	uint32_t first_child, next_sibling;
-};
 
 /* One thread of either profile, by (pid, tid, name). */
 struct thread {
@@ -31,8 +27,7 @@ struct thread {
 };
 
 struct tree {
-	struct node *n;
-	size_t len, cap;
+	struct vp_calltree ct;   /* node 0 is the root */
 	/* Per event: samples of the profile (val) and of the base profile (bval), at
 	 * val[node * ne + event]: the page draws any event without another report. */
 	uint64_t *val, *bval;
@@ -40,8 +35,6 @@ struct tree {
 	int ne;
 	/* Thread level at depth 1; not in a diff, whose two runs share no threads. */
 	bool threads;
-	uint32_t *slot;     /* (parent, frame) -> node, open addressing */
-	size_t size;
 	struct thread *th;
 	size_t nth, thcap;
 	uint32_t *thslot;   /* (pid, tid, comm) -> thread */
@@ -65,12 +58,6 @@ struct tree {
  * (or "host") as the name; the page draws it as "container <id>". */
 #define CONTAINER_PID UINT32_MAX
 
-static uint64_t child_hash(uint32_t parent, uint32_t frame)
-{
-	uint64_t h = ((uint64_t)parent << 32 | frame) * 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
 static uint64_t thread_hash(uint32_t pid, uint32_t tid, const char *comm)
 {
 	uint64_t h = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
@@ -79,61 +66,30 @@ static uint64_t thread_hash(uint32_t pid, uint32_t tid, const char *comm)
 	return h ^ (h >> 29);
 }
 
-static int tree_rehash(struct tree *t)
+/* A node's weights, zeroed: one per event for every node; base weights only in a diff
+ * (no thread level there). */
+static uint32_t tree_weights(struct tree *t, uint32_t id)
 {
-	size_t size = t->size ? t->size * 2 : 4096;
-	uint32_t *slot = malloc(size * sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	memset(slot, 0xff, size * sizeof(*slot));
-	for (size_t i = 1; i < t->len; i++) {
-		size_t j = child_hash(t->n[i].parent, t->n[i].frame) & (size - 1);
-		while (slot[j] != NONE)
-			j = (j + 1) & (size - 1);
-		slot[j] = (uint32_t)i;
-	}
-	free(t->slot);
-	t->slot = slot;
-	t->size = size;
-	return 0;
+	size_t ne = (size_t)t->ne, need = ((size_t)id + 1) * ne;
+	if (id == NONE || vp_grow((void **)&t->val, &t->vcap, need, sizeof(*t->val)) ||
+	    (!t->threads && vp_grow((void **)&t->bval, &t->bcap, need, sizeof(*t->bval))))
+		return NONE;
+	memset(t->val + (size_t)id * ne, 0, ne * sizeof(*t->val));
+	if (t->bval)
+		memset(t->bval + (size_t)id * ne, 0, ne * sizeof(*t->bval));
+	return id;
 }
 
 static uint32_t tree_add_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	if (vp_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)))
-		return NONE;
-	/* A weight per event for every node, zeroed below; base weights only in a diff (no
-	 * thread level there). */
-	size_t ne = (size_t)t->ne, need = (t->len + 1) * ne;
-	if (vp_grow((void **)&t->val, &t->vcap, need, sizeof(*t->val)) ||
-	    (!t->threads && vp_grow((void **)&t->bval, &t->bcap, need, sizeof(*t->bval))))
-		return NONE;
-	uint32_t id = (uint32_t)t->len++;
-	t->n[id] = (struct node){ .frame = frame, .parent = parent, .first_child = NONE, .next_sibling = NONE };
-	memset(t->val + (size_t)id * ne, 0, ne * sizeof(*t->val));
-	if (t->bval)
-		memset(t->bval + (size_t)id * ne, 0, ne * sizeof(*t->bval));
-	if (parent != NONE) {
-		t->n[id].next_sibling = t->n[parent].first_child;
-		t->n[parent].first_child = id;
-	}
-	return id;
+	return tree_weights(t, vp_calltree__add(&t->ct, parent, frame));
 }
 
 static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	if ((t->len + 1) * 2 > t->size && tree_rehash(t))
-		return NONE;
-	size_t j = child_hash(parent, frame) & (t->size - 1);
-	for (; t->slot[j] != NONE; j = (j + 1) & (t->size - 1)) {
-		const struct node *c = &t->n[t->slot[j]];
-		if (c->parent == parent && c->frame == frame)
-			return t->slot[j];
-	}
-	uint32_t id = tree_add_node(t, parent, frame);
-	if (id != NONE)
-		t->slot[j] = id;
-	return id;
+	size_t len = t->ct.len;
+	uint32_t id = vp_calltree__child(&t->ct, parent, frame);
+	return id != NONE && id < len ? id : tree_weights(t, id);
 }
 
 /* The index of a stack's thread, THREAD_BIT set; NONE when out of memory. */
@@ -276,7 +232,7 @@ struct sort_ctx {
 static int child_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
-	const struct node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
+	const struct vp_calltree_node *x = &c->t->ct.n[*(const uint32_t *)a], *y = &c->t->ct.n[*(const uint32_t *)b];
 	if ((x->frame & THREAD_BIT) && (y->frame & THREAD_BIT)) {
 		const struct thread *tx = &c->t->th[x->frame & ~THREAD_BIT], *ty = &c->t->th[y->frame & ~THREAD_BIT];
 		int r = strcmp(tx->comm, ty->comm);
@@ -499,9 +455,9 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		      const uint32_t *snode)
 {
 	uint32_t *fidx = calloc(k->u->nframes ? k->u->nframes : 1, sizeof(*fidx));
-	uint32_t *kids = malloc(t->len * sizeof(*kids));
-	uint32_t *stack = malloc(t->len * sizeof(*stack));
-	uint32_t *outid = snode ? malloc(t->len * sizeof(*outid)) : NULL;
+	uint32_t *kids = malloc(t->ct.len * sizeof(*kids));
+	uint32_t *stack = malloc(t->ct.len * sizeof(*stack));
+	uint32_t *outid = snode ? malloc(t->ct.len * sizeof(*outid)) : NULL;
 	size_t ne = (size_t)t->ne;
 	int err = -ENOMEM;
 	if (!fidx || !kids || !stack || (snode && !outid))
@@ -550,9 +506,9 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_out__puts(o, "]");
 	}
 	/* Only the frames the drawn tree uses, numbered densely in output order. */
-	for (size_t i = 1; i < t->len; i++)
-		if (!(t->n[i].frame & THREAD_BIT) && has_value(t, i))
-			fidx[t->n[i].frame] = 1;
+	for (size_t i = 1; i < t->ct.len; i++)
+		if (!(t->ct.n[i].frame & THREAD_BIT) && has_value(t, i))
+			fidx[t->ct.n[i].frame] = 1;
 	vp_out__puts(o, "],\n\"frames\":[");
 	uint32_t w = 0;
 	for (size_t i = 0; i < k->u->nframes; i++) {
@@ -578,9 +534,9 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 	stack[sp++] = 0;
 	while (sp) {
 		uint32_t id = stack[--sp];
-		const struct node *nd = &t->n[id];
+		const struct vp_calltree_node *nd = &t->ct.n[id];
 		size_t nk = 0;
-		for (uint32_t c = nd->first_child; c != NONE; c = t->n[c].next_sibling)
+		for (uint32_t c = nd->first_child; c != NONE; c = t->ct.n[c].next_sibling)
 			if (has_value(t, c))
 				kids[nk++] = c;
 		if (nk > 1)
@@ -713,10 +669,9 @@ int report_html(const struct vp_profile *p, const struct vp_profile *base, struc
 	err = have_data ? o->err : -EINVAL;   /* a template without data is a build error */
 cleanup:
 	free(title);
-	free(t.n);
+	vp_calltree__free(&t.ct);
 	free(t.val);
 	free(t.bval);
-	free(t.slot);
 	free(t.th);
 	free(t.thslot);
 	free(t.pframe);

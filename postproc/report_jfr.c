@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pbuf.h"
+#include "common/strtab.h"
 #include "common/util.h"
 #include "postproc/profile_xform.h"
 #include "postproc/report.h"
@@ -38,143 +40,44 @@ enum {
 enum { FT_INTERPRETED = 1, FT_JIT, FT_INLINED, FT_NATIVE };
 static const char *const frame_types[] = { "", "Interpreted", "JIT compiled", "Inlined", "Native" };
 
-/* A growable byte buffer whose error sticks, as vp_out's does. */
-struct buf {
-	uint8_t *b;
-	size_t len, cap;
-	int err;
-};
-
-static void b_put(struct buf *b, const void *p, size_t n)
-{
-	if (b->err)
-		return;
-	if (vp_grow((void **)&b->b, &b->cap, b->len + n, 1)) {
-		b->err = -ENOMEM;
-		return;
-	}
-	memcpy(b->b + b->len, p, n);
-	b->len += n;
-}
-
-static void b_u8(struct buf *b, uint8_t v)
-{
-	b_put(b, &v, 1);
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80 && n < 9) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void b_var(struct buf *b, uint64_t v)
-{
-	uint8_t t[9];
-	size_t n = 0;
-	while (n < 8 && v >= 0x80) {
-		t[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	t[n++] = (uint8_t)v;   /* the 9th byte, when there is one, holds 8 bits */
-	b_put(b, t, n);
-}
-
-static void b_be(struct buf *b, uint64_t v, int bytes)
-{
-	for (int i = bytes - 1; i >= 0; i--)
-		b_u8(b, (uint8_t)(v >> (8 * i)));
-}
-
-static void b_str(struct buf *b, const char *s)
+/* JFR's integers are the nine-byte varints of common/pbuf.h; a string is an encoding
+ * byte, then for UTF-8 its length and bytes. */
+static void b_str(struct vp_buf *b, const char *s)
 {
 	if (!s) {
-		b_u8(b, 0);
+		vp_buf__u8(b, 0);
 		return;
 	}
 	size_t n = strlen(s);
 	if (!n) {
-		b_u8(b, 1);
+		vp_buf__u8(b, 1);
 		return;
 	}
-	b_u8(b, 3);
-	b_var(b, n);
-	b_put(b, s, n);
+	vp_buf__u8(b, 3);
+	vp_buf__varint9(b, n);
+	vp_buf__put(b, s, n);
 }
 
 /* Appends body as one event: its size (counting the size's own bytes) first. */
-static void b_event(struct buf *out, const struct buf *body)
+static void b_event(struct vp_buf *out, const struct vp_buf *body)
 {
 	if (body->err) {
 		out->err = out->err ? out->err : body->err;
 		return;
 	}
 	size_t n = body->len + 1;
-	while (varint_len(n) + body->len != n)
-		n = body->len + varint_len(n);
-	b_var(out, n);
-	b_put(out, body->b, body->len);
+	while (vp_varint9_len(n) + body->len != n)
+		n = body->len + vp_varint9_len(n);
+	vp_buf__varint9(out, n);
+	vp_buf__put(out, body->b, body->len);
 }
 
-/* Strings interned to ids 0..n-1 (the metadata's string table, the symbol pool). */
-struct strtab {
-	char **s;
-	size_t n, cap;
-	uint32_t *slot;
-	size_t size;
-};
-
-static uint64_t str_hash(const char *s)
+/* Strings interned to ids 0..n-1 (the metadata's string table, the symbol pool), copied:
+ * some are built in local buffers. UINT32_MAX on ENOMEM. */
+static uint32_t st_id(struct vp_strtab *t, const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
-/* The id of s, added if new; UINT32_MAX on ENOMEM. */
-static uint32_t st_id(struct strtab *t, const char *s)
-{
-	if ((t->n + 1) * 2 > t->size) {
-		size_t size = t->size ? t->size * 2 : 1024;
-		uint32_t *slot = malloc(size * sizeof(*slot));
-		if (!slot)
-			return UINT32_MAX;
-		memset(slot, 0xff, size * sizeof(*slot));
-		for (size_t i = 0; i < t->n; i++) {
-			size_t j = str_hash(t->s[i]) & (size - 1);
-			while (slot[j] != UINT32_MAX)
-				j = (j + 1) & (size - 1);
-			slot[j] = (uint32_t)i;
-		}
-		free(t->slot);
-		t->slot = slot;
-		t->size = size;
-	}
-	size_t j = str_hash(s) & (t->size - 1);
-	for (; t->slot[j] != UINT32_MAX; j = (j + 1) & (t->size - 1))
-		if (!strcmp(t->s[t->slot[j]], s))
-			return t->slot[j];
-	char *c = strdup(s);
-	if (!c || vp_grow((void **)&t->s, &t->cap, t->n + 1, sizeof(*t->s))) {
-		free(c);
-		return UINT32_MAX;
-	}
-	t->s[t->n] = c;
-	t->slot[j] = (uint32_t)t->n;
-	return (uint32_t)t->n++;
-}
-
-static void st_free(struct strtab *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->s[i]);
-	free(t->s);
-	free(t->slot);
+	int64_t id = vp_strtab__id_copy(t, s);
+	return id < 0 ? UINT32_MAX : (uint32_t)id;
 }
 
 /* The metadata, as a table: classes with their fields, in the JDK's field order (the
@@ -285,16 +188,16 @@ static const struct mclass classes[] = {
 
 /* One element of the metadata tree: name, attributes (string ids), then children written
  * by the caller right after (nchildren counts them). */
-static void el(struct buf *b, struct strtab *s, const char *name, int nattr, const char *const *attr, uint32_t nchildren)
+static void el(struct vp_buf *b, struct vp_strtab *s, const char *name, int nattr, const char *const *attr, uint32_t nchildren)
 {
-	b_var(b, st_id(s, name));
-	b_var(b, (uint64_t)nattr);
+	vp_buf__varint9(b, st_id(s, name));
+	vp_buf__varint9(b, (uint64_t)nattr);
 	for (int i = 0; i < 2 * nattr; i++)
-		b_var(b, st_id(s, attr[i]));
-	b_var(b, nchildren);
+		vp_buf__varint9(b, st_id(s, attr[i]));
+	vp_buf__varint9(b, nchildren);
 }
 
-static void annotation(struct buf *b, struct strtab *s, int cls, const char *value)
+static void annotation(struct vp_buf *b, struct vp_strtab *s, int cls, const char *value)
 {
 	char id[16];
 	snprintf(id, sizeof(id), "%d", cls);
@@ -303,9 +206,9 @@ static void annotation(struct buf *b, struct strtab *s, int cls, const char *val
 }
 
 /* The metadata event's body after its header fields: the string table, then the tree. */
-static void metadata_tree(struct buf *out, struct strtab *s)
+static void metadata_tree(struct vp_buf *out, struct vp_strtab *s)
 {
-	struct buf t = { 0 };
+	struct vp_buf t = { 0 };
 	size_t nc = sizeof(classes) / sizeof(classes[0]);
 	el(&t, s, "root", 0, NULL, 2);
 	el(&t, s, "metadata", 0, NULL, (uint32_t)nc);
@@ -359,10 +262,10 @@ static void metadata_tree(struct buf *out, struct strtab *s)
 	const char *region[] = { "locale", "en_US", "gmtOffset", "0" };
 	el(&t, s, "region", 2, region, 0);
 	/* The string table comes first, so it is written once the tree has named them all. */
-	b_var(out, s->n);
+	vp_buf__varint9(out, s->n);
 	for (size_t i = 0; i < s->n; i++)
-		b_str(out, s->s[i]);
-	b_put(out, t.b, t.len);
+		b_str(out, s->v[i]);
+	vp_buf__put(out, t.b, t.len);
 	if (t.err && !out->err)
 		out->err = t.err;
 	free(t.b);
@@ -499,13 +402,13 @@ static void internal_class(const char *name, char *out, size_t len)
 /* Everything the pools are made of, and what the events refer to. */
 struct jw {
 	const struct vp_profile *p;
-	struct strtab syms, classes, pkgs;
+	struct vp_strtab syms, classes, pkgs;
 	uint32_t *cls_pkg, *cls_sym;           /* per class: package key - 1, name symbol - 1 */
 	uint8_t *cls_hidden;
 	size_t cap_pkg, cap_sym, cap_hidden;
-	struct buf methods;                    /* the method pool's entries */
+	struct vp_buf methods;                    /* the method pool's entries */
 	uint32_t nmethods, *frame_method;      /* per frame: method key, 0 = none yet */
-	struct buf traces;                     /* the stack trace pool's entries */
+	struct vp_buf traces;                     /* the stack trace pool's entries */
 	uint32_t ntraces;
 };
 
@@ -560,12 +463,12 @@ static uint32_t method_key(struct jw *w, uint32_t f)
 		return 0;
 	w->frame_method[f] = ++w->nmethods;
 	/* Method value: type, name, descriptor, modifiers, hidden. */
-	b_var(&w->methods, w->nmethods);
-	b_var(&w->methods, c);
-	b_var(&w->methods, ms + 1);
-	b_var(&w->methods, ds + 1);
-	b_var(&w->methods, 0);
-	b_u8(&w->methods, 0);
+	vp_buf__varint9(&w->methods, w->nmethods);
+	vp_buf__varint9(&w->methods, c);
+	vp_buf__varint9(&w->methods, ms + 1);
+	vp_buf__varint9(&w->methods, ds + 1);
+	vp_buf__varint9(&w->methods, 0);
+	vp_buf__u8(&w->methods, 0);
 	return w->nmethods;
 }
 
@@ -573,18 +476,18 @@ static uint32_t method_key(struct jw *w, uint32_t f)
 static uint32_t trace_key(struct jw *w, const struct vp_stack *s, uint32_t n)
 {
 	uint32_t key = ++w->ntraces;
-	b_var(&w->traces, key);
-	b_u8(&w->traces, 0);       /* not truncated as far as the profile knows */
-	b_var(&w->traces, n);
+	vp_buf__varint9(&w->traces, key);
+	vp_buf__u8(&w->traces, 0);       /* not truncated as far as the profile knows */
+	vp_buf__varint9(&w->traces, n);
 	for (uint32_t k = n; k-- > 0;) {   /* JFR lists the leaf first */
 		const struct vp_frame *fr = &w->p->frames[s->frames[k]];
 		uint32_t m = method_key(w, s->frames[k]);
 		if (!m)
 			return 0;
-		b_var(&w->traces, m);
-		b_var(&w->traces, fr->line);
-		b_var(&w->traces, 0);
-		b_var(&w->traces, (uint64_t)frame_type(fr->layer));
+		vp_buf__varint9(&w->traces, m);
+		vp_buf__varint9(&w->traces, fr->line);
+		vp_buf__varint9(&w->traces, 0);
+		vp_buf__varint9(&w->traces, (uint64_t)frame_type(fr->layer));
 	}
 	return w->traces.err ? 0 : key;
 }
@@ -594,12 +497,12 @@ enum kind { K_CPU, K_ALLOC, K_LOCK };
 /* One event kind's events: every sample of event ev, at times spread evenly over the
  * recording (the n-th of N at start + duration * (n + 1/2) / N), the stacks' samples
  * interleaved by stepping through them with a stride prime to N. */
-static int write_events(struct jw *w, struct buf *evs, int ev, enum kind kind, const uint32_t *trace,
+static int write_events(struct jw *w, struct vp_buf *evs, int ev, enum kind kind, const uint32_t *trace,
 			const uint32_t *thread, const uint32_t *cls, const bool *park, uint64_t t0, uint64_t dur)
 {
 	const struct vp_profile *p = w->p;
 	uint64_t n = 0, total = 0;
-	struct buf body = { 0 };
+	struct vp_buf body = { 0 };
 	for (size_t i = 0; i < p->nstacks; i++)
 		total += trace[i] ? p->stacks[i].samples[ev] : 0;
 	if (!total)
@@ -618,27 +521,27 @@ static int write_events(struct jw *w, struct buf *evs, int ev, enum kind kind, c
 		const struct vp_stack *s = &p->stacks[i];
 		uint64_t each = s->samples[ev] ? s->weight[ev] / s->samples[ev] : 0;
 		body.len = 0;
-		b_var(&body, kind == K_CPU ? T_EXECUTION_SAMPLE : kind == K_ALLOC ? T_ALLOCATION_SAMPLE :
+		vp_buf__varint9(&body, kind == K_CPU ? T_EXECUTION_SAMPLE : kind == K_ALLOC ? T_ALLOCATION_SAMPLE :
 			     park[i] ? T_THREAD_PARK : T_MONITOR_ENTER);
-		b_var(&body, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)total));
+		vp_buf__varint9(&body, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)total));
 		if (kind == K_LOCK)
-			b_var(&body, each);            /* duration: the time waited */
-		b_var(&body, thread[i]);
-		b_var(&body, trace[i]);
+			vp_buf__varint9(&body, each);            /* duration: the time waited */
+		vp_buf__varint9(&body, thread[i]);
+		vp_buf__varint9(&body, trace[i]);
 		if (kind == K_CPU) {
-			b_var(&body, 1);               /* STATE_RUNNABLE */
+			vp_buf__varint9(&body, 1);               /* STATE_RUNNABLE */
 		} else if (kind == K_ALLOC) {
-			b_var(&body, cls[i]);
-			b_var(&body, each);            /* bytes the sample stands for */
+			vp_buf__varint9(&body, cls[i]);
+			vp_buf__varint9(&body, each);            /* bytes the sample stands for */
 		} else if (park[i]) {
-			b_var(&body, cls[i]);
-			b_var(&body, 0);               /* timeout and until: not recorded */
-			b_var(&body, 0);
-			b_var(&body, 0);               /* address */
+			vp_buf__varint9(&body, cls[i]);
+			vp_buf__varint9(&body, 0);               /* timeout and until: not recorded */
+			vp_buf__varint9(&body, 0);
+			vp_buf__varint9(&body, 0);               /* address */
 		} else {
-			b_var(&body, cls[i]);
-			b_var(&body, 0);               /* previous owner: not recorded */
-			b_var(&body, 0);
+			vp_buf__varint9(&body, cls[i]);
+			vp_buf__varint9(&body, 0);               /* previous owner: not recorded */
+			vp_buf__varint9(&body, 0);
 		}
 		b_event(evs, &body);
 	}
@@ -672,8 +575,8 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		if (e != alloc_ev && e != lock_ev && !vp_jfr_refuses_event(p->events[e].name))
 			cpu_ev = e;
 	struct jw w = { .p = p };
-	struct strtab meta = { 0 };
-	struct buf cp = { 0 }, body = { 0 }, evs = { 0 }, chunk = { 0 }, mev = { 0 }, cev = { 0 };
+	struct vp_strtab meta = { 0 };
+	struct vp_buf cp = { 0 }, body = { 0 }, evs = { 0 }, chunk = { 0 }, mev = { 0 }, cev = { 0 };
 	uint32_t *trace[3] = { NULL }, *thread = NULL, *cls = NULL;
 	bool *park = NULL;
 	struct thr { uint32_t pid, tid; const char *comm; } *th = NULL;
@@ -728,67 +631,67 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 
 	/* The checkpoint: every constant pool. */
 	uint64_t t0 = meta_u64(p, "start_monotonic_ns"), dur = meta_u64(p, "duration_ns");
-	b_var(&cp, 1);          /* type: checkpoint */
-	b_var(&cp, t0);
-	b_var(&cp, 0);          /* duration */
-	b_var(&cp, 0);          /* delta to the previous checkpoint: none */
-	b_u8(&cp, 0);           /* a generic checkpoint, not a flush */
-	b_var(&cp, 8);          /* pools */
-	b_var(&cp, T_THREAD_STATE);
-	b_var(&cp, 1);
-	b_var(&cp, 1);
+	vp_buf__varint9(&cp, 1);          /* type: checkpoint */
+	vp_buf__varint9(&cp, t0);
+	vp_buf__varint9(&cp, 0);          /* duration */
+	vp_buf__varint9(&cp, 0);          /* delta to the previous checkpoint: none */
+	vp_buf__u8(&cp, 0);           /* a generic checkpoint, not a flush */
+	vp_buf__varint9(&cp, 8);          /* pools */
+	vp_buf__varint9(&cp, T_THREAD_STATE);
+	vp_buf__varint9(&cp, 1);
+	vp_buf__varint9(&cp, 1);
 	b_str(&cp, "STATE_RUNNABLE");
-	b_var(&cp, T_FRAME_TYPE);
-	b_var(&cp, 4);
+	vp_buf__varint9(&cp, T_FRAME_TYPE);
+	vp_buf__varint9(&cp, 4);
 	for (int k = FT_INTERPRETED; k <= FT_NATIVE; k++) {
-		b_var(&cp, (uint64_t)k);
+		vp_buf__varint9(&cp, (uint64_t)k);
 		b_str(&cp, frame_types[k]);
 	}
-	b_var(&cp, T_THREAD);
-	b_var(&cp, nth);
+	vp_buf__varint9(&cp, T_THREAD);
+	vp_buf__varint9(&cp, nth);
 	for (size_t k = 0; k < nth; k++) {
-		b_var(&cp, k + 1);
+		vp_buf__varint9(&cp, k + 1);
 		b_str(&cp, th[k].comm);
-		b_var(&cp, th[k].tid);
+		vp_buf__varint9(&cp, th[k].tid);
 		b_str(&cp, th[k].comm);
-		b_var(&cp, th[k].tid);
-		b_var(&cp, 0);      /* no thread group */
+		vp_buf__varint9(&cp, th[k].tid);
+		vp_buf__varint9(&cp, 0);      /* no thread group */
 	}
-	b_var(&cp, T_SYMBOL);
-	b_var(&cp, w.syms.n + w.pkgs.n);
+	vp_buf__varint9(&cp, T_SYMBOL);
+	vp_buf__varint9(&cp, w.syms.n + w.pkgs.n);
 	for (size_t k = 0; k < w.syms.n; k++) {
-		b_var(&cp, k + 1);
-		b_str(&cp, w.syms.s[k]);
+		vp_buf__varint9(&cp, k + 1);
+		b_str(&cp, w.syms.v[k]);
 	}
 	/* Package names are symbols too, numbered after the others. */
 	for (size_t k = 0; k < w.pkgs.n; k++) {
-		b_var(&cp, w.syms.n + k + 1);
-		b_str(&cp, w.pkgs.s[k]);
+		vp_buf__varint9(&cp, w.syms.n + k + 1);
+		b_str(&cp, w.pkgs.v[k]);
 	}
-	b_var(&cp, T_PACKAGE);
-	b_var(&cp, w.pkgs.n);
+	vp_buf__varint9(&cp, T_PACKAGE);
+	vp_buf__varint9(&cp, w.pkgs.n);
 	for (size_t k = 0; k < w.pkgs.n; k++) {
-		b_var(&cp, k + 1);
-		b_var(&cp, w.syms.n + k + 1);
-		b_var(&cp, 0);      /* no module */
-		b_u8(&cp, 1);
+		vp_buf__varint9(&cp, k + 1);
+		vp_buf__varint9(&cp, w.syms.n + k + 1);
+		vp_buf__varint9(&cp, 0);      /* no module */
+		vp_buf__u8(&cp, 1);
 	}
-	b_var(&cp, T_CLASS);
-	b_var(&cp, w.classes.n);
+	vp_buf__varint9(&cp, T_CLASS);
+	vp_buf__varint9(&cp, w.classes.n);
 	for (size_t k = 0; k < w.classes.n; k++) {
-		b_var(&cp, k + 1);
-		b_var(&cp, 0);      /* no class loader */
-		b_var(&cp, w.cls_sym[k] + 1);
-		b_var(&cp, w.cls_pkg[k] + 1);
-		b_var(&cp, 0);
-		b_u8(&cp, w.cls_hidden[k]);
+		vp_buf__varint9(&cp, k + 1);
+		vp_buf__varint9(&cp, 0);      /* no class loader */
+		vp_buf__varint9(&cp, w.cls_sym[k] + 1);
+		vp_buf__varint9(&cp, w.cls_pkg[k] + 1);
+		vp_buf__varint9(&cp, 0);
+		vp_buf__u8(&cp, w.cls_hidden[k]);
 	}
-	b_var(&cp, T_METHOD);
-	b_var(&cp, w.nmethods);
-	b_put(&cp, w.methods.b, w.methods.len);
-	b_var(&cp, T_STACK_TRACE);
-	b_var(&cp, w.ntraces);
-	b_put(&cp, w.traces.b, w.traces.len);
+	vp_buf__varint9(&cp, T_METHOD);
+	vp_buf__varint9(&cp, w.nmethods);
+	vp_buf__put(&cp, w.methods.b, w.methods.len);
+	vp_buf__varint9(&cp, T_STACK_TRACE);
+	vp_buf__varint9(&cp, w.ntraces);
+	vp_buf__put(&cp, w.traces.b, w.traces.len);
 	if ((err = cp.err ? cp.err : w.methods.err ? w.methods.err : w.traces.err))
 		goto cleanup;
 	err = -ENOMEM;
@@ -798,27 +701,27 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 			goto cleanup;
 
 	/* Metadata. */
-	b_var(&body, 0);        /* type: metadata */
-	b_var(&body, t0);
-	b_var(&body, 0);
-	b_var(&body, 1);        /* metadata id */
+	vp_buf__varint9(&body, 0);        /* type: metadata */
+	vp_buf__varint9(&body, t0);
+	vp_buf__varint9(&body, 0);
+	vp_buf__varint9(&body, 1);        /* metadata id */
 	metadata_tree(&body, &meta);
 	b_event(&mev, &body);
 	b_event(&cev, &cp);
 
 	/* The chunk: header, events, metadata, checkpoint. */
 	uint64_t meta_pos = 68 + evs.len, cp_pos = meta_pos + mev.len, size = cp_pos + cev.len;
-	b_put(&chunk, "FLR", 4);
-	b_be(&chunk, 2, 2);
-	b_be(&chunk, 1, 2);
-	b_be(&chunk, size, 8);
-	b_be(&chunk, cp_pos, 8);
-	b_be(&chunk, meta_pos, 8);
-	b_be(&chunk, meta_u64(p, "start_realtime_ns"), 8);
-	b_be(&chunk, dur, 8);
-	b_be(&chunk, t0, 8);
-	b_be(&chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
-	b_be(&chunk, 3, 4);                /* varint integers, final chunk */
+	vp_buf__put(&chunk, "FLR", 4);
+	vp_buf__be(&chunk, 2, 2);
+	vp_buf__be(&chunk, 1, 2);
+	vp_buf__be(&chunk, size, 8);
+	vp_buf__be(&chunk, cp_pos, 8);
+	vp_buf__be(&chunk, meta_pos, 8);
+	vp_buf__be(&chunk, meta_u64(p, "start_realtime_ns"), 8);
+	vp_buf__be(&chunk, dur, 8);
+	vp_buf__be(&chunk, t0, 8);
+	vp_buf__be(&chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
+	vp_buf__be(&chunk, 3, 4);                /* varint integers, final chunk */
 	err = chunk.err ? chunk.err : evs.err ? evs.err : mev.err ? mev.err : cev.err;
 	if (!err) {
 		vp_out__write(o, chunk.b, chunk.len);
@@ -828,10 +731,10 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		err = o->err;
 	}
 cleanup:
-	st_free(&meta);
-	st_free(&w.syms);
-	st_free(&w.classes);
-	st_free(&w.pkgs);
+	vp_strtab__free(&meta);
+	vp_strtab__free(&w.syms);
+	vp_strtab__free(&w.classes);
+	vp_strtab__free(&w.pkgs);
 	free(w.cls_pkg);
 	free(w.cls_sym);
 	free(w.cls_hidden);

@@ -2,7 +2,7 @@
 # Installs what viprof needs to build, run and test, from Debian's packages only.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-      libprotobuf-c-dev protobuf-c-compiler linux-perf openjdk-17-jdk-headless
+      linux-perf openjdk-17-jdk-headless
       golang-go golang-github-google-pprof-dev chromium procps bc libclang-rt-14-dev python3
       prometheus protobuf-compiler)
 missing=()

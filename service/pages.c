@@ -17,10 +17,9 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/report.h"
+#include "postproc/report_pipeline.h"
 #include "postproc/session.h"
 #include "service/continuous.h"
-
-enum fmt { FMT_PPROF, FMT_FLAME };
 
 /* The session's start (its stream header's CLOCK_MONOTONIC creation time), which the
  * loader's --time windows count from. 0 when unreadable. */
@@ -89,9 +88,13 @@ static struct vp_profile *fold_kernel(const struct vp_profile *p)
 	return q;
 }
 
-/* Loads the parts into one profile and writes it with one report writer into a memory
- * buffer. */
-static int render(const struct vp_pages_part *parts, int nparts, uint64_t duration_ns, enum fmt fmt,
+/* Loads the parts into one profile and writes it into a memory buffer through the
+ * report pipeline `viprof report` uses (postproc/report_pipeline.h), so that a page and
+ * the command give the same bytes for one session. What is the page's own: the title,
+ * the parts' windows and the interval's duration, and folding the kernel frames for a
+ * client that may not see them (which also drops the time strip: the folded copy keeps
+ * no sample times). */
+static int render(const struct vp_pages_part *parts, int nparts, uint64_t duration_ns, enum vp_report_format fmt,
 		  const char *title, bool fold, char **buf, size_t *len, char *err, size_t errlen)
 {
 	struct vp_out o = { .width = 120 };
@@ -106,7 +109,9 @@ static int render(const struct vp_pages_part *parts, int nparts, uint64_t durati
 		return -ENOMEM;
 	}
 	for (int i = 0; i < nparts; i++) {
-		struct vp_session_opts so = { .no_locations = fold };
+		struct vp_session_opts so = { 0 };
+		vp_report__session_opts(fmt, &so);
+		so.no_locations |= fold;
 		dir = parts[i].dir;
 		if (parts[i].from_ns || parts[i].to_ns) {
 			uint64_t t0 = session_t0(dir);
@@ -151,13 +156,14 @@ static int render(const struct vp_pages_part *parts, int nparts, uint64_t durati
 		goto cleanup;
 	}
 	o.owned = true;
+	vp_report__add_views(p, fmt, NULL, false);
 	struct vp_report_opts ro = { .title = title };
-	e = fmt == FMT_PPROF ? report_pprof(p, &o, &ro) : report_html(p, NULL, &o, &ro);
+	e = vp_report__write(p, NULL, fmt, false, &o, &ro);
 	int ce = vp_out__close(&o);
 	if (!e)
 		e = ce;
 	if (e)
-		vp_set_err(err, errlen, "cannot write the %s of %s: %s", fmt == FMT_PPROF ? "pprof" : "flame graph", dir,
+		vp_set_err(err, errlen, "cannot write the %s of %s: %s", fmt == VP_REPORT_PPROF ? "pprof" : "flame graph", dir,
 			   strerror(-e));
 cleanup:
 	if (e) {
@@ -172,20 +178,20 @@ cleanup:
 int vp_pages__pprof(const char *dir, bool fold_kernel, char **buf, size_t *len, char *err, size_t errlen)
 {
 	struct vp_pages_part part = { .dir = dir };
-	return render(&part, 1, 0, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
+	return render(&part, 1, 0, VP_REPORT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
 int vp_pages__flame(const char *dir, const char *title, bool fold_kernel, char **buf, size_t *len, char *err,
 		    size_t errlen)
 {
 	struct vp_pages_part part = { .dir = dir };
-	return render(&part, 1, 0, FMT_FLAME, title, fold_kernel, buf, len, err, errlen);
+	return render(&part, 1, 0, VP_REPORT_HTML, title, fold_kernel, buf, len, err, errlen);
 }
 
 int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t duration_ns, bool fold_kernel, char **buf,
 			  size_t *len, char *err, size_t errlen)
 {
-	return render(parts, n, duration_ns, FMT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
+	return render(parts, n, duration_ns, VP_REPORT_PPROF, NULL, fold_kernel, buf, len, err, errlen);
 }
 
 static void html_escape(FILE *f, const char *s)

@@ -1,6 +1,9 @@
 # Tests of the report path and of the shared helpers it uses (JSON escaping, HTML views,
 # report scale).
 viprof_test(test-json SOURCES test-json.c LIBS vp_common LABELS unit)
+viprof_test(test-strtab SOURCES test-strtab.c LIBS vp_common LABELS unit)
+viprof_test(test-pbuf SOURCES test-pbuf.c LIBS vp_common LABELS unit)
+viprof_test(test-calltree SOURCES test-calltree.c LIBS vp_postproc LABELS unit)
 # The flame graph's views (orientation, callers, per thread, event, tooltip) in chromium.
 viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_postproc TIMEOUT 300 LABELS tools)
 # Issue 26: the HTML time strip. The embedded per-bucket data equals the profile's (unit);

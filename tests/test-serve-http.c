@@ -1352,10 +1352,95 @@ static void scenario_push(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* ---- one report pipeline: a page and `viprof report` give the same bytes ---- */
+
+/* Writes `viprof report DIR -F FMT [--title T]` to a file and reads it back. */
+static char *report_file(const char *dir, const char *fmt, const char *title, size_t *len)
+{
+	char out[] = "/tmp/vp-test-serve-report-XXXXXX";
+	int fd = mkstemp(out);
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (title)
+			execl(viprof, viprof, "report", dir, "-F", fmt, "--title", title, "-o", out, (char *)NULL);
+		else
+			execl(viprof, viprof, "report", dir, "-F", fmt, "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char *buf = test_slurp(out, len);
+	unlink(out);
+	return buf;
+}
+
+static void assert_same_bytes(const char *what, const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t i = 0;
+	while (i < alen && i < blen && a[i] == b[i])
+		i++;
+	if (i < alen || i < blen)
+		FAIL("%s: the page (%zu bytes) and viprof report (%zu bytes) differ from byte %zu: '%.60s' vs '%.60s'",
+		     what, alen, blen, i, i < alen ? a + i : "", i < blen ? b + i : "");
+}
+
+/* An interval's flame graph and pprof, as the service serves them to root on the
+ * loopback (kernel frames shown), equal `viprof report` of the interval's directory:
+ * the title, which names the host and the interval, is the page's own and is given to
+ * the command. With --off-cpu, so that the flame graph's wall view is in both. */
+static void scenario_same_report(void)
+{
+	REQUIRE_ROOT();
+	char dir[] = "/tmp/vp-test-serve-same-XXXXXX", listen[64], path[600], name[32], title[512], host[256];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	int port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	const char *args[] = { "--continuous", dir, "--interval", "2", "--off-cpu", "-F", "199", "--http", listen,
+			       "--no-jit", NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	pid_t w = fork();
+	if (w == 0) {
+		execl(split3, split3, "4", (char *)NULL);
+		_exit(127);
+	}
+	wait_interval(dir, name, sizeof(name));
+	snprintf(path, sizeof(path), "/flame/%s", name);
+	struct answer flame = get(NULL, "127.0.0.1", port, path, NULL);
+	snprintf(path, sizeof(path), "/pprof/%s", name);
+	struct answer pprof = get(NULL, "127.0.0.1", port, path, NULL);
+	kill(w, SIGTERM);
+	waitpid(w, NULL, 0);
+	stop_serve();
+	ASSERT_EQ(flame.status, 200);
+	ASSERT_EQ(pprof.status, 200);
+
+	ASSERT_OK(gethostname(host, sizeof(host)) ? -errno : 0);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(title, sizeof(title), "%s: whole VM, interval %s", host, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	size_t hlen, plen;
+	char *html = report_file(path, "html", title, &hlen);
+	char *pb = report_file(path, "pprof", NULL, &plen);
+	ASSERT_CONTAINS(html, "running");   /* the wall view beside off-cpu */
+	assert_same_bytes("flame graph", flame.body, flame.len, html, hlen);
+	assert_same_bytes("pprof", pprof.body, pprof.len, pb, plen);
+	fprintf(stderr, "%s: flame graph %zu bytes, pprof %zu bytes, equal\n", name, hlen, plen);
+	free(html);
+	free(pb);
+	free(flame.head);
+	free(pprof.head);
+	char rm[700];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	ASSERT_EQ(system(rm), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|same-report VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -1380,6 +1465,8 @@ int main(int argc, char **argv)
 		scenario_metrics();
 	else if (!strcmp(argv[1], "push"))
 		scenario_push();
+	else if (!strcmp(argv[1], "same-report"))
+		scenario_same_report();
 	else
 		FAIL("unknown scenario %s", argv[1]);
 	printf("test-serve-http %s: ok\n", argv[1]);
