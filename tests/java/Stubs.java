@@ -2,7 +2,7 @@
 // item 2): one worker thread ("stub-worker") alternates megamorphic interface calls (C2
 // dispatches them through itable stubs), megamorphic virtual calls (vtable stubs) and
 // System.arraycopy of large long[] and byte[] arrays (the arraycopy StubRoutines), each
-// under its own caller, until SECONDS pass. Prints "ready" once the worker runs.
+// under its own caller, until SECONDS pass. Prints "ready" once the worker has warmed up.
 // Started without -XX:+PreserveFramePointer, as production JVMs are.
 public class Stubs {
     interface Shape { long area(long x); }
@@ -68,7 +68,21 @@ public class Stubs {
         }
         long[] src = new long[1 << 20], dst = new long[1 << 20];
         byte[] bsrc = new byte[4 << 20], bdst = new byte[4 << 20];
+        long[] ssrc = new long[16], sdst = new long[16];
+        byte[] sbsrc = new byte[16], sbdst = new byte[16];
         Thread t = new Thread(() -> {
+            // Warm-up on small arrays first, so that the loop's methods are compiled (and
+            // System.arraycopy is the stubs', not the runtime's Copy:: functions) before
+            // "ready": with the big arrays alone a loaded VM took longer than the test's
+            // wait to compile copies(), which runs only ~50 times a second.
+            for (int i = 0; i < 20000; i++)
+                sink += copies(ssrc, sdst, sbsrc, sbdst, 1);
+            for (int i = 0; i < 100; i++) {
+                sink += interfaces(shapes, 1);
+                sink += virtuals(animals, 1);
+            }
+            System.out.println("ready");
+            System.out.flush();
             while (System.nanoTime() < end) {
                 sink += interfaces(shapes, 200);
                 sink += virtuals(animals, 200);
@@ -76,8 +90,6 @@ public class Stubs {
             }
         }, "stub-worker");
         t.start();
-        System.out.println("ready");
-        System.out.flush();
         t.join();
     }
 }
