@@ -13,6 +13,8 @@
 #include <string.h>
 #include <linux/kcmp.h>
 #include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -228,7 +230,14 @@ static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, s
  * capability over it). A child becomes that user, with no groups and no capabilities,
  * and compares its memory with pid's (kcmp(2) makes exactly that check on both; where
  * kcmp is missing, opening /proc/PID/environ makes the same check on its fs ids).
+ * The child runs as the user, so the user may signal it: one stopped (SIGSTOP) or
+ * slow past CHECK_TIMEOUT_MS is killed and the answer is -ETIMEDOUT, so that no user
+ * holds a connection thread, or the service's stop, for as long as they like. It
+ * closes every descriptor it inherited and makes itself non-dumpable before it drops
+ * root, so that even where fs.suid_dumpable lets users trace such a child, there is
+ * nothing of root's in it to reach.
  * 0 allowed, -EPERM refused, -ESRCH gone, another -errno when it cannot tell. */
+#define CHECK_TIMEOUT_MS 2000
 static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 {
 	char environ[64];
@@ -240,8 +249,9 @@ static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 		return -errno;
 	if (child == 0) {
 		/* Only system calls from here on: the service has other threads. */
-		if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
-		    syscall(SYS_setresuid, uid, uid, uid))
+		if (syscall(SYS_close_range, 0u, ~0u, 0u) || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) ||
+		    syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
+		    syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0))
 			_exit(10);
 		long r = syscall(SYS_kcmp, (pid_t)syscall(SYS_getpid), pid, KCMP_VM, 0, 0);
 		if (r < 0 && errno == ENOSYS) {
@@ -251,9 +261,21 @@ static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 		}
 		_exit(r >= 0 ? 0 : errno == EPERM || errno == EACCES ? 1 : errno == ESRCH ? 2 : 3);
 	}
-	while (waitpid(child, &st, 0) < 0)
-		if (errno != EINTR)
+	uint64_t deadline = mono_ns() + CHECK_TIMEOUT_MS * 1000000ull;
+	for (;;) {
+		pid_t w = waitpid(child, &st, WNOHANG);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR)
 			return -errno;
+		if (mono_ns() >= deadline) {
+			kill(child, SIGKILL);
+			while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+				;
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
 	if (!WIFEXITED(st))
 		return -EINTR;
 	switch (WEXITSTATUS(st)) {
@@ -292,6 +314,9 @@ static int check_and_hold(struct conn *c, pid_t pid, pid_t parent, char *why, si
 	} else if (e == -EPERM) {
 		vp_set_err(why, len, "process %d is not dumpable (set-uid, or prctl PR_SET_DUMPABLE 0) or otherwise "
 			   "protected: the kernel would not let you trace it, so neither does the service", (int)pid);
+	} else if (e == -ETIMEDOUT) {
+		vp_set_err(why, len, "the check whether you may trace process %d did not finish within %d s (its "
+			   "process runs as you: was it stopped?); try again", (int)pid, CHECK_TIMEOUT_MS / 1000);
 	} else if (e) {
 		vp_set_err(why, len, "cannot ask the kernel whether you may trace process %d (%s); try again",
 			   (int)pid, strerror(-e));
