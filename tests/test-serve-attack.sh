@@ -26,6 +26,9 @@
 #               their request (the check's child runs as them): answered, and SIGTERM
 #               still stops the service within 5 s
 #   diskfull    --continuous on a disk that fills: no empty or torn service.json
+#   cmdpath     a request whose command names a path other than what it launched (a
+#               FIFO of the user's here; a device, or a file in a directory only root
+#               may read, elsewhere): root opens nothing by that name
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -283,6 +286,19 @@ diskfull)
 		python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "a torn $f"
 	done
 	echo "service.json files: $(find "$work/full" -name service.json | wc -l), all whole"
+	;;
+cmdpath)
+	mkuser a; u=$REPLY
+	start_service
+	as "$u" "mkfifo '$work/a/fifo'"
+	# Opening a FIFO to write waits for a reader: the file appears once anyone opens it.
+	as "$u" "exec 3>'$work/a/fifo'; echo opened >'$work/a/opened'" &
+	as "$u" "'$client' '$sock' launch '$work/a/fifo'" >"$work/r1" 2>&1
+	cat "$work/r1"
+	grep -q '^STARTED' "$work/r1" || fail "the recording did not start (the test would pass on nothing)"
+	sleep 1
+	[ -e "$work/a/opened" ] && fail "root opened the path the client named as its command"
+	as "$u" "exec 0<'$work/a/fifo'"   # lets the writer go
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
