@@ -393,6 +393,7 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 		}
 		ev[0].freq = ev[0].period = 0;
 	}
+	uint64_t total = 0;
 	for (int i = 0; i < nev; i++) {
 		uint64_t period = ev[i].period ? ev[i].period : ev[i].freq ? 0 : o->period;
 		uint64_t freq = ev[i].freq ? ev[i].freq : period ? 0 : o->freq;
@@ -407,6 +408,14 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 				   (unsigned long long)l->max_freq, clock || freq ? "" : ", or give a rate with -F");
 			return -EPERM;
 		}
+		total += hz;
+	}
+	/* The limit is the user's, not each event's: events sample side by side. */
+	if (total > l->max_freq) {
+		vp_set_err(why, len, "the %d events together sample up to %llu times a second, over this service's limit "
+			   "of %llu Hz per user; ask for less with -F (each event's rate adds up)", nev,
+			   (unsigned long long)total, (unsigned long long)l->max_freq);
+		return -EPERM;
 	}
 	if (o->duration > l->max_seconds) {
 		vp_set_err(why, len, "-d %.0f is over this service's limit of %.0f s per recording; ask for less (or the "

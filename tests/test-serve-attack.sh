@@ -15,7 +15,8 @@
 #   nodump      the user's own process made non-dumpable: refused, as the kernel would
 #   mute        a client that never reads: -d still ends its recording, another user is
 #               served meanwhile, and SIGTERM stops the service within 5 s
-#   rate        -c and an event's own period= terms are capped like -F
+#   rate        -c and an event's own period= terms are capped like -F, and several
+#               events' rates add up against the one per-user limit
 #   audit       client bytes (CR, ESC, newlines) cannot forge or garble audit lines
 #   overlay     in the user's own user+mount namespace, an overlayfs session whose lower
 #               layer gains jit/ after the mount (a stale listing) with root's directory
@@ -167,7 +168,8 @@ rate)
 	mkuser a; u=$REPLY
 	start_service
 	for args in "-e cpu-clock -c 10000" "-e task-clock -c 100000" "-c 100000" "-e cpu-clock/period=50000/" \
-		    "-e task-clock/freq=9000/" "-e cpu-clock,task-clock/period=200000/"; do
+		    "-e task-clock/freq=9000/" "-e cpu-clock,task-clock/period=200000/" "-e cpu-clock,task-clock -F 3000" \
+		    "-e cpu-clock/freq=2500/,task-clock/freq=2500/"; do
 		if as "$u" "'$viprof' record $args -o '$work/a/s' -- true" 2>"$work/a.err"; then
 			fail "'$args' passed the rate cap"
 		fi
@@ -252,12 +254,9 @@ trickle)
 stopcheck)
 	mkuser a; u=$REPLY
 	start_service
-	as "$u" "sleep 60 & echo \$! >'$work/a/pid'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
 	# Up to 20 requests, each with every process of the user's stopped in a loop until
 	# the answer comes: the service's check child, which runs as the user, among them.
-	as "$u" "'$client' '$sock' stopper $pid 20" >"$work/r1" 2>&1
+	as "$u" "exec '$client' '$sock' stopper 20" >"$work/r1" 2>&1
 	rc=$?
 	cat "$work/r1"
 	[ $rc = 0 ] || fail "a request was not answered within 5 s while its check's child could be stopped"
