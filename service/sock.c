@@ -37,6 +37,11 @@
 #define SEND_TIMEOUT_S 1
 #define VP_SOCK_COUNT_BOUND 20000000000ull   /* events a second assumed of a non-clock event */           /* a client that reads nothing for this long is gone */
 #define STREAM_PIPE_BYTES (1 << 20)
+#ifdef SO_PASSRIGHTS
+#define VP_SO_PASSRIGHTS SO_PASSRIGHTS
+#else
+#define VP_SO_PASSRIGHTS 83   /* asm-generic/socket.h, Linux 6.16 */
+#endif
 
 struct user {
 	uid_t uid;
@@ -510,7 +515,16 @@ static void serve_conn(struct conn *c)
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	tv.tv_sec = SEND_TIMEOUT_S;
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	ssize_t n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
+	/* The request, within REQUEST_TIMEOUT_S, waited for in slices so that a client that
+	 * connects and says nothing does not hold the service's stop. */
+	ssize_t n = -ETIMEDOUT;
+	for (uint64_t until = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull; !s->stopping && mono_ns() < until;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, 200) > 0) {
+			n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
+			break;
+		}
+	}
 	if (n <= 0) {
 		audit(s, &c->cred, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
 		goto out;
@@ -823,6 +837,18 @@ struct vp_sock *vp_sock__start(const struct vp_sock_opts *o, char *err, size_t e
 	struct stat st;
 	if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(s->path);
+	/* No client's file ever gets in (connections inherit this from the listener):
+	 * the service takes none, and merely closing one can block its thread for as long
+	 * as the client likes (a TCP socket with SO_LINGER and unsent data; a file of the
+	 * client's own FUSE mount), the final close of a file the kernel drops for us
+	 * too (a message past its control buffer, the queue of a closed connection). The
+	 * sender's sendmsg fails with EPERM instead. Older kernels lack the option: then
+	 * a passed file is refused as before, at the cost above. */
+	int no = 0;
+	if (setsockopt(s->lfd, SOL_SOCKET, VP_SO_PASSRIGHTS, &no, sizeof(no)) != 0)
+		fprintf(s->o.log, "viprof serve: warning: this kernel cannot refuse file descriptors on the socket "
+			"(SO_PASSRIGHTS, Linux 6.16): a client passing one that lingers on close can hold its "
+			"connection, and the service's stop, until it lets go\n");
 	if (bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(s->path, 0666) != 0 ||
 	    listen(s->lfd, 64) != 0) {
 		e = -errno;

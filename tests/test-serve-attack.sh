@@ -27,6 +27,8 @@
 #               their request (the check's child runs as them): answered, and SIGTERM
 #               still stops the service within 5 s
 #   diskfull    --continuous on a disk that fills: no empty or torn service.json
+#   linger      a request that carries a socket whose close lingers (SO_LINGER 1 h, a peer
+#               that never reads): refused, and SIGTERM still stops the service in 5 s
 #   cmdpath     a request whose command names a path other than what it launched (a
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name
@@ -57,9 +59,11 @@ check_victims() {
 	diff "$work/victim.before" "$work/victim.after" || fail "$1: root's directory changed"
 	diff "$work/tmp.before" "$work/tmp.after" || fail "$1: the sticky directory changed"
 }
-# The reply of the service to a request: exactly one ERR line, nothing started.
+# The reply of the service to a request: exactly one ERR line, nothing started. A
+# request carrying a file descriptor is refused by the kernel before the service sees
+# it (SO_PASSRIGHTS off on the socket, Linux 6.16): the client's send fails, EPERM.
 refused_once() {   # refused_once FILE WHAT
-	[ "$(grep -c '^ERR ' "$1")" = 1 ] || { cat "$1"; fail "$2: not refused in one line"; }
+	[ "$(grep -c '^ERR \|^SENDFAIL Operation not permitted' "$1")" = 1 ] || { cat "$1"; fail "$2: not refused in one line"; }
 	grep -q '^STARTED' "$1" && { cat "$1"; fail "$2: a recording started"; }
 	return 0
 }
@@ -98,7 +102,7 @@ userns)
 	as "$u" "mkdir '$work/a/s' && unshare -Urm sh -c \"mount --bind '$work/victim' '$work/a/s' && sleep 30 & \
 		sleep 0.5; '$client' '$sock' fd '$work/a/s' \\\$\\\$\"" >"$work/r1" 2>&1
 	cat "$work/r1"
-	grep -q '^ERR ' "$work/r1" || fail "a bind-mounted directory was taken as the session"
+	grep -q '^ERR \|^SENDFAIL Operation not permitted' "$work/r1" || fail "a bind-mounted directory was taken as the session"
 	# From inside such a namespace the user is "root" there: the real client must still
 	# go through the service (it has no capability over the VM), record as the user,
 	# and a directory bound over its session (root's, in the user's namespace) is
@@ -285,6 +289,25 @@ diskfull)
 		python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || fail "a torn $f"
 	done
 	echo "service.json files: $(find "$work/full" -name service.json | wc -l), all whole"
+	;;
+linger)
+	mkuser a; u=$REPLY
+	start_service
+	as "$u" "sleep 60 & echo \$! >'$work/a/pid'; wait" &
+	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid")
+	as "$u" "exec '$client' '$sock' linger $pid" >"$work/r1" 2>&1 &
+	for _ in $(seq 50); do grep -q '^ERR\|^SENDFAIL' "$work/r1" && break; sleep 0.1; done
+	cat "$work/r1"
+	refused_once "$work/r1" "a socket fd"
+	sleep 1
+	t0=$(date +%s%N)
+	kill -TERM "$serve_pid"
+	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
+	t=$(( ($(date +%s%N) - t0) / 1000000 ))
+	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM (closing a passed socket lingers)"
+	serve_pid=
+	echo "SIGTERM to exit: $t ms"
 	;;
 cmdpath)
 	mkuser a; u=$REPLY
