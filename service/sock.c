@@ -254,7 +254,8 @@ static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 		return -errno;
 	if (child == 0) {
 		/* Only system calls from here on: the service has other threads. */
-		if (syscall(SYS_close_range, 0u, ~0u, 0u) || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) ||
+		if ((syscall(SYS_close_range, 0u, ~0u, 0u) && errno != ENOSYS) ||
+		    syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) ||
 		    syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
 		    syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0))
 			_exit(10);
