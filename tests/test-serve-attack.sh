@@ -31,7 +31,8 @@
 #               that never reads): refused, and SIGTERM still stops the service in 5 s
 #   cmdpath     a request whose command names a path other than what it launched (a
 #               FIFO of the user's here; a device, or a file in a directory only root
-#               may read, elsewhere): root opens nothing by that name
+#               may read, elsewhere): root opens nothing by that name; nor by output=
+#               (a user's directory with jit/, one cut at PATH_MAX, a relative one)
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -321,6 +322,22 @@ cmdpath)
 	sleep 1
 	[ -e "$work/a/opened" ] && fail "root opened the path the client named as its command"
 	as "$u" "exec 0<'$work/a/fifo'"   # lets the writer go
+	# output= is only a name: neither a directory of the user's with a jit/ in it, nor
+	# one cut at PATH_MAX (the landed service then lost '/jit' and made its lock in the
+	# user's directory), nor a relative one gets anything of root's.
+	as "$u" "mkdir -p '$work/a/out/jit' && sleep 30 & echo \$! >'$work/a/pid2'; wait" &
+	for _ in $(seq 50); do [ -s "$work/a/pid2" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid2")
+	long=$work/a/out/$(printf 'x%.0s' $(seq $((4095 - ${#work} - 9))))
+	for out in "$work/a/out" "$long" "out"; do
+		printf 'RECORD\nfreq=99\nperiod=0\ncallchain=0\nfp_walk=0\ntarget=pids\npids=%s\nduration=1\nno_jit=0\noff_cpu=0\nbackend=auto\nquiet=1\noutput=%s\n' \
+			"$pid" "$out" >"$work/a/req"
+		chown "$u:" "$work/a/req"
+		as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r2" 2>&1
+		grep -q '^STARTED' "$work/r2" || { cat "$work/r2"; fail "the recording with output=${out:0:60}... did not start"; }
+	done
+	[ -z "$(find "$work/a" -user root)" ] || { find "$work/a" -user root; fail "root made something in the user's directory"; }
+	[ -z "$(find "$work" -name recording.lock)" ] || fail "root made a recording.lock"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
