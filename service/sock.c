@@ -566,9 +566,13 @@ static void serve_conn(struct conn *c)
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
-	/* Unprivileged users get what the kernel would give them: no kernel samples and
-	 * no kernel addresses where perf_event_paranoid keeps users to user mode. */
-	if (c->cred.uid != 0 && vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2)
+	/* Unprivileged users get what the kernel would give them: kernel samples and the
+	 * kernel's symbols (which root reads) only where the kernel shows a user kernel
+	 * addresses itself, as /proc/kallsyms decides (kallsyms_show_value: kptr_restrict 0
+	 * and perf_event_paranoid <= 1); with kptr_restrict 1 the kernel would sample a
+	 * user's kernel frames but hide its symbol addresses from them. */
+	if (c->cred.uid != 0 && (vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2 ||
+				 vp_read_int_file("/proc/sys/kernel/kptr_restrict", 1) != 0))
 		o.user_only = true;
 	if (c->cred.uid != 0 && o.duration <= 0)
 		o.duration = s->o.limits.max_seconds;
