@@ -590,10 +590,14 @@ static int open_export(const char *path, bool force)
 	/* O_NONBLOCK: opening a FIFO for writing never waits for a reader. */
 	struct stat st;
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+	/* One name only: a second one in a sticky directory is another file's (a user
+	 * can link root's files where fs.protected_hardlinks is off). */
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_nlink != 1) {
 		e = fd < 0 ? errno : EPERM;
-		fprintf(stderr, "viprof maps: --force %s: %s; it replaces only a regular file you own (uid %u)\n", path,
-			fd < 0 ? strerror(e) : !S_ISREG(st.st_mode) ? "not a regular file" : "owned by another user",
+		fprintf(stderr, "viprof maps: --force %s: %s; it replaces only a regular file you own (uid %u) with no "
+			"other name\n", path,
+			fd < 0 ? strerror(e) : !S_ISREG(st.st_mode) ? "not a regular file" :
+			st.st_uid != getuid() ? "owned by another user" : "it has other names (hard links)",
 			(unsigned)getuid());
 		if (fd >= 0)
 			close(fd);

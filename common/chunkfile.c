@@ -25,6 +25,7 @@ struct cfile_writer {
 	size_t zcap;
 	uint64_t bytes, records;
 	int level;         /* zlib's: 1 unless set */
+	int stuck;         /* a write timed out or its reader went (-errno): no more tries */
 };
 
 static uint64_t now_ns(clockid_t c)
@@ -152,6 +153,11 @@ int cfile_writer__flush(struct cfile_writer *w)
 {
 	if (!w || !w->len)
 		return 0;
+	/* A pipe whose reader fell behind or left (the service's stream to a client):
+	 * each further chunk would wait the whole stall again, and one after a torn
+	 * chunk could not be read anyway. */
+	if (w->stuck)
+		return w->stuck;
 	uLongf zlen = w->zcap;
 	/* Level 1 by default: the recorder compresses on the sampling path's heels; a
 	 * higher level costs CPU on the profiled machine for a few percent of size. */
@@ -172,6 +178,8 @@ int cfile_writer__flush(struct cfile_writer *w)
 	int err = vp_write_all(w->fd, stackbuf, sizeof(ch));
 	if (!err)
 		err = vp_write_all(w->fd, w->zbuf, zlen);
+	if (err == -ETIMEDOUT || err == -EPIPE)
+		w->stuck = err;
 	if (err)
 		return err;
 	w->bytes += total;

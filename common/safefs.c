@@ -155,16 +155,26 @@ int vp_safe_create(int dirfd, const char *name, mode_t mode)
 
 int vp_safe_open_regular(const char *path, bool nofollow)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
-
-	if (fd < 0)
+	struct stat st = { 0 };
+	char self[48];
+	/* Looked at before it is opened: opening a device or a FIFO can act by itself (a
+	 * watchdog starts, a tape rewinds, a writer waiting on a FIFO goes on), and root
+	 * opens paths that users name or control (their mount namespace under
+	 * /proc/PID/root). The O_PATH fd is reopened through /proc/self/fd, so that what
+	 * is opened is the regular file looked at, not what the path names by then. */
+	int pfd = open(path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+	if (pfd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
+	if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
+		int e = S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;   /* st zeroed: a failed fstat is -EINVAL */
+		close(pfd);
+		return e;
 	}
-	return fd;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	int fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int e = -errno;
+	close(pfd);
+	return fd >= 0 ? fd : e;
 }
 
 static int empty_dir(int dirfd, int depth);

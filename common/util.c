@@ -45,19 +45,34 @@ void vp_set_err(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int vp_write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
+	int64_t deadline = -1;
 	while (n) {
 		ssize_t k = write(fd, b, n);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
 			/* A non-blocking pipe to a reader that fell behind (the service's
-			 * stream to a client): wait for room, but not for ever. */
+			 * stream to a client): wait for room, but not for ever, and the
+			 * whole write, not each wait: a reader that takes a page now and
+			 * then would otherwise hold the writer as long as it likes. */
 			if (errno == EAGAIN) {
+				int64_t now = mono_ms();
+				if (deadline < 0)
+					deadline = now + VP_WRITE_STALL_MS;
+				if (now >= deadline)
+					return -ETIMEDOUT;
 				struct pollfd pf = { .fd = fd, .events = POLLOUT };
-				int r = poll(&pf, 1, VP_WRITE_STALL_MS);
+				int r = poll(&pf, 1, (int)(deadline - now));
 				if (r > 0 && !(pf.revents & (POLLERR | POLLHUP)))
 					continue;
 				if (r < 0 && errno == EINTR)

@@ -13,9 +13,9 @@
 void vp_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
-/* Writes all n bytes, retrying after EINTR and short writes; returns 0 or -errno. */
-/* Writes all of p. On a non-blocking fd whose reader does not make room for
- * VP_WRITE_STALL_MS, -ETIMEDOUT (-EPIPE when the reader is gone). 0 or -errno. */
+/* Writes all n bytes, retrying after EINTR and short writes. On a non-blocking fd
+ * whose reader has not taken the rest VP_WRITE_STALL_MS after the first time it
+ * was full, -ETIMEDOUT (-EPIPE when the reader is gone). 0 or -errno. */
 #define VP_WRITE_STALL_MS 2000
 int vp_write_all(int fd, const void *p, size_t n);
 

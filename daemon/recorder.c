@@ -72,6 +72,7 @@ struct unwind_start {
 	int npids;
 	struct vp_unwinder *u;
 	int failed;              /* errno when the unwinder could not start */
+	bool prewarm;            /* the command's files may be read by its name */
 };
 
 /* record -a: the processes that run a java launcher binary (the JVMs, in containers
@@ -119,8 +120,11 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 	us->sink->u = us->u;
 	for (int i = 0; i < us->npids; i++)
 		vp_unwinder__add_pid(us->u, us->pids[i]);
-	/* A launched command is still held: its files' tables are built before it runs. */
-	if (us->o->target == RECORD_TARGET_LAUNCH && us->o->cmd && us->o->cmd[0])
+	/* A launched command is still held: its files' tables are built before it runs.
+	 * Not for the service's users: the name is only what a client says it runs, and
+	 * root would resolve and open it (a device, a file in a directory only root may
+	 * read); their command's tables are built from its mappings once it runs. */
+	if (us->prewarm && us->o->target == RECORD_TARGET_LAUNCH && us->o->cmd && us->o->cmd[0])
 		vp_unwinder__prewarm(us->u, us->o->cmd[0]);
 	if (us->o->target != RECORD_TARGET_ALL) {
 		vp_unwinder__settle(us->u, 10000);
@@ -484,7 +488,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
-	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o };
+	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o, .prewarm = !owner };
 	cfg->before_sampling = start_unwinder;
 	cfg->before_ctx = &r->unwind_start;
 	/* For a user of the service: their processes only, whatever the target grows into

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <gelf.h>
 
+#include "common/safefs.h"
 #include "common/session_format.h"
 #include "common/util.h"
 #include "daemon/cfi.h"
@@ -446,7 +447,7 @@ static bool map_line(struct vp_unwinder *u, pid_t pid, const char *line, struct 
 	 * without blocking and checked to be a regular file (file_for). */
 	char mf[96];
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", (int)pid, lo, hi);
-	int fd = open(mf, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = vp_safe_open_regular(mf, false);   /* a mapped device is never opened */
 	if (fd < 0)
 		return true;
 	struct file_table *f = file_for(u, fd);

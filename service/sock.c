@@ -13,6 +13,8 @@
 #include <string.h>
 #include <linux/kcmp.h>
 #include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,6 +37,11 @@
 #define SEND_TIMEOUT_S 1
 #define VP_SOCK_COUNT_BOUND 20000000000ull   /* events a second assumed of a non-clock event */           /* a client that reads nothing for this long is gone */
 #define STREAM_PIPE_BYTES (1 << 20)
+#ifdef SO_PASSRIGHTS
+#define VP_SO_PASSRIGHTS SO_PASSRIGHTS
+#else
+#define VP_SO_PASSRIGHTS 83   /* asm-generic/socket.h, Linux 6.16 */
+#endif
 
 struct user {
 	uid_t uid;
@@ -228,7 +235,14 @@ static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, s
  * capability over it). A child becomes that user, with no groups and no capabilities,
  * and compares its memory with pid's (kcmp(2) makes exactly that check on both; where
  * kcmp is missing, opening /proc/PID/environ makes the same check on its fs ids).
+ * The child runs as the user, so the user may signal it: one stopped (SIGSTOP) or
+ * slow past CHECK_TIMEOUT_MS is killed and the answer is -ETIMEDOUT, so that no user
+ * holds a connection thread, or the service's stop, for as long as they like. It
+ * closes every descriptor it inherited and makes itself non-dumpable before it drops
+ * root, so that even where fs.suid_dumpable lets users trace such a child, there is
+ * nothing of root's in it to reach.
  * 0 allowed, -EPERM refused, -ESRCH gone, another -errno when it cannot tell. */
+#define CHECK_TIMEOUT_MS 2000
 static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 {
 	char environ[64];
@@ -240,8 +254,10 @@ static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 		return -errno;
 	if (child == 0) {
 		/* Only system calls from here on: the service has other threads. */
-		if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
-		    syscall(SYS_setresuid, uid, uid, uid))
+		if ((syscall(SYS_close_range, 0u, ~0u, 0u) && errno != ENOSYS) ||
+		    syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) ||
+		    syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, gid, gid, gid) ||
+		    syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0))
 			_exit(10);
 		long r = syscall(SYS_kcmp, (pid_t)syscall(SYS_getpid), pid, KCMP_VM, 0, 0);
 		if (r < 0 && errno == ENOSYS) {
@@ -251,9 +267,21 @@ static int kernel_may_read(uid_t uid, gid_t gid, pid_t pid)
 		}
 		_exit(r >= 0 ? 0 : errno == EPERM || errno == EACCES ? 1 : errno == ESRCH ? 2 : 3);
 	}
-	while (waitpid(child, &st, 0) < 0)
-		if (errno != EINTR)
+	uint64_t deadline = mono_ns() + CHECK_TIMEOUT_MS * 1000000ull;
+	for (;;) {
+		pid_t w = waitpid(child, &st, WNOHANG);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR)
 			return -errno;
+		if (mono_ns() >= deadline) {
+			kill(child, SIGKILL);
+			while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+				;
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
 	if (!WIFEXITED(st))
 		return -EINTR;
 	switch (WEXITSTATUS(st)) {
@@ -292,6 +320,9 @@ static int check_and_hold(struct conn *c, pid_t pid, pid_t parent, char *why, si
 	} else if (e == -EPERM) {
 		vp_set_err(why, len, "process %d is not dumpable (set-uid, or prctl PR_SET_DUMPABLE 0) or otherwise "
 			   "protected: the kernel would not let you trace it, so neither does the service", (int)pid);
+	} else if (e == -ETIMEDOUT) {
+		vp_set_err(why, len, "the check whether you may trace process %d did not finish within %d s (its "
+			   "process runs as you: was it stopped?); try again", (int)pid, CHECK_TIMEOUT_MS / 1000);
 	} else if (e) {
 		vp_set_err(why, len, "cannot ask the kernel whether you may trace process %d (%s); try again",
 			   (int)pid, strerror(-e));
@@ -368,6 +399,7 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 		}
 		ev[0].freq = ev[0].period = 0;
 	}
+	uint64_t total = 0;
 	for (int i = 0; i < nev; i++) {
 		uint64_t period = ev[i].period ? ev[i].period : ev[i].freq ? 0 : o->period;
 		uint64_t freq = ev[i].freq ? ev[i].freq : period ? 0 : o->freq;
@@ -382,6 +414,14 @@ static int authorize(struct conn *c, struct vp_record_opts *o, char *why, size_t
 				   (unsigned long long)l->max_freq, clock || freq ? "" : ", or give a rate with -F");
 			return -EPERM;
 		}
+		total += hz;
+	}
+	/* The limit is the user's, not each event's: events sample side by side. */
+	if (total > l->max_freq) {
+		vp_set_err(why, len, "the %d events together sample up to %llu times a second, over this service's limit "
+			   "of %llu Hz per user; ask for less with -F (each event's rate adds up)", nev,
+			   (unsigned long long)total, (unsigned long long)l->max_freq);
+		return -EPERM;
 	}
 	if (o->duration > l->max_seconds) {
 		vp_set_err(why, len, "-d %.0f is over this service's limit of %.0f s per recording; ask for less (or the "
@@ -476,7 +516,16 @@ static void serve_conn(struct conn *c)
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	tv.tv_sec = SEND_TIMEOUT_S;
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	ssize_t n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
+	/* The request, within REQUEST_TIMEOUT_S, waited for in slices so that a client that
+	 * connects and says nothing does not hold the service's stop. */
+	ssize_t n = -ETIMEDOUT;
+	for (uint64_t until = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull; !s->stopping && mono_ns() < until;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, 200) > 0) {
+			n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
+			break;
+		}
+	}
 	if (n <= 0) {
 		audit(s, &c->cred, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
 		goto out;
@@ -517,9 +566,13 @@ static void serve_conn(struct conn *c)
 		audit(s, &c->cred, what, "refused: %s", why);
 		goto out;
 	}
-	/* Unprivileged users get what the kernel would give them: no kernel samples and
-	 * no kernel addresses where perf_event_paranoid keeps users to user mode. */
-	if (c->cred.uid != 0 && vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2)
+	/* Unprivileged users get what the kernel would give them: kernel samples and the
+	 * kernel's symbols (which root reads) only where the kernel shows a user kernel
+	 * addresses itself, as /proc/kallsyms decides (kallsyms_show_value: kptr_restrict 0
+	 * and perf_event_paranoid <= 1); with kptr_restrict 1 the kernel would sample a
+	 * user's kernel frames but hide its symbol addresses from them. */
+	if (c->cred.uid != 0 && (vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2 ||
+				 vp_read_int_file("/proc/sys/kernel/kptr_restrict", 1) != 0))
 		o.user_only = true;
 	if (c->cred.uid != 0 && o.duration <= 0)
 		o.duration = s->o.limits.max_seconds;
@@ -789,6 +842,18 @@ struct vp_sock *vp_sock__start(const struct vp_sock_opts *o, char *err, size_t e
 	struct stat st;
 	if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(s->path);
+	/* No client's file ever gets in (connections inherit this from the listener):
+	 * the service takes none, and merely closing one can block its thread for as long
+	 * as the client likes (a TCP socket with SO_LINGER and unsent data; a file of the
+	 * client's own FUSE mount), the final close of a file the kernel drops for us
+	 * too (a message past its control buffer, the queue of a closed connection). The
+	 * sender's sendmsg fails with EPERM instead. Older kernels lack the option: then
+	 * a passed file is refused as before, at the cost above. */
+	int no = 0;
+	if (setsockopt(s->lfd, SOL_SOCKET, VP_SO_PASSRIGHTS, &no, sizeof(no)) != 0)
+		fprintf(s->o.log, "viprof serve: warning: this kernel cannot refuse file descriptors on the socket "
+			"(SO_PASSRIGHTS, Linux 6.16): a client passing one that lingers on close can hold its "
+			"connection, and the service's stop, until it lets go\n");
 	if (bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(s->path, 0666) != 0 ||
 	    listen(s->lfd, 64) != 0) {
 		e = -errno;

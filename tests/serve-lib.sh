@@ -7,6 +7,7 @@
 command -v useradd >/dev/null && command -v userdel >/dev/null || { echo "SKIP: no useradd"; exit 77; }
 
 users=()
+mounts=()
 serve_pid=
 work=
 sock=
@@ -25,6 +26,7 @@ serve_lib_init() {
 cleanup() {
 	[ -n "$serve_pid" ] && kill -KILL "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
+	for m in "${mounts[@]}"; do umount -l "$m"; done
 	[ -n "$work" ] && rm -rf "$work"
 }
 fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }

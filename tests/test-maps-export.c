@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -118,6 +119,26 @@ int main(void)
 		/* Ours, existing: only with --force. */
 		ASSERT_EQ(export_to(cmds[c], p, false), 1);
 		ASSERT_EQ(export_to(cmds[c], p, true), 0);
+		/* A second name of one of root's files, planted in the sticky directory (a
+		 * user can, where fs.protected_hardlinks is 0; root makes it here): root owns
+		 * it, but it is not the export's to replace. And a user's symlink to it. */
+		char secret[300], lnk[300];
+		snprintf(secret, sizeof(secret), "%s/secret-%d", dir, c);
+		f = fopen(secret, "we");
+		fputs("ROOTDATA\n", f);
+		fclose(f);
+		snprintf(lnk, sizeof(lnk), "%s/link-%d.map", dir, c);
+		ASSERT_OK(link(secret, lnk) ? -errno : 0);
+		for (int force = 0; force < 2; force++)
+			ASSERT_EQ(export_to(cmds[c], lnk, force), 1);
+		snprintf(lnk, sizeof(lnk), "%s/sym-%d.map", dir, c);
+		ASSERT_OK(symlink(secret, lnk) ? -errno : 0);
+		ASSERT_OK(lchown(lnk, pw->pw_uid, pw->pw_gid) ? -errno : 0);
+		for (int force = 0; force < 2; force++)
+			ASSERT_EQ(export_to(cmds[c], lnk, force), 1);
+		ASSERT_OK(stat(secret, &st) ? -errno : 0);
+		ASSERT_EQ(st.st_size, 9);
+		ASSERT_EQ(st.st_nlink, 2);
 	}
 	printf("test-maps-export: ok\n");
 	return 0;

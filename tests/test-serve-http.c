@@ -662,6 +662,7 @@ static pid_t kernel_load(void)
 static void scenario_access(void)
 {
 	REQUIRE_ROOT();
+	const char *pprof_tool = pprof_bin();
 	make_users();
 	char dir[] = "/tmp/vp-test-serve-access-XXXXXX", listen[64], name[32], path[128];
 	ASSERT_NOT_NULL(mkdtemp(dir));
@@ -723,6 +724,29 @@ static void scenario_access(void)
 	snprintf(path, sizeof(path), "/debug/pprof/profile?seconds=1");
 	struct answer bprof = get_as(USER_B, port, path);
 	ASSERT_EQ(bprof.status, 200);
+	/* Read by the real pprof: the member's profiles carry no kernel address (kernel
+	 * halves start at 0xffff), where root's do. */
+	struct answer *reads[] = { &rp, &bp, &bprof };
+	for (int i = 0; i < 3; i++) {
+		char file[128], cmd[300];
+		snprintf(file, sizeof(file), "/tmp/vp-test-serve-access-%d-%d.pb.gz", (int)getpid(), i);
+		FILE *f = fopen(file, "we");
+		ASSERT_NOT_NULL(f);
+		ASSERT_EQ(fwrite(reads[i]->body, 1, reads[i]->len, f), reads[i]->len);
+		fclose(f);
+		snprintf(cmd, sizeof(cmd), "%s -raw %s 2>&1", pprof_tool, file);
+		char *raw = run(cmd);
+		unlink(file);
+		ASSERT_CONTAINS(raw, "Locations");
+		if (i == 0) {
+			ASSERT_CONTAINS(raw, ": 0xffff");
+		} else {
+			ASSERT_NOT_CONTAINS(raw, ": 0xffff");
+			ASSERT_NOT_CONTAINS(raw, "entry_SYSCALL_64");
+			ASSERT_CONTAINS(raw, "[kernel]");
+		}
+		free(raw);
+	}
 	free_answer(&r);
 	free_answer(&rp);
 	free_answer(&b);

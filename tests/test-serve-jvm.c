@@ -7,7 +7,10 @@
  *           JitSplit.hot* methods among them.
  *   optout: the same JVM started with VIPROF_NO_AGENT=1 never gets the agent: no interval
  *           has a code map of it, it has no agent thread, and none of its samples is
- *           named as a Java method. */
+ *           named as a Java method.
+ *   select: the service with --jvm-attach user:nobody and the JVM root's: a JVM of a user
+ *           the selector does not name is left alone, as optout (the service once
+ *           attached into every user's JVMs). */
 #include "test-agent-util.h"
 #include "test-profile.h"
 
@@ -72,8 +75,9 @@ int main(int argc, char **argv)
 	REQUIRE_ROOT();
 	bool jdk17;
 	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
-	bool optout = argc > 2 && !strcmp(argv[2], "optout");
-	snprintf(dir, sizeof(dir), "%s", tu_tmpdir(optout ? "servejvm-optout" : "servejvm-agent"));
+	bool pick = argc > 2 && !strcmp(argv[2], "select");
+	bool optout = pick || (argc > 2 && !strcmp(argv[2], "optout"));
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir(pick ? "servejvm-select" : optout ? "servejvm-optout" : "servejvm-agent"));
 	char cdir[400], sout[400], jout[400], jerr[400];
 	snprintf(cdir, sizeof(cdir), "%s/c", dir);
 	snprintf(sout, sizeof(sout), "%s/serve.log", dir);
@@ -85,13 +89,13 @@ int main(int argc, char **argv)
 	 * continuous default is 19), so that a 4 s interval holds enough of the JVM's
 	 * samples to judge its naming. */
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
-			  "--jvm-attach", "all", "-F", "99", NULL };
+			  "--jvm-attach", pick ? "user:nobody" : "all", "-F", "99", NULL };
 	pid_t serve = tu_spawn(sargv, sout, sout);
 	/* The first interval ended: the sampler is loaded (its start can take long on a
 	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
 	tu_wait_intervals(sout, 1, 150);
 	/* The JVM starts after the service (the service and its recorder do not know it). */
-	if (optout)
+	if (optout && !pick)
 		setenv("VIPROF_NO_AGENT", "1", 1);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "40", NULL };
 	jvm = tu_spawn(jargv, jout, jerr);
