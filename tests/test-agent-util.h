@@ -15,6 +15,7 @@
 
 #include "common/util.h"
 #include "test.h"
+#include "test-helpers.h"
 
 /* The java binary of a JDK home, or NULL when that JDK is not installed. */
 static inline const char *tu_java(const char *home)
@@ -116,23 +117,23 @@ static inline int tu_run(char *const argv[], const char *out, const char *err, i
 	return tu_wait(tu_spawn(argv, out, err), timeout_s);
 }
 
+/* The text of the file at path, "" when it cannot be opened (test_slurp_str). */
 static inline char *tu_read(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return strdup("");
-	/* Read to EOF: /proc files report a size of 0. */
-	size_t cap = 0, n = 0, k;
-	char *b = NULL;
-	do {
-		if (vp_grow((void **)&b, &cap, n + 4096 + 1, 1))
-			FAIL("out of memory reading %s", path);
-		k = fread(b + n, 1, cap - n - 1, f);
-		n += k;
-	} while (k > 0);
-	fclose(f);
-	b[n] = '\0';
-	return b;
+	return test_slurp_str(path);
+}
+
+/* Runs argv (up to 240 s) with its output in tmp/out and tmp/err, which must succeed
+ * (what names it in the failure, with its stderr); its standard output. */
+static inline char *tu_output(const char *tmp, char *const argv[], const char *what)
+{
+	char outp[600], errp[600];
+	snprintf(outp, sizeof(outp), "%s/out", tmp);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	int rc = tu_run(argv, outp, errp, 240);
+	if (rc)
+		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
+	return tu_read(outp);
 }
 
 /* The windows of CodeReuse's generations (tests/java/CodeReuse.java prints "gen N
@@ -188,6 +189,16 @@ static inline bool tu_wait_for(const char *path, const char *needle, int timeout
 	}
 }
 
+/* Creates the empty file path (a workload's stop file), or the test fails. */
+static inline void tu_touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		FAIL("cannot create %s: %s", path, strerror(errno));
+	close(fd);
+}
+
 static inline int tu_count_lines(const char *s, const char *needle)
 {
 	int n = 0;
@@ -215,6 +226,25 @@ static inline void tu_wait_intervals(const char *log, int n, int timeout_s)
 static inline int tu_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The interval sessions of the continuous service's directory dir (their names are 16
+ * characters: the interval's start), oldest first, into names[max] (malloc'd); their
+ * count. */
+static inline int tu_list_intervals(const char *dir, char **names, int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		FAIL("interval directory %s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) && n < max)
+		if (strlen(de->d_name) == 16)
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+	return n;
 }
 
 /* The single <pid> directory the agent created under dir. */

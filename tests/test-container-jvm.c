@@ -213,16 +213,8 @@ int main(int argc, char **argv)
 		tu_wait_intervals(out, 4, 200);
 		ASSERT_OK(kill(serve, SIGINT));
 		ASSERT_EQ(tu_wait(serve, 60), 0);
-		DIR *d = opendir(cdir);
-		ASSERT_NOT_NULL(d);
 		char *names[64];
-		int n = 0;
-		struct dirent *de;
-		while ((de = readdir(d)) && n < 64)
-			if (strlen(de->d_name) == 16)
-				names[n++] = strdup(de->d_name);
-		closedir(d);
-		qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+		int n = tu_list_intervals(cdir, names, 64);
 		ASSERT_GE(n, 3);
 		/* Every interval attaches the JVM before its first sample: each must hold. */
 		int good = 0, checked = 0;

@@ -72,6 +72,11 @@ static pid_t outsider(int *tell_fd)
 	return pid;
 }
 
+static void poll_sched(void *sched)
+{
+	ASSERT_GE(vp_sched__poll(sched, mono_ns()), 0);
+}
+
 int main(void)
 {
 	struct mem_sink m = { .keep_stacks = false };
@@ -124,15 +129,7 @@ int main(void)
 	ASSERT_OK(bpf_map_update_elem(cfg.tracked_fd, &(uint32_t){ (uint32_t)out }, &one, BPF_ANY));
 	ASSERT_EQ(write(tell_fd, "n", 1), 1);
 	ASSERT_EQ(write(go[1], "g", 1), 1);
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			break;
-		ASSERT_GE(w, 0);
-		ASSERT_GE(b->poll(s, 50), 0);
-		ASSERT_GE(vp_sched__poll(sched, mono_ns()), 0);
-	}
+	sampler__poll_until_exit(b, s, pid, &st, poll_sched, sched);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	ASSERT_EQ(write(tell_fd, "s", 1), 1);
 	ASSERT_EQ(waitpid(out, &st, 0), out);

@@ -22,10 +22,20 @@ enum tp_match {
 /* Which stacks count, and what is counted of them. Zero means "any" / samples of event 0. */
 struct tp_filter {
 	uint32_t pid;             /* 0: every process */
+	uint32_t tid;             /* 0: every thread */
 	const char *comm;         /* exact thread name, NULL: any */
 	int event;                /* index in the profile's events */
 	bool weight;              /* sum the event's weight (periods: events or ns), not samples */
 };
+
+/* The index of event name in p, or -1. */
+static inline int tp_find_event(const struct vp_profile *p, const char *name)
+{
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, name))
+			return e;
+	return -1;
+}
 
 /* The session at sess loaded with o (NULL: everything), or the test fails saying why. */
 static inline struct vp_profile *tp_load(const char *sess, const struct vp_session_opts *o)
@@ -62,7 +72,8 @@ static inline bool tp_stack_has(const struct vp_profile *p, const struct vp_stac
 
 static inline bool tp_stack_passes(const struct vp_stack *s, const struct tp_filter *f)
 {
-	return (!f->pid || s->pid == f->pid) && (!f->comm || (s->comm && !strcmp(s->comm, f->comm)));
+	return (!f->pid || s->pid == f->pid) && (!f->tid || s->tid == f->tid) &&
+	       (!f->comm || (s->comm && !strcmp(s->comm, f->comm)));
 }
 
 static inline double tp_stack_count(const struct vp_stack *s, const struct tp_filter *f)
@@ -89,6 +100,15 @@ static inline double tp_sum(const struct vp_profile *p, const struct tp_filter *
 	if (with)
 		*with = in;
 	return all;
+}
+
+/* The samples (or weight) of the stacks that pass f whose stack has a frame named name. */
+static inline double tp_with(const struct vp_profile *p, const struct tp_filter *f, const char *name, enum tp_match m)
+{
+	double with;
+
+	tp_sum(p, f, name, m, &with);
+	return with;
 }
 
 /* The share of the samples (or weight) of the stacks that pass f whose stack has a frame

@@ -121,16 +121,8 @@ int main(int argc, char **argv)
 	ASSERT_EQ(tu_count_lines(log, "DisableAttachMechanism"), 2);
 	free(log);
 
-	DIR *d = opendir(cdir);
-	ASSERT_NOT_NULL(d);
 	char *names[64];
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < 64)
-		if (strlen(de->d_name) == 16)
-			names[n++] = strdup(de->d_name);
-	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+	int n = tu_list_intervals(cdir, names, 64);
 	ASSERT_GE(n, 5);
 	/* The first interval holds the 5 s wait for the argfile JVM's listener (before
 	 * sampling started): it has too few samples to judge. */
