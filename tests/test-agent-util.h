@@ -172,13 +172,14 @@ static inline void tu_gen_windows(const char *out_path, const char *sess, int ge
 			FAIL("%s: no 'gen %d START END' line", out_path, g);
 }
 
-/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
- * "ready" line); true once it did. */
-static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+/* Waits up to timeout_ms until has(text of the file at path, arg) holds; true once it
+ * does. */
+static inline bool tu_wait_text(const char *path, bool (*has)(char *text, const void *arg), const void *arg,
+				int timeout_ms)
 {
 	for (int waited = 0;; waited += 50) {
 		char *o = tu_read(path);
-		bool found = strstr(o, needle) != NULL;
+		bool found = has(o, arg);
 
 		free(o);
 		if (found)
@@ -189,6 +190,18 @@ static inline bool tu_wait_for(const char *path, const char *needle, int timeout
 	}
 }
 
+static inline bool tu_text_has(char *text, const void *needle)
+{
+	return strstr(text, needle) != NULL;
+}
+
+/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
+ * "ready" line); true once it did. */
+static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+{
+	return tu_wait_text(path, tu_text_has, needle, timeout_ms);
+}
+
 /* Creates the empty file path (a workload's stop file), or the test fails. */
 static inline void tu_touch(const char *path)
 {
@@ -197,6 +210,44 @@ static inline void tu_touch(const char *path)
 	if (fd < 0)
 		FAIL("cannot create %s: %s", path, strerror(errno));
 	close(fd);
+}
+
+struct tu_compiled {
+	const char *method;
+	int tier;
+};
+
+/* Whether -XX:+PrintCompilation output (text, modified) has a line "... <tier> <method>
+ * (...)" or "... <tier> <method> @ <bci> (...)". */
+static inline bool tu_text_compiled(char *text, const void *arg)
+{
+	const struct tu_compiled *c = arg;
+	size_t ml = strlen(c->method);
+
+	for (char *l = text; l && *l;) {
+		char *nl = strchr(l, '\n'), *m;
+
+		if (nl)
+			*nl = '\0';
+		if ((m = strstr(l, c->method)) && (m[ml] == ' ' || m[ml] == '\0')) {
+			char *q = m;
+
+			while (q > l && q[-1] == ' ')
+				q--;
+			if (q - l >= 2 && q[-1] == '0' + c->tier && q[-2] == ' ')
+				return true;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+/* Waits up to timeout_ms until the -XX:+PrintCompilation output in the file at path shows
+ * method ("Class::name", as HotSpot prints it) compiled at tier (4: C2, after the
+ * profiling tier saw its call sites); true once it does. */
+static inline bool tu_wait_compiled(const char *path, const char *method, int tier, int timeout_ms)
+{
+	return tu_wait_text(path, tu_text_compiled, &(struct tu_compiled){ method, tier }, timeout_ms);
 }
 
 static inline int tu_count_lines(const char *s, const char *needle)

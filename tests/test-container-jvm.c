@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 	 * descriptor it inherits. */
 	snprintf(cmd, sizeof(cmd),
 		 "exec 3< '%s' && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec setpriv --reuid nobody --regid nogroup "
-		 "--clear-groups %s -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
+		 "--clear-groups %s -XX:+PrintCompilation -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
 	char *uargv[] = { "/usr/bin/unshare", "--pid", "--mount", "--fork", "--mount-proc", "/bin/sh", "-c", cmd, NULL };
 	outer = tu_spawn(uargv, jout, jerr);
 	atexit(cleanup);
@@ -199,7 +199,8 @@ int main(int argc, char **argv)
 	fprintf(stderr, "JVM %d (pid 1 in its namespace), %s\n", (int)jvm, java);
 	make_cgroup();
 	char *before = list_tmp();
-	sleep(2);   /* the workers' methods compiled */
+	if (!tu_wait_compiled(jout, "Workers$Worker::handle", 4, 60000))   /* the workers' methods compiled */
+		FAIL("the workers' handle() was not compiled by C2 within 60 s");
 
 	char sess[600], out[600], spid[16];
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
