@@ -25,15 +25,15 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(out, sizeof(out), "%s/record.log", dir);
-	char *jargv[] = { (char *)java, "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
+	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
 	pid_t jvm = tu_spawn(jargv, jout, jerr);
-	/* The call sites went megamorphic (the profiling tier saw five shapes, four
-	 * animals) and their methods were compiled by C2. (copies(), called a few times a
-	 * second, stays in the lower tiers for a while; its arraycopy stubs are the same.) */
-	const char *hot[] = { "Stubs::interfaces", "Stubs::virtuals" };
-	for (int i = 0; i < 2; i++)
-		if (!tu_wait_compiled(jout, hot[i], 4, 60000))
-			FAIL("%s was not compiled by C2 within 60 s", hot[i]);
+	if (!tu_wait_for(jout, "ready", 30000))
+		FAIL("Stubs did not start within 30 s");
+	/* The call sites went megamorphic and were compiled. Not an event awaited: C2 has
+	 * them within half a second, but recorded that early fewer stacks reach Thread.run
+	 * (40% against 80% at 4 s on a loaded VM: copies() is still interpreted or in OSR
+	 * code until about 10 s in). */
+	sleep(4);
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
 	ASSERT_EQ(tu_run(rargv, out, out, 120), 0);
