@@ -29,11 +29,7 @@ int main(int argc, char **argv)
 	pid_t jvm = tu_spawn(jargv, jout, jerr);
 	if (!tu_wait_for(jout, "ready", 30000))
 		FAIL("Stubs did not start within 30 s");
-	/* The call sites went megamorphic and were compiled. Not an event awaited: C2 has
-	 * them within half a second, but recorded that early fewer stacks reach Thread.run
-	 * (40% against 80% at 4 s on a loaded VM: copies() is still interpreted or in OSR
-	 * code until about 10 s in). */
-	sleep(4);
+	sleep(4);   /* the call sites went megamorphic and were compiled */
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
 	ASSERT_EQ(tu_run(rargv, out, out, 120), 0);
