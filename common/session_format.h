@@ -124,7 +124,7 @@ enum vp_walk_end {
 };
 
 /* What a thread did in the interval an off-cpu or steal sample sums (the values of
- * VPS_* in sampler-kernel/sched.h). Reports end such a stack with a synthetic frame
+ * VPS_* in sampler-kernel/sched.h, which sched_tracer.c asserts). Reports end such a stack with a synthetic frame
  * naming it, e.g. "[blocked: sleep]" or "[runnable: preempted]". */
 enum vp_sched_state {
 	VP_SCHED_NONE             = 0, /* an ordinary sample */
@@ -167,7 +167,9 @@ struct vp_java_frame {
 /* The most frames (kernel + user) a sample holds: a kernel stack of up to 64 and a
  * walked user stack of up to 2048 frames (async-profiler's default depth), each of them
  * possibly interpreted (nr_java <= nr_user). Sessions written before issue 22 hold at
- * most 127; readers take any count the record's size bears out. */
+ * most 127; readers take any count the record's size bears out. The BPF side's limits
+ * (VPB_MAX_KSTACK + VPB_MAX_WALK, sampler-kernel/profile.h) are asserted equal in
+ * bpf_backend.c. */
 #define VP_MAX_FRAMES (64 + 2048)
 
 struct vp_mmap {

@@ -33,6 +33,12 @@ _Static_assert(VPB_F_KERNEL_ERROR == VP_SAMPLE_KERNEL_ERROR && VPB_F_USER_ERROR 
 	       "profile.h sample flags differ from session_format.h's");
 _Static_assert(VPB_MODE_KERNEL == VP_MODE_KERNEL && VPB_MODE_USER == VP_MODE_USER,
 	       "profile.h modes differ from session_format.h's enum vp_mode");
+/* A session sample holds every frame the program can take (kernel, then the walked
+ * user stack), and the count of its interpreted frames fits the 16 bits of nr_java. */
+_Static_assert(VP_MAX_FRAMES == VPB_MAX_KSTACK + VPB_MAX_WALK && VPB_MAX_USTACK <= VPB_MAX_WALK,
+	       "profile.h stack depths differ from session_format.h's VP_MAX_FRAMES");
+_Static_assert(VPB_MAX_JFRAMES <= VPB_MAX_WALK && VPB_MAX_JFRAMES <= UINT16_MAX,
+	       "profile.h interpreted frames exceed what a session sample holds");
 
 /* Per CPU: ~0.12 s of -g samples (1.6 KiB each) at 10 kHz, so a 100 ms drain keeps up. */
 #define DEFAULT_RINGBUF_PER_CPU (2u << 20)
@@ -383,6 +389,12 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				bpf_map__set_max_entries(k->maps.families, 1);
 			}
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
+			if (tracked && s->cfg.tracked_fd > 0 &&
+			    (rc = bpf_map__reuse_fd(k->maps.tracked, s->cfg.tracked_fd))) {
+				snprintf(err, errlen, "bpf sampler: cannot share the switch tracer's process map: %s",
+					 strerror(-rc));
+				return rc;
+			}
 			if (!k->rodata->unwind) {
 				/* The walker's big arrays are only needed when it runs. */
 				bpf_map__set_max_entries(k->maps.unwind_procs, 1);

@@ -8,11 +8,12 @@
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
 #include "walker.bpf.h"
+#include "tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set by user space between open and load; the verifier prunes the dead branches. */
-const volatile __u32 target_mode = VPB_TARGET_ALL;
+/* Set by user space between open and load (as is target_mode, tracked.bpf.h); the
+ * verifier prunes the dead branches. */
 const volatile bool callchain = false;
 const volatile __u32 event_index = 0;
 /* Walk user stacks with the unwind tables below instead of bpf_get_stack's frame
@@ -40,13 +41,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24); /* resized by user space before load */
 } events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, VPB_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, __u8);
-} tracked SEC(".maps");
 
 /* With filter_uid: the recorded processes that stopped being the user's (a set-uid
  * or file-capability exec, a setuid call: every change of credentials passes
@@ -244,7 +238,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	bool kernel = is_kernel_ip(ctx);
 	struct vpb_sample *s;
 
-	if (target_mode == VPB_TARGET_TRACKED && !bpf_map_lookup_elem(&tracked, &tgid))
+	if (!follows(tgid))
 		return 0;
 	if (filter_uid != (__u32)-1 && !owned(bpf_get_current_task_btf()))
 		return 0;
@@ -318,16 +312,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* Launch and -p modes follow children: a fork whose parent's process is tracked makes
- * the child's process tracked too (threads share the tgid and need nothing). */
+/* Launch and -p modes follow children (tracked.bpf.h). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
 
-	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
-		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	follow_fork(parent, child);
 	/* A child of a process that is no longer the user's is not the user's either,
 	 * whatever it does next. */
 	if (ptgid != ctgid && filter_uid != (__u32)-1 && bpf_map_lookup_elem(&foreign, &ptgid)) {

@@ -83,6 +83,11 @@ struct sampler_config {
 	 * already run are in place before their first sample. May be NULL. */
 	void (*before_sampling)(void *ctx, const struct sampler_unwind *uw);
 	void *before_ctx;
+	/* Unless SAMPLER_TARGET_ALL: the tracked-process map of another BPF object that
+	 * records the same processes (the switch tracer, vp_sched__hook), for the bpf
+	 * backend to use as its own (bpf_map__reuse_fd) so that both follow the same
+	 * forks; read at start only. 0: the sampler makes its own. */
+	int tracked_fd;
 };
 
 struct sampler;   /* opaque, one per recording; never shared between recordings */

@@ -12,10 +12,10 @@
 #define WALK_MAXJ VPS_MAX_JFRAMES
 #define STK_BYTES 8192
 #include "walker.bpf.h"
+#include "tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u32 target_mode = VPS_TARGET_ALL;
 const volatile bool off_cpu = false;   /* --off-cpu: charge off-CPU intervals too */
 /* Only tasks whose real, effective and saved uid are this one (the service's users). */
 const volatile __u32 filter_uid = (__u32)-1;
@@ -35,13 +35,6 @@ volatile __u32 agg_sel = 0;
 #define TASK_DEAD 0x0080
 #define TASK_WAKEKILL 0x0100
 
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, VPS_MAX_THREADS);
-	__type(key, __u32);
-	__type(value, __u8);
-} tracked SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -141,7 +134,7 @@ static __always_inline bool is_tracked(struct task_struct *t)
 	    (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
 	     BPF_CORE_READ(t, cred, suid.val) != filter_uid))
 		return false;
-	return target_mode == VPS_TARGET_ALL || bpf_map_lookup_elem(&tracked, &tgid);
+	return follows(tgid);
 }
 
 static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64 now)
@@ -517,14 +510,10 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
-/* -p and launched commands follow the processes they fork. */
+/* -p and launched commands follow the processes they fork (tracked.bpf.h). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
-
-	if (ptgid != ctgid && bpf_map_lookup_elem(&tracked, &ptgid))
-		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	follow_fork(parent, child);
 	return 0;
 }

@@ -39,8 +39,8 @@
 #define VPS_AGG_ENTRIES 32768    /* per aggregation hash; resized by user space */
 #define VPS_MAX_CPUS    1024
 
-#define VPS_TARGET_ALL     0
-#define VPS_TARGET_TRACKED 1     /* only tgids in the tracked map */
+/* The tracked processes and the target_mode values are the sampler's (tracked.bpf.h,
+ * profile.h): one map, shared by the two objects when both run. */
 
 /* Indexes into the per-CPU counters array. */
 #define VPS_CNT_SWITCHES   0     /* sched_switch calls seen */

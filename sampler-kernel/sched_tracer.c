@@ -2,6 +2,7 @@
  * drains its two aggregation hashes on a timer, and turns their sums into session
  * records (sched_tracer.h says which). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,11 @@ _Static_assert(VPS_STEAL == VP_SCHED_STEAL && VPS_BLOCKED_SLEEP == VP_SCHED_BLOC
 	       VPS_RUNNABLE_PREEMPT == VP_SCHED_RUNNABLE_PREEMPT && VPS_RUNNABLE_WOKEN == VP_SCHED_RUNNABLE_WOKEN &&
 	       VPS_BLOCKED_OTHER == VP_SCHED_BLOCKED_OTHER && VPS_BLOCKED_FD == VP_SCHED_BLOCKED_FD &&
 	       VPS_BLOCKED_WAIT == VP_SCHED_BLOCKED_WAIT, "sched.h states differ from session_format.h's");
+_Static_assert(VPS_STATE_MAX <= VP_SCHED__COUNT, "sched.h has states session_format.h does not name");
+/* An off-CPU sample holds its whole kernel stack and walked user stack, and names its
+ * interpreted frames among the user ones. */
+_Static_assert(VPS_MAX_DEPTH + VPS_MAX_UFRAMES <= VP_MAX_FRAMES && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
+	       "sched.h stack depths exceed session_format.h's VP_MAX_FRAMES");
 
 #define DEFAULT_DRAIN_NS (250ull * 1000000)
 #define MAX_KEYS_PER_DRAIN 65536
@@ -45,6 +51,9 @@ struct vp_sched {
 	void (*next_before)(void *ctx, const struct sampler_unwind *uw);
 	void *next_ctx;
 	char walker_err[256];            /* why the walker could not be used, or "" */
+	/* The tracked map, lent to the sampler (vp_sched__hook): a descriptor of its own,
+	 * since use_walker() closes the first object's. -1 when not lent. */
+	int tracked_fd;
 };
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -291,6 +300,8 @@ void vp_sched__free(struct vp_sched *s)
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	sched__destroy(s->skel);
+	if (s->tracked_fd >= 0)
+		close(s->tracked_fd);
 	free(s->keys);
 	free(s->buf);
 	free(s->kips);
@@ -318,7 +329,7 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
 {
 	bool tracked = cfg->target != SAMPLER_TARGET_ALL;
 
-	k->rodata->target_mode = tracked ? VPS_TARGET_TRACKED : VPS_TARGET_ALL;
+	k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
 	k->rodata->off_cpu = cfg->off_cpu;
 	k->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
 	bpf_program__set_autoload(k->progs.on_fork, tracked);
@@ -419,10 +430,20 @@ static void before_sampling(void *ctx, const struct sampler_unwind *uw)
 
 void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg)
 {
+	if (!s)
+		return;
+	/* One set of recorded processes: the sampler's object takes this tracer's tracked
+	 * map, so a child one of them follows is followed by the other (tracked.bpf.h). */
+	if (s->cfg.target != SAMPLER_TARGET_ALL && cfg->target == s->cfg.target) {
+		if (s->tracked_fd < 0)
+			s->tracked_fd = fcntl(bpf_map__fd(s->skel->maps.tracked), F_DUPFD_CLOEXEC, 3);
+		if (s->tracked_fd >= 0)
+			cfg->tracked_fd = s->tracked_fd;
+	}
 	/* Only for off-CPU time: the walking object costs a second verification of the
 	 * walker (about 0.3 s of CPU on this project's VMs), which steal stacks alone do
 	 * not repay. */
-	if (!s || !s->cfg.off_cpu || !cfg->unwind || !cfg->callchain)
+	if (!s->cfg.off_cpu || !cfg->unwind || !cfg->callchain)
 		return;
 	s->next_before = cfg->before_sampling;
 	s->next_ctx = cfg->before_ctx;
@@ -461,6 +482,7 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		return NULL;
 	}
 	s->cfg = *cfg;
+	s->tracked_fd = -1;
 	if (!s->cfg.drain_ns)
 		s->cfg.drain_ns = DEFAULT_DRAIN_NS;
 	s->ncpu = libbpf_num_possible_cpus();

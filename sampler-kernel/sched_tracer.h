@@ -48,10 +48,12 @@ int vp_sched__emit_events(struct vp_sched *s);
  * 0 or -errno. */
 int vp_sched__stop(struct vp_sched *s);
 void vp_sched__stats(const struct vp_sched *s, struct vp_sched_stats *out);
-/* With off_cpu, cfg->unwind and cfg->callchain: wraps cfg->before_sampling so that, once the
- * sampler has loaded its stack walker (after its own callback ran), the tracer walks
- * user stacks at switch-out with the same walker and tables (walker.bpf.h) instead of
- * frame pointers. Call before the sampler starts with cfg. */
+/* Call before the sampler starts with cfg. Unless -a: sets cfg->tracked_fd, so that the
+ * bpf sampler follows the processes this tracer follows in the same map (valid until
+ * vp_sched__free). With off_cpu, cfg->unwind and cfg->callchain: wraps
+ * cfg->before_sampling so that, once the sampler has loaded its stack walker (after its
+ * own callback ran), the tracer walks user stacks at switch-out with the same walker
+ * and tables (walker.bpf.h) instead of frame pointers. */
 void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg);
 /* Why user stacks at switch-out follow frame pointers although vp_sched__hook asked
  * for the sampler's walker; NULL when the walker is used or was not asked for. */

@@ -9,6 +9,9 @@ foreach(scenario split compete steal)
   add_dependencies(test-offcpu-${scenario} viprof offcpu-fixture)
 endforeach()
 viprof_test(test-wall SOURCES test-wall.c LIBS vp_postproc LABELS unit)
+# The sampler and the switch tracer in one -p recording follow one set of processes
+# (one shared tracked map): a child forked after the start, and a process added later.
+viprof_test(test-offcpu-follow SOURCES test-offcpu-follow.c LIBS vp_sampler PkgConfig::LIBBPF TIMEOUT 60 LABELS live)
 # Whole stacks at switch-out (the sampler's walker), wait states, units.
 add_executable(nap-fixture fixtures/offcpu/nap-fixture.c)
 target_compile_options(nap-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")

@@ -15,6 +15,7 @@
 
 #include "common/util.h"
 #include "test.h"
+#include "test-helpers.h"
 
 /* The java binary of a JDK home, or NULL when that JDK is not installed. */
 static inline const char *tu_java(const char *home)
@@ -116,23 +117,23 @@ static inline int tu_run(char *const argv[], const char *out, const char *err, i
 	return tu_wait(tu_spawn(argv, out, err), timeout_s);
 }
 
+/* The text of the file at path, "" when it cannot be opened (test_slurp_str). */
 static inline char *tu_read(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return strdup("");
-	/* Read to EOF: /proc files report a size of 0. */
-	size_t cap = 0, n = 0, k;
-	char *b = NULL;
-	do {
-		if (vp_grow((void **)&b, &cap, n + 4096 + 1, 1))
-			FAIL("out of memory reading %s", path);
-		k = fread(b + n, 1, cap - n - 1, f);
-		n += k;
-	} while (k > 0);
-	fclose(f);
-	b[n] = '\0';
-	return b;
+	return test_slurp_str(path);
+}
+
+/* Runs argv (up to 240 s) with its output in tmp/out and tmp/err, which must succeed
+ * (what names it in the failure, with its stderr); its standard output. */
+static inline char *tu_output(const char *tmp, char *const argv[], const char *what)
+{
+	char outp[600], errp[600];
+	snprintf(outp, sizeof(outp), "%s/out", tmp);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	int rc = tu_run(argv, outp, errp, 240);
+	if (rc)
+		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
+	return tu_read(outp);
 }
 
 /* The windows of CodeReuse's generations (tests/java/CodeReuse.java prints "gen N
@@ -171,13 +172,14 @@ static inline void tu_gen_windows(const char *out_path, const char *sess, int ge
 			FAIL("%s: no 'gen %d START END' line", out_path, g);
 }
 
-/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
- * "ready" line); true once it did. */
-static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+/* Waits up to timeout_ms until has(text of the file at path, arg) holds; true once it
+ * does. */
+static inline bool tu_wait_text(const char *path, bool (*has)(char *text, const void *arg), const void *arg,
+				int timeout_ms)
 {
 	for (int waited = 0;; waited += 50) {
 		char *o = tu_read(path);
-		bool found = strstr(o, needle) != NULL;
+		bool found = has(o, arg);
 
 		free(o);
 		if (found)
@@ -186,6 +188,66 @@ static inline bool tu_wait_for(const char *path, const char *needle, int timeout
 			return false;
 		usleep(50000);
 	}
+}
+
+static inline bool tu_text_has(char *text, const void *needle)
+{
+	return strstr(text, needle) != NULL;
+}
+
+/* Waits up to timeout_ms for needle to appear in the file at path (a workload's
+ * "ready" line); true once it did. */
+static inline bool tu_wait_for(const char *path, const char *needle, int timeout_ms)
+{
+	return tu_wait_text(path, tu_text_has, needle, timeout_ms);
+}
+
+/* Creates the empty file path (a workload's stop file), or the test fails. */
+static inline void tu_touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		FAIL("cannot create %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+struct tu_compiled {
+	const char *method;
+	int tier;
+};
+
+/* Whether -XX:+PrintCompilation output (text, modified) has a line "... <tier> <method>
+ * (...)" or "... <tier> <method> @ <bci> (...)". */
+static inline bool tu_text_compiled(char *text, const void *arg)
+{
+	const struct tu_compiled *c = arg;
+	size_t ml = strlen(c->method);
+
+	for (char *l = text; l && *l;) {
+		char *nl = strchr(l, '\n'), *m;
+
+		if (nl)
+			*nl = '\0';
+		if ((m = strstr(l, c->method)) && (m[ml] == ' ' || m[ml] == '\0')) {
+			char *q = m;
+
+			while (q > l && q[-1] == ' ')
+				q--;
+			if (q - l >= 2 && q[-1] == '0' + c->tier && q[-2] == ' ')
+				return true;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+/* Waits up to timeout_ms until the -XX:+PrintCompilation output in the file at path shows
+ * method ("Class::name", as HotSpot prints it) compiled at tier (4: C2, after the
+ * profiling tier saw its call sites); true once it does. */
+static inline bool tu_wait_compiled(const char *path, const char *method, int tier, int timeout_ms)
+{
+	return tu_wait_text(path, tu_text_compiled, &(struct tu_compiled){ method, tier }, timeout_ms);
 }
 
 static inline int tu_count_lines(const char *s, const char *needle)
@@ -215,6 +277,25 @@ static inline void tu_wait_intervals(const char *log, int n, int timeout_s)
 static inline int tu_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The interval sessions of the continuous service's directory dir (their names are 16
+ * characters: the interval's start), oldest first, into names[max] (malloc'd); their
+ * count. */
+static inline int tu_list_intervals(const char *dir, char **names, int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		FAIL("interval directory %s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) && n < max)
+		if (strlen(de->d_name) == 16)
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+	return n;
 }
 
 /* The single <pid> directory the agent created under dir. */

@@ -176,6 +176,20 @@ static void check_tool_options(const char *java)
 	tu_rm_rf(dir);
 }
 
+/* Whether the map in piddir holds a compiled JitSplit.hot* method (flushed by the agent
+ * thread, about every second). */
+static bool hot_flushed(void *piddir)
+{
+	char e[512];
+	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));
+	bool hot = false;
+
+	for (size_t i = 0; m && i < m->nmethods; i++)
+		hot |= !strncmp(m->methods[i].name, "JitSplit.hot", 12);
+	vp_codemap__free(m);
+	return hot;
+}
+
 /* A JVM killed with SIGKILL leaves a map readable up to its last complete chunk. */
 static void check_killed(const char *java)
 {
@@ -184,10 +198,10 @@ static void check_killed(const char *java)
 	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "30", NULL };
 	pid_t pid = tu_spawn(argv, NULL, NULL);
-	sleep(3); /* compiled, and flushed at least once (about every second) */
+	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
+	tu_wait_until(hot_flushed, piddir, 60, "the hot methods compiled and in the map");
 	ASSERT_OK(kill(pid, SIGKILL));
 	waitpid(pid, NULL, 0);
-	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
 	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));
 	if (!m)
 		FAIL("map of a killed JVM unreadable: %s", e);

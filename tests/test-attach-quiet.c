@@ -18,7 +18,9 @@ int main(int argc, char **argv)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(aout, sizeof(aout), "%s/attach-out", dir);
 	snprintf(maps, sizeof(maps), "%s/maps", dir);
-	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "6", "7", NULL };
+	char stop[600];
+	snprintf(stop, sizeof(stop), "%s/stop", dir);
+	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop, NULL };
 	pid_t pid = tu_spawn(jargv, out, err);
 	for (int i = 0; i < 500; i++) {
 		char *o = tu_read(out);
@@ -34,6 +36,7 @@ int main(int argc, char **argv)
 	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
 	sleep(1);
 	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
+	tu_touch(stop);
 	ASSERT_EQ(tu_wait(pid, 60), 7);
 	char *e = tu_read(err);
 	fprintf(stderr, "JVM stderr after two attaches: \"%s\"\n", e);

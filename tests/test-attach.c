@@ -8,23 +8,40 @@
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
 
-static pid_t start_late(const char *java, const char *dir, const char *secs, bool disable)
+/* LateAttach runs its hot loop until dir/stop exists (60 s at most), then exits 7. */
+static char *stop_path(const char *dir, char *stop, size_t len)
 {
-	char out[600];
+	snprintf(stop, len, "%s/stop", dir);
+	return stop;
+}
+
+/* Waits until the LateAttach JVM writing to out is running and HotSpot has compiled its
+ * hot loop (-XX:+PrintCompilation names it), so that the attach has compiled code to
+ * replay. */
+static void wait_hot(const char *out)
+{
+	if (!tu_wait_for(out, "LateAttach::lateHotLoop", 30000))
+		FAIL("LateAttach (%s) did not compile its hot loop within 30 s", out);
+}
+
+/* Ends the LateAttach JVM of dir (its stop file) and returns its exit code. */
+static int stop_late(const char *dir, pid_t pid)
+{
+	char stop[600];
+
+	tu_touch(stop_path(dir, stop, sizeof(stop)));
+	return tu_wait(pid, 60);
+}
+
+static pid_t start_late(const char *java, const char *dir, bool disable)
+{
+	char out[600], stop[600];
 	snprintf(out, sizeof(out), "%s/out", dir);
-	char *argv[] = { (char *)java, disable ? "-XX:+DisableAttachMechanism" : "-Xshare:auto", "-cp",
-			 VIPROF_JAVA_CLASSES, "LateAttach", (char *)secs, "7", NULL };
+	char *argv[] = { (char *)java, disable ? "-XX:+DisableAttachMechanism" : "-Xshare:auto", "-XX:+PrintCompilation",
+			 "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop_path(dir, stop, sizeof(stop)), NULL };
 	pid_t pid = tu_spawn(argv, out, NULL);
-	for (int i = 0; i < 500; i++) {
-		char *o = tu_read(out);
-		bool ready = strstr(o, "ready") != NULL;
-		free(o);
-		if (ready)
-			break;
-		usleep(20000);
-	}
+	wait_hot(out);
 	ASSERT_TRUE(vp_jvm__is_hotspot(pid));
-	sleep(2); /* let the hot methods get compiled before we come */
 	return pid;
 }
 
@@ -64,7 +81,7 @@ static void check_maps(const char *dir, pid_t pid)
 static void attach_cmd(const char *java)
 {
 	char *dir = tu_tmpdir("attach25");
-	pid_t pid = start_late(java, dir, "8", false);
+	pid_t pid = start_late(java, dir, false);
 	char spid[16], out[600];
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(out, sizeof(out), "%s/attach-out", dir);
@@ -74,7 +91,7 @@ static void attach_cmd(const char *java)
 	ASSERT_CONTAINS(o, "viprof agent loaded");
 	free(o);
 	check_maps(dir, pid);
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(stop_late(dir, pid), 7);
 	tu_rm_rf(dir);
 }
 
@@ -96,7 +113,7 @@ int main(int argc, char **argv)
 
 	/* JDK 17 through the library. */
 	char *dir = tu_tmpdir("attach");
-	pid_t pid = start_late(j17, dir, "8", false);
+	pid_t pid = start_late(j17, dir, false);
 	snprintf(opt, sizeof(opt), "dir=%s", dir);
 	int r = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err));
 	if (r)
@@ -114,19 +131,19 @@ int main(int argc, char **argv)
 	ASSERT_EQ(tu_wait(ch, 30), 0);
 	/* A second attach starts a new map (codemap.1.vpm in the same directory here). */
 	ASSERT_OK(vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)));
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(stop_late(dir, pid), 7);
 	tu_rm_rf(dir);
 
 	/* Attach refused: clear error, the JVM keeps running to its own exit code. Its
 	 * -XX:+DisableAttachMechanism is on its command line: refused without a signal
 	 * (issue 22; the flag from an @argfile is test-serve-jvms' case). */
 	dir = tu_tmpdir("attachoff");
-	pid = start_late(j17, dir, "10", true);
+	pid = start_late(j17, dir, true);
 	r = vp_jvm__attach(pid, VIPROF_AGENT_SO, "dir=/tmp/vp-never", err, sizeof(err));
 	ASSERT_EQ(r, -EPERM);
 	ASSERT_CONTAINS(err, "DisableAttachMechanism");
 	ASSERT_EQ(kill(pid, 0), 0);
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(stop_late(dir, pid), 7);
 	tu_rm_rf(dir);
 
 	/* A JVM of another user (nobody): root attaches as that user (the JVM checks the
@@ -134,20 +151,13 @@ int main(int argc, char **argv)
 	if (access("/usr/bin/setpriv", X_OK) == 0) {
 		dir = tu_tmpdir("attachuid");
 		ASSERT_OK(chmod(dir, 01777));
-		char out[600];
+		char out[600], stop[600];
 		snprintf(out, sizeof(out), "%s/out", dir);
-		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", (char *)j17, "-cp",
-				 VIPROF_JAVA_CLASSES, "LateAttach", "8", "7", NULL };
+		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", (char *)j17,
+				 "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7",
+				 stop_path(dir, stop, sizeof(stop)), NULL };
 		pid_t sp = tu_spawn(argv, out, NULL);
-		for (int i = 0; i < 500; i++) {
-			char *o = tu_read(out);
-			bool ready = strstr(o, "ready") != NULL;
-			free(o);
-			if (ready)
-				break;
-			usleep(20000);
-		}
-		sleep(2);
+		wait_hot(out);
 		/* setpriv execs java: same pid. */
 		ASSERT_TRUE(vp_jvm__is_hotspot(sp));
 		snprintf(opt, sizeof(opt), "dir=%s/maps", dir);
@@ -161,7 +171,7 @@ int main(int argc, char **argv)
 		ASSERT_OK(stat(mfile, &st));
 		ASSERT_EQ(st.st_uid, 65534);
 		ASSERT_EQ(st.st_mode & 0777, 0600);
-		ASSERT_EQ(tu_wait(sp, 60), 7);
+		ASSERT_EQ(stop_late(dir, sp), 7);
 		tu_rm_rf(dir);
 	} else {
 		fprintf(stderr, "note: no /usr/bin/setpriv; attach to another user's JVM not tested\n");
@@ -171,20 +181,13 @@ int main(int argc, char **argv)
 	 * maps are filed under the pid it sees itself as. */
 	if (access("/usr/bin/unshare", X_OK) == 0) {
 		dir = tu_tmpdir("attachns");
-		char out[600], kids[128];
+		char out[600], kids[128], stop[600];
 		snprintf(out, sizeof(out), "%s/out", dir);
-		char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", (char *)j17, "-cp",
-				 VIPROF_JAVA_CLASSES, "LateAttach", "8", "7", NULL };
+		char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", (char *)j17, "-XX:+PrintCompilation",
+				 "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop_path(dir, stop, sizeof(stop)),
+				 NULL };
 		pid_t up = tu_spawn(argv, out, NULL);
-		for (int i = 0; i < 500; i++) {
-			char *o = tu_read(out);
-			bool ready = strstr(o, "ready") != NULL;
-			free(o);
-			if (ready)
-				break;
-			usleep(20000);
-		}
-		sleep(2);
+		wait_hot(out);
 		/* The JVM is unshare's child: find it by its parent. */
 		pid_t jp = 0;
 		DIR *pd = opendir("/proc");
@@ -208,7 +211,7 @@ int main(int argc, char **argv)
 		if (vp_jvm__attach(jp, VIPROF_AGENT_SO, opt, err, sizeof(err)))
 			FAIL("attach to a JVM in a pid namespace: %s", err);
 		check_maps(dir, 1);
-		ASSERT_EQ(tu_wait(up, 60), 7);
+		ASSERT_EQ(stop_late(dir, up), 7);
 		tu_rm_rf(dir);
 	} else {
 		fprintf(stderr, "note: no /usr/bin/unshare; attach across pid namespaces not tested\n");
@@ -218,7 +221,7 @@ int main(int argc, char **argv)
 	 * the JVM prints one line and runs on. HotSpot unloads an agent whose Agent_OnAttach
 	 * failed, so a later attach with a good directory starts afresh and works. */
 	dir = tu_tmpdir("attachbad");
-	pid = start_late(j17, dir, "8", false);
+	pid = start_late(j17, dir, false);
 	snprintf(opt, sizeof(opt), "dir=%s/out/maps", dir); /* "out" is a regular file */
 	r = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err));
 	ASSERT_EQ(r, -ENOEXEC);
@@ -227,7 +230,7 @@ int main(int argc, char **argv)
 	if (vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)))
 		FAIL("attach after a failed one: %s", err);
 	check_maps(dir, pid);
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(stop_late(dir, pid), 7);
 	tu_rm_rf(dir);
 
 	return 0;

@@ -102,7 +102,7 @@ static char *write_report(const struct vp_profile *p, bool folded)
 	ASSERT_OK(vp_out__open(&o, path));
 	ASSERT_OK(folded ? report_folded(p, &o, &opts) : report_text(p, NULL, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));
-	char *s = synth_slurp(path, NULL);
+	char *s = test_slurp(path, NULL);
 	ASSERT_NOT_NULL(s);
 	return s;
 }

@@ -12,6 +12,7 @@
  * pidns-<inode> without one), a --container filter that keeps exactly its samples, and
  * nothing of viprof's left in the container's /tmp. */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 #include <sys/random.h>
@@ -105,36 +106,17 @@ static struct share measure(const char *sess)
 		snprintf(id, sizeof(id), "%s", c->c.id);   /* c goes with p */
 	fprintf(stderr, "%s: JVM %d container %s (nspid %u, cgroup %s)\n", sess, (int)jvm, c ? c->c.id : "(none)",
 		c ? c->nspid : 0, c ? c->cgroup : "-");
-	double jvm_all = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		double n = (double)s->samples[0];
-		if (s->pid != (uint32_t)jvm)
-			continue;
-		jvm_all += n;
-		if (!s->comm || strncmp(s->comm, "worker-", 7))
-			continue;
-		r.workers += n;
-		bool java = false, run = false;
-		for (uint32_t f = 0; f < s->nframes; f++) {
-			const struct vp_frame *fr = &p->frames[s->frames[f]];
-			java |= fr->layer == VP_LAYER_JIT || fr->layer == VP_LAYER_INLINED || fr->layer == VP_LAYER_INTERPRETED;
-			run |= !strcmp(fr->name, "java.lang.Thread.run()");
-		}
-		r.named += java ? n : 0;
-		r.run += run ? n : 0;
-	}
+	double jvm_all = tp_sum(p, &(struct tp_filter){ .pid = (uint32_t)jvm }, NULL, TP_EXACT, NULL);
+	const struct tp_filter workers = { .pid = (uint32_t)jvm, .comm_prefix = "worker-" };
+	r.workers = tp_sum_if(p, &workers, tp_has_java, NULL, &r.named);
+	tp_sum(p, &workers, "java.lang.Thread.run()", TP_EXACT, &r.run);
 	vp_profile__free(p);
 	/* The filter: the container's id keeps the JVM's samples and nothing else. */
 	if (id[0]) {
 		struct vp_session_opts fo = { .container = id };
-		double kept = 0, other = 0;
-		p = vp_profile__new();
-		ASSERT_NOT_NULL(p);
-		if (vp_session__load(sess, p, &fo, err, sizeof(err)))
-			FAIL("load %s --container: %s", sess, err);
-		for (size_t i = 0; i < p->nstacks; i++)
-			*(p->stacks[i].pid == (uint32_t)jvm ? &kept : &other) += (double)p->stacks[i].samples[0];
+		p = tp_load(sess, &fo);
+		double all = tp_sum(p, &(struct tp_filter){ 0 }, NULL, TP_EXACT, NULL);
+		double kept = tp_sum(p, &(struct tp_filter){ .pid = (uint32_t)jvm }, NULL, TP_EXACT, NULL), other = all - kept;
 		vp_profile__free(p);
 		fprintf(stderr, "--container %.12s: %.0f of the JVM's %.0f samples, %.0f of others\n", id, kept,
 			jvm_all, other);
@@ -178,7 +160,7 @@ int main(int argc, char **argv)
 	 * descriptor it inherits. */
 	snprintf(cmd, sizeof(cmd),
 		 "exec 3< '%s' && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec setpriv --reuid nobody --regid nogroup "
-		 "--clear-groups %s -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
+		 "--clear-groups %s -XX:+PrintCompilation -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
 	char *uargv[] = { "/usr/bin/unshare", "--pid", "--mount", "--fork", "--mount-proc", "/bin/sh", "-c", cmd, NULL };
 	outer = tu_spawn(uargv, jout, jerr);
 	atexit(cleanup);
@@ -199,7 +181,8 @@ int main(int argc, char **argv)
 	fprintf(stderr, "JVM %d (pid 1 in its namespace), %s\n", (int)jvm, java);
 	make_cgroup();
 	char *before = list_tmp();
-	sleep(2);   /* the workers' methods compiled */
+	if (!tu_wait_compiled(jout, "Workers$Worker::handle", 4, 60000))   /* the workers' methods compiled */
+		FAIL("the workers' handle() was not compiled by C2 within 60 s");
 
 	char sess[600], out[600], spid[16];
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
@@ -213,16 +196,8 @@ int main(int argc, char **argv)
 		tu_wait_intervals(out, 4, 200);
 		ASSERT_OK(kill(serve, SIGINT));
 		ASSERT_EQ(tu_wait(serve, 60), 0);
-		DIR *d = opendir(cdir);
-		ASSERT_NOT_NULL(d);
 		char *names[64];
-		int n = 0;
-		struct dirent *de;
-		while ((de = readdir(d)) && n < 64)
-			if (strlen(de->d_name) == 16)
-				names[n++] = strdup(de->d_name);
-		closedir(d);
-		qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+		int n = tu_list_intervals(cdir, names, 64);
 		ASSERT_GE(n, 3);
 		/* Every interval attaches the JVM before its first sample: each must hold. */
 		int good = 0, checked = 0;

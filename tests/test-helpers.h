@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "common/util.h"
 #include "test.h"
@@ -62,6 +63,23 @@ static inline char *test_popen_slurp(const char *cmd)
 	char *b = test_read_all(p, cmd, NULL);
 	pclose(p);
 	return b;
+}
+
+/* The standard output of the shell command cmd, which must succeed (its standard error
+ * goes into the failure message). It runs in the current directory, leaving out.txt and
+ * err.txt there. */
+static inline char *test_sh_output(const char *cmd)
+{
+	char full[4096];
+	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
+	int st = system(full);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char *e = test_slurp("err.txt", NULL);
+		FAIL("'%s' failed (%d): %s", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
+	}
+	char *out = test_slurp("out.txt", NULL);
+	ASSERT_NOT_NULL(out);
+	return out;
 }
 
 /* Burns ms of this thread's CPU time (not wall time: others may share the machine). */

@@ -36,7 +36,7 @@ static inline char *browse(const char *file, const char *hash, const char *png)
 		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", "",
 		 cwd, file, hash ? "#" : "", hash ? hash : "", udd, err_path);
 	int st = system(cmd);
-	char *err = synth_slurp(err_path, NULL);
+	char *err = test_slurp(err_path, NULL);
 	ASSERT_NOT_NULL(err);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		FAIL("chromium failed on %s: %s", file, err);
@@ -44,7 +44,7 @@ static inline char *browse(const char *file, const char *hash, const char *png)
 		FAIL("console errors loading %s#%s:\n%s", file, hash ? hash : "", err);
 	free(err);
 	snprintf(err_path, sizeof(err_path), "%s/dom.html", udd);
-	char *dom = synth_slurp(err_path, NULL);
+	char *dom = test_slurp(err_path, NULL);
 	ASSERT_NOT_NULL(dom);
 	return dom;
 }

@@ -11,17 +11,6 @@
 
 #include "test-agent-util.h"
 
-static char *run(const char *tmp, char *const argv[], const char *what)
-{
-	char outp[600], errp[600];
-	snprintf(outp, sizeof(outp), "%s/out", tmp);
-	snprintf(errp, sizeof(errp), "%s/err", tmp);
-	int rc = tu_run(argv, outp, errp, 240);
-	if (rc)
-		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
-	return tu_read(outp);
-}
-
 int main(int argc, char **argv)
 {
 	bool jdk17;
@@ -34,7 +23,7 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
 	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "lock", "-o", dir, "--", (char *)java, "-cp",
 			(char *)VIPROF_JAVA_CLASSES, "LockSplit", "3", NULL };
-	char *fixture = run(tmp, rec, "viprof record -e lock");
+	char *fixture = tu_output(tmp, rec, "viprof record -e lock");
 	long long mon = -1, lk = -1;
 	const char *m = strstr(fixture, "monitor_ns=");
 	ASSERT_NOT_NULL(m);
@@ -45,7 +34,7 @@ int main(int argc, char **argv)
 
 	/* The lock classes as leaves under the waiting methods. */
 	char *fo[] = { (char *)VIPROF_BIN, "report", dir, "-e", "lock", "-F", "folded", NULL };
-	char *folded = run(tmp, fo, "viprof report -e lock -F folded");
+	char *folded = tu_output(tmp, fo, "viprof report -e lock -F folded");
 	ASSERT_CONTAINS(folded, ";LockSplit.onMonitor()_[j];LockSplit$Monitor ");
 	ASSERT_CONTAINS(folded, "ReentrantLock$NonfairSync ");
 	ASSERT_CONTAINS(folded, "LockSplit.onLock()_[j];java.util.concurrent.locks.ReentrantLock.lock()");
@@ -82,14 +71,14 @@ int main(int argc, char **argv)
 	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
 	snprintf(jf, sizeof(jf), "%s/l.jfr", tmp);
 	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
-	free(run(tmp, wj, "viprof report -F jfr"));
+	free(tu_output(tmp, wj, "viprof report -F jfr"));
 	char *pm[] = { jfr, "print", "--events", "jdk.JavaMonitorEnter", "--stack-depth", "1", jf, NULL };
-	char *pr = run(tmp, pm, "jfr print --events jdk.JavaMonitorEnter");
+	char *pr = tu_output(tmp, pm, "jfr print --events jdk.JavaMonitorEnter");
 	ASSERT_CONTAINS(pr, "monitorClass = LockSplit$Monitor");
 	ASSERT_CONTAINS(pr, "LockSplit.onMonitor() line:");
 	free(pr);
 	char *pp[] = { jfr, "print", "--events", "jdk.ThreadPark", "--stack-depth", "1", jf, NULL };
-	pr = run(tmp, pp, "jfr print --events jdk.ThreadPark");
+	pr = tu_output(tmp, pp, "jfr print --events jdk.ThreadPark");
 	ASSERT_CONTAINS(pr, "parkedClass = java.util.concurrent.locks.ReentrantLock$NonfairSync");
 	ASSERT_CONTAINS(pr, "java.util.concurrent.locks.LockSupport.park(Object) line:");
 	free(pr);

@@ -67,10 +67,11 @@ static uint64_t spin_cpu_ns(const char *file)
 
 static int event_index(const struct vp_profile *p, const char *name)
 {
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, name))
-			return e;
-	FAIL("event %s not in the profile", name);
+	int e = tp_find_event(p, name);
+
+	if (e < 0)
+		FAIL("event %s not in the profile", name);
+	return e;
 }
 
 /* Of event ev: its samples and weight over all stacks, and the weight of the stacks

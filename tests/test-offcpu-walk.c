@@ -17,7 +17,7 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
-#include "test-profile-util.h"
+#include "test-profile.h"
 
 static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 {
@@ -46,7 +46,7 @@ static void check_blocked(const struct vp_profile *p, int off, const char *threa
 		if (strncmp(leaf(p, s), "[blocked:", 9))
 			continue;
 		total += w;
-		if (tp_has_frame(p, s, method) && (!java || tp_has_frame(p, s, "java.lang.Thread.run")))
+		if (tp_stack_has(p, s, method, TP_SUBSTR) && (!java || tp_stack_has(p, s, "java.lang.Thread.run", TP_SUBSTR)))
 			under += w;
 		if (!strcmp(leaf(p, s), state))
 			in_state += w;

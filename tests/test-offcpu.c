@@ -28,6 +28,7 @@
 #include "postproc/wall.h"
 #include "common/util.h"
 #include "test.h"
+#include "test-profile.h"
 
 struct fthread {
 	uint32_t tid;
@@ -113,12 +114,7 @@ static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 /* Sum of event e's weight over tid's stacks. */
 static uint64_t tsum(const struct vp_profile *p, uint32_t tid, int e)
 {
-	uint64_t w = 0;
-
-	for (size_t i = 0; e >= 0 && i < p->nstacks; i++)
-		if (p->stacks[i].tid == tid)
-			w += p->stacks[i].weight[e];
-	return w;
+	return e < 0 ? 0 : (uint64_t)tp_sum(p, &(struct tp_filter){ .tid = tid, .event = e, .weight = true }, NULL, TP_EXACT, NULL);
 }
 
 static const struct fthread *fixture_thread(const char *name)

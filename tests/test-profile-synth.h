@@ -123,10 +123,4 @@ static inline struct vp_profile *synth_big_profile(int digits)
 	return p;
 }
 
-/* Reads a whole file into a NUL-terminated buffer. */
-static inline char *synth_slurp(const char *path, size_t *len)
-{
-	return test_slurp(path, len);
-}
-
 #endif

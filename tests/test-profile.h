@@ -22,10 +22,21 @@ enum tp_match {
 /* Which stacks count, and what is counted of them. Zero means "any" / samples of event 0. */
 struct tp_filter {
 	uint32_t pid;             /* 0: every process */
+	uint32_t tid;             /* 0: every thread */
 	const char *comm;         /* exact thread name, NULL: any */
+	const char *comm_prefix;  /* the thread name's beginning ("worker-"), NULL: any */
 	int event;                /* index in the profile's events */
 	bool weight;              /* sum the event's weight (periods: events or ns), not samples */
 };
+
+/* The index of event name in p, or -1. */
+static inline int tp_find_event(const struct vp_profile *p, const char *name)
+{
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, name))
+			return e;
+	return -1;
+}
 
 /* The session at sess loaded with o (NULL: everything), or the test fails saying why. */
 static inline struct vp_profile *tp_load(const char *sess, const struct vp_session_opts *o)
@@ -62,7 +73,9 @@ static inline bool tp_stack_has(const struct vp_profile *p, const struct vp_stac
 
 static inline bool tp_stack_passes(const struct vp_stack *s, const struct tp_filter *f)
 {
-	return (!f->pid || s->pid == f->pid) && (!f->comm || (s->comm && !strcmp(s->comm, f->comm)));
+	return (!f->pid || s->pid == f->pid) && (!f->tid || s->tid == f->tid) &&
+	       (!f->comm || (s->comm && !strcmp(s->comm, f->comm))) &&
+	       (!f->comm_prefix || (s->comm && !strncmp(s->comm, f->comm_prefix, strlen(f->comm_prefix))));
 }
 
 static inline double tp_stack_count(const struct vp_stack *s, const struct tp_filter *f)
@@ -70,10 +83,23 @@ static inline double tp_stack_count(const struct vp_stack *s, const struct tp_fi
 	return (double)(f->weight ? s->weight[f->event] : s->samples[f->event]);
 }
 
+/* Whether a frame of s is Java code (compiled, inlined or interpreted). */
+static inline bool tp_stack_has_java(const struct vp_profile *p, const struct vp_stack *s)
+{
+	for (uint32_t k = 0; k < s->nframes; k++) {
+		int l = p->frames[s->frames[k]].layer;
+
+		if (l == VP_LAYER_JIT || l == VP_LAYER_INLINED || l == VP_LAYER_INTERPRETED)
+			return true;
+	}
+	return false;
+}
+
 /* The samples (or weight) of the stacks that pass f; *with (when not NULL) gets the part
- * whose stack has a frame named name (matched by m). */
-static inline double tp_sum(const struct vp_profile *p, const struct tp_filter *f, const char *name, enum tp_match m,
-			    double *with)
+ * whose stack satisfies has(p, stack, ctx). */
+static inline double tp_sum_if(const struct vp_profile *p, const struct tp_filter *f,
+			       bool (*has)(const struct vp_profile *p, const struct vp_stack *s, const void *ctx),
+			       const void *ctx, double *with)
 {
 	double all = 0, in = 0;
 
@@ -83,12 +109,47 @@ static inline double tp_sum(const struct vp_profile *p, const struct tp_filter *
 		if (!tp_stack_passes(s, f))
 			continue;
 		all += tp_stack_count(s, f);
-		if (with && tp_stack_has(p, s, name, m))
+		if (with && has(p, s, ctx))
 			in += tp_stack_count(s, f);
 	}
 	if (with)
 		*with = in;
 	return all;
+}
+
+struct tp_frame_query {
+	const char *name;
+	enum tp_match m;
+};
+
+static inline bool tp_has_query(const struct vp_profile *p, const struct vp_stack *s, const void *q)
+{
+	const struct tp_frame_query *fq = q;
+
+	return tp_stack_has(p, s, fq->name, fq->m);
+}
+
+static inline bool tp_has_java(const struct vp_profile *p, const struct vp_stack *s, const void *ctx)
+{
+	(void)ctx;
+	return tp_stack_has_java(p, s);
+}
+
+/* The samples (or weight) of the stacks that pass f; *with (when not NULL) gets the part
+ * whose stack has a frame named name (matched by m). */
+static inline double tp_sum(const struct vp_profile *p, const struct tp_filter *f, const char *name, enum tp_match m,
+			    double *with)
+{
+	return tp_sum_if(p, f, tp_has_query, &(struct tp_frame_query){ name, m }, with);
+}
+
+/* The samples (or weight) of the stacks that pass f whose stack has a frame named name. */
+static inline double tp_with(const struct vp_profile *p, const struct tp_filter *f, const char *name, enum tp_match m)
+{
+	double with;
+
+	tp_sum(p, f, name, m, &with);
+	return with;
 }
 
 /* The share of the samples (or weight) of the stacks that pass f whose stack has a frame

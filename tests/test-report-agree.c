@@ -26,7 +26,7 @@ static char *slurp_in(const char *name)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	char *s = synth_slurp(path, NULL);
+	char *s = test_slurp(path, NULL);
 	if (!s)
 		FAIL("cannot read %s", path);
 	return s;

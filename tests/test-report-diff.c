@@ -15,7 +15,7 @@ static char *render(const struct vp_profile *p, const struct vp_profile *base, b
 	ASSERT_OK(vp_out__open(&o, path));
 	ASSERT_OK(html ? report_html(p, base, &o, &opts) : report_json(p, base, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));
-	char *s = synth_slurp(path, NULL);
+	char *s = test_slurp(path, NULL);
 	ASSERT_NOT_NULL(s);
 	unlink(path);
 	return s;

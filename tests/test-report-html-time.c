@@ -10,6 +10,7 @@
 #include "postproc/profile_xform.h"
 #include "test-html-util.h"
 #include "test-record-util.h"
+#include "test-profile.h"
 
 #define NS 1000000000ull
 
@@ -53,7 +54,7 @@ static struct vp_profile *timed_profile(uint64_t *a_first_half)
 /* The embedded JSON of an HTML report, malloc'd. */
 static char *data_of(const char *path)
 {
-	char *html = synth_slurp(path, NULL);
+	char *html = test_slurp(path, NULL);
 	ASSERT_NOT_NULL(html);
 	const char *a = strstr(html, "id=\"viprof-data\">");
 	ASSERT_NOT_NULL(a);
@@ -179,9 +180,7 @@ static int check_times(const char *path, const struct vp_profile *p, int *has)
 			if (bucket[b] != want[b])
 				FAIL("event %d bucket %llu: %llu samples in the HTML, %llu in the profile", e,
 				     (unsigned long long)b, (unsigned long long)bucket[b], (unsigned long long)want[b]);
-		uint64_t total = 0;
-		for (size_t i = 0; i < p->nstacks; i++)
-			total += p->stacks[i].samples[e];
+		uint64_t total = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = e }, NULL, TP_EXACT, NULL);
 		ASSERT_UEQ(sum, total);
 		ASSERT_UEQ(sum, tree[2 + e]);   /* the root's weight */
 		for (size_t i = 0; i < nn; i++)
@@ -437,7 +436,7 @@ static void test_live(const char *viprof, const char *workload)
 					     folded, NULL }, log, sizeof(log));
 	if (rc)
 		FAIL("report --time %s exited %d: %s", win, rc, log);
-	char *f = synth_slurp(folded, NULL);
+	char *f = test_slurp(folded, NULL);
 	ASSERT_NOT_NULL(f);
 	uint64_t cli = 0;
 	for (char *l = strtok(f, "\n"); l; l = strtok(NULL, "\n")) {

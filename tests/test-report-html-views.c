@@ -35,7 +35,7 @@ static const char harness[] =
 static void write_with_harness(const char *src, const char *dst)
 {
 	size_t len;
-	char *html = synth_slurp(src, &len);
+	char *html = test_slurp(src, &len);
 	ASSERT_NOT_NULL(html);
 	char *end = strstr(html, "</body>");
 	ASSERT_NOT_NULL(end);

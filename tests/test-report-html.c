@@ -16,7 +16,7 @@ int main(void)
 	write_html(p, NULL, "flame-synth.html");
 
 	size_t len;
-	char *html = synth_slurp("flame-synth.html", &len);
+	char *html = test_slurp("flame-synth.html", &len);
 	ASSERT_NOT_NULL(html);
 	/* Self-contained: no external resources, and one data block. */
 	ASSERT_TRUE(strstr(html, "http://") == NULL && strstr(html, "https://") == NULL);
@@ -103,7 +103,7 @@ int main(void)
 	snprintf(png, sizeof(png), "%s/flame.png", cwd);
 	unlink(png);
 	free(browse("flame-synth.html", "search=Codec", png));
-	char *img = synth_slurp(png, &len);
+	char *img = test_slurp(png, &len);
 	ASSERT_NOT_NULL(img);
 	ASSERT_GT(len, 1000);
 	ASSERT_TRUE(!memcmp(img, "\x89PNG", 4));

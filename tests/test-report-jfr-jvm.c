@@ -30,17 +30,6 @@ static long *slot(struct count *c, int *n, const char *name)
 	return &c[(*n)++].n;
 }
 
-static char *run(const char *tmp, char *const argv[], const char *what)
-{
-	char outp[600], errp[600];
-	snprintf(outp, sizeof(outp), "%s/out", tmp);
-	snprintf(errp, sizeof(errp), "%s/err", tmp);
-	int rc = tu_run(argv, outp, errp, 240);
-	if (rc)
-		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
-	return tu_read(outp);
-}
-
 int main(int argc, char **argv)
 {
 	bool jdk17;
@@ -62,7 +51,7 @@ int main(int argc, char **argv)
 
 	/* The text report: samples per symbol over the Java layers, and the total. */
 	char *rep[] = { (char *)VIPROF_BIN, "report", dir, "-n", "100000", NULL };
-	char *txt = run(tmp, rep, "viprof report");
+	char *txt = tu_output(tmp, rep, "viprof report");
 	const char *tl = strstr(txt, "# event: ");
 	ASSERT_NOT_NULL(tl);
 	long total = 0;
@@ -88,10 +77,10 @@ int main(int argc, char **argv)
 	free(txt);
 
 	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
-	free(run(tmp, w, "viprof report -F jfr"));
+	free(tu_output(tmp, w, "viprof report -F jfr"));
 
 	char *sum[] = { jfr, "summary", file, NULL };
-	char *s = run(tmp, sum, "jfr summary");
+	char *s = tu_output(tmp, sum, "jfr summary");
 	fprintf(stderr, "%s\n", s);
 	ASSERT_CONTAINS(s, "Version: 2.1");
 	const char *es = strstr(s, "jdk.ExecutionSample");
@@ -103,7 +92,7 @@ int main(int argc, char **argv)
 
 	/* Leaf frames of every event, by name ("Class.method(args) line: N" in jfr's print). */
 	char *pr[] = { jfr, "print", "--events", "jdk.ExecutionSample", "--stack-depth", "1", file, NULL };
-	char *p = run(tmp, pr, "jfr print");
+	char *p = tu_output(tmp, pr, "jfr print");
 	long events = 0;
 	bool main_thread = false;
 	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n")) {
@@ -146,7 +135,7 @@ int main(int argc, char **argv)
 
 	/* Frame types: interpreted, compiled, inlined and native frames all named so. */
 	char *js[] = { jfr, "print", "--json", "--events", "jdk.ExecutionSample", "--stack-depth", "64", file, NULL };
-	char *j = run(tmp, js, "jfr print --json");
+	char *j = tu_output(tmp, js, "jfr print --json");
 	ASSERT_CONTAINS(j, "\"type\": \"Interpreted\"");
 	ASSERT_CONTAINS(j, "\"type\": \"JIT compiled\"");
 	ASSERT_CONTAINS(j, "\"type\": \"Inlined\"");

@@ -55,7 +55,7 @@ int main(void)
 	snprintf(args, sizeof(args), "validate %s/docs/report-json-schema.json %s", SRCDIR, a);
 	ASSERT_EQ(py(args), 0);
 
-	char *txt = synth_slurp(a, NULL);
+	char *txt = test_slurp(a, NULL);
 	ASSERT_NOT_NULL(txt);
 	ASSERT_CONTAINS(txt, "\"we\\\"ird\\\\ \\n\\u0001\\u007f </script> \\ufffd\\ufffd( ok \xc3\xa9\"");
 	ASSERT_CONTAINS(txt, "\"comm\":\"tab\\there\"");

@@ -58,20 +58,6 @@ static struct map maps[MAXM];
 static unsigned nlocs, nmaps;
 static char dir[256];
 
-static char *run(const char *cmd)
-{
-	char full[4096];
-	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
-	int st = system(full);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		char *e = test_slurp("err.txt", NULL);
-		FAIL("'%s' failed (%d): %s", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
-	}
-	char *out = test_slurp("out.txt", NULL);
-	ASSERT_NOT_NULL(out);
-	return out;
-}
-
 static void need_pprof(void)
 {
 	struct stat sb;
@@ -233,13 +219,13 @@ static void record(const char *args)
 		FAIL("viprof record exited with %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
 	}
 	snprintf(cmd, sizeof(cmd), "%s report %s -F pprof -o live.pb.gz", VIPROF_BIN, dir);
-	free(run(cmd));
+	free(test_sh_output(cmd));
 }
 
 static void test_native(void)
 {
 	record("--off-cpu -- " OFFCPU_FIXTURE " split 2");
-	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
 	ASSERT_CONTAINS(raw, "off-cpu_samples/count off-cpu/nanoseconds");
 	parse_raw(raw);
@@ -256,13 +242,13 @@ static void test_native(void)
 	ASSERT_GE(n, 1);
 	free(raw);
 
-	char *top = run("./pprof -top -symbolize=none live.pb.gz");
+	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(top, "File: offcpu-fixture\n");
 	ASSERT_CONTAINS(top, "Type: cpu\n");
 	ASSERT_CONTAINS(top, "busy_30ms");
 	free(top);
 	/* The local symbolizer has nothing to redo: every mapping says it is symbolized. */
-	top = run("./pprof -top -sample_index=off-cpu live.pb.gz");
+	top = test_sh_output("./pprof -top -sample_index=off-cpu live.pb.gz");
 	ASSERT_CONTAINS(top, "[blocked: sleep]");
 	ASSERT_CONTAINS(top, "sleep_70ms");
 	free(top);
@@ -276,7 +262,7 @@ static void test_jvm(const char *java)
 		SKIP("no JDK at %s", java);
 	snprintf(args, sizeof(args), "--off-cpu -- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
 	record(args);
-	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
 	check_addresses();
 	unsigned jit = 0, inl = 0, hot = 0;
@@ -299,7 +285,7 @@ static void test_jvm(const char *java)
 	ASSERT_GE(hot, 3);
 	ASSERT_GE(inl, 1);
 	free(raw);
-	char *top = run("./pprof -top -symbolize=none live.pb.gz");
+	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(top, "File: java\n");
 	ASSERT_TRUE(strstr(top, "File: ld-linux") == NULL);
 	ASSERT_CONTAINS(top, "JitSplit.hotA(long)");
@@ -417,18 +403,18 @@ static void test_wholevm(void)
 		waitpid(pids[i], NULL, 0);
 	}
 
-	char *top = run("./pprof -top -symbolize=none live.pb.gz");
+	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	fprintf(stderr, "%.*s", (int)(strstr(top, "flat%") ? strstr(top, "flat%") - top : 0), top);
 	ASSERT_TRUE(strstr(top, "File: java\n") == NULL);
 	ASSERT_CONTAINS(top, "File: whole VM");
 	free(top);
 	/* pprof's own way to split by process: the label as the stacks' root. */
-	top = run("./pprof -top -symbolize=none -tagroot=process -nodecount=2000 live.pb.gz");
+	top = test_sh_output("./pprof -top -symbolize=none -tagroot=process -nodecount=2000 live.pb.gz");
 	ASSERT_CONTAINS(top, " java\n");
 	ASSERT_CONTAINS(top, " split3\n");
 	free(top);
 
-	char *raw = run("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
 	check_addresses();
 	struct proc_tally t[] = { { p1, "java", 0, 0, 0 }, { p2, "java", 0, 0, 0 }, { p3, "split3", 0, 0, 0 } };

@@ -9,20 +9,6 @@
 
 #define PPROF_SRC "/usr/share/gocode/src/github.com/google/pprof"
 
-static char *run(const char *cmd)
-{
-	char full[2048];
-	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
-	int st = system(full);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		char *e = synth_slurp("err.txt", NULL);
-		FAIL("'%s' failed: %s", cmd, e ? e : "");
-	}
-	char *out = synth_slurp("out.txt", NULL);
-	ASSERT_NOT_NULL(out);
-	return out;
-}
-
 /* Finds the -top row for name; returns false when absent. */
 static bool top_row(const char *top, const char *name, double *flat, double *flat_pct, double *cum, double *cum_pct)
 {
@@ -68,7 +54,7 @@ static char *write_and_run(const struct vp_profile *p, const char *file, const c
 	ASSERT_OK(report_pprof(p, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));
 	snprintf(cmd, sizeof(cmd), "./pprof %s %s", args, file);
-	return run(cmd);
+	return test_sh_output(cmd);
 }
 
 /* A profile with addresses, as the session loader builds it: two processes, the main
@@ -265,7 +251,7 @@ int main(void)
 	ASSERT_OK(report_pprof(p, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));
 	size_t len;
-	char *raw = synth_slurp("synth.pb.gz", &len);
+	char *raw = test_slurp("synth.pb.gz", &len);
 	ASSERT_NOT_NULL(raw);
 	ASSERT_GT(len, 100);
 	ASSERT_EQ((unsigned char)raw[0], 0x1f);   /* gzip magic */
@@ -273,7 +259,7 @@ int main(void)
 	free(raw);
 
 	/* Sample counts: the top frames and their shares. */
-	char *top = run("./pprof -top -nodecount=100 -symbolize=none -sample_index=samples synth.pb.gz");
+	char *top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=samples synth.pb.gz");
 	ASSERT_CONTAINS(top, "of 1000 total");
 	expect(top, "com.example.Codec.encode", 400, 40.00, 400, 40.00);
 	expect(top, "java.util.HashMap.get", 200, 20.00, 200, 20.00);
@@ -286,7 +272,7 @@ int main(void)
 	free(top);
 
 	/* The default sample type is the event's weight, in nanoseconds. */
-	top = run("./pprof -top -nodecount=100 -symbolize=none synth.pb.gz");
+	top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none synth.pb.gz");
 	ASSERT_CONTAINS(top, "Type: cpu\n");
 	ASSERT_CONTAINS(top, "Total samples = 1000ms");
 	ASSERT_CONTAINS(top, "Duration: 1s");
@@ -294,7 +280,7 @@ int main(void)
 	free(top);
 
 	/* The second event has its own pair of sample types. */
-	top = run("./pprof -top -nodecount=100 -symbolize=none -sample_index=page-faults synth.pb.gz");
+	top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=page-faults synth.pb.gz");
 	ASSERT_CONTAINS(top, "of 40 total");
 	ASSERT_TRUE(strstr(top, "events") == NULL);
 	expect(top, "G1CollectedHeap::do_collection", 30, 75.00, 30, 75.00);
@@ -303,7 +289,7 @@ int main(void)
 
 	/* -raw: the sample types, every sample with its values and labels, and totals equal
 	 * to the profile's. */
-	raw = run("./pprof -raw -symbolize=none synth.pb.gz");
+	raw = test_sh_output("./pprof -raw -symbolize=none synth.pb.gz");
 	ASSERT_CONTAINS(raw, "PeriodType: cpu nanoseconds");
 	ASSERT_CONTAINS(raw, "Period: 1000000");
 	/* The CPU-profile convention of pprof and the fleet tools; counts are "count". */
@@ -355,7 +341,7 @@ int main(void)
 	free(raw);
 
 	/* -traces shows the leaf first: the kernel stack under the JIT method. */
-	raw = run("./pprof -traces -symbolize=none -sample_index=samples synth.pb.gz");
+	raw = test_sh_output("./pprof -traces -symbolize=none -sample_index=samples synth.pb.gz");
 	const char *k = strstr(raw, "   150   ksys_write\n");
 	ASSERT_NOT_NULL(k);
 	const char *d = strstr(k, "do_syscall_64");

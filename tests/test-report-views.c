@@ -7,6 +7,7 @@
 #include "postproc/profile_xform.h"
 #include "test-html-util.h"
 #include "test-profile-synth.h"
+#include "test-profile.h"
 #include "test.h"
 
 static void check_norm(const char *in, const char *want)
@@ -104,14 +105,7 @@ static int count_named(const struct vp_profile *p, const char *needle)
 
 static uint64_t samples_with(const struct vp_profile *p, const char *name)
 {
-	uint64_t n = 0;
-	for (size_t i = 0; i < p->nstacks; i++)
-		for (uint32_t k = 0; k < p->stacks[i].nframes; k++)
-			if (!strcmp(p->frames[p->stacks[i].frames[k]].name, name)) {
-				n += p->stacks[i].samples[0];
-				break;
-			}
-	return n;
+	return (uint64_t)tp_with(p, &(struct tp_filter){ 0 }, name, TP_EXACT);
 }
 
 static void test_norm_merge(void)

@@ -89,14 +89,7 @@ static void run(const struct sampler_backend *b)
 	if (!s)
 		FAIL("%s start: %s", b->name, err);
 	ASSERT_EQ(write(go[1], "g", 1), 1);
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			break;
-		ASSERT_GE(w, 0);
-		ASSERT_GE(b->poll(s, 100), 0);
-	}
+	sampler__poll_until_exit(b, s, pid, &st, NULL, NULL);
 	ASSERT_OK(b->stop(s));
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(WEXITSTATUS(st), 0);

@@ -96,6 +96,23 @@ static inline void launch__go(struct launch *l)
 	close(l->go_fd);
 }
 
+/* Polls the sampler (and also(ctx) when not NULL) until child pid exits, its wait
+ * status in *status; the sampler keeps running. */
+static inline void sampler__poll_until_exit(const struct sampler_backend *b, struct sampler *s, pid_t pid,
+					    int *status, void (*also)(void *ctx), void *ctx)
+{
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return;
+		ASSERT_GE(w, 0);
+		ASSERT_GE(b->poll(s, 50), 0);
+		if (also)
+			also(ctx);
+	}
+}
+
 /* Polls the sampler until the child exits, then stops it. Returns the child's
  * rusage (which includes its waited-for children). */
 static inline void launch__run(struct launch *l, const struct sampler_backend *b, struct sampler *s,

@@ -112,6 +112,31 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Waits (15 s at most) until process pid has path mapped: the moment a test may
+ * change the file under it. */
+static void wait_mapped(pid_t pid, const char *path)
+{
+	char maps[64];
+	double t0 = now();
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	for (;;) {
+		FILE *f = fopen(maps, "r");
+		char line[4096];
+		bool found = false;
+
+		while (f && !found && fgets(line, sizeof(line), f))
+			found = strstr(line, path) != NULL;
+		if (f)
+			fclose(f);
+		if (found)
+			return;
+		if (now() - t0 > 15 || waitpid(pid, NULL, WNOHANG) != 0)
+			FAIL("process %d did not map %s", (int)pid, path);
+		usleep(10000);
+	}
+}
+
 static int count_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -240,7 +265,7 @@ static void fifo(void)
 		execl(ZCALLER, "zcaller", "squeeze", "20", (char *)NULL);
 		_exit(127);
 	}
-	usleep(300000);
+	wait_mapped(p, lib);
 	ASSERT_EQ(sh("rm %s && mkfifo %s", lib, lib), 0);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
@@ -286,7 +311,7 @@ static void sigquit(void)
 		      "time.sleep(60)\n", lib, (char *)NULL);
 		_exit(127);
 	}
-	usleep(500000);
+	wait_mapped(p, lib);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
 	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
@@ -509,7 +534,7 @@ static void fifoino(void)
 		execl(ZCALLER, "zcaller", "squeeze", "30", (char *)NULL);
 		_exit(127);
 	}
-	usleep(300000);
+	wait_mapped(p, lib);
 	int mounted = mount("tmpfs", libdir, "tmpfs", 0, "size=64k");
 	if (!mounted)
 		mounted = mkfifo(lib, 0644) ? -1 : 1;

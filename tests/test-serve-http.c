@@ -174,17 +174,6 @@ static struct answer get(const char *src, const char *dst, int port, const char 
 	return a;
 }
 
-static char *run(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	ASSERT_NOT_NULL(p);
-	char *buf = calloc(1, 1 << 20);
-	size_t n = fread(buf, 1, (1 << 20) - 1, p);
-	buf[n] = '\0';
-	pclose(p);
-	return buf;
-}
-
 /* The flat percentage of function name in pprof -top's output, or -1. */
 static double flat_pct(const char *top, const char *name)
 {
@@ -231,7 +220,7 @@ static void scenario_pprof(void)
 	usleep(500000);
 	snprintf(cmd, sizeof(cmd), "%s -top -nodecount=40 -symbolize=none "
 		 "'http://127.0.0.1:%d/debug/pprof/profile?seconds=3' 2>&1", pprof, port);
-	char *top = run(cmd);
+	char *top = test_popen_slurp(cmd);
 	fprintf(stderr, "%s\n", top);
 	kill(w, SIGTERM);
 	waitpid(w, NULL, 0);
@@ -885,7 +874,7 @@ static void scenario_slow(void)
 		free(head);
 		unlink(hf);
 		snprintf(cmd, sizeof(cmd), "%s -top -nodecount=10 -symbolize=none %s 2>&1", pprof, files[i]);
-		char *top = run(cmd);
+		char *top = test_popen_slurp(cmd);
 		fprintf(stderr, "%s\n", top);
 		ASSERT_CONTAINS(top, "Type: cpu");
 		ASSERT_CONTAINS(top, "Duration: 5");
@@ -1348,11 +1337,11 @@ static void scenario_push(void)
 	/* The Pyroscope body, by the real pprof. */
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[pi].file) - 5), pushed[pi].file);
 	snprintf(cmd, sizeof(cmd), "%s -raw -symbolize=none %s 2>&1", pprof, path);
-	char *raw = run(cmd);
+	char *raw = test_popen_slurp(cmd);
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
 	free(raw);
 	snprintf(cmd, sizeof(cmd), "%s -top -symbolize=none -nodecount=2000 %s 2>&1", pprof, path);
-	raw = run(cmd);
+	raw = test_popen_slurp(cmd);
 	ASSERT_CONTAINS(raw, "work50");
 	free(raw);
 	h = test_slurp_str(pushed[oi].file);
@@ -1364,7 +1353,7 @@ static void scenario_push(void)
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
 	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 2>&1", TESTS_SRC, path,
 		 TESTS_SRC);
-	char *out = run(cmd);
+	char *out = test_popen_slurp(cmd);
 	fprintf(stderr, "%s", out);
 	ASSERT_CONTAINS(out, "otlp body: ");
 	ASSERT_NOT_CONTAINS(out, "no sample");

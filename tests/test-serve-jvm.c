@@ -108,16 +108,8 @@ int main(int argc, char **argv)
 	char *log = tu_read(sout);
 	fprintf(stderr, "%s", log);
 
-	DIR *d = opendir(cdir);
-	ASSERT_NOT_NULL(d);
 	char *names[64];
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < 64)
-		if (strlen(de->d_name) == 16)
-			names[n++] = strdup(de->d_name);
-	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+	int n = tu_list_intervals(cdir, names, 64);
 	ASSERT_GE(n, 4);
 	int with_map = 0, named_ok = 0;
 	for (int i = 0; i < n; i++) {

@@ -11,6 +11,7 @@
  * channel to the recorder (VP_JVM_CHANNEL), not by another attach. No JVM's stdout or
  * stderr gets a line from viprof. JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -121,41 +122,18 @@ int main(int argc, char **argv)
 	ASSERT_EQ(tu_count_lines(log, "DisableAttachMechanism"), 2);
 	free(log);
 
-	DIR *d = opendir(cdir);
-	ASSERT_NOT_NULL(d);
 	char *names[64];
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < 64)
-		if (strlen(de->d_name) == 16)
-			names[n++] = strdup(de->d_name);
-	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), tu_cmp_str);
+	int n = tu_list_intervals(cdir, names, 64);
 	ASSERT_GE(n, 5);
 	/* The first interval holds the 5 s wait for the argfile JVM's listener (before
 	 * sampling started): it has too few samples to judge. */
 	for (int i = 1; i < n - 1; i++) {
-		char sess[600], err[512];
+		char sess[600];
 		uint32_t pid = (uint32_t)jvms[0];
 		struct vp_session_opts o = { .pids = &pid, .npids = 1 };
-		struct vp_profile *p = vp_profile__new();
 		snprintf(sess, sizeof(sess), "%s/%s", cdir, names[i]);
-		ASSERT_NOT_NULL(p);
-		if (vp_session__load(sess, p, &o, err, sizeof(err)))
-			FAIL("load %s: %s", sess, err);
-		double workers = 0, named = 0;
-		for (size_t k = 0; k < p->nstacks; k++) {
-			const struct vp_stack *s = &p->stacks[k];
-			if (!s->comm || strncmp(s->comm, "worker-", 7))
-				continue;
-			bool java_frame = false;
-			for (uint32_t fi = 0; fi < s->nframes; fi++) {
-				int l = p->frames[s->frames[fi]].layer;
-				java_frame |= l == VP_LAYER_JIT || l == VP_LAYER_INLINED || l == VP_LAYER_INTERPRETED;
-			}
-			workers += (double)s->samples[0];
-			named += java_frame ? (double)s->samples[0] : 0;
-		}
+		struct vp_profile *p = tp_load(sess, &o);
+		double named, workers = tp_sum_if(p, &(struct tp_filter){ .comm_prefix = "worker-" }, tp_has_java, NULL, &named);
 		vp_profile__free(p);
 		/* After the first interval, its agent takes each session over its channel to
 		 * the recorder: no attach. */

@@ -106,7 +106,13 @@ kill)
 	start_service
 	as "$u" "'$viprof' record -g -o '$work/a/s' -- '$split3' 6" 2>"$work/a.err" &
 	client=$!
-	sleep 3.5
+	# The service dies once the session holds the workload's samples (a session is
+	# readable while it is written).
+	for _ in $(seq 100); do
+		"$viprof" report "$work/a/s" --top 5 2>/dev/null | grep -q work50 && break
+		sleep 0.1
+	done
+	"$viprof" report "$work/a/s" --top 5 2>/dev/null | grep -q work50 || fail "no samples of the workload after 10 s"
 	kill -KILL "$serve_pid"
 	wait "$serve_pid" 2>/dev/null
 	serve_pid=
@@ -122,8 +128,12 @@ client)
 	mkuser a; u=$REPLY
 	start_service --max-sessions 1
 	as "$u" "exec '$viprof' record -o '$work/a/s' -- '$split3' 30" 2>"$work/a.err" &
-	sleep 2
-	cpid=$(pgrep -u "$u" -x viprof | head -1)
+	# The client is killed once the service records for it (its session exists).
+	cpid=
+	for _ in $(seq 100); do
+		[ -e "$work/a/s/stream.vps" ] && cpid=$(pgrep -u "$u" -x viprof | head -1) && [ -n "$cpid" ] && break
+		sleep 0.1
+	done
 	[ -n "$cpid" ] || fail "no client"
 	kill -KILL "$cpid"
 	for _ in $(seq 50); do grep -q "client gone" "$work/serve.log" && break; sleep 0.1; done

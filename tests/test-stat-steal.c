@@ -18,6 +18,7 @@
 
 #include "hv-glue/steal.h"
 #include "test.h"
+#include "test-helpers.h"
 
 static uint64_t total_steal(void)
 {
@@ -27,17 +28,6 @@ static uint64_t total_steal(void)
 	for (int i = 0; i < n; i++)
 		sum += s[i];
 	return sum;
-}
-
-static char *read_all(const char *file)
-{
-	static char buf[65536];
-	FILE *f = fopen(file, "r");
-	ASSERT_NOT_NULL(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return strdup(buf);
 }
 
 static double field(const char *file, const char *who, const char *event)
@@ -85,7 +75,8 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "%s stat -x, -e task-clock -- %s spin 2>stat-steal.csv", argv[1], argv[2]);
 	ASSERT_EQ(system(cmd), 0);
 	uint64_t st1 = total_steal();
-	char *out = read_all("stat-steal.csv");
+	char *out = test_slurp("stat-steal.csv", NULL);
+	ASSERT_NOT_NULL(out);
 	if (runs != 1) {
 		/* Clock skew must not be shown as steal: no row, and the reason. */
 		ASSERT_NULL(strstr(out, ",stolen,"));

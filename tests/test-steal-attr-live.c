@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "test-profile.h"
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "postproc/session.h"
@@ -66,11 +67,9 @@ static void check_profile(const char *dir, int ncpu, const uint64_t *first, cons
 	}
 	ASSERT_NOT_NULL(vp_profile__meta(p, "steal.total"));
 	ASSERT_UEQ(strtoull(vp_profile__meta(p, "steal.total"), NULL, 10), total);
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, "steal"))
-			st = e;
-	for (size_t i = 0; st >= 0 && i < p->nstacks; i++)
-		weight += p->stacks[i].weight[st];
+	st = tp_find_event(p, "steal");
+	if (st >= 0)
+		weight = (uint64_t)tp_sum(p, &(struct tp_filter){ .event = st, .weight = true }, NULL, TP_EXACT, NULL);
 	const char *charged = vp_profile__meta(p, "sched_steal.charged_ns"), *idle = vp_profile__meta(p, "sched_steal.idle_ns");
 	if (charged && idle) {
 		/* The switch tracer measured steal per thread (issue 11): the event is its exact

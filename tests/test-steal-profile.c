@@ -20,6 +20,7 @@
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-profile.h"
 
 #define MS 1000000ull
 #define K_SYSCALL 0xffffffff81001000ull
@@ -160,18 +161,10 @@ static struct vp_profile *load(const char *dir, const struct vp_session_opts *o)
 	return p;
 }
 
-static int event_index(const struct vp_profile *p, const char *name)
-{
-	for (int e = 0; e < p->nevents; e++)
-		if (!strcmp(p->events[e].name, name))
-			return e;
-	return -1;
-}
-
 /* The steal stack of (pid): its weight, and its frames "a;b;c" with layers checked. */
 static uint64_t steal_of(const struct vp_profile *p, uint32_t pid, char *frames, size_t len)
 {
-	int ev = event_index(p, "steal");
+	int ev = tp_find_event(p, "steal");
 	uint64_t found = 0;
 	int n = 0;
 	ASSERT_GE(ev, 0);
@@ -264,7 +257,7 @@ int main(void)
 
 	/* The whole session. */
 	struct vp_profile *p = load(dir, NULL);
-	int st = event_index(p, "steal"), cc = event_index(p, "cpu-clock");
+	int st = tp_find_event(p, "steal"), cc = tp_find_event(p, "cpu-clock");
 	ASSERT_EQ(cc, 0);
 	ASSERT_GE(st, 0);
 	ASSERT_STREQ(p->events[st].unit, "nanoseconds");
@@ -305,7 +298,7 @@ int main(void)
 	uint32_t pids[] = { 200 };
 	struct vp_session_opts o = { .pids = pids, .npids = 1 };
 	p = load(dir, &o);
-	folded = render(p, 1, event_index(p, "steal"));
+	folded = render(p, 1, tp_find_event(p, "steal"));
 	ASSERT_STREQ(folded, "db;do_syscall_64_[k];db_loop_[k];[hypervisor: steal] 4\n");
 	free(folded);
 	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "15000000");
@@ -314,7 +307,7 @@ int main(void)
 	/* --comm app */
 	struct vp_session_opts oc = { .comm = "app" };
 	p = load(dir, &oc);
-	folded = render(p, 1, event_index(p, "steal"));
+	folded = render(p, 1, tp_find_event(p, "steal"));
 	ASSERT_STREQ(folded, "app;do_syscall_64_[k];app_hot_[k];[hypervisor: steal] 6\n");
 	free(folded);
 	vp_profile__free(p);
@@ -330,7 +323,7 @@ int main(void)
 
 	/* No steal at all: no steal event, and exactly one note. */
 	p = load(zdir, NULL);
-	ASSERT_EQ(event_index(p, "steal"), -1);
+	ASSERT_EQ(tp_find_event(p, "steal"), -1);
 	ASSERT_STREQ(vp_profile__meta(p, "steal.total"), "0");
 	text = render(p, 0, 0);
 	ASSERT_EQ(count(text, "steal: 0 ns on all vCPUs during the recording: the hypervisor took no time from this VM"), 1);
@@ -344,7 +337,7 @@ int main(void)
 	ASSERT_STREQ(frames, "[not sampled];[hypervisor: steal]");
 	ASSERT_UEQ(steal_of(p, UINT32_MAX, frames, sizeof(frames)), 1000000);
 	ASSERT_STREQ(frames, "[thread unknown: no switch records];[hypervisor: steal]");
-	folded = render(p, 1, event_index(p, "steal"));
+	folded = render(p, 1, tp_find_event(p, "steal"));
 	ASSERT_STREQ(folded, "[unknown];[thread unknown: no switch records];[hypervisor: steal] 1\n"
 			     "cron;[not sampled];[hypervisor: steal] 2\n"
 			     "swapper;[idle]_[k];[hypervisor: steal] 2\n");

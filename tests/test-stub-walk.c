@@ -6,6 +6,7 @@
  * caller. JDK 17 and Temurin 25 (argv[1]). Before the walker stepped over frameless stubs
  * by their return address, 0.2% of the stub samples reached Thread.run. */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include <signal.h>
 
@@ -26,14 +27,8 @@ int main(int argc, char **argv)
 	snprintf(out, sizeof(out), "%s/record.log", dir);
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
 	pid_t jvm = tu_spawn(jargv, jout, jerr);
-	for (int i = 0; i < 300; i++) {
-		char *o = tu_read(jout);
-		bool ready = strstr(o, "ready") != NULL;
-		free(o);
-		if (ready)
-			break;
-		usleep(100000);
-	}
+	if (!tu_wait_for(jout, "ready", 30000))
+		FAIL("Stubs did not start within 30 s");
 	sleep(4);   /* the call sites went megamorphic and were compiled */
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
@@ -50,27 +45,23 @@ int main(int argc, char **argv)
 	ASSERT_NOT_NULL(p);
 	if (vp_session__load(sess, p, &o, err, sizeof(err)))
 		FAIL("load %s: %s", sess, err);
-	double all = 0, run = 0, stub = 0, stub_run = 0, unknown = 0;
+	const struct tp_filter w = { .comm = "stub-worker" };
+	double run, unknown, all = tp_sum(p, &w, "java.lang.Thread.run()", TP_EXACT, &run);
+	double stub = 0, stub_run = 0;
+	tp_sum(p, &w, "[unknown]", TP_EXACT, &unknown);
+	/* Of them, the samples in a stub (the leaf below the kernel's frames). */
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
-		double n = (double)s->samples[0];
-		if (!s->comm || strcmp(s->comm, "stub-worker"))
-			continue;
-		bool reach = false, unk = false;
 		const struct vp_frame *leaf = NULL;
-		for (uint32_t f = 0; f < s->nframes; f++) {
-			const struct vp_frame *fr = &p->frames[s->frames[f]];
-			reach |= !strcmp(fr->name, "java.lang.Thread.run()");
-			unk |= !strcmp(fr->name, "[unknown]");
-			if (fr->layer != VP_LAYER_KERNEL)
-				leaf = fr;
-		}
-		all += n;
-		run += reach ? n : 0;
-		unknown += unk ? n : 0;
+		double n = (double)s->samples[0];
+		if (!tp_stack_passes(s, &w))
+			continue;
+		for (uint32_t f = 0; f < s->nframes; f++)
+			if (p->frames[s->frames[f]].layer != VP_LAYER_KERNEL)
+				leaf = &p->frames[s->frames[f]];
 		if (leaf && leaf->layer == VP_LAYER_JVM && (strstr(leaf->name, "stub") || strstr(leaf->name, "arraycopy"))) {
 			stub += n;
-			stub_run += reach ? n : 0;
+			stub_run += tp_stack_has(p, s, "java.lang.Thread.run()", TP_EXACT) ? n : 0;
 		}
 	}
 	vp_profile__free(p);

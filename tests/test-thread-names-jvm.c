@@ -41,6 +41,12 @@ static uint32_t tid_named(const char *comm)
 	return tid;
 }
 
+static bool early_running(void *ctx)
+{
+	(void)ctx;
+	return tid_named("viprof-early-wo") > 0;
+}
+
 /* Samples of the session under the name comm; *tid the thread's (all must agree). */
 static uint64_t samples_named(const struct vp_profile *p, const char *comm, uint32_t *tid)
 {
@@ -71,7 +77,7 @@ int main(int argc, char **argv)
 	/* The late thread starts 4 s in: during the recording below. */
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LongNames", "30", "4", NULL };
 	jvm = tu_spawn(jargv, jout, jerr);
-	sleep(2);
+	tu_wait_until(early_running, NULL, 30, "the JVM's early worker thread");
 	uint32_t early = tid_named("viprof-early-wo");
 	ASSERT_GT(early, 0);
 

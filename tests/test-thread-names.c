@@ -21,6 +21,7 @@
 #include "maps/codemap_format.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-profile.h"
 
 #define MS 1000000ull
 
@@ -186,11 +187,7 @@ static const char *comm_of(const struct vp_profile *p, uint32_t tid)
 /* How many samples thread tid has under the name comm. */
 static uint64_t samples_named(const struct vp_profile *p, uint32_t tid, const char *comm)
 {
-	uint64_t n = 0;
-	for (size_t i = 0; i < p->nstacks; i++)
-		if (p->stacks[i].tid == tid && !strcmp(p->stacks[i].comm, comm))
-			n += p->stacks[i].samples[0];
-	return n;
+	return (uint64_t)tp_sum(p, &(struct tp_filter){ .tid = tid, .comm = comm }, NULL, TP_EXACT, NULL);
 }
 
 int main(void)

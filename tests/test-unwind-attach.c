@@ -21,20 +21,12 @@ static void run(const char *java)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(jout, sizeof(jout), "%s/jout", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jerr", dir);
-	char *jv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "Workers", "120", NULL };
+	char *jv[] = { (char *)java, "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "Workers", "120", NULL };
 	pid_t jpid = tu_spawn(jv, jout, jerr);
-	/* Warm up: the workers' methods get compiled before the recording, as in a service
-	 * that has been running for a while. */
-	for (int i = 0; i < 100; i++) {
-		char *o = tu_read(jout);
-		bool ready = o && strstr(o, "ready");
-
-		free(o);
-		if (ready)
-			break;
-		usleep(100000);
-	}
-	sleep(3);
+	/* Warm up: the workers' methods get compiled by C2 before the recording, as in a
+	 * service that has been running for a while. */
+	if (!tu_wait_compiled(jout, "Workers$Worker::handle", 4, 60000))
+		FAIL("the workers' handle() was not compiled by C2 within 60 s");
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)jpid);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-p", pid, "-d", "5", "-o", sess, NULL };

@@ -13,7 +13,7 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
-#include "test-profile-util.h"
+#include "test-profile.h"
 #include "postproc/vthreads.h"
 
 static bool is_vthread(const struct vp_stack *s)
@@ -60,15 +60,15 @@ int main(void)
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
-		if (s->samples[cpu] && tp_has_frame(p, s, "VThreads.computeStep")) {
+		if (s->samples[cpu] && tp_stack_has(p, s, "VThreads.computeStep", TP_SUBSTR)) {
 			comp += s->samples[cpu];
-			if (is_vthread(s) && tp_has_frame(p, s, "VThreads.body()"))
+			if (is_vthread(s) && tp_stack_has(p, s, "VThreads.body()", TP_SUBSTR))
 				comp_vt += s->samples[cpu];
 		}
 		if (s->weight[off] && !strncmp(leaf, "[unmounted:", 11)) {
 			if (!is_vthread(s))
 				unm_carrier += s->weight[off];
-			if (tp_has_frame(p, s, "VThreads.napStep")) {
+			if (tp_stack_has(p, s, "VThreads.napStep", TP_SUBSTR)) {
 				unm += s->weight[off];
 				if (!strcmp(leaf, "[unmounted: sleep]"))
 					unm_sleep += s->weight[off];

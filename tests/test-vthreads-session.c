@@ -15,7 +15,7 @@
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
 #include "postproc/session.h"
-#include "test-profile-util.h"
+#include "test-profile.h"
 #include "postproc/vthreads.h"
 #include "postproc/wall.h"
 #include "test.h"
@@ -180,10 +180,9 @@ static void check(const char *dir, bool offcpu, bool vthreads)
 		int wall = vp_wall__add_events(p, werr, sizeof(werr));
 		ASSERT_GE(wall, 0);
 		int run = tp_find_event(p, "running");
-		uint64_t carrier_run = 0;
-		for (size_t i = 0; i < p->nstacks; i++)
-			if (p->stacks[i].tid == 501)
-				carrier_run += p->stacks[i].weight[run];
+		ASSERT_GE(run, 0);
+		uint64_t carrier_run = (uint64_t)tp_sum(p, &(struct tp_filter){ .tid = 501, .event = run, .weight = true },
+							NULL, TP_EXACT, NULL);
 		ASSERT_EQ(carrier_run, 6 * MS);
 	}
 	vp_profile__free(p);

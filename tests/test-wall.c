@@ -9,6 +9,7 @@
 #include "postproc/wall.h"
 #include "common/session_format.h"
 #include "test.h"
+#include "test-profile.h"
 
 static uint32_t frame(struct vp_profile *p, const char *name, int layer)
 {
@@ -20,10 +21,7 @@ static uint32_t frame(struct vp_profile *p, const char *name, int layer)
 
 static uint64_t total(const struct vp_profile *p, int e)
 {
-	uint64_t w = 0;
-	for (size_t i = 0; i < p->nstacks; i++)
-		w += p->stacks[i].weight[e];
-	return w;
+	return (uint64_t)tp_sum(p, &(struct tp_filter){ .event = e, .weight = true }, NULL, TP_EXACT, NULL);
 }
 
 /* The Java wait states (vp_sched_java_state): frames leaf first, as the loader has them. */
