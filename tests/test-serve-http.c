@@ -724,7 +724,7 @@ static void scenario_access(void)
 		ASSERT_EQ(fwrite(reads[i]->body, 1, reads[i]->len, f), reads[i]->len);
 		fclose(f);
 		snprintf(cmd, sizeof(cmd), "%s -raw %s 2>&1", pprof_tool, file);
-		char *raw = run(cmd);
+		char *raw = test_popen_slurp(cmd);
 		unlink(file);
 		ASSERT_CONTAINS(raw, "Locations");
 		if (i == 0) {
