@@ -845,9 +845,10 @@ static void finish_unwinder(struct vp_recorder *r)
 	vp_unwinder__stats(uw, &us);
 	if (!r->o.quiet)
 		fprintf(r->log, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build, "
-				"%llu of them from the unwind-rule cache), %llu JVM(s) understood\n", (unsigned long long)us.files,
+				"%llu of them from the unwind-rule cache), %llu JVM(s) understood; %llu reads of mappings, "
+				"%llu code-heap mmaps needed none\n", (unsigned long long)us.files,
 			(unsigned long long)us.rules, (double)us.parse_ns / 1e6, (unsigned long long)us.cached,
-			(unsigned long long)us.jvms);
+			(unsigned long long)us.jvms, (unsigned long long)us.refreshes, (unsigned long long)us.mmaps_skipped);
 	if (us.table_full)
 		fprintf(r->log, "viprof: warning: %llu files' unwind tables did not fit the walker's maps; "
 				"their frames were walked by frame pointer\n", (unsigned long long)us.table_full);
