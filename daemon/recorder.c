@@ -593,6 +593,12 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		r->err[0] = '\0';
 		goto fail;
 	}
+	/* With the switch tracer measuring steal per thread, the sampler's record of every
+	 * context switch of the VM (for the proportional split, which the report then
+	 * skips) would be read by nobody: 50-120 thousand per javac run on a busy VM, each
+	 * a BPF run charged to the task switching and a record for this process to drain. */
+	if (r->sched)
+		cfg->want_switches = false;
 	r->s = r->be->start(cfg, r->err, sizeof(r->err));
 	if (!r->s) {
 		e = errno ? -errno : -EIO;
