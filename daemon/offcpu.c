@@ -1,6 +1,7 @@
 /* The recorder's hook for the context-switch tracer: see offcpu.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include "daemon/offcpu.h"
 #include "sampler-kernel/sched_tracer.h"
@@ -15,6 +16,12 @@ int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FI
 	};
 	char why[512] = "";
 
+	/* Tests of the proportional split on a live session (every switch recorded) ask
+	 * for it without the tracer; off-CPU time needs the tracer whatever is asked. */
+	if (!off_cpu && getenv("VIPROF_PROPORTIONAL_STEAL")) {
+		*out = NULL;
+		return 0;
+	}
 	*out = vp_sched__start(&sc, off_cpu ? err : why, off_cpu ? errlen : sizeof(why));
 	if (*out) {
 		/* With -g, stacks at switch-out are walked like the sampler's, once it has

@@ -597,6 +597,12 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		r->err[0] = '\0';
 		goto fail;
 	}
+	/* With the switch tracer measuring steal per thread, the sampler's record of every
+	 * context switch of the VM (for the proportional split, which the report then
+	 * skips) would be read by nobody: 50-120 thousand per javac run on a busy VM, each
+	 * a BPF run charged to the task switching and a record for this process to drain. */
+	if (r->sched)
+		cfg->want_switches = false;
 	r->s = r->be->start(cfg, r->err, sizeof(r->err));
 	if (!r->s) {
 		e = errno ? -errno : -EIO;
@@ -849,9 +855,10 @@ static void finish_unwinder(struct vp_recorder *r)
 	vp_unwinder__stats(uw, &us);
 	if (!r->o.quiet)
 		fprintf(r->log, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build, "
-				"%llu of them from the unwind-rule cache), %llu JVM(s) understood\n", (unsigned long long)us.files,
+				"%llu of them from the unwind-rule cache), %llu JVM(s) understood; %llu reads of mappings, "
+				"%llu code-heap mmaps needed none\n", (unsigned long long)us.files,
 			(unsigned long long)us.rules, (double)us.parse_ns / 1e6, (unsigned long long)us.cached,
-			(unsigned long long)us.jvms);
+			(unsigned long long)us.jvms, (unsigned long long)us.refreshes, (unsigned long long)us.mmaps_skipped);
 	if (us.table_full)
 		fprintf(r->log, "viprof: warning: %llu files' unwind tables did not fit the walker's maps; "
 				"their frames were walked by frame pointer\n", (unsigned long long)us.table_full);

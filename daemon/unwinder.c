@@ -57,6 +57,13 @@ struct proc {
 	uint64_t jvm_first_try, jvm_next_try;
 };
 
+/* A JVM's code heap, as its layout was read: the walker finds the JIT's frames by
+ * these ranges (reserved ends included), never through the process's mappings. */
+struct code_range {
+	pid_t pid;
+	uint64_t lo, hi;
+};
+
 struct vp_unwinder {
 	struct sampler_unwind m;
 	int mode;                /* enum vp_unwind_mode */
@@ -70,6 +77,11 @@ struct vp_unwinder {
 	pid_t *dirty;            /* pids to (re)load; under lock */
 	size_t ndirty, capdirty;
 	uint64_t dirty_since;
+	/* The code heaps of the JVMs understood so far; under lock. The heap grows by
+	 * executable anonymous mappings inside them (a hundred or more in a javac run),
+	 * which change nothing the walker uses: no refresh of the whole maps for those. */
+	struct code_range *code;
+	size_t ncode, capcode;
 	/* Owned by the thread, except known[] which observe() reads under lock. */
 	struct proc *procs;      /* at most m.max_procs */
 	size_t nprocs;
@@ -166,6 +178,32 @@ void vp_unwinder__add_pid(struct vp_unwinder *u, pid_t pid)
 	pthread_mutex_unlock(&u->lock);
 }
 
+/* Under lock: is [lo, hi) of process pid inside one of its code heaps? */
+static bool in_code_heap(const struct vp_unwinder *u, pid_t pid, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < u->ncode; i++)
+		if (u->code[i].pid == pid && lo >= u->code[i].lo && hi <= u->code[i].hi && lo < hi)
+			return true;
+	return false;
+}
+
+/* Takes the lock: replaces pid's code heaps with those of hs (none when hs is NULL). */
+static void code_ranges_set(struct vp_unwinder *u, pid_t pid, const struct vpb_hotspot *hs)
+{
+	pthread_mutex_lock(&u->lock);
+	for (size_t i = 0; i < u->ncode;)
+		if (u->code[i].pid == pid)
+			u->code[i] = u->code[--u->ncode];
+		else
+			i++;
+	for (uint32_t k = 0; hs && k < hs->nr_heaps && k < VPB_MAX_HEAPS; k++) {
+		if (vp_grow((void **)&u->code, &u->capcode, u->ncode + 1, sizeof(*u->code)))
+			break;   /* without it the process is refreshed at each such mmap, as before */
+		u->code[u->ncode++] = (struct code_range){ .pid = pid, .lo = hs->heaps[k].lo, .hi = hs->heaps[k].hi };
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
 void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body, size_t len)
 {
 	if (!u)
@@ -186,8 +224,12 @@ void vp_unwinder__observe(struct vp_unwinder *u, uint32_t type, const void *body
 		if (len >= sizeof(struct vp_mmap)) {
 			const struct vp_mmap *m = body;
 
-			if ((m->prot & PROT_EXEC) && known_has(u, (pid_t)m->pid))
+			if ((m->prot & PROT_EXEC) && known_has(u, (pid_t)m->pid) &&
+			    !(m->ino == 0 && in_code_heap(u, (pid_t)m->pid, m->start, m->start + m->len))) {
 				schedule(u, (pid_t)m->pid);
+			} else if (m->prot & PROT_EXEC) {
+				u->st.mmaps_skipped++;
+			}
 		}
 		break;
 	case VP_REC_COMM:
@@ -359,6 +401,8 @@ static void proc_drop(struct vp_unwinder *u, struct proc *p)
 
 	if (p->loaded)
 		bpf_map_delete_elem(u->m.proc_slots_fd, &key);
+	if (p->jvm == 1)
+		code_ranges_set(u, p->pid, NULL);
 	u->free_slots[u->nfree++] = p->slot;
 	free(p->memo);
 	*p = u->procs[--u->nprocs];
@@ -470,6 +514,7 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 	char path[64], line[4200];
 	bool jvm = false;
 
+	u->st.refreshes++;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
 	struct proc *p = proc_get(u, pid, f != NULL);
@@ -514,6 +559,7 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 		if (rc == 0) {
 			p->jvm = 1;
 			u->st.jvms++;
+			code_ranges_set(u, pid, &p->hs);
 		} else if (now - p->jvm_first_try < JVM_GIVE_UP_NS) {
 			/* A JVM still starting can be caught half-initialised whatever the
 			 * error: ask again until it has had time to finish. */
@@ -821,6 +867,7 @@ void vp_unwinder__free(struct vp_unwinder *u)
 	free(u->free_slots);
 	free(u->dirty);
 	free(u->known);
+	free(u->code);
 	for (size_t i = 0; i < u->nprewarm; i++)
 		free(u->prewarm[i]);
 	free(u->prewarm);

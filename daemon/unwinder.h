@@ -46,6 +46,8 @@ void vp_unwinder__settle(struct vp_unwinder *u, int timeout_ms);
 struct vp_unwinder_stats {
 	uint64_t files, rules, table_full, parse_ns, procs, jvms, jvm_failed;
 	uint64_t cached, stored; /* files whose tables came from / went to the unwind-rule cache */
+	uint64_t refreshes;      /* reads of a process's mappings */
+	uint64_t mmaps_skipped;  /* executable mmaps inside a JVM's code heap: no refresh needed */
 	char jvm_error[160];    /* the last reason a JVM's layout could not be read */
 };
 void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out);

@@ -5,7 +5,8 @@
  * attribution (postproc/steal.h) over the session's real SWITCH records charges
  * exactly last - first per CPU. Then the same session loaded as a profile
  * (postproc/session.c) carries those deltas as steal.cpuN / steal.total and as the
- * weight of its "steal" event. Run twice: launching split3, and `record -a -d 2`.
+ * weight of its "steal" event. Recorded with VIPROF_PROPORTIONAL_STEAL (no switch
+ * tracer: with it the recorder takes no switch records). Run twice: launching split3, and `record -a -d 2`.
  * argv[1] = viprof, argv[2] = split3. Needs root. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -115,6 +116,10 @@ static bool record_and_check(const char *viprof, const char *split3, bool all)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
+		/* The proportional split over every switch: the switch tracer, which
+		 * measures steal per thread instead, is left out, and with it the recorder
+		 * takes no switch records. */
+		setenv("VIPROF_PROPORTIONAL_STEAL", "1", 1);
 		if (all)
 			execl(viprof, "viprof", "record", "-q", "--force", "-e", "cpu-clock", "-o", "steal-live", "-a",
 			      "-d", "2", (char *)NULL);
