@@ -459,7 +459,7 @@ static void note_damage(struct cfile_reader *r, off_t at, uint64_t bytes, const 
  * or, when the damage looks like a torn tail (tentative), is the torn tail. */
 static int step_over(struct cfile_reader *r, const char *why, bool tentative)
 {
-	off_t next;
+	off_t next = 0;
 	struct stat st;
 	int k = find_header(r, r->off + 1, &next);
 	if (k < 0)
