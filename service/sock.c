@@ -448,6 +448,13 @@ static void forward_log(struct conn *c, FILE *log, char **buf, size_t *sent)
 
 /* The client said STOP (its command is done: *status its wait status, or -1) or went
  * away. 1 STOP, 0 nothing yet, -1 gone. */
+/* Whether the client's end of the connection is closed (it exited or was killed). */
+static bool client_hung_up(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 static int client_message(int fd, int *status)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -629,6 +636,11 @@ static void serve_conn(struct conn *c)
 		}
 		int r = vp_recorder__poll(rec, 100);
 		forward_log(c, log, &logbuf, &logsent);
+		if (r < 0 && client_hung_up(c->fd)) {
+			/* The stream's pipe broke because its reader, the client, is gone. */
+			result = "client gone";
+			break;
+		}
 		if (r < 0) {
 			csend(c, "LOG viprof record: %s", vp_recorder__error(rec));
 			result = "failed";

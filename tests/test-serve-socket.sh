@@ -128,10 +128,12 @@ client)
 	mkuser a; u=$REPLY
 	start_service --max-sessions 1
 	as "$u" "exec '$viprof' record -o '$work/a/s' -- '$split3' 30" 2>"$work/a.err" &
-	# The client is killed once the service records for it (its session exists).
+	# The client is killed once it has stored some of the samples the service sent it
+	# (killed before that, its session holds nothing to read).
 	cpid=
 	for _ in $(seq 100); do
-		[ -e "$work/a/s/stream.vps" ] && cpid=$(pgrep -u "$u" -x viprof | head -1) && [ -n "$cpid" ] && break
+		[ "$(stat -c %s "$work/a/s/stream.vps" 2>/dev/null || echo 0)" -gt 4096 ] &&
+			cpid=$(pgrep -u "$u" -x viprof | head -1) && [ -n "$cpid" ] && break
 		sleep 0.1
 	done
 	[ -n "$cpid" ] || fail "no client"
