@@ -797,6 +797,7 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
 			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
 		ret = -ETIMEDOUT;
+		remember_refusal(pid);   /* it may have signalled the JVM: not again */
 		goto cleanup;
 	}
 	ret = atoi(buf);
