@@ -777,12 +777,23 @@ static struct vp_elf *vdso_elf(struct loader *l)
 	return l->vdso;
 }
 
+/* What one user address was looked up to at a sample's time: its mapping, and for code
+ * outside files the JIT index's answer. Each is searched for once per uncached address;
+ * the cache key, the frames and the pprof location all come from these. */
+struct user_hit {
+	struct vp_map *m;
+#if HAVE_JIT_INDEX
+	struct vp_jit_hit jit;
+#endif
+	bool jit_looked;             /* jit holds the index's answer */
+};
+
 /* Appends the frames for one user address, leaf first; returns how many. */
-static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, bool caller, uint32_t *out,
-		       int max)
+static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, bool caller,
+		       const struct user_hit *h, uint32_t *out, int max)
 {
 	uint64_t look = caller ? ip - 1 : ip;
-	struct vp_map *m = vp_procmaps__find(l->pm, pid, look, t);
+	struct vp_map *m = h->m;
 	char name[512];
 	if (m && is_file_backed(m->filename)) {
 		struct mapinfo *mi = map_info(l, m, pid);
@@ -812,8 +823,9 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 #if HAVE_JIT_INDEX
 	if (j && j->idx) {
 		struct vp_jit_frame jf[MAX_JIT_DEPTH];
-		int n = vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf,
-					      max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH);
+		int cap = max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH;
+		int n = h->jit_looked ? vp_jit_index__expand(j->idx, &h->jit, ip, jf, cap)
+				      : vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf, cap);
 		for (int i = 0; i < n; i++) {
 			/* The compiled method's frame carries its tier (issue 25): C1 and C2 code of
 			 * one method are two frames, as in async-profiler's _[1] and _[j]. Whether
@@ -1041,27 +1053,34 @@ static bool flat_misnames(struct loader *l, uint32_t pid, uint64_t ip, uint64_t 
 }
 
 /* The JIT method or stub that owned ip in pid at t, as vp_jit_index__owner names it,
- * and the span of times it surely did (*lo > *hi: none known). */
-static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, uint64_t *lo, uint64_t *hi)
+ * and the span of times it surely did (*lo > *hi: none known); the index's answer is
+ * kept in h for the frames. */
+static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, struct user_hit *h,
+			     uint64_t *lo, uint64_t *hi)
 {
 	*lo = 1;
 	*hi = 0;
 #if HAVE_JIT_INDEX
 	struct jvm *j = jvm_open(l, pid);
-	if (j && j->idx)
-		return vp_jit_index__owner_span(j->idx, ip, t, l->o->map_mode_flat, lo, hi);
+	if (j && j->idx) {
+		const void *owner = vp_jit_index__lookup(j->idx, ip, t, l->o->map_mode_flat, &h->jit);
+		h->jit_looked = true;
+		*lo = h->jit.lo;
+		*hi = h->jit.hi;
+		return owner;
+	}
 #else
-	(void)l, (void)pid, (void)ip, (void)t;
+	(void)l, (void)pid, (void)ip, (void)t, (void)h;
 #endif
 	return NULL;
 }
 
 /* The location of frames f[0..k-1] (innermost first) that the sampled address look
- * resolved to, for pprof: its mapping (the process's memory at t for user code, the
- * kernel's or hypervisor's image otherwise) and the lines at this very address (a
- * frame keeps the line of the first address that named it). UINT32_MAX when none. */
-static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t look, const uint32_t *f, int k,
-			  bool user)
+ * resolved to, for pprof: its mapping (vm, the one the sample's lookup found, for user
+ * code; the kernel's or hypervisor's image otherwise) and the lines at this very address
+ * (a frame keeps the line of the first address that named it). UINT32_MAX when none. */
+static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t look, const uint32_t *f, int k, bool user,
+			  const struct vp_map *vm)
 {
 	uint32_t lines[MAX_JIT_DEPTH];
 	if (k <= 0 || k > MAX_JIT_DEPTH)
@@ -1086,7 +1105,6 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t t, uint64_t l
 		}
 	}
 	if (user && strcmp(fr->image, "[jit]")) {
-		struct vp_map *vm = vp_procmaps__find(l->pm, pid, look, t);
 		if (vm && vm->filename[0] && strncmp(vm->filename, "[anon", 5)) {
 			m.file = vm->filename;
 			m.start = vm->start;
@@ -1322,7 +1340,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			leaf_first[n++] = hypervisor_frame(l, s->ips[i]);
 		else
 			leaf_first[n++] = kernel_frame(l, s->ips[i], i > 0);
-		locs[nl++] = frame_loc(l, s->pid, r->time, i > 0 ? s->ips[i] - 1 : s->ips[i], leaf_first + n - 1, 1, false);
+		locs[nl++] = frame_loc(l, s->pid, i > 0 ? s->ips[i] - 1 : s->ips[i], leaf_first + n - 1, 1, false, NULL);
 		ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 	}
 	if (s->nr_user)
@@ -1359,7 +1377,7 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 			}
 			leaf_first[n++] = interpreted_frame(l, s->pid, r->time, &jcur);
 			l->jit_n = 1;
-			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n - 1, 1, true);
+			locs[nl++] = frame_loc(l, s->pid, look, leaf_first + n - 1, 1, true, NULL);
 			l->jit_n = 0;
 			ac_put(&l->ac, &key, leaf_first + n - 1, 1, locs[nl - 1], false);
 			continue;
@@ -1378,10 +1396,11 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		 * owned the address then, are what the address resolves through. */
 		struct addr_ent key = { .ip = ip, .kind = AC_USER, .caller = i > 0, .pid = s->pid };
 		uint64_t lo, hi, jlo, jhi;
-		const struct vp_map *vm = vp_procmaps__find_span(l->pm, s->pid, look, r->time, &lo, &hi);
+		struct user_hit uh = { .m = vp_procmaps__find_span(l->pm, s->pid, look, r->time, &lo, &hi) };
+		const struct vp_map *vm = uh.m;
 		key.map = vm;
 		if (!(vm && is_file_backed(vm->filename))) {
-			key.jit = jit_owner(l, s->pid, ip, r->time, &jlo, &jhi);
+			key.jit = jit_owner(l, s->pid, ip, r->time, &uh, &jlo, &jhi);
 			lo = jlo > lo ? jlo : lo;
 			hi = jhi < hi ? jhi : hi;
 		}
@@ -1399,8 +1418,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 		} else {
 			uint64_t unmapped = l->unmapped;
 			l->jit_n = 0;
-			n += user_frames(l, s->pid, r->time, ip, i > 0, leaf_first + n, MAX_OUT_FRAMES - n);
-			locs[nl++] = frame_loc(l, s->pid, r->time, look, leaf_first + n0, n - n0, true);
+			n += user_frames(l, s->pid, r->time, ip, i > 0, &uh, leaf_first + n, MAX_OUT_FRAMES - n);
+			locs[nl++] = frame_loc(l, s->pid, look, leaf_first + n0, n - n0, true, vm);
 			l->jit_n = 0;
 			/* What a flat map would call this leaf, when JIT code resolved it. */
 			key.flat_wrong = skey.flat_wrong = i != 0 || !key.jit || n <= n0 ? 0
