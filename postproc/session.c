@@ -1,8 +1,11 @@
 /* Loading a session: read the whole stream first (sideband into the mapping history,
- * KSYM into the kernel table; samples only counted), then read it again and resolve
- * every sample as it streams past, so that memory holds interned frames and stacks,
- * never the samples themselves. Two passes because the recorder may write a KSYM or an MMAP after the first sample that
- * needs it (it flushes them before that sample's chunk ends, not before the sample).
+ * KSYM into the kernel table; samples counted), then resolve every sample. Two passes
+ * because the recorder may write a KSYM or an MMAP after the first sample that needs it
+ * (it flushes them before that sample's chunk ends, not before the sample). The first
+ * pass keeps the sample records it inflated while they fit SAMPLE_KEEP_BYTES, and the
+ * second resolves those from memory: a session of that size is inflated and checked
+ * once. A larger one is read again from the first chunk whose samples were not kept,
+ * so that memory holds interned frames and stacks, never all of the samples.
  *
  * Steal time: STEAL and SWITCH records go to victim attribution (postproc/steal.h);
  * after the samples, each victim thread's steal becomes one stack under the event
@@ -107,6 +110,23 @@ struct nstid {
 	uint32_t pid, tid, nstid;
 };
 
+/* The sample records the first pass kept for the second, in blocks (records are copied
+ * whole, 8-byte aligned as in a chunk). */
+#define SAMPLE_KEEP_BYTES (32u << 20)
+#define SAMPLE_KEEP_BLOCK (1u << 20)
+struct sample_keep {
+	struct keep_block { uint8_t *b; size_t used, cap; } *blocks;
+	size_t nblocks, capblocks;
+	size_t bytes;                /* kept, in all blocks */
+	uint64_t nrecs;              /* records kept */
+	bool full;                   /* stopped keeping: the rest is read again from resume_off */
+	uint64_t resume_off;         /* the chunk whose samples were the first not kept */
+	uint64_t chunk;              /* the chunk (cfile_reader__chunks) the last kept record came from */
+	uint64_t chunk_off;          /* its offset */
+	size_t mark_block, mark_used, mark_bytes; /* where that chunk's records start */
+	uint64_t mark_nrecs;
+};
+
 struct loader {
 	struct nstid *nstids;        /* threads of processes in other pid namespaces */
 	size_t nnstids, capnstids;
@@ -130,10 +150,11 @@ struct loader {
 	size_t nmux[VP_MAX_SAMPLED_EVENTS], capmux[VP_MAX_SAMPLED_EVENTS];
 	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
 	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
-	/* Samples are counted in the first pass and resolved in the second, as the stream
-	 * is read again: nothing per sample stays in memory (only interned stacks do). */
+	/* Samples are counted in the first pass and resolved in the second, from the
+	 * records kept (at most SAMPLE_KEEP_BYTES) and then as the stream is read again. */
 	uint64_t nsamples;
 	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
+	struct sample_keep keep;
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
 	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
 	struct addr_cache ac;
@@ -1793,6 +1814,9 @@ static void loader_free(struct loader *l)
 	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
 	free(l->vdso_img);
+	for (size_t i = 0; i < l->keep.nblocks; i++)
+		free(l->keep.blocks[i].b);
+	free(l->keep.blocks);
 }
 
 #if HAVE_JIT_INDEX
@@ -1952,6 +1976,56 @@ static int add_allocs(struct loader *l)
 #endif
 }
 
+/* Stops keeping samples: the records of the current chunk are dropped, and the second
+ * pass reads the file again from that chunk. */
+static void keep_stop(struct sample_keep *k)
+{
+	k->full = true;
+	k->resume_off = k->chunk_off;
+	for (size_t i = k->mark_block + 1; i < k->nblocks; i++)
+		k->blocks[i].used = 0;
+	if (k->mark_block < k->nblocks)
+		k->blocks[k->mark_block].used = k->mark_used;
+	k->bytes = k->mark_bytes;
+	k->nrecs = k->mark_nrecs;
+}
+
+/* Keeps the first pass's sample record rec (of the reader r's current chunk) for the
+ * second pass, while they fit; memory running short only ends the keeping. */
+static void keep_sample(struct sample_keep *k, struct cfile_reader *r, const struct vp_record *rec)
+{
+	if (k->full)
+		return;
+	if (cfile_reader__chunks(r) != k->chunk) {
+		k->chunk = cfile_reader__chunks(r);
+		k->chunk_off = cfile_reader__chunk_offset(r);
+		k->mark_block = k->nblocks ? k->nblocks - 1 : 0;
+		k->mark_used = k->nblocks ? k->blocks[k->nblocks - 1].used : 0;
+		k->mark_bytes = k->bytes;
+		k->mark_nrecs = k->nrecs;
+	}
+	if (k->bytes + rec->size > SAMPLE_KEEP_BYTES) {
+		keep_stop(k);
+		return;
+	}
+	struct keep_block *b = k->nblocks ? &k->blocks[k->nblocks - 1] : NULL;
+	if (!b || b->cap - b->used < rec->size) {
+		size_t cap = rec->size > SAMPLE_KEEP_BLOCK ? rec->size : SAMPLE_KEEP_BLOCK;
+		uint8_t *m;
+		if (vp_grow((void **)&k->blocks, &k->capblocks, k->nblocks + 1, sizeof(*k->blocks)) ||
+		    !(m = malloc(cap))) {
+			keep_stop(k);
+			return;
+		}
+		b = &k->blocks[k->nblocks++];
+		*b = (struct keep_block){ .b = m, .cap = cap };
+	}
+	memcpy(b->b + b->used, rec, rec->size);
+	b->used += rec->size;
+	k->bytes += rec->size;
+	k->nrecs++;
+}
+
 int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o, char *err,
 		     size_t errlen)
 {
@@ -2013,6 +2087,8 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		}
 		bad_records += ret < 0;
 		ret = 0;
+		if (rec->type == VP_REC_SAMPLE && sample_ok(rec))
+			keep_sample(&l.keep, r, rec);
 	}
 	if (k == -ENOMEM) {
 		ret = k;
@@ -2047,15 +2123,32 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	}
 	multiplexing(&l, damaged || k < 0);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever
-	 * order the recorder's buffers delivered them in. It stops after the samples the
-	 * first pass counted, should the file have grown since (a recording still running). */
-	cfile_reader__close(r);
-	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
-	if (!r) {
-		ret = errno ? -errno : -EINVAL;
-		goto cleanup;
+	 * order the recorder's buffers delivered them in. The kept samples first; then, if
+	 * not all were kept, the file again from the first chunk whose samples were not.
+	 * It stops after the samples the first pass counted, should the file have grown
+	 * since (a recording still running). */
+	uint64_t seen = 0;
+	for (size_t i = 0; i < l.keep.nblocks; i++) {
+		const struct keep_block *b = &l.keep.blocks[i];
+		for (size_t at = 0; at < b->used && seen < l.keep.nrecs; seen++) {
+			rec = (const struct vp_record *)(b->b + at);
+			at += rec->size;
+			if ((ret = resolve_sample(&l, rec)) < 0) {
+				vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
+				goto cleanup;
+			}
+		}
 	}
-	for (uint64_t seen = 0; seen < l.nsample_recs && cfile_reader__next(r, &rec) == 1;) {
+	if (l.keep.full && seen < l.nsample_recs) {
+		cfile_reader__close(r);
+		r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+		if (!r) {
+			ret = errno ? -errno : -EINVAL;
+			goto cleanup;
+		}
+		cfile_reader__seek_chunk(r, l.keep.resume_off);
+	}
+	while (l.keep.full && seen < l.nsample_recs && cfile_reader__next(r, &rec) == 1) {
 		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
 			continue;
 		seen++;
