@@ -25,11 +25,19 @@
 #include "postproc/session_internal.h"
 
 static char *debug_root;
+static size_t keep_bytes = SAMPLE_KEEP_BYTES;
 
 void vp_session__set_debug_root(const char *root)
 {
 	free(debug_root);
 	debug_root = root ? strdup(root) : NULL;
+}
+
+size_t vp_session__set_keep_bytes(size_t bytes)
+{
+	size_t old = keep_bytes;
+	keep_bytes = bytes;
+	return old;
 }
 
 const char *vp_walk_end_name(int k)
@@ -136,7 +144,7 @@ static void keep_sample(struct sample_keep *k, struct cfile_reader *r, const str
 		k->mark_bytes = k->bytes;
 		k->mark_nrecs = k->nrecs;
 	}
-	if (k->bytes + rec->size > SAMPLE_KEEP_BYTES) {
+	if (k->bytes + rec->size > keep_bytes) {
 		keep_stop(k);
 		return;
 	}
