@@ -8,6 +8,10 @@
 # that differs is printed as DIFFERS (a speed-up must not change what is shown).
 # Usage: bench/report-ab.sh A_VIPROF B_VIPROF ROUNDS SESSION...
 #   FORMATS="text folded pprof"   formats to time (default text folded pprof)
+#   MEASURE=instructions          count each report's instructions under valgrind
+#                                 (callgrind's I refs) instead of timing it: the same
+#                                 count every run, for a machine too loaded for
+#                                 times to tell a few percent apart (ROUNDS 1 is enough)
 # Sessions: any recordings; bench/gen-session makes a large one out of a real one
 # (bench/report-scale.sh shows how).
 set -euo pipefail
@@ -15,13 +19,24 @@ set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=$3; shift 3
 FORMATS=(${FORMATS:-text folded pprof})
 TIME=/usr/bin/time
+MEASURE=${MEASURE:-time}
 [ -x "$TIME" ] || { echo "report-ab: $TIME not found; apt-get install time" >&2; exit 1; }
+[ "$MEASURE" = time ] || command -v valgrind >/dev/null ||
+	{ echo "report-ab: MEASURE=instructions needs valgrind" >&2; exit 1; }
 T=$(mktemp -d /tmp/vp-rab.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
-# run NAME VIPROF SESSION FORMAT: appends "wall cpu" of one report to $T/NAME.
+# run NAME VIPROF SESSION FORMAT: appends "wall cpu" of one report to $T/NAME (with
+# MEASURE=instructions: "0 instructions").
 run() {
+	if [ "$MEASURE" = instructions ]; then
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$2" report "$3" -F "$4" -o "$T/$1.out" \
+			2>"$T/$1.vg" || { echo "report-ab: $2 report $3 -F $4 failed under valgrind" >&2; exit 1; }
+		grep -v '^==' "$T/$1.vg" >"$T/$1.err" || true
+		awk '/I *refs:/ {gsub(",", "", $NF); print "0 " $NF}' "$T/$1.vg" >>"$T/$1"
+		return
+	fi
 	"$TIME" -f "%e %U %S" -o "$T/time" "$2" report "$3" -F "$4" -o "$T/$1.out" 2>"$T/$1.err" ||
 		{ echo "report-ab: $2 report $3 -F $4 failed: $(tail -1 "$T/$1.err")" >&2; exit 1; }
 	awk '{printf "%s %.2f\n", $1, $2 + $3}' "$T/time" >>"$T/$1"
@@ -44,6 +59,11 @@ for S in "$@"; do
 		same=same; cmp -s "$T/$k-a.out" "$T/$k-b.out" && cmp -s "$T/$k-a.err" "$T/$k-b.err" || same=DIFFERS
 		ca=$(cut -d' ' -f2 "$T/$k-a" | med); cb=$(cut -d' ' -f2 "$T/$k-b" | med)
 		wa=$(cut -d' ' -f1 "$T/$k-a" | med); wb=$(cut -d' ' -f1 "$T/$k-b" | med)
+		if [ "$MEASURE" = instructions ]; then
+			printf "%-40s %-7s A %.0f instructions  B %.0f  A/B %.3f  output %s\n" "$(basename "$S")" "$f" \
+				"$ca" "$cb" "$(echo "$ca / $cb" | bc -l)" "$same"
+			continue
+		fi
 		printf "%-40s %-7s A cpu %6.2f s (%s) wall %6.2f  B cpu %6.2f s (%s) wall %6.2f  A/B cpu %.3f wall %.3f  output %s\n" \
 			"$(basename "$S")" "$f" "$ca" "$(cut -d' ' -f2 "$T/$k-a" | spread)" "$wa" \
 			"$cb" "$(cut -d' ' -f2 "$T/$k-b" | spread)" "$wb" \

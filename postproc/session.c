@@ -81,6 +81,15 @@ static void events_lost_in_damage(struct loader *l)
 	}
 }
 
+static void keep_free(struct sample_keep *k)
+{
+	for (size_t i = 0; i < k->nblocks; i++)
+		free(k->blocks[i].b);
+	free(k->blocks);
+	k->blocks = NULL;
+	k->nblocks = k->capblocks = 0;
+}
+
 static void loader_free(struct loader *l)
 {
 	for (size_t i = 0; i < l->nexes; i++)
@@ -111,9 +120,7 @@ static void loader_free(struct loader *l)
 	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
 	free(l->vdso_img);
-	for (size_t i = 0; i < l->keep.nblocks; i++)
-		free(l->keep.blocks[i].b);
-	free(l->keep.blocks);
+	keep_free(&l->keep);
 }
 
 /* Stops keeping samples: the records of the current chunk are dropped, and the second
@@ -288,6 +295,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		}
 		cfile_reader__seek_chunk(r, l.keep.resume_off);
 	}
+	keep_free(&l.keep);   /* resolved: not needed by what follows */
 	while (l.keep.full && seen < l.nsample_recs && cfile_reader__next(r, &rec) == 1) {
 		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
 			continue;
