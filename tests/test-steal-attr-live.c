@@ -4,7 +4,7 @@
  * every value is a whole number of ticks, records come about every 100 ms, and victim
  * attribution (postproc/steal.h) over the session's real SWITCH records charges
  * exactly last - first per CPU. Then the same session loaded as a profile
- * (postproc/session_steal.c) carries those deltas as steal.cpuN / steal.total and as the
+ * (postproc/session.c) carries those deltas as steal.cpuN / steal.total and as the
  * weight of its "steal" event. Run twice: launching split3, and `record -a -d 2`.
  * argv[1] = viprof, argv[2] = split3. Needs root. */
 #define _GNU_SOURCE
