@@ -582,6 +582,14 @@ int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
 	}
 }
 
+uint64_t cfile_reader__chunk_offset(const struct cfile_reader *r) { return (uint64_t)r->chunk_off; }
+
+void cfile_reader__seek_chunk(struct cfile_reader *r, uint64_t off)
+{
+	r->off = (off_t)off;
+	r->pos = r->end = 0;
+}
+
 void cfile_reader__close(struct cfile_reader *r)
 {
 	if (!r)

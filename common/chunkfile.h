@@ -123,6 +123,12 @@ const char *cfile_reader__skipped(const struct cfile_reader *r, uint64_t *chunks
  * offset 1740) of s/stream.vps: CRC mismatch"; false (and "") when nothing was
  * skipped. */
 bool cfile_reader__damage(const struct cfile_reader *r, char *buf, size_t len);
+/* The file offset of the chunk the last record came from; and reading on from the
+ * chunk at such an offset (one this reader or another handed records out of), the
+ * rest of the current chunk dropped: a second look at part of a file without reading
+ * what came before it. */
+uint64_t cfile_reader__chunk_offset(const struct cfile_reader *r);
+void cfile_reader__seek_chunk(struct cfile_reader *r, uint64_t off);
 void cfile_reader__close(struct cfile_reader *r); /* accepts NULL */
 
 /* Body of a record, and its length. */

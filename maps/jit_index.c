@@ -179,14 +179,29 @@ const void *vp_jit_index__owner(struct vp_jit_index *xi, uint64_t addr, uint64_t
 const void *vp_jit_index__owner_span(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
 				     uint64_t *lo, uint64_t *hi)
 {
+	struct vp_jit_hit h;
+	const void *owner = vp_jit_index__lookup(xi, addr, t, flat, &h);
+	*lo = h.lo;
+	*hi = h.hi;
+	return owner;
+}
+
+/* The owner is what by_epochs finds whenever the epoch's own code is certain, and in
+ * flat mode; the rare answers where the two searches differ (code loaded after t, code
+ * gone before t) take by_epochs' own search for the frames. */
+const void *vp_jit_index__lookup(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
+				 struct vp_jit_hit *h)
+{
 	const struct vp_codemap *m = xi->m;
-	*lo = 1;
-	*hi = 0;
+	*h = (struct vp_jit_hit){ .lo = 1, .hi = 0 };
 	if (flat) {
 		/* Timeless: the same answer at every time. */
-		*lo = 0;
-		*hi = UINT64_MAX;
-		return vp_jit_index__owner(xi, addr, t, true);
+		h->lo = 0;
+		h->hi = UINT64_MAX;
+		h->method = vp_codemap__flat(m, addr);
+		h->blob = h->method ? NULL : vp_codemap__blob(m, addr);
+		h->owner = h->method ? h->method : h->blob;
+		return h->owner;
 	}
 	if (m->nepochs) {
 		/* by_epochs' answer stays the same for every time of t's epoch (epoch_at is the
@@ -196,32 +211,57 @@ const void *vp_jit_index__owner_span(struct vp_jit_index *xi, uint64_t addr, uin
 		uint64_t elo = e ? m->epochs[e].t_begin : 0, ehi = e + 1 < m->nepochs ? m->epochs[e + 1].t_begin : UINT64_MAX;
 		const struct vp_cm_method_info *hit = vp_codemap__in_epoch(m, e, addr), *old = NULL;
 		if (hit && hit->load_time <= t) {
-			*lo = hit->load_time > elo ? hit->load_time : elo;
-			*hi = ehi;
+			h->lo = hit->load_time > elo ? hit->load_time : elo;
+			h->hi = ehi;
+			h->owner = h->method = hit;
 			return hit;
 		}
 		for (size_t k = e; k-- > 0 && !old;)
 			old = vp_codemap__in_epoch(m, k, addr);
 		if (!hit) {
 			const void *owner = old;
-			*lo = elo;
-			*hi = ehi;
+			h->lo = elo;
+			h->hi = ehi;
 			if (old && old->unload_time != VP_CM_NEVER) {
 				if (old->unload_time >= t) {
-					if (old->unload_time < UINT64_MAX && old->unload_time + 1 < *hi)
-						*hi = old->unload_time + 1;
+					if (old->unload_time < UINT64_MAX && old->unload_time + 1 < h->hi)
+						h->hi = old->unload_time + 1;
 				} else {
 					owner = NULL;   /* gone before t: the blob there, if any */
-					if (old->unload_time + 1 > *lo)
-						*lo = old->unload_time + 1;
+					if (old->unload_time + 1 > h->lo)
+						h->lo = old->unload_time + 1;
 				}
 			}
-			return owner ? owner : vp_codemap__blob(m, addr);
+			if (owner) {
+				h->owner = h->method = owner;
+				return owner;
+			}
+			h->owner = vp_codemap__blob(m, addr);
+			h->method = by_epochs(m, addr, t);
+			h->blob = h->method ? NULL : h->owner;
+			return h->owner;
 		}
 		/* Code loaded after t in this epoch: rare (a sample in code whose load callback
 		 * had not run yet); no span. */
 	}
-	return vp_jit_index__owner(xi, addr, t, false);
+	h->method = by_epochs(m, addr, t);
+	h->blob = h->method ? NULL : vp_codemap__blob(m, addr);
+	h->owner = h->method ? h->method : h->blob;
+	return h->owner;
+}
+
+int vp_jit_index__expand(struct vp_jit_index *xi, const struct vp_jit_hit *h, uint64_t addr,
+			 struct vp_jit_frame *out, int max)
+{
+	if (h->method)
+		return expand(xi->m, h->method, addr, out, max);
+	const struct vp_cm_blob_info *b = h->blob;
+	if (b && max > 0) {
+		out[0] = (struct vp_jit_frame){ .name = b->name, .file = "", .level = VP_CM_LEVEL_UNKNOWN,
+						.layer = b->kind == VP_BLOB_INTERPRETER ? VP_LAYER_INTERPRETED : VP_LAYER_JVM };
+		return 1;
+	}
+	return 0;
 }
 
 int vp_jit_index__resolve(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,

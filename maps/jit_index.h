@@ -39,6 +39,20 @@ const void *vp_jit_index__owner(struct vp_jit_index *xi, uint64_t addr, uint64_t
 const void *vp_jit_index__owner_span(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
 				     uint64_t *lo, uint64_t *hi);
 
+/* One search of the index for addr at t, kept so that the frames can follow without a
+ * second one: the owner and span of vp_jit_index__owner_span, and what
+ * vp_jit_index__resolve would expand. */
+struct vp_jit_hit {
+	const void *owner;           /* vp_jit_index__owner_span's identity */
+	uint64_t lo, hi;             /* and its span */
+	const void *method, *blob;   /* what the frames come from (opaque; NULL when nothing) */
+};
+const void *vp_jit_index__lookup(struct vp_jit_index *xi, uint64_t addr, uint64_t t, bool flat,
+				 struct vp_jit_hit *h);
+/* The frames of a lookup of addr, as vp_jit_index__resolve gives them. */
+int vp_jit_index__expand(struct vp_jit_index *xi, const struct vp_jit_hit *h, uint64_t addr,
+			 struct vp_jit_frame *out, int max);
+
 /* Resolves addr at CLOCK_MONOTONIC time t. Returns n > 0 frames with out[0] the innermost
  * (an inlined leaf, layer VP_LAYER_INLINED) up to out[n-1] the compiled method itself
  * (VP_LAYER_JIT), or one frame for a stub/interpreter (VP_LAYER_JVM / VP_LAYER_INTERPRETED);

@@ -8,7 +8,7 @@
  * `viprof report -f folded --event steal` draws steal time: each victim thread's most
  * frequent sampled stack ending in a "[hypervisor: steal]" leaf (idle: "[idle]"), its
  * count the stolen time in periods of the recording's time event (1 ms when none),
- * as postproc/session.c computes it; no suffix, flamegraph.pl has no hypervisor colour. */
+ * as postproc/session_steal.c computes it; no suffix, flamegraph.pl has no hypervisor colour. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * total% counts a frame once per stack however often it recurs there. The per-layer
  * summary is always printed, above the table.
  *
- * Steal time (the event "steal", postproc/session.c) is time the hypervisor took from
+ * Steal time (the event "steal", postproc/session_steal.c) is time the hypervisor took from
  * the VM's vCPUs; it is no sample of the ranked event, so the layer summary adds it as
  * its own "hypervisor (steal)" line in milliseconds, as a percentage of the sampled
  * time of the first time-based event (cpu-clock); the hotspot table gives steal a

@@ -42,4 +42,9 @@ const char *vp_walk_end_name(int k);
  * for a symbol tree copied from the recording machine. NULL restores the default. */
 void vp_session__set_debug_root(const char *root);
 
+/* How many bytes of sample records the first pass keeps for the second (32 MiB unless
+ * set); the rest is read from the file again. For tests of that re-read. Returns the
+ * previous value. */
+size_t vp_session__set_keep_bytes(size_t bytes);
+
 #endif

@@ -3,7 +3,8 @@
  * folded output exactly (stacks, names, layers, merges across pids), pid reuse, a
  * library mapped late, fork copying mappings, a synthesized mapping stamped after the
  * first samples, callers looked up at ip-1, image+offset names, a build-id mismatch,
- * the filters, a torn tail (incomplete), a corrupt chunk and a missing directory. */
+ * the filters, a torn tail (incomplete), a corrupt chunk and a missing directory; and
+ * that the samples kept by the first pass for the second do not change the profile. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -280,6 +281,72 @@ static const struct vp_frame *frame_named(const struct vp_profile *p, const char
 	FAIL("no frame %s", name);
 }
 
+/* What a load must give however many of the first pass's samples were kept for the
+ * second: the same stacks, frames, locations, warnings and counts. */
+static void same_profile(const struct vp_profile *a, const struct vp_profile *b)
+{
+	char *fa = folded(a), *fb = folded(b);
+	ASSERT_STREQ(fa, fb);
+	free(fa);
+	free(fb);
+	ASSERT_STREQ(a->warnings ? a->warnings : "", b->warnings ? b->warnings : "");
+	ASSERT_UEQ(a->nstacks, b->nstacks);
+	ASSERT_UEQ(a->nframes, b->nframes);
+	ASSERT_UEQ(a->nlocations, b->nlocations);
+	ASSERT_UEQ(a->nloc_stacks, b->nloc_stacks);
+	ASSERT_UEQ(a->lost, b->lost);
+	ASSERT_EQ(a->incomplete, b->incomplete);
+}
+
+/* The second pass resolves the samples the first kept and reads the file again from
+ * the first chunk whose samples it did not keep: with room for none, a few, or all of
+ * them, and with a damaged chunk before or after where the keeping stopped, the
+ * profile is the same. Small chunks, so that the keeping stops inside the stream. */
+static void check_kept_samples(void)
+{
+	static const size_t budgets[] = { 0, 1, 100, 300, 700, 1500 };
+	char dir[] = "/tmp/vp-test-session-keep-XXXXXX", path[600];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	write_session(dir, true, 256);
+	write_jit(dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	for (int damaged = 0; damaged < 3; damaged++) {
+		if (damaged) {
+			/* One byte of a payload, early and then late in the file. */
+			struct stat st;
+			ASSERT_OK(stat(path, &st));
+			off_t at = damaged == 1 ? 300 : st.st_size * 3 / 4;
+			int fd = open(path, O_RDWR);
+			char byte;
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ(pread(fd, &byte, 1, at), 1);
+			byte ^= 0x5a;
+			ASSERT_EQ(pwrite(fd, &byte, 1, at), 1);
+			close(fd);
+		}
+		struct vp_profile *all = load(dir, NULL, 0);
+		ASSERT_GT(all->nstacks, 0);
+		if (damaged)
+			ASSERT_CONTAINS(all->warnings, "damaged chunk");
+		for (size_t i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+			size_t old = vp_session__set_keep_bytes(budgets[i]);
+			struct vp_profile *p = load(dir, NULL, 0);
+			vp_session__set_keep_bytes(old);
+			same_profile(all, p);
+			vp_profile__free(p);
+		}
+		vp_profile__free(all);
+	}
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/jit/500", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/jit", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 /* A record format newer than this reader: refused by name, not read as if it were ours. */
 static void check_newer_format(void)
 {
@@ -534,6 +601,8 @@ int main(void)
 	vp_profile__free(p);
 	unlink(path3);
 	rmdir(dir3);
+
+	check_kept_samples();
 
 	/* A directory without a session. */
 	p = vp_profile__new();

@@ -1,0 +1,255 @@
+/* The session loader's insides, shared by its files and by nothing else: session.c
+ * (the two passes), session_records.c (the first pass: each record into the loader),
+ * session_symbols.c (the second: each sample's addresses into frames, with the address
+ * cache), session_steal.c (steal time charged to its victims) and session_jvm.c (the
+ * agent's own samples: allocations and virtual-thread waits). Other code uses
+ * postproc/session.h. */
+#ifndef VIPROF_SESSION_INTERNAL_H
+#define VIPROF_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
+#include "postproc/elfsym.h"
+#include "postproc/hvsyms.h"
+#include "postproc/ksyms.h"
+#include "postproc/procmaps.h"
+#include "postproc/profile.h"
+#include "postproc/steal.h"
+#include "postproc/vthreads.h"
+
+#if __has_include("maps/jit_index.h")
+#include "maps/codemap.h"
+#include "maps/codemap_format.h"
+#include "maps/jit_index.h"
+#define HAVE_JIT_INDEX 1
+#else
+#define HAVE_JIT_INDEX 0
+#endif
+
+#define MAX_EVENTS 256
+#define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
+#define MAX_OUT_FRAMES 8192   /* a sample's VP_MAX_FRAMES, with room for their inlined frames */
+#define MAX_JIT_DEPTH 16
+
+struct vp_session_opts;
+struct victim;               /* a thread the hypervisor stole from (session_steal.c) */
+
+struct jvm {
+	uint32_t pid;
+	bool tried;
+	bool has_dir;
+	int8_t hotspot;              /* maps libjvm.so: 1 yes, 0 no, -1 not asked yet */
+#if HAVE_JIT_INDEX
+	struct vp_jit_index *idx;
+	struct vp_vthreads *vt;      /* its virtual threads' mounts and waits, or NULL */
+#endif
+};
+
+/* What one sampled address resolved to: its frames (innermost first, more than one for
+ * inlined JIT code) and its pprof location. Resolving names the frames by strings
+ * (symbol, image, file), and hashing those for every frame of every sample was most of
+ * a report's time; an address seen again with the same key takes this instead. The key
+ * holds everything the resolution depends on: for user code the mapping found at the
+ * sample's time and the JIT method (or stub) that owned the address then, so that a
+ * remapped library or reused code-cache memory is resolved afresh. */
+struct addr_ent {
+	uint64_t ip;
+	const void *map, *jit;       /* identity of the resolution; NULL when not used */
+	uint32_t pid;
+	uint8_t kind;                /* AC_* (0 = empty slot) */
+	uint8_t caller;
+	uint8_t n;                   /* frames, 1..MAX_JIT_DEPTH */
+	uint8_t unmapped;            /* counted as a user frame in no mapping */
+	uint8_t flat_wrong;          /* a leaf in JIT code: FLAT_OK, or FLAT_WRONG when a flat map names it
+				      * after another method; 0 otherwise */
+	uint32_t loc;                /* pprof location, or UINT32_MAX */
+	uint32_t first;              /* frames at pool[first..first+n) */
+	uint64_t t_lo, t_hi;         /* AC_SPAN: the times at which the answer holds */
+};
+/* AC_SPAN entries are keyed by (pid, ip, caller) alone and hold the last answer with
+ * the span of times it is sure for (the mapping live, the JIT method in its epoch): a
+ * repeated address at such a time skips the mapping search and the code-map lookup. */
+enum { AC_KERNEL = 1, AC_HYPERVISOR = 2, AC_USER = 3, AC_INTERP = 4, AC_SPAN = 5 };
+struct addr_cache {
+	struct addr_ent *t; size_t size, used;
+	uint32_t *pool; size_t npool, cappool;
+};
+
+/* A container thread's tid in its own pid namespace (VP_REC_NSTID). */
+struct nstid {
+	uint32_t pid, tid, nstid;
+};
+
+/* The sample records the first pass kept for the second, in blocks (records are copied
+ * whole, 8-byte aligned as in a chunk). 32 MiB holds about 110k samples of deep Java
+ * stacks (280 bytes each), a minute at 99 Hz on 16 vCPUs; keeping every sample would
+ * make a report's memory grow with its length (bench/report-scale.sh holds it to 100 MB
+ * per million samples), so a longer session is read twice past that. */
+#define SAMPLE_KEEP_BYTES (32u << 20)
+#define SAMPLE_KEEP_BLOCK (1u << 20)
+struct sample_keep {
+	struct keep_block { uint8_t *b; size_t used, cap; } *blocks;
+	size_t nblocks, capblocks;
+	size_t bytes;                /* kept, in all blocks */
+	uint64_t nrecs;              /* records kept */
+	bool full;                   /* stopped keeping: the rest is read again from resume_off */
+	uint64_t resume_off;         /* the chunk whose samples were the first not kept */
+	uint64_t chunk;              /* the chunk (cfile_reader__chunks) the last kept record came from */
+	uint64_t chunk_off;          /* its offset */
+	size_t mark_block, mark_used, mark_bytes; /* where that chunk's records start */
+	uint64_t mark_nrecs;
+};
+
+struct loader {
+	struct nstid *nstids;        /* threads of processes in other pid namespaces */
+	size_t nnstids, capnstids;
+	const char *dir;
+	struct vp_profile *p;
+	const struct vp_session_opts *o;
+	struct vp_procmaps *pm;
+	struct vp_ksyms *ks;
+	struct vp_elfsym *elfs;
+	struct vp_hvsyms *hv;        /* --hv-syms */
+	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
+	/* Per session event: the sampler's totals (COUNTER records) and the factor that
+	 * makes up for loader_multiplexing (time_enabled / time_running, 1 when not multiplexed). */
+	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
+	bool has_total[VP_MAX_SAMPLED_EVENTS];
+	double scale[VP_MAX_SAMPLED_EVENTS];
+	/* Per session event: its totals read while recording (VP_COUNTER_INTERVAL) and the
+	 * final ones, in stream order, each with the factor for the samples between the
+	 * one before and it: multiplexing made up for per interval. */
+	struct mux_point { uint64_t time, enabled, running; double scale; } *mux[VP_MAX_SAMPLED_EVENTS];
+	size_t nmux[VP_MAX_SAMPLED_EVENTS], capmux[VP_MAX_SAMPLED_EVENTS];
+	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
+	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
+	/* Samples are counted in the first pass and resolved in the second, from the
+	 * records kept (at most SAMPLE_KEEP_BYTES) and then as the stream is read again. */
+	uint64_t nsamples;
+	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
+	struct sample_keep keep;
+	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
+	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
+	struct addr_cache ac;
+	struct jvm *jvms; size_t njvms, capjvms;
+	uint64_t t0, t_last;
+	uint64_t sample_lo, sample_hi;   /* the first and last sample's times: when it sampled */
+	uint64_t lost, end_lost, end_duration;
+	bool saw_end;
+	uint64_t unmapped;           /* user frames in no known mapping */
+	uint64_t jit_leaves, flat_wrong; /* samples whose leaf is JIT code; of them, misnamed by a flat map */
+	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
+	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
+	struct vp_elf *vdso;         /* the recorded kernel's vDSO */
+	bool vdso_tried;
+	void *vdso_img;              /* its image from the VDSO record, when the session has one */
+	size_t vdso_len;
+	struct vp_steal_acct *steal; /* STEAL + SWITCH records, charged to victims at the end */
+	bool saw_steal;
+	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
+	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
+	uint32_t ncpus;
+	size_t cap_steal, cap_seen;  /* allocated lengths of the two above */
+	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
+	int time_event;              /* its profile index, or -1 */
+	struct victim *victims; size_t nvictims, capvictims;
+	int steal_err;
+	bool exact_steal;            /* the switch tracer measured steal per thread ("steal" samples) */
+	uint64_t sched_cpu[4];       /* SCHED_CPU sums: clock, charged, idle, kernel-accounted */
+	bool saw_sched_cpu;
+	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
+	 * lines the JIT index gave for the frames user_frames returned last. */
+	struct exe *exes; size_t nexes, capexes;
+	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
+};
+
+/* A process's main executable: the first file it mapped (after its exec), and the
+ * executable mapping of that file, which pprof lists first ("File: ..."). */
+struct exe {
+	uint32_t pid;
+	char *file;
+	char bid[41];                /* the recorded build-id in hex, or "" */
+	struct vp_mapping m;         /* m.file == file, m.build_id == bid; limit 0 until its text is mapped */
+	bool used;                   /* interned into the profile */
+};
+
+static inline const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static inline void hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
+/* A sample whose stack fits its record; others are skipped rather than read past. */
+static inline bool sample_ok(const struct vp_record *r)
+{
+	size_t blen = vp_record_body_len(r);
+	if (blen < sizeof(struct vp_sample))
+		return false;
+	const struct vp_sample *s = vp_record_body(r);
+	return sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) <= blen;
+}
+
+/* Whether x is in the filter v[0..n) (no filter: everything is). */
+static inline bool in_list(const uint32_t *v, int n, uint32_t x)
+{
+	if (!v || n <= 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* What a mapping resolves through, worked out once per mapping: its ELF, whether the
+ * ELF is the file that was recorded (build-ids), and the recorded build-id in hex. */
+struct mapinfo {
+	struct vp_elf *elf;
+	bool trusted;
+	char recbid[41];
+	struct mapinfo *next;
+};
+
+/* session_records.c: the first pass. */
+int loader_on_record(struct loader *l, const struct vp_record *r);
+/* The factors that make up for multiplexing, once the first pass has read every
+ * counter; then the factor of a sample of session event e at time t. */
+void loader_multiplexing(struct loader *l, bool damaged);
+double loader_sample_scale(const struct loader *l, uint32_t e, uint64_t t);
+/* Whether t (CLOCK_MONOTONIC) is in the --time window. */
+bool loader_in_window(const struct loader *l, uint64_t t);
+const char *loader_thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
+bool loader_comm_selected(const struct loader *l, const char *name, const char *kernel);
+bool loader_container_selected(const struct loader *l, uint32_t pid);
+/* Adds ns to the number in the profile's meta key (sessions merged into one profile
+ * sum). */
+void session_meta_add(struct vp_profile *p, const char *key, uint64_t ns);
+
+/* session_symbols.c: the second pass. */
+int loader_resolve_sample(struct loader *l, const struct vp_record *r);
+struct jvm *loader_jvm_open(struct loader *l, uint32_t pid);
+uint32_t loader_add_frame(struct loader *l, uint8_t layer, const char *name, const char *image,
+			  const char *build_id, uint64_t addr, const char *file, uint32_t line);
+#if HAVE_JIT_INDEX
+struct vp_vthreads *loader_jvm_vthreads(struct loader *l, uint32_t pid);
+#endif
+
+/* session_steal.c, after the samples. */
+int loader_add_steal(struct loader *l);
+
+/* session_jvm.c, after the samples. */
+int loader_add_allocs(struct loader *l);
+
+#endif

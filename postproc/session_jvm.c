@@ -1,0 +1,169 @@
+/* The agent's own samples, added after the stream's: sampled allocations and the
+ * waits of virtual threads, each with the JVMTI stack the agent recorded. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "postproc/session.h"
+#include "postproc/session_internal.h"
+#include "postproc/wall.h"
+
+#if HAVE_JIT_INDEX
+/* Frames the agent recorded through JVMTI (jmethodID and bci, innermost first, at
+ * cm->alloc_frames[first ..]) into fr, root first, at most MAX_OUT_FRAMES - 1 (room for a
+ * leaf). JVMTI does not say which frames were compiled: they are drawn in the JIT layer. */
+static uint32_t jvmti_frames(struct loader *l, const struct vp_codemap *cm, size_t first, uint32_t nframes, uint32_t *fr)
+{
+	uint32_t n = 0, nf = nframes < MAX_OUT_FRAMES - 1 ? nframes : MAX_OUT_FRAMES - 1;
+	/* Root first: the outermost caller is the last JVMTI frame. */
+	for (uint32_t k = nf; k-- > 0;) {
+		const struct vp_cm_alloc_frame *f = &cm->alloc_frames[first + k];
+		const struct vp_cm_name_info *ni = vp_codemap__name(cm, f->method_id);
+		struct vp_frame vf = { .name = ni ? ni->name : "[unknown Java method]", .image = "[jit]",
+				       .build_id = "", .file = ni && ni->file ? ni->file : "",
+				       .line = ni ? vp_codemap__line(ni, f->bci) : 0, .layer = VP_LAYER_JIT };
+		if ((fr[n] = vp_profile__frame(l->p, &vf)) == UINT32_MAX)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* The machinery a virtual thread unmounts through (continuation yield, VirtualThread's
+ * park and sleep, the JDK's internal park bridge): what it waits for is above it. */
+static bool unmount_machinery(const char *f)
+{
+	static const char *const pre[] = { "jdk.internal.vm.Continuation", "java.lang.VirtualThread.",
+					   "jdk.internal.misc.VirtualThreads.", "java.lang.System$", NULL };
+	for (int i = 0; pre[i]; i++)
+		if (!strncmp(f, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+/* Each time a virtual thread of JVM pid waited unmounted (postproc/vthreads.h), as an
+ * "off-cpu" stack of its own report thread (only in sessions recorded with --off-cpu,
+ * which have that event): the Java stack it waited at under a leaf "[unmounted: STATE]",
+ * STATE from its Java frames (vp_sched_java_state; "other wait" when they do not say), or
+ * "[unmounted: short wait]" with no stack for one the agent found too short to walk.
+ * Unmounted time is no kernel thread's: the tracer never sees it. */
+static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_codemap *cm)
+{
+	const struct vp_vt_wait *w;
+	size_t nw = vp_vthreads__waits(loader_jvm_vthreads(l, pid), &w);
+	int ev = -1;
+	for (int e = 0; e < l->p->nevents; e++)
+		if (!strcmp(l->p->events[e].name, "off-cpu"))
+			ev = e;
+	if (ev < 0 || !loader_container_selected(l, pid))
+		return 0;
+	uint64_t period = l->time_period ? l->time_period : 1000000;
+	/* Only what falls between the session's first and last sample, as for the kernel
+	 * threads' off-CPU time: an agent attached to a running JVM writes from before the
+	 * sampling starts until it notices the recording's end, and on to the JVM's exit when
+	 * it does not (a -p run's code map went on 4.5 s past the session's last record). */
+	uint64_t lo = l->sample_lo, hi = l->sample_hi;
+	for (size_t i = 0; i < nw; i++) {
+		uint32_t vtid = vp_vthread_tid(w[i].id), fr[MAX_OUT_FRAMES];
+		char label[300], detail[64], leaf[128];
+		const char *names[MAX_OUT_FRAMES];
+		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
+		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
+		if (to <= from || !loader_in_window(l, to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
+		    (l->o->comm && strcmp(l->o->comm, label)))
+			continue;
+		uint32_t n = jvmti_frames(l, cm, w[i].first, w[i].nframes, fr);
+		int nn = 0, skip = 0;
+		for (uint32_t k = n; k-- > 0;)
+			names[nn++] = l->p->frames[fr[k]].name;   /* leaf first */
+		while (skip < nn && unmount_machinery(names[skip]))
+			skip++;
+		int state = vp_sched_java_state(VP_SCHED_BLOCKED_WAIT, names + skip, nn - skip, detail, sizeof(detail));
+		const char *sf = vp_sched_state_frame(state), *colon = strchr(sf, ':');
+		if (w[i].short_wait)
+			snprintf(leaf, sizeof(leaf), "[unmounted: short wait]");
+		else
+			snprintf(leaf, sizeof(leaf), "[unmounted%.*s%s%s]", colon ? (int)strcspn(colon, "]") : 0,
+				 colon ? colon : "", detail[0] ? ": " : "", detail);
+		struct vp_frame lf = { .name = leaf, .image = "[vthread]", .build_id = "", .file = "",
+				       .layer = VP_LAYER_KERNEL };
+		if ((fr[n] = vp_profile__frame(l->p, &lf)) == UINT32_MAX)
+			return -ENOMEM;
+		uint64_t weight = to - from, nsamp = (weight + period / 2) / period;
+		int ret = vp_profile__add(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+#endif
+
+/* Sampled allocations and contended locks (record -e alloc, -e lock; issue 25): each
+ * ALLOC_SAMPLE of each JVM's code map is a stack of event "alloc" (bytes: the bytes it
+ * stands for), each LOCK_SAMPLE one of event "lock" (nanoseconds waited), its Java frames
+ * from the agent's method names and the allocated class, or the lock's, as the leaf
+ * frame, like async-profiler's allocation and lock profiles. JVMTI does not say which
+ * frames were compiled: they are drawn in the JIT layer, the class in the JVM layer. */
+int loader_add_allocs(struct loader *l)
+{
+#if HAVE_JIT_INDEX
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", l->dir, VP_SESSION_JIT_DIR);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int evs[2] = { -1, -1 }, ret = 0;
+	if (!d)
+		return 0;
+	while (!ret && (de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+		/* --pid first: a JVM left out is not worth reading its code map for. */
+		if (*end || end == de->d_name || !pid || pid > UINT32_MAX || !in_list(l->o->pids, l->o->npids, (uint32_t)pid))
+			continue;
+		struct jvm *j = loader_jvm_open(l, (uint32_t)pid);
+		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+		if (cm && cm->nvthreads && (ret = add_vthread_waits(l, (uint32_t)pid, cm)))
+			break;
+		if (!cm || !cm->nallocs)
+			continue;
+		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
+			const struct vp_cm_alloc_info *a = &cm->allocs[i];
+			bool lk = a->kind == VP_CM_LOCK_SAMPLE;
+			int *ev = &evs[lk];
+			if (*ev < 0 && (*ev = vp_profile__add_event(l->p, lk ? "lock" : "alloc", lk ? "nanoseconds" : "bytes")) < 0) {
+				ret = *ev;
+				break;
+			}
+			if (!in_list(l->o->pids, l->o->npids, (uint32_t)pid) || !in_list(l->o->tids, l->o->ntids, a->tid) ||
+			    !loader_in_window(l, a->time))
+				continue;
+			const char *kcomm, *comm = loader_thread_name(l, (uint32_t)pid, a->tid, a->time, &kcomm);
+			if (!loader_comm_selected(l, comm, kcomm))
+				continue;
+			uint32_t fr[MAX_OUT_FRAMES];
+			uint32_t n = jvmti_frames(l, cm, a->first, a->nframes, fr);
+			char cls[512];
+			if (lk && !a->klass[0])
+				snprintf(cls, sizeof(cls), "[unknown lock]");
+			else
+				vp_cm_class_name(a->klass, cls, sizeof(cls));
+			struct vp_frame cf = { .name = cls, .image = lk ? "[lock]" : "[class]", .build_id = "", .file = "",
+					       .layer = VP_LAYER_JVM };
+			if ((fr[n] = vp_profile__frame(l->p, &cf)) == UINT32_MAX) {
+				ret = -ENOMEM;
+				break;
+			}
+			n++;
+			ret = vp_profile__add(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", *ev, 1, a->weight);
+		}
+	}
+	closedir(d);
+	return ret;
+#else
+	(void)l;
+	return 0;
+#endif
+}

@@ -1,0 +1,268 @@
+/* Steal time: STEAL and SWITCH records go to victim attribution (postproc/steal.h);
+ * after the samples, each victim thread's steal becomes one stack under the event
+ * "steal" (unit nanoseconds): the thread's most frequent sampled stack plus a leaf
+ * "[hypervisor: steal]" (idle: "[idle]", a thread never sampled: "[not sampled]", a
+ * vCPU without switch records: "[thread unknown: no switch records]"). Its weight is
+ * the ns, its samples the ns in periods of the first time event (1 ms without one).
+ * --from/--to select the STEAL records that bracket the steal counted; --pid/--tid/
+ * --comm select the victims. The meta keys steal.cpuN and steal.total hold the VM's
+ * per-vCPU steal in the time window whatever the thread filters (summed over the
+ * sessions merged into one profile). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "postproc/session.h"
+#include "postproc/session_internal.h"
+
+/* One thread that was on a vCPU while the hypervisor stole it, summed over vCPUs. */
+struct victim {
+	uint32_t pid, tid;
+	uint64_t ns;
+	size_t best;                 /* index of its most frequent stack in p->stacks */
+	uint64_t best_n;             /* that stack's samples; 0 = no sampled stack */
+};
+
+static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct loader *l = ctx;
+	const struct vp_session_opts *o = l->o;
+	if (cpu < l->ncpus)
+		l->cpu_steal[cpu] += ns;
+	/* The per-vCPU totals above are the VM's; only the stacks honour --pid/--tid. */
+	if (pid == VP_STEAL_UNKNOWN && (o->npids > 0 || o->ntids > 0))
+		return;
+	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
+		return;
+	if (vp_grow((void **)&l->victims, &l->capvictims, l->nvictims + 1, sizeof(*l->victims))) {
+		l->steal_err = -ENOMEM;
+		return;
+	}
+	/* One entry per (cpu, thread) for now: merged per thread after sorting. */
+	l->victims[l->nvictims++] = (struct victim){ .pid = pid, .tid = tid, .ns = ns };
+}
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sorts the victims by thread, sums each thread's vCPUs, and finds every thread's most
+ * frequent stack in one pass over the profile (a -a recording has many of both). */
+static void victims_index(struct loader *l)
+{
+	const struct vp_profile *p = l->p;
+	size_t n = 0;
+	if (!l->nvictims)
+		return;
+	vp_sort(l->victims, l->nvictims, sizeof(*l->victims), cmp_victim);
+	for (size_t i = 1; i < l->nvictims; i++) {
+		if (!cmp_victim(&l->victims[n], &l->victims[i]))
+			l->victims[n].ns += l->victims[i].ns;
+		else
+			l->victims[++n] = l->victims[i];
+	}
+	l->nvictims = n + 1;
+	int prior = -1;  /* "steal" of a session loaded before into the same profile */
+	for (int e = 0; e < p->nevents; e++)
+		if (!strcmp(p->events[e].name, "steal"))
+			prior = e;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->nframes || (prior >= 0 && s->weight[prior]))
+			continue;
+		struct victim key = { .pid = s->pid, .tid = s->tid };
+		struct victim *v = bsearch(&key, l->victims, l->nvictims, sizeof(key), cmp_victim);
+		if (!v || v->pid == 0 || v->pid == VP_STEAL_UNKNOWN)
+			continue;
+		uint64_t k = 0;
+		if (l->time_event >= 0)
+			k = s->samples[l->time_event];
+		else
+			for (int e = 0; e < p->nevents; e++)
+				k += s->samples[e];
+		if (k > v->best_n) {
+			v->best = i;
+			v->best_n = k;
+		}
+	}
+}
+
+/* The stack a victim's steal hangs under: its most frequent sampled stack (by samples
+ * of the time event, else of all events). Most frequent rather than most recent
+ * because victim attribution sums an interval's steal over the whole recording, so no
+ * single moment stands for it; copied because adding stacks moves p->stacks. */
+struct steal_stack {
+	uint32_t *frames;
+	uint32_t n;
+	char *comm;
+	uint32_t *locs;   /* the same stack by address for pprof, leaf first; NULL: by frame */
+	uint32_t nlocs;
+};
+
+/* Per stack of p, its loc stack with the most samples (as victims count them), or
+ * UINT32_MAX: the addresses a victim's steal stack is shown at in pprof. */
+static uint32_t *best_loc_stacks(struct loader *l)
+{
+	const struct vp_profile *p = l->p;
+	uint32_t *best = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*best));
+	uint64_t *best_n = calloc(p->nstacks ? p->nstacks : 1, sizeof(*best_n));
+	if (!best || !best_n) {
+		free(best);
+		free(best_n);
+		return NULL;
+	}
+	for (size_t i = 0; i < p->nstacks; i++)
+		best[i] = UINT32_MAX;
+	for (size_t i = 0; i < p->nloc_stacks; i++) {
+		const struct vp_loc_stack *ls = &p->loc_stacks[i];
+		uint64_t k = 0;
+		if (l->time_event >= 0)
+			k = ls->samples[l->time_event];
+		else
+			for (int e = 0; e < p->nevents; e++)
+				k += ls->samples[e];
+		if (ls->stack < p->nstacks && k > best_n[ls->stack]) {
+			best[ls->stack] = (uint32_t)i;
+			best_n[ls->stack] = k;
+		}
+	}
+	free(best_n);
+	return best;
+}
+
+static int victim_stack(struct loader *l, const struct victim *v, const uint32_t *best_ls, struct steal_stack *out)
+{
+	const struct vp_stack *best = v->best_n ? &l->p->stacks[v->best] : NULL;
+	uint32_t extra = 1;
+	const char *comm, *kcomm = NULL;
+	if (v->pid == 0 && v->tid == 0) {
+		comm = "swapper";  /* the idle task's name, as perf shows it */
+	} else if (v->pid == VP_STEAL_UNKNOWN) {
+		comm = "[unknown]";
+	} else if (best) {
+		comm = best->comm;
+	} else {
+		comm = loader_thread_name(l, v->pid, v->tid, l->t_last, &kcomm);
+	}
+	if (!comm)
+		comm = "";
+	if (!loader_comm_selected(l, comm, kcomm) || !loader_container_selected(l, v->pid))
+		return 0;
+	if (!best)
+		extra = 2;  /* a root saying why there is no stack, then the leaf */
+	out->n = (best ? best->nframes : 0) + extra;
+	out->frames = malloc(out->n * sizeof(uint32_t));
+	out->comm = strdup(comm);
+	if (!out->frames || !out->comm)
+		return -ENOMEM;
+	if (best) {
+		memcpy(out->frames, best->frames, best->nframes * sizeof(uint32_t));
+	} else if (v->pid == 0 && v->tid == 0) {
+		out->frames[0] = loader_add_frame(l, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
+	} else if (v->pid == VP_STEAL_UNKNOWN) {
+		out->frames[0] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
+	} else {
+		out->frames[0] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
+	}
+	out->frames[out->n - 1] = loader_add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
+	for (uint32_t i = 0; i < out->n; i++)
+		if (out->frames[i] == UINT32_MAX)
+			return -ENOMEM;
+	/* By address too when the stack was sampled by address: the steal leaf is a
+	 * location without a mapping (it has no address), over the stack's locations. */
+	if (best && best_ls[v->best] != UINT32_MAX) {
+		const struct vp_loc_stack *ls = &l->p->loc_stacks[best_ls[v->best]];
+		uint32_t no_line = 0;
+		out->locs = malloc(((size_t)ls->nlocs + 1) * sizeof(uint32_t));
+		if (!out->locs)
+			return -ENOMEM;
+		memcpy(out->locs + 1, ls->locs, ls->nlocs * sizeof(uint32_t));
+		out->locs[0] = vp_profile__location(l->p, UINT32_MAX, 0, &out->frames[out->n - 1], &no_line, 1);
+		if (out->locs[0] == UINT32_MAX)
+			return -ENOMEM;
+		out->nlocs = ls->nlocs + 1;
+	}
+	return 1;
+}
+
+/* Charges the session's steal to its victims: per-vCPU totals into the meta, and one
+ * stack per victim thread under the event "steal" (weight ns; samples ns divided by
+ * the time event's period, so that its columns read like cpu-clock's). */
+int loader_add_steal(struct loader *l)
+{
+	struct steal_stack *ss = NULL;
+	uint32_t *best_ls = NULL;
+	int ret;
+	if (!l->saw_steal)
+		return 0;
+	if ((ret = vp_steal_acct__finish(l->steal, on_victim, l)) < 0)
+		return ret;
+	if (l->steal_err)
+		return l->steal_err;
+	uint64_t total = 0;
+	for (uint32_t c = 0; c < l->ncpus; c++) {
+		if (!l->cpu_seen[c])
+			continue;
+		char key[32];
+		snprintf(key, sizeof(key), "steal.cpu%u", c);
+		session_meta_add(l->p, key, l->cpu_steal[c]);
+		total += l->cpu_steal[c];
+	}
+	session_meta_add(l->p, "steal.total", total);
+	/* Measured per thread at every switch: /proc/stat's totals above stay as the
+	 * cross-check, and the proportional split is not needed. */
+	if (l->exact_steal || !l->nvictims)
+		return 0;
+	victims_index(l);
+	ss = calloc(l->nvictims, sizeof(*ss));
+	best_ls = best_loc_stacks(l);
+	if (!ss || !best_ls) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	size_t nss = 0;
+	for (size_t i = 0; i < l->nvictims; i++) {
+		ret = victim_stack(l, &l->victims[i], best_ls, &ss[i]);
+		if (ret < 0)
+			goto cleanup;
+		nss += ret > 0;
+	}
+	ret = 0;
+	if (!nss)
+		goto cleanup;
+	int ev = vp_profile__add_event(l->p, "steal", "nanoseconds");
+	if (ev < 0) {
+		ret = ev;
+		goto cleanup;
+	}
+	uint64_t period = l->time_period ? l->time_period : 1000000;
+	for (size_t i = 0; i < l->nvictims; i++) {
+		const struct victim *v = &l->victims[i];
+		if (!ss[i].frames)
+			continue;
+		/* Rounded to the nearest period, but a thread that lost time never shows 0. */
+		uint64_t n = (v->ns + period / 2) / period;
+		uint32_t sid;
+		ret = vp_profile__add_stack(l->p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns,
+					    &sid);
+		if (!ret && ss[i].locs)
+			ret = vp_profile__add_locs(l->p, sid, ss[i].locs, ss[i].nlocs, ev, n ? n : 1, v->ns);
+		if (ret < 0)
+			goto cleanup;
+	}
+cleanup:
+	for (size_t i = 0; ss && i < l->nvictims; i++) {
+		free(ss[i].frames);
+		free(ss[i].comm);
+		free(ss[i].locs);
+	}
+	free(ss);
+	free(best_ls);
+	return ret;
+}
