@@ -82,6 +82,12 @@ static void open_session(const char *dir, struct cfile_writer **w, bool clock)
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
 	*w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
 	ASSERT_NOT_NULL(*w);
+	/* Record times start at the file's creation (its header's clock, read just before),
+	 * so that --to is relative to them: a base taken earlier let a slow start (8 ms
+	 * between the two) move cpu1's STEAL at 20 ms inside --to 12 ms. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .period = clock ? MS : 1,
 				    .flags = VP_EVENT_SOFTWARE | (clock ? VP_EVENT_TIME_UNITS : 0) };
 	strcpy(ev.name, clock ? "cpu-clock" : "page-faults");
@@ -240,7 +246,6 @@ static int count(const char *hay, const char *needle)
 
 int main(void)
 {
-	struct timespec ts;
 	char frames[512];
 	char tmpl[] = "/tmp/test-steal-profile-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(tmpl));
@@ -248,9 +253,6 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/steal", tmpl);
 	snprintf(zdir, sizeof(zdir), "%s/zero", tmpl);
 	snprintf(odir, sizeof(odir), "%s/other", tmpl);
-	/* Record times start at the file's creation, so that --to is relative to them. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	write_steal_session(dir);
 	write_zero_session(zdir);
 	write_other_session(odir);
