@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "daemon/jvm_attach.h"
+#include "recorder/jvm_attach.h"
 
 /* The agent's own default: a directory of the JVM's user, never a shared one (a user
  * who made /tmp/viprof-jit could have had a root JVM write its maps into it). */

@@ -6,10 +6,10 @@
 #include "common/paths.h"   /* viprof_agent_path(), viprof_self_path() */
 
 int cmd_probe(int argc, char **argv);   /* cli/probe_cmd.c: hv-glue/probe.h */
-int cmd_record(int argc, char **argv);  /* cli/record_cmd.c: daemon/recorder.h */
+int cmd_record(int argc, char **argv);  /* cli/record_cmd.c: recorder/recorder.h */
 int cmd_report(int argc, char **argv);  /* cli/report_cmd.c: postproc/ */
 int cmd_maps(int argc, char **argv);    /* cli/maps_cmd.c: maps/ */
-int cmd_attach(int argc, char **argv);  /* cli/attach_cmd.c: daemon/jvm_attach.h */
+int cmd_attach(int argc, char **argv);  /* cli/attach_cmd.c: recorder/jvm_attach.h */
 int cmd_stat(int argc, char **argv);    /* cli/stat_cmd.c: hv-glue/ */
 int cmd_serve(int argc, char **argv);   /* cli/serve_cmd.c: service/ */
 

@@ -1,5 +1,5 @@
 /* viprof record: parses the options, launches the command (held before exec), and
- * drives the recorder library (daemon/recorder.h) until the command, the duration or
+ * drives the recorder library (recorder/recorder.h) until the command, the duration or
  * the user ends it. Signals and the live status line live here, not in the library. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -27,8 +27,8 @@
 #include "common/safefs.h"
 #include "common/session_format.h"
 #include "common/util.h"
-#include "daemon/record_jvm.h"
-#include "daemon/recorder.h"
+#include "recorder/record_jvm.h"
+#include "recorder/recorder.h"
 #include "hv-glue/xen.h"
 #include "service/sock_proto.h"
 

@@ -18,7 +18,7 @@
 #include "cli/commands.h"
 #include "cli/record_opts.h"
 #include "common/paths.h"
-#include "daemon/record_request.h"
+#include "recorder/record_request.h"
 #include "common/util.h"
 #include "service/api.h"
 #include "service/continuous.h"

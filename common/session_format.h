@@ -1,5 +1,5 @@
 /* The session directory and its record stream: the one definition shared by the
- * recorder (daemon/), the samplers (sampler-kernel/) and the reader (postproc/).
+ * recorder (recorder/), the samplers (sampler-kernel/) and the reader (postproc/).
  * Prose spec: docs/formats.md.
  *
  * A session is a directory:

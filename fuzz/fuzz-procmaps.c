@@ -1,5 +1,5 @@
-/* /proc/PID/maps parsing (daemon/procsynth.c) into MMAP records. */
-#include "daemon/procsynth.h"
+/* /proc/PID/maps parsing (recorder/procsynth.c) into MMAP records. */
+#include "recorder/procsynth.h"
 #include "fuzz-util.h"
 
 static int sink_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)

@@ -51,7 +51,7 @@ const char *vp_walk_end_name(int k)
 }
 
 /* Whether a recorder still writes the stream at path: it holds an exclusive lock on
- * the file while it does (daemon/session_writer.c, and the service's client). */
+ * the file while it does (recorder/session_writer.c, and the service's client). */
 static bool recording_in_progress(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

@@ -39,7 +39,7 @@
 #define VPB_LOST_STACK   1     /* a stack that should exist could not be read */
 #define VPB_LOST_NR      2
 
-/* ---- The stack walker's tables (filled by daemon/unwinder.c, read by the BPF walker).
+/* ---- The stack walker's tables (filled by recorder/unwinder.c, read by the BPF walker).
  *
  * For every tracked process, unwind_procs[tgid] holds its executable mappings sorted by
  * start, and, for a HotSpot JVM, where its code cache, interpreter and code-blob fields
@@ -93,7 +93,7 @@ struct vpb_mapping {
 };
 
 /* Where HotSpot keeps what the walker needs, read from its exported VM structure tables
- * (gHotSpotVMStructs) by daemon/hotspot.c. All offsets in bytes. */
+ * (gHotSpotVMStructs) by recorder/hotspot.c. All offsets in bytes. */
 struct vpb_codeheap {
 	__u64 lo, hi;          /* the heap's committed code memory */
 	__u64 segmap;          /* its segment map: one byte per segment */

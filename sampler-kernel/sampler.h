@@ -32,7 +32,7 @@ enum sampler_target {
 };
 
 /* The stack walker's tables of a running sampler (sampler-kernel/profile.h), for the
- * recorder's unwinder (daemon/unwinder.h) to fill. rules and pages are shared memory
+ * recorder's unwinder (recorder/unwinder.h) to fill. rules and pages are shared memory
  * mappings of the BPF arrays, valid until the sampler is destroyed. */
 struct sampler_unwind {
 	int proc_slots_fd;      /* hash: tgid -> slot */

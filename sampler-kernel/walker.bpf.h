@@ -4,7 +4,7 @@
  * the same code with the same tables (docs/stacks.md). Include it after vmlinux.h, the
  * libbpf headers and profile.h.
  *
- * The tables are maps that daemon/unwinder.c fills: each object that includes this
+ * The tables are maps that recorder/unwinder.c fills: each object that includes this
  * header declares them, and every object but the sampler's reuses the sampler's maps
  * (bpf_map__reuse_fd) before it loads, so there is one copy of each table. The walk's
  * scratch (struct walk, one per CPU) is each object's own; an object that includes this
@@ -13,7 +13,7 @@
 #ifndef VIPROF_SAMPLER_WALKER_BPF_H
 #define VIPROF_SAMPLER_WALKER_BPF_H
 
-/* The walker's tables, written by user space (daemon/unwinder.c): the big arrays are
+/* The walker's tables, written by user space (recorder/unwinder.c): the big arrays are
  * mmapable so that user space copies a table in without a syscall per entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -117,11 +117,11 @@ static __always_inline struct walk *walk_scratch(void)
  * cannot loop. */
 
 #define MAX_SEG_HOPS 16
-_Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "daemon/hotspot.c's reference lookup steps as far");
+_Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "recorder/hotspot.c's reference lookup steps as far");
 #define C_NATIVE 1               /* struct walk's cache kinds */
 #define C_JIT 2
 #define BLOB_HDR 64              /* bytes of a CodeBlob header read at once */
-_Static_assert(BLOB_HDR == VPB_BLOB_HDR, "daemon/hotspot.c checks the blob fields lie within as many");
+_Static_assert(BLOB_HDR == VPB_BLOB_HDR, "recorder/hotspot.c checks the blob fields lie within as many");
 #define MAX_STACK_SPAN (64u << 20)
 
 /* Stack words come from a copy of the stack's top that grows a chunk at a time as the

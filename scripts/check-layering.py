@@ -22,11 +22,11 @@ ALLOWED = {
     "maps": {"common"},
     # What viprof knows about HotSpot: below both the recorder and the agent.
     "hotspot": {"common"},
-    "daemon": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot"},
+    "recorder": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot"},
     "jvm-agent": {"common", "maps", "hotspot"},
     "postproc": {"common", "sampler-kernel", "hv-glue", "maps"},
-    "service": {"common", "sampler-kernel", "hv-glue", "maps", "daemon", "postproc"},
-    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "daemon", "postproc", "service"},
+    "service": {"common", "sampler-kernel", "hv-glue", "maps", "recorder", "postproc"},
+    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "recorder", "postproc", "service"},
 }
 EXEMPT = {"tests", "bench", "fuzz", "build", "packaging", "docs", "scripts", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "daemon/record_request.h"
-#include "daemon/recorder.h"
+#include "recorder/record_request.h"
+#include "recorder/recorder.h"
 
 struct vp_svc_rec {
 	struct vp_record_opts o;   /* the recorder points at o and dir: they live as long */

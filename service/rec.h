@@ -1,6 +1,6 @@
 /* One whole-VM recording as the service makes them (-a, -g, cpu-clock at a given rate,
  * the JVM agent attached to the machine's JVMs unless they opt out): start, poll,
- * rotate, stop. In-process, through the recorder library (daemon/recorder.h), on the
+ * rotate, stop. In-process, through the recorder library (recorder/recorder.h), on the
  * calling thread: the pprof endpoint and the continuous recording each drive their own. */
 #ifndef VIPROF_SERVICE_REC_H
 #define VIPROF_SERVICE_REC_H

@@ -25,7 +25,7 @@
 
 #include "common/safefs.h"
 #include "common/util.h"
-#include "daemon/recorder.h"
+#include "recorder/recorder.h"
 #include "hv-glue/events.h"
 #include "common/session_format.h"
 #include "service/sock_proto.h"

@@ -3,7 +3,7 @@
  * record exactly the processes the kernel would let them ptrace (root: anything); the
  * session is written only through the directory fd the caller passes, and handed to
  * the caller. One thread per connection, each driving its own recorder
- * (daemon/recorder.h); limits per user; one audit line per request in the log. */
+ * (recorder/recorder.h); limits per user; one audit line per request in the log. */
 #ifndef VIPROF_SERVICE_SOCK_H
 #define VIPROF_SERVICE_SOCK_H
 

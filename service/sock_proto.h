@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon/record_request.h"
+#include "recorder/record_request.h"
 
 #define VP_SOCK_DEFAULT "/run/viprof/viprof.sock"
 #define VP_SOCK_ENV "VIPROF_SOCKET"

@@ -12,7 +12,7 @@ viprof_test(test-counters-mux SOURCES test-counters-mux.c LIBS vp_hvglue ARGS un
 add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # record's weights: each interval between the sampler's running totals scaled by its own ratio.
-viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_daemon vp_postproc LABELS unit)
+viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_recorder vp_postproc LABELS unit)
 # Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
 viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
 # Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per

@@ -26,7 +26,7 @@ set_tests_properties(test-offcpu-walk-nap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT
 # without a JVM (unit), and a live run on Temurin 25 (JDK 17 has no virtual threads:
 # one test, skipped where that JDK is absent).
 viprof_test(test-vthreads-index SOURCES test-vthreads-index.c LIBS vp_postproc LABELS unit)
-viprof_test(test-vthreads-jvm SOURCES test-vthreads-jvm.c LIBS vp_postproc vp_maps vp_daemon TIMEOUT 120 LABELS live jvm)
+viprof_test(test-vthreads-jvm SOURCES test-vthreads-jvm.c LIBS vp_postproc vp_maps vp_recorder TIMEOUT 120 LABELS live jvm)
 target_compile_definitions(test-vthreads-jvm PRIVATE VIPROF_AGENT_SO="${CMAKE_BINARY_DIR}/jvm-agent/libviprof-jvmti.so"
   VIPROF_JAVA_CLASSES="${VIPROF_JAVA_CLASSES}" VIPROF_JDK17_HOME="${VIPROF_JDK_HOME}"
   VIPROF_JDK25_HOME="${VIPROF_JDK25_HOME}" VIPROF_BIN="$<TARGET_FILE:viprof>")

@@ -4,7 +4,7 @@
  * a process that is not a JVM is refused. */
 #include "test-agent-util.h"
 
-#include "daemon/jvm_attach.h"
+#include "recorder/jvm_attach.h"
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
 

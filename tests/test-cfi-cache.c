@@ -1,4 +1,4 @@
-/* The unwind-rule cache (daemon/cfi.h): a table stored and loaded back is the same table
+/* The unwind-rule cache (recorder/cfi.h): a table stored and loaded back is the same table
  * (rules, base, segments, source); a changed file identity misses; a damaged entry (a
  * flipped rule byte, a cut file, unsorted rules under a fixed CRC) is refused and
  * replaced on the next store; a directory others may write is not used. */
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "daemon/cfi.h"
+#include "recorder/cfi.h"
 #include "test.h"
 
 static void same(const struct vp_cfi *a, const struct vp_cfi *b)

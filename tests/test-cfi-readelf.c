@@ -1,4 +1,4 @@
-/* test-cfi-readelf: the unwind rules daemon/cfi.c derives with libdw, checked against a second, independent
+/* test-cfi-readelf: the unwind rules recorder/cfi.c derives with libdw, checked against a second, independent
  * reader: binutils' readelf --debug-dump=frames-interp, row by row, on Debian's libz and
  * libc and on fixtures built with and without frame pointers; and its behaviour on
  * damaged input (corrupt .eh_frame, no unwind information, not ELF, empty). */
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/cfi.h"
+#include "recorder/cfi.h"
 #include "test.h"
 
 static char tmp[] = "/tmp/vp-test-cfi-XXXXXX";

@@ -1,4 +1,4 @@
-/* daemon/cfi: unwind rules from .eh_frame/.debug_frame, checked against two oracles that
+/* recorder/cfi: unwind rules from .eh_frame/.debug_frame, checked against two oracles that
  * do not share code with libdw:
  *   - the fixtures' own instructions (objdump): a small simulator follows each
  *     prologue (push, sub rsp, mov rsp->rbp) and says what the CFA and the saved rbp
@@ -27,7 +27,7 @@
 
 #include "common/util.h"
 #include "test.h"
-#include "daemon/cfi.h"
+#include "recorder/cfi.h"
 
 #define LIBZ "/lib/x86_64-linux-gnu/libz.so.1"
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"

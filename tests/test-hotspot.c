@@ -1,4 +1,4 @@
-/* hotspot/ and daemon/hotspot: HotSpot's layout read from its VM structure tables.
+/* hotspot/ and recorder/hotspot: HotSpot's layout read from its VM structure tables.
  *
  * "unit": UNSIGNED5 on known byte strings and round trips (before and since JDK 20);
  * then over a fake JVM memory built here (tables, code heaps, segment maps, blobs, an
@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/hotspot.h"
+#include "recorder/hotspot.h"
 #include "hotspot/codeheap.h"
 #include "hotspot/vmstructs.h"
 #include "test-agent-util.h"

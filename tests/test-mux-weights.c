@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/chunkfile.h"
-#include "daemon/session_writer.h"
+#include "recorder/session_writer.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "sampler-kernel/sampler.h"

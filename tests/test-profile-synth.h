@@ -42,7 +42,7 @@ static inline struct vp_profile *synth_java_profile(void)
 	vp_profile__set_meta(p, "event", "cpu-clock");
 	vp_profile__set_meta(p, "rate", "1000");
 	vp_profile__set_meta(p, "duration_ns", "1000000000");
-	/* The recorder's own keys (daemon/record_cmd.c and the probe). */
+	/* The recorder's own keys (recorder/record_cmd.c and the probe). */
 	vp_profile__set_meta(p, "start_realtime_ns", "1700000000000000000");
 	vp_profile__set_meta(p, "hostname", "vm-test");
 	vp_profile__set_meta(p, "probe.hypervisor", "KVM");

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "common/session_format.h"
-#include "daemon/record_jvm.h"
+#include "recorder/record_jvm.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"

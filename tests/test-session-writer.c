@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 
 #include "common/session_format.h"
-#include "daemon/kallsyms.h"
-#include "daemon/procsynth.h"
-#include "daemon/session_writer.h"
+#include "recorder/kallsyms.h"
+#include "recorder/procsynth.h"
+#include "recorder/session_writer.h"
 #include "postproc/steal.h"
 #include "test.h"
 

@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <sys/stat.h>
 
-#include "daemon/session_writer.h"
+#include "recorder/session_writer.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "sampler-kernel/sampler.h"

@@ -33,7 +33,7 @@ foreach(be perf bpf)
   set_tests_properties(test-weights-${be}-pf-F-steady PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
 endforeach()
 # Xen on synthetic sessions and a stand-in /sys/hypervisor tree.
-viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_daemon vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
+viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_recorder vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
 add_dependencies(test-xen-session xen-fixture)
 viprof_test(test-xen-restore SOURCES test-xen-restore.c LIBS vp_hvglue LABELS unit)
 # viprof stat --per-thread -p gives what no thread row holds a row of its own.

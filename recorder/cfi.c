@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "daemon/cfi.h"
+#include "recorder/cfi.h"
 #include "common/util.h"
 
 #define MAX_SEGS 16

@@ -1,14 +1,14 @@
 /* The recorder's half of the frame-pointer-free stack walker: it keeps the BPF walker's
  * tables (sampler-kernel/profile.h) in step with the processes being recorded. For each
  * process it lists the executable mappings from /proc/PID/maps, gives every mapped ELF
- * file an unwind table built from its CFI (daemon/cfi.h, once per file: a library mapped
+ * file an unwind table built from its CFI (recorder/cfi.h, once per file: a library mapped
  * by many processes is parsed once), and, for a HotSpot JVM, reads where its code heaps
- * and interpreter are (daemon/hotspot.h). The work runs on its own thread so that
+ * and interpreter are (recorder/hotspot.h). The work runs on its own thread so that
  * draining the sample buffers never waits for a large library to be parsed; until a
  * process's tables are in place its samples fall back to frame pointers and say so
- * (VP_WALK_NO_PROC). Internal to daemon/. */
-#ifndef VIPROF_DAEMON_UNWINDER_H
-#define VIPROF_DAEMON_UNWINDER_H
+ * (VP_WALK_NO_PROC). Internal to recorder/. */
+#ifndef VIPROF_RECORDER_UNWINDER_H
+#define VIPROF_RECORDER_UNWINDER_H
 
 #include <stdbool.h>
 #include <stdint.h>

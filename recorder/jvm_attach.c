@@ -10,7 +10,7 @@
  * /proc/PID/root and /proc/PID/cwd so a JVM in a container is reached in its own mount
  * namespace, under its own pid (NSpid). */
 #define _GNU_SOURCE
-#include "daemon/jvm_attach.h"
+#include "recorder/jvm_attach.h"
 
 #include <errno.h>
 #include <fcntl.h>

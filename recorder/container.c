@@ -1,6 +1,6 @@
 /* The container-labelling sink: see container.h. */
 #define _GNU_SOURCE
-#include "daemon/container.h"
+#include "recorder/container.h"
 
 #include <errno.h>
 #include <fcntl.h>

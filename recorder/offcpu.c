@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "daemon/offcpu.h"
+#include "recorder/offcpu.h"
 #include "sampler-kernel/sched_tracer.h"
 
 int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,

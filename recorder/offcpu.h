@@ -4,9 +4,9 @@
  * it (no BPF, e.g. the perf backend as an unprivileged user) steal falls back to the
  * proportional attribution of postproc/steal.c. With -g it hooks cfg->before_sampling
  * so that, once the bpf sampler has loaded its stack walker, user stacks at switch-out
- * are walked with it (vp_sched__hook). Internal to daemon/. */
-#ifndef VIPROF_DAEMON_OFFCPU_H
-#define VIPROF_DAEMON_OFFCPU_H
+ * are walked with it (vp_sched__hook). Internal to recorder/. */
+#ifndef VIPROF_RECORDER_OFFCPU_H
+#define VIPROF_RECORDER_OFFCPU_H
 
 #include <stdbool.h>
 #include <stddef.h>

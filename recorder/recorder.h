@@ -12,14 +12,14 @@
  * stay with the caller: for RECORD_TARGET_LAUNCH the caller forks the command held
  * before exec (common/launch.h), passes its pid in opts->launched, releases it once
  * vp_recorder__start returned, and reaps it; the recorder samples it and what it forks. */
-#ifndef VIPROF_DAEMON_RECORDER_H
-#define VIPROF_DAEMON_RECORDER_H
+#ifndef VIPROF_RECORDER_RECORDER_H
+#define VIPROF_RECORDER_RECORDER_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon/record_request.h"
+#include "recorder/record_request.h"
 
 struct vp_recorder;   /* opaque */
 

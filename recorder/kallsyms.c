@@ -1,5 +1,5 @@
 /* Kernel symbol snapshot: see kallsyms.h. */
-#include "daemon/kallsyms.h"
+#include "recorder/kallsyms.h"
 #include "common/util.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* JVMs among the processes of 'viprof record -p/-a': load the viprof agent into each
- * HotSpot JVM by dynamic attach (daemon/jvm_attach.h) so that its JIT code maps land
+ * HotSpot JVM by dynamic attach (recorder/jvm_attach.h) so that its JIT code maps land
  * in <session>/jit/<pid>/, and record a VP_REC_JVM saying what happened. */
-#ifndef VIPROF_DAEMON_RECORD_JVM_H
-#define VIPROF_DAEMON_RECORD_JVM_H
+#ifndef VIPROF_RECORDER_RECORD_JVM_H
+#define VIPROF_RECORDER_RECORD_JVM_H
 
 #include <limits.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* /proc synthesis of COMM and MMAP records: see procsynth.h. */
 #define _GNU_SOURCE
 #include "common/util.h"
-#include "daemon/procsynth.h"
+#include "recorder/procsynth.h"
 #include "common/safefs.h"
 
 #include <ctype.h>

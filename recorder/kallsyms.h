@@ -3,8 +3,8 @@
  * /proc/kallsyms costs 50-75 ms of CPU (the kernel formats ~120k lines), more than
  * loading the sampler, so the recorder takes it on a thread of its own while the
  * sampler loads and runs (vp_kallsyms_loader). */
-#ifndef VIPROF_DAEMON_KALLSYMS_H
-#define VIPROF_DAEMON_KALLSYMS_H
+#ifndef VIPROF_RECORDER_KALLSYMS_H
+#define VIPROF_RECORDER_KALLSYMS_H
 
 #include <stdbool.h>
 #include <stddef.h>

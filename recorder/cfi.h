@@ -3,9 +3,9 @@
  * sampler-kernel/profile.h): for each address range, where the canonical frame address
  * (CFA) is, and where the caller's frame pointer was saved. The return address is at
  * CFA - 8 on x86-64. Built once per file (the unwinder caches tables per build-id).
- * Internal to daemon/. */
-#ifndef VIPROF_DAEMON_CFI_H
-#define VIPROF_DAEMON_CFI_H
+ * Internal to recorder/. */
+#ifndef VIPROF_RECORDER_CFI_H
+#define VIPROF_RECORDER_CFI_H
 
 #include <stdbool.h>
 #include <stddef.h>

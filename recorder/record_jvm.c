@@ -1,6 +1,6 @@
 /* Dynamic attach of the agent for -p/-a recordings: see record_jvm.h. */
 #define _GNU_SOURCE
-#include "daemon/record_jvm.h"
+#include "recorder/record_jvm.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -17,9 +17,9 @@
 
 #include "common/safefs.h"
 #include "common/session_format.h"
-#include "daemon/jvm_attach.h"
-#include "daemon/record_request.h"
-#include "daemon/session_writer.h"
+#include "recorder/jvm_attach.h"
+#include "recorder/record_request.h"
+#include "recorder/session_writer.h"
 
 static void chans_close(struct record_jvm_lock *l);
 

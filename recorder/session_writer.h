@@ -4,8 +4,8 @@
  * symbol, or as soon as the symbols arrive when they were deferred), flushes on a timer so a killed recorder leaves a readable stream, and at
  * the end writes LOST/END and meta.json. Not thread-safe: the recorder's one thread
  * owns it. */
-#ifndef VIPROF_DAEMON_SESSION_WRITER_H
-#define VIPROF_DAEMON_SESSION_WRITER_H
+#ifndef VIPROF_RECORDER_SESSION_WRITER_H
+#define VIPROF_RECORDER_SESSION_WRITER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * VP_REC_COMM per thread (from /proc/PID/task/TID/comm) and one VP_REC_MMAP per
  * executable mapping (from /proc/PID/maps), marked synthesized=1, so that samples
  * taken before any live MMAP event can still be symbolized. */
-#ifndef VIPROF_DAEMON_PROCSYNTH_H
-#define VIPROF_DAEMON_PROCSYNTH_H
+#ifndef VIPROF_RECORDER_PROCSYNTH_H
+#define VIPROF_RECORDER_PROCSYNTH_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -18,9 +18,9 @@
 #include "common/safefs.h"
 #include "common/session_format.h"
 #include "common/util.h"
-#include "daemon/cfi.h"
-#include "daemon/hotspot.h"
-#include "daemon/unwinder.h"
+#include "recorder/cfi.h"
+#include "recorder/hotspot.h"
+#include "recorder/unwinder.h"
 
 #define NSEC 1000000000ull
 #define JVM_RETRY_NS (200ull * 1000000)     /* a JVM still starting is asked again */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/hotspot.h"
+#include "recorder/hotspot.h"
 #include "hotspot/codeheap.h"
 #include "hotspot/vmstructs.h"
 

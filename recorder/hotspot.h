@@ -2,9 +2,9 @@
  * frame pointers, read from a JVM from outside through hotspot/ (the VM structure
  * tables, the code heaps): the heaps and their segment maps, the interpreter's code
  * range, CodeBlob's frame size and code start, Method::_constMethod and the interpreter's
- * frame slots, into the walker's struct vpb_hotspot. Internal to daemon/. */
-#ifndef VIPROF_DAEMON_HOTSPOT_H
-#define VIPROF_DAEMON_HOTSPOT_H
+ * frame slots, into the walker's struct vpb_hotspot. Internal to recorder/. */
+#ifndef VIPROF_RECORDER_HOTSPOT_H
+#define VIPROF_RECORDER_HOTSPOT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* What a recording is asked to do: the options of 'viprof record' (parsed by
  * cli/record_opts.h) and of the service's requests, given to vp_recorder__start
- * (daemon/recorder.h). The strings and arrays it points to must outlive the recorder. */
-#ifndef VIPROF_DAEMON_RECORD_REQUEST_H
-#define VIPROF_DAEMON_RECORD_REQUEST_H
+ * (recorder/recorder.h). The strings and arrays it points to must outlive the recorder. */
+#ifndef VIPROF_RECORDER_RECORD_REQUEST_H
+#define VIPROF_RECORDER_RECORD_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * sits in front of the session writer and, for each process it sees for the first time
  * in a session (its first sample or COMM) and after each exec, reads /proc/PID/cgroup,
  * NSpid and the namespace inodes and emits the record before passing the first one on. */
-#ifndef VIPROF_DAEMON_CONTAINER_H
-#define VIPROF_DAEMON_CONTAINER_H
+#ifndef VIPROF_RECORDER_CONTAINER_H
+#define VIPROF_RECORDER_CONTAINER_H
 
 #include <sys/types.h>
 

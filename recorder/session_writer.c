@@ -1,6 +1,6 @@
 /* The recorder's session directory writer: see session_writer.h. */
 #define _GNU_SOURCE
-#include "daemon/session_writer.h"
+#include "recorder/session_writer.h"
 #include "common/json.h"
 #include "common/safefs.h"
 
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "daemon/kallsyms.h"
+#include "recorder/kallsyms.h"
 #include "common/util.h"
 
 /* Kernel text lives in the top half of the address space on every 64-bit Linux

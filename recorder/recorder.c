@@ -2,7 +2,7 @@
  * cmd_record(): the command (cli/record_cmd.c) keeps option parsing, signals, the
  * launched command and the status line. */
 #define _GNU_SOURCE
-#include "daemon/recorder.h"
+#include "recorder/recorder.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,13 +20,13 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "daemon/kallsyms.h"
-#include "daemon/offcpu.h"
-#include "daemon/procsynth.h"
-#include "daemon/container.h"
-#include "daemon/record_jvm.h"
-#include "daemon/session_writer.h"
-#include "daemon/unwinder.h"
+#include "recorder/kallsyms.h"
+#include "recorder/offcpu.h"
+#include "recorder/procsynth.h"
+#include "recorder/container.h"
+#include "recorder/record_jvm.h"
+#include "recorder/session_writer.h"
+#include "recorder/unwinder.h"
 #include "hv-glue/events.h"
 #include "hv-glue/probe.h"
 #include "hv-glue/steal.h"
