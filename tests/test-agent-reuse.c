@@ -110,13 +110,17 @@ static int check(const char *java, bool jdk17)
 	int rows = 0, marked_r = 0;
 	for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
 		int g;
-		if (sscanf(l, "GenR%04d", &g) != 1 || strncmp(l + 8, ".run(", 5))
+		if (sscanf(l, "GenR%04d", &g) != 1 || strlen(l) < 48)
+			continue;
+		/* R on any generation's method: the overlapping pairs counted above may all
+		 * be step()s (a CI run: 18 pairs, none of them run()s). */
+		marked_r += strchr(l + 48, 'R') != NULL;
+		if (strncmp(l + 8, ".run(", 5))
 			continue;
 		rows++;
-		marked_r += strchr(l + 48, 'R') != NULL;
 	}
 	free(t);
-	fprintf(stderr, "timeline: %d GenR<N>.run rows (%d generations compiled run()), %d marked R\n", rows,
+	fprintf(stderr, "timeline: %d GenR<N>.run rows (%d generations compiled run()), %d GenR rows marked R\n", rows,
 		run_compiled, marked_r);
 	ASSERT_EQ(rows, run_compiled);
 	ASSERT_GE(run_compiled, ngens / 2);
