@@ -39,6 +39,19 @@ client=$bindir/serve-client
 . "$(dirname "$0")/serve-lib.sh"
 serve_lib_init serve-attack "$viprof" "$client"
 
+# SIGTERM to the service, which must be gone within 5 s; prints how long it took.
+# $1: what would be holding it (for the failure message).
+term_within_5s() {
+	local t0 t
+	t0=$(date +%s%N)
+	kill -TERM "$serve_pid"
+	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
+	t=$(( ($(date +%s%N) - t0) / 1000000 ))
+	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM${1:+ $1}"
+	serve_pid=
+	echo "SIGTERM to exit: $t ms"
+}
+
 # A directory's every entry: name, owner, group, mode, size, and each file's hash.
 snapshot() {
 	(cd "$1" && find . -printf '%p %u %g %m %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
@@ -161,13 +174,7 @@ mute)
 	as "$u" "exec '$client' '$sock' mute $pid 0" >/dev/null 2>&1 &
 	sleep 1
 	as "$v" "'$viprof' record -q -d 1 -o '$work/b/s' -- sleep 2" 2>"$work/b.err" || { cat "$work/b.err"; fail "b was not served"; }
-	t0=$(date +%s%N)
-	kill -TERM "$serve_pid"
-	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
-	t=$(( ($(date +%s%N) - t0) / 1000000 ))
-	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM"
-	serve_pid=
-	echo "SIGTERM to exit: $t ms"
+	term_within_5s
 	;;
 rate)
 	mkuser a; u=$REPLY
@@ -248,13 +255,7 @@ trickle)
 	as "$u" "exec '$client' '$sock' trickle $pid 4000" >"$work/r2" 2>&1 &
 	for _ in $(seq 100); do grep -q '^STARTED' "$work/r2" && break; sleep 0.1; done
 	sleep 3
-	t0=$(date +%s%N)
-	kill -TERM "$serve_pid"
-	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
-	t=$(( ($(date +%s%N) - t0) / 1000000 ))
-	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM (a trickling reader holds it)"
-	serve_pid=
-	echo "SIGTERM to exit: $t ms"
+	term_within_5s "(a trickling reader holds it)"
 	;;
 stopcheck)
 	mkuser a; u=$REPLY
@@ -265,13 +266,7 @@ stopcheck)
 	rc=$?
 	cat "$work/r1"
 	[ $rc = 0 ] || fail "a request was not answered within 5 s while its check's child could be stopped"
-	t0=$(date +%s%N)
-	kill -TERM "$serve_pid"
-	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
-	t=$(( ($(date +%s%N) - t0) / 1000000 ))
-	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM"
-	serve_pid=
-	echo "SIGTERM to exit: $t ms"
+	term_within_5s
 	;;
 diskfull)
 	mkdir -m 700 "$work/full"
@@ -302,13 +297,7 @@ linger)
 	cat "$work/r1"
 	refused_once "$work/r1" "a socket fd"
 	sleep 1
-	t0=$(date +%s%N)
-	kill -TERM "$serve_pid"
-	for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
-	t=$(( ($(date +%s%N) - t0) / 1000000 ))
-	kill -0 "$serve_pid" 2>/dev/null && fail "the service did not stop within 5 s of SIGTERM (closing a passed socket lingers)"
-	serve_pid=
-	echo "SIGTERM to exit: $t ms"
+	term_within_5s "(closing a passed socket lingers)"
 	;;
 cmdpath)
 	mkuser a; u=$REPLY
