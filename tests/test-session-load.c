@@ -302,6 +302,20 @@ static void same_profile(const struct vp_profile *a, const struct vp_profile *b)
  * the first chunk whose samples it did not keep: with room for none, a few, or all of
  * them, and with a damaged chunk before or after where the keeping stopped, the
  * profile is the same. Small chunks, so that the keeping stops inside the stream. */
+/* Removes what the sessions written here leave beside stream.vps: JVM 500's code map,
+ * its directories, and the session directory itself. */
+static void remove_jit_and_dir(const char *dir)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/jit/500", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/jit", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 static void check_kept_samples(void)
 {
 	static const size_t budgets[] = { 0, 1, 100, 300, 700, 1500 };
@@ -338,13 +352,7 @@ static void check_kept_samples(void)
 		vp_profile__free(all);
 	}
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/jit/500", dir);
-	rmdir(path);
-	snprintf(path, sizeof(path), "%s/jit", dir);
-	rmdir(path);
-	rmdir(dir);
+	remove_jit_and_dir(dir);
 }
 
 /* A record format newer than this reader: refused by name, not read as if it were ours. */
@@ -612,13 +620,7 @@ int main(void)
 
 	unlink(path);
 	unlink(path2);
-	snprintf(path, sizeof(path), "%s/jit/500/%s", dir, VP_CODEMAP_FILE);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/jit/500", dir);
-	rmdir(path);
-	snprintf(path, sizeof(path), "%s/jit", dir);
-	rmdir(path);
-	rmdir(dir);
+	remove_jit_and_dir(dir);
 	rmdir(dir2);
 	return 0;
 }
