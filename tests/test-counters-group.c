@@ -19,6 +19,7 @@
 
 #include "hv-glue/counters.h"
 #include "hv-glue/hv_internal.h"
+#include "hv-glue/steal.h"
 #include "test.h"
 
 #define PAGES 2000
@@ -55,6 +56,7 @@ struct run {
 	bool grouped;
 	int pf, cs, clk;            /* indexes of the three in events */
 	uint64_t v[3], cpu_ns;
+	uint64_t wall_ns;           /* the same window by CLOCK_MONOTONIC */
 	uint64_t switched;          /* the kernel's own count of the thread's switches in the window */
 	int reads;
 	char err[512];
@@ -81,6 +83,8 @@ static void *measure(void *arg)
 		r->rc = -errno;
 		return NULL;
 	}
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
 	cpu0 = thread_cpu_ns();
 	if ((r->rc = vp_counters__start(c)))
 		goto out;
@@ -92,6 +96,8 @@ static void *measure(void *arg)
 	r->switched = thread_switches() - sw0;
 	r->rc = vp_counters__read(c, r->v);
 	r->cpu_ns = thread_cpu_ns() - cpu0;
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	r->wall_ns = (uint64_t)((w1.tv_sec - w0.tv_sec) * 1000000000ll + (w1.tv_nsec - w0.tv_nsec));
 	r->reads = vp_counters__reads(c);
 out:
 	vp_counters__close(c);
@@ -112,10 +118,10 @@ static void run_in_thread(struct run *r)
 	if (r->rc)
 		FAIL("%s: %s (%s)", r->events, strerror(-r->rc), r->err);
 	printf("%-40s %s: page-faults %" PRIu64 ", context-switches %" PRIu64 " (the kernel saw %" PRIu64 " in the naps)"
-	       ", clock %.3f ms, thread CPU %.3f ms, "
+	       ", clock %.3f ms, thread CPU %.3f ms, wall %.3f ms, "
 	       "%d read()\n", r->events, r->grouped ? "group" : "separate", r->v[r->pf], r->v[r->cs], r->switched,
 	       r->v[r->clk] / 1e6,
-	       r->cpu_ns / 1e6, r->reads);
+	       r->cpu_ns / 1e6, r->wall_ns / 1e6, r->reads);
 }
 
 /* Every switch the kernel counted during the naps is in the counter. A 200 us nap does
@@ -143,8 +149,15 @@ static void test_group(const char *events, int pf, int cs, int clk)
 	 * at different points of a switch, 10-14 us apart (issue 23; cpu-clock ran 0.23 ms
 	 * ahead over 74 switches), hence 20 us per switch of slack either way. */
 	double slack = 200000.0 + 20000.0 * (double)r.v[cs];
+	/* Time the hypervisor takes while the thread runs is in task-clock and not in its
+	 * CPU time (CONFIG_PARAVIRT_TIME_ACCOUNTING): a CI run whose VM lost 9.5% to steal
+	 * counted 10.28 ms against 8.14 ms. Where a steal clock runs, /proc/stat's 10 ms
+	 * ticks cannot say how much of it fell in a 10 ms window, so the bound is then the
+	 * window's wall time, which no thread's clock can pass. */
+	char why[320];
+	double upper = vp_steal__clock_runs(why, sizeof(why)) == 1 ? (double)r.wall_ns : (double)r.cpu_ns;
 
-	ASSERT_LE_F((double)r.v[clk], (double)r.cpu_ns + slack);
+	ASSERT_LE_F((double)r.v[clk], upper + slack);
 	ASSERT_GE_F((double)r.v[clk], 0.9 * (double)r.cpu_ns - slack);
 }
 
