@@ -667,7 +667,10 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 
 /* ---- the writer side (agent thread) ---- */
 
-static int write_epoch_end(uint64_t t)
+/* flush: write the chunk out now (the map's last epoch, at a session's end). Between
+ * two epochs it is not flushed: the next EPOCH_BEGIN goes out in the same chunk, so a
+ * reader never sees a map whose last epoch ended while its session goes on. */
+static int write_epoch_end(uint64_t t, bool flush)
 {
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < agent.live.n; i++)
@@ -684,7 +687,7 @@ static int write_epoch_end(uint64_t t)
 	struct vp_cm_epoch_end e = { .epoch = agent.epoch, .live_methods = (uint32_t)agent.live.n,
 				     .live_bytes = bytes, .dropped = dropped };
 	int err = cfile_writer__append(agent.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
-	return err ? err : cfile_writer__flush(agent.w);
+	return err || !flush ? err : cfile_writer__flush(agent.w);
 }
 
 static int begin_epoch(uint32_t reason, uint64_t t)
@@ -703,7 +706,7 @@ static int begin_epoch(uint32_t reason, uint64_t t)
 
 static int next_epoch(uint32_t reason, uint64_t t)
 {
-	int err = write_epoch_end(t);
+	int err = write_epoch_end(t, false);
 	if (err)
 		return err;
 	agent.epoch++;
@@ -1011,7 +1014,7 @@ static void finish_file(void)
 		return;
 	st_print();
 	scan_print();
-	int err = write_epoch_end(now_ns());
+	int err = write_epoch_end(now_ns(), true);
 	int cerr = cfile_writer__close(agent.w);
 	agent.w = NULL;
 	if (err || cerr)
