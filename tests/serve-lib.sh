@@ -43,7 +43,12 @@ mkuser() {   # mkuser TAG: a fresh user (in $REPLY) with a directory $work/TAG; 
 start_service() {   # start_service [ARGS..]: viprof serve --socket on $sock, its log in $work
 	"$viprof" serve --socket "$sock" "$@" >"$work/serve.log" 2>&1 &
 	serve_pid=$!
-	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	# Ready once it says so: the socket file exists from bind(), before its chmod 0666
+	# and listen() (a snapshot of root's entries taken in between saw mode 755).
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && grep -q "recordings for users on" "$work/serve.log" && return 0
+		sleep 0.1
+	done
 	fail "the service did not listen on $sock"
 }
 as() {   # as USER CMD...: runs CMD as USER with the socket in the environment
