@@ -236,14 +236,16 @@ int main(int argc, char **argv)
 	ASSERT_UEQ(w, n);
 	/* Preemptions on a loaded machine add switches that differ from run to run (perf
 	 * stat 4471 in one CI run against viprof's 4182 in the next): the weights are held
-	 * to the count the kernel kept in the same recording (count.EVENT) within 2%, and
-	 * both runs must have done the 4000 switches the fixture asks for. */
+	 * to the count the kernel kept in the same recording (count.EVENT) within 2%. The
+	 * fixture asks for 4000 naps, but where the host takes the vCPU (steal) a nap whose
+	 * timer expired meanwhile returns without switching (3926 in a CI run, which also
+	 * saw 49 switches in 50 naps in test-counters-group): at least 90% of them. */
 	const char *kept = vp_profile__meta(p, "count.context-switches");
 	ASSERT_NOT_NULL(kept);
 	uint64_t same = strtoull(kept, NULL, 10);
 	fprintf(stderr, "context-switches: counted in the same recording %" PRIu64 "\n", same);
 	ASSERT_DBL_NEAR((double)w, (double)same, 0.02 * (double)same);
-	ASSERT_GE(w, 3960);
+	ASSERT_GE(w, 3600);
 	ASSERT_GE(in, w * 9 / 10);
 	vp_profile__free(p);
 
