@@ -256,6 +256,19 @@ static int lock_note(const struct vp_record_opts *o, int n)
 	return n;
 }
 
+/* The agent's options for a session: its maps directory, the recording's lock when it
+ * holds one (l; NULL without), and the profiles and virtual-thread events asked for. */
+static void agent_options(char *options, size_t len, const char *session, const struct record_jvm_lock *l,
+			  const struct vp_record_opts *o)
+{
+	if (l)
+		snprintf(options, len, "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
+	else
+		snprintf(options, len, "dir=%s/" VP_SESSION_JIT_DIR, session);
+	profile_options(options, len, o);
+	add_vthreads(options, len, o->off_cpu);
+}
+
 static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pid_t pid, const char *agent, FILE *log,
 		      bool warn_fp, const struct vp_record_opts *o)
 {
@@ -269,12 +282,7 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 		fprintf(stderr, "viprof: warning: cannot create %s/" VP_SESSION_JIT_DIR "/" VP_SESSION_JIT_LOCK ": %s; "
 			"JVM agents will go on writing code maps after this recording, until the next one\n", session,
 			strerror(-le));
-	if (le)
-		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
-	else
-		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
-	profile_options(options, sizeof(options), o);
-	add_vthreads(options, sizeof(options), o->off_cpu);
+	agent_options(options, sizeof(options), session, le ? NULL : l, o);
 	snprintf(rel, sizeof(rel), VP_SESSION_JIT_DIR "/%d", (int)pid);
 	prepare_maps_dir(w, pid, log);
 	if (!record_jvm__frame_pointers(pid))
@@ -286,9 +294,7 @@ static int attach_one(struct vp_session_writer *w, struct record_jvm_lock *l, pi
 	if (!le && !open_agent_fds(w, l, pid, fds)) {
 		int chan = -1;
 
-		snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
-		profile_options(options, sizeof(options), o);
-		add_vthreads(options, sizeof(options), o->off_cpu);
+		agent_options(options, sizeof(options), session, NULL, o);   /* the channel carries no lock */
 		e = send_over_channel(l, pid, options, fds);
 		if (!e)
 			flags |= VP_JVM_CHANNEL;
@@ -394,12 +400,7 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 		/* The user's own JVM writes its maps by path into the user's own session:
 		 * no descriptors to hand over, no other user to let in. */
 		int le = hold_lock(session, l);
-		if (le)
-			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR, session);
-		else
-			snprintf(options, sizeof(options), "dir=%s/" VP_SESSION_JIT_DIR ",lock=%s", session, l->path);
-		profile_options(options, sizeof(options), o);
-		add_vthreads(options, sizeof(options), o->off_cpu);
+		agent_options(options, sizeof(options), session, le ? NULL : l, o);
 		uint32_t flags = record_jvm__frame_pointers(pid) ? 0 : VP_JVM_NO_FRAME_POINTERS;
 		err[0] = '\0';
 		int e = vp_jvm__attach(pid, agent, options, err, sizeof(err));
