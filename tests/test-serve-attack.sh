@@ -39,6 +39,17 @@ client=$bindir/serve-client
 . "$(dirname "$0")/serve-lib.sh"
 serve_lib_init serve-attack "$viprof" "$client"
 
+# The pid the user's process wrote to $work/a/pid, into $pid, once it is there.
+wait_pid_file() {
+	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid")
+}
+# user_process USER CMD: CMD in the background as USER, its pid into $pid.
+user_process() {
+	as "$1" "$2 & echo \$! >'$work/a/pid'; wait" &
+	wait_pid_file
+}
+
 # SIGTERM to the service, which must be gone within 5 s; prints how long it took.
 # $1: what would be holding it (for the failure message).
 term_within_5s() {
@@ -88,9 +99,7 @@ foreign-fd)
 	mkuser b; v=$REPLY
 	make_victims "$v"
 	start_service
-	as "$u" "sleep 30 & echo \$! >'$work/a/pid'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
+	user_process "$u" "sleep 30"
 	as "$u" "'$client' '$sock' fd '$work/victim' $pid" >"$work/r1" 2>&1
 	cat "$work/r1"
 	refused_once "$work/r1" "root's directory as the session"
@@ -149,8 +158,7 @@ nodump)
 	mkuser a; u=$REPLY
 	start_service
 	as "$u" "'$bindir/nodump' 30 >'$work/a/pid'" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
+	wait_pid_file
 	if as "$u" "'$viprof' record -p $pid -d 1 -o '$work/a/s'" 2>"$work/a.err"; then
 		cat "$work/a.err"; fail "a non-dumpable process was recorded"
 	fi
@@ -163,9 +171,7 @@ mute)
 	mkuser a; u=$REPLY
 	mkuser b; v=$REPLY
 	start_service
-	as "$u" "sleep 60 & echo \$! >'$work/a/pid'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
+	user_process "$u" "sleep 60"
 	as "$u" "exec '$client' '$sock' mute $pid 3" >/dev/null 2>&1 &
 	# -d 3 ends the recording although the client reads nothing.
 	for _ in $(seq 150); do grep -q "audit uid=$(id -u "$u") .*pids:$pid.* -> " "$work/serve.log" && break; sleep 0.1; done
@@ -240,9 +246,7 @@ trickle)
 	mkuser a; u=$REPLY
 	start_service
 	# The busy loop itself is recorded (true; keeps the & from taking the whole list).
-	as "$u" "true; sh -c 'while :; do :; done' & echo \$! >'$work/a/pid'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
+	user_process "$u" "true; sh -c 'while :; do :; done'"
 	as "$u" "exec '$client' '$sock' trickle $pid 4000" >"$work/r1" 2>&1 &
 	for _ in $(seq 100); do grep -q '^STARTED' "$work/r1" && break; sleep 0.1; done
 	grep -q '^STARTED' "$work/r1" || { cat "$work/r1"; fail "the trickling client's recording did not start"; }
@@ -289,9 +293,7 @@ diskfull)
 linger)
 	mkuser a; u=$REPLY
 	start_service
-	as "$u" "sleep 60 & echo \$! >'$work/a/pid'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid")
+	user_process "$u" "sleep 60"
 	as "$u" "exec '$client' '$sock' linger $pid" >"$work/r1" 2>&1 &
 	for _ in $(seq 50); do grep -q '^ERR\|^SENDFAIL' "$work/r1" && break; sleep 0.1; done
 	cat "$work/r1"
