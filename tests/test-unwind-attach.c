@@ -30,7 +30,9 @@ static void run(const char *java)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)jpid);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-p", pid, "-d", "5", "-o", sess, NULL };
+	double cpu0 = tu_proc_cpu_ms(jpid);
 	int rc = tu_run(rec, out, err, 90);
+	double cpu_ms = tu_proc_cpu_ms(jpid) - cpu0;
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
 	if (rc)
@@ -69,7 +71,14 @@ static void run(const char *java)
 		"Java frames named %.2f%%\n", java, (unsigned long long)java_samples, (unsigned long long)reached,
 		100.0 * (double)reached / (double)(java_samples ? java_samples : 1),
 		100.0 * (double)jnamed / (double)(jframes ? jframes : 1));
-	ASSERT_GT(java_samples, 2000);
+	/* The percentages need a few hundred samples to mean anything; how many there are
+	 * depends on the CPU the machine gave the JVM, so that is what the count is held to:
+	 * the workers take most of it, at 999 Hz (ticks of 10 ms make cpu_ms coarse). */
+	fprintf(stderr, "the JVM ran %.0f ms of CPU during the recording\n", cpu_ms);
+	if (cpu_ms < 500)
+		SKIP("the JVM got %.0f ms of CPU in the 5-s recording (a saturated machine): too little to judge", cpu_ms);
+	ASSERT_GE_F((double)java_samples, 0.5 * cpu_ms);
+	ASSERT_GT(java_samples, 300);
 	ASSERT_GE_F(100.0 * (double)reached / (double)java_samples, 99.0);
 	ASSERT_GE_F(100.0 * (double)jnamed / (double)jframes, 99.0);
 	vp_profile__free(p);

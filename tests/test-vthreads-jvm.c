@@ -79,7 +79,9 @@ int main(void)
 		"%.1f ms (%.1f%% sleep), the fixture slept %.0f ms; on carriers %llu ns\n", (unsigned long long)comp,
 		comp ? 100.0 * (double)comp_vt / (double)comp : 0.0, (double)unm / 1e6,
 		unm ? 100.0 * (double)unm_sleep / (double)unm : 0.0, slept_ms, (unsigned long long)unm_carrier);
-	ASSERT_GT(comp, 500);
+	/* A floor for the percentages below to mean something (1% is at least one sample), not
+	 * a rate: a busy machine gave computeStep 254 samples in a CI run. */
+	ASSERT_GT(comp, 100);
 	ASSERT_GE(comp_vt * 100, comp * 95);
 	ASSERT_GE(unm_sleep * 100, unm * 95);
 	ASSERT_GE_F((double)unm / 1e6, slept_ms * 0.85);
