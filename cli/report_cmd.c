@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ struct report_args {
 	const char **dirs;
 	int ndirs;
 	enum vp_report_format format;
+	bool format_given;         /* -F was on the command line */
 	const char *output;        /* NULL = stdout */
 	int top;
 	enum vp_sort sort;
@@ -71,7 +73,9 @@ static void usage(FILE *f)
 		"\n"
 		"  -F, --format FMT       text (default), folded, html, pprof, json or jfr (JDK Flight\n"
 		"                         Recorder: jdk.ExecutionSample events for JMC, IntelliJ, jfr)\n"
-		"  -o, --output FILE      write to FILE instead of standard output\n"
+		"  -o, --output FILE      write to FILE instead of standard output; without -F the\n"
+		"                         format follows its extension (.html .pb.gz .jfr .json\n"
+		"                         .folded/.collapsed .txt)\n"
 		"  -n, --top N            rows in the hotspot tables (default 25)\n"
 		"  -s, --sort KEY         self (default) or total\n"
 		"  -e, --event NAME       which recorded event to rank and draw (default: the first)\n"
@@ -195,6 +199,26 @@ static int parse_time(const char *arg, struct report_args *a)
 	return 0;
 }
 
+/* The format a file name asks for by its extension (as async-profiler's -f does), or -1
+ * when the name says nothing. */
+static int format_for_path(const char *path)
+{
+	static const struct { const char *ext; enum vp_report_format f; } exts[] = {
+		{ ".html", VP_REPORT_HTML }, { ".htm", VP_REPORT_HTML },
+		{ ".pb.gz", VP_REPORT_PPROF }, { ".pprof", VP_REPORT_PPROF }, { ".pb", VP_REPORT_PPROF },
+		{ ".jfr", VP_REPORT_JFR }, { ".json", VP_REPORT_JSON },
+		{ ".folded", VP_REPORT_FOLDED }, { ".collapsed", VP_REPORT_FOLDED },
+		{ ".txt", VP_REPORT_TEXT },
+	};
+	size_t n = strlen(path);
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t k = strlen(exts[i].ext);
+		if (n > k && !strcasecmp(path + n - k, exts[i].ext))
+			return (int)exts[i].f;
+	}
+	return -1;
+}
+
 /* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
@@ -246,6 +270,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 						   optarg[0] >= '0' && optarg[0] <= '9'
 						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
 			a->format = (enum vp_report_format)i;
+			a->format_given = true;
 			break;
 		}
 		case 'o':
@@ -380,6 +405,20 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 	}
 	a->dirs = (const char **)(argv + optind);
 	a->ndirs = argc - optind;
+	/* -o flame.html writes HTML unless -F says otherwise; an extension that disagrees
+	 * with -F is most likely a mistake, so it is refused rather than guessed. */
+	if (a->output) {
+		int f = format_for_path(a->output);
+		if (f >= 0 && !a->format_given) {
+			a->format = (enum vp_report_format)f;
+			if (f != VP_REPORT_TEXT)
+				fprintf(stderr, "viprof report: writing %s to %s (from its extension; -F picks another format)\n",
+					vp_report_format_name(a->format), a->output);
+		} else if (f >= 0 && f != VP_REPORT_TEXT && (enum vp_report_format)f != a->format)
+			return usage_error("-F %s but -o '%s' names a %s file; drop -F or change the file name",
+					   vp_report_format_name(a->format), a->output,
+					   vp_report_format_name((enum vp_report_format)f));
+	}
 	if (a->format == VP_REPORT_FOLDED && a->diff_base)
 		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
 	if (a->format == VP_REPORT_PPROF && a->diff_base)

@@ -258,6 +258,52 @@ static char *line_of(const char *out, const char *prefix)
 	return strndup(l, strcspn(l, "\n"));
 }
 
+/* The first bytes of path, for telling formats apart by their magic. */
+static size_t head_of(const char *path, unsigned char *buf, size_t len)
+{
+	FILE *f = fopen(path, "rb");
+	ASSERT_NOT_NULL(f);
+	size_t n = fread(buf, 1, len, f);
+	fclose(f);
+	return n;
+}
+
+/* -o FILE without -F picks the format from the extension, as async-profiler users expect;
+ * -F wins where given, and a binary extension that contradicts it is refused. */
+static void test_format_from_extension(void)
+{
+	unsigned char b[16];
+
+	ASSERT_EQ(viprof("report s1 -o x.html"), 0);
+	ASSERT_EQ(head_of("x.html", b, 15), 15);
+	ASSERT_TRUE(!memcmp(b, "<!DOCTYPE html>", 15) || !memcmp(b, "<html", 5));
+	ASSERT_CONTAINS(test_slurp_str("err.txt"), "writing html to x.html");
+	ASSERT_EQ(viprof("report s1 -o x.pb.gz"), 0);
+	ASSERT_EQ(head_of("x.pb.gz", b, 2), 2);
+	ASSERT_TRUE(b[0] == 0x1f && b[1] == 0x8b);
+	ASSERT_EQ(viprof("report s1 -o x.jfr"), 0);
+	ASSERT_EQ(head_of("x.jfr", b, 4), 4);
+	ASSERT_TRUE(!memcmp(b, "FLR", 4));
+	ASSERT_EQ(viprof("report s1 -o x.json"), 0);
+	ASSERT_EQ(head_of("x.json", b, 1), 1);
+	ASSERT_EQ(b[0], '{');
+	ASSERT_EQ(viprof("report s1 -o x.collapsed"), 0);
+	char *out = test_slurp_str("x.collapsed");
+	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
+	free(out);
+	/* -F wins over a name that says nothing or says text; a contradiction is an error. */
+	ASSERT_EQ(viprof("report s1 -F folded -o x.txt"), 0);
+	out = test_slurp_str("x.txt");
+	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
+	free(out);
+	ASSERT_EQ(viprof("report s1 -F json -o y.html"), 2);
+	ASSERT_CONTAINS(test_slurp_str("err.txt"), "names a html file");
+	ASSERT_EQ(viprof("report s1 -o plain.out"), 0);
+	out = test_slurp_str("plain.out");
+	ASSERT_CONTAINS(out, "# duration:");
+	free(out);
+}
+
 static void test_maps(void)
 {
 	write_codemap();
@@ -296,6 +342,7 @@ int main(void)
 
 	test_idle_and_durations();
 	test_self_not_above_total();
+	test_format_from_extension();
 	test_maps();
 
 	char cmd[512];
