@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <linux/perf_event.h>
@@ -79,8 +80,12 @@ static inline uint64_t rdpmc(uint32_t counter)
 	return ((uint64_t)hi << 32) | lo;
 }
 #define HAVE_RDPMC 1
+static uint64_t (*rdpmc_default(void))(uint32_t) { return rdpmc; }
+static uint64_t (*rdtsc_default(void))(void) { return rdtsc; }
 #else
 #define HAVE_RDPMC 0
+static uint64_t (*rdpmc_default(void))(uint32_t) { return NULL; }
+static uint64_t (*rdtsc_default(void))(void) { return NULL; }
 #endif
 
 static int read_syscall(struct ctr *e, struct vp_count_snap *snap)
@@ -98,18 +103,73 @@ static int read_syscall(struct ctr *e, struct vp_count_snap *snap)
 	return 0;
 }
 
-/* One raw reading (count, enabled, running) of an event. The self-monitoring protocol
- * of include/uapi/linux/perf_event.h: copy the page's fields between two loads of
- * pc->lock and retry if the kernel updated the page in between (it does so at every
- * sched-in/out of the event); the arithmetic is vp_pc__compute. */
-static int read_snap(struct ctr *e, struct vp_count_snap *snap)
-{
+/* The instructions the page protocol uses, replaceable by tests (hv_internal.h). */
+static uint64_t (*pc_rdpmc)(uint32_t counter) =
 #if HAVE_RDPMC
-	volatile struct perf_event_mmap_page *pc = e->pc;
+	rdpmc;
+#else
+	NULL;
+#endif
+static uint64_t (*pc_rdtsc)(void) =
+#if HAVE_RDPMC
+	rdtsc;
+#else
+	NULL;
+#endif
+
+/* Whether rdpmc works in user mode here: -1 not yet known, 0 no, 1 yes. The page's
+ * cap_user_rdpmc says what the kernel allows, not what the CPU does: a Xen PV guest
+ * keeps CR4.PCE clear while the guest kernel sets the bit, and the first rdpmc would
+ * take the process down with SIGSEGV. So the first counter read with rdpmc is tried
+ * once under a SIGSEGV handler, and its answer kept for the process. */
+static int rdpmc_ok = -1;
+static pthread_mutex_t rdpmc_probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static sigjmp_buf rdpmc_probe_jmp;
+
+static void rdpmc_probe_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(rdpmc_probe_jmp, 1);
+}
+
+static bool rdpmc_usable(uint32_t counter)
+{
+	int ok = __atomic_load_n(&rdpmc_ok, __ATOMIC_ACQUIRE);
+	if (ok >= 0)
+		return ok;
+	pthread_mutex_lock(&rdpmc_probe_lock);
+	if (rdpmc_ok < 0) {
+		struct sigaction sa = { .sa_handler = rdpmc_probe_segv }, old;
+		volatile int works = 0;   /* set between sigsetjmp and a possible longjmp */
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSEGV, &sa, &old) == 0) {
+			if (!sigsetjmp(rdpmc_probe_jmp, 1)) {
+				(void)pc_rdpmc(counter);
+				works = 1;
+			}
+			sigaction(SIGSEGV, &old, NULL);
+		}
+		__atomic_store_n(&rdpmc_ok, works, __ATOMIC_RELEASE);
+	}
+	ok = rdpmc_ok;
+	pthread_mutex_unlock(&rdpmc_probe_lock);
+	return ok;
+}
+
+/* One raw reading (count, enabled, running) from an event's user page, by the
+ * self-monitoring protocol of include/uapi/linux/perf_event.h: copy the page's fields
+ * between two loads of pc->lock and retry if the kernel updated the page in between (it
+ * does so at every sched-in/out of the event); the arithmetic is vp_pc__compute. 1 when
+ * the page gave the reading, 0 when the kernel must be asked (a software event, an
+ * event not on a counter now, or no usable rdpmc). */
+int vp_pc__read(volatile struct perf_event_mmap_page *pc, struct vp_count_snap *snap)
+{
 	struct vp_pc_fields f;
 	uint64_t pmc = 0, cyc = 0;
 	uint32_t seq;
 
+	if (!pc_rdpmc || !pc_rdtsc)
+		return 0;
 	do {
 		seq = pc->lock;
 		barrier();
@@ -127,18 +187,29 @@ static int read_snap(struct ctr *e, struct vp_count_snap *snap)
 		f.pmc_width = pc->pmc_width;
 		f.offset = pc->offset;
 		if (f.cap_user_rdpmc && f.index) {
-			cyc = rdtsc();
-			pmc = rdpmc(f.index - 1);
+			if (!rdpmc_usable(f.index - 1))
+				return 0;
+			cyc = pc_rdtsc();
+			pmc = pc_rdpmc(f.index - 1);   /* the page's index is the counter + 1 */
 		}
 		barrier();
 	} while (pc->lock != seq);
+	return vp_pc__compute(&f, pmc, cyc, snap) ? 1 : 0;
+}
 
-	if (vp_pc__compute(&f, pmc, cyc, snap)) {
+void vp_pc__hooks(uint64_t (*rdpmc_fn)(uint32_t counter), uint64_t (*rdtsc_fn)(void))
+{
+	pc_rdpmc = rdpmc_fn ? rdpmc_fn : rdpmc_default();
+	pc_rdtsc = rdtsc_fn ? rdtsc_fn : rdtsc_default();
+	__atomic_store_n(&rdpmc_ok, -1, __ATOMIC_RELEASE);   /* probed again with the new one */
+}
+
+static int read_snap(struct ctr *e, struct vp_count_snap *snap)
+{
+	if (vp_pc__read(e->pc, snap)) {
 		e->rdpmc = true;
 		return 0;
 	}
-#endif
-	/* index 0: a software event, or not on a counter now; the kernel must read it. */
 	e->rdpmc = false;
 	return read_syscall(e, snap);
 }
@@ -503,6 +574,11 @@ int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)
 		return -ENOTSUP;
 	if ((err = vp_counters__read(c, values)))
 		return err;
+	/* No steal clock: there is nothing to take out, and the runtime is no better a
+	 * clock than task-clock (on a PVM guest it also holds the switch path, 7-27 us per
+	 * switch: a thread that sleeps a lot came out 16-31% above its task-clock). */
+	if (c->source == own_clocks && !c->steal_runs)
+		return 0;
 	if (c->started) {
 		if ((err = c->source(c->source_ctx, &clock, &runtime)))
 			return err;
@@ -511,13 +587,20 @@ int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values)
 	/* The time the thread itself ran is its scheduler runtime, from which the kernel
 	 * takes the paravirt steal clock out at every update: exact, where task-clock minus
 	 * a stolen estimate was off by up to 15 ms in 1.5 s on a VM without steal on the
-	 * vCPU (the two clocks advance at different points). Steal stretches only the
-	 * clocks; events are not counted while the vCPU does not run, so the other counts
-	 * come back as read. */
+	 * vCPU (the two clocks advance at different points). A correction for steal can only
+	 * lower a clock, so a runtime above the task-clock (clocks read a few us apart, or a
+	 * runtime that holds more than the event's periods) leaves it as read. Steal
+	 * stretches only the clocks; events are not counted while the vCPU does not run, so
+	 * the other counts come back as read. */
 	for (int i = 0; i < c->n; i++)
-		if (c->c[i].clock)
+		if (c->c[i].clock && c->runtime_sum + now < values[i])
 			values[i] = c->runtime_sum + now;
 	return 0;
+}
+
+void vp_counters__assume_steal_clock(struct vp_counters *c, bool runs)
+{
+	c->steal_runs = runs;
 }
 
 /* ---- Overflow callbacks (i-mode).

@@ -77,8 +77,9 @@ VP_COUNTERS_API const char *vp_counters__stolen_why(const struct vp_counters *c)
  * the thread itself ran over the counting periods: its scheduler runtime, which the
  * kernel keeps free of steal (CONFIG_PARAVIRT_TIME_ACCOUNTING), rather than the clock
  * minus an estimate of the stolen share. Counts of other events are not inflated by
- * steal and come back as read. -ENOTSUP where a steal clock runs and the kernel leaves
- * steal in runtimes. */
+ * steal and come back as read. A correction only ever lowers a clock. Where no steal
+ * clock runs, every value comes back as read (vp_counters__stolen says why). -ENOTSUP
+ * where a steal clock runs and the kernel leaves steal in runtimes. */
 VP_COUNTERS_API int vp_counters__read_corrected(struct vp_counters *c, uint64_t *values);
 /* Overflow callbacks (Perfctr-xen's i-mode, PAPI's overflow API): every period events
  * of event i counted by the calling thread, fn is called in that thread, from a signal

@@ -51,7 +51,20 @@ void vp_counters__time_source(struct vp_counters *c, int (*fn)(void *ctx, uint64
  * has running < enabled with no PMU at all: the software stand-in for multiplexing. */
 struct vp_counters *vp_counters__open_cpu(const char *events, int cpu, char *err, size_t errlen);
 
+/* Tests: whether the counters take a steal clock to run on this VM, in place of what
+ * vp_steal__clock_runs found at open. */
+void vp_counters__assume_steal_clock(struct vp_counters *c, bool runs);
+
 /* Tests: how many read() calls the last reading of the whole set made (1 for a group). */
 int vp_counters__reads(const struct vp_counters *c);
+
+/* The user-page read of one counter (counters.c): 1 with *snap filled from the page
+ * (rdpmc and rdtsc under the page's seqlock), 0 when read() must be used. Tests call
+ * it on a page of their own, with vp_pc__hooks standing in for rdpmc and rdtsc (NULL
+ * puts the instructions back). */
+struct perf_event_mmap_page;
+struct vp_count_snap;
+int vp_pc__read(volatile struct perf_event_mmap_page *pc, struct vp_count_snap *snap);
+void vp_pc__hooks(uint64_t (*rdpmc_fn)(uint32_t counter), uint64_t (*rdtsc_fn)(void));
 
 #endif

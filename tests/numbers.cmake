@@ -14,6 +14,7 @@ set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEO
 # record's weights: each interval between the sampler's running totals scaled by its own ratio.
 viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_recorder vp_postproc LABELS unit)
 # Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
+viprof_test(test-counters-page SOURCES test-counters-page.c LIBS vp_hvglue LABELS unit)
 viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
 # Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per
 # agent mode under load, per JDK: the stress test of time-correct names. Label stress: it takes
