@@ -159,8 +159,12 @@ static void live(void)
 	fprintf(stderr, "cpu %d of %d: task-clock %.3f ms, corrected %.3f ms, runtime %.3f ms, stolen %.3f ms; "
 		"/proc/stat steal on cpu %d: %.0f ms; wall %.3f ms\n", cpu, ncpu, raw[0] / 1e6, fixed[0] / 1e6,
 		runtime / 1e6, stolen / 1e6, cpu, cpu_steal / 1e6, (w1 - w0) / 1e6);
-	/* The corrected clock is the thread's runtime, read a few us apart. */
-	ASSERT_DBL_NEAR((double)fixed[0], (double)runtime, 2e6);
+	/* The corrected clock is the thread's runtime, read a few us apart, where that is
+	 * below the task-clock; a correction only lowers a clock (on a busy PVM guest the
+	 * runtime also holds the switch path: 1500.1 ms of runtime against 1497.4 ms of
+	 * task-clock, with no steal, when the 1.5-s spin took 17 s of wall time). */
+	ASSERT_LE(fixed[0], raw[0]);
+	ASSERT_DBL_NEAR((double)fixed[0], (double)(runtime < raw[0] ? runtime : raw[0]), 2e6);
 	/* Held to what the whole VM lost during the spin (the library cannot tell which
 	 * vCPUs the thread was on), within /proc/stat's tick per vCPU. */
 	uint64_t vm_steal = 0;
