@@ -9,7 +9,7 @@ uint64_t vp_counts__scaled_delta(const struct vp_count_snap *from, const struct 
 
 	if (dr == 0)
 		return 0;       /* never on a counter in this interval: nothing is known */
-	if (dr >= de)
+	if (!vp_counts__multiplexed(de, dr))
 		return dc;
 	return (uint64_t)((unsigned __int128)dc * de / dr);
 }

@@ -221,7 +221,11 @@ static void add_interval(struct ctr *e, const struct vp_count_snap *now)
 {
 	if (now->running == e->last.running && now->count == e->last.count)
 		return;
-	e->acc += vp_counts__scaled_delta(&e->last, now);
+	/* The kernel never takes a software event off its counter. */
+	if (e->attr.type == PERF_TYPE_SOFTWARE || e->attr.type == PERF_TYPE_TRACEPOINT)
+		e->acc += now->count >= e->last.count ? now->count - e->last.count : 0;
+	else
+		e->acc += vp_counts__scaled_delta(&e->last, now);
 	e->last = *now;
 }
 

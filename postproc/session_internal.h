@@ -136,6 +136,7 @@ struct loader {
 	struct sample_keep keep;
 	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
 	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
+	bool ev_software[MAX_EVENTS];   /* a software or tracepoint event: the kernel never multiplexes it */
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
