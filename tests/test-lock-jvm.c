@@ -8,7 +8,8 @@
  * Either way: event lock has both waits under their methods with the lock's class as the
  * leaf (LockSplit$Monitor; ReentrantLock$NonfairSync, the blocker j.u.c parks on), each
  * lock's time waited within 10% of the fixture's own (over the whole run, or over the
- * attached window between two of the fixture's ticks), and the agent's own frames under 1%
+ * attached window between two of the fixture's ticks; launched, also within 10% of JFR's
+ * own, recording in the same JVM), and the agent's own frames under 1%
  * of the waiters' blocked time in onMonitor and onLock (issue 32: 11.3 of 14.9 s blocked
  * were inside the agent's breakpoint callback). Launched, the JFR output has them as
  * jdk.JavaMonitorEnter and jdk.ThreadPark events with their classes, as that JDK's jfr tool
@@ -75,6 +76,41 @@ static void sums(const char *tmp, const char *dir, const char *ev, const char *w
 	ASSERT_EQ(system(cmd), 0);
 	char *s = tu_read(outp);
 	ASSERT_EQ(sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]), 4);
+	free(s);
+}
+
+/* The JFR tool of java's JDK into buf. */
+static void jfr_tool(const char *java, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*sjfr", (int)(strlen(java) - 4), java);
+}
+
+/* JFR's own times in tmp/own.jfr (recorded by the fixture's JVM): jdk.JavaMonitorEnter on
+ * LockSplit$Monitor and jdk.ThreadPark on a ReentrantLock, in ns. */
+static void jfr_sums(const char *java, const char *tmp, double *mon, double *lk)
+{
+	char jfr[512], cmd[2400], outp[600];
+	jfr_tool(java, jfr, sizeof(jfr));
+	snprintf(outp, sizeof(outp), "%s/jfrsum", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "%s print --json --events jdk.ThreadPark,jdk.JavaMonitorEnter %s/own.jfr 2>/dev/null | python3 -c '\n"
+		 "import json, re, sys\n"
+		 "d = json.load(sys.stdin)\n"
+		 "def ns(s):\n"
+		 "    m = re.match(r\"PT(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9.]+)S)?$\", s)\n"
+		 "    return 1e9 * (3600 * float(m.group(1) or 0) + 60 * float(m.group(2) or 0) + float(m.group(3) or 0))\n"
+		 "t = [0, 0]\n"
+		 "for e in d[\"recording\"][\"events\"]:\n"
+		 "    v = e[\"values\"]\n"
+		 "    if \"LockSplit$Monitor\" in str(v.get(\"monitorClass\")):\n"
+		 "        t[0] += ns(v[\"duration\"])\n"
+		 "    if \"ReentrantLock\" in str(v.get(\"parkedClass\")):\n"
+		 "        t[1] += ns(v[\"duration\"])\n"
+		 "print(t[0], t[1])' > %s",
+		 jfr, tmp, outp);
+	ASSERT_EQ(system(cmd), 0);
+	char *s = tu_read(outp);
+	ASSERT_EQ(sscanf(s, "%lf %lf", mon, lk), 2);
 	free(s);
 }
 
@@ -170,10 +206,15 @@ int main(int argc, char **argv)
 	snprintf(fout, sizeof(fout), "%s/LockSplit.out", tmp);
 
 	if (!attach) {
+		/* JFR in the same JVM measures the same waits: issue 32 saw its ThreadPark time
+		 * fall from 9.76 to 1.70 s with the old agent beside it. */
+		char jfropt[800];
+		snprintf(jfropt, sizeof(jfropt), "-XX:StartFlightRecording:filename=%s/own.jfr,"
+			 "jdk.ThreadPark#threshold=0ms,jdk.JavaMonitorEnter#threshold=0ms", tmp);
 		char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "lock", "-o", dir, "--off-cpu", "--",
-				(char *)java, "-cp", (char *)VIPROF_JAVA_CLASSES, "LockSplit", "4", "3", NULL };
+				(char *)java, jfropt, "-cp", (char *)VIPROF_JAVA_CLASSES, "LockSplit", "4", "3", NULL };
 		if (!root)   /* no --off-cpu */
-			memmove(&rec[8], &rec[9], 8 * sizeof(char *));
+			memmove(&rec[8], &rec[9], 9 * sizeof(char *));
 		char *fixture = tu_output(tmp, rec, "viprof record -e lock");
 		/* The wrapper is bound from the boot loader: HotSpot logs no "Re-registering of
 		 * platform native method" warning into the application's output. */
@@ -215,6 +256,15 @@ int main(int argc, char **argv)
 		attach ? "attached" : "launched", mon / 1e6, v[0] / 1e6, lk / 1e6, v[1] / 1e6);
 	ASSERT_DBL_NEAR((double)v[0] / (double)mon, 1.0, 0.10);
 	ASSERT_DBL_NEAR((double)v[1] / (double)lk, 1.0, 0.10);
+	if (!attach) {   /* ... and JFR's, in the same JVM, within 10% of both */
+		double jm, jl;
+		jfr_sums(java, tmp, &jm, &jl);
+		fprintf(stderr, "JFR in the same JVM: monitor %.1f ms, ReentrantLock %.1f ms\n", jm / 1e6, jl / 1e6);
+		ASSERT_DBL_NEAR(jm / (double)mon, 1.0, 0.10);
+		ASSERT_DBL_NEAR(jl / (double)lk, 1.0, 0.10);
+		ASSERT_DBL_NEAR((double)v[0] / jm, 1.0, 0.10);
+		ASSERT_DBL_NEAR((double)v[1] / jl, 1.0, 0.10);
+	}
 
 	/* The agent's own share of the waiters' blocked time. */
 	if (root) {
@@ -229,7 +279,7 @@ int main(int argc, char **argv)
 
 	if (!attach) {
 		char jfr[512], jf[700];
-		snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
+		jfr_tool(java, jfr, sizeof(jfr));
 		snprintf(jf, sizeof(jf), "%s/l.jfr", tmp);
 		char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
 		free(tu_output(tmp, wj, "viprof report -F jfr"));
