@@ -11,20 +11,33 @@
  * for a wait of at least the threshold; before that the wrapper reads the clock twice.
  * RegisterNatives needs no capability, so a JVM the agent attaches to later gets it too.
  *
- * The JDK's own function: JNI offers no way to read a native's binding, so the agent
- * catches it the way the JDK gives it: for the duration of one call of
+ * The JDK's own function: JNI offers no way to read a native's binding. The agent looks
+ * Unsafe_Park up in libjvm.so's own symbol table (.symtab, which Debian's and Temurin's
+ * builds keep), checked against the code in memory. Where libjvm is stripped it catches
+ * the function the way the JDK hands it over: for the duration of one call of
  * Unsafe.registerNatives() (which only binds Unsafe's natives again, to the same
  * functions) RegisterNatives in the JNI function table is the agent's, which notes
- * Unsafe's park and binds nothing. The wrapper is bound once per JVM and stays: binding a
+ * Unsafe's park and binds nothing (HotSpot swaps the table at a safepoint, copying it
+ * four bytes at a time, so a native thread calling RegisterNatives at that instant could
+ * read a torn pointer: hence the symbol table first). The wrapper is bound once per JVM and stays: binding a
  * native again leaves its compiled wrapper in the code cache (JDK-8369219); with locks
  * off it only calls through, one load and one branch per park.
  *
  * Monitors: MonitorContendedEnter notes the time, MonitorContendedEntered queues the
  * wait; both are posted on the contended path only, and can_generate_monitor_events is
  * granted to an agent loaded at any time. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE      /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,6 +65,7 @@ static jmethodID support[6];        /* LockSupport's park methods: the frame abo
 static register_fn register_jdk;    /* RegisterNatives, while park_bind catches Unsafe's */
 static atomic_int park_tried;       /* one try per JVM, whichever thread comes first */
 static bool park_installed;         /* install0 bound it */
+static const char *park_how;        /* where park_jdk came from */
 
 /* Queues LOCK_SAMPLE: a wait from start to end, the waiting stack fr[0..n) innermost
  * first, the lock's class signature sig. */
@@ -206,6 +220,92 @@ static void JNICALL install0(JNIEnv *jni, jclass k)
 	park_installed = (*jni)->RegisterNatives(jni, unsafe_class, &m, 1) == 0;
 }
 
+/* The value of symbol name in the ELF symbol table sh (strings in section sh_link), 0 if
+ * absent. Every offset is checked against the file's size. */
+static uint64_t elf_sym(const uint8_t *f, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *shs, uint16_t nsh,
+			const char *name)
+{
+	if (sh->sh_link >= nsh || sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_offset > size ||
+	    sh->sh_size > size - sh->sh_offset)
+		return 0;
+	const Elf64_Shdr *st = &shs[sh->sh_link];
+	if (st->sh_offset > size || st->sh_size > size - st->sh_offset)
+		return 0;
+	const Elf64_Sym *s = (const Elf64_Sym *)(f + sh->sh_offset);
+	const char *str = (const char *)(f + st->sh_offset);
+	size_t nl = strlen(name) + 1;
+	for (size_t i = 0; i < sh->sh_size / sizeof(Elf64_Sym); i++)
+		if (s[i].st_name < st->sh_size && st->sh_size - s[i].st_name >= nl && !memcmp(str + s[i].st_name, name, nl) &&
+		    ELF64_ST_TYPE(s[i].st_info) == STT_FUNC && s[i].st_value)
+			return s[i].st_value;
+	return 0;
+}
+
+/* Unsafe_Park from the .symtab of the libjvm.so file this JVM maps. The symbol's address
+ * is the file's value plus the load bias that an exported function (JNI_CreateJavaVM)
+ * gives; it is used only when a second export agrees with that bias and the function's
+ * first 32 bytes in memory are the file's (a JDK updated on disk under a running JVM has
+ * another file there). NULL when any of that fails. */
+static park_fn park_from_symtab(void)
+{
+	static const char *const names[] = { "Unsafe_Park", "_ZL11Unsafe_ParkP7JNIEnv_P8_jobjecthl" };
+	park_fn found = NULL;
+	Dl_info di;
+	void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+	void *create = h ? dlsym(h, "JNI_CreateJavaVM") : NULL, *created = h ? dlsym(h, "JNI_GetCreatedJavaVMs") : NULL;
+	if (h)
+		dlclose(h);
+	if (!create || !created || !dladdr(create, &di) || !di.dli_fname)
+		return NULL;
+	int fd = open(di.dli_fname, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat sb;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return NULL;
+	}
+	size_t size = (size_t)sb.st_size;
+	const uint8_t *f = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED)
+		return NULL;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
+	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > size - eh->e_shoff)
+		goto cleanup;
+	const Elf64_Shdr *shs = (const Elf64_Shdr *)(f + eh->e_shoff);
+	for (uint16_t i = 0; i < eh->e_shnum && !found; i++) {
+		if (shs[i].sh_type != SHT_SYMTAB)
+			continue;
+		uint64_t vc = elf_sym(f, size, &shs[i], shs, eh->e_shnum, "JNI_CreateJavaVM");
+		uint64_t vd = elf_sym(f, size, &shs[i], shs, eh->e_shnum, "JNI_GetCreatedJavaVMs");
+		uint64_t bias = (uint64_t)(uintptr_t)create - vc;
+		if (!vc || !vd || bias + vd != (uint64_t)(uintptr_t)created)
+			continue;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !found; k++) {
+			uint64_t v = elf_sym(f, size, &shs[i], shs, eh->e_shnum, names[k]);
+			/* The section that holds it, for the bytes in the file. */
+			for (uint16_t j = 0; v && j < eh->e_shnum; j++) {
+				const Elf64_Shdr *s = &shs[j];
+				if (s->sh_type != SHT_PROGBITS || !(s->sh_flags & SHF_EXECINSTR) || v < s->sh_addr ||
+				    v + 32 > s->sh_addr + s->sh_size || s->sh_offset > size || s->sh_size > size - s->sh_offset)
+					continue;
+				Dl_info dv;
+				void *at = (void *)(uintptr_t)(bias + v);
+				if (dladdr(at, &dv) && dv.dli_fbase == di.dli_fbase &&
+				    !memcmp(f + s->sh_offset + (v - s->sh_addr), at, 32))
+					found = (park_fn)at;
+				break;
+			}
+		}
+	}
+cleanup:
+	munmap((void *)f, size);
+	return found;
+}
+
 /* Binds park_hook to Unsafe.park. NULL, or what failed (for the one message). */
 static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 {
@@ -236,6 +336,13 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 				(*jni)->ExceptionClear(jni);
 	(*jni)->ExceptionClear(jni);
 
+	/* VIPROF_AGENT_PARK=natives: the other way, for its test (test-lock-jvm). */
+	const char *way = getenv("VIPROF_AGENT_PARK");
+	if (!(way && !strcmp(way, "natives")) && (park_jdk = park_from_symtab())) {
+		park_how = "libjvm.so's symbol table";
+		goto bind;
+	}
+	park_how = "Unsafe.registerNatives()";
 	if ((*jvmti)->GetJNIFunctionTable(jvmti, &table) != JVMTI_ERROR_NONE || !table)
 		return "GetJNIFunctionTable";
 	register_jdk = table->RegisterNatives;
@@ -252,6 +359,7 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 		return "SetJNIFunctionTable";
 	if (!park_jdk)
 		return "Unsafe.registerNatives() gave no park(boolean, long)";
+bind:;
 
 	jclass hook = (*jni)->DefineClass(jni, "viprof/agent/ParkHook", NULL, (const jbyte *)vp_park_hook_class,
 					  (jsize)vp_park_hook_class_len);
@@ -286,6 +394,8 @@ void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
 	if (why)
 		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s failed in this JVM; "
 			"recording contended monitors only\n", why);
+	else if (stats.on)
+		fprintf(stderr, "viprof agent: Unsafe.park wrapped; the JDK's function from %s\n", park_how);
 }
 
 /* ---- on and off ---- */

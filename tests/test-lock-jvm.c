@@ -3,6 +3,9 @@
  * LockSplit.onMonitor and three for a contended ReentrantLock in LockSplit.onLock, each
  * timing its own waits with System.nanoTime.
  *   launch: `record -g -e lock --off-cpu -- java LockSplit`.
+ *   natives: launched, with the agent finding the JDK's Unsafe.park through
+ *           Unsafe.registerNatives() (VIPROF_AGENT_PARK=natives), as it does where
+ *           libjvm.so has no symbol table; launch finds it in libjvm.so's.
  *   attach: the same JVM started without viprof, `record -g -e lock --off-cpu -p PID`: a
  *           running JVM gets java.util.concurrent waits too (issue 32: it had monitors only).
  * Either way: event lock has both waits under their methods with the lock's class as the
@@ -13,7 +16,7 @@
  * of the waiters' blocked time in onMonitor and onLock (issue 32: 11.3 of 14.9 s blocked
  * were inside the agent's breakpoint callback). Launched, the JFR output has them as
  * jdk.JavaMonitorEnter and jdk.ThreadPark events with their classes, as that JDK's jfr tool
- * prints them. Arguments: 17 or 25 (the JDK), launch or attach. --off-cpu and -p need root
+ * prints them. Arguments: 17 or 25 (the JDK), launch, natives or attach. --off-cpu and -p need root
  * (BPF, attaching); without it the launch scenario checks what it can, then says skipped. */
 #include <signal.h>
 #include <stdlib.h>
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
 {
 	bool jdk17;
 	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
-	bool attach = argc > 2 && !strcmp(argv[2], "attach");
+	bool attach = argc > 2 && !strcmp(argv[2], "attach"), natives = argc > 2 && !strcmp(argv[2], "natives");
 	tu_require_fixtures();
 	if (system("python3 -c 'import json' 2>/dev/null") != 0)
 		SKIP("python3 is needed to sum the JSON report's weights");
@@ -215,7 +218,17 @@ int main(int argc, char **argv)
 				(char *)java, jfropt, "-cp", (char *)VIPROF_JAVA_CLASSES, "LockSplit", "4", "3", NULL };
 		if (!root)   /* no --off-cpu */
 			memmove(&rec[8], &rec[9], 9 * sizeof(char *));
+		/* Stats on: the agent says where it found the JDK's park. */
+		setenv("VIPROF_AGENT_STATS", "1", 1);
+		if (natives)
+			setenv("VIPROF_AGENT_PARK", "natives", 1);
 		char *fixture = tu_output(tmp, rec, "viprof record -e lock");
+		char errp[700];
+		snprintf(errp, sizeof(errp), "%s/err", tmp);
+		char *err = tu_read(errp);
+		ASSERT_CONTAINS(err, natives ? "Unsafe.park wrapped; the JDK's function from Unsafe.registerNatives()"
+					     : "Unsafe.park wrapped; the JDK's function from libjvm.so's symbol table");
+		free(err);
 		/* The wrapper is bound from the boot loader: HotSpot logs no "Re-registering of
 		 * platform native method" warning into the application's output. */
 		ASSERT_TRUE(strstr(fixture, "Re-registering") == NULL);
