@@ -320,16 +320,16 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 	if (!(k = (*jni)->FindClass(jni, "jdk/internal/misc/Unsafe"))) {
 		(*jni)->ExceptionClear(jni);
 		if (!(k = (*jni)->FindClass(jni, "sun/misc/Unsafe")))   /* JDK 8 */
-			return "no class jdk.internal.misc.Unsafe";
+			return "it has no class jdk.internal.misc.Unsafe";
 	}
 	if (!(unsafe_class = (*jni)->NewGlobalRef(jni, k)))
 		return "NewGlobalRef(Unsafe)";
 	jmethodID reg = (*jni)->GetStaticMethodID(jni, unsafe_class, "registerNatives", "()V");
 	if (!reg)
-		return "no method Unsafe.registerNatives()";
+		return "it has no method Unsafe.registerNatives()";
 	jclass t = (*jni)->FindClass(jni, "java/lang/Thread");
 	if (!t || !(park_blocker = (*jni)->GetFieldID(jni, t, "parkBlocker", "Ljava/lang/Object;")))
-		return "no field Thread.parkBlocker";
+		return "it has no field Thread.parkBlocker";
 	if ((k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport")))
 		for (int i = 0; i < 6; i++)
 			if (!(support[i] = (*jni)->GetStaticMethodID(jni, k, ls[i].name, ls[i].sig)))
@@ -344,7 +344,7 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 	}
 	park_how = "Unsafe.registerNatives()";
 	if ((*jvmti)->GetJNIFunctionTable(jvmti, &table) != JVMTI_ERROR_NONE || !table)
-		return "GetJNIFunctionTable";
+		return "GetJNIFunctionTable failed";
 	register_jdk = table->RegisterNatives;
 	table->RegisterNatives = register_catch;
 	jvmtiError e = (*jvmti)->SetJNIFunctionTable(jvmti, table);
@@ -356,9 +356,9 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 	}
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)table);
 	if (e != JVMTI_ERROR_NONE)
-		return "SetJNIFunctionTable";
+		return "SetJNIFunctionTable failed";
 	if (!park_jdk)
-		return "Unsafe.registerNatives() gave no park(boolean, long)";
+		return "libjvm.so has no symbol table and Unsafe.registerNatives() bound no park(boolean, long)";
 bind:;
 
 	jclass hook = (*jni)->DefineClass(jni, "viprof/agent/ParkHook", NULL, (const jbyte *)vp_park_hook_class,
@@ -367,33 +367,34 @@ bind:;
 		(*jni)->ExceptionClear(jni);
 		if (!(hook = (*jni)->FindClass(jni, "viprof/agent/ParkHook"))) {
 			(*jni)->ExceptionClear(jni);
-			return "defining viprof.agent.ParkHook in the boot class loader";
+			return "defining viprof.agent.ParkHook in the boot class loader failed";
 		}
 	}
 	JNINativeMethod m = { (char *)"install0", (char *)"()V", (void *)install0 };
 	jmethodID install = (*jni)->GetStaticMethodID(jni, hook, "install", "()V");
 	if (!install || (*jni)->RegisterNatives(jni, hook, &m, 1)) {
 		(*jni)->ExceptionClear(jni);
-		return "binding viprof.agent.ParkHook.install0";
+		return "binding viprof.agent.ParkHook.install0 failed";
 	}
 	(*jni)->CallStaticVoidMethod(jni, hook, install);
 	(*jni)->ExceptionClear(jni);
-	return park_installed ? NULL : "RegisterNatives(Unsafe.park)";
+	return park_installed ? NULL : "RegisterNatives(Unsafe.park) failed";
 }
 
 void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	if (atomic_load(&threshold) < 0 || !jni || atomic_load(&park_tried) || atomic_exchange(&park_tried, 1))
 		return;
-	const char *why = "PushLocalFrame";
+	const char *why = "PushLocalFrame failed";
 	if ((*jni)->PushLocalFrame(jni, 16) == 0) {
 		why = park_bind(jvmti, jni);
 		(*jni)->PopLocalFrame(jni, NULL);
 	}
 	(*jni)->ExceptionClear(jni);
 	if (why)
-		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s failed in this JVM; "
-			"recording contended monitors only\n", why);
+		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded in this JVM: wrapping its "
+			"Unsafe.park native: %s; recording contended monitors only (async-profiler's --lock needs the same "
+			"wrapper)\n", why);
 	else if (stats.on)
 		fprintf(stderr, "viprof agent: Unsafe.park wrapped; the JDK's function from %s\n", park_how);
 }
