@@ -60,7 +60,7 @@ typedef jint(JNICALL *register_fn)(JNIEnv *, jclass, const JNINativeMethod *, ji
 /* Set once, before the wrapper is bound (park_bind), and never again. */
 static park_fn park_jdk;            /* the JDK's Unsafe.park */
 static jclass unsafe_class;         /* global reference */
-static jfieldID park_blocker;       /* java.lang.Thread.parkBlocker */
+static jfieldID park_blocker;       /* java.lang.Thread.parkBlocker (read atomically: vthread.c) */
 static jmethodID support[6];        /* LockSupport's park methods: the frame above Unsafe.park */
 static register_fn register_jdk;    /* RegisterNatives, while park_bind catches Unsafe's */
 static atomic_int park_tried;       /* one try per JVM, whichever thread comes first */
@@ -148,6 +148,15 @@ void locks_callbacks(jvmtiEventCallbacks *cb)
 
 /* ---- java.util.concurrent ---- */
 
+/* Is m one of LockSupport's park methods? */
+static bool is_support(jmethodID m)
+{
+	for (size_t i = 0; i < sizeof(support) / sizeof(support[0]); i++)
+		if (support[i] && m == support[i])
+			return true;
+	return false;
+}
+
 /* After a park of at least the threshold, on the parked thread, back in its native frame
  * (JNI and JVMTI calls allowed; local references die with the frame): the blocker, which
  * LockSupport clears only after Unsafe.park returned, its class, the stack. A park
@@ -163,7 +172,7 @@ static void park_record(JNIEnv *jni, uint64_t start, uint64_t end)
 	/* An exception pending (the park was interrupted into one): JNI allows no call. */
 	if ((*jni)->ExceptionCheck(jni) || (*jvmti)->GetCurrentThread(jvmti, &self) != JVMTI_ERROR_NONE || !self)
 		return;
-	jobject blocker = (*jni)->GetObjectField(jni, self, park_blocker);
+	jobject blocker = (*jni)->GetObjectField(jni, self, __atomic_load_n(&park_blocker, __ATOMIC_ACQUIRE));
 	(*jni)->DeleteLocalRef(jni, self);
 	if (!blocker)
 		return;
@@ -173,9 +182,7 @@ static void park_record(JNIEnv *jni, uint64_t start, uint64_t end)
 	 * Unsafe.park itself keeps the Unsafe.park frame, so every park stack names one. */
 	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, LOCK_MAX_FRAMES + 1, fr, &n) != JVMTI_ERROR_NONE)
 		n = 0;
-	jint skip = 0;
-	for (size_t i = 0; n > 1 && !skip && i < sizeof(support) / sizeof(support[0]); i++)
-		skip = support[i] && fr[1].method == support[i];
+	jint skip = n > 1 && is_support(fr[1].method) ? 1 : 0;
 	if (n - skip > LOCK_MAX_FRAMES)
 		n = LOCK_MAX_FRAMES + skip;
 	queue_lock(start, end, sig, fr + skip, n - skip);
@@ -196,6 +203,35 @@ static void JNICALL park_hook(JNIEnv *jni, jobject unsafe, jboolean absolute, jl
 	int64_t min = atomic_load_explicit(&threshold, memory_order_relaxed);
 	if (min >= 0 && end - start >= (uint64_t)min)
 		park_record(jni, start, end);
+}
+
+/* Mounted again (see locks.h), on the carrier with vt current; LockSupport clears the
+ * blocker only once the park returns, after this mount. The stack from LockSupport.park*
+ * down, past the frames that unmounted it (VirtualThread.park, Continuation.yield). */
+void locks_vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t since, uint64_t t)
+{
+	jfieldID pb = __atomic_load_n(&park_blocker, __ATOMIC_ACQUIRE);
+	int64_t min = atomic_load_explicit(&threshold, memory_order_relaxed);
+	jvmtiFrameInfo fr[LOCK_MAX_FRAMES + 32];
+	jint n = 0, skip = 0;
+	char sig[256];
+
+	if (!pb || !recording() || t < since || t - since < (uint64_t)min || (*jni)->ExceptionCheck(jni))
+		return;
+	jobject blocker = (*jni)->GetObjectField(jni, vt, pb);
+	if (!blocker)
+		return;
+	class_of(agent.jvmti, jni, blocker, sig, sizeof(sig));
+	(*jni)->DeleteLocalRef(jni, blocker);
+	if ((*jvmti)->GetStackTrace(jvmti, vt, 0, LOCK_MAX_FRAMES + 32, fr, &n) != JVMTI_ERROR_NONE)
+		n = 0;
+	while (skip < n && !is_support(fr[skip].method))
+		skip++;
+	if (skip == n)
+		skip = 0;
+	if (n - skip > LOCK_MAX_FRAMES)
+		n = LOCK_MAX_FRAMES + skip;
+	queue_lock(since, t, sig, fr + skip, n - skip);
 }
 
 /* RegisterNatives in the JNI function table while park_bind calls Unsafe.registerNatives:
@@ -328,13 +364,15 @@ static const char *park_bind(jvmtiEnv *jvmti, JNIEnv *jni)
 	if (!reg)
 		return "it has no method Unsafe.registerNatives()";
 	jclass t = (*jni)->FindClass(jni, "java/lang/Thread");
-	if (!t || !(park_blocker = (*jni)->GetFieldID(jni, t, "parkBlocker", "Ljava/lang/Object;")))
+	jfieldID pb = t ? (*jni)->GetFieldID(jni, t, "parkBlocker", "Ljava/lang/Object;") : NULL;
+	if (!pb)
 		return "it has no field Thread.parkBlocker";
 	if ((k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport")))
 		for (int i = 0; i < 6; i++)
 			if (!(support[i] = (*jni)->GetStaticMethodID(jni, k, ls[i].name, ls[i].sig)))
 				(*jni)->ExceptionClear(jni);
 	(*jni)->ExceptionClear(jni);
+	__atomic_store_n(&park_blocker, pb, __ATOMIC_RELEASE);   /* support[] with it */
 
 	/* VIPROF_AGENT_PARK=natives: the other way, for its test (test-lock-jvm). */
 	const char *way = getenv("VIPROF_AGENT_PARK");

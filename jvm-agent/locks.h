@@ -25,5 +25,10 @@ void locks_live(jvmtiEnv *jvmti, JNIEnv *jni);
  * before its switch (starting=false) turns recording off when the session does not ask
  * for it; after (starting=true) turns it on or retunes the threshold. */
 void locks_apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting);
+/* A virtual thread vt mounted again at t after it unmounted at since (vthread.c, with
+ * its events on: --off-cpu). A virtual thread that parks unmounts instead of calling
+ * Unsafe.park: when it left with a park blocker, the wait is queued as one. jvmti: an
+ * environment with can_support_virtual_threads (vthread.c's), for vt's stack. */
+void locks_vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t since, uint64_t t);
 
 #endif

@@ -6,7 +6,10 @@
 // "tick T M L" (T: System.nanoTime(), CLOCK_MONOTONIC; M, L: the monitor's and the lock's
 // waits so far, each counted when it ended: a window of a run, e.g. an attached
 // recording's, is the difference of two ticks), and at the end "monitor_ns=M lock_ns=L".
-// Usage: LockSplit SECONDS [WAITERS]
+// With "virtual" after WAITERS, the ReentrantLock's waiters are virtual threads (JDK 21+;
+// through reflection, since the fixtures compile for Java 17).
+// Usage: LockSplit SECONDS [WAITERS [virtual]]
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -46,16 +49,26 @@ public class LockSplit {
         }
     }
 
+    static Thread virtualThread(Runnable r, String name) throws Exception {
+        Object b = Thread.class.getMethod("ofVirtual").invoke(null);
+        Class<?> builder = Class.forName("java.lang.Thread$Builder");
+        b = builder.getMethod("name", String.class).invoke(b, name);
+        Method unstarted = builder.getMethod("unstarted", Runnable.class);
+        return (Thread) unstarted.invoke(b, r);
+    }
+
     public static void main(String[] a) throws Exception {
         long end = System.nanoTime() + (long) (Double.parseDouble(a[0]) * 1e9);
         int waiters = a.length > 1 ? Integer.parseInt(a[1]) : 1;
+        boolean virtual = a.length > 2 && a[2].equals("virtual");
         List<Thread> all = new ArrayList<>();
         all.add(new Thread(() -> { while (!stop) { synchronized (MON) { hold(5); } hold(1); } }, "monitor-holder"));
         all.add(new Thread(() -> { while (!stop) { LOCK.lock(); try { hold(5); } finally { LOCK.unlock(); } hold(1); } },
                            "lock-holder"));
         for (int i = 0; i < waiters; i++) {
             all.add(new Thread(() -> { while (!stop) { MON_WAITED.addAndGet(onMonitor()); hold(1); } }, "monitor-waiter"));
-            all.add(new Thread(() -> { while (!stop) { LOCK_WAITED.addAndGet(onLock()); hold(1); } }, "lock-waiter"));
+            Runnable lw = () -> { while (!stop) { LOCK_WAITED.addAndGet(onLock()); hold(1); } };
+            all.add(virtual ? virtualThread(lw, "lock-waiter") : new Thread(lw, "lock-waiter"));
         }
         for (Thread t : all)
             t.start();
