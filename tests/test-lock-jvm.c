@@ -16,12 +16,13 @@
  * leaf (LockSplit$Monitor; ReentrantLock$NonfairSync, the blocker j.u.c parks on), each
  * lock's time waited within 10% of the fixture's own (over the whole run, or over the
  * attached window between two of the fixture's ticks; launched, also within 10% of JFR's
- * own, recording in the same JVM), and the agent's own frames under 1%
- * of the waiters' blocked time in onMonitor and onLock (issue 32: 11.3 of 14.9 s blocked
- * were inside the agent's breakpoint callback). Launched, the JFR output has them as
+ * own, recording in the same JVM), and the agent's own frames under 1% of the waiters'
+ * blocked time in onMonitor and onLock (issue 32: 11.3 of 14.9 s blocked were inside the
+ * agent's breakpoint callback). Launched, the JFR output has them as
  * jdk.JavaMonitorEnter and jdk.ThreadPark events with their classes, as that JDK's jfr tool
- * prints them. Arguments: 17 or 25 (the JDK), launch, natives, vthreads or attach. --off-cpu and -p need root
- * (BPF, attaching); without it the launch scenario checks what it can, then says skipped. */
+ * prints them. Arguments: 17 or 25 (the JDK), then launch, natives, vthreads or attach.
+ * --off-cpu and -p need root (BPF, attaching); without it the launch and natives
+ * scenarios check what they can, then say skipped. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
