@@ -29,7 +29,7 @@ void record_opts__usage(FILE *f)
 		"                         alloc/period=BYTES/ to change), as event alloc;\n"
 		"                         lock: their contended monitors and java.util.concurrent\n"
 		"                         waits of 10 us or more (lock/period=NS/), as event lock\n"
-		"                         (a running JVM, -p or -a: monitors only, see docs/java.md)\n"
+		"                         (running JVMs too, -p or -a; see docs/java.md)\n"
 		"  -F, --freq HZ          samples per second per CPU (default %d: odd, so it does\n"
 		"                         not beat with 1000 Hz timers), at most %d\n"
 		"  -c, --count N          sample every N events (ns for cpu-clock); not with -F\n"

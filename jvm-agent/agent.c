@@ -7,8 +7,8 @@
  * layout hotspot/ does not know, the CompiledMethodLoad/Unload callbacks do it instead.
  * Stubs and the interpreter: DynamicCodeGenerated. Method* of interpreted frames:
  * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish. Java thread names:
- * ThreadStart/End. Allocation (alloc=) and lock (locks=) samples: SampledObjectAlloc,
- * MonitorContendedEnter/Entered and a breakpoint on LockSupport.park.
+ * ThreadStart/End. Allocation (alloc=) and lock (locks=) samples: SampledObjectAlloc, and
+ * locks.c (monitor events and a wrapper of Unsafe.park).
  *
  * Threads: JVMTI callbacks run on compiler threads, the GC thread, application threads
  * and whichever thread calls GenerateEvents. They only append finished records to a
@@ -56,6 +56,7 @@
 #include "hotspot/codeheap.h"
 #include "hotspot/memory.h"
 #include "jvm-agent/agent.h"
+#include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
 #include "hotspot/vmstructs.h"
@@ -1117,204 +1118,28 @@ static void alloc_start(void)
 	}
 }
 
-/* ---- contended locks (record -e lock; issue 25) ---- */
-
-/* locks=NS: record waits at least NS long (-1: off); lock= is the recorder's lock file. */
-static int64_t lock_threshold = -1;
-static bool lock_parks;            /* breakpoint and frame-pop events granted: j.u.c parks too */
-static jmethodID park_methods[2];  /* LockSupport.park(Object), parkNanos(Object, long) */
-static __thread uint64_t tl_lock_start, tl_park_start;
-static __thread char tl_park_class[256];
-
-/* Queues LOCK_SAMPLE for the current thread: its stack now, innermost first. */
-static void queue_lock(jvmtiEnv *jvmti, uint64_t start, const char *sig)
-{
-	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
-	jint n = 0;
-	uint64_t t = now_ns(), waited = t > start ? t - start : 0;
-
-	if ((int64_t)waited < lock_threshold)
-		return;
-	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
-		n = 0;
-	size_t sl = sig ? strnlen(sig, 1024) : 0;
-	lock();
-	struct vp_cm_alloc_sample *b = lock_threshold < 0 ? NULL :   /* as in cb_sampled_alloc */
-		q_reserve(VP_CM_LOCK_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
-	if (b) {
-		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
-		b->tid = (uint32_t)syscall(SYS_gettid);
-		b->nframes = (uint16_t)n;
-		b->class_len = (uint16_t)sl;
-		b->size = b->weight = waited;
-		for (jint i = 0; i < n; i++)
-			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
-							   .bci = (int32_t)fr[i].location };
-		memcpy(f + n, sig, sl);
-	}
-	unlock_notify();
-}
-
-/* The class signature of obj into buf ("" when it has none). */
-static void class_of(jvmtiEnv *jvmti, JNIEnv *jni, jobject obj, char *buf, size_t len)
-{
-	char *sig = NULL;
-	buf[0] = '\0';
-	if (!obj)
-		return;
-	jclass k = (*jni)->GetObjectClass(jni, obj);
-	if (k && (*jvmti)->GetClassSignature(jvmti, k, &sig, NULL) == JVMTI_ERROR_NONE && sig)
-		snprintf(buf, len, "%s", sig);
-	if (sig)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	if (k)
-		(*jni)->DeleteLocalRef(jni, k);
-}
-
-/* synchronized: the thread blocks on a monitor another thread holds ... */
-static void JNICALL cb_monitor_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
-{
-	(void)jvmti, (void)jni, (void)thread, (void)object;
-	tl_lock_start = now_ns();
-}
-
-/* ... and has it now: the wait is over. */
-static void JNICALL cb_monitor_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
-{
-	char sig[256];
-	(void)thread;
-	if (agent.disabled || lock_threshold < 0 || !tl_lock_start)
-		return;
-	class_of(jvmti, jni, object, sig, sizeof(sig));
-	queue_lock(jvmti, tl_lock_start, sig);
-	tl_lock_start = 0;
-}
-
-/* java.util.concurrent parks through LockSupport.park(blocker): a breakpoint at its first
- * bytecode notes the time and the blocker's class and asks for the frame's pop. */
-static void JNICALL cb_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method, jlocation loc)
-{
-	jobject blocker = NULL;
-	uint64_t start = now_ns();
-	(void)loc;
-	if (agent.disabled || lock_threshold < 0 || (method != park_methods[0] && method != park_methods[1]))
-		return;
-	/* The wait starts here: reading the blocker is a VM operation on JDK 17 (hundreds of
-	 * microseconds on a busy VM) that the thread spends inside lock() as well. */
-	if ((*jvmti)->GetLocalObject(jvmti, thread, 0, 0, &blocker) != JVMTI_ERROR_NONE)
-		blocker = NULL;
-	class_of(jvmti, jni, blocker, tl_park_class, sizeof(tl_park_class));
-	if (blocker)
-		(*jni)->DeleteLocalRef(jni, blocker);
-	if ((*jvmti)->NotifyFramePop(jvmti, thread, 0) == JVMTI_ERROR_NONE)
-		tl_park_start = start;
-}
-
-static void JNICALL cb_frame_pop(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method, jboolean exc)
-{
-	(void)jni, (void)thread, (void)exc;
-	if (agent.disabled || lock_threshold < 0 || !tl_park_start || (method != park_methods[0] && method != park_methods[1]))
-		return;
-	queue_lock(jvmti, tl_park_start, tl_park_class);
-	tl_park_start = 0;
-}
-
-/* Capabilities and events for locks=, before the JVM starts (they cannot all be added to
- * a running JVM); a JVM that refuses them says so once and records the rest. */
-static void lock_start(void)
-{
-	jvmtiCapabilities caps = { 0 };
-	jvmtiError e;
-	static const jvmtiEvent ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
-					 JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
-
-	if (lock_threshold < 0)
-		return;
-	caps.can_generate_monitor_events = 1;
-	caps.can_generate_breakpoint_events = 1;
-	caps.can_generate_frame_pop_events = 1;
-	caps.can_access_local_variables = 1;
-	lock_parks = (e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) == JVMTI_ERROR_NONE;
-	if (!lock_parks) {
-		/* A running JVM (attach) grants monitor events but not the others: monitors only. */
-		jvmtiCapabilities mon = { 0 };
-		mon.can_generate_monitor_events = 1;
-		jvmtiError em = (*agent.jvmti)->AddCapabilities(agent.jvmti, &mon);
-		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded: %s (breakpoint and frame pop "
-			"events, which HotSpot grants only while the JVM starts: start it with "
-			"-agentpath:libviprof-jvmti.so=locks=10000 for them); %s\n", jvmti_err(e),
-			em == JVMTI_ERROR_NONE ? "recording contended monitors only" : "recording no locks");
-		if (em != JVMTI_ERROR_NONE) {
-			lock_threshold = -1;
-			return;
-		}
-	}
-	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-		if (lock_parks || i < 2)
-			(*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, ev[i], NULL);
-}
-
-static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
+/* ---- contended locks (record -e lock): locks.c ---- */
 
 /* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
- * the recorder's channel), on a thread that may call JNI (lock_vm_init): called before
+ * the recorder's channel), on a thread that may call JNI (locks_live): called before
  * the switch (starting=false) it turns off what the new session does not record, so that
  * none of it lands in the new map; after the switch (starting=true) it turns on or
  * retunes what the new session asks for, so that none of it lands in the old one. */
 static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks, bool starting)
 {
-	static const jvmtiEvent lock_ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
-					      JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_FRAME_POP };
 	if (!starting) {
 		if (!alloc && alloc_interval) {
 			alloc_interval = 0;
 			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 		}
-		if (locks < 0 && lock_threshold >= 0) {
-			lock_threshold = -1;
-			for (size_t i = 0; i < sizeof(lock_ev) / sizeof(lock_ev[0]); i++)
-				(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, lock_ev[i], NULL);
-			for (int i = 0; i < 2 && lock_parks; i++)
-				if (park_methods[i])
-					(*jvmti)->ClearBreakpoint(jvmti, park_methods[i], 0);
-		}
+		locks_apply(jvmti, jni, locks, false);
 		return;
 	}
 	if (alloc && alloc != alloc_interval) {
 		alloc_interval = alloc;
 		alloc_start();
 	}
-	if (locks >= 0 && lock_threshold < 0) {
-		lock_threshold = locks;
-		lock_start();
-		lock_vm_init(jvmti, jni);
-	} else if (locks >= 0) {
-		lock_threshold = locks;
-	}
-}
-
-/* At VMInit: the breakpoints in LockSupport (loading it early is harmless: the JDK's own
- * start-up uses it). */
-static void lock_vm_init(jvmtiEnv *jvmti, JNIEnv *jni)
-{
-	static const char *const sigs[2] = { "(Ljava/lang/Object;)V", "(Ljava/lang/Object;J)V" };
-	static const char *const names[2] = { "park", "parkNanos" };
-	if (lock_threshold < 0 || !lock_parks)
-		return;
-	jclass k = (*jni)->FindClass(jni, "java/util/concurrent/locks/LockSupport");
-	if (!k) {
-		(*jni)->ExceptionClear(jni);
-		return;
-	}
-	for (int i = 0; i < 2; i++) {
-		park_methods[i] = (*jni)->GetStaticMethodID(jni, k, names[i], sigs[i]);
-		if (!park_methods[i] || (*jvmti)->SetBreakpoint(jvmti, park_methods[i], 0) != JVMTI_ERROR_NONE) {
-			(*jni)->ExceptionClear(jni);
-			fprintf(stderr, "viprof agent: cannot watch LockSupport.%s: java.util.concurrent waits are not recorded\n",
-				names[i]);
-		}
-	}
-	(*jni)->DeleteLocalRef(jni, k);
+	locks_apply(jvmti, jni, locks, true);
 }
 
 /* ---- sessions ---- */
@@ -1585,7 +1410,7 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (!agent.disabled)
 		start_thread(jni);
-	lock_vm_init(jvmti, jni);
+	locks_live(jvmti, jni);
 }
 
 static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
@@ -2162,7 +1987,6 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	}
 	use_options(&so);
 	alloc_interval = so.alloc;
-	lock_threshold = so.locks;
 	agent.new_chan = so.chan_fd;
 	watch_open();
 	agent.frame_pointers = detect_frame_pointers();
@@ -2217,10 +2041,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.ThreadStart = cb_thread_start;
 	cb.ThreadEnd = cb_thread_end;
 	cb.SampledObjectAlloc = cb_sampled_alloc;
-	cb.MonitorContendedEnter = cb_monitor_enter;
-	cb.MonitorContendedEntered = cb_monitor_entered;
-	cb.Breakpoint = cb_breakpoint;
-	cb.FramePop = cb_frame_pop;
+	locks_callbacks(&cb);
 	if ((e = (*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -2243,7 +2064,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		}
 	}
 	alloc_start();
-	lock_start();
+	locks_start(agent.jvmti, so.locks);
 	vthread_start(vm);
 	return 0;
 }
@@ -2478,7 +2299,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		agent.new_chan = -1;
 		return JNI_ERR;
 	}
-	lock_vm_init(agent.jvmti, jni);   /* locks= on attach: the parks' breakpoints, where granted */
+	locks_live(agent.jvmti, jni);   /* locks= on attach: java.util.concurrent's parks too */
 	replay();
 	start_channel(vm, agent.new_chan);
 	agent.new_chan = -1;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jvm-agent/locks.h"
 #include "jvm-agent/vthread.h"
 #include "maps/codemap_format.h"
 
@@ -147,6 +148,8 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 		size_t k = id & (VT_SLOTS - 1);
 		if (__atomic_load_n(&vt_last[k].id, __ATOMIC_ACQUIRE) == id)
 			since = __atomic_load_n(&vt_last[k].time, __ATOMIC_RELAXED);
+		if (since != VT_JUST_STARTED && since)
+			locks_vthread_mount(jvmti, jni, vt, since, t);   /* -e lock: a park that unmounted */
 		if (since == VT_JUST_STARTED)
 			;
 		else if (since && t > since && t - since < VT_STACK_MIN_NS)

@@ -304,8 +304,9 @@ struct vp_cm_alloc_sample {
 };
 /* VP_CM_LOCK_SAMPLE has ALLOC_SAMPLE's layout: a thread that waited for a contended
  * monitor (synchronized; JVMTI MonitorContendedEnter to MonitorContendedEntered) or parked
- * in java.util.concurrent's LockSupport.park/parkNanos (a breakpoint at its start to its
- * frame's pop), its stack when it got the lock (or returned from park), innermost first,
+ * in java.util.concurrent with a blocker (the native Unsafe.park, timed around the JDK's
+ * own), its stack when it got the lock (or returned from park), innermost first (from
+ * LockSupport.park*, or from Unsafe.park where that was called directly),
  * and the class of the monitor (or of park's blocker object; "" when none). size and
  * weight are both the time waited, in ns. The time of the record is the wait's end. */
 struct vp_cm_alloc_frame {

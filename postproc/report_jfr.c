@@ -614,7 +614,8 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 			if (k == K_LOCK)
 				for (uint32_t f = 0; f < s->nframes; f++)
 					park[i] |= !strncmp(p->frames[s->frames[f]].name,
-							    "java.util.concurrent.locks.LockSupport.park", 43);
+							    "java.util.concurrent.locks.LockSupport.park", 43) ||
+						   !strncmp(p->frames[s->frames[f]].name, "jdk.internal.misc.Unsafe.park", 29);
 		}
 		if (!used)
 			continue;

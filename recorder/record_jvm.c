@@ -243,19 +243,6 @@ static void profile_options(char *opts, size_t len, const struct vp_record_opts 
 		snprintf(opts + n, len - n, ",locks=%llu", (unsigned long long)o->lock_ns);
 }
 
-/* What -e lock records in a JVM that took the agent by attach: HotSpot grants the
- * breakpoint and frame-pop events that time java.util.concurrent parks only to an agent
- * loaded at start, so only contended monitors (the agent says so in the JVM's stderr,
- * this says it to the user). n: the JVMs that took the agent. */
-static int lock_note(const struct vp_record_opts *o, int n)
-{
-	if (o->lock && n > 0 && !o->quiet)
-		fprintf(o->log ? o->log : stderr, "viprof: -e lock in %d running JVM%s: contended synchronized monitors "
-			"only, unless started with -agentpath:libviprof-jvmti.so=locks=10000 (HotSpot grants the events that "
-			"time java.util.concurrent waits only at start)\n", n, n == 1 ? "" : "s");
-	return n;
-}
-
 /* The agent's options for a session: its maps directory, the recording's lock when it
  * holds one (l; NULL without), and the profiles and virtual-thread events asked for. */
 static void agent_options(char *options, size_t len, const char *session, const struct record_jvm_lock *l,
@@ -391,7 +378,7 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 	FILE *log = o->log ? o->log : stderr;
 	char options[PATH_MAX + 96], err[512];
 	uid_t self = geteuid();
-	int n = 0, loaded = 0;
+	int n = 0;
 
 	for (int i = 0; i < npids; i++) {
 		pid_t pid = pids[i];
@@ -413,9 +400,7 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 				"short\n", (int)pid);
 		jvm_pids[n] = pid;
 		jvm_flags[n++] = flags;
-		loaded += !e;
 	}
-	lock_note(o, loaded);
 	return n;
 }
 
@@ -431,7 +416,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 				return r;
 			loaded += r;
 		}
-		return lock_note(o, loaded);
+		return loaded;
 	}
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -468,5 +453,5 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			chosen, found, nusers, nusers == 1 ? "" : "s",
 			o->jvm_attach_given ? ""
 			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");
-	return lock_note(o, loaded);
+	return loaded;
 }

@@ -7,9 +7,8 @@
  *     -e alloc has no alloc samples (the agent stopped sampling), a third with it has
  *     them again.
  *   - tests/java/LockSplit: `-p PID -e lock` has the contended monitor (LockSplit$Monitor
- *     under LockSplit.onMonitor); java.util.concurrent parks are not recorded on attach
- *     (HotSpot grants breakpoint and frame-pop events only at start) and the recorder
- *     says so.
+ *     under LockSplit.onMonitor) and, since issue 32, the java.util.concurrent parks too
+ *     (ReentrantLock$NonfairSync under LockSplit.onLock; test-lock-jvm checks their times).
  *   - `-e alloc -p PID --jvm-attach none` is refused, naming --jvm-attach none.
  * Argument: 17 or 25 (the JDK). Needs root (the recorder attaches, -p, BPF). */
 #include <signal.h>
@@ -138,7 +137,7 @@ int main(int argc, char **argv)
 	pid = start_fixture(java, tmp, "LockSplit", "60");
 	snprintf(dir, sizeof(dir), "%s/l", tmp);
 	record(tmp, dir, "lock", pid, "3", out, sizeof(out));
-	ASSERT_CONTAINS(out, "-e lock in 1 running JVM: contended synchronized monitors only");
+	ASSERT_TRUE(strstr(out, "monitors only") == NULL);
 	f = folded(tmp, dir, "lock");
 	long mon = count(f, ";LockSplit.onMonitor()_[j];LockSplit$Monitor ");
 	long juc = count(f, "LockSplit.onLock()");
@@ -146,7 +145,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "attached, -e lock: %ld monitor waits under onMonitor, %ld waits under onLock\n", mon, juc);
 	/* The waiter waits about 5 ms in every 6: hundreds of waits in 3 s. */
 	ASSERT_GT(mon, 100);
-	ASSERT_EQ(juc, 0);
+	ASSERT_GT(juc, 100);
 	stop_fixture(pid);
 	tu_rm_rf(tmp);
 	return 0;

@@ -40,5 +40,6 @@ endforeach()
 # each later session, the lock profile's monitors-only limit said (jvm, JDK 17 and 25).
 viprof_jvm_test(test-profiles-attach-jvm 300)
 # record -e lock: a contended monitor and a contended ReentrantLock with their classes and
-# waiting stacks, time waited within 10% of the fixture's own (jvm, JDK 17 and 25).
-viprof_jvm_test(test-lock-jvm 240)
+# waiting stacks, time waited within 10% of the fixture's own and the agent's own frames
+# under 1% of the blocked time, launched and attached (jvm, JDK 17 and 25).
+viprof_jvm_test(test-lock-jvm 300 SCENARIOS launch natives vthreads attach)

@@ -1,0 +1,34 @@
+/* Contended locks (record -e lock, agent option locks=NS; issue 25, issue 32): a thread
+ * that blocks on a synchronized monitor another thread holds (JVMTI MonitorContendedEnter
+ * to MonitorContendedEntered), and a java.util.concurrent park with a blocker, timed by a
+ * wrapper around the JDK's own Unsafe.park native (no JVMTI event, no VM operation per
+ * park; a running JVM gets it too). Each wait of at least NS is queued as LOCK_SAMPLE
+ * (maps/codemap_format.h). Internal to jvm-agent/. */
+#ifndef VIPROF_AGENT_LOCKS_H
+#define VIPROF_AGENT_LOCKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jvmti.h>
+
+/* Puts the monitor callbacks into cb (before SetEventCallbacks). */
+void locks_callbacks(jvmtiEventCallbacks *cb);
+/* At setup (OnLoad or OnAttach), ns = locks= (-1: off): the monitor events' capability
+ * and the events, when on. Any phase. */
+void locks_start(jvmtiEnv *jvmti, int64_t ns);
+/* In the live phase, on a Java thread (VMInit, OnAttach, a session switch): binds the
+ * park wrapper, once per JVM, when locks are on. A JVM where it cannot says so once
+ * and records monitors only. */
+void locks_live(jvmtiEnv *jvmti, JNIEnv *jni);
+/* A later session's locks= on a JVM that has the agent (see profiles_apply in agent.c):
+ * before its switch (starting=false) turns recording off when the session does not ask
+ * for it; after (starting=true) turns it on or retunes the threshold. */
+void locks_apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting);
+/* A virtual thread vt mounted again at t after it unmounted at since (vthread.c, with
+ * its events on: --off-cpu). A virtual thread that parks unmounts instead of calling
+ * Unsafe.park: when it left with a park blocker, the wait is queued as one. jvmti: an
+ * environment with can_support_virtual_threads (vthread.c's), for vt's stack. */
+void locks_vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t since, uint64_t t);
+
+#endif
