@@ -14,7 +14,7 @@ target_link_libraries(serve-client PRIVATE vp_recorder vp_common)
 add_executable(nodump fixtures/nodump.c)
 add_executable(session-sideband fixtures/session-sideband.c)
 target_link_libraries(session-sideband PRIVATE vp_common)
-foreach(s foreign-fd userns setuid nodump mute rate audit overlay trickle stopcheck diskfull cmdpath linger)
+foreach(s foreign-fd userns setuid nodump mute rate audit overlay trickle stopcheck diskfull cmdpath linger subuid)
   add_test(NAME test-serve-attack-${s}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-attack.sh ${s} $<TARGET_FILE:viprof>
                    $<TARGET_FILE_DIR:serve-client>)
