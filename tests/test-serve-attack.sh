@@ -33,6 +33,9 @@
 #               connections to the socket and 8 to --http (issue 31): they count against
 #               the user who owns their user namespace, and HTTP refuses them at accept,
 #               so root's scraper and another user are still served
+#   execonly    an execute-only program (0711, root's) the user's command runs: neither its
+#               mappings (load addresses, build-id), its name nor its samples are in the
+#               user's session, as the kernel lets the user read none of them
 #   cmdpath     a request whose command names a path other than what it launched (a
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name; nor by output=
@@ -305,35 +308,6 @@ linger)
 	sleep 1
 	term_within_5s "(closing a passed socket lingers)"
 	;;
-cmdpath)
-	mkuser a; u=$REPLY
-	start_service
-	as "$u" "mkfifo '$work/a/fifo'"
-	# Opening a FIFO to write waits for a reader: the file appears once anyone opens it.
-	as "$u" "exec 3>'$work/a/fifo'; echo opened >'$work/a/opened'" &
-	as "$u" "'$client' '$sock' launch '$work/a/fifo'" >"$work/r1" 2>&1
-	cat "$work/r1"
-	grep -q '^STARTED' "$work/r1" || fail "the recording did not start (the test would pass on nothing)"
-	sleep 1
-	[ -e "$work/a/opened" ] && fail "root opened the path the client named as its command"
-	as "$u" "exec 0<'$work/a/fifo'"   # lets the writer go
-	# output= is only a name: neither a directory of the user's with a jit/ in it, nor
-	# one cut at PATH_MAX (the landed service then lost '/jit' and made its lock in the
-	# user's directory), nor a relative one gets anything of root's.
-	as "$u" "mkdir -p '$work/a/out/jit' && sleep 30 & echo \$! >'$work/a/pid2'; wait" &
-	for _ in $(seq 50); do [ -s "$work/a/pid2" ] && break; sleep 0.1; done
-	pid=$(cat "$work/a/pid2")
-	long=$work/a/out/$(printf 'x%.0s' $(seq $((4095 - ${#work} - 9))))
-	for out in "$work/a/out" "$long" "out"; do
-		printf 'RECORD\nfreq=99\nperiod=0\ncallchain=0\nfp_walk=0\ntarget=pids\npids=%s\nduration=1\nno_jit=0\noff_cpu=0\nbackend=auto\nquiet=1\noutput=%s\n' \
-			"$pid" "$out" >"$work/a/req"
-		chown "$u:" "$work/a/req"
-		as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r2" 2>&1
-		grep -q '^STARTED' "$work/r2" || { cat "$work/r2"; fail "the recording with output=${out:0:60}... did not start"; }
-	done
-	[ -z "$(find "$work/a" -user root)" ] || { find "$work/a" -user root; fail "root made something in the user's directory"; }
-	[ -z "$(find "$work" -name recording.lock)" ] || fail "root made a recording.lock"
-	;;
 subuid)
 	command -v newuidmap >/dev/null && command -v newgidmap >/dev/null ||
 		{ echo "SKIP: no newuidmap/newgidmap (Debian's uidmap)"; exit 77; }
@@ -377,6 +351,64 @@ except urllib.error.HTTPError as e:
 		{ grep "audit uid=$base " "$work/serve.log" | head -5; fail "no refusal of a subordinate uid names its owner $u"; }
 	grep "audit uid=$base " "$work/serve.log" | head -2
 	kill_subuids
+	;;
+execonly)
+	# An execute-only program (mode 0711, root's): its user cannot read the file, so the
+	# kernel makes the process non-dumpable at exec and lets the user read neither the
+	# file nor the process (its memory, its load addresses): root must not read them for
+	# the user, and the user's session holds nothing of it (issue 31).
+	mkuser a; u=$REPLY
+	sh=$(readlink -f "$(command -v dash || command -v sh)")
+	cp "$sh" "$work/xo" && chmod 0711 "$work/xo"
+	as "$u" "cat '$work/xo' >/dev/null" 2>/dev/null && fail "the user can read the execute-only copy"
+	start_service
+	cat >"$work/a/run.sh" <<EOF
+i=0; while [ \$i -lt 200000 ]; do i=\$((i+1)); done
+'$work/xo' -c 'echo \$\$ >"$work/a/xopid"; i=0; while [ \$i -lt 300000 ]; do i=\$((i+1)); done'
+EOF
+	chown "$u:" "$work/a/run.sh"
+	as "$u" "'$viprof' record -g -F 999 -o '$work/a/s' -- '$sh' '$work/a/run.sh'" 2>"$work/a.err" ||
+		{ cat "$work/a.err"; fail "record"; }
+	xopid=$(cat "$work/a/xopid")
+	"$bindir/session-sideband" "$work/a/s" >"$work/sideband" || fail "the session cannot be read"
+	grep "$work/xo\| xo$" "$work/sideband" && fail "the execute-only program's mappings or name are in the user's session"
+	n=$(awk -v p="$xopid" '$1 == "samples" && $2 == p { print $3 }' "$work/sideband")
+	echo "samples of the execute-only process $xopid: ${n:-0}"
+	# Its child was the user's own shell from fork to exec: at most a sample or two.
+	[ "${n:-0}" -le 2 ] || fail "${n} samples of the execute-only process are in the user's session"
+	# The user's own shell, which ran as long, is there: the test would pass on nothing otherwise.
+	grep -q "mmap .*$(basename "$sh")$" "$work/sideband" || { cat "$work/sideband"; fail "the user's own shell is missing"; }
+	[ "$(awk '$1 == "samples" { s += $3 } END { print s + 0 }' "$work/sideband")" -ge 50 ] ||
+		{ cat "$work/sideband"; fail "too few samples of the user's own shell"; }
+	;;
+cmdpath)
+	mkuser a; u=$REPLY
+	start_service
+	as "$u" "mkfifo '$work/a/fifo'"
+	# Opening a FIFO to write waits for a reader: the file appears once anyone opens it.
+	as "$u" "exec 3>'$work/a/fifo'; echo opened >'$work/a/opened'" &
+	as "$u" "'$client' '$sock' launch '$work/a/fifo'" >"$work/r1" 2>&1
+	cat "$work/r1"
+	grep -q '^STARTED' "$work/r1" || fail "the recording did not start (the test would pass on nothing)"
+	sleep 1
+	[ -e "$work/a/opened" ] && fail "root opened the path the client named as its command"
+	as "$u" "exec 0<'$work/a/fifo'"   # lets the writer go
+	# output= is only a name: neither a directory of the user's with a jit/ in it, nor
+	# one cut at PATH_MAX (the landed service then lost '/jit' and made its lock in the
+	# user's directory), nor a relative one gets anything of root's.
+	as "$u" "mkdir -p '$work/a/out/jit' && sleep 30 & echo \$! >'$work/a/pid2'; wait" &
+	for _ in $(seq 50); do [ -s "$work/a/pid2" ] && break; sleep 0.1; done
+	pid=$(cat "$work/a/pid2")
+	long=$work/a/out/$(printf 'x%.0s' $(seq $((4095 - ${#work} - 9))))
+	for out in "$work/a/out" "$long" "out"; do
+		printf 'RECORD\nfreq=99\nperiod=0\ncallchain=0\nfp_walk=0\ntarget=pids\npids=%s\nduration=1\nno_jit=0\noff_cpu=0\nbackend=auto\nquiet=1\noutput=%s\n' \
+			"$pid" "$out" >"$work/a/req"
+		chown "$u:" "$work/a/req"
+		as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r2" 2>&1
+		grep -q '^STARTED' "$work/r2" || { cat "$work/r2"; fail "the recording with output=${out:0:60}... did not start"; }
+	done
+	[ -z "$(find "$work/a" -user root)" ] || { find "$work/a" -user root; fail "root made something in the user's directory"; }
+	[ -z "$(find "$work" -name recording.lock)" ] || fail "root made a recording.lock"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
