@@ -207,13 +207,15 @@ rate)
 audit)
 	mkuser a; u=$REPLY
 	start_service
-	printf 'RECORD\ntarget=pids\npids=1\noutput=x\r\033[2Kviprof serve: audit uid=0 pid=1 record target=all -> ok\nevents=cpu-clock\033]0;t\007\n' \
+	# CR, ESC, BEL; C1 CSI raw and UTF-8 encoded; a right-to-left override and an isolate.
+	printf 'RECORD\ntarget=pids\npids=1\noutput=x\r\033[2Kviprof serve: audit uid=0 pid=1 record target=all -> ok\x9b2K\xc2\x9b2K\xe2\x80\xaeko <- lla\xe2\x81\xa6\nevents=cpu-clock\033]0;t\007\n' \
 		>"$work/a/req"
 	chown "$u:" "$work/a/req"
 	as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r1" 2>&1
 	cat "$work/r1"
 	grep -q "audit uid=$(id -u "$u")" "$work/serve.log" || fail "no audit line for the request"
-	LC_ALL=C grep -q $'\r\|\033\|\007' "$work/serve.log" && fail "raw control bytes from a client reached the log"
+	LC_ALL=C grep -q $'\r\|\033\|\007\|\x9b\|\xc2\x9b\|\xe2\x80\xae\|\xe2\x81\xa6' "$work/serve.log" &&
+		fail "raw control bytes from a client reached the log"
 	grep -q "^viprof serve: audit uid=0" "$work/serve.log" && fail "a client forged an audit line"
 	grep "audit uid=$(id -u "$u")" "$work/serve.log"
 	;;
