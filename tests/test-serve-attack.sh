@@ -36,6 +36,9 @@
 #   execonly    an execute-only program (0711, root's) the user's command runs: neither its
 #               mappings (load addresses, build-id), its name nor its samples are in the
 #               user's session, as the kernel lets the user read none of them
+#   contdir     --continuous DIR under a directory a user can write (theirs, or their
+#               group's): refused at start without making DIR; under a sticky one, fine;
+#               and the index page reads DIR through the service's descriptor only
 #   cmdpath     a request whose command names a path other than what it launched (a
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name; nor by output=
@@ -382,6 +385,38 @@ EOF
 	grep -q "mmap .*$(basename "$sh")$" "$work/sideband" || { cat "$work/sideband"; fail "the user's own shell is missing"; }
 	[ "$(awk '$1 == "samples" { s += $3 } END { print s + 0 }' "$work/sideband")" -ge 50 ] ||
 		{ cat "$work/sideband"; fail "too few samples of the user's own shell"; }
+	;;
+contdir)
+	# --continuous DIR below a directory another user can write (issue 31): they could
+	# rename DIR away and put theirs in its place; refused at start, in one line naming
+	# that directory, without making DIR. A sticky, world-writable parent (like /tmp)
+	# is fine when DIR in it is root's. And the index page reads DIR through the
+	# descriptor the service opened, never its path again.
+	mkuser a; u=$REPLY
+	mkdir -m 755 "$work/ud" && chown "$u:" "$work/ud"
+	mkdir -m 775 "$work/gw" && chgrp "$(id -gn "$u")" "$work/gw"
+	for bad in "$work/ud/c" "$work/gw/c" "$work/ud/deeper/c"; do
+		if timeout 10 "$viprof" serve --continuous "$bad" --no-jit >"$work/r1" 2>&1; then
+			fail "--continuous $bad was taken"
+		fi
+		cat "$work/r1"
+		grep -q "viprof serve: --continuous $bad: .*${bad%/c}\|viprof serve: --continuous $bad: .*$work/ud" "$work/r1" ||
+			fail "the refusal of $bad does not name the directory users can write"
+		[ -e "$bad" ] && fail "root made $bad in a directory a user can write"
+	done
+	mkdir -m 1777 "$work/tmp"
+	port=
+	start_service --continuous "$work/tmp/c" --interval 2 --no-jit --http 127.0.0.1:0
+	port=$(sed -n 's/.*pprof over HTTP on .* (port \([0-9]*\)).*/\1/p' "$work/serve.log")
+	for _ in $(seq 100); do [ -n "$(find "$work/tmp/c" -name service.json)" ] && break; sleep 0.1; done
+	real=$(basename "$(dirname "$(find "$work/tmp/c" -name service.json | head -1)")")
+	[ -n "$real" ] || fail "no interval ended"
+	# DIR's path now names another directory (root does it here: only root can).
+	mv "$work/tmp/c" "$work/tmp/c.moved" && mkdir -m 700 "$work/tmp/c" "$work/tmp/c/20000101T000000Z"
+	page=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())' \
+		"http://127.0.0.1:$port/")
+	echo "$page" | grep -q "20000101T000000Z" && fail "the index page read DIR by its path again"
+	echo "$page" | grep -q "$real" || { echo "$page"; fail "the index page does not list interval $real"; }
 	;;
 cmdpath)
 	mkuser a; u=$REPLY
