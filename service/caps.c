@@ -38,6 +38,8 @@ const struct vp_svc_cap vp_svc_caps[] = {
 	  "so no unwind table is built: every user stack ends at the first frame without a frame pointer" },
 	{ CAP_SYSLOG, "CAP_SYSLOG", "/proc/kallsyms shows every address as 0: kernel frames are unnamed, and root's own "
 	  "recordings are told to run as root" },
+	{ CAP_CHOWN, "CAP_CHOWN", "whole-VM recordings (--http, --continuous) cannot give a JVM's user the directory its "
+	  "agent writes code maps into: that JVM's JIT frames may be unnamed" },
 };
 const int vp_svc_ncaps = (int)(sizeof(vp_svc_caps) / sizeof(vp_svc_caps[0]));
 
