@@ -7,7 +7,8 @@
 #   caps      the service started as root confined to the unit's CapabilityBoundingSet
 #             (setpriv --bounding-set): it names no capability missing, a user's
 #             'record -g' of zcaller (no frame pointers) through the socket has whole
-#             stacks, and root's --http scrape is answered with kernel frames named
+#             stacks, root's --http scrape is answered with kernel frames named, and
+#             --continuous intervals end readable
 #   missing   the same without CAP_CHECKPOINT_RESTORE and CAP_SYSLOG: one line at start
 #             names each, and nothing else; and what the lines say holds (the user's
 #             stacks are cut, root's kernel frames unnamed)
@@ -55,7 +56,8 @@ echo "bounding set: $caps"
 # As systemd starts it: root, the bounding set (root's permitted and effective sets follow
 # it at exec), nothing inheritable or ambient.
 setpriv --bounding-set=-all,$caps --inh-caps=-all --ambient-caps=-all \
-	"$viprof" serve --socket "$sock" --http 127.0.0.1:0 --no-jit >"$work/serve.log" 2>&1 &
+	"$viprof" serve --socket "$sock" --http 127.0.0.1:0 --continuous "$work/cont" --interval 2 --no-jit \
+	>"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 50); do
 	[ -S "$sock" ] && grep -q "recordings for users on" "$work/serve.log" && break
@@ -97,6 +99,11 @@ caps)
 	grep -q "warning: no CAP_" "$work/serve.log" && fail "the service lacks a capability under the unit's set"
 	user_stacks_whole 1 || fail "the user's stacks are cut short"
 	root_kernel_named || fail "root's scrape has no kernel names"
+	# --continuous: intervals end and are written whole.
+	for _ in $(seq 100); do [ -n "$(find "$work/cont" -name service.json)" ] && break; sleep 0.1; done
+	[ -n "$(find "$work/cont" -name service.json)" ] || fail "no continuous interval ended"
+	"$viprof" report "$(dirname "$(find "$work/cont" -name service.json | head -1)")" --top 3 >/dev/null ||
+		fail "a continuous interval cannot be read"
 	;;
 missing)
 	for c in CAP_CHECKPOINT_RESTORE CAP_SYSLOG; do
