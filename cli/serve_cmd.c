@@ -21,6 +21,7 @@
 #include "recorder/record_request.h"
 #include "common/util.h"
 #include "service/api.h"
+#include "service/caps.h"
 #include "service/continuous.h"
 #include "service/metrics.h"
 #include "service/push.h"
@@ -390,6 +391,8 @@ int cmd_serve(int argc, char **argv)
 	struct vp_svc_metrics metrics;
 	vp_svc_metrics__init(&metrics);
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	/* Confined to a bounding set (the unit file): each capability it lacks, named. */
+	vp_svc_caps__check(stderr);
 	/* Any thread may take the signal (blocking it in the service's threads would
 	 * block it in the recorders they start too: a mask survives fork and exec), so
 	 * the main thread looks at the flag every 200 ms instead of waiting in pause(). */

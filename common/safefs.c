@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,4 +360,54 @@ uint64_t vp_dir__usage(int dirfd)
 	}
 	closedir(d);
 	return sum;
+}
+
+int vp_safe_check_parents(int fd, char *why, size_t len)
+{
+	struct stat cst, pst;
+	int e = 0, cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (cur < 0)
+		return -errno;
+	if (fstat(cur, &cst)) {
+		e = -errno;
+		goto cleanup;
+	}
+	for (int depth = 0;; depth++) {
+		if (depth > PATH_MAX / 2) {
+			e = -ELOOP;
+			goto cleanup;
+		}
+		int par = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (par < 0 || fstat(par, &pst)) {
+			e = -errno;
+			if (par >= 0)
+				close(par);
+			goto cleanup;
+		}
+		if (pst.st_dev == cst.st_dev && pst.st_ino == cst.st_ino) {
+			close(par);
+			break;   /* "/": its own parent */
+		}
+		bool others_write = (pst.st_mode & 002) || ((pst.st_mode & 020) && pst.st_gid != 0);
+		bool sticky_safe = (pst.st_mode & S_ISVTX) && cst.st_uid == 0;
+		if (pst.st_uid != 0 || (others_write && !sticky_safe)) {
+			char link[64], path[PATH_MAX] = "?";
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", par);
+			ssize_t n = readlink(link, path, sizeof(path) - 1);
+			path[n > 0 ? n : 1] = '\0';
+			vp_set_err(why, len, "%s (owner uid %u, group %u, mode %04o) %s", path, (unsigned)pst.st_uid,
+				   (unsigned)pst.st_gid, (unsigned)(pst.st_mode & 07777),
+				   pst.st_uid != 0 ? "is not root's" : (pst.st_mode & S_ISVTX) ? "is sticky but what is in it is not root's"
+				   : (pst.st_mode & 002) ? "is writable by others" : "is writable by its group");
+			close(par);
+			e = -EPERM;
+			goto cleanup;
+		}
+		close(cur);
+		cur = par;
+		cst = pst;
+	}
+cleanup:
+	close(cur);
+	return e;
 }

@@ -60,6 +60,14 @@ int vp_safe_remove_tree(int dirfd, const char *name);
  * file system has no ACLs. 0 or -errno. */
 int vp_safe_grant_search(int fd, const uid_t *uids, int n);
 
+/* Whether only root can rename, remove or replace the directory open on fd or any
+ * directory above it, up to /: each parent is owned by root and writable by no one but
+ * root (group root may write it), or is sticky (like /tmp) with the child below it
+ * owned by root. Walked up through ".." from fd, so it judges the directories fd is
+ * in, not a path. 0, or -EPERM with the first parent that fails described in why
+ * (its path, owner and mode), or -errno. */
+int vp_safe_check_parents(int fd, char *why, size_t len);
+
 /* Bytes on disk of everything under dirfd (st_blocks), through descriptors only: no
  * symlink is followed and no path resolved. */
 uint64_t vp_dir__usage(int dirfd);

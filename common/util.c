@@ -260,31 +260,84 @@ int vp_perm__explain(pid_t pid, char *buf, size_t len)
 	return 1;
 }
 
+/* The length (2-4) of the well-formed UTF-8 sequence at s and its code point, or 0
+ * (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	size_t n;
+	uint32_t c, min;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1f, min = 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, c = s[0] & 0x0f, min = 0x800;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;   /* also the NUL that ends the string early */
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* Characters that change how a terminal or a viewer shows the rest of the line: C1
+ * controls (U+0080-U+009F; CSI is U+009B), the bidi marks, embeddings, overrides and
+ * isolates (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) and the line and
+ * paragraph separators (U+2028, U+2029). */
+static bool redraws(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0x9f) || c == 0x61c || c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
+}
+
 void vp_escape_controls(const char *s, char *out, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0;
 	if (!len)
 		return;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[5];
-		size_t n = 0;
-		if (c < 0x20 || c == 0x7f) {
+	while (*p) {
+		char esc[16];
+		size_t n = 0, take = 1;
+		uint32_t cp = 0;
+		if (*p >= 0x80) {
+			/* Well-formed UTF-8 passes whole, but for the characters that redraw the
+			 * line; those, and every byte of what is not UTF-8, become \xNN each. */
+			size_t k = utf8_seq(p, &cp);
+			take = k ? k : 1;
+			if (k && !redraws(cp)) {
+				memcpy(esc, p, k);
+				n = k;
+			} else {
+				for (size_t i = 0; i < take; i++) {
+					esc[n++] = '\\';
+					esc[n++] = 'x';
+					esc[n++] = hex[p[i] >> 4];
+					esc[n++] = hex[p[i] & 15];
+				}
+			}
+		} else if (*p < 0x20 || *p == 0x7f) {
 			esc[n++] = '\\';
 			esc[n++] = 'x';
-			esc[n++] = hex[c >> 4];
-			esc[n++] = hex[c & 15];
-		} else if (c == '\\') {
+			esc[n++] = hex[*p >> 4];
+			esc[n++] = hex[*p & 15];
+		} else if (*p == '\\') {
 			esc[n++] = '\\';
 			esc[n++] = '\\';
 		} else {
-			esc[n++] = (char)c;
+			esc[n++] = (char)*p;
 		}
 		if (o + n >= len)
 			break;
 		memcpy(out + o, esc, n);
 		o += n;
+		p += take;
 	}
 	out[o] = '\0';
 }

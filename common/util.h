@@ -74,7 +74,9 @@ void vp_timing(const char *what);
 
 /* s into out (NUL-terminated, cut at a whole character to fit len) with control
  * characters (below 0x20, and 0x7f) as \xNN and backslashes doubled: for log lines
- * that carry bytes someone else chose. */
+ * that carry bytes someone else chose. Bytes of 0x80 and up pass only as well-formed
+ * UTF-8 that cannot redraw the line: C1 controls (raw or encoded), bidi overrides,
+ * isolates and marks, line separators, and whatever is not UTF-8 become \xNN, each byte. */
 void vp_escape_controls(const char *s, char *out, size_t len);
 
 /* A duration in seconds from "2", "2.5", "2s", "500ms", "90m", "24h" or "7d" (as

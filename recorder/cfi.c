@@ -9,7 +9,9 @@
 #include <string.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <limits.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -659,6 +661,10 @@ int vp_cfi__cache_open(void)
 		close(fd);
 		return e;
 	}
+	/* Entries past their age go even when this recording stores nothing. */
+	uint64_t max_bytes, max_age_s;
+	vp_cfi__cache_bounds(&max_bytes, &max_age_s);
+	vp_cfi__cache_trim(fd, max_bytes, max_age_s);
 	return fd;
 }
 
@@ -666,6 +672,121 @@ static void cache_name(const struct vp_cfi_key *k, char *out, size_t len)
 {
 	snprintf(out, len, "%llx-%llx-%llx-%llx.v%u", (unsigned long long)k->dev, (unsigned long long)k->ino,
 		 (unsigned long long)k->size, (unsigned long long)k->mtime_ns, VP_CFI_CACHE_VERSION);
+}
+
+/* "123", "64K", "256M", "1G": bytes; -1 when it is not one. */
+static long long parse_bytes(const char *s)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (errno || *end || v > (unsigned long long)LLONG_MAX >> shift)
+		return -1;
+	return (long long)(v << shift);
+}
+
+void vp_cfi__cache_bounds(uint64_t *max_bytes, uint64_t *max_age_s)
+{
+	const char *v = getenv("VIPROF_UNWIND_CACHE_MAX");
+	long long b = v && *v ? parse_bytes(v) : -1;
+	double a = -1;
+	if ((v = getenv("VIPROF_UNWIND_CACHE_AGE")) && *v)
+		a = vp_parse_duration(v);
+	*max_bytes = b >= 0 ? (uint64_t)b : VP_CFI_CACHE_DEFAULT_MAX;
+	*max_age_s = a >= 0 ? (uint64_t)a : VP_CFI_CACHE_DEFAULT_AGE_S;
+}
+
+struct cache_ent {
+	char name[64];
+	int64_t used_ns;   /* the mtime: the last store or load (cache_load touches it) */
+	uint64_t bytes;
+};
+
+static int ent_by_use(const void *a, const void *b)
+{
+	const struct cache_ent *x = a, *y = b;
+	return x->used_ns < y->used_ns ? -1 : x->used_ns > y->used_ns;
+}
+
+int vp_cfi__cache_trim(int dirfd, uint64_t max_bytes, uint64_t max_age_s)
+{
+	struct cache_ent *ents = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	int removed = 0, e = 0;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		unsigned long long x[4];
+		unsigned ver;
+		int used = 0;
+		struct stat st;
+		const char *name = de->d_name;
+		bool tmp = name[0] == '.';
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		/* Only what cache_name and cache_store make; anything else is not ours to judge. */
+		if (sscanf(name + tmp, "%llx-%llx-%llx-%llx.v%u%n", &x[0], &x[1], &x[2], &x[3], &ver, &used) != 5 ||
+		    strlen(name) >= sizeof(ents[0].name) || (!tmp && name[used]))
+			continue;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		int64_t age_s = (now_ns - mt) / 1000000000;
+		/* A temporary file is a writer's until it renames it: one this old was left
+		 * by a writer that died. An entry of another format version is never read. */
+		bool drop = tmp ? age_s > VP_CFI_CACHE_TMP_AGE_S
+				: ver != VP_CFI_CACHE_VERSION || (max_age_s && age_s > (int64_t)max_age_s);
+		if (drop) {
+			if (unlinkat(dirfd, name, 0) == 0)
+				removed++;
+			continue;
+		}
+		if (tmp)
+			continue;
+		if (vp_grow((void **)&ents, &cap, n + 1, sizeof(*ents))) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		snprintf(ents[n].name, sizeof(ents[n].name), "%s", name);
+		ents[n].used_ns = mt;
+		ents[n].bytes = (uint64_t)st.st_size;
+		total += ents[n].bytes;
+		n++;
+	}
+	/* Over the bound: the least recently used go first. */
+	if (max_bytes && total > max_bytes) {
+		vp_sort(ents, n, sizeof(*ents), ent_by_use);
+		for (size_t i = 0; i < n && total > max_bytes; i++) {
+			if (unlinkat(dirfd, ents[i].name, 0) == 0 || errno == ENOENT) {
+				total -= ents[i].bytes;
+				removed++;
+			}
+		}
+	}
+cleanup:
+	free(ents);
+	closedir(d);
+	return e ? e : removed;
 }
 
 struct vp_cfi *vp_cfi__cache_load(int dirfd, const struct vp_cfi_key *k)
@@ -711,6 +832,8 @@ struct vp_cfi *vp_cfi__cache_load(int dirfd, const struct vp_cfi_key *k)
 		t->segs[i] = (struct seg){ h.segs[i][0], h.segs[i][1], h.segs[i][2], h.segs[i][3] };
 	t->source = cache_sources[h.source];
 	t->cut = h.flags & 1;
+	/* Used now: the trim removes the least recently used entries first. */
+	futimens(fd, NULL);
 	close(fd);
 	return t;
 cleanup:
@@ -726,8 +849,12 @@ int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_c
 	struct vp_cfi_cache_hdr h;
 	int e = 0;
 
+	uint64_t max_bytes, max_age_s;
 	if (t->failed || t->n > UINT32_MAX || t->nsegs > VP_CFI_CACHE_SEGS)
 		return -EINVAL;
+	vp_cfi__cache_bounds(&max_bytes, &max_age_s);
+	if (max_bytes && sizeof(h) + t->n * sizeof(*t->rules) > max_bytes)
+		return -EFBIG;   /* it alone would not fit: kept in memory only */
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, VP_CFI_CACHE_MAGIC, 8);
 	h.version = VP_CFI_CACHE_VERSION;
@@ -762,5 +889,7 @@ int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_c
 		e = -errno;
 	if (e)
 		unlinkat(dirfd, tmp, 0);
+	else
+		vp_cfi__cache_trim(dirfd, max_bytes, max_age_s);
 	return e;
 }

@@ -87,7 +87,28 @@ int vp_cfi__cache_open(void);
  * ENOENT for a miss, EBADMSG for a damaged or stale entry). */
 struct vp_cfi *vp_cfi__cache_load(int dirfd, const struct vp_cfi_key *k);
 
-/* Stores t for k (a temporary file renamed into place). 0 or -errno. */
+/* Stores t for k (a temporary file renamed into place), then trims the cache to its
+ * bounds (vp_cfi__cache_trim). 0, -EFBIG when t alone is over the size bound (not
+ * stored), or -errno. */
 int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_cfi *t);
+
+/* The cache's bounds. Each ELF file that changes (a touch, a rebuild, a package update)
+ * gets a new entry and its old one is never read again: without a bound root's cache
+ * grew by libjvm.so's 1.4 MB at every touch plus 'record -g' any user could do.
+ * VIPROF_UNWIND_CACHE_MAX: the entries' total size in bytes (K, M, G suffixes; 0 = no
+ * bound; default 256M); VIPROF_UNWIND_CACHE_AGE: how long an entry unused stays (a
+ * duration as record -d takes it: "30d", "12h"; 0 = for ever; default 30d). */
+#define VP_CFI_CACHE_DEFAULT_MAX   (256ull << 20)
+#define VP_CFI_CACHE_DEFAULT_AGE_S (30ull * 24 * 3600)
+#define VP_CFI_CACHE_TMP_AGE_S     600   /* a temporary file older than this is a dead writer's */
+void vp_cfi__cache_bounds(uint64_t *max_bytes, uint64_t *max_age_s);
+
+/* Removes the cache's entries unused (neither stored nor loaded: loading touches an
+ * entry's mtime) for more than max_age_s, entries of other format versions and dead
+ * writers' temporary files, then the least recently used entries until their sizes add
+ * up to at most max_bytes (0: no bound of either kind). Touches nothing but the names
+ * the cache makes, and only regular files of the effective user. The number removed,
+ * or -errno. */
+int vp_cfi__cache_trim(int dirfd, uint64_t max_bytes, uint64_t max_age_s);
 
 #endif

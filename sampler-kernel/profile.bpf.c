@@ -29,12 +29,26 @@ const volatile __u32 filter_uid = (__u32)-1;
 
 #define PF_KTHREAD 0x00200000
 
+/* MMF_DUMPABLE_MASK and SUID_DUMP_USER of linux/sched/coredump.h. */
+#define VP_MMF_DUMPABLE_MASK 3ul
+#define VP_SUID_DUMP_USER    1ul
+
 static __always_inline bool owned(struct task_struct *t)
 {
 	if (filter_uid == (__u32)-1)
 		return true;
-	return BPF_CORE_READ(t, cred, uid.val) == filter_uid && BPF_CORE_READ(t, cred, euid.val) == filter_uid &&
-	       BPF_CORE_READ(t, cred, suid.val) == filter_uid;
+	if (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
+	    BPF_CORE_READ(t, cred, suid.val) != filter_uid)
+		return false;
+	/* Nor is a process the kernel made non-dumpable (an execute-only program, which its
+	 * user may not read; prctl PR_SET_DUMPABLE 0): ptrace refuses its user, and an exec
+	 * into one ends the user's own perf events (begin_new_exec). mm->flags is read as
+	 * its first word, an unsigned long before Linux 6.18 and a bitmap since. */
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	unsigned long flags = VP_SUID_DUMP_USER;
+	if (mm)
+		bpf_probe_read_kernel(&flags, sizeof(flags), (char *)mm + bpf_core_field_offset(struct mm_struct, flags));
+	return (flags & VP_MMF_DUMPABLE_MASK) == VP_SUID_DUMP_USER;
 }
 
 struct {
@@ -328,11 +342,41 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Whether the new credentials may read the program being run, as the kernel's
+ * would_dump() asks inode_permission(MAY_READ): by its mode bits, the owner's, the
+ * group's (the primary group or one of the first 64 supplementary ones) or the others'.
+ * An ACL is not read: a program only an ACL lets the user read counts as unreadable
+ * (its samples are left out, never shown to someone the kernel would not show them). */
+#define VP_MAX_GROUPS 64
+static __always_inline bool may_read_program(struct linux_binprm *bprm, const struct cred *new)
+{
+	struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
+	__u32 mode = BPF_CORE_READ(ino, i_mode), gid = BPF_CORE_READ(ino, i_gid.val);
+	struct group_info *gi = BPF_CORE_READ(new, group_info);
+	int n = gi ? BPF_CORE_READ(gi, ngroups) : 0;
+	bool in = gid == BPF_CORE_READ(new, fsgid.val);
+
+	if (BPF_CORE_READ(ino, i_uid.val) == BPF_CORE_READ(new, fsuid.val))
+		return mode & 0400;
+	for (int i = 0; i < VP_MAX_GROUPS && !in; i++) {
+		__u32 g = 0;
+		if (i >= n)
+			break;
+		bpf_probe_read_kernel(&g, sizeof(g), (char *)gi + bpf_core_field_offset(struct group_info, gid) + i * 4);
+		in = g == gid;
+	}
+	if (in)
+		return mode & 040;
+	if (n > VP_MAX_GROUPS && (mode & 040) && !(mode & 04))
+		return false;   /* in a group past those looked at, perhaps: cannot tell */
+	return mode & 04;
+}
+
 /* An exec past its point of no return, its new credentials computed, before it
  * names the task or maps the new image (so before any of its COMM/MMAP2 records): a
  * recorded process that will no longer have the user's real, effective and saved uid,
- * or gains anything from the file (set-gid, capabilities: AT_SECURE), is foreign from
- * now on. (A user's process changes credentials only by exec: anything else needs a
+ * gains anything from the file (set-gid, capabilities: AT_SECURE), or runs a file its
+ * user may not read (execute-only), is foreign from now on. (A user's process changes credentials only by exec: anything else needs a
  * capability it does not have.) */
 SEC("tp_btf/sched_prepare_exec")
 int BPF_PROG(on_creds, struct task_struct *task, struct linux_binprm *bprm)
@@ -343,8 +387,12 @@ int BPF_PROG(on_creds, struct task_struct *task, struct linux_binprm *bprm)
 
 	if (filter_uid == (__u32)-1 || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
+	/* BINPRM_FLAGS_ENFORCE_NONDUMP (1): the user may not read the ELF interpreter; the
+	 * program itself is judged by may_read_program (the kernel judges it later in the
+	 * exec, after this point). Either makes the process non-dumpable (owned() above). */
 	if (BPF_CORE_READ(new, uid.val) == filter_uid && BPF_CORE_READ(new, euid.val) == filter_uid &&
-	    BPF_CORE_READ(new, suid.val) == filter_uid && !BPF_CORE_READ_BITFIELD_PROBED(bprm, secureexec))
+	    BPF_CORE_READ(new, suid.val) == filter_uid && !BPF_CORE_READ_BITFIELD_PROBED(bprm, secureexec) &&
+	    !(BPF_CORE_READ(bprm, interp_flags) & 1) && may_read_program(bprm, new))
 		return 0;
 	now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&foreign, &tgid, &now, BPF_NOEXIST);

@@ -493,6 +493,7 @@ static void index_page(struct vp_api *a, struct vp_http_conn *c)
 	if (a->o.cont)
 		vp_cont__status(a->o.cont, cur, sizeof(cur), &freq, lasterr, sizeof(lasterr));
 	struct vp_pages_status st = { .hostname = a->hostname, .continuous_dir = a->o.cont ? a->o.cont_dir : NULL,
+				      .continuous_dirfd = a->o.cont ? vp_cont__dirfd(a->o.cont) : -1,
 				      .interval_s = a->o.interval_s, .cpu_budget_pct = a->o.cpu_budget_pct,
 				      .freq = freq, .current = cur[0] ? cur : NULL,
 				      .last_error = lasterr[0] ? lasterr : NULL };

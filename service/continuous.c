@@ -530,6 +530,42 @@ struct vp_cont *vp_cont__start(const struct vp_cont_opts *o, char *err, size_t e
 	}
 	c->o = *o;
 	c->freq = o->freq;
+	/* Every directory above DIR must be root's alone too, or whoever may write one
+	 * could rename DIR away and put another in its place: checked on the deepest part
+	 * of the path that exists before anything is made, and again on DIR once open. */
+	char why[PATH_MAX + 200], up[PATH_MAX];
+	snprintf(up, sizeof(up), "%s", o->dir);
+	int afd = vp_safe_opendir(up, VP_SAFE_TRUSTED_LINKS);
+	while (afd == -ENOENT) {
+		char *slash = strrchr(up, '/');
+		if (!slash || slash == up)
+			snprintf(up, sizeof(up), "%s", slash ? "/" : ".");
+		else
+			*slash = '\0';
+		afd = vp_safe_opendir(up, VP_SAFE_TRUSTED_LINKS);
+	}
+	int pe = afd >= 0 ? vp_safe_check_parents(afd, why, sizeof(why)) : 0;
+	if (afd >= 0 && !pe && strcmp(up, o->dir)) {
+		/* DIR is to be made in up: up itself is then its parent. */
+		struct stat ast;
+		if (fstat(afd, &ast) == 0 && (ast.st_uid != 0 || (((ast.st_mode & 002) || ((ast.st_mode & 020) && ast.st_gid != 0)) &&
+									!(ast.st_mode & S_ISVTX)))) {
+			snprintf(why, sizeof(why), "%s (owner uid %u, mode %04o) is not root's alone", up,
+				 (unsigned)ast.st_uid, (unsigned)(ast.st_mode & 07777));
+			pe = -EPERM;
+		}
+	}
+	if (afd >= 0)
+		close(afd);
+	if (pe == -EPERM) {
+		vp_set_err(err, errlen, "--continuous %s: %s, so others could replace the directory the service writes "
+			   "whole-VM profiles in; use a path whose every directory only root may change (e.g. "
+			   "/var/lib/viprof)", o->dir, why);
+		free(c->dir);
+		free(c);
+		errno = EPERM;
+		return NULL;
+	}
 	c->dirfd = vp_safe_opendir(o->dir, VP_SAFE_CREATE | VP_SAFE_TRUSTED_LINKS);
 	if (c->dirfd < 0) {
 		int e = -c->dirfd;
@@ -544,8 +580,13 @@ struct vp_cont *vp_cont__start(const struct vp_cont_opts *o, char *err, size_t e
 	 * user owns or may write into could have entries swapped under the service. */
 	struct stat st;
 	int se = fstat(c->dirfd, &st) != 0 ? errno : 0;
-	if (se || st.st_uid != 0 || (st.st_mode & 022)) {
-		if (se)
+	int ce = se ? 0 : vp_safe_check_parents(c->dirfd, why, sizeof(why));
+	if (ce == -EPERM || se || st.st_uid != 0 || (st.st_mode & 022)) {
+		if (ce == -EPERM)
+			vp_set_err(err, errlen, "--continuous %s: %s, so others could replace the directory the service "
+				   "writes whole-VM profiles in; use a path whose every directory only root may change "
+				   "(e.g. /var/lib/viprof)", o->dir, why);
+		else if (se)
 			vp_set_err(err, errlen, "--continuous %s: cannot stat the directory: %s", o->dir, strerror(se));
 		else if (st.st_uid != 0)
 			vp_set_err(err, errlen, "--continuous %s is owned by uid %u, not root: the service writes whole-VM "

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/safefs.h"
+#include "common/userns.h"
 #include "common/util.h"
 
 /* Copies [s, s + n) into dst[len] with a NUL; false when it does not fit. */
@@ -388,8 +389,9 @@ bool vp_http__uid_allowed(const struct vp_http_allow *a, uid_t uid)
 
 /* ---- the server ---- */
 
-/* Whom a connection counts against for VP_HTTP_MAX_PER_PEER: a local uid, or an
- * address (remote peers, and loopback peers whose uid could not be told). */
+/* Whom a connection counts against for VP_HTTP_MAX_PER_PEER: a local uid (the owner of
+ * a subordinate uid: common/userns.h), or an address (remote peers, and loopback peers
+ * whose uid could not be told); an IPv6 address by its /64, the least a host is given. */
 struct peer_key {
 	bool is_uid;
 	uid_t uid;
@@ -514,6 +516,17 @@ bool vp_http__kernel_ok(const struct vp_http_conn *c)
 	return c->kernel_ok;
 }
 
+void vp_http__peer_key(const struct sockaddr_storage *ss, uint8_t key[16])
+{
+	struct sockaddr_storage u = *ss;
+	memset(key, 0, 16);
+	unmap_v4(&u);
+	if (u.ss_family == AF_INET)
+		memcpy(key, &((struct sockaddr_in *)&u)->sin_addr, 4);
+	else if (u.ss_family == AF_INET6)
+		memcpy(key, &((struct sockaddr_in6 *)&u)->sin6_addr, 8);   /* the /64 */
+}
+
 static bool key_eq(const struct peer_key *a, const struct peer_key *b)
 {
 	return a->is_uid == b->is_uid && (a->is_uid ? a->uid == b->uid : !memcmp(a->addr, b->addr, sizeof(a->addr)));
@@ -603,6 +616,25 @@ static void log_line(struct vp_http_conn *c, const struct vp_http_req *req, uint
 	fflush(f);
 }
 
+/* Whether a loopback peer may read without the token: its uid is known and allowed. */
+static bool local_allowed(const struct vp_http_conn *c)
+{
+	return c->have_uid && vp_http__uid_allowed(&c->h->o.allow, c->uid);
+}
+
+/* The 403 of a loopback peer that local_allowed refuses. */
+static void deny_local(struct vp_http_conn *c)
+{
+	if (!c->have_uid)
+		vp_http__respond_text(c, 403, "cannot tell which local user %s is (the kernel has no socket held by a "
+				      "process for it); send 'Authorization: Bearer <token>' (viprof serve --http-token)",
+				      c->peer);
+	else
+		vp_http__respond_text(c, 403, "uid %u may not read whole-VM profiles (every process's code, threads "
+				      "and addresses): ask the administrator for the token of viprof serve --http-token, "
+				      "or to be let in with --http-allow-group or --http-allow-user", (unsigned)c->uid);
+}
+
 /* Who the peer is decides what it gets: a bearer token (anyone, everything), else a
  * loopback peer's uid (allowed ones, kernel frames for root only). false when it was
  * answered with 401 or 403; every path of the server is behind this. */
@@ -624,16 +656,8 @@ static bool authorize(struct vp_http_conn *c, const struct vp_http_req *req)
 				      "viprof serve --http-token)", c->peer);
 		return false;
 	}
-	if (!c->have_uid) {
-		vp_http__respond_text(c, 403, "cannot tell which local user %s is (the kernel has no socket held by a "
-				      "process for it); send 'Authorization: Bearer <token>' (viprof serve --http-token)",
-				      c->peer);
-		return false;
-	}
-	if (!vp_http__uid_allowed(&h->o.allow, c->uid)) {
-		vp_http__respond_text(c, 403, "uid %u may not read whole-VM profiles (every process's code, threads "
-				      "and addresses): ask the administrator for the token of viprof serve --http-token, "
-				      "or to be let in with --http-allow-group or --http-allow-user", (unsigned)c->uid);
+	if (!local_allowed(c)) {
+		deny_local(c);
 		return false;
 	}
 	c->kernel_ok = c->uid == 0;
@@ -747,25 +771,30 @@ static void *accept_thread(void *arg)
 			size_t pl = strlen(c->peer);
 			snprintf(c->peer + pl, sizeof(c->peer) - pl, " uid %u", (unsigned)c->uid);
 			c->key.is_uid = true;
-			c->key.uid = c->uid;
+			c->key.uid = vp_userns__accountable(c->uid, -1);
+			if (c->key.uid != c->uid) {
+				pl = strlen(c->peer);
+				snprintf(c->peer + pl, sizeof(c->peer) - pl, " (of uid %u)", (unsigned)c->key.uid);
+			}
 		} else {
-			struct sockaddr_storage u = ss;
-			unmap_v4(&u);
-			if (u.ss_family == AF_INET)
-				memcpy(c->key.addr, &((struct sockaddr_in *)&u)->sin_addr, 4);
-			else if (u.ss_family == AF_INET6)
-				memcpy(c->key.addr, &((struct sockaddr_in6 *)&u)->sin6_addr, 16);
+			vp_http__peer_key(&ss, c->key.addr);
 		}
+		/* With no token to send, a local peer that may not read is answered now,
+		 * before it holds a slot: otherwise one user's subordinate uids (65,536 local
+		 * users of their own to the kernel) could take every slot from root's scraper. */
+		bool denied = !h->token[0] && c->loopback && !local_allowed(c);
 		pthread_mutex_lock(&h->lock);
-		bool full = h->active >= VP_HTTP_MAX_CONNS, mine = false;
-		if (!full && !(mine = !peer_take(h, &c->key)))
+		bool full = false, mine = false;
+		if (!denied && !(full = h->active >= VP_HTTP_MAX_CONNS) && !(mine = !peer_take(h, &c->key)))
 			h->active++;
 		pthread_mutex_unlock(&h->lock);
-		if (full || mine) {
+		if (denied || full || mine) {
 			/* Answered here, without reading the request: cheap, and never blocks
 			 * long (the answer fits the socket's buffer; the send timeout bounds it). */
 			struct vp_http_req none = { 0 };
-			if (full)
+			if (denied)
+				deny_local(c);
+			else if (full)
 				vp_http__respond_text(c, 503, "busy: %d requests are being served; retry later",
 						      VP_HTTP_MAX_CONNS);
 			else

@@ -14,12 +14,16 @@
  * What costs the server: a connection thread, held from accept to the answer. The head
  * must arrive within VP_HTTP_HEAD_TIMEOUT_MS of accept (a slow sender loses its slot
  * then, not the server), and one peer (a local uid, or a remote address) holds at
- * most VP_HTTP_MAX_PER_PEER connections; beyond either cap a peer gets 503 at once. */
+ * most VP_HTTP_MAX_PER_PEER connections; beyond either cap a peer gets 503 at once.
+ * A local uid counts as the owner of its subordinate-uid range (common/userns.h), a
+ * remote IPv6 address as its /64; and without a token file a local peer that may not
+ * read is answered 403 at accept, so that it never holds a slot. */
 #ifndef VIPROF_SERVICE_HTTP_H
 #define VIPROF_SERVICE_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -71,6 +75,12 @@ bool vp_http__bearer_ok(const char *auth, const char *token);
  * more (closed, or in TIME_WAIT, which the kernel reports as uid 0) is no answer.
  * 0, -ENOENT (no such socket, or not held), or -errno. */
 int vp_http__loopback_peer_uid(int fd, uid_t *uid);
+
+/* What a peer that is not a known local uid counts against for VP_HTTP_MAX_PER_PEER,
+ * into key[16]: an IPv4 address (IPv4 mapped into IPv6 too) whole, an IPv6 address by
+ * its /64 (a host is given a /64 at least: one per address would let one host take
+ * every slot with addresses of its own). */
+void vp_http__peer_key(const struct sockaddr_storage *ss, uint8_t key[16]);
 
 /* Who may read without a token: root, the uids listed, and with group set the
  * members (primary or supplementary) of gid. All zero: root only. */

@@ -243,15 +243,20 @@ static int cmp_desc(const void *a, const void *b)
 	return -strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The interval names under dir, newest first. */
-static int list_intervals(const char *dir, char ***names, size_t *n)
+/* The interval names under dirfd, newest first. */
+static int list_intervals(int dirfd, char ***names, size_t *n)
 {
 	size_t cap = 0;
 	*names = NULL;
 	*n = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
 	struct dirent *de;
 	int e = 0;
 	while ((de = readdir(d))) {
@@ -301,14 +306,16 @@ int vp_pages__index(const struct vp_pages_status *st, int max, char **buf, size_
 	}
 	char **names;
 	size_t n;
-	int e = list_intervals(st->continuous_dir, &names, &n);
+	/* Through the descriptor the service opened and checked, never DIR's path again
+	 * (which may name another directory by now). */
+	int e = list_intervals(st->continuous_dirfd, &names, &n);
 	if (e) {
 		fprintf(f, "<p>Cannot list the intervals: %s</p>\n", strerror(-e));
 		goto end;
 	}
 	fputs("<table><tr><th>interval (UTC start)</th><th>length s</th><th>samples</th><th>rate Hz</th>"
 	      "<th>service CPU ms</th><th>CPU % of one</th><th>size KiB</th><th></th><th></th></tr>\n", f);
-	int dfd = open(st->continuous_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = st->continuous_dirfd;
 	for (size_t i = 0; i < n && (int)i < max; i++) {
 		if (st->current && !strcmp(names[i], st->current))
 			continue;   /* still being written: nothing to show yet */
@@ -333,8 +340,6 @@ int vp_pages__index(const struct vp_pages_status *st, int max, char **buf, size_
 		fprintf(f, "<td>%.0f</td><td><a href=\"/flame/%s\">flame graph</a></td><td><a href=\"/pprof/%s\">pprof</a>"
 			   "</td></tr>\n", (double)bytes / 1024, names[i], names[i]);
 	}
-	if (dfd >= 0)
-		close(dfd);
 	fputs("</table>\n", f);
 	if (n == 0)
 		fputs("<p>No interval has ended yet.</p>\n", f);

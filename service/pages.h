@@ -32,7 +32,8 @@ int vp_pages__pprof_parts(const struct vp_pages_part *parts, int n, uint64_t dur
 /* What the index page says about the service, besides the intervals. */
 struct vp_pages_status {
 	const char *hostname;
-	const char *continuous_dir;   /* NULL: no --continuous */
+	const char *continuous_dir;   /* NULL: no --continuous; for the page only */
+	int continuous_dirfd;         /* DIR as the service opened it: read through it alone */
 	unsigned interval_s;
 	double cpu_budget_pct;        /* of one CPU */
 	uint64_t freq;                /* the continuous recording's rate now */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/safefs.h"
+#include "common/userns.h"
 #include "common/util.h"
 #include "recorder/recorder.h"
 #include "hv-glue/events.h"
@@ -42,9 +43,16 @@
 #else
 #define VP_SO_PASSRIGHTS 83   /* asm-generic/socket.h, Linux 6.16 */
 #endif
+#ifdef SO_PEERPIDFD
+#define VP_SO_PEERPIDFD SO_PEERPIDFD
+#else
+#define VP_SO_PEERPIDFD 77    /* asm-generic/socket.h, Linux 6.5 */
+#endif
 
+/* Whom the limits count: the user who owns the peer's user namespace, so that one
+ * user's subordinate uids share that user's limits (common/userns.h). */
 struct user {
-	uid_t uid;
+	uid_t uid;                 /* the accountable uid (vp_userns__accountable) */
 	unsigned sessions;         /* connections past the checks, recording */
 	unsigned conns;            /* all open connections */
 	double tokens;             /* the request bucket: requests_per_min, refilled per second */
@@ -69,6 +77,7 @@ struct conn {
 	struct vp_sock *s;
 	int fd;
 	struct ucred cred;
+	uid_t owner;               /* whom the limits count: u->uid */
 	struct user *u;            /* s->users entry; under s->mu */
 	bool gone;                 /* a send failed or timed out: nothing more is sent */
 	int pidfds[RECORD_MAX_PIDS + 1];   /* the checked processes, held from check to start */
@@ -84,9 +93,9 @@ static uint64_t mono_ns(void)
 }
 
 /* One audit line per request: who, what, the result. */
-static void audit(struct vp_sock *s, const struct ucred *c, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void audit(struct vp_sock *s, const struct ucred *c, const char *what, const char *fmt, ...)
+static void audit(struct vp_sock *s, const struct ucred *c, uid_t owner, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void audit(struct vp_sock *s, const struct ucred *c, uid_t owner, const char *what, const char *fmt, ...)
 {
 	char res[1024], line[2600], safe[sizeof(line) * 4];
 	va_list ap;
@@ -98,7 +107,10 @@ static void audit(struct vp_sock *s, const struct ucred *c, const char *what, co
 	 * line nor redraw a terminal to forge another one. */
 	snprintf(line, sizeof(line), "%s -> %s", what, res);
 	vp_escape_controls(line, safe, sizeof(safe));
-	fprintf(s->o.log, "viprof serve: audit uid=%u pid=%d %s\n", (unsigned)c->uid, (int)c->pid, safe);
+	char of[48] = "";
+	if (owner != c->uid)
+		snprintf(of, sizeof(of), " owner=%u", (unsigned)owner);
+	fprintf(s->o.log, "viprof serve: audit uid=%u%s pid=%d %s\n", (unsigned)c->uid, of, (int)c->pid, safe);
 	fflush(s->o.log);
 }
 
@@ -534,14 +546,14 @@ static void serve_conn(struct conn *c)
 		}
 	}
 	if (n <= 0) {
-		audit(s, &c->cred, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
+		audit(s, &c->cred, c->owner, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
 		goto out;
 	}
 	tv.tv_sec = 0;
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (vp_sock__decode_request(req, &o, cmdv, jvms, &njvms, why, sizeof(why))) {
 		csend(c, "ERR 2 %s", why);
-		audit(s, &c->cred, what, "refused: %s", why);
+		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
 	describe(&o, what, sizeof(what));
@@ -551,12 +563,12 @@ static void serve_conn(struct conn *c)
 		snprintf(why, sizeof(why), "the request carries a file descriptor, which this service never takes (the "
 			 "session is written by your own viprof); use the viprof that matches this service");
 		csend(c, "ERR 2 %s", why);
-		audit(s, &c->cred, what, "refused: %s", why);
+		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
 	if ((e = authorize(c, &o, why, sizeof(why)))) {
 		csend(c, "ERR 1 %s", why);
-		audit(s, &c->cred, what, "refused: %s", why);
+		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -567,10 +579,11 @@ static void serve_conn(struct conn *c)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (over) {
-		snprintf(why, sizeof(why), "you (uid %u) already have %u recordings running, this service's limit per "
-			 "user; wait for one to end", (unsigned)c->cred.uid, s->o.limits.sessions);
+		snprintf(why, sizeof(why), "you (uid %u%s) already have %u recordings running, this service's limit "
+			 "per user (your subordinate uids count as you); wait for one to end", (unsigned)c->owner,
+			 c->owner != c->cred.uid ? ", the owner of this subordinate uid" : "", s->o.limits.sessions);
 		csend(c, "ERR 1 %s", why);
-		audit(s, &c->cred, what, "refused: %s", why);
+		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
 	/* Unprivileged users get what the kernel would give them: kernel samples and the
@@ -598,7 +611,7 @@ static void serve_conn(struct conn *c)
 			close(owner.stream_fd);
 		snprintf(why, sizeof(why), "the service cannot make a pipe for the session (%s); try again later", strerror(-e));
 		csend(c, "ERR 1 %s", why);
-		audit(s, &c->cred, what, "failed: %s", why);
+		audit(s, &c->cred, c->owner, what, "failed: %s", why);
 		goto out;
 	}
 	log = open_memstream(&logbuf, &logsize);
@@ -615,7 +628,7 @@ static void serve_conn(struct conn *c)
 	if (!rec) {
 		e = errno;
 		csend(c, "ERR %d %s", e == EINVAL ? 2 : 1, why);
-		audit(s, &c->cred, what, "failed: %s", why);
+		audit(s, &c->cred, c->owner, what, "failed: %s", why);
 		goto out;
 	}
 	/* Sampling runs: the client gets the session's files to store, then the go. */
@@ -686,7 +699,7 @@ static void serve_conn(struct conn *c)
 	vp_recorder__stats(rec, &st);
 	csend(c, "DONE %llu %llu %llu %llu %d", (unsigned long long)st.samples, (unsigned long long)st.lost,
 	      (unsigned long long)st.elapsed_ns, (unsigned long long)st.disk_bytes, e < 0 ? 1 : 0);
-	audit(s, &c->cred, what, "%s: %s%llu samples (%llu lost) in %.1f s, %llu bytes", e < 0 && !strcmp(result, "ok") ? "failed" : result,
+	audit(s, &c->cred, c->owner, what, "%s: %s%llu samples (%llu lost) in %.1f s, %llu bytes", e < 0 && !strcmp(result, "ok") ? "failed" : result,
 	      detail, (unsigned long long)st.samples, (unsigned long long)st.lost, (double)st.elapsed_ns / 1e9,
 	      (unsigned long long)st.disk_bytes);
 out:
@@ -738,20 +751,34 @@ static void *accept_thread(void *arg)
 			close(fd);
 			continue;
 		}
-		char why[300] = "";
+		/* Counted against the owner of the peer's user namespace: asked of the
+		 * process that connected, held by the pidfd the kernel took at connect (a
+		 * pid alone could name another process by now). */
+		int pidfd = -1;
+		socklen_t pl = sizeof(pidfd);
+		if (getsockopt(fd, SOL_SOCKET, VP_SO_PEERPIDFD, &pidfd, &pl) != 0)
+			pidfd = -1;
+		uid_t owner = vp_userns__accountable(cred.uid, pidfd);
+		if (pidfd >= 0)
+			close(pidfd);
+		char why[300] = "", you[96];
+		if (owner != cred.uid)
+			snprintf(you, sizeof(you), "you (uid %u, a subordinate uid counted as its owner uid %u)",
+				 (unsigned)cred.uid, (unsigned)owner);
+		else
+			snprintf(you, sizeof(you), "you (uid %u)", (unsigned)cred.uid);
 		pthread_mutex_lock(&s->mu);
-		struct user *u = user_of(s, cred.uid);
+		struct user *u = user_of(s, owner);
 		if (!u) {
 			snprintf(why, sizeof(why), "the service is serving too many users at once; try again later");
 		} else if (cred.uid != 0) {
 			refill(s, u);
 			if (u->tokens < 1)
-				snprintf(why, sizeof(why), "you (uid %u) sent more than %u requests in the last minute, this "
-					 "service's limit per user; try again later", (unsigned)cred.uid,
-					 s->o.limits.requests_per_min);
+				snprintf(why, sizeof(why), "%s sent more than %u requests in the last minute, this "
+					 "service's limit per user; try again later", you, s->o.limits.requests_per_min);
 			else if (u->conns >= s->o.limits.sessions + 2)
-				snprintf(why, sizeof(why), "you (uid %u) have %u connections open, this service's limit per "
-					 "user; wait for one to end", (unsigned)cred.uid, u->conns);
+				snprintf(why, sizeof(why), "%s have %u connections open, this service's limit per "
+					 "user; wait for one to end", you, u->conns);
 			else
 				u->tokens -= 1;
 		}
@@ -764,7 +791,7 @@ static void *accept_thread(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		if (why[0]) {
 			sendf(fd, "ERR 1 %s", why);
-			audit(s, &cred, "connect", "refused: %s", why);
+			audit(s, &cred, owner, "connect", "refused: %s", why);
 			close(fd);
 			continue;
 		}
@@ -774,7 +801,7 @@ static void *accept_thread(void *arg)
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		if (c) {
-			*c = (struct conn){ .s = s, .fd = fd, .cred = cred, .u = u };
+			*c = (struct conn){ .s = s, .fd = fd, .cred = cred, .owner = owner, .u = u };
 		}
 		/* Admitted: the client may now prepare its directory and command. */
 		if (!c || vp_sock__send(fd, "READY", 5, -1) != 0 || pthread_create(&t, &at, conn_thread, c) != 0) {

@@ -23,7 +23,9 @@ serve_lib_init() {
 			{ echo "SKIP: $b is not reachable by other users"; exit 77; }
 	done
 }
+on_cleanup=   # a scenario's own cleanup, run first
 cleanup() {
+	[ -n "$on_cleanup" ] && $on_cleanup
 	[ -n "$serve_pid" ] && kill -KILL "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
 	for m in "${mounts[@]}"; do umount -l "$m"; done

@@ -20,3 +20,18 @@ foreach(s foreign-fd userns setuid nodump mute rate audit overlay trickle stopch
                    $<TARGET_FILE_DIR:serve-client>)
   set_tests_properties(test-serve-attack-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
 endforeach()
+# Issue 31: subordinate uids against the per-user limits; an execute-only program.
+foreach(s subuid execonly contdir)
+  add_test(NAME test-serve-attack-${s}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-attack.sh ${s} $<TARGET_FILE:viprof>
+                   $<TARGET_FILE_DIR:serve-client>)
+  set_tests_properties(test-serve-attack-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
+endforeach()
+
+# packaging/viprof.service: hardened (systemd-analyze) and working with its capability set.
+foreach(s security caps missing)
+  add_test(NAME test-serve-unit-${s}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-unit.sh ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:zcaller>
+                   ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+  set_tests_properties(test-serve-unit-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
+endforeach()

@@ -29,6 +29,16 @@
 #   diskfull    --continuous on a disk that fills: no empty or torn service.json
 #   linger      a request that carries a socket whose close lingers (SO_LINGER 1 h, a peer
 #               that never reads): refused, and SIGTERM still stops the service in 5 s
+#   subuid      one user's 17 subordinate uids (newuidmap, /etc/subuid), each holding 8
+#               connections to the socket and 8 to --http (issue 31): they count against
+#               the user who owns their user namespace, and HTTP refuses them at accept,
+#               so root's scraper and another user are still served
+#   execonly    an execute-only program (0711, root's) the user's command runs: neither its
+#               mappings (load addresses, build-id), its name nor its samples are in the
+#               user's session, as the kernel lets the user read none of them
+#   contdir     --continuous DIR under a directory a user can write (theirs, or their
+#               group's): refused at start without making DIR; under a sticky one, fine;
+#               and the index page reads DIR through the service's descriptor only
 #   cmdpath     a request whose command names a path other than what it launched (a
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name; nor by output=
@@ -200,13 +210,15 @@ rate)
 audit)
 	mkuser a; u=$REPLY
 	start_service
-	printf 'RECORD\ntarget=pids\npids=1\noutput=x\r\033[2Kviprof serve: audit uid=0 pid=1 record target=all -> ok\nevents=cpu-clock\033]0;t\007\n' \
+	# CR, ESC, BEL; C1 CSI raw and UTF-8 encoded; a right-to-left override and an isolate.
+	printf 'RECORD\ntarget=pids\npids=1\noutput=x\r\033[2Kviprof serve: audit uid=0 pid=1 record target=all -> ok\x9b2K\xc2\x9b2K\xe2\x80\xaeko <- lla\xe2\x81\xa6\nevents=cpu-clock\033]0;t\007\n' \
 		>"$work/a/req"
 	chown "$u:" "$work/a/req"
 	as "$u" "'$client' '$sock' raw '$work/a/req'" >"$work/r1" 2>&1
 	cat "$work/r1"
 	grep -q "audit uid=$(id -u "$u")" "$work/serve.log" || fail "no audit line for the request"
-	LC_ALL=C grep -q $'\r\|\033\|\007' "$work/serve.log" && fail "raw control bytes from a client reached the log"
+	LC_ALL=C grep -q $'\r\|\033\|\007\|\x9b\|\xc2\x9b\|\xe2\x80\xae\|\xe2\x81\xa6' "$work/serve.log" &&
+		fail "raw control bytes from a client reached the log"
 	grep -q "^viprof serve: audit uid=0" "$work/serve.log" && fail "a client forged an audit line"
 	grep "audit uid=$(id -u "$u")" "$work/serve.log"
 	;;
@@ -300,6 +312,111 @@ linger)
 	refused_once "$work/r1" "a socket fd"
 	sleep 1
 	term_within_5s "(closing a passed socket lingers)"
+	;;
+subuid)
+	command -v newuidmap >/dev/null && command -v newgidmap >/dev/null ||
+		{ echo "SKIP: no newuidmap/newgidmap (Debian's uidmap)"; exit 77; }
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	grep -q "^$u:" /etc/subuid && grep -q "^$u:" /etc/subgid ||
+		{ echo "SKIP: useradd gave $u no subordinate ids (/etc/subuid, SUB_UID_COUNT in /etc/login.defs)"; exit 77; }
+	as "$u" "unshare --map-auto --map-root-user true" 2>/dev/null ||
+		{ echo "SKIP: unshare --map-auto (newuidmap) cannot map $u's subordinate ids here"; exit 77; }
+	base=$(grep "^$u:" /etc/subuid | cut -d: -f2)
+	# Inner uid i is outer base + i - 1; they are nobody's in /etc/passwd, so the
+	# cleanup's pkill -u of the user misses them: killed here.
+	kill_subuids() { for i in $(seq 0 16); do pkill -KILL -U $((base + i)) 2>/dev/null; done; }
+	on_cleanup=kill_subuids
+	start_service --http 127.0.0.1:0
+	port=$(sed -n 's/.*pprof over HTTP on .* (port \([0-9]*\)).*/\1/p' "$work/serve.log")
+	[ -n "$port" ] || fail "no HTTP port in the log"
+	mkdir -m 1777 "$work/h"
+	# 17 subordinate uids of one user, each holding 8 connections to the socket and 8 to
+	# HTTP for 40 s, opening again each one the service closes: before issue 31 each
+	# counted as a user of its own (17 x 8 > 64 HTTP slots, 17 x 4 > 64 socket ones).
+	as "$u" "unshare --map-auto --map-root-user sh -c 'for i in \$(seq 17); do setpriv --reuid=\$i --regid=\$i \
+		--clear-groups \"$client\" \"$sock\" hold 8 40 $port >$work/h/\$i 2>&1 & done; wait'" &
+	for _ in $(seq 150); do [ "$(cat "$work"/h/* 2>/dev/null | grep -c '^up')" = 17 ] && break; sleep 0.1; done
+	[ "$(cat "$work"/h/* 2>/dev/null | grep -c '^up')" = 17 ] || { cat "$work"/h/*; fail "the 17 subordinate uids' clients did not start"; }
+	[ "$(ps -o uid= -C serve-client | sort -u | wc -l)" -ge 17 ] || fail "the clients do not run as 17 uids"
+	as "$v" "'$viprof' record -q -d 1 -o '$work/b/s' -- sleep 2" 2>"$work/b.err" ||
+		{ cat "$work/b.err"; fail "another user was not served while one user's subordinate uids held the socket"; }
+	[ -s "$work/b/s/stream.vps" ] || fail "b's session is empty"
+	for i in 1 2 3 4; do
+		code=$(python3 -c 'import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(sys.argv[1], timeout=30); r.read(); print(r.status)
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode(errors="replace").strip())' "http://127.0.0.1:$port/debug/pprof/profile?seconds=1")
+		echo "root's scrape $i: $code"
+		[ "${code%% *}" = 200 ] || fail "root's scraper was not served while one user's subordinate uids held connections: $code"
+	done
+	# Counted against their owner: the refusals name the user whose namespace they are in.
+	grep -q "audit uid=$base owner=$(id -u "$u") .*refused: " "$work/serve.log" ||
+		{ grep "audit uid=$base " "$work/serve.log" | head -5; fail "no refusal of a subordinate uid names its owner $u"; }
+	grep "audit uid=$base " "$work/serve.log" | head -2
+	kill_subuids
+	;;
+execonly)
+	# An execute-only program (mode 0711, root's): its user cannot read the file, so the
+	# kernel makes the process non-dumpable at exec and lets the user read neither the
+	# file nor the process (its memory, its load addresses): root must not read them for
+	# the user, and the user's session holds nothing of it (issue 31).
+	mkuser a; u=$REPLY
+	sh=$(readlink -f "$(command -v dash || command -v sh)")
+	cp "$sh" "$work/xo" && chmod 0711 "$work/xo"
+	as "$u" "cat '$work/xo' >/dev/null" 2>/dev/null && fail "the user can read the execute-only copy"
+	start_service
+	cat >"$work/a/run.sh" <<EOF
+i=0; while [ \$i -lt 200000 ]; do i=\$((i+1)); done
+'$work/xo' -c 'echo \$\$ >"$work/a/xopid"; i=0; while [ \$i -lt 300000 ]; do i=\$((i+1)); done'
+EOF
+	chown "$u:" "$work/a/run.sh"
+	as "$u" "'$viprof' record -g -F 999 -o '$work/a/s' -- '$sh' '$work/a/run.sh'" 2>"$work/a.err" ||
+		{ cat "$work/a.err"; fail "record"; }
+	xopid=$(cat "$work/a/xopid")
+	"$bindir/session-sideband" "$work/a/s" >"$work/sideband" || fail "the session cannot be read"
+	grep "$work/xo\| xo$" "$work/sideband" && fail "the execute-only program's mappings or name are in the user's session"
+	n=$(awk -v p="$xopid" '$1 == "samples" && $2 == p { print $3 }' "$work/sideband")
+	echo "samples of the execute-only process $xopid: ${n:-0}"
+	# Its child was the user's own shell from fork to exec: at most a sample or two.
+	[ "${n:-0}" -le 2 ] || fail "${n} samples of the execute-only process are in the user's session"
+	# The user's own shell, which ran as long, is there: the test would pass on nothing otherwise.
+	grep -q "mmap .*$(basename "$sh")$" "$work/sideband" || { cat "$work/sideband"; fail "the user's own shell is missing"; }
+	[ "$(awk '$1 == "samples" { s += $3 } END { print s + 0 }' "$work/sideband")" -ge 50 ] ||
+		{ cat "$work/sideband"; fail "too few samples of the user's own shell"; }
+	;;
+contdir)
+	# --continuous DIR below a directory another user can write (issue 31): they could
+	# rename DIR away and put theirs in its place; refused at start, in one line naming
+	# that directory, without making DIR. A sticky, world-writable parent (like /tmp)
+	# is fine when DIR in it is root's. And the index page reads DIR through the
+	# descriptor the service opened, never its path again.
+	mkuser a; u=$REPLY
+	mkdir -m 755 "$work/ud" && chown "$u:" "$work/ud"
+	mkdir -m 775 "$work/gw" && chgrp "$(id -gn "$u")" "$work/gw"
+	for bad in "$work/ud/c" "$work/gw/c" "$work/ud/deeper/c"; do
+		if timeout 10 "$viprof" serve --continuous "$bad" --no-jit >"$work/r1" 2>&1; then
+			fail "--continuous $bad was taken"
+		fi
+		cat "$work/r1"
+		grep -q "viprof serve: --continuous $bad: .*${bad%/c}\|viprof serve: --continuous $bad: .*$work/ud" "$work/r1" ||
+			fail "the refusal of $bad does not name the directory users can write"
+		[ -e "$bad" ] && fail "root made $bad in a directory a user can write"
+	done
+	mkdir -m 1777 "$work/tmp"
+	port=
+	start_service --continuous "$work/tmp/c" --interval 2 --no-jit --http 127.0.0.1:0
+	port=$(sed -n 's/.*pprof over HTTP on .* (port \([0-9]*\)).*/\1/p' "$work/serve.log")
+	for _ in $(seq 100); do [ -n "$(find "$work/tmp/c" -name service.json)" ] && break; sleep 0.1; done
+	real=$(basename "$(dirname "$(find "$work/tmp/c" -name service.json | head -1)")")
+	[ -n "$real" ] || fail "no interval ended"
+	# DIR's path now names another directory (root does it here: only root can).
+	mv "$work/tmp/c" "$work/tmp/c.moved" && mkdir -m 700 "$work/tmp/c" "$work/tmp/c/20000101T000000Z"
+	page=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())' \
+		"http://127.0.0.1:$port/")
+	echo "$page" | grep -q "20000101T000000Z" && fail "the index page read DIR by its path again"
+	echo "$page" | grep -q "$real" || { echo "$page"; fail "the index page does not list interval $real"; }
 	;;
 cmdpath)
 	mkuser a; u=$REPLY
