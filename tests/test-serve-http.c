@@ -25,6 +25,10 @@
  *               tests/otlp-profiles.proto (tests/test-push-otlp-check.py): cpu/nanoseconds,
  *               split3's stacks, the process and thread attributes, the bearer token. The
  *               backend down for 3 intervals, then up: every interval arrives, none twice.
+ *   push-host   (issue 31) --push with --http: the pushed hostname equals `hostname`'s
+ *               (Pyroscope's name label, OTLP's host.name)
+ *   push-rejected (issue 31) a backend answering 400: /metrics counts failures and
+ *               rejected intervals, no success
  *   metrics     (issue 27) a real Prometheus (Debian's package), started here on loopback
  *               with a config written here, scrapes GET /metrics of a continuous
  *               recording, and its query API returns viprof_samples_total rising;
@@ -1077,8 +1081,11 @@ static void scenario_metrics(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The status the push receiver answers (a backend that refuses: 400). */
+static int recv_status = 200;
+
 /* The push receiver: accepts POSTs on 127.0.0.1:port and keeps each request's head and
- * body in dir as <pid>-<n>.head / .body, answering 200. A child; down = killed. */
+ * body in dir as <pid>-<n>.head / .body, answering recv_status. A child; down = killed. */
 static void receiver_start(int port, const char *dir)
 {
 	recv_pid = fork();
@@ -1129,8 +1136,10 @@ static void receiver_start(int port, const char *dir)
 			fwrite(buf, 1, hl, f);
 			fclose(f);
 			rename(tmp, path);
-			const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-			if (write(c, ok, sizeof(ok) - 1) < 0)
+			char ok[128];
+			int ol = snprintf(ok, sizeof(ok), "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+					  recv_status, recv_status == 200 ? "OK" : "Bad Request");
+			if (write(c, ok, (size_t)ol) < 0)
 				perror("receiver");
 			close(c);
 			free(buf);
@@ -1365,6 +1374,140 @@ static void scenario_push(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* Waits (up to 60 s) until the receiver holds a request of each kind; their indices in pushed[]. */
+static void wait_both_pushed(const char *rdir, int *pi, int *oi)
+{
+	*pi = *oi = -1;
+	for (int i = 0; i < 600 && (*pi < 0 || *oi < 0); i++) {
+		read_pushed(rdir);
+		for (int k = 0; k < npushed; k++)
+			*(pushed[k].otlp ? oi : pi) = k;
+		if (*pi < 0 || *oi < 0)
+			usleep(100000);
+	}
+	if (*pi < 0 || *oi < 0) {
+		char *log = test_slurp_str(logpath);
+		FAIL("no request of each kind in 60 s (pyroscope %d, otlp %d); service log:\n%s", *pi, *oi, log);
+	}
+}
+
+/* The value of a /metrics series whose line starts with prefix, or -1. */
+static long long metric_value(const char *text, const char *prefix)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, prefix, strlen(prefix)) && l[strlen(prefix)] == ' ')
+			return strtoll(l + strlen(prefix) + 1, NULL, 10);
+	return -1;
+}
+
+/* (issue 31) --push with --http: the hostname pushed is `hostname`'s, in Pyroscope's
+ * name label and in OTLP's host.name (the service's stack buffer used to go out of scope
+ * before the push thread read it). */
+static void scenario_push_host(void)
+{
+	REQUIRE_ROOT();
+	if (system("command -v protoc >/dev/null 2>&1") != 0)
+		SKIP("protoc is not installed (apt-get install protobuf-compiler; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-pushhost-XXXXXX", cont[300], rdir[300], pyro[400], otlp[400], listen[64];
+	char host[256] = "", want[600], path[900], cmd[1400];
+	ASSERT_OK(gethostname(host, sizeof(host) - 1) ? -errno : 0);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	int rport = free_port(), hport = free_port();
+	receiver_start(rport, rdir);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", rport);
+	snprintf(otlp, sizeof(otlp), "otlp=http://127.0.0.1:%d", rport);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--http", listen, "--push", pyro,
+			       "--push", otlp, NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	int pi, oi;
+	wait_both_pushed(rdir, &pi, &oi);
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	char *h = test_slurp_str(pushed[pi].file);
+	fprintf(stderr, "pyroscope request: %.*s\n", (int)strcspn(h, "\r"), h);
+	snprintf(want, sizeof(want), "name=viprof.cpu%%7Bhostname%%3D%s%%2C", host);
+	ASSERT_CONTAINS(h, want);
+	free(h);
+	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
+	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 %s 2>&1", TESTS_SRC, path,
+		 TESTS_SRC, host);
+	char *out = test_popen_slurp(cmd);
+	fprintf(stderr, "%s", out);
+	snprintf(want, sizeof(want), "host.name=%s\n", host);
+	ASSERT_CONTAINS(out, want);
+	ASSERT_NOT_CONTAINS(out, "Traceback");
+	ASSERT_NOT_CONTAINS(out, "host.name is not");
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* (issue 31) A backend that answers 400 gets each interval once and it is dropped: /metrics
+ * counts a failure and a rejected interval for it, and no success. */
+static void scenario_push_rejected(void)
+{
+	REQUIRE_ROOT();
+	char dir[] = "/tmp/vp-test-serve-pushrej-XXXXXX", cont[300], rdir[300], pyro[400], listen[64], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	int rport = free_port(), hport = free_port();
+	recv_status = 400;
+	receiver_start(rport, rdir);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", rport);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--http", listen, "--push", pyro, NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	bool dropped = false;
+	for (int i = 0; i < 600 && !dropped; i++) {
+		char *log = test_slurp_str(logpath);
+		dropped = strstr(log, "HTTP 400") != NULL;
+		free(log);
+		if (!dropped)
+			usleep(100000);
+	}
+	ASSERT_TRUE(dropped);
+	struct answer m = get(NULL, "127.0.0.1", hport, "/metrics", NULL);
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	ASSERT_EQ(m.status, 200);
+	char prefix[200];
+	snprintf(prefix, sizeof(prefix), "viprof_push_success_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long ok = metric_value(m.body, prefix);
+	snprintf(prefix, sizeof(prefix), "viprof_push_failures_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long failed = metric_value(m.body, prefix);
+	snprintf(prefix, sizeof(prefix), "viprof_push_rejected_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long rejected = metric_value(m.body, prefix);
+	fprintf(stderr, "success %lld, failures %lld, rejected %lld\n", ok, failed, rejected);
+	ASSERT_EQ(ok, 0);
+	ASSERT_GE(failed, 1);
+	ASSERT_GE(rejected, 1);
+	free(m.head);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* ---- one report pipeline: a page and `viprof report` give the same bytes ---- */
 
 /* Writes `viprof report DIR -F FMT [--title T]` to a file and reads it back. */
@@ -1453,7 +1596,7 @@ static void scenario_same_report(void)
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|same-report VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|push-host|push-rejected|same-report VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -1478,6 +1621,10 @@ int main(int argc, char **argv)
 		scenario_metrics();
 	else if (!strcmp(argv[1], "push"))
 		scenario_push();
+	else if (!strcmp(argv[1], "push-host"))
+		scenario_push_host();
+	else if (!strcmp(argv[1], "push-rejected"))
+		scenario_push_rejected();
 	else if (!strcmp(argv[1], "same-report"))
 		scenario_same_report();
 	else
