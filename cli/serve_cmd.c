@@ -404,13 +404,13 @@ int cmd_serve(int argc, char **argv)
 	 * administrator names which (on a shared machine, other users' JVMs are theirs). */
 	struct vp_record_opts jvm;
 	vp_record_opts__defaults(&jvm);
-	{
-		/* -a: record's parser wants a target; the service's is the whole VM. */
-		char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
-		optind = 0;
-		if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
-			return serve_usage_error("%s", err);
-	}
+	/* -a: record's parser wants a target; the service's is the whole VM. In this frame,
+	 * not a block's: the parser may keep pointers into its argv (a launch's command), and
+	 * jvm lives as long as the service. */
+	char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
+	optind = 0;
+	if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
+		return serve_usage_error("%s", err);
 	const char *agent = a.no_jit ? NULL : viprof_agent_path();
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
