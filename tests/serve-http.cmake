@@ -31,7 +31,7 @@ set_tests_properties(test-serve-http-push PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT
 # (issue 31) --push with --http: the hostname pushed is hostname's; a 400 is a failure in /metrics.
 # A squatter on a loopback push port and on a unix: socket gets no byte (a user made with
 # useradd); https with a CA file and a client certificate (openssl, python3's ssl).
-foreach(s push-host push-rejected push-squatter push-unix push-https)
+foreach(s push-host push-rejected push-squatter push-handoff push-unix push-https)
   add_test(NAME test-serve-http-${s} COMMAND test-serve-http ${s} $<TARGET_FILE:viprof> $<TARGET_FILE:split3>
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-serve-http-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS "live;tools" RUN_SERIAL TRUE)

@@ -32,6 +32,8 @@
  *   push-squatter (issue 31) a user binds the loopback port of a backend that is down:
  *               over 3+ intervals it reads no byte; refusals logged once, counted;
  *               root's backend back on the port gets the queue
+ *   push-handoff (issue 31) root's listening socket, a user's process accepting on it:
+ *               the check after the connection refuses it, no byte read
  *   push-unix   (issue 31) unix: targets: root's socket gets OTLP; a user's socket file
  *               is refused (no byte) until --push-owner names the user
  *   push-https  (issue 31) https to a TLS receiver requiring a client certificate (openssl
@@ -1096,6 +1098,9 @@ static void scenario_metrics(void)
 
 /* The status the push receiver answers (a backend that refuses: 400). */
 static int recv_status = 200;
+/* Whether the receiver's user takes over after root made the listening socket (root's
+ * listener, a user's accepted connections). */
+static bool recv_user_accepts;
 
 /* The push receiver, as the user name (NULL: root): accepts POSTs on 127.0.0.1:port, or
  * on the Unix socket upath when given, keeps each request's head and body in dir as
@@ -1106,7 +1111,7 @@ static pid_t receiver_run(int port, const char *upath, const char *dir, const ch
 	pid_t pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		if (user)
+		if (user && !recv_user_accepts)
 			become(user);
 		int ls, one = 1;
 		if (upath) {
@@ -1124,6 +1129,8 @@ static pid_t receiver_run(int port, const char *upath, const char *dir, const ch
 			if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 16))
 				_exit(2);
 		}
+		if (user && recv_user_accepts)
+			become(user);
 		unsigned long long total = 0;
 		char bpath[600];
 		snprintf(bpath, sizeof(bpath), "%s/%d.bytes", dir, (int)getpid());
@@ -1683,6 +1690,52 @@ static void scenario_push_squatter(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* Root's listening socket, a user's accepting process (root's listener handed over, or the
+ * port taken between the check and the connection): the check before the connection
+ * passes, the one after it sees the accepted socket's owner and sends no byte. */
+static void scenario_push_handoff(void)
+{
+	REQUIRE_ROOT();
+	make_push_user();
+	char dir[] = "/tmp/vp-test-serve-pushho-XXXXXX", cont[300], sdir[300], pyro[400], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0711), 0);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(sdir, sizeof(sdir), "%s/squatter", dir);
+	ASSERT_EQ(mkdir(sdir, 0700), 0);
+	ASSERT_EQ(chown(sdir, getpwnam(PUSH_USER)->pw_uid, 0), 0);
+	int port = free_port();
+	recv_user_accepts = true;
+	squat_pid = receiver_run(port, NULL, sdir, PUSH_USER);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", port);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", pyro, NULL };
+	ASSERT_EQ(start_serve(args, "pushing each interval to"), -1);
+	wait_log("refused: the socket that accepted the connection belongs to uid", 1);
+	char names[256][32];
+	int n0 = ended_intervals(cont, names, 256), n = n0;
+	for (int i = 0; i < 600 && n < n0 + 3; i++) {
+		usleep(100000);
+		n = ended_intervals(cont, names, 256);
+	}
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	unsigned long long got = received_bytes(sdir, squat_pid);
+	fprintf(stderr, "%d intervals ended; the user's accepting process read %llu bytes\n", n - n0, got);
+	ASSERT_UEQ(got, 0);
+	ASSERT_GE(n, n0 + 3);
+	ASSERT_CONTAINS(last_log, "(" PUSH_USER "), not root");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* unix: targets: root's collector socket gets the intervals; a socket a user owns gets
  * no byte (its file's owner is refused) until --push-owner names that user. */
 static void scenario_push_unix(void)
@@ -1952,7 +2005,7 @@ static void scenario_same_report(void)
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|push-host|push-rejected|push-squatter|push-unix|push-https|same-report VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|push-host|push-rejected|push-squatter|push-handoff|push-unix|push-https|same-report VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -1983,6 +2036,8 @@ int main(int argc, char **argv)
 		scenario_push_rejected();
 	else if (!strcmp(argv[1], "push-squatter"))
 		scenario_push_squatter();
+	else if (!strcmp(argv[1], "push-handoff"))
+		scenario_push_handoff();
 	else if (!strcmp(argv[1], "push-unix"))
 		scenario_push_unix();
 	else if (!strcmp(argv[1], "push-https"))
