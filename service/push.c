@@ -430,6 +430,7 @@ struct conn {
 	bool refused;                  /* the owner check said no: nothing was sent */
 	char why[300];                 /* why, or why the connection failed */
 	int pfd, fd;                   /* unix: the socket file checked (O_PATH), the socket */
+	bool passed;                   /* a connection passed the checks */
 };
 
 static bool owner_ok(const struct vp_push *p, uid_t uid)
@@ -554,8 +555,10 @@ static int check_peer(void *ctx, char *peer_ip, char *local_ip, int peer_port, i
 				 c->q->t.sock, strerror(errno));
 			return CURL_PREREQFUNC_ABORT;
 		}
-		if (owner_ok(c->p, cr.uid))
+		if (owner_ok(c->p, cr.uid)) {
+			c->passed = true;
 			return CURL_PREREQFUNC_OK;
+		}
 		refuse(c, "the process listening on the socket", cr.uid);
 		return CURL_PREREQFUNC_ABORT;
 	}
@@ -567,8 +570,10 @@ static int check_peer(void *ctx, char *peer_ip, char *local_ip, int peer_port, i
 			 local_ip);
 		return CURL_PREREQFUNC_ABORT;
 	}
-	if (!vp_http__is_loopback((struct sockaddr *)&peer) && !same_addr(&me, &peer))
+	if (!vp_http__is_loopback((struct sockaddr *)&peer) && !same_addr(&me, &peer)) {
+		c->passed = true;
 		return CURL_PREREQFUNC_OK;
+	}
 	/* The accepted socket has an owner once the backend's accept() returned: a real
 	 * backend accepts at once; a squatter that never does is refused after a while. */
 	uid_t uid;
@@ -579,8 +584,10 @@ static int check_peer(void *ctx, char *peer_ip, char *local_ip, int peer_port, i
 			break;
 		usleep(20000);
 	}
-	if (e == 0 && owner_ok(c->p, uid))
+	if (e == 0 && owner_ok(c->p, uid)) {
+		c->passed = true;
 		return CURL_PREREQFUNC_OK;
+	}
 	if (e == 0)
 		refuse(c, "the socket that accepted the connection", uid);
 	else {
@@ -727,15 +734,15 @@ static void attempt(struct vp_push *p, struct tq *q)
 	if (c.pfd >= 0)
 		close(c.pfd);
 	bool refused = e && c.refused;
-	/* A refusal is said once, when it starts and when it ends; each one is counted. */
-	if (refused != q->refused && p->o.log) {
-		if (refused)
-			fprintf(p->o.log, "viprof serve: push %s: refused: %s; retrying with back-off\n", q->t.url, c.why);
-		else
-			fprintf(p->o.log, "viprof serve: push %s: the target's socket is held by root or --push-owner "
-				"again: sending\n", q->t.url);
-	}
-	q->refused = refused;
+	/* A refusal is said once, when it starts and when a connection passes the checks
+	 * again (not when the target is merely down); each one is counted. */
+	if (refused && !q->refused && p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: refused: %s; retrying with back-off\n", q->t.url, c.why);
+	else if (!refused && q->refused && c.passed && p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: the target's socket is held by root or --push-owner again: "
+			"sending\n", q->t.url);
+	if (refused || c.passed)
+		q->refused = refused;
 	if (refused)
 		count_more(p, q, 0, 1);
 	if (!e && status >= 200 && status < 300) {
