@@ -675,7 +675,9 @@ static int post(struct conn *c, const char *target, const char *ctype, const cha
 		e = r == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : r == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EPROTO;
 		/* Ours says more than libcurl's about a target refused or a socket file. */
 		if (!c->why[0] || (!c->refused && r != CURLE_COULDNT_CONNECT))
-			snprintf(c->why, sizeof(c->why), "%s", cerr[0] ? cerr : curl_easy_strerror(r));
+			snprintf(c->why, sizeof(c->why), "%s%s", cerr[0] ? cerr : curl_easy_strerror(r),
+				 r == CURLE_PEER_FAILED_VERIFICATION ? ": the backend's certificate is not signed by a CA of "
+				 "ca=FILE (or the system's), or does not name the host of the URL" : "");
 	}
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
