@@ -47,6 +47,8 @@ struct serve_args {
 	int npush;
 	unsigned push_queue;
 	const char *push_app;
+	uid_t push_owners[VP_PUSH_MAX_OWNERS];   /* --push-owner */
+	int npush_owners;
 };
 
 #define SERVE_PPROF_FREQ 99   /* /debug/pprof/profile without -F */
@@ -107,11 +109,17 @@ static void serve_usage(FILE *f)
 		"                         frames): none (default), all, user:NAME,.. or PID,..; a JVM\n"
 		"                         started with VIPROF_NO_AGENT=1 never gets it\n"
 		"  --no-jit               no JVM agent at all\n"
-		"  --push KIND=URL[,bearer=FILE|,basic=FILE]  send each continuous interval to a fleet\n"
-		"                         backend (repeatable): pyroscope=http://H:4040 (Pyroscope's ingest\n"
-		"                         API, pprof) or otlp=http://H:4318 (OTLP Profiles over HTTP); the\n"
-		"                         file holds a bearer token or user:password; retried with back-off\n"
-		"                         from a queue on disk under DIR/.push/\n"
+		"  --push KIND=URL[,OPTION..]  send each continuous interval to a fleet backend\n"
+		"                         (repeatable): KIND pyroscope (Pyroscope's ingest API, pprof) or\n"
+		"                         otlp (OTLP Profiles over HTTP); URL https://HOST[:PORT][/PATH],\n"
+		"                         unix:/SOCKET (with ,path=/P) or http://HOST[:PORT][/PATH];\n"
+		"                         OPTIONs bearer=FILE or basic=FILE (a token or user:password),\n"
+		"                         ca=FILE (the CAs https trusts), cert=FILE and key=FILE (a client\n"
+		"                         certificate); retried with back-off from a queue on disk under\n"
+		"                         DIR/.push/. A socket of this machine (loopback, unix:) is sent\n"
+		"                         nothing unless root or a --push-owner holds it\n"
+		"  --push-owner USER[,USER..]  users besides root whose sockets may receive pushes (the\n"
+		"                         user a local collector or agent runs as)\n"
 		"  --push-queue N         intervals a backend may fall behind before the oldest are dropped\n"
 		"                         (default %u)\n"
 		"  --push-app NAME        the application (service.name) the pushes are filed under\n"
@@ -132,8 +140,12 @@ static void serve_usage(FILE *f)
 		"      then: pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10\n"
 		"  viprof serve --http 0.0.0.0:6060 --http-token /etc/viprof/token --continuous /var/lib/viprof\n"
 		"      a fleet scraper sends 'Authorization: Bearer <token>'; http://HOST:6060/ lists the intervals\n"
-		"  viprof serve --continuous /var/lib/viprof --push pyroscope=http://127.0.0.1:4040\n"
-		"      every interval also goes to Pyroscope, queued on disk while it is down\n",
+		"  viprof serve --continuous /var/lib/viprof --push otlp=unix:/run/otelcol/otlp.sock --push-owner otelcol\n"
+		"      every interval also goes to the local OpenTelemetry Collector's Unix socket, queued on\n"
+		"      disk while it is down\n"
+		"  viprof serve --continuous /var/lib/viprof \\\n"
+		"      --push pyroscope=https://pyroscope.internal:4040,ca=/etc/viprof/ca.pem,basic=/etc/viprof/pyro\n"
+		"      every interval also goes to Pyroscope over TLS\n",
 		VP_CONT_DEFAULT_BUDGET, VP_CONT_DEFAULT_FREQ, SERVE_PPROF_FREQ, VP_PUSH_DEFAULT_QUEUE);
 }
 
@@ -172,7 +184,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
 	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
 	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER, OPT_PUSH, OPT_PUSH_QUEUE,
-	       OPT_PUSH_APP, OPT_OFF_CPU };
+	       OPT_PUSH_APP, OPT_OFF_CPU, OPT_PUSH_OWNER };
 	static const struct option longopts[] = {
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "http-token", required_argument, NULL, OPT_TOKEN },
@@ -191,6 +203,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		{ "push", required_argument, NULL, OPT_PUSH },
 		{ "push-queue", required_argument, NULL, OPT_PUSH_QUEUE },
 		{ "push-app", required_argument, NULL, OPT_PUSH_APP },
+		{ "push-owner", required_argument, NULL, OPT_PUSH_OWNER },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
@@ -291,6 +304,20 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 							 optarg);
 			a->push_queue = (unsigned)v;
 			break;
+		case OPT_PUSH_OWNER: {
+			char list[1024], *save = NULL;
+			snprintf(list, sizeof(list), "%s", optarg);
+			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				struct passwd pw, *pwp = NULL;
+				char buf[8192];
+				if (getpwnam_r(t, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
+					return serve_usage_error("--push-owner %s: no such user on this machine", t);
+				if (a->npush_owners >= VP_PUSH_MAX_OWNERS)
+					return serve_usage_error("--push-owner: at most %d users", VP_PUSH_MAX_OWNERS);
+				a->push_owners[a->npush_owners++] = pw.pw_uid;
+			}
+			break;
+		}
 		case OPT_PUSH_APP:
 			/* It goes into URLs and Pyroscope's name syntax unescaped: keep it plain. */
 			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
@@ -345,6 +372,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		return serve_usage_error("--off-cpu is for the recording of --continuous DIR: give that too");
 	if (a->npush && !a->continuous)
 		return serve_usage_error("--push sends the intervals of --continuous DIR: give that too");
+	if (a->npush_owners && !a->npush)
+		return serve_usage_error("--push-owner without --push");
 	if ((a->allow_group || a->allow.nuids) && !a->http)
 		return serve_usage_error("--http-allow-group/--http-allow-user without --http");
 	return 0;
@@ -376,13 +405,13 @@ int cmd_serve(int argc, char **argv)
 	 * administrator names which (on a shared machine, other users' JVMs are theirs). */
 	struct vp_record_opts jvm;
 	vp_record_opts__defaults(&jvm);
-	{
-		/* -a: record's parser wants a target; the service's is the whole VM. */
-		char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
-		optind = 0;
-		if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
-			return serve_usage_error("%s", err);
-	}
+	/* -a: record's parser wants a target; the service's is the whole VM. In this frame,
+	 * not a block's: the parser may keep pointers into its argv (a launch's command), and
+	 * jvm lives as long as the service. */
+	char *jargv[] = { "record", "-a", "--jvm-attach", (char *)(a.jvm_attach ? a.jvm_attach : "none"), NULL };
+	optind = 0;
+	if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
+		return serve_usage_error("%s", err);
 	const char *agent = a.no_jit ? NULL : viprof_agent_path();
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
@@ -422,13 +451,12 @@ int cmd_serve(int argc, char **argv)
 			(unsigned long long)cont_freq, a.cpu_budget, (unsigned long long)a.keep_age_s,
 			(unsigned long long)(a.keep_bytes >> 20), a.off_cpu ? ", with off-CPU time" : "");
 		if (a.npush) {
-			char host[256] = "";
-			if (gethostname(host, sizeof(host) - 1) != 0)
-				snprintf(host, sizeof(host), "unknown");
+			/* The pusher copies what po points to (the hostname it asks for itself): a
+			 * buffer of this block, as it once was, is gone when its thread reads it. */
 			struct vp_push_opts po = { .targets = a.push, .ntargets = a.npush, .dirfd = vp_cont__dirfd(cont),
 						   .queue_max = a.push_queue, .interval_s = a.interval_s,
-						   .app = a.push_app, .hostname = host, .metrics = &metrics,
-						   .log = stderr };
+						   .app = a.push_app, .owners = a.push_owners, .nowners = a.npush_owners,
+						   .metrics = &metrics, .log = stderr };
 			push = vp_push__start(&po, err, sizeof(err));
 			if (!push) {
 				fprintf(stderr, "viprof serve: %s\n", err);
@@ -436,8 +464,9 @@ int cmd_serve(int argc, char **argv)
 			}
 			vp_cont__on_ended(cont, push_interval, push);
 			for (int i = 0; i < a.npush; i++)
-				fprintf(stderr, "viprof serve: pushing each interval to %s (%s%s), queue of %u intervals\n",
+				fprintf(stderr, "viprof serve: pushing each interval to %s (%s%s%s), queue of %u intervals\n",
 					a.push[i].url, a.push[i].kind == VP_PUSH_OTLP ? "OTLP Profiles" : "Pyroscope ingest",
+					a.push[i].scheme == VP_PUSH_HTTPS ? ", TLS" : "",
 					a.push[i].auth[0] ? ", with credentials" : "", a.push_queue);
 		}
 	}

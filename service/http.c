@@ -270,7 +270,8 @@ static void unmap_v4(struct sockaddr_storage *ss)
 }
 
 /* One exact inet_diag lookup of the TCP socket whose local end is src and remote end
- * dst, in family fam. 0 with *uid, -ENOENT, or -errno. */
+ * dst, in family fam (dst all zero: the listener a connection to src would reach). 0
+ * with *uid, -ENOENT, or -errno. */
 static int diag_lookup(int fam, const struct sockaddr_storage *src, const struct sockaddr_storage *dst, uid_t *uid)
 {
 	struct {
@@ -358,6 +359,24 @@ int vp_http__loopback_peer_uid(int fd, uid_t *uid)
 	}
 	/* The peer's socket has the peer's address as its local end and ours as its remote. */
 	return diag_lookup(me.ss_family, &peer, &me, uid);
+}
+
+int vp_http__tcp_owner(const struct sockaddr *local, socklen_t len, const struct sockaddr *remote, uid_t *uid)
+{
+	struct sockaddr_storage l = { 0 }, r = { 0 };
+	if ((local->sa_family != AF_INET && local->sa_family != AF_INET6) || len > sizeof(l))
+		return -EAFNOSUPPORT;
+	memcpy(&l, local, len);
+	unmap_v4(&l);
+	if (remote) {
+		size_t rl = remote->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+		memcpy(&r, remote, rl);
+		unmap_v4(&r);
+		if (r.ss_family != l.ss_family)
+			return -EAFNOSUPPORT;
+	}
+	r.ss_family = l.ss_family;
+	return diag_lookup(l.ss_family, &l, &r, uid);
 }
 
 bool vp_http__uid_allowed(const struct vp_http_allow *a, uid_t uid)

@@ -82,6 +82,14 @@ int vp_http__loopback_peer_uid(int fd, uid_t *uid);
  * every slot with addresses of its own). */
 void vp_http__peer_key(const struct sockaddr_storage *ss, uint8_t key[16]);
 
+/* The uid that owns the TCP socket of this machine whose local end is local and whose
+ * remote end is remote, or with remote NULL the listening socket that a connection to
+ * local would reach now (the push client asks before it connects). IPv4 mapped into
+ * IPv6 is taken as IPv4. The same kernel lookup as above, with the same rule: a socket
+ * no process holds (closed, TIME_WAIT, or accepted by nobody yet) is no answer.
+ * 0, -ENOENT, or -errno. */
+int vp_http__tcp_owner(const struct sockaddr *local, socklen_t len, const struct sockaddr *remote, uid_t *uid);
+
 /* Who may read without a token: root, the uids listed, and with group set the
  * members (primary or supplementary) of gid. All zero: root only. */
 struct vp_http_allow {

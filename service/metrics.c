@@ -114,6 +114,12 @@ int vp_svc_metrics__render(struct vp_svc_metrics *m, char **buf, size_t *len)
 	push_metric(f, &c, "viprof_push_dropped_total", "counter",
 		    "Intervals dropped, oldest first, because the push queue was full.",
 		    offsetof(struct vp_push_counts, dropped));
+	push_metric(f, &c, "viprof_push_rejected_total", "counter",
+		    "Intervals dropped because the backend refused them with a 4xx a retry cannot change.",
+		    offsetof(struct vp_push_counts, rejected));
+	push_metric(f, &c, "viprof_push_refused_total", "counter",
+		    "Push attempts not made: the target's socket belongs to a user other than root or --push-owner.",
+		    offsetof(struct vp_push_counts, refused));
 	push_metric(f, &c, "viprof_push_queue_depth", "gauge", "Intervals waiting in the push queue.",
 		    offsetof(struct vp_push_counts, queued));
 	push_metric(f, &c, "viprof_push_queue_bytes", "gauge", "Bytes of the intervals waiting in the push queue.",
@@ -144,9 +150,11 @@ int vp_svc_metrics__json(struct vp_svc_metrics *m, char **buf, size_t *len)
 		fprintf(f, "%s{\"target\": ", i ? ", " : "");
 		vp_json_fputs(f, c.push[i].target, 0);
 		fprintf(f, ", \"success_total\": %llu, \"failures_total\": %llu, \"sent_total\": %llu, "
-			   "\"dropped_total\": %llu, \"queue_depth\": %llu, \"queue_bytes\": %llu}",
+			   "\"dropped_total\": %llu, \"rejected_total\": %llu, \"refused_total\": %llu, "
+			   "\"queue_depth\": %llu, \"queue_bytes\": %llu}",
 			(unsigned long long)c.push[i].ok, (unsigned long long)c.push[i].failed,
 			(unsigned long long)c.push[i].sent, (unsigned long long)c.push[i].dropped,
+			(unsigned long long)c.push[i].rejected, (unsigned long long)c.push[i].refused,
 			(unsigned long long)c.push[i].queued, (unsigned long long)c.push[i].queued_bytes);
 	}
 	fputs("]", f);

@@ -17,6 +17,8 @@ struct vp_push_counts {
 	uint64_t ok, failed;              /* attempts that were answered 2xx / were not */
 	uint64_t sent;                    /* intervals delivered */
 	uint64_t dropped;                 /* intervals dropped from a full queue, oldest first */
+	uint64_t rejected;                /* intervals dropped because the backend refused them for good (4xx) */
+	uint64_t refused;                 /* attempts not made: the target's socket belongs to a user not allowed */
 	uint64_t queued;                  /* intervals waiting now */
 	uint64_t queued_bytes;
 };

@@ -5,12 +5,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
+#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +85,29 @@ static int read_basic(const char *path, char *out, size_t outlen, char *err, siz
 	return 0;
 }
 
+/* A file root will read at each connection (a CA bundle, a client certificate or key):
+ * a regular file now; a key must not be open to group or others. */
+static int check_file(const char *spec, const char *opt, const char *path, bool secret, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int e = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		vp_set_err(err, errlen, "--push %s: %s=%s: cannot read it (%s): give a regular file in PEM form", spec,
+			   opt, path, strerror(e));
+		return -e;
+	}
+	close(fd);
+	if (secret && (st.st_mode & 077)) {
+		vp_set_err(err, errlen, "--push %s: %s=%s is open to group or others (mode %04o): chmod 600 %s", spec, opt,
+			   path, (unsigned)(st.st_mode & 07777), path);
+		return -EPERM;
+	}
+	return 0;
+}
+
 int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
@@ -87,8 +115,8 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 	snprintf(buf, sizeof(buf), "%s", spec);
 	char *eq = strchr(buf, '=');
 	if (!eq) {
-		vp_set_err(err, errlen, "--push %s: expected pyroscope=URL or otlp=URL (with ,bearer=FILE or ,basic=FILE)",
-			   spec);
+		vp_set_err(err, errlen, "--push %s: expected pyroscope=URL or otlp=URL (URL https://.., http://.. or "
+			   "unix:/SOCKET, with ,bearer=FILE or ,basic=FILE)", spec);
 		return -EINVAL;
 	}
 	*eq = '\0';
@@ -104,47 +132,54 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 	if (opt)
 		*opt++ = '\0';
 	snprintf(t->url, sizeof(t->url), "%s", url);
-	if (!strncmp(url, "https://", 8)) {
-		vp_set_err(err, errlen, "--push %s: https is not supported; push over http to a local agent that "
-			   "forwards with TLS (Grafana Alloy, the OpenTelemetry Collector)", spec);
-		return -EINVAL;
-	}
-	if (strncmp(url, "http://", 7)) {
-		vp_set_err(err, errlen, "--push %s: the URL must start with http://", spec);
-		return -EINVAL;
-	}
-	char *hp = url + 7, *slash = strchr(hp, '/'), path[512];
-	snprintf(path, sizeof(path), "%s", slash ? slash : "");
-	if (slash)
-		*slash = '\0';   /* ends the host part; the path was copied */
-	if (strchr(hp, '@')) {
-		vp_set_err(err, errlen, "--push %s: no credentials in the URL: use ,basic=FILE or ,bearer=FILE", spec);
-		return -EINVAL;
-	}
-	char *colon = hp[0] == '[' ? strstr(hp, "]:") : strrchr(hp, ':');
-	if (colon && hp[0] == '[')
-		colon++;
-	if (colon) {
-		*colon = '\0';
-		snprintf(t->port, sizeof(t->port), "%s", colon + 1);
+	char path[512] = "";
+	if (!strncmp(url, "unix:", 5)) {
+		t->scheme = VP_PUSH_UNIX;
+		if (url[5] != '/' || strlen(url + 5) >= sizeof(t->sock)) {
+			vp_set_err(err, errlen, "--push %s: expected unix:/ABSOLUTE/PATH of a socket (at most %zu characters)",
+				   spec, sizeof(t->sock) - 1);
+			return -EINVAL;
+		}
+		snprintf(t->sock, sizeof(t->sock), "%s", url + 5);
 	} else {
-		snprintf(t->port, sizeof(t->port), "80");
-	}
-	if (hp[0] == '[') {
-		hp++;
-		hp[strcspn(hp, "]")] = '\0';
-	}
-	if (!*hp || vp_parse_num(t->port, 1, 65535) < 0) {
-		vp_set_err(err, errlen, "--push %s: expected http://HOST[:PORT][/PATH]", spec);
-		return -EINVAL;
-	}
-	snprintf(t->host, sizeof(t->host), "%s", hp);
-	if (t->kind == VP_PUSH_PYROSCOPE) {
-		/* The ingest API sits under the server's base path. */
-		size_t pl = strlen(path);
-		snprintf(t->path, sizeof(t->path), "%.*s/ingest", (int)(pl && path[pl - 1] == '/' ? pl - 1 : pl), path);
-	} else {
-		snprintf(t->path, sizeof(t->path), "%s", *path && strcmp(path, "/") ? path : "/v1development/profiles");
+		char *hp;
+		if (!strncmp(url, "https://", 8)) {
+			t->scheme = VP_PUSH_HTTPS;
+			hp = url + 8;
+		} else if (!strncmp(url, "http://", 7)) {
+			t->scheme = VP_PUSH_HTTP;
+			hp = url + 7;
+		} else {
+			vp_set_err(err, errlen, "--push %s: the URL must start with https://, http:// or unix:/", spec);
+			return -EINVAL;
+		}
+		char *slash = strchr(hp, '/');
+		snprintf(path, sizeof(path), "%s", slash ? slash : "");
+		if (slash)
+			*slash = '\0';   /* ends the host part; the path was copied */
+		if (strchr(hp, '@')) {
+			vp_set_err(err, errlen, "--push %s: no credentials in the URL: use ,basic=FILE or ,bearer=FILE", spec);
+			return -EINVAL;
+		}
+		char *colon = hp[0] == '[' ? strstr(hp, "]:") : strrchr(hp, ':');
+		if (colon && hp[0] == '[')
+			colon++;
+		if (colon) {
+			*colon = '\0';
+			snprintf(t->port, sizeof(t->port), "%s", colon + 1);
+		} else {
+			snprintf(t->port, sizeof(t->port), t->scheme == VP_PUSH_HTTPS ? "443" : "80");
+		}
+		if (hp[0] == '[') {
+			hp++;
+			hp[strcspn(hp, "]")] = '\0';
+		}
+		/* The host goes into the URL libcurl parses: nothing that could end it. */
+		if (!*hp || vp_parse_num(t->port, 1, 65535) < 0 || strpbrk(hp, "/?#@ \t\r\n%\\")) {
+			vp_set_err(err, errlen, "--push %s: expected https://HOST[:PORT][/PATH]", spec);
+			return -EINVAL;
+		}
+		snprintf(t->host, sizeof(t->host), "%s", hp);
 	}
 	for (char *o = opt; o && *o;) {
 		char *next = strchr(o, ',');
@@ -159,11 +194,45 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 		} else if (!strncmp(o, "basic=", 6)) {
 			if (read_basic(o + 6, t->auth, sizeof(t->auth), err, errlen))
 				return -EINVAL;
+		} else if (!strncmp(o, "ca=", 3) || !strncmp(o, "cert=", 5) || !strncmp(o, "key=", 4)) {
+			char *v = strchr(o, '=') + 1;
+			v[-1] = '\0';   /* o is the option's name now */
+			char *dst = !strcmp(o, "ca") ? t->ca : !strcmp(o, "cert") ? t->cert : t->key;
+			if (t->scheme != VP_PUSH_HTTPS) {
+				vp_set_err(err, errlen, "--push %s: %s= is for https:// targets", spec, o);
+				return -EINVAL;
+			}
+			if (!*v || strlen(v) >= sizeof(t->ca)) {
+				vp_set_err(err, errlen, "--push %s: %s= needs a file (a path shorter than %zu)", spec, o,
+					   sizeof(t->ca));
+				return -EINVAL;
+			}
+			if (check_file(spec, o, v, dst == t->key, err, errlen))
+				return -EINVAL;
+			snprintf(dst, sizeof(t->ca), "%s", v);
+		} else if (!strncmp(o, "path=", 5) && t->scheme == VP_PUSH_UNIX) {
+			if (o[5] != '/' || strpbrk(o + 5, "?# \t\r\n")) {
+				vp_set_err(err, errlen, "--push %s: path= expects an absolute HTTP path such as /base", spec);
+				return -EINVAL;
+			}
+			snprintf(path, sizeof(path), "%s", o + 5);
 		} else {
-			vp_set_err(err, errlen, "--push %s: unknown option '%s': bearer=FILE or basic=FILE", spec, o);
+			vp_set_err(err, errlen, "--push %s: unknown option '%s': bearer=FILE, basic=FILE, ca=FILE, cert=FILE, "
+				   "key=FILE (https) or path=P (unix:)", spec, o);
 			return -EINVAL;
 		}
 		o = next;
+	}
+	if (!t->cert[0] != !t->key[0]) {
+		vp_set_err(err, errlen, "--push %s: a client certificate needs both cert=FILE and key=FILE", spec);
+		return -EINVAL;
+	}
+	if (t->kind == VP_PUSH_PYROSCOPE) {
+		/* The ingest API sits under the server's base path. */
+		size_t pl = strlen(path);
+		snprintf(t->path, sizeof(t->path), "%.*s/ingest", (int)(pl && path[pl - 1] == '/' ? pl - 1 : pl), path);
+	} else {
+		snprintf(t->path, sizeof(t->path), "%s", *path && strcmp(path, "/") ? path : "/v1development/profiles");
 	}
 	return 0;
 }
@@ -187,10 +256,16 @@ struct tq {
 	unsigned backoff_s;
 	uint64_t retry_at;             /* CLOCK_MONOTONIC ns; 0: now */
 	int mi;                        /* its index in the metrics, or -1 */
+	bool refused;                  /* the last attempt was refused by the owner check (logged once) */
 };
 
 struct vp_push {
 	struct vp_push_opts o;
+	/* Copies of what o pointed to: the caller's may not outlive the start (a hostname
+	 * on the caller's stack was pushed as garbage once it went out of scope). */
+	char hostname[256], app[128];
+	uid_t owners[VP_PUSH_MAX_OWNERS];
+	int nowners;
 	struct tq tq[VP_PUSH_MAX];
 	int n;
 	pthread_t thread;
@@ -210,6 +285,18 @@ static uint64_t mono_ns(void)
 static int cmp_q(const void *a, const void *b)
 {
 	return strcmp((const char *)a, (const char *)b);
+}
+
+/* The counters of q's target; rejected and refused through count_more. */
+static void count_more(struct vp_push *p, struct tq *q, uint64_t rejected, uint64_t refused)
+{
+	struct vp_svc_metrics *m = p->o.metrics;
+	if (!m || q->mi < 0)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->push[q->mi].rejected += rejected;
+	m->push[q->mi].refused += refused;
+	pthread_mutex_unlock(&m->lock);
 }
 
 static void count(struct vp_push *p, struct tq *q, uint64_t ok, uint64_t failed, uint64_t sent, uint64_t dropped)
@@ -309,7 +396,7 @@ static void take(struct vp_push *p, const struct job *j)
 				if (!oe && !vp_profile__has_samples(prof))
 					oe = -ENODATA;
 				if (!oe) {
-					struct vp_otlp_meta m = { .host = p->o.hostname, .service = p->o.app,
+					struct vp_otlp_meta m = { .host = p->hostname, .service = p->app,
 								  .time_unix_nano = j->from * 1000000000ull,
 								  .duration_nano = (j->until - j->from) * 1000000000ull };
 					oe = vp_otlp__encode(prof, &m, &ob, &ol);
@@ -334,60 +421,266 @@ static void take(struct vp_push *p, const struct job *j)
 	free(ob);
 }
 
-/* One POST; the answer's status into *status. 0, or -errno when no answer came. */
-static int post(const struct vp_push_target *t, const char *target, const char *ctype, const char *interval,
-		const uint8_t *body, size_t len, int *status)
+/* ---- the client: libcurl, with the sockets opened and checked here ---- */
+
+/* One attempt's state, shared with libcurl's callbacks. */
+struct conn {
+	struct vp_push *p;
+	struct tq *q;
+	bool refused;                  /* the owner check said no: nothing was sent */
+	char why[300];                 /* why, or why the connection failed */
+	int pfd, fd;                   /* unix: the socket file checked (O_PATH), the socket */
+	bool passed;                   /* a connection passed the checks */
+};
+
+static bool owner_ok(const struct vp_push *p, uid_t uid)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	if (getaddrinfo(t->host, t->port, &hints, &ai) != 0 || !ai)
-		return -EHOSTUNREACH;
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { .tv_sec = PUSH_TIMEOUT_S };
+	if (uid == 0)
+		return true;
+	for (int i = 0; i < p->nowners; i++)
+		if (p->owners[i] == uid)
+			return true;
+	return false;
+}
+
+static void refuse(struct conn *c, const char *what, uid_t uid)
+{
+	char name[64] = "", buf[1024];
+	struct passwd pw, *pwp = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &pwp) == 0 && pwp)
+		snprintf(name, sizeof(name), " (%s)", pw.pw_name);
+	c->refused = true;
+	snprintf(c->why, sizeof(c->why), "%s belongs to uid %u%s, not root: sent nothing (while the backend is down "
+		 "anyone may take its %s; if that user runs the backend, name it with --push-owner)", what,
+		 (unsigned)uid, name, c->q->t.scheme == VP_PUSH_UNIX ? "socket path" : "port");
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* Before libcurl connects to a TCP address: who listens there now, asked of the kernel.
+ * Nobody (or a remote address) is no refusal: the check after the connection decides. */
+static curl_socket_t open_tcp(struct conn *c, const struct curl_sockaddr *a)
+{
+	uid_t uid;
+	if (vp_http__tcp_owner(&a->addr, a->addrlen, NULL, &uid) == 0 && !owner_ok(c->p, uid)) {
+		refuse(c, "the socket listening on the target's port", uid);
+		return CURL_SOCKET_BAD;
+	}
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+/* A Unix socket: the file opened once (O_PATH, no link followed at the end), its type
+ * and owner checked, and libcurl sent to /proc/self/fd/N, so that the file checked is
+ * the file connected. The listener's own credentials are checked once connected. */
+static curl_socket_t open_unix(struct conn *c, struct curl_sockaddr *a)
+{
+	const char *path = c->q->t.sock;
+	struct stat st;
+	if (c->pfd < 0)
+		c->pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (c->pfd < 0 || fstat(c->pfd, &st) != 0) {
+		snprintf(c->why, sizeof(c->why), "cannot open %s: %s", path, strerror(errno));
+		return CURL_SOCKET_BAD;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(c->why, sizeof(c->why), "%s is not a socket (a link, or another kind of file)", path);
+		return CURL_SOCKET_BAD;
+	}
+	if (!owner_ok(c->p, st.st_uid)) {
+		refuse(c, "the socket file", st.st_uid);
+		return CURL_SOCKET_BAD;
+	}
+	/* libcurl connects to the address it handed us, which has room for a sockaddr_un
+	 * (its own storage is a union with one). */
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", c->pfd);
+	a->addrlen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+	memcpy(&a->addr, &sa, a->addrlen);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return c->fd < 0 ? CURL_SOCKET_BAD : c->fd;
+}
+
+static curl_socket_t open_socket(void *ctx, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct conn *c = ctx;
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	if (c->q->t.scheme == VP_PUSH_UNIX)
+		return a->family == AF_UNIX ? open_unix(c, a) : CURL_SOCKET_BAD;
+	return a->family == AF_INET || a->family == AF_INET6 ? open_tcp(c, a) : CURL_SOCKET_BAD;
+}
+
+static int to_addr(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, ip, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		*len = sizeof(*in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, ip, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Connected, nothing sent yet: who holds the other end. Between the check before the
+ * connection and the connection a squatter may have bound the port; the socket that
+ * accepted is the one that would read. A peer on this machine (a loopback address, or
+ * our own: the kernel routes to its own address from it) must be root's or an owner's; a
+ * remote one is TLS's business. */
+static int check_peer(void *ctx, char *peer_ip, char *local_ip, int peer_port, int local_port)
+{
+	struct conn *c = ctx;
+	if (c->q->t.scheme == VP_PUSH_UNIX) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+			c->refused = true;
+			snprintf(c->why, sizeof(c->why), "cannot read the credentials of %s's listener: %s: sent nothing",
+				 c->q->t.sock, strerror(errno));
+			return CURL_PREREQFUNC_ABORT;
+		}
+		if (owner_ok(c->p, cr.uid)) {
+			c->passed = true;
+			return CURL_PREREQFUNC_OK;
+		}
+		refuse(c, "the process listening on the socket", cr.uid);
+		return CURL_PREREQFUNC_ABORT;
+	}
+	struct sockaddr_storage me, peer;
+	socklen_t ml, pl;
+	if (to_addr(peer_ip, peer_port, &peer, &pl) || to_addr(local_ip, local_port, &me, &ml)) {
+		c->refused = true;
+		snprintf(c->why, sizeof(c->why), "cannot read the connection's addresses (%s, %s): sent nothing", peer_ip,
+			 local_ip);
+		return CURL_PREREQFUNC_ABORT;
+	}
+	if (!vp_http__is_loopback((struct sockaddr *)&peer) && !same_addr(&me, &peer)) {
+		c->passed = true;
+		return CURL_PREREQFUNC_OK;
+	}
+	/* The accepted socket has an owner once the backend's accept() returned: a real
+	 * backend accepts at once; a squatter that never does is refused after a while. */
+	uid_t uid;
+	int e = -ENOENT;
+	for (int i = 0; i < 150; i++) {
+		e = vp_http__tcp_owner((struct sockaddr *)&peer, pl, (struct sockaddr *)&me, &uid);
+		if (e != -ENOENT)
+			break;
+		usleep(20000);
+	}
+	if (e == 0 && owner_ok(c->p, uid)) {
+		c->passed = true;
+		return CURL_PREREQFUNC_OK;
+	}
+	if (e == 0)
+		refuse(c, "the socket that accepted the connection", uid);
+	else {
+		c->refused = true;
+		snprintf(c->why, sizeof(c->why), "cannot tell who accepted the connection on this machine (%s): sent "
+			 "nothing", e == -ENOENT ? "nobody accepted it within 3 s" : strerror(-e));
+	}
+	return CURL_PREREQFUNC_ABORT;
+}
+
+static size_t discard(char *ptr, size_t size, size_t n, void *ctx)
+{
+	(void)ptr, (void)ctx;
+	return size * n;
+}
+
+/* One POST of q's target; the answer's status into *status. 0, or -errno when no answer
+ * came (c->why says why; c->refused when the owner check refused the target). */
+static int post(struct conn *c, const char *target, const char *ctype, const char *interval, const uint8_t *body,
+		size_t len, int *status)
+{
+	const struct vp_push_target *t = &c->q->t;
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	char url[2400], line[700], cerr[CURL_ERROR_SIZE] = "";
 	int e = 0;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) || connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-		e = -errno;
-		goto cleanup;
+	if (!h)
+		return -ENOMEM;
+	if (t->scheme == VP_PUSH_UNIX)
+		snprintf(url, sizeof(url), "http://localhost%s", target);
+	else
+		snprintf(url, sizeof(url), "%s://%s%s%s:%s%s", t->scheme == VP_PUSH_HTTPS ? "https" : "http",
+			 strchr(t->host, ':') ? "[" : "", t->host, strchr(t->host, ':') ? "]" : "", t->port, target);
+	snprintf(line, sizeof(line), "Content-Type: %s", ctype);
+	hdr = curl_slist_append(hdr, line);
+	snprintf(line, sizeof(line), "X-Viprof-Interval: %s", interval);
+	hdr = curl_slist_append(hdr, line);
+	hdr = curl_slist_append(hdr, "Expect:");   /* the body at once, no 100-continue round trip */
+	if (t->auth[0]) {
+		snprintf(line, sizeof(line), "Authorization: %s", t->auth);
+		hdr = curl_slist_append(hdr, line);
+		explicit_bzero(line, sizeof(line));
 	}
-	char head[2048];
-	int hl = snprintf(head, sizeof(head),
-			  "POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: viprof/" VIPROF_VERSION "\r\n"
-			  "Content-Type: %s\r\nContent-Length: %zu\r\nX-Viprof-Interval: %s\r\n%s%s%s"
-			  "Connection: close\r\n\r\n",
-			  target, t->host, t->port, ctype, len, interval, t->auth[0] ? "Authorization: " : "", t->auth,
-			  t->auth[0] ? "\r\n" : "");
-	if (hl < 0 || (size_t)hl >= sizeof(head)) {
-		e = -EMSGSIZE;
-		goto cleanup;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	/* The service's environment names no proxy for it: its targets are its own. */
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "viprof/" VIPROF_VERSION);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)PUSH_TIMEOUT_S);
+	/* A stalled transfer ends after PUSH_TIMEOUT_S without progress, any after 5 minutes. */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)PUSH_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, check_peer);
+	curl_easy_setopt(h, CURLOPT_PREREQDATA, c);
+	if (t->scheme == VP_PUSH_UNIX)
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, t->sock);
+	if (t->ca[0]) {
+		/* Only the CAs given: the system's are not what the administrator named. */
+		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca);
+		curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
 	}
-	const uint8_t *parts[2] = { (const uint8_t *)head, body };
-	size_t lens[2] = { (size_t)hl, len };
-	for (int k = 0; k < 2; k++)
-		for (size_t off = 0; off < lens[k];) {
-			ssize_t w = send(fd, parts[k] + off, lens[k] - off, MSG_NOSIGNAL);
-			if (w <= 0) {
-				e = w < 0 ? -errno : -EPIPE;
-				goto cleanup;
-			}
-			off += (size_t)w;
-		}
-	char ans[64];
-	size_t got = 0;
-	while (got < sizeof(ans) - 1 && !memchr(ans, '\n', got)) {
-		ssize_t r = recv(fd, ans + got, sizeof(ans) - 1 - got, 0);
-		if (r <= 0) {
-			e = r < 0 ? -errno : -ECONNRESET;
-			goto cleanup;
-		}
-		got += (size_t)r;
+	if (t->cert[0]) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, t->key);
 	}
-	ans[got] = '\0';
-	if (sscanf(ans, "HTTP/1.%*d %d", status) != 1)
-		e = -EPROTO;
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(ai);
+	CURLcode r = curl_easy_perform(h);
+	if (r == CURLE_OK) {
+		long code = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		*status = (int)code;
+	} else {
+		e = r == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : r == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EPROTO;
+		/* Ours says more than libcurl's about a target refused or a socket file. */
+		if (!c->why[0] || (!c->refused && r != CURLE_COULDNT_CONNECT))
+			snprintf(c->why, sizeof(c->why), "%s%s", cerr[0] ? cerr : curl_easy_strerror(r),
+				 r == CURLE_PEER_FAILED_VERIFICATION ? ": the backend's certificate is not signed by a CA of "
+				 "ca=FILE (or the system's), or does not name the host of the URL" : "");
+	}
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
 	return e;
 }
 
@@ -400,12 +693,12 @@ static void pyro_query(const struct vp_push *p, const char *qname, char *out, si
 	char host[256];
 	size_t k = 0;
 	/* Label values keep to what needs no escaping in Pyroscope's name syntax. */
-	for (const char *c = p->o.hostname; *c && k < sizeof(host) - 1; c++)
+	for (const char *c = p->hostname; *c && k < sizeof(host) - 1; c++)
 		host[k++] = (strchr(",{}=&%#? \"", *c) ? '_' : *c);
 	host[k] = '\0';
 	snprintf(out, outlen, "%s?name=%s.cpu%%7Bhostname%%3D%s%%2Cservice_name%%3D%s%%7D&from=%llu&until=%llu"
 		 "&format=pprof&sampleRate=%llu&spyName=viprof&units=samples&aggregationType=sum",
-		 path, p->o.app, host, p->o.app, from, until, freq);
+		 path, p->app, host, p->app, from, until, freq);
 }
 
 /* Tries the oldest queued interval of q. */
@@ -436,9 +729,24 @@ static void attempt(struct vp_push *p, struct tq *q)
 	for (int k = 0; k < 4 && strchr(iv, '-'); k++)
 		iv = strchr(iv, '-') + 1;
 	int status = 0;
-	int e = post(&q->t, target, q->t.kind == VP_PUSH_OTLP ? "application/x-protobuf" : "application/octet-stream",
+	struct conn c = { .p = p, .q = q, .pfd = -1, .fd = -1 };
+	int e = post(&c, target, q->t.kind == VP_PUSH_OTLP ? "application/x-protobuf" : "application/octet-stream",
 		     iv, body, (size_t)st.st_size, &status);
 	free(body);
+	if (c.pfd >= 0)
+		close(c.pfd);
+	bool refused = e && c.refused;
+	/* A refusal is said once, when it starts and when a connection passes the checks
+	 * again (not when the target is merely down); each one is counted. */
+	if (refused && !q->refused && p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: refused: %s; retrying with back-off\n", q->t.url, c.why);
+	else if (!refused && q->refused && c.passed && p->o.log)
+		fprintf(p->o.log, "viprof serve: push %s: the target's socket is held by root or --push-owner again: "
+			"sending\n", q->t.url);
+	if (refused || c.passed)
+		q->refused = refused;
+	if (refused)
+		count_more(p, q, 0, 1);
 	if (!e && status >= 200 && status < 300) {
 		q->backoff_s = 0;
 		q->retry_at = 0;
@@ -451,15 +759,17 @@ static void attempt(struct vp_push *p, struct tq *q)
 	}
 	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429;
 	count(p, q, 0, 1, 0, 0);
+	if (permanent)
+		count_more(p, q, 1, 0);
 	if (!permanent) {
 		unsigned cap = p->o.interval_s ? p->o.interval_s : 60;
 		q->backoff_s = q->backoff_s ? (q->backoff_s * 2 > cap ? cap : q->backoff_s * 2) : 1;
 		q->retry_at = mono_ns() + (uint64_t)q->backoff_s * 1000000000ull;
 	}
-	if (p->o.log && e)
+	if (p->o.log && e && !refused)
 		fprintf(p->o.log, "viprof serve: push %s: %s: no answer (%s); retrying in %u s (%zu queued)\n", q->t.url,
-			name, strerror(-e), q->backoff_s, q->n);
-	else if (p->o.log)
+			name, c.why[0] ? c.why : strerror(-e), q->backoff_s, q->n);
+	else if (p->o.log && !e)
 		fprintf(p->o.log, "viprof serve: push %s: %s: HTTP %d%s\n", q->t.url, name, status,
 			permanent ? ": a refusal a retry cannot change, dropped (check the URL, the credentials and "
 				    "the backend's log)" : "; retrying");
@@ -583,6 +893,19 @@ struct vp_push *vp_push__start(const struct vp_push_opts *o, char *err, size_t e
 		return NULL;
 	}
 	p->o = *o;
+	if (o->hostname && *o->hostname)
+		snprintf(p->hostname, sizeof(p->hostname), "%s", o->hostname);
+	else if (gethostname(p->hostname, sizeof(p->hostname) - 1) != 0)
+		snprintf(p->hostname, sizeof(p->hostname), "unknown");
+	snprintf(p->app, sizeof(p->app), "%s", o->app ? o->app : "viprof");
+	p->nowners = o->nowners > VP_PUSH_MAX_OWNERS ? VP_PUSH_MAX_OWNERS : o->nowners;
+	if (p->nowners)
+		memcpy(p->owners, o->owners, (size_t)p->nowners * sizeof(*p->owners));
+	/* Nothing below may use what o points to: the caller's may be gone. */
+	p->o.hostname = p->o.app = NULL;
+	p->o.owners = NULL;
+	p->o.targets = NULL;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* Its own descriptor of DIR: the last interval is queued after the recording, which
 	 * closes its own, has stopped. */
 	p->o.dirfd = fcntl(o->dirfd, F_DUPFD_CLOEXEC, 0);
@@ -677,4 +1000,5 @@ void vp_push__stop(struct vp_push *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cv);
 	free(p);
+	curl_global_cleanup();
 }

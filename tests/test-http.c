@@ -289,6 +289,48 @@ static void test_peer_uid(void)
 		ASSERT_EQ(vp_http__loopback_peer_uid(srv, &uid), -ENOENT);
 		close(srv);
 	}
+	/* The listener a connection would reach (issue 31: the push client asks before it
+	 * connects), for IPv4, IPv6 and IPv4 mapped into IPv6; none once it is closed. */
+	for (int i = 0; i < 3; i++) {
+		struct sockaddr_storage ss = { 0 };
+		socklen_t sl;
+		int fam = i == 0 ? AF_INET : AF_INET6;
+		if (fam == AF_INET) {
+			struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+			in->sin_family = AF_INET;
+			in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			sl = sizeof(*in);
+		} else {
+			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+			in6->sin6_family = AF_INET6;
+			in6->sin6_addr = in6addr_loopback;
+			sl = sizeof(*in6);
+		}
+		int l = socket(i == 2 ? AF_INET : fam, SOCK_STREAM, 0);
+		struct sockaddr_in l4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		ASSERT_OK(bind(l, i == 2 ? (struct sockaddr *)&l4 : (struct sockaddr *)&ss, i == 2 ? sizeof(l4) : sl)
+			  ? -errno : 0);
+		ASSERT_OK(listen(l, 1) ? -errno : 0);
+		struct sockaddr_storage bound;
+		socklen_t bl = sizeof(bound);
+		ASSERT_OK(getsockname(l, (struct sockaddr *)&bound, &bl) ? -errno : 0);
+		if (i == 2) {
+			/* ::ffff:127.0.0.1, the port of the IPv4 listener. */
+			struct sockaddr_in6 *m = (struct sockaddr_in6 *)&ss;
+			m->sin6_port = ((struct sockaddr_in *)&bound)->sin_port;
+			memset(&m->sin6_addr, 0, 16);
+			m->sin6_addr.s6_addr[10] = m->sin6_addr.s6_addr[11] = 0xff;
+			memcpy(&m->sin6_addr.s6_addr[12], &l4.sin_addr, 4);
+		} else {
+			ss = bound;
+			sl = bl;
+		}
+		uid_t uid = 12345;
+		ASSERT_OK(vp_http__tcp_owner((struct sockaddr *)&ss, sl, NULL, &uid));
+		ASSERT_EQ(uid, geteuid());
+		close(l);
+		ASSERT_EQ(vp_http__tcp_owner((struct sockaddr *)&ss, sl, NULL, &uid), -ENOENT);
+	}
 	/* Root always; the listed uids; nobody else without a group. */
 	struct vp_http_allow a = { .uids = { 1001 }, .nuids = 1 };
 	ASSERT_TRUE(vp_http__uid_allowed(&a, 0));

@@ -2,13 +2,15 @@
 """Checks an OTLP Profiles push body (issue 27) with an independent decoder: Debian's
 protoc decodes it with tests/otlp-profiles.proto (written from the published schema),
 and this script walks the text it prints. usage: test-push-otlp-check.py BODY PROTO_DIR
-PROCESS FUNCTION. Exit 0 when the body holds a cpu/nanoseconds profile with a sample of
+PROCESS FUNCTION [HOSTNAME]. Exit 0 when the body holds a cpu/nanoseconds profile with a sample of
 PROCESS (attribute process.executable.name) whose stack, leaf first, reaches FUNCTION,
-with process.pid, thread.id and thread.name attributes, and host.name on the resource."""
+with process.pid, thread.id and thread.name attributes, and host.name on the resource (equal
+to HOSTNAME when given)."""
 import subprocess
 import sys
 
 body, proto_dir, process, function = sys.argv[1:5]
+hostname = sys.argv[5] if len(sys.argv) > 5 else None
 with open(body, "rb") as f:
     text = subprocess.run(["protoc", "-I", proto_dir, "--decode=opentelemetry.proto.profiles.v1development."
                            "ExportProfilesServiceRequest", "otlp-profiles.proto"], stdin=f, check=True,
@@ -64,6 +66,8 @@ if (strings[one(st, "type_strindex")], strings[one(st, "unit_strindex")]) != ("c
     errors.append("sample type is not cpu/nanoseconds")
 if not res.get("host.name"):
     errors.append("no host.name on the resource")
+elif hostname is not None and res.get("host.name") != hostname:
+    errors.append("host.name is not %r" % hostname)
 found = 0
 seen = set()
 total = 0

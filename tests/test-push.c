@@ -75,11 +75,42 @@ static void test_parse(void)
 	snprintf(spec, sizeof(spec), "pyroscope=http://127.0.0.1:4040,basic=%s/missing", dir);
 	refused(spec, "cannot read it");
 
-	refused("pyroscope=https://127.0.0.1:4040", "https is not supported");
+	/* https with its files (issue 31): the CAs, a client certificate and its key (the key
+	 * open to its owner only); unix: sockets with an HTTP path of their own. */
+	ASSERT_OK(vp_push__parse("pyroscope=https://pyro.internal", &t, err, sizeof(err)));
+	ASSERT_EQ(t.scheme, VP_PUSH_HTTPS);
+	ASSERT_STREQ(t.port, "443");
+	ASSERT_STREQ(t.ca, "");
+	const char *ca = file("ca.pem", "-----BEGIN CERTIFICATE-----\n", 0644);
+	const char *crt = file("c.pem", "-----BEGIN CERTIFICATE-----\n", 0644);
+	const char *key = file("k.pem", "-----BEGIN PRIVATE KEY-----\n", 0600);
+	snprintf(spec, sizeof(spec), "otlp=https://127.0.0.1:4318,ca=%s,cert=%s,key=%s", ca, crt, key);
+	ASSERT_OK(vp_push__parse(spec, &t, err, sizeof(err)));
+	ASSERT_STREQ(t.ca, ca);
+	ASSERT_STREQ(t.cert, crt);
+	ASSERT_STREQ(t.key, key);
+	ASSERT_STREQ(t.path, "/v1development/profiles");
+	snprintf(spec, sizeof(spec), "otlp=https://127.0.0.1:4318,cert=%s,key=%s", crt,
+		 file("k2.pem", "-----BEGIN PRIVATE KEY-----\n", 0640));
+	refused(spec, "chmod 600");
+	snprintf(spec, sizeof(spec), "otlp=https://127.0.0.1:4318,cert=%s", crt);
+	refused(spec, "both cert=FILE and key=FILE");
+	snprintf(spec, sizeof(spec), "otlp=http://127.0.0.1:4318,ca=%s", ca);
+	refused(spec, "is for https://");
+	snprintf(spec, sizeof(spec), "otlp=https://127.0.0.1:4318,ca=%s/missing", dir);
+	refused(spec, "cannot read it");
+	ASSERT_OK(vp_push__parse("otlp=unix:/run/otelcol/otlp.sock", &t, err, sizeof(err)));
+	ASSERT_EQ(t.scheme, VP_PUSH_UNIX);
+	ASSERT_STREQ(t.sock, "/run/otelcol/otlp.sock");
+	ASSERT_STREQ(t.path, "/v1development/profiles");
+	ASSERT_OK(vp_push__parse("pyroscope=unix:/run/pyro.sock,path=/base", &t, err, sizeof(err)));
+	ASSERT_STREQ(t.path, "/base/ingest");
+	refused("otlp=unix:relative.sock", "unix:/ABSOLUTE/PATH");
+	refused("otlp=https://127.0.0.1:4318,path=/x", "unknown option");
 	refused("pyroscope=http://user:pw@127.0.0.1:4040", "no credentials in the URL");
 	refused("jaeger=http://127.0.0.1:1", "unknown kind");
 	refused("http://127.0.0.1:4040", "expected pyroscope=URL");
-	refused("otlp=127.0.0.1:4318", "must start with http://");
+	refused("otlp=127.0.0.1:4318", "must start with https://, http:// or unix:/");
 	refused("otlp=http://127.0.0.1:99999", "HOST[:PORT]");
 	refused("otlp=http://127.0.0.1:4318,token=x", "unknown option");
 }

@@ -25,6 +25,19 @@
  *               tests/otlp-profiles.proto (tests/test-push-otlp-check.py): cpu/nanoseconds,
  *               split3's stacks, the process and thread attributes, the bearer token. The
  *               backend down for 3 intervals, then up: every interval arrives, none twice.
+ *   push-host   (issue 31) --push with --http: the pushed hostname equals `hostname`'s
+ *               (Pyroscope's name label, OTLP's host.name)
+ *   push-rejected (issue 31) a backend answering 400: /metrics counts failures and
+ *               rejected intervals, no success
+ *   push-squatter (issue 31) a user binds the loopback port of a backend that is down:
+ *               over 3+ intervals it reads no byte; refusals logged once, counted;
+ *               root's backend back on the port gets the queue
+ *   push-handoff (issue 31) root's listening socket, a user's process accepting on it:
+ *               the check after the connection refuses it, no byte read
+ *   push-unix   (issue 31) unix: targets: root's socket gets OTLP; a user's socket file
+ *               is refused (no byte) until --push-owner names the user
+ *   push-https  (issue 31) https to a TLS receiver requiring a client certificate (openssl
+ *               makes the CA at run time): the right CA delivers, a wrong one fails clearly
  *   metrics     (issue 27) a real Prometheus (Debian's package), started here on loopback
  *               with a config written here, scrapes GET /metrics of a continuous
  *               recording, and its query API returns viprof_samples_total rising;
@@ -44,6 +57,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -502,6 +516,9 @@ static void scenario_continuous(void)
 
 static bool users_made;
 static pid_t main_pid, slow_pid, work_pid, prom_pid, recv_pid;  /* Prometheus (metrics), the receiver (push) */
+#define PUSH_USER "pushsq"         /* a squatter on push targets (issue 31), made with useradd */
+static bool push_user_made;
+static pid_t squat_pid;
 
 static void drop_users(void)
 {
@@ -527,14 +544,16 @@ static void at_end(void)
 {
 	if (getpid() != main_pid)
 		return;
-	pid_t kids[] = { slow_pid, work_pid, serve_pid, prom_pid, recv_pid };
-	for (int i = 0; i < 5; i++)
+	pid_t kids[] = { slow_pid, work_pid, serve_pid, prom_pid, recv_pid, squat_pid };
+	for (int i = 0; i < 6; i++)
 		if (kids[i] > 0) {
 			kill(kids[i], SIGKILL);
 			waitpid(kids[i], NULL, 0);
 		}
 	if (users_made)
 		drop_users();
+	if (push_user_made && system("userdel " PUSH_USER " 2>/dev/null") != 0)
+		fprintf(stderr, "could not remove the user " PUSH_USER "\n");
 }
 
 static void user_ids(const char *name, uid_t *uid, gid_t *gid)
@@ -1077,19 +1096,44 @@ static void scenario_metrics(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
-/* The push receiver: accepts POSTs on 127.0.0.1:port and keeps each request's head and
- * body in dir as <pid>-<n>.head / .body, answering 200. A child; down = killed. */
-static void receiver_start(int port, const char *dir)
+/* The status the push receiver answers (a backend that refuses: 400). */
+static int recv_status = 200;
+/* Whether the receiver's user takes over after root made the listening socket (root's
+ * listener, a user's accepted connections). */
+static bool recv_user_accepts;
+
+/* The push receiver, as the user name (NULL: root): accepts POSTs on 127.0.0.1:port, or
+ * on the Unix socket upath when given, keeps each request's head and body in dir as
+ * <pid>-<n>.head / .body, answering recv_status, and every byte it reads is counted in
+ * dir/<pid>.bytes (a squatter's haul). A child; down = killed. Its pid, once it listens. */
+static pid_t receiver_run(int port, const char *upath, const char *dir, const char *user)
 {
-	recv_pid = fork();
-	ASSERT_GE(recv_pid, 0);
-	if (recv_pid == 0) {
-		int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-		inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-		if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 16))
-			_exit(2);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (user && !recv_user_accepts)
+			become(user);
+		int ls, one = 1;
+		if (upath) {
+			struct sockaddr_un u = { .sun_family = AF_UNIX };
+			snprintf(u.sun_path, sizeof(u.sun_path), "%s", upath);
+			ls = socket(AF_UNIX, SOCK_STREAM, 0);
+			unlink(upath);
+			if (bind(ls, (struct sockaddr *)&u, sizeof(u)) || listen(ls, 16))
+				_exit(2);
+		} else {
+			ls = socket(AF_INET, SOCK_STREAM, 0);
+			setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+			inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+			if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 16))
+				_exit(2);
+		}
+		if (user && recv_user_accepts)
+			become(user);
+		unsigned long long total = 0;
+		char bpath[600];
+		snprintf(bpath, sizeof(bpath), "%s/%d.bytes", dir, (int)getpid());
 		for (unsigned n = 0;; n++) {
 			int c = accept(ls, NULL, NULL);
 			if (c < 0)
@@ -1101,6 +1145,12 @@ static void receiver_start(int port, const char *dir)
 				got += (size_t)k;
 				buf[got] = '\0';
 				end = strstr(buf, "\r\n\r\n");
+			}
+			total += got;
+			FILE *bf = fopen(bpath, "w");
+			if (bf) {
+				fprintf(bf, "%llu\n", total);
+				fclose(bf);
 			}
 			if (!end) {
 				close(c);
@@ -1114,8 +1164,15 @@ static void receiver_start(int port, const char *dir)
 			char *body = malloc(clen + 1);
 			size_t have = got - hl < clen ? got - hl : clen;
 			memcpy(body, buf + hl, have);
-			while (have < clen && (k = read(c, body + have, clen - have)) > 0)
+			while (have < clen && (k = read(c, body + have, clen - have)) > 0) {
 				have += (size_t)k;
+				total += (size_t)k;
+			}
+			bf = fopen(bpath, "w");
+			if (bf) {
+				fprintf(bf, "%llu\n", total);
+				fclose(bf);
+			}
 			char path[600];
 			snprintf(path, sizeof(path), "%s/%d-%04u.body", dir, (int)getpid(), n);
 			FILE *f = fopen(path, "w");
@@ -1129,26 +1186,45 @@ static void receiver_start(int port, const char *dir)
 			fwrite(buf, 1, hl, f);
 			fclose(f);
 			rename(tmp, path);
-			const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-			if (write(c, ok, sizeof(ok) - 1) < 0)
+			char ok[128];
+			int ol = snprintf(ok, sizeof(ok), "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+					  recv_status, recv_status == 200 ? "OK" : "Bad Request");
+			if (write(c, ok, (size_t)ol) < 0)
 				perror("receiver");
 			close(c);
 			free(buf);
 			free(body);
 		}
 	}
-	/* Up when it accepts. */
+	/* Up when it listens: its socket in the kernel's table (no connection of ours, which
+	 * a squatter would count). */
 	for (int i = 0; i < 100; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-		inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
-		int r = connect(fd, (struct sockaddr *)&d, sizeof(d));
-		close(fd);
-		if (r == 0)
-			return;
+		char cmd[700];
+		if (upath)
+			snprintf(cmd, sizeof(cmd), "ss -xlnH src %s | grep -q .", upath);
+		else
+			snprintf(cmd, sizeof(cmd), "ss -tlnH src 127.0.0.1:%d | grep -q .", port);
+		if (system(cmd) == 0)
+			return pid;
 		usleep(50000);
 	}
-	FAIL("the push receiver did not listen on port %d", port);
+	FAIL("the push receiver did not listen on %s (port %d)", upath ? upath : "127.0.0.1", port);
+}
+
+static void receiver_start(int port, const char *dir)
+{
+	recv_pid = receiver_run(port, NULL, dir, NULL);
+}
+
+/* The bytes the receiver pid read, from its count file in dir. */
+static unsigned long long received_bytes(const char *dir, pid_t pid)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%d.bytes", dir, (int)pid);
+	char *t = test_slurp_str(path);
+	unsigned long long n = t ? strtoull(t, NULL, 10) : 0;
+	free(t);
+	return n;
 }
 
 struct pushed {
@@ -1365,6 +1441,482 @@ static void scenario_push(void)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* Waits (up to 60 s) until the receiver holds a request of each kind; their indices in pushed[]. */
+static void wait_both_pushed(const char *rdir, int *pi, int *oi)
+{
+	*pi = *oi = -1;
+	for (int i = 0; i < 600 && (*pi < 0 || *oi < 0); i++) {
+		read_pushed(rdir);
+		for (int k = 0; k < npushed; k++)
+			*(pushed[k].otlp ? oi : pi) = k;
+		if (*pi < 0 || *oi < 0)
+			usleep(100000);
+	}
+	if (*pi < 0 || *oi < 0) {
+		char *log = test_slurp_str(logpath);
+		FAIL("no request of each kind in 60 s (pyroscope %d, otlp %d); service log:\n%s", *pi, *oi, log);
+	}
+}
+
+/* The value of a /metrics series whose line starts with prefix, or -1. */
+static long long metric_value(const char *text, const char *prefix)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, prefix, strlen(prefix)) && l[strlen(prefix)] == ' ')
+			return strtoll(l + strlen(prefix) + 1, NULL, 10);
+	return -1;
+}
+
+/* (issue 31) --push with --http: the hostname pushed is `hostname`'s, in Pyroscope's
+ * name label and in OTLP's host.name (the service's stack buffer used to go out of scope
+ * before the push thread read it). */
+static void scenario_push_host(void)
+{
+	REQUIRE_ROOT();
+	if (system("command -v protoc >/dev/null 2>&1") != 0)
+		SKIP("protoc is not installed (apt-get install protobuf-compiler; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-pushhost-XXXXXX", cont[300], rdir[300], pyro[400], otlp[400], listen[64];
+	char host[256] = "", want[600], path[900], cmd[1400];
+	ASSERT_OK(gethostname(host, sizeof(host) - 1) ? -errno : 0);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	int rport = free_port(), hport = free_port();
+	receiver_start(rport, rdir);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", rport);
+	snprintf(otlp, sizeof(otlp), "otlp=http://127.0.0.1:%d", rport);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--http", listen, "--push", pyro,
+			       "--push", otlp, NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	int pi, oi;
+	wait_both_pushed(rdir, &pi, &oi);
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	char *h = test_slurp_str(pushed[pi].file);
+	fprintf(stderr, "pyroscope request: %.*s\n", (int)strcspn(h, "\r"), h);
+	snprintf(want, sizeof(want), "name=viprof.cpu%%7Bhostname%%3D%s%%2C", host);
+	ASSERT_CONTAINS(h, want);
+	free(h);
+	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
+	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 %s 2>&1", TESTS_SRC, path,
+		 TESTS_SRC, host);
+	char *out = test_popen_slurp(cmd);
+	fprintf(stderr, "%s", out);
+	snprintf(want, sizeof(want), "host.name=%s\n", host);
+	ASSERT_CONTAINS(out, want);
+	ASSERT_NOT_CONTAINS(out, "Traceback");
+	ASSERT_NOT_CONTAINS(out, "host.name is not");
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* (issue 31) A backend that answers 400 gets each interval once and it is dropped: /metrics
+ * counts a failure and a rejected interval for it, and no success. */
+static void scenario_push_rejected(void)
+{
+	REQUIRE_ROOT();
+	char dir[] = "/tmp/vp-test-serve-pushrej-XXXXXX", cont[300], rdir[300], pyro[400], listen[64], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	int rport = free_port(), hport = free_port();
+	recv_status = 400;
+	receiver_start(rport, rdir);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", rport);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--http", listen, "--push", pyro, NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	bool dropped = false;
+	for (int i = 0; i < 600 && !dropped; i++) {
+		char *log = test_slurp_str(logpath);
+		dropped = strstr(log, "HTTP 400") != NULL;
+		free(log);
+		if (!dropped)
+			usleep(100000);
+	}
+	ASSERT_TRUE(dropped);
+	struct answer m = get(NULL, "127.0.0.1", hport, "/metrics", NULL);
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	ASSERT_EQ(m.status, 200);
+	char prefix[200];
+	snprintf(prefix, sizeof(prefix), "viprof_push_success_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long ok = metric_value(m.body, prefix);
+	snprintf(prefix, sizeof(prefix), "viprof_push_failures_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long failed = metric_value(m.body, prefix);
+	snprintf(prefix, sizeof(prefix), "viprof_push_rejected_total{target=\"pyroscope http://127.0.0.1:%d\"}", rport);
+	long long rejected = metric_value(m.body, prefix);
+	fprintf(stderr, "success %lld, failures %lld, rejected %lld\n", ok, failed, rejected);
+	ASSERT_EQ(ok, 0);
+	ASSERT_GE(failed, 1);
+	ASSERT_GE(rejected, 1);
+	free(m.head);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* ---- issue 31: a socket of this machine is sent nothing unless root or --push-owner holds it ---- */
+
+static void make_push_user(void)
+{
+	if (system("userdel " PUSH_USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " PUSH_USER) != 0)
+		SKIP("cannot create the test user " PUSH_USER " with useradd");
+	push_user_made = true;
+}
+
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Waits (up to 60 s) until the service's log holds needle n times. */
+static void wait_log(const char *needle, int n)
+{
+	for (int i = 0; i < 600; i++) {
+		char *log = test_slurp_str(logpath);
+		int k = occurrences(log, needle);
+		free(log);
+		if (k >= n)
+			return;
+		usleep(100000);
+	}
+	char *log = test_slurp_str(logpath);
+	FAIL("the service did not say '%s' %d times in 60 s; its log:\n%s", needle, n, log);
+}
+
+/* A user binds the loopback port of a backend that is down and answers like one: over
+ * 3+ intervals it reads no byte (no connection is even made), the refusal is logged once
+ * per target and counted in /metrics; once root's backend has the port again, the
+ * queued intervals go to it. */
+static void scenario_push_squatter(void)
+{
+	REQUIRE_ROOT();
+	make_push_user();
+	char dir[] = "/tmp/vp-test-serve-pushsq-XXXXXX", cont[300], sdir[300], rdir[300], bearer[300];
+	char pyro[400], otlp[400], listen[64], names[256][32], prefix[200], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0711), 0);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(sdir, sizeof(sdir), "%s/squatter", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	snprintf(bearer, sizeof(bearer), "%s/bearer", dir);
+	ASSERT_EQ(mkdir(sdir, 0700), 0);
+	ASSERT_EQ(chown(sdir, getpwnam(PUSH_USER)->pw_uid, 0), 0);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	FILE *f = fopen(bearer, "w");
+	fputs("squatter-must-not-see-this-token\n", f);
+	fclose(f);
+	ASSERT_EQ(chmod(bearer, 0600), 0);
+	int port = free_port(), hport = free_port();
+	squat_pid = receiver_run(port, NULL, sdir, PUSH_USER);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d,bearer=%s", port, bearer);
+	snprintf(otlp, sizeof(otlp), "otlp=http://127.0.0.1:%d,bearer=%s", port, bearer);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--http", listen, "--push", pyro,
+			       "--push", otlp, NULL };
+	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
+	/* Three intervals ended and at least three attempts refused per target. */
+	int n0 = ended_intervals(cont, names, 256), n = n0;
+	long long rp = 0, ro = 0;
+	for (int i = 0; i < 900 && (n < n0 + 3 || rp < 3 || ro < 3); i++) {
+		usleep(100000);
+		n = ended_intervals(cont, names, 256);
+		struct answer m = get(NULL, "127.0.0.1", hport, "/metrics", NULL);
+		snprintf(prefix, sizeof(prefix), "viprof_push_refused_total{target=\"pyroscope http://127.0.0.1:%d\"}", port);
+		rp = metric_value(m.body, prefix);
+		snprintf(prefix, sizeof(prefix), "viprof_push_refused_total{target=\"otlp http://127.0.0.1:%d\"}", port);
+		ro = metric_value(m.body, prefix);
+		free(m.head);
+	}
+	unsigned long long got = received_bytes(sdir, squat_pid);
+	fprintf(stderr, "%d intervals ended with the squatter on port %d: refused %lld (pyroscope) and %lld (otlp) "
+		"attempts; the squatter read %llu bytes\n", n - n0, port, rp, ro, got);
+	ASSERT_UEQ(got, 0);
+	ASSERT_GE(n, n0 + 3);
+	ASSERT_GE(rp, 3);
+	ASSERT_GE(ro, 3);
+	read_pushed(sdir);
+	ASSERT_EQ(npushed, 0);
+	char *log = test_slurp_str(logpath);
+	ASSERT_EQ(occurrences(log, ": refused: "), 2);   /* once per target, not per attempt */
+	ASSERT_CONTAINS(log, "(" PUSH_USER "), not root");
+	free(log);
+	/* Root's backend takes the port back: the queued intervals go to it. */
+	kill(squat_pid, SIGKILL);
+	waitpid(squat_pid, NULL, 0);
+	squat_pid = 0;
+	receiver_start(port, rdir);
+	int pi, oi;
+	wait_both_pushed(rdir, &pi, &oi);
+	wait_log("again: sending", 2);
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	char *h = test_slurp_str(pushed[oi].file);
+	ASSERT_CONTAINS(h, "Authorization: Bearer squatter-must-not-see-this-token\r\n");
+	free(h);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* Root's listening socket, a user's accepting process (root's listener handed over, or the
+ * port taken between the check and the connection): the check before the connection
+ * passes, the one after it sees the accepted socket's owner and sends no byte. */
+static void scenario_push_handoff(void)
+{
+	REQUIRE_ROOT();
+	make_push_user();
+	char dir[] = "/tmp/vp-test-serve-pushho-XXXXXX", cont[300], sdir[300], pyro[400], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0711), 0);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(sdir, sizeof(sdir), "%s/squatter", dir);
+	ASSERT_EQ(mkdir(sdir, 0700), 0);
+	ASSERT_EQ(chown(sdir, getpwnam(PUSH_USER)->pw_uid, 0), 0);
+	int port = free_port();
+	recv_user_accepts = true;
+	squat_pid = receiver_run(port, NULL, sdir, PUSH_USER);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pyro, sizeof(pyro), "pyroscope=http://127.0.0.1:%d", port);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", pyro, NULL };
+	ASSERT_EQ(start_serve(args, "pushing each interval to"), -1);
+	wait_log("refused: the socket that accepted the connection belongs to uid", 1);
+	char names[256][32];
+	int n0 = ended_intervals(cont, names, 256), n = n0;
+	for (int i = 0; i < 600 && n < n0 + 3; i++) {
+		usleep(100000);
+		n = ended_intervals(cont, names, 256);
+	}
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	unsigned long long got = received_bytes(sdir, squat_pid);
+	fprintf(stderr, "%d intervals ended; the user's accepting process read %llu bytes\n", n - n0, got);
+	ASSERT_UEQ(got, 0);
+	ASSERT_GE(n, n0 + 3);
+	ASSERT_CONTAINS(last_log, "(" PUSH_USER "), not root");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* unix: targets: root's collector socket gets the intervals; a socket a user owns gets
+ * no byte (its file's owner is refused) until --push-owner names that user. */
+static void scenario_push_unix(void)
+{
+	REQUIRE_ROOT();
+	make_push_user();
+	char dir[] = "/tmp/vp-test-serve-pushux-XXXXXX", cont[300], udir[300], rdir[300], rsock[330], usock[330];
+	char rt[400], ut[400], cmd[700];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0711), 0);
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(udir, sizeof(udir), "%s/user", dir);
+	snprintf(rdir, sizeof(rdir), "%s/root", dir);
+	snprintf(rsock, sizeof(rsock), "%s/otlp.sock", rdir);
+	snprintf(usock, sizeof(usock), "%s/pyro.sock", udir);
+	ASSERT_EQ(mkdir(udir, 0700), 0);
+	ASSERT_EQ(chown(udir, getpwnam(PUSH_USER)->pw_uid, 0), 0);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	recv_pid = receiver_run(0, rsock, rdir, NULL);
+	squat_pid = receiver_run(0, usock, udir, PUSH_USER);
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(rt, sizeof(rt), "otlp=unix:%s", rsock);
+	snprintf(ut, sizeof(ut), "pyroscope=unix:%s,path=/base", usock);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", rt, "--push", ut, NULL };
+	ASSERT_EQ(start_serve(args, "pushing each interval to"), -1);
+	int oi = -1;
+	for (int i = 0; i < 600 && oi < 0; i++) {
+		read_pushed(rdir);
+		for (int k = 0; k < npushed; k++)
+			if (pushed[k].otlp)
+				oi = k;
+		if (oi < 0)
+			usleep(100000);
+	}
+	ASSERT_GE(oi, 0);
+	/* The user's socket: refused at least twice, no byte read. */
+	for (int i = 0; i < 600; i++) {
+		char *log = test_slurp_str(logpath);
+		bool said = strstr(log, ": refused: the socket file belongs to uid") != NULL;
+		free(log);
+		if (said)
+			break;
+		usleep(100000);
+	}
+	char names[256][32];
+	int n0 = ended_intervals(cont, names, 256), n = n0;
+	for (int i = 0; i < 600 && n < n0 + 2; i++) {
+		usleep(100000);
+		n = ended_intervals(cont, names, 256);
+	}
+	stop_serve();
+	ASSERT_CONTAINS(last_log, ": refused: the socket file belongs to uid");
+	ASSERT_CONTAINS(last_log, "(" PUSH_USER "), not root");
+	ASSERT_UEQ(received_bytes(udir, squat_pid), 0);
+	char *h = test_slurp_str(pushed[oi].file);
+	fprintf(stderr, "otlp request over %s: %.*s\n", rsock, (int)strcspn(h, "\r"), h);
+	ASSERT_TRUE(!strncmp(h, "POST /v1development/profiles HTTP/1.1\r\n", 39));
+	free(h);
+	/* Named with --push-owner, the user's socket gets them (under its base path). */
+	const char *args2[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", ut, "--push-owner",
+				PUSH_USER, NULL };
+	ASSERT_EQ(start_serve(args2, "pushing each interval to"), -1);
+	int pi = -1;
+	for (int i = 0; i < 600 && pi < 0; i++) {
+		read_pushed(udir);
+		for (int k = 0; k < npushed; k++)
+			if (!pushed[k].otlp)
+				pi = k;
+		if (pi < 0)
+			usleep(100000);
+	}
+	stop_serve();
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	ASSERT_GE(pi, 0);
+	h = test_slurp_str(pushed[pi].file);
+	fprintf(stderr, "pyroscope request to the --push-owner's socket: %.*s\n", (int)strcspn(h, "\r"), h);
+	ASSERT_TRUE(!strncmp(h, "POST /base/ingest?", 18));
+	free(h);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* https: a TLS receiver (python3's ssl, certificates made here by openssl) that requires a
+ * client certificate. With the right CA (and the client certificate) the intervals
+ * arrive; with a wrong CA none does, and the log says why. */
+static void scenario_push_https(void)
+{
+	REQUIRE_ROOT();
+	if (system("command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1") != 0)
+		SKIP("openssl or python3 is not installed (apt-get install openssl python3; scripts/deps.sh does)");
+	char dir[] = "/tmp/vp-test-serve-pushtls-XXXXXX", cont[300], rdir[300], good[400], bad[400], cmd[3000];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cont, sizeof(cont), "%s/cont", dir);
+	snprintf(rdir, sizeof(rdir), "%s/received", dir);
+	ASSERT_EQ(mkdir(rdir, 0700), 0);
+	/* A CA, a server certificate for 127.0.0.1 and a client certificate signed by it; and
+	 * another CA that signed neither. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && exec >openssl.log 2>&1 && "
+		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=viprof-test-ca && "
+		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong.key -out wrong.pem -days 2 -subj /CN=other-ca && "
+		 "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 && "
+		 "printf 'subjectAltName=IP:127.0.0.1\\n' > srv.ext && "
+		 "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile srv.ext && "
+		 "openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj /CN=viprof-client && "
+		 "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 2 && "
+		 "chmod 600 cli.key", dir);
+	if (system(cmd) != 0) {
+		snprintf(cmd, sizeof(cmd), "%s/openssl.log", dir);
+		char *l = test_slurp_str(cmd);
+		FAIL("openssl could not make the test certificates:\n%s", l);
+	}
+	int port = free_port();
+	recv_pid = fork();
+	ASSERT_GE(recv_pid, 0);
+	if (recv_pid == 0) {
+		char ps[16], script[600], crt[400], key[400], ca[400];
+		snprintf(ps, sizeof(ps), "%d", port);
+		snprintf(script, sizeof(script), "%s/test-push-tls-server.py", TESTS_SRC);
+		snprintf(crt, sizeof(crt), "%s/srv.pem", dir);
+		snprintf(key, sizeof(key), "%s/srv.key", dir);
+		snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+		execlp("python3", "python3", script, ps, rdir, crt, key, ca, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		snprintf(cmd, sizeof(cmd), "ss -tlnH src 127.0.0.1:%d | grep -q .", port);
+		if (system(cmd) == 0)
+			break;
+		ASSERT_LT(i, 199);
+		usleep(50000);
+	}
+	pid_t w = work_pid = fork();
+	if (w == 0) {
+		execl(split3, split3, "300", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(good, sizeof(good), "pyroscope=https://127.0.0.1:%d,ca=%s/ca.pem,cert=%s/cli.pem,key=%s/cli.key", port,
+		 dir, dir, dir);
+	snprintf(bad, sizeof(bad), "otlp=https://127.0.0.1:%d,ca=%s/wrong.pem,cert=%s/cli.pem,key=%s/cli.key", port, dir,
+		 dir, dir);
+	const char *args[] = { "--continuous", cont, "--interval", "2", "--no-jit", "--push", good, "--push", bad, NULL };
+	ASSERT_EQ(start_serve(args, "pushing each interval to"), -1);
+	int pi = -1;
+	for (int i = 0; i < 600 && pi < 0; i++) {
+		read_pushed(rdir);
+		for (int k = 0; k < npushed; k++)
+			if (!pushed[k].otlp)
+				pi = k;
+		if (pi < 0)
+			usleep(100000);
+	}
+	wait_log("SSL certificate problem", 2);
+	stop_serve();
+	kill(recv_pid, SIGKILL);
+	waitpid(recv_pid, NULL, 0);
+	recv_pid = 0;
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	work_pid = 0;
+	ASSERT_GE(pi, 0);
+	read_pushed(rdir);
+	for (int k = 0; k < npushed; k++)
+		ASSERT_FALSE(pushed[k].otlp);   /* the target with the wrong CA sent nothing */
+	char *h = test_slurp_str(pushed[pi].file);
+	fprintf(stderr, "pyroscope request over TLS: %.*s\n", (int)strcspn(h, "\r"), h);
+	ASSERT_TRUE(!strncmp(h, "POST /ingest?", 13));
+	free(h);
+	ASSERT_CONTAINS(last_log, "SSL certificate problem");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* ---- one report pipeline: a page and `viprof report` give the same bytes ---- */
 
 /* Writes `viprof report DIR -F FMT [--title T]` to a file and reads it back. */
@@ -1453,7 +2005,7 @@ static void scenario_same_report(void)
 int main(int argc, char **argv)
 {
 	if (argc != 4)
-		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|same-report VIPROF SPLIT3");
+		FAIL("usage: test-serve-http pprof|token|continuous|access|slow|contdir|jvmattach|metrics|push|push-host|push-rejected|push-squatter|push-handoff|push-unix|push-https|same-report VIPROF SPLIT3");
 	viprof = argv[2];
 	split3 = argv[3];
 	REQUIRE_ROOT();
@@ -1478,6 +2030,18 @@ int main(int argc, char **argv)
 		scenario_metrics();
 	else if (!strcmp(argv[1], "push"))
 		scenario_push();
+	else if (!strcmp(argv[1], "push-host"))
+		scenario_push_host();
+	else if (!strcmp(argv[1], "push-rejected"))
+		scenario_push_rejected();
+	else if (!strcmp(argv[1], "push-squatter"))
+		scenario_push_squatter();
+	else if (!strcmp(argv[1], "push-handoff"))
+		scenario_push_handoff();
+	else if (!strcmp(argv[1], "push-unix"))
+		scenario_push_unix();
+	else if (!strcmp(argv[1], "push-https"))
+		scenario_push_https();
 	else if (!strcmp(argv[1], "same-report"))
 		scenario_same_report();
 	else
