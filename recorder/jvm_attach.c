@@ -23,6 +23,7 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +39,13 @@
 #include "hotspot/symbols.h"
 
 #define LISTENER_WAIT_MS 5000
+/* The attach helper's own alarm: a JVM that never answers must not hang it. */
+#define HELPER_ALARM_S (LISTENER_WAIT_MS / 1000 + 10)
+/* How long the caller waits for the helper at most. The helper runs as the JVM's user,
+ * who may stop it (SIGSTOP is not held up by its alarm): at this deadline it is killed,
+ * so that a user cannot hold the service's recorder, and its rotation, for as long as
+ * they like. */
+#define HELPER_DEADLINE_MS ((HELPER_ALARM_S + 2) * 1000)
 #define VP_AGENT_COPY_NAME "libviprof-jvmti.so"
 
 /* HotSpot names one of its threads "VM Thread". */
@@ -88,6 +96,38 @@ bool vp_jvm__is_hotspot(pid_t pid)
 	}
 	free(jm);
 	return hs && has_vm_thread(pid);
+}
+
+/* Readable once vp_jvm__abort_all was called: every wait of an attach, in any thread,
+ * polls it too and gives up (the service's stop must not wait for a JVM's user). */
+static pthread_once_t abort_once = PTHREAD_ONCE_INIT;
+static int abort_fd = -1;
+
+static void abort_init(void)
+{
+	abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+static int abort_pollfd(void)
+{
+	pthread_once(&abort_once, abort_init);
+	return abort_fd;   /* -1 (no eventfd): poll ignores it, and waits end at their deadlines */
+}
+
+static bool aborted(void)
+{
+	struct pollfd pf = { .fd = abort_pollfd(), .events = POLLIN };
+	return pf.fd >= 0 && poll(&pf, 1, 0) == 1;
+}
+
+void vp_jvm__abort_all(void)
+{
+	uint64_t one = 1;
+	int fd = abort_pollfd();
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+		/* Only a counter at its maximum fails, and that one is readable already. */
+	}
 }
 
 struct target {
@@ -372,6 +412,7 @@ static void trigger__remove(struct trigger *tr)
 static struct refused {
 	pid_t pid;
 	unsigned long long start;
+	bool always;          /* its user stopped or stalled our helper: not asked again even if listening */
 } refused[MAX_REFUSED];
 static int nrefused;
 static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -398,21 +439,21 @@ static unsigned long long start_time(pid_t pid)
 	return st;
 }
 
-static bool refused_before(pid_t pid)
+static bool refused_before(pid_t pid, bool listening)
 {
 	unsigned long long st = start_time(pid);
 	bool r = false;
 	pthread_mutex_lock(&refused_mu);
 	for (int i = 0; i < nrefused && !r; i++)
-		r = refused[i].pid == pid && refused[i].start == st;
+		r = refused[i].pid == pid && refused[i].start == st && (!listening || refused[i].always);
 	pthread_mutex_unlock(&refused_mu);
 	return r;
 }
 
-static void remember_refusal(pid_t pid)
+static void remember_refusal(pid_t pid, bool always)
 {
 	pthread_mutex_lock(&refused_mu);
-	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid) };
+	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid), .always = always };
 	nrefused = nrefused < MAX_REFUSED ? nrefused + 1 : MAX_REFUSED;
 	pthread_mutex_unlock(&refused_mu);
 }
@@ -637,17 +678,21 @@ int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds
 	h->cmsg_type = SCM_RIGHTS;
 	h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 	memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
-	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	/* Never blocks: an agent that stopped reading its channel is attached again. */
+	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 && errno == EINTR)
 		;
 	if (k != (ssize_t)iov.iov_len)
 		return k < 0 ? -errno : -EIO;
-	/* The agent answers once its new map is open and its live code replayed. */
-	struct pollfd pf = { .fd = chan, .events = POLLIN };
+	/* The agent answers once its new map is open and its live code replayed; a stop
+	 * of the service (vp_jvm__abort_all) does not wait for it. */
+	struct pollfd pf[2] = { { .fd = chan, .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN } };
 	int r;
-	while ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+	while ((r = poll(pf, 2, timeout_ms)) < 0 && errno == EINTR)
 		;
 	if (r == 0)
 		return -ETIMEDOUT;
+	if (pf[1].revents)
+		return -ECANCELED;
 	while ((k = recv(chan, &ack, 1, 0)) < 0 && errno == EINTR)
 		;
 	if (k != 1)
@@ -693,12 +738,16 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 	struct stat sst;
 	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)pid, (int)t.nspid);
 	bool listening = stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode);
-	if (!listening && refused_before(pid)) {
+	if (refused_before(pid, listening)) {
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
+	if (aborted()) {
+		vp_set_err(err, errlen, "JVM %d: not attached: the service is stopping", (int)pid);
+		return -ECANCELED;
+	}
 	if (!listening && attach_disabled(pid)) {
-		remember_refusal(pid);
+		remember_refusal(pid, false);
 		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
 			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)pid);
 		return -EPERM;
@@ -741,7 +790,7 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 			close(copy.dfd);
 		if (copy.tmpfd >= 0)
 			close(copy.tmpfd);
-		alarm(LISTENER_WAIT_MS / 1000 + 10); /* a JVM that never answers must not hang us */
+		alarm(HELPER_ALARM_S);   /* a JVM that never answers must not hang us */
 		if (geteuid() == 0 && (t.uid != 0 || t.gid != 0)) {
 			if (setgroups(0, NULL) || setgid(t.gid) || setuid(t.uid)) {
 				r = -errno;
@@ -753,7 +802,9 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 			r = attach_child(&t, agent, options, msg, sizeof(msg));
 		char out[1100];
 		int n = snprintf(out, sizeof(out), "%d\t%s", r, msg);
-		if (write(pfd[1], out, (size_t)n) < 0)
+		if (n >= (int)sizeof(out))
+			n = (int)sizeof(out) - 1;
+		if (n < 0 || write(pfd[1], out, (size_t)n) < 0)
 			_exit(2);
 		_exit(0);
 	}
@@ -761,17 +812,31 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 	char buf[1100];
 	size_t got = 0;
 	ssize_t k = 1;
+	bool eof = false, late = false, cancelled = false;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* While the child speaks the attach protocol, the agent (loading in the JVM) comes
-	 * for its descriptors: both are served until the child is done. */
+	 * for its descriptors: both are served until the child is done, its deadline
+	 * passes, or the service stops. */
 	while (got < sizeof(buf) - 1) {
-		struct pollfd pf[2] = { { .fd = pfd[0], .events = POLLIN }, { .fd = ls, .events = POLLIN } };
+		struct pollfd pf[3] = { { .fd = pfd[0], .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN },
+					{ .fd = ls, .events = POLLIN } };
+		long left = HELPER_DEADLINE_MS - elapsed_ms(&t0);
 
-		if (poll(pf, ls >= 0 ? 2 : 1, -1) < 0) {
+		if (left <= 0) {
+			late = true;
+			break;
+		}
+		if (poll(pf, ls >= 0 ? 3 : 2, (int)left) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (ls >= 0 && (pf[1].revents & POLLIN)) {
+		if (pf[1].revents) {
+			cancelled = true;
+			break;
+		}
+		if (ls >= 0 && (pf[2].revents & POLLIN)) {
 			int c = agent_sock__serve(ls, pid, fds, nfds);
 			if (c >= 0 && cs < 0)
 				cs = c;
@@ -783,28 +848,45 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		k = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
 		if (k < 0 && errno == EINTR)
 			continue;
+		eof = k == 0;
 		if (k <= 0)
 			break;
 		got += (size_t)k;
 	}
 	buf[got] = '\0';
 	close(pfd[0]);
+	/* A child whose pipe is closed is exiting (it cannot be stopped any more); any
+	 * other is killed, stopped or not, so that the wait below ends. */
+	if (!eof)
+		kill(child, SIGKILL);
 	int status = 0;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	char *tab = strchr(buf, '\t');
-	if (!got || !tab) {
-		vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
-			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
+	if (cancelled) {
+		vp_set_err(err, errlen, "JVM %d: attach abandoned: the service is stopping", (int)pid);
+		ret = -ECANCELED;
+		goto cleanup;
+	}
+	if (late || !got || !tab) {
+		if (late)
+			vp_set_err(err, errlen, "the attach helper process (as uid %u) did not finish within %d s (stopped or "
+				   "stuck) and was killed; JVM %d is not asked again by this process", (unsigned)t.uid,
+				   HELPER_DEADLINE_MS / 1000, (int)pid);
+		else
+			vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
+				   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
 		ret = -ETIMEDOUT;
-		remember_refusal(pid);   /* it may have signalled the JVM: not again */
+		/* It may have signalled the JVM: not again. One whose user stopped our
+		 * helper is not asked again at all, listening or not. */
+		remember_refusal(pid, late);
 		goto cleanup;
 	}
 	ret = atoi(buf);
 	if (ret)
 		vp_set_err(err, errlen, "%s", tab + 1);
 	if (ret == -ETIMEDOUT)
-		remember_refusal(pid);
+		remember_refusal(pid, false);
 cleanup:
 	if (ls >= 0)
 		close(ls);

@@ -34,4 +34,9 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
  * say its new map is open. 0, or -errno (then attach again, and close the channel). */
 int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds, int timeout_ms);
 
+/* Ends every attach under way in this process, and refuses later ones (-ECANCELED): a
+ * helper child that its JVM's user stopped, or an agent that does not answer, must not
+ * hold the service's stop. Called once, when the process is stopping; thread-safe. */
+void vp_jvm__abort_all(void);
+
 #endif

@@ -33,6 +33,11 @@
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name; nor by output=
 #               (a user's directory with jit/, one cut at PATH_MAX, a relative one)
+# The JVM attach as a way in (issue 31; these need a JDK: VP_JAVA and VP_JAVA_CLASSES
+# in the environment, tests/serve-jvm.cmake):
+#   attach-stop  the JVM's user SIGSTOPs every attach helper the service forks for their
+#               JVM: the continuous recording still rotates, and SIGTERM stops the
+#               service within 5 s while a helper is stopped
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -62,6 +67,20 @@ term_within_5s() {
 	serve_pid=
 	echo "SIGTERM to exit: $t ms"
 }
+
+# A JVM of USER running LateAttach (hot methods) for 120 s, its pid into $pid once it
+# printed "ready". Skips (77) without a JDK the user can run.
+user_jvm() {   # user_jvm USER TAG [JVM OPTIONS]
+	[ -x "${VP_JAVA:-}" ] && [ -d "${VP_JAVA_CLASSES:-}" ] || { echo "SKIP: no JDK (VP_JAVA, VP_JAVA_CLASSES)"; exit 77; }
+	su nobody -s /bin/sh -c "test -r '$VP_JAVA_CLASSES/LateAttach.class'" 2>/dev/null ||
+		{ echo "SKIP: $VP_JAVA_CLASSES is not readable by other users"; exit 77; }
+	rm -f "$work/a/pid"
+	user_process "$1" "'$VP_JAVA' -Xmx64m ${3:-} -cp '$VP_JAVA_CLASSES' LateAttach 120 >'$work/a/$2.out' 2>&1"
+	for _ in $(seq 100); do grep -q ready "$work/a/$2.out" 2>/dev/null && return 0; sleep 0.1; done
+	cat "$work/a/$2.out"; fail "the JVM $2 did not start"
+}
+# The intervals the continuous recording ended so far (its log's lines).
+intervals() { grep -c "continuous: .* s at .* Hz" "$work/serve.log"; }
 
 # A directory's every entry: name, owner, group, mode, size, and each file's hash.
 snapshot() {
@@ -329,6 +348,36 @@ cmdpath)
 	done
 	[ -z "$(find "$work/a" -user root)" ] || { find "$work/a" -user root; fail "root made something in the user's directory"; }
 	[ -z "$(find "$work" -name recording.lock)" ] || fail "root made a recording.lock"
+	;;
+attach-stop)
+	mkuser a; u=$REPLY
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	# The user stops every process of theirs whose parent is the service: the attach
+	# helpers (they run as the user, so that the JVM accepts them).
+	# A helper counts once the kernel says it is stopped (one that had already exited
+	# is a zombie, which takes the signal without stopping).
+	as "$u" "while :; do for p in \$(pgrep -u $(id -u "$u") -P $serve_pid); do kill -STOP \$p &&
+		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
+		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done" &
+	# JVMs whose attach listener never starts (the flag in an @argfile, which the
+	# service cannot see): each helper waits 5 s for it, long enough to be caught.
+	echo "-XX:+DisableAttachMechanism" >"$work/a/noattach" && chown "$u:" "$work/a/noattach"
+	user_jvm "$u" jvm1 "@$work/a/noattach"
+	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
+	[ -s "$work/a/stopped" ] || { ps -o pid,ppid,uid,stat,wchan:20,args --ppid "$serve_pid";
+		fail "no attach helper was seen to stop within 30 s (the test would pass on nothing)"; }
+	ps -o pid,ppid,uid,stat,wchan:20,args -p "$(head -1 "$work/a/stopped")"
+	n=$(intervals)
+	echo "helper $(cat "$work/a/stopped") stopped after $n intervals"
+	# The helper's deadline passes, it is killed, and the recording goes on.
+	for _ in $(seq 400); do [ "$(intervals)" -ge $((n + 3)) ] && break; sleep 0.1; done
+	[ "$(intervals)" -ge $((n + 3)) ] || fail "the continuous recording stopped rotating behind a stopped attach helper"
+	grep "attach helper" "$work/serve.log" | head -3
+	# A second JVM, whose helper is stopped too; SIGTERM while the service waits for it.
+	user_jvm "$u" jvm2 "@$work/a/noattach"
+	for _ in $(seq 300); do [ "$(wc -l <"$work/a/stopped")" -ge 2 ] && break; sleep 0.1; done
+	[ "$(wc -l <"$work/a/stopped")" -ge 2 ] || fail "the second JVM's attach helper was not seen to stop"
+	term_within_5s "(an attach helper is stopped)"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
