@@ -439,13 +439,16 @@ static unsigned long long start_time(pid_t pid)
 	return st;
 }
 
-static bool refused_before(pid_t pid, bool listening)
+/* Whether pid refused before; *always: even while it listens. */
+static bool refused_before(pid_t pid, bool *always)
 {
 	unsigned long long st = start_time(pid);
 	bool r = false;
 	pthread_mutex_lock(&refused_mu);
-	for (int i = 0; i < nrefused && !r; i++)
-		r = refused[i].pid == pid && refused[i].start == st && (!listening || refused[i].always);
+	for (int i = 0; i < nrefused && !r; i++) {
+		r = refused[i].pid == pid && refused[i].start == st;
+		*always = r && refused[i].always;
+	}
 	pthread_mutex_unlock(&refused_mu);
 	return r;
 }
@@ -496,14 +499,74 @@ static bool attach_disabled(pid_t pid)
 	return state == 1;
 }
 
-/* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
-static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
+/* The JVM's attach socket, <its /tmp>/.java_pid<nspid>, opened as a file (O_PATH, the
+ * name not followed if it is a link) so that the file checked is the one connected to
+ * (through /proc/self/fd). In a shared sticky /tmp anyone may create that name: only a
+ * socket owned by the JVM's effective uid, as HotSpot makes it, is taken. Returns the
+ * O_PATH descriptor; -ENOENT if there is none yet; -EACCES (err set) if the name is
+ * someone else's or not a socket; another -errno if the JVM's /tmp cannot be opened. */
+static int attach_sock__open(const struct target *t, char *err, size_t errlen)
 {
-	char sock[PATH_MAX];
-	struct stat st;
-	int fd = -1, ret = 0;
-	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)t->pid, (int)t->nspid);
-	if (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+	char path[64], name[32];
+	struct stat st = { 0 };
+	int root, tmp = -1, fd = -1, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
+	snprintf(name, sizeof(name), ".java_pid%d", (int)t->nspid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root >= 0)
+		tmp = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tmp >= 0)
+		fd = openat(tmp, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	e = fd >= 0 ? 0 : -errno;
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != t->uid)) {
+		e = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/%s is %s owned by uid %u, not a socket of the JVM's uid %u: "
+			   "not used (another user may have put it there; remove it, and the next attach starts the JVM's own)",
+			   (int)t->pid, name, S_ISSOCK(st.st_mode) ? "a socket" : S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+			   (unsigned)st.st_uid, (unsigned)t->uid);
+		close(fd);
+		fd = -1;
+	}
+	if (tmp >= 0)
+		close(tmp);
+	if (root >= 0)
+		close(root);
+	return fd >= 0 ? fd : e;
+}
+
+/* What the caller knows of the JVM before the helper looks at its /tmp, and what the
+ * helper learnt (refuses). */
+struct ask {
+	bool refused;         /* it did not open its listener when asked before: not signalled again */
+	bool disabled;        /* -XX:+DisableAttachMechanism where HotSpot reads options */
+	bool refuses;         /* the attach mechanism is off, or it did not open its listener when signalled */
+};
+
+/* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
+static int attach_child(const struct target *t, struct ask *ask, const char *agent, const char *options,
+			char *err, size_t errlen)
+{
+	char sock[64];
+	int fd = -1, ret = 0, sfd = attach_sock__open(t, err, errlen);
+
+	if (sfd == -ENOENT && ask->refused) {
+		err[0] = '\0';   /* said at its first refusal */
+		return -EALREADY;
+	}
+	if (sfd == -ENOENT && ask->disabled) {
+		ask->refuses = true;
+		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
+		return -EPERM;
+	}
+	if (sfd < 0 && sfd != -ENOENT) {
+		if (sfd != -EACCES)
+			vp_set_err(err, errlen, "cannot open JVM %d's /tmp: %s; it must be a directory, not a symbolic link "
+				   "(the JVM is not signalled)", (int)t->pid, strerror(-sfd));
+		return sfd;
+	}
+	if (sfd == -ENOENT) {
 		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
 		struct trigger tr;
 		if ((ret = trigger__create(t, &tr))) {
@@ -519,9 +582,10 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		}
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT) {
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
 				trigger__remove(&tr);
+				ask->refuses = true;
 				vp_set_err(err, errlen,
 					"JVM %d did not open its attach socket within %d s: it probably runs with -XX:+DisableAttachMechanism "
 					"(restart it without, or start it with -agentpath:<libviprof-jvmti.so>=dir=<dir>)",
@@ -532,18 +596,31 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		}
 		trigger__remove(&tr);
 	}
+	if (sfd < 0) {
+		if (sfd != -EACCES)
+			vp_set_err(err, errlen, "cannot open JVM %d's /tmp/.java_pid%d: %s; the JVM's /tmp must be a directory, "
+				   "not a symbolic link", (int)t->pid, (int)t->nspid, strerror(-sfd));
+		return sfd;
+	}
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		vp_set_err(err, errlen, "attach socket path %s is too long for AF_UNIX", sock);
-		return -ENAMETOOLONG;
-	}
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sfd);
 	strcpy(sa.sun_path, sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
 			(int)t->pid, strerror(errno), (unsigned)t->uid);
+		goto cleanup;
+	}
+	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
+	 * listens on (one they put there) gets none of our paths or options. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
+		ret = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
+			   (int)t->pid, (int)t->nspid, (int)cr.pid);
 		goto cleanup;
 	}
 	char req[PATH_MAX * 3];
@@ -588,6 +665,7 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 cleanup:
 	if (fd >= 0)
 		close(fd);
+	close(sfd);
 	return ret;
 }
 
@@ -733,12 +811,12 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
 		return -EINVAL;
 	}
-	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. */
-	char sock[96];
-	struct stat sst;
-	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)pid, (int)t.nspid);
-	bool listening = stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode);
-	if (refused_before(pid, listening)) {
+	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. Whether
+	 * its listener is up the helper sees, as the JVM's user: the caller resolves no
+	 * name in the JVM's /tmp. */
+	bool always = false;
+	struct ask ask = { .refused = refused_before(pid, &always) };
+	if (always) {
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
@@ -746,12 +824,7 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "JVM %d: not attached: the service is stopping", (int)pid);
 		return -ECANCELED;
 	}
-	if (!listening && attach_disabled(pid)) {
-		remember_refusal(pid, false);
-		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
-			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)pid);
-		return -EPERM;
-	}
+	ask.disabled = !ask.refused && attach_disabled(pid);
 	struct agent_copy copy;
 	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, nfds > 0, err, errlen)))
 		return ret;
@@ -799,9 +872,11 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 			}
 		}
 		if (!r)
-			r = attach_child(&t, agent, options, msg, sizeof(msg));
+			r = attach_child(&t, &ask, agent, options, msg, sizeof(msg));
+		/* The result, and whether the JVM is not to be signalled again: it has the
+		 * attach mechanism off, or did not open its listener when signalled. */
 		char out[1100];
-		int n = snprintf(out, sizeof(out), "%d\t%s", r, msg);
+		int n = snprintf(out, sizeof(out), "%d\t%c%s", r, ask.refuses ? 'R' : '-', msg);
 		if (n >= (int)sizeof(out))
 			n = (int)sizeof(out) - 1;
 		if (n < 0 || write(pfd[1], out, (size_t)n) < 0)
@@ -884,8 +959,8 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 	}
 	ret = atoi(buf);
 	if (ret)
-		vp_set_err(err, errlen, "%s", tab + 1);
-	if (ret == -ETIMEDOUT)
+		vp_set_err(err, errlen, "%s", tab[1] ? tab + 2 : "");
+	if (tab[1] == 'R')
 		remember_refusal(pid, false);
 cleanup:
 	if (ls >= 0)

@@ -38,6 +38,9 @@
 #   attach-stop  the JVM's user SIGSTOPs every attach helper the service forks for their
 #               JVM: the continuous recording still rotates, and SIGTERM stops the
 #               service within 5 s while a helper is stopped
+#   attach-plant another user puts a listening socket of theirs at the victim JVM's
+#               /tmp/.java_pid<N> (a sticky /tmp): it receives no byte, and once it is
+#               gone the JVM gets the agent (it was not remembered as refusing)
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -68,14 +71,34 @@ term_within_5s() {
 	echo "SIGTERM to exit: $t ms"
 }
 
-# A JVM of USER running LateAttach (hot methods) for 120 s, its pid into $pid once it
-# printed "ready". Skips (77) without a JDK the user can run.
+# A JVM of user a (USER) running LateAttach (hot methods) for 120 s, its pid into $pid
+# once it printed "ready". With jvm_tmp set, root starts it in a mount namespace of its
+# own where that directory is bound over /tmp; with jvm_userns_tmp, the user does so in
+# a user+mount namespace of theirs. Skips (77) without a JDK the user can run.
 user_jvm() {   # user_jvm USER TAG [JVM OPTIONS]
 	[ -x "${VP_JAVA:-}" ] && [ -d "${VP_JAVA_CLASSES:-}" ] || { echo "SKIP: no JDK (VP_JAVA, VP_JAVA_CLASSES)"; exit 77; }
 	su nobody -s /bin/sh -c "test -r '$VP_JAVA_CLASSES/LateAttach.class'" 2>/dev/null ||
 		{ echo "SKIP: $VP_JAVA_CLASSES is not readable by other users"; exit 77; }
+	local script=$work/a/$2.sh bind=${jvm_tmp:-${jvm_userns_tmp:-}} as_user=
+	[ -n "${jvm_tmp:-}" ] && as_user="setpriv --reuid=$1 --regid=$1 --init-groups"
+	# Its pid and output files are opened before the bind hides $work (under /tmp).
+	{
+		echo '#!/bin/sh'
+		echo "echo \$\$ >'$work/a/pid'"
+		echo "exec >'$work/a/$2.out' 2>&1"
+		[ -n "$bind" ] && echo "mount --bind '$bind' /tmp || exit 1"
+		echo "exec $as_user '$VP_JAVA' -Xmx64m ${3:-} -cp '$VP_JAVA_CLASSES' LateAttach 120"
+	} >"$script"
+	chmod 755 "$script"
 	rm -f "$work/a/pid"
-	user_process "$1" "'$VP_JAVA' -Xmx64m ${3:-} -cp '$VP_JAVA_CLASSES' LateAttach 120 >'$work/a/$2.out' 2>&1"
+	if [ -n "${jvm_tmp:-}" ]; then
+		unshare -m "$script" &
+	elif [ -n "${jvm_userns_tmp:-}" ]; then
+		as "$1" "unshare -Urm '$script'" &
+	else
+		as "$1" "'$script'" &
+	fi
+	wait_pid_file
 	for _ in $(seq 100); do grep -q ready "$work/a/$2.out" 2>/dev/null && return 0; sleep 0.1; done
 	cat "$work/a/$2.out"; fail "the JVM $2 did not start"
 }
@@ -378,6 +401,58 @@ attach-stop)
 	for _ in $(seq 300); do [ "$(wc -l <"$work/a/stopped")" -ge 2 ] && break; sleep 0.1; done
 	[ "$(wc -l <"$work/a/stopped")" -ge 2 ] || fail "the second JVM's attach helper was not seen to stop"
 	term_within_5s "(an attach helper is stopped)"
+	;;
+attach-plant)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	# The victim's JVM sees a sticky /tmp of the test's own (its mount namespace).
+	mkdir -m 1777 "$work/tmp"
+	jvm_tmp=$work/tmp user_jvm "$u" jvm1
+	# The other user listens at the name HotSpot would give the JVM's attach socket,
+	# and writes down whatever comes.
+	cat >"$work/b/plant.py" <<-'EOF'
+	import os, socket, sys
+	path, log = sys.argv[1], sys.argv[2]
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+	s.bind(path)
+	os.chmod(path, 0o777)
+	s.listen(8)
+	open(log + ".ready", "w").close()
+	while True:
+	    c, _ = s.accept()
+	    c.settimeout(2)
+	    try:
+	        d = c.recv(65536)
+	    except OSError:
+	        d = b""
+	    with open(log, "ab") as f:
+	        f.write(b"ACCEPTED " + d + b"\n")
+	    try:
+	        c.sendall(b"0\n0\n")
+	    except OSError:
+	        pass
+	    c.close()
+	EOF
+	as "$v" "python3 '$work/b/plant.py' '$work/tmp/.java_pid$pid' '$work/b/got' & echo \$! >'$work/b/pid'; wait" &
+	for _ in $(seq 50); do [ -e "$work/b/got.ready" ] && break; sleep 0.1; done
+	[ -S "$work/tmp/.java_pid$pid" ] || fail "the other user's socket is not in place"
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	for _ in $(seq 300); do [ "$(intervals)" -ge 3 ] && break; sleep 0.1; done
+	[ "$(intervals)" -ge 3 ] || fail "the continuous recording did not end 3 intervals"
+	# Only this service's commands count (they name its directory): on a shared
+	# machine another test's service, one with --jvm-attach all, may meet this JVM too.
+	if grep -aq "$work/c" "$work/b/got" 2>/dev/null; then
+		cat -v "$work/b/got"; fail "the socket another user put in the JVM's /tmp received root's load command"
+	fi
+	[ -s "$work/b/got" ] && { echo "(from other services on this machine:)"; cat -v "$work/b/got"; }
+	grep "java_pid$pid" "$work/serve.log" | head -2
+	grep -q "java_pid$pid.* owned by uid $(id -u "$v")" "$work/serve.log" || fail "the refusal does not name the socket's owner"
+	# Gone: the JVM gets the agent at a later interval (its own listener now starts).
+	kill "$(cat "$work/b/pid")"
+	rm -f "$work/tmp/.java_pid$pid"
+	for _ in $(seq 300); do [ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] && break; sleep 0.1; done
+	[ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] ||
+		fail "JVM $pid did not get the agent once the planted socket was gone"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
