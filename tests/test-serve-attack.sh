@@ -41,6 +41,11 @@
 #   attach-plant another user puts a listening socket of theirs at the victim JVM's
 #               /tmp/.java_pid<N> (a sticky /tmp): it receives no byte, and once it is
 #               gone the JVM gets the agent (it was not remembered as refusing)
+#   attach-tmp   a user binds a host directory (root's, then their own) over the /tmp of
+#               their JVM in a user+mount namespace of theirs: the service's attach
+#               creates nothing of root's in it (the agent's copy, its directory and
+#               socket are made by a process that became the user), and the JVM still
+#               gets the agent through a directory of theirs
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -453,6 +458,40 @@ attach-plant)
 	for _ in $(seq 300); do [ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] && break; sleep 0.1; done
 	[ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] ||
 		fail "JVM $pid did not get the agent once the planted socket was gone"
+	;;
+attach-tmp)
+	mkuser a; u=$REPLY
+	as "$u" "unshare -Urm true" 2>/dev/null || { echo "SKIP: unprivileged user namespaces are off here"; exit 77; }
+	mkdir -m 755 "$work/hostdir" && mkdir -m 1777 "$work/hostdir/sticky"
+	as "$u" "mkdir -m 700 '$work/a/own'"
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	# A host directory (sticky, like /tmp or /dev/shm) bound over the JVM's /tmp; the
+	# user stops the service's attach helpers, which holds whatever the attach made
+	# there in place for as long as the helper is stopped.
+	as "$u" "while :; do for p in \$(pgrep -u $(id -u "$u") -P $serve_pid); do kill -STOP \$p &&
+		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
+		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done & echo \$! >'$work/a/stopper'; wait" &
+	# Its attach listener never starts (the flag in an @argfile, in its /tmp): each
+	# helper lives 5 s, long enough to be caught.
+	echo "-XX:+DisableAttachMechanism" >"$work/hostdir/sticky/noattach" && chown "$u:" "$work/hostdir/sticky/noattach"
+	jvm_userns_tmp=$work/hostdir/sticky user_jvm "$u" jvm1 @/tmp/noattach
+	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
+	[ -s "$work/a/stopped" ] || fail "no attach helper was seen to stop within 30 s (the test would pass on nothing)"
+	sleep 1
+	ls -la "$work/hostdir/sticky"
+	rooted=$(find "$work/hostdir/sticky" -mindepth 1 -user root)
+	[ -z "$rooted" ] || { find "$work/hostdir/sticky" -mindepth 1 -user root -ls; fail "root made entries in a JVM's bound-over /tmp"; }
+	kill "$(cat "$work/a/stopper")"
+	# A directory of the user's as the JVM's /tmp: the JVM gets the agent, and nothing
+	# of root's appears there meanwhile.
+	as "$u" "while :; do find '$work/a/own' -mindepth 1 -user root >>'$work/a/rooted'; sleep 0.01; done & echo \$! >'$work/a/poller'; wait" &
+	jvm_userns_tmp=$work/a/own user_jvm "$u" jvm2
+	for _ in $(seq 300); do [ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] && break; sleep 0.1; done
+	[ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] ||
+		fail "JVM $pid (its /tmp a directory of its user's) did not get the agent"
+	kill "$(cat "$work/a/poller")"
+	[ -s "$work/a/rooted" ] && { sort -u "$work/a/rooted"; fail "root made entries in a JVM's /tmp"; }
+	[ -z "$(find "$work/a/own" -mindepth 1 -user root)" ] || fail "root left entries in a JVM's /tmp"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
