@@ -811,48 +811,106 @@ static int cmp_name(const void *a, const void *b)
 	return c ? c : (x->name < y->name ? -1 : x->name > y->name);
 }
 
-/* Inserts method i into the flat map: last loaded wins, older ranges are trimmed. */
-static int flat_insert(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
+/* The ranges of the flat map: method i's [start, start + size), an empty one as 1 byte. */
+static uint64_t flat_end(const struct vp_cm_method_info *x)
 {
-	/* Room for the new range and one split piece. */
-	if (GROW(pv->flat, pv->capflat, pv->nflat + 2))
+	return x->start + (x->size ? x->size : 1);
+}
+
+static int cmp_by_start_only(const void *a, const void *b, void *ctx)
+{
+	const struct vp_codemap *m = ctx;
+	return cmp_u64(m->methods[*(const uint32_t *)a].start, m->methods[*(const uint32_t *)b].start);
+}
+
+/* A max-heap of method indices: the latest loaded on top. */
+static void heap_push(uint32_t *h, size_t *n, uint32_t v)
+{
+	size_t i = (*n)++;
+	while (i && h[(i - 1) / 2] < v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n)
+{
+	uint32_t v = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+/* Appends [s, e) of method i to the flat map, joined to the last range if that is the
+ * same method's and ends at s. */
+static int flat_add(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
+{
+	struct flat_iv *l = pv->nflat ? &pv->flat[pv->nflat - 1] : NULL;
+	if (l && l->method == i && l->end == s) {
+		l->end = e;
+		return 0;
+	}
+	if (GROW(pv->flat, pv->capflat, pv->nflat + 1))
 		return -ENOMEM;
-	size_t lo = 0, hi = pv->nflat; /* first with end > s */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (pv->flat[mid].end <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t k = lo;
-	struct flat_iv right = { 0 };
-	bool have_right = false;
-	size_t j = k;
-	while (j < pv->nflat && pv->flat[j].start < e) {
-		struct flat_iv *v = &pv->flat[j];
-		if (v->end > e) {
-			right = (struct flat_iv){ e, v->end, v->method };
-			have_right = true;
-		}
-		j++;
-	}
-	/* Ranges k..j-1 overlap; the first may keep a left piece. */
-	struct flat_iv left = { 0 };
-	bool have_left = k < j && pv->flat[k].start < s;
-	if (have_left)
-		left = (struct flat_iv){ pv->flat[k].start, s, pv->flat[k].method };
-	size_t add = 1 + have_left + have_right;
-	size_t remove = j - k;
-	memmove(pv->flat + k + add, pv->flat + j, (pv->nflat - j) * sizeof(*pv->flat));
-	pv->nflat = pv->nflat - remove + add;
-	size_t p = k;
-	if (have_left)
-		pv->flat[p++] = left;
-	pv->flat[p++] = (struct flat_iv){ s, e, i };
-	if (have_right)
-		pv->flat[p++] = right;
+	pv->flat[pv->nflat++] = (struct flat_iv){ s, e, i };
 	return 0;
+}
+
+/* The flat map: every address of a method's range belongs to the last method loaded
+ * over it (older ranges are trimmed). A sweep over the ranges by start, with a heap of
+ * those that cover the sweep point, latest on top: O(n log n). (Inserting each range
+ * into a sorted array in load order was O(n^2) for ranges loaded at falling addresses:
+ * minutes of root's CPU for a map of a million tiny methods.) */
+static int build_flat(struct vp_codemap *m)
+{
+	struct priv *pv = m->priv;
+	size_t n = m->nmethods, nh = 0, i = 0;
+	uint32_t *by = n ? cm_alloc(pv, n * sizeof(*by)) : NULL, *h = n ? cm_alloc(pv, n * sizeof(*h)) : NULL;
+	int e = 0;
+
+	pv->nflat = 0;
+	if (n && (!by || !h)) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t k = 0; k < n; k++)
+		by[k] = (uint32_t)k;
+	if (n)
+		qsort_r(by, n, sizeof(*by), cmp_by_start_only, m);
+	uint64_t x = 0;
+	while (i < n || nh) {
+		if (!nh)
+			x = m->methods[by[i]].start;
+		while (i < n && m->methods[by[i]].start <= x)
+			heap_push(h, &nh, by[i++]);
+		while (nh && flat_end(&m->methods[h[0]]) <= x)
+			heap_pop(h, &nh);
+		if (!nh)
+			continue;
+		/* The top owns [x, y): until it ends or a range starts (which may be later). */
+		uint64_t y = flat_end(&m->methods[h[0]]);
+		if (i < n && m->methods[by[i]].start < y)
+			y = m->methods[by[i]].start;
+		if ((e = flat_add(pv, x, y, h[0])))
+			goto cleanup;
+		x = y;
+	}
+cleanup:
+	free(by);
+	free(h);
+	return e;
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -952,11 +1010,8 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		x->name = ni ? ni->name : "[unknown compiled method]";
 	}
 	pv->nunnamed = 0;
-	for (size_t i = 0; i < m->nmethods; i++) {
-		const struct vp_cm_method_info *x = &m->methods[i];
-		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
-			goto nomem;
-	}
+	if (build_flat(m))
+		goto nomem;
 	return 0;
 nomem:
 	vp_set_err(err, errlen, "out of memory indexing the code map");
