@@ -23,8 +23,8 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 
 /* vp_jvm__attach that also hands the agent nfds (1..4) descriptors: through a Unix
  * socket made for this attach (by the helper, as the JVM's user) in a new directory in
- * the JVM's /tmp (named in the
- * options as fds=/tmp/<dir>/agent.sock, as the JVM sees it), served to the JVM's own
+ * the JVM's /tmp (named in the options as fds=/tmp/<dir>/agent.sock, as the JVM sees
+ * it), served to the JVM's own
  * pid only, and removed with that directory when the attach returns. The viprof agent
  * takes the session's jit/<pid> directory and lock file this way (in that order).
  * With chan, the agent's connection is kept (or -1): the agent serves later sessions
