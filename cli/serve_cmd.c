@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/record_opts.h"
 #include "common/paths.h"
+#include "recorder/jvm_attach.h"
 #include "recorder/record_request.h"
 #include "common/util.h"
 #include "service/api.h"
@@ -511,6 +512,7 @@ int cmd_serve(int argc, char **argv)
 	fprintf(stderr, "viprof serve: stopping (%s)\n", strsignal(serve_stop));
 	ret = 0;
 cleanup:
+	vp_jvm__abort_all();   /* no recorder's stop waits for a JVM's user */
 	vp_sock__stop(sock);
 	vp_api__stop(api);
 	/* The recording first: its last interval is handed to the pusher, which queues it

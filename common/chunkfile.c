@@ -583,6 +583,7 @@ int cfile_reader__next(struct cfile_reader *r, const struct vp_record **rec)
 }
 
 uint64_t cfile_reader__chunk_offset(const struct cfile_reader *r) { return (uint64_t)r->chunk_off; }
+uint64_t cfile_reader__offset(const struct cfile_reader *r) { return (uint64_t)r->off; }
 
 void cfile_reader__seek_chunk(struct cfile_reader *r, uint64_t off)
 {

@@ -129,6 +129,9 @@ bool cfile_reader__damage(const struct cfile_reader *r, char *buf, size_t len);
  * what came before it. */
 uint64_t cfile_reader__chunk_offset(const struct cfile_reader *r);
 void cfile_reader__seek_chunk(struct cfile_reader *r, uint64_t off);
+/* The file offset the reader has read up to (the end of the last chunk it read): the
+ * bytes of the file behind the records handed out so far. */
+uint64_t cfile_reader__offset(const struct cfile_reader *r);
 void cfile_reader__close(struct cfile_reader *r); /* accepts NULL */
 
 /* Body of a record, and its length. */

@@ -24,6 +24,15 @@ struct flat_iv {
 	uint32_t method;
 };
 
+/* What reading a code map may cost. The file is the JVM user's, and root reads it (the
+ * service, every interval): its records' counts must not make the reader allocate more
+ * than a small multiple of the file's own bytes (INLINE2's kept frames cost no bytes, and
+ * zlib packs a thousand repeated bytes into a few), nor more than a cap in all. A map
+ * that asks for more is not read, and says so; a real one takes about 4 times its size. */
+#define VP_CM_READ_RATIO 64u                 /* bytes per byte of the file read so far */
+#define VP_CM_READ_FLOOR (4ull << 20)        /* what any map may take */
+#define VP_CM_READ_CAP   (1ull << 30)        /* what no map may take */
+
 struct priv {
 	char **strs;           /* every string we own */
 	size_t nstrs, capstrs;
@@ -40,15 +49,59 @@ struct priv {
 	uint32_t *unnamed;     /* METHOD_LOAD2 methods, named from METHOD_NAME in finish() */
 	size_t nunnamed, cap_unnamed;
 	uint32_t file;
+	/* The budget (VP_CM_READ_*): on for the agent's maps (not for imports, which the
+	 * user runs on their own files), what was charged, and the bytes read. */
+	bool bounded, over;    /* over: a charge failed (every later failure is that one) */
+	uint64_t spent, read_before;
+	const struct cfile_reader *rd;   /* the file being read */
 };
 
-#define GROW(arr, cap, need) vp_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+/* Charges bytes about to be allocated to the map's budget: 0, or -E2BIG once the map
+ * asks for more than its bytes read so far allow. */
+static int charge(struct priv *pv, uint64_t bytes)
+{
+	pv->spent += bytes;
+	if (!pv->bounded)
+		return 0;
+	uint64_t read = pv->read_before + (pv->rd ? cfile_reader__offset(pv->rd) : 0);
+	uint64_t allow = VP_CM_READ_FLOOR + VP_CM_READ_RATIO * read;
+	if (pv->spent <= (allow < VP_CM_READ_CAP ? allow : VP_CM_READ_CAP))
+		return 0;
+	pv->over = true;
+	return -E2BIG;
+}
+
+/* vp_grow, its growth charged first (at most twice what is needed: vp_grow doubles). */
+static int grow(struct priv *pv, void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint64_t to = (uint64_t)(need > 2 * *cap ? 2 * need : 2 * *cap);
+	int e = charge(pv, (to - *cap) * elem);
+	return e ? e : vp_grow(v, cap, need, elem);
+}
+
+#define GROW(arr, cap, need) grow(pv, (void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+/* malloc(n), charged; NULL with errno E2BIG or ENOMEM. */
+static void *cm_alloc(struct priv *pv, size_t n)
+{
+	int e = charge(pv, n + 16);   /* with malloc's own header */
+	if (e) {
+		errno = -e;
+		return NULL;
+	}
+	void *p = malloc(n);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
 
 static const char *own_str(struct priv *pv, const char *s, size_t len)
 {
 	if (GROW(pv->strs, pv->capstrs, pv->nstrs + 1))
 		return NULL;
-	char *c = malloc(len + 1);
+	char *c = cm_alloc(pv, len + 1);
 	if (!c)
 		return NULL;
 	memcpy(c, s, len);
@@ -68,8 +121,8 @@ static int hput(struct priv *pv, uint64_t k, uint32_t v)
 		size_t oc = pv->hcap, nc = oc ? oc * 2 : 1024;
 		uint64_t *ok = pv->hkeys;
 		uint32_t *ov = pv->hvals;
-		pv->hkeys = malloc(nc * sizeof(uint64_t));
-		pv->hvals = malloc(nc * sizeof(uint32_t));
+		pv->hkeys = cm_alloc(pv, nc * sizeof(uint64_t));
+		pv->hvals = cm_alloc(pv, nc * sizeof(uint32_t));
 		if (!pv->hkeys || !pv->hvals) {
 			free(pv->hkeys);
 			free(pv->hvals);
@@ -344,7 +397,7 @@ static int read_method_names(struct vp_codemap *m, const struct vp_cm_method_nam
 			goto cleanup;
 		}
 		struct vp_cm_name_info ni = { .method_id = id, .nlines = (uint32_t)nlines, .file = own_file };
-		ni.lines = malloc(((size_t)nlines + 1) * sizeof(*ni.lines));
+		ni.lines = cm_alloc(pv, ((size_t)nlines + 1) * sizeof(*ni.lines));
 		ni.name = own_str(pv, name, x->class_len + 1 + len);
 		if (!ni.lines || !ni.name) {
 			free(ni.lines);
@@ -393,8 +446,8 @@ static int inline_alloc(struct vp_codemap *m, uint32_t npcs, uint32_t nframes, s
 {
 	struct priv *pv = m->priv;
 	*in = (struct vp_cm_inline_info){ .npcs = npcs, .nframes = nframes };
-	in->pcs = malloc(((size_t)npcs + 1) * sizeof(*in->pcs));
-	in->frames = malloc(((size_t)nframes + 1) * sizeof(*in->frames));
+	in->pcs = cm_alloc(pv, ((size_t)npcs + 1) * sizeof(*in->pcs));
+	in->frames = in->pcs ? cm_alloc(pv, ((size_t)nframes + 1) * sizeof(*in->frames)) : NULL;
 	if (!in->pcs || !in->frames || GROW(m->inlines, pv->cap_inlines, m->ninlines + 1)) {
 		free(in->pcs);
 		free(in->frames);
@@ -620,7 +673,7 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		struct vp_cm_name_info ni = { .method_id = x.method_id, .nlines = x.nlines };
 		ni.name = own_str(pv, s, x.name_len);
 		ni.file = own_str(pv, s + x.name_len, x.file_len);
-		ni.lines = malloc(((size_t)x.nlines + 1) * sizeof(*ni.lines));
+		ni.lines = cm_alloc(pv, ((size_t)x.nlines + 1) * sizeof(*ni.lines));
 		if (!ni.name || !ni.file || !ni.lines) {
 			free(ni.lines);
 			return -ENOMEM;
@@ -758,48 +811,106 @@ static int cmp_name(const void *a, const void *b)
 	return c ? c : (x->name < y->name ? -1 : x->name > y->name);
 }
 
-/* Inserts method i into the flat map: last loaded wins, older ranges are trimmed. */
-static int flat_insert(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
+/* The ranges of the flat map: method i's [start, start + size), an empty one as 1 byte. */
+static uint64_t flat_end(const struct vp_cm_method_info *x)
 {
-	/* Room for the new range and one split piece. */
-	if (GROW(pv->flat, pv->capflat, pv->nflat + 2))
+	return x->start + (x->size ? x->size : 1);
+}
+
+static int cmp_by_start_only(const void *a, const void *b, void *ctx)
+{
+	const struct vp_codemap *m = ctx;
+	return cmp_u64(m->methods[*(const uint32_t *)a].start, m->methods[*(const uint32_t *)b].start);
+}
+
+/* A max-heap of method indices: the latest loaded on top. */
+static void heap_push(uint32_t *h, size_t *n, uint32_t v)
+{
+	size_t i = (*n)++;
+	while (i && h[(i - 1) / 2] < v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n)
+{
+	uint32_t v = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+/* Appends [s, e) of method i to the flat map, joined to the last range if that is the
+ * same method's and ends at s. */
+static int flat_add(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
+{
+	struct flat_iv *l = pv->nflat ? &pv->flat[pv->nflat - 1] : NULL;
+	if (l && l->method == i && l->end == s) {
+		l->end = e;
+		return 0;
+	}
+	if (GROW(pv->flat, pv->capflat, pv->nflat + 1))
 		return -ENOMEM;
-	size_t lo = 0, hi = pv->nflat; /* first with end > s */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (pv->flat[mid].end <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t k = lo;
-	struct flat_iv right = { 0 };
-	bool have_right = false;
-	size_t j = k;
-	while (j < pv->nflat && pv->flat[j].start < e) {
-		struct flat_iv *v = &pv->flat[j];
-		if (v->end > e) {
-			right = (struct flat_iv){ e, v->end, v->method };
-			have_right = true;
-		}
-		j++;
-	}
-	/* Ranges k..j-1 overlap; the first may keep a left piece. */
-	struct flat_iv left = { 0 };
-	bool have_left = k < j && pv->flat[k].start < s;
-	if (have_left)
-		left = (struct flat_iv){ pv->flat[k].start, s, pv->flat[k].method };
-	size_t add = 1 + have_left + have_right;
-	size_t remove = j - k;
-	memmove(pv->flat + k + add, pv->flat + j, (pv->nflat - j) * sizeof(*pv->flat));
-	pv->nflat = pv->nflat - remove + add;
-	size_t p = k;
-	if (have_left)
-		pv->flat[p++] = left;
-	pv->flat[p++] = (struct flat_iv){ s, e, i };
-	if (have_right)
-		pv->flat[p++] = right;
+	pv->flat[pv->nflat++] = (struct flat_iv){ s, e, i };
 	return 0;
+}
+
+/* The flat map: every address of a method's range belongs to the last method loaded
+ * over it (older ranges are trimmed). A sweep over the ranges by start, with a heap of
+ * those that cover the sweep point, latest on top: O(n log n). (Inserting each range
+ * into a sorted array in load order was O(n^2) for ranges loaded at falling addresses:
+ * minutes of root's CPU for a map of a million tiny methods.) */
+static int build_flat(struct vp_codemap *m)
+{
+	struct priv *pv = m->priv;
+	size_t n = m->nmethods, nh = 0, i = 0;
+	uint32_t *by = n ? cm_alloc(pv, n * sizeof(*by)) : NULL, *h = n ? cm_alloc(pv, n * sizeof(*h)) : NULL;
+	int e = 0;
+
+	pv->nflat = 0;
+	if (n && (!by || !h)) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t k = 0; k < n; k++)
+		by[k] = (uint32_t)k;
+	if (n)
+		qsort_r(by, n, sizeof(*by), cmp_by_start_only, m);
+	uint64_t x = 0;
+	while (i < n || nh) {
+		if (!nh)
+			x = m->methods[by[i]].start;
+		while (i < n && m->methods[by[i]].start <= x)
+			heap_push(h, &nh, by[i++]);
+		while (nh && flat_end(&m->methods[h[0]]) <= x)
+			heap_pop(h, &nh);
+		if (!nh)
+			continue;
+		/* The top owns [x, y): until it ends or a range starts (which may be later). */
+		uint64_t y = flat_end(&m->methods[h[0]]);
+		if (i < n && m->methods[by[i]].start < y)
+			y = m->methods[by[i]].start;
+		if ((e = flat_add(pv, x, y, h[0])))
+			goto cleanup;
+		x = y;
+	}
+cleanup:
+	free(by);
+	free(h);
+	return e;
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -874,7 +985,7 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 	struct priv *pv = m->priv;
 	for (size_t e = 0; e < m->nepochs; e++) {
 		struct vp_cm_epoch_info *ep = &m->epochs[e];
-		ep->by_addr = malloc((ep->nloads + 1) * sizeof(uint32_t));
+		ep->by_addr = cm_alloc(pv, (ep->nloads + 1) * sizeof(uint32_t));
 		if (!ep->by_addr)
 			goto nomem;
 		ep->nloads = 0;
@@ -899,23 +1010,36 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		x->name = ni ? ni->name : "[unknown compiled method]";
 	}
 	pv->nunnamed = 0;
-	for (size_t i = 0; i < m->nmethods; i++) {
-		const struct vp_cm_method_info *x = &m->methods[i];
-		if (flat_insert(pv, x->start, x->start + (x->size ? x->size : 1), (uint32_t)i))
-			goto nomem;
-	}
+	if (build_flat(m))
+		goto nomem;
 	return 0;
 nomem:
 	vp_set_err(err, errlen, "out of memory indexing the code map");
 	return -ENOMEM;
 }
 
+/* The one line for a map over its budget (VP_CM_READ_*). */
+static int over_budget(const struct vp_codemap *m, const char *path, char *err, size_t errlen)
+{
+	const struct priv *pv = m->priv;
+	uint64_t read = pv->read_before + (pv->rd ? cfile_reader__offset(pv->rd) : 0);
+
+	vp_set_err(err, errlen, "%s: code map not read: its records ask for over %llu MiB from %llu KiB of file (a map may "
+		   "take %u times its size, at most %llu MiB); it is damaged or made to exhaust its reader",
+		   path, (unsigned long long)(pv->spent >> 20), (unsigned long long)(read >> 10), VP_CM_READ_RATIO,
+		   (unsigned long long)(VP_CM_READ_CAP >> 20));
+	return -E2BIG;
+}
+
 static int load_one(struct vp_codemap *m, const char *path, char *err, size_t errlen)
 {
+	struct priv *pv = m->priv;
 	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_CODEMAP, err, errlen);
 	if (!r)
 		return -errno;
 	int ret = 0;
+	pv->bounded = true;
+	pv->rd = r;
 	const struct vp_file_header *h = cfile_reader__header(r);
 	if (h->format_version != VP_CODEMAP_FORMAT_VERSION) {
 		vp_set_err(err, errlen, "%s: code map format version %u, this viprof reads %u; use a matching viprof",
@@ -933,6 +1057,8 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 		/* A malformed record is skipped (counted); only running out of memory ends
 		 * the load. */
 		if ((ret = parse_record(m, rec, path, n++, err, errlen))) {
+			if (pv->over)
+				ret = over_budget(m, path, err, errlen);
 			if (ret != -EBADMSG)
 				goto cleanup;
 			m->skipped_records++;
@@ -963,6 +1089,8 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 	if (cfile_reader__truncated(r))
 		m->truncated = true;
 cleanup:
+	pv->read_before += cfile_reader__offset(r);
+	pv->rd = NULL;
 	cfile_reader__close(r);
 	return ret;
 }
@@ -973,8 +1101,8 @@ struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t err
 	if (!m)
 		return NULL;
 	int ret = load_one(m, path, err, errlen);
-	if (!ret)
-		ret = finish(m, err, errlen);
+	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->over)
+		ret = over_budget(m, path, err, errlen);
 	if (ret) {
 		vp_codemap__free(m);
 		errno = -ret;
@@ -1012,7 +1140,7 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 		if (strncmp(de->d_name, "codemap", 7) || l < 11 || strcmp(de->d_name + l - 4, ".vpm") ||
 		    l >= sizeof(c->name))
 			continue;
-		if (GROW(c, cap, n + 1)) {
+		if (vp_grow((void **)&c, &cap, n + 1, sizeof(*c))) {
 			ret = -ENOMEM;
 			goto cleanup;
 		}
@@ -1040,8 +1168,8 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 		((struct priv *)m->priv)->file = (uint32_t)i;
 		ret = load_one(m, p, err, errlen);
 	}
-	if (!ret)
-		ret = finish(m, err, errlen);
+	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->over)
+		ret = over_budget(m, dir, err, errlen);
 cleanup:
 	if (d)
 		closedir(d);

@@ -5,10 +5,14 @@
  *  3. we connect and send "1\0load\0<agent>\0true\0<options>\0"; the JVM answers with the
  *     attach result code, a newline, then the agent's return code.
  * The JVM only accepts a peer with its own euid/egid (SO_PEERCRED), so the protocol runs
- * in a forked child that takes the target's credentials; the caller never changes ids
- * (seteuid in a threaded recorder would change them for every thread). Paths go through
- * /proc/PID/root and /proc/PID/cwd so a JVM in a container is reached in its own mount
- * namespace, under its own pid (NSpid). */
+ * in a forked child (the helper) that takes the target's credentials; the caller never
+ * changes ids (seteuid in a threaded recorder would change them for every thread). The
+ * helper also does all that touches the JVM's /tmp and cwd (the trigger, the agent's
+ * copy, its directory and socket): they are the user's files, made by the user, who may
+ * have bound any directory over their /tmp in a mount namespace of theirs. Paths go
+ * through /proc/PID/root and /proc/PID/cwd, so a JVM in a container is reached in its
+ * own mount namespace, under its own pid (NSpid), without entering it. The caller
+ * resolves no name there; it waits for the helper with a deadline, and kills it. */
 #define _GNU_SOURCE
 #include "recorder/jvm_attach.h"
 
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +43,13 @@
 #include "hotspot/symbols.h"
 
 #define LISTENER_WAIT_MS 5000
+/* The attach helper's own alarm: a JVM that never answers must not hang it. */
+#define HELPER_ALARM_S (LISTENER_WAIT_MS / 1000 + 10)
+/* How long the caller waits for the helper at most. The helper runs as the JVM's user,
+ * who may stop it (SIGSTOP is not held up by its alarm): at this deadline it is killed,
+ * so that a user cannot hold the service's recorder, and its rotation, for as long as
+ * they like. */
+#define HELPER_DEADLINE_MS ((HELPER_ALARM_S + 2) * 1000)
 #define VP_AGENT_COPY_NAME "libviprof-jvmti.so"
 
 /* HotSpot names one of its threads "VM Thread". */
@@ -88,6 +100,38 @@ bool vp_jvm__is_hotspot(pid_t pid)
 	}
 	free(jm);
 	return hs && has_vm_thread(pid);
+}
+
+/* Readable once vp_jvm__abort_all was called: every wait of an attach, in any thread,
+ * polls it too and gives up (the service's stop must not wait for a JVM's user). */
+static pthread_once_t abort_once = PTHREAD_ONCE_INIT;
+static int abort_fd = -1;
+
+static void abort_init(void)
+{
+	abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+static int abort_pollfd(void)
+{
+	pthread_once(&abort_once, abort_init);
+	return abort_fd;   /* -1 (no eventfd): poll ignores it, and waits end at their deadlines */
+}
+
+static bool aborted(void)
+{
+	struct pollfd pf = { .fd = abort_pollfd(), .events = POLLIN };
+	return pf.fd >= 0 && poll(&pf, 1, 0) == 1;
+}
+
+void vp_jvm__abort_all(void)
+{
+	uint64_t one = 1;
+	int fd = abort_pollfd();
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+		/* Only a counter at its maximum fails, and that one is readable already. */
+	}
 }
 
 struct target {
@@ -170,24 +214,20 @@ static void agent_copy__remove(struct agent_copy *c)
 }
 
 /* The JVM opens the agent in its own mount namespace: if it would see a different file
- * there (a container), copy ours into a directory made for it in the JVM's /tmp and
- * return that path (as the JVM sees it) instead; c says what to remove afterwards. */
-static int agent_visible_path(const struct target *t, const char *agent, char *out, size_t outlen,
-			      struct agent_copy *c, bool need_dir, char *err, size_t errlen)
+ * there (a container), copy ours (in: opened by the caller, a: its stat) into a directory
+ * made for it in the JVM's /tmp and return that path (as the JVM sees it) instead; c says
+ * what to remove afterwards. Runs in the helper, as the JVM's user: what it makes is
+ * theirs, and only where they may write. */
+static int agent_visible_path(const struct target *t, const char *agent, int in, const struct stat *a, char *out,
+			      size_t outlen, struct agent_copy *c, bool need_dir, char *err, size_t errlen)
 {
 	char there[PATH_MAX + 64];
-	struct stat a, b;
+	struct stat b;
 	bool visible = false;
 	c->tmpfd = c->dfd = -1;
 	c->sock = false;
-	if (stat(agent, &a)) {
-		int e = errno;
-
-		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent, strerror(e));
-		return -e;
-	}
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)t->pid, agent);
-	if (!stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+	if (!stat(there, &b) && a->st_dev == b.st_dev && a->st_ino == b.st_ino) {
 		snprintf(out, outlen, "%s", agent);
 		if (!need_dir)
 			return 0;
@@ -198,7 +238,7 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 	 * link would lead us anywhere on the host. In it, a new directory of ours (mkdirat
 	 * never reuses an existing name, and we check that what we open is the one we
 	 * made), and in that a new file: nothing that exists is replaced or removed. */
-	int in = -1, fd = -1, rootfd = -1, ret = 0;
+	int fd = -1, rootfd = -1, ret = 0;
 	struct stat st;
 	const char *step = "opening the JVM's /tmp";
 	snprintf(there, sizeof(there), "/proc/%d/root", (int)t->pid);
@@ -235,24 +275,13 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 			break;
 		}
 	}
-	if (c->dfd >= 0 && visible) {
-		if (fchmod(c->dfd, 0711)) {
-			ret = -errno;
-			vp_set_err(err, errlen, "making a directory in JVM %d's /tmp failed: %s", (int)t->pid, strerror(errno));
-			goto cleanup;
-		}
-		ret = 0;
-		goto cleanup;
-	}
+	if (c->dfd >= 0 && visible)
+		goto cleanup;   /* the directory, for the socket */
 	if (c->dfd >= 0) {
-		step = "reading the agent";
-		in = open(agent, O_RDONLY | O_CLOEXEC);
-		if (in >= 0) {
-			step = "creating the copy";
-			fd = vp_safe_create(c->dfd, VP_AGENT_COPY_NAME, 0644);
-			if (fd < 0)
-				errno = -fd;
-		}
+		step = "creating the copy";
+		fd = vp_safe_create(c->dfd, VP_AGENT_COPY_NAME, 0600);
+		if (fd < 0)
+			errno = -fd;
 	}
 	if (c->dfd < 0 && visible) {
 		ret = errno ? -errno : -EIO;
@@ -261,18 +290,11 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 		goto cleanup;
 	}
 	snprintf(out, outlen, "/tmp/%s/" VP_AGENT_COPY_NAME, c->name);
-	if (in < 0 || fd < 0) {
+	if (fd < 0) {
 		ret = errno ? -errno : -EIO;
-		vp_set_err(err, errlen, "copying the agent into JVM %d's /tmp failed (%s: %s; /tmp must be a directory, "
-			   "not a symlink); make the agent path visible inside the container", (int)t->pid, step,
-			   strerror(-ret));
-		goto cleanup;
-	}
-	/* Root's, and readable by the JVM's user: the directory lets it in (x) without
-	 * letting it change what is in it. */
-	if (fchmod(c->dfd, 0711)) {
-		ret = -errno;
-		vp_set_err(err, errlen, "copying the agent into %s failed: %s", there, strerror(errno));
+		vp_set_err(err, errlen, "copying the agent into JVM %d's /tmp failed (%s: %s; /tmp must be a directory of "
+			   "the JVM's user may write, not a symlink); make the agent path visible inside the container",
+			   (int)t->pid, step, strerror(-ret));
 		goto cleanup;
 	}
 	char buf[65536];
@@ -286,8 +308,6 @@ static int agent_visible_path(const struct target *t, const char *agent, char *o
 		}
 	}
 cleanup:
-	if (in >= 0)
-		close(in);
 	if (fd >= 0)
 		close(fd);
 	if (rootfd >= 0)
@@ -372,6 +392,7 @@ static void trigger__remove(struct trigger *tr)
 static struct refused {
 	pid_t pid;
 	unsigned long long start;
+	bool always;          /* its user stopped or stalled our helper: not asked again even if listening */
 } refused[MAX_REFUSED];
 static int nrefused;
 static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -398,21 +419,24 @@ static unsigned long long start_time(pid_t pid)
 	return st;
 }
 
-static bool refused_before(pid_t pid)
+/* Whether pid refused before; *always: even while it listens. */
+static bool refused_before(pid_t pid, bool *always)
 {
 	unsigned long long st = start_time(pid);
 	bool r = false;
 	pthread_mutex_lock(&refused_mu);
-	for (int i = 0; i < nrefused && !r; i++)
+	for (int i = 0; i < nrefused && !r; i++) {
 		r = refused[i].pid == pid && refused[i].start == st;
+		*always = r && refused[i].always;
+	}
 	pthread_mutex_unlock(&refused_mu);
 	return r;
 }
 
-static void remember_refusal(pid_t pid)
+static void remember_refusal(pid_t pid, bool always)
 {
 	pthread_mutex_lock(&refused_mu);
-	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid) };
+	refused[nrefused % MAX_REFUSED] = (struct refused){ .pid = pid, .start = start_time(pid), .always = always };
 	nrefused = nrefused < MAX_REFUSED ? nrefused + 1 : MAX_REFUSED;
 	pthread_mutex_unlock(&refused_mu);
 }
@@ -455,14 +479,83 @@ static bool attach_disabled(pid_t pid)
 	return state == 1;
 }
 
-/* Runs in the child, as the target's uid/gid. Returns 0 or -errno with err set. */
-static int attach_child(const struct target *t, const char *agent, const char *options, char *err, size_t errlen)
+/* The JVM's attach socket, <its /tmp>/.java_pid<nspid>, opened as a file (O_PATH, the
+ * name not followed if it is a link) so that the file checked is the one connected to
+ * (through /proc/self/fd). In a shared sticky /tmp anyone may create that name: only a
+ * socket owned by the JVM's effective uid, as HotSpot makes it, is taken. Returns the
+ * O_PATH descriptor; -ENOENT if there is none yet; -EACCES (err set) if the name is
+ * someone else's or not a socket; another -errno if the JVM's /tmp cannot be opened. */
+static int attach_sock__open(const struct target *t, char *err, size_t errlen)
 {
-	char sock[PATH_MAX];
-	struct stat st;
-	int fd = -1, ret = 0;
-	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)t->pid, (int)t->nspid);
-	if (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+	char path[64], name[32];
+	struct stat st = { 0 };
+	int root, tmp = -1, fd = -1, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
+	snprintf(name, sizeof(name), ".java_pid%d", (int)t->nspid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root >= 0)
+		tmp = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tmp >= 0)
+		fd = openat(tmp, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	e = fd >= 0 ? 0 : -errno;
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != t->uid)) {
+		e = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/%s is %s owned by uid %u, not a socket of the JVM's uid %u: "
+			   "not used (another user may have put it there; remove it, and the next attach starts the JVM's own)",
+			   (int)t->pid, name, S_ISSOCK(st.st_mode) ? "a socket" : S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+			   (unsigned)st.st_uid, (unsigned)t->uid);
+		close(fd);
+		fd = -1;
+	}
+	if (tmp >= 0)
+		close(tmp);
+	if (root >= 0)
+		close(root);
+	return fd >= 0 ? fd : e;
+}
+
+/* What the caller knows of the JVM and hands the helper, and what the helper learnt
+ * (refuses). */
+struct ask {
+	bool refused;         /* it did not open its listener when asked before: not signalled again */
+	bool disabled;        /* -XX:+DisableAttachMechanism where HotSpot reads options */
+	bool refuses;         /* the attach mechanism is off, or it did not open its listener when signalled */
+	const char *agent;    /* the agent's path, as the caller sees it */
+	int agent_fd;         /* ... opened by the caller, read for a copy */
+	struct stat agent_st;
+	const char *options;
+	bool need_dir;        /* a socket for the agent's descriptors (fds=) */
+	int sp;               /* the helper's end of its socket pair with the caller */
+};
+
+static int agent_sock__listen(struct agent_copy *c);
+static int send_fd(int sp, int fd);
+
+/* Runs in the helper, as the target's uid/gid. Returns 0 or -errno with err set. */
+static int attach_child(const struct target *t, struct ask *ask, char *err, size_t errlen)
+{
+	char sock[64], agent[PATH_MAX], options[PATH_MAX * 2];
+	struct agent_copy copy = { .tmpfd = -1, .dfd = -1 };
+	int fd = -1, ret = 0, sfd = attach_sock__open(t, err, errlen);
+
+	if (sfd == -ENOENT && ask->refused) {
+		err[0] = '\0';   /* said at its first refusal */
+		return -EALREADY;
+	}
+	if (sfd == -ENOENT && ask->disabled) {
+		ask->refuses = true;
+		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
+		return -EPERM;
+	}
+	if (sfd < 0 && sfd != -ENOENT) {
+		if (sfd != -EACCES)
+			vp_set_err(err, errlen, "cannot open JVM %d's /tmp: %s; it must be a directory, not a symbolic link "
+				   "(the JVM is not signalled)", (int)t->pid, strerror(-sfd));
+		return sfd;
+	}
+	if (sfd == -ENOENT) {
 		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
 		struct trigger tr;
 		if ((ret = trigger__create(t, &tr))) {
@@ -478,9 +571,10 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		}
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (stat(sock, &st) || !S_ISSOCK(st.st_mode)) {
+		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT) {
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
 				trigger__remove(&tr);
+				ask->refuses = true;
 				vp_set_err(err, errlen,
 					"JVM %d did not open its attach socket within %d s: it probably runs with -XX:+DisableAttachMechanism "
 					"(restart it without, or start it with -agentpath:<libviprof-jvmti.so>=dir=<dir>)",
@@ -491,12 +585,38 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 		}
 		trigger__remove(&tr);
 	}
+	if (sfd < 0) {
+		if (sfd != -EACCES)
+			vp_set_err(err, errlen, "cannot open JVM %d's /tmp/.java_pid%d: %s; the JVM's /tmp must be a directory, "
+				   "not a symbolic link", (int)t->pid, (int)t->nspid, strerror(-sfd));
+		return sfd;
+	}
+
+	/* The JVM listens: the agent where it can open it, and the socket for its
+	 * descriptors, whose listening end goes to the caller (who serves it). */
+	if ((ret = agent_visible_path(t, ask->agent, ask->agent_fd, &ask->agent_st, agent, sizeof(agent), &copy,
+				      ask->need_dir, err, errlen)))
+		goto cleanup;
+	snprintf(options, sizeof(options), "%s", ask->options ? ask->options : "");
+	if (ask->need_dir) {
+		int ls = agent_sock__listen(&copy);
+		if (ls < 0 || (ret = send_fd(ask->sp, ls))) {
+			ret = ls < 0 ? ls : ret;
+			vp_set_err(err, errlen, "making the agent's socket in JVM %d's /tmp/%s failed: %s", (int)t->pid,
+				   copy.name, strerror(-ret));
+			if (ls >= 0)
+				close(ls);
+			goto cleanup;
+		}
+		close(ls);
+		size_t ol = strlen(options);
+		snprintf(options + ol, sizeof(options) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
+	}
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		vp_set_err(err, errlen, "attach socket path %s is too long for AF_UNIX", sock);
-		return -ENAMETOOLONG;
-	}
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sfd);
 	strcpy(sa.sun_path, sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
@@ -505,8 +625,16 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 			(int)t->pid, strerror(errno), (unsigned)t->uid);
 		goto cleanup;
 	}
+	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
+	 * listens on (one they put there) gets none of our paths or options. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
+		ret = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
+			   (int)t->pid, (int)t->nspid, (int)cr.pid);
+		goto cleanup;
+	}
 	char req[PATH_MAX * 3];
-	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options ? options : "", 0);
+	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options, 0);
 	if (n <= 0 || (size_t)n >= sizeof(req)) {
 		ret = -ENAMETOOLONG;
 		vp_set_err(err, errlen, "agent path and options are too long");
@@ -547,14 +675,18 @@ static int attach_child(const struct target *t, const char *agent, const char *o
 cleanup:
 	if (fd >= 0)
 		close(fd);
+	close(sfd);
+	/* The JVM has mapped the copy by now (the load command returns after dlopen) and
+	 * the agent has its descriptors, or never will: either way the copy goes. */
+	agent_copy__remove(&copy);
 	return ret;
 }
 
-/* The socket the agent connects to for its descriptors: bound in our directory in the
- * JVM's /tmp (through /proc/self/fd, so that no path the container's owner controls is
- * resolved), given to the JVM's user, who alone may connect. Returns the listening fd
+/* The socket the agent connects to for its descriptors: bound by the helper (as the
+ * JVM's user) in its directory in the JVM's /tmp (through /proc/self/fd, so that no path
+ * the container's owner controls is resolved), 0600. Returns the listening fd
  * (non-blocking) or -errno. */
-static int agent_sock__listen(const struct target *t, struct agent_copy *c)
+static int agent_sock__listen(struct agent_copy *c)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e = 0;
@@ -567,9 +699,7 @@ static int agent_sock__listen(const struct target *t, struct agent_copy *c)
 		goto cleanup;
 	}
 	c->sock = true;
-	/* The directory is ours and 0711: nobody else can swap the name between these. */
-	if ((geteuid() == 0 && fchownat(c->dfd, VP_AGENT_SOCK_NAME, t->uid, t->gid, AT_SYMLINK_NOFOLLOW)) ||
-	    fchmodat(c->dfd, VP_AGENT_SOCK_NAME, 0600, 0) || listen(s, 4)) {
+	if (fchmodat(c->dfd, VP_AGENT_SOCK_NAME, 0600, 0) || listen(s, 4)) {
 		e = -errno;
 		goto cleanup;
 	}
@@ -577,6 +707,51 @@ static int agent_sock__listen(const struct target *t, struct agent_copy *c)
 cleanup:
 	close(s);
 	return e;
+}
+
+/* Hands fd to the caller, over the helper's socket pair. 0 or -errno. */
+static int send_fd(int sp, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	char tag = 'L';
+	struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+	ssize_t k;
+
+	memset(cm.buf, 0, sizeof(cm.buf));
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	while ((k = sendmsg(sp, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return k == 1 ? 0 : k < 0 ? -errno : -EIO;
+}
+
+/* One message from the helper: its text into buf (NUL-terminated), and a descriptor it
+ * sent into *fd (else -1). The message's length, 0 at its end, or -errno. */
+static ssize_t recv_helper(int sp, char *buf, size_t len, int *fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = buf, .iov_len = len - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	ssize_t k = recvmsg(sp, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+
+	*fd = -1;
+	if (k < 0)
+		return -errno;
+	buf[k] = '\0';
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(h), sizeof(int));
+	return k;
 }
 
 /* One connection on the agent's socket: only the target JVM itself (its pid, as the
@@ -637,17 +812,21 @@ int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds
 	h->cmsg_type = SCM_RIGHTS;
 	h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 	memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
-	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	/* Never blocks: an agent that stopped reading its channel is attached again. */
+	while ((k = sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 && errno == EINTR)
 		;
 	if (k != (ssize_t)iov.iov_len)
 		return k < 0 ? -errno : -EIO;
-	/* The agent answers once its new map is open and its live code replayed. */
-	struct pollfd pf = { .fd = chan, .events = POLLIN };
+	/* The agent answers once its new map is open and its live code replayed; a stop
+	 * of the service (vp_jvm__abort_all) does not wait for it. */
+	struct pollfd pf[2] = { { .fd = chan, .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN } };
 	int r;
-	while ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+	while ((r = poll(pf, 2, timeout_ms)) < 0 && errno == EINTR)
 		;
 	if (r == 0)
 		return -ETIMEDOUT;
+	if (pf[1].revents)
+		return -ECANCELED;
 	while ((k = recv(chan, &ack, 1, 0)) < 0 && errno == EINTR)
 		;
 	if (k != 1)
@@ -664,8 +843,7 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		       int *chan, char *err, size_t errlen)
 {
 	struct target t = { 0 };
-	char agent[PATH_MAX], opts[PATH_MAX * 2];
-	int ls = -1, cs = -1;
+	int ls = -1, cs = -1, sp[2] = { -1, -1 };
 	if (chan)
 		*chan = -1;
 	int ret = read_target(pid, &t);
@@ -688,90 +866,100 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
 		return -EINVAL;
 	}
-	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. */
-	char sock[96];
-	struct stat sst;
-	snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", (int)pid, (int)t.nspid);
-	bool listening = stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode);
-	if (!listening && refused_before(pid)) {
+	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. Whether
+	 * its listener is up the helper sees, as the JVM's user: the caller resolves no
+	 * name in the JVM's /tmp. */
+	bool always = false;
+	struct ask ask = { .refused = refused_before(pid, &always), .agent = agent_path, .options = options,
+			   .need_dir = nfds > 0, .agent_fd = -1 };
+	if (always) {
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
-	if (!listening && attach_disabled(pid)) {
-		remember_refusal(pid);
-		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
-			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)pid);
-		return -EPERM;
+	if (aborted()) {
+		vp_set_err(err, errlen, "JVM %d: not attached: the service is stopping", (int)pid);
+		return -ECANCELED;
 	}
-	struct agent_copy copy;
-	if ((ret = agent_visible_path(&t, agent_path, agent, sizeof(agent), &copy, nfds > 0, err, errlen)))
-		return ret;
-	snprintf(opts, sizeof(opts), "%s", options ? options : "");
-	if (nfds > 0) {
-		if ((ls = agent_sock__listen(&t, &copy)) < 0) {
-			ret = ls;
-			vp_set_err(err, errlen, "making the agent's socket in JVM %d's /tmp/%s failed: %s", (int)pid, copy.name,
-				   strerror(-ret));
-			goto cleanup;
-		}
-		size_t ol = strlen(opts);
-		snprintf(opts + ol, sizeof(opts) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
-		options = opts;
-	}
-
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC)) {
+	ask.disabled = !ask.refused && attach_disabled(pid);
+	/* The agent is opened here, with our rights; the helper reads it for a copy. */
+	ask.agent_fd = open(agent_path, O_RDONLY | O_CLOEXEC);
+	if (ask.agent_fd < 0 || fstat(ask.agent_fd, &ask.agent_st)) {
 		ret = -errno;
-		vp_set_err(err, errlen, "pipe: %s", strerror(errno));
+		vp_set_err(err, errlen, "agent %s: %s; build it (target viprof-jvmti) or set VIPROF_AGENT", agent_path,
+			   strerror(-ret));
+		goto cleanup;
+	}
+	/* Datagrams: the listening socket for the agent's descriptors (with its fd), then
+	 * the result; its end when the helper exits. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
+		ret = -errno;
+		vp_set_err(err, errlen, "socketpair: %s", strerror(errno));
 		goto cleanup;
 	}
 	pid_t child = fork();
 	if (child < 0) {
 		ret = -errno;
 		vp_set_err(err, errlen, "fork: %s", strerror(errno));
-		close(pfd[0]);
-		close(pfd[1]);
 		goto cleanup;
 	}
 	if (child == 0) {
 		char msg[1024] = "";
 		int r = 0;
-		close(pfd[0]);
-		if (copy.dfd >= 0)
-			close(copy.dfd);
-		if (copy.tmpfd >= 0)
-			close(copy.tmpfd);
-		alarm(LISTENER_WAIT_MS / 1000 + 10); /* a JVM that never answers must not hang us */
+		close(sp[0]);
+		ask.sp = sp[1];
+		alarm(HELPER_ALARM_S);   /* a JVM that never answers must not hang us */
+		/* The JVM's user, wholly: ids, groups (none of ours), so that what it makes
+		 * in the JVM's /tmp and cwd is theirs and where they may write. */
 		if (geteuid() == 0 && (t.uid != 0 || t.gid != 0)) {
-			if (setgroups(0, NULL) || setgid(t.gid) || setuid(t.uid)) {
+			if (setgroups(0, NULL) || setresgid(t.gid, t.gid, t.gid) || setresuid(t.uid, t.uid, t.uid)) {
 				r = -errno;
 				snprintf(msg, sizeof(msg), "switching to JVM %d's uid %u/gid %u failed: %s", (int)pid,
 					 (unsigned)t.uid, (unsigned)t.gid, strerror(errno));
 			}
 		}
 		if (!r)
-			r = attach_child(&t, agent, options, msg, sizeof(msg));
+			r = attach_child(&t, &ask, msg, sizeof(msg));
+		/* The result, and whether the JVM is not to be signalled again: it has the
+		 * attach mechanism off, or did not open its listener when signalled. */
 		char out[1100];
-		int n = snprintf(out, sizeof(out), "%d\t%s", r, msg);
-		if (write(pfd[1], out, (size_t)n) < 0)
+		int n = snprintf(out, sizeof(out), "%d\t%c%s", r, ask.refuses ? 'R' : '-', msg);
+		if (n >= (int)sizeof(out))
+			n = (int)sizeof(out) - 1;
+		if (n < 0 || send(sp[1], out, (size_t)n, MSG_NOSIGNAL) < 0)
 			_exit(2);
 		_exit(0);
 	}
-	close(pfd[1]);
-	char buf[1100];
+	close(sp[1]);
+	sp[1] = -1;
+	close(ask.agent_fd);
+	ask.agent_fd = -1;
+	char buf[1100] = "";
 	size_t got = 0;
-	ssize_t k = 1;
-	/* While the child speaks the attach protocol, the agent (loading in the JVM) comes
-	 * for its descriptors: both are served until the child is done. */
-	while (got < sizeof(buf) - 1) {
-		struct pollfd pf[2] = { { .fd = pfd[0], .events = POLLIN }, { .fd = ls, .events = POLLIN } };
+	bool eof = false, late = false, cancelled = false;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* While the helper speaks the attach protocol, the agent (loading in the JVM) comes
+	 * for its descriptors: both are served until the helper is done, its deadline
+	 * passes, or the service stops. */
+	while (!eof) {
+		struct pollfd pf[3] = { { .fd = sp[0], .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN },
+					{ .fd = ls, .events = POLLIN } };
+		long left = HELPER_DEADLINE_MS - elapsed_ms(&t0);
 
-		if (poll(pf, ls >= 0 ? 2 : 1, -1) < 0) {
+		if (left <= 0) {
+			late = true;
+			break;
+		}
+		if (poll(pf, ls >= 0 ? 3 : 2, (int)left) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (ls >= 0 && (pf[1].revents & POLLIN)) {
+		if (pf[1].revents) {
+			cancelled = true;
+			break;
+		}
+		if (ls >= 0 && (pf[2].revents & POLLIN)) {
 			int c = agent_sock__serve(ls, pid, fds, nfds);
 			if (c >= 0 && cs < 0)
 				cs = c;
@@ -780,40 +968,64 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		}
 		if (!pf[0].revents)
 			continue;
-		k = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
-		if (k < 0 && errno == EINTR)
+		char m[sizeof(buf)];
+		int fd;
+		ssize_t k = recv_helper(sp[0], m, sizeof(m), &fd);
+		if (k == -EINTR || k == -EAGAIN)
 			continue;
-		if (k <= 0)
+		eof = k == 0;
+		if (k < 0)
 			break;
-		got += (size_t)k;
+		if (fd >= 0 && ls < 0 && m[0] == 'L' && nfds > 0)
+			ls = fd;   /* the helper's listening socket (non-blocking) */
+		else if (fd >= 0)
+			close(fd);
+		else if (k > 0 && !got)
+			got = (size_t)snprintf(buf, sizeof(buf), "%s", m);
 	}
-	buf[got] = '\0';
-	close(pfd[0]);
+	/* A helper whose socket is closed is exiting (it cannot be stopped any more); any
+	 * other is killed, stopped or not, so that the wait below ends. */
+	if (!eof)
+		kill(child, SIGKILL);
 	int status = 0;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	char *tab = strchr(buf, '\t');
-	if (!got || !tab) {
-		vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
-			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
+	if (cancelled) {
+		vp_set_err(err, errlen, "JVM %d: attach abandoned: the service is stopping", (int)pid);
+		ret = -ECANCELED;
+		goto cleanup;
+	}
+	if (late || !got || !tab) {
+		if (late)
+			vp_set_err(err, errlen, "the attach helper process (as uid %u) did not finish within %d s (stopped or "
+				   "stuck) and was killed; JVM %d is not asked again by this process", (unsigned)t.uid,
+				   HELPER_DEADLINE_MS / 1000, (int)pid);
+		else
+			vp_set_err(err, errlen, "the attach helper process died (%s); JVM %d may not answer its attach socket",
+				   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer", (int)pid);
 		ret = -ETIMEDOUT;
-		remember_refusal(pid);   /* it may have signalled the JVM: not again */
+		/* It may have signalled the JVM: not again. One whose user stopped our
+		 * helper is not asked again at all, listening or not. */
+		remember_refusal(pid, late);
 		goto cleanup;
 	}
 	ret = atoi(buf);
 	if (ret)
-		vp_set_err(err, errlen, "%s", tab + 1);
-	if (ret == -ETIMEDOUT)
-		remember_refusal(pid);
+		vp_set_err(err, errlen, "%s", tab[1] ? tab + 2 : "");
+	if (tab[1] == 'R')
+		remember_refusal(pid, false);
 cleanup:
+	for (int i = 0; i < 2; i++)
+		if (sp[i] >= 0)
+			close(sp[i]);
+	if (ask.agent_fd >= 0)
+		close(ask.agent_fd);
 	if (ls >= 0)
 		close(ls);
 	if (cs >= 0 && chan && ret == 0)
 		*chan = cs;
 	else if (cs >= 0)
 		close(cs);
-	/* The JVM has mapped the copy by now (the load command returns after dlopen), or
-	 * never will: either way the copy goes. */
-	agent_copy__remove(&copy);
 	return ret;
 }

@@ -8,3 +8,6 @@ viprof_test(test-codemap-gc SOURCES test-codemap-gc.c LIBS vp_maps LABELS unit)
 viprof_test(test-maps-export SOURCES test-maps-export.c LIBS vp_common LABELS tools)
 target_compile_definitions(test-maps-export PRIVATE VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-maps-export viprof)
+# A code map made to exhaust its reader (root reads users' maps): refused within a budget
+# proportional to its bytes, in a child whose peak memory is measured.
+viprof_test(test-codemap-bomb SOURCES test-codemap-bomb.c LIBS vp_maps LABELS unit)

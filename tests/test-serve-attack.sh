@@ -43,6 +43,19 @@
 #               FIFO of the user's here; a device, or a file in a directory only root
 #               may read, elsewhere): root opens nothing by that name; nor by output=
 #               (a user's directory with jit/, one cut at PATH_MAX, a relative one)
+# The JVM attach as a way in (issue 31; these need a JDK: VP_JAVA and VP_JAVA_CLASSES
+# in the environment, tests/serve-jvm.cmake):
+#   attach-stop  the JVM's user SIGSTOPs every attach helper the service forks for their
+#               JVM: the continuous recording still rotates, and SIGTERM stops the
+#               service within 5 s while a helper is stopped
+#   attach-plant another user puts a listening socket of theirs at the victim JVM's
+#               /tmp/.java_pid<N> (a sticky /tmp): it receives no byte, and once it is
+#               gone the JVM gets the agent (it was not remembered as refusing)
+#   attach-tmp   a user binds a host directory (root's, then their own) over the /tmp of
+#               their JVM in a user+mount namespace of theirs: the service's attach
+#               creates nothing of root's in it (the agent's copy, its directory and
+#               socket are made by a process that became the user), and the JVM still
+#               gets the agent through a directory of theirs
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -72,6 +85,40 @@ term_within_5s() {
 	serve_pid=
 	echo "SIGTERM to exit: $t ms"
 }
+
+# A JVM of user a (USER) running LateAttach (hot methods) for 120 s, its pid into $pid
+# once it printed "ready". With jvm_tmp set, root starts it in a mount namespace of its
+# own where that directory is bound over /tmp; with jvm_userns_tmp, the user does so in
+# a user+mount namespace of theirs. Skips (77) without a JDK the user can run.
+user_jvm() {   # user_jvm USER TAG [JVM OPTIONS]
+	[ -x "${VP_JAVA:-}" ] && [ -d "${VP_JAVA_CLASSES:-}" ] || { echo "SKIP: no JDK (VP_JAVA, VP_JAVA_CLASSES)"; exit 77; }
+	su nobody -s /bin/sh -c "test -r '$VP_JAVA_CLASSES/LateAttach.class'" 2>/dev/null ||
+		{ echo "SKIP: $VP_JAVA_CLASSES is not readable by other users"; exit 77; }
+	local script=$work/a/$2.sh bind=${jvm_tmp:-${jvm_userns_tmp:-}} as_user=
+	[ -n "${jvm_tmp:-}" ] && as_user="setpriv --reuid=$1 --regid=$1 --init-groups"
+	# Its pid and output files are opened before the bind hides $work (under /tmp).
+	{
+		echo '#!/bin/sh'
+		echo "echo \$\$ >'$work/a/pid'"
+		echo "exec >'$work/a/$2.out' 2>&1"
+		[ -n "$bind" ] && echo "mount --bind '$bind' /tmp || exit 1"
+		echo "exec $as_user '$VP_JAVA' -Xmx64m ${3:-} -cp '$VP_JAVA_CLASSES' LateAttach 120"
+	} >"$script"
+	chmod 755 "$script"
+	rm -f "$work/a/pid"
+	if [ -n "${jvm_tmp:-}" ]; then
+		unshare -m "$script" &
+	elif [ -n "${jvm_userns_tmp:-}" ]; then
+		as "$1" "unshare -Urm '$script'" &
+	else
+		as "$1" "'$script'" &
+	fi
+	wait_pid_file
+	for _ in $(seq 100); do grep -q ready "$work/a/$2.out" 2>/dev/null && return 0; sleep 0.1; done
+	cat "$work/a/$2.out"; fail "the JVM $2 did not start"
+}
+# The intervals the continuous recording ended so far (its log's lines).
+intervals() { grep -c "continuous: .* s at .* Hz" "$work/serve.log"; }
 
 # A directory's every entry: name, owner, group, mode, size, and each file's hash.
 snapshot() {
@@ -446,6 +493,122 @@ cmdpath)
 	done
 	[ -z "$(find "$work/a" -user root)" ] || { find "$work/a" -user root; fail "root made something in the user's directory"; }
 	[ -z "$(find "$work" -name recording.lock)" ] || fail "root made a recording.lock"
+	;;
+attach-stop)
+	mkuser a; u=$REPLY
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	# The user stops every process of theirs whose parent is the service: the attach
+	# helpers (they run as the user, so that the JVM accepts them).
+	# A helper counts once the kernel says it is stopped (one that had already exited
+	# is a zombie, which takes the signal without stopping).
+	as "$u" "while :; do for p in \$(pgrep -u $(id -u "$u") -P $serve_pid); do kill -STOP \$p &&
+		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
+		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done" &
+	# JVMs whose attach listener never starts (the flag in an @argfile, which the
+	# service cannot see): each helper waits 5 s for it, long enough to be caught.
+	echo "-XX:+DisableAttachMechanism" >"$work/a/noattach" && chown "$u:" "$work/a/noattach"
+	user_jvm "$u" jvm1 "@$work/a/noattach"
+	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
+	[ -s "$work/a/stopped" ] || { ps -o pid,ppid,uid,stat,wchan:20,args --ppid "$serve_pid";
+		fail "no attach helper was seen to stop within 30 s (the test would pass on nothing)"; }
+	ps -o pid,ppid,uid,stat,wchan:20,args -p "$(head -1 "$work/a/stopped")"
+	n=$(intervals)
+	echo "helper $(cat "$work/a/stopped") stopped after $n intervals"
+	# The helper's deadline passes, it is killed, and the recording goes on.
+	for _ in $(seq 400); do [ "$(intervals)" -ge $((n + 3)) ] && break; sleep 0.1; done
+	[ "$(intervals)" -ge $((n + 3)) ] || fail "the continuous recording stopped rotating behind a stopped attach helper"
+	grep "attach helper" "$work/serve.log" | head -3
+	# A second JVM, whose helper is stopped too; SIGTERM while the service waits for it.
+	user_jvm "$u" jvm2 "@$work/a/noattach"
+	for _ in $(seq 300); do [ "$(wc -l <"$work/a/stopped")" -ge 2 ] && break; sleep 0.1; done
+	[ "$(wc -l <"$work/a/stopped")" -ge 2 ] || fail "the second JVM's attach helper was not seen to stop"
+	term_within_5s "(an attach helper is stopped)"
+	;;
+attach-plant)
+	mkuser a; u=$REPLY
+	mkuser b; v=$REPLY
+	# The victim's JVM sees a sticky /tmp of the test's own (its mount namespace).
+	mkdir -m 1777 "$work/tmp"
+	jvm_tmp=$work/tmp user_jvm "$u" jvm1
+	# The other user listens at the name HotSpot would give the JVM's attach socket,
+	# and writes down whatever comes.
+	cat >"$work/b/plant.py" <<-'EOF'
+	import os, socket, sys
+	path, log = sys.argv[1], sys.argv[2]
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+	s.bind(path)
+	os.chmod(path, 0o777)
+	s.listen(8)
+	open(log + ".ready", "w").close()
+	while True:
+	    c, _ = s.accept()
+	    c.settimeout(2)
+	    try:
+	        d = c.recv(65536)
+	    except OSError:
+	        d = b""
+	    with open(log, "ab") as f:
+	        f.write(b"ACCEPTED " + d + b"\n")
+	    try:
+	        c.sendall(b"0\n0\n")
+	    except OSError:
+	        pass
+	    c.close()
+	EOF
+	as "$v" "python3 '$work/b/plant.py' '$work/tmp/.java_pid$pid' '$work/b/got' & echo \$! >'$work/b/pid'; wait" &
+	for _ in $(seq 50); do [ -e "$work/b/got.ready" ] && break; sleep 0.1; done
+	[ -S "$work/tmp/.java_pid$pid" ] || fail "the other user's socket is not in place"
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	for _ in $(seq 300); do [ "$(intervals)" -ge 3 ] && break; sleep 0.1; done
+	[ "$(intervals)" -ge 3 ] || fail "the continuous recording did not end 3 intervals"
+	# Only this service's commands count (they name its directory): on a shared
+	# machine another test's service, one with --jvm-attach all, may meet this JVM too.
+	if grep -aq "$work/c" "$work/b/got" 2>/dev/null; then
+		cat -v "$work/b/got"; fail "the socket another user put in the JVM's /tmp received root's load command"
+	fi
+	[ -s "$work/b/got" ] && { echo "(from other services on this machine:)"; cat -v "$work/b/got"; }
+	grep "java_pid$pid" "$work/serve.log" | head -2
+	grep -q "java_pid$pid.* owned by uid $(id -u "$v")" "$work/serve.log" || fail "the refusal does not name the socket's owner"
+	# Gone: the JVM gets the agent at a later interval (its own listener now starts).
+	kill "$(cat "$work/b/pid")"
+	rm -f "$work/tmp/.java_pid$pid"
+	for _ in $(seq 300); do [ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] && break; sleep 0.1; done
+	[ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] ||
+		fail "JVM $pid did not get the agent once the planted socket was gone"
+	;;
+attach-tmp)
+	mkuser a; u=$REPLY
+	as "$u" "unshare -Urm true" 2>/dev/null || { echo "SKIP: unprivileged user namespaces are off here"; exit 77; }
+	mkdir -m 755 "$work/hostdir" && mkdir -m 1777 "$work/hostdir/sticky"
+	as "$u" "mkdir -m 700 '$work/a/own'"
+	start_service --continuous "$work/c" --interval 2 --cpu-budget 0 --jvm-attach "user:$u"
+	# A host directory (sticky, like /tmp or /dev/shm) bound over the JVM's /tmp; the
+	# user stops the service's attach helpers, which holds whatever the attach made
+	# there in place for as long as the helper is stopped.
+	as "$u" "while :; do for p in \$(pgrep -u $(id -u "$u") -P $serve_pid); do kill -STOP \$p &&
+		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
+		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done & echo \$! >'$work/a/stopper'; wait" &
+	# Its attach listener never starts (the flag in an @argfile, in its /tmp): each
+	# helper lives 5 s, long enough to be caught.
+	echo "-XX:+DisableAttachMechanism" >"$work/hostdir/sticky/noattach" && chown "$u:" "$work/hostdir/sticky/noattach"
+	jvm_userns_tmp=$work/hostdir/sticky user_jvm "$u" jvm1 @/tmp/noattach
+	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
+	[ -s "$work/a/stopped" ] || fail "no attach helper was seen to stop within 30 s (the test would pass on nothing)"
+	sleep 1
+	ls -la "$work/hostdir/sticky"
+	rooted=$(find "$work/hostdir/sticky" -mindepth 1 -user root)
+	[ -z "$rooted" ] || { find "$work/hostdir/sticky" -mindepth 1 -user root -ls; fail "root made entries in a JVM's bound-over /tmp"; }
+	kill "$(cat "$work/a/stopper")"
+	# A directory of the user's as the JVM's /tmp: the JVM gets the agent, and nothing
+	# of root's appears there meanwhile.
+	as "$u" "while :; do find '$work/a/own' -mindepth 1 -user root >>'$work/a/rooted'; sleep 0.01; done & echo \$! >'$work/a/poller'; wait" &
+	jvm_userns_tmp=$work/a/own user_jvm "$u" jvm2
+	for _ in $(seq 300); do [ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] && break; sleep 0.1; done
+	[ -n "$(find "$work/c" -path "*/jit/$pid/codemap.vpm" -size +0)" ] ||
+		fail "JVM $pid (its /tmp a directory of its user's) did not get the agent"
+	kill "$(cat "$work/a/poller")"
+	[ -s "$work/a/rooted" ] && { sort -u "$work/a/rooted"; fail "root made entries in a JVM's /tmp"; }
+	[ -z "$(find "$work/a/own" -mindepth 1 -user root)" ] || fail "root left entries in a JVM's /tmp"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;
