@@ -2064,7 +2064,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		}
 	}
 	alloc_start();
-	locks_start(agent.jvmti, so.locks);
+	locks_start(&(struct locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = lock,
+					  .unlock_notify = unlock_notify, .q_reserve = q_reserve,
+					  .disabled = &agent.disabled, .verbose = &stats.on }, so.locks);
 	vthread_start(vm);
 	return 0;
 }

@@ -41,8 +41,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "jvm-agent/agent.h"
 #include "jvm-agent/locks.h"
+#include "maps/codemap_format.h"
 
 /* ParkHook.class (jvm-agent/ParkHook.java), embedded at build time (class_embed.cmake). */
 extern const unsigned char vp_park_hook_class[];
@@ -56,6 +56,8 @@ static __thread uint64_t tl_monitor_start;
 
 typedef void(JNICALL *park_fn)(JNIEnv *, jobject, jboolean, jlong);
 typedef jint(JNICALL *register_fn)(JNIEnv *, jclass, const JNINativeMethod *, jint);
+
+static struct locks_host host;     /* set once by locks_start, before any callback */
 
 /* Set once, before the wrapper is bound (park_bind), and never again. */
 static park_fn park_jdk;            /* the JDK's Unsafe.park */
@@ -73,11 +75,11 @@ static void queue_lock(uint64_t start, uint64_t end, const char *sig, const jvmt
 {
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	uint64_t waited = end > start ? end - start : 0;
-	lock();
+	host.lock();
 	/* Checked again under the queue's lock: a session that turned locks off before its
 	 * switch (locks_apply) gets none of them, not even from a thread preempted above. */
 	struct vp_cm_alloc_sample *b = atomic_load_explicit(&threshold, memory_order_relaxed) < 0 ? NULL :
-		q_reserve(VP_CM_LOCK_SAMPLE, end, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+		host.q_reserve(VP_CM_LOCK_SAMPLE, end, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -89,7 +91,7 @@ static void queue_lock(uint64_t start, uint64_t end, const char *sig, const jvmt
 							   .bci = (int32_t)fr[i].location };
 		memcpy(f + n, sig, sl);
 	}
-	unlock_notify();
+	host.unlock_notify();
 }
 
 /* The class signature of obj into buf ("" when it has none). */
@@ -110,7 +112,7 @@ static void class_of(jvmtiEnv *jvmti, JNIEnv *jni, jobject obj, char *buf, size_
 
 static bool recording(void)
 {
-	return atomic_load_explicit(&threshold, memory_order_relaxed) >= 0 && !agent.disabled;
+	return atomic_load_explicit(&threshold, memory_order_relaxed) >= 0 && host.disabled && !*host.disabled;
 }
 
 /* ---- synchronized ---- */
@@ -119,13 +121,13 @@ static bool recording(void)
 static void JNICALL cb_monitor_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
 {
 	(void)jvmti, (void)jni, (void)thread, (void)object;
-	tl_monitor_start = now_ns();
+	tl_monitor_start = host.now_ns();
 }
 
 /* ... and has it now: the wait is over. */
 static void JNICALL cb_monitor_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
 {
-	uint64_t start = tl_monitor_start, end = now_ns();
+	uint64_t start = tl_monitor_start, end = host.now_ns();
 	jvmtiFrameInfo fr[LOCK_MAX_FRAMES];
 	jint n = 0;
 	char sig[256];
@@ -163,7 +165,7 @@ static bool is_support(jmethodID m)
  * without a blocker (LockSupport.park(), a sleep of the JDK's own) is no lock wait. */
 static void park_record(JNIEnv *jni, uint64_t start, uint64_t end)
 {
-	jvmtiEnv *jvmti = agent.jvmti;
+	jvmtiEnv *jvmti = host.jvmti;
 	jthread self = NULL;
 	jvmtiFrameInfo fr[LOCK_MAX_FRAMES + 1];
 	jint n = 0;
@@ -197,9 +199,9 @@ static void JNICALL park_hook(JNIEnv *jni, jobject unsafe, jboolean absolute, jl
 		park_jdk(jni, unsafe, absolute, time);
 		return;
 	}
-	uint64_t start = now_ns();
+	uint64_t start = host.now_ns();
 	park_jdk(jni, unsafe, absolute, time);
-	uint64_t end = now_ns();
+	uint64_t end = host.now_ns();
 	int64_t min = atomic_load_explicit(&threshold, memory_order_relaxed);
 	if (min >= 0 && end - start >= (uint64_t)min)
 		park_record(jni, start, end);
@@ -221,7 +223,7 @@ void locks_vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t sinc
 	jobject blocker = (*jni)->GetObjectField(jni, vt, pb);
 	if (!blocker)
 		return;
-	class_of(agent.jvmti, jni, blocker, sig, sizeof(sig));
+	class_of(host.jvmti, jni, blocker, sig, sizeof(sig));
 	(*jni)->DeleteLocalRef(jni, blocker);
 	if ((*jvmti)->GetStackTrace(jvmti, vt, 0, LOCK_MAX_FRAMES + 32, fr, &n) != JVMTI_ERROR_NONE)
 		n = 0;
@@ -433,7 +435,7 @@ void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
 		fprintf(stderr, "viprof agent: java.util.concurrent waits are not recorded in this JVM: wrapping its "
 			"Unsafe.park native: %s; recording contended monitors only (async-profiler's --lock needs the same "
 			"wrapper)\n", why);
-	else if (stats.on)
+	else if (host.verbose && *host.verbose)
 		fprintf(stderr, "viprof agent: Unsafe.park wrapped; the JDK's function from %s\n", park_how);
 }
 
@@ -441,13 +443,15 @@ void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
 
 static const jvmtiEvent monitor_ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED };
 
-void locks_start(jvmtiEnv *jvmti, int64_t ns)
+void locks_start(const struct locks_host *h, int64_t ns)
 {
+	jvmtiEnv *jvmti = h->jvmti;
 	char *name = NULL;
 	static bool have_caps;
 	jvmtiCapabilities caps = { 0 };
 	jvmtiError e = JVMTI_ERROR_NONE;
 
+	host = *h;
 	atomic_store(&threshold, ns);
 	if (ns < 0)
 		return;
@@ -477,7 +481,9 @@ void locks_apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting)
 		return;
 	}
 	if (ns >= 0 && now < 0) {
-		locks_start(jvmti, ns);
+		struct locks_host h = host;   /* the agent's, as given at its setup */
+		h.jvmti = jvmti;
+		locks_start(&h, ns);
 		locks_live(jvmti, jni);
 	} else if (ns >= 0) {
 		atomic_store(&threshold, ns);

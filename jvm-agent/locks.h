@@ -8,15 +8,29 @@
 #define VIPROF_AGENT_LOCKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jvmti.h>
+
+/* What the agent lends the lock profiler (agent.c): its environment, clock, event queue
+ * and idle flag. Given once, at locks_start, so that this file includes nothing else of
+ * the agent's and its state has one owner. */
+struct locks_host {
+	jvmtiEnv *jvmti;
+	uint64_t (*now_ns)(void);
+	void (*lock)(void);             /* the queue's lock; unlock_notify releases it */
+	void (*unlock_notify)(void);
+	void *(*q_reserve)(uint32_t type, uint64_t time, size_t body_len);   /* under lock */
+	const volatile bool *disabled;  /* callbacks queue nothing while it is set */
+	const bool *verbose;            /* the agent's stats option: say which park was wrapped */
+};
 
 /* Puts the monitor callbacks into cb (before SetEventCallbacks). */
 void locks_callbacks(jvmtiEventCallbacks *cb);
 /* At setup (OnLoad or OnAttach), ns = locks= (-1: off): the monitor events' capability
  * and the events, when on. Any phase. */
-void locks_start(jvmtiEnv *jvmti, int64_t ns);
+void locks_start(const struct locks_host *host, int64_t ns);
 /* In the live phase, on a Java thread (VMInit, OnAttach, a session switch): binds the
  * park wrapper, once per JVM, when locks are on. A JVM where it cannot says so once
  * and records monitors only. */
