@@ -12,7 +12,7 @@ int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FI
 	struct vp_sched_config sc = {
 		.target = cfg->target, .pids = cfg->pids, .nr_pids = cfg->nr_pids, .off_cpu = off_cpu,
 		.first_event = (uint32_t)cfg->nr_events, .sink = cfg->sink,
-		.filter_uid = cfg->filter_uid, .only_uid = cfg->only_uid,
+		.filter_uid = cfg->filter_uid, .only_uid = cfg->only_uid, .user_only = sampler_config__user_only(cfg),
 	};
 	char why[512] = "";
 

@@ -247,15 +247,6 @@ static void warn_hidden_kallsyms(FILE *log)
 			"perf_event_paranoid=%d); kernel frames will not be named; fix: %s\n", kr, pp, fix);
 }
 
-/* Whether no event can sample the kernel (":u" on every one): kernel symbols are moot. */
-static bool user_only(const struct sampler_config *cfg)
-{
-	for (int i = 0; i < cfg->nr_events; i++)
-		if (!cfg->events[i].exclude_kernel)
-			return false;
-	return cfg->nr_events > 0;
-}
-
 /* Whether any of the -p processes still runs: exists (EPERM means it does, as another
  * user's) and is not a zombie waiting for a parent that is not us. */
 static bool any_alive(const pid_t *pids, int n)
@@ -298,7 +289,7 @@ static void take_kallsyms(struct vp_kallsyms_loader **ksl, struct vp_session_wri
 	if (!ks)
 		fprintf(log, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
 			strerror(errno));
-	else if (all_zero && !user_only(cfg))
+	else if (all_zero && !sampler_config__user_only(cfg))
 		warn_hidden_kallsyms(log);
 	vp_session_writer__set_ksyms(w, ks);
 }

@@ -22,6 +22,11 @@ const volatile __u32 filter_uid = (__u32)-1;
 /* Walk user stacks at switch-out with the sampler's unwind-table and HotSpot walker
  * (walker.bpf.h, its maps reused from the sampler's object) instead of frame pointers. */
 const volatile bool walker = false;
+/* No kernel stacks: the recording is user-only (every event ":u", as the service makes
+ * it for a user the kernel shows no kernel address: perf_event_paranoid 2 or
+ * kptr_restrict). The sampler's perf events exclude the kernel themselves; a switch
+ * always happens in the kernel, so here it is this program that must not look. */
+const volatile bool user_only = false;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -383,7 +388,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		/* Stacks only when something will hang under them: the stack ids cost a
 		 * walk each. Current is still prev here, so these are its stacks. */
 		if (delta || open) {
-			ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
+			if (!user_only)
+				ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
 			if (!(prev->flags & PF_KTHREAD)) {
 				if (walker) {
 					us = walked_ustack(ctx, prev, pid);
@@ -393,7 +399,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 					us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 				}
 			}
-			if (ks < 0 || (!(prev->flags & PF_KTHREAD) && !us))
+			if ((!user_only && ks < 0) || (!(prev->flags & PF_KTHREAD) && !us))
 				count(VPS_CNT_NO_STACK, 1);
 		}
 		agg(pid, tid, VPS_STEAL, ks, us, delta, now);

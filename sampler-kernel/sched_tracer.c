@@ -74,7 +74,8 @@ static uint64_t mono_ns(void)
 static int emit_event(struct vp_sched *s, uint32_t index, const char *name)
 {
 	struct vp_event_desc d = { .index = index, .perf_type = UINT32_MAX,
-				   .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS | VP_EVENT_SCHED };
+				   .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS | VP_EVENT_SCHED |
+					    (s->cfg.user_only ? VP_EVENT_USER_ONLY : 0) };
 
 	snprintf(d.name, sizeof(d.name), "%s", name);
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_EVENT, 0, &d, sizeof(d));
@@ -129,7 +130,10 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vps_val *v)
 {
 	struct vp_sample *o = s->buf;
-	int nj, walk_end, nk = stack_frames(s, k->kstack, s->kips), nu = user_frames(s, k->ustack, &nj, &walk_end);
+	/* A user-only recording's program takes no kernel stack; should an id come anyway,
+	 * its frames still stay out of the session. */
+	int nj, walk_end, nk = s->cfg.user_only ? 0 : stack_frames(s, k->kstack, s->kips),
+			  nu = user_frames(s, k->ustack, &nj, &walk_end);
 	size_t len;
 	int err;
 
@@ -151,7 +155,7 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->nr_kernel = (uint16_t)nk;
 	o->nr_user = (uint16_t)nu;
 	o->sched_state = (uint8_t)k->state;
-	if (k->kstack < 0 && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
+	if ((k->kstack < 0 || s->cfg.user_only) && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
 		s->st.no_stack++;
 	memcpy(o->ips, s->kips, (size_t)nk * 8);
 	memcpy(o->ips + nk, s->uips, (size_t)nu * 8);
@@ -332,6 +336,7 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
 	k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
 	k->rodata->off_cpu = cfg->off_cpu;
 	k->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
+	k->rodata->user_only = cfg->user_only;
 	bpf_program__set_autoload(k->progs.on_fork, tracked);
 	bpf_program__set_autoload(k->progs.on_wakeup, cfg->off_cpu);
 	bpf_program__set_autoload(k->progs.on_wakeup_new, cfg->off_cpu);

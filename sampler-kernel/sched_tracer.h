@@ -25,6 +25,10 @@ struct vp_sched_config {
 	int nr_pids;
 	bool off_cpu;                /* also charge off-CPU intervals (event "off-cpu") */
 	bool filter_uid;             /* only tasks whose real, effective and saved uid are only_uid */
+	/* No kernel stacks and no kernel address in any record: a recording whose events
+	 * are all user-only (":u"; the service's for a user the kernel shows no kernel
+	 * address to). The tracer's events are then flagged VP_EVENT_USER_ONLY. */
+	bool user_only;
 	uid_t only_uid;
 	uint32_t first_event;        /* session index of "steal"; "off-cpu" follows it */
 	uint64_t drain_ns;           /* how often the kernel's sums are drained; 0 = 250 ms */
