@@ -30,6 +30,17 @@ const volatile bool user_only = false;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
+/* The recording's sampling window (CLOCK_MONOTONIC ns, set by user space: sched.h): time
+ * is charged only inside it. The tracer runs from before the sampler starts (it must see
+ * the switch-outs of threads that block before the window opens) to after it stops; an
+ * interval or a run that straddles an edge is cut at it, so that a thread's running,
+ * runnable, blocked and steal add up to the window's length, not more. win_start ~0: not
+ * open yet (vp_sched_config.windowed), 0: open from the start; win_end 0: not closed. */
+volatile __u64 win_start = 0, win_end = 0;
+/* When the walking object took over (use_walker): intervals opened before it carry
+ * frame-pointer user stacks, which lose a Java thread's callers; they are dropped, and
+ * counted (VPS_CNT_EARLY), not charged to a stack that says less than the rest. */
+volatile __u64 walk_since = 0;
 
 #define PF_KTHREAD 0x00200000
 /* The tracer's own frames at the leaf of a kernel stack taken here: the program,
@@ -174,36 +185,68 @@ static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __u
 		agg_to(&agg0, &k, ns, now);
 }
 
+/* [*from, *to) cut to the sampling window; false when nothing of it lies inside. */
+static __always_inline bool in_window(__u64 *from, __u64 *to)
+{
+	__u64 ws = win_start, we = win_end;
+
+	if (*from < ws)
+		*from = ws;
+	if (we && *to > we)
+		*to = we;
+	return *to > *from;
+}
+
+/* The part of a run of n ns ending at now that lies inside the sampling window. */
+static __always_inline __u64 run_in_window(__u64 now, __u64 n)
+{
+	__u64 from = n < now ? now - n : 0, to = now;
+
+	return in_window(&from, &to) ? to - from : 0;
+}
+
 /* Charges the open off-CPU interval of ts, ending at now. ran is on-CPU time inside it
  * that no switch showed (a switch-in the program did not see, then the switch-out
  * that ends here or a switch-in and -out both unseen): it comes off the interval's
  * run-queue part (a blocked thread runs only after its wakeup), then off the blocked
- * part, so that running + off-CPU still add up to the elapsed time. */
+ * part, so that running + off-CPU still add up to the elapsed time. The parts are then
+ * cut to the sampling window. */
 static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, __u64 now, __u64 ran)
 {
-	__u64 out = ts->out_time, w = ts->wake_time, blocked, runnable;
+	__u64 out = ts->out_time, w = ts->wake_time, from, to, end;
 
 	if (!out || now <= out)
 		return;
+	if (walker && out < walk_since) {
+		/* Opened by the frame-pointer object before this one took over. */
+		count(VPS_CNT_EARLY, 1);
+		count(VPS_CNT_EARLY_NS, now - out);
+		return;
+	}
 	if (ran > now - out)
 		ran = now - out;
 	if (ts->state == VPS_RUNNABLE_PREEMPT) {
-		agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, now - out - ran, now);
+		from = out;
+		to = now - ran;
+		if (in_window(&from, &to))
+			agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, to - from, now);
 		return;
 	}
-	/* Blocked until the wakeup, then waiting on the run queue. */
+	/* Blocked until the wakeup, then waiting on the run queue; the unseen run is taken
+	 * off the end of the run-queue part, then of the blocked part. */
 	if (!w || w < out || w > now)
 		w = now;
-	blocked = w - out;
-	runnable = now - w;
-	if (ran > runnable) {
-		blocked -= ran - runnable;
-		runnable = 0;
-	} else {
-		runnable -= ran;
-	}
-	agg(pid, tid, ts->state, ts->kstack, ts->ustack, blocked, now);
-	agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, runnable, now);
+	end = now - ran;
+	if (w > end)
+		w = end;
+	from = out;
+	to = w;
+	if (in_window(&from, &to))
+		agg(pid, tid, ts->state, ts->kstack, ts->ustack, to - from, now);
+	from = w;
+	to = end;
+	if (in_window(&from, &to))
+		agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, to - from, now);
 }
 
 /* This CPU's run queue, through the switching tasks' CFS run queues (the per-CPU
@@ -402,7 +445,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if ((!user_only && ks < 0) || (!(prev->flags & PF_KTHREAD) && !us))
 				count(VPS_CNT_NO_STACK, 1);
 		}
-		agg(pid, tid, VPS_STEAL, ks, us, delta, now);
+		/* Steal that accrued in the window (a run that straddles an edge has all of
+		 * it or none: the clock is read at switches only). */
+		__u64 tdelta = now >= win_start && (!win_end || now <= win_end) ? delta : 0;
+
+		agg(pid, tid, VPS_STEAL, ks, us, tdelta, now);
 		ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		th = bpf_map_lookup_elem(&threads, &tid);
 		if (!th) {
@@ -429,9 +476,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				charge_off(ts, pid, tid, now, run);
 		}
 		if (th) {
-			th->oncpu_ns += run;
+			th->oncpu_ns += run_in_window(now, run);
 			th->switches++;
-			th->steal_ns += delta;
+			th->steal_ns += tdelta;
 			th->last = now;
 		}
 		if (ts) {
@@ -469,7 +516,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				if (ran > now - ts->last_out)
 					ran = now - ts->last_out;
 				if (th)
-					th->oncpu_ns += ran;
+					th->oncpu_ns += run_in_window(now, ran);
 				ts->sum_out = sum;
 				count(VPS_CNT_MISSED_IN, 1);
 				count(VPS_CNT_MISSED_NS, ran);
@@ -479,7 +526,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			charge_off(ts, pid, tid, now, ran);
 		} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
 			/* A new thread's first wait on the run queue (sched_wakeup_new). */
-			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, now - ts->wake_time, now);
+			__u64 from = ts->wake_time, to = now;
+
+			if (in_window(&from, &to))
+				agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, to - from, now);
 		}
 		ts->out_time = 0;
 		ts->wake_time = 0;

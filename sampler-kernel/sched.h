@@ -53,7 +53,9 @@
 #define VPS_CNT_WALKS      7     /* user stacks walked with the sampler's walker */
 #define VPS_CNT_WALK_NS    8     /* the time those walks took (with interning) */
 #define VPS_CNT_USTACK_FULL 9    /* a walked stack not interned: the ustacks hash was full */
-#define VPS_CNT_NR         10
+#define VPS_CNT_EARLY      10    /* an interval dropped: opened before the walking object took over */
+#define VPS_CNT_EARLY_NS   11    /* their duration */
+#define VPS_CNT_NR         12
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =

@@ -215,6 +215,16 @@ static int drain(struct vp_sched *s, uint64_t now)
 	return n;
 }
 
+void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
+{
+	if (!s || s->stopped)
+		return;
+	if (start)
+		s->skel->bss->win_start = start;
+	if (end)
+		s->skel->bss->win_end = end;
+}
+
 int vp_sched__poll(struct vp_sched *s, uint64_t now)
 {
 	if (!s || s->stopped || now - s->last_drain < s->cfg.drain_ns)
@@ -287,6 +297,8 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.walks = percpu_sum(s, VPS_CNT_WALKS);
 	s->st.walk_ns = percpu_sum(s, VPS_CNT_WALK_NS);
 	s->st.ustack_full = percpu_sum(s, VPS_CNT_USTACK_FULL);
+	s->st.early = percpu_sum(s, VPS_CNT_EARLY);
+	s->st.early_ns = percpu_sum(s, VPS_CNT_EARLY_NS);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
@@ -402,6 +414,8 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 		bpf_link__destroy(s->links[i]);
 	s->nr_links = 0;
 	vp_timing("switch tracer: old links detached");
+	/* Every interval the old object opened began before this moment. */
+	k->bss->walk_since = mono_ns();
 	s->skel = k;
 	if ((rc = attach_all(s, s->walker_err, sizeof(s->walker_err)))) {
 		/* Back to the old object, whose programs attached before. */
@@ -524,6 +538,8 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 			 "and CAP_PERFMON), BTF, and task storage (kernel 5.11+)", strerror(-rc));
 		goto cleanup;
 	}
+	if (cfg->windowed)
+		s->skel->bss->win_start = UINT64_MAX;
 	for (int i = 0; tracked && i < cfg->nr_pids; i++) {
 		uint32_t pid = (uint32_t)cfg->pids[i];
 
