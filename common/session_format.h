@@ -331,6 +331,9 @@ struct vp_sched_stats {
 	 * nanoseconds (inside the window or not). */
 	uint64_t early;
 	uint64_t early_ns;
+	/* Added later (issue 32): threads found off CPU when the window opened whose
+	 * interval was opened then, with their stack walked from outside. */
+	uint64_t opened;
 };
 
 struct vp_end {

@@ -81,6 +81,9 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 	if (st.early && !quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu off-CPU intervals (%.1f ms) that began before the stack "
 				"walker was loaded were left out\n", (unsigned long long)st.early, (double)st.early_ns / 1e6);
+	if (st.opened && !quiet)
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu threads were off CPU when recording began; their "
+				"stacks were walked then\n", (unsigned long long)st.opened);
 	if (st.agg_full)
 		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
 				"aggregation hash was full\n", (unsigned long long)st.agg_full, (double)st.agg_full_ns / 1e6);

@@ -42,15 +42,11 @@ volatile __u64 win_start = 0, win_end = 0;
  * counted (VPS_CNT_EARLY), not charged to a stack that says less than the rest. */
 volatile __u64 walk_since = 0;
 
-#define PF_KTHREAD 0x00200000
+#include "sched_state.bpf.h"
+
 /* The tracer's own frames at the leaf of a kernel stack taken here: the program,
  * bpf_trace_run4 and __traceiter_sched_switch; the stack then starts in __schedule. */
 #define KSTACK_SKIP 3
-#define TASK_RUNNING 0x0000
-#define TASK_UNINTERRUPTIBLE 0x0002
-#define TASK_DEAD 0x0080
-#define TASK_WAKEKILL 0x0100
-
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -58,25 +54,6 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, VPS_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
-
-/* Walked user stacks, by the hash of their contents; kept for the whole recording like
- * the stack-trace map (user space reads them when it drains the sums). Allocated as
- * stacks appear, not up front: most recordings need a few hundred. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, VPS_MAX_USTACKS);
-	__type(key, __u64);
-	__type(value, struct vps_ustack);
-} ustacks SEC(".maps");
-
-/* One stack being interned, per CPU (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct vps_ustack);
-} ustack_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -105,53 +82,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct vps_cpu);
 } cpus SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, VPS_CNT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-/* What a thread was doing when it left the CPU, until it is back on one. */
-struct tstate {
-	__u64 in_time;     /* last switch-in, 0 = not seen running yet */
-	__u64 out_time;    /* last switch-out with an off-CPU interval open, 0 = none */
-	__u64 wake_time;   /* wakeup after out_time (or sched_wakeup_new), 0 = none */
-	__u64 last_out;    /* last switch-out seen, 0 = none */
-	__u64 sum_out;     /* the task's se.sum_exec_runtime then */
-	__u64 ustack;      /* vps_key.ustack of the open interval */
-	__s32 kstack;
-	__u32 state;       /* VPS_* of the open interval */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct tstate);
-} tstates SEC(".maps");
-
-static __always_inline void count(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		*v += n;
-}
-
-static __always_inline bool is_tracked(struct task_struct *t)
-{
-	__u32 tgid = t->tgid;
-
-	if (t->pid == 0)
-		return false;   /* the idle task: its steal goes to the CPU's idle total */
-	if (filter_uid != (__u32)-1 &&
-	    (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
-	     BPF_CORE_READ(t, cred, suid.val) != filter_uid))
-		return false;
-	return follows(tgid);
-}
 
 static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64 now)
 {
@@ -265,95 +195,18 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 	return NULL;
 }
 
-/* What a blocked thread waits for, from what the kernel knows at switch-out: I/O wait,
- * else the system call it is blocked in (its number in pt_regs->orig_ax; -1 when it
- * blocked outside one, e.g. on a page fault), else the task state. Java's own waits all
- * go through futex; the report names them from their Java frames (docs/offcpu.md). */
-static __always_inline __u32 blocked_state(struct task_struct *prev, unsigned int prev_state)
-{
-	if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
-		return VPS_BLOCKED_IO;
-#if defined(__TARGET_ARCH_x86)
-	{
-		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
-		long nr = r ? BPF_CORE_READ(r, orig_ax) : -1;
-
-		switch (nr) {
-		case 202: case 449: case 455:          /* futex, futex_waitv, futex_wait */
-			return VPS_BLOCKED_LOCK;
-		case 35: case 230:                     /* nanosleep, clock_nanosleep */
-			return VPS_BLOCKED_SLEEP;
-		case 0: case 17: case 19: case 295:    /* read, pread64, readv, preadv */
-		case 7: case 23: case 270: case 271:   /* poll, select, pselect6, ppoll */
-		case 232: case 281: case 441:          /* epoll_wait, epoll_pwait, epoll_pwait2 */
-		case 43: case 288: case 42:            /* accept, accept4, connect */
-		case 45: case 47: case 299:            /* recvfrom, recvmsg, recvmmsg */
-		case 44: case 46: case 1: case 20:     /* sendto, sendmsg, write, writev */
-			return VPS_BLOCKED_FD;
-		}
-	}
-#endif
-	if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_WAKEKILL))
-		return VPS_BLOCKED_OTHER;
-	return VPS_BLOCKED_WAIT;
-}
-
-struct hash_ctx {
-	struct walk *w;
-	struct vps_ustack *u;
-	__u64 h;
-};
-
-/* Copies frame i of the walk into the stack being interned and mixes it into the hash.
- * Only the walk's n frames are visited (user space reads n of them): a loop over the
- * whole array cost as much as the walk of a shallow stack. */
-static long hash_frame(__u32 i, void *data)
-{
-	struct hash_ctx *c = data;
-	__u64 x = 0;
-
-	/* Written so that the compiler keeps the bound check on the register the index
-	 * uses (the verifier rejects the access otherwise). */
-	if (i >= VPS_MAX_UFRAMES)
-		return 1;
-	if (i < c->w->n)
-		x = c->w->ustack[i];
-	c->u->ips[i] = x;
-	c->h = (c->h ^ x) * 0x100000001b3ull;
-	c->h ^= c->h >> 29;
-	return 0;
-}
-
-static long hash_jframe(__u32 i, void *data)
-{
-	struct hash_ctx *c = data;
-	struct vpb_jframe z = {};
-
-	if (i >= VPS_MAX_JFRAMES)
-		return 1;
-	if (i < c->w->nj)
-		z = c->w->jframes[i];
-	c->u->jframes[i] = z;
-	c->h = (c->h ^ z.method ^ ((__u64)z.frame << 48) ^ (__u32)z.bci) * 0x100000001b3ull;
-	c->h ^= c->h >> 29;
-	return 0;
-}
-
 /* The current task's user stack, walked by the sampler's walker from its saved user
  * registers (so a wait inside a libc wrapper without frame pointers shows its
  * callers, and Java frames without -XX:+PreserveFramePointer are found), interned in
  * ustacks. A frame-pointer walk when its process has no tables yet. */
 static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid)
 {
-	__u32 zero = 0;
 	struct walk *w = walk_scratch();
-	struct vps_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &zero);
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct hash_ctx hc;
-	__u64 t0 = bpf_ktime_get_ns();
+	__u64 t0 = bpf_ktime_get_ns(), h;
 	long id;
 
-	if (!w || !u || !r)
+	if (!w || !r)
 		return 0;
 	w->s.pid = tgid;
 	if (!walk_regs(w, tgid, BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp),
@@ -361,27 +214,10 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 		id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		return id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 	}
-	u->n = (__u16)w->n;
-	u->nj = (__u16)w->nj;
-	u->walk_end = (__u16)w->end;
-	u->pad = 0;
-	hc.w = w;
-	hc.u = u;
-	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
-	bpf_loop(w->n < VPS_MAX_UFRAMES ? w->n : VPS_MAX_UFRAMES, hash_frame, &hc, 0);
-	bpf_loop(w->nj < VPS_MAX_JFRAMES ? w->nj : VPS_MAX_JFRAMES, hash_jframe, &hc, 0);
-	hc.h &= ~VPS_USTACK_FP;
-	if (!hc.h)
-		hc.h = 1;
-	/* The first time a stack is seen it is stored; later, the lookup is all. */
-	if (!bpf_map_lookup_elem(&ustacks, &hc.h) && bpf_map_update_elem(&ustacks, &hc.h, u, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&ustacks, &hc.h)) {
-		count(VPS_CNT_USTACK_FULL, 1);
-		hc.h = 0;
-	}
+	h = intern_walk(w);
 	count(VPS_CNT_WALKS, 1);
 	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
-	return hc.h;
+	return h;
 }
 
 SEC("tp_btf/sched_switch")
@@ -400,18 +236,20 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		/* Not this CPU's run queue: nothing read, the steal of this interval goes to
 		 * whoever leaves the CPU at the next switch that can read it. */
 		count(VPS_CNT_NO_RQ, 1);
-	} else if (c) {
+	} else if (c && now >= win_start && (!win_end || now <= win_end)) {
 		steal = BPF_CORE_READ(rq, prev_steal_time_rq);
 		kstat = BPF_CORE_READ(rq, prev_steal_time);
 		/* Seen once is first_time set, not a steal clock above 0: on a vCPU whose
 		 * steal clock starts moving during the recording, the first steal is charged
-		 * like every later one. */
+		 * like every later one. The first switch in the window charges the steal
+		 * since the last one before it (read below), as every later switch does. */
 		if (c->first_time) {
 			delta = steal > c->steal_last ? steal - c->steal_last : 0;
 		} else {
-			c->steal_first = steal;
-			c->kstat_first = kstat;
+			c->steal_first = c->last_time ? c->steal_last : steal;
+			c->kstat_first = c->last_time ? c->kstat_last : kstat;
 			c->first_time = now;
+			delta = steal > c->steal_first ? steal - c->steal_first : 0;
 		}
 		c->steal_last = steal;
 		c->kstat_last = kstat;
@@ -419,6 +257,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		c->charged += delta;
 		if (prev->pid == 0)
 			c->idle_steal += delta;
+	} else if (c && !c->first_time) {
+		/* Before the window: the clocks' last readings only, so that the window's
+		 * first switch on this vCPU knows where its steal began. After the window
+		 * nothing changes, so that the vCPU's figures are the window's. */
+		c->steal_last = BPF_CORE_READ(rq, prev_steal_time_rq);
+		c->kstat_last = BPF_CORE_READ(rq, prev_steal_time);
+		c->last_time = now;
 	}
 
 	if (is_tracked(prev)) {
@@ -445,11 +290,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if ((!user_only && ks < 0) || (!(prev->flags & PF_KTHREAD) && !us))
 				count(VPS_CNT_NO_STACK, 1);
 		}
-		/* Steal that accrued in the window (a run that straddles an edge has all of
-		 * it or none: the clock is read at switches only). */
-		__u64 tdelta = now >= win_start && (!win_end || now <= win_end) ? delta : 0;
-
-		agg(pid, tid, VPS_STEAL, ks, us, tdelta, now);
+		/* delta is 0 outside the window (the clock is read at switches only: a run
+		 * that straddles an edge has the steal since the switch before it). */
+		agg(pid, tid, VPS_STEAL, ks, us, delta, now);
 		ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		th = bpf_map_lookup_elem(&threads, &tid);
 		if (!th) {
@@ -478,7 +321,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (th) {
 			th->oncpu_ns += run_in_window(now, run);
 			th->switches++;
-			th->steal_ns += tdelta;
+			th->steal_ns += delta;
 			th->last = now;
 		}
 		if (ts) {
@@ -563,6 +406,37 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(on_wakeup_new, struct task_struct *p)
 {
 	wakeup(p, true);
+	return 0;
+}
+
+/* Run once by user space when the window closes (vp_sched__window), over every task:
+ * the intervals still open then (a thread blocked through the end, or parked for good)
+ * are charged up to the window's end, and threads on a CPU get their run up to it; a
+ * later switch charges nothing more (it falls outside the window). */
+SEC("iter/task")
+int close_open(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	__u64 we = win_end;
+	struct tstate *ts;
+
+	if (!t || !we || !is_tracked(t))
+		return 0;
+	ts = bpf_task_storage_get(&tstates, t, 0, 0);
+	if (!ts)
+		return 0;
+	if (off_cpu && ts->out_time) {
+		charge_off(ts, t->tgid, t->pid, we, 0);
+		ts->out_time = 0;
+		ts->wake_time = 0;
+	} else if (ts->in_time && we > ts->in_time) {
+		__u32 tid = t->pid;
+		struct vps_thread *th = bpf_map_lookup_elem(&threads, &tid);
+
+		if (th)
+			th->oncpu_ns += run_in_window(we, we - ts->in_time);
+		ts->in_time = we;
+	}
 	return 0;
 }
 

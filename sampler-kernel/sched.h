@@ -55,7 +55,8 @@
 #define VPS_CNT_USTACK_FULL 9    /* a walked stack not interned: the ustacks hash was full */
 #define VPS_CNT_EARLY      10    /* an interval dropped: opened before the walking object took over */
 #define VPS_CNT_EARLY_NS   11    /* their duration */
-#define VPS_CNT_NR         12
+#define VPS_CNT_OPENED     12    /* intervals opened at the window's start by sched_open.bpf.c */
+#define VPS_CNT_NR         13
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =

@@ -16,6 +16,7 @@
 #include "sampler-kernel/sched.h"
 #include "sampler-kernel/sched_tracer.h"
 #include "sched.skel.h"
+#include "sched_open.skel.h"
 
 /* The BPF program writes its states into the session as they are: the two lists must
  * stay equal, which the compiler checks rather than a comment. */
@@ -47,6 +48,9 @@ struct vp_sched {
 	struct vp_sched_stats st;
 	bool stopped;
 	bool walker;                     /* the loaded object walks with the sampler's tables */
+	/* Loaded with the walking object, run once when the window opens, then freed: opens
+	 * the intervals of threads already off CPU then (sched_open.bpf.c). */
+	struct sched_open *opener;
 	/* The sampler's before_sampling callback this tracer wrapped (vp_sched__hook). */
 	void (*next_before)(void *ctx, const struct sampler_unwind *uw);
 	void *next_ctx;
@@ -215,14 +219,53 @@ static int drain(struct vp_sched *s, uint64_t now)
 	return n;
 }
 
+/* Runs a task iterator program once, over every task. 0 or -errno. */
+static int run_iter(struct bpf_program *p)
+{
+	struct bpf_link *l = bpf_program__attach_iter(p, NULL);
+	char buf[64];
+	int fd, rc = 0;
+	ssize_t n;
+
+	if (!l)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0) {
+		rc = -errno;
+		goto cleanup;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		rc = -errno;
+	close(fd);
+cleanup:
+	bpf_link__destroy(l);
+	return rc;
+}
+
 void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
 {
 	if (!s || s->stopped)
 		return;
-	if (start)
+	if (start) {
 		s->skel->bss->win_start = start;
-	if (end)
+		/* Threads that left the CPU before the walking object saw them: their
+		 * intervals open now, with their stacks walked from outside. */
+		if (s->opener) {
+			s->opener->bss->win_start = start;
+			if (run_iter(s->opener->progs.open_blocked) && getenv("VIPROF_DEBUG"))
+				fprintf(stderr, "viprof: switch tracer: the opening pass failed: %s\n", strerror(errno));
+			sched_open__destroy(s->opener);
+			s->opener = NULL;
+		}
+	}
+	if (end) {
 		s->skel->bss->win_end = end;
+		/* Intervals still open are charged up to the end, runs too. */
+		if (run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
+			fprintf(stderr, "viprof: switch tracer: the closing pass failed: %s\n", strerror(errno));
+	}
 }
 
 int vp_sched__poll(struct vp_sched *s, uint64_t now)
@@ -299,6 +342,7 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.ustack_full = percpu_sum(s, VPS_CNT_USTACK_FULL);
 	s->st.early = percpu_sum(s, VPS_CNT_EARLY);
 	s->st.early_ns = percpu_sum(s, VPS_CNT_EARLY_NS);
+	s->st.opened = percpu_sum(s, VPS_CNT_OPENED);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
@@ -316,6 +360,7 @@ void vp_sched__free(struct vp_sched *s)
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	sched__destroy(s->skel);
+	sched_open__destroy(s->opener);
 	if (s->tracked_fd >= 0)
 		close(s->tracked_fd);
 	free(s->keys);
@@ -352,6 +397,7 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
 	bpf_program__set_autoload(k->progs.on_fork, tracked);
 	bpf_program__set_autoload(k->progs.on_wakeup, cfg->off_cpu);
 	bpf_program__set_autoload(k->progs.on_wakeup_new, cfg->off_cpu);
+	bpf_program__set_autoload(k->progs.close_open, cfg->off_cpu);
 }
 
 /* The programs s->skel loaded, in the order that loses nothing: forks first, so that
@@ -368,6 +414,38 @@ static int attach_all(struct vp_sched *s, char *err, size_t errlen)
 	    (rc = attach(s, s->skel->progs.on_switch, "sched_switch", err, errlen)))
 		return rc;
 	return 0;
+}
+
+/* Loads the opening pass (sched_open.bpf.c) on the walking object's maps, for
+ * vp_sched__window to run. Only for recorded processes, not -a: a pass over every
+ * thread of the VM, each walked, would cost the start more than it brings. On failure
+ * there is no pass (threads blocked across the window's start are then charged from
+ * their first switch in it). */
+static void load_opener(struct vp_sched *s, const struct sampler_unwind *uw)
+{
+	struct sched_open *o;
+	struct sched *k = s->skel;
+	int rc;
+
+	if (!s->cfg.off_cpu || s->cfg.target == SAMPLER_TARGET_ALL || !(o = sched_open__open()))
+		return;
+	o->rodata->target_mode = VPB_TARGET_TRACKED;
+	o->rodata->filter_uid = k->rodata->filter_uid;
+	o->rodata->walk_since = k->bss->walk_since;
+#define REUSE(m, fd) (rc = bpf_map__reuse_fd(o->maps.m, (fd)))
+	if (REUSE(tracked, bpf_map__fd(k->maps.tracked)) || REUSE(tstates, bpf_map__fd(k->maps.tstates)) ||
+	    REUSE(ustacks, bpf_map__fd(k->maps.ustacks)) || REUSE(counters, bpf_map__fd(k->maps.counters)) ||
+	    REUSE(proc_slots, uw->proc_slots_fd) || REUSE(unwind_procs, uw->procs_fd) ||
+	    REUSE(unwind_tables, uw->tables_fd) || REUSE(unwind_rules, uw->rules_fd) ||
+	    REUSE(unwind_pages, uw->pages_fd) || (rc = sched_open__load(o))) {
+#undef REUSE
+		if (getenv("VIPROF_DEBUG"))
+			fprintf(stderr, "viprof: switch tracer: no opening pass: %s\n", strerror(-rc));
+		sched_open__destroy(o);
+		return;
+	}
+	vp_timing("switch tracer: opening pass loaded");
+	s->opener = o;
 }
 
 /* Replaces the frame-pointer object with one that walks user stacks with the sampler's
@@ -429,6 +507,7 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 	}
 	s->walker = true;
 	vp_timing("switch tracer: walking object attached");
+	load_opener(s, uw);
 	k = old;   /* the old object goes; its maps live on in the new one */
 cleanup:
 	sched__destroy(k);

@@ -66,6 +66,12 @@ struct {
 #define STK_BYTES 65536       /* at most this much of the stack is copied per walk (a power of 2) */
 #endif
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
+/* How the walk reads the walked process's memory: the current task's, by default. An
+ * object that walks another task's stack from a sleepable program (sched_open.bpf.c)
+ * defines WALK_READ(w, dst, size, src) first, reading the memory of task w->s.tid. */
+#ifndef WALK_READ
+#define WALK_READ(w, dst, size, src) bpf_probe_read_user(dst, size, src)
+#endif
 
 struct walk {
 	__u64 pc, sp, fp, r13;
@@ -134,7 +140,7 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 
 	if (addr >= w->stk_base && off + 8 > len && off + 8 <= len + STK_CHUNK && len <= STK_BYTES - STK_CHUNK &&
 	    !w->stk_stop) {
-		if (bpf_probe_read_user(&w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
+		if (WALK_READ(w, &w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
 			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
 		else
 			w->stk_len = len = len + STK_CHUNK;
@@ -143,7 +149,7 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
 		return 0;
 	}
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	return WALK_READ(w, v, sizeof(*v), (const void *)addr);
 }
 
 static __always_inline long stop(struct walk *w, __u32 why)
@@ -270,7 +276,7 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
 	__u8 c[8], prev = 0;
 
 	*rbp_saved = false;
-	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return w->sp + 8;
 	if (c[0] == 0x48 && c[1] == 0x89 && (c[2] == 0x6c || c[2] == 0xac) && c[3] == 0x24)
 		return cfa;                                            /* mov [rsp+d], rbp */
@@ -281,7 +287,7 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
 		return cfa;
 	}
 	if (c[0] == 0x48 && (c[1] == 0x83 || c[1] == 0x81) && c[2] == 0xec &&
-	    bpf_probe_read_user(&prev, 1, (const void *)(w->pc - 1)) == 0 && prev == 0x55) {
+	    WALK_READ(w, &prev, 1, (const void *)(w->pc - 1)) == 0 && prev == 0x55) {
 		*rbp_saved = true;                                     /* push rbp; at sub rsp */
 		return w->sp + 16;
 	}
@@ -297,7 +303,7 @@ static __always_inline __u64 epilogue_cfa(struct walk *w, __u64 cfa)
 {
 	__u8 c[16];
 
-	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return cfa;
 	if (c[0] == 0xc3)                                              /* ret */
 		return w->sp + 8;
@@ -330,7 +336,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	bool rbp_saved = true;
 
 	for (int i = 0; i < MAX_SEG_HOPS; i++) {
-		if (bpf_probe_read_user(&b, 1, (const void *)(h->segmap + seg)))
+		if (WALK_READ(w, &b, 1, (const void *)(h->segmap + seg)))
 			return stop(w, VPB_WALK_UNREADABLE);
 		if (b == 0xff)
 			return stop(w, VPB_WALK_NO_RULE);
@@ -343,7 +349,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	if (b != 0)
 		return stop(w, VPB_WALK_NO_RULE);
 	blob = h->lo + (seg << (h->log2_seg & 63)) + hs->heapblock_size;
-	if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)blob))
+	if (WALK_READ(w, hdr, sizeof(hdr), (const void *)blob))
 		return stop(w, VPB_WALK_UNREADABLE);
 	off = hs->blob_frame_size;
 	if (off <= BLOB_HDR - 4)

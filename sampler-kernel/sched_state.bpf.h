@@ -1,0 +1,187 @@
+/* The switch tracer's state, shared by its two BPF objects: sched.bpf.c (the programs at
+ * every switch and wakeup) and sched_open.bpf.c (the sleepable task iterator that opens
+ * the intervals of threads already off CPU when the recording's window opens, walking
+ * their stacks from outside). Each object declares these maps; user space makes the
+ * second reuse the first's (bpf_map__reuse_fd), so there is one of each. Include after
+ * walker.bpf.h and tracked.bpf.h, with filter_uid declared (const volatile __u32). */
+#ifndef VIPROF_SAMPLER_SCHED_STATE_BPF_H
+#define VIPROF_SAMPLER_SCHED_STATE_BPF_H
+
+#define PF_KTHREAD 0x00200000
+#define TASK_RUNNING 0x0000
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD 0x0080
+#define TASK_WAKEKILL 0x0100
+
+/* Walked user stacks, by the hash of their contents; kept for the whole recording like
+ * the stack-trace map (user space reads them when it drains the sums). Allocated as
+ * stacks appear, not up front: most recordings need a few hundred. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, VPS_MAX_USTACKS);
+	__type(key, __u64);
+	__type(value, struct vps_ustack);
+} ustacks SEC(".maps");
+
+/* One stack being interned, per CPU (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vps_ustack);
+} ustack_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VPS_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* What a thread was doing when it left the CPU, until it is back on one. */
+struct tstate {
+	__u64 in_time;     /* last switch-in, 0 = not seen running yet */
+	__u64 out_time;    /* last switch-out with an off-CPU interval open, 0 = none */
+	__u64 wake_time;   /* wakeup after out_time (or sched_wakeup_new), 0 = none */
+	__u64 last_out;    /* last switch-out seen, 0 = none */
+	__u64 sum_out;     /* the task's se.sum_exec_runtime then */
+	__u64 ustack;      /* vps_key.ustack of the open interval */
+	__s32 kstack;
+	__u32 state;       /* VPS_* of the open interval */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tstate);
+} tstates SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline bool is_tracked(struct task_struct *t)
+{
+	__u32 tgid = t->tgid;
+
+	if (t->pid == 0)
+		return false;   /* the idle task: its steal goes to the CPU's idle total */
+	if (filter_uid != (__u32)-1 &&
+	    (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
+	     BPF_CORE_READ(t, cred, suid.val) != filter_uid))
+		return false;
+	return follows(tgid);
+}
+
+/* What a blocked thread waits for, from what the kernel knows at switch-out: I/O wait,
+ * else the system call it is blocked in (its number in pt_regs->orig_ax; -1 when it
+ * blocked outside one, e.g. on a page fault), else the task state. Java's own waits all
+ * go through futex; the report names them from their Java frames (docs/offcpu.md). */
+static __always_inline __u32 blocked_state(struct task_struct *prev, unsigned int prev_state)
+{
+	if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
+		return VPS_BLOCKED_IO;
+#if defined(__TARGET_ARCH_x86)
+	{
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
+		long nr = r ? BPF_CORE_READ(r, orig_ax) : -1;
+
+		switch (nr) {
+		case 202: case 449: case 455:          /* futex, futex_waitv, futex_wait */
+			return VPS_BLOCKED_LOCK;
+		case 35: case 230:                     /* nanosleep, clock_nanosleep */
+			return VPS_BLOCKED_SLEEP;
+		case 0: case 17: case 19: case 295:    /* read, pread64, readv, preadv */
+		case 7: case 23: case 270: case 271:   /* poll, select, pselect6, ppoll */
+		case 232: case 281: case 441:          /* epoll_wait, epoll_pwait, epoll_pwait2 */
+		case 43: case 288: case 42:            /* accept, accept4, connect */
+		case 45: case 47: case 299:            /* recvfrom, recvmsg, recvmmsg */
+		case 44: case 46: case 1: case 20:     /* sendto, sendmsg, write, writev */
+			return VPS_BLOCKED_FD;
+		}
+	}
+#endif
+	if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_WAKEKILL))
+		return VPS_BLOCKED_OTHER;
+	return VPS_BLOCKED_WAIT;
+}
+
+struct hash_ctx {
+	struct walk *w;
+	struct vps_ustack *u;
+	__u64 h;
+};
+
+/* Copies frame i of the walk into the stack being interned and mixes it into the hash.
+ * Only the walk's n frames are visited (user space reads n of them): a loop over the
+ * whole array cost as much as the walk of a shallow stack. */
+static long hash_frame(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+	__u64 x = 0;
+
+	/* Written so that the compiler keeps the bound check on the register the index
+	 * uses (the verifier rejects the access otherwise). */
+	if (i >= VPS_MAX_UFRAMES)
+		return 1;
+	if (i < c->w->n)
+		x = c->w->ustack[i];
+	c->u->ips[i] = x;
+	c->h = (c->h ^ x) * 0x100000001b3ull;
+	c->h ^= c->h >> 29;
+	return 0;
+}
+
+static long hash_jframe(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+	struct vpb_jframe z = {};
+
+	if (i >= VPS_MAX_JFRAMES)
+		return 1;
+	if (i < c->w->nj)
+		z = c->w->jframes[i];
+	c->u->jframes[i] = z;
+	c->h = (c->h ^ z.method ^ ((__u64)z.frame << 48) ^ (__u32)z.bci) * 0x100000001b3ull;
+	c->h ^= c->h >> 29;
+	return 0;
+}
+
+/* Interns the stack walked into w (walk_regs) in ustacks: returns its key (the hash of
+ * its frames, interpreted frames and end), 0 when it cannot be kept. */
+static __always_inline __u64 intern_walk(struct walk *w)
+{
+	__u32 zero = 0;
+	struct vps_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &zero);
+	struct hash_ctx hc;
+
+	if (!u)
+		return 0;
+	u->n = (__u16)w->n;
+	u->nj = (__u16)w->nj;
+	u->walk_end = (__u16)w->end;
+	u->pad = 0;
+	hc.w = w;
+	hc.u = u;
+	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
+	bpf_loop(w->n < VPS_MAX_UFRAMES ? w->n : VPS_MAX_UFRAMES, hash_frame, &hc, 0);
+	bpf_loop(w->nj < VPS_MAX_JFRAMES ? w->nj : VPS_MAX_JFRAMES, hash_jframe, &hc, 0);
+	hc.h &= ~VPS_USTACK_FP;
+	if (!hc.h)
+		hc.h = 1;
+	/* The first time a stack is seen it is stored; later, the lookup is all. */
+	if (!bpf_map_lookup_elem(&ustacks, &hc.h) && bpf_map_update_elem(&ustacks, &hc.h, u, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&ustacks, &hc.h)) {
+		count(VPS_CNT_USTACK_FULL, 1);
+		hc.h = 0;
+	}
+	return hc.h;
+}
+
+#endif
