@@ -81,6 +81,8 @@ struct walk {
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
+	__u32 sig_leaf;          /* the next frame is one a signal interrupted: walk it as a leaf */
+	__u32 pad0;
 	/* The last caller frame walked through a table or a code blob's frame size (one
 	 * entry, this walk only): a recursion's frames return to one pc over and over, and
 	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
@@ -459,6 +461,41 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 	return 0;
 }
 
+/* Where the interrupted registers lie in the ucontext of an x86-64 signal frame (struct
+ * rt_sigframe: the return address into the restorer, popped by the handler's return, then
+ * struct ucontext: uc_flags, uc_link, uc_stack (24 bytes), then uc_mcontext, whose
+ * general registers are r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip). */
+#define UC_MCONTEXT 40
+#define UC_R13 (UC_MCONTEXT + 5 * 8)
+#define UC_RBP (UC_MCONTEXT + 10 * 8)
+#define UC_RSP (UC_MCONTEXT + 15 * 8)
+#define UC_RIP (UC_MCONTEXT + 16 * 8)
+
+/* A frame without an unwind rule may be the signal restorer (libc's __restore_rt, whose
+ * FDE is a signal frame the tables leave without a rule): "mov $15 (rt_sigreturn), %rax;
+ * syscall", SP at the ucontext. The walk goes on at the interrupted pc with the
+ * interrupted registers, and walks that frame as a leaf (the pc is not a return
+ * address). Another agent's signal handler (a profiler's SIGPROF) then keeps the
+ * interrupted code's callers under it. */
+static __always_inline long sigframe(struct walk *w)
+{
+	__u8 c[9];
+	__u64 uc = w->sp, rip, rsp, rbp, r13;
+
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc) || c[0] != 0x48 || c[1] != 0xc7 || c[2] != 0xc0 ||
+	    c[3] != 0x0f || c[4] || c[5] || c[6] || c[7] != 0x0f || c[8] != 0x05)
+		return stop(w, VPB_WALK_NO_RULE);
+	if (read_u64(w, uc + UC_RIP, &rip) || read_u64(w, uc + UC_RSP, &rsp) || read_u64(w, uc + UC_RBP, &rbp) ||
+	    read_u64(w, uc + UC_R13, &r13))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = rip;
+	w->sp = rsp;
+	w->fp = rbp;
+	w->r13 = r13;
+	w->sig_leaf = 1;
+	return 0;
+}
+
 static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
 {
 	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
@@ -475,8 +512,8 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		return 0;
 	}
 	r = find_rule(m->table, lookup - m->bias);
-	if (!r)
-		return stop(w, VPB_WALK_NO_RULE);
+	if (!r || r->kind == VPB_RULE_NONE)
+		return sigframe(w);
 	if (!leaf) {
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
@@ -513,6 +550,10 @@ static long walk_step(__u32 i, void *ctx)
 
 	if (!w)
 		return 1;
+	if (w->sig_leaf) {
+		leaf = true;
+		w->sig_leaf = 0;
+	}
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
@@ -552,7 +593,9 @@ static long walk_step(__u32 i, void *ctx)
 		return rc;
 	if (w->pc == 0)
 		return stop(w, VPB_WALK_ROOT);
-	if (w->sp <= old_sp)
+	/* Past a signal frame the interrupted SP may lie anywhere (a handler on an
+	 * alternate stack): only that it moved is checked. */
+	if (w->sig_leaf ? w->sp == old_sp : w->sp <= old_sp)
 		return stop(w, VPB_WALK_BAD_FRAME);
 	return 0;
 }
@@ -583,6 +626,7 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->nj = 0;
 	w->c_pc = 0;
 	w->c_method = 0;
+	w->sig_leaf = 0;
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
 	 * ends at its root, not at the depth limit. */
