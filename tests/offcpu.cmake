@@ -35,3 +35,5 @@ viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postpr
 # Issue 32 item 2: an attached JVM (-p) whose threads wait long: every blocked interval
 # under its Java caller, and each thread's wall equal to the recording's length.
 viprof_jvm_test(test-offcpu-attach 180 vp_postproc vp_common LABELS live jvm)
+# Issue 32 item 4: a thread sleeping 1000 calls deep; its blocked time reaches main.
+viprof_jvm_test(test-offcpu-deep 180 vp_postproc vp_common LABELS live jvm)
