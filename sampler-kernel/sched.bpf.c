@@ -7,10 +7,10 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "sched.h"
-/* Off-CPU stacks are walked to perf's depth (sched.h), with the stack copy they had. */
+/* Off-CPU stacks are walked as deep as the sampler's (sched.h). */
 #define WALK_MAX VPS_MAX_UFRAMES
 #define WALK_MAXJ VPS_MAX_JFRAMES
-#define STK_BYTES 8192
+#define STK_BYTES 65536
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 

@@ -25,7 +25,7 @@ static __always_inline long read_task(struct walk *w, void *dst, __u32 size, con
 #define WALK_READ(w, dst, size, src) read_task(w, dst, size, src)
 #define WALK_MAX VPS_MAX_UFRAMES
 #define WALK_MAXJ VPS_MAX_JFRAMES
-#define STK_BYTES 8192
+#define STK_BYTES 65536
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 

@@ -13,18 +13,18 @@
 #define TASK_DEAD 0x0080
 #define TASK_WAKEKILL 0x0100
 
-/* Walked user stacks, by the hash of their contents; kept for the whole recording like
- * the stack-trace map (user space reads them when it drains the sums). Allocated as
- * stacks appear, not up front: most recordings need a few hundred. */
+/* Walked user stacks, by the hash of their contents and part (sched.h); kept for the
+ * whole recording like the stack-trace map (user space reads them when it drains the
+ * sums). Allocated as stacks appear, not up front: most recordings need a few hundred. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, VPS_MAX_USTACKS);
-	__type(key, __u64);
+	__type(key, struct vps_ukey);
 	__type(value, struct vps_ustack);
 } ustacks SEC(".maps");
 
-/* One stack being interned, per CPU (too large for the BPF stack). */
+/* One part of a stack being interned, per CPU (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -116,23 +116,22 @@ struct hash_ctx {
 	struct walk *w;
 	struct vps_ustack *u;
 	__u64 h;
+	__u32 nparts;
+	bool full;
 };
 
-/* Copies frame i of the walk into the stack being interned and mixes it into the hash.
- * Only the walk's n frames are visited (user space reads n of them): a loop over the
- * whole array cost as much as the walk of a shallow stack. */
+/* Mixes frame i of the walk into the hash. Only the walk's n frames are visited: a loop
+ * over the whole array cost as much as the walk of a shallow stack. */
 static long hash_frame(__u32 i, void *data)
 {
 	struct hash_ctx *c = data;
-	__u64 x = 0;
+	__u64 x;
 
 	/* Written so that the compiler keeps the bound check on the register the index
 	 * uses (the verifier rejects the access otherwise). */
 	if (i >= VPS_MAX_UFRAMES)
 		return 1;
-	if (i < c->w->n)
-		x = c->w->ustack[i];
-	c->u->ips[i] = x;
+	x = c->w->ustack[i];
 	c->h = (c->h ^ x) * 0x100000001b3ull;
 	c->h ^= c->h >> 29;
 	return 0;
@@ -141,15 +140,47 @@ static long hash_frame(__u32 i, void *data)
 static long hash_jframe(__u32 i, void *data)
 {
 	struct hash_ctx *c = data;
-	struct vpb_jframe z = {};
+	struct vpb_jframe z;
 
 	if (i >= VPS_MAX_JFRAMES)
 		return 1;
-	if (i < c->w->nj)
-		z = c->w->jframes[i];
-	c->u->jframes[i] = z;
+	z = c->w->jframes[i];
 	c->h = (c->h ^ z.method ^ ((__u64)z.frame << 48) ^ (__u32)z.bci) * 0x100000001b3ull;
 	c->h ^= c->h >> 29;
+	return 0;
+}
+
+/* Stores part nparts - 1 - i of the stack (the last first, part 0 last: sched.h). */
+static long store_part(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+	struct walk *w = c->w;
+	struct vps_ustack *u = c->u;
+	__u32 p = c->nparts - 1 - i, first, n;
+	struct vps_ukey k = { .hash = c->h };
+
+	if (p >= VPS_MAX_PARTS)
+		return 1;
+	k.part = p;
+	/* The part's frames and interpreted frames, copied in one go each (the walk's
+	 * arrays and the part are map values: bpf_probe_read_kernel takes a bounded
+	 * length and any source). */
+	first = p * VPS_PART_FRAMES;
+	n = first < w->n ? w->n - first : 0;
+	if (n > VPS_PART_FRAMES)
+		n = VPS_PART_FRAMES;
+	if (n && first < VPS_MAX_UFRAMES)
+		bpf_probe_read_kernel(u->ips, n * sizeof(__u64), &w->ustack[first]);
+	first = p * VPS_PART_JFRAMES;
+	n = first < w->nj ? w->nj - first : 0;
+	if (n > VPS_PART_JFRAMES)
+		n = VPS_PART_JFRAMES;
+	if (n && first < VPS_MAX_JFRAMES)
+		bpf_probe_read_kernel(u->jframes, n * sizeof(struct vpb_jframe), &w->jframes[first]);
+	if (bpf_map_update_elem(&ustacks, &k, u, BPF_ANY)) {
+		c->full = true;
+		return 1;
+	}
 	return 0;
 }
 
@@ -157,29 +188,42 @@ static long hash_jframe(__u32 i, void *data)
  * its frames, interpreted frames and end), 0 when it cannot be kept. */
 static __always_inline __u64 intern_walk(struct walk *w)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, nu = w->n, nj = w->nj, pu, pj;
 	struct vps_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &zero);
-	struct hash_ctx hc;
+	struct vps_ukey k0 = {};
+	struct hash_ctx hc = {};
 
 	if (!u)
 		return 0;
-	u->n = (__u16)w->n;
-	u->nj = (__u16)w->nj;
+	if (nu > VPS_MAX_UFRAMES)
+		nu = VPS_MAX_UFRAMES;
+	if (nj > VPS_MAX_JFRAMES)
+		nj = VPS_MAX_JFRAMES;
+	u->n = (__u16)nu;
+	u->nj = (__u16)nj;
 	u->walk_end = (__u16)w->end;
 	u->pad = 0;
 	hc.w = w;
 	hc.u = u;
-	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)w->n << 8) ^ ((__u64)w->nj << 24);
-	bpf_loop(w->n < VPS_MAX_UFRAMES ? w->n : VPS_MAX_UFRAMES, hash_frame, &hc, 0);
-	bpf_loop(w->nj < VPS_MAX_JFRAMES ? w->nj : VPS_MAX_JFRAMES, hash_jframe, &hc, 0);
+	hc.h = 0xcbf29ce484222325ull ^ w->end ^ ((__u64)nu << 8) ^ ((__u64)nj << 24);
+	bpf_loop(nu, hash_frame, &hc, 0);
+	bpf_loop(nj, hash_jframe, &hc, 0);
 	hc.h &= ~VPS_USTACK_FP;
 	if (!hc.h)
 		hc.h = 1;
 	/* The first time a stack is seen it is stored; later, the lookup is all. */
-	if (!bpf_map_lookup_elem(&ustacks, &hc.h) && bpf_map_update_elem(&ustacks, &hc.h, u, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&ustacks, &hc.h)) {
+	k0.hash = hc.h;
+	if (bpf_map_lookup_elem(&ustacks, &k0))
+		return hc.h;
+	pu = (nu + VPS_PART_FRAMES - 1) / VPS_PART_FRAMES;
+	pj = (nj + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES;
+	hc.nparts = pu > pj ? pu : pj;
+	if (!hc.nparts)
+		hc.nparts = 1;
+	bpf_loop(hc.nparts, store_part, &hc, 0);
+	if (hc.full) {
 		count(VPS_CNT_USTACK_FULL, 1);
-		hc.h = 0;
+		return 0;
 	}
 	return hc.h;
 }

@@ -26,9 +26,11 @@ _Static_assert(VPS_STEAL == VP_SCHED_STEAL && VPS_BLOCKED_SLEEP == VP_SCHED_BLOC
 	       VPS_BLOCKED_OTHER == VP_SCHED_BLOCKED_OTHER && VPS_BLOCKED_FD == VP_SCHED_BLOCKED_FD &&
 	       VPS_BLOCKED_WAIT == VP_SCHED_BLOCKED_WAIT, "sched.h states differ from session_format.h's");
 _Static_assert(VPS_STATE_MAX <= VP_SCHED__COUNT, "sched.h has states session_format.h does not name");
-/* An off-CPU sample holds its whole kernel stack and walked user stack, and names its
+/* An off-CPU sample holds its whole walked user stack, as much of its kernel stack as
+ * the rest of VP_MAX_FRAMES takes (KSTACK_ROOM, the sampler's too), and names its
  * interpreted frames among the user ones. */
-_Static_assert(VPS_MAX_DEPTH + VPS_MAX_UFRAMES <= VP_MAX_FRAMES && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
+#define KSTACK_ROOM (VP_MAX_FRAMES - VPS_MAX_UFRAMES)
+_Static_assert(KSTACK_ROOM >= 64 && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
 	       "sched.h stack depths exceed session_format.h's VP_MAX_FRAMES");
 
 #define DEFAULT_DRAIN_NS (250ull * 1000000)
@@ -44,7 +46,8 @@ struct vp_sched {
 	struct vps_key *keys;            /* scratch for one drain */
 	struct vp_sample *buf;           /* one record being built */
 	uint64_t *kips, *uips;           /* stack map values */
-	struct vps_ustack *ustk;         /* a walked stack read back */
+	struct vps_ustack *ustk;         /* a part of a walked stack read back */
+	struct vpb_jframe *jf;           /* its interpreted frames, VPS_MAX_JFRAMES */
 	struct vp_sched_stats st;
 	bool stopped;
 	bool walker;                     /* the loaded object walks with the sampler's tables */
@@ -108,11 +111,14 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 	return n;
 }
 
-/* The user frames of a key into s->uips, and its interpreted frames into s->ustk when
- * it is a walked stack (*nj, *walk_end set); frame-pointer stacks have neither. */
+/* The user frames of a key into s->uips, and its interpreted frames into s->jf when it
+ * is a walked stack (*nj, *walk_end set); frame-pointer stacks have neither. A walked
+ * stack is read part by part (sched.h); one whose part is missing (the hash was full)
+ * keeps the frames read before it and ends as cut. */
 static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 {
-	int n;
+	struct vps_ukey k = { .hash = us };
+	int fd = bpf_map__fd(s->skel->maps.ustacks), n, parts;
 
 	*nj = 0;
 	*walk_end = s->walker ? VP_WALK_NO_PROC : VP_WALK_UNKNOWN;
@@ -120,14 +126,32 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 		return 0;
 	if (us & VPS_USTACK_FP)
 		return stack_frames(s, (int32_t)(uint32_t)us, s->uips);
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.ustacks), &us, s->ustk))
+	if (bpf_map_lookup_elem(fd, &k, s->ustk))
 		return 0;
 	n = s->ustk->n < VPS_MAX_UFRAMES ? s->ustk->n : VPS_MAX_UFRAMES;
-	memcpy(s->uips, s->ustk->ips, (size_t)n * 8);
 	*nj = s->ustk->nj < VPS_MAX_JFRAMES ? s->ustk->nj : VPS_MAX_JFRAMES;
 	*walk_end = s->ustk->walk_end < VP_WALK__COUNT ? s->ustk->walk_end : VP_WALK_UNKNOWN;
 	if (n == VPS_MAX_UFRAMES)
 		*walk_end = VP_WALK_DEPTH;
+	parts = (n + VPS_PART_FRAMES - 1) / VPS_PART_FRAMES;
+	if ((*nj + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES > parts)
+		parts = (*nj + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES;
+	for (int p = 0; p < parts && p < VPS_MAX_PARTS; p++) {
+		int fi = p * VPS_PART_FRAMES, ji = p * VPS_PART_JFRAMES;
+
+		k.part = (uint32_t)p;
+		if (p && bpf_map_lookup_elem(fd, &k, s->ustk)) {
+			n = fi < n ? fi : n;
+			*nj = ji < *nj ? ji : *nj;
+			*walk_end = VP_WALK_DEPTH;
+			break;
+		}
+		if (fi < n)
+			memcpy(s->uips + fi, s->ustk->ips, (size_t)(n - fi < VPS_PART_FRAMES ? n - fi : VPS_PART_FRAMES) * 8);
+		if (ji < *nj)
+			memcpy(s->jf + ji, s->ustk->jframes,
+			       (size_t)(*nj - ji < VPS_PART_JFRAMES ? *nj - ji : VPS_PART_JFRAMES) * sizeof(*s->jf));
+	}
 	return n;
 }
 
@@ -143,8 +167,8 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 
 	if (!v->ns || k->state == 0 || k->state >= VPS_STATE_MAX)
 		return 0;
-	if (nk > VP_MAX_FRAMES)
-		nk = VP_MAX_FRAMES;
+	if (nk > KSTACK_ROOM)
+		nk = KSTACK_ROOM;   /* the leaf's side kept; switch-out stacks are far shallower */
 	memset(o, 0, sizeof(*o));
 	if (nk + nu > VP_MAX_FRAMES) {
 		nu = VP_MAX_FRAMES - nk;
@@ -166,14 +190,15 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->walk_end = k->ustack ? (uint8_t)walk_end : VP_WALK_UNKNOWN;
 	/* Interpreted frames cut off with the user stack go with it. */
 	struct vp_java_frame *jf = (struct vp_java_frame *)(o->ips + nk + nu);
+	unsigned njout = 0;
 	for (int i = 0; i < nj; i++) {
-		if (s->ustk->jframes[i].frame >= nu)
+		if (s->jf[i].frame >= nu)
 			continue;
-		*jf++ = (struct vp_java_frame){ .frame = s->ustk->jframes[i].frame, .bci = s->ustk->jframes[i].bci,
-						.method = s->ustk->jframes[i].method };
-		o->nr_java++;
+		*jf++ = (struct vp_java_frame){ .frame = s->jf[i].frame, .bci = s->jf[i].bci, .method = s->jf[i].method };
+		njout++;
 	}
-	len = sizeof(*o) + (size_t)(nk + nu) * 8 + (size_t)o->nr_java * sizeof(struct vp_java_frame);
+	vp_sample_set_nr_java(o, njout);
+	len = sizeof(*o) + (size_t)(nk + nu) * 8 + (size_t)njout * sizeof(struct vp_java_frame);
 	err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, v->last, o, len);
 	if (err < 0)
 		return err;
@@ -368,6 +393,7 @@ void vp_sched__free(struct vp_sched *s)
 	free(s->kips);
 	free(s->uips);
 	free(s->ustk);
+	free(s->jf);
 	free(s);
 }
 
@@ -590,7 +616,8 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	s->kips = calloc(VPS_MAX_DEPTH, sizeof(uint64_t));
 	s->uips = calloc(VPS_MAX_DEPTH > VPS_MAX_UFRAMES ? VPS_MAX_DEPTH : VPS_MAX_UFRAMES, sizeof(uint64_t));
 	s->ustk = calloc(1, sizeof(*s->ustk));
-	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk) {
+	s->jf = calloc(VPS_MAX_JFRAMES, sizeof(*s->jf));
+	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk || !s->jf) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "switch tracer: out of memory");
 		goto cleanup;
