@@ -288,7 +288,7 @@ void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
 	if (end) {
 		s->skel->bss->win_end = end;
 		/* Intervals still open are charged up to the end, runs too. */
-		if (run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
+		if (s->cfg.off_cpu && run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
 			fprintf(stderr, "viprof: switch tracer: the closing pass failed: %s\n", strerror(errno));
 	}
 }
