@@ -80,7 +80,7 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 				"tracer's stack hash was full\n", (unsigned long long)st.ustack_full);
 	if (st.early && !quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu off-CPU intervals (%.1f ms) that began before the stack "
-				"walker was loaded were left out\n", (unsigned long long)st.early, (double)st.early_ns / 1e6);
+				"walker was loaded were left out of the recording's window\n", (unsigned long long)st.early, (double)st.early_ns / 1e6);
 	if (st.opened && !quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu threads were off CPU when recording began; their "
 				"stacks were walked then\n", (unsigned long long)st.opened);

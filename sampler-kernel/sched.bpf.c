@@ -148,9 +148,13 @@ static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, 
 	if (!out || now <= out)
 		return;
 	if (walker && out < walk_since) {
-		/* Opened by the frame-pointer object before this one took over. */
-		count(VPS_CNT_EARLY, 1);
-		count(VPS_CNT_EARLY_NS, now - out);
+		/* Opened by the frame-pointer object before this one took over (and not
+		 * opened again by the opening pass): counted when it reaches into the window,
+		 * which is all it would have been charged. */
+		if (now > win_start) {
+			count(VPS_CNT_EARLY, 1);
+			count(VPS_CNT_EARLY_NS, now - out);
+		}
 		return;
 	}
 	if (ran > now - out)

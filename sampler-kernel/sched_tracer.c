@@ -443,17 +443,19 @@ static int attach_all(struct vp_sched *s, char *err, size_t errlen)
 }
 
 /* Loads the opening pass (sched_open.bpf.c) on the walking object's maps, for
- * vp_sched__window to run. Only for recorded processes, not -a: a pass over every
- * thread of the VM, each walked, would cost the start more than it brings. On failure
- * there is no pass (threads blocked across the window's start are then charged from
- * their first switch in it). */
+ * vp_sched__window to run. Only for processes that ran before the recording (-p): a
+ * launched command is held before its exec until sampling starts, and under -a a pass
+ * over every thread of the VM, each walked, would cost the start more than it brings.
+ * Loading costs a verification of the walker (0.2-0.5 s of CPU on this project's VMs).
+ * On failure there is no pass (threads blocked across the window's start are then
+ * charged from their first switch in it). */
 static void load_opener(struct vp_sched *s, const struct sampler_unwind *uw)
 {
 	struct sched_open *o;
 	struct sched *k = s->skel;
 	int rc;
 
-	if (!s->cfg.off_cpu || s->cfg.target == SAMPLER_TARGET_ALL || !(o = sched_open__open()))
+	if (!s->cfg.off_cpu || s->cfg.target != SAMPLER_TARGET_PIDS || !(o = sched_open__open()))
 		return;
 	o->rodata->target_mode = VPB_TARGET_TRACKED;
 	o->rodata->filter_uid = k->rodata->filter_uid;
