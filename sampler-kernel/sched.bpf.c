@@ -143,7 +143,9 @@ static __always_inline __u64 run_in_window(__u64 now, __u64 n)
  * cut to the sampling window. */
 static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, __u64 now, __u64 ran)
 {
-	__u64 out = ts->out_time, w = ts->wake_time, from, to, end;
+	/* Claimed at once: the closing pass (close_open) and a switch-in on another CPU
+	 * may reach the same interval together; one of them charges it. */
+	__u64 out = __sync_lock_test_and_set(&ts->out_time, 0), w = ts->wake_time, from, to, end;
 
 	if (!out || now <= out)
 		return;
