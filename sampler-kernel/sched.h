@@ -78,10 +78,11 @@ struct vps_key {
  * for the whole recording, so it is stored in parts (struct vps_ustack, keyed by hash and
  * part): part k holds frames k*VPS_PART_FRAMES.. and interpreted frames
  * k*VPS_PART_JFRAMES..; a stack of up to 127 frames and 48 interpreted ones, nearly
- * all of them, costs one part as before, a 2048-frame one 17. Part 0 is written last,
- * so that a reader who finds it finds the others. Deeper stacks end with
+ * all of them, costs one part as before, a 2048-frame one 17. Part 0 (in ustacks) is
+ * written last, so that a reader who finds it finds the others (in uparts). Deeper stacks end with
  * VPB_WALK_DEPTH (docs/stacks.md). */
-#define VPS_MAX_USTACKS 32768        /* parts; resized by user space */
+#define VPS_MAX_USTACKS 16384        /* stacks (their part 0); resized by user space */
+#define VPS_MAX_UPARTS  2048         /* the other parts of deep stacks, preallocated */
 #define VPS_MAX_UFRAMES VPB_MAX_WALK
 #define VPS_MAX_JFRAMES VPB_MAX_JFRAMES
 #define VPS_PART_FRAMES 127

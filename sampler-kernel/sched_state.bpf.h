@@ -24,6 +24,17 @@ struct {
 	__type(value, struct vps_ustack);
 } ustacks SEC(".maps");
 
+/* The other parts of deep stacks (part 1 on). Preallocated: a deep stack stores up to 16
+ * parts at once, more than the allocator's per-CPU cache of elements this size holds
+ * (a 1000-frame stack's fifth part failed with ENOMEM in ustacks), and deep stacks are
+ * few. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VPS_MAX_UPARTS);
+	__type(key, struct vps_ukey);
+	__type(value, struct vps_ustack);
+} uparts SEC(".maps");
+
 /* One part of a stack being interned, per CPU (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -177,7 +188,7 @@ static long store_part(__u32 i, void *data)
 		n = VPS_PART_JFRAMES;
 	if (n && first < VPS_MAX_JFRAMES)
 		bpf_probe_read_kernel(u->jframes, n * sizeof(struct vpb_jframe), &w->jframes[first]);
-	if (bpf_map_update_elem(&ustacks, &k, u, BPF_ANY)) {
+	if (bpf_map_update_elem(p ? (void *)&uparts : (void *)&ustacks, &k, u, BPF_ANY)) {
 		c->full = true;
 		return 1;
 	}

@@ -118,7 +118,7 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 {
 	struct vps_ukey k = { .hash = us };
-	int fd = bpf_map__fd(s->skel->maps.ustacks), n, parts;
+	int fd = bpf_map__fd(s->skel->maps.ustacks), pfd = bpf_map__fd(s->skel->maps.uparts), n, parts;
 
 	*nj = 0;
 	*walk_end = s->walker ? VP_WALK_NO_PROC : VP_WALK_UNKNOWN;
@@ -140,7 +140,7 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 		int fi = p * VPS_PART_FRAMES, ji = p * VPS_PART_JFRAMES;
 
 		k.part = (uint32_t)p;
-		if (p && bpf_map_lookup_elem(fd, &k, s->ustk)) {
+		if (p && bpf_map_lookup_elem(pfd, &k, s->ustk)) {
 			n = fi < n ? fi : n;
 			*nj = ji < *nj ? ji : *nj;
 			*walk_end = VP_WALK_DEPTH;
@@ -462,7 +462,8 @@ static void load_opener(struct vp_sched *s, const struct sampler_unwind *uw)
 	o->rodata->walk_since = k->bss->walk_since;
 #define REUSE(m, fd) (rc = bpf_map__reuse_fd(o->maps.m, (fd)))
 	if (REUSE(tracked, bpf_map__fd(k->maps.tracked)) || REUSE(tstates, bpf_map__fd(k->maps.tstates)) ||
-	    REUSE(ustacks, bpf_map__fd(k->maps.ustacks)) || REUSE(counters, bpf_map__fd(k->maps.counters)) ||
+	    REUSE(ustacks, bpf_map__fd(k->maps.ustacks)) || REUSE(uparts, bpf_map__fd(k->maps.uparts)) ||
+	    REUSE(counters, bpf_map__fd(k->maps.counters)) ||
 	    REUSE(proc_slots, uw->proc_slots_fd) || REUSE(unwind_procs, uw->procs_fd) ||
 	    REUSE(unwind_tables, uw->tables_fd) || REUSE(unwind_rules, uw->rules_fd) ||
 	    REUSE(unwind_pages, uw->pages_fd) || (rc = sched_open__load(o))) {
@@ -640,6 +641,7 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	bpf_map__set_max_entries(s->skel->maps.unwind_rules, 1);
 	bpf_map__set_max_entries(s->skel->maps.unwind_pages, 2);
 	bpf_map__set_max_entries(s->skel->maps.ustacks, 1);
+	bpf_map__set_max_entries(s->skel->maps.uparts, 1);
 	rc = sched__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
