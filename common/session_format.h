@@ -326,6 +326,14 @@ struct vp_sched_stats {
 	uint64_t walks;
 	uint64_t walk_ns;
 	uint64_t ustack_full;
+	/* Added later (issue 32): off-CPU intervals dropped because they began before the
+	 * walking program took over (their user stacks were frame-pointer walks), and their
+	 * nanoseconds (inside the window or not). */
+	uint64_t early;
+	uint64_t early_ns;
+	/* Added later (issue 32): threads found off CPU when the window opened whose
+	 * interval was opened then, with their stack walked from outside. */
+	uint64_t opened;
 };
 
 struct vp_end {

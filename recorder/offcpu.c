@@ -12,7 +12,8 @@ int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FI
 	struct vp_sched_config sc = {
 		.target = cfg->target, .pids = cfg->pids, .nr_pids = cfg->nr_pids, .off_cpu = off_cpu,
 		.first_event = (uint32_t)cfg->nr_events, .sink = cfg->sink,
-		.filter_uid = cfg->filter_uid, .only_uid = cfg->only_uid,
+		.filter_uid = cfg->filter_uid, .only_uid = cfg->only_uid, .user_only = sampler_config__user_only(cfg),
+		.windowed = true,
 	};
 	char why[512] = "";
 
@@ -36,6 +37,11 @@ int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FI
 	if (!quiet && !(errno == EPERM && geteuid() != 0))
 		fprintf(log ? log : stderr, "viprof: steal is attributed proportionally (%s)\n", why);
 	return 0;
+}
+
+void record_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
+{
+	vp_sched__window(s, start, end);
 }
 
 int record_sched__poll(struct vp_sched *s, uint64_t now)
@@ -72,6 +78,12 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 	if (st.ustack_full)
 		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals lost their user stack: the switch "
 				"tracer's stack hash was full\n", (unsigned long long)st.ustack_full);
+	if (st.early && !quiet)
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu off-CPU intervals (%.1f ms) that began before the stack "
+				"walker was loaded were left out of the recording's window\n", (unsigned long long)st.early, (double)st.early_ns / 1e6);
+	if (st.opened && !quiet)
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu threads were off CPU when recording began; their "
+				"stacks were walked then\n", (unsigned long long)st.opened);
 	if (st.agg_full)
 		fprintf(log ? log : stderr, "viprof: warning: %llu off-CPU intervals (%.1f ms) were not recorded: the kernel's "
 				"aggregation hash was full\n", (unsigned long long)st.agg_full, (double)st.agg_full_ns / 1e6);

@@ -23,6 +23,9 @@ struct vp_sched;
  * (NULL: stderr). */
 int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
 			struct vp_sched **out, char *err, size_t errlen);
+/* The recording's sampling window opens (start) or closes (end): see vp_sched__window.
+ * Accepts NULL. */
+void record_sched__window(struct vp_sched *s, uint64_t start, uint64_t end);
 /* In the record loop: drains the tracer's sums when due. 0 or -errno. */
 int record_sched__poll(struct vp_sched *s, uint64_t now);
 /* After a rotation, once the sink writes the new session: the tracer's events are

@@ -247,15 +247,6 @@ static void warn_hidden_kallsyms(FILE *log)
 			"perf_event_paranoid=%d); kernel frames will not be named; fix: %s\n", kr, pp, fix);
 }
 
-/* Whether no event can sample the kernel (":u" on every one): kernel symbols are moot. */
-static bool user_only(const struct sampler_config *cfg)
-{
-	for (int i = 0; i < cfg->nr_events; i++)
-		if (!cfg->events[i].exclude_kernel)
-			return false;
-	return cfg->nr_events > 0;
-}
-
 /* Whether any of the -p processes still runs: exists (EPERM means it does, as another
  * user's) and is not a zombie waiting for a parent that is not us. */
 static bool any_alive(const pid_t *pids, int n)
@@ -298,7 +289,7 @@ static void take_kallsyms(struct vp_kallsyms_loader **ksl, struct vp_session_wri
 	if (!ks)
 		fprintf(log, "viprof: warning: cannot read /proc/kallsyms (%s); kernel frames will not be named\n",
 			strerror(errno));
-	else if (all_zero && !user_only(cfg))
+	else if (all_zero && !sampler_config__user_only(cfg))
 		warn_hidden_kallsyms(log);
 	vp_session_writer__set_ksyms(w, ks);
 }
@@ -616,8 +607,10 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	if (r->unwind_start.failed)
 		fprintf(r->log, "viprof: warning: cannot start the stack walker's table loader (%s); "
 				"user stacks will follow frame pointers only\n", strerror(r->unwind_start.failed));
-	/* Durations (-d, the status line, END) count from here, not from the setup above. */
+	/* Durations (-d, the status line, END) count from here, not from the setup above;
+	 * the switch tracer charges time from here on too. */
 	r->start = now_ns(CLOCK_MONOTONIC);
+	record_sched__window(r->sched, r->start, 0);
 	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)
@@ -884,6 +877,9 @@ int vp_recorder__stop(struct vp_recorder *r)
 	 * neither. */
 	if (r->steal)
 		steal_snapshot(r->w, r->steal, MAX_CPUS);
+	/* The window END's duration measures: the switch tracer charges nothing after it. */
+	uint64_t window_end = now_ns(CLOCK_MONOTONIC);
+	record_sched__window(r->sched, 0, window_end);
 	if (r->be->stop(r->s) < 0 && !r->halted) {
 		fprintf(r->log, "viprof record: the sampler failed while draining its buffers; the session may miss the last samples\n");
 		ret = -EIO;
@@ -902,7 +898,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 	uint64_t end_time = now_ns(CLOCK_MONOTONIC);
 	r->end = (struct vp_end){
 		.lost = lost - r->lost_base,
-		.duration_ns = end_time - r->start,
+		.duration_ns = window_end - r->start,
 		.exit_status = (uint32_t)r->exit_status,
 	};
 	if (vp_session_writer__finish(r->w, end_time, &r->end, r->err, sizeof(r->err))) {

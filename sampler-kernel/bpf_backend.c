@@ -375,6 +375,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->unwind = s->cfg.callchain && s->cfg.unwind;
 		k->rodata->exact_period = exact_weights(&s->cfg.events[e]);
 		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
+		k->rodata->exclude_kernel = s->cfg.events[e].exclude_kernel;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_creds, e == 0 && tracked && s->cfg.filter_uid);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);

@@ -26,6 +26,11 @@ const volatile bool exact_period = false;
  * tasks whose real, effective and saved uid are not all this one are dropped or made
  * anonymous, whatever the pid set says (a set-uid child is no longer the user's). */
 const volatile __u32 filter_uid = (__u32)-1;
+/* The event counts user mode only (":u"; every event of a service user the kernel shows
+ * no kernel address). The kernel's clock events then never fire in the kernel, but a
+ * PMU's overflow interrupt can land past a return to it (skid): such a sample is
+ * dropped here, not written with a kernel ip and stack. */
+const volatile bool exclude_kernel = false;
 
 #define PF_KTHREAD 0x00200000
 
@@ -255,6 +260,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!follows(tgid))
 		return 0;
 	if (filter_uid != (__u32)-1 && !owned(bpf_get_current_task_btf()))
+		return 0;
+	if (kernel && exclude_kernel)
 		return 0;
 
 	if (!callchain) {

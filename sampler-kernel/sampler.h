@@ -123,6 +123,17 @@ extern const struct sampler_backend sampler_backend_perf;
 /* Picks a backend: name is "auto", "bpf" or "perf". For auto, the first supported one
  * in the fixed order bpf, perf; the reason for the choice goes into why. NULL with
  * the reason in why when nothing fits. */
+/* Whether no event of cfg may see the kernel (":u" on every one, as the service makes
+ * them for a user the kernel shows no kernel address): then nothing of the kernel's,
+ * kernel symbols or the switch tracer's kernel stacks included, goes into the session. */
+static inline bool sampler_config__user_only(const struct sampler_config *cfg)
+{
+	for (int i = 0; i < cfg->nr_events; i++)
+		if (!cfg->events[i].exclude_kernel)
+			return false;
+	return cfg->nr_events > 0;
+}
+
 const struct sampler_backend *sampler__select(const char *name, const struct sampler_config *cfg,
 					      char *why, size_t whylen);
 

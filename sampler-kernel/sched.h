@@ -53,7 +53,10 @@
 #define VPS_CNT_WALKS      7     /* user stacks walked with the sampler's walker */
 #define VPS_CNT_WALK_NS    8     /* the time those walks took (with interning) */
 #define VPS_CNT_USTACK_FULL 9    /* a walked stack not interned: the ustacks hash was full */
-#define VPS_CNT_NR         10
+#define VPS_CNT_EARLY      10    /* an interval dropped: opened before the walking object took over */
+#define VPS_CNT_EARLY_NS   11    /* their duration */
+#define VPS_CNT_OPENED     12    /* intervals opened at the window's start by sched_open.bpf.c */
+#define VPS_CNT_NR         13
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =
@@ -69,20 +72,33 @@ struct vps_key {
 
 /* A user stack walked at switch-out by the sampler's walker (walker.bpf.h), interned in
  * the ustacks hash under a 64-bit hash of its contents: the frames, the interpreted
- * frames' Method* and bytecode index, and how the walk ended. */
-#define VPS_MAX_USTACKS 16384        /* resized by user space */
-/* An off-CPU stack is walked to perf's default depth, not the sampler's VPB_MAX_WALK:
- * every distinct stack is kept whole in ustacks (a hash of fixed-size values, allocated
- * as stacks appear) for the whole recording, and a switch-out walks on the scheduler's
- * path. Deeper stacks end with VPB_WALK_DEPTH (docs/stacks.md). */
-#define VPS_MAX_UFRAMES 127
-#define VPS_MAX_JFRAMES 48
+ * frames' Method* and bytecode index, and how the walk ended. An off-CPU stack is
+ * walked as deep as an on-CPU one (VPB_MAX_WALK frames, each possibly interpreted: a
+ * thread waiting 1000 calls deep keeps its main). Every distinct stack is kept whole
+ * for the whole recording, so it is stored in parts (struct vps_ustack, keyed by hash and
+ * part): part k holds frames k*VPS_PART_FRAMES.. and interpreted frames
+ * k*VPS_PART_JFRAMES..; a stack of up to 127 frames and 48 interpreted ones, nearly
+ * all of them, costs one part as before, a 2048-frame one 17. Part 0 (in ustacks) is
+ * written last, so that a reader who finds it finds the others (in uparts). Deeper stacks end with
+ * VPB_WALK_DEPTH (docs/stacks.md). */
+#define VPS_MAX_USTACKS 16384        /* stacks (their part 0); resized by user space */
+#define VPS_MAX_UPARTS  2048         /* the other parts of deep stacks, preallocated */
+#define VPS_MAX_UFRAMES VPB_MAX_WALK
+#define VPS_MAX_JFRAMES VPB_MAX_JFRAMES
+#define VPS_PART_FRAMES 127
+#define VPS_PART_JFRAMES 48
+#define VPS_MAX_PARTS ((VPS_MAX_JFRAMES + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES)
+struct vps_ukey {
+	__u64 hash;                  /* vps_key.ustack */
+	__u32 part;
+	__u32 pad;
+};
 struct vps_ustack {
-	__u16 n, nj;                 /* frames, interpreted frames */
+	__u16 n, nj;                 /* the whole stack's frames, interpreted frames */
 	__u16 walk_end;              /* VPB_WALK_* */
 	__u16 pad;
-	__u64 ips[VPS_MAX_UFRAMES];  /* leaf first */
-	struct vpb_jframe jframes[VPS_MAX_JFRAMES];
+	__u64 ips[VPS_PART_FRAMES];  /* leaf first */
+	struct vpb_jframe jframes[VPS_PART_JFRAMES];
 };
 
 struct vps_val {

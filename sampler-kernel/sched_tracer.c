@@ -16,6 +16,7 @@
 #include "sampler-kernel/sched.h"
 #include "sampler-kernel/sched_tracer.h"
 #include "sched.skel.h"
+#include "sched_open.skel.h"
 
 /* The BPF program writes its states into the session as they are: the two lists must
  * stay equal, which the compiler checks rather than a comment. */
@@ -25,9 +26,11 @@ _Static_assert(VPS_STEAL == VP_SCHED_STEAL && VPS_BLOCKED_SLEEP == VP_SCHED_BLOC
 	       VPS_BLOCKED_OTHER == VP_SCHED_BLOCKED_OTHER && VPS_BLOCKED_FD == VP_SCHED_BLOCKED_FD &&
 	       VPS_BLOCKED_WAIT == VP_SCHED_BLOCKED_WAIT, "sched.h states differ from session_format.h's");
 _Static_assert(VPS_STATE_MAX <= VP_SCHED__COUNT, "sched.h has states session_format.h does not name");
-/* An off-CPU sample holds its whole kernel stack and walked user stack, and names its
+/* An off-CPU sample holds its whole walked user stack, as much of its kernel stack as
+ * the rest of VP_MAX_FRAMES takes (KSTACK_ROOM, the sampler's too), and names its
  * interpreted frames among the user ones. */
-_Static_assert(VPS_MAX_DEPTH + VPS_MAX_UFRAMES <= VP_MAX_FRAMES && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
+#define KSTACK_ROOM (VP_MAX_FRAMES - VPS_MAX_UFRAMES)
+_Static_assert(KSTACK_ROOM >= 64 && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
 	       "sched.h stack depths exceed session_format.h's VP_MAX_FRAMES");
 
 #define DEFAULT_DRAIN_NS (250ull * 1000000)
@@ -43,10 +46,14 @@ struct vp_sched {
 	struct vps_key *keys;            /* scratch for one drain */
 	struct vp_sample *buf;           /* one record being built */
 	uint64_t *kips, *uips;           /* stack map values */
-	struct vps_ustack *ustk;         /* a walked stack read back */
+	struct vps_ustack *ustk;         /* a part of a walked stack read back */
+	struct vpb_jframe *jf;           /* its interpreted frames, VPS_MAX_JFRAMES */
 	struct vp_sched_stats st;
 	bool stopped;
 	bool walker;                     /* the loaded object walks with the sampler's tables */
+	/* Loaded with the walking object, run once when the window opens, then freed: opens
+	 * the intervals of threads already off CPU then (sched_open.bpf.c). */
+	struct sched_open *opener;
 	/* The sampler's before_sampling callback this tracer wrapped (vp_sched__hook). */
 	void (*next_before)(void *ctx, const struct sampler_unwind *uw);
 	void *next_ctx;
@@ -74,7 +81,8 @@ static uint64_t mono_ns(void)
 static int emit_event(struct vp_sched *s, uint32_t index, const char *name)
 {
 	struct vp_event_desc d = { .index = index, .perf_type = UINT32_MAX,
-				   .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS | VP_EVENT_SCHED };
+				   .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS | VP_EVENT_SCHED |
+					    (s->cfg.user_only ? VP_EVENT_USER_ONLY : 0) };
 
 	snprintf(d.name, sizeof(d.name), "%s", name);
 	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_EVENT, 0, &d, sizeof(d));
@@ -103,11 +111,14 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 	return n;
 }
 
-/* The user frames of a key into s->uips, and its interpreted frames into s->ustk when
- * it is a walked stack (*nj, *walk_end set); frame-pointer stacks have neither. */
+/* The user frames of a key into s->uips, and its interpreted frames into s->jf when it
+ * is a walked stack (*nj, *walk_end set); frame-pointer stacks have neither. A walked
+ * stack is read part by part (sched.h); one whose part is missing (the hash was full)
+ * keeps the frames read before it and ends as cut. */
 static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 {
-	int n;
+	struct vps_ukey k = { .hash = us };
+	int fd = bpf_map__fd(s->skel->maps.ustacks), pfd = bpf_map__fd(s->skel->maps.uparts), n, parts;
 
 	*nj = 0;
 	*walk_end = s->walker ? VP_WALK_NO_PROC : VP_WALK_UNKNOWN;
@@ -115,28 +126,49 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 		return 0;
 	if (us & VPS_USTACK_FP)
 		return stack_frames(s, (int32_t)(uint32_t)us, s->uips);
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.ustacks), &us, s->ustk))
+	if (bpf_map_lookup_elem(fd, &k, s->ustk))
 		return 0;
 	n = s->ustk->n < VPS_MAX_UFRAMES ? s->ustk->n : VPS_MAX_UFRAMES;
-	memcpy(s->uips, s->ustk->ips, (size_t)n * 8);
 	*nj = s->ustk->nj < VPS_MAX_JFRAMES ? s->ustk->nj : VPS_MAX_JFRAMES;
 	*walk_end = s->ustk->walk_end < VP_WALK__COUNT ? s->ustk->walk_end : VP_WALK_UNKNOWN;
 	if (n == VPS_MAX_UFRAMES)
 		*walk_end = VP_WALK_DEPTH;
+	parts = (n + VPS_PART_FRAMES - 1) / VPS_PART_FRAMES;
+	if ((*nj + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES > parts)
+		parts = (*nj + VPS_PART_JFRAMES - 1) / VPS_PART_JFRAMES;
+	for (int p = 0; p < parts && p < VPS_MAX_PARTS; p++) {
+		int fi = p * VPS_PART_FRAMES, ji = p * VPS_PART_JFRAMES;
+
+		k.part = (uint32_t)p;
+		if (p && bpf_map_lookup_elem(pfd, &k, s->ustk)) {
+			n = fi < n ? fi : n;
+			*nj = ji < *nj ? ji : *nj;
+			*walk_end = VP_WALK_DEPTH;
+			break;
+		}
+		if (fi < n)
+			memcpy(s->uips + fi, s->ustk->ips, (size_t)(n - fi < VPS_PART_FRAMES ? n - fi : VPS_PART_FRAMES) * 8);
+		if (ji < *nj)
+			memcpy(s->jf + ji, s->ustk->jframes,
+			       (size_t)(*nj - ji < VPS_PART_JFRAMES ? *nj - ji : VPS_PART_JFRAMES) * sizeof(*s->jf));
+	}
 	return n;
 }
 
 static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vps_val *v)
 {
 	struct vp_sample *o = s->buf;
-	int nj, walk_end, nk = stack_frames(s, k->kstack, s->kips), nu = user_frames(s, k->ustack, &nj, &walk_end);
+	/* A user-only recording's program takes no kernel stack; should an id come anyway,
+	 * its frames still stay out of the session. */
+	int nj, walk_end, nk = s->cfg.user_only ? 0 : stack_frames(s, k->kstack, s->kips),
+			  nu = user_frames(s, k->ustack, &nj, &walk_end);
 	size_t len;
 	int err;
 
 	if (!v->ns || k->state == 0 || k->state >= VPS_STATE_MAX)
 		return 0;
-	if (nk > VP_MAX_FRAMES)
-		nk = VP_MAX_FRAMES;
+	if (nk > KSTACK_ROOM)
+		nk = KSTACK_ROOM;   /* the leaf's side kept; switch-out stacks are far shallower */
 	memset(o, 0, sizeof(*o));
 	if (nk + nu > VP_MAX_FRAMES) {
 		nu = VP_MAX_FRAMES - nk;
@@ -151,21 +183,22 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->nr_kernel = (uint16_t)nk;
 	o->nr_user = (uint16_t)nu;
 	o->sched_state = (uint8_t)k->state;
-	if (k->kstack < 0 && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
+	if ((k->kstack < 0 || s->cfg.user_only) && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
 		s->st.no_stack++;
 	memcpy(o->ips, s->kips, (size_t)nk * 8);
 	memcpy(o->ips + nk, s->uips, (size_t)nu * 8);
 	o->walk_end = k->ustack ? (uint8_t)walk_end : VP_WALK_UNKNOWN;
 	/* Interpreted frames cut off with the user stack go with it. */
 	struct vp_java_frame *jf = (struct vp_java_frame *)(o->ips + nk + nu);
+	unsigned njout = 0;
 	for (int i = 0; i < nj; i++) {
-		if (s->ustk->jframes[i].frame >= nu)
+		if (s->jf[i].frame >= nu)
 			continue;
-		*jf++ = (struct vp_java_frame){ .frame = s->ustk->jframes[i].frame, .bci = s->ustk->jframes[i].bci,
-						.method = s->ustk->jframes[i].method };
-		o->nr_java++;
+		*jf++ = (struct vp_java_frame){ .frame = s->jf[i].frame, .bci = s->jf[i].bci, .method = s->jf[i].method };
+		njout++;
 	}
-	len = sizeof(*o) + (size_t)(nk + nu) * 8 + (size_t)o->nr_java * sizeof(struct vp_java_frame);
+	vp_sample_set_nr_java(o, njout);
+	len = sizeof(*o) + (size_t)(nk + nu) * 8 + (size_t)njout * sizeof(struct vp_java_frame);
 	err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SAMPLE, v->last, o, len);
 	if (err < 0)
 		return err;
@@ -209,6 +242,55 @@ static int drain(struct vp_sched *s, uint64_t now)
 	s->skel->bss->agg_sel = sel ^ 1;
 	s->last_drain = now;
 	return n;
+}
+
+/* Runs a task iterator program once, over every task. 0 or -errno. */
+static int run_iter(struct bpf_program *p)
+{
+	struct bpf_link *l = bpf_program__attach_iter(p, NULL);
+	char buf[64];
+	int fd, rc = 0;
+	ssize_t n;
+
+	if (!l)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0) {
+		rc = -errno;
+		goto cleanup;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		rc = -errno;
+	close(fd);
+cleanup:
+	bpf_link__destroy(l);
+	return rc;
+}
+
+void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
+{
+	if (!s || s->stopped)
+		return;
+	if (start) {
+		s->skel->bss->win_start = start;
+		/* Threads that left the CPU before the walking object saw them: their
+		 * intervals open now, with their stacks walked from outside. */
+		if (s->opener) {
+			s->opener->bss->win_start = start;
+			if (run_iter(s->opener->progs.open_blocked) && getenv("VIPROF_DEBUG"))
+				fprintf(stderr, "viprof: switch tracer: the opening pass failed: %s\n", strerror(errno));
+			sched_open__destroy(s->opener);
+			s->opener = NULL;
+		}
+	}
+	if (end) {
+		s->skel->bss->win_end = end;
+		/* Intervals still open are charged up to the end, runs too. */
+		if (s->cfg.off_cpu && run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
+			fprintf(stderr, "viprof: switch tracer: the closing pass failed: %s\n", strerror(errno));
+	}
 }
 
 int vp_sched__poll(struct vp_sched *s, uint64_t now)
@@ -283,6 +365,9 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.walks = percpu_sum(s, VPS_CNT_WALKS);
 	s->st.walk_ns = percpu_sum(s, VPS_CNT_WALK_NS);
 	s->st.ustack_full = percpu_sum(s, VPS_CNT_USTACK_FULL);
+	s->st.early = percpu_sum(s, VPS_CNT_EARLY);
+	s->st.early_ns = percpu_sum(s, VPS_CNT_EARLY_NS);
+	s->st.opened = percpu_sum(s, VPS_CNT_OPENED);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
@@ -300,6 +385,7 @@ void vp_sched__free(struct vp_sched *s)
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	sched__destroy(s->skel);
+	sched_open__destroy(s->opener);
 	if (s->tracked_fd >= 0)
 		close(s->tracked_fd);
 	free(s->keys);
@@ -307,6 +393,7 @@ void vp_sched__free(struct vp_sched *s)
 	free(s->kips);
 	free(s->uips);
 	free(s->ustk);
+	free(s->jf);
 	free(s);
 }
 
@@ -332,9 +419,11 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
 	k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
 	k->rodata->off_cpu = cfg->off_cpu;
 	k->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
+	k->rodata->user_only = cfg->user_only;
 	bpf_program__set_autoload(k->progs.on_fork, tracked);
 	bpf_program__set_autoload(k->progs.on_wakeup, cfg->off_cpu);
 	bpf_program__set_autoload(k->progs.on_wakeup_new, cfg->off_cpu);
+	bpf_program__set_autoload(k->progs.close_open, cfg->off_cpu);
 }
 
 /* The programs s->skel loaded, in the order that loses nothing: forks first, so that
@@ -351,6 +440,41 @@ static int attach_all(struct vp_sched *s, char *err, size_t errlen)
 	    (rc = attach(s, s->skel->progs.on_switch, "sched_switch", err, errlen)))
 		return rc;
 	return 0;
+}
+
+/* Loads the opening pass (sched_open.bpf.c) on the walking object's maps, for
+ * vp_sched__window to run. Only for processes that ran before the recording (-p): a
+ * launched command is held before its exec until sampling starts, and under -a a pass
+ * over every thread of the VM, each walked, would cost the start more than it brings.
+ * Loading costs a verification of the walker (0.2-0.5 s of CPU on this project's VMs).
+ * On failure there is no pass (threads blocked across the window's start are then
+ * charged from their first switch in it). */
+static void load_opener(struct vp_sched *s, const struct sampler_unwind *uw)
+{
+	struct sched_open *o;
+	struct sched *k = s->skel;
+	int rc;
+
+	if (!s->cfg.off_cpu || s->cfg.target != SAMPLER_TARGET_PIDS || !(o = sched_open__open()))
+		return;
+	o->rodata->target_mode = VPB_TARGET_TRACKED;
+	o->rodata->filter_uid = k->rodata->filter_uid;
+	o->rodata->walk_since = k->bss->walk_since;
+#define REUSE(m, fd) (rc = bpf_map__reuse_fd(o->maps.m, (fd)))
+	if (REUSE(tracked, bpf_map__fd(k->maps.tracked)) || REUSE(tstates, bpf_map__fd(k->maps.tstates)) ||
+	    REUSE(ustacks, bpf_map__fd(k->maps.ustacks)) || REUSE(uparts, bpf_map__fd(k->maps.uparts)) ||
+	    REUSE(counters, bpf_map__fd(k->maps.counters)) ||
+	    REUSE(proc_slots, uw->proc_slots_fd) || REUSE(unwind_procs, uw->procs_fd) ||
+	    REUSE(unwind_tables, uw->tables_fd) || REUSE(unwind_rules, uw->rules_fd) ||
+	    REUSE(unwind_pages, uw->pages_fd) || (rc = sched_open__load(o))) {
+#undef REUSE
+		if (getenv("VIPROF_DEBUG"))
+			fprintf(stderr, "viprof: switch tracer: no opening pass: %s\n", strerror(-rc));
+		sched_open__destroy(o);
+		return;
+	}
+	vp_timing("switch tracer: opening pass loaded");
+	s->opener = o;
 }
 
 /* Replaces the frame-pointer object with one that walks user stacks with the sampler's
@@ -397,6 +521,8 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 		bpf_link__destroy(s->links[i]);
 	s->nr_links = 0;
 	vp_timing("switch tracer: old links detached");
+	/* Every interval the old object opened began before this moment. */
+	k->bss->walk_since = mono_ns();
 	s->skel = k;
 	if ((rc = attach_all(s, s->walker_err, sizeof(s->walker_err)))) {
 		/* Back to the old object, whose programs attached before. */
@@ -410,6 +536,7 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 	}
 	s->walker = true;
 	vp_timing("switch tracer: walking object attached");
+	load_opener(s, uw);
 	k = old;   /* the old object goes; its maps live on in the new one */
 cleanup:
 	sched__destroy(k);
@@ -492,7 +619,8 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	s->kips = calloc(VPS_MAX_DEPTH, sizeof(uint64_t));
 	s->uips = calloc(VPS_MAX_DEPTH > VPS_MAX_UFRAMES ? VPS_MAX_DEPTH : VPS_MAX_UFRAMES, sizeof(uint64_t));
 	s->ustk = calloc(1, sizeof(*s->ustk));
-	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk) {
+	s->jf = calloc(VPS_MAX_JFRAMES, sizeof(*s->jf));
+	if (s->ncpu <= 0 || !s->keys || !s->buf || !s->kips || !s->uips || !s->ustk || !s->jf) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "switch tracer: out of memory");
 		goto cleanup;
@@ -513,12 +641,15 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 	bpf_map__set_max_entries(s->skel->maps.unwind_rules, 1);
 	bpf_map__set_max_entries(s->skel->maps.unwind_pages, 2);
 	bpf_map__set_max_entries(s->skel->maps.ustacks, 1);
+	bpf_map__set_max_entries(s->skel->maps.uparts, 1);
 	rc = sched__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
 			 "and CAP_PERFMON), BTF, and task storage (kernel 5.11+)", strerror(-rc));
 		goto cleanup;
 	}
+	if (cfg->windowed)
+		s->skel->bss->win_start = UINT64_MAX;
 	for (int i = 0; tracked && i < cfg->nr_pids; i++) {
 		uint32_t pid = (uint32_t)cfg->pids[i];
 

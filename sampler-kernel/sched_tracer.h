@@ -25,7 +25,14 @@ struct vp_sched_config {
 	int nr_pids;
 	bool off_cpu;                /* also charge off-CPU intervals (event "off-cpu") */
 	bool filter_uid;             /* only tasks whose real, effective and saved uid are only_uid */
+	/* No kernel stacks and no kernel address in any record: a recording whose events
+	 * are all user-only (":u"; the service's for a user the kernel shows no kernel
+	 * address to). The tracer's events are then flagged VP_EVENT_USER_ONLY. */
+	bool user_only;
 	uid_t only_uid;
+	/* Charge nothing until vp_sched__window opens the window (the recorder, whose
+	 * window is the sampler's); otherwise time is charged from the start. */
+	bool windowed;
 	uint32_t first_event;        /* session index of "steal"; "off-cpu" follows it */
 	uint64_t drain_ns;           /* how often the kernel's sums are drained; 0 = 250 ms */
 	struct vp_sink sink;
@@ -37,6 +44,11 @@ struct vp_sched;  /* opaque; used from the recorder's thread only */
 /* Loads and attaches the programs, and emits the EVENT records. NULL with errno and a
  * one-line reason naming the cause and the fix in err. */
 struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, size_t errlen);
+/* Opens (start) or closes (end) the recording's sampling window, CLOCK_MONOTONIC ns; 0
+ * leaves that edge as it is. The tracer charges time only inside the window, cutting
+ * the intervals and runs that straddle its edges; until it opens, nothing is charged.
+ * Open it when sampling begins, close it when sampling stops (before vp_sched__stop). */
+void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end);
 /* Drains the kernel's sums when a drain period has passed since the last one (now is
  * CLOCK_MONOTONIC ns). Returns records emitted, or -errno from the sink. */
 int vp_sched__poll(struct vp_sched *s, uint64_t now);

@@ -66,6 +66,12 @@ struct {
 #define STK_BYTES 65536       /* at most this much of the stack is copied per walk (a power of 2) */
 #endif
 #define STK_CHUNK 1024        /* in pieces of this size, as the walk reaches them */
+/* How the walk reads the walked process's memory: the current task's, by default. An
+ * object that walks another task's stack from a sleepable program (sched_open.bpf.c)
+ * defines WALK_READ(w, dst, size, src) first, reading the memory of task w->s.tid. */
+#ifndef WALK_READ
+#define WALK_READ(w, dst, size, src) bpf_probe_read_user(dst, size, src)
+#endif
 
 struct walk {
 	__u64 pc, sp, fp, r13;
@@ -75,6 +81,8 @@ struct walk {
 	__u32 n;                 /* frames stored */
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
+	__u32 sig_leaf;          /* the next frame is one a signal interrupted: walk it as a leaf */
+	__u32 pad0;
 	/* The last caller frame walked through a table or a code blob's frame size (one
 	 * entry, this walk only): a recursion's frames return to one pc over and over, and
 	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
@@ -134,7 +142,7 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 
 	if (addr >= w->stk_base && off + 8 > len && off + 8 <= len + STK_CHUNK && len <= STK_BYTES - STK_CHUNK &&
 	    !w->stk_stop) {
-		if (bpf_probe_read_user(&w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
+		if (WALK_READ(w, &w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
 			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
 		else
 			w->stk_len = len = len + STK_CHUNK;
@@ -143,7 +151,7 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
 		return 0;
 	}
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	return WALK_READ(w, v, sizeof(*v), (const void *)addr);
 }
 
 static __always_inline long stop(struct walk *w, __u32 why)
@@ -270,7 +278,7 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
 	__u8 c[8], prev = 0;
 
 	*rbp_saved = false;
-	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return w->sp + 8;
 	if (c[0] == 0x48 && c[1] == 0x89 && (c[2] == 0x6c || c[2] == 0xac) && c[3] == 0x24)
 		return cfa;                                            /* mov [rsp+d], rbp */
@@ -281,7 +289,7 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
 		return cfa;
 	}
 	if (c[0] == 0x48 && (c[1] == 0x83 || c[1] == 0x81) && c[2] == 0xec &&
-	    bpf_probe_read_user(&prev, 1, (const void *)(w->pc - 1)) == 0 && prev == 0x55) {
+	    WALK_READ(w, &prev, 1, (const void *)(w->pc - 1)) == 0 && prev == 0x55) {
 		*rbp_saved = true;                                     /* push rbp; at sub rsp */
 		return w->sp + 16;
 	}
@@ -297,7 +305,7 @@ static __always_inline __u64 epilogue_cfa(struct walk *w, __u64 cfa)
 {
 	__u8 c[16];
 
-	if (bpf_probe_read_user(c, sizeof(c), (const void *)w->pc))
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return cfa;
 	if (c[0] == 0xc3)                                              /* ret */
 		return w->sp + 8;
@@ -330,7 +338,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	bool rbp_saved = true;
 
 	for (int i = 0; i < MAX_SEG_HOPS; i++) {
-		if (bpf_probe_read_user(&b, 1, (const void *)(h->segmap + seg)))
+		if (WALK_READ(w, &b, 1, (const void *)(h->segmap + seg)))
 			return stop(w, VPB_WALK_UNREADABLE);
 		if (b == 0xff)
 			return stop(w, VPB_WALK_NO_RULE);
@@ -343,7 +351,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	if (b != 0)
 		return stop(w, VPB_WALK_NO_RULE);
 	blob = h->lo + (seg << (h->log2_seg & 63)) + hs->heapblock_size;
-	if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)blob))
+	if (WALK_READ(w, hdr, sizeof(hdr), (const void *)blob))
 		return stop(w, VPB_WALK_UNREADABLE);
 	off = hs->blob_frame_size;
 	if (off <= BLOB_HDR - 4)
@@ -453,6 +461,41 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 	return 0;
 }
 
+/* Where the interrupted registers lie in the ucontext of an x86-64 signal frame (struct
+ * rt_sigframe: the return address into the restorer, popped by the handler's return, then
+ * struct ucontext: uc_flags, uc_link, uc_stack (24 bytes), then uc_mcontext, whose
+ * general registers are r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip). */
+#define UC_MCONTEXT 40
+#define UC_R13 (UC_MCONTEXT + 5 * 8)
+#define UC_RBP (UC_MCONTEXT + 10 * 8)
+#define UC_RSP (UC_MCONTEXT + 15 * 8)
+#define UC_RIP (UC_MCONTEXT + 16 * 8)
+
+/* A frame without an unwind rule may be the signal restorer (libc's __restore_rt, whose
+ * FDE is a signal frame the tables leave without a rule): "mov $15 (rt_sigreturn), %rax;
+ * syscall", SP at the ucontext. The walk goes on at the interrupted pc with the
+ * interrupted registers, and walks that frame as a leaf (the pc is not a return
+ * address). Another agent's signal handler (a profiler's SIGPROF) then keeps the
+ * interrupted code's callers under it. */
+static __always_inline long sigframe(struct walk *w)
+{
+	__u8 c[9];
+	__u64 uc = w->sp, rip, rsp, rbp, r13;
+
+	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc) || c[0] != 0x48 || c[1] != 0xc7 || c[2] != 0xc0 ||
+	    c[3] != 0x0f || c[4] || c[5] || c[6] || c[7] != 0x0f || c[8] != 0x05)
+		return stop(w, VPB_WALK_NO_RULE);
+	if (read_u64(w, uc + UC_RIP, &rip) || read_u64(w, uc + UC_RSP, &rsp) || read_u64(w, uc + UC_RBP, &rbp) ||
+	    read_u64(w, uc + UC_R13, &r13))
+		return stop(w, VPB_WALK_UNREADABLE);
+	w->pc = rip;
+	w->sp = rsp;
+	w->fp = rbp;
+	w->r13 = r13;
+	w->sig_leaf = 1;
+	return 0;
+}
+
 static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
 {
 	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
@@ -469,8 +512,8 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		return 0;
 	}
 	r = find_rule(m->table, lookup - m->bias);
-	if (!r)
-		return stop(w, VPB_WALK_NO_RULE);
+	if (!r || r->kind == VPB_RULE_NONE)
+		return sigframe(w);
 	if (!leaf) {
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
@@ -507,6 +550,10 @@ static long walk_step(__u32 i, void *ctx)
 
 	if (!w)
 		return 1;
+	if (w->sig_leaf) {
+		leaf = true;
+		w->sig_leaf = 0;
+	}
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
@@ -546,7 +593,9 @@ static long walk_step(__u32 i, void *ctx)
 		return rc;
 	if (w->pc == 0)
 		return stop(w, VPB_WALK_ROOT);
-	if (w->sp <= old_sp)
+	/* Past a signal frame the interrupted SP may lie anywhere (a handler on an
+	 * alternate stack): only that it moved is checked. */
+	if (w->sig_leaf ? w->sp == old_sp : w->sp <= old_sp)
 		return stop(w, VPB_WALK_BAD_FRAME);
 	return 0;
 }
@@ -577,6 +626,7 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->nj = 0;
 	w->c_pc = 0;
 	w->c_method = 0;
+	w->sig_leaf = 0;
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
 	 * ends at its root, not at the depth limit. */

@@ -32,3 +32,8 @@ target_compile_definitions(test-vthreads-jvm PRIVATE VIPROF_AGENT_SO="${CMAKE_BI
   VIPROF_JDK25_HOME="${VIPROF_JDK25_HOME}" VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-vthreads-jvm viprof-jvmti java-fixtures viprof)
 viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postproc LABELS unit)
+# Issue 32 item 2: an attached JVM (-p) whose threads wait long: every blocked interval
+# under its Java caller, and each thread's wall equal to the recording's length.
+viprof_jvm_test(test-offcpu-attach 180 vp_postproc vp_common LABELS live jvm)
+# Issue 32 item 4: a thread sleeping 1000 calls deep; its blocked time reaches main.
+viprof_jvm_test(test-offcpu-deep 180 vp_postproc vp_common LABELS live jvm)

@@ -8,13 +8,16 @@ endforeach()
 
 # The socket as an attacker uses it: root does for a user no more than the
 # kernel would let that user do. The fixtures: a raw protocol client, a non-dumpable
-# process, and a dump of a session's process side band.
+# process, a dump of a session's process side band, and a count of the kernel addresses
+# in a session.
 add_executable(serve-client fixtures/serve-client.c ${CMAKE_SOURCE_DIR}/service/sock_proto.c)
 target_link_libraries(serve-client PRIVATE vp_recorder vp_common)
 add_executable(nodump fixtures/nodump.c)
 add_executable(session-sideband fixtures/session-sideband.c)
 target_link_libraries(session-sideband PRIVATE vp_common)
-foreach(s foreign-fd userns setuid nodump mute rate audit overlay trickle stopcheck diskfull cmdpath linger)
+add_executable(session-kwords fixtures/session-kwords.c)
+target_link_libraries(session-kwords PRIVATE vp_common)
+foreach(s foreign-fd userns setuid nodump mute rate audit overlay trickle stopcheck diskfull cmdpath linger offcpu)
   add_test(NAME test-serve-attack-${s}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-serve-attack.sh ${s} $<TARGET_FILE:viprof>
                    $<TARGET_FILE_DIR:serve-client>)

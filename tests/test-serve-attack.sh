@@ -56,6 +56,9 @@
 #               creates nothing of root's in it (the agent's copy, its directory and
 #               socket are made by a process that became the user), and the JVM still
 #               gets the agent through a directory of theirs
+#   offcpu      record -g --off-cpu (launched, and -p) with perf_event_paranoid 2: no kernel
+#               address (a word >= 0xffff800000000000) anywhere in the user's session, as
+#               without --off-cpu (issue 31: the switch tracer took kernel stacks)
 set -u
 scenario=$1 viprof=$2 bindir=$3
 client=$bindir/serve-client
@@ -609,6 +612,35 @@ attach-tmp)
 	kill "$(cat "$work/a/poller")"
 	[ -s "$work/a/rooted" ] && { sort -u "$work/a/rooted"; fail "root made entries in a JVM's /tmp"; }
 	[ -z "$(find "$work/a/own" -mindepth 1 -user root)" ] || fail "root left entries in a JVM's /tmp"
+	;;
+offcpu)
+	# The kernel would show this user no kernel address (kallsyms_show_value): the
+	# service must not either. Where it would, there is nothing to hide.
+	pp=$(cat /proc/sys/kernel/perf_event_paranoid) kr=$(cat /proc/sys/kernel/kptr_restrict)
+	[ "$pp" -ge 2 ] || [ "$kr" != 0 ] || { echo "SKIP: perf_event_paranoid $pp and kptr_restrict 0 show users kernel addresses"; exit 77; }
+	mkuser a; u=$REPLY
+	start_service
+	# Waits of several kinds (timed sleeps, a pipe, a child), so that the session holds
+	# off-CPU intervals with kernel stacks to leak.
+	load="i=0; while [ \$i -lt 15 ]; do sleep 0.1; i=\$((i+1)); done; head -c 1000000 /dev/zero | cat | wc -c"
+	as "$u" "'$viprof' record -g --off-cpu -o '$work/a/s1' -- sh -c \"$load\"" 2>"$work/a.err" ||
+		{ cat "$work/a.err"; fail "record --off-cpu"; }
+	user_process "$u" "exec sh -c \"while :; do sleep 0.05; done\""
+	as "$u" "'$viprof' record -g --off-cpu -d 2 -p $pid -o '$work/a/s2'" 2>>"$work/a.err" ||
+		{ cat "$work/a.err"; fail "record --off-cpu -p"; }
+	kill "$pid"
+	bad=0
+	for s in s1 s2; do
+		"$bindir/session-kwords" "$work/a/$s" >"$work/$s.kw"
+		rc=$?
+		echo "$s:"; cat "$work/$s.kw"
+		[ $rc = 2 ] && fail "the session $s cannot be read"
+		[ $rc = 0 ] || bad=1
+		# The test would pass on a session without off-CPU stacks: it must hold some.
+		grep -q "^sched samples: [1-9][0-9]*, with user frames: [1-9]" "$work/$s.kw" ||
+			fail "session $s has no off-CPU samples with user frames (the test would pass on nothing)"
+	done
+	[ $bad = 0 ] || fail "kernel addresses in the user's --off-cpu session"
 	;;
 *)
 	echo "unknown scenario $scenario"; exit 2 ;;

@@ -4,7 +4,11 @@
  *   squeeze: at least 99% of the samples inside libz reach squeeze() and main();
  *   read:    at least 99% of the samples in libc's read wrapper (with the kernel below
  *            it) reach read_zeros(), the wrapper's caller.
- * Usage: test-unwind-native squeeze|read (one ctest entry each). Needs root and BPF. */
+ *   signal:  tests/fixtures/unwind/sigprof, a SIGPROF handler of the process's own (another
+ *            signal-based profiler) running on top of native code: at least 99% of the
+ *            samples in the handler reach, through the signal frame (libc's __restore_rt),
+ *            the interrupted function and run() and main() (issue 32 item 5).
+ * Usage: test-unwind-native squeeze|read|signal (one ctest entry each). Needs root and BPF. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdlib.h>
@@ -43,9 +47,12 @@ int main(int argc, char **argv)
 		SKIP("needs root for the BPF sampler");
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	bool sig = !strcmp(mode, "signal");
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
 			"--", ZCALLER, (char *)mode, "4", NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	char *rec_sig[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
+			    "--", SIGPROF_FIXTURE, "4", NULL };
+	int rc = tr_run(tmp, sig ? rec_sig : rec, out, sizeof(out));
 	if (rc != 0)
 		FAIL("viprof record exited %d: %s", rc, out);
 
@@ -55,12 +62,13 @@ int main(int argc, char **argv)
 	uint64_t inside = 0, reached = 0, rooted = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
-		bool in = !strcmp(mode, "squeeze") ? has(p, s, NULL, "libz.so") : has_read_wrapper(p, s);
+		bool in = sig ? has(p, s, "handler_work", NULL) :
+			  !strcmp(mode, "squeeze") ? has(p, s, NULL, "libz.so") : has_read_wrapper(p, s);
 
 		if (!in)
 			continue;
 		inside += s->samples[0];
-		if (has(p, s, !strcmp(mode, "squeeze") ? "squeeze" : "read_zeros", NULL))
+		if (has(p, s, sig ? "interrupted_work" : !strcmp(mode, "squeeze") ? "squeeze" : "read_zeros", NULL))
 			reached += s->samples[0];
 		if (has(p, s, "main", NULL) && has(p, s, "run", NULL))
 			rooted += s->samples[0];

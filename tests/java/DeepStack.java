@@ -4,11 +4,22 @@
 // "ready" is printed); with -Xint every one of the DEPTH frames is interpreted. The
 // recursion is not a tail call (the result is used after it returns), so each level is
 // a frame (C2 may inline one level of recursion into another, which the code map names).
-// Usage: java DeepStack DEPTH SECONDS
+// With "sleep" (issue 32 item 4), leaf() sleeps 20 ms instead of spinning: the thread is
+// off CPU DEPTH calls deep.
+// Usage: java DeepStack DEPTH SECONDS [sleep]
 public class DeepStack {
     static volatile long sink;
+    static volatile boolean sleep;
 
     static long leaf(long iters) {
+        if (sleep) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+            return 1;
+        }
         long x = 1;
         for (long i = 0; i < iters; i++)
             x = x * 6364136223846793005L + i;
@@ -35,6 +46,7 @@ public class DeepStack {
             for (int i = 0; i < 20; i++)
                 sink += recurse(depth, 1_000_000L);
         }
+        sleep = args.length > 2 && args[2].equals("sleep");
         System.out.println("ready");
         System.out.flush();
         long end = System.nanoTime() + seconds * 1_000_000_000L;
