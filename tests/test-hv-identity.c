@@ -2,7 +2,7 @@
  * kernels that wrote them, parse to the same facts, and the decision puts the kernel's
  * word first with CPUID's outer host as a detail. Live (argv[1] = viprof, argv[2] =
  * "live"): `viprof probe`'s hypervisor row and its "why", the error for -e cycles (where
- * cycles cannot be sampled), record's header and the session's metadata all say the
+ * cycles cannot be sampled), record's header, the session's metadata and its report all say the
  * name vp_hv_identity__get() decides, and that name is the kernel log's where it is
  * readable. */
 #define _GNU_SOURCE
@@ -131,6 +131,11 @@ static void live(const char *viprof)
 	char *meta = test_slurp_str(cmd);
 	ASSERT_STREQ(row(meta, "\"probe.hypervisor\"", v, sizeof(v)), id->name);
 	free(meta);
+	/* The report of the session says it too. */
+	snprintf(cmd, sizeof(cmd), "%s report %s/s 2>&1", viprof, tmp);
+	char *rep = test_popen_slurp(cmd);
+	ASSERT_STREQ(row(rep, "\n# hypervisor", v, sizeof(v)), id->name);
+	free(rep);
 
 	if (!cycles) {
 		snprintf(cmd, sizeof(cmd), "%s record -e cycles -o %s/c -- /bin/true 2>&1", viprof, tmp);
