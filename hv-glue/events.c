@@ -10,7 +10,7 @@
 #include "common/util.h"
 #include "hv-glue/events.h"
 #include "hv-glue/hv_internal.h"
-#include "hv-glue/probe.h"
+#include "hv-glue/identity.h"
 
 /* The named events, canonical names first; probe tests them in this order and the
  * "available:" list of a failed check follows it. */

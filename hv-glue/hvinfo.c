@@ -19,7 +19,7 @@
 #endif
 
 #include "hv-glue/hv_internal.h"
-#include "hv-glue/probe.h"
+#include "hv-glue/identity.h"
 
 /* Hypervisor CPUID signatures (leaf 0x40000000 EBX, ECX, EDX) and the names we show. */
 static const struct {

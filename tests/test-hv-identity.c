@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hv-glue/probe.h"
@@ -91,7 +92,7 @@ static char *row(const char *text, const char *key, char *buf, size_t len)
 static void live(const char *viprof)
 {
 	const struct vp_hv_identity *id = vp_hv_identity__get();
-	char cmd[PATH_MAX + 256], v[256], tmp[] = "/tmp/vp-fresh-hvid-XXXXXX";
+	char cmd[2 * PATH_MAX + 256], v[256], tmp[] = "/tmp/vp-fresh-hvid-XXXXXX";
 	fprintf(stderr, "identity: %s (CPUID %s, outer host '%s', kernel log %s)\n", id->name, id->cpuid_name,
 		id->outer_host, id->klog_read ? "read" : "not readable");
 	if (!id->klog_read)
@@ -119,7 +120,12 @@ static void live(const char *viprof)
 	free(probe);
 
 	ASSERT_NOT_NULL(mkdtemp(tmp));
-	snprintf(cmd, sizeof(cmd), "%s record -o %s/s -- /bin/true 2>&1", viprof, tmp);
+	/* A command with CPU time to sample (0.2 s of its own), so the session has a report. */
+	char self[PATH_MAX];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ASSERT_GT(sl, 0);
+	self[sl] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s record -o %s/s -- %s spin 2>&1", viprof, tmp, self);
 	char *rec = test_popen_slurp(cmd);
 	ASSERT_CONTAINS(rec, "sampling ");
 	if (vm && strstr(rec, "VM ("))
@@ -155,6 +161,14 @@ static void live(const char *viprof)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "spin")) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+		do
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+		while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 200000000L);
+		return 0;
+	}
 	if (argc > 2 && !strcmp(argv[2], "live"))
 		live(argv[1]);
 	else

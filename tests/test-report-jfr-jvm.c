@@ -54,7 +54,9 @@ int main(int argc, char **argv)
 	/* What the fixture measured of its own CPU per hot method (ns). */
 	double spent[3];
 	char *totals = tu_read(totals_file);
-	ASSERT_EQ(sscanf(totals, "JitSplit hotA %lf hotB %lf hotC %lf", &spent[0], &spent[1], &spent[2]), 3);
+	int got = sscanf(totals, "JitSplit hotA %lf hotB %lf hotC %lf", &spent[0], &spent[1], &spent[2]);
+	if (got != 3)
+		FAIL("JitSplit's totals file says '%s'", totals);
 	free(totals);
 
 	/* The text report: samples per symbol over the Java layers, and the total. */
