@@ -9,6 +9,7 @@
 #                                     (not -L jvm: a sanitized agent cannot load into java)
 #   bash scripts/test.sh --busy       the live and jvm lanes with two CPU hogs beside them,
 #                                     as on a shared CI machine (the hogs end with the script)
+#   bash scripts/test.sh --busy -R '^test-stat$'   other ctest arguments instead
 # The fuzz entries (ctest -L fuzz, in every run) already run each reader's seed corpus and
 # 10 s of fuzzing in a clang ASan + UBSan build of their own (build-fuzz/).
 set -euo pipefail
@@ -26,16 +27,39 @@ build() {
 	cmake --build "$1" -j"$(nproc)"
 }
 
-# The sanitizer lane; with arguments, ctest runs those instead. 0, or ctest's status.
+# The sanitized tree (another directory for a second one: VIPROF_ASAN_BUILD=DIR).
+SAN=${VIPROF_ASAN_BUILD:-build-asan}
+
+# The build targets the lane's tests run: their programs and the programs they are given
+# (viprof, split3, ...). Building only those, not bench/ and the JVM and live lanes'
+# programs, keeps the lane within CI's time.
+lane_targets() {
+	local known
+	known=$(cmake --build "$SAN" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+	# The socket and attack scripts are given the build's tests/ directory and run its
+	# fixtures (tests/serve.cmake): serve-client, nodump, session-sideband.
+	{
+		(cd "$SAN" && { ctest -N -V -L unit; ctest -N -V -R "$SANITIZED_SERVICE"; }) |
+			sed -n 's/^[0-9]*: Test command: //p' | tr ' ' '\n' | tr -d '"' |
+			grep "^$(cd "$SAN" && pwd)/" | xargs -r -n1 basename
+		printf '%s\n' serve-client nodump session-sideband
+	} | sort -u | grep -Fx -f <(echo "$known") || true
+}
+
+# The sanitizer lane; with arguments, ctest runs those instead (and all is built). 0, or
+# ctest's status.
 sanitized() {
-	build build-asan -DVIPROF_SANITIZE=ON
+	cmake -S . -B "$SAN" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIPROF_SANITIZE=ON
 	local rc=0
 	export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 	if [ $# -gt 0 ]; then
-		(cd build-asan && ctest --output-on-failure --timeout 900 "$@") || rc=$?
+		cmake --build "$SAN" -j"$(nproc)"
+		(cd "$SAN" && ctest --output-on-failure --timeout 900 "$@") || rc=$?
 	else
-		(cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L unit) || rc=$?
-		(cd build-asan && ctest --output-on-failure --timeout 900 -R "$SANITIZED_SERVICE") || rc=$?
+		# shellcheck disable=SC2046  # one target per word
+		cmake --build "$SAN" -j"$(nproc)" --target $(lane_targets)
+		(cd "$SAN" && ctest --output-on-failure --timeout 900 -j2 -L unit) || rc=$?
+		(cd "$SAN" && ctest --output-on-failure --timeout 900 -R "$SANITIZED_SERVICE") || rc=$?
 	fi
 	return $rc
 }
@@ -57,9 +81,11 @@ case "${1:-}" in
 		(while :; do :; done) &
 		hogs+=($!)
 	done
-	echo "test.sh --busy: two CPU hogs (pids ${hogs[*]}) beside the live and jvm lanes"
+	shift
+	[ $# -gt 0 ] || set -- -L 'live|jvm'
+	echo "test.sh --busy: two CPU hogs (pids ${hogs[*]}) beside ctest $*"
 	cd build
-	ctest --output-on-failure --timeout 1800 -j2 -L 'live|jvm'
+	ctest --output-on-failure --timeout 1800 -j2 "$@"
 	exit
 	;;
 esac

@@ -66,7 +66,14 @@ int main(int argc, char **argv)
 	ASSERT_NOT_NULL(tl);
 	long total = 0;
 	ASSERT_TRUE(sscanf(strchr(tl, ',') + 1, "%ld samples", &total) == 1);
-	ASSERT_GT(total, 1000);
+	/* 999 Hz of the main thread's CPU at least (the JIT and GC threads add more), held
+	 * to what the fixture measured it got: 4 CPU-s on a quiet machine, less on a busy
+	 * one, where it stops after 12 s of wall time. */
+	double main_cpu = (spent[0] + spent[1] + spent[2]) / 1e9;
+	fprintf(stderr, "JitSplit's main thread: %.2f CPU-s; %ld samples\n", main_cpu, total);
+	if (main_cpu < 0.5)
+		SKIP("JitSplit got %.2f CPU-s in 12 s: too busy a machine to hold shares to 1 pp", main_cpu);
+	ASSERT_GE_F((double)total, main_cpu * 999 * 0.8);
 	static struct count text[MAXN], leaf[MAXN];
 	int ntext = 0, nleaf = 0;
 	for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {

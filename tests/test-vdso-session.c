@@ -207,9 +207,12 @@ int main(int argc, char **argv)
 	fprintf(stderr, "%llu samples in the vDSO: %llu named, %llu in code no vDSO symbol covers; %llu under "
 			"clock_gettime\n", (unsigned long long)c.all, (unsigned long long)c.leaf_named,
 		(unsigned long long)c.leaf_helper, (unsigned long long)c.want);
-	/* About 1000 samples, most in the vDSO; a loaded machine gives fewer, never none. */
+	/* 1 CPU-s of clock_gettime at 999 Hz. Where the kernel's clock cannot be read in
+	 * user mode (a clocksource without a vDSO mode), clock_gettime falls back to the
+	 * system call and few samples land in the vDSO: too few to check its names. */
 	if (c.all < 20)
-		FAIL("only %llu samples in the vDSO of a program that lives there", (unsigned long long)c.all);
+		SKIP("only %llu samples in the vDSO of a program that calls clock_gettime for 1 CPU-s: this kernel's "
+		     "clock_gettime runs mostly in the kernel (vDSO fallback to the system call)", (unsigned long long)c.all);
 	ASSERT_UEQ(c.leaf_named + c.leaf_helper, c.all);
 	/* The program calls clock_gettime and nothing else there: most samples are under it,
 	 * by its own name or (in a helper) by its caller's. */
