@@ -31,17 +31,20 @@ build() {
 SAN=${VIPROF_ASAN_BUILD:-build-asan}
 
 # The build targets the lane's tests run: their programs and the programs they are given
-# (viprof, split3, ...). Building only those, not bench/ and the JVM and live lanes'
-# programs, keeps the lane within CI's time.
+# (viprof, split3, ...), read from the tests' add_test lines (ctest names a program only
+# once it is built). Building only those, not bench/ and the JVM and live lanes' programs,
+# keeps the lane within CI's time.
 lane_targets() {
-	local known
+	local abs known names
+	abs=$(cd "$SAN" && pwd)
 	known=$(cmake --build "$SAN" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
-	# The socket and attack scripts are given the build's tests/ directory and run its
-	# fixtures (tests/serve.cmake): serve-client, nodump, session-sideband.
+	names=$(cd "$SAN" && { ctest -N -L unit; ctest -N -R "$SANITIZED_SERVICE"; } | sed -n 's/^ *Test *#[0-9]*: //p')
 	{
-		(cd "$SAN" && { ctest -N -V -L unit; ctest -N -V -R "$SANITIZED_SERVICE"; }) |
-			sed -n 's/^[0-9]*: Test command: //p' | tr ' ' '\n' | tr -d '"' |
-			grep "^$(cd "$SAN" && pwd)/" | xargs -r -n1 basename
+		find "$SAN" -name CTestTestfile.cmake -exec cat {} + | grep '^add_test(' |
+			grep -F -f <(sed -e 's/.*/add_test(& /' -e 'p' -e 's/add_test(\(.*\) $/add_test([=[\1]=] /' <<<"$names") |
+			tr ' ' '\n' | tr -d '"()' | grep "^$abs/" | xargs -r -n1 basename | sed 's/^lib\(.*\)\.so[.0-9]*$/\1/'
+		# The socket and attack scripts are given the build's tests/ directory and run its
+		# fixtures (tests/serve.cmake).
 		printf '%s\n' serve-client nodump session-sideband
 	} | sort -u | grep -Fx -f <(echo "$known") || true
 }
