@@ -135,6 +135,7 @@ static void usage(FILE *f)
 		   "                      thread (read at one instant); ratios (IPC) are then not shown\n"
 		   "  -x, --field-separator SEP  machine-readable rows:\n"
 		   "                      [comm-tid SEP] value SEP unit SEP event SEP running-ns SEP pct-running\n"
+		   "                      (rows only; value <not counted> or <not measured> where none was taken)\n"
 		   "  -p, --pid PID       count an existing process\n"
 		   "  -h, --help          this text\n\n"
 		   "examples:\n  viprof stat -- make -j2\n"
@@ -432,14 +433,16 @@ static double steal_of(const struct stat_ctx *s, pid_t tid)
 	return (double)sum;
 }
 
-/* Why no stolen row follows the clock rows: one line (with -x, a '#' line, which
- * scripts reading the rows skip). */
+/* Why no stolen figure follows the clock rows: one line. With -x the output is rows
+ * only, so a script never meets a line it cannot parse: the stolen row carries
+ * "<not measured>" as its value (perf stat's "<not counted>" convention), and the why
+ * is for the human form. */
 static void print_no_steal(const struct stat_ctx *s)
 {
 	if (s->clock_ev < 0 || s->steal.measured || !s->steal.why[0])
 		return;
 	if (s->o.sep)
-		fprintf(stderr, "# stolen: not reported: %s\n", s->steal.why);
+		fprintf(stderr, "<not measured>%smsec%sstolen%s0%s0.00\n", s->o.sep, s->o.sep, s->o.sep, s->o.sep);
 	else
 		fprintf(stderr, "\n  stolen: not reported: %s\n", s->steal.why);
 }

@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "hv-glue/events.h"
 #include "hv-glue/hv_internal.h"
+#include "hv-glue/identity.h"
 
 /* The named events, canonical names first; probe tests them in this order and the
  * "available:" list of a failed check follows it. */
@@ -302,9 +303,7 @@ static int paranoid_level(void)
 /* Why an event that perf_event_open refused fails here, in words; fits after "event 'x' ". */
 static void explain(const struct sampler_event *ev, int e, char *cause, size_t len)
 {
-	char sig[16];
-	bool bit;
-	const char *hv = vp_hv__name(sig, sizeof(sig), &bit);
+	const char *hv = vp_hv_identity__get()->name;
 	bool vm = strcmp(hv, "none") != 0;
 	bool pmu_event = ev->type == PERF_TYPE_HARDWARE || ev->type == PERF_TYPE_HW_CACHE || ev->type == PERF_TYPE_RAW;
 	/* No PMU first: even root cannot fix that, so it is the cause worth naming. */
@@ -378,8 +377,7 @@ int vp_events__check_count(const struct sampler_event *ev, char *err, size_t err
 
 int vp_events__default(struct sampler_event *out, char *why, size_t whylen)
 {
-	char err[512], dummy[8], sig[16];
-	bool bit;
+	char err[512], dummy[8];
 	if (!why || !whylen) {
 		why = dummy;
 		whylen = sizeof(dummy);
@@ -388,7 +386,7 @@ int vp_events__default(struct sampler_event *out, char *why, size_t whylen)
 		snprintf(why, whylen, "no output event given");
 		return -EINVAL;
 	}
-	const char *hv = vp_hv__name(sig, sizeof(sig), &bit);
+	const char *hv = vp_hv_identity__get()->name;
 	bool vm = strcmp(hv, "none") != 0;
 	char user_only[160];
 	snprintf(user_only, sizeof(user_only), "; user mode only, because perf_event_paranoid=%d and no CAP_PERFMON "

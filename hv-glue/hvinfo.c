@@ -1,6 +1,8 @@
 /* Hypervisor identity, PMU presence and live event tests, shared by events and probe. */
 #define _GNU_SOURCE  /* strerrorname_np */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -17,6 +19,7 @@
 #endif
 
 #include "hv-glue/hv_internal.h"
+#include "hv-glue/identity.h"
 
 /* Hypervisor CPUID signatures (leaf 0x40000000 EBX, ECX, EDX) and the names we show. */
 static const struct {
@@ -81,6 +84,95 @@ const char *vp_hv__name(char *sig, size_t siglen, bool *hv_bit)
 	if (read_line("/sys/hypervisor/type", t, sizeof(t)) && !strcmp(t, "xen"))
 		return "Xen";
 	return bit ? "unknown" : "none";
+}
+
+int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!log)
+		return -EINVAL;
+	const char *h = strstr(log, "Hypervisor detected: ");
+	if (h) {
+		h += strlen("Hypervisor detected: ");
+		size_t n = strcspn(h, "\r\n");
+		while (n && h[n - 1] == ' ')
+			n--;
+		snprintf(out->kernel_hv, sizeof(out->kernel_hv), "%.*s", (int)n, h);
+	}
+	/* Kernels have said "PVM guest" in several ways; any of them is the kernel's word. */
+	out->pvm_guest = !strcmp(out->kernel_hv, "PVM") || strstr(log, "paravirtualized kernel on PVM") != NULL;
+	for (const char *d = log; (d = strstr(d, "pvm-pv: ")); d++) {
+		const char *w = d + strlen("pvm-pv: ");
+		if (!strncmp(w, "detected", 8) || !strncmp(w, "running under PVM", 17))
+			out->pvm_guest = true;
+		else if (!strncmp(w, "not detected", 12))
+			out->pvm_absent = true;
+	}
+	out->pvm_host = strstr(log, "kvm-pvm: loaded") != NULL;
+	return 0;
+}
+
+void vp_hv_identity__decide(const char *cpuid_name, const struct vp_probe_klog *klog, struct vp_hv_identity *out)
+{
+	const char *cpuid = cpuid_name && *cpuid_name ? cpuid_name : "none";
+	const char *name = cpuid;
+	snprintf(out->cpuid_name, sizeof(out->cpuid_name), "%s", cpuid);
+	out->outer_host[0] = '\0';
+	out->klog_read = klog != NULL;
+	if (klog)
+		out->klog = *klog;
+	else
+		memset(&out->klog, 0, sizeof(out->klog));
+	/* The kernel's word first: it names the hypervisor that runs it, even where
+	 * user-mode CPUID shows an outer host or none at all (a PVM guest on bare metal). */
+	if (klog && klog->pvm_guest)
+		name = "PVM";
+	else if (klog && *klog->kernel_hv)
+		name = klog->kernel_hv;
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	/* CPUID's name is a detail when it is a hypervisor's and not the same one. */
+	if (strcmp(cpuid, name) && strcmp(cpuid, "none") && strcmp(cpuid, "unknown"))
+		snprintf(out->outer_host, sizeof(out->outer_host), "%s", cpuid);
+}
+
+/* The kernel log through syslog(2) READ_ALL: root, or kernel.dmesg_restrict=0. */
+static bool read_klog(struct vp_probe_klog *k)
+{
+	int len = (int)syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	if (len <= 0 || len > (64 << 20))
+		return false;
+	char *buf = malloc((size_t)len + 1);
+	if (!buf)
+		return false;
+	int n = (int)syscall(SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	bool ok = n > 0;
+	if (ok) {
+		buf[n] = '\0';
+		vp_probe__parse_klog(buf, k);
+	}
+	free(buf);
+	return ok;
+}
+
+static struct vp_hv_identity identity;
+static pthread_once_t identity_once = PTHREAD_ONCE_INIT;
+
+static void identity_init(void)
+{
+	char sig[16];
+	bool bit;
+	struct vp_probe_klog k;
+	const char *cpuid = vp_hv__name(sig, sizeof(sig), &bit);
+	bool have_log = read_klog(&k);
+	vp_hv_identity__decide(cpuid, have_log ? &k : NULL, &identity);
+	snprintf(identity.signature, sizeof(identity.signature), "%s", sig);
+	identity.hv_bit = bit;
+}
+
+const struct vp_hv_identity *vp_hv_identity__get(void)
+{
+	pthread_once(&identity_once, identity_init);
+	return &identity;
 }
 
 const char *vp_hv__pmu_device(void)

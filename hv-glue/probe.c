@@ -307,9 +307,9 @@ static void conclude(struct vp_probe *p)
 	p->backend = can_bpf ? "bpf" : can_perf ? "perf" : "none";
 
 	bool vm = strcmp(p->hypervisor, "none") != 0;
-	/* "Firecracker on KVM": the VMM says more than the CPUID signature. */
-	char label[64];
-	snprintf(label, sizeof(label), "%s%s%s", p->vmm ? p->vmm : "", p->vmm ? " on " : "", p->hypervisor);
+	/* The hypervisor's one name (vp_hv_identity__get), as every other message says it;
+	 * the VMM (Firecracker) has its own row and its own advice. */
+	const char *label = p->hypervisor;
 	bool no_vpmu = p->vmm && !strcmp(p->vmm, "Firecracker");
 	size_t n = 0, len = sizeof(p->recommendation);
 	char *r = p->recommendation;
@@ -359,52 +359,19 @@ static void conclude(struct vp_probe *p)
 #undef ADD
 }
 
-int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (!log)
-		return -EINVAL;
-	const char *h = strstr(log, "Hypervisor detected: ");
-	if (h) {
-		h += strlen("Hypervisor detected: ");
-		size_t n = strcspn(h, "\r\n");
-		snprintf(out->kernel_hv, sizeof(out->kernel_hv), "%.*s", (int)n, h);
-	}
-	out->pvm_guest = strstr(log, "paravirtualized kernel on PVM") != NULL;
-	for (const char *d = log; (d = strstr(d, "pvm-pv: ")); d++)
-		if (!strncmp(d + 8, "detected", 8))
-			out->pvm_guest = true;
-		else if (!strncmp(d + 8, "not detected", 12))
-			out->pvm_absent = true;
-	out->pvm_host = strstr(log, "kvm-pvm: loaded") != NULL;
-	return 0;
-}
-
-/* The kernel log through syslog(2) READ_ALL: root, or kernel.dmesg_restrict=0. */
-static bool read_klog(struct vp_probe *p)
-{
-	int len = (int)syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
-	if (len <= 0 || len > (64 << 20))
-		return false;
-	char *buf = malloc((size_t)len + 1);
-	if (!buf)
-		return false;
-	int n = (int)syscall(SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
-	bool ok = n > 0;
-	if (ok) {
-		buf[n] = '\0';
-		vp_probe__parse_klog(buf, &p->klog);
-	}
-	free(buf);
-	return ok;
-}
-
 struct vp_probe *vp_probe__run(void)
 {
 	struct vp_probe *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->hypervisor = vp_hv__name(p->hv_signature, sizeof(p->hv_signature), &p->hv_bit);
+	/* One identity for every message (vp_hv_identity__get): the kernel's own word first. */
+	const struct vp_hv_identity *id = vp_hv_identity__get();
+	p->hypervisor = id->name;
+	snprintf(p->hv_signature, sizeof(p->hv_signature), "%s", id->signature);
+	p->hv_bit = id->hv_bit;
+	p->klog = id->klog;
+	p->klog_read = id->klog_read;
+	p->outer_host = *id->outer_host ? id->outer_host : NULL;
 	read_line("/sys/hypervisor/type", p->sys_hv_type, sizeof(p->sys_hv_type));
 	read_line("/sys/hypervisor/pmu/pmu_mode", p->xen_pmu_mode, sizeof(p->xen_pmu_mode));
 	char caps[128];
@@ -415,17 +382,6 @@ struct vp_probe *vp_probe__run(void)
 	if (vp_probe__acpi_oem_at("/sys/firmware/acpi/tables", p->acpi_oem, sizeof(p->acpi_oem)) == 0 &&
 	    !strcmp(p->acpi_oem, "FIRECK"))
 		p->vmm = "Firecracker";
-	/* The kernel knows what it runs on; user-mode CPUID on a PVM guest does not. */
-	p->klog_read = read_klog(p);
-	if (p->klog.pvm_guest) {
-		if (strcmp(p->hypervisor, "KVM"))
-			p->outer_host = p->hypervisor;
-		p->hypervisor = "PVM";
-	} else if (*p->klog.kernel_hv && strcmp(p->hypervisor, "none") && strcmp(p->hypervisor, p->klog.kernel_hv) &&
-		   strcmp(p->hypervisor, "unknown")) {
-		p->outer_host = p->hypervisor;
-		p->hypervisor = p->klog.kernel_hv;
-	}
 	probe_cpu(p);
 	p->pmu_device = vp_hv__pmu_device();
 	probe_events(p);

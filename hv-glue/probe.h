@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "hv-glue/identity.h"   /* vp_probe__parse_klog, vp_hv_identity__get */
+
 struct vp_probe;  /* opaque */
 
 struct vp_probe *vp_probe__run(void);       /* never NULL unless out of memory */
@@ -23,21 +25,6 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f);
 const char *vp_probe__hypervisor(const struct vp_probe *p);
 bool vp_probe__hw_events(const struct vp_probe *p);   /* cycles can be sampled here */
 const char *vp_probe__recommendation(const struct vp_probe *p);
-
-/* Additive: what the kernel's own log says of the hypervisor under it, for a CPUID
- * read in user mode can see past it: a PVM guest's user-mode CPUID is not intercepted
- * and names the outer host (e.g. "bhyve"). From log (the kernel ring buffer's text):
- * kernel_hv gets the name in "Hypervisor detected: X" (or "" when absent), *pvm_guest
- * is set when the kernel booted as a PVM guest ("Booting paravirtualized kernel on PVM",
- * or "pvm-pv: detected"), *pvm_absent when it looked and found none ("pvm-pv: not
- * detected"), *pvm_host when it runs PVM guests itself ("kvm-pvm: loaded").
- * 0, or -EINVAL without a log. */
-struct vp_probe_klog {
-	char kernel_hv[32];
-	bool pvm_guest, pvm_host;
-	bool pvm_absent;   /* the kernel looked for PVM and did not find it ("pvm-pv: not detected") */
-};
-int vp_probe__parse_klog(const char *log, struct vp_probe_klog *out);
 
 /* Additive: the OEM id (6 characters, trailing blanks dropped) of the first readable
  * ACPI table in tables_dir (normally /sys/firmware/acpi/tables, root only): "FIRECK"

@@ -198,8 +198,9 @@ int vp_steal__clock_runs_from(uint64_t steal_since_boot_ns, char *why, size_t wh
 	if (steal_since_boot_ns > 0)
 		return 1;
 	if (why && whylen)
-		snprintf(why, whylen, "no steal clock on this VM: /proc/stat's steal has stayed 0 on every vCPU since "
-			 "boot (the hypervisor reports none, or never preempted it), so no time is reported as stolen");
+		snprintf(why, whylen, "steal not measured (0 since boot): /proc/stat's steal has stayed 0 on every vCPU "
+			 "since boot, which a hypervisor that exports no steal clock and one that has not preempted this VM "
+			 "yet both show, so no time is reported as stolen");
 	return 0;
 }
 

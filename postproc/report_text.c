@@ -249,6 +249,11 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 					    "default_event.why", "kernel" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *v = vp_profile__meta(p, keys[i]);
+		/* The recorder keeps the probe's keys apart ("probe.hypervisor"). */
+		char pk[64];
+		snprintf(pk, sizeof(pk), "probe.%s", keys[i]);
+		if (!v || !*v)
+			v = vp_profile__meta(p, pk);
 		if (v && *v)
 			vp_out__printf(o, "# %s: %s\n", keys[i], v);
 	}

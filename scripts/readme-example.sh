@@ -9,6 +9,16 @@ cd "$(dirname "$0")/.."
 report=$(build/cli/viprof report build/demo/session --layers --top 12 2>&1)
 hottest=$(build/cli/viprof report build/demo/session --format folded 2>/dev/null |
 	awk '{ n = $NF + 0; if (n > best) { best = n; line = $0 } } END { print line }')
+# The example must be what a reader gets: no stale warning (a session reported after its
+# files were rebuilt says "file changed since recording") and no path of this machine.
+if grep -q '^# warning: .*file changed since recording' <<<"$report"; then
+	echo "readme-example.sh: the session's files changed since it was recorded; run without --reuse" >&2
+	exit 1
+fi
+if grep -qF "$PWD" <<<"$report$hottest"; then
+	echo "readme-example.sh: the report names a path of this checkout ($PWD); not an example to publish" >&2
+	exit 1
+fi
 python3 - "$report" "$hottest" <<'PY'
 import re, sys
 report, hottest = sys.argv[1], sys.argv[2]

@@ -36,9 +36,10 @@ int main(int argc, char **argv)
 		bool no_pmu = access("/sys/bus/event_source/devices/cpu", F_OK) != 0 &&
 			      access("/sys/bus/event_source/devices/cpu_core", F_OK) != 0;
 		char *klog = test_popen_slurp("dmesg 2>/dev/null");
-		bool pvm_guest = strstr(klog, "pvm-pv: detected") || strstr(klog, "paravirtualized kernel on PVM");
-		bool pvm_absent = strstr(klog, "pvm-pv: not detected") != NULL;
-		bool pvm_host = strstr(klog, "kvm-pvm: loaded") != NULL;
+		/* Every form kernels log (test-hv-identity quotes them) through the one parser. */
+		struct vp_probe_klog kl;
+		vp_probe__parse_klog(klog, &kl);
+		bool pvm_guest = kl.pvm_guest, pvm_absent = kl.pvm_absent, pvm_host = kl.pvm_host;
 		free(klog);
 		if (!fc && !no_pmu && !pvm_guest && !pvm_absent && !pvm_host)
 			SKIP("neither Firecracker, a kernel without PMU, nor a kernel log that speaks of PVM here");

@@ -112,15 +112,16 @@ static bool exists(const char *sess, const char *name)
 	return stat(path, &st) == 0;
 }
 
-/* Whether a split3 with this argument runs (a zombie is not running). */
-static bool split3_running(const char *marker)
+/* The CPU time (ns, from /proc/PID/stat's utime + stime) of the running split3 with this
+ * argument, or -1 when none runs (a zombie is not running). */
+static long long split3_cpu(const char *marker)
 {
-	bool found = false;
+	long long cpu = -1;
 	DIR *d = opendir("/proc");
 	ASSERT_NOT_NULL(d);
 	struct dirent *e;
-	while (!found && (e = readdir(d))) {
-		char path[300], buf[512];
+	while (cpu < 0 && (e = readdir(d))) {
+		char path[300], buf[1024];
 		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
 		FILE *f = fopen(path, "r");
 		if (!f)
@@ -137,12 +138,62 @@ static bool split3_running(const char *marker)
 				buf[n] = '\0';
 				fclose(f);
 				char *rp = strrchr(buf, ')');
-				found = rp && rp[2] != 'Z';
+				unsigned long long ut, stt;
+				/* state is field 3; utime and stime are fields 14 and 15 */
+				if (rp && rp[2] != 'Z' &&
+				    sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) == 2)
+					cpu = (long long)((ut + stt) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK)));
 			}
 		}
 	}
 	closedir(d);
-	return found;
+	return cpu;
+}
+
+/* Whether the split3 with this argument is gone within 10 s (stopped by viprof: the
+ * signal takes effect when the machine next runs it). */
+static bool split3_gone(const char *marker)
+{
+	uint64_t t0 = mono_ns();
+	while (split3_cpu(marker) >= 0)
+		if (mono_ns() - t0 > 10000000000ull)
+			return false;
+		else
+			sleep_ms(10);
+	return true;
+}
+
+/* Waits (up to 120 s) until the split3 with this argument has had cpu_ns of CPU: an
+ * event, where a fixed sleep assumes the machine gave it the CPU meanwhile. */
+static void wait_split3_cpu(const char *marker, long long cpu_ns)
+{
+	uint64_t t0 = mono_ns();
+	long long c;
+	while ((c = split3_cpu(marker)) < cpu_ns) {
+		if (mono_ns() - t0 > 120000000000ull)
+			FAIL("split3 %s %s after 120 s", marker, c < 0 ? "is not running" : "has not had its CPU time");
+		sleep_ms(10);
+	}
+}
+
+/* Polls until no split3 with this argument runs (up to 120 s), returning the most CPU
+ * it was seen to have had: a lower bound of what it ran while being recorded. */
+static long long watch_split3(const char *marker)
+{
+	uint64_t t0 = mono_ns();
+	long long c, last = 0;
+	bool seen = false;
+	while (mono_ns() - t0 < 120000000000ull) {
+		c = split3_cpu(marker);
+		if (c >= 0) {
+			seen = true;
+			last = c;
+		} else if (seen || mono_ns() - t0 > 5000000000ull) {
+			break;
+		}
+		sleep_ms(10);
+	}
+	return last;
 }
 
 int main(void)
@@ -168,28 +219,36 @@ int main(void)
 	/* -d ends a longer command's recording cleanly and stops the command. */
 	snprintf(sess, sizeof(sess), "%s/duration", tmp);
 	uint64_t t0 = mono_ns();
-	ASSERT_EQ(RUN("-q", "-d", "1", "-o", sess, "--", SPLIT3, "31.5"), 0);
+	pid_t v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-d", "1", "-o", sess, "--", SPLIT3, "31.5", NULL },
+			NULL);
+	/* What split3 measured of its CPU (as the kernel accounts it) while it was recorded:
+	 * a busy machine gives it less than the 1 s of wall time. */
+	long long cpu = watch_split3("31.5");
+	ASSERT_EQ(finish(v), 0);
 	ASSERT_LT(mono_ns() - t0, 10000000000ull);
 	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
-	ASSERT_GT(samples, 100);
+	fprintf(stderr, "-d 1: %ld samples, split3 seen with %.3f CPU-s\n", samples, cpu / 1e9);
+	/* 999 Hz of its CPU time; /proc's ticks (10 ms) and the last poll (10 ms) before
+	 * it was stopped make the CPU figure a little low, never high. */
+	ASSERT_GT(samples, 0);
+	ASSERT_GE_F((double)samples, cpu / 1e9 * 999 * 0.5 - 20);
 	ASSERT_DBL_NEAR((double)end.duration_ns / 1e9, 1.0, 0.5);
 	ASSERT_TRUE(exists(sess, "meta.json"));
-	sleep_ms(200);
-	ASSERT_FALSE(split3_running("31.5"));
+	ASSERT_TRUE(split3_gone("31.5"));
 
 	/* SIGINT: the same clean end. */
 	snprintf(sess, sizeof(sess), "%s/sigint", tmp);
-	pid_t v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", SPLIT3, "32.5", NULL }, NULL);
-	sleep_ms(1200);
-	ASSERT_TRUE(split3_running("32.5"));   /* the check below can see it */
+	v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", SPLIT3, "32.5", NULL }, NULL);
+	/* Until split3 has run 0.3 CPU-s under the recording (so the check below can see
+	 * it, and there are samples to count), however long the machine takes to give it. */
+	wait_split3_cpu("32.5", 300000000);
 	ASSERT_OK(kill(v, SIGINT));
 	ASSERT_EQ(finish(v), 0);
 	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
 	ASSERT_GT(samples, 100);
 	ASSERT_TRUE(exists(sess, "meta.json"));
 	ASSERT_CONTAINS(out, "samples (");
-	sleep_ms(200);
-	ASSERT_FALSE(split3_running("32.5"));
+	ASSERT_TRUE(split3_gone("32.5"));
 
 	/* The command exits at once but leaves a grandchild working: the recording
 	 * waits for it, and has its samples. */

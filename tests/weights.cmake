@@ -45,6 +45,10 @@ add_dependencies(test-stat-unattributed viprof burst-threads)
 viprof_test(test-probe-vmm SOURCES test-probe-vmm.c LIBS vp_hvglue LABELS unit)
 add_test(NAME test-probe-vmm-live COMMAND test-probe-vmm $<TARGET_FILE:viprof> live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-probe-vmm-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# One hypervisor name (issue 30): the kernel log's forms, and every message saying the same.
+viprof_test(test-hv-identity SOURCES test-hv-identity.c LIBS vp_hvglue LABELS unit)
+add_test(NAME test-hv-identity-live COMMAND test-hv-identity $<TARGET_FILE:viprof> live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-hv-identity-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # No ":u" event that always reads 0 is offered to unprivileged users.
 viprof_test(test-events-user SOURCES test-events-user.c LIBS vp_hvglue LABELS live TIMEOUT 60)
 # Another user's process: the real cause (ptrace access), not perf_event_paranoid.

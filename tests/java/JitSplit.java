@@ -2,9 +2,10 @@
 // runs to a deadline it checks itself, so the split holds whatever the JIT does; the
 // allocation makes young GCs (and so code-map epochs) happen. The clock is the thread's
 // CPU time: on a loaded VM a preempted phase's wall time runs on without samples. Usage:
-// JitSplit SECONDS [EXIT_CODE]: SECONDS of the thread's CPU time, or three times as much
-// wall time if the machine is that loaded; prints the phase totals (CPU ns) and exits
-// with EXIT_CODE (default 0).
+// JitSplit SECONDS [EXIT_CODE [FILE]]: SECONDS of the thread's CPU time, or three times as
+// much wall time if the machine is that loaded; prints the phase totals (CPU ns), also
+// into FILE when given (for a test whose launcher keeps no stdout), and exits with
+// EXIT_CODE (default 0).
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 
@@ -86,7 +87,16 @@ public class JitSplit {
             long t3 = cpu();
             spent[0] += t1 - t0; spent[1] += t2 - t1; spent[2] += t3 - t2;
         }
-        System.out.println("JitSplit hotA " + spent[0] + " hotB " + spent[1] + " hotC " + spent[2]);
+        String totals = "JitSplit hotA " + spent[0] + " hotB " + spent[1] + " hotC " + spent[2];
+        System.out.println(totals);
+        if (args.length > 2) {
+            try {
+                java.nio.file.Files.writeString(java.nio.file.Path.of(args[2]), totals + "\n");
+            } catch (java.io.IOException e) {
+                System.err.println("JitSplit: cannot write " + args[2] + ": " + e);
+                code = 1;
+            }
+        }
         System.exit(code);
     }
 }
