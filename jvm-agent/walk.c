@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "hotspot/memory.h"
@@ -281,6 +282,263 @@ static int cmp_known(const void *a, const void *b)
 	return x->blob < y->blob ? -1 : x->blob > y->blob;
 }
 
+/* ---- the code heap at each GC's start ----
+ * A walk every 50-800 ms misses code that is installed and freed between two walks: a
+ * starved agent thread (a busy machine) walked after the GC that freed a generation's
+ * code, whose samples then lay in no code map (issue 32). The GC cannot overtake a read
+ * made at its own start: GarbageCollectionStart runs on the VM thread at the safepoint,
+ * before anything is unlinked or freed, and no compiler thread can install code until
+ * the safepoint ends. There the callback walks the heaps (plain loads, as the agent
+ * thread's walk) and copies, into a preallocated buffer, every compiled method that the
+ * last completed walk did not hold (pub: blobs and compile ids, sorted). It takes no
+ * lock and calls no JVMTI function: a Java thread holding one of ours may be blocked for
+ * this very safepoint.
+ *
+ * The agent thread's next complete walk takes the buffer: what it found again is
+ * ordinary new code; what is gone now (vp_ch__find no longer finds it) lived only
+ * between two walks and gets a load dated at the start of the walk it was missing from
+ * (or its class's preparation, or the unload of code it replaced) and an unload at the
+ * end of the first GC after the last start that saw it: the earliest it can have run,
+ * and a GC that provably had not freed it before it began. Its method's jmethodID comes
+ * from the METHOD_PTR records (its name was written when its class was prepared); its
+ * metadata and debug information may be freed, so it gets no inlining and no name from
+ * metadata. */
+
+/* Is (blob, compile id) in the last walk's published list? pos: a cursor, as the GC's
+ * walk goes in address order too. */
+static bool pub_has(const struct snap_pub *p, size_t *pos, uint64_t blob, int32_t cid)
+{
+	size_t i = *pos;
+	if (i > p->n || (i > 0 && p->blob[i - 1] > blob)) {
+		size_t lo = 0, hi = p->n;   /* out of order: search */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (p->blob[mid] < blob)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo;
+	}
+	while (i < p->n && p->blob[i] < blob)
+		i++;
+	*pos = i;
+	for (size_t k = i; k < p->n && p->blob[k] == blob; k++)
+		if (p->cid[k] == cid)
+			return true;
+	return false;
+}
+
+struct gc_walk {
+	struct snap_buf *b;
+	const struct snap_pub *p;
+	size_t pos;
+	uint64_t t;
+};
+
+/* In the GC callback: no allocation, no lock. */
+static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
+{
+	struct gc_walk *w = ctx;
+	if (!vp_ch__alive(nm) || pub_has(w->p, &w->pos, nm->blob, nm->compile_id))
+		return 0;
+	if (w->b->n >= SNAP_CAP) {
+		w->b->lost++;
+		return 0;
+	}
+	w->b->v[w->b->n++] = (struct snap_nm){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
+					       .t = w->t, .since = w->p->start, .code_size = nm->code_size,
+					       .compile_id = nm->compile_id, .level = nm->level, .osr = nm->osr };
+	return 0;
+}
+
+void scan_gc_start(void)
+{
+	struct st_mark m;
+	if (!scan.on || scan.gc_walk_off || !scan.snap[0].v || !scan.snap[1].v)
+		return;
+	st_begin(&m);
+	__atomic_store_n(&scan.in_cb, 1, __ATOMIC_SEQ_CST);
+	int sc = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST), pc = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
+	struct gc_walk w = { .b = &scan.snap[sc], .p = &scan.pub[pc], .t = now_ns() };
+	/* An incomplete walk keeps what it copied: each entry was code in the heap. */
+	if (vp_ch__walk(&scan.ch, gc_visit, &w))
+		w.b->incomplete++;
+	__atomic_store_n(&scan.in_cb, 0, __ATOMIC_SEQ_CST);
+	st_end(ST_GC_WALK, &m);
+	if (stats.on && now_ns() - w.t > scan.gc_walk_max_ns)
+		scan.gc_walk_max_ns = now_ns() - w.t;
+}
+
+/* Waits until no GC callback reads or fills a buffer it may have picked before a flip;
+ * the callback's walk takes well under a millisecond. */
+static void wait_gc_callback(void)
+{
+	while (__atomic_load_n(&scan.in_cb, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Publishes the walk that started at start (scan.next, sorted by blob) for the GC
+ * callback; on failure to grow the list the old one stays (the callback then copies
+ * more than it needs). */
+static void publish_walk(uint64_t start)
+{
+	if (!scan.snap[0].v)
+		return;
+	int cur = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
+	struct snap_pub *p = &scan.pub[cur ^ 1];
+	wait_gc_callback();
+	size_t cap_b = p->cap, cap_c = p->cap;
+	if (vp_grow((void **)&p->blob, &cap_b, scan.nnext + 1, sizeof(*p->blob)) ||
+	    vp_grow((void **)&p->cid, &cap_c, scan.nnext + 1, sizeof(*p->cid)))
+		return;
+	p->cap = cap_b < cap_c ? cap_b : cap_c;
+	for (size_t i = 0; i < scan.nnext; i++) {
+		p->blob[i] = scan.next[i].blob;
+		p->cid[i] = scan.next[i].compile_id;
+	}
+	p->n = scan.nnext;
+	p->start = start;
+	__atomic_store_n(&scan.pub_cur, cur ^ 1, __ATOMIC_SEQ_CST);
+}
+
+/* The end of the first GC that finished after t, or 0. */
+static uint64_t gc_after(uint64_t t)
+{
+	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
+	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
+		uint64_t g = agent.gc_time[i % GC_RING];
+		if (g > t && (!best || g < best))
+			best = g;
+	}
+	return best;
+}
+
+static int cmp_snap(const void *a, const void *b)
+{
+	const struct snap_nm *x = a, *y = b;
+	if (x->blob != y->blob)
+		return x->blob < y->blob ? -1 : 1;
+	if (x->compile_id != y->compile_id)
+		return x->compile_id < y->compile_id ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Is code (blob, compile id, method) in scan.next (sorted by blob)? */
+static bool next_has(uint64_t blob, int32_t cid, uint64_t method)
+{
+	size_t lo = 0, hi = scan.nnext;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (scan.next[mid].blob < blob)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k < scan.nnext && scan.next[k].blob == blob; k++)
+		if (scan.next[k].compile_id == cid && scan.next[k].method == method)
+			return true;
+	return false;
+}
+
+/* Takes what the GC callbacks copied since the last complete walk and keeps, in
+ * scan.eph, the code that came and went between two walks (see the section's top), with
+ * its unload time in missed_end and the unloads of older code it replaced in after.
+ * Marks the code of scan.next that such code proves gone (K_GONE), and raises the
+ * load time of new code that took its place. Before the unloads are queued. */
+static void take_gc_snapshots(uint64_t now)
+{
+	scan.neph = 0;
+	if (!scan.snap[0].v)
+		return;
+	int cur = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&scan.snap_cur, cur ^ 1, __ATOMIC_SEQ_CST);
+	wait_gc_callback();
+	struct snap_buf *b = &scan.snap[cur];
+	scan.snap_lost += b->lost;
+	scan.snap_incomplete += b->incomplete;
+	if (b->n > 1)
+		qsort(b->v, b->n, sizeof(*b->v), cmp_snap);
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct snap_nm *e = &b->v[i];
+		/* Of one code's copies (one per GC) the last, which ends its life latest. */
+		if (i + 1 < b->n && b->v[i + 1].blob == e->blob && b->v[i + 1].compile_id == e->compile_id &&
+		    b->v[i + 1].method == e->method)
+			continue;
+		if (next_has(e->blob, e->compile_id, e->method))
+			continue;   /* this walk found it: ordinary new code */
+		struct vp_ch_nm now_nm;
+		if (!vp_ch__find(&scan.ch, e->code_start, &now_nm) && now_nm.blob == e->blob &&
+		    now_nm.compile_id == e->compile_id && now_nm.method == e->method)
+			continue;   /* still there, installed after the walk passed: the next walk's */
+		if (vp_grow((void **)&scan.eph, &scan.cap_eph, scan.neph + 1, sizeof(*scan.eph)))
+			break;
+		uint64_t end = gc_after(e->t);
+		scan.eph[scan.neph++] = (struct known){ .blob = e->blob, .code_start = e->code_start, .method = e->method,
+						       .code_size = e->code_size, .compile_id = e->compile_id,
+						       .level = e->level, .osr = e->osr, .seen_start = e->since,
+						       .missed_end = end ? end : now, .mark = K_NEW };
+	}
+	b->n = b->lost = b->incomplete = 0;
+	/* Code of this walk's list at the same addresses: older code (missed now) was gone
+	 * before the short-lived code came; newer code came after it went. Short-lived code
+	 * at the same addresses as other short-lived code: the earlier ended first. */
+	for (size_t a = 0; a < scan.neph; a++) {
+		struct known *x = &scan.eph[a];
+		for (size_t k = 0; k < scan.nnext; k++) {
+			struct known *o = &scan.next[k];
+			if (!overlaps(x, o))
+				continue;
+			if (o->mark == K_MISSED || o->mark == K_GONE) {
+				o->mark = K_GONE;
+				if (unload_time(o) > x->after)
+					x->after = unload_time(o);
+			} else if (o->mark == K_NEW && x->missed_end > o->after) {
+				o->after = x->missed_end;
+			}
+		}
+		for (size_t k = 0; k < scan.neph; k++) {
+			struct known *y = &scan.eph[k];
+			if (k != a && overlaps(x, y) && y->missed_end < x->missed_end && y->missed_end > x->after)
+				x->after = y->missed_end;
+		}
+	}
+}
+
+/* Queues the load and the unload of each short-lived code take_gc_snapshots kept. */
+static void queue_ephemeral(jvmtiEnv *jvmti)
+{
+	for (size_t a = 0; a < scan.neph; a++) {
+		struct known *k = &scan.eph[a];
+		uint64_t prepared = 0, not_before = k->seen_start;
+		k->jmid = method_ptr_get(k->method, &prepared);
+		if (!k->jmid) {
+			scan.ephemeral_unknown++;   /* no name from metadata that may be freed */
+			continue;
+		}
+		if (prepared > not_before)
+			not_before = prepared;
+		if (k->after > not_before)
+			not_before = k->after;
+		if (not_before > k->missed_end)
+			not_before = k->missed_end;
+		compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
+			      (const void *)(uintptr_t)k->code_start, NULL, not_before, (uint8_t)k->level,
+			      k->osr ? VP_CM_LOAD_OSR : 0);
+		lock();
+		struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
+		if (b) {
+			b->code_start = k->code_start;
+			b->method_id = k->jmid;
+		}
+		unlock_notify();
+		scan.ephemeral++;
+	}
+	scan.neph = 0;
+}
+
 /* One walk and its diff against the previous one; on the agent thread. */
 void scan_code(jvmtiEnv *jvmti)
 {
@@ -359,6 +617,8 @@ void scan_code(jvmtiEnv *jvmti)
 				n->after = unload_time(o);
 		}
 	}
+	/* What the GCs' own walks found that this one did not. */
+	take_gc_snapshots(end);
 	/* Unloads first (new code may take their place), then loads. */
 	size_t keep = 0;
 	for (size_t a = 0; a < scan.nnext; a++) {
@@ -372,6 +632,8 @@ void scan_code(jvmtiEnv *jvmti)
 		scan.next[keep++] = *k;
 	}
 	scan.nnext = keep;
+	fresh += scan.neph;
+	queue_ephemeral(jvmti);
 	for (size_t a = 0; a < scan.nnext; a++) {
 		struct known *k = &scan.next[a];
 		if (k->mark != K_NEW)
@@ -383,6 +645,7 @@ void scan_code(jvmtiEnv *jvmti)
 			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
+	publish_walk(start);
 	struct known *t = scan.prev;
 	size_t tc = scan.cap_prev;
 	scan.prev = scan.next;
@@ -526,6 +789,12 @@ void scan_print(void)
 			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)scan.walks,
 			(unsigned long long)scan.incomplete, (unsigned long long)scan.loads, (unsigned long long)scan.unloads,
 			(unsigned long long)scan.unknown, (unsigned long long)scan.undecoded, (unsigned long long)scan.fallback);
+	if (stats.on && scan.on && !scan.gc_walk_off)
+		fprintf(stderr, "viprof agent stats: walks at GC start=%llu longest_us=%.1f short_lived_loads=%llu "
+			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)stats.n[ST_GC_WALK],
+			scan.gc_walk_max_ns / 1e3, (unsigned long long)scan.ephemeral,
+			(unsigned long long)scan.ephemeral_unknown, (unsigned long long)scan.snap_lost,
+			(unsigned long long)scan.snap_incomplete);
 }
 
 /* Where code loads come from: walks of the code heaps when this JVM's layout is one
@@ -546,5 +815,17 @@ void choose_code_source(void)
 	} else if (ok && !scan.forced_events) {
 		scan.on = true;
 		vp_agent__debug_nonsafepoints(vm);
+		/* For the walk at each GC's start, which cannot allocate: without the buffers
+		 * there is none (only the periodic walks). */
+		if (!scan.gc_walk_off) {
+			scan.snap[0].v = calloc(SNAP_CAP, sizeof(*scan.snap[0].v));
+			scan.snap[1].v = calloc(SNAP_CAP, sizeof(*scan.snap[1].v));
+			if (!scan.snap[0].v || !scan.snap[1].v) {
+				free(scan.snap[0].v);
+				free(scan.snap[1].v);
+				scan.snap[0].v = scan.snap[1].v = NULL;
+				scan.gc_walk_off = true;
+			}
+		}
 	}
 }
