@@ -169,17 +169,22 @@ struct known;
  * last walk did not hold, found at the start of the GC that may free them. Filled by the
  * GC callback, which cannot malloc: preallocated, SNAP_CAP entries a buffer. */
 #define SNAP_CAP 16384
+#define SNAP_POOL (256u << 10)
 struct snap_nm {
 	uint64_t blob, code_start, method;
 	uint64_t t;               /* the GC's start */
 	uint64_t since;           /* start of the walk it was missing from: installed after */
 	uint32_t code_size;
 	int32_t compile_id;
+	uint32_t names;           /* into pool: class, name and signature, each NUL-ended;
+				   * UINT32_MAX: none copied */
 	int8_t level;
 	bool osr;
 };
 struct snap_buf {
 	struct snap_nm *v;
+	char *pool;               /* the methods' names, read while their classes are loaded */
+	uint32_t pool_used;
 	uint32_t n;
 	uint32_t lost;            /* entries that found the buffer full */
 	uint32_t incomplete;      /* walks that met a changing heap (-EAGAIN) */
@@ -197,7 +202,8 @@ struct scan {
 	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
 	bool check;              /* option scancheck: events on, each checked against a decode */
 	bool forced_events;      /* option jit=events */
-	bool redrained;          /* this walk wrote the queue again for an unknown Method* */
+	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
+	uint64_t walk_end;       /* end of the walk being diffed */
 	struct vp_ch ch;
 	struct vp_ch_scopes sc;
 	struct known *prev, *cur, *next;
@@ -223,6 +229,7 @@ struct scan {
 	struct snap_pub pub[2];
 	int snap_cur, pub_cur, in_cb;
 	struct known *eph;        /* agent thread: short-lived code found by the last take */
+	const char *eph_pool;     /* ... and the names copied with it */
 	size_t neph, cap_eph;
 	uint64_t gc_walk_max_ns;  /* the longest walk at a GC's start (with stats) */
 	uint64_t ephemeral, ephemeral_unknown, snap_lost, snap_incomplete;

@@ -49,6 +49,8 @@ struct known {
 	uint64_t seen_start;     /* start of the last walk that saw it */
 	uint64_t missed_end;     /* end of the first walk that missed it */
 	uint64_t after;          /* new code: the unload of code it replaced */
+	uint64_t gc_t;           /* short-lived code: the last GC start that saw it */
+	uint32_t names;          /* short-lived code: its names in scan.eph_pool, or UINT32_MAX */
 	uint32_t code_size;
 	int32_t compile_id;
 	int8_t level;
@@ -211,11 +213,21 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	const void *info = NULL;
 
 	uint64_t prepared = 0;
-	k->jmid = method_ptr_get(k->method, &prepared);
-	if (!k->jmid && !scan.redrained) {
-		scan.redrained = true;   /* once per walk */
+	/* Once per walk with new code, whether its Method* is known or not: a class prepared
+	 * during the walk may have taken the Method* of an unloaded one (a starved agent
+	 * thread's walk can last a generation of CodeReuse), which the table would still
+	 * give to the old class's jmethodID. */
+	if (!scan.redrained) {
+		scan.redrained = true;
 		write_queue(0);
-		k->jmid = method_ptr_get(k->method, &prepared);
+	}
+	k->jmid = method_ptr_get(k->method, &prepared);
+	/* Prepared after the walk saw this code: a later class at a reused Method*, and
+	 * so is the metadata there now (no fallback name either). */
+	if (k->jmid && prepared > scan.walk_end) {
+		scan.unknown++;
+		k->jmid = 0;
+		return;
 	}
 	/* Nor can it have run before its class was prepared, or before code it replaced went. */
 	if (prepared > not_before)
@@ -334,7 +346,27 @@ struct gc_walk {
 	const struct snap_pub *p;
 	size_t pos;
 	uint64_t t;
+	char klass[512], name[256], sig[1024];
 };
+
+/* The names of Method* m into b's pool (UINT32_MAX when they do not fit or cannot be
+ * read): its class may be unloaded by this GC before the agent thread names it. */
+static uint32_t copy_names(struct gc_walk *w, uint64_t m)
+{
+	struct snap_buf *b = w->b;
+	if (vp_ch__method_names(&scan.ch, m, w->klass, sizeof(w->klass), w->name, sizeof(w->name), w->sig,
+				sizeof(w->sig)))
+		return UINT32_MAX;
+	size_t kl = strlen(w->klass) + 1, nl = strlen(w->name) + 1, sl = strlen(w->sig) + 1;
+	if (b->pool_used + kl + nl + sl > SNAP_POOL)
+		return UINT32_MAX;
+	uint32_t at = b->pool_used;
+	memcpy(b->pool + at, w->klass, kl);
+	memcpy(b->pool + at + kl, w->name, nl);
+	memcpy(b->pool + at + kl + nl, w->sig, sl);
+	b->pool_used += (uint32_t)(kl + nl + sl);
+	return at;
+}
 
 /* In the GC callback: no allocation, no lock. */
 static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
@@ -346,9 +378,12 @@ static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
 		w->b->lost++;
 		return 0;
 	}
+	/* Names only once a walk was published: before it, everything is new. */
+	uint32_t names = w->p->start ? copy_names(w, nm->method) : UINT32_MAX;
 	w->b->v[w->b->n++] = (struct snap_nm){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
 					       .t = w->t, .since = w->p->start, .code_size = nm->code_size,
-					       .compile_id = nm->compile_id, .level = nm->level, .osr = nm->osr };
+					       .compile_id = nm->compile_id, .names = names, .level = nm->level,
+					       .osr = nm->osr };
 	return 0;
 }
 
@@ -360,7 +395,8 @@ void scan_gc_start(void)
 	st_begin(&m);
 	__atomic_store_n(&scan.in_cb, 1, __ATOMIC_SEQ_CST);
 	int sc = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST), pc = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
-	struct gc_walk w = { .b = &scan.snap[sc], .p = &scan.pub[pc], .t = now_ns() };
+	static struct gc_walk w;   /* one GC callback at a time (the VM thread) */
+	w = (struct gc_walk){ .b = &scan.snap[sc], .p = &scan.pub[pc], .t = now_ns() };
 	/* An incomplete walk keeps what it copied: each entry was code in the heap. */
 	if (vp_ch__walk(&scan.ch, gc_visit, &w))
 		w.b->incomplete++;
@@ -457,6 +493,7 @@ static void take_gc_snapshots(uint64_t now)
 	__atomic_store_n(&scan.snap_cur, cur ^ 1, __ATOMIC_SEQ_CST);
 	wait_gc_callback();
 	struct snap_buf *b = &scan.snap[cur];
+	scan.eph_pool = b->pool;   /* read by queue_ephemeral before the buffer is flipped back */
 	scan.snap_lost += b->lost;
 	scan.snap_incomplete += b->incomplete;
 	if (b->n > 1)
@@ -479,9 +516,10 @@ static void take_gc_snapshots(uint64_t now)
 		scan.eph[scan.neph++] = (struct known){ .blob = e->blob, .code_start = e->code_start, .method = e->method,
 						       .code_size = e->code_size, .compile_id = e->compile_id,
 						       .level = e->level, .osr = e->osr, .seen_start = e->since,
-						       .missed_end = end ? end : now, .mark = K_NEW };
+						       .missed_end = end ? end : now, .gc_t = e->t, .names = e->names,
+						       .mark = K_NEW };
 	}
-	b->n = b->lost = b->incomplete = 0;
+	b->n = b->lost = b->incomplete = b->pool_used = 0;
 	/* Code of this walk's list at the same addresses: older code (missed now) was gone
 	 * before the short-lived code came; newer code came after it went. Short-lived code
 	 * at the same addresses as other short-lived code: the earlier ended first. */
@@ -507,13 +545,52 @@ static void take_gc_snapshots(uint64_t now)
 	}
 }
 
+/* An id and a METHOD_NAME for short-lived code whose method has no name written (its
+ * class was unloaded before the agent thread named it), from the names the GC callback
+ * copied. Not the Method* (fallback_id's): a Method* of an unloaded class is reused by
+ * the next class, which must not inherit this name. Bit 0 set as fallback_id's (no
+ * jmethodID), bit 63 set (no user-space Method*). 0 when none was copied. */
+static uint64_t copied_id(const struct known *k)
+{
+	static struct mnames nm;   /* agent thread only */
+	static uint64_t serial;
+	if (k->names == UINT32_MAX || !scan.eph_pool)
+		return 0;
+	const char *klass = scan.eph_pool + k->names, *name = klass + strlen(klass) + 1, *sig = name + strlen(name) + 1;
+	uint64_t id = (1ull << 63) | (++serial << 1) | 1;
+	snprintf(nm.klass, sizeof(nm.klass), "%s", klass);
+	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
+	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
+	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
+		nm.readable[sizeof(nm.readable) - 1] = '\0';
+	nm.file[0] = '\0';
+	lock();
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
+	if (b) {
+		method_name_fill(b, id, &nm, NULL, 0);
+		seen_add(id);
+	}
+	unlock_notify();
+	return b ? id : 0;
+}
+
 /* Queues the load and the unload of each short-lived code take_gc_snapshots kept. */
 static void queue_ephemeral(jvmtiEnv *jvmti)
 {
+	/* Every class with code in the copies was prepared before the GC that copied it:
+	 * its METHOD_PTR record is queued, and written (and named, if it still can be) now. */
+	if (scan.neph)
+		write_queue(0);
 	for (size_t a = 0; a < scan.neph; a++) {
 		struct known *k = &scan.eph[a];
 		uint64_t prepared = 0, not_before = k->seen_start;
 		k->jmid = method_ptr_get(k->method, &prepared);
+		/* A Method* prepared after the GC that saw the code is a later class's, at the
+		 * address of the unloaded one; one without a name written lost its class first. */
+		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid)))
+			k->jmid = 0;
+		if (!k->jmid)
+			k->jmid = copied_id(k);
 		if (!k->jmid) {
 			scan.ephemeral_unknown++;   /* no name from metadata that may be freed */
 			continue;
@@ -548,7 +625,7 @@ void scan_code(jvmtiEnv *jvmti)
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
-	 * (a class prepared after this gets a second chance in queue_scanned_load). */
+	 * (a class prepared during the walk is written in queue_scanned_load). */
 	write_queue(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
@@ -557,6 +634,7 @@ void scan_code(jvmtiEnv *jvmti)
 	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
 	int err = vp_ch__walk(&scan.ch, walk_visit, NULL);
 	uint64_t end = now_ns();
+	scan.walk_end = end;
 	scan.walks++;
 	if (err) {
 		scan.incomplete++;
@@ -818,12 +896,17 @@ void choose_code_source(void)
 		/* For the walk at each GC's start, which cannot allocate: without the buffers
 		 * there is none (only the periodic walks). */
 		if (!scan.gc_walk_off) {
-			scan.snap[0].v = calloc(SNAP_CAP, sizeof(*scan.snap[0].v));
-			scan.snap[1].v = calloc(SNAP_CAP, sizeof(*scan.snap[1].v));
-			if (!scan.snap[0].v || !scan.snap[1].v) {
-				free(scan.snap[0].v);
-				free(scan.snap[1].v);
-				scan.snap[0].v = scan.snap[1].v = NULL;
+			for (int i = 0; i < 2; i++) {
+				scan.snap[i].v = calloc(SNAP_CAP, sizeof(*scan.snap[i].v));
+				scan.snap[i].pool = malloc(SNAP_POOL);
+			}
+			if (!scan.snap[0].v || !scan.snap[1].v || !scan.snap[0].pool || !scan.snap[1].pool) {
+				for (int i = 0; i < 2; i++) {
+					free(scan.snap[i].v);
+					free(scan.snap[i].pool);
+					scan.snap[i].v = NULL;
+					scan.snap[i].pool = NULL;
+				}
 				scan.gc_walk_off = true;
 			}
 		}
