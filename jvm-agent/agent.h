@@ -204,6 +204,7 @@ struct scan {
 	bool forced_events;      /* option jit=events */
 	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
 	uint64_t walk_end;       /* end of the walk being diffed */
+	uint64_t reset_t;        /* this session's first walk was asked for (scan_reset) */
 	struct vp_ch ch;
 	struct vp_ch_scopes sc;
 	struct known *prev, *cur, *next;

@@ -504,8 +504,8 @@ static void take_gc_snapshots(uint64_t now)
 		if (i + 1 < b->n && b->v[i + 1].blob == e->blob && b->v[i + 1].compile_id == e->compile_id &&
 		    b->v[i + 1].method == e->method)
 			continue;
-		if (next_has(e->blob, e->compile_id, e->method))
-			continue;   /* this walk found it: ordinary new code */
+		if (next_has(e->blob, e->compile_id, e->method) || e->t < scan.reset_t)
+			continue;   /* this walk found it (ordinary new code), or an earlier session's */
 		struct vp_ch_nm now_nm;
 		if (!vp_ch__find(&scan.ch, e->code_start, &now_nm) && now_nm.blob == e->blob &&
 		    now_nm.compile_id == e->compile_id && now_nm.method == e->method)
@@ -530,6 +530,14 @@ static void take_gc_snapshots(uint64_t now)
 			if (!overlaps(x, o))
 				continue;
 			if (o->mark == K_MISSED || o->mark == K_GONE) {
+				/* Gone before x came, so by the last GC before x was copied (JDK 20+
+				 * frees code only at GC), not the last GC before this walk: dated
+				 * that late, its life would overlap x's. */
+				uint64_t u = gc_between(o->seen_start, x->gc_t);
+				if (!u)
+					u = unload_time(o) < x->gc_t ? unload_time(o) : x->gc_t;
+				if (u < unload_time(o))
+					o->missed_end = u;
 				o->mark = K_GONE;
 				if (unload_time(o) > x->after)
 					x->after = unload_time(o);
@@ -758,6 +766,7 @@ jlong scan_wait_ms(void)
 /* A new session's map starts with every live method again, as at an attach. */
 void scan_reset(void)
 {
+	scan.reset_t = now_ns();
 	scan.nprev = 0;
 	scan.last_start = 0;
 	scan.due = 0;

@@ -571,9 +571,12 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 		if (e->state == W_NEW && !err) {
 			if (now - e->first_ns > RECORD_JVM_WATCH_S * 1000000000ull || proc_start(e->pid) != e->start) {
 				e->state = W_DONE;
-			} else if (vp_jvm__is_hotspot(e->pid) && catches_sigquit(e->pid)) {
+			} else if (catches_sigquit(e->pid)) {
+				/* Decided once: a JVM catches SIGQUIT from when its signal dispatcher
+				 * runs (its VM Thread exists by then), a program that is none need
+				 * not be read again (vp_jvm__is_hotspot reads its mappings). */
 				e->state = W_DONE;
-				if (allowed(o, e->pid, owner(e->pid))) {
+				if (vp_jvm__is_hotspot(e->pid) && allowed(o, e->pid, owner(e->pid))) {
 					int r = attach_one(w, l, e->pid, agent, o->log ? o->log : stderr, FP_WALK(o), o);
 					if (r < 0)
 						err = r;

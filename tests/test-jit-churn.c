@@ -45,6 +45,7 @@ struct tally {
 	long own, gen, method, unnamed, windows_bad;
 	long unmapped;           /* samples in "[java code: in no code map]", whole recording */
 	int gens_named;          /* generations with own samples in their window */
+	int gens_empty;          /* generations whose window has no sample of the thread */
 	int runs_bad;            /* g1: runs with a generation unnamed or code in no map */
 };
 
@@ -125,6 +126,12 @@ static bool window(const char *sess, int g, double from, double to, struct tally
 	}
 	t->own += own;
 	t->gens_named += own > 0;
+	/* A window where the thread got no sample at all (a starved thread on a loaded
+	 * machine) names nothing and misnames nothing: not judged. */
+	t->gens_empty += own + gen + method + unnamed == 0;
+	if (!own)
+		fprintf(stderr, "  generation %d: no sample in its own code: %ld named after another generation, %ld "
+			"after another method, %ld unnamed\n", g, gen, method, unnamed);
 	t->gen += gen;
 	t->method += method;
 	t->unnamed += unnamed;
@@ -164,6 +171,11 @@ static long unmapped_samples(const char *sess)
 		for (uint32_t k = 0; k < s->nframes; k++)
 			if (!strcmp(p->frames[s->frames[k]].name, VP_FRAME_JAVA_UNMAPPED)) {
 				n += (long)s->samples[0];
+				/* Where it was: its caller and callee. */
+				fprintf(stderr, "  %ld in no code map, thread %s: %s -> [no code map] -> %s\n",
+					(long)s->samples[0], s->comm ? s->comm : "?",
+					k > 0 ? p->frames[s->frames[k - 1]].name : "(root)",
+					k + 1 < s->nframes ? p->frames[s->frames[k + 1]].name : "(leaf)");
 				break;
 			}
 	}
@@ -216,10 +228,11 @@ static void one_run(const char *java, bool events, bool g1, int run, struct tall
 		fprintf(stderr, "  %d generations' first call returned too late to judge a window\n", unjudged);
 	t.unmapped = unmapped_samples(sess);
 	fprintf(stderr, "%s %s run %d: %ld own, %ld named after another generation, %ld after another method, %ld "
-		"unnamed; %ld of %d windows misattributed; %d of %d generations named; %ld samples in no code map\n",
+		"unnamed; %ld of %d windows misattributed; %d of %d generations named (%d windows empty, %d unjudged); "
+		"%ld samples in no code map\n",
 		java, g1 ? "G1 code-heap walk" : events ? "jit=events" : "code-heap walk", run, t.own, t.gen, t.method,
-		t.unnamed, t.windows_bad, gens, t.gens_named, gens, t.unmapped);
-	if (g1 && (t.gens_named < gens - unjudged || t.unmapped))
+		t.unnamed, t.windows_bad, gens, t.gens_named, gens, t.gens_empty, unjudged, t.unmapped);
+	if (g1 && (t.gens_named < gens - unjudged - t.gens_empty || t.unmapped))
 		all->runs_bad++;
 	all->own += t.own;
 	all->gen += t.gen;
@@ -227,7 +240,10 @@ static void one_run(const char *java, bool events, bool g1, int run, struct tall
 	all->windows_bad += t.windows_bad;
 	all->unnamed += t.unnamed;
 	all->unmapped += t.unmapped;
-	tu_rm_rf(dir);
+	if (t.unmapped && getenv("VIPROF_TEST_KEEP"))
+		fprintf(stderr, "  session kept: %s\n", sess);
+	else
+		tu_rm_rf(dir);
 }
 
 int main(int argc, char **argv)
