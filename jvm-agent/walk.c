@@ -595,8 +595,10 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 		k->jmid = method_ptr_get(k->method, &prepared);
 		/* A Method* prepared after the GC that saw the code is a later class's, at the
 		 * address of the unloaded one; one without a name written lost its class first. */
-		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid)))
+		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid))) {
 			k->jmid = 0;
+			prepared = 0;   /* that time is the other class's */
+		}
 		if (!k->jmid)
 			k->jmid = copied_id(k);
 		if (!k->jmid) {

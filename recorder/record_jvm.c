@@ -553,9 +553,12 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 			wt->v = nv;
 			wt->cap = nc;
 		}
-		/* What ran when the watch began was the start's attach's. */
+		/* What ran a JVM when the watch began was the start's attach's; a process that
+		 * catches no SIGQUIT yet may still become one (a launcher script that execs
+		 * java keeps its pid), so it is watched as a new one. */
 		wt->v[wt->n++] = (struct record_jvm_watch_pid){ .pid = pid, .start = proc_start(pid), .first_ns = now,
-								.gen = gen, .state = wt->primed ? W_NEW : W_DONE };
+								.gen = gen,
+								.state = wt->primed || !catches_sigquit(pid) ? W_NEW : W_DONE };
 	}
 	closedir(d);
 	if (wt->n != known)

@@ -60,8 +60,9 @@ void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to)
  * for up to RECORD_JVM_WATCH_S seconds after it was first seen, and a HotSpot JVM gets the
  * agent (the attach above, with its refusal memory and --jvm-attach) once it catches
  * SIGQUIT (its signal dispatcher runs: before that, the attach's SIGQUIT would kill it,
- * which is the JDK's own attach client's check too). Processes that ran at the start
- * were the start's attach's. Zero-initialized; record_jvm__watch_free frees it. */
+ * which is the JDK's own attach client's check too). Processes that caught SIGQUIT at
+ * the start were the start's attach's (JVMs) or are none. Zero-initialized;
+ * record_jvm__watch_free frees it. */
 #define RECORD_JVM_WATCH_S 30
 struct record_jvm_watch_pid;
 struct record_jvm_watch {

@@ -14,11 +14,15 @@
  *   early:  (issue 32) 12 s intervals and a JitSplit JVM started right after a boundary:
  *           in the interval where it started, its samples from 5 s after its start on
  *           are named (most in named JIT code, JitSplit.hot* among them); the service
- *           named a JVM only from the interval after its start. */
+ *           named a JVM only from the interval after its start. The JVM is a shell that
+ *           waits, then execs java (same pid), so that --jvm-attach names it alone and
+ *           the service leaves other JVMs on the machine alone. */
 #include "test-agent-util.h"
 #include "test-profile.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -102,16 +106,26 @@ static int scenario_early(const char *java)
 	snprintf(sout, sizeof(sout), "%s/serve.log", dir);
 	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
+	char fifo[400], script[1200], pidarg[16];
+	snprintf(fifo, sizeof(fifo), "%s/go", dir);
+	ASSERT_OK(mkfifo(fifo, 0600));
+	snprintf(script, sizeof(script), "read x < %s; exec %s -XX:+PreserveFramePointer -cp %s JitSplit 60", fifo, java,
+		 VIPROF_JAVA_CLASSES);
+	char *jargv[] = { "/bin/sh", "-c", script, NULL };
+	jvm = tu_spawn(jargv, jout, jerr);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "12", "--cpu-budget", "0",
-			  "--jvm-attach", "all", "-F", "99", NULL };
+			  "--jvm-attach", pidarg, "-F", "99", NULL };
 	pid_t serve = tu_spawn(sargv, sout, sout);
 	/* Right after a boundary: the rest of the interval is the JVM's start and more. */
 	tu_wait_intervals(sout, 1, 150);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t t_jvm = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "60", NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	int go = open(fifo, O_WRONLY);
+	ASSERT_GE(go, 0);
+	ASSERT_EQ(write(go, "go\n", 3), 3);
+	close(go);
 	tu_wait_intervals(sout, 2, 90);   /* the interval it started in has ended */
 	ASSERT_OK(kill(serve, SIGINT));
 	ASSERT_EQ(tu_wait(serve, 60), 0);
