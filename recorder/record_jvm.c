@@ -508,6 +508,27 @@ static bool catches_sigquit(pid_t pid)
 	return p && (strtoull(p + 8, NULL, 16) & (1ull << (3 - 1)));
 }
 
+/* Was pid started with the viprof agent (-agentpath on its command line, or in
+ * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS, as 'viprof record -- java' starts it)? That
+ * agent serves the recording that launched it: the watch leaves it to it. */
+static bool has_own_agent(pid_t pid)
+{
+	static char buf[1 << 16];
+	static const char *const files[] = { "cmdline", "environ" };
+	for (int f = 0; f < 2; f++) {
+		ssize_t n = read_proc(pid, files[f], buf, sizeof(buf) - 1);
+		if (n > 0)
+			buf[n] = '\0';
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			if (f == 1 && strncmp(buf + i, "JAVA_TOOL_OPTIONS=", 18) && strncmp(buf + i, "JDK_JAVA_OPTIONS=", 17))
+				continue;
+			if (strstr(buf + i, "-agentpath:") && strstr(buf + i, "libviprof-jvmti"))
+				return true;
+		}
+	}
+	return false;
+}
+
 static int cmp_watch(const void *a, const void *b)
 {
 	const struct record_jvm_watch_pid *x = a, *y = b;
@@ -579,7 +600,8 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 				 * runs (its VM Thread exists by then), a program that is none need
 				 * not be read again (vp_jvm__is_hotspot reads its mappings). */
 				e->state = W_DONE;
-				if (vp_jvm__is_hotspot(e->pid) && allowed(o, e->pid, owner(e->pid))) {
+				if (vp_jvm__is_hotspot(e->pid) && !has_own_agent(e->pid) &&
+				    allowed(o, e->pid, owner(e->pid))) {
 					int r = attach_one(w, l, e->pid, agent, o->log ? o->log : stderr, FP_WALK(o), o);
 					if (r < 0)
 						err = r;

@@ -61,7 +61,9 @@ void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to)
  * agent (the attach above, with its refusal memory and --jvm-attach) once it catches
  * SIGQUIT (its signal dispatcher runs: before that, the attach's SIGQUIT would kill it,
  * which is the JDK's own attach client's check too). Processes that caught SIGQUIT at
- * the start were the start's attach's (JVMs) or are none. Zero-initialized;
+ * the start were the start's attach's (JVMs) or are none; a JVM started with the viprof
+ * agent (-agentpath, as 'viprof record -- java' starts one) is its own recording's and
+ * is left to the next session's attach, as before. Zero-initialized;
  * record_jvm__watch_free frees it. */
 #define RECORD_JVM_WATCH_S 30
 struct record_jvm_watch_pid;
