@@ -2,8 +2,9 @@
 # What the agent's walk of the code heaps at each GC's start costs (issue 32): GC churn
 # (tests/java/CodeReuse: a class defined, compiled, dropped and collected per generation,
 # two System.gc() each) with the agent alone, its walk at GC start on (the default) and
-# off (gcwalk=no), interleaved rounds. Prints per variant the median JVM CPU time, the
-# median total GC pause (-Xlog:gc), and for the walk its count, CPU per walk and longest.
+# off (gcwalk=no), interleaved rounds. Prints per variant the median JVM CPU time and
+# total GC pause (-Xlog:gc) with their ranges, and for the walk its count, the median CPU
+# per walk (the agent's stats) and the longest walk's wall time.
 # Usage: bench/gcwalk-cost.sh [BUILD_DIR] [ROUNDS]   JDK=<a JDK> (default Temurin 25)
 #        GENS=24 SECS=0.4 (the workload's generations and seconds per generation)
 set -euo pipefail
@@ -44,7 +45,8 @@ for v in ("on", "off"):
         if m:
             longest.append(float(m.group(1)))
             short.append(int(m.group(2)))
-    line = f"gcwalk={v:3}  JVM CPU {st.median(cpu):6.2f} s  GC pauses {st.median(pause):7.1f} ms"
+    line = (f"gcwalk={v:3}  JVM CPU {st.median(cpu):6.2f} s ({min(cpu):.2f}-{max(cpu):.2f})  GC pauses "
+            f"{st.median(pause):7.1f} ms ({min(pause):.0f}-{max(pause):.0f})")
     if walks:
         line += (f"  walks at GC start {st.median(walks):.0f}, CPU per walk {st.median(wcpu):.0f} us (median), "
                  f"longest {max(longest):.0f} us (wall), short-lived code loaded {st.median(short):.0f}")

@@ -312,9 +312,11 @@ static int cmp_known(const void *a, const void *b)
  * (or its class's preparation, or the unload of code it replaced) and an unload at the
  * end of the first GC after the last start that saw it: the earliest it can have run,
  * and a GC that provably had not freed it before it began. Its method's jmethodID comes
- * from the METHOD_PTR records (its name was written when its class was prepared); its
- * metadata and debug information may be freed, so it gets no inlining and no name from
- * metadata. */
+ * from the METHOD_PTR records when its name was written (when its class was prepared);
+ * a starved agent thread may come to that record after the class was unloaded, so the
+ * callback also copies the method's names from its metadata (the safe reader, into a
+ * preallocated pool) while the class is still loaded. Its debug information may be
+ * freed by now: no inlining. The cost: bench/gcwalk-cost.sh. */
 
 /* Is (blob, compile id) in the last walk's published list? pos: a cursor, as the GC's
  * walk goes in address order too. */
