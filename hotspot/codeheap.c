@@ -249,23 +249,31 @@ static int heaps(const struct vp_ch *c, struct heap *out, int max)
 /* The name pointers seen so far and whether each says "nmethod" (JDK 17-22, whose blobs
  * have no kind). A CodeBlob's name is a string constant in libjvm: the pointer's string
  * is read through the safe reader (a block being built can hold anything where its name
- * will be), and remembered once read. */
-static struct { uint64_t ptr; bool nmethod; } names[256];
+ * will be), and remembered once read. Two walks may fill it at once (the agent's thread
+ * and the one at a GC's start, which must not lock): a slot is taken atomically and its
+ * pointer published after its answer, so a reader sees a whole entry or none. */
+#define NAMES_MAX 256
+static struct { uint64_t ptr; bool nmethod; } names[NAMES_MAX];
 static int nnames;
 
 static bool named_nmethod(const struct vp_ch *c, uint64_t p)
 {
 	char name[16];
+	int n = __atomic_load_n(&nnames, __ATOMIC_ACQUIRE);
 
-	for (int i = 0; i < nnames; i++)
-		if (names[i].ptr == p)
+	for (int i = 0; i < n && i < NAMES_MAX; i++)
+		if (__atomic_load_n(&names[i].ptr, __ATOMIC_ACQUIRE) == p)
 			return names[i].nmethod;
 	if (p < 4096 || vp_hs_mem__str(c->safe, p, name, sizeof(name)) == -EFAULT)
 		return false;
 	/* Native method wrappers are nmethods too, named so. */
 	bool is = !strcmp(name, "nmethod") || !strcmp(name, "native nmethod");
-	if (nnames < (int)(sizeof(names) / sizeof(names[0])))
-		names[nnames++] = (typeof(names[0])){ p, is };
+	int slot = __atomic_load_n(&nnames, __ATOMIC_RELAXED) < NAMES_MAX ? __atomic_fetch_add(&nnames, 1, __ATOMIC_ACQ_REL)
+									  : NAMES_MAX;
+	if (slot < NAMES_MAX) {
+		names[slot].nmethod = is;
+		__atomic_store_n(&names[slot].ptr, p, __ATOMIC_RELEASE);
+	}
 	return is;
 }
 
