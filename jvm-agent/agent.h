@@ -205,6 +205,8 @@ struct scan {
 	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
 	uint64_t walk_end;       /* end of the walk being diffed */
 	uint64_t reset_t;        /* this session's first walk was asked for (scan_reset) */
+	uint64_t blobs[8];       /* code of unreported blobs named in this session (blob_visit) */
+	size_t nblobs;
 	struct vp_ch ch;
 	struct vp_ch_scopes sc;
 	struct known *prev, *cur, *next;

@@ -137,6 +137,41 @@ static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
 	return 0;
 }
 
+/* Blobs of generated code that no JVMTI event reports but Java threads run: the
+ * interpreter's native signature handlers (a buffer that HotSpot fills as native methods
+ * of new signatures are first called; samples there showed as "[java code: in no code
+ * map]" under an interpreted native method). Each is named as a stub once, when a walk
+ * first meets it; the buffer lives as long as the JVM. */
+static const char *const unreported_blobs[] = { "native signature handlers" };
+
+static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
+{
+	(void)ctx;
+	bool wanted = false;
+	for (size_t i = 0; i < sizeof(unreported_blobs) / sizeof(unreported_blobs[0]) && !wanted; i++)
+		wanted = !strcmp(bl->name, unreported_blobs[i]);
+	if (!wanted)
+		return 0;
+	for (size_t i = 0; i < scan.nblobs; i++)
+		if (scan.blobs[i] == bl->code_start)
+			return 0;
+	if (scan.nblobs == sizeof(scan.blobs) / sizeof(scan.blobs[0]))
+		return 0;
+	size_t nl = strlen(bl->name);
+	lock();
+	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	if (b) {
+		b->code_start = bl->code_start;
+		b->code_size = bl->code_size;
+		b->kind = VP_BLOB_STUB;
+		b->name_len = (uint16_t)nl;
+		memcpy(b + 1, bl->name, nl);
+		scan.blobs[scan.nblobs++] = bl->code_start;
+	}
+	unlock_notify();
+	return 0;
+}
+
 /* The last GC that finished in (lo, hi], or 0. */
 static uint64_t gc_between(uint64_t lo, uint64_t hi)
 {
@@ -644,7 +679,7 @@ void scan_code(jvmtiEnv *jvmti)
 	st_begin(&m);
 	scan.ncur = 0;
 	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
-	int err = vp_ch__walk(&scan.ch, walk_visit, NULL);
+	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
 	uint64_t end = now_ns();
 	scan.walk_end = end;
 	scan.walks++;
@@ -771,6 +806,7 @@ jlong scan_wait_ms(void)
 void scan_reset(void)
 {
 	scan.reset_t = now_ns();
+	scan.nblobs = 0;   /* a new session's map names them again */
 	scan.nprev = 0;
 	scan.last_start = 0;
 	scan.due = 0;
