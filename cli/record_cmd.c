@@ -786,8 +786,9 @@ int cmd_record(int argc, char **argv)
 	bool on_my_own = !can_sample_fully();
 	if (on_my_own && !o.quiet)
 		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
-				"kernel frames, exact steal or --off-cpu), because no viprof service answers on %s: ask "
-				"root to run 'viprof serve' (packaging/viprof.service) for all of it\n",
+				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
+				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "
+				"of it\n",
 			(unsigned)getuid(), vp_sock__path());
 	if (o.target == RECORD_TARGET_LAUNCH) {
 		absolute_dir(o.output, dir, sizeof(dir));

@@ -249,23 +249,31 @@ static int heaps(const struct vp_ch *c, struct heap *out, int max)
 /* The name pointers seen so far and whether each says "nmethod" (JDK 17-22, whose blobs
  * have no kind). A CodeBlob's name is a string constant in libjvm: the pointer's string
  * is read through the safe reader (a block being built can hold anything where its name
- * will be), and remembered once read. */
-static struct { uint64_t ptr; bool nmethod; } names[256];
+ * will be), and remembered once read. Two walks may fill it at once (the agent's thread
+ * and the one at a GC's start, which must not lock): a slot is taken atomically and its
+ * pointer published after its answer, so a reader sees a whole entry or none. */
+#define NAMES_MAX 256
+static struct { uint64_t ptr; bool nmethod; } names[NAMES_MAX];
 static int nnames;
 
 static bool named_nmethod(const struct vp_ch *c, uint64_t p)
 {
 	char name[16];
+	int n = __atomic_load_n(&nnames, __ATOMIC_ACQUIRE);
 
-	for (int i = 0; i < nnames; i++)
-		if (names[i].ptr == p)
+	for (int i = 0; i < n && i < NAMES_MAX; i++)
+		if (__atomic_load_n(&names[i].ptr, __ATOMIC_ACQUIRE) == p)
 			return names[i].nmethod;
 	if (p < 4096 || vp_hs_mem__str(c->safe, p, name, sizeof(name)) == -EFAULT)
 		return false;
 	/* Native method wrappers are nmethods too, named so. */
 	bool is = !strcmp(name, "nmethod") || !strcmp(name, "native nmethod");
-	if (nnames < (int)(sizeof(names) / sizeof(names[0])))
-		names[nnames++] = (typeof(names[0])){ p, is };
+	int slot = __atomic_load_n(&nnames, __ATOMIC_RELAXED) < NAMES_MAX ? __atomic_fetch_add(&nnames, 1, __ATOMIC_ACQ_REL)
+									  : NAMES_MAX;
+	if (slot < NAMES_MAX) {
+		names[slot].nmethod = is;
+		__atomic_store_n(&names[slot].ptr, p, __ATOMIC_RELEASE);
+	}
 	return is;
 }
 
@@ -319,7 +327,65 @@ static bool block_nm(const struct vp_ch *c, const struct heap *h, uint64_t b, ui
 	return read_nm(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, nm);
 }
 
+/* Fills b for the blob of a used block of `bytes` bytes that holds no nmethod; false
+ * when its code does not fit the block or its name cannot be read. */
+static bool read_blob(const struct vp_ch *c, uint64_t blob, uint64_t bytes, struct vp_ch_blob *b)
+{
+	int32_t size = rd_i32(c, blob + (uint64_t)c->blob_size);
+	uint64_t begin, end;
+
+	if (size <= 0 || (uint64_t)size > bytes || c->blob_name < 0)
+		return false;
+	if (c->split_data) {
+		int32_t co = rd_i32(c, blob + (uint64_t)c->blob_code_offset), dof = rd_i32(c, blob + (uint64_t)c->blob_data_offset);
+		if (co <= 0 || dof < co || dof > size)
+			return false;
+		begin = blob + (uint64_t)co;
+		end = blob + (uint64_t)dof;
+	} else {
+		begin = rd_ptr(c, blob + (uint64_t)c->blob_code_begin);
+		end = rd_ptr(c, blob + (uint64_t)c->blob_code_end);
+		if (begin <= blob || end < begin || end > blob + (uint64_t)size)
+			return false;
+	}
+	/* Names are string constants, a few hundred: each read once (one caller at a time:
+	 * only vp_ch__walk_all's blob callers come here). */
+	static struct { uint64_t ptr; char name[sizeof(b->name)]; } seen[512];
+	static size_t nseen;
+	uint64_t np = rd_ptr(c, blob + (uint64_t)c->blob_name);
+	size_t k = 0;
+	while (k < nseen && seen[k].ptr != np)
+		k++;
+	if (k < nseen) {
+		memcpy(b->name, seen[k].name, sizeof(b->name));
+	} else {
+		if (np < 4096 || vp_hs_mem__str(c->safe, np, b->name, sizeof(b->name)) == -EFAULT)
+			return false;
+		if (nseen < sizeof(seen) / sizeof(seen[0])) {
+			seen[nseen].ptr = np;
+			memcpy(seen[nseen++].name, b->name, sizeof(b->name));
+		}
+	}
+	b->blob = blob;
+	b->code_start = begin;
+	b->code_size = (uint32_t)(end - begin);
+	return true;
+}
+
+/* Is the used block at b an nmethod's (by its kind, or its name before JDK 23)? */
+static bool block_is_nm(const struct vp_ch *c, uint64_t b)
+{
+	uint64_t blob = b + (uint64_t)c->hb_size;
+	return c->split_data ? rd_u8(c, blob + (uint64_t)c->blob_kind) == (uint8_t)c->kind_nmethod
+			     : named_nmethod(c, rd_ptr(c, blob + (uint64_t)c->blob_name));
+}
+
 int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
+{
+	return vp_ch__walk_all(c, fn, NULL, ctx);
+}
+
+int vp_ch__walk_all(const struct vp_ch *c, vp_ch_visit_fn fn, vp_ch_blob_fn blob_fn, void *ctx)
 {
 	struct heap hs[VP_HS_MAX_HEAPS];
 	int nh = heaps(c, hs, VP_HS_MAX_HEAPS);
@@ -346,6 +412,13 @@ int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx)
 					int err = fn(ctx, &nm);
 					if (err)
 						return err;
+				} else if (blob_fn && !block_is_nm(c, b)) {
+					struct vp_ch_blob bl;
+					if (read_blob(c, b + (uint64_t)c->hb_size, (len << h->log2) - (uint64_t)c->hb_size, &bl)) {
+						int err = blob_fn(ctx, &bl);
+						if (err)
+							return err;
+					}
 				}
 			}
 			seg += len;

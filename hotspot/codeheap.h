@@ -105,6 +105,20 @@ static inline bool vp_ch__alive(const struct vp_ch_nm *nm) { return nm->state >=
 typedef int (*vp_ch_visit_fn)(void *ctx, const struct vp_ch_nm *nm);
 int vp_ch__walk(const struct vp_ch *c, vp_ch_visit_fn fn, void *ctx);
 
+/* A code blob that is no nmethod (a stub, an adapter, a buffer of generated code) as a
+ * walk sees it: its code and its CodeBlob name (cut to the buffer). */
+struct vp_ch_blob {
+	uint64_t blob, code_start;
+	uint32_t code_size;
+	char name[64];
+};
+typedef int (*vp_ch_blob_fn)(void *ctx, const struct vp_ch_blob *b);
+
+/* vp_ch__walk that also calls blob_fn (unless NULL) for each used block holding another
+ * code blob: some (the interpreter's native signature handlers) no JVMTI event reports.
+ * With blob_fn, one caller at a time (it keeps the blobs' names read so far). */
+int vp_ch__walk_all(const struct vp_ch *c, vp_ch_visit_fn fn, vp_ch_blob_fn blob_fn, void *ctx);
+
 /* The nmethod whose code contains pc: 0, or -ENOENT. */
 int vp_ch__find(const struct vp_ch *c, uint64_t pc, struct vp_ch_nm *out);
 

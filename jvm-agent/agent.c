@@ -101,6 +101,7 @@ struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .
 static const char *const st_name[ST_NKINDS] = {
 	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
 	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
+	"GarbageCollectionStart: code heap walk",
 };
 struct agent_stats stats;
 
@@ -666,6 +667,17 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 	__atomic_store_n(&agent.gc_head, h + 1, __ATOMIC_RELEASE);
 }
 
+/* At the start of each GC, on the VM thread at a safepoint: the code heap is read before
+ * the GC can free what no walk saw yet (scan_gc_start: plain loads into preallocated
+ * memory, no lock, no JVMTI call). */
+static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
+{
+	(void)jvmti;
+	if (agent.disabled || stats.noop)
+		return;
+	scan_gc_start();
+}
+
 /* ---- the writer side (agent thread) ---- */
 
 /* flush: write the chunk out now (the map's last epoch, at a session's end). Between
@@ -1154,6 +1166,7 @@ static const jvmtiEvent session_events[] = {
 	JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 	JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
 	JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
+	JVMTI_EVENT_GARBAGE_COLLECTION_START,
 };
 
 static jvmtiError set_session_events(jvmtiEventMode mode)
@@ -1162,6 +1175,8 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
 		if (scan.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
 			      session_events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
+			continue;
+		if (session_events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
 			continue;
 		jvmtiError e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, mode, session_events[i], NULL);
 		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
@@ -1665,7 +1680,7 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
-/* The measurement options (docs/benchmarks.md): stats, noop, inline=no. */
+/* The measurement options (docs/benchmarks.md): stats, noop, inline=no, gcwalk=no. */
 static bool measure_option(const char *p, size_t len)
 {
 	if (len == 5 && !memcmp(p, "stats", 5))
@@ -1674,6 +1689,8 @@ static bool measure_option(const char *p, size_t len)
 		stats.noop = true;
 	else if (len == 9 && !memcmp(p, "inline=no", 9))
 		stats.no_inline = true;
+	else if (len == 9 && !memcmp(p, "gcwalk=no", 9))
+		scan.gc_walk_off = true;
 	else
 		return false;
 	return true;
@@ -2035,6 +2052,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.CompiledMethodUnload = cb_compiled_unload;
 	cb.DynamicCodeGenerated = cb_dynamic_code;
 	cb.GarbageCollectionFinish = cb_gc_finish;
+	cb.GarbageCollectionStart = cb_gc_start;
 	cb.VMInit = cb_vm_init;
 	cb.VMDeath = cb_vm_death;
 	cb.ClassPrepare = cb_class_prepare;
@@ -2050,10 +2068,12 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 		JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
 		JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_CLASS_PREPARE,
-		JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END,
+		JVMTI_EVENT_THREAD_START, JVMTI_EVENT_THREAD_END, JVMTI_EVENT_GARBAGE_COLLECTION_START,
 	};
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
+			continue;
+		if (events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
 			continue;
 		if (scan.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;

@@ -118,6 +118,7 @@ extern struct agent agent;
 /* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ---- */
 enum st_kind {
 	ST_LOAD, ST_UNLOAD, ST_DYNAMIC, ST_PREPARE, ST_GC, ST_WRITER, ST_WRITER_NAMES, ST_SCAN, ST_SCAN_DECODE,
+	ST_GC_WALK,
 	ST_NKINDS
 };
 struct st_mark {
@@ -163,11 +164,49 @@ const struct vp_hs_vm *hotspot_vm(void);
 
 /* ---- code loads from walking the code heaps (walk.c) ---- */
 struct known;
+
+/* The code heap at a GC's start (scan_gc_start): compiled methods the agent thread's
+ * last walk did not hold, found at the start of the GC that may free them. Filled by the
+ * GC callback, which cannot malloc: preallocated, SNAP_CAP entries a buffer. */
+#define SNAP_CAP 16384
+#define SNAP_POOL (256u << 10)
+struct snap_nm {
+	uint64_t blob, code_start, method;
+	uint64_t t;               /* the GC's start */
+	uint64_t since;           /* start of the walk it was missing from: installed after */
+	uint32_t code_size;
+	int32_t compile_id;
+	uint32_t names;           /* into pool: class, name and signature, each NUL-ended;
+				   * UINT32_MAX: none copied */
+	int8_t level;
+	bool osr;
+};
+struct snap_buf {
+	struct snap_nm *v;
+	char *pool;               /* the methods' names, read while their classes are loaded */
+	uint32_t pool_used;
+	uint32_t n;
+	uint32_t lost;            /* entries that found the buffer full */
+	uint32_t incomplete;      /* walks that met a changing heap (-EAGAIN) */
+};
+/* The last walk's code as the GC callback reads it: blob addresses and compile ids,
+ * sorted by blob. */
+struct snap_pub {
+	uint64_t *blob;
+	int32_t *cid;
+	size_t n, cap;
+	uint64_t start;           /* that walk's start */
+};
+
 struct scan {
 	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
 	bool check;              /* option scancheck: events on, each checked against a decode */
 	bool forced_events;      /* option jit=events */
-	bool redrained;          /* this walk wrote the queue again for an unknown Method* */
+	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
+	uint64_t walk_end;       /* end of the walk being diffed */
+	uint64_t reset_t;        /* this session's first walk was asked for (scan_reset) */
+	uint64_t blobs[8];       /* code of unreported blobs named in this session (blob_visit) */
+	size_t nblobs;
 	struct vp_ch ch;
 	struct vp_ch_scopes sc;
 	struct known *prev, *cur, *next;
@@ -184,6 +223,19 @@ struct scan {
 	jint *bcis;
 	size_t cap_pcinfo, cap_ids, cap_bcis;
 	uint64_t walks, incomplete, loads, unloads, unknown, undecoded, fallback;
+	/* At each GC's start (scan_gc_start): the callback fills snap[snap_cur] while in_cb
+	 * is set and reads pub[pub_cur]; the agent thread flips either index and waits for
+	 * in_cb to clear before it touches the other buffer (sequentially consistent, so a
+	 * callback that saw the old index is seen in it). */
+	bool gc_walk_off;         /* option gcwalk=no (to measure what the walk at GC costs) */
+	struct snap_buf snap[2];
+	struct snap_pub pub[2];
+	int snap_cur, pub_cur, in_cb;
+	struct known *eph;        /* agent thread: short-lived code found by the last take */
+	const char *eph_pool;     /* ... and the names copied with it */
+	size_t neph, cap_eph;
+	uint64_t gc_walk_max_ns;  /* the longest walk at a GC's start (with stats) */
+	uint64_t ephemeral, ephemeral_unknown, snap_lost, snap_incomplete;
 	/* scancheck */
 	jrawMonitorID chk_lock;
 	struct vp_ch_scopes chk_sc;
@@ -198,6 +250,7 @@ void scan_code(jvmtiEnv *jvmti);
 bool scan_due(void);
 jlong scan_wait_ms(void);
 void scan_reset(void);
+void scan_gc_start(void);
 void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info);
 void scan_print(void);
 void choose_code_source(void);

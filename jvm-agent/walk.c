@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "hotspot/memory.h"
@@ -48,6 +49,8 @@ struct known {
 	uint64_t seen_start;     /* start of the last walk that saw it */
 	uint64_t missed_end;     /* end of the first walk that missed it */
 	uint64_t after;          /* new code: the unload of code it replaced */
+	uint64_t gc_t;           /* short-lived code: the last GC start that saw it */
+	uint32_t names;          /* short-lived code: its names in scan.eph_pool, or UINT32_MAX */
 	uint32_t code_size;
 	int32_t compile_id;
 	int8_t level;
@@ -134,6 +137,41 @@ static int walk_visit(void *ctx, const struct vp_ch_nm *nm)
 	return 0;
 }
 
+/* Blobs of generated code that no JVMTI event reports but Java threads run: the
+ * interpreter's native signature handlers (a buffer that HotSpot fills as native methods
+ * of new signatures are first called; samples there showed as "[java code: in no code
+ * map]" under an interpreted native method). Each is named as a stub once, when a walk
+ * first meets it; the buffer lives as long as the JVM. */
+static const char *const unreported_blobs[] = { "native signature handlers" };
+
+static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
+{
+	(void)ctx;
+	bool wanted = false;
+	for (size_t i = 0; i < sizeof(unreported_blobs) / sizeof(unreported_blobs[0]) && !wanted; i++)
+		wanted = !strcmp(bl->name, unreported_blobs[i]);
+	if (!wanted)
+		return 0;
+	for (size_t i = 0; i < scan.nblobs; i++)
+		if (scan.blobs[i] == bl->code_start)
+			return 0;
+	if (scan.nblobs == sizeof(scan.blobs) / sizeof(scan.blobs[0]))
+		return 0;
+	size_t nl = strlen(bl->name);
+	lock();
+	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	if (b) {
+		b->code_start = bl->code_start;
+		b->code_size = bl->code_size;
+		b->kind = VP_BLOB_STUB;
+		b->name_len = (uint16_t)nl;
+		memcpy(b + 1, bl->name, nl);
+		scan.blobs[scan.nblobs++] = bl->code_start;
+	}
+	unlock_notify();
+	return 0;
+}
+
 /* The last GC that finished in (lo, hi], or 0. */
 static uint64_t gc_between(uint64_t lo, uint64_t hi)
 {
@@ -210,11 +248,21 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	const void *info = NULL;
 
 	uint64_t prepared = 0;
-	k->jmid = method_ptr_get(k->method, &prepared);
-	if (!k->jmid && !scan.redrained) {
-		scan.redrained = true;   /* once per walk */
+	/* Once per walk with new code, whether its Method* is known or not: a class prepared
+	 * during the walk may have taken the Method* of an unloaded one (a starved agent
+	 * thread's walk can last a generation of CodeReuse), which the table would still
+	 * give to the old class's jmethodID. */
+	if (!scan.redrained) {
+		scan.redrained = true;
 		write_queue(0);
-		k->jmid = method_ptr_get(k->method, &prepared);
+	}
+	k->jmid = method_ptr_get(k->method, &prepared);
+	/* Prepared after the walk saw this code: a later class at a reused Method*, and
+	 * so is the metadata there now (no fallback name either). */
+	if (k->jmid && prepared > scan.walk_end) {
+		scan.unknown++;
+		k->jmid = 0;
+		return;
 	}
 	/* Nor can it have run before its class was prepared, or before code it replaced went. */
 	if (prepared > not_before)
@@ -281,6 +329,340 @@ static int cmp_known(const void *a, const void *b)
 	return x->blob < y->blob ? -1 : x->blob > y->blob;
 }
 
+/* ---- the code heap at each GC's start ----
+ * A walk every 50-800 ms misses code that is installed and freed between two walks: a
+ * starved agent thread (a busy machine) walked after the GC that freed a generation's
+ * code, whose samples then lay in no code map (issue 32). The GC cannot overtake a read
+ * made at its own start: GarbageCollectionStart runs on the VM thread at the safepoint,
+ * before anything is unlinked or freed, and no compiler thread can install code until
+ * the safepoint ends. There the callback walks the heaps (plain loads, as the agent
+ * thread's walk) and copies, into a preallocated buffer, every compiled method that the
+ * last completed walk did not hold (pub: blobs and compile ids, sorted). It takes no
+ * lock and calls no JVMTI function: a Java thread holding one of ours may be blocked for
+ * this very safepoint.
+ *
+ * The agent thread's next complete walk takes the buffer: what it found again is
+ * ordinary new code; what is gone now (vp_ch__find no longer finds it) lived only
+ * between two walks and gets a load dated at the start of the walk it was missing from
+ * (or its class's preparation, or the unload of code it replaced) and an unload at the
+ * end of the first GC after the last start that saw it: the earliest it can have run,
+ * and a GC that provably had not freed it before it began. Its method's jmethodID comes
+ * from the METHOD_PTR records when its name was written (when its class was prepared);
+ * a starved agent thread may come to that record after the class was unloaded, so the
+ * callback also copies the method's names from its metadata (the safe reader, into a
+ * preallocated pool) while the class is still loaded. Its debug information may be
+ * freed by now: no inlining. The cost: bench/gcwalk-cost.sh. */
+
+/* Is (blob, compile id) in the last walk's published list? pos: a cursor, as the GC's
+ * walk goes in address order too. */
+static bool pub_has(const struct snap_pub *p, size_t *pos, uint64_t blob, int32_t cid)
+{
+	size_t i = *pos;
+	if (i > p->n || (i > 0 && p->blob[i - 1] > blob)) {
+		size_t lo = 0, hi = p->n;   /* out of order: search */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (p->blob[mid] < blob)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo;
+	}
+	while (i < p->n && p->blob[i] < blob)
+		i++;
+	*pos = i;
+	for (size_t k = i; k < p->n && p->blob[k] == blob; k++)
+		if (p->cid[k] == cid)
+			return true;
+	return false;
+}
+
+struct gc_walk {
+	struct snap_buf *b;
+	const struct snap_pub *p;
+	size_t pos;
+	uint64_t t;
+	char klass[512], name[256], sig[1024];
+};
+
+/* The names of Method* m into b's pool (UINT32_MAX when they do not fit or cannot be
+ * read): its class may be unloaded by this GC before the agent thread names it. */
+static uint32_t copy_names(struct gc_walk *w, uint64_t m)
+{
+	struct snap_buf *b = w->b;
+	if (vp_ch__method_names(&scan.ch, m, w->klass, sizeof(w->klass), w->name, sizeof(w->name), w->sig,
+				sizeof(w->sig)))
+		return UINT32_MAX;
+	size_t kl = strlen(w->klass) + 1, nl = strlen(w->name) + 1, sl = strlen(w->sig) + 1;
+	if (b->pool_used + kl + nl + sl > SNAP_POOL)
+		return UINT32_MAX;
+	uint32_t at = b->pool_used;
+	memcpy(b->pool + at, w->klass, kl);
+	memcpy(b->pool + at + kl, w->name, nl);
+	memcpy(b->pool + at + kl + nl, w->sig, sl);
+	b->pool_used += (uint32_t)(kl + nl + sl);
+	return at;
+}
+
+/* In the GC callback: no allocation, no lock. */
+static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
+{
+	struct gc_walk *w = ctx;
+	if (!vp_ch__alive(nm) || pub_has(w->p, &w->pos, nm->blob, nm->compile_id))
+		return 0;
+	if (w->b->n >= SNAP_CAP) {
+		w->b->lost++;
+		return 0;
+	}
+	/* Names only once a walk was published: before it, everything is new. */
+	uint32_t names = w->p->start ? copy_names(w, nm->method) : UINT32_MAX;
+	w->b->v[w->b->n++] = (struct snap_nm){ .blob = nm->blob, .code_start = nm->code_start, .method = nm->method,
+					       .t = w->t, .since = w->p->start, .code_size = nm->code_size,
+					       .compile_id = nm->compile_id, .names = names, .level = nm->level,
+					       .osr = nm->osr };
+	return 0;
+}
+
+void scan_gc_start(void)
+{
+	struct st_mark m;
+	if (!scan.on || scan.gc_walk_off || !scan.snap[0].v || !scan.snap[1].v)
+		return;
+	st_begin(&m);
+	__atomic_store_n(&scan.in_cb, 1, __ATOMIC_SEQ_CST);
+	int sc = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST), pc = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
+	static struct gc_walk w;   /* one GC callback at a time (the VM thread) */
+	w = (struct gc_walk){ .b = &scan.snap[sc], .p = &scan.pub[pc], .t = now_ns() };
+	/* An incomplete walk keeps what it copied: each entry was code in the heap. */
+	if (vp_ch__walk(&scan.ch, gc_visit, &w))
+		w.b->incomplete++;
+	__atomic_store_n(&scan.in_cb, 0, __ATOMIC_SEQ_CST);
+	st_end(ST_GC_WALK, &m);
+	if (stats.on && now_ns() - w.t > scan.gc_walk_max_ns)
+		scan.gc_walk_max_ns = now_ns() - w.t;
+}
+
+/* Waits until no GC callback reads or fills a buffer it may have picked before a flip;
+ * the callback's walk takes well under a millisecond. */
+static void wait_gc_callback(void)
+{
+	while (__atomic_load_n(&scan.in_cb, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Publishes the walk that started at start (scan.next, sorted by blob) for the GC
+ * callback; on failure to grow the list the old one stays (the callback then copies
+ * more than it needs). */
+static void publish_walk(uint64_t start)
+{
+	if (!scan.snap[0].v)
+		return;
+	int cur = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
+	struct snap_pub *p = &scan.pub[cur ^ 1];
+	wait_gc_callback();
+	size_t cap_b = p->cap, cap_c = p->cap;
+	if (vp_grow((void **)&p->blob, &cap_b, scan.nnext + 1, sizeof(*p->blob)) ||
+	    vp_grow((void **)&p->cid, &cap_c, scan.nnext + 1, sizeof(*p->cid)))
+		return;
+	p->cap = cap_b < cap_c ? cap_b : cap_c;
+	for (size_t i = 0; i < scan.nnext; i++) {
+		p->blob[i] = scan.next[i].blob;
+		p->cid[i] = scan.next[i].compile_id;
+	}
+	p->n = scan.nnext;
+	p->start = start;
+	__atomic_store_n(&scan.pub_cur, cur ^ 1, __ATOMIC_SEQ_CST);
+}
+
+/* The end of the first GC that finished after t, or 0. */
+static uint64_t gc_after(uint64_t t)
+{
+	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
+	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
+		uint64_t g = agent.gc_time[i % GC_RING];
+		if (g > t && (!best || g < best))
+			best = g;
+	}
+	return best;
+}
+
+static int cmp_snap(const void *a, const void *b)
+{
+	const struct snap_nm *x = a, *y = b;
+	if (x->blob != y->blob)
+		return x->blob < y->blob ? -1 : 1;
+	if (x->compile_id != y->compile_id)
+		return x->compile_id < y->compile_id ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Is code (blob, compile id, method) in scan.next (sorted by blob)? */
+static bool next_has(uint64_t blob, int32_t cid, uint64_t method)
+{
+	size_t lo = 0, hi = scan.nnext;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (scan.next[mid].blob < blob)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k < scan.nnext && scan.next[k].blob == blob; k++)
+		if (scan.next[k].compile_id == cid && scan.next[k].method == method)
+			return true;
+	return false;
+}
+
+/* Takes what the GC callbacks copied since the last complete walk and keeps, in
+ * scan.eph, the code that came and went between two walks (see the section's top), with
+ * its unload time in missed_end and the unloads of older code it replaced in after.
+ * Marks the code of scan.next that such code proves gone (K_GONE), and raises the
+ * load time of new code that took its place. Before the unloads are queued. */
+static void take_gc_snapshots(uint64_t now)
+{
+	scan.neph = 0;
+	if (!scan.snap[0].v)
+		return;
+	int cur = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&scan.snap_cur, cur ^ 1, __ATOMIC_SEQ_CST);
+	wait_gc_callback();
+	struct snap_buf *b = &scan.snap[cur];
+	scan.eph_pool = b->pool;   /* read by queue_ephemeral before the buffer is flipped back */
+	scan.snap_lost += b->lost;
+	scan.snap_incomplete += b->incomplete;
+	if (b->n > 1)
+		qsort(b->v, b->n, sizeof(*b->v), cmp_snap);
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct snap_nm *e = &b->v[i];
+		/* Of one code's copies (one per GC) the last, which ends its life latest. */
+		if (i + 1 < b->n && b->v[i + 1].blob == e->blob && b->v[i + 1].compile_id == e->compile_id &&
+		    b->v[i + 1].method == e->method)
+			continue;
+		if (next_has(e->blob, e->compile_id, e->method) || e->t < scan.reset_t)
+			continue;   /* this walk found it (ordinary new code), or an earlier session's */
+		struct vp_ch_nm now_nm;
+		if (!vp_ch__find(&scan.ch, e->code_start, &now_nm) && now_nm.blob == e->blob &&
+		    now_nm.compile_id == e->compile_id && now_nm.method == e->method)
+			continue;   /* still there, installed after the walk passed: the next walk's */
+		if (vp_grow((void **)&scan.eph, &scan.cap_eph, scan.neph + 1, sizeof(*scan.eph)))
+			break;
+		uint64_t end = gc_after(e->t);
+		scan.eph[scan.neph++] = (struct known){ .blob = e->blob, .code_start = e->code_start, .method = e->method,
+						       .code_size = e->code_size, .compile_id = e->compile_id,
+						       .level = e->level, .osr = e->osr, .seen_start = e->since,
+						       .missed_end = end ? end : now, .gc_t = e->t, .names = e->names,
+						       .mark = K_NEW };
+	}
+	b->n = b->lost = b->incomplete = b->pool_used = 0;
+	/* Code of this walk's list at the same addresses: older code (missed now) was gone
+	 * before the short-lived code came; newer code came after it went. Short-lived code
+	 * at the same addresses as other short-lived code: the earlier ended first. */
+	for (size_t a = 0; a < scan.neph; a++) {
+		struct known *x = &scan.eph[a];
+		for (size_t k = 0; k < scan.nnext; k++) {
+			struct known *o = &scan.next[k];
+			if (!overlaps(x, o))
+				continue;
+			if (o->mark == K_MISSED || o->mark == K_GONE) {
+				/* Gone before x came, so by the last GC before x was copied (JDK 20+
+				 * frees code only at GC), not the last GC before this walk: dated
+				 * that late, its life would overlap x's. */
+				uint64_t u = gc_between(o->seen_start, x->gc_t);
+				if (!u)
+					u = unload_time(o) < x->gc_t ? unload_time(o) : x->gc_t;
+				if (u < unload_time(o))
+					o->missed_end = u;
+				o->mark = K_GONE;
+				if (unload_time(o) > x->after)
+					x->after = unload_time(o);
+			} else if (o->mark == K_NEW && x->missed_end > o->after) {
+				o->after = x->missed_end;
+			}
+		}
+		for (size_t k = 0; k < scan.neph; k++) {
+			struct known *y = &scan.eph[k];
+			if (k != a && overlaps(x, y) && y->missed_end < x->missed_end && y->missed_end > x->after)
+				x->after = y->missed_end;
+		}
+	}
+}
+
+/* An id and a METHOD_NAME for short-lived code whose method has no name written (its
+ * class was unloaded before the agent thread named it), from the names the GC callback
+ * copied. Not the Method* (fallback_id's): a Method* of an unloaded class is reused by
+ * the next class, which must not inherit this name. Bit 0 set as fallback_id's (no
+ * jmethodID), bit 63 set (no user-space Method*). 0 when none was copied. */
+static uint64_t copied_id(const struct known *k)
+{
+	static struct mnames nm;   /* agent thread only */
+	static uint64_t serial;
+	if (k->names == UINT32_MAX || !scan.eph_pool)
+		return 0;
+	const char *klass = scan.eph_pool + k->names, *name = klass + strlen(klass) + 1, *sig = name + strlen(name) + 1;
+	uint64_t id = (1ull << 63) | (++serial << 1) | 1;
+	snprintf(nm.klass, sizeof(nm.klass), "%s", klass);
+	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
+	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
+	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
+		nm.readable[sizeof(nm.readable) - 1] = '\0';
+	nm.file[0] = '\0';
+	lock();
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
+	if (b) {
+		method_name_fill(b, id, &nm, NULL, 0);
+		seen_add(id);
+	}
+	unlock_notify();
+	return b ? id : 0;
+}
+
+/* Queues the load and the unload of each short-lived code take_gc_snapshots kept. */
+static void queue_ephemeral(jvmtiEnv *jvmti)
+{
+	/* Every class with code in the copies was prepared before the GC that copied it:
+	 * its METHOD_PTR record is queued, and written (and named, if it still can be) now. */
+	if (scan.neph)
+		write_queue(0);
+	for (size_t a = 0; a < scan.neph; a++) {
+		struct known *k = &scan.eph[a];
+		uint64_t prepared = 0, not_before = k->seen_start;
+		k->jmid = method_ptr_get(k->method, &prepared);
+		/* A Method* prepared after the GC that saw the code is a later class's, at the
+		 * address of the unloaded one; one without a name written lost its class first. */
+		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid))) {
+			k->jmid = 0;
+			prepared = 0;   /* that time is the other class's */
+		}
+		if (!k->jmid)
+			k->jmid = copied_id(k);
+		if (!k->jmid) {
+			scan.ephemeral_unknown++;   /* no name from metadata that may be freed */
+			continue;
+		}
+		if (prepared > not_before)
+			not_before = prepared;
+		if (k->after > not_before)
+			not_before = k->after;
+		if (not_before > k->missed_end)
+			not_before = k->missed_end;
+		compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
+			      (const void *)(uintptr_t)k->code_start, NULL, not_before, (uint8_t)k->level,
+			      k->osr ? VP_CM_LOAD_OSR : 0);
+		lock();
+		struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
+		if (b) {
+			b->code_start = k->code_start;
+			b->method_id = k->jmid;
+		}
+		unlock_notify();
+		scan.ephemeral++;
+	}
+	scan.neph = 0;
+}
+
 /* One walk and its diff against the previous one; on the agent thread. */
 void scan_code(jvmtiEnv *jvmti)
 {
@@ -290,15 +672,16 @@ void scan_code(jvmtiEnv *jvmti)
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
-	 * (a class prepared after this gets a second chance in queue_scanned_load). */
+	 * (a class prepared during the walk is written in queue_scanned_load). */
 	write_queue(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
 	st_begin(&m);
 	scan.ncur = 0;
 	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
-	int err = vp_ch__walk(&scan.ch, walk_visit, NULL);
+	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
 	uint64_t end = now_ns();
+	scan.walk_end = end;
 	scan.walks++;
 	if (err) {
 		scan.incomplete++;
@@ -359,6 +742,8 @@ void scan_code(jvmtiEnv *jvmti)
 				n->after = unload_time(o);
 		}
 	}
+	/* What the GCs' own walks found that this one did not. */
+	take_gc_snapshots(end);
 	/* Unloads first (new code may take their place), then loads. */
 	size_t keep = 0;
 	for (size_t a = 0; a < scan.nnext; a++) {
@@ -372,6 +757,8 @@ void scan_code(jvmtiEnv *jvmti)
 		scan.next[keep++] = *k;
 	}
 	scan.nnext = keep;
+	fresh += scan.neph;
+	queue_ephemeral(jvmti);
 	for (size_t a = 0; a < scan.nnext; a++) {
 		struct known *k = &scan.next[a];
 		if (k->mark != K_NEW)
@@ -383,6 +770,7 @@ void scan_code(jvmtiEnv *jvmti)
 			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
+	publish_walk(start);
 	struct known *t = scan.prev;
 	size_t tc = scan.cap_prev;
 	scan.prev = scan.next;
@@ -417,6 +805,8 @@ jlong scan_wait_ms(void)
 /* A new session's map starts with every live method again, as at an attach. */
 void scan_reset(void)
 {
+	scan.reset_t = now_ns();
+	scan.nblobs = 0;   /* a new session's map names them again */
 	scan.nprev = 0;
 	scan.last_start = 0;
 	scan.due = 0;
@@ -526,6 +916,12 @@ void scan_print(void)
 			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)scan.walks,
 			(unsigned long long)scan.incomplete, (unsigned long long)scan.loads, (unsigned long long)scan.unloads,
 			(unsigned long long)scan.unknown, (unsigned long long)scan.undecoded, (unsigned long long)scan.fallback);
+	if (stats.on && scan.on && !scan.gc_walk_off)
+		fprintf(stderr, "viprof agent stats: walks at GC start=%llu longest_us=%.1f short_lived_loads=%llu "
+			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)stats.n[ST_GC_WALK],
+			scan.gc_walk_max_ns / 1e3, (unsigned long long)scan.ephemeral,
+			(unsigned long long)scan.ephemeral_unknown, (unsigned long long)scan.snap_lost,
+			(unsigned long long)scan.snap_incomplete);
 }
 
 /* Where code loads come from: walks of the code heaps when this JVM's layout is one
@@ -546,5 +942,22 @@ void choose_code_source(void)
 	} else if (ok && !scan.forced_events) {
 		scan.on = true;
 		vp_agent__debug_nonsafepoints(vm);
+		/* For the walk at each GC's start, which cannot allocate: without the buffers
+		 * there is none (only the periodic walks). */
+		if (!scan.gc_walk_off) {
+			for (int i = 0; i < 2; i++) {
+				scan.snap[i].v = calloc(SNAP_CAP, sizeof(*scan.snap[i].v));
+				scan.snap[i].pool = malloc(SNAP_POOL);
+			}
+			if (!scan.snap[0].v || !scan.snap[1].v || !scan.snap[0].pool || !scan.snap[1].pool) {
+				for (int i = 0; i < 2; i++) {
+					free(scan.snap[i].v);
+					free(scan.snap[i].pool);
+					scan.snap[i].v = NULL;
+					scan.snap[i].pool = NULL;
+				}
+				scan.gc_walk_off = true;
+			}
+		}
 	}
 }

@@ -382,6 +382,19 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 				 p->lost ? " (some records were lost while recording)"
 					 : " (code that no map describes: a JIT other than HotSpot's, or a JVM recorded "
 					   "with --no-jit or without the agent)");
+#if HAVE_JIT_INDEX
+	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
+	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's
+	 * run() and most of a start-up) stay unnamed, and nothing else would say why. */
+	const char *be = vp_profile__meta(p, "backend");
+	bool jvm = false;
+	for (size_t i = 0; i < l.njvms && !jvm; i++)
+		jvm = l.jvms[i].idx != NULL;
+	if (jvm && be && !strcmp(be, "perf"))
+		vp_profile__warn(p, "interpreted Java frames are unnamed: the perf backend (what an unprivileged user "
+				 "records with alone) reads no Java frames; record through the service ('viprof serve', "
+				 "run by root: 'viprof record' then goes through it) or as root to name them");
+#endif
 	ret = 0;
 cleanup:
 	cfile_reader__close(r);

@@ -455,3 +455,156 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 			: "; every user's JVM gets it with -a: limit that with --jvm-attach none|user:NAME|PID,..");
 	return loaded;
 }
+
+/* ---- JVMs that start during the recording (record_jvm.h) ---- */
+
+enum { W_NEW, W_DONE };
+struct record_jvm_watch_pid {
+	pid_t pid;
+	uint64_t start;          /* its start time (/proc/PID/stat), against pid reuse */
+	uint64_t first_ns;       /* when this watch first saw it */
+	uint32_t gen;            /* the last look that saw it */
+	uint8_t state;
+};
+
+/* Field 22 of /proc/PID/stat: the start time in clock ticks (0: unreadable). */
+static uint64_t proc_start(pid_t pid)
+{
+	char buf[512];
+	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');   /* the comm may hold spaces and parentheses */
+	for (int f = 2; p && f < 22; f++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Does pid catch SIGQUIT (SigCgt in /proc/PID/status)? */
+static bool catches_sigquit(pid_t pid)
+{
+	char buf[4096];
+	ssize_t n = read_proc(pid, "status", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nSigCgt:");
+	return p && (strtoull(p + 8, NULL, 16) & (1ull << (3 - 1)));
+}
+
+/* Was pid started with the viprof agent (-agentpath on its command line, or in
+ * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS, as 'viprof record -- java' starts it)? That
+ * agent serves the recording that launched it: the watch leaves it to it. */
+static bool has_own_agent(pid_t pid)
+{
+	static char buf[1 << 16];
+	static const char *const files[] = { "cmdline", "environ" };
+	for (int f = 0; f < 2; f++) {
+		ssize_t n = read_proc(pid, files[f], buf, sizeof(buf) - 1);
+		if (n > 0)
+			buf[n] = '\0';
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			if (f == 1 && strncmp(buf + i, "JAVA_TOOL_OPTIONS=", 18) && strncmp(buf + i, "JDK_JAVA_OPTIONS=", 17))
+				continue;
+			if (strstr(buf + i, "-agentpath:") && strstr(buf + i, "libviprof-jvmti"))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int cmp_watch(const void *a, const void *b)
+{
+	const struct record_jvm_watch_pid *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static struct record_jvm_watch_pid *watch_find(struct record_jvm_watch *wt, pid_t pid)
+{
+	struct record_jvm_watch_pid key = { .pid = pid };
+	return wt->n ? bsearch(&key, wt->v, wt->n, sizeof(*wt->v), cmp_watch) : NULL;
+}
+
+int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, struct record_jvm_lock *l,
+		      const char *agent, const struct vp_record_opts *o, uint64_t now)
+{
+	if (now < wt->next_ns)
+		return 0;
+	wt->next_ns = now + 1000000000ull;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t known = wt->n;
+	uint32_t gen = ++wt->gen;
+	pid_t self = getpid();
+	int loaded = 0, err = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		struct record_jvm_watch_pid *e = watch_find(wt, pid);
+		if (e) {
+			e->gen = gen;
+			continue;
+		}
+		if (pid == self)
+			continue;
+		if (wt->n == wt->cap) {
+			size_t nc = wt->cap ? wt->cap * 2 : 1024;
+			void *nv = realloc(wt->v, nc * sizeof(*wt->v));
+			if (!nv)
+				break;
+			wt->v = nv;
+			wt->cap = nc;
+		}
+		/* What ran a JVM when the watch began was the start's attach's; a process that
+		 * catches no SIGQUIT yet may still become one (a launcher script that execs
+		 * java keeps its pid), so it is watched as a new one. */
+		wt->v[wt->n++] = (struct record_jvm_watch_pid){ .pid = pid, .start = proc_start(pid), .first_ns = now,
+								.gen = gen,
+								.state = wt->primed || !catches_sigquit(pid) ? W_NEW : W_DONE };
+	}
+	closedir(d);
+	if (wt->n != known)
+		qsort(wt->v, wt->n, sizeof(*wt->v), cmp_watch);
+	wt->primed = true;
+	/* Gone processes leave; new ones are looked at until they are JVMs ready for the
+	 * attach, or for RECORD_JVM_WATCH_S. */
+	size_t keep = 0;
+	for (size_t i = 0; i < wt->n; i++) {
+		struct record_jvm_watch_pid *e = &wt->v[i];
+		if (e->gen != gen)
+			continue;
+		if (e->state == W_NEW && !err) {
+			if (now - e->first_ns > RECORD_JVM_WATCH_S * 1000000000ull || proc_start(e->pid) != e->start) {
+				e->state = W_DONE;
+			} else if (catches_sigquit(e->pid)) {
+				/* Decided once: a JVM catches SIGQUIT from when its signal dispatcher
+				 * runs (its VM Thread exists by then), a program that is none need
+				 * not be read again (vp_jvm__is_hotspot reads its mappings). */
+				e->state = W_DONE;
+				if (vp_jvm__is_hotspot(e->pid) && !has_own_agent(e->pid) &&
+				    allowed(o, e->pid, owner(e->pid))) {
+					int r = attach_one(w, l, e->pid, agent, o->log ? o->log : stderr, FP_WALK(o), o);
+					if (r < 0)
+						err = r;
+					else
+						loaded += r;
+				}
+			}
+		}
+		wt->v[keep++] = *e;
+	}
+	wt->n = keep;
+	if (loaded)
+		lock_note(o, loaded);
+	return err ? err : loaded;
+}
+
+void record_jvm__watch_free(struct record_jvm_watch *wt)
+{
+	free(wt->v);
+	*wt = (struct record_jvm_watch){ 0 };
+}

@@ -56,6 +56,31 @@ void record_jvm__end(struct record_jvm_lock *l);
  * the old session's lock to the new one's, before its attach. */
 void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to);
 
+/* JVMs that start while a whole-VM recording (-a) runs: each new process is looked at
+ * for up to RECORD_JVM_WATCH_S seconds after it was first seen, and a HotSpot JVM gets the
+ * agent (the attach above, with its refusal memory and --jvm-attach) once it catches
+ * SIGQUIT (its signal dispatcher runs: before that, the attach's SIGQUIT would kill it,
+ * which is the JDK's own attach client's check too). Processes that caught SIGQUIT at
+ * the start were the start's attach's (JVMs) or are none; a JVM started with the viprof
+ * agent (-agentpath, as 'viprof record -- java' starts one) is its own recording's and
+ * is left to the next session's attach, as before. Zero-initialized;
+ * record_jvm__watch_free frees it. */
+#define RECORD_JVM_WATCH_S 30
+struct record_jvm_watch_pid;
+struct record_jvm_watch {
+	struct record_jvm_watch_pid *v;
+	size_t n, cap;
+	uint64_t next_ns;        /* the next look at /proc (monotonic) */
+	bool primed;
+	uint32_t gen;
+};
+
+/* Looks at /proc once a second (now: CLOCK_MONOTONIC ns); attaches to the JVMs that
+ * became ready. Returns how many got the agent, or the session writer's -errno. */
+int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, struct record_jvm_lock *l,
+		      const char *agent, const struct vp_record_opts *o, uint64_t now);
+void record_jvm__watch_free(struct record_jvm_watch *wt);
+
 /* Whether pid runs with -XX:+PreserveFramePointer on its command line or in
  * JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS (the last occurrence wins, as in HotSpot). */
 bool record_jvm__frame_pointers(pid_t pid);

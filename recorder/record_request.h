@@ -60,6 +60,9 @@ struct vp_record_opts {
 	bool switches_if_off_cpu; /* no context-switch tracing unless off_cpu: steal is shared out
 				  * in proportion instead of exactly (the service's whole-VM
 				  * recordings, which must cost nothing per context switch) */
+	bool watch_jvms;         /* -a: JVMs that start while recording get the agent within
+				  * seconds (record_jvm__watch), not at the next session (the
+				  * service's continuous recording) */
 };
 
 /* The defaults of 'viprof record': the default rate, directory and backend. */

@@ -294,6 +294,10 @@ static void take_kallsyms(struct vp_kallsyms_loader **ksl, struct vp_session_wri
 	vp_session_writer__set_ksyms(w, ks);
 }
 
+/* JVMs started while recording get the agent (record_jvm__watch). */
+#define WATCH_JVMS(o) ((o)->watch_jvms && (o)->target == RECORD_TARGET_ALL && !(o)->no_jit && (o)->agent && \
+		       *(o)->agent)
+
 struct vp_recorder {
 	struct vp_record_opts o;     /* the caller's strings and arrays, not copied */
 	FILE *log;
@@ -316,6 +320,7 @@ struct vp_recorder {
 	uint64_t samples_base, lost_base;   /* the sampler's counts when this session began (rotate) */
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
+	struct record_jvm_watch jwatch;    /* o.watch_jvms: JVMs started while recording */
 	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
@@ -578,6 +583,10 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 					   vp_session_writer__dir(r->w), strerror(-e));
 				goto fail;
 			}
+			/* From here the watch looks for JVMs that start later (its first look
+			 * takes what runs now as the attach's above). */
+			if (WATCH_JVMS(o))
+				record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now_ns(CLOCK_MONOTONIC));
 		}
 	}
 
@@ -689,6 +698,13 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 	}
 	if (r->deadline && now >= r->deadline)
 		return 0;
+	/* A JVM that started since the last look gets the agent now, not at the next
+	 * session: a service's whole start-up would otherwise go unnamed. */
+	if (WATCH_JVMS(o) && (e = record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now)) < 0) {
+		vp_set_err(r->err, sizeof(r->err), "cannot write the session in %s: %s; stopping",
+			   vp_session_writer__dir(r->w), strerror(-e));
+		return fail_poll(r, e);
+	}
 	if (o->target == RECORD_TARGET_PIDS && now - r->last_alive_check >= ALIVE_INTERVAL_NS) {
 		r->last_alive_check = now;
 		if (!any_alive(o->pids, o->npids))
@@ -914,6 +930,7 @@ void vp_recorder__free(struct vp_recorder *r)
 {
 	if (!r)
 		return;
+	record_jvm__watch_free(&r->jwatch);
 	if (r->ksl)
 		take_kallsyms(&r->ksl, NULL, &r->cfg, r->log);
 	/* The unwinder writes into the sampler's maps: it goes first. */

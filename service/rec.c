@@ -76,6 +76,8 @@ struct vp_svc_rec *vp_svc_rec__start(const struct vp_svc_rec_opts *so, char *err
 	/* The service picks its JVMs on purpose: no warning per interval about every user's. */
 	o->jvm_attach_given = true;
 	o->target = RECORD_TARGET_ALL;
+	/* A JVM that starts during an interval is named from seconds after its start. */
+	o->watch_jvms = true;
 	/* Unwind tables for what is sampled only: building them for every program a busy
 	 * VM starts was most of the service's CPU (issue 27). */
 	o->unwind_sampled_only = true;

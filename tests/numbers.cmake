@@ -20,6 +20,10 @@ viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-
 # agent mode under load, per JDK: the stress test of time-correct names. Label stress: it takes
 # minutes, so it is not in the jvm lane's default run.
 viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
+# Issue 32: GC churn on JDK 25 G1 beside two CPU hogs, 5 runs of 24 generations with the
+# code-heap walk: every generation named, no sample in code that no code map holds.
+add_test(NAME test-jit-churn-g1-jdk25 COMMAND test-jit-churn 25 g1 5 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-jit-churn-g1-jdk25 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500 LABELS stress)
 # One group read: a thread's task-clock, page faults and context switches from one read()
 # at one instant, with each software pmu as the leader in turn.
 viprof_test(test-counters-group SOURCES test-counters-group.c LIBS vp_hvglue Threads::Threads LABELS live TIMEOUT 60)

@@ -10,11 +10,19 @@
  *           named as a Java method.
  *   select: the service with --jvm-attach user:nobody and the JVM root's: a JVM of a user
  *           the selector does not name is left alone, as optout (the service once
- *           attached into every user's JVMs). */
+ *           attached into every user's JVMs).
+ *   early:  (issue 32) 12 s intervals and a JitSplit JVM started right after a boundary:
+ *           in the interval where it started, its samples from 5 s after its start on
+ *           are named (most in named JIT code, JitSplit.hot* among them); the service
+ *           named a JVM only from the interval after its start. The JVM is a shell that
+ *           waits, then execs java (same pid), so that --jvm-attach names it alone and
+ *           the service leaves other JVMs on the machine alone. */
 #include "test-agent-util.h"
 #include "test-profile.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -49,6 +57,115 @@ static void jvm_samples(const char *sess, double *all, double *named, double *ho
 	vp_profile__free(p);
 }
 
+/* The session's start (CLOCK_MONOTONIC ns), from its meta.json. */
+static uint64_t session_start(const char *sess)
+{
+	char meta[700];
+	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
+	char *mj = tu_read(meta), *p = strstr(mj, "\"start_monotonic_ns\"");
+	if (!p || !(p = strchr(p + 20, ':')))
+		FAIL("%s has no start_monotonic_ns", meta);
+	while (*p && (*p < '0' || *p > '9'))
+		p++;
+	uint64_t t = strtoull(p, NULL, 10);
+	free(mj);
+	return t;
+}
+
+/* The JVM's samples in sess from `from` seconds after the session's start on. */
+static void jvm_samples_from(const char *sess, double from, double *all, double *named, double *hot)
+{
+	char err[512];
+	uint32_t pid = (uint32_t)jvm;
+	struct vp_session_opts o = { .pids = &pid, .npids = 1, .t_from = from };
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(sess, p, &o, err, sizeof(err)))
+		FAIL("load %s: %s", sess, err);
+	*all = *named = *hot = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->nframes)
+			continue;
+		double n = (double)s->samples[0];
+		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
+		*all += n;
+		if ((leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && leaf->name[0] != '[')
+			*named += n;
+	}
+	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
+	vp_profile__free(p);
+}
+
+/* Scenario early: a JVM started during an interval is named in that interval, from 5 s
+ * after its start. */
+static int scenario_early(const char *java)
+{
+	char cdir[400], sout[400], jout[400], jerr[400];
+	snprintf(cdir, sizeof(cdir), "%s/c", dir);
+	snprintf(sout, sizeof(sout), "%s/serve.log", dir);
+	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
+	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
+	char fifo[400], script[1200], pidarg[16];
+	snprintf(fifo, sizeof(fifo), "%s/go", dir);
+	ASSERT_OK(mkfifo(fifo, 0600));
+	snprintf(script, sizeof(script), "read x < %s; exec %s -XX:+PreserveFramePointer -cp %s JitSplit 60", fifo, java,
+		 VIPROF_JAVA_CLASSES);
+	char *jargv[] = { "/bin/sh", "-c", script, NULL };
+	jvm = tu_spawn(jargv, jout, jerr);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
+	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "12", "--cpu-budget", "0",
+			  "--jvm-attach", pidarg, "-F", "99", NULL };
+	pid_t serve = tu_spawn(sargv, sout, sout);
+	/* Right after a boundary: the rest of the interval is the JVM's start and more. */
+	tu_wait_intervals(sout, 1, 150);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t t_jvm = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	int go = open(fifo, O_WRONLY);
+	ASSERT_GE(go, 0);
+	ASSERT_EQ(write(go, "go\n", 3), 3);
+	close(go);
+	tu_wait_intervals(sout, 2, 90);   /* the interval it started in has ended */
+	ASSERT_OK(kill(serve, SIGINT));
+	ASSERT_EQ(tu_wait(serve, 60), 0);
+	char *log = tu_read(sout);
+	fprintf(stderr, "%s", log);
+	free(log);
+
+	char *names[64], best[600] = "";
+	uint64_t best_start = 0;
+	int n = tu_list_intervals(cdir, names, 64);
+	for (int i = 0; i < n; i++) {
+		char sess[600];
+		snprintf(sess, sizeof(sess), "%s/%s", cdir, names[i]);
+		uint64_t st = session_start(sess);
+		if (st <= t_jvm && st >= best_start) {
+			best_start = st;
+			snprintf(best, sizeof(best), "%s", sess);
+		}
+		free(names[i]);
+	}
+	if (!best[0])
+		FAIL("no interval began before the JVM's start");
+	double from = (double)(t_jvm - best_start) / 1e9 + 5.0, all, named, hot;
+	jvm_samples_from(best, from, &all, &named, &hot);
+	fprintf(stderr, "%s: JVM %d started %.1f s into it; from %.1f s: %.0f samples, %.0f in named JIT code, %.0f in "
+		"JitSplit.hot*\n", best, (int)jvm, from - 5.0, from, all, named, hot);
+	kill(jvm, SIGKILL);
+	waitpid(jvm, NULL, 0);
+	if (all < 30) {
+		tu_rm_rf(dir);
+		SKIP("the JVM had %.0f samples from 5 s after its start to the interval's end (a loaded machine); "
+		     "nothing to judge", all);
+	}
+	ASSERT_GT_F(named, 0.6 * all);
+	ASSERT_GT_F(hot, 0.3 * all);
+	tu_rm_rf(dir);
+	printf("ok\n");
+	return 0;
+}
+
 static bool has_agent_thread(void)
 {
 	char path[300];
@@ -77,6 +194,10 @@ int main(int argc, char **argv)
 	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
 	bool pick = argc > 2 && !strcmp(argv[2], "select");
 	bool optout = pick || (argc > 2 && !strcmp(argv[2], "optout"));
+	if (argc > 2 && !strcmp(argv[2], "early")) {
+		snprintf(dir, sizeof(dir), "%s", tu_tmpdir("servejvm-early"));
+		return scenario_early(java);
+	}
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir(pick ? "servejvm-select" : optout ? "servejvm-optout" : "servejvm-agent"));
 	char cdir[400], sout[400], jout[400], jerr[400];
 	snprintf(cdir, sizeof(cdir), "%s/c", dir);

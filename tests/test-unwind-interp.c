@@ -2,7 +2,12 @@
  * java InterpSplit 5` (no -XX:+PreserveFramePointer: record no longer adds it). Three
  * interpreted callers share one compiled method 50/30/20 by CPU time; the samples in
  * that compiled method must name their caller (at least 99%) and the callers' shares
- * must be within 1 percentage point of the split. JDK 17, and Temurin 25 when installed. */
+ * must be within 1 percentage point of the split. JDK 17, and Temurin 25 when installed.
+ *
+ * argv 17|25 perf (issue 32): the same recording with the perf backend, which an
+ * unprivileged user's own `viprof record` uses and which reads no interpreted frame:
+ * the report must say that interpreted Java frames are unnamed and that the service
+ * ('viprof serve') names them. */
 #include "test-agent-util.h"
 
 static void run(const char *java)
@@ -60,12 +65,44 @@ static void run(const char *java)
 	tu_rm_rf(dir);
 }
 
+/* The perf backend: a report of its recording says how to get interpreted names. */
+static void run_perf(const char *java)
+{
+	char *dir = tu_tmpdir("unwind-interp-perf");
+	char sess[600], rep_out[600], out[600], err[600];
+
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(rep_out, sizeof(rep_out), "%s/report", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "--backend", "perf", "-o", sess, "--", (char *)java, "-cp",
+			VIPROF_JAVA_CLASSES, "InterpSplit", "2", NULL };
+	int rc = tu_run(rec, out, err, 90);
+	if (rc)
+		FAIL("viprof record exited %d: %s", rc, tu_read(err));
+	char *rep[] = { VIPROF_BIN, "report", sess, "-o", rep_out, NULL };
+	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	char *text = tu_read(rep_out), *e = tu_read(err);
+	fprintf(stderr, "report warnings:\n");
+	for (char *l = strstr(text, "# warning:"); l; l = strstr(l + 1, "# warning:"))
+		fprintf(stderr, "  %.*s\n", (int)strcspn(l, "\n"), l);
+	ASSERT_TRUE(strstr(text, "interpreted Java frames are unnamed") != NULL);
+	ASSERT_TRUE(strstr(text, "viprof serve") != NULL);
+	free(text);
+	free(e);
+	tu_rm_rf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	bool jdk17;
 
 	tu_require_fixtures();
 	REQUIRE_ROOT();
-	run(tu_jdk_from_args(argc, argv, &jdk17));
+	const char *java = tu_jdk_from_args(argc, argv, &jdk17);
+	if (argc > 2 && !strcmp(argv[2], "perf"))
+		run_perf(java);
+	else
+		run(java);
 	return 0;
 }
