@@ -598,8 +598,6 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 		wt->v[keep++] = *e;
 	}
 	wt->n = keep;
-	if (loaded)
-		lock_note(o, loaded);
 	return err ? err : loaded;
 }
 
