@@ -734,7 +734,8 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		const char *klass = own_str(pv, (const char *)b + sizeof(x) + fl, x.class_len);
 		if (!klass)
 			return -ENOMEM;
-		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
+		if (fl)   /* a sample with no frame: alloc_frames may still be NULL */
+			memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
 		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid, .nframes = x.nframes,
 			.first = m->nalloc_frames, .size = x.size, .weight = x.weight, .klass = klass };
 		m->nalloc_frames += x.nframes;
@@ -755,7 +756,8 @@ static int parse_record(struct vp_codemap *m, const struct vp_record *r, const c
 		const char *name = own_str(pv, (const char *)b + sizeof(x) + fl, x.name_len);
 		if (!name)
 			return -ENOMEM;
-		memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
+		if (fl)   /* a sample with no frame: alloc_frames may still be NULL */
+			memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
 		m->vthreads[m->nvthreads++] = (struct vp_cm_vthread_info){ .time = r->time, .id = x.vthread_id,
 			.carrier = x.carrier_tid, .kind = r->type, .flags = x.flags, .nframes = x.nframes,
 			.first = m->nalloc_frames, .name = name };
