@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds viprof, and runs the tests with ctest.
-#   bash scripts/test.sh              everything (what CI runs): every test in build/, then
-#                                     the sanitizer lane below
+#   bash scripts/test.sh              everything (what CI runs): the sanitizer lane below,
+#                                     then every test in build/
 #   bash scripts/test.sh --sanitize   the sanitizer lane alone: the unit tests and the
 #                                     service's tests (SANITIZED_SERVICE) in an ASan + UBSan
 #                                     build (build-asan/)
@@ -96,9 +96,16 @@ case "${1:-}" in
 	exit
 	;;
 esac
+# The sanitizer lane first, so that the last summary line is the whole suite's; a failure
+# of either fails the run, and the last line says which.
+echo "test.sh: the sanitizer lane (ASan + UBSan, build-asan/)"
+san_rc=0
+sanitized || san_rc=$?
 build build
 rc=0
 (cd build && ctest --output-on-failure --timeout 900 -j2) || rc=$?
-echo "test.sh: the sanitizer lane (ASan + UBSan, build-asan/)"
-sanitized || rc=$?
+if [ "$san_rc" -ne 0 ]; then
+	echo "test.sh: the sanitizer lane FAILED (its ctest summary is above the suite's); the suite itself exited $rc"
+	exit "$san_rc"
+fi
 exit $rc
