@@ -162,6 +162,24 @@ static int serve_usage_error(const char *fmt, ...)
 	return 2;
 }
 
+/* A comma-separated list of user names (option opt) appended to uids[*n], at most max in
+ * all. 0, or the usage error's status. */
+static int parse_users(const char *opt, const char *arg, uid_t *uids, int *n, int max, const char *hint)
+{
+	char list[1024], *save = NULL;
+	snprintf(list, sizeof(list), "%s", arg);
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct passwd pw, *pwp = NULL;
+		char buf[8192];
+		if (getpwnam_r(t, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
+			return serve_usage_error("%s %s: no such user on this machine", opt, t);
+		if (*n >= max)
+			return serve_usage_error("%s: at most %d users%s", opt, max, hint);
+		uids[(*n)++] = pw.pw_uid;
+	}
+	return 0;
+}
+
 /* A number with an optional unit suffix from units ("smhd" with mult), or -1. */
 static long long parse_with_unit(const char *s, const char *units, const long long *mult)
 {
@@ -215,7 +233,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const long long tmult[] = { 1, 60, 3600, 86400 }, bmult[] = { 1ll << 10, 1ll << 20, 1ll << 30 };
-	int c;
+	int c, ret;
 	long long v;
 	*help = false;
 	optind = 1;
@@ -235,21 +253,11 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 			a->allow_group = optarg;
 			break;
 		}
-		case OPT_ALLOW_USER: {
-			char list[1024], *save = NULL;
-			snprintf(list, sizeof(list), "%s", optarg);
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				struct passwd pw, *pwp = NULL;
-				char buf[8192];
-				if (getpwnam_r(t, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
-					return serve_usage_error("--http-allow-user %s: no such user on this machine", t);
-				if (a->allow.nuids >= VP_HTTP_MAX_ALLOW)
-					return serve_usage_error("--http-allow-user: at most %d users (name a group with "
-								 "--http-allow-group instead)", VP_HTTP_MAX_ALLOW);
-				a->allow.uids[a->allow.nuids++] = pw.pw_uid;
-			}
+		case OPT_ALLOW_USER:
+			if ((ret = parse_users("--http-allow-user", optarg, a->allow.uids, &a->allow.nuids, VP_HTTP_MAX_ALLOW,
+					       " (name a group with --http-allow-group instead)")))
+				return ret;
 			break;
-		}
 		case OPT_CONT:
 			if (!*optarg)
 				return serve_usage_error("--continuous needs a directory");
@@ -305,20 +313,10 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 							 optarg);
 			a->push_queue = (unsigned)v;
 			break;
-		case OPT_PUSH_OWNER: {
-			char list[1024], *save = NULL;
-			snprintf(list, sizeof(list), "%s", optarg);
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				struct passwd pw, *pwp = NULL;
-				char buf[8192];
-				if (getpwnam_r(t, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp)
-					return serve_usage_error("--push-owner %s: no such user on this machine", t);
-				if (a->npush_owners >= VP_PUSH_MAX_OWNERS)
-					return serve_usage_error("--push-owner: at most %d users", VP_PUSH_MAX_OWNERS);
-				a->push_owners[a->npush_owners++] = pw.pw_uid;
-			}
+		case OPT_PUSH_OWNER:
+			if ((ret = parse_users("--push-owner", optarg, a->push_owners, &a->npush_owners, VP_PUSH_MAX_OWNERS, "")))
+				return ret;
 			break;
-		}
 		case OPT_PUSH_APP:
 			/* It goes into URLs and Pyroscope's name syntax unescaped: keep it plain. */
 			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=

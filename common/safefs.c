@@ -178,6 +178,18 @@ int vp_safe_open_regular(const char *path, bool nofollow)
 	return fd >= 0 ? fd : e;
 }
 
+DIR *vp_dir__stream(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
 static int empty_dir(int dirfd, int depth);
 
 /* Removes name under dirfd whatever it is, a directory through its own fd. */
@@ -203,14 +215,9 @@ static int empty_dir(int dirfd, int depth)
 
 	if (depth > MAX_DEPTH)
 		return -ELOOP;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		err = -errno;
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
+		return -errno;
 	for (struct dirent *e; (e = readdir(d));) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
@@ -298,14 +305,10 @@ int vp_safe_grant_search(int fd, const uid_t *uids, int n)
 static uint64_t tree_bytes(int dirfd, int depth)
 {
 	uint64_t sum = 0;
-	int fd = depth < 16 ? openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = depth < 16 ? vp_dir__stream(dirfd) : NULL;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return 0;
-	}
 	for (struct dirent *e; (e = readdir(d));) {
 		struct stat st;
 
@@ -335,13 +338,9 @@ uint64_t vp_safe_tree_bytes(int dirfd)
 uint64_t vp_dir__usage(int dirfd)
 {
 	uint64_t sum = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
 		return 0;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

@@ -8,6 +8,7 @@
 #define VIPROF_COMMON_SAFEFS_H
 
 #include <stdbool.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -67,6 +68,11 @@ int vp_safe_grant_search(int fd, const uid_t *uids, int n);
  * in, not a path. 0, or -EPERM with the first parent that fails described in why
  * (its path, owner and mode), or -errno. */
 int vp_safe_check_parents(int fd, char *why, size_t len);
+
+/* A directory stream over a new descriptor of dirfd's directory (the caller keeps
+ * dirfd; closedir closes the new one): readdir without a path. NULL with errno set;
+ * nothing is left open then. */
+DIR *vp_dir__stream(int dirfd);
 
 /* Bytes on disk of everything under dirfd (st_blocks), through descriptors only: no
  * symlink is followed and no path resolved. */

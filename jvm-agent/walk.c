@@ -203,6 +203,26 @@ static void queue_unload(const struct known *k)
 	scan.unloads++;
 }
 
+/* Queues METHOD_NAME for id: the class in nm->klass (a signature), the method name and
+ * sig, no source file and no lines; nm is the caller's scratch. false when the queue had
+ * no room (the id is then not marked seen). */
+static bool queue_name(uint64_t id, struct mnames *nm, const char *name, const char *sig)
+{
+	vp_java_readable_class(nm->klass, nm->kreadable, sizeof(nm->kreadable));
+	vp_java_readable_method(name, sig, nm->mpart, sizeof(nm->mpart));
+	if (snprintf(nm->readable, sizeof(nm->readable), "%s.%s", nm->kreadable, nm->mpart) >= (int)sizeof(nm->readable))
+		nm->readable[sizeof(nm->readable) - 1] = '\0';
+	nm->file[0] = '\0';
+	lock();
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(nm, 0));
+	if (b) {
+		method_name_fill(b, id, nm, NULL, 0);
+		seen_add(id);
+	}
+	unlock_notify();
+	return b != NULL;
+}
+
 /* An id and a name for a Method* that no METHOD_PTR record gave a jmethodID (method
  * handle intrinsics are made at run time, outside any class's method list): the
  * Method* with bit 0 set (jmethodIDs and Method* are 8-aligned, so ids stay distinct
@@ -220,20 +240,10 @@ static uint64_t fallback_id(uint64_t mptr)
 		return id;
 	if (vp_ch__method_names(&scan.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
 		return 0;
-	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
-	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
-	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
-		nm.readable[sizeof(nm.readable) - 1] = '\0';
-	nm.file[0] = '\0';
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
-	if (b) {
-		method_name_fill(b, id, &nm, NULL, 0);
-		seen_add(id);
-	}
-	unlock_notify();
+	if (!queue_name(id, &nm, name, sig))
+		return 0;
 	scan.fallback++;
-	return b ? id : 0;
+	return id;
 }
 
 /* Queues the load of new code k, installed after not_before;
@@ -604,19 +614,7 @@ static uint64_t copied_id(const struct known *k)
 	const char *klass = scan.eph_pool + k->names, *name = klass + strlen(klass) + 1, *sig = name + strlen(name) + 1;
 	uint64_t id = (1ull << 63) | (++serial << 1) | 1;
 	snprintf(nm.klass, sizeof(nm.klass), "%s", klass);
-	vp_java_readable_class(nm.klass, nm.kreadable, sizeof(nm.kreadable));
-	vp_java_readable_method(name, sig, nm.mpart, sizeof(nm.mpart));
-	if (snprintf(nm.readable, sizeof(nm.readable), "%s.%s", nm.kreadable, nm.mpart) >= (int)sizeof(nm.readable))
-		nm.readable[sizeof(nm.readable) - 1] = '\0';
-	nm.file[0] = '\0';
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(&nm, 0));
-	if (b) {
-		method_name_fill(b, id, &nm, NULL, 0);
-		seen_add(id);
-	}
-	unlock_notify();
-	return b ? id : 0;
+	return queue_name(id, &nm, name, sig) ? id : 0;
 }
 
 /* Queues the load and the unload of each short-lived code take_gc_snapshots kept. */

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "recorder/cfi.h"
+#include "common/safefs.h"
 #include "common/util.h"
 
 #define MAX_SEGS 16
@@ -727,14 +728,9 @@ int vp_cfi__cache_trim(int dirfd, uint64_t max_bytes, uint64_t max_age_s)
 	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		e = -errno;
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
+		return -errno;
 	for (struct dirent *de; (de = readdir(d));) {
 		unsigned long long x[4];
 		unsigned ver;

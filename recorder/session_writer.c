@@ -83,13 +83,9 @@ struct switch_buf {
 /* Is the directory fd empty? (read through a descriptor of its own) */
 static bool dir_is_empty(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
 		return false;
-	}
 	struct dirent *e;
 	bool empty = true;
 	while ((e = readdir(d))) {

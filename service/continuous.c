@@ -61,14 +61,9 @@ int vp_retention__apply(int dirfd, time_t now, unsigned interval_s, uint64_t kee
 	uint64_t *bytes = NULL;
 	size_t n = 0, cap = 0, bcap = 0;
 	int e = 0, removed = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		e = -errno;
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
+		return -errno;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!vp_interval__name_ok(de->d_name))
@@ -217,8 +212,7 @@ static void carry_maps(struct vp_cont *c, const char *name)
 	int nj = openat(c->dirfd, jit, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (nj < 0)
 		return;
-	int fd = openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = vp_dir__stream(c->dirfd);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (!vp_interval__name_ok(de->d_name) || strcmp(de->d_name, name) >= 0)
@@ -274,8 +268,6 @@ static void carry_maps(struct vp_cont *c, const char *name)
 	}
 	if (d)
 		closedir(d);
-	else if (fd >= 0)
-		close(fd);
 	close(nj);
 }
 

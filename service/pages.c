@@ -249,14 +249,9 @@ static int list_intervals(int dirfd, char ***names, size_t *n)
 	size_t cap = 0;
 	*names = NULL;
 	*n = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		int e = -errno;
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
+	DIR *d = vp_dir__stream(dirfd);
+	if (!d)
+		return -errno;
 	struct dirent *de;
 	int e = 0;
 	while ((de = readdir(d))) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/safefs.h"
 #include "common/util.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -859,8 +860,7 @@ static int open_queue(struct vp_push *p, struct tq *q, char *err, size_t errlen)
 		return -e;
 	}
 	close(top);
-	int fd = openat(q->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = vp_dir__stream(q->dfd);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		unsigned long long seq;
@@ -875,8 +875,6 @@ static int open_queue(struct vp_push *p, struct tq *q, char *err, size_t errlen)
 	}
 	if (d)
 		closedir(d);
-	else if (fd >= 0)
-		close(fd);
 	vp_sort(q->q, q->n, sizeof(*q->q), cmp_q);
 	if (q->n && p->o.log)
 		fprintf(p->o.log, "viprof serve: push %s: %zu interval(s) queued by an earlier run will be sent first\n",
