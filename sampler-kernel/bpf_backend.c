@@ -932,7 +932,7 @@ static bool bpf_supported(const struct sampler_config *cfg, char *why, size_t wh
 	}
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
 	if (r <= 0) {
-		snprintf(why, whylen, "BPF unavailable: no BPF ring buffer (kernel 5.8+ needed) (%s)",
+		snprintf(why, whylen, "BPF unavailable: no BPF ring buffer: the BPF backend needs Linux 5.19 or later with BTF; --backend perf works without (%s)",
 			 r < 0 ? strerror(-r) : "not supported");
 		return false;
 	}
