@@ -277,7 +277,9 @@ static void test_format_from_extension(void)
 	ASSERT_EQ(viprof("report s1 -o x.html"), 0);
 	ASSERT_EQ(head_of("x.html", b, 15), 15);
 	ASSERT_TRUE(!memcmp(b, "<!DOCTYPE html>", 15) || !memcmp(b, "<html", 5));
-	ASSERT_CONTAINS(test_slurp_str("err.txt"), "writing html to x.html");
+	char *err = test_slurp_str("err.txt");
+	ASSERT_CONTAINS(err, "writing html to x.html");
+	free(err);
 	ASSERT_EQ(viprof("report s1 -o x.pb.gz"), 0);
 	ASSERT_EQ(head_of("x.pb.gz", b, 2), 2);
 	ASSERT_TRUE(b[0] == 0x1f && b[1] == 0x8b);
@@ -297,7 +299,9 @@ static void test_format_from_extension(void)
 	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
 	free(out);
 	ASSERT_EQ(viprof("report s1 -F json -o y.html"), 2);
-	ASSERT_CONTAINS(test_slurp_str("err.txt"), "names a html file");
+	err = test_slurp_str("err.txt");
+	ASSERT_CONTAINS(err, "names a html file");
+	free(err);
 	ASSERT_EQ(viprof("report s1 -o plain.out"), 0);
 	out = test_slurp_str("plain.out");
 	ASSERT_CONTAINS(out, "# duration:");
