@@ -374,7 +374,7 @@ cleanup:
 }
 
 /* The mapping listed first: the main executable of the process with the most samples
- * of the ranked event (pprof names the profile after it), else any executable;
+ * of the ranked event (pprof names the profile after it), the last it exec'd; else any executable;
  * SIZE_MAX when there is none. */
 static size_t pp_first_mapping(const struct pp *w)
 {
@@ -394,7 +394,10 @@ static size_t pp_first_mapping(const struct pp *w)
 		if (i > 64)
 			break;  /* a sampled estimate is enough to pick the name */
 	}
-	for (size_t i = 0; i < nm && first == SIZE_MAX; i++)
+	/* The last executable of that process: the program it ran after its last exec (a
+	 * launched command's pid runs viprof's launcher first, then exec's the command; a
+	 * busy machine gave the launcher samples and pprof said "File: viprof"). */
+	for (size_t i = nm; i-- > 0 && first == SIZE_MAX;)
 		if (p->mappings[i].exe && p->mappings[i].pid == best_pid)
 			first = i;
 	for (size_t i = 0; i < nm && first == SIZE_MAX; i++)

@@ -452,7 +452,7 @@ static void agentcopy(void)
 	ASSERT_STREQ(buf, "precious\n");
 	ASSERT_EQ(entries, 1);
 	ASSERT_EQ(rc, 0);
-	ASSERT_CONTAINS(out, "not a symlink");
+	ASSERT_CONTAINS(out, "not a symbolic link");
 }
 
 /* The user's own JVM, recorded by root with -p: the agent (running as the user) writes

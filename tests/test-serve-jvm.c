@@ -245,8 +245,10 @@ int main(int argc, char **argv)
 			names[i], (int)jvm, has_map ? "yes" : "no", all, named, hot);
 		with_map += has_map;
 		/* An interval where the JVM ran hot with the agent: most of its samples in
-		 * named JIT code, the hot methods among them. */
-		if (has_map && all >= 100 && named > 0.6 * all && hot > 0.5 * all)
+		 * named JIT code, the hot methods among them. 30 samples make the shares mean
+		 * something; how many of the up to 800 an interval has is the CPU a busy
+		 * machine gave the JVM (54-152 in a CI run beside other work). */
+		if (has_map && all >= 30 && named > 0.6 * all && hot > 0.5 * all)
 			named_ok++;
 		if (optout) {
 			ASSERT_FALSE(has_map);
