@@ -30,6 +30,7 @@ cleanup() {
 	for u in "${users[@]}"; do pkill -KILL -u "$u" 2>/dev/null; userdel "$u" 2>/dev/null; done
 	for m in "${mounts[@]}"; do umount -l "$m"; done
 	[ -n "$work" ] && rm -rf "$work"
+	[ -n "${classes_copy:-}" ] && rm -rf "$classes_copy"
 }
 fail() { echo "FAIL: $*"; echo "--- service log:"; cat "$work/serve.log"; exit 1; }
 

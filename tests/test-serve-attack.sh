@@ -97,15 +97,22 @@ user_jvm() {   # user_jvm USER TAG [JVM OPTIONS]
 	[ -x "${VP_JAVA:-}" ] && [ -d "${VP_JAVA_CLASSES:-}" ] || { echo "SKIP: no JDK (VP_JAVA, VP_JAVA_CLASSES)"; exit 77; }
 	su nobody -s /bin/sh -c "test -r '$VP_JAVA_CLASSES/LateAttach.class'" 2>/dev/null ||
 		{ echo "SKIP: $VP_JAVA_CLASSES is not readable by other users"; exit 77; }
-	local script=$work/a/$2.sh bind=${jvm_tmp:-${jvm_userns_tmp:-}} as_user=
+	local script=$work/a/$2.sh bind=${jvm_tmp:-${jvm_userns_tmp:-}} as_user= classes=$VP_JAVA_CLASSES
 	[ -n "${jvm_tmp:-}" ] && as_user="setpriv --reuid=$1 --regid=$1 --init-groups"
+	# A build tree under /tmp (a CI clone) disappears behind the bind: the JVM's class
+	# is copied to /var/tmp for it, removed at the end.
+	if [ -n "$bind" ] && [[ $classes == /tmp/* ]]; then
+		[ -n "${classes_copy:-}" ] || { classes_copy=$(mktemp -d /var/tmp/vp-classes.XXXXXX) &&
+			chmod 755 "$classes_copy" && cp "$VP_JAVA_CLASSES"/LateAttach*.class "$classes_copy"/; }
+		classes=$classes_copy
+	fi
 	# Its pid and output files are opened before the bind hides $work (under /tmp).
 	{
 		echo '#!/bin/sh'
 		echo "echo \$\$ >'$work/a/pid'"
 		echo "exec >'$work/a/$2.out' 2>&1"
 		[ -n "$bind" ] && echo "mount --bind '$bind' /tmp || exit 1"
-		echo "exec $as_user '$VP_JAVA' -Xmx64m ${3:-} -cp '$VP_JAVA_CLASSES' LateAttach 120"
+		echo "exec $as_user '$VP_JAVA' -Xmx64m ${3:-} -cp '$classes' LateAttach 120"
 	} >"$script"
 	chmod 755 "$script"
 	rm -f "$work/a/pid"
