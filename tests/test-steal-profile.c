@@ -404,6 +404,27 @@ int main(void)
 		free(out);
 	}
 	vp_profile__free(p);
+	/* A session whose switch tracer made a "steal" event on a VM without a steal clock:
+	 * the event's figures are not printed as 0 either (text header, JSON totals). */
+	p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	int cc2 = vp_profile__add_event(p, "cpu-clock", "nanoseconds");
+	ASSERT_GE(vp_profile__add_event(p, "steal", "nanoseconds"), 0);
+	struct vp_frame vf = { .name = "app_hot", .image = "[kernel]", .build_id = "", .file = "", .layer = VP_LAYER_KERNEL };
+	uint32_t fr = vp_profile__frame(p, &vf);
+	ASSERT_OK(vp_profile__add(p, &fr, 1, 100, 100, "app", cc2, 5, 5000000));
+	vp_profile__set_meta(p, "steal.clock", "none");
+	for (int which = 0; which < 2; which++) {
+		size_t len;
+		char *out = render_as(p, which, &len);
+		fprintf(stderr, "steal event, view %d:\n%.*s\n", which, (int)len, out);
+		ASSERT_TRUE(has_bytes(out, len, VP_STEAL_NOT_MEASURED));
+		ASSERT_TRUE(!has_bytes(out, len, "steal (nanoseconds), 0 samples"));
+		ASSERT_TRUE(!has_bytes(out, len, "\"steal\":{\"samples\":0"));
+		free(out);
+	}
+	vp_profile__free(p);
+
 	/* The decision itself, from injected facts: /proc/stat since boot, the run queues' clock. */
 	ASSERT_TRUE(!vp_steal_clock__ran(0, 0));
 	ASSERT_TRUE(vp_steal_clock__ran(1, 0));
