@@ -236,6 +236,12 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 		if (vp_event_measured(p, e))
 			vp_out__printf(o, " = %.1f ms (time measured at context switches; columns in ms)",
 				       (double)vp_event_weight(p, e) / 1e6);
+		/* A counting event sampled by frequency stands for more events than samples
+		 * (the kernel's period is above 1 at times: context-switches at -F, 2-6% fewer
+		 * samples than perf stat's count): its count is the weight, said here so that
+		 * nobody compares the samples with a count (issue 34 item 4). */
+		else if (!strcmp(p->events[e].unit, "events") && vp_event_weight(p, e) != vp_event_samples(p, e))
+			vp_out__printf(o, " weighing %llu events", (unsigned long long)vp_event_weight(p, e));
 		vp_out__puts(o, "\n");
 	}
 	for (int e = 0; e < p->nevents; e++) {

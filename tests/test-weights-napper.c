@@ -89,6 +89,21 @@ int main(int argc, char **argv)
 		double tol = 0.01 * (double)want < 1.0 ? 1.0 : 0.01 * (double)want;
 		ASSERT_DBL_NEAR((double)w, (double)want, tol);
 		vp_profile__free(p);
+		/* The text report's header gives that weight as the count, beside the samples. */
+		char *out = NULL, want_s[64];
+		snprintf(cmd, sizeof(cmd), "%s report %s --comm napper 2>&1", argv[1], dir);
+		FILE *f = popen(cmd, "r");
+		ASSERT_NOT_NULL(f);
+		size_t len = 0;
+		ASSERT_GE(getdelim(&out, &len, '\0', f), 0);
+		pclose(f);
+		snprintf(want_s, sizeof(want_s), "%" PRIu64 " samples%s", n, n == w ? "\n" : " weighing ");
+		ASSERT_CONTAINS(out, want_s);
+		if (n != w) {
+			snprintf(want_s, sizeof(want_s), " weighing %" PRIu64 " events\n", w);
+			ASSERT_CONTAINS(out, want_s);
+		}
+		free(out);
 	}
 	printf("test-weights-napper: ok\n");
 	return 0;
