@@ -317,6 +317,9 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		/* The JSON report carries the meta as it is: the words, not a 0. */
 		if (!ran && (!prev || strcmp(prev, "runs")))
 			vp_profile__set_meta(p, "steal.note", VP_STEAL_NOT_MEASURED);
+		else if (ran && prev && !strcmp(prev, "none"))   /* merged with a session without one */
+			vp_profile__set_meta(p, "steal.note", "steal: measured in some of the merged sessions only (the others "
+					     "had no steal clock)");
 	}
 	if (l.saw_sched_cpu && !l.steal_clock_none) {
 		session_meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
