@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "recorder/record_jvm.h"
 #include "recorder/recorder.h"
+#include "hv-glue/steal.h"
 #include "hv-glue/xen.h"
 #include "service/sock_proto.h"
 
@@ -489,6 +490,16 @@ static void service_file_drain(struct service_file *f, int dirfd, const char *ab
  * the agent to its own JVMs, launches the command (held before exec), and stores the
  * stream and meta.json that the service sends through pipes; the service, root, only
  * samples. Returns the exit status. */
+/* Where no steal clock ran (vp_steal__clock_runs decides, common/steal_clock.h words
+ * it), the recording says that steal is unknown, so that nobody reads the report's
+ * missing steal as "the hypervisor took nothing". */
+static void say_steal(void)
+{
+	char why[512];
+	if (vp_steal__clock_runs(why, sizeof(why)) == 0)
+		fprintf(stderr, "viprof: %s\n", why);
+}
+
 static int record_via_service(struct vp_record_opts *o, int sock)
 {
 	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
@@ -672,6 +683,7 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
 			(unsigned long long)samples, (unsigned long long)lost, secs, secs > 0 ? (double)samples / secs : 0.0,
 			abs, (unsigned long long)vp_safe_tree_bytes(dirfd));
+		say_steal();
 		if (!files[1].done || !files[1].bytes) {
 			fprintf(stderr, "viprof record: the service sent no %s; %s reads to its last chunk\n",
 				VP_SESSION_META_JSON, abs);
@@ -877,6 +889,7 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
 			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
 			(unsigned long long)st.disk_bytes);
+	say_steal();
 	if (stop_signal && !o.quiet)
 		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
 	/* A command that ran to its own end gives its own status, also when the recording

@@ -53,6 +53,7 @@
 #include "common/launch.h"
 #include "hv-glue/events.h"
 #include "hv-glue/steal.h"
+#include "common/steal_clock.h"
 #include "sampler-kernel/sched_tracer.h"
 
 #define STAT_POLL_MS 10
@@ -443,6 +444,8 @@ static void print_no_steal(const struct stat_ctx *s)
 		return;
 	if (s->o.sep)
 		fprintf(stderr, "<not measured>%smsec%sstolen%s0%s0.00\n", s->o.sep, s->o.sep, s->o.sep, s->o.sep);
+	else if (!strncmp(s->steal.why, VP_STEAL_NOT_MEASURED, strlen(VP_STEAL_NOT_MEASURED)))
+		fprintf(stderr, "\n  %s\n", s->steal.why);   /* the one wording every view uses */
 	else
 		fprintf(stderr, "\n  stolen: not reported: %s\n", s->steal.why);
 }

@@ -19,6 +19,7 @@
 #endif
 
 #include "common/json.h"
+#include "common/steal_clock.h"
 #include "hv-glue/events.h"
 #include "hv-glue/hv_internal.h"
 #include "hv-glue/probe.h"
@@ -352,6 +353,8 @@ static void conclude(struct vp_probe *p)
 	if (p->steal_total_ns)
 		ADD(" The hypervisor has stolen %.1f s of vCPU time since boot: viprof records steal per vCPU so reports "
 		    "can show it.", (double)p->steal_total_ns / 1e9);
+	else if (!vp_steal_clock__ran(p->steal_total_ns, 0))
+		ADD(" " VP_STEAL_NOT_MEASURED ": the hypervisor shows no steal clock, so reports say so rather than 0.");
 	if (p->kptr_restrict > 0 && !has_cap(p, CAP_SYSLOG_BIT))
 		ADD(" kptr_restrict=%d hides kernel addresses: run as root for kernel symbols.", p->kptr_restrict);
 	if (*p->xen_pmu_mode && strcmp(p->xen_pmu_mode, "self") && strcmp(p->xen_pmu_mode, "all"))
@@ -497,6 +500,7 @@ void vp_probe__foreach_meta(const struct vp_probe *p, void (*cb)(void *ctx, cons
 	cb(ctx, "steal.column", p->steal_column ? "yes" : "no");
 	snprintf(b, sizeof(b), "%llu", (unsigned long long)p->steal_total_ns);
 	cb(ctx, "steal.total_ns_at_start", b);
+	cb(ctx, "steal.clock", vp_steal_clock__ran(p->steal_total_ns, 0) ? "runs" : "none");
 	cb(ctx, "kernel", p->kernel);
 	cb(ctx, "machine", p->machine);
 }
@@ -599,9 +603,14 @@ int vp_probe__write_text(const struct vp_probe *p, FILE *f)
 
 	fprintf(f, "\nSteal time\n");
 	kv(f, "/proc/stat steal column", p->steal_column ? "yes" : "no");
-	snprintf(b, sizeof(b), "%.2f s over %d CPUs%s", (double)p->steal_total_ns / 1e9, p->steal_cpus,
-		 p->steal_total_ns ? "" : " (none so far)");
-	kv(f, "steal since boot", b);
+	if (vp_steal_clock__ran(p->steal_total_ns, 0)) {
+		snprintf(b, sizeof(b), "%.2f s over %d CPUs", (double)p->steal_total_ns / 1e9, p->steal_cpus);
+		kv(f, "steal since boot", b);
+	} else {
+		char why[512];
+		vp_steal_clock__why(why, sizeof(why));
+		fprintf(f, "  %s\n", why);
+	}
 
 	fprintf(f, "\nKernel\n");
 	kv(f, "release", p->kernel);
@@ -739,6 +748,10 @@ int vp_probe__write_json(const struct vp_probe *p, FILE *f)
 	jint(f, 4, &s, "cpus", p->steal_cpus);
 	jint(f, 4, &s, "total_ns", (long long)p->steal_total_ns);
 	jbool(f, 4, &s, "nonzero", p->steal_total_ns != 0);
+	/* "clock": false means steal is unknown here, not 0 (common/steal_clock.h). */
+	jbool(f, 4, &s, "clock", vp_steal_clock__ran(p->steal_total_ns, 0));
+	if (!vp_steal_clock__ran(p->steal_total_ns, 0))
+		jstr(f, 4, &s, "measured", VP_STEAL_NOT_MEASURED);
 	fputs("\n  }", f);
 
 	jkey(f, 2, &top, "kernel");

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "hv-glue/steal.h"
+#include "common/steal_clock.h"
 #include "common/util.h"
 
 /* Ticks of USER_HZ to ns without overflowing for any realistic uptime. */
@@ -195,12 +196,9 @@ int vp_steal__total(uint64_t *ns)
 
 int vp_steal__clock_runs_from(uint64_t steal_since_boot_ns, char *why, size_t whylen)
 {
-	if (steal_since_boot_ns > 0)
+	if (vp_steal_clock__ran(steal_since_boot_ns, 0))
 		return 1;
-	if (why && whylen)
-		snprintf(why, whylen, "steal not measured (0 since boot): /proc/stat's steal has stayed 0 on every vCPU "
-			 "since boot, which a hypervisor that exports no steal clock and one that has not preempted this VM "
-			 "yet both show, so no time is reported as stolen");
+	vp_steal_clock__why(why, whylen);
 	return 0;
 }
 

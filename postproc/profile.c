@@ -428,6 +428,12 @@ const char *vp_profile__meta(const struct vp_profile *p, const char *key)
 	return NULL;
 }
 
+bool vp_profile__steal_unmeasured(const struct vp_profile *p)
+{
+	const char *c = vp_profile__meta(p, "steal.clock");
+	return c && !strcmp(c, "none");
+}
+
 /* True when the warnings already hold this exact line: merging the same session twice,
  * or a loader warning once per sample, must not repeat the note. */
 static bool has_warning(const struct vp_profile *p, const char *line, size_t len)

@@ -169,6 +169,10 @@ int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times 
 const struct vp_thread_times *vp_profile__find_thread(const struct vp_profile *p, uint32_t pid, uint32_t tid);
 void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value);
 const char *vp_profile__meta(const struct vp_profile *p, const char *key);
+/* True when the session says no steal clock ran while it was recorded (meta "steal.clock"
+ * is "none", set by the loader from the session's own steal snapshots and switch tracer
+ * through vp_steal_clock__ran): views then print VP_STEAL_NOT_MEASURED, never a 0. */
+bool vp_profile__steal_unmeasured(const struct vp_profile *p);
 void vp_profile__warn(struct vp_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Merges src into dst (events matched by name), scaling src's counts by 1 (merge). */
 int vp_profile__merge(struct vp_profile *dst, const struct vp_profile *src);

@@ -8,6 +8,7 @@
 
 #include "common/session_format.h"
 #include "common/util.h"
+#include "common/steal_clock.h"
 #include "postproc/report_util.h"
 #include "postproc/session.h"
 
@@ -235,8 +236,12 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 	for (int e = 0; e < p->nevents; e++) {
 		vp_out__puts(o, e ? "," : "");
 		vp_json_str(o, p->events[e].name, false);
-		vp_out__printf(o, ":{\"samples\":%llu,\"weight\":%llu}", (unsigned long long)vp_event_samples(p, e),
-			       (unsigned long long)vp_event_weight(p, e));
+		/* No steal clock ran: the steal event's figures are unknown, not 0. */
+		if (!strcmp(p->events[e].name, "steal") && vp_profile__steal_unmeasured(p))
+			vp_out__puts(o, ":{\"samples\":null,\"weight\":null,\"note\":\"" VP_STEAL_NOT_MEASURED "\"}");
+		else
+			vp_out__printf(o, ":{\"samples\":%llu,\"weight\":%llu}", (unsigned long long)vp_event_samples(p, e),
+				       (unsigned long long)vp_event_weight(p, e));
 	}
 	/* Layers by the leaf frame: where the samples landed, summing to 100% per event. */
 	uint64_t lay[VP_LAYER__COUNT][8] = { { 0 } }, evt[8] = { 0 };

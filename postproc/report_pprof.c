@@ -17,6 +17,7 @@
 #include "common/pbuf.h"
 #include "common/strtab.h"
 #include "common/util.h"
+#include "common/steal_clock.h"
 #include "postproc/report_util.h"
 
 /* Field numbers of postproc/profile.proto. */
@@ -557,7 +558,7 @@ static int pp_comments(struct pp *w)
 {
 	const struct vp_profile *p = w->p;
 	int64_t *ids = NULL;
-	size_t n = (size_t)p->nevents + 1, cap;
+	size_t n = (size_t)p->nevents + 2, cap;
 	int err = -ENOMEM;
 	for (const char *c = p->warnings; c && *c; c = strchr(c, '\n') ? strchr(c, '\n') + 1 : c + strlen(c))
 		n++;
@@ -570,6 +571,13 @@ static int pp_comments(struct pp *w)
 		if (asprintf(&c, "event %s: sample types %s/count and %s/%s", p->events[e].name, w->st.v[w->vt[4 * e]],
 			     w->st.v[w->vt[4 * e + 2]], w->st.v[w->vt[4 * e + 3]]) < 0)
 			c = NULL;
+		if ((ids[n++] = vp_strtab__id_owned(&w->st, c)) < 0)
+			goto cleanup;
+	}
+	if (vp_profile__steal_unmeasured(p)) {
+		char *c = malloc(512);
+		if (c)
+			vp_steal_clock__why(c, 512);
 		if ((ids[n++] = vp_strtab__id_owned(&w->st, c)) < 0)
 			goto cleanup;
 	}

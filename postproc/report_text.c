@@ -22,6 +22,7 @@
 
 #include "common/session_format.h"
 #include "common/util.h"
+#include "common/steal_clock.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "postproc/report_util.h"
@@ -158,6 +159,14 @@ static void steal_note(const struct vp_profile *p, struct vp_out *o)
 	const char *t = vp_profile__meta(p, "steal.total");
 	const char *ch = vp_profile__meta(p, "sched_steal.charged_ns"), *id = vp_profile__meta(p, "sched_steal.idle_ns");
 	const char *kn = vp_profile__meta(p, "sched_steal.kernel_ns");
+	/* No steal clock ran: steal is unknown, and saying 0 would say the hypervisor took
+	 * nothing (common/steal_clock.h has the one wording). */
+	if (vp_profile__steal_unmeasured(p)) {
+		char why[512];
+		vp_steal_clock__why(why, sizeof(why));
+		vp_out__printf(o, "# %s\n", why);
+		return;
+	}
 	/* Steal measured at every context switch (the switch tracer, docs/offcpu.md), with
 	 * the kernel's and /proc/stat's accounts beside it as the cross-check. */
 	if (ch)
@@ -216,6 +225,10 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 	if (opts->title)
 		vp_out__printf(o, "# %s\n", opts->title);
 	for (int e = 0; e < p->nevents; e++) {
+		if (!strcmp(p->events[e].name, "steal") && vp_profile__steal_unmeasured(p)) {
+			vp_out__puts(o, "# event: " VP_STEAL_NOT_MEASURED "\n");
+			continue;
+		}
 		vp_out__printf(o, "# event: %s (%s), %llu samples", p->events[e].name, p->events[e].unit,
 			       (unsigned long long)vp_event_samples(p, e));
 		/* Time measured at context switches: its "samples" are periods of the
@@ -223,6 +236,12 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 		if (vp_event_measured(p, e))
 			vp_out__printf(o, " = %.1f ms (time measured at context switches; columns in ms)",
 				       (double)vp_event_weight(p, e) / 1e6);
+		/* A counting event sampled by frequency stands for more events than samples
+		 * (the kernel's period is above 1 at times: context-switches at -F, 2-6% fewer
+		 * samples than perf stat's count): its count is the weight, said here so that
+		 * nobody compares the samples with a count (issue 34 item 4). */
+		else if (!strcmp(p->events[e].unit, "events") && vp_event_weight(p, e) != vp_event_samples(p, e))
+			vp_out__printf(o, " weighing %llu events", (unsigned long long)vp_event_weight(p, e));
 		vp_out__puts(o, "\n");
 	}
 	for (int e = 0; e < p->nevents; e++) {
@@ -371,7 +390,9 @@ static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, 
 			       100.0 * (double)(walked - whole) / (double)walked,
 			       (unsigned long long)(walked - whole), (unsigned long long)walked);
 	int st = find_event(p, "steal");
-	if (st >= 0 && st != ev) {
+	if (vp_profile__steal_unmeasured(p))
+		vp_out__printf(o, "#   %-18s %s\n", "hypervisor (steal)", "not measured (no steal clock)");
+	else if (st >= 0 && st != ev) {
 		int te = -1;
 		for (int e = 0; e < p->nevents && te < 0; e++)
 			if (e != st && !strcmp(p->events[e].unit, "nanoseconds"))

@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "common/steal_clock.h"
 #include "common/util.h"
 #include "postproc/session.h"
 #include "postproc/session_internal.h"
@@ -305,7 +306,22 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			goto cleanup;
 		}
 	}
-	if (l.saw_sched_cpu) {
+	/* Whether a steal clock ran during this recording, from its own snapshots and its
+	 * switch tracer: where none did, steal is unknown, so no view gets a 0 to print. */
+	if (l.saw_steal_snapshot || l.saw_sched_cpu) {
+		bool ran = vp_steal_clock__ran(l.steal_clock_moved, l.sched_cpu[0] + l.sched_cpu[3]);
+		const char *prev = vp_profile__meta(p, "steal.clock");
+		l.steal_clock_none = !ran;
+		if (!prev || strcmp(prev, "runs"))
+			vp_profile__set_meta(p, "steal.clock", ran ? "runs" : "none");
+		/* The JSON report carries the meta as it is: the words, not a 0. */
+		if (!ran && (!prev || strcmp(prev, "runs")))
+			vp_profile__set_meta(p, "steal.note", VP_STEAL_NOT_MEASURED);
+		else if (ran && prev && !strcmp(prev, "none"))   /* merged with a session without one */
+			vp_profile__set_meta(p, "steal.note", "steal: measured in some of the merged sessions only (the others "
+					     "had no steal clock)");
+	}
+	if (l.saw_sched_cpu && !l.steal_clock_none) {
 		session_meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
 		session_meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
 		session_meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);

@@ -153,6 +153,9 @@ struct loader {
 	size_t vdso_len;
 	struct vp_steal_acct *steal; /* STEAL + SWITCH records, charged to victims at the end */
 	bool saw_steal;
+	bool saw_steal_snapshot;     /* a STEAL record of any time (saw_steal: inside the window) */
+	bool steal_clock_moved;      /* some STEAL record's cumulative steal was above 0 */
+	bool steal_clock_none;       /* decided at the end: no steal clock ran (vp_steal_clock__ran) */
 	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
 	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
 	uint32_t ncpus;

@@ -74,6 +74,11 @@ static int on_steal(struct loader *l, const struct vp_record *r)
 	if (vp_record_body_len(r) < sizeof(struct vp_steal))
 		return 0;
 	const struct vp_steal *st = vp_record_body(r);
+	/* Cumulative since boot: any value above 0, inside the window or not, says a steal
+	 * clock ran (common/steal_clock.h). */
+	if (st->steal_ns)
+		l->steal_clock_moved = true;
+	l->saw_steal_snapshot = true;
 	/* Only the STEAL records inside --from/--to bracket the steal that is counted;
 	 * every SWITCH is fed, because the one before the window says who was running. */
 	if (!loader_in_window(l, r->time) || st->cpu >= 65536)

@@ -206,6 +206,8 @@ int loader_add_steal(struct loader *l)
 	if (l->steal_err)
 		return l->steal_err;
 	uint64_t total = 0;
+	if (l->steal_clock_none)
+		return 0;   /* nothing was measured: no per-vCPU 0s for a view to print */
 	for (uint32_t c = 0; c < l->ncpus; c++) {
 		if (!l->cpu_seen[c])
 			continue;

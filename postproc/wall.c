@@ -6,6 +6,7 @@
 
 #include "common/session_format.h"
 #include "common/util.h"
+#include "common/steal_clock.h"
 #include "postproc/wall.h"
 
 #define STACKS_PER_THREAD 8
@@ -327,10 +328,16 @@ static int cmp_tsum(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* Set per report: no steal clock ran, so the steal column is unknown ("-"), not 0. */
+static bool steal_unmeasured;
+
 static void ms_cols(struct vp_out *o, const uint64_t *part, uint64_t wall)
 {
 	for (int k = 0; k < VP_WALL__COUNT; k++)
-		vp_out__printf(o, " %10.1f", (double)part[k] / 1e6);
+		if (k == VP_WALL_STEAL && steal_unmeasured)
+			vp_out__printf(o, " %10s", "-");
+		else
+			vp_out__printf(o, " %10.1f", (double)part[k] / 1e6);
 	vp_out__printf(o, " %10.1f", (double)wall / 1e6);
 }
 
@@ -355,6 +362,12 @@ static void steal_header(const struct vp_profile *p, struct vp_out *o, uint64_t 
 	const char *clock = vp_profile__meta(p, "sched_steal.clock_ns"), *charged = vp_profile__meta(p, "sched_steal.charged_ns");
 	const char *idle = vp_profile__meta(p, "sched_steal.idle_ns"), *kern = vp_profile__meta(p, "sched_steal.kernel_ns");
 	const char *ps = vp_profile__meta(p, "steal.total");
+	if ((steal_unmeasured = vp_profile__steal_unmeasured(p))) {
+		char why[512];
+		vp_steal_clock__why(why, sizeof(why));
+		vp_out__printf(o, "# %s; the steal column shows -\n", why);
+		return;
+	}
 	vp_out__printf(o, "# steal: %.3f ms charged to the threads shown", (double)threads_steal / 1e6);
 	if (charged && clock)
 		vp_out__printf(o, "; at switches on all vCPUs %.3f ms (idle %.3f ms) of %.3f ms the run queues' steal clocks advanced",

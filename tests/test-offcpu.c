@@ -11,7 +11,8 @@
  *            up exactly to what the run queues' steal clocks advanced, agrees with
  *            what the kernel accounted (rq->prev_steal_time) within 1 ms or 1%, with
  *            /proc/stat within its 10 ms ticks, and no thread gets steal beyond the
- *            time it ran. Prints how much steal there was (the VM cannot force any).
+ *            time it ran; and where /proc/stat saw at least 20 ms beyond its ticks, the
+ *            charged steal reaches half of that (skipped, with the figures, below it).
  * Sessions are checked through the loader and the wall view (postproc/wall.h), the
  * same path 'viprof report --wall' takes. */
 #define _GNU_SOURCE
@@ -339,6 +340,10 @@ static int steal(void)
 			bad++;
 		}
 	}
+	/* Where no steal clock ran, the session keeps no steal figures to compare (issue 34). */
+	if (vp_profile__steal_unmeasured(p))
+		SKIP("no steal clock ran during the recording (every /proc/stat steal snapshot 0 and the run queues' "
+		     "prev_steal_time still): steal is not measured on this VM");
 	uint64_t clock = meta_u64(p, "sched_steal.clock_ns"), charged = meta_u64(p, "sched_steal.charged_ns");
 	uint64_t idle = meta_u64(p, "sched_steal.idle_ns"), kern = meta_u64(p, "sched_steal.kernel_ns");
 	uint64_t procstat = meta_u64(p, "steal.total"), full = meta_u64(p, "sched.agg_full_ns");
@@ -348,7 +353,8 @@ static int steal(void)
 		"unreadable at %" PRIu64 " switches\n", threads / 1e6, nthreads, idle / 1e6, charged / 1e6, clock / 1e6,
 		kern / 1e6, (int64_t)(kern - charged), procstat / 1e6, norq);
 	ASSERT_UEQ(bad, 0);
-	/* Every ns the clocks advanced was charged, to a thread or to idle. */
+	/* Every ns the clocks advanced was charged, to a thread or to idle: bookkeeping (the
+	 * two come from the same reads), which a tracer that saw no steal passes too. */
 	ASSERT_UEQ(charged, clock);
 	ASSERT_UEQ(threads + idle + full, charged);
 	/* The kernel's own account of the same switches: within 1 ms or 1%. */
@@ -364,10 +370,21 @@ static int steal(void)
 		FAIL("charged %" PRIu64 " ns vs /proc/stat %" PRIu64 " ns: /proc/stat saw more than its ticks allow", charged,
 		     procstat);
 	vp_profile__free(p);
-	/* 0 charged = 0 advanced checks the bookkeeping, not the steal: say so. */
-	if (clock == 0 && procstat == 0)
-		SKIP("no steal moved during the 3 s recording (the run queues' steal clocks and /proc/stat stayed still): "
-		     "nothing to measure on this VM now");
+	/* The steal itself, against a source the tracer does not read (issue 34 item 7):
+	 * /proc/stat over the same recording lags the run queues' clocks (never leads them)
+	 * and rounds to a 10 ms tick per vCPU, so with every vCPU loaded the steal charged
+	 * at switches must reach at least half of what /proc/stat saw less a tick per vCPU.
+	 * A tracer wrongly at 0 fails wherever that is at least 20 ms; less than that is
+	 * nothing to measure, and skips with the figures. */
+	double floor_ns = (double)procstat - 10e6 * (double)ncpu;
+	if (floor_ns < 20e6)
+		SKIP("/proc/stat's steal grew %.1f ms during the 3 s recording on %ld vCPUs (%.1f ms beyond a tick per "
+		     "vCPU), under the 20 ms needed to hold the charged steal (%.3f ms) to it from below: no steal to "
+		     "measure on this VM now", procstat / 1e6, ncpu, floor_ns / 1e6, charged / 1e6);
+	if ((double)charged < 0.5 * floor_ns)
+		FAIL("steal charged at switches %.3f ms, under half of the %.1f ms /proc/stat saw beyond its ticks "
+		     "(%.1f ms in all): steal that was taken was not measured", charged / 1e6, floor_ns / 1e6,
+		     procstat / 1e6);
 	return 0;
 }
 

@@ -342,7 +342,7 @@ static void check_rows(const char *out)
 }
 
 /* Where /proc/stat's steal has stayed 0 since boot (a PVM guest: the issue 30 VM), stat
- * must neither call that "no steal clock" nor put a note among -x rows. This VM's own
+ * must say "steal: not measured (no steal clock)" (as probe must) and put no note among -x rows. This VM's own
  * /proc/stat decides whether that is the case here; where its steal moved, the same
  * /proc/stat with the steal column zeroed is bind-mounted over it in a private mount
  * namespace (root), so the case is checked on every machine. */
@@ -399,9 +399,32 @@ static void test_steal_never_moved(const char *self)
 	free(out);
 	snprintf(cmd, sizeof(cmd), "%s%s stat -e task-clock -- %s --touch 10 2>&1 >/dev/null", ns, viprof, self);
 	out = test_popen_slurp(cmd);
-	ASSERT_CONTAINS(out, "stolen: not reported: steal not measured (0 since boot)");
-	ASSERT_NULL(strstr(out, "no steal clock on this VM"));
+	ASSERT_CONTAINS(out, "\n  steal: not measured (no steal clock): ");
 	free(out);
+	/* probe, with the same facts: the words, in text and JSON, never "none so far". */
+	snprintf(cmd, sizeof(cmd), "%s%s probe 2>&1", ns, viprof);
+	out = test_popen_slurp(cmd);
+	ASSERT_CONTAINS(out, "steal: not measured (no steal clock)");
+	ASSERT_NULL(strstr(out, "none so far"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s%s probe --json 2>&1", ns, viprof);
+	out = test_popen_slurp(cmd);
+	ASSERT_CONTAINS(out, "\"clock\": false");
+	ASSERT_CONTAINS(out, "\"measured\": \"steal: not measured (no steal clock)\"");
+	free(out);
+	/* record, with the same facts, says it at the end of the recording. */
+	char rdir[] = "/tmp/steal-rec-XXXXXX";
+	ASSERT_NOT_NULL(mkdtemp(rdir));
+	snprintf(cmd, sizeof(cmd), "%s%s record -o %s/s -- /bin/true 2>&1", ns, viprof, rdir);
+	out = test_popen_slurp(cmd);
+	fprintf(stderr, "%s", out);
+	if (!strstr(out, "samples ("))
+		fprintf(stderr, "record did not run here (see above): its line is left unchecked\n");
+	else
+		ASSERT_CONTAINS(out, "viprof: steal: not measured (no steal clock)");
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", rdir);
+	ASSERT_OK(system(cmd));
 	unlink(fake);
 }
 

@@ -11,12 +11,15 @@
  * samples, not app_cold, 10). Checks the profile (frames, layers, ns, meta), the text
  * report's hypervisor line, the folded lines of --event steal, the --pid and --to
  * filters, and that a session whose steal never moved gets exactly one note. */
+#define _GNU_SOURCE   /* memmem */
 #include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "common/chunkfile.h"
 #include "common/session_format.h"
+#include "common/steal_clock.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "test.h"
@@ -139,6 +142,21 @@ static void write_zero_session(const char *dir)
 	close_session(w, 10 * MS);
 }
 
+/* A VM without a steal clock (a PVM or nested guest): every snapshot's cumulative steal
+ * is 0, so steal is unknown, and no view may print it as 0 (issue 34 item 2). */
+static void write_noclock_session(const char *dir)
+{
+	struct cfile_writer *w;
+	open_session(dir, &w, true);
+	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 5);
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {
+		w_steal(w, 0, cpu, 0);
+		w_switch(w, 2 * MS, cpu, 0, 100);
+		w_steal(w, 10 * MS, cpu, 0);
+	}
+	close_session(w, 10 * MS);
+}
+
 /* No time event (page-faults only, so steal samples are whole milliseconds); a thread
  * that was never sampled (cron, pid 300) and a vCPU without any SWITCH record:
  *   cpu0: STEAL 0 = 0; 5 ms idle -> cron; STEAL 10 ms = 4 ms -> idle 2, cron 2 ms
@@ -236,6 +254,38 @@ static char *render(const struct vp_profile *p, int which, int sort_event)
 	return buf;
 }
 
+/* 0 text --layers, 1 JSON, 2 pprof (gunzipped: its strings are then plain bytes). */
+static char *render_as(const struct vp_profile *p, int which, size_t *outlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ASSERT_NOT_NULL(f);
+	struct vp_out o = { .f = f, .width = 200 };
+	struct vp_report_opts ro = { .layers = true };
+	ASSERT_OK(which == 0 ? report_text(p, NULL, &o, &ro) : which == 1 ? report_json(p, NULL, &o, &ro)
+									    : report_pprof(p, &o, &ro));
+	fclose(f);
+	*outlen = len;
+	if (which != 2)
+		return buf;
+	size_t cap = 1 << 22;
+	char *raw = calloc(1, cap);
+	ASSERT_NOT_NULL(raw);
+	z_stream z = { .next_in = (Bytef *)buf, .avail_in = (uInt)len, .next_out = (Bytef *)raw, .avail_out = (uInt)cap - 1 };
+	ASSERT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+	ASSERT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+	*outlen = z.total_out;
+	inflateEnd(&z);
+	free(buf);
+	return raw;
+}
+
+static bool has_bytes(const char *hay, size_t len, const char *needle)
+{
+	return memmem(hay, len, needle, strlen(needle)) != NULL;
+}
+
 static int count(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -249,12 +299,14 @@ int main(void)
 	char frames[512];
 	char tmpl[] = "/tmp/test-steal-profile-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(tmpl));
-	char dir[600], zdir[600], odir[600];
+	char dir[600], zdir[600], odir[600], ndir[600];
 	snprintf(dir, sizeof(dir), "%s/steal", tmpl);
 	snprintf(zdir, sizeof(zdir), "%s/zero", tmpl);
+	snprintf(ndir, sizeof(ndir), "%s/noclock", tmpl);
 	snprintf(odir, sizeof(odir), "%s/other", tmpl);
 	write_steal_session(dir);
 	write_zero_session(zdir);
+	write_noclock_session(ndir);
 	write_other_session(odir);
 
 	/* The whole session. */
@@ -332,6 +384,51 @@ int main(void)
 	ASSERT_EQ(count(text, "hypervisor (steal)"), 0);
 	free(text);
 	vp_profile__free(p);
+
+	/* No steal clock ran: every view says "not measured", none a 0. */
+	p = load(ndir, NULL);
+	ASSERT_STREQ(vp_profile__meta(p, "steal.clock"), "none");
+	ASSERT_NULL(vp_profile__meta(p, "steal.total"));
+	ASSERT_TRUE(vp_profile__steal_unmeasured(p));
+	for (int which = 0; which < 3; which++) {
+		size_t len;
+		char *out = render_as(p, which, &len);
+		fprintf(stderr, "view %d:\n%.*s\n", which, which == 2 ? 0 : (int)len, out);
+		ASSERT_TRUE(has_bytes(out, len, VP_STEAL_NOT_MEASURED));
+		ASSERT_TRUE(!has_bytes(out, len, "took no time"));
+		ASSERT_TRUE(!has_bytes(out, len, "steal 0"));
+		ASSERT_TRUE(!has_bytes(out, len, "steal: 0"));
+		ASSERT_TRUE(!has_bytes(out, len, "steal.total"));
+		if (which == 0)
+			ASSERT_CONTAINS(out, "#   hypervisor (steal) not measured (no steal clock)\n");
+		free(out);
+	}
+	vp_profile__free(p);
+	/* A session whose switch tracer made a "steal" event on a VM without a steal clock:
+	 * the event's figures are not printed as 0 either (text header, JSON totals). */
+	p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	int cc2 = vp_profile__add_event(p, "cpu-clock", "nanoseconds");
+	ASSERT_GE(vp_profile__add_event(p, "steal", "nanoseconds"), 0);
+	struct vp_frame vf = { .name = "app_hot", .image = "[kernel]", .build_id = "", .file = "", .layer = VP_LAYER_KERNEL };
+	uint32_t fr = vp_profile__frame(p, &vf);
+	ASSERT_OK(vp_profile__add(p, &fr, 1, 100, 100, "app", cc2, 5, 5000000));
+	vp_profile__set_meta(p, "steal.clock", "none");
+	for (int which = 0; which < 2; which++) {
+		size_t len;
+		char *out = render_as(p, which, &len);
+		fprintf(stderr, "steal event, view %d:\n%.*s\n", which, (int)len, out);
+		ASSERT_TRUE(has_bytes(out, len, VP_STEAL_NOT_MEASURED));
+		ASSERT_TRUE(!has_bytes(out, len, "steal (nanoseconds), 0 samples"));
+		ASSERT_TRUE(!has_bytes(out, len, "\"steal\":{\"samples\":0"));
+		free(out);
+	}
+	vp_profile__free(p);
+
+	/* The decision itself, from injected facts: /proc/stat since boot, the run queues' clock. */
+	ASSERT_TRUE(!vp_steal_clock__ran(0, 0));
+	ASSERT_TRUE(vp_steal_clock__ran(1, 0));
+	ASSERT_TRUE(vp_steal_clock__ran(0, 1));
 
 	/* Never-sampled and unknown victims; no time event to compare with. */
 	p = load(odir, NULL);

@@ -141,6 +141,22 @@ int main(void)
 	ASSERT_CONTAINS(buf, "150.0       20.0      300.0       10.0      480.0");   /* tid 11 */
 	ASSERT_CONTAINS(buf, "main;idle");
 	ASSERT_CONTAINS(buf, "[running: not sampled]");
+
+	/* The same profile from a VM where no steal clock ran (the loader's "steal.clock"):
+	 * the steal column is unknown, not 0.0, and the header says so (issue 34 item 2). */
+	vp_profile__set_meta(p, "steal.clock", "none");
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(report_wall_text(p, &o, NULL));
+	ASSERT_OK(vp_out__close(&o));
+	f = fopen(path, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	fputs(buf, stderr);
+	ASSERT_CONTAINS(buf, "# steal: not measured (no steal clock)");
+	ASSERT_CONTAINS(buf, "150.0       20.0      300.0          -      480.0");
+	ASSERT_NULL(strstr(buf, "charged to the threads shown"));
 	vp_profile__free(p);
 	printf("ok\n");
 	return 0;

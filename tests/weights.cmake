@@ -60,3 +60,9 @@ add_test(NAME test-counters-steal-live COMMAND test-counters-steal live WORKING_
 set_tests_properties(test-counters-steal-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 viprof_test(test-stat-steal SOURCES test-stat-steal.c LIBS vp_hvglue ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:test-stat-steal> LABELS live TIMEOUT 60)
 add_dependencies(test-stat-steal viprof)
+# The napper scenario of issue 34 item 4: context-switch weights of comm napper within
+# 1% of perf stat's count in the same run (bpf backend, switch tracer on as root).
+add_executable(napper fixtures/weights/napper.c)
+viprof_test(test-weights-napper SOURCES test-weights-napper.c LIBS vp_postproc
+	    ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:napper> 3 TIMEOUT 120 LABELS live)
+add_dependencies(test-weights-napper viprof napper)
