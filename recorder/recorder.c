@@ -313,6 +313,7 @@ struct vp_recorder {
 	uint64_t *steal;
 	pid_t launched;              /* cfg.pids points here for RECORD_TARGET_LAUNCH */
 	uint64_t start, deadline, last_steal, last_alive_check;
+	uint64_t lost_seen, last_resync;   /* resync_after_loss: the sampler's lost count, when */
 	bool started;                /* sampling began: the session is kept from here on */
 	bool halted;                 /* the sampler was stopped after a failure */
 	bool stopped;                /* vp_recorder__stop ran */
@@ -662,6 +663,37 @@ static int fail_poll(struct vp_recorder *r, int e)
 	return e < 0 ? e : -EIO;
 }
 
+/* Records lost in the sampler's ring (a consumer starved on a busy machine) may be the
+ * MMAP records of an exec: every later sample of that process would be [unknown]. After
+ * a loss, the recorded processes' mappings are read again from /proc, at most once a
+ * second; the loader lets synthesized mappings serve the samples before them. Not for a
+ * user's recording through the service (filter_uid): the sampler decides which of a
+ * user's mappings may be shown (an execute-only program's are not), /proc does not. */
+static void resync_after_loss(struct vp_recorder *r, uint64_t now)
+{
+	const struct vp_record_opts *o = &r->o;
+	uint64_t samples = 0, lost = 0;
+
+	if (r->cfg.filter_uid || now - r->last_resync < 1000000000ull)
+		return;
+	r->be->counts(r->s, &samples, &lost);
+	if (lost <= r->lost_seen)
+		return;
+	r->lost_seen = lost;
+	r->last_resync = now;
+	struct vp_procsynth *ps = vp_procsynth__new();
+	if (!ps)
+		return;
+	if (o->target == RECORD_TARGET_ALL)
+		(void)vp_procsynth__all(ps, now, &r->cfg.sink);
+	else if (o->target == RECORD_TARGET_LAUNCH)
+		(void)vp_procsynth__process(ps, r->launched, now, &r->cfg.sink);
+	else if (o->target == RECORD_TARGET_PIDS)
+		for (int i = 0; i < o->npids; i++)
+			(void)vp_procsynth__process(ps, o->pids[i], now, &r->cfg.sink);
+	vp_procsynth__free(ps);
+}
+
 int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 {
 	const struct vp_record_opts *o = &r->o;
@@ -684,6 +716,7 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 		vp_set_err(r->err, sizeof(r->err), "cannot write the switch tracer's records; stopping");
 		return fail_poll(r, e);
 	}
+	resync_after_loss(r, now);
 	if (r->ksl && vp_kallsyms_loader__done(r->ksl))
 		take_kallsyms(&r->ksl, r->w, &r->cfg, r->log);
 	if (r->steal && now - r->last_steal >= STEAL_INTERVAL_NS) {
