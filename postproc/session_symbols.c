@@ -693,6 +693,29 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		for (int i = 0; i < n; i++)
 			names[i] = leaf_first[i] == UINT32_MAX ? "" : l->p->frames[leaf_first[i]].name;
 		int state = vp_sched_java_state(s->sched_state, names, n, detail, sizeof(detail));
+		/* What Java did not name may be the JVM's own wait: a GC worker, a compiler
+		 * thread or the VM thread waiting for work sleeps on a futex too, and is idle,
+		 * not held by a lock (issue 33: 78% "lock" in a JVM without one contended). */
+		if (state == s->sched_state && !detail[0]) {
+			state = vp_sched_jvm_state(state, comm, names, n, detail, sizeof(detail));
+			if (state == s->sched_state && kcomm && kcomm != comm)
+				state = vp_sched_jvm_state(state, kcomm, names, n, detail, sizeof(detail));
+			/* The java launcher's first thread waits in pthread_join for the JVM's
+			 * main thread all along; it blocked before the recorder's unwind rules
+			 * were in place, so its stack rarely reaches JLI_Launch to say so. */
+			if (state == s->sched_state && (state == VP_SCHED_BLOCKED_LOCK || state == VP_SCHED_BLOCKED_SLEEP || state == VP_SCHED_BLOCKED_WAIT) &&
+			    s->tid == s->pid && kcomm && !strcmp(kcomm, "java") &&
+			    vp_procmaps__maps_file(l->pm, s->pid, r->time, "libjvm.so")) {
+				bool java = false;
+				for (int i = 0; i < n && !java; i++)
+					java = leaf_first[i] != UINT32_MAX && (l->p->frames[leaf_first[i]].layer == VP_LAYER_JIT ||
+									       l->p->frames[leaf_first[i]].layer == VP_LAYER_INTERPRETED);
+				if (!java) {
+					state = VP_SCHED_IDLE;
+					snprintf(detail, sizeof(detail), "launcher");
+				}
+			}
+		}
 		const char *sf = vp_sched_state_frame(state);
 		if (detail[0]) {
 			snprintf(label, sizeof(label), "%.*s: %s]", (int)strlen(sf) - 1, sf, detail);
