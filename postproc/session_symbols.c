@@ -252,7 +252,9 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		out[0] = loader_add_frame(l, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);
 		return 1;
 	}
-	if (!m)
+	if (!m && caller)
+		l->unmapped_callers++;
+	else if (!m)
 		l->unmapped++;
 	/* Anonymous memory in a HotSpot JVM is Java code (compiled, the interpreter or a
 	 * stub) even when no code map names it: saying so is better than "[unknown]", and
@@ -587,6 +589,20 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	}
 	if (s->nr_user)
 		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
+	/* A sample inside execve: the kernel is replacing the process's image, and the user
+	 * stack is still that of the program that called exec (for `viprof record -- CMD`,
+	 * viprof's own launcher), whose mappings this process never recorded. One frame
+	 * says so, instead of frames "in no recorded mapping" (issue 33). */
+	bool in_exec = false;
+	for (int i = 0; i < n && s->nr_user && !in_exec; i++) {
+		const char *kn = leaf_first[i] == UINT32_MAX ? "" : l->p->frames[leaf_first[i]].name;
+		in_exec = strstr(kn, "sys_execve") || !strncmp(kn, "do_execveat_common", 18) || !strcmp(kn, "bprm_execve");
+	}
+	if (in_exec && n < MAX_OUT_FRAMES) {
+		leaf_first[n++] = loader_add_frame(l, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
+		locs[nl++] = UINT32_MAX;   /* no address to give pprof: the frame view carries it */
+		l->exec_stacks++;
+	}
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
 	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
 	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
@@ -594,7 +610,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s) && !in_exec; i++) {
 		struct vp_java_frame jcur;
 
 		while (k < nj) {
@@ -652,13 +668,16 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
 			n += e->n;
 			locs[nl++] = e->loc;
-			l->unmapped += e->unmapped;
+			if (key.caller)
+				l->unmapped_callers += e->unmapped;
+			else
+				l->unmapped += e->unmapped;
 			skey.flat_wrong = e->flat_wrong;
 			count_flat(l, i, e->flat_wrong);
 			if (e->unmapped)
 				continue;   /* counted as unmapped each time: never by span */
 		} else {
-			uint64_t unmapped = l->unmapped;
+			uint64_t unmapped = l->unmapped + l->unmapped_callers;
 			l->jit_n = 0;
 			n += user_frames(l, s->pid, r->time, ip, i > 0, &uh, leaf_first + n, MAX_OUT_FRAMES - n);
 			locs[nl++] = frame_loc(l, s->pid, look, leaf_first + n0, n - n0, true, vm);
@@ -669,8 +688,9 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			count_flat(l, i, key.flat_wrong);
 			if (MAX_OUT_FRAMES - n0 < MAX_JIT_DEPTH)
 				continue;   /* cut short by the frame limit: not an answer to keep */
-			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
-			if (l->unmapped != unmapped)
+			bool none = l->unmapped + l->unmapped_callers != unmapped;
+			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], none);
+			if (none)
 				continue;   /* counted as unmapped each time: never by span */
 		}
 		if (lo <= r->time && r->time < hi)

@@ -12,6 +12,17 @@
 
 #define STACKS_PER_THREAD 8
 #define LABEL_FRAMES 3
+#define APP_FRAMES 2
+
+/* A frame of the JDK's own classes (not the application's). */
+static bool jdk_frame(const char *name)
+{
+	static const char *const pkgs[] = { "java.", "jdk.", "sun.", "com.sun.", "javax.", NULL };
+	for (int i = 0; pkgs[i]; i++)
+		if (!strncmp(name, pkgs[i], strlen(pkgs[i])))
+			return true;
+	return false;
+}
 
 const char *vp_sched_state_frame(int state)
 {
@@ -455,15 +466,40 @@ static void java_name(const char *name, char *out, size_t len)
 
 static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct rowkey *k)
 {
-	uint32_t n = user_len(p, s), nj = 0, f[LABEL_FRAMES], nf = 0;
+	uint32_t n = user_len(p, s), nj = 0, f[LABEL_FRAMES + 2], nf = 0, app[APP_FRAMES], napp = 0, inner = UINT32_MAX;
 	char buf[2048];
 	size_t o = 0;
 	memset(k, 0, sizeof(*k));
 	k->tag = "";
-	for (uint32_t i = n; i-- > 0 && nj < LABEL_FRAMES;)
-		if (java_layer(p->frames[s->frames[i]].layer))
-			f[LABEL_FRAMES - 1 - nj++] = s->frames[i];
-	if (nj) {
+	/* The innermost Java frame (what the thread called: Thread.sleep, Unsafe.park) and
+	 * the innermost frames of the application above it (whose call it was), with ".."
+	 * for the JDK's frames between them. */
+	for (uint32_t i = n; i-- > 0 && napp < APP_FRAMES;) {
+		const char *name = p->frames[s->frames[i]].name;
+		if (!java_layer(p->frames[s->frames[i]].layer))
+			continue;
+		if (inner == UINT32_MAX)
+			inner = i;
+		if (!jdk_frame(name))
+			app[napp++] = i;
+	}
+	if (napp) {
+		k->java = true;
+		for (uint32_t a = napp; a-- > 0;)
+			f[nf++] = s->frames[app[a]];
+		if (inner != app[0]) {
+			bool between = false;
+			for (uint32_t i = app[0] + 1; i < inner && !between; i++)
+				between = java_layer(p->frames[s->frames[i]].layer);
+			if (between)
+				f[nf++] = UINT32_MAX;   /* ".." */
+			f[nf++] = s->frames[inner];
+		}
+	} else if (inner != UINT32_MAX) {
+		/* Only the JDK's frames (its own threads): the innermost ones. */
+		for (uint32_t i = n; i-- > 0 && nj < LABEL_FRAMES;)
+			if (java_layer(p->frames[s->frames[i]].layer))
+				f[LABEL_FRAMES - 1 - nj++] = s->frames[i];
 		k->java = true;
 		memmove(f, f + LABEL_FRAMES - nj, nj * sizeof(*f));
 		nf = nj;
@@ -483,15 +519,15 @@ static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct 
 		if (n > nf)
 			o += (size_t)snprintf(buf, sizeof(buf), "..;");
 		for (uint32_t i = 0; i < nf && o < sizeof(buf); i++) {
-			const char *name = p->frames[f[i]].name;
+			const char *name = f[i] == UINT32_MAX ? ".." : p->frames[f[i]].name;
 			char jn[512];
-			if (k->java) {
+			if (k->java && f[i] != UINT32_MAX) {
 				java_name(name, jn, sizeof(jn));
 				name = jn;
 			}
 			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? ";" : "", name);
 		}
-		k->bracket = nf == 1 && !k->java && p->frames[f[0]].name[0] == '[';
+		k->bracket = nf == 1 && !k->java && f[0] != UINT32_MAX && p->frames[f[0]].name[0] == '[';
 	}
 	/* "[blocked: sleep]" reads "[sleep]": the column says it is blocked time. */
 	if (k->tag[0] && o < sizeof(buf))

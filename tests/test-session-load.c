@@ -434,7 +434,7 @@ int main(void)
 	ASSERT_UEQ(frame_named(p, "fx_lib_two")->addr, a_lib_two);
 	ASSERT_EQ(frame_named(p, "[unknown]")->layer, VP_LAYER_UNKNOWN);
 	ASSERT_CONTAINS(p->warnings, "fx-cxx: file changed since recording");
-	ASSERT_CONTAINS(p->warnings, "1 user frames were in no recorded mapping");
+	ASSERT_CONTAINS(p->warnings, "1 sampled user addresses were in no recorded mapping");
 
 	/* The text report shows the same facts. */
 	char *txt = NULL;
