@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include "common/paths.h"
 #include "common/util.h"
 #include "postproc/session.h"
 #include "postproc/session_internal.h"
@@ -117,6 +118,15 @@ static bool other_domain(const struct vp_sample *s)
 	return s->mode == VP_MODE_GUEST_KERNEL || s->mode == VP_MODE_GUEST_USER;
 }
 
+/* A mapping of the agent copy the recorder makes in a container's /tmp: ".../libviprof-jvmti.so",
+ * "(deleted)" once removed. */
+static bool is_agent_copy(const char *filename)
+{
+	static const char name[] = "/libviprof-jvmti.so";
+	const char *p = strstr(filename, name);
+	return p && (p[sizeof(name) - 1] == '\0' || !strcmp(p + sizeof(name) - 1, " (deleted)"));
+}
+
 static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid)
 {
 	if (m->priv_set)
@@ -132,6 +142,16 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 	mi->elf = e;
 	if (m->build_id_size)
 		hex(m->build_id, m->build_id_size, mi->recbid);
+	/* viprof's own agent, loaded into a JVM in a container from a copy the recorder
+	 * made there and removed once loaded (recorder/jvm_attach.c): that copy is gone,
+	 * and this viprof's agent is the same file when its build-id says so (issue 33:
+	 * "cannot open for symbols" on every container report). */
+	if (!e && is_agent_copy(m->filename)) {
+		const char *agent = viprof_agent_path();
+		struct vp_elf *a = agent ? vp_elfsym__open(l->elfs, agent, 0) : NULL;
+		if (a && (!mi->recbid[0] || !strcmp(vp_elf__build_id(a), mi->recbid)))
+			mi->elf = e = a;
+	}
 	mi->trusted = e != NULL;
 	if (e && mi->recbid[0]) {
 		const char *now = vp_elf__build_id(e);
