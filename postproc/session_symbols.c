@@ -144,12 +144,12 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 		hex(m->build_id, m->build_id_size, mi->recbid);
 	/* viprof's own agent, loaded into a JVM in a container from a copy the recorder
 	 * made there and removed once loaded (recorder/jvm_attach.c): that copy is gone,
-	 * and this viprof's agent is the same file when its build-id says so (issue 33:
+	 * and this viprof's agent is the same file when the recorded build-id says so (issue 33:
 	 * "cannot open for symbols" on every container report). */
 	if (!e && is_agent_copy(m->filename)) {
 		const char *agent = viprof_agent_path();
 		struct vp_elf *a = agent ? vp_elfsym__open(l->elfs, agent, 0) : NULL;
-		if (a && (!mi->recbid[0] || !strcmp(vp_elf__build_id(a), mi->recbid)))
+		if (a && mi->recbid[0] && !strcmp(vp_elf__build_id(a), mi->recbid))
 			mi->elf = e = a;
 	}
 	mi->trusted = e != NULL;
