@@ -401,9 +401,9 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	/* A return address outside every mapping is the walk's error, not unknown code:
 	 * a frame it misread (a JVM stub that uses its frame pointer register for data). */
 	if (l.unmapped_callers)
-		vp_profile__warn(p, "%llu stack walks found a return address in no mapping of their process (a frame the "
-				 "walker misread, e.g. in a JVM stub that uses the frame pointer register for data); "
-				 "those callers show as [unknown]", (unsigned long long)l.unmapped_callers);
+		vp_profile__warn(p, "%llu return addresses that stack walks found were in no mapping of their process "
+				 "(frames the walker misread, e.g. in a JVM stub that uses the frame pointer register for "
+				 "data); those callers show as [unknown]", (unsigned long long)l.unmapped_callers);
 #if HAVE_JIT_INDEX
 	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
 	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's

@@ -53,7 +53,10 @@ struct jvm *loader_jvm_open(struct loader *l, uint32_t pid)
 	if (cm && cm->damage[0])
 		vp_profile__warn(l->p, "%s", cm->damage);
 	const char *walk = vp_profile__meta(l->p, "stack_walk");
-	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")))
+	/* Not for a recording without stacks (no -g): no stack of it is cut short. */
+	const char *cc = vp_profile__meta(l->p, "callchain");
+	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")) &&
+	    !(cc && !strcmp(cc, "no")))
 		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 				 "short; restart it with that flag for full stacks", pid);
 #else
