@@ -622,8 +622,13 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		in_exec = strstr(kn, "sys_execve") || !strncmp(kn, "do_execveat_common", 18) || !strcmp(kn, "bprm_execve");
 	}
 	if (in_exec && n < MAX_OUT_FRAMES) {
-		leaf_first[n++] = loader_add_frame(l, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
-		locs[nl++] = UINT32_MAX;   /* no address to give pprof: the frame view carries it */
+		uint32_t no_line = 0;
+		leaf_first[n] = loader_add_frame(l, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
+		/* For pprof, a location of its own without a mapping, like a state frame's:
+		 * no address of the new image is the old program's. */
+		locs[nl++] = leaf_first[n] == UINT32_MAX ? UINT32_MAX
+							 : vp_profile__location(l->p, UINT32_MAX, 0, leaf_first + n, &no_line, 1);
+		n++;
 		l->exec_stacks++;
 	}
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
