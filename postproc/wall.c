@@ -508,7 +508,7 @@ static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct 
 			f[nf++] = s->frames[i];
 	}
 	const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
-	if (starts(leaf, "[blocked: ") || starts(leaf, "[idle") || starts(leaf, "[unmounted"))
+	if (starts(leaf, "[blocked: ") || starts(leaf, "[idle: ") || starts(leaf, "[unmounted"))
 		k->tag = leaf;
 	buf[0] = '\0';
 	if (!nf) {
@@ -669,7 +669,7 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		nkeys = i + 1;
 		if (vp_jvm_thread_kind(s->comm))
 			t->internal = true;
-		if (starts(keys[i].tag, "[idle"))
+		if (starts(keys[i].tag, "[idle: "))
 			t->idle += s->weight[wall];
 		idx[nidx++] = (uint32_t)i;
 	}
