@@ -748,6 +748,20 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			state = vp_sched_jvm_state(state, comm, names, n, detail, sizeof(detail));
 			if (state == s->sched_state && kcomm && kcomm != comm)
 				state = vp_sched_jvm_state(state, kcomm, names, n, detail, sizeof(detail));
+			/* A futex wait below libjvm's own code (and above the thread's Java frames,
+			 * if any) is one of HotSpot's locks or condition variables, not the
+			 * application's: e.g. asking CompileBroker for a compile. */
+			if (state == VP_SCHED_BLOCKED_LOCK) {
+				bool jvm = false;
+				for (int i = 0; i < n && !jvm; i++) {
+					uint8_t ly = leaf_first[i] == UINT32_MAX ? VP_LAYER_UNKNOWN : l->p->frames[leaf_first[i]].layer;
+					if (ly == VP_LAYER_JIT || ly == VP_LAYER_INTERPRETED || ly == VP_LAYER_INLINED)
+						break;
+					jvm = ly == VP_LAYER_JVM;
+				}
+				if (jvm)
+					state = VP_SCHED_BLOCKED_JVM;
+			}
 			/* The java launcher's first thread waits in pthread_join for the JVM's
 			 * main thread all along; it blocked before the recorder's unwind rules
 			 * were in place, so its stack rarely reaches JLI_Launch to say so. */
