@@ -464,6 +464,18 @@ static void java_name(const char *name, char *out, size_t len)
 	snprintf(out, len, "%s", cls);
 }
 
+/* Frames every wait passes through, whoever waits: libc's and HotSpot's primitives. */
+static bool wait_machinery(const char *f)
+{
+	static const char *const pre[] = { "__futex", "futex", "__lll_", "__pthread", "pthread_", "___pthread",
+					   "__GI___pthread", "__GI___lll", "__new_sem", "sem_", "__sem", "syscall",
+					   "__nanosleep", "clock_nanosleep", "__clock_nanosleep", "os::Platform",
+					   "os::naked_short", "Monitor::", "Mutex::", "PosixSemaphore::", "Semaphore::",
+					   "Parker::", "LinuxWaitBarrier::", "GenericWaitBarrier::", "__poll", "__GI___poll",
+					   "epoll_wait", "__GI_epoll", "__libc_", "__GI___libc", NULL };
+	return starts_any(f, pre);
+}
+
 static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct rowkey *k)
 {
 	uint32_t n = user_len(p, s), nj = 0, f[LABEL_FRAMES + 2], nf = 0, app[APP_FRAMES], napp = 0, inner = UINT32_MAX;
@@ -503,13 +515,20 @@ static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct 
 		k->java = true;
 		memmove(f, f + LABEL_FRAMES - nj, nj * sizeof(*f));
 		nf = nj;
-	} else {
-		for (uint32_t i = n > LABEL_FRAMES ? n - LABEL_FRAMES : 0; i < n; i++)
-			f[nf++] = s->frames[i];
 	}
 	const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
 	if (starts(leaf, "[blocked: ") || starts(leaf, "[idle: ") || starts(leaf, "[unmounted"))
 		k->tag = leaf;
+	if (!k->java) {
+		/* Native frames: for a wait, those above libc's and HotSpot's waiting
+		 * machinery (VMThread::wait_for_operation, not pthread_cond_timedwait). */
+		uint32_t end = n;
+		while (k->tag[0] && end > 1 && wait_machinery(p->frames[s->frames[end - 1]].name))
+			end--;
+		for (uint32_t i = end > LABEL_FRAMES ? end - LABEL_FRAMES : 0; i < end; i++)
+			f[nf++] = s->frames[i];
+		n = end;   /* ".." when frames lie above them */
+	}
 	buf[0] = '\0';
 	if (!nf) {
 		/* A kernel thread, or a stack without user frames: its innermost kernel

@@ -150,6 +150,21 @@ static void java_rows(void)
 	ASSERT_CONTAINS(buf, "shop-worker");
 	ASSERT_NULL(strstr(buf, "GC Thread#0"));
 	ASSERT_CONTAINS(buf, "1 more threads");
+	/* All threads: the GC worker after the heading, its row named by the function that
+	 * waited, not by the semaphore and futex below it. */
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(report_wall_text(p, &o, NULL));
+	ASSERT_OK(vp_out__close(&o));
+	f = fopen(path, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	const char *own = strstr(buf, "# the JVM's own threads"), *gcw = strstr(buf, "GC Thread#0");
+	ASSERT_NOT_NULL(own);
+	ASSERT_NOT_NULL(gcw);
+	ASSERT_TRUE(strstr(buf, "shop-worker") < own && own < gcw);
+	ASSERT_CONTAINS(buf, "  start_thread;WorkerThread::run() [idle: GC worker]\n");
 	vp_profile__free(p);
 }
 
