@@ -151,8 +151,9 @@ const char *vp_jvm_thread_kind(const char *thread)
 		return "compiler";
 	if (starts_any(thread, vm_names))
 		return "VM";
-	/* viprof's own agent thread: it waits for the JVM's events between them. */
-	if (starts(thread, "viprof-jvmti"))
+	/* viprof's own agent threads ("viprof-jvmti", "viprof-channel" when attached): they
+	 * wait for the JVM's events and the recorder's messages between them. */
+	if (starts(thread, "viprof-jvmti") || starts(thread, "viprof-channel"))
 		return "profiler agent";
 	return NULL;
 }

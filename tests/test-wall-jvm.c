@@ -9,6 +9,7 @@
  *         contended): at most 5% of the JVM's blocked time is labelled a lock (GC,
  *         compiler and VM threads waiting for work are "[idle: ...]"), and the napper's
  *         blocked time is a sleep.
+ *   attach the same as mix, on a WaitMix JVM already running, recorded with -p.
  *   plain WaitMix "calm" recorded without -g or --off-cpu, as the README's first example:
  *         its text report has none of the old warnings (issue 33 item 6: each thread's remainder
  *         after its last sample is a note, not a problem; no stacks were recorded, so none
@@ -16,6 +17,9 @@
  * mix and calm: the report of a launched JVM carries no "in no recorded mapping" warning
  * (samples taken inside execve hold the launcher's user stack, not the JVM's). */
 #include "test-agent-util.h"
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -157,6 +161,29 @@ int main(int argc, char **argv)
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 	bool plain = !strcmp(mode, "plain");
+	if (!strcmp(mode, "attach")) {
+		/* The same threads in a JVM that runs before the recording: -p attaches the
+		 * agent and walks the threads already waiting when it starts. */
+		char jout[400], pid[16];
+		snprintf(jout, sizeof(jout), "%s/java.out", dir);
+		char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "WaitMix", "mix", "12", NULL };
+		pid_t jvm = tu_spawn(jargv, jout, jout);
+		if (!tu_wait_for(jout, "ready", 30000)) {
+			kill(jvm, SIGKILL);
+			waitpid(jvm, NULL, 0);
+			FAIL("WaitMix did not start: %s", tu_read(jout));
+		}
+		snprintf(pid, sizeof(pid), "%d", (int)jvm);
+		char *att[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-p", pid, "-d", "4", "-o", sess, NULL };
+		int arc = tu_run(att, rout, rout, 90);
+		kill(jvm, SIGKILL);
+		waitpid(jvm, NULL, 0);
+		if (arc != 0)
+			FAIL("viprof record -p exited with %d: %s", arc, tu_read(rout));
+		check_mix(dir, sess);
+		tu_rm_rf(dir);
+		return 0;
+	}
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			VIPROF_JAVA_CLASSES, "WaitMix", plain ? "calm" : (char *)mode, "4", NULL };
 	char *rec_plain[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp",

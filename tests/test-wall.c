@@ -68,6 +68,7 @@ static void jvm_states(void)
 	ASSERT_STREQ(vp_jvm_thread_kind("VM Thread"), "VM");
 	ASSERT_STREQ(vp_jvm_thread_kind("VM Periodic Task Thread"), "VM");
 	ASSERT_STREQ(vp_jvm_thread_kind("Monitor Deflati"), "VM");
+	ASSERT_STREQ(vp_jvm_thread_kind("viprof-channel"), "profiler agent");
 	ASSERT_NULL(vp_jvm_thread_kind("sleep-request-worker"));
 	ASSERT_NULL(vp_jvm_thread_kind("main"));
 	ASSERT_NULL(vp_jvm_thread_kind(""));
