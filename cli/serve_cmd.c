@@ -411,7 +411,10 @@ int cmd_serve(int argc, char **argv)
 	optind = 0;
 	if (record_opts__parse(&jvm, 4, jargv, err, sizeof(err)))
 		return serve_usage_error("%s", err);
-	const char *agent = a.no_jit ? NULL : viprof_agent_path();
+	/* Found once, before any thread: the session loader asks for it too (to name a
+	 * container's removed agent copy), from the threads that serve reports. */
+	const char *found_agent = viprof_agent_path();
+	const char *agent = a.no_jit ? NULL : found_agent;
 	struct vp_cont *cont = NULL;
 	struct vp_api *api = NULL;
 	struct vp_sock *sock = NULL;

@@ -257,6 +257,19 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 			       "charged to that sample's stack\n", p->events[e].name, (unsigned long long)tv,
 			       cv ? 100.0 * (double)tv / (double)cv : 0.0, (unsigned long long)cv);
 	}
+	for (int e = 0; e < p->nevents; e++) {
+		char key[96];
+		const char *u, *c;
+		snprintf(key, sizeof(key), "unsampled.%s", p->events[e].name);
+		if (!(u = vp_profile__meta(p, key)))
+			continue;
+		snprintf(key, sizeof(key), "count.%s", p->events[e].name);
+		c = vp_profile__meta(p, key);
+		uint64_t uv = strtoull(u, NULL, 10), cv = c ? strtoull(c, NULL, 10) : 0;
+		vp_out__printf(o, "# %s: %.1f%% of the %llu counted are in no sample: what each thread counted after its "
+			       "last sample (under one sampling period per thread); percentages are of the sampled part\n",
+			       p->events[e].name, cv ? 100.0 * (double)uv / (double)cv : 0.0, (unsigned long long)cv);
+	}
 	vp_out__printf(o, "# lost: %llu%s\n", (unsigned long long)p->lost,
 		       p->incomplete ? " (session incomplete)" : "");
 	const char *d = vp_profile__meta(p, "duration_ns");

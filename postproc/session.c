@@ -393,11 +393,17 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)
-		vp_profile__warn(p, "%llu user frames were in no recorded mapping and show as [unknown]%s",
+		vp_profile__warn(p, "%llu sampled user addresses were in no recorded mapping and show as [unknown]%s",
 				 (unsigned long long)l.unmapped,
 				 p->lost ? " (some records were lost while recording)"
-					 : " (code that no map describes: a JIT other than HotSpot's, or a JVM recorded "
-					   "with --no-jit or without the agent)");
+					 : " (code outside every mapping the recorder saw: a mapping made and removed "
+					   "between two of its records, or a process it did not follow from its start)");
+	/* A return address outside every mapping is the walk's error, not unknown code:
+	 * a frame it misread (a JVM stub that uses its frame pointer register for data). */
+	if (l.unmapped_callers)
+		vp_profile__warn(p, "%llu return addresses that stack walks found were in no mapping of their process "
+				 "(frames the walker misread, e.g. in a JVM stub that uses the frame pointer register for "
+				 "data); those callers show as [unknown]", (unsigned long long)l.unmapped_callers);
 #if HAVE_JIT_INDEX
 	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
 	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's

@@ -143,7 +143,9 @@ struct loader {
 	uint64_t sample_lo, sample_hi;   /* the first and last sample's times: when it sampled */
 	uint64_t lost, end_lost, end_duration;
 	bool saw_end;
-	uint64_t unmapped;           /* user frames in no known mapping */
+	uint64_t unmapped;           /* user frames in no known mapping: leaves (the sampled address) */
+	uint64_t unmapped_callers;   /* ... and return addresses the walk found there (a misread frame) */
+	uint64_t exec_stacks;        /* samples taken inside execve: the user stack is the caller's */
 	uint64_t jit_leaves, flat_wrong; /* samples whose leaf is JIT code; of them, misnamed by a flat map */
 	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */

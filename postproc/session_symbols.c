@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include "common/paths.h"
 #include "common/util.h"
 #include "postproc/session.h"
 #include "postproc/session_internal.h"
@@ -52,7 +53,10 @@ struct jvm *loader_jvm_open(struct loader *l, uint32_t pid)
 	if (cm && cm->damage[0])
 		vp_profile__warn(l->p, "%s", cm->damage);
 	const char *walk = vp_profile__meta(l->p, "stack_walk");
-	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")))
+	/* Not for a recording without stacks (no -g): no stack of it is cut short. */
+	const char *cc = vp_profile__meta(l->p, "callchain");
+	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")) &&
+	    !(cc && !strcmp(cc, "no")))
 		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
 				 "short; restart it with that flag for full stacks", pid);
 #else
@@ -117,6 +121,15 @@ static bool other_domain(const struct vp_sample *s)
 	return s->mode == VP_MODE_GUEST_KERNEL || s->mode == VP_MODE_GUEST_USER;
 }
 
+/* A mapping of the agent copy the recorder makes in a container's /tmp: ".../libviprof-jvmti.so",
+ * "(deleted)" once removed. */
+static bool is_agent_copy(const char *filename)
+{
+	static const char name[] = "/libviprof-jvmti.so";
+	const char *p = strstr(filename, name);
+	return p && (p[sizeof(name) - 1] == '\0' || !strcmp(p + sizeof(name) - 1, " (deleted)"));
+}
+
 static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid)
 {
 	if (m->priv_set)
@@ -132,6 +145,16 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 	mi->elf = e;
 	if (m->build_id_size)
 		hex(m->build_id, m->build_id_size, mi->recbid);
+	/* viprof's own agent, loaded into a JVM in a container from a copy the recorder
+	 * made there and removed once loaded (recorder/jvm_attach.c): that copy is gone,
+	 * and this viprof's agent is the same file when the recorded build-id says so (issue 33:
+	 * "cannot open for symbols" on every container report). */
+	if (!e && is_agent_copy(m->filename)) {
+		const char *agent = viprof_agent_path();
+		struct vp_elf *a = agent ? vp_elfsym__open(l->elfs, agent, 0) : NULL;
+		if (a && mi->recbid[0] && !strcmp(vp_elf__build_id(a), mi->recbid))
+			mi->elf = e = a;
+	}
 	mi->trusted = e != NULL;
 	if (e && mi->recbid[0]) {
 		const char *now = vp_elf__build_id(e);
@@ -252,7 +275,9 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		out[0] = loader_add_frame(l, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);
 		return 1;
 	}
-	if (!m)
+	if (!m && caller)
+		l->unmapped_callers++;
+	else if (!m)
 		l->unmapped++;
 	/* Anonymous memory in a HotSpot JVM is Java code (compiled, the interpreter or a
 	 * stub) even when no code map names it: saying so is better than "[unknown]", and
@@ -587,6 +612,25 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	}
 	if (s->nr_user)
 		l->walk[s->walk_end < VP_WALK__COUNT ? s->walk_end : VP_WALK_UNKNOWN]++;
+	/* A sample inside execve: the kernel is replacing the process's image, and the user
+	 * stack is still that of the program that called exec (for `viprof record -- CMD`,
+	 * viprof's own launcher), whose mappings this process never recorded. One frame
+	 * says so, instead of frames "in no recorded mapping" (issue 33). */
+	bool in_exec = false;
+	for (int i = 0; i < n && s->nr_user && !in_exec; i++) {
+		const char *kn = leaf_first[i] == UINT32_MAX ? "" : l->p->frames[leaf_first[i]].name;
+		in_exec = strstr(kn, "sys_execve") || !strncmp(kn, "do_execveat_common", 18) || !strcmp(kn, "bprm_execve");
+	}
+	if (in_exec && n < MAX_OUT_FRAMES) {
+		uint32_t no_line = 0;
+		leaf_first[n] = loader_add_frame(l, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
+		/* For pprof, a location of its own without a mapping, like a state frame's:
+		 * no address of the new image is the old program's. */
+		locs[nl++] = leaf_first[n] == UINT32_MAX ? UINT32_MAX
+							 : vp_profile__location(l->p, UINT32_MAX, 0, leaf_first + n, &no_line, 1);
+		n++;
+		l->exec_stacks++;
+	}
 	/* Interpreted frames follow ips[]; entries that do not fit the record are ignored. */
 	const struct vp_java_frame *jf = (const struct vp_java_frame *)(s->ips + s->nr_kernel + s->nr_user);
 	size_t blen = vp_record_body_len(r), used = sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user);
@@ -594,7 +638,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	if (used > blen || (blen - used) / sizeof(*jf) < (size_t)nj)
 		nj = used > blen ? 0 : (int)((blen - used) / sizeof(*jf));
 	int k = 0;
-	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s); i++) {
+	for (int i = 0; i < s->nr_user && n < MAX_OUT_FRAMES && !other_domain(s) && !in_exec; i++) {
 		struct vp_java_frame jcur;
 
 		while (k < nj) {
@@ -652,13 +696,16 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			memcpy(leaf_first + n, l->ac.pool + e->first, e->n * sizeof(*leaf_first));
 			n += e->n;
 			locs[nl++] = e->loc;
-			l->unmapped += e->unmapped;
+			if (key.caller)
+				l->unmapped_callers += e->unmapped;
+			else
+				l->unmapped += e->unmapped;
 			skey.flat_wrong = e->flat_wrong;
 			count_flat(l, i, e->flat_wrong);
 			if (e->unmapped)
 				continue;   /* counted as unmapped each time: never by span */
 		} else {
-			uint64_t unmapped = l->unmapped;
+			uint64_t unmapped = l->unmapped + l->unmapped_callers;
 			l->jit_n = 0;
 			n += user_frames(l, s->pid, r->time, ip, i > 0, &uh, leaf_first + n, MAX_OUT_FRAMES - n);
 			locs[nl++] = frame_loc(l, s->pid, look, leaf_first + n0, n - n0, true, vm);
@@ -669,8 +716,9 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			count_flat(l, i, key.flat_wrong);
 			if (MAX_OUT_FRAMES - n0 < MAX_JIT_DEPTH)
 				continue;   /* cut short by the frame limit: not an answer to keep */
-			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], l->unmapped != unmapped);
-			if (l->unmapped != unmapped)
+			bool none = l->unmapped + l->unmapped_callers != unmapped;
+			ac_put(&l->ac, &key, leaf_first + n0, n - n0, locs[nl - 1], none);
+			if (none)
 				continue;   /* counted as unmapped each time: never by span */
 		}
 		if (lo <= r->time && r->time < hi)
@@ -693,6 +741,43 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		for (int i = 0; i < n; i++)
 			names[i] = leaf_first[i] == UINT32_MAX ? "" : l->p->frames[leaf_first[i]].name;
 		int state = vp_sched_java_state(s->sched_state, names, n, detail, sizeof(detail));
+		/* What Java did not name may be the JVM's own wait: a GC worker, a compiler
+		 * thread or the VM thread waiting for work sleeps on a futex too, and is idle,
+		 * not held by a lock (issue 33: 78% "lock" in a JVM without one contended). */
+		if (state == s->sched_state && !detail[0]) {
+			state = vp_sched_jvm_state(state, comm, names, n, detail, sizeof(detail));
+			if (state == s->sched_state && kcomm && kcomm != comm)
+				state = vp_sched_jvm_state(state, kcomm, names, n, detail, sizeof(detail));
+			/* A futex wait below libjvm's own code (and above the thread's Java frames,
+			 * if any) is one of HotSpot's locks or condition variables, not the
+			 * application's: e.g. asking CompileBroker for a compile. */
+			if (state == VP_SCHED_BLOCKED_LOCK) {
+				bool jvm = false;
+				for (int i = 0; i < n && !jvm; i++) {
+					uint8_t ly = leaf_first[i] == UINT32_MAX ? VP_LAYER_UNKNOWN : l->p->frames[leaf_first[i]].layer;
+					if (ly == VP_LAYER_JIT || ly == VP_LAYER_INTERPRETED || ly == VP_LAYER_INLINED)
+						break;
+					jvm = ly == VP_LAYER_JVM;
+				}
+				if (jvm)
+					state = VP_SCHED_BLOCKED_JVM;
+			}
+			/* The java launcher's first thread waits in pthread_join for the JVM's
+			 * main thread all along; it blocked before the recorder's unwind rules
+			 * were in place, so its stack rarely reaches JLI_Launch to say so. */
+			if (state == s->sched_state && (state == VP_SCHED_BLOCKED_LOCK || state == VP_SCHED_BLOCKED_SLEEP || state == VP_SCHED_BLOCKED_WAIT) &&
+			    s->tid == s->pid && kcomm && !strcmp(kcomm, "java") &&
+			    vp_procmaps__maps_file(l->pm, s->pid, r->time, "libjvm.so")) {
+				bool java = false;
+				for (int i = 0; i < n && !java; i++)
+					java = leaf_first[i] != UINT32_MAX && (l->p->frames[leaf_first[i]].layer == VP_LAYER_JIT ||
+									       l->p->frames[leaf_first[i]].layer == VP_LAYER_INTERPRETED);
+				if (!java) {
+					state = VP_SCHED_IDLE;
+					snprintf(detail, sizeof(detail), "launcher");
+				}
+			}
+		}
 		const char *sf = vp_sched_state_frame(state);
 		if (detail[0]) {
 			snprintf(label, sizeof(label), "%.*s: %s]", (int)strlen(sf) - 1, sf, detail);

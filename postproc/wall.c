@@ -7,10 +7,22 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
+#include "postproc/profile_xform.h"
 #include "postproc/wall.h"
 
 #define STACKS_PER_THREAD 8
 #define LABEL_FRAMES 3
+#define APP_FRAMES 2
+
+/* A frame of the JDK's own classes (not the application's). */
+static bool jdk_frame(const char *name)
+{
+	static const char *const pkgs[] = { "java.", "jdk.", "sun.", "com.sun.", "javax.", NULL };
+	for (int i = 0; pkgs[i]; i++)
+		if (!strncmp(name, pkgs[i], strlen(pkgs[i])))
+			return true;
+	return false;
+}
 
 const char *vp_sched_state_frame(int state)
 {
@@ -26,6 +38,8 @@ const char *vp_sched_state_frame(int state)
 	case VP_SCHED_BLOCKED_WAIT:     return "[blocked: other wait]";
 	case VP_SCHED_BLOCKED_PARK:     return "[blocked: park]";
 	case VP_SCHED_BLOCKED_OBJWAIT:  return "[blocked: wait]";
+	case VP_SCHED_IDLE:             return "[idle]";
+	case VP_SCHED_BLOCKED_JVM:      return "[blocked: jvm]";
 	default:                        return "[off-cpu: unknown state]";
 	}
 }
@@ -104,6 +118,122 @@ int vp_sched_java_state(int state, const char *const *frames, int n, char *detai
 	return state;
 }
 
+/* HotSpot's thread names (JDK 8 to 25; a name is cut to 15 characters by the kernel
+ * when the agent did not name the thread), by kind. */
+static const char *const gc_names[] = { "GC Thread#", "G1 ", "VM Periodic Task", "ZDirector", "ZDriver", "ZStat",
+					"ZUnmapper", "ZUncommitter", "ZWorker", "XDirector", "XDriver", "XStat",
+					"XUncommitter", "Shenandoah", "StringDedup", "Parallel GC", "Gang worker",
+					"Concurrent Mark", "Surrogate Locker", "CMS ", NULL };
+static const char *const compiler_names[] = { "C1 CompilerThre", "C2 CompilerThre", "JVMCI CompilerTh",
+					      "JVMCI-native Com", "Sweeper thread", "CodeCacheSweeper", NULL };
+static const char *const vm_names[] = { "VM Thread", "Service Thread", "Common-Cleaner", "Signal Dispatch",
+					"Reference Handl", "Finalizer", "Notification Thr", "Monitor Deflati",
+					"Attach Listener", "JFR ", "JFR: ", "DestroyJavaVM", "Cleaner-", NULL };
+
+static bool starts_any(const char *s, const char *const *prefixes)
+{
+	for (int i = 0; prefixes[i]; i++)
+		if (starts(s, prefixes[i]))
+			return true;
+	return false;
+}
+
+const char *vp_jvm_thread_kind(const char *thread)
+{
+	if (!thread || !*thread)
+		return NULL;
+	/* "VM Periodic Task Thread" samples statistics for the GC and the VM: a VM thread. */
+	if (starts(thread, "VM Periodic Task"))
+		return "VM";
+	if (starts_any(thread, gc_names))
+		return "GC worker";
+	if (starts_any(thread, compiler_names))
+		return "compiler";
+	if (starts_any(thread, vm_names))
+		return "VM";
+	/* viprof's own agent threads ("viprof-jvmti", "viprof-channel" when attached): they
+	 * wait for the JVM's events and the recorder's messages between them. */
+	if (starts(thread, "viprof-jvmti") || starts(thread, "viprof-channel"))
+		return "profiler agent";
+	return NULL;
+}
+
+/* The kind of a HotSpot-internal thread from the functions its stack runs in. */
+static const char *internal_frames_kind(const char *f)
+{
+	static const char *const gc[] = { "WorkerThread::run", "GangWorker::", "ConcurrentGCThread::",
+					   "G1ServiceThread::", "G1ConcurrentRefineThread::", "G1ConcurrentMarkThread::",
+					   "G1PrimaryConcurrentRefineThread", "WorkerTaskDispatcher::", "ZThread::",
+					   "ZWorkers::", "ShenandoahControlThread::", "ParallelScavengeHeap::", NULL };
+	static const char *const comp[] = { "CompileBroker::compiler_thread_loop", "CompileQueue::get",
+					     "CompileBroker::possibly_add_compiler_threads", "NMethodSweeper::", NULL };
+	static const char *const vm[] = { "VMThread::run", "VMThread::wait_for_operation", "WatcherThread::",
+					  "ServiceThread::", "MonitorDeflationThread::", "signal_thread_entry",
+					  "JVM_WaitForReferencePendingList", "AttachListener::", "NotificationThread::",
+					  "Threads::destroy_vm", NULL };
+	static const char *const launcher[] = { "JLI_Launch", "ContinueInNewThread", "CallJavaMainInNewThread", NULL };
+	if (starts_any(f, gc))
+		return "GC worker";
+	if (starts_any(f, comp))
+		return "compiler";
+	if (starts_any(f, vm))
+		return "VM";
+	if (starts_any(f, launcher))
+		return "launcher";
+	return NULL;
+}
+
+/* A Java frame: "pkg.Class.method(args)" (C++ frames have "::", synthetic ones '['). */
+static bool java_frame(const char *f)
+{
+	return strchr(f, '(') && strchr(f, '.') && f[0] != '[' && !strstr(f, "::");
+}
+
+int vp_sched_jvm_state(int state, const char *thread, const char *const *frames, int n, char *detail, size_t len)
+{
+	if (len)
+		detail[0] = '\0';
+	if (state != VP_SCHED_BLOCKED_LOCK && state != VP_SCHED_BLOCKED_SLEEP && state != VP_SCHED_BLOCKED_FD &&
+	    state != VP_SCHED_BLOCKED_WAIT)
+		return state;
+	const char *kind = vp_jvm_thread_kind(thread), *held = NULL;
+	bool hotspot_wait = false;
+	for (int i = 0; i < n; i++) {
+		const char *f = frames[i] ? frames[i] : "";
+		/* An application thread that HotSpot stopped: for a safepoint, or until the
+		 * VM thread ran an operation it asked for (a GC it triggered, a deopt). */
+		if (!held && (starts(f, "SafepointSynchronize::block") || starts(f, "SafepointMechanism::") ||
+			      starts(f, "ThreadBlockInVM")))
+			held = "safepoint";
+		if (!held && starts(f, "VMThread::execute"))
+			held = "VM operation";
+		/* HotSpot's own locks and condition variables (ObjectMonitor, a Java
+		 * monitor, is named by vp_sched_java_state before this). */
+		if (starts(f, "Monitor::") || starts(f, "Mutex::") || starts(f, "os::PlatformMonitor::") ||
+		    starts(f, "os::PlatformMutex::") || starts(f, "PlatformMonitor::") || starts(f, "PosixSemaphore::") ||
+		    starts(f, "os::PlatformEvent::") || starts(f, "Semaphore::") || starts(f, "Parker::"))
+			hotspot_wait = true;
+		const char *k = internal_frames_kind(f);
+		if (!kind && k)
+			kind = k;
+		/* Above the first Java frame the thread runs Java code: whatever waits below it
+		 * was called from Java (native code keeps the kernel's state). */
+		if (java_frame(f))
+			break;
+	}
+	if (kind) {
+		snprintf(detail, len, "%s", kind);
+		return VP_SCHED_IDLE;
+	}
+	if (held) {
+		snprintf(detail, len, "%s", held);
+		return VP_SCHED_BLOCKED_JVM;
+	}
+	if (hotspot_wait)
+		return VP_SCHED_BLOCKED_JVM;
+	return state;
+}
+
 const char *vp_wall_part_name(int part)
 {
 	static const char *const names[VP_WALL__COUNT] = { "running", "runnable", "blocked", "steal" };
@@ -147,6 +277,8 @@ struct tsum {
 	uint64_t part[VP_WALL__COUNT];
 	uint64_t wall;
 	double scale;
+	bool internal;                 /* a JVM's own thread (GC, compiler, VM, launcher) */
+	uint64_t idle;                 /* wall time in "[idle: ...]" */
 };
 struct ttab {
 	struct tsum *t;
@@ -281,8 +413,8 @@ cleanup:
 	return ret;
 }
 
-/* Stacks grouped by (thread, user frames): the user frames are the root-side run of
- * frames that are neither kernel nor hypervisor. */
+/* The user frames of a stack: the root-side run of frames that are neither kernel nor
+ * hypervisor. */
 static uint32_t user_len(const struct vp_profile *p, const struct vp_stack *s)
 {
 	uint32_t n = 0;
@@ -295,18 +427,147 @@ static uint32_t user_len(const struct vp_profile *p, const struct vp_stack *s)
 	return n;
 }
 
+static bool java_layer(uint8_t layer)
+{
+	return layer == VP_LAYER_JIT || layer == VP_LAYER_INLINED || layer == VP_LAYER_INTERPRETED;
+}
+
+/* What a row of a thread stands for: the innermost Java frames of its stacks (or, in
+ * a stack without Java frames, its innermost user frames) and the wait they were in.
+ * Grouping by the Java frames, not by the whole stack, puts every Thread.sleep of a
+ * method in one row whatever libc and HotSpot frames lie below it (issue 33: rows ended
+ * in "...;pthread_cond_timedwait;__futex_abstimed_wait_common", so a sleep, an
+ * Object.wait and a monitor looked alike). */
+struct rowkey {
+	char *text;                    /* "..;WaitMix.doSleep;Thread.sleep [sleep]", without the [running] of a row */
+	bool java, bracket;            /* named by Java frames; a synthetic "[...]" frame names it */
+	const char *tag;               /* "[blocked: sleep]", "[idle: GC worker]", ...; "" on CPU or runnable */
+};
+
+/* A Java frame as a person reads it: "Thread.sleep" for "java.lang.Thread.sleep(long)"
+ * (the class without its package, the method without its arguments). */
+static void java_name(const char *name, char *out, size_t len)
+{
+	char plain[512];
+	vp_name__simple(name, plain, sizeof(plain));
+	char *method = strrchr(plain, '.'), *cls = plain, *prev = plain;
+	if (method)
+		for (char *c = plain; c < method; c++)
+			if (*c == '.') {
+				prev = cls;
+				cls = c + 1;
+			}
+	/* A lambda's hidden class "Outer$$Lambda$3.0x00007f0e2c001220": its name. */
+	if (!strncmp(cls, "0x", 2) && prev < cls && method) {
+		snprintf(out, len, "%.*s%s", (int)(cls - prev), prev, method + 1);
+		return;
+	}
+	snprintf(out, len, "%s", cls);
+}
+
+/* Frames every wait passes through, whoever waits: libc's and HotSpot's primitives. */
+static bool wait_machinery(const char *f)
+{
+	static const char *const pre[] = { "__futex", "futex", "__lll_", "__pthread", "pthread_", "___pthread",
+					   "__GI___pthread", "__GI___lll", "__new_sem", "sem_", "__sem", "syscall",
+					   "__nanosleep", "clock_nanosleep", "__clock_nanosleep", "os::Platform",
+					   "os::naked_short", "Monitor::", "Mutex::", "PosixSemaphore::", "Semaphore::",
+					   "Parker::", "LinuxWaitBarrier::", "GenericWaitBarrier::", "__poll", "__GI___poll",
+					   "epoll_wait", "__GI_epoll", "__libc_", "__GI___libc", NULL };
+	return starts_any(f, pre);
+}
+
+static int row_key(const struct vp_profile *p, const struct vp_stack *s, struct rowkey *k)
+{
+	uint32_t n = user_len(p, s), nj = 0, f[LABEL_FRAMES + 2], nf = 0, app[APP_FRAMES], napp = 0, inner = UINT32_MAX;
+	char buf[2048];
+	size_t o = 0;
+	memset(k, 0, sizeof(*k));
+	k->tag = "";
+	/* The innermost Java frame (what the thread called: Thread.sleep, Unsafe.park) and
+	 * the innermost frames of the application above it (whose call it was), with ".."
+	 * for the JDK's frames between them. */
+	for (uint32_t i = n; i-- > 0 && napp < APP_FRAMES;) {
+		const char *name = p->frames[s->frames[i]].name;
+		if (!java_layer(p->frames[s->frames[i]].layer))
+			continue;
+		if (inner == UINT32_MAX)
+			inner = i;
+		if (!jdk_frame(name))
+			app[napp++] = i;
+	}
+	if (napp) {
+		k->java = true;
+		for (uint32_t a = napp; a-- > 0;)
+			f[nf++] = s->frames[app[a]];
+		if (inner != app[0]) {
+			bool between = false;
+			for (uint32_t i = app[0] + 1; i < inner && !between; i++)
+				between = java_layer(p->frames[s->frames[i]].layer);
+			if (between)
+				f[nf++] = UINT32_MAX;   /* ".." */
+			f[nf++] = s->frames[inner];
+		}
+	} else if (inner != UINT32_MAX) {
+		/* Only the JDK's frames (its own threads): the innermost ones. */
+		for (uint32_t i = n; i-- > 0 && nj < LABEL_FRAMES;)
+			if (java_layer(p->frames[s->frames[i]].layer))
+				f[LABEL_FRAMES - 1 - nj++] = s->frames[i];
+		k->java = true;
+		memmove(f, f + LABEL_FRAMES - nj, nj * sizeof(*f));
+		nf = nj;
+	}
+	const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
+	if (starts(leaf, "[blocked: ") || starts(leaf, "[idle: ") || starts(leaf, "[unmounted"))
+		k->tag = leaf;
+	if (!k->java) {
+		/* Native frames: for a wait, those above libc's and HotSpot's waiting
+		 * machinery (VMThread::wait_for_operation, not pthread_cond_timedwait). */
+		uint32_t end = n;
+		while (k->tag[0] && end > 1 && wait_machinery(p->frames[s->frames[end - 1]].name))
+			end--;
+		for (uint32_t i = end > LABEL_FRAMES ? end - LABEL_FRAMES : 0; i < end; i++)
+			f[nf++] = s->frames[i];
+		n = end;   /* ".." when frames lie above them */
+	}
+	buf[0] = '\0';
+	if (!nf) {
+		/* A kernel thread, or a stack without user frames: its innermost kernel
+		 * function below the scheduler says what it was. */
+		o += (size_t)snprintf(buf, sizeof(buf), "%s [kernel]", s->nframes ? p->frames[s->frames[0]].name : "[unknown]");
+	} else {
+		if (n > nf)
+			o += (size_t)snprintf(buf, sizeof(buf), "..;");
+		for (uint32_t i = 0; i < nf && o < sizeof(buf); i++) {
+			const char *name = f[i] == UINT32_MAX ? ".." : p->frames[f[i]].name;
+			char jn[512];
+			if (k->java && f[i] != UINT32_MAX) {
+				java_name(name, jn, sizeof(jn));
+				name = jn;
+			}
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? ";" : "", name);
+		}
+		k->bracket = nf == 1 && !k->java && f[0] != UINT32_MAX && p->frames[f[0]].name[0] == '[';
+	}
+	/* "[blocked: sleep]" reads "[sleep]": the column says it is blocked time. */
+	if (k->tag[0] && o < sizeof(buf))
+		snprintf(buf + o, sizeof(buf) - o, " [%s", starts(k->tag, "[blocked: ") ? k->tag + strlen("[blocked: ") : k->tag + 1);
+	k->text = strdup(buf);
+	return k->text ? 0 : -ENOMEM;
+}
+
 static const struct vp_profile *sort_prof;
+static const struct rowkey *sort_keys;
 static int cmp_group(const void *a, const void *b)
 {
-	const struct vp_stack *x = &sort_prof->stacks[*(const uint32_t *)a], *y = &sort_prof->stacks[*(const uint32_t *)b];
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const struct vp_stack *x = &sort_prof->stacks[ia], *y = &sort_prof->stacks[ib];
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	uint32_t lx = user_len(sort_prof, x), ly = user_len(sort_prof, y);
-	if (lx != ly)
-		return lx < ly ? -1 : 1;
-	return memcmp(x->frames, y->frames, lx * sizeof(uint32_t));
+	const struct rowkey *kx = &sort_keys[ia], *ky = &sort_keys[ib];
+	return strcmp(kx->text, ky->text);
 }
 
 struct row {
@@ -320,9 +581,13 @@ static int cmp_row(const void *a, const void *b)
 	return x->wall < y->wall ? 1 : x->wall > y->wall ? -1 : 0;
 }
 
+/* Application threads first, then the JVM's own (GC, compiler, VM: idle most of the
+ * time, and many), each by wall time. */
 static int cmp_tsum(const void *a, const void *b)
 {
 	const struct tsum *x = a, *y = b;
+	if (x->internal != y->internal)
+		return x->internal ? 1 : -1;
 	if (x->wall != y->wall)
 		return x->wall < y->wall ? 1 : -1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
@@ -341,20 +606,18 @@ static void ms_cols(struct vp_out *o, const uint64_t *part, uint64_t wall)
 	vp_out__printf(o, " %10.1f", (double)wall / 1e6);
 }
 
-static void label(struct vp_out *o, const struct vp_profile *p, const struct vp_stack *s)
+static void label(struct vp_out *o, const struct vp_profile *p, const struct rowkey *k, const struct row *r)
 {
-	uint32_t n = user_len(p, s), from = n > LABEL_FRAMES ? n - LABEL_FRAMES : 0;
-	if (!n) {
-		/* A kernel thread, or a stack without user frames: its innermost kernel
-		 * function below the scheduler says what it was. */
-		vp_out__puts(o, s->nframes ? p->frames[s->frames[0]].name : "[unknown]");
-		vp_out__puts(o, " [kernel]");
+	vp_out__puts(o, k->text);
+	if (k->tag[0] || k->bracket || strstr(k->text, " [kernel]"))
 		return;
-	}
-	if (from)
-		vp_out__puts(o, "..;");
-	for (uint32_t i = from; i < n; i++)
-		vp_out__printf(o, "%s%s", i > from ? ";" : "", p->frames[s->frames[i]].name);
+	/* On CPU, runnable or steal: the largest of them names the row. */
+	int big = VP_WALL_RUNNING;
+	for (int i = 0; i < VP_WALL__COUNT; i++)
+		if (r->part[i] > r->part[big])
+			big = i;
+	(void)p;
+	vp_out__printf(o, " [%s]", vp_wall_part_name(big));
 }
 
 static void steal_header(const struct vp_profile *p, struct vp_out *o, uint64_t threads_steal)
@@ -397,10 +660,12 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	struct ttab tt = { 0 };
 	uint32_t *idx = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*idx));
 	struct row *rows = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*rows));
+	struct rowkey *keys = calloc(p->nstacks ? p->nstacks : 1, sizeof(*keys));
+	size_t nkeys = 0;
 	struct tsum *ts = NULL;
 	int ret = -ENOMEM;
 	size_t nidx = 0;
-	if (!idx || !rows)
+	if (!idx || !rows || !keys)
 		goto cleanup;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
@@ -419,6 +684,13 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		for (int k = 0; k < VP_WALL__COUNT; k++)
 			t->part[k] += ev[k] >= 0 ? s->weight[ev[k]] : 0;
 		t->wall += s->weight[wall];
+		if (row_key(p, s, &keys[i]))
+			goto cleanup;
+		nkeys = i + 1;
+		if (vp_jvm_thread_kind(s->comm))
+			t->internal = true;
+		if (starts(keys[i].tag, "[idle: "))
+			t->idle += s->weight[wall];
 		idx[nidx++] = (uint32_t)i;
 	}
 	ts = malloc((tt.n ? tt.n : 1) * sizeof(*ts));
@@ -428,17 +700,24 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	uint64_t all_steal = 0;
 	for (size_t i = 0; i < tt.cap; i++)
 		if (tt.t[i].used) {
+			/* Named as one of HotSpot's, or idle as one most of the time (the
+			 * launcher's thread, a renamed one). */
+			tt.t[i].internal |= tt.t[i].idle * 2 > tt.t[i].wall;
 			ts[nt++] = tt.t[i];
 			all_steal += tt.t[i].part[VP_WALL_STEAL];
 		}
 	vp_sort(ts, nt, sizeof(*ts), cmp_tsum);
 	sort_prof = p;
+	sort_keys = keys;
 	vp_sort(idx, nidx, sizeof(*idx), cmp_group);
 
 	vp_out__puts(o, "# wall time per thread and per stack: running + runnable + blocked + steal = wall\n");
 	vp_out__puts(o, "# running: on CPU (sampled per stack; scaled to the switch tracer's exact time less steal per thread)\n");
 	vp_out__puts(o, "# runnable: waiting on a run queue (preempted, or woken and not yet running)\n");
 	vp_out__puts(o, "# blocked: sleep, park, wait, lock, io, io wait (poll/read), other wait or uninterruptible; steal: the hypervisor had the vCPU\n");
+	vp_out__puts(o, "#   a JVM's own threads waiting for work are [idle: GC worker|compiler|VM|launcher]; [jvm: ...]: held by HotSpot\n");
+	vp_out__puts(o, "# each thread's rows: its innermost Java frames (else native frames) and what they were doing;\n");
+	vp_out__puts(o, "# application threads first, then the JVM's own\n");
 	vp_out__puts(o, "# all figures in milliseconds (ms) of time\n");
 	steal_header(p, o, all_steal);
 	vp_out__puts(o, "#\n");
@@ -455,6 +734,8 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		       "runnable", "blocked", "steal", "wall");
 	for (size_t i = 0; i < nt && (int)i < top; i++) {
 		const struct tsum *t = &ts[i];
+		if (t->internal && (i == 0 || !ts[i - 1].internal))
+			vp_out__puts(o, "# the JVM's own threads (GC, compiler, VM, launcher):\n");
 		vp_out__printf(o, "  %-7u %-7u %-*s", t->pid, t->tid, namew, t->comm ? t->comm : "");
 		ms_cols(o, t->part, t->wall);
 		vp_out__puts(o, "\n");
@@ -480,7 +761,7 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 			vp_out__printf(o, "  %-*s", 16 + namew, "");
 			ms_cols(o, rows[k].part, rows[k].wall);
 			vp_out__puts(o, "  ");
-			label(o, p, &p->stacks[rows[k].first]);
+			label(o, p, &keys[rows[k].first], &rows[k]);
 			vp_out__puts(o, "\n");
 		}
 		if (nr > STACKS_PER_THREAD)
@@ -494,5 +775,8 @@ cleanup:
 	free(ts);
 	free(idx);
 	free(rows);
+	for (size_t i = 0; keys && i < nkeys; i++)
+		free(keys[i].text);
+	free(keys);
 	return ret;
 }

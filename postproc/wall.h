@@ -35,6 +35,32 @@ const char *vp_sched_state_frame(int state);
  * is none. A pure function. */
 int vp_sched_java_state(int state, const char *const *frames, int n, char *detail, size_t len);
 
+/* States the post-processor adds to the kernel's VP_SCHED_* (never on disk), for waits
+ * that are the JVM's own business rather than the application's:
+ *   VP_SCHED_IDLE          a JVM-internal thread waiting for work: "[idle: GC worker]",
+ *                          "[idle: compiler]", "[idle: VM]", "[idle: launcher]" (detail);
+ *   VP_SCHED_BLOCKED_JVM   an application thread held by HotSpot itself: "[blocked: jvm:
+ *                          safepoint]", "[blocked: jvm: VM operation]", "[blocked: jvm]"
+ *                          (a HotSpot Mutex or Monitor, not a Java monitor).
+ * A futex is what every one of these sleeps on, so the kernel's state calls them all
+ * "lock"; the label "[blocked: lock]" is left to Java monitors (detail "monitor") and to
+ * native code's own locks. */
+enum { VP_SCHED_IDLE = 64, VP_SCHED_BLOCKED_JVM };
+
+/* The kind of a HotSpot-internal thread by its name (the agent's full name or the
+ * kernel's first 15 characters): "GC worker", "compiler", "VM", or NULL for any other
+ * (an application thread, or a thread of another runtime). A pure function. */
+const char *vp_jvm_thread_kind(const char *thread);
+
+/* The JVM's own waits, for a blocked state that vp_sched_java_state() left as the
+ * kernel's (lock, sleep, other wait, io wait) with no detail: a thread whose name or
+ * frames (leaf first) are HotSpot's internal ones (VMThread::run, WorkerThread::run,
+ * CompileBroker::compiler_thread_loop, the launcher's JLI_Launch, ...) is VP_SCHED_IDLE
+ * with its kind in detail; a thread held at a safepoint, by a VM operation or in a
+ * HotSpot Mutex/Monitor (not ObjectMonitor) is VP_SCHED_BLOCKED_JVM. Any other state or
+ * thread is returned as it is. A pure function. */
+int vp_sched_jvm_state(int state, const char *thread, const char *const *frames, int n, char *detail, size_t len);
+
 enum vp_wall_part { VP_WALL_RUNNING, VP_WALL_RUNNABLE, VP_WALL_BLOCKED, VP_WALL_STEAL, VP_WALL__COUNT };
 const char *vp_wall_part_name(int part);   /* "running", ... */
 

@@ -37,3 +37,8 @@ viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postpr
 viprof_jvm_test(test-offcpu-attach 180 vp_postproc vp_common LABELS live jvm)
 # Issue 32 item 4: a thread sleeping 1000 calls deep; its blocked time reaches main.
 viprof_jvm_test(test-offcpu-deep 180 vp_postproc vp_common LABELS live jvm)
+# Issue 33 items 1, 2, 6: --wall rows name each thread's Java method and wait kind
+# (WaitMix "mix", launched and attached with -p), JVM-internal waits are idle, not locks (WaitMix "calm": <= 5% lock),
+# a launched JVM's report has no "in no recorded mapping" warning, and a plain recording
+# of one (no -g) no warning at all.
+viprof_jvm_test(test-wall-jvm 180 vp_postproc vp_common LABELS live jvm SCENARIOS mix attach calm plain)

@@ -342,8 +342,8 @@ int main(void)
 	/* Truncated: every walked ending but the root, unknown ones left out: 5 of 8. */
 	ASSERT_CONTAINS(txt, "truncated user stacks 62.5% (5 of 8)");
 	/* The stray frame is reported as such, and no record loss is blamed. */
-	ASSERT_CONTAINS(txt, "# warning: 1 user frames were in no recorded mapping and show as [unknown] (code that no map "
-			     "describes");
+	ASSERT_CONTAINS(txt, "# warning: 1 sampled user addresses were in no recorded mapping and show as [unknown] (code outside "
+			     "every mapping the recorder saw");
 	ASSERT_NULL(strstr(txt, "lost while recording"));
 	free(txt);
 	char *js = render(p, 2, false);
@@ -366,7 +366,7 @@ int main(void)
 	write_codemap(dir2);
 	write_session(dir2, true);
 	p = load(dir2);
-	ASSERT_CONTAINS(p->warnings, "1 user frames were in no recorded mapping and show as [unknown] (some records were lost while recording)");
+	ASSERT_CONTAINS(p->warnings, "1 sampled user addresses were in no recorded mapping and show as [unknown] (some records were lost while recording)");
 	vp_profile__free(p);
 	rm_session(dir2);
 

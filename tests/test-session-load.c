@@ -14,6 +14,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
+#include "postproc/elfsym.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "test.h"
@@ -373,6 +374,80 @@ static void check_newer_format(void)
 	rmdir(dir);
 }
 
+/* Issue 33 item 6: warnings that are true for the session. A sample taken inside execve
+ * holds the calling program's user stack (viprof's launcher before it execs the JVM):
+ * one frame says so, and nothing is "in no recorded mapping". The agent's copy in a
+ * container's /tmp, removed once loaded, is named from this viprof's agent (VIPROF_AGENT
+ * here, libfx.so standing in) when the recorded build-id is the agent's, and only then. */
+static void check_exec_and_agent_copy(void)
+{
+	char dir[] = "/tmp/vp-test-session-exec-XXXXXX", path[600], agent[600];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(agent, sizeof(agent), "%s/libviprof-jvmti.so", dir);
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", FX("libfx.so"), agent);
+	ASSERT_EQ(system(cmd), 0);
+	setenv("VIPROF_AGENT", agent, 1);   /* before anything asks viprof_agent_path() */
+	struct vp_elfsym *es = vp_elfsym__new(NULL);
+	ASSERT_NOT_NULL(es);
+	struct vp_elf *e = vp_elfsym__open(es, agent, 0);
+	ASSERT_NOT_NULL(e);
+	const char *hexid = vp_elf__build_id(e);
+	ASSERT_EQ(strlen(hexid), 40);
+	uint8_t bid[20], other[20];
+	for (int i = 0; i < 20; i++) {
+		unsigned v;
+		ASSERT_EQ(sscanf(hexid + 2 * i, "%2x", &v), 1);
+		bid[i] = (uint8_t)v;
+	}
+	vp_elfsym__free(es);
+	memset(other, 0x5b, sizeof(other));
+
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(w);
+	static const char meta[] = "backend\0bpf\0";
+	ASSERT_OK(cfile_writer__append(w, VP_REC_META, base, meta, sizeof(meta)));
+	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .freq = 1000,
+				    .flags = VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS };
+	strcpy(ev.name, "cpu-clock");
+	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
+	w_ksym(w, K_SYSCALL, 0x80, "do_syscall_64");
+	w_ksym(w, K_SCHED, 0x100, "__x64_sys_execve");
+	/* pid 700, in execve: the launcher's user frames, in no mapping of the new image. */
+	w_comm(w, 0, 700, 700, "java", false);
+	uint64_t ex[] = { K_SCHED + 0x10, K_SYSCALL + 0x20, 0x401000, 0x402000, 0x403000 };
+	w_sample(w, 1 * MS, 700, 700, 2, 3, ex, 2);
+	/* pid 800: the agent's removed copy, recorded with the agent's build-id; pid 900:
+	 * the same name with another build-id (another viprof's agent). */
+	struct map copy = mk_map(FX("libfx.so"), L_BIAS);
+	copy.path = "/tmp/.viprof-gone/libviprof-jvmti.so (deleted)";
+	w_comm(w, 0, 800, 800, "java", false);
+	w_mmap(w, 0, 800, &copy, bid, true);
+	uint64_t in_agent[] = { rt(&copy, a_lib_one) + 5 };
+	w_sample(w, 1 * MS, 800, 800, 0, 1, in_agent, 1);
+	w_comm(w, 0, 900, 900, "java", false);
+	w_mmap(w, 0, 900, &copy, other, true);
+	w_sample(w, 1 * MS, 900, 900, 0, 1, in_agent, 1);
+	struct vp_end end = { .samples = 4, .duration_ns = 20 * MS };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &end, sizeof(end)));
+	ASSERT_OK(cfile_writer__close(w));
+
+	struct vp_profile *p = load(dir, NULL, 0);
+	char *fo = folded(p);
+	fprintf(stderr, "%s\nwarnings: %s\n", fo, p->warnings ? p->warnings : "");
+	ASSERT_CONTAINS(fo, "java;[the program before exec];do_syscall_64_[k];__x64_sys_execve_[k] 2\n");
+	ASSERT_NULL(p->warnings ? strstr(p->warnings, "in no recorded mapping") : NULL);
+	ASSERT_CONTAINS(fo, "java;fx_lib_one 1\n");   /* pid 800 */
+	/* pid 900's copy is not this agent: unnamed, and the warning says it could not be read. */
+	ASSERT_CONTAINS(p->warnings, "libviprof-jvmti.so (deleted): cannot open for symbols");
+	free(fo);
+	vp_profile__free(p);
+	unlink(path);
+	unlink(agent);
+	remove_jit_and_dir(dir);
+}
+
 int main(void)
 {
 	struct timespec ts;
@@ -380,6 +455,8 @@ int main(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1000 * MS;  /* +1 s */
 	pie = mk_map(FX("fx-pie"), P_BIAS);
+	a_lib_one = nm_addr(FX("libfx.nm"), "fx_lib_one");
+	check_exec_and_agent_copy();
 	lib = mk_map(FX("libfx.so"), L_BIAS);
 	lib2 = mk_map(FX("libfx.so"), P_BIAS);  /* where fx-pie was in pid 100's first life */
 	cxx = mk_map(FX("fx-cxx"), 0x560000000000ull);
@@ -434,7 +511,7 @@ int main(void)
 	ASSERT_UEQ(frame_named(p, "fx_lib_two")->addr, a_lib_two);
 	ASSERT_EQ(frame_named(p, "[unknown]")->layer, VP_LAYER_UNKNOWN);
 	ASSERT_CONTAINS(p->warnings, "fx-cxx: file changed since recording");
-	ASSERT_CONTAINS(p->warnings, "1 user frames were in no recorded mapping");
+	ASSERT_CONTAINS(p->warnings, "1 sampled user addresses were in no recorded mapping");
 
 	/* The text report shows the same facts. */
 	char *txt = NULL;

@@ -57,9 +57,123 @@ static void java_states(void)
 	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_FD), "[blocked: io wait]");
 }
 
+/* The JVM's own waits (vp_sched_jvm_state, issue 33): idle, never a lock. */
+static void jvm_states(void)
+{
+	char d[64];
+	ASSERT_STREQ(vp_jvm_thread_kind("GC Thread#3"), "GC worker");
+	ASSERT_STREQ(vp_jvm_thread_kind("G1 Conc#0"), "GC worker");
+	ASSERT_STREQ(vp_jvm_thread_kind("C2 CompilerThre"), "compiler");   /* the kernel's 15 characters */
+	ASSERT_STREQ(vp_jvm_thread_kind("C1 CompilerThread0"), "compiler");
+	ASSERT_STREQ(vp_jvm_thread_kind("VM Thread"), "VM");
+	ASSERT_STREQ(vp_jvm_thread_kind("VM Periodic Task Thread"), "VM");
+	ASSERT_STREQ(vp_jvm_thread_kind("Monitor Deflati"), "VM");
+	ASSERT_STREQ(vp_jvm_thread_kind("viprof-channel"), "profiler agent");
+	ASSERT_NULL(vp_jvm_thread_kind("sleep-request-worker"));
+	ASSERT_NULL(vp_jvm_thread_kind("main"));
+	ASSERT_NULL(vp_jvm_thread_kind(""));
+	/* A GC worker's futex wait, by its name and by its frames alone. */
+	const char *gc[] = { "__futex_abstimed_wait_common", "__new_sem_wait_slow64.constprop.0", "PosixSemaphore::wait()",
+			     "WorkerTaskDispatcher::worker_run_task()", "WorkerThread::run()", "Thread::call_run()" };
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "GC Thread#0", gc, 6, d, sizeof(d)), VP_SCHED_IDLE);
+	ASSERT_STREQ(d, "GC worker");
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "renamed", gc, 6, d, sizeof(d)), VP_SCHED_IDLE);
+	ASSERT_STREQ(d, "GC worker");
+	const char *comp[] = { "__futex_abstimed_wait_common", "pthread_cond_timedwait@@GLIBC_2.3.2",
+			       "os::PlatformMonitor::wait(long)", "Monitor::wait(long)", "CompileQueue::get(CompilerThread*)",
+			       "CompileBroker::compiler_thread_loop()" };
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "C2 CompilerThre", comp, 6, d, sizeof(d)), VP_SCHED_IDLE);
+	ASSERT_STREQ(d, "compiler");
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_IDLE), "[idle]");
+	/* An application thread stopped for a safepoint, or in a HotSpot mutex: the JVM's. */
+	const char *sp[] = { "syscall", "LinuxWaitBarrier::wait(int)", "SafepointSynchronize::block(JavaThread*)",
+			     "Shop.buy()" };
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "worker-1", sp, 4, d, sizeof(d)), VP_SCHED_BLOCKED_JVM);
+	ASSERT_STREQ(d, "safepoint");
+	const char *mx[] = { "__futex_abstimed_wait_common", "os::PlatformMonitor::wait(long)", "Monitor::wait(long)",
+			     "JVM_StartThread", "java.lang.Thread.start0()" };
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "main", mx, 5, d, sizeof(d)), VP_SCHED_BLOCKED_JVM);
+	ASSERT_STREQ(d, "");
+	ASSERT_STREQ(vp_sched_state_frame(VP_SCHED_BLOCKED_JVM), "[blocked: jvm]");
+	/* Native code's own lock in an application thread stays a lock; run-queue waits and
+	 * I/O keep the kernel's state whoever waits. */
+	const char *jni[] = { "__lll_lock_wait", "pthread_mutex_lock", "native_compute", "Shop.callNative()" };
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_LOCK, "worker-1", jni, 4, d, sizeof(d)), VP_SCHED_BLOCKED_LOCK);
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_RUNNABLE_PREEMPT, "GC Thread#0", gc, 6, d, sizeof(d)), VP_SCHED_RUNNABLE_PREEMPT);
+	ASSERT_EQ(vp_sched_jvm_state(VP_SCHED_BLOCKED_IO, "GC Thread#0", gc, 6, d, sizeof(d)), VP_SCHED_BLOCKED_IO);
+}
+
+/* The table's rows for a JVM (issue 33): an application thread first, even when a GC
+ * worker waited longer, each row named by its Java frames and its wait. */
+static void java_rows(void)
+{
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	int on = vp_profile__add_event(p, "cpu-clock", "nanoseconds");
+	int off = vp_profile__add_event(p, "off-cpu", "nanoseconds");
+	uint32_t start = frame(p, "start_thread", VP_LAYER_NATIVE), run = frame(p, "java.lang.Thread.run()", VP_LAYER_INTERPRETED);
+	uint32_t serve = frame(p, "Shop.serve()", VP_LAYER_JIT), nap = frame(p, "Shop.nap(long)", VP_LAYER_JIT);
+	uint32_t jsleep = frame(p, "java.lang.Thread.sleep(long)", VP_LAYER_INTERPRETED);
+	uint32_t jvm = frame(p, "JVM_Sleep", VP_LAYER_JVM), park = frame(p, "os::PlatformEvent::park(long)", VP_LAYER_JVM);
+	uint32_t futex = frame(p, "__futex_abstimed_wait_common", VP_LAYER_NATIVE);
+	uint32_t sched = frame(p, "__schedule", VP_LAYER_KERNEL), sl = frame(p, "[blocked: sleep]", VP_LAYER_KERNEL);
+	uint32_t worker = frame(p, "WorkerThread::run()", VP_LAYER_JVM), sem = frame(p, "PosixSemaphore::wait()", VP_LAYER_JVM);
+	uint32_t idle = frame(p, "[idle: GC worker]", VP_LAYER_KERNEL);
+	uint32_t a[] = { start, run, serve, nap, jsleep, jvm, park, futex, sched, sl };
+	uint32_t b[] = { start, run, serve, nap, jsleep, jvm, park, futex, sched, sl };   /* the same, by another tail */
+	b[7] = frame(p, "pthread_cond_timedwait@@GLIBC_2.3.2", VP_LAYER_NATIVE);
+	uint32_t c[] = { start, run, serve };
+	uint32_t g[] = { start, worker, sem, futex, sched, idle };
+	ASSERT_OK(vp_profile__add(p, a, 10, 20, 21, "shop-worker", off, 200, 200000000));
+	ASSERT_OK(vp_profile__add(p, b, 10, 20, 21, "shop-worker", off, 100, 100000000));
+	ASSERT_OK(vp_profile__add(p, c, 3, 20, 21, "shop-worker", on, 50, 50000000));
+	ASSERT_OK(vp_profile__add(p, g, 6, 20, 22, "GC Thread#0", off, 900, 900000000));
+	struct vp_report_opts ro = { .top = 1 };
+	char path[] = "/tmp/vp-wall-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	struct vp_out o = { 0 };
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(report_wall_text(p, &o, &ro));
+	ASSERT_OK(vp_out__close(&o));
+	FILE *f = fopen(path, "r");
+	char buf[8192];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	fputs(buf, stderr);
+	/* Both tails in one row, named by the application's frames and Thread.sleep. */
+	ASSERT_CONTAINS(buf, "300.0  ..;Shop.serve;Shop.nap;Thread.sleep [sleep]\n");
+	ASSERT_CONTAINS(buf, "Shop.serve [running]");
+	/* --top 1: the application's thread, not the GC worker that waited longer. */
+	ASSERT_CONTAINS(buf, "shop-worker");
+	ASSERT_NULL(strstr(buf, "GC Thread#0"));
+	ASSERT_CONTAINS(buf, "1 more threads");
+	/* All threads: the GC worker after the heading, its row named by the function that
+	 * waited, not by the semaphore and futex below it. */
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(report_wall_text(p, &o, NULL));
+	ASSERT_OK(vp_out__close(&o));
+	f = fopen(path, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	const char *own = strstr(buf, "# the JVM's own threads"), *gcw = strstr(buf, "GC Thread#0");
+	ASSERT_NOT_NULL(own);
+	ASSERT_NOT_NULL(gcw);
+	ASSERT_TRUE(strstr(buf, "shop-worker") < own && own < gcw);
+	ASSERT_CONTAINS(buf, "  start_thread;WorkerThread::run() [idle: GC worker]\n");
+	vp_profile__free(p);
+}
+
 int main(void)
 {
 	java_states();
+	jvm_states();
+	java_rows();
 	struct vp_profile *p = vp_profile__new();
 	char err[256] = "";
 	ASSERT_NOT_NULL(p);
