@@ -436,8 +436,9 @@ EOF
 	grep "$work/xo\| xo$" "$work/sideband" && fail "the execute-only program's mappings or name are in the user's session"
 	n=$(awk -v p="$xopid" '$1 == "samples" && $2 == p { print $3 }' "$work/sideband")
 	echo "samples of the execute-only process $xopid: ${n:-0}"
-	# Its child was the user's own shell from fork to exec: at most a sample or two.
-	[ "${n:-0}" -le 2 ] || fail "${n} samples of the execute-only process are in the user's session"
+	# Its child was the user's own shell from fork to exec: a few samples at most (3 in
+	# a CI run beside other tests), where its 300,000 turns after the exec take hundreds.
+	[ "${n:-0}" -le 10 ] || fail "${n} samples of the execute-only process are in the user's session"
 	# The user's own shell, which ran as long, is there: the test would pass on nothing otherwise.
 	grep -q "mmap .*$(basename "$sh")$" "$work/sideband" || { cat "$work/sideband"; fail "the user's own shell is missing"; }
 	[ "$(awk '$1 == "samples" { s += $3 } END { print s + 0 }' "$work/sideband")" -ge 50 ] ||
