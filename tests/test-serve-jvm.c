@@ -30,12 +30,13 @@
 static char dir[256];
 static pid_t jvm;
 
-/* The JVM's samples in one interval: named JIT leaves, and samples in JitSplit.hot*. */
-static void jvm_samples(const char *sess, double *all, double *named, double *hot)
+/* The JVM's samples in sess from `from` seconds after the session's start on (0: all):
+ * all of them, those whose leaf a code map names, and those in JitSplit's hot methods. */
+static void jvm_samples_from(const char *sess, double from, double *all, double *named, double *hot)
 {
 	char err[512];
 	uint32_t pid = (uint32_t)jvm;
-	struct vp_session_opts o = { .pids = &pid, .npids = 1 };
+	struct vp_session_opts o = { .pids = &pid, .npids = 1, .t_from = from };
 	struct vp_profile *p = vp_profile__new();
 	ASSERT_NOT_NULL(p);
 	if (vp_session__load(sess, p, &o, err, sizeof(err)))
@@ -70,31 +71,6 @@ static uint64_t session_start(const char *sess)
 	uint64_t t = strtoull(p, NULL, 10);
 	free(mj);
 	return t;
-}
-
-/* The JVM's samples in sess from `from` seconds after the session's start on. */
-static void jvm_samples_from(const char *sess, double from, double *all, double *named, double *hot)
-{
-	char err[512];
-	uint32_t pid = (uint32_t)jvm;
-	struct vp_session_opts o = { .pids = &pid, .npids = 1, .t_from = from };
-	struct vp_profile *p = vp_profile__new();
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
-	*all = *named = *hot = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		if (!s->nframes)
-			continue;
-		double n = (double)s->samples[0];
-		const struct vp_frame *leaf = &p->frames[s->frames[s->nframes - 1]];
-		*all += n;
-		if ((leaf->layer == VP_LAYER_JIT || leaf->layer == VP_LAYER_INLINED) && leaf->name[0] != '[')
-			*named += n;
-	}
-	tp_sum(p, &(struct tp_filter){ 0 }, "JitSplit.hot", TP_PREFIX, hot);
-	vp_profile__free(p);
 }
 
 /* Scenario early: a JVM started during an interval is named in that interval, from 5 s
@@ -240,7 +216,7 @@ int main(int argc, char **argv)
 		snprintf(map, sizeof(map), "%s/jit/%d/codemap.vpm", sess, (int)jvm);
 		bool has_map = stat(map, &st) == 0 && st.st_size > 0;
 		double all, named, hot;
-		jvm_samples(sess, &all, &named, &hot);
+		jvm_samples_from(sess, 0, &all, &named, &hot);
 		fprintf(stderr, "%s: JVM %d: code map %s, %.0f samples, %.0f in named JIT code, %.0f in JitSplit.hot*\n",
 			names[i], (int)jvm, has_map ? "yes" : "no", all, named, hot);
 		with_map += has_map;
