@@ -90,7 +90,7 @@ int main(void)
 	vp_profile__free(p);
 
 	/* The command line: every format puts the virtual thread where the thread goes. */
-	static const char *const fmts[][5] = { { "-F", "folded", "-e", "off-cpu", NULL },
+	static const char *const fmts[][6] = { { "-F", "folded", "-e", "off-cpu", "--threads", NULL },
 					       { "-F", "json", "-e", "off-cpu", NULL },
 					       { "--wall", NULL },
 					       { "-F", "html", "-e", "off-cpu", NULL } };
