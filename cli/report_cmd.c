@@ -467,6 +467,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		return usage_error("--reverse inverts text and folded reports; with -F %s %s", vp_report_format_name(a->format),
 				   a->format == VP_REPORT_HTML ? "use the page's Reverse control (#reverse=1)"
 				   : "the stacks keep their order (root first) for the tools that read them");
+	if (a->reverse && a->wall && !a->event && a->format == VP_REPORT_TEXT)
+		return usage_error("the --wall table has no --reverse form; '-e wall --reverse' gives the callers of the "
+				   "frames that took the most wall time");
 	if (a->reverse && a->diff_base)
 		return usage_error("--reverse has no --diff form; invert each run's report instead");
 	if (a->reverse && a->format == VP_REPORT_TEXT && a->sort == VP_SORT_TOTAL)
