@@ -190,7 +190,7 @@ for r in $(seq 1 "$R"); do
 		"$JAVA" "$APOPT" -cp "$CLS" WaitSplit "$SECS" >"$T/ap.out" 2>&1 ||
 			{ cat "$T/ap.out" >&2; echo "async-profiler run failed" >&2; exit 1; }
 	fi
-	"$VP" report "$T/s" --wall -F folded -o "$T/vp.folded" 2>/dev/null
+	"$VP" report "$T/s" --wall -F folded --threads -o "$T/vp.folded" 2>/dev/null
 	shares viprof "$T/vp.folded" >>"$T/all"
 	shares asprof "$T/ap.collapsed" >>"$T/all"
 	echo "round $r done; load $(cut -d' ' -f1-3 /proc/loadavg)"

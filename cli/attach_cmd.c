@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "recorder/jvm_attach.h"
+#include "recorder/jvm_find.h"
 
 /* The agent's own default: a directory of the JVM's user, never a shared one (a user
  * who made /tmp/viprof-jit could have had a root JVM write its maps into it). */
@@ -19,8 +20,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: viprof attach PID [--dir DIR]\n"
-		"Loads the viprof JVMTI agent into the running HotSpot JVM PID (as its user), which then\n"
+		"usage: viprof attach PID|NAME [--dir DIR]\n"
+		"Loads the viprof JVMTI agent into the running HotSpot JVM PID (as its user), or the one JVM\n"
+		"whose main class or jar is NAME (as 'jps -l' shows it: Shop, com.example.Shop, app.jar), which then\n"
 		"writes its JIT code maps to DIR/<pid>/codemap.vpm (default " DEFAULT_DIR ", of the JVM's user),\n"
 		"replaying the "
 		"code compiled before the attach. DIR is a path as the JVM sees it (inside its container); it\n"
@@ -28,6 +30,7 @@ static void usage(FILE *f)
 		"already gets a new map in DIR (the one it was writing is closed) with its live code replayed.\n"
 		"examples:\n"
 		"  viprof attach 4242\n"
+		"  viprof attach com.example.Shop\n"
 		"  viprof attach 4242 --dir /tmp/maps && viprof maps /tmp/maps --pid 4242 list\n");
 }
 
@@ -53,9 +56,19 @@ int cmd_attach(int argc, char **argv)
 		return 2;
 	}
 	char *end;
-	long pid = strtol(argv[optind], &end, 10);
-	if (*end || pid <= 0 || pid > INT32_MAX) {
-		fprintf(stderr, "viprof attach: '%s' is not a process id\n", argv[optind]);
+	const char *target = argv[optind];
+	long pid = strtol(target, &end, 10);
+	if (*end && end == target && *target != '-') {
+		/* A JVM by its main class or jar, as 'record -p' and async-profiler take it. */
+		char why[1024];
+		pid_t found;
+		if (vp_jvm__find(target, &found, why, sizeof(why))) {
+			fprintf(stderr, "viprof attach: %s\n", why);
+			return 1;
+		}
+		pid = found;
+	} else if (*end || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "viprof attach: '%s' is not a process id or a JVM's main class or jar\n", target);
 		return 2;
 	}
 	const char *agent = viprof_agent_path();

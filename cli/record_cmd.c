@@ -357,7 +357,8 @@ static bool rate_sane(const struct vp_record_opts *o)
 				"ask for less, e.g. -F 999\n", (unsigned long long)o->freq, max);
 		return false;
 	}
-	if (o->freq > 10000 && !o->quiet)
+	/* Said also under -q: -q hides progress, not what may make the profile untrue. */
+	if (o->freq > 10000)
 		fprintf(stderr, "viprof: warning: -F %llu: every sample interrupts the program; this often, sampling "
 				"can take much of each CPU and slow what it measures; 999 to 4999 Hz is usually plenty\n",
 			(unsigned long long)o->freq);
@@ -796,7 +797,8 @@ int cmd_record(int argc, char **argv)
 		return record_via_service(&o, sock);
 	}
 	bool on_my_own = !can_sample_fully();
-	if (on_my_own && !o.quiet)
+	/* Also under -q: the report will lack what it names. */
+	if (on_my_own)
 		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
 				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
 				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "cli/record_opts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "recorder/jvm_find.h"
 
 void record_opts__usage(FILE *f)
 {
@@ -39,7 +41,9 @@ void record_opts__usage(FILE *f)
 		"                         needed; bpf backend) or fp (frame pointers only; launched\n"
 		"                         JVMs then get -XX:+PreserveFramePointer)\n"
 		"  -a, --all-cpus         every process on every CPU\n"
-		"  -p, --pid PID[,PID..]  these running processes (and what they fork)\n"
+		"  -p, --pid PID[,PID..]  these running processes (and what they fork); a JVM also by\n"
+		"                         its main class or jar as 'jps -l' shows it (-p Shop,\n"
+		"                         -p com.example.Shop, -p app.jar), when exactly one matches\n"
 		"  -d, --duration TIME    stop after TIME: seconds, or 500ms, 30s, 5m, 1h (default: when\n"
 		"                         CMD exits, or Ctrl-C)\n"
 		"  -o, --output DIR       session directory (default %s)\n"
@@ -56,12 +60,14 @@ void record_opts__usage(FILE *f)
 		"                         (needs BPF and BTF; see 'viprof report --wall')\n"
 		"      --xen-pmu-mode M   in a Xen dom0: set /sys/hypervisor/pmu/pmu_mode to off, self,\n"
 		"                         hv (also sample Xen) or all (also other domains) first\n"
-		"  -q, --quiet            no live status line\n"
+		"  -q, --quiet            no live status line and no progress or summary lines;\n"
+		"                         warnings that bear on the results are still printed\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"examples:\n"
 		"  viprof record -g -- java -jar app.jar        launch and profile a JVM\n"
 		"  viprof record -F 4000 -g -p 1234 -d 30       a running process for 30 s\n"
+		"  viprof record -g -p com.example.Shop -d 30   the running JVM whose main class it is\n"
 		"  viprof record -a -e page-faults -c 1 -d 5    every page fault, system-wide\n"
 		"  viprof record -o run1 --force -- ./bench     replace run1 (old kept as run1.old)\n"
 		"  viprof record -g --off-cpu -- ./server       on-CPU, off-CPU and steal: wall time\n",
@@ -85,15 +91,27 @@ static int parse_pids(struct vp_record_opts *o, const char *arg, char *err, size
 		return -ENOMEM;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		long long pid = vp_parse_num(tok, 0, 4194304);   /* PID_MAX_LIMIT */
+		if (pid < 0 && !isdigit((unsigned char)tok[0]) && tok[0] != '-') {
+			/* A JVM by its main class or jar, as async-profiler takes it. */
+			pid_t found;
+			char why[1024];
+			if (vp_jvm__find(tok, &found, why, sizeof(why))) {
+				ret = fail(err, errlen, "-p %s: %s", tok, why);
+				goto out;
+			}
+			pid = found;
+		}
 		if (pid <= 0) {
-			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a number from 1 to 4194304)", arg, tok);
+			ret = fail(err, errlen, "-p %s: '%s' is not a process id (a number from 1 to 4194304) or a JVM's main class or jar",
+				   arg, tok);
 			goto out;
 		}
 		char path[64];
 		struct stat st;
 		snprintf(path, sizeof(path), "/proc/%lld", pid);
 		if (stat(path, &st) != 0) {
-			ret = fail(err, errlen, "-p %s: no process %lld is running", arg, pid);
+			vp_err_no_process(err, errlen, (long)pid);
+			ret = -EINVAL;
 			goto out;
 		}
 		if (o->npids == RECORD_MAX_PIDS) {

@@ -51,6 +51,9 @@ struct report_args {
 	bool wall;                 /* --wall: running + runnable + blocked + steal */
 	bool vthreads;             /* --vthreads: virtual threads apart from their carriers */
 	int norm;                  /* --norm 1, --no-norm 0, -1: on for --diff and merges */
+	int merge_tiers;           /* --merge-tiers 1, --no-merge-tiers 0, -1: on for --diff */
+	bool threads;              /* --threads: folded lines per thread */
+	bool reverse;              /* --reverse: inverted, callee first */
 	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
 };
 
@@ -61,6 +64,7 @@ static void defaults(struct report_args *a)
 	a->top = 25;
 	a->sort = VP_SORT_SELF;
 	a->norm = -1;
+	a->merge_tiers = -1;
 }
 
 static void usage(FILE *f)
@@ -104,6 +108,17 @@ static void usage(FILE *f)
 		"                         addresses and generated accessor numbers removed\n"
 		"                         (Shop$$Lambda$2.0x7fba7c000c28 -> Shop$$Lambda); on by\n"
 		"                         default with --diff or several DIRs, else off\n"
+		"      --merge-tiers, --no-merge-tiers\n"
+		"                         a Java method as one frame whatever ran it (interpreted,\n"
+		"                         C1, C2, OSR, inlined), in the layer that had most of its\n"
+		"                         samples; on by default with --diff (no colder interpreted\n"
+		"                         and hotter compiled twins), else off\n"
+		"      --threads          folded: each line starts with its thread's name (as\n"
+		"                         async-profiler's -t); without it stacks of all threads\n"
+		"                         merge, as in async-profiler's collapsed output\n"
+		"      --reverse          inverted, callee first: folded lines leaf first; text adds\n"
+		"                         the callers of the hottest frames (html: the page's\n"
+		"                         Reverse control, #reverse=1)\n"
 		"  -I, --include REGEX    only stacks with a frame matching REGEX (POSIX extended;\n"
 		"                         repeatable: any of them)\n"
 		"  -X, --exclude REGEX    without the stacks that have a frame matching REGEX\n"
@@ -122,6 +137,7 @@ static void usage(FILE *f)
 		"  viprof report run1 -F html -o flame.html       an interactive flame graph\n"
 		"  viprof report run1 -F pprof -o run1.pb.gz      then: pprof -http=: run1.pb.gz\n"
 		"  viprof report run1 -F folded | flamegraph.pl   folded stacks for other tools\n"
+		"  viprof report run1 --reverse --top 5           the hottest frames and their callers\n"
 		"  viprof report run1 -F jfr -o run1.jfr          then: jfr print run1.jfr, or open it in JMC\n"
 		"  viprof report run2 --diff run1 -F html -o d.html   what got hotter or colder\n"
 		"  viprof report run1 run2 --layers               two runs merged, by layer\n"
@@ -225,7 +241,8 @@ static int format_for_path(const char *path)
 static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
 	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
-	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY };
+	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
+	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -253,6 +270,10 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
 		{ "simple", no_argument, NULL, OPT_SIMPLE },
 		{ "java-only", no_argument, NULL, OPT_JAVAONLY },
+		{ "merge-tiers", no_argument, NULL, OPT_MERGETIERS },
+		{ "no-merge-tiers", no_argument, NULL, OPT_NOMERGETIERS },
+		{ "threads", no_argument, NULL, OPT_THREADS },
+		{ "reverse", no_argument, NULL, OPT_REVERSE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -396,6 +417,16 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		case OPT_JAVAONLY:
 			a->xf.java_only = true;
 			break;
+		case OPT_MERGETIERS:
+		case OPT_NOMERGETIERS:
+			a->merge_tiers = c == OPT_MERGETIERS;
+			break;
+		case OPT_THREADS:
+			a->threads = true;
+			break;
+		case OPT_REVERSE:
+			a->reverse = true;
+			break;
 		case 'h':
 			*help = true;
 			return 0;
@@ -427,6 +458,24 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		return usage_error("--diff has no pprof form; write both runs as pprof and use 'pprof -diff_base'");
 	if (a->format == VP_REPORT_JFR && a->diff_base)
 		return usage_error("--diff has no JFR form; write each run as JFR and compare them in JMC");
+	if (a->threads && a->format != VP_REPORT_FOLDED)
+		return usage_error("--threads splits folded lines by thread; with -F %s threads are %s", vp_report_format_name(a->format),
+				   a->format == VP_REPORT_HTML ? "the page's 'Per thread' control (#threads=1)"
+				   : a->format == VP_REPORT_TEXT ? "filtered with --tid or --comm (and tabled by --wall)"
+				   : "in every stack already (pprof's thread label, JSON's comm, JFR's thread)");
+	if (a->reverse && a->format != VP_REPORT_FOLDED && a->format != VP_REPORT_TEXT)
+		return usage_error("--reverse inverts text and folded reports; with -F %s %s", vp_report_format_name(a->format),
+				   a->format == VP_REPORT_HTML ? "use the page's Reverse control (#reverse=1)"
+				   : "the stacks keep their order (root first) for the tools that read them");
+	if (a->reverse && a->wall && !a->event && a->format == VP_REPORT_TEXT)
+		return usage_error("the --wall table has no --reverse form; '-e wall --reverse' gives the callers of the "
+				   "frames that took the most wall time");
+	if (a->reverse && a->diff_base)
+		return usage_error("--reverse has no --diff form; invert each run's report instead");
+	if (a->reverse && a->format == VP_REPORT_TEXT && a->sort == VP_SORT_TOTAL)
+		return usage_error("--reverse shows the callers of the frames ranked by self time; drop --sort total");
+	if (a->reverse && a->xf.minwidth > 0)
+		return usage_error("--minwidth cuts the call tree root first, which --reverse inverts; use one of them");
 	if (a->xf.minwidth > 0 && a->format != VP_REPORT_FOLDED && a->format != VP_REPORT_HTML)
 		return usage_error("--minwidth cuts the call tree of html and folded reports; use -F html or -F folded (text has --top)");
 	return 0;
@@ -511,7 +560,8 @@ int cmd_report(int argc, char **argv)
 		goto cleanup;
 	}
 
-	struct vp_report_opts ro = { .top = a.top, .sort = a.sort, .layers = a.layers, .title = a.title };
+	struct vp_report_opts ro = { .top = a.top, .sort = a.sort, .layers = a.layers, .title = a.title,
+				     .threads = a.threads, .reverse = a.reverse };
 	/* The wall view's events are derived from the recorded ones, also when one of
 	 * them is asked for by name (-e blocked). */
 	bool wall_event = a.event && (!strcmp(a.event, "wall") || !strcmp(a.event, "running") ||
@@ -548,7 +598,8 @@ int cmd_report(int argc, char **argv)
 	 * the base of a diff gets the same view so that both sides name frames alike. */
 	a.xf.norm = a.norm == 1 || (a.norm < 0 && (base || ndirs > 1));
 	a.xf.minwidth_event = ro.sort_event;
-	a.xf.minwidth_by_thread = a.format == VP_REPORT_FOLDED;
+	a.xf.minwidth_by_thread = a.format == VP_REPORT_FOLDED && a.threads;
+	a.xf.merge_tiers = a.merge_tiers == 1 || (a.merge_tiers < 0 && base);
 	if (vp_xform__active(&a.xf)) {
 		char xerr[512] = "";
 		struct vp_profile *v = vp_profile__transform(p, &a.xf, xerr, sizeof(xerr)), *bv = NULL;

@@ -810,7 +810,9 @@ static int run(struct stat_ctx *s)
 	} else {
 		s->target = s->o.pid;
 		if (kill(s->target, 0) && errno == ESRCH) {
-			fprintf(stderr, "viprof stat: no process %d; check the pid (ps -e)\n", (int)s->target);
+			char why[256];
+			vp_err_no_process(why, sizeof(why), (long)s->target);
+			fprintf(stderr, "viprof stat: %s\n", why);
 			return 1;
 		}
 		if ((err = scan_threads(s, inherit, false)) < 0) {

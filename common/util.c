@@ -45,6 +45,13 @@ void vp_set_err(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+int vp_err_no_process(char *err, size_t len, long pid)
+{
+	vp_set_err(err, len, "no process %ld is running (it exited, or the pid is wrong); find the pid with 'jps -l' "
+		   "(JVMs) or 'ps -e'", pid);
+	return -ESRCH;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;

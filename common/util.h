@@ -12,6 +12,9 @@
  * callers can pass an optional error buffer straight through. */
 void vp_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vp_vset_err(char *err, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* The one message for a pid that names no running process (record -p, attach, stat, the
+ * service): the same mistake gets the same words and the same fix. Returns -ESRCH. */
+int vp_err_no_process(char *err, size_t len, long pid);
 
 /* Writes all n bytes, retrying after EINTR and short writes. On a non-blocking fd
  * whose reader has not taken the rest VP_WRITE_STALL_MS after the first time it

@@ -18,7 +18,8 @@
 
 bool vp_xform__active(const struct vp_xform *x)
 {
-	return x && (x->norm || x->simple || x->java_only || x->ninclude || x->nexclude || x->minwidth > 0);
+	return x && (x->norm || x->simple || x->java_only || x->merge_tiers || x->ninclude || x->nexclude ||
+		     x->minwidth > 0);
 }
 
 static bool is_java_layer(int layer)
@@ -214,6 +215,13 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	size_t namecap = 0, bufcap = 0;
 	struct mw_tree mw = { 0 };
 	struct vp_profile *dst = NULL;
+	/* --merge-tiers: each frame's group (a Java method by name), each frame's samples,
+	 * and each group's samples by layer (JIT, inlined, interpreted). */
+	struct vp_strtab groups = { 0 };
+	uint32_t *group = NULL;
+	uint64_t *fw = NULL;
+	struct { uint64_t w[3]; } *gw = NULL;
+	size_t gwcap = 0, ngroups = 0;
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -239,6 +247,24 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	match = calloc(src->nframes + 1, 1);
 	if (!fmap || !match)
 		goto cleanup;
+	/* --merge-tiers: each Java method's frames in one group by name, and the layer
+	 * that had most of its samples (a method run mostly interpreted stays
+	 * interpreted). */
+	if (x->merge_tiers) {
+		group = malloc((src->nframes + 1) * sizeof(*group));
+		fw = calloc(src->nframes + 1, sizeof(*fw));
+		if (!group || !fw)
+			goto cleanup;
+		for (size_t i = 0; i < src->nstacks; i++) {
+			const struct vp_stack *s = &src->stacks[i];
+			uint64_t n = 0;
+			for (int e = 0; e < src->nevents; e++)
+				n += s->samples[e];
+			for (uint32_t k = 0; k < s->nframes; k++)
+				fw[s->frames[k]] += n;
+		}
+	}
+	for (int pass = x->merge_tiers ? 0 : 1; pass < 2; pass++)
 	for (size_t i = 0; i < src->nframes; i++) {
 		struct vp_frame f = src->frames[i];
 		size_t need = strlen(f.name) + 1;
@@ -259,6 +285,33 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 		 * differs from run to run with the JIT's timing. */
 		if (x->norm)
 			f.tier = 0;
+		/* Placeholders ("[interpreted]") name no method: they stay apart. */
+		bool merged = x->merge_tiers && is_java_layer(f.layer) && a[0] != '[';
+		if (merged && pass == 0) {
+			int64_t g = vp_strtab__id_copy(&groups, a);
+			if (g < 0 || vp_grow((void **)&gw, &gwcap, (size_t)g + 1, sizeof(*gw)))
+				goto cleanup;
+			if ((size_t)g >= ngroups) {
+				memset(&gw[ngroups], 0, ((size_t)g + 1 - ngroups) * sizeof(*gw));
+				ngroups = (size_t)g + 1;
+			}
+			group[i] = (uint32_t)g;
+			gw[g].w[f.layer - VP_LAYER_JIT] += fw[i];
+			continue;
+		}
+		if (pass == 0)
+			continue;
+		if (merged) {
+			/* JIT, then inlined, then interpreted on a tie: the order of the layers. */
+			const uint64_t *w = gw[group[i]].w;
+			int best = 0;
+			for (int l = 1; l < 3; l++)
+				if (w[l] > w[best])
+					best = l;
+			f.layer = (uint8_t)(VP_LAYER_JIT + best);
+			f.tier = 0;
+			f.image = "[jit]";
+		}
 		if ((fmap[i] = vp_profile__frame(dst, &f)) == NONE)
 			goto cleanup;
 		for (int r = 0; r < ninc && !(match[i] & 1); r++)
@@ -360,6 +413,10 @@ cleanup:
 	for (int r = 0; r < nexc; r++)
 		regfree(&exc[r]);
 	mw_free(&mw);
+	vp_strtab__free(&groups);
+	free(group);
+	free(fw);
+	free(gw);
 	free(fmap);
 	free(match);
 	free(smap);

@@ -17,6 +17,10 @@ struct vp_xform {
 	bool norm;          /* lambda and hidden-class addresses, generated accessor numbers */
 	bool simple;        /* no argument lists (Java and C++ signatures) */
 	bool java_only;     /* stacks start at their outermost Java frame */
+	/* A Java method is one frame whatever ran it: interpreted, C1, C2, OSR or inlined
+	 * code of the same name merge (--merge-tiers), drawn in the layer where most of the
+	 * method's samples were, without a tier. */
+	bool merge_tiers;
 	/* POSIX extended regexes on frame names (after norm and simple): a stack is kept
 	 * if any of its frames matches any include, dropped if any matches any exclude. */
 	const char *include[VP_XFORM_MAX_RE]; int ninclude;

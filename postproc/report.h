@@ -33,6 +33,10 @@ struct vp_report_opts {
 	bool layers;             /* print the per-layer summary (text) */
 	bool color;              /* colour allowed: a terminal and no NO_COLOR */
 	const char *title;       /* overrides the generated title */
+	bool threads;            /* folded: each line starts with its thread's name (async-profiler's
+				  * -t); without, stacks of every thread merge, as its collapsed output */
+	bool reverse;            /* inverted, callee first: folded lines leaf first; text adds the
+				  * callers of the hottest frames (the HTML page has its own control) */
 };
 
 /* Each returns 0 or -errno (the output's sticky error included). base is the profile

@@ -1,5 +1,8 @@
-/* Folded stacks ("comm;root;...;leaf count"), the input of flamegraph.pl and
- * speedscope. Stacks that differ only by pid/tid are merged; counts are samples of
+/* Folded stacks ("root;...;leaf count"), the input of flamegraph.pl and speedscope, as
+ * async-profiler's collapsed output: stacks that differ only by thread are merged, unless
+ * opts->threads asks for a thread level ("comm;root;...;leaf count", async-profiler's -t;
+ * stacks that differ only by pid/tid are merged then); opts->reverse writes each line
+ * leaf first (async-profiler's --reverse: the callers of each hot frame together); counts are samples of
  * opts->sort_event; for time measured at context switches (off-cpu, steal) and the wall
  * view's events a sample is that time in periods of the recording's time event (1.001 ms
  * at 999 Hz), so counts read as milliseconds (docs/offcpu.md, "Units"). Layers are marked with the suffixes flamegraph.pl colours by
@@ -66,12 +69,19 @@ static const char *comm_of(const struct vp_stack *s)
 	return s->comm && *s->comm ? s->comm : "[unknown]";
 }
 
+/* The k-th frame of a line: root first, or leaf first when reversed (--reverse). */
+static uint32_t frame_at(const struct vp_stack *s, uint32_t k, bool reverse)
+{
+	return s->frames[reverse ? s->nframes - 1 - k : k];
+}
+
 /* A cursor over one stack's line, character by character. */
 struct cursor {
 	const struct vp_stack *s;
 	char *const *parts;
 	uint32_t k;          /* 0: in the thread name; k: in frame k - 1 */
 	const char *p;
+	bool reverse;
 };
 
 static int cursor_next(struct cursor *c)
@@ -79,7 +89,7 @@ static int cursor_next(struct cursor *c)
 	while (!*c->p) {
 		if (c->k >= c->s->nframes)
 			return -1;
-		c->p = c->parts[c->s->frames[c->k++]];
+		c->p = c->parts[frame_at(c->s, c->k++, c->reverse)];
 	}
 	char ch = *c->p++;
 	return (unsigned char)(c->k == 0 ? clean(ch) : ch);
@@ -88,6 +98,8 @@ static int cursor_next(struct cursor *c)
 struct sort_ctx {
 	const struct vp_profile *p;
 	char *const *parts;
+	bool threads;        /* lines start with the thread's name */
+	bool reverse;        /* frames leaf first */
 };
 
 /* The order strcmp gives the lines, computed without them. */
@@ -95,12 +107,13 @@ static int cmp_line(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *x = arg;
 	const struct vp_stack *sa = &x->p->stacks[*(const uint32_t *)a], *sb = &x->p->stacks[*(const uint32_t *)b];
-	struct cursor ca = { sa, x->parts, 0, comm_of(sa) }, cb = { sb, x->parts, 0, comm_of(sb) };
+	struct cursor ca = { sa, x->parts, 0, x->threads ? comm_of(sa) : "", x->reverse },
+		      cb = { sb, x->parts, 0, x->threads ? comm_of(sb) : "", x->reverse };
 	if (!strcmp(ca.p, cb.p)) {
 		/* The same thread name and the same leading frames make the same characters:
 		 * start at the first frame that differs. */
 		uint32_t k = 0;
-		while (k < sa->nframes && k < sb->nframes && sa->frames[k] == sb->frames[k])
+		while (k < sa->nframes && k < sb->nframes && frame_at(sa, k, x->reverse) == frame_at(sb, k, x->reverse))
 			k++;
 		ca.k = cb.k = k;
 		ca.p = cb.p = "";
@@ -114,19 +127,23 @@ static int cmp_line(const void *a, const void *b, void *arg)
 	}
 }
 
-static void write_line(struct vp_out *o, const struct vp_stack *s, char *const *parts, uint64_t count)
+static void write_line(struct vp_out *o, const struct vp_stack *s, char *const *parts, bool threads, bool reverse,
+		       uint64_t count)
 {
 	char comm[256];
 	size_t n = 0;
-	for (const char *c = comm_of(s); *c; c++) {
+	for (const char *c = comm_of(s); threads && *c; c++) {
 		comm[n++] = clean(*c);
 		if (n == sizeof(comm) - 1 || !c[1]) {
 			vp_out__write(o, comm, n);
 			n = 0;
 		}
 	}
+	if (!threads && !s->nframes)
+		vp_out__puts(o, "[no frames]");
+	/* Without the thread's name the line starts at the root frame, without its ';'. */
 	for (uint32_t k = 0; k < s->nframes; k++)
-		vp_out__puts(o, parts[s->frames[k]]);
+		vp_out__puts(o, parts[frame_at(s, k, reverse)] + (!threads && k == 0));
 	vp_out__printf(o, " %llu\n", (unsigned long long)count);
 }
 
@@ -147,8 +164,8 @@ int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_
 	for (size_t i = 0; i < p->nstacks; i++)
 		if (p->stacks[i].samples[ev])
 			idx[n++] = (uint32_t)i;
-	/* Sorted, equal lines (stacks that differ only by pid/tid) merged into one. */
-	struct sort_ctx sc = { p, parts };
+	/* Sorted, equal lines (stacks that differ only by thread, or by pid/tid) merged into one. */
+	struct sort_ctx sc = { p, parts, opts && opts->threads, opts && opts->reverse };
 	if (n > 1)
 		qsort_r(idx, n, sizeof(*idx), cmp_line, &sc);
 	for (size_t i = 0; i < n;) {
@@ -156,7 +173,7 @@ int report_folded(const struct vp_profile *p, struct vp_out *o, const struct vp_
 		uint64_t c = p->stacks[idx[i]].samples[ev];
 		while (j < n && !cmp_line(&idx[j], &idx[i], &sc))
 			c += p->stacks[idx[j++]].samples[ev];
-		write_line(o, &p->stacks[idx[i]], parts, c);
+		write_line(o, &p->stacks[idx[i]], parts, sc.threads, sc.reverse, c);
 		i = j;
 	}
 cleanup:

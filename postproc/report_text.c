@@ -23,6 +23,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
+#include "postproc/calltree.h"
 #include "postproc/report.h"
 #include "postproc/session.h"
 #include "postproc/report_util.h"
@@ -469,6 +470,93 @@ static void name_cols(struct vp_out *o, const struct vp_frame *f, int symw, int 
 		       fit(f->name, symw, false, a, sizeof(a)), fit(img, imgw, true, b, sizeof(b)));
 }
 
+/* --reverse: the inverted call tree of each of the hottest frames (callee first), its
+ * callers as far as CALLERS_DEPTH levels, each caller at least CALLERS_MIN_PERMILLE of
+ * the event's samples; shares are of the whole event, as in the table above. */
+#define CALLERS_FRAMES 10
+#define CALLERS_DEPTH 8
+#define CALLERS_MIN_PERMILLE 5
+
+struct callers {
+	struct vp_calltree ct;
+	uint64_t *n;
+	size_t cap;
+};
+
+static void callers_print(const struct vp_profile *p, struct vp_out *o, const struct callers *c, uint32_t node,
+			  int depth, uint64_t evtotal, uint64_t min, int symw)
+{
+	/* The children, the heaviest first (a handful: a selection each time is enough). */
+	uint32_t kids[64];
+	int nk = 0;
+	for (uint32_t k = c->ct.n[node].first_child; k != VP_CALLTREE_NONE && nk < 64; k = c->ct.n[k].next_sibling)
+		if (c->n[k] >= min)
+			kids[nk++] = k;
+	for (int i = 0; i < nk; i++) {
+		int best = i;
+		for (int j = i + 1; j < nk; j++)
+			if (c->n[kids[j]] > c->n[kids[best]] ||
+			    (c->n[kids[j]] == c->n[kids[best]] && kids[j] < kids[best]))
+				best = j;
+		uint32_t k = kids[best];
+		kids[best] = kids[i];
+		kids[i] = k;
+		char buf[1024];
+		vp_out__printf(o, "%7.1f%%  %*s<- %s\n", vp_pct(c->n[k], evtotal), 2 * depth, "",
+			       fit(p->frames[c->ct.n[k].frame].name, symw - 2 * depth, false, buf, sizeof(buf)));
+		if (depth < CALLERS_DEPTH)
+			callers_print(p, o, c, k, depth + 1, evtotal, min, symw);
+	}
+}
+
+static int callers(const struct vp_profile *p, struct vp_out *o, int ev, const struct row *rows, size_t nrows,
+		   uint64_t evtotal, int symw)
+{
+	size_t nf = nrows < CALLERS_FRAMES ? nrows : CALLERS_FRAMES;
+	uint64_t min = (evtotal * CALLERS_MIN_PERMILLE + 999) / 1000;
+	int ret = 0;
+	if (!nf || !evtotal)
+		return 0;
+	vp_out__printf(o, "#\n# callers of the %zu hottest frames (--reverse: callee first, each caller's share of all %s "
+		       "samples; callers under %.1f%% left out):\n", nf, p->events[ev].name, CALLERS_MIN_PERMILLE / 10.0);
+	for (size_t r = 0; r < nf && !ret; r++) {
+		uint32_t f = rows[r].frame;
+		struct callers c = { 0 };
+		uint32_t root = vp_calltree__add(&c.ct, VP_CALLTREE_NONE, f);
+		if (root == VP_CALLTREE_NONE || vp_grow((void **)&c.n, &c.cap, c.ct.len, sizeof(*c.n))) {
+			ret = -ENOMEM;
+			goto next;
+		}
+		c.n[root] = 0;
+		for (size_t i = 0; i < p->nstacks; i++) {
+			const struct vp_stack *s = &p->stacks[i];
+			if (!s->nframes || !s->samples[ev] || s->frames[s->nframes - 1] != f)
+				continue;
+			c.n[root] += s->samples[ev];
+			uint32_t node = root;
+			for (uint32_t d = 0; d < CALLERS_DEPTH + 1 && d + 1 < s->nframes; d++) {
+				size_t len = c.ct.len;
+				node = vp_calltree__child(&c.ct, node, s->frames[s->nframes - 2 - d]);
+				if (node == VP_CALLTREE_NONE ||
+				    (c.ct.len > len && vp_grow((void **)&c.n, &c.cap, c.ct.len, sizeof(*c.n)))) {
+					ret = -ENOMEM;
+					goto next;
+				}
+				if (c.ct.len > len)
+					c.n[node] = 0;
+				c.n[node] += s->samples[ev];
+			}
+		}
+		char buf[1024];
+		vp_out__printf(o, "%7.1f%%  %s\n", vp_pct(c.n[root], evtotal), fit(p->frames[f].name, symw, false, buf, sizeof(buf)));
+		callers_print(p, o, &c, root, 1, evtotal, min, symw);
+next:
+		vp_calltree__free(&c.ct);
+		free(c.n);
+	}
+	return ret;
+}
+
 static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	int ev = opts->sort_event, ncols = 0, cols[MAX_COLS];
@@ -583,6 +671,10 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 			vp_out__printf(o, ": %zu more frames", nrows - shown);
 		vp_out__puts(o, ")\n");
 	}
+	/* The callers of the frames ranked by self; ranked by total, a frame's callers are
+	 * not the whole of its time, so the section says what it shows. */
+	if (opts->reverse && opts->sort == VP_SORT_SELF)
+		ret = callers(p, o, ev, rows, shown, evtotal, symw + imgw);
 cleanup:
 	free(fev);
 	for (int e = 0; e < ncols; e++) {

@@ -78,6 +78,13 @@ static bool park_machinery(const char *f)
 	       strchr(f, '(') == NULL;   /* native frames between the Java ones */
 }
 
+/* Sockets, pipes and files read through NIO or the classic streams. */
+static bool io_frame(const char *f)
+{
+	return starts(f, "sun.nio.ch.") || starts(f, "java.net.") || starts(f, "java.io.FileInputStream.read") ||
+	       starts(f, "java.io.RandomAccessFile.read") || starts(f, "sun.nio.fs.");
+}
+
 int vp_sched_java_state(int state, const char *const *frames, int n, char *detail, size_t len)
 {
 	if (len)
@@ -102,14 +109,20 @@ int vp_sched_java_state(int state, const char *const *frames, int n, char *detai
 		    starts(f, "java.util.concurrent.locks.LockSupport.park") || starts(f, "Unsafe_Park")) {
 			for (int k = i + 1; k < n; k++)
 				if (frames[k] && !park_machinery(frames[k])) {
+					/* A virtual thread's socket read parks through NIO's
+					 * Poller (JDK 21+): it waits for the socket, an io wait
+					 * as a platform thread's poll(2) is. */
+					if (io_frame(frames[k])) {
+						if (len)
+							detail[0] = '\0';
+						return VP_SCHED_BLOCKED_FD;
+					}
 					simple_class(frames[k], detail, len);
 					break;
 				}
 			return VP_SCHED_BLOCKED_PARK;
 		}
-		/* Sockets, pipes and files read through NIO or the classic streams. */
-		if (starts(f, "sun.nio.ch.") || starts(f, "java.net.") || starts(f, "java.io.FileInputStream.read") ||
-		    starts(f, "java.io.RandomAccessFile.read") || starts(f, "sun.nio.fs."))
+		if (io_frame(f))
 			return VP_SCHED_BLOCKED_FD;
 		/* The first Java frame that is none of these: the wait is the native code's. */
 		if (strchr(f, '(') && strchr(f, '.') && f[0] != '[' && !strstr(f, "::"))

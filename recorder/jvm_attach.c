@@ -847,6 +847,8 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 	if (chan)
 		*chan = -1;
 	int ret = read_target(pid, &t);
+	if (ret == -ESRCH || ret == -ENOENT)
+		return vp_err_no_process(err, errlen, (long)pid);
 	if (ret) {
 		vp_set_err(err, errlen, "process %d: %s; check the pid", (int)pid, strerror(-ret));
 		return ret;

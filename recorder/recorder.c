@@ -549,9 +549,7 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	/* A -p target that is gone is refused before anything is recorded. */
 	for (int i = 0; o->target == RECORD_TARGET_PIDS && i < o->npids; i++) {
 		if (kill(o->pids[i], 0) != 0 && errno == ESRCH) {
-			vp_set_err(err, errlen, "process %d does not exist (or exited before recording started)",
-				   (int)o->pids[i]);
-			e = -ESRCH;
+			e = vp_err_no_process(err, errlen, (long)o->pids[i]);
 			goto fail;
 		}
 	}

@@ -192,7 +192,7 @@ static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, s
 
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	if (pid <= 0 || stat(path, &st) != 0) {
-		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		vp_err_no_process(why, len, (long)pid);
 		return -ESRCH;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -208,7 +208,7 @@ static int may_trace(uid_t uid, gid_t gid, pid_t pid, pid_t parent, char *why, s
 	if (f)
 		fclose(f);
 	if (have != 3) {
-		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		vp_err_no_process(why, len, (long)pid);
 		return -ESRCH;
 	}
 	if (parent > 0 && ppid != parent) {
@@ -317,7 +317,7 @@ static int check_and_hold(struct conn *c, pid_t pid, pid_t parent, char *why, si
 	}
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0) {
-		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		vp_err_no_process(why, len, (long)pid);
 		return -ESRCH;
 	}
 	c->pidfds[c->npidfds] = pfd;
@@ -328,7 +328,7 @@ static int check_and_hold(struct conn *c, pid_t pid, pid_t parent, char *why, si
 		return 0;
 	e = kernel_may_read(c->cred.uid, c->cred.gid, pid);
 	if (e == -ESRCH) {
-		vp_set_err(why, len, "process %d does not exist", (int)pid);
+		vp_err_no_process(why, len, (long)pid);
 	} else if (e == -EPERM) {
 		vp_set_err(why, len, "process %d is not dumpable (set-uid, or prctl PR_SET_DUMPABLE 0) or otherwise "
 			   "protected: the kernel would not let you trace it, so neither does the service", (int)pid);

@@ -31,6 +31,9 @@ target_compile_definitions(test-vthreads-jvm PRIVATE VIPROF_AGENT_SO="${CMAKE_BI
   VIPROF_JAVA_CLASSES="${VIPROF_JAVA_CLASSES}" VIPROF_JDK17_HOME="${VIPROF_JDK_HOME}"
   VIPROF_JDK25_HOME="${VIPROF_JDK25_HOME}" VIPROF_BIN="$<TARGET_FILE:viprof>")
 add_dependencies(test-vthreads-jvm viprof-jvmti java-fixtures viprof)
+# Issue 33: a virtual thread's socket read (NIO's Poller) is an io wait (root, BPF, JDK 25).
+add_test(NAME test-vthreads-jvm-socket COMMAND test-vthreads-jvm socket WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-vthreads-jvm-socket PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;jvm")
 viprof_test(test-vthreads-session SOURCES test-vthreads-session.c LIBS vp_postproc LABELS unit)
 # Issue 32 item 2: an attached JVM (-p) whose threads wait long: every blocked interval
 # under its Java caller, and each thread's wall equal to the recording's length.

@@ -98,7 +98,7 @@ static char *write_report(const struct vp_profile *p, bool folded)
 	char path[400];
 	snprintf(path, sizeof(path), "%s/report.txt", dir);
 	struct vp_out o;
-	struct vp_report_opts opts = { .top = 20, .sort = VP_SORT_TOTAL };
+	struct vp_report_opts opts = { .top = 20, .sort = VP_SORT_TOTAL, .threads = true };
 	ASSERT_OK(vp_out__open(&o, path));
 	ASSERT_OK(folded ? report_folded(p, &o, &opts) : report_text(p, NULL, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));

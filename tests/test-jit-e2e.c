@@ -19,7 +19,7 @@ static void run(const char *java)
 		char *e = tu_read(err);
 		FAIL("viprof record exited %d: %s", rc, e);
 	}
-	char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "-o", folded, NULL };
+	char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "--threads", "-o", folded, NULL };
 	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
 
 	FILE *f = fopen(folded, "r");

@@ -91,7 +91,7 @@ static void check_units(const char *dir, const char *sess)
 	/* Full thread names, not the kernel's 15 characters. */
 	ASSERT_CONTAINS(wall, "sleep-request-worker") ;
 	free(wall);
-	char *folded = report(dir, sess, (char *[]){ "-e", "off-cpu", "-F", "folded", "--comm", "sleep-request-worker", NULL });
+	char *folded = report(dir, sess, (char *[]){ "-e", "off-cpu", "-F", "folded", "--threads", "--comm", "sleep-request-worker", NULL });
 	ASSERT_CONTAINS(folded, "sleep-request-worker;");
 	free(folded);
 	char *json = report(dir, sess, (char *[]){ "-e", "off-cpu", "-F", "json", NULL });

@@ -8,12 +8,16 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "cli/record_opts.h"
+#include "common/util.h"
+#include "recorder/jvm_find.h"
 #include "test.h"
 
 static int parse(struct vp_record_opts *o, char *err, size_t errlen, ...)
@@ -126,7 +130,7 @@ static void test_parser(void)
 	ASSERT_EQ(PARSE(&o, "-c", "0", "--", "true"), -EINVAL);
 	ASSERT_CONTAINS(err, "-c 0");
 	ASSERT_EQ(PARSE(&o, "-p", "abc"), -EINVAL);
-	ASSERT_CONTAINS(err, "'abc' is not a process id");
+	ASSERT_CONTAINS(err, "no running JVM has the main class or jar 'abc'");
 	ASSERT_EQ(PARSE(&o, "-p", "0"), -EINVAL);
 	ASSERT_EQ(PARSE(&o, "-p", "4194000"), -EINVAL);   /* well-formed, not running */
 	ASSERT_CONTAINS(err, "no process 4194000");
@@ -202,7 +206,7 @@ static void test_binary(void)
 	ASSERT_EQ(RUN(out, "-F", "99", "-c", "1000", "-o", sess, "--", "true"), 2);
 	ASSERT_CONTAINS(out, "-F and -c");
 	ASSERT_EQ(RUN(out, "-p", "notapid", "-o", sess), 2);
-	ASSERT_CONTAINS(out, "'notapid' is not a process id");
+	ASSERT_CONTAINS(out, "no running JVM has the main class or jar 'notapid'");
 	ASSERT_EQ(RUN(out, "-e", "no-such-event", "-o", sess, "--", "true"), 2);
 	ASSERT_CONTAINS(out, "no-such-event");
 	/* One line: the cause and the fix together, nothing else. */
@@ -229,10 +233,150 @@ static void test_binary(void)
 	rmdir(dir);
 }
 
-int main(void)
+/* A stand-in JVM: this test's own binary run as "java ARGS..." (its /proc/PID/cmdline is
+ * what a JVM's is), until it is killed. Returns once it has exec'd. */
+static pid_t fake_jvm(char *const argv[])
 {
-	test_parser();
-	test_binary();
+	int p[2];
+	ASSERT_OK(pipe2(p, O_CLOEXEC));
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		/* Gone with the test, also when an assert ends it early. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv("/proc/self/exe", argv);
+		_exit(126);
+	}
+	close(p[1]);
+	char c;
+	ASSERT_EQ(read(p[0], &c, 1), 0);   /* EOF: the exec closed the write end */
+	close(p[0]);
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Issue 33: -p takes a JVM's main class or jar, as async-profiler does; none or several
+ * matching is one line naming the candidates. */
+static void test_pid_name(void)
+{
+	struct vp_record_opts o;
+	char err[1024];
+	pid_t a = fake_jvm((char *const[]){ "java", "-Xmx8m", "-cp", "/nonexistent/views8", "--add-opens",
+					    "java.base/java.lang=ALL-UNNAMED", "com.viprof.views8.FakeShopA", "arg", NULL });
+	pid_t b1 = fake_jvm((char *const[]){ "/usr/lib/jvm/bin/java", "com.viprof.views8.FakeShopB", NULL });
+	pid_t b2 = fake_jvm((char *const[]){ "java", "-Dx=1", "com.viprof.views8.FakeShopB", NULL });
+	pid_t j = fake_jvm((char *const[]){ "java", "-jar", "/nonexistent/views8-fake-app.jar", NULL });
+
+	ASSERT_OK(PARSE(&o, "-p", "FakeShopA"));
+	ASSERT_EQ(o.target, RECORD_TARGET_PIDS);
+	ASSERT_EQ(o.npids, 1);
+	ASSERT_EQ(o.pids[0], a);
+	ASSERT_OK(PARSE(&o, "-p", "com.viprof.views8.FakeShopA"));
+	ASSERT_EQ(o.pids[0], a);
+	ASSERT_OK(PARSE(&o, "-p", "views8-fake-app.jar"));
+	ASSERT_EQ(o.pids[0], j);
+	char mix[64];
+	snprintf(mix, sizeof(mix), "views8-fake-app,%d", (int)b1);
+	ASSERT_OK(PARSE(&o, "-p", mix));
+	ASSERT_EQ(o.npids, 2);
+	ASSERT_EQ(o.pids[0], j);
+	ASSERT_EQ(o.pids[1], b1);
+	/* Several: refused, each named by pid and main class. */
+	ASSERT_EQ(PARSE(&o, "-p", "FakeShopB"), -EINVAL);
+	char pb1[32], pb2[32];
+	snprintf(pb1, sizeof(pb1), "%d com.viprof.views8.FakeShopB", (int)b1);
+	snprintf(pb2, sizeof(pb2), "%d com.viprof.views8.FakeShopB", (int)b2);
+	ASSERT_CONTAINS(err, "'FakeShopB' names 2 running JVMs");
+	ASSERT_CONTAINS(err, pb1);
+	ASSERT_CONTAINS(err, pb2);
+	ASSERT_NULL(strchr(err, '\n'));
+	/* None: refused, naming the JVMs that run. */
+	ASSERT_EQ(PARSE(&o, "-p", "NoSuchViews8Main"), -EINVAL);
+	ASSERT_CONTAINS(err, "no running JVM has the main class or jar 'NoSuchViews8Main'");
+	ASSERT_CONTAINS(err, "com.viprof.views8.FakeShopA");
+	ASSERT_NULL(strchr(err, '\n'));
+	stop(a);
+	stop(b1);
+	stop(b2);
+	stop(j);
+	/* The launcher's own argument parsing, for what 'jps -l' would show. */
+	char m[128];
+	ASSERT_OK(vp_jvm__main_of((const char *[]){ "java", "-m", "app/com.x.Main" }, 3, m, sizeof(m)));
+	ASSERT_STREQ(m, "app/com.x.Main");
+	ASSERT_TRUE(vp_jvm__main_matches(m, "Main"));
+	ASSERT_TRUE(vp_jvm__main_matches(m, "com.x.Main"));
+	ASSERT_FALSE(vp_jvm__main_matches(m, "x.Main2"));
+	ASSERT_EQ(vp_jvm__main_of((const char *[]){ "java", "-version" }, 2, m, sizeof(m)), -ENOENT);
+	ASSERT_EQ(vp_jvm__main_of((const char *[]){ "bash", "Main" }, 2, m, sizeof(m)), -EINVAL);
+}
+
+/* Issue 33: -q hides progress, never a warning about the results: the high-rate one
+ * says the profile may be distorted. */
+static void test_quiet(void)
+{
+	long max = vp_read_int_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	if (max <= 10000) {
+		printf("skip: kernel.perf_event_max_sample_rate is %ld here; the high-rate warning needs more than 10000\n", max);
+		exit(77);
+	}
+	char out[16384], dir[] = "/tmp/vp-views8-record-q-XXXXXX", sess[PATH_MAX], hz[32];
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(hz, sizeof(hz), "%ld", max < 20000 ? max : 20000);
+	RUN(out, "-q", "-F", hz, "-d", "0.2", "-o", sess, "--", "true");
+	ASSERT_CONTAINS(out, "warning: -F");
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+/* Issue 33: a pid that names no process gets one message from record, attach and stat
+ * (the service's check uses the same function, vp_err_no_process). */
+static void test_dead_pid(void)
+{
+	pid_t dead = fork();
+	ASSERT_GE(dead, 0);
+	if (dead == 0)
+		_exit(0);
+	ASSERT_EQ(waitpid(dead, NULL, 0), dead);
+	char pid[32], want[256], out[4096];
+	snprintf(pid, sizeof(pid), "%d", (int)dead);
+	vp_err_no_process(want, sizeof(want), (long)dead);
+	ASSERT_EQ(RUN(out, "-p", pid, "-o", "/tmp/vp-views8-never-made"), 2);
+	ASSERT_CONTAINS(out, want);
+	ASSERT_NE(run_viprof(out, sizeof(out), (char *const[]){ VIPROF_BIN, "attach", pid, NULL }), 0);
+	ASSERT_CONTAINS(out, want);
+	ASSERT_NE(run_viprof(out, sizeof(out), (char *const[]){ VIPROF_BIN, "stat", "-p", pid, NULL }), 0);
+	ASSERT_CONTAINS(out, want);
+	struct stat st;
+	ASSERT_NE(stat("/tmp/vp-views8-never-made", &st), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *b = strrchr(argv[0], '/');
+	if (!strcmp(b ? b + 1 : argv[0], "java")) {
+		pause();   /* a stand-in JVM for test_pid_name */
+		return 0;
+	}
+	const char *which = argc > 1 ? argv[1] : "all";
+	bool all = !strcmp(which, "all");
+	if (all || !strcmp(which, "parser"))
+		test_parser();
+	if (all || !strcmp(which, "binary"))
+		test_binary();
+	if (!strcmp(which, "pid-name"))
+		test_pid_name();
+	if (!strcmp(which, "dead-pid"))
+		test_dead_pid();
+	if (!strcmp(which, "quiet"))
+		test_quiet();
 	printf("ok\n");
 	return 0;
 }

@@ -152,7 +152,7 @@ static void write_case(const char *name, const uint8_t *b, size_t len)
 static void expect(const char *name, unsigned groups, const char *warning)
 {
 	char args[512], want[64];
-	snprintf(args, sizeof(args), "report %s -F folded -o folded.txt", name);
+	snprintf(args, sizeof(args), "report %s -F folded --threads -o folded.txt", name);
 	if (viprof(args) != 0)
 		FAIL("%s: report exited non-zero: %s", name, test_slurp_str("err.txt"));
 	char *folded = test_slurp_str("folded.txt"), *err = test_slurp_str("err.txt");

@@ -107,20 +107,39 @@ static void test_idle_and_durations(void)
 	write_session("s1", 1000);
 	write_session("s2", 2000);
 
-	/* Idle samples are the swapper's, as perf says; --pid 0 selects exactly them. */
+	/* Idle samples are the swapper's, as perf says; --pid 0 selects exactly them. Folded
+	 * lines start with the thread's name with --threads (issue 33: not by default). */
 	ASSERT_EQ(viprof("report s1 -F folded"), 0);
 	char *out = test_slurp_str("out.txt");
+	ASSERT_STREQ(out, "default_idle_[k] 100\ndo_syscall_64_[k] 100\n");
+	free(out);
+	ASSERT_EQ(viprof("report s1 -F folded --threads"), 0);
+	out = test_slurp_str("out.txt");
 	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
 	ASSERT_CONTAINS(out, "app;do_syscall_64_[k] 100\n");
 	ASSERT_TRUE(strstr(out, "[unknown]") == NULL);
 	free(out);
-	ASSERT_EQ(viprof("report s1 --pid 0 -F folded"), 0);
+	ASSERT_EQ(viprof("report s1 --pid 0 -F folded --threads"), 0);
 	out = test_slurp_str("out.txt");
 	ASSERT_STREQ(out, "swapper;default_idle_[k] 100\n");
 	free(out);
-	ASSERT_EQ(viprof("report s1 --comm swapper -F folded"), 0);
+	ASSERT_EQ(viprof("report s1 --comm swapper -F folded --threads"), 0);
 	out = test_slurp_str("out.txt");
 	ASSERT_STREQ(out, "swapper;default_idle_[k] 100\n");
+	free(out);
+	/* --threads and --reverse where they mean nothing: one line that says where the
+	 * view is (issue 33). */
+	ASSERT_EQ(viprof("report s1 --threads"), 2);
+	out = test_slurp_str("err.txt");
+	ASSERT_CONTAINS(out, "--threads splits folded lines by thread");
+	free(out);
+	ASSERT_EQ(viprof("report s1 -F html --reverse -o r.html"), 2);
+	out = test_slurp_str("err.txt");
+	ASSERT_CONTAINS(out, "#reverse=1");
+	free(out);
+	ASSERT_EQ(viprof("report s1 -F folded --reverse --threads"), 0);
+	out = test_slurp_str("out.txt");
+	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
 	free(out);
 
 	/* Durations: one session, two merged (the sum: their samples cover 3 s), a window. */
@@ -291,12 +310,12 @@ static void test_format_from_extension(void)
 	ASSERT_EQ(b[0], '{');
 	ASSERT_EQ(viprof("report s1 -o x.collapsed"), 0);
 	char *out = test_slurp_str("x.collapsed");
-	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
+	ASSERT_CONTAINS(out, "default_idle_[k] 100\n");
 	free(out);
 	/* -F wins over a name that says nothing or says text; a contradiction is an error. */
 	ASSERT_EQ(viprof("report s1 -F folded -o x.txt"), 0);
 	out = test_slurp_str("x.txt");
-	ASSERT_CONTAINS(out, "swapper;default_idle_[k] 100\n");
+	ASSERT_CONTAINS(out, "default_idle_[k] 100\n");
 	free(out);
 	ASSERT_EQ(viprof("report s1 -F json -o y.html"), 2);
 	err = test_slurp_str("err.txt");

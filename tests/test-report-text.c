@@ -187,7 +187,7 @@ int main(void)
 	free(t);
 
 	/* Folded: one line per stack, pids merged, layer suffixes, ';' in names replaced. */
-	ro = (struct vp_report_opts){ 0 };
+	ro = (struct vp_report_opts){ .threads = true };
 	t = render(p, NULL, 100, &ro, true);
 	ASSERT_STREQ(t,
 		     "app;main;Foo.bar:x_[j];Foo.inl_[i] 3\n"
@@ -195,7 +195,7 @@ int main(void)
 		     "app;main;work;recurse;recurse;recurse 7\n"
 		     "app;main;work;schedule_[k] 1\n");
 	free(t);
-	ro = (struct vp_report_opts){ .sort_event = 1 };
+	ro = (struct vp_report_opts){ .sort_event = 1, .threads = true };
 	t = render(p, NULL, 100, &ro, true);
 	ASSERT_STREQ(t, "app;main;work 4\n");
 	free(t);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "postproc/profile_xform.h"
+#include "postproc/report.h"
 #include "test-html-util.h"
 #include "test-profile-synth.h"
 #include "test-profile.h"
@@ -241,6 +242,157 @@ static void test_html(void)
 	html_test_end();
 }
 
+/* Writes p (against base when given) in one format to a file and returns it. */
+static char *views_report(const struct vp_profile *p, const struct vp_profile *base, int fmt,
+			  const struct vp_report_opts *ro)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/vp-views8-report.%d", (int)getpid());
+	struct vp_out o;
+	ASSERT_OK(vp_out__open(&o, path));
+	ASSERT_OK(fmt == 0 ? report_text(p, base, &o, ro) : fmt == 1 ? report_folded(p, &o, ro) : report_json(p, base, &o, ro));
+	ASSERT_OK(vp_out__close(&o));
+	char *s = test_slurp(path, NULL);
+	ASSERT_NOT_NULL(s);
+	unlink(path);
+	return s;
+}
+
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *c = hay; (c = strstr(c, needle)); c += strlen(needle))
+		n++;
+	return n;
+}
+
+/* One method run interpreted (30), as C1 (20) and C2 (40) code, and inlined into its
+ * caller (10), by two threads. */
+static struct vp_profile *tiers_profile(uint64_t scale)
+{
+	struct vp_profile *p = vp_profile__new();
+	ASSERT_NOT_NULL(p);
+	ASSERT_EQ(vp_profile__add_event(p, "cpu-clock", "nanoseconds"), 0);
+	uint32_t run = synth_frame(p, VP_LAYER_INTERPRETED, "Shop.run()", "[jit]", 0);
+	uint32_t loop = synth_frame(p, VP_LAYER_JIT, "Shop.loop()", "[jit]", 0);
+	struct vp_frame w = { .name = "Shop.work(int)", .image = "[jit]", .build_id = "", .file = "" };
+	w.layer = VP_LAYER_INTERPRETED;
+	uint32_t wi = vp_profile__frame(p, &w);
+	w.layer = VP_LAYER_JIT;
+	w.tier = 3;
+	uint32_t w1 = vp_profile__frame(p, &w);
+	w.tier = VP_TIER_C2;
+	uint32_t w2 = vp_profile__frame(p, &w);
+	w.layer = VP_LAYER_INLINED;
+	w.tier = 0;
+	uint32_t wl = vp_profile__frame(p, &w);
+	uint32_t ph = synth_frame(p, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", 0);
+	uint32_t a[] = { run, wi }, b[] = { run, w1 }, c[] = { run, w2 }, d[] = { run, loop, wl }, e[] = { run, ph };
+	ASSERT_OK(vp_profile__add(p, a, 2, 10, 11, "worker-1", 0, 30 * scale, 30 * scale * 1000));
+	ASSERT_OK(vp_profile__add(p, b, 2, 10, 12, "worker-2", 0, 20 * scale, 20 * scale * 1000));
+	ASSERT_OK(vp_profile__add(p, c, 2, 10, 11, "worker-1", 0, 40 * scale, 40 * scale * 1000));
+	ASSERT_OK(vp_profile__add(p, d, 3, 10, 12, "worker-2", 0, 10 * scale, 10 * scale * 1000));
+	ASSERT_OK(vp_profile__add(p, e, 2, 10, 12, "worker-2", 0, 5, 5000));
+	return p;
+}
+
+/* Issue 33: --merge-tiers makes a Java method one frame whatever ran it, in the layer
+ * that had most of its samples, in every report (they all read the view). */
+static void test_merge_tiers(void)
+{
+	struct vp_profile *p = tiers_profile(1);
+	char err[256];
+	ASSERT_EQ(count_named(p, "Shop.work(int)"), 4);
+	struct vp_xform x = { .merge_tiers = true };
+	ASSERT_TRUE(vp_xform__active(&x));
+	struct vp_profile *v = vp_profile__transform(p, &x, err, sizeof(err));
+	ASSERT_NOT_NULL(v);
+	ASSERT_EQ(count_named(v, "Shop.work(int)"), 1);
+	ASSERT_EQ(count_named(v, "[interpreted]"), 1);   /* a placeholder names no method */
+	for (size_t i = 0; i < v->nframes; i++)
+		if (!strcmp(v->frames[i].name, "Shop.work(int)")) {
+			ASSERT_EQ(v->frames[i].layer, VP_LAYER_JIT);   /* 60 of its 100 samples */
+			ASSERT_EQ(v->frames[i].tier, 0);
+		} else if (!strcmp(v->frames[i].name, "Shop.run()"))
+			ASSERT_EQ(v->frames[i].layer, VP_LAYER_INTERPRETED);
+	ASSERT_UEQ(samples_with(v, "Shop.work(int)"), 100);
+	struct vp_report_opts ro = { .top = 10 };
+	char *t = views_report(v, NULL, 0, &ro);
+	ASSERT_EQ(occurrences(t, "Shop.work(int)"), 1);
+	ASSERT_CONTAINS(t, "95.2");   /* its 100 self samples of 105 in one row */
+	free(t);
+	t = views_report(v, NULL, 1, &ro);
+	ASSERT_CONTAINS(t, "Shop.run()_[0];Shop.work(int)_[j] 90\n");
+	ASSERT_CONTAINS(t, "Shop.run()_[0];Shop.loop()_[j];Shop.work(int)_[j] 10\n");
+	free(t);
+	/* JSON names each frame in "top" and in the frame table: once each. */
+	t = views_report(v, NULL, 2, &ro);
+	ASSERT_EQ(occurrences(t, "\"name\":\"Shop.work(int)\""), 2);
+	free(t);
+	/* Unmerged, the same reports split it in four. */
+	t = views_report(p, NULL, 2, &ro);
+	ASSERT_EQ(occurrences(t, "\"name\":\"Shop.work(int)\""), 8);
+	free(t);
+	/* A diff of merged views: one row for the method, no colder and hotter twins. */
+	struct vp_profile *b = tiers_profile(2), *bv = vp_profile__transform(b, &x, err, sizeof(err));
+	ASSERT_NOT_NULL(bv);
+	t = views_report(v, bv, 0, &ro);
+	ASSERT_EQ(occurrences(t, "Shop.work(int)"), 1);
+	free(t);
+	vp_profile__free(bv);
+	vp_profile__free(b);
+	vp_profile__free(v);
+	vp_profile__free(p);
+}
+
+/* Issue 33: folded output merges threads unless asked (async-profiler's collapsed and
+ * its -t), and --reverse writes lines leaf first; text --reverse adds the callers. */
+static void test_threads_reverse(void)
+{
+	struct vp_profile *p = tiers_profile(1);
+	struct vp_report_opts ro = { .top = 10 };
+	char *t = views_report(p, NULL, 1, &ro);
+	ASSERT_NULL(strstr(t, "worker-"));
+	ASSERT_CONTAINS(t, "Shop.run()_[0];Shop.work(int)_[j] 40\n");
+	ASSERT_EQ(strncmp(t, "Shop.run()", 10), 0);
+	free(t);
+	ro.threads = true;
+	t = views_report(p, NULL, 1, &ro);
+	ASSERT_CONTAINS(t, "worker-1;Shop.run()_[0];Shop.work(int)_[j] 40\n");
+	free(t);
+	ro.threads = false;
+	ro.reverse = true;
+	t = views_report(p, NULL, 1, &ro);
+	ASSERT_CONTAINS(t, "Shop.work(int)_[i];Shop.loop()_[j];Shop.run()_[0] 10\n");
+	ASSERT_CONTAINS(t, "Shop.work(int)_[0];Shop.run()_[0] 30\n");
+	free(t);
+	/* Merged threads and tiers: the same stack of two threads is one line. */
+	char err[256];
+	struct vp_xform x = { .merge_tiers = true };
+	struct vp_profile *v = vp_profile__transform(p, &x, err, sizeof(err));
+	ASSERT_NOT_NULL(v);
+	ro.reverse = false;
+	t = views_report(v, NULL, 1, &ro);
+	ASSERT_CONTAINS(t, "Shop.run()_[0];Shop.work(int)_[j] 90\n");
+	free(t);
+	/* Text: the hottest frames' callers, callee first. */
+	ro.reverse = true;
+	t = views_report(v, NULL, 0, &ro);
+	const char *sec = strstr(t, "# callers of the");
+	ASSERT_NOT_NULL(sec);
+	ASSERT_CONTAINS(sec, "Shop.work(int)\n");
+	ASSERT_CONTAINS(sec, "<- Shop.run()\n");
+	ASSERT_CONTAINS(sec, "<- Shop.loop()\n");
+	ASSERT_CONTAINS(sec, "    <- Shop.run()\n");   /* loop's caller, one level deeper */
+	free(t);
+	ro.reverse = false;
+	t = views_report(v, NULL, 0, &ro);
+	ASSERT_NULL(strstr(t, "# callers of the"));
+	free(t);
+	vp_profile__free(v);
+	vp_profile__free(p);
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
@@ -250,6 +402,10 @@ int main(int argc, char **argv)
 		test_norm_merge();
 	if (!strcmp(which, "all") || !strcmp(which, "filters"))
 		test_filters();
+	if (!strcmp(which, "all") || !strcmp(which, "merge-tiers"))
+		test_merge_tiers();
+	if (!strcmp(which, "all") || !strcmp(which, "threads-reverse"))
+		test_threads_reverse();
 	if (!strcmp(which, "html"))
 		test_html();
 	return 0;

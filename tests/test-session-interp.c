@@ -241,7 +241,7 @@ static char *render(const struct vp_profile *p, int which, bool layers)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct vp_out o = { .f = f, .width = 200 };
-	struct vp_report_opts ro = { .layers = layers };
+	struct vp_report_opts ro = { .layers = layers, .threads = true };
 	if (which == 0)
 		ASSERT_OK(report_folded(p, &o, &ro));
 	else if (which == 1)

@@ -258,7 +258,7 @@ static char *folded(const struct vp_profile *p)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct vp_out o = { .f = f, .width = 100 };
-	struct vp_report_opts ro = { 0 };
+	struct vp_report_opts ro = { .threads = true };
 	ASSERT_OK(report_folded(p, &o, &ro));
 	fclose(f);
 	return buf;

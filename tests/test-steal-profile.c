@@ -248,7 +248,7 @@ static char *render(const struct vp_profile *p, int which, int sort_event)
 	FILE *f = open_memstream(&buf, &len);
 	ASSERT_NOT_NULL(f);
 	struct vp_out o = { .f = f, .width = 200 };
-	struct vp_report_opts ro = { .sort_event = sort_event };
+	struct vp_report_opts ro = { .sort_event = sort_event, .threads = true };
 	ASSERT_OK(which ? report_folded(p, &o, &ro) : report_text(p, NULL, &o, &ro));
 	fclose(f);
 	return buf;

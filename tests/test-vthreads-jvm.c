@@ -8,7 +8,10 @@
  *   - the unmounted time under napStep is >= 95% "[unmounted: sleep]" and within 15% of
  *     the fixture's own measured total sleep ("slept_ms=N");
  *   - every unmounted wait belongs to a virtual thread, none to a carrier;
- *   - folded, JSON, HTML and the --wall table name them. */
+ *   - folded, JSON, HTML and the --wall table name them.
+ * Scenario "socket" (issue 33): the virtual threads wait in a socket read instead, which
+ * parks them through NIO's Poller: >= 90% of the unmounted time under sockStep is
+ * "[unmounted: io wait]", none "park: Poller", and at least half the fixture's own. */
 #include "test-agent-util.h"
 
 #include "postproc/profile.h"
@@ -21,7 +24,53 @@ static bool is_vthread(const struct vp_stack *s)
 	return (s->tid & VP_VTHREAD_TID_BIT) && !strncmp(s->comm, "[vthread #", 10);
 }
 
-int main(void)
+static void socket_waits(const char *java, char *dir)
+{
+	char sess[400], rout[400], rerr[400];
+	snprintf(sess, sizeof(sess), "%s/s", dir);
+	snprintf(rout, sizeof(rout), "%s/record.out", dir);
+	snprintf(rerr, sizeof(rerr), "%s/record.err", dir);
+	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
+			 VIPROF_JAVA_CLASSES, "VThreads", "3", "socket", NULL };
+	int rc = tu_run(argv, rout, rerr, 90);
+	char *out = tu_read(rout), *err_text = tu_read(rerr);
+	if (rc != 0)
+		FAIL("viprof record exited with %d: %s %s", rc, out, err_text);
+	const char *rd = strstr(out, "read_ms=");
+	if (!rd)
+		FAIL("the fixture did not print read_ms: %s", out);
+	double read_ms = strtod(rd + 8, NULL);
+	ASSERT_GT_F(read_ms, 1000.0);
+	struct vp_session_opts o = { .vthreads = true };
+	struct vp_profile *p = vp_profile__new();
+	char err[512];
+	ASSERT_NOT_NULL(p);
+	if (vp_session__load(sess, p, &o, err, sizeof(err)))
+		FAIL("load %s: %s", sess, err);
+	int off = tp_find_event(p, "off-cpu");
+	ASSERT_GE(off, 0);
+	uint64_t unm = 0, unm_io = 0, poller = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		const char *leaf = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "";
+		if (!s->weight[off] || strncmp(leaf, "[unmounted:", 11) || !tp_stack_has(p, s, "VThreads.sockStep", TP_SUBSTR))
+			continue;
+		unm += s->weight[off];
+		unm_io += !strcmp(leaf, "[unmounted: io wait]") ? s->weight[off] : 0;
+		poller += strstr(leaf, "Poller") ? s->weight[off] : 0;
+	}
+	fprintf(stderr, "unmounted under sockStep %.1f ms (%.1f%% io wait, %.1f ms 'Poller'), the fixture read %.0f ms\n",
+		(double)unm / 1e6, unm ? 100.0 * (double)unm_io / (double)unm : 0.0, (double)poller / 1e6, read_ms);
+	ASSERT_GE_F((double)unm / 1e6, read_ms * 0.5);
+	ASSERT_GE(unm_io * 100, unm * 90);
+	ASSERT_EQ(poller, 0);
+	vp_profile__free(p);
+	free(out);
+	free(err_text);
+	tu_rm_rf(dir);
+}
+
+int main(int ac, char **av)
 {
 	REQUIRE_ROOT();
 	tu_require_fixtures();
@@ -29,6 +78,10 @@ int main(void)
 	if (!java)
 		SKIP("Temurin 25 not installed at %s (virtual threads need JDK 21+)", VIPROF_JDK25_HOME);
 	char *dir = tu_tmpdir("vthreads");
+	if (ac > 1 && !strcmp(av[1], "socket")) {
+		socket_waits(java, dir);
+		return 0;
+	}
 	char sess[400], rout[400], rerr[400];
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
@@ -90,7 +143,7 @@ int main(void)
 	vp_profile__free(p);
 
 	/* The command line: every format puts the virtual thread where the thread goes. */
-	static const char *const fmts[][5] = { { "-F", "folded", "-e", "off-cpu", NULL },
+	static const char *const fmts[][6] = { { "-F", "folded", "-e", "off-cpu", "--threads", NULL },
 					       { "-F", "json", "-e", "off-cpu", NULL },
 					       { "--wall", NULL },
 					       { "-F", "html", "-e", "off-cpu", NULL } };

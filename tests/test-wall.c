@@ -47,6 +47,22 @@ static void java_states(void)
 	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, wait, 3, d, sizeof(d)), VP_SCHED_BLOCKED_OBJWAIT);
 	const char *nio[] = { "__poll", "Java_sun_nio_ch_Net_poll", "sun.nio.ch.Net.poll(java.io.FileDescriptor, int, long)" };
 	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_FD, nio, 3, d, sizeof(d)), VP_SCHED_BLOCKED_FD);
+	/* A virtual thread's socket read (JDK 21+) parks through NIO's Poller: that is an
+	 * io wait, as for a platform thread in poll(2), not "park: Poller" (issue 33). The
+	 * frames are those above the unmount machinery, as the loader passes them. */
+	const char *vnio[] = { "java.util.concurrent.locks.LockSupport.park()",
+			       "sun.nio.ch.Poller.poll2(int, long, java.util.function.BooleanSupplier)",
+			       "sun.nio.ch.Poller.poll(int, int, long, java.util.function.BooleanSupplier)",
+			       "sun.nio.ch.NioSocketImpl.park(java.io.FileDescriptor, int, long)",
+			       "sun.nio.ch.NioSocketImpl.read(byte[], int, int)", "java.net.Socket$SocketInputStream.read(byte[], int, int)",
+			       "Shop.readRequest()" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_WAIT, vnio, 7, d, sizeof(d)), VP_SCHED_BLOCKED_FD);
+	ASSERT_STREQ(d, "");
+	/* A server socket's accept and a channel's read park the same way. */
+	const char *vacc[] = { "jdk.internal.misc.Unsafe.park(boolean, long)", "java.util.concurrent.locks.LockSupport.park()",
+			       "sun.nio.ch.NioSocketImpl.park(java.io.FileDescriptor, int, long)",
+			       "sun.nio.ch.NioSocketImpl.accept(java.net.SocketImpl)", "java.net.ServerSocket.accept()" };
+	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_WAIT, vacc, 5, d, sizeof(d)), VP_SCHED_BLOCKED_FD);
 	/* Native code called from Java keeps the kernel's state; so do I/O wait and run-queue waits. */
 	const char *jni[] = { "__futex_abstimed_wait_common", "my_native_wait", "Shop.callNative()", "java.lang.Thread.sleep(long)" };
 	ASSERT_EQ(vp_sched_java_state(VP_SCHED_BLOCKED_LOCK, jni, 4, d, sizeof(d)), VP_SCHED_BLOCKED_LOCK);

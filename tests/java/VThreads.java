@@ -4,8 +4,18 @@
 // 17 like the other workloads, so the JDK 21 API is reached by reflection; on a JDK
 // without virtual threads it prints "no virtual threads" and exits 3. Prints "ready"
 // when the threads start and, at the end, "slept_ms=N": the virtual threads' own
-// measured time inside napStep(), summed.
+// measured time inside napStep(), summed. With "socket" as args[1] (issue 33) each virtual
+// thread instead reads a byte from a loopback socket in sockStep(), which a platform
+// thread writes every 5 ms: a virtual thread's NIO wait, parked in sun.nio.ch.Poller; it
+// prints "read_ms=N", the time spent inside sockStep(), summed.
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.reflect.Method;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 public class VThreads {
@@ -27,6 +37,47 @@ public class VThreads {
         long t = System.nanoTime();
         Thread.sleep(5);
         slept.addAndGet(System.nanoTime() - t);
+    }
+
+    static ServerSocket server;
+
+    static int sockStep(InputStream in) throws java.io.IOException {
+        long t = System.nanoTime();
+        int b = in.read();
+        slept.addAndGet(System.nanoTime() - t);
+        return b;
+    }
+
+    static void sockBody() {
+        try (Socket s = new Socket(server.getInetAddress(), server.getLocalPort())) {
+            InputStream in = s.getInputStream();
+            while (System.nanoTime() < deadline && sockStep(in) >= 0)
+                ;
+        } catch (java.io.IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /* Accepts n connections, then writes a byte to each every 5 ms until the deadline. */
+    static void serve(int n) {
+        List<OutputStream> outs = new ArrayList<>();
+        List<Socket> conns = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                Socket c = server.accept();
+                conns.add(c);
+                outs.add(c.getOutputStream());
+            }
+            while (System.nanoTime() < deadline) {
+                Thread.sleep(5);
+                for (OutputStream o : outs)
+                    o.write(1);
+            }
+            for (Socket c : conns)
+                c.close();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
     }
 
     static void body() {
@@ -54,14 +105,23 @@ public class VThreads {
         }
         Object builder = ofVirtual.invoke(null);
         Method start = Class.forName("java.lang.Thread$Builder").getMethod("start", Runnable.class);
+        boolean socket = args.length > 1 && args[1].equals("socket");
         deadline = System.nanoTime() + (long) (seconds * 1e9);
         Thread[] ts = new Thread[4];
+        Thread writer = null;
+        if (socket) {
+            server = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
+            writer = new Thread(() -> serve(ts.length), "socket-writer");
+            writer.start();
+        }
         for (int i = 0; i < ts.length; i++)
-            ts[i] = (Thread) start.invoke(builder, (Runnable) VThreads::body);
+            ts[i] = (Thread) start.invoke(builder, socket ? (Runnable) VThreads::sockBody : (Runnable) VThreads::body);
         System.out.println("ready");
         System.out.flush();
         for (Thread t : ts)
             t.join();
-        System.out.println("slept_ms=" + slept.get() / 1_000_000);
+        if (writer != null)
+            writer.join();
+        System.out.println((socket ? "read_ms=" : "slept_ms=") + slept.get() / 1_000_000);
     }
 }
