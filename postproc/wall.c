@@ -314,6 +314,28 @@ static struct tsum *ttab_get(struct ttab *tt, uint32_t pid, uint32_t tid)
 	return &tt->t[h];
 }
 
+/* The parts' sample times, for the HTML strip: each time of the on-CPU, off-CPU and
+ * steal events is also one of its part (an off-CPU one by its stack: runnable or
+ * blocked) and of wall, interval and all, so that the waits in those views' strips are
+ * spread over their intervals as in off-cpu's. 0 or -ENOMEM. */
+static int add_part_times(struct vp_profile *p, int on, int off, int st, const int *ev, int wall)
+{
+	size_t n = p->ntimes;
+	for (size_t i = 0; i < n; i++) {
+		struct vp_sample_time x = p->times[i];   /* a copy: adding moves the array */
+		int part = (int)x.event == on ? VP_WALL_RUNNING : (int)x.event == off ? VP_WALL_BLOCKED
+				: st >= 0 && (int)x.event == st ? VP_WALL_STEAL : -1;
+		if (part < 0 || x.stack >= p->nstacks)
+			continue;
+		if (part == VP_WALL_BLOCKED && is_runnable(p, &p->stacks[x.stack]))
+			part = VP_WALL_RUNNABLE;
+		int ret = part == VP_WALL_STEAL ? 0 : vp_profile__add_span(p, x.stack, ev[part], x.t, x.dur, x.samples);
+		if (ret || (ret = vp_profile__add_span(p, x.stack, wall, x.t, x.dur, x.samples)))
+			return ret;
+	}
+	return 0;
+}
+
 int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen)
 {
 	int wall = find_event(p, "wall");
@@ -407,6 +429,8 @@ int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen)
 			goto cleanup;
 		}
 	}
+	if ((ret = add_part_times(p, on, off, st, ev, wall)))
+		goto cleanup;
 	ret = wall;
 cleanup:
 	free(tt.t);

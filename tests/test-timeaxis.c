@@ -5,7 +5,8 @@
  * CLOCK_MONOTONIC times the fixture printed for each phase, minus the time zero the
  * report's header states:
  *   - the HTML strip holds each phase's samples at its offsets from zero (the sleep's
- *     off-CPU time over its whole second, not piled where it ended);
+ *     off-CPU time, and its "blocked" part of the wall view, over its whole second, not
+ *     piled where it ended);
  *   - 'report --time 0,X' of a short first window finds the first phase's samples;
  *   - 'report --time A,B' inside the sleep counts the overlapping part of the wait.
  * "unit" checks the one rule that apportions an interval's samples to parts of it, and
@@ -199,6 +200,16 @@ static void test_live(const char *viprof, const char *fixture)
 			if ((double)first < 0.35 * (double)all || (double)first > 0.65 * (double)all)
 				FAIL("the sleep's first half holds %llu of its %llu off-CPU samples: not spread over the "
 				     "wait", (unsigned long long)first, (unsigned long long)all);
+			/* The same in the wall view's "blocked" part, which the page derives. */
+			uint64_t *hb = strip_hist(html, event_index(html, "blocked"), &from, &bw, &nb);
+			uint64_t ball = hist_sum(hb, from, bw, nb, 0, 1e30),
+				 bfirst = hist_sum(hb, from, bw, nb, off[1][0] - (double)bw, (off[1][0] + off[1][1]) / 2);
+			printf("INFO: blocked: the sleep's first half holds %llu of %llu\n", (unsigned long long)bfirst,
+			       (unsigned long long)ball);
+			ASSERT_GT(ball, 10);
+			ASSERT_GE_F((double)bfirst, 0.35 * (double)ball);
+			ASSERT_LE_F((double)bfirst, 0.65 * (double)ball);
+			free(hb);
 		}
 		free(h);
 	}
