@@ -214,6 +214,21 @@ static void test_live(const char *viprof, const char *fixture)
 		free(h);
 	}
 
+	/* The whole recording's wall view has a strip too (the parts it is made of all have
+	 * times), whose samples cover the three phases. */
+	{
+		char html[PATH_MAX + 32];
+		snprintf(html, sizeof(html), "%s/all.html", dir);
+		run(dir, (char *const[]){ (char *)viprof, "report", sess, "-F", "html", "-o", html, NULL });
+		uint64_t from, bw, nb, *h = strip_hist(html, event_index(html, "wall"), &from, &bw, &nb);
+		uint64_t all = hist_sum(h, from, bw, nb, 0, 1e30);
+		printf("INFO: wall: %llu samples on the strip from %.3f s\n", (unsigned long long)all, (double)from / 1e9);
+		ASSERT_UEQ(from, 0);
+		for (int i = 0; i < 3; i++)
+			ASSERT_GT(hist_sum(h, from, bw, nb, off[i][0], off[i][1]), 0);
+		free(h);
+	}
+
 	/* report --time 0,X with X short: the first phase's samples are there. */
 	char win[64];
 	snprintf(out, sizeof(out), "%s/first.folded", dir);
