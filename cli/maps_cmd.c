@@ -120,12 +120,13 @@ static int find_pid_dir(const char *dir, long pid, char *out, size_t outlen)
  * 'report --time' counts, common/timezero.h), else the map's own creation. */
 static uint64_t time_base;
 static bool time_base_session;
+static bool time_base_sampling;   /* the session says when its sampling started */
 
 static void set_time_base(const struct vp_codemap *m, const char *dir)
 {
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, dir);
-	uint64_t t0 = access(path, R_OK) == 0 ? vp_session_time_zero(path, NULL) : 0;
+	uint64_t t0 = access(path, R_OK) == 0 ? vp_session_time_zero(path, &time_base_sampling) : 0;
 	time_base = t0 ? t0 : m->created_ns;
 	time_base_session = t0 != 0;
 }
@@ -143,11 +144,12 @@ static int cmd_list(const struct vp_codemap *m)
 	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
 	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
 	if (time_base_session)
-		printf("times in seconds since the session's time zero (its sampling start), as 'report --time' counts them; the map began "
-		       "at %.3f s\n", rel(m, m->created_ns));
+		printf("times in seconds since the session's time zero (%s), as 'report --time' counts them; the map began "
+		       "at %.3f s\n", time_base_sampling ? "its sampling start" : "its recorder's start: the session does not say "
+		       "when sampling started", rel(m, m->created_ns));
 	else
-		printf("times in seconds since the map began (give the session's directory to count from the "
-		       "recording's start)\n");
+		printf("times in seconds since the map began (give the session's directory to count from its time "
+		       "zero, as 'report --time' does)\n");
 	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s  %s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
 	       "unloads", "live", "live-bytes", "dropped", "ended-by");
 	for (size_t i = 0; i < m->nepochs; i++) {
