@@ -347,7 +347,9 @@ void vp_profile__set_time_zero(struct vp_profile *p, uint64_t t0, bool sampling)
 	const char *old = vp_profile__meta(p, "time_zero_monotonic_ns");
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)t0);
 	if (old && strcmp(old, v)) {
+		/* No one instant: each session's times count from its own zero. */
 		vp_profile__set_meta(p, "time_zero", "each merged session's own sampling start");
+		vp_profile__set_meta(p, "time_zero_monotonic_ns", "");
 		return;
 	}
 	vp_profile__set_meta(p, "time_zero_monotonic_ns", v);
