@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "common/chunkfile.h"
 #include "common/session_format.h"
+#include "common/timezero.h"
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
 #include "maps/jit_index.h"
@@ -115,22 +116,19 @@ static int find_pid_dir(const char *dir, long pid, char *out, size_t outlen)
 	return n ? -EINVAL : -ENOENT;
 }
 
-/* The time all seconds count from: the recording's start when DIR is a session (as
- * 'report --time' counts), else the map's own creation. */
+/* The time all seconds count from: the session's time zero when DIR is a session (as
+ * 'report --time' counts, common/timezero.h), else the map's own creation. */
 static uint64_t time_base;
 static bool time_base_session;
+static bool time_base_sampling;   /* the session says when its sampling started */
 
 static void set_time_base(const struct vp_codemap *m, const char *dir)
 {
-	char path[PATH_MAX + 32], err[256];
+	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, dir);
-	struct cfile_reader *r = access(path, R_OK) == 0 ? cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err))
-							 : NULL;
-	time_base = m->created_ns;
-	time_base_session = r && cfile_reader__header(r)->created_ns;
-	if (time_base_session)
-		time_base = cfile_reader__header(r)->created_ns;
-	cfile_reader__close(r);
+	uint64_t t0 = access(path, R_OK) == 0 ? vp_session_time_zero(path, &time_base_sampling) : 0;
+	time_base = t0 ? t0 : m->created_ns;
+	time_base_session = t0 != 0;
 }
 
 static double rel(const struct vp_codemap *m, uint64_t t)
@@ -146,11 +144,12 @@ static int cmd_list(const struct vp_codemap *m)
 	       (m->flags & VP_CM_META_LATE_ATTACH) ? ", attached late" : "",
 	       m->truncated ? ", map ends in a torn chunk (JVM crashed or still running)" : "");
 	if (time_base_session)
-		printf("times in seconds since the recording started, as 'report --time' counts them; the map began "
-		       "at %.3f s\n", rel(m, m->created_ns));
+		printf("times in seconds since the session's time zero (%s), as 'report --time' counts them; the map began "
+		       "at %.3f s\n", time_base_sampling ? "its sampling start" : "its recorder's start: the session does not say "
+		       "when sampling started", rel(m, m->created_ns));
 	else
-		printf("times in seconds since the map began (give the session's directory to count from the "
-		       "recording's start)\n");
+		printf("times in seconds since the map began (give the session's directory to count from its time "
+		       "zero, as 'report --time' does)\n");
 	printf("%6s %10s %10s %-7s %7s %7s %7s %10s %7s  %s\n", "epoch", "begin(s)", "end(s)", "reason", "loads",
 	       "unloads", "live", "live-bytes", "dropped", "ended-by");
 	for (size_t i = 0; i < m->nepochs; i++) {

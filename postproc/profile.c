@@ -304,19 +304,56 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 	return s;
 }
 
-_Static_assert(sizeof(struct vp_sample_time) == 16, "a sample's time in 16 bytes");
+_Static_assert(sizeof(struct vp_sample_time) == 24, "a sample's time in 24 bytes");
 
-int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples)
+int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples)
 {
 	if (!samples)
 		return 0;   /* a tail count: weight without a sample, nothing to place in time */
-	if (event < 0 || event > 255 || t >> 56 || samples > UINT32_MAX)
+	if (event < 0 || event > 255 || (t + dur) >> 56 || samples > UINT32_MAX)
 		return 0;   /* beyond what the strip holds (2 years, 4G periods): its event has no strip */
 	if (vp_grow((void **)&p->times, &p->timescap, p->ntimes + 1, sizeof(*p->times)))
 		return -ENOMEM;
-	p->times[p->ntimes++] = (struct vp_sample_time){ .t = t, .event = (uint64_t)event, .stack = stack,
+	p->times[p->ntimes++] = (struct vp_sample_time){ .t = t, .event = (uint64_t)event, .dur = dur, .stack = stack,
 							 .samples = (uint32_t)samples };
 	return 0;
+}
+
+int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples)
+{
+	return vp_profile__add_span(p, stack, event, t, 0, samples);
+}
+
+/* Rounded cumulative shares: the part of [a, b) is share(b) - share(a), so that the
+ * parts of any partition of the interval add up to samples exactly. */
+static uint64_t cum_share(uint64_t samples, uint64_t x, uint64_t dur)
+{
+	return (uint64_t)(((unsigned __int128)samples * x + dur / 2) / dur);
+}
+
+uint64_t vp_span_share(uint64_t start, uint64_t dur, uint64_t samples, uint64_t a, uint64_t b)
+{
+	if (!dur)
+		return start >= a && start < b ? samples : 0;
+	uint64_t end = start + dur, lo = a > start ? a : start, hi = b < end ? b : end;
+	if (hi <= lo)
+		return 0;
+	return cum_share(samples, hi - start, dur) - cum_share(samples, lo - start, dur);
+}
+
+void vp_profile__set_time_zero(struct vp_profile *p, uint64_t t0, bool sampling)
+{
+	char v[32];
+	const char *old = vp_profile__meta(p, "time_zero_monotonic_ns");
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)t0);
+	if (old && strcmp(old, v)) {
+		/* No one instant: each session's times count from its own zero. */
+		vp_profile__set_meta(p, "time_zero", "each merged session's own sampling start");
+		vp_profile__set_meta(p, "time_zero_monotonic_ns", "");
+		return;
+	}
+	vp_profile__set_meta(p, "time_zero_monotonic_ns", v);
+	vp_profile__set_meta(p, "time_zero", sampling ? "sampling start" : "recorder start (the session does not say when its sampling started)");
 }
 
 int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label)
@@ -342,7 +379,7 @@ int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src
 		const struct vp_sample_time *x = &src->times[i];
 		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
 			continue;
-		int err = vp_profile__add_time(dst, smap[x->stack], evmap[x->event], x->t, x->samples);
+		int err = vp_profile__add_span(dst, smap[x->stack], evmap[x->event], x->t, x->dur, x->samples);
 		if (err)
 			return err;
 	}

@@ -82,20 +82,24 @@ struct vp_thread_times {
 };
 
 /* When samples were taken, for the HTML report's time strip: appended by the loader
- * only when asked (vp_session_opts.times), one entry per sample record (an off-CPU
- * interval's entry holds its sample count). Merges and views carry them along with the
- * stacks they belong to. */
+ * only when asked (vp_session_opts.times), one entry per sample record. An off-CPU sum
+ * (a thread's waits of one stack, summed by the switch tracer) is an interval: its
+ * samples are spread over [t, t + dur) by vp_span_share, in the strip as in report
+ * --time, rather than piled where the wait ended. Merges and views carry them along
+ * with the stacks they belong to. Times count from the session's time zero
+ * (common/timezero.h: when sampling started). */
 struct vp_sample_time {
-	uint64_t t : 56;          /* ns since its recording started, as 'report --time' counts */
+	uint64_t t : 56;          /* ns since time zero: the sample, or its interval's start */
 	uint64_t event : 8;
+	uint64_t dur;             /* the interval's length in ns; 0 for a sample */
 	uint32_t stack;           /* index in stacks */
-	uint32_t samples;         /* 16 bytes a sample: a large session has millions */
+	uint32_t samples;         /* 24 bytes a sample: a large session has millions */
 };
 
 /* A moment the time strip marks: a JVM's code-map epoch boundary (the GC or the address
  * reuse that began the epoch), for the HTML report. */
 struct vp_time_mark {
-	uint64_t t;               /* ns since its recording started */
+	uint64_t t;               /* ns since its recording's time zero */
 	uint32_t pid;
 	char label[48];           /* "GC 17 (full, G1)", "reuse" */
 };
@@ -181,8 +185,20 @@ int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t
 			  const char *comm, int event, uint64_t samples, uint64_t weight, uint32_t *stack);
 
 /* Records that samples of stack (an index from vp_profile__add_stack) were taken at t
- * (ns since the recording started). 0 or -ENOMEM. */
+ * (ns since time zero). 0 or -ENOMEM. */
 int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples);
+/* The same for samples spread over the interval [t, t + dur) (ns since time zero). */
+int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples);
+/* The one rule that places an interval's samples in time: of samples spread evenly
+ * over [start, start + dur), those in [a, b), rounded so that the parts of any
+ * partition of the interval (the HTML strip's buckets, a --time window and the rest)
+ * sum to samples exactly. An instant (dur 0) is all in [a, b) or none. A pure function. */
+uint64_t vp_span_share(uint64_t start, uint64_t dur, uint64_t samples, uint64_t a, uint64_t b);
+/* States the session's time zero (common/timezero.h) in the meta, as every report's
+ * header says it: "time_zero_monotonic_ns" and "time_zero" (what it is: "sampling
+ * start", or "recorder start" for a session older than its sampling start's record).
+ * Sessions merged into one profile each count from their own zero, and it says so. */
+void vp_profile__set_time_zero(struct vp_profile *p, uint64_t t0, bool sampling);
 /* Adds a mark (label copied, cut to fit). 0 or -ENOMEM. */
 int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label);
 /* Copies src's sample times (and marks) into dst: smap maps src stack indices to dst's (UINT32_MAX:

@@ -365,7 +365,8 @@ uint64_t vp_html_bucket_ns(uint64_t span)
  * samples of each tree node (its own, not its children's) per time bucket, as groups
  * [node - previous group's node, k, then k pairs (bucket - previous bucket, samples)],
  * nodes in the tree's output order; null for an event whose samples do not all have a
- * time (steal, the wall view's derived events). Sparse and delta-coded: a node is in a
+ * time (steal split by the hypervisor's clock, a wait of a virtual thread). An off-CPU interval's samples are
+ * spread over the buckets it overlaps (vp_span_share). Sparse and delta-coded: a node is in a
  * few buckets of a few hundred, and small numbers are short in decimal. */
 static int write_times(struct vp_out *o, const struct vp_profile *p, const struct tree *t, const uint32_t *snode,
 		       const uint32_t *outid)
@@ -378,14 +379,22 @@ static int write_times(struct vp_out *o, const struct vp_profile *p, const struc
 			continue;
 		sum[x->event] += x->samples;
 		lo = x->t < lo ? x->t : lo;
-		hi = x->t > hi ? x->t : hi;
+		/* An interval's last instant: its end, less one ns (it is [t, t + dur)). */
+		uint64_t last = x->t + (x->dur ? x->dur - 1 : 0);
+		hi = last > hi ? last : hi;
 	}
 	if (lo > hi)
 		return 0;
+	/* The strip starts at time zero, the axis's origin, as report --time counts; only
+	 * samples that all come late in the span (a --time window far into a long session)
+	 * start it at their first bucket instead. */
+	if (lo <= hi - lo)
+		lo = 0;
 	uint64_t bw = vp_html_bucket_ns(hi - lo);
 	lo -= lo % bw;
 	uint64_t nb = (hi - lo) / bw + 1;
-	struct tcell *c = malloc(p->ntimes * sizeof(*c));
+	size_t cap = p->ntimes, nc;
+	struct tcell *c = malloc(cap * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	vp_out__printf(o, ",\n\"time\":{\"from\":%llu,\"bucket\":%llu,\"n\":%llu,\"ev\":[",
@@ -396,12 +405,30 @@ static int write_times(struct vp_out *o, const struct vp_profile *p, const struc
 			vp_out__puts(o, "null");
 			continue;
 		}
-		size_t nc = 0;
+		nc = 0;
 		for (size_t i = 0; i < p->ntimes; i++) {
 			const struct vp_sample_time *x = &p->times[i];
-			if (x->event == e && x->stack < p->nstacks)
-				c[nc++] = (struct tcell){ .node = outid[snode[x->stack]], .bucket = (uint32_t)((x->t - lo) / bw),
-							  .n = x->samples };
+			if (x->event != e || x->stack >= p->nstacks)
+				continue;
+			uint32_t node = outid[snode[x->stack]];
+			uint64_t b0 = (x->t - lo) / bw, b1 = x->dur ? (x->t + x->dur - 1 - lo) / bw : b0;
+			/* An interval's samples go to the buckets it overlaps, by the part of it in
+			 * each (the rule report --time applies to a window). */
+			for (uint64_t b = b0; b <= b1; b++) {
+				uint64_t n = b0 == b1 ? x->samples : vp_span_share(x->t, x->dur, x->samples, lo + b * bw, lo + (b + 1) * bw);
+				if (!n)
+					continue;
+				if (nc == cap) {
+					cap *= 2;
+					struct tcell *g = realloc(c, cap * sizeof(*c));
+					if (!g) {
+						free(c);
+						return -ENOMEM;
+					}
+					c = g;
+				}
+				c[nc++] = (struct tcell){ .node = node, .bucket = (uint32_t)b, .n = n };
+			}
 		}
 		qsort(c, nc, sizeof(*c), tcell_cmp);
 		vp_out__puts(o, "\n[");

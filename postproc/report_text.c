@@ -276,6 +276,10 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 	const char *d = vp_profile__meta(p, "duration_ns");
 	if (d)
 		vp_out__printf(o, "# duration: %.3f s\n", strtod(d, NULL) / 1e9);
+	const char *z = vp_profile__meta(p, "time_zero"), *zn = vp_profile__meta(p, "time_zero_monotonic_ns");
+	if (z && zn)
+		vp_out__printf(o, "# time zero: %s%s%s%s; --time, the HTML time strip and viprof maps count seconds from it\n",
+			       z, *zn ? ", CLOCK_MONOTONIC " : "", zn, *zn ? " ns" : "");
 	ratios(p, o);
 	steal_note(p, o);
 	static const char *const keys[] = { "backend", "hypervisor", "pmu.device", "pmu.hw_sampling",

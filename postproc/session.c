@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/steal_clock.h"
+#include "common/timezero.h"
 #include "common/util.h"
 #include "postproc/session.h"
 #include "postproc/session_internal.h"
@@ -218,7 +219,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			   path, cfile_reader__header(r)->format_version, VP_SESSION_FORMAT_VERSION);
 		goto cleanup;
 	}
-	l.t0 = cfile_reader__header(r)->created_ns;
+	bool sampling_zero;
+	l.t0 = vp_session_time_zero(path, &sampling_zero);
+	if (!l.t0)
+		l.t0 = cfile_reader__header(r)->created_ns;
+	vp_profile__set_time_zero(p, l.t0, sampling_zero);
 	const struct vp_record *rec;
 	int k;
 	bool first = true;

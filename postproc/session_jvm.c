@@ -71,8 +71,13 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 		char label[300], detail[64], leaf[128];
 		const char *names[MAX_OUT_FRAMES];
 		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
+		/* A wait counts in a --time window by its part inside it, as the kernel
+		 * threads' off-CPU intervals do (loader_resolve_sample). */
+		uint64_t wa = l->t0 + (uint64_t)(l->o->t_from * 1e9), wb = l->o->t_to > 0 ? l->t0 + (uint64_t)(l->o->t_to * 1e9) : UINT64_MAX;
+		from = from > wa ? from : wa;
+		to = to < wb ? to : wb;
 		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
-		if (to <= from || !loader_in_window(l, to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
+		if (to <= from || !in_list(l->o->tids, l->o->ntids, vtid) ||
 		    (l->o->comm && strcmp(l->o->comm, label)))
 			continue;
 		uint32_t n = jvmti_frames(l, cm, w[i].first, w[i].nframes, fr);
@@ -93,7 +98,10 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 		if ((fr[n] = vp_profile__frame(l->p, &lf)) == UINT32_MAX)
 			return -ENOMEM;
 		uint64_t weight = to - from, nsamp = (weight + period / 2) / period;
-		int ret = vp_profile__add(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight);
+		uint32_t sid;
+		int ret = vp_profile__add_stack(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight, &sid);
+		if (!ret && l->o->times)   /* spread over the wait in the HTML strip */
+			ret = vp_profile__add_span(l->p, sid, ev, from - l->t0, weight, nsamp ? nsamp : 1);
 		if (ret)
 			return ret;
 	}

@@ -567,8 +567,14 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	const struct vp_session_opts *o = l->o;
 	if (!in_list(o->pids, o->npids, s->pid) || !in_list(o->tids, o->ntids, s->tid))
 		return 0;
-	double rel = r->time >= l->t0 ? (double)(r->time - l->t0) / 1e9 : 0;
-	if (rel < o->t_from || (o->t_to > 0 && rel > o->t_to))
+	/* An off-CPU sum is the interval [end - period, end] (one wait, or a thread's waits
+	 * of one stack between two drains), clipped at time zero: it counts in a --time
+	 * window by the part that overlaps it (vp_span_share), a sample by its instant. */
+	uint64_t end = r->time >= l->t0 ? r->time - l->t0 : 0, dur = 0, wa = (uint64_t)(o->t_from * 1e9),
+		 wb = o->t_to > 0 ? (uint64_t)(o->t_to * 1e9) : UINT64_MAX;
+	if (s->sched_state)
+		dur = s->period < end ? s->period : end;
+	if (dur ? end <= wa || end - dur >= wb : ((double)end / 1e9 < o->t_from || (o->t_to > 0 && (double)end / 1e9 > o->t_to)))
 		return 0;
 	const char *kcomm, *comm = loader_thread_name(l, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
@@ -821,6 +827,15 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	double scale = loader_sample_scale(l, s->event, r->time);
 	if (scale > 1.0)
 		weight = (uint64_t)((double)s->period * scale + 0.5);
+	uint64_t t_at = end - dur;
+	if (dur && (wa > end - dur || wb < end)) {
+		/* The part of the interval in the window: its share of the time and samples. */
+		uint64_t lo = wa > end - dur ? wa : end - dur, hi = wb < end ? wb : end;
+		weight = (uint64_t)((double)weight * (double)(hi - lo) / (double)dur + 0.5);
+		nsamp = vp_span_share(end - dur, dur, nsamp, lo, hi);
+		t_at = lo;
+		dur = hi - lo;
+	}
 	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, tid, comm, l->evmap[s->event], nsamp,
 					weight, &sid);
 	if (!ret && moved && l->evmap[s->event] == l->time_event) {
@@ -835,6 +850,6 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
 	if (!ret && l->o && l->o->times)
-		ret = vp_profile__add_time(l->p, sid, l->evmap[s->event], r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
+		ret = vp_profile__add_span(l->p, sid, l->evmap[s->event], t_at, dur, nsamp);
 	return ret;
 }

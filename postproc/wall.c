@@ -327,6 +327,55 @@ static struct tsum *ttab_get(struct ttab *tt, uint32_t pid, uint32_t tid)
 	return &tt->t[h];
 }
 
+/* When a thread that ran but was never sampled ran is not known, only that it was
+ * between the first and the last moment the recording saw it (its off-CPU intervals), or
+ * anywhere in the recording when it saw none: its one sample is spread over that span, so
+ * that the parts it is in keep a time strip. Only for profiles with times (HTML). */
+static int not_sampled_time(struct vp_profile *p, uint32_t sid, int running, int wall)
+{
+	if (!p->ntimes)
+		return 0;
+	const struct vp_stack *s = &p->stacks[sid];
+	uint64_t lo = UINT64_MAX, hi = 0, all_hi = 0;
+	for (size_t i = 0; i < p->ntimes; i++) {
+		const struct vp_sample_time *x = &p->times[i];
+		uint64_t end = x->t + x->dur;
+		all_hi = end > all_hi ? end : all_hi;
+		if (x->stack >= p->nstacks || p->stacks[x->stack].pid != s->pid || p->stacks[x->stack].tid != s->tid)
+			continue;
+		lo = x->t < lo ? x->t : lo;
+		hi = end > hi ? end : hi;
+	}
+	if (lo >= hi) {
+		lo = 0;
+		hi = all_hi;
+	}
+	int ret = vp_profile__add_span(p, sid, running, lo, hi - lo, 1);
+	return ret ? ret : vp_profile__add_span(p, sid, wall, lo, hi - lo, 1);
+}
+
+/* The parts' sample times, for the HTML strip: each time of the on-CPU, off-CPU and
+ * steal events is also one of its part (an off-CPU one by its stack: runnable or
+ * blocked) and of wall, interval and all, so that the waits in those views' strips are
+ * spread over their intervals as in off-cpu's. 0 or -ENOMEM. */
+static int add_part_times(struct vp_profile *p, int on, int off, int st, const int *ev, int wall)
+{
+	size_t n = p->ntimes;
+	for (size_t i = 0; i < n; i++) {
+		struct vp_sample_time x = p->times[i];   /* a copy: adding moves the array */
+		int part = (int)x.event == on ? VP_WALL_RUNNING : (int)x.event == off ? VP_WALL_BLOCKED
+				: st >= 0 && (int)x.event == st ? VP_WALL_STEAL : -1;
+		if (part < 0 || x.stack >= p->nstacks)
+			continue;
+		if (part == VP_WALL_BLOCKED && is_runnable(p, &p->stacks[x.stack]))
+			part = VP_WALL_RUNNABLE;
+		int ret = part == VP_WALL_STEAL ? 0 : vp_profile__add_span(p, x.stack, ev[part], x.t, x.dur, x.samples);
+		if (ret || (ret = vp_profile__add_span(p, x.stack, wall, x.t, x.dur, x.samples)))
+			return ret;
+	}
+	return 0;
+}
+
 int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen)
 {
 	int wall = find_event(p, "wall");
@@ -412,14 +461,18 @@ int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen)
 			continue;
 		struct vp_frame f = { .name = "[running: not sampled]", .image = "", .build_id = "", .file = "",
 				      .layer = VP_LAYER_UNKNOWN };
-		uint32_t fid = vp_profile__frame(p, &f);
+		uint32_t fid = vp_profile__frame(p, &f), sid = UINT32_MAX;
 		if (fid == UINT32_MAX ||
-		    (ret = vp_profile__add(p, &fid, 1, x->pid, x->tid, t && t->comm ? t->comm : "", ev[VP_WALL_RUNNING], 1, run)) ||
-		    (ret = vp_profile__add(p, &fid, 1, x->pid, x->tid, t && t->comm ? t->comm : "", wall, 1, run))) {
+		    (ret = vp_profile__add_stack(p, &fid, 1, x->pid, x->tid, t && t->comm ? t->comm : "", ev[VP_WALL_RUNNING], 1,
+						 run, &sid)) ||
+		    (ret = vp_profile__add(p, &fid, 1, x->pid, x->tid, t && t->comm ? t->comm : "", wall, 1, run)) ||
+		    (ret = not_sampled_time(p, sid, ev[VP_WALL_RUNNING], wall))) {
 			ret = ret ? ret : -ENOMEM;
 			goto cleanup;
 		}
 	}
+	if ((ret = add_part_times(p, on, off, st, ev, wall)))
+		goto cleanup;
 	ret = wall;
 cleanup:
 	free(tt.t);

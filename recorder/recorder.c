@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/timezero.h"
 #include "common/util.h"
 #include "recorder/kallsyms.h"
 #include "recorder/offcpu.h"
@@ -134,6 +135,14 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 		 * (lazily, the first seconds of a busy VM's JVMs went unnamed). */
 		vp_unwinder__settle(us->u, 5000);
 	}
+}
+
+/* The session's time zero, when its sampling started (common/timezero.h). */
+static int write_sampling_start(struct vp_session_writer *w, uint64_t start)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start);
+	return vp_session_writer__meta(w, VP_META_SAMPLING_START, buf);
 }
 
 static const char *target_name(enum record_target t)
@@ -619,6 +628,12 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	 * the switch tracer charges time from here on too. */
 	r->start = now_ns(CLOCK_MONOTONIC);
 	record_sched__window(r->sched, r->start, 0);
+	/* Every view's time zero (common/timezero.h): written before the first drain, so
+	 * that it precedes every sample in the stream. */
+	if ((e = write_sampling_start(r->w, r->start))) {
+		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
+		goto fail;
+	}
 	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)
@@ -840,6 +855,9 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	r->w = nw;
 	r->ksl = nksl;
 	r->start = end_time;
+	if ((e = write_sampling_start(nw, end_time)))   /* a failed write stays sticky in nw: its finish says so */
+		fprintf(r->log, "viprof: warning: cannot write the sampling start of %s: %s\n", vp_session_writer__dir(nw),
+			strerror(-e));
 	r->be->counts(r->s, &r->samples_base, &r->lost_base);
 	r->last_steal = end_time;
 	/* The switch tracer's events (steal, off-cpu) are the new session's too. */

@@ -15,22 +15,20 @@
 #include "common/chunkfile.h"
 #include "common/safefs.h"
 #include "common/session_format.h"
+#include "common/timezero.h"
 #include "common/util.h"
 #include "postproc/report.h"
 #include "postproc/report_pipeline.h"
 #include "postproc/session.h"
 #include "service/continuous.h"
 
-/* The session's start (its stream header's CLOCK_MONOTONIC creation time), which the
- * loader's --time windows count from. 0 when unreadable. */
+/* The session's time zero (common/timezero.h), which the loader's --time windows count
+ * from. 0 when unreadable. */
 static uint64_t session_t0(const char *dir)
 {
-	char path[4300], err[256];
+	char path[4300];
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
-	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, sizeof(err));
-	uint64_t t0 = r ? cfile_reader__header(r)->created_ns : 0;
-	cfile_reader__close(r);
-	return t0;
+	return vp_session_time_zero(path, NULL);
 }
 
 /* A copy of p in which each run of kernel frames is one "[kernel]" frame, without

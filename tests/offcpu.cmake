@@ -45,3 +45,11 @@ viprof_jvm_test(test-offcpu-deep 180 vp_postproc vp_common LABELS live jvm)
 # a launched JVM's report has no "in no recorded mapping" warning, and a plain recording
 # of one (no -g) no warning at all.
 viprof_jvm_test(test-wall-jvm 180 vp_postproc vp_common LABELS live jvm SCENARIOS mix attach calm plain)
+# Issue 33 item 5: one time zero (when sampling started) for every view, and waits spread
+# over their interval: the rule and the strip's data (unit); offcpu-fixture's phases at
+# their offsets in the HTML strip and in report --time (live).
+viprof_test(test-timeaxis SOURCES test-timeaxis.c LIBS vp_postproc LABELS unit)
+add_test(NAME test-timeaxis-live COMMAND test-timeaxis live $<TARGET_FILE:viprof> $<TARGET_FILE:offcpu-fixture>
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-timeaxis-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
+add_dependencies(test-timeaxis viprof offcpu-fixture)

@@ -6,6 +6,9 @@ viprof_test(test-pbuf SOURCES test-pbuf.c LIBS vp_common LABELS unit)
 viprof_test(test-calltree SOURCES test-calltree.c LIBS vp_postproc LABELS unit)
 # The flame graph's views (orientation, callers, per thread, event, tooltip) in chromium.
 viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_postproc TIMEOUT 300 LABELS tools)
+# Issue 33 item 7: every control of the view round-trips through the URL fragment, and an
+# edited fragment is applied live (hashchange), in chromium.
+viprof_test(test-report-html-hash SOURCES test-report-html-hash.c LIBS vp_postproc TIMEOUT 120 LABELS tools)
 # Issue 26: the HTML time strip. The embedded per-bucket data equals the profile's (unit);
 # a drag over the strip in chromium narrows the flame graph to that window (tools).
 viprof_test(test-report-html-time SOURCES test-report-html-time.c LIBS vp_postproc LABELS unit)

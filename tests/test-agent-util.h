@@ -136,23 +136,34 @@ static inline char *tu_output(const char *tmp, char *const argv[], const char *w
 	return tu_read(outp);
 }
 
+/* The session's time zero, CLOCK_MONOTONIC ns, from its meta.json: when sampling
+ * started (sampling_start_monotonic_ns, common/timezero.h), which report --time and
+ * viprof maps count from; start_monotonic_ns in a session from before it. */
+static inline uint64_t tu_session_zero(const char *sess)
+{
+	char meta[700];
+	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
+	char *mj = tu_read(meta), *p = strstr(mj, "\"sampling_start_monotonic_ns\"");
+	if (!p)
+		p = strstr(mj, "\"start_monotonic_ns\"");
+	if (!p || !(p = strchr(p, ':')))
+		FAIL("%s has neither sampling_start_monotonic_ns nor start_monotonic_ns", meta);
+	while (*p && (*p < '0' || *p > '9'))
+		p++;
+	uint64_t t = strtoull(p, NULL, 10);
+	free(mj);
+	return t;
+}
+
 /* The windows of CodeReuse's generations (tests/java/CodeReuse.java prints "gen N
- * START END HOT", CLOCK_MONOTONIC ns, per generation) in seconds from the session's start
- * (meta.json's start_monotonic_ns), for report --time and vp_session_opts: from[g], to[g]
+ * START END HOT", CLOCK_MONOTONIC ns, per generation) in seconds from the session's time
+ * zero (tu_session_zero), for report --time and vp_session_opts: from[g], to[g]
  * and, when hot is not NULL, hot[g] (the first call of the generation's code returned)
  * for g = 1..gens. Fails when a generation's line is missing or empty. */
 static inline void tu_gen_windows(const char *out_path, const char *sess, int gens, double *from, double *to,
 				  double *hot)
 {
-	char meta[700];
-	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
-	char *mj = tu_read(meta), *p = strstr(mj, "\"start_monotonic_ns\"");
-	if (!p || !(p = strchr(p + 20, ':')))
-		FAIL("%s has no start_monotonic_ns", meta);
-	while (*p && (*p < '0' || *p > '9'))
-		p++;
-	double start = (double)strtoull(p, NULL, 10);
-	free(mj);
+	double start = (double)tu_session_zero(sess);
 	for (int g = 1; g <= gens; g++)
 		from[g] = to[g] = -1;
 	char *o = tu_read(out_path), *save = NULL;

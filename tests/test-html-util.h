@@ -21,9 +21,9 @@ static inline void write_html(const struct vp_profile *p, const struct vp_profil
 	ASSERT_OK(vp_out__close(&o));
 }
 
-/* Loads file#hash headlessly; returns the DOM after scripts ran, or the screenshot
- * status when png is set. Fails on any console error. */
-static inline char *browse(const char *file, const char *hash, const char *png)
+/* Loads file#hash headlessly with chromium's options extra; returns the DOM after
+ * scripts ran, or the screenshot status when png is set. Fails on any console error. */
+static inline char *browse_opts(const char *file, const char *hash, const char *png, const char *extra)
 {
 	char cmd[4096], err_path[600];
 	snprintf(err_path, sizeof(err_path), "%s/chromium.err", udd);
@@ -33,7 +33,7 @@ static inline char *browse(const char *file, const char *hash, const char *png)
 		 /* a harness page may drive a report in a frame (test-report-html-time) */
 		 "--allow-file-access-from-files "
 		 "--enable-logging=stderr --v=0 %s%s %s 'file://%s/%s%s%s' > %s/dom.html 2> %s",
-		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", "",
+		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", extra,
 		 cwd, file, hash ? "#" : "", hash ? hash : "", udd, err_path);
 	int st = system(cmd);
 	char *err = test_slurp(err_path, NULL);
@@ -47,6 +47,20 @@ static inline char *browse(const char *file, const char *hash, const char *png)
 	char *dom = test_slurp(err_path, NULL);
 	ASSERT_NOT_NULL(dom);
 	return dom;
+}
+
+static inline char *browse(const char *file, const char *hash, const char *png)
+{
+	return browse_opts(file, hash, png, "");
+}
+
+/* The DOM of file once its asynchronous work (events, timers, frames loading) has run
+ * for up to ms of the browser's virtual time. */
+static inline char *browse_wait(const char *file, int ms)
+{
+	char extra[64];
+	snprintf(extra, sizeof(extra), "--virtual-time-budget=%d", ms);
+	return browse_opts(file, NULL, NULL, extra);
 }
 
 /* The <li> of the visible-frames list whose text starts with name, or NULL. */
@@ -93,6 +107,51 @@ static inline void html_test_end(void)
 	if (system(cmd)) {
 		/* nothing more to do */
 	}
+}
+
+/* The embedded JSON of an HTML report, malloc'd. */
+static inline char *data_of(const char *path)
+{
+	char *html = test_slurp(path, NULL);
+	ASSERT_NOT_NULL(html);
+	const char *a = strstr(html, "id=\"viprof-data\">");
+	ASSERT_NOT_NULL(a);
+	a += strlen("id=\"viprof-data\">");
+	const char *b = strstr(a, "</script>");
+	ASSERT_NOT_NULL(b);
+	char *d = strndup(a, (size_t)(b - a));
+	free(html);
+	return d;
+}
+
+/* Reads the integers of a JSON array starting at s ('['), into a malloc'd array. */
+static inline uint64_t *ints(const char *s, size_t *n, const char **endp)
+{
+	ASSERT_TRUE(*s == '[');
+	size_t cap = 1024, len = 0;
+	uint64_t *v = malloc(cap * sizeof(*v));
+	ASSERT_NOT_NULL(v);
+	char *e;
+	for (s++;;) {
+		while (*s == ',' || *s == '\n' || *s == ' ')
+			s++;
+		if (*s == ']')
+			break;
+		bool neg = *s == '-';
+		long long x = strtoll(s, &e, 10);
+		ASSERT_TRUE(e != s);
+		if (len == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof(*v));
+			ASSERT_NOT_NULL(v);
+		}
+		v[len++] = neg ? (uint64_t)-x : (uint64_t)x;   /* frames below 0 only matter as "not a count" */
+		s = e;
+	}
+	*n = len;
+	if (endp)
+		*endp = s + 1;
+	return v;
 }
 
 #endif

@@ -129,7 +129,7 @@ static int run(const char *java, bool jdk17)
 	ml[2] = cmdl;
 	ASSERT_EQ(tu_run(ml, NULL, err, 60), 0);
 	t = tu_read(folded);
-	ASSERT_CONTAINS(t, "times in seconds since the recording started");
+	ASSERT_CONTAINS(t, "times in seconds since the session's time zero (its sampling start), as 'report --time' counts them");
 	free(t);
 	tu_rm_rf(dir);
 	return r;

@@ -154,15 +154,11 @@ static void attach_window(const char *tmp, const char *dir, pid_t pid, const cha
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
 	snprintf(ps, sizeof(ps), "%d", (int)pid);
 	char *mj = tu_read(meta);
-	const char *p = strstr(mj, "\"start_monotonic_ns\""), *q = strstr(mj, "\"duration_s\"");
-	ASSERT_NOT_NULL(p);
+	const char *q = strstr(mj, "\"duration_s\"");
 	ASSERT_NOT_NULL(q);
-	p = strchr(p + 20, ':');
 	q = strchr(q + 12, ':');
-	ASSERT_NOT_NULL(p);
 	ASSERT_NOT_NULL(q);
-	p += strspn(p + 1, " \"") + 1;
-	double start = strtod(p, NULL), dur = strtod(q + 1, NULL);
+	double start = (double)tu_session_zero(dir), dur = strtod(q + 1, NULL);
 	free(mj);
 	char *ml[] = { (char *)VIPROF_BIN, "maps", (char *)dir, "--pid", ps, "list", NULL };
 	char *list = tu_output(tmp, ml, "viprof maps list");

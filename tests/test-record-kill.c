@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/session_format.h"
+#include "common/timezero.h"
 #include "test.h"
 
 static void sleep_ms(long ms)
@@ -115,7 +116,8 @@ int main(void)
 	while ((k = cfile_reader__next(r, &rec_)) == 1) {
 		if (rec_->type == VP_REC_META) {
 			meta++;
-			if (first_non_meta >= 0)
+			/* All but the sampling start, known once the sampler runs (before any sample). */
+			if (first_non_meta >= 0 && strcmp(vp_record_body(rec_), VP_META_SAMPLING_START))
 				meta_after++;
 		} else if (first_non_meta < 0) {
 			first_non_meta = idx;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/session_format.h"
+#include "common/timezero.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
@@ -36,7 +37,7 @@ static int run(char *const argv[], char *out, size_t outlen)
 }
 
 struct stream_facts {
-	long records, meta, meta_after, events, samples, steals, switches, comms, mmaps, synth_mmaps, ends, ksyms;
+	long records, meta, meta_after, sampling_start, events, samples, steals, switches, comms, mmaps, synth_mmaps, ends, ksyms;
 	bool exact_steal;   /* the switch tracer's "steal" event: steal measured per thread */
 	long ksym_dups, ksym_missing_at_end;
 	struct vp_end end;
@@ -68,7 +69,12 @@ static void scan_stream(const char *sess, struct stream_facts *sf)
 		sf->records++;
 		if (rec->type == VP_REC_META) {
 			sf->meta++;
-			sf->meta_after += other_seen;
+			/* The sampling start (every view's time zero) is known only once the
+			 * sampler runs: it follows the EVENT and JVM records, before any sample. */
+			if (!strcmp(b, VP_META_SAMPLING_START))
+				sf->sampling_start += !sf->samples;
+			else
+				sf->meta_after += other_seen;
 			continue;
 		}
 		other_seen = true;
@@ -182,6 +188,7 @@ static void test_launch(const char *backend)
 		sf.samples, sf.steals, sf.switches, sf.comms, sf.mmaps);
 	ASSERT_GE(sf.meta, 10);
 	ASSERT_EQ(sf.meta_after, 0);
+	ASSERT_EQ(sf.sampling_start, 1);
 	ASSERT_EQ(sf.events, 1);
 	ASSERT_EQ(sf.ends, 1);
 	ASSERT_UEQ(sf.end.samples, (uint64_t)sf.samples);

@@ -51,51 +51,6 @@ static struct vp_profile *timed_profile(uint64_t *a_first_half)
 	return p;
 }
 
-/* The embedded JSON of an HTML report, malloc'd. */
-static char *data_of(const char *path)
-{
-	char *html = test_slurp(path, NULL);
-	ASSERT_NOT_NULL(html);
-	const char *a = strstr(html, "id=\"viprof-data\">");
-	ASSERT_NOT_NULL(a);
-	a += strlen("id=\"viprof-data\">");
-	const char *b = strstr(a, "</script>");
-	ASSERT_NOT_NULL(b);
-	char *d = strndup(a, (size_t)(b - a));
-	free(html);
-	return d;
-}
-
-/* Reads the integers of a JSON array starting at s ('['), into a malloc'd array. */
-static uint64_t *ints(const char *s, size_t *n, const char **endp)
-{
-	ASSERT_TRUE(*s == '[');
-	size_t cap = 1024, len = 0;
-	uint64_t *v = malloc(cap * sizeof(*v));
-	ASSERT_NOT_NULL(v);
-	char *e;
-	for (s++;;) {
-		while (*s == ',' || *s == '\n' || *s == ' ')
-			s++;
-		if (*s == ']')
-			break;
-		bool neg = *s == '-';
-		long long x = strtoll(s, &e, 10);
-		ASSERT_TRUE(e != s);
-		if (len == cap) {
-			cap *= 2;
-			v = realloc(v, cap * sizeof(*v));
-			ASSERT_NOT_NULL(v);
-		}
-		v[len++] = neg ? (uint64_t)-x : (uint64_t)x;   /* frames below 0 only matter as "not a count" */
-		s = e;
-	}
-	*n = len;
-	if (endp)
-		*endp = s + 1;
-	return v;
-}
-
 static uint64_t num_after(const char *d, const char *key)
 {
 	const char *k = strstr(d, key);

@@ -58,21 +58,6 @@ static void jvm_samples_from(const char *sess, double from, double *all, double 
 	vp_profile__free(p);
 }
 
-/* The session's start (CLOCK_MONOTONIC ns), from its meta.json. */
-static uint64_t session_start(const char *sess)
-{
-	char meta[700];
-	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
-	char *mj = tu_read(meta), *p = strstr(mj, "\"start_monotonic_ns\"");
-	if (!p || !(p = strchr(p + 20, ':')))
-		FAIL("%s has no start_monotonic_ns", meta);
-	while (*p && (*p < '0' || *p > '9'))
-		p++;
-	uint64_t t = strtoull(p, NULL, 10);
-	free(mj);
-	return t;
-}
-
 /* Scenario early: a JVM started during an interval is named in that interval, from 5 s
  * after its start. */
 static int scenario_early(const char *java)
@@ -115,7 +100,7 @@ static int scenario_early(const char *java)
 	for (int i = 0; i < n; i++) {
 		char sess[600];
 		snprintf(sess, sizeof(sess), "%s/%s", cdir, names[i]);
-		uint64_t st = session_start(sess);
+		uint64_t st = tu_session_zero(sess);
 		if (st <= t_jvm && st >= best_start) {
 			best_start = st;
 			snprintf(best, sizeof(best), "%s", sess);
