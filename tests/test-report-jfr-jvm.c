@@ -5,7 +5,16 @@
  * the stacks' leaf frames) the text report's shares within 1 pp, all four frame types,
  * the main thread by its name, and the hot methods the split the fixture measured of its
  * own CPU (its totals file). Argument: 17 or 25: the JDK that runs the fixture and
- * whose `jfr` reads the file. */
+ * whose `jfr` reads the file.
+ *
+ * With "times" after it (issue 33 item 4): tests/java/JfrTimes (sleeps, monitor and
+ * ReentrantLock waits of known, distinct lengths, each timed by its thread) recorded with
+ * -e cpu-clock,lock,alloc --off-cpu, written as JFR, and checked by
+ * test-report-jfr-check.py with that JDK's jfr: every timed wait is an event of its
+ * thread starting where it started and lasting what it lasted (not one mean per stack),
+ * in order, inside the recording; jfr summary lists jdk.JVMInformation, OSInformation,
+ * CPUInformation, ActiveRecording and ActiveSetting; jfr view contention-by-site (JDK 21
+ * on) gives the longest wait as its max. --off-cpu needs root (BPF). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +40,33 @@ static long *slot(struct count *c, int *n, const char *name)
 	return &c[(*n)++].n;
 }
 
+/* The "times" scenario: see the top of the file. */
+static int times(const char *java, const char *jfr)
+{
+	if (geteuid() != 0)
+		SKIP("--off-cpu needs root here (BPF)");
+	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+		SKIP("python3 is needed to read jfr print --json");
+	char *tmp = tu_tmpdir("jfrtimes");
+	char dir[600], file[600], log[600], out[16384], cmd[4000];
+	snprintf(dir, sizeof(dir), "%s/s", tmp);
+	snprintf(file, sizeof(file), "%s/s.jfr", tmp);
+	snprintf(log, sizeof(log), "%s/waits", tmp);
+	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "cpu-clock,lock,alloc", "--off-cpu", "-o", dir, "--",
+			(char *)java, "-cp", (char *)VIPROF_JAVA_CLASSES, "JfrTimes", "4", log, NULL };
+	int rc = tr_run(tmp, rec, out, sizeof(out));
+	if (rc)
+		FAIL("viprof record exited %d: %s", rc, out);
+	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
+	free(tu_output(tmp, w, "viprof report -F jfr"));
+	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-jfr-check.py %s %s %s %s", SRCDIR, jfr, file, dir,
+		 log);
+	fprintf(stderr, "%s\n", cmd);
+	ASSERT_EQ(system(cmd), 0);
+	tu_rm_rf(tmp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool jdk17;
@@ -40,6 +76,8 @@ int main(int argc, char **argv)
 	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);   /* .../bin/java -> .../bin/jfr */
 	if (access(jfr, X_OK))
 		SKIP("no jfr tool at %s", jfr);
+	if (argc > 2 && !strcmp(argv[2], "times"))
+		return times(java, jfr);
 	char *tmp = tu_tmpdir("jfr");
 	char dir[600], file[600], out[8192];
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
