@@ -202,6 +202,7 @@ void vp_profile__free(struct vp_profile *p)
 	free(p->stacks);
 	free(p->threads);
 	free(p->times);
+	free(p->spans);
 	free(p->marks);
 	vp_profile__free_containers(p);
 	for (size_t i = 0; i < p->nmeta; i++) {
@@ -319,6 +320,18 @@ int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64
 	return 0;
 }
 
+int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t end, uint64_t weight,
+			 unsigned flags)
+{
+	if (event < 0 || event > 255)
+		return 0;
+	if (vp_grow((void **)&p->spans, &p->spanscap, p->nspans + 1, sizeof(*p->spans)))
+		return -ENOMEM;
+	p->spans[p->nspans++] = (struct vp_sample_span){ .end = end, .weight = weight, .stack = stack,
+							 .event = (uint8_t)event, .flags = (uint8_t)flags };
+	return 0;
+}
+
 int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label)
 {
 	if (vp_grow((void **)&p->marks, &p->markscap, p->nmarks + 1, sizeof(*p->marks)))
@@ -343,6 +356,14 @@ int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src
 		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
 			continue;
 		int err = vp_profile__add_time(dst, smap[x->stack], evmap[x->event], x->t, x->samples);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < src->nspans; i++) {
+		const struct vp_sample_span *x = &src->spans[i];
+		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
+			continue;
+		int err = vp_profile__add_span(dst, smap[x->stack], evmap[x->event], x->end, x->weight, x->flags);
 		if (err)
 			return err;
 	}

@@ -195,6 +195,15 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 	META("start_realtime_ns", buf);
 	snprintf(buf, sizeof(buf), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
 	META("ncpus", buf);
+	/* The agent's settings, for JFR's jdk.ActiveSetting events. */
+	if (o->alloc_bytes) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->alloc_bytes);
+		META("alloc.interval_bytes", buf);
+	}
+	if (o->lock) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->lock_ns);
+		META("lock.threshold_ns", buf);
+	}
 #undef META
 	if (e)
 		return e;
@@ -621,6 +630,14 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	 * the switch tracer charges time from here on too. */
 	r->start = now_ns(CLOCK_MONOTONIC);
 	record_sched__window(r->sched, r->start, 0);
+	{
+		/* Where the window that END's duration counts opens (start_monotonic_ns is before
+		 * the setup above): readers that place events on the wall clock (JFR) need it. */
+		char body[64];
+		int kl = snprintf(body, sizeof(body), "window.start_monotonic_ns") + 1;
+		int vl = snprintf(body + kl, sizeof(body) - (size_t)kl, "%llu", (unsigned long long)r->start) + 1;
+		r->cfg.sink.emit(r->cfg.sink.ctx, VP_REC_META, r->start, body, (size_t)(kl + vl));
+	}
 	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)

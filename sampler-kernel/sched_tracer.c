@@ -96,7 +96,15 @@ int vp_sched__emit_events(struct vp_sched *s)
 		return 0;
 	if ((rc = emit_event(s, s->cfg.first_event, "steal")))
 		return rc;
-	return s->cfg.off_cpu ? emit_event(s, s->cfg.first_event + 1, "off-cpu") : 0;
+	if (!s->cfg.off_cpu)
+		return 0;
+	if ((rc = emit_event(s, s->cfg.first_event + 1, "off-cpu")))
+		return rc;
+	/* Which off-CPU intervals the session holds one by one (VP_SAMPLE_ONE_INTERVAL). */
+	char body[64];
+	int kl = snprintf(body, sizeof(body), "offcpu.split_ns") + 1;
+	int vl = snprintf(body + kl, sizeof(body) - (size_t)kl, "%llu", (unsigned long long)VPS_SPLIT_NS) + 1;
+	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_META, 0, body, (size_t)(kl + vl));
 }
 
 /* Frames of a stack map entry (zero-terminated when shorter than the map's depth). */
@@ -183,6 +191,8 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->nr_kernel = (uint16_t)nk;
 	o->nr_user = (uint16_t)nu;
 	o->sched_state = (uint8_t)k->state;
+	if (v->count == 1)
+		o->flags |= VP_SAMPLE_ONE_INTERVAL;
 	if ((k->kstack < 0 || s->cfg.user_only) && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
 		s->st.no_stack++;
 	memcpy(o->ips, s->kips, (size_t)nk * 8);

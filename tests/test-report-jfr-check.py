@@ -2,7 +2,8 @@
 """Checks a JFR file viprof wrote from a recording of tests/java/JfrTimes (issue 33 item 4)
 with the JDK's own jfr tool: real start times and durations, environment events.
 
-usage: test-report-jfr-check.py JFR_TOOL FILE.jfr SESSION_DIR FIXTURE_LOG
+usage: test-report-jfr-check.py JFR_TOOL FILE.jfr SESSION.json FIXTURE_LOG
+(SESSION.json: viprof report -F json of the session)
 
 Each wait the fixture timed itself (KIND START_NS DURATION_NS HOLD_MS, System.nanoTime) must
 be an event of its thread in the file, in the same order, starting where it started and
@@ -15,7 +16,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
-jfr, path, session, fixture_log = sys.argv[1:5]
+jfr, path, session_json, fixture_log = sys.argv[1:5]
 failed = []
 
 
@@ -48,10 +49,13 @@ def span_ns(s):
     return ns + int((fr or "0").ljust(9, "0")[:9])
 
 
-meta = json.load(open(session + "/meta.json"))
-mono0 = int(meta["meta"]["start_monotonic_ns"])
-real0 = int(meta["meta"]["start_realtime_ns"])
-end = mono0 + int(round(meta["duration_s"] * 1e9))
+# The session's meta as the report reads it (viprof report -F json's "session").
+meta = json.load(open(session_json))["session"]
+mono0 = int(meta["start_monotonic_ns"])
+real0 = int(meta["start_realtime_ns"])
+# The sampling window: from where it opened (after the recorder's setup) for its duration.
+win0 = int(meta["window.start_monotonic_ns"])
+end = win0 + int(meta["duration_ns"])
 
 # The environment events JMC's pages read.
 summary = run("summary", path)
@@ -73,11 +77,11 @@ if "VM" not in (jvm.get("jvmName") or "") or not jvm.get("jvmVersion") or not jv
     fail("jdk.JVMInformation has no JVM name, version or pid: %s" % jvm)
 if "JfrTimes" not in (jvm.get("javaArguments") or ""):
     fail("jdk.JVMInformation's javaArguments do not name the main class: %s" % jvm)
-if meta["meta"]["kernel"] not in (envs.get("jdk.OSInformation", {}).get("osVersion") or ""):
-    fail("jdk.OSInformation does not hold the kernel %s" % meta["meta"]["kernel"])
+if meta["kernel"] not in (envs.get("jdk.OSInformation", {}).get("osVersion") or ""):
+    fail("jdk.OSInformation does not hold the kernel %s" % meta["kernel"])
 rec = envs.get("jdk.ActiveRecording", {})
-if rec and abs(rec.get("recordingStart", 0) * 1000000 - real0) > 1000000:
-    fail("jdk.ActiveRecording starts at %s ms, the session at %d ns" % (rec.get("recordingStart"), real0))
+if not rec.get("recordingStart") or abs(wall_ns(rec["recordingStart"]) - (real0 + win0 - mono0)) > 1000000:
+    fail("jdk.ActiveRecording starts at %s, the window at %d ns" % (rec.get("recordingStart"), real0 + win0 - mono0))
 
 # The events, their threads, times and durations (monotonic, as the fixture logged).
 types = "jdk.ThreadPark,jdk.JavaMonitorEnter,viprof.ThreadBlocked,jdk.ObjectAllocationSample,jdk.ExecutionSample"
@@ -89,10 +93,10 @@ for e in evs:
     start = wall_ns(v["startTime"]) - real0 + mono0
     dur = span_ns(v["duration"]) if "duration" in v else 0
     th = (v.get("eventThread") or v.get("sampledThread") or {}).get("javaName", "")
-    if start < mono0 - 1000000 or start + dur > end + 1000000:
+    if start < win0 - 1000000 or start + dur > end + 1000000:
         outside += 1
         if outside < 5:
-            print("outside [%d, %d]: %s start %d dur %d" % (mono0, end, e["type"], start, dur))
+            print("outside [%d, %d]: %s start %d dur %d" % (win0, end, e["type"], start, dur))
     got.setdefault(e["type"], []).append((start, dur, th, v))
 for t, l in sorted(got.items()):
     print("%-28s %6d events, %6d distinct durations" % (t, len(l), len(set(d for _, d, _, _ in l))))

@@ -59,7 +59,11 @@ static int times(const char *java, const char *jfr)
 		FAIL("viprof record exited %d: %s", rc, out);
 	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
 	free(tu_output(tmp, w, "viprof report -F jfr"));
-	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-jfr-check.py %s %s %s %s", SRCDIR, jfr, file, dir,
+	char json[700];
+	snprintf(json, sizeof(json), "%s/s.json", tmp);
+	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "json", "-o", json, NULL };
+	free(tu_output(tmp, wj, "viprof report -F json"));
+	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-jfr-check.py %s %s %s %s", SRCDIR, jfr, file, json,
 		 log);
 	fprintf(stderr, "%s\n", cmd);
 	ASSERT_EQ(system(cmd), 0);
