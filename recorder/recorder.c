@@ -204,6 +204,10 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->lock_ns);
 		META("lock.threshold_ns", buf);
 	}
+	if (o->off_cpu) {   /* which off-CPU intervals the stream holds one by one */
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)VP_OFFCPU_SPLIT_NS);
+		META("offcpu.split_ns", buf);
+	}
 #undef META
 	if (e)
 		return e;
@@ -630,14 +634,6 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	 * the switch tracer charges time from here on too. */
 	r->start = now_ns(CLOCK_MONOTONIC);
 	record_sched__window(r->sched, r->start, 0);
-	{
-		/* Where the window that END's duration counts opens (start_monotonic_ns is before
-		 * the setup above): readers that place events on the wall clock (JFR) need it. */
-		char body[64];
-		int kl = snprintf(body, sizeof(body), "window.start_monotonic_ns") + 1;
-		int vl = snprintf(body + kl, sizeof(body) - (size_t)kl, "%llu", (unsigned long long)r->start) + 1;
-		r->cfg.sink.emit(r->cfg.sink.ctx, VP_REC_META, r->start, body, (size_t)(kl + vl));
-	}
 	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)
@@ -777,7 +773,7 @@ static int finish_session(struct vp_recorder *r, struct vp_session_writer *w, st
 		take_kallsyms(ksl, w, &r->cfg, r->log);
 	if (r->steal)
 		steal_snapshot(w, r->steal, MAX_CPUS);
-	struct vp_end end = { .lost = lost - lost_base, .duration_ns = end_time - start };
+	struct vp_end end = { .lost = lost - lost_base, .duration_ns = end_time - start, .window_start = start };
 	if ((e = vp_session_writer__finish(w, end_time, &end, err, sizeof(err))))
 		fprintf(r->log, "viprof record: %s\n", err);
 	return e;
@@ -965,6 +961,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 	r->end = (struct vp_end){
 		.lost = lost - r->lost_base,
 		.duration_ns = window_end - r->start,
+		.window_start = r->start,
 		.exit_status = (uint32_t)r->exit_status,
 	};
 	if (vp_session_writer__finish(r->w, end_time, &r->end, r->err, sizeof(r->err))) {

@@ -68,7 +68,7 @@
  * session whole (issue 33: JFR's events need each wait's start and length; JFR's own
  * profile settings record parks, monitor waits and sleeps from 10 ms on). Shorter ones
  * are summed per stack. At most 1 / VPS_SPLIT_NS entries a second per thread. */
-#define VPS_SPLIT_NS (10ull * 1000000)
+#define VPS_SPLIT_NS (10ull * 1000000)   /* = VP_OFFCPU_SPLIT_NS, asserted in sched_tracer.c */
 
 struct vps_key {
 	__u32 pid, tid;

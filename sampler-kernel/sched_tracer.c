@@ -96,15 +96,7 @@ int vp_sched__emit_events(struct vp_sched *s)
 		return 0;
 	if ((rc = emit_event(s, s->cfg.first_event, "steal")))
 		return rc;
-	if (!s->cfg.off_cpu)
-		return 0;
-	if ((rc = emit_event(s, s->cfg.first_event + 1, "off-cpu")))
-		return rc;
-	/* Which off-CPU intervals the session holds one by one (VP_SAMPLE_ONE_INTERVAL). */
-	char body[64];
-	int kl = snprintf(body, sizeof(body), "offcpu.split_ns") + 1;
-	int vl = snprintf(body + kl, sizeof(body) - (size_t)kl, "%llu", (unsigned long long)VPS_SPLIT_NS) + 1;
-	return s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_META, 0, body, (size_t)(kl + vl));
+	return s->cfg.off_cpu ? emit_event(s, s->cfg.first_event + 1, "off-cpu") : 0;
 }
 
 /* Frames of a stack map entry (zero-terminated when shorter than the map's depth). */
@@ -162,6 +154,8 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 	}
 	return n;
 }
+
+_Static_assert(VPS_SPLIT_NS == VP_OFFCPU_SPLIT_NS, "the split the session's meta states is the tracer's");
 
 static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vps_val *v)
 {
