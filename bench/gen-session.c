@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -55,12 +56,13 @@ int main(int argc, char **argv)
 			for (long long i = 0; i < copies && ret == 0; i++)
 				ret = cfile_writer__append(w, rec->type, rec->time, body, len);
 			samples += (unsigned long long)copies;
-		} else if (rec->type == VP_REC_END && len >= sizeof(struct vp_end)) {
-			struct vp_end e;
-			memcpy(&e, body, sizeof(e));
+		} else if (rec->type == VP_REC_END && len >= offsetof(struct vp_end, window_start)) {
+			struct vp_end e = { 0 };   /* older sessions' END ends before window_start */
+			size_t n = len < sizeof(e) ? len : sizeof(e);
+			memcpy(&e, body, n);
 			e.samples *= (uint64_t)copies;
 			e.lost *= (uint64_t)copies;
-			ret = cfile_writer__append(w, rec->type, rec->time, &e, sizeof(e));
+			ret = cfile_writer__append(w, rec->type, rec->time, &e, n);
 		} else {
 			ret = cfile_writer__append(w, rec->type, rec->time, body, len);
 		}

@@ -164,6 +164,16 @@ struct vp_java_frame {
  * it; no frames when the thread was never sampled). Readers add the period to the
  * weights and count no sample for it. */
 #define VP_SAMPLE_TAIL           0x8u
+/* A VP_EVENT_SCHED sample that sums one interval only: it lasted period ns and ended at
+ * the record's time (a blocked part at its wakeup, a run-queue part at switch-in). The
+ * tracer keeps every interval of at least 10 ms apart (sampler-kernel/sched.h,
+ * VPS_SPLIT_NS; meta "offcpu.split_ns"), so those always are; shorter ones are summed per
+ * stack and drain and have no start of their own. Set since issue 33; older sessions
+ * never set it. */
+#define VP_SAMPLE_ONE_INTERVAL   0x10u
+/* The switch tracer's split: intervals at least this long are recorded one by one (the
+ * recorder writes it as META offcpu.split_ns with --off-cpu). */
+#define VP_OFFCPU_SPLIT_NS (10ull * 1000000)
 /* The most frames (kernel + user) a sample holds: a kernel stack of up to 64 and a
  * walked user stack of up to 2048 frames (async-profiler's default depth), each of them
  * possibly interpreted (nr_java <= nr_user). Sessions written before issue 22 hold at
@@ -342,6 +352,11 @@ struct vp_end {
 	uint64_t duration_ns;
 	uint32_t exit_status;    /* of the launched command, or 0 */
 	uint32_t reserved;
+	/* Added later (issue 33; readers accept the shorter record): where the window that
+	 * duration_ns measures opened (CLOCK_MONOTONIC; META start_monotonic_ns is the
+	 * recorder's start, before its setup), for readers that place events on the wall
+	 * clock (JFR). */
+	uint64_t window_start;
 };
 
 #endif

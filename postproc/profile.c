@@ -202,6 +202,7 @@ void vp_profile__free(struct vp_profile *p)
 	free(p->stacks);
 	free(p->threads);
 	free(p->times);
+	free(p->spans);
 	free(p->marks);
 	vp_profile__free_containers(p);
 	for (size_t i = 0; i < p->nmeta; i++) {
@@ -306,7 +307,7 @@ static struct vp_stack *new_stack(struct vp_profile *p, const uint32_t *frames, 
 
 _Static_assert(sizeof(struct vp_sample_time) == 24, "a sample's time in 24 bytes");
 
-int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples)
+int vp_profile__add_time_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples)
 {
 	if (!samples)
 		return 0;   /* a tail count: weight without a sample, nothing to place in time */
@@ -321,7 +322,7 @@ int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64
 
 int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples)
 {
-	return vp_profile__add_span(p, stack, event, t, 0, samples);
+	return vp_profile__add_time_span(p, stack, event, t, 0, samples);
 }
 
 /* Rounded cumulative shares: the part of [a, b) is share(b) - share(a), so that the
@@ -356,6 +357,18 @@ void vp_profile__set_time_zero(struct vp_profile *p, uint64_t t0, bool sampling)
 	vp_profile__set_meta(p, "time_zero", sampling ? "sampling start" : "recorder start (the session does not say when its sampling started)");
 }
 
+int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t end, uint64_t weight,
+			 unsigned flags)
+{
+	if (event < 0 || event > 255)
+		return 0;
+	if (vp_grow((void **)&p->spans, &p->spanscap, p->nspans + 1, sizeof(*p->spans)))
+		return -ENOMEM;
+	p->spans[p->nspans++] = (struct vp_sample_span){ .end = end, .weight = weight, .stack = stack,
+							 .event = (uint8_t)event, .flags = (uint8_t)flags };
+	return 0;
+}
+
 int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label)
 {
 	if (vp_grow((void **)&p->marks, &p->markscap, p->nmarks + 1, sizeof(*p->marks)))
@@ -379,7 +392,15 @@ int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src
 		const struct vp_sample_time *x = &src->times[i];
 		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
 			continue;
-		int err = vp_profile__add_span(dst, smap[x->stack], evmap[x->event], x->t, x->dur, x->samples);
+		int err = vp_profile__add_time_span(dst, smap[x->stack], evmap[x->event], x->t, x->dur, x->samples);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < src->nspans; i++) {
+		const struct vp_sample_span *x = &src->spans[i];
+		if (x->stack >= src->nstacks || smap[x->stack] == UINT32_MAX || x->event >= (uint32_t)src->nevents)
+			continue;
+		int err = vp_profile__add_span(dst, smap[x->stack], evmap[x->event], x->end, x->weight, x->flags);
 		if (err)
 			return err;
 	}

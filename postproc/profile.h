@@ -96,6 +96,22 @@ struct vp_sample_time {
 	uint32_t samples;         /* 24 bytes a sample: a large session has millions */
 };
 
+/* Each sample record's own time and weight, for the JFR writer's events (real start times
+ * and durations): appended by the loader only when asked (vp_session_opts.spans), one
+ * entry per record, CPU samples, allocations, lock waits and off-CPU intervals alike.
+ * Merges and views carry them along with their stacks, as the times above. */
+struct vp_sample_span {
+	uint64_t end;             /* CLOCK_MONOTONIC ns: when it was taken, or its wait ended */
+	uint64_t weight;          /* its weight: ns waited (lock, off-CPU), bytes (alloc), events */
+	uint32_t stack;           /* index in stacks */
+	uint8_t event;
+	uint8_t flags;            /* VP_SPAN_* */
+	uint16_t reserved;
+};
+/* One interval of the time it weighs, [end - weight, end): a lock wait, a virtual thread's
+ * wait, an off-CPU interval the tracer kept apart; not a sum of several. */
+#define VP_SPAN_ONE_INTERVAL 0x1u
+
 /* A moment the time strip marks: a JVM's code-map epoch boundary (the GC or the address
  * reuse that began the epoch), for the HTML report. */
 struct vp_time_mark {
@@ -121,6 +137,7 @@ struct vp_profile {
 	void *containers;         /* each process's container (containers.c) */
 	struct vp_sample_time *times; size_t ntimes, timescap;  /* when recorded, see above */
 	struct vp_time_mark *marks; size_t nmarks, markscap;    /* with times */
+	struct vp_sample_span *spans; size_t nspans, spanscap;  /* when asked, see above */
 };
 
 /* A process's container, from the session's VP_REC_CONTAINER records. */
@@ -188,7 +205,7 @@ int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t
  * (ns since time zero). 0 or -ENOMEM. */
 int vp_profile__add_time(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t samples);
 /* The same for samples spread over the interval [t, t + dur) (ns since time zero). */
-int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples);
+int vp_profile__add_time_span(struct vp_profile *p, uint32_t stack, int event, uint64_t t, uint64_t dur, uint64_t samples);
 /* The one rule that places an interval's samples in time: of samples spread evenly
  * over [start, start + dur), those in [a, b), rounded so that the parts of any
  * partition of the interval (the HTML strip's buckets, a --time window and the rest)
@@ -199,9 +216,12 @@ uint64_t vp_span_share(uint64_t start, uint64_t dur, uint64_t samples, uint64_t 
  * start", or "recorder start" for a session older than its sampling start's record).
  * Sessions merged into one profile each count from their own zero, and it says so. */
 void vp_profile__set_time_zero(struct vp_profile *p, uint64_t t0, bool sampling);
+/* Records sample records' own time and weight (see struct vp_sample_span). 0 or -ENOMEM. */
+int vp_profile__add_span(struct vp_profile *p, uint32_t stack, int event, uint64_t end, uint64_t weight,
+			 unsigned flags);
 /* Adds a mark (label copied, cut to fit). 0 or -ENOMEM. */
 int vp_profile__add_mark(struct vp_profile *p, uint64_t t, uint32_t pid, const char *label);
-/* Copies src's sample times (and marks) into dst: smap maps src stack indices to dst's (UINT32_MAX:
+/* Copies src's sample times (and marks, and spans) into dst: smap maps src stack indices to dst's (UINT32_MAX:
  * dropped), evmap events. 0 or -ENOMEM. */
 int vp_profile__merge_times(struct vp_profile *dst, const struct vp_profile *src, const uint32_t *smap,
 			    const int *evmap);

@@ -54,10 +54,12 @@ int report_pprof(const struct vp_profile *p, struct vp_out *o, const struct vp_r
 int report_json(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
 		const struct vp_report_opts *opts);
 /* JDK Flight Recorder (report_jfr.c): the samples of opts->sort_event as jdk.ExecutionSample
- * events; -EINVAL for an event that is not CPU time (vp_jfr_refuses_event). */
+ * events (the first CPU event when that is alloc, lock or off-cpu), and the alloc, lock and
+ * off-cpu events' own, each at its time from p->spans (vp_session_opts.spans); -EINVAL for
+ * an event that is no CPU time and has no events of its own (vp_jfr_refuses_event). */
 int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
-/* Whether JFR output refuses this event: time off the CPU (off-cpu, wall, steal, ...)
- * sampled allocations and lock waits are no ExecutionSample. */
+/* Whether JFR output refuses this event as the one drawn: steal and the wall views (wall,
+ * blocked, runnable) are neither CPU samples nor events of their own. */
 bool vp_jfr_refuses_event(const char *name);
 
 #endif

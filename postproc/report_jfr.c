@@ -16,9 +16,17 @@
  *            then constant pools {class id, count, {key, value}...}; a value is its
  *            class's fields in order, a constantPool field being the key of its pool entry
  *
- * The profile keeps counts per stack, not each sample's time, so the events' times are
- * spread evenly over the recording (each stack's samples interleaved with the others');
- * their number per stack, their threads and stacks are the profile's. */
+ * Events have their own times (issue 33): the loader keeps each sample record's time and
+ * weight for this writer (vp_profile.spans). A CPU sample and an allocation are instants;
+ * a lock wait (the agent's, timed from its start to its end) and an off-CPU interval the
+ * switch tracer kept apart (VP_SPAN_ONE_INTERVAL: at least 10 ms) are events with their
+ * real start and duration. Off-CPU time summed over shorter intervals has no start of its
+ * own and is left out, as JFR's own thresholds leave short waits out; the ActiveSetting
+ * events say the threshold. Events are written in the order of their start times, after
+ * the environment events JMC's pages read (JVM, OS and CPU information, the recording
+ * and its settings). A profile without sample times (a fleet query, a synthetic profile)
+ * falls back to times spread evenly over the recording, each stack's samples with its
+ * mean weight, and no off-CPU events (docs/java.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -32,9 +40,11 @@
 
 /* Class ids: 0 and 1 are the metadata and checkpoint events. */
 enum {
+	T_JVM_INFO = 80, T_OS_INFO, T_CPU_INFO, T_ACTIVE_RECORDING, T_ACTIVE_SETTING, T_THREAD_BLOCKED,
+	T_THREAD_RUNNABLE,
 	T_EXECUTION_SAMPLE = 100, T_ALLOCATION_SAMPLE = 90, T_MONITOR_ENTER = 91, T_THREAD_PARK = 92, T_LONG = 101, T_INT, T_BOOLEAN, T_STRING, T_THREAD, T_THREAD_GROUP, T_CLASS,
 	T_CLASS_LOADER, T_METHOD, T_SYMBOL, T_PACKAGE, T_MODULE, T_STACK_TRACE, T_STACK_FRAME, T_FRAME_TYPE,
-	T_THREAD_STATE, T_LABEL, T_TIMESTAMP, T_TIMESPAN,
+	T_THREAD_STATE, T_LABEL, T_TIMESTAMP, T_TIMESPAN, T_DESCRIPTION,
 };
 
 enum { FT_INTERPRETED = 1, FT_JIT, FT_INLINED, FT_NATIVE };
@@ -90,15 +100,56 @@ struct mfield {
 	const char *label;
 	bool ticks;         /* @Timestamp("TICKS") */
 	bool span;          /* @Timespan("TICKS") */
+	const char *unit;   /* @Timestamp("MILLISECONDS_SINCE_EPOCH") or @Timespan("MILLISECONDS") */
+	bool unit_span;
 };
 struct mclass {
 	int id;
 	const char *name, *super, *label;
 	bool simple;
-	struct mfield f[8];
+	struct mfield f[12];
+	const char *description;
 };
 
+/* Fields every event of a given shape starts with. */
+#define F_START { "startTime", T_LONG, false, false, "Start Time", true, false, NULL, false }
+#define F_DURATION { "duration", T_LONG, false, false, "Duration", false, true, NULL, false }
+#define F_THREAD { "eventThread", T_THREAD, true, false, "Event Thread", false, false, NULL, false }
+#define F_STACK { "stackTrace", T_STACK_TRACE, true, false, "Stack Trace", false, false, NULL, false }
+#define F_STR(n, l) { n, T_STRING, false, false, l, false, false, NULL, false }
+#define F_LONG(n, l) { n, T_LONG, false, false, l, false, false, NULL, false }
+#define F_INT(n, l) { n, T_INT, false, false, l, false, false, NULL, false }
+#define F_MS_EPOCH(n, l) { n, T_LONG, false, false, l, false, false, "MILLISECONDS_SINCE_EPOCH", false }
+#define F_MS(n, l) { n, T_LONG, false, false, l, false, false, "MILLISECONDS", true }
+/* An off-CPU interval's event: where the thread waited, and what it was doing. */
+#define OFFCPU_FIELDS { F_START, F_DURATION, F_THREAD, F_STACK, F_STR("state", "State") }
+
 static const struct mclass classes[] = {
+	{ T_JVM_INFO, "jdk.JVMInformation", "jdk.jfr.Event", "JVM Information", false, {
+		F_START, F_STR("jvmName", "JVM Name"), F_STR("jvmVersion", "JVM Version"),
+		F_STR("jvmArguments", "JVM Command Line Arguments"), F_STR("jvmFlags", "JVM Settings File Arguments"),
+		F_STR("javaArguments", "Java Application Arguments"), F_MS_EPOCH("jvmStartTime", "JVM Start Time"),
+		F_LONG("pid", "Process Identifier") } },
+	{ T_OS_INFO, "jdk.OSInformation", "jdk.jfr.Event", "OS Information", false, {
+		F_START, F_STR("osVersion", "OS Version") } },
+	{ T_CPU_INFO, "jdk.CPUInformation", "jdk.jfr.Event", "CPU Information", false, {
+		F_START, F_STR("cpu", "Type"), F_STR("description", "Description"), F_INT("sockets", "Sockets"),
+		F_INT("cores", "Cores"), F_INT("hwThreads", "Hardware Threads") } },
+	{ T_ACTIVE_RECORDING, "jdk.ActiveRecording", "jdk.jfr.Event", "Flight Recording", false, {
+		F_START, F_DURATION, F_THREAD, F_STACK, F_LONG("id", "Id"), F_STR("name", "Name"),
+		F_STR("destination", "Destination"), F_MS("maxAge", "Max Age"), F_MS("flushInterval", "Flush Interval"),
+		F_LONG("maxSize", "Max Size"), F_MS_EPOCH("recordingStart", "Start Time"),
+		F_MS("recordingDuration", "Recording Duration") } },
+	{ T_ACTIVE_SETTING, "jdk.ActiveSetting", "jdk.jfr.Event", "Recording Setting", false, {
+		F_START, F_DURATION, F_THREAD, F_STACK, F_LONG("id", "Event Id"), F_STR("name", "Setting Name"),
+		F_STR("value", "Setting Value") } },
+	{ T_THREAD_BLOCKED, "viprof.ThreadBlocked", "jdk.jfr.Event", "Thread Blocked (off-CPU)", false, OFFCPU_FIELDS,
+	  "A thread off CPU and not runnable (sleeping, parked, waiting for a lock, I/O or a file descriptor) for "
+	  "one interval of at least the threshold, measured at context switches by viprof's switch tracer; state "
+	  "names the wait as viprof's reports do" },
+	{ T_THREAD_RUNNABLE, "viprof.ThreadRunnable", "jdk.jfr.Event", "Thread Runnable (off-CPU)", false, OFFCPU_FIELDS,
+	  "A thread ready to run but waiting on the run queue (preempted, or woken and not yet on a CPU) for one "
+	  "interval of at least the threshold, measured at context switches by viprof's switch tracer" },
 	{ T_EXECUTION_SAMPLE, "jdk.ExecutionSample", "jdk.jfr.Event", "Method Profiling Sample", false, {
 		{ "startTime", T_LONG, false, false, "Start Time", true },
 		{ "sampledThread", T_THREAD, true, false, "Thread", false },
@@ -184,6 +235,8 @@ static const struct mclass classes[] = {
 		{ "value", T_STRING, false, false, NULL, false } } },
 	{ T_TIMESPAN, "jdk.jfr.Timespan", "java.lang.annotation.Annotation", NULL, false, {
 		{ "value", T_STRING, false, false, NULL, false } } },
+	{ T_DESCRIPTION, "jdk.jfr.Description", "java.lang.annotation.Annotation", NULL, false, {
+		{ "value", T_STRING, false, false, NULL, false } } },
 };
 
 /* One element of the metadata tree: name, attributes (string ids), then children written
@@ -229,9 +282,9 @@ static void metadata_tree(struct vp_buf *out, struct vp_strtab *s)
 			na++;
 		}
 		uint32_t nf = 0;
-		while (nf < 8 && c->f[nf].name)
+		while (nf < 12 && c->f[nf].name)
 			nf++;
-		el(&t, s, "class", na, a, nf + (c->label ? 1 : 0));
+		el(&t, s, "class", na, a, nf + (c->label ? 1 : 0) + (c->description ? 1 : 0));
 		for (uint32_t k = 0; k < nf; k++) {
 			const struct mfield *f = &c->f[k];
 			char ty[16];
@@ -248,16 +301,21 @@ static void metadata_tree(struct vp_buf *out, struct vp_strtab *s)
 				fa[2 * nfa + 1] = "1";
 				nfa++;
 			}
-			el(&t, s, "field", nfa, fa, (f->label ? 1u : 0u) + (f->ticks ? 1u : 0u) + (f->span ? 1u : 0u));
+			el(&t, s, "field", nfa, fa, (f->label ? 1u : 0u) + (f->ticks ? 1u : 0u) + (f->span ? 1u : 0u) +
+						     (f->unit ? 1u : 0u));
 			if (f->label)
 				annotation(&t, s, T_LABEL, f->label);
 			if (f->ticks)
 				annotation(&t, s, T_TIMESTAMP, "TICKS");
 			if (f->span)
 				annotation(&t, s, T_TIMESPAN, "TICKS");
+			if (f->unit)
+				annotation(&t, s, f->unit_span ? T_TIMESPAN : T_TIMESTAMP, f->unit);
 		}
 		if (c->label)
 			annotation(&t, s, T_LABEL, c->label);
+		if (c->description)
+			annotation(&t, s, T_DESCRIPTION, c->description);
 	}
 	const char *region[] = { "locale", "en_US", "gmtOffset", "0" };
 	el(&t, s, "region", 2, region, 0);
@@ -352,7 +410,8 @@ static int frame_type(int layer)
 
 bool vp_jfr_refuses_event(const char *name)
 {
-	static const char *const off[] = { "off-cpu", "steal", "wall", "blocked", "runnable" };
+	/* off-cpu has events of its own, written whenever it was recorded, as alloc and lock. */
+	static const char *const off[] = { "steal", "wall", "blocked", "runnable" };
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		if (!strcmp(name, off[i]))
 			return true;
@@ -492,17 +551,78 @@ static uint32_t trace_key(struct jw *w, const struct vp_stack *s, uint32_t n)
 	return w->traces.err ? 0 : key;
 }
 
-enum kind { K_CPU, K_ALLOC, K_LOCK };
+enum kind { K_CPU, K_ALLOC, K_LOCK, K_OFF, K__COUNT };
 
-/* One event kind's events: every sample of event ev, at times spread evenly over the
- * recording (the n-th of N at start + duration * (n + 1/2) / N), the stacks' samples
- * interleaved by stepping through them with a stride prime to N. */
-static int write_events(struct jw *w, struct vp_buf *evs, int ev, enum kind kind, const uint32_t *trace,
-			const uint32_t *thread, const uint32_t *cls, const bool *park, uint64_t t0, uint64_t dur)
+/* What the events of a stack refer to, per stack index. */
+struct refs {
+	uint32_t *trace[K__COUNT];   /* stack trace key per kind, 0 = none */
+	uint32_t *thread, *cls;
+	bool *park;                  /* a lock wait in java.util.concurrent's park */
+	const char **state;          /* an off-CPU stack's state frame ("[blocked: sleep]") */
+};
+
+/* One event: kind, stack, start (ticks), duration (ns; 0 for an instant), weight. */
+struct jev {
+	uint64_t start, dur, weight;
+	uint32_t stack;
+	uint8_t kind;
+};
+
+/* Appends one event of kind for stack i. */
+static void put_event(struct vp_buf *evs, struct vp_buf *body, const struct refs *r, enum kind kind, uint32_t i,
+		      uint64_t start, uint64_t dur, uint64_t weight)
 {
-	const struct vp_profile *p = w->p;
+	body->len = 0;
+	if (kind == K_OFF) {
+		const char *st = r->state[i];
+		bool runnable = !strncmp(st, "[runnable", 9);
+		char state[128];
+		/* "[blocked: sleep]" -> "blocked: sleep" */
+		snprintf(state, sizeof(state), "%.*s", (int)strcspn(st + 1, "]"), st + 1);
+		vp_buf__varint9(body, runnable ? T_THREAD_RUNNABLE : T_THREAD_BLOCKED);
+		vp_buf__varint9(body, start);
+		vp_buf__varint9(body, dur);
+		vp_buf__varint9(body, r->thread[i]);
+		vp_buf__varint9(body, r->trace[K_OFF][i]);
+		b_str(body, state);
+		b_event(evs, body);
+		return;
+	}
+	vp_buf__varint9(body, kind == K_CPU ? T_EXECUTION_SAMPLE : kind == K_ALLOC ? T_ALLOCATION_SAMPLE :
+			r->park[i] ? T_THREAD_PARK : T_MONITOR_ENTER);
+	vp_buf__varint9(body, start);
+	if (kind == K_LOCK)
+		vp_buf__varint9(body, dur);              /* duration: the time waited */
+	vp_buf__varint9(body, r->thread[i]);
+	vp_buf__varint9(body, r->trace[kind][i]);
+	if (kind == K_CPU) {
+		vp_buf__varint9(body, 1);                /* STATE_RUNNABLE */
+	} else if (kind == K_ALLOC) {
+		vp_buf__varint9(body, r->cls[i]);
+		vp_buf__varint9(body, weight);           /* bytes the sample stands for */
+	} else if (r->park[i]) {
+		vp_buf__varint9(body, r->cls[i]);
+		vp_buf__varint9(body, 0);                /* timeout and until: not recorded */
+		vp_buf__varint9(body, 0);
+		vp_buf__varint9(body, 0);                /* address */
+	} else {
+		vp_buf__varint9(body, r->cls[i]);
+		vp_buf__varint9(body, 0);                /* previous owner: not recorded */
+		vp_buf__varint9(body, 0);
+	}
+	b_event(evs, body);
+}
+
+/* For a profile without sample times: every sample of event ev, at times spread evenly
+ * over the recording (the n-th of N at start + duration * (n + 1/2) / N), the stacks'
+ * samples interleaved by stepping through them with a stride prime to N, each with its
+ * stack's mean weight. */
+static int write_spread(const struct vp_profile *p, struct vp_buf *evs, int ev, enum kind kind, const struct refs *r,
+			uint64_t t0, uint64_t dur)
+{
 	uint64_t n = 0, total = 0;
 	struct vp_buf body = { 0 };
+	const uint32_t *trace = r->trace[kind];
 	for (size_t i = 0; i < p->nstacks; i++)
 		total += trace[i] ? p->stacks[i].samples[ev] : 0;
 	if (!total)
@@ -520,34 +640,50 @@ static int write_events(struct jw *w, struct vp_buf *evs, int ev, enum kind kind
 		uint32_t i = order[(k * stride) % total];
 		const struct vp_stack *s = &p->stacks[i];
 		uint64_t each = s->samples[ev] ? s->weight[ev] / s->samples[ev] : 0;
-		body.len = 0;
-		vp_buf__varint9(&body, kind == K_CPU ? T_EXECUTION_SAMPLE : kind == K_ALLOC ? T_ALLOCATION_SAMPLE :
-			     park[i] ? T_THREAD_PARK : T_MONITOR_ENTER);
-		vp_buf__varint9(&body, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)total));
-		if (kind == K_LOCK)
-			vp_buf__varint9(&body, each);            /* duration: the time waited */
-		vp_buf__varint9(&body, thread[i]);
-		vp_buf__varint9(&body, trace[i]);
-		if (kind == K_CPU) {
-			vp_buf__varint9(&body, 1);               /* STATE_RUNNABLE */
-		} else if (kind == K_ALLOC) {
-			vp_buf__varint9(&body, cls[i]);
-			vp_buf__varint9(&body, each);            /* bytes the sample stands for */
-		} else if (park[i]) {
-			vp_buf__varint9(&body, cls[i]);
-			vp_buf__varint9(&body, 0);               /* timeout and until: not recorded */
-			vp_buf__varint9(&body, 0);
-			vp_buf__varint9(&body, 0);               /* address */
-		} else {
-			vp_buf__varint9(&body, cls[i]);
-			vp_buf__varint9(&body, 0);               /* previous owner: not recorded */
-			vp_buf__varint9(&body, 0);
-		}
-		b_event(evs, &body);
+		put_event(evs, &body, r, kind, i, t0 + (uint64_t)((double)dur * ((double)k + 0.5) / (double)total), each,
+			  each);
 	}
 	free(order);
 	free(body.b);
 	return evs->err;
+}
+
+static int jev_cmp(const void *a, const void *b)
+{
+	const struct jev *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->kind != y->kind ? (int)x->kind - (int)y->kind : (x->stack > y->stack) - (x->stack < y->stack);
+}
+
+/* The events of the sample records (p->spans) of the kinds' events kev[], each at its own
+ * time, into *out sorted by start (malloc'd, *n of them): instants for CPU samples and
+ * allocations, intervals for lock waits and for off-CPU intervals recorded one by one. */
+static int timed_events(const struct vp_profile *p, const int kev[K__COUNT], const struct refs *r, struct jev **out,
+			size_t *n)
+{
+	struct jev *v = malloc((p->nspans + 1) * sizeof(*v));
+	size_t m = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nspans; i++) {
+		const struct vp_sample_span *x = &p->spans[i];
+		int k;
+		for (k = 0; k < K__COUNT && !(kev[k] >= 0 && x->event == kev[k]); k++)
+			;
+		if (k == K__COUNT || x->stack >= p->nstacks || !r->trace[k][x->stack])
+			continue;
+		bool interval = k == K_LOCK || k == K_OFF;
+		if (interval && !(x->flags & VP_SPAN_ONE_INTERVAL))
+			continue;   /* a sum of short intervals: no start of its own */
+		uint64_t dur = interval ? x->weight : 0;
+		v[m++] = (struct jev){ .start = x->end > dur ? x->end - dur : 0, .dur = dur, .weight = x->weight,
+				       .stack = x->stack, .kind = (uint8_t)k };
+	}
+	qsort(v, m, sizeof(*v), jev_cmp);
+	*out = v;
+	*n = m;
+	return 0;
 }
 
 static int find_event(const struct vp_profile *p, const char *name)
@@ -558,6 +694,190 @@ static int find_event(const struct vp_profile *p, const char *name)
 	return -1;
 }
 
+/* A launched JVM's command line, as the recorder kept it (meta "command", arguments
+ * joined by spaces): the JVM's options before the main class (or -jar FILE, -m MODULE),
+ * the application's from it on, as JFR's jvmArguments and javaArguments. False when the
+ * command is not a java launcher's. */
+static bool java_command(const char *cmd, char *jvm, size_t jl, char *app, size_t al)
+{
+	const char *sp = strchr(cmd, ' ');
+	size_t n0 = sp ? (size_t)(sp - cmd) : strlen(cmd);
+	if (n0 < 4 || strncmp(cmd + n0 - 4, "java", 4) || (n0 > 4 && cmd[n0 - 5] != '/'))
+		return false;
+	static const char *const with_value[] = { "-cp", "-classpath", "--class-path", "-p", "--module-path",
+						  "--upgrade-module-path", "--add-modules", "--limit-modules",
+						  "--add-reads", "--add-exports", "--add-opens", "--patch-module",
+						  "--enable-native-access", NULL };
+	size_t jo = 0;
+	jvm[0] = app[0] = '\0';
+	const char *q = sp;
+	while (q && *q == ' ') {
+		const char *tok = q + 1, *e = strchr(tok, ' ');
+		size_t tl = e ? (size_t)(e - tok) : strlen(tok);
+		if (!tl || tok[0] != '-' || (tl == 4 && !strncmp(tok, "-jar", 4)) ||
+		    (tl == 2 && !strncmp(tok, "-m", 2)) || (tl == 8 && !strncmp(tok, "--module", 8))) {
+			snprintf(app, al, "%s", tok);
+			break;
+		}
+		bool value = false;
+		for (int k = 0; with_value[k]; k++)
+			value |= strlen(with_value[k]) == tl && !strncmp(tok, with_value[k], tl);
+		if (value && e) {   /* the option and its value */
+			const char *e2 = strchr(e + 1, ' ');
+			tl = e2 ? (size_t)(e2 - tok) : strlen(tok);
+			e = e2;
+		}
+		if (jo < jl)
+			jo += (size_t)snprintf(jvm + jo, jl - jo, "%s%.*s", jo ? " " : "", (int)tl, tok);
+		q = e;
+	}
+	return true;
+}
+
+/* The environment events, at the chunk's start: one jdk.JVMInformation per JVM the
+ * session knows by name (meta "jvm.PID.vm", from its code map), jdk.OSInformation,
+ * jdk.CPUInformation, jdk.ActiveRecording, and jdk.ActiveSetting for each event type the
+ * file holds. Only what the session recorded: a value it has no record of is left empty. */
+static void environment(const struct vp_profile *p, struct vp_buf *evs, uint64_t t0, uint64_t real0, uint64_t dur,
+			const bool types[K__COUNT], const bool off_types[2])
+{
+	struct vp_buf b = { 0 };
+	char s1[4096], s2[4096], s3[512];
+	const char *target = vp_profile__meta(p, "target"), *cmd = vp_profile__meta(p, "command");
+	size_t njvm = 0;
+	for (size_t i = 0; i < p->nmeta; i++)
+		njvm += !strncmp(p->meta[i].key, "jvm.", 4) && strstr(p->meta[i].key, ".vm");
+	for (size_t i = 0; i < p->nmeta; i++) {
+		const char *k = p->meta[i].key, *vm = p->meta[i].value;
+		char *end;
+		unsigned long pid = strncmp(k, "jvm.", 4) ? 0 : strtoul(k + 4, &end, 10);
+		if (!pid || strcmp(end, ".vm"))
+			continue;
+		/* "OpenJDK 64-Bit Server VM 17.0.13+11-Debian-2": the name, then the version. */
+		const char *sp = strrchr(vm, ' ');
+		const char *mach = vp_profile__meta(p, "machine");
+		b.len = 0;
+		vp_buf__varint9(&b, T_JVM_INFO);
+		vp_buf__varint9(&b, t0);
+		snprintf(s3, sizeof(s3), "%.*s", sp ? (int)(sp - vm) : (int)strlen(vm), vm);
+		b_str(&b, s3);
+		snprintf(s2, sizeof(s2), "%s (%s) for linux-%s", s3, sp ? sp + 1 : "", mach && !strcmp(mach, "x86_64") ? "amd64"
+										    : mach ? mach : "?");
+		b_str(&b, s2);
+		/* The command line is the launched command's: one JVM launched. */
+		if (njvm == 1 && target && !strcmp(target, "launch") && cmd && java_command(cmd, s1, sizeof(s1), s2, sizeof(s2))) {
+			b_str(&b, s1);
+			b_str(&b, NULL);            /* settings file arguments: not recorded */
+			b_str(&b, s2);
+		} else {
+			b_str(&b, NULL);
+			b_str(&b, NULL);
+			b_str(&b, NULL);
+		}
+		/* The JVM's start: its agent's load (launched with it), on the wall clock. */
+		snprintf(s3, sizeof(s3), "jvm.%lu.start_ns", pid);
+		uint64_t js = meta_u64(p, s3);
+		vp_buf__varint9(&b, js && js + real0 >= t0 ? (js + real0 - t0) / 1000000 : 0);
+		vp_buf__varint9(&b, pid);
+		b_event(evs, &b);
+	}
+	const char *kernel = vp_profile__meta(p, "kernel"), *mach = vp_profile__meta(p, "machine");
+	const char *hv = vp_profile__meta(p, "probe.hypervisor"), *vmm = vp_profile__meta(p, "probe.hypervisor.vmm");
+	if (kernel) {
+		int o = snprintf(s1, sizeof(s1), "uname: Linux %s %s", kernel, mach ? mach : "");
+		if (hv && o > 0 && (size_t)o < sizeof(s1))
+			snprintf(s1 + o, sizeof(s1) - (size_t)o, "\nvirtualization: %s%s%s", hv, vmm ? ", " : "", vmm ? vmm : "");
+		b.len = 0;
+		vp_buf__varint9(&b, T_OS_INFO);
+		vp_buf__varint9(&b, t0);
+		b_str(&b, s1);
+		b_event(evs, &b);
+	}
+	const char *vendor = vp_profile__meta(p, "probe.cpu.vendor"), *model = vp_profile__meta(p, "probe.cpu.model");
+	const char *ncpus = vp_profile__meta(p, "ncpus");
+	if (vendor || model || ncpus) {
+		snprintf(s1, sizeof(s1), "%s%s%s", vendor ? vendor : "", vendor && model ? " " : "", model ? model : "");
+		snprintf(s2, sizeof(s2), "%s vCPUs%s%s; sockets and cores not recorded", ncpus ? ncpus : "?",
+			 hv ? " under " : "", hv ? hv : "");
+		b.len = 0;
+		vp_buf__varint9(&b, T_CPU_INFO);
+		vp_buf__varint9(&b, t0);
+		b_str(&b, s1);
+		b_str(&b, s2);
+		vp_buf__varint9(&b, 0);             /* sockets, cores: not recorded */
+		vp_buf__varint9(&b, 0);
+		vp_buf__varint9(&b, ncpus ? strtoull(ncpus, NULL, 10) : 0);
+		b_event(evs, &b);
+	}
+	b.len = 0;
+	vp_buf__varint9(&b, T_ACTIVE_RECORDING);
+	vp_buf__varint9(&b, t0);
+	vp_buf__varint9(&b, 0);                     /* duration */
+	vp_buf__varint9(&b, 0);                     /* no thread, no stack */
+	vp_buf__varint9(&b, 0);
+	vp_buf__varint9(&b, 1);                     /* id */
+	const char *cl = vp_profile__meta(p, "cmdline");
+	snprintf(s3, sizeof(s3), "viprof %s", cl ? cl : "record");
+	b_str(&b, s3);
+	b_str(&b, NULL);                            /* destination: a session directory, not a file */
+	vp_buf__varint9(&b, 0);                     /* max age, flush interval, max size: none */
+	vp_buf__varint9(&b, 0);
+	vp_buf__varint9(&b, 0);
+	vp_buf__varint9(&b, real0 / 1000000);
+	vp_buf__varint9(&b, dur / 1000000);
+	b_event(evs, &b);
+
+	/* The settings of each event type written: what viprof recorded it with. */
+	struct { int type; bool on; const char *name; char value[64]; } set[32];
+	int ns = 0;
+#define SET(t, on_, n, ...) do { if (ns < 32) { set[ns].type = (t); set[ns].on = (on_); set[ns].name = (n); \
+	snprintf(set[ns].value, sizeof(set[ns].value), __VA_ARGS__); ns++; } } while (0)
+	const char *lock_ns = vp_profile__meta(p, "lock.threshold_ns"), *alloc = vp_profile__meta(p, "alloc.interval_bytes");
+	const char *split = vp_profile__meta(p, "offcpu.split_ns");
+	SET(T_EXECUTION_SAMPLE, types[K_CPU], "enabled", "%s", types[K_CPU] ? "true" : "false");
+	SET(T_ALLOCATION_SAMPLE, types[K_ALLOC], "enabled", "%s", types[K_ALLOC] ? "true" : "false");
+	if (alloc)
+		SET(T_ALLOCATION_SAMPLE, types[K_ALLOC], "interval", "%s bytes", alloc);
+	for (int t = T_MONITOR_ENTER; t <= T_THREAD_PARK; t++) {
+		SET(t, types[K_LOCK], "enabled", "%s", types[K_LOCK] ? "true" : "false");
+		if (lock_ns)
+			SET(t, types[K_LOCK], "threshold", "%s ns", lock_ns);
+	}
+	for (int k = 0; k < 2; k++) {
+		int t = k ? T_THREAD_RUNNABLE : T_THREAD_BLOCKED;
+		SET(t, off_types[k], "enabled", "%s", off_types[k] ? "true" : "false");
+		if (split)
+			SET(t, off_types[k], "threshold", "%s ns", split);
+	}
+#undef SET
+	for (int i = 0; i < ns; i++) {
+		b.len = 0;
+		vp_buf__varint9(&b, T_ACTIVE_SETTING);
+		vp_buf__varint9(&b, t0);
+		vp_buf__varint9(&b, 0);
+		vp_buf__varint9(&b, 0);
+		vp_buf__varint9(&b, 0);
+		vp_buf__varint9(&b, (uint64_t)set[i].type);
+		b_str(&b, set[i].name);
+		b_str(&b, set[i].value);
+		b_event(evs, &b);
+		if (set[i].on && !strcmp(set[i].name, "enabled")) {
+			b.len = 0;
+			vp_buf__varint9(&b, T_ACTIVE_SETTING);
+			vp_buf__varint9(&b, t0);
+			vp_buf__varint9(&b, 0);
+			vp_buf__varint9(&b, 0);
+			vp_buf__varint9(&b, 0);
+			vp_buf__varint9(&b, (uint64_t)set[i].type);
+			b_str(&b, "stackTrace");
+			b_str(&b, "true");
+			b_event(evs, &b);
+		}
+	}
+	if (b.err && !evs->err)
+		evs->err = b.err;
+	free(b.b);
+}
 int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	int ev = opts ? opts->sort_event : 0, err = -ENOMEM;
@@ -567,53 +887,72 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		ev = 0;
 	if (vp_jfr_refuses_event(p->events[ev].name))
 		return -EINVAL;
-	/* The CPU samples: the event asked for, or the first CPU one when that is alloc or
-	 * lock, which have events of their own and are always written when recorded. */
-	int alloc_ev = find_event(p, "alloc"), lock_ev = find_event(p, "lock");
-	int cpu_ev = ev == alloc_ev || ev == lock_ev ? -1 : ev;
+	/* The CPU samples: the event asked for, or the first CPU one when that is alloc, lock
+	 * or off-cpu, which have events of their own and are always written when recorded. */
+	int alloc_ev = find_event(p, "alloc"), lock_ev = find_event(p, "lock"), off_ev = find_event(p, "off-cpu");
+	int cpu_ev = ev == alloc_ev || ev == lock_ev || ev == off_ev ? -1 : ev;
 	for (int e = 0; cpu_ev < 0 && e < p->nevents; e++)
-		if (e != alloc_ev && e != lock_ev && !vp_jfr_refuses_event(p->events[e].name))
+		if (e != alloc_ev && e != lock_ev && e != off_ev && !vp_jfr_refuses_event(p->events[e].name))
 			cpu_ev = e;
+	/* Off-CPU intervals have events only where their times were recorded one by one. */
+	bool timed = p->nspans > 0;
+	if (!timed)
+		off_ev = -1;
 	struct jw w = { .p = p };
 	struct vp_strtab meta = { 0 };
 	struct vp_buf cp = { 0 }, body = { 0 }, evs = { 0 }, chunk = { 0 }, mev = { 0 }, cev = { 0 };
-	uint32_t *trace[3] = { NULL }, *thread = NULL, *cls = NULL;
-	bool *park = NULL;
+	struct refs r = { 0 };
+	struct jev *jevs = NULL;
+	size_t njevs = 0;
+	bool *exact = NULL, types[K__COUNT] = { false }, off_types[2] = { false };
 	struct thr { uint32_t pid, tid; const char *comm; } *th = NULL;
 	size_t nth = 0, thcap = 0;
-	const int kev[3] = { cpu_ev, alloc_ev, lock_ev };
+	const int kev[K__COUNT] = { cpu_ev, alloc_ev, lock_ev, off_ev };
 
 	w.frame_method = calloc(p->nframes + 1, sizeof(*w.frame_method));
-	thread = calloc(p->nstacks + 1, sizeof(*thread));
-	cls = calloc(p->nstacks + 1, sizeof(*cls));
-	park = calloc(p->nstacks + 1, sizeof(*park));
-	for (int k = 0; k < 3; k++)
-		trace[k] = calloc(p->nstacks + 1, sizeof(*trace[k]));
-	if (!w.frame_method || !thread || !cls || !park || !trace[0] || !trace[1] || !trace[2])
+	r.thread = calloc(p->nstacks + 1, sizeof(*r.thread));
+	r.cls = calloc(p->nstacks + 1, sizeof(*r.cls));
+	r.park = calloc(p->nstacks + 1, sizeof(*r.park));
+	r.state = calloc(p->nstacks + 1, sizeof(*r.state));
+	exact = calloc(p->nstacks + 1, sizeof(*exact));
+	bool nomem = !w.frame_method || !r.thread || !r.cls || !r.park || !r.state || !exact;
+	for (int k = 0; k < K__COUNT; k++)
+		nomem |= !(r.trace[k] = calloc(p->nstacks + 1, sizeof(*r.trace[k])));
+	if (nomem)
 		goto cleanup;
+	/* The off-CPU stacks with an interval recorded one by one: only those become events. */
+	for (size_t i = 0; off_ev >= 0 && i < p->nspans; i++)
+		if (p->spans[i].event == off_ev && (p->spans[i].flags & VP_SPAN_ONE_INTERVAL) && p->spans[i].stack < p->nstacks)
+			exact[p->spans[i].stack] = true;
 
 	/* Stack traces, classes, methods and threads of every stack an event uses. The
 	 * allocation and lock stacks end in the class (the profile's leaf frame), which JFR
-	 * has as a field of the event rather than as a frame. */
+	 * has as a field of the event rather than as a frame; an off-CPU stack in its state
+	 * ("[blocked: sleep]"), a field of its event too. */
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		bool used = false;
-		for (int k = 0; k < 3; k++) {
-			if (kev[k] < 0 || !s->samples[kev[k]])
+		for (int k = 0; k < K__COUNT; k++) {
+			if (kev[k] < 0 || !s->samples[kev[k]] || (k == K_OFF && !exact[i]))
 				continue;
 			used = true;
 			bool leaf_class = k != K_CPU && s->nframes > 0;
-			if (!(trace[k][i] = trace_key(&w, s, s->nframes - (leaf_class ? 1 : 0))))
+			if (!(r.trace[k][i] = trace_key(&w, s, s->nframes - (leaf_class ? 1 : 0))))
 				goto cleanup;
-			if (leaf_class) {
+			if (k == K_OFF) {
+				const char *st = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "[off-cpu]";
+				r.state[i] = st[0] == '[' ? st : "[off-cpu]";
+				off_types[!strncmp(r.state[i], "[runnable", 9)] = true;
+			} else if (leaf_class) {
 				char jn[1024];
 				internal_class(p->frames[s->frames[s->nframes - 1]].name, jn, sizeof(jn));
-				if (!(cls[i] = class_key(&w, jn)))
+				if (!(r.cls[i] = class_key(&w, jn)))
 					goto cleanup;
 			}
+			types[k] = true;
 			if (k == K_LOCK)
 				for (uint32_t f = 0; f < s->nframes; f++)
-					park[i] |= !strncmp(p->frames[s->frames[f]].name,
+					r.park[i] |= !strncmp(p->frames[s->frames[f]].name,
 							    "java.util.concurrent.locks.LockSupport.park", 43) ||
 						   !strncmp(p->frames[s->frames[f]].name, "jdk.internal.misc.Unsafe.park", 29);
 		}
@@ -627,11 +966,35 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 				goto cleanup;
 			th[nth++] = (struct thr){ s->pid, s->tid, s->comm && *s->comm ? s->comm : "[unknown]" };
 		}
-		thread[i] = (uint32_t)t + 1;
+		r.thread[i] = (uint32_t)t + 1;
+	}
+
+	/* The events in time order, and the chunk's span: the recording's, widened to hold
+	 * every event (a wait that began before the window opened keeps its real start). */
+	/* The recording's window: from where sampling began (start_monotonic_ns is the
+	 * recorder's start, before its setup) for duration_ns. */
+	uint64_t t0 = meta_u64(p, "start_monotonic_ns"), dur = meta_u64(p, "duration_ns");
+	uint64_t real0 = meta_u64(p, "start_realtime_ns"), w0 = meta_u64(p, "window.start_monotonic_ns");
+	if (w0 > t0) {
+		real0 += w0 - t0;
+		t0 = w0;
+	}
+	if (timed && (err = timed_events(p, kev, &r, &jevs, &njevs)))
+		goto cleanup;
+	err = -ENOMEM;
+	if (njevs) {
+		uint64_t end = t0 + dur;
+		for (size_t i = 0; i < njevs; i++)
+			if (jevs[i].start + jevs[i].dur > end)
+				end = jevs[i].start + jevs[i].dur;
+		if (jevs[0].start < t0) {
+			real0 -= real0 > t0 - jevs[0].start ? t0 - jevs[0].start : real0;
+			t0 = jevs[0].start;
+		}
+		dur = end - t0;
 	}
 
 	/* The checkpoint: every constant pool. */
-	uint64_t t0 = meta_u64(p, "start_monotonic_ns"), dur = meta_u64(p, "duration_ns");
 	vp_buf__varint9(&cp, 1);          /* type: checkpoint */
 	vp_buf__varint9(&cp, t0);
 	vp_buf__varint9(&cp, 0);          /* duration */
@@ -697,9 +1060,20 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		goto cleanup;
 	err = -ENOMEM;
 
-	for (int k = 0; k < 3; k++)
-		if (kev[k] >= 0 && (err = write_events(&w, &evs, kev[k], (enum kind)k, trace[k], thread, cls, park, t0, dur)))
-			goto cleanup;
+	environment(p, &evs, t0, real0, dur, types, off_types);
+	if (timed) {
+		for (size_t i = 0; i < njevs; i++)
+			put_event(&evs, &body, &r, (enum kind)jevs[i].kind, jevs[i].stack, jevs[i].start, jevs[i].dur,
+				  jevs[i].weight);
+		body.len = 0;
+	} else {
+		for (int k = 0; k < K__COUNT; k++)
+			if (kev[k] >= 0 && (err = write_spread(p, &evs, kev[k], (enum kind)k, &r, t0, dur)))
+				goto cleanup;
+	}
+	if ((err = evs.err))
+		goto cleanup;
+	err = -ENOMEM;
 
 	/* Metadata. */
 	vp_buf__varint9(&body, 0);        /* type: metadata */
@@ -718,7 +1092,7 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	vp_buf__be(&chunk, size, 8);
 	vp_buf__be(&chunk, cp_pos, 8);
 	vp_buf__be(&chunk, meta_pos, 8);
-	vp_buf__be(&chunk, meta_u64(p, "start_realtime_ns"), 8);
+	vp_buf__be(&chunk, real0, 8);
 	vp_buf__be(&chunk, dur, 8);
 	vp_buf__be(&chunk, t0, 8);
 	vp_buf__be(&chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
@@ -749,10 +1123,13 @@ cleanup:
 	free(mev.b);
 	free(cev.b);
 	free(th);
-	free(thread);
-	free(cls);
-	free(park);
-	for (int k = 0; k < 3; k++)
-		free(trace[k]);
+	free(r.thread);
+	free(r.cls);
+	free(r.park);
+	free(r.state);
+	free(exact);
+	free(jevs);
+	for (int k = 0; k < K__COUNT; k++)
+		free(r.trace[k]);
 	return err;
 }

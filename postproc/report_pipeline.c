@@ -19,6 +19,7 @@ void vp_report__session_opts(enum vp_report_format f, struct vp_session_opts *so
 {
 	so->no_locations = f != VP_REPORT_PPROF;
 	so->times = f == VP_REPORT_HTML;
+	so->spans = f == VP_REPORT_JFR;
 }
 
 void vp_report__add_views(struct vp_profile *p, enum vp_report_format f, const struct vp_profile *base,

@@ -26,7 +26,8 @@ enum vp_report_format {
 const char *vp_report_format_name(enum vp_report_format f);
 
 /* Sets what the loader keeps for format f: by-address locations for pprof only (they
- * are a third of a large profile's memory), each sample's time for the HTML time strip.
+ * are a third of a large profile's memory), each sample's time for the HTML time strip,
+ * each sample record's time and weight for JFR's events.
  * The caller's other options (filters, windows) stay as they are. */
 void vp_report__session_opts(enum vp_report_format f, struct vp_session_opts *so);
 

@@ -25,6 +25,8 @@ struct vp_session_opts {
 					     * of a large profile's memory */
 	bool times;                         /* keep each sample's time (p->times), for the
 					     * HTML report's time strip */
+	bool spans;                         /* keep each sample record's time and weight
+					     * (p->spans), for the JFR writer's events */
 };
 
 /* Reads the session directory dir and adds its samples to p (events matched by name; p may

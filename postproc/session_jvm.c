@@ -101,7 +101,9 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 		uint32_t sid;
 		int ret = vp_profile__add_stack(l->p, fr, n + 1, pid, vtid, label, ev, nsamp ? nsamp : 1, weight, &sid);
 		if (!ret && l->o->times)   /* spread over the wait in the HTML strip */
-			ret = vp_profile__add_span(l->p, sid, ev, from - l->t0, weight, nsamp ? nsamp : 1);
+			ret = vp_profile__add_time_span(l->p, sid, ev, from - l->t0, weight, nsamp ? nsamp : 1);
+		if (!ret && l->o->spans)
+			ret = vp_profile__add_span(l->p, sid, ev, to, weight, VP_SPAN_ONE_INTERVAL);
 		if (ret)
 			return ret;
 	}
@@ -133,6 +135,18 @@ int loader_add_allocs(struct loader *l)
 			continue;
 		struct jvm *j = loader_jvm_open(l, (uint32_t)pid);
 		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+		if (cm && cm->vm[0] && l->o->spans) {
+			/* Its name and version, for JFR's jdk.JVMInformation. */
+			char key[48], v[32];
+			snprintf(key, sizeof(key), "jvm.%lu.vm", pid);
+			vp_profile__set_meta(l->p, key, cm->vm);
+			/* An agent loaded with the JVM began its code map as the JVM started. */
+			if (cm->created_ns && !(cm->flags & VP_CM_META_LATE_ATTACH)) {
+				snprintf(key, sizeof(key), "jvm.%lu.start_ns", pid);
+				snprintf(v, sizeof(v), "%llu", (unsigned long long)cm->created_ns);
+				vp_profile__set_meta(l->p, key, v);
+			}
+		}
 		if (cm && cm->nvthreads && (ret = add_vthread_waits(l, (uint32_t)pid, cm)))
 			break;
 		if (!cm || !cm->nallocs)
@@ -165,7 +179,11 @@ int loader_add_allocs(struct loader *l)
 				break;
 			}
 			n++;
-			ret = vp_profile__add(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", *ev, 1, a->weight);
+			uint32_t sid;
+			ret = vp_profile__add_stack(l->p, fr, n, (uint32_t)pid, a->tid, comm ? comm : "", *ev, 1, a->weight, &sid);
+			/* A lock sample is one wait, ending at its time; an allocation, a moment. */
+			if (!ret && l->o->spans)
+				ret = vp_profile__add_span(l->p, sid, *ev, a->time, a->weight, lk ? VP_SPAN_ONE_INTERVAL : 0);
 		}
 	}
 	closedir(d);

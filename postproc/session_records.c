@@ -356,9 +356,15 @@ int loader_on_record(struct loader *l, const struct vp_record *r)
 	case VP_REC_END: {
 		const struct vp_end *e = b;
 		l->saw_end = true;
-		if (blen >= sizeof(*e)) {
+		if (blen >= offsetof(struct vp_end, window_start)) {
 			l->end_lost = e->lost;
 			l->end_duration = e->duration_ns;
+		}
+		if (blen >= sizeof(*e) && e->window_start) {
+			/* For JFR's wall-clock times (postproc/report_jfr.c). */
+			char v[32];
+			snprintf(v, sizeof(v), "%llu", (unsigned long long)e->window_start);
+			vp_profile__set_meta(l->p, "window.start_monotonic_ns", v);
 		}
 		return 0;
 	}

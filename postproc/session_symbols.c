@@ -850,6 +850,9 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
 	if (!ret && l->o && l->o->times)
-		ret = vp_profile__add_span(l->p, sid, l->evmap[s->event], t_at, dur, nsamp);
+		ret = vp_profile__add_time_span(l->p, sid, l->evmap[s->event], t_at, dur, nsamp);
+	if (!ret && l->o && l->o->spans && nsamp)
+		ret = vp_profile__add_span(l->p, sid, l->evmap[s->event], r->time, weight,
+					   s->flags & VP_SAMPLE_ONE_INTERVAL ? VP_SPAN_ONE_INTERVAL : 0);
 	return ret;
 }

@@ -350,8 +350,8 @@ static int not_sampled_time(struct vp_profile *p, uint32_t sid, int running, int
 		lo = 0;
 		hi = all_hi;
 	}
-	int ret = vp_profile__add_span(p, sid, running, lo, hi - lo, 1);
-	return ret ? ret : vp_profile__add_span(p, sid, wall, lo, hi - lo, 1);
+	int ret = vp_profile__add_time_span(p, sid, running, lo, hi - lo, 1);
+	return ret ? ret : vp_profile__add_time_span(p, sid, wall, lo, hi - lo, 1);
 }
 
 /* The parts' sample times, for the HTML strip: each time of the on-CPU, off-CPU and
@@ -369,8 +369,8 @@ static int add_part_times(struct vp_profile *p, int on, int off, int st, const i
 			continue;
 		if (part == VP_WALL_BLOCKED && is_runnable(p, &p->stacks[x.stack]))
 			part = VP_WALL_RUNNABLE;
-		int ret = part == VP_WALL_STEAL ? 0 : vp_profile__add_span(p, x.stack, ev[part], x.t, x.dur, x.samples);
-		if (ret || (ret = vp_profile__add_span(p, x.stack, wall, x.t, x.dur, x.samples)))
+		int ret = part == VP_WALL_STEAL ? 0 : vp_profile__add_time_span(p, x.stack, ev[part], x.t, x.dur, x.samples);
+		if (ret || (ret = vp_profile__add_time_span(p, x.stack, wall, x.t, x.dur, x.samples)))
 			return ret;
 	}
 	return 0;

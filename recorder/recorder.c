@@ -204,6 +204,19 @@ static int write_metadata(struct vp_session_writer *w, const struct vp_record_op
 	META("start_realtime_ns", buf);
 	snprintf(buf, sizeof(buf), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
 	META("ncpus", buf);
+	/* The agent's settings, for JFR's jdk.ActiveSetting events. */
+	if (o->alloc_bytes) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->alloc_bytes);
+		META("alloc.interval_bytes", buf);
+	}
+	if (o->lock) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->lock_ns);
+		META("lock.threshold_ns", buf);
+	}
+	if (o->off_cpu) {   /* which off-CPU intervals the stream holds one by one */
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)VP_OFFCPU_SPLIT_NS);
+		META("offcpu.split_ns", buf);
+	}
 #undef META
 	if (e)
 		return e;
@@ -773,7 +786,7 @@ static int finish_session(struct vp_recorder *r, struct vp_session_writer *w, st
 		take_kallsyms(ksl, w, &r->cfg, r->log);
 	if (r->steal)
 		steal_snapshot(w, r->steal, MAX_CPUS);
-	struct vp_end end = { .lost = lost - lost_base, .duration_ns = end_time - start };
+	struct vp_end end = { .lost = lost - lost_base, .duration_ns = end_time - start, .window_start = start };
 	if ((e = vp_session_writer__finish(w, end_time, &end, err, sizeof(err))))
 		fprintf(r->log, "viprof record: %s\n", err);
 	return e;
@@ -964,6 +977,7 @@ int vp_recorder__stop(struct vp_recorder *r)
 	r->end = (struct vp_end){
 		.lost = lost - r->lost_base,
 		.duration_ns = window_end - r->start,
+		.window_start = r->start,
 		.exit_status = (uint32_t)r->exit_status,
 	};
 	if (vp_session_writer__finish(r->w, end_time, &r->end, r->err, sizeof(r->err))) {

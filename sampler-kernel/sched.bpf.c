@@ -27,6 +27,8 @@ const volatile bool walker = false;
  * kptr_restrict). The sampler's perf events exclude the kernel themselves; a switch
  * always happens in the kernel, so here it is this program that must not look. */
 const volatile bool user_only = false;
+/* Off-CPU intervals at least this long are kept apart (sched.h, VPS_SPLIT_NS). */
+const volatile __u64 split_ns = VPS_SPLIT_NS;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -83,7 +85,7 @@ struct {
 	__type(value, struct vps_cpu);
 } cpus SEC(".maps");
 
-static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64 now)
+static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64 end)
 {
 	struct vps_val *v = bpf_map_lookup_elem(map, k);
 
@@ -100,19 +102,23 @@ static __always_inline void agg_to(void *map, struct vps_key *k, __u64 ns, __u64
 	}
 	__sync_fetch_and_add(&v->ns, ns);
 	__sync_fetch_and_add(&v->count, 1);
-	v->last = now;
+	v->last = end;
 }
 
-static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __u64 us, __u64 ns, __u64 now)
+/* Adds ns (an interval [start, end), or steal with start 0) to its key's sum; a long
+ * interval is a key of its own. */
+static __always_inline void agg(__u32 pid, __u32 tid, __u32 state, __s32 ks, __u64 us, __u64 ns, __u64 start,
+				__u64 end)
 {
-	struct vps_key k = { .pid = pid, .tid = tid, .state = state, .kstack = ks, .ustack = us };
+	struct vps_key k = { .pid = pid, .tid = tid, .state = state, .kstack = ks, .ustack = us,
+			     .start = start && ns >= split_ns ? start : 0 };
 
 	if (!ns)
 		return;
 	if (agg_sel & 1)
-		agg_to(&agg1, &k, ns, now);
+		agg_to(&agg1, &k, ns, end);
 	else
-		agg_to(&agg0, &k, ns, now);
+		agg_to(&agg0, &k, ns, end);
 }
 
 /* [*from, *to) cut to the sampling window; false when nothing of it lies inside. */
@@ -165,7 +171,7 @@ static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, 
 		from = out;
 		to = now - ran;
 		if (in_window(&from, &to))
-			agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, to - from, now);
+			agg(pid, tid, VPS_RUNNABLE_PREEMPT, ts->kstack, ts->ustack, to - from, from, to);
 		return;
 	}
 	/* Blocked until the wakeup, then waiting on the run queue; the unseen run is taken
@@ -178,11 +184,11 @@ static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, 
 	from = out;
 	to = w;
 	if (in_window(&from, &to))
-		agg(pid, tid, ts->state, ts->kstack, ts->ustack, to - from, now);
+		agg(pid, tid, ts->state, ts->kstack, ts->ustack, to - from, from, to);
 	from = w;
 	to = end;
 	if (in_window(&from, &to))
-		agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, to - from, now);
+		agg(pid, tid, VPS_RUNNABLE_WOKEN, ts->kstack, ts->ustack, to - from, from, to);
 }
 
 /* This CPU's run queue, through the switching tasks' CFS run queues (the per-CPU
@@ -298,7 +304,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		/* delta is 0 outside the window (the clock is read at switches only: a run
 		 * that straddles an edge has the steal since the switch before it). */
-		agg(pid, tid, VPS_STEAL, ks, us, delta, now);
+		agg(pid, tid, VPS_STEAL, ks, us, delta, 0, now);
 		ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		th = bpf_map_lookup_elem(&threads, &tid);
 		if (!th) {
@@ -378,7 +384,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			__u64 from = ts->wake_time, to = now;
 
 			if (in_window(&from, &to))
-				agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, to - from, now);
+				agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, to - from, from, to);
 		}
 		ts->out_time = 0;
 		ts->wake_time = 0;

@@ -63,11 +63,19 @@
  * the key of a walked stack in the ustacks map (walker.bpf.h). */
 #define VPS_USTACK_FP (1ull << 63)
 
+/* An off-CPU interval (a part: blocked, or on the run queue) at least this long is kept
+ * apart, under its own start (vps_key.start), so that its duration and times reach the
+ * session whole (issue 33: JFR's events need each wait's start and length; JFR's own
+ * profile settings record parks, monitor waits and sleeps from 10 ms on). Shorter ones
+ * are summed per stack. At most 1 / VPS_SPLIT_NS entries a second per thread. */
+#define VPS_SPLIT_NS (10ull * 1000000)   /* = VP_OFFCPU_SPLIT_NS, asserted in sched_tracer.c */
+
 struct vps_key {
 	__u32 pid, tid;
 	__u32 state;                 /* VPS_* */
 	__s32 kstack;                /* stack id in the stacks map, or < 0 */
 	__u64 ustack;                /* VPS_USTACK_FP | id, a ustacks key, or 0 */
+	__u64 start;                 /* a long interval's start (see VPS_SPLIT_NS), else 0 */
 };
 
 /* A user stack walked at switch-out by the sampler's walker (walker.bpf.h), interned in
@@ -104,7 +112,8 @@ struct vps_ustack {
 struct vps_val {
 	__u64 ns;                    /* summed duration */
 	__u64 count;                 /* intervals */
-	__u64 last;                  /* CLOCK_MONOTONIC of the last interval's end */
+	__u64 last;                  /* CLOCK_MONOTONIC of the last interval's end (a blocked
+				      * part's at its wakeup, a run-queue part's at switch-in) */
 };
 
 /* Per CPU: the steal clock at the last switch on it, and what the tracer charged. */

@@ -155,6 +155,8 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 	return n;
 }
 
+_Static_assert(VPS_SPLIT_NS == VP_OFFCPU_SPLIT_NS, "the split the session's meta states is the tracer's");
+
 static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vps_val *v)
 {
 	struct vp_sample *o = s->buf;
@@ -183,6 +185,8 @@ static int emit_sum(struct vp_sched *s, const struct vps_key *k, const struct vp
 	o->nr_kernel = (uint16_t)nk;
 	o->nr_user = (uint16_t)nu;
 	o->sched_state = (uint8_t)k->state;
+	if (v->count == 1)
+		o->flags |= VP_SAMPLE_ONE_INTERVAL;
 	if ((k->kstack < 0 || s->cfg.user_only) && !k->ustack && k->state != VPS_RUNNABLE_WOKEN)
 		s->st.no_stack++;
 	memcpy(o->ips, s->kips, (size_t)nk * 8);

@@ -287,7 +287,7 @@ static void test_unit(void)
 			  synth_frame(p, VP_LAYER_KERNEL, "[blocked: sleep]", "[kernel.kallsyms]", 0) };
 	uint32_t sid;
 	ASSERT_OK(vp_profile__add_stack(p, f, 2, 7, 7, "x", 0, 1000, 2 * NS, &sid));
-	ASSERT_OK(vp_profile__add_span(p, sid, 0, 2 * NS, 2 * NS, 1000));
+	ASSERT_OK(vp_profile__add_time_span(p, sid, 0, 2 * NS, 2 * NS, 1000));
 	ASSERT_OK(vp_profile__add_stack(p, f, 1, 7, 7, "x", 0, 100, 100000000, &sid));
 	ASSERT_OK(vp_profile__add_time(p, sid, 0, 5 * NS, 100));
 	write_html(p, NULL, "timeaxis-unit.html");

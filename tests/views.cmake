@@ -23,6 +23,24 @@ viprof_jvm_test(test-tier-jvm 300)
 # top methods' shares against the text report, frame types, thread names (jvm, JDK 17
 # and 25, each JDK reading with its own jfr).
 viprof_jvm_test(test-report-jfr-jvm 300)
+target_compile_definitions(test-report-jfr-jvm PRIVATE SRCDIR="${CMAKE_SOURCE_DIR}")
+target_link_libraries(test-report-jfr-jvm PRIVATE vp_postproc)
+# ... and its real times (issue 33): a fixture's sleeps, monitor and ReentrantLock waits
+# of known lengths recorded with lock, alloc and --off-cpu, each wait an event of its own
+# start and duration (test-report-jfr-check.py), the environment events, jfr view's max
+# (jvm, root for --off-cpu; JDK 17 and 25).
+# The same writer on a hand-built profile: exact times in, exact times out, sums of short
+# off-CPU intervals left out, no made-up events without sample times (jvm: the jfr tool).
+foreach(jdk 17 25)
+  foreach(part times synth)
+    set(n test-report-jfr-${part})
+    if(jdk EQUAL 25)
+      set(n test-report-jfr-${part}-jdk25)
+    endif()
+    add_test(NAME ${n} COMMAND test-report-jfr-jvm ${jdk} ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+    set_tests_properties(${n} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS jvm)
+  endforeach()
+endforeach()
 # record -e alloc: the agent's JVMTI allocation sampling, a 75/25 split of bytes in two
 # classes (jvm, JDK 17 and 25).
 viprof_jvm_test(test-alloc-jvm 240)
