@@ -263,12 +263,16 @@ static void build_in_child(const char *path, const char *what, bool bad)
 		const struct vpb_rule *r = vp_cfi__rules(t, &n);
 		const struct vpb_rule *at = vp_cfi__find(t, vp_cfi__base(t) + TEXT + 1);
 		printf("%s: source %s, %zu rules\n", what, vp_cfi__source(t), n);
+		const char *why = vp_cfi__refused(t);
+		printf("%s: refused: %s\n", what, why ? why : "no");
 		if (bad) {
 			/* Refused as a whole: no rule from it, and it says so. */
+			ASSERT_NOT_NULL(why);
 			ASSERT_STREQ(vp_cfi__source(t), "none");
 			for (size_t i = 0; i < n; i++)
 				ASSERT_EQ(r[i].kind, VPB_RULE_NONE);
 		} else {
+			ASSERT_NULL(why);
 			/* After "advance 1; def_cfa_offset 16": CFA = rsp + 16. */
 			ASSERT_NOT_NULL(at);
 			ASSERT_EQ(at->kind, VPB_RULE_SP);
