@@ -265,7 +265,8 @@ static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, ui
 #define CFI_PAD          64            /* zeros after each copy: libdw reads a byte or two past an entry */
 
 struct cfi_sec {
-	uint8_t *buf;           /* the copy, CFI_PAD zero bytes after it */
+	const uint8_t *src;     /* the section's bytes in the file's mapping (or libelf's inflated copy) */
+	uint8_t *buf;           /* the copy in the image for libdw, CFI_PAD zero bytes after it */
 	size_t size;
 	uint64_t vaddr;         /* where buf[0] is loaded: pc-relative values count from it */
 	bool eh;                /* .eh_frame (else .debug_frame) */
@@ -626,21 +627,18 @@ static bool check_section(const struct cfi_sec *s, const unsigned char *ident, u
 	return ok;
 }
 
-static int sec_copy(struct cfi_sec *s, const void *p, size_t n, uint64_t vaddr, bool eh)
+static void sec_at(struct cfi_sec *s, const void *p, size_t n, uint64_t vaddr, bool eh)
 {
-	if (!(s->buf = calloc(1, n + CFI_PAD)))
-		return -ENOMEM;
-	memcpy(s->buf, p, n);
+	s->src = p;
 	s->size = n;
 	s->vaddr = vaddr;
 	s->eh = eh;
-	return 0;
 }
 
-/* The file's .eh_frame, copied: the section of that name, or (no section headers, as
+/* Where the file's .eh_frame is: the section of that name, or (no section headers, as
  * the loader sees a file) the one PT_GNU_EH_FRAME's header points at, up to its
- * terminator. 0 with nothing copied when there is none. */
-static int copy_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
+ * terminator. s->src stays NULL when there is none. */
+static void find_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstr, nph, fsize = 0;
@@ -656,29 +654,30 @@ static int copy_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 			/* Any type with bytes: lld makes it SHT_X86_64_UNWIND. */
 			Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
 			if (!d || !d->d_buf || !d->d_size)
-				return 0;
+				return;
 			if (d->d_size > CFI_MAX_BYTES) {
 				snprintf(t->refused, sizeof(t->refused), ".eh_frame of %zu bytes, over the %u MiB checked here",
 					 d->d_size, CFI_MAX_BYTES >> 20);
-				return 0;
+				return;
 			}
-			return sec_copy(s, d->d_buf, d->d_size, sh.sh_addr, true);
+			sec_at(s, d->d_buf, d->d_size, sh.sh_addr, true);
+			return;
 		}
 	}
 	GElf_Phdr hdr = { .p_type = PT_NULL }, ph;
 	if (elf_getphdrnum(e, &nph) || !elf_rawfile(e, &fsize))
-		return 0;
+		return;
 	for (size_t i = 0; i < nph && hdr.p_type == PT_NULL; i++)
 		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
 			hdr = ph;
 	Elf_Data *d = hdr.p_type == PT_GNU_EH_FRAME ?
 		elf_getdata_rawchunk(e, (int64_t)hdr.p_offset, hdr.p_filesz, ELF_T_BYTE) : NULL;
 	if (!d || !d->d_buf || d->d_size < 8)
-		return 0;
+		return;
 	const uint8_t *b = d->d_buf, *p = b + 4;
 	uint64_t ptr;
 	if (b[0] != 1 || !read_encoded(&p, b + d->d_size, b[1], hdr.p_vaddr + 4, &ptr))
-		return 0;
+		return;
 	for (size_t i = 0; i < nph; i++) {
 		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || ptr < ph.p_vaddr ||
 		    ptr - ph.p_vaddr >= ph.p_filesz || ph.p_offset + (ptr - ph.p_vaddr) >= fsize)
@@ -687,7 +686,7 @@ static int copy_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 		if (avail > fsize - off)
 			avail = fsize - off;
 		if (!(d = elf_getdata_rawchunk(e, (int64_t)off, avail, ELF_T_BYTE)) || !d->d_buf)
-			return 0;
+			return;
 		/* The entries' lengths up to the terminator: where .eh_frame ends. */
 		const uint8_t *q = d->d_buf;
 		uint64_t n = 0;
@@ -711,29 +710,30 @@ static int copy_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 				snprintf(t->refused, sizeof(t->refused),
 					 ".eh_frame entry at offset %#llx: a length past its segment's end",
 					 (unsigned long long)n);
-				return 0;
+				return;
 			}
 			n += hl + l;
 		}
 		if (n > CFI_MAX_BYTES) {
 			snprintf(t->refused, sizeof(t->refused), ".eh_frame of %llu bytes, over the %u MiB checked here",
 				 (unsigned long long)n, CFI_MAX_BYTES >> 20);
-			return 0;
+			return;
 		}
-		return n ? sec_copy(s, q, (size_t)n, ptr, true) : 0;
+		if (n)
+			sec_at(s, q, (size_t)n, ptr, true);
+		return;
 	}
-	return 0;
 }
 
-/* The file's .debug_frame (or .zdebug_frame), copied, decompressed when it is
+/* Where the file's .debug_frame (or .zdebug_frame) is, inflated by libelf when it is
  * compressed: the first of either name, as libdw takes it. */
-static int copy_debug_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
+static void find_debug_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstr;
 
 	if (elf_getshdrstrndx(e, &shstr) || shstr == 0)
-		return 0;
+		return;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -742,59 +742,60 @@ static int copy_debug_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 		    (strcmp(name, ".debug_frame") && strcmp(name, ".zdebug_frame")))
 			continue;
 		if (sh.sh_type == SHT_NOBITS)
-			return 0;
+			return;
 		if (name[1] == 'z') {
 			/* GNU's older form: "ZLIB", the size (8 bytes, big-endian), the stream. */
 			Elf_Data *r = elf_rawdata(scn, NULL);
 			uint64_t size = 0;
 
 			if (!r || !r->d_buf || r->d_size < 12 || memcmp(r->d_buf, "ZLIB", 4))
-				return 0;
+				return;
 			for (int i = 4; i < 12; i++)
 				size = size << 8 | ((const uint8_t *)r->d_buf)[i];
 			if (size > CFI_MAX_BYTES) {
 				snprintf(t->refused, sizeof(t->refused),
 					 ".zdebug_frame of %llu bytes decompressed, over the %u MiB checked here",
 					 (unsigned long long)size, CFI_MAX_BYTES >> 20);
-				return 0;
+				return;
 			}
 			if (elf_compress_gnu(scn, 0, 0) < 0)
-				return 0;
+				return;
 		} else if (sh.sh_flags & SHF_COMPRESSED) {
 			GElf_Chdr ch;
 
 			/* libelf allocates the size the header states: checked first. */
 			if (!gelf_getchdr(scn, &ch))
-				return 0;
+				return;
 			if (ch.ch_size > CFI_MAX_BYTES) {
 				snprintf(t->refused, sizeof(t->refused),
 					 ".debug_frame of %llu bytes decompressed, over the %u MiB checked here",
 					 (unsigned long long)ch.ch_size, CFI_MAX_BYTES >> 20);
-				return 0;
+				return;
 			}
 			if (elf_compress(scn, 0, 0) < 0)
-				return 0;
+				return;
 		}
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
-			return 0;
+			return;
 		if (d->d_size > CFI_MAX_BYTES) {
 			snprintf(t->refused, sizeof(t->refused), ".debug_frame of %zu bytes, over the %u MiB checked here",
 				 d->d_size, CFI_MAX_BYTES >> 20);
-			return 0;
+			return;
 		}
-		return sec_copy(s, d->d_buf, d->d_size, 0, false);
+		sec_at(s, d->d_buf, d->d_size, 0, false);
+		return;
 	}
-	return 0;
 }
 
-/* An ELF image holding the checked copies alone, for libdw: section headers, .eh_frame
- * (at its address) and .debug_frame, no .eh_frame_hdr (libdw then finds FDEs by reading
- * .eh_frame in order, as the check did) and no program headers. */
-static Elf *cfi_image(const struct cfi_sec *eh, const struct cfi_sec *dbg, uint8_t **img)
+/* An ELF image of the CFI sections alone, copied out of the file, for libdw: section
+ * headers, .eh_frame (at its address) and .debug_frame, no .eh_frame_hdr (libdw then finds
+ * FDEs by reading .eh_frame in order, as the check does) and no program headers. Sets
+ * each section's buf to its copy, which is checked before libdw is given the image. */
+static uint8_t *cfi_image(struct cfi_sec *eh, struct cfi_sec *dbg, size_t *len)
 {
 	static const char names[] = "\0.eh_frame\0.debug_frame\0.shstrtab";
-	const struct cfi_sec *secs[2] = { eh, dbg };
+	struct cfi_sec *secs[2] = { eh, dbg };
 	const uint32_t name_at[2] = { 1, 11 };
 	Elf64_Shdr sh[4];
 	size_t off = sizeof(Elf64_Ehdr), at[2] = { 0, 0 };
@@ -802,7 +803,7 @@ static Elf *cfi_image(const struct cfi_sec *eh, const struct cfi_sec *dbg, uint8
 
 	memset(sh, 0, sizeof(sh));
 	for (int i = 0; i < 2; i++) {
-		if (!secs[i]->buf)
+		if (!secs[i]->src)
 			continue;
 		at[i] = off;
 		sh[n++] = (Elf64_Shdr){ .sh_name = name_at[i], .sh_type = SHT_PROGBITS,
@@ -824,18 +825,16 @@ static Elf *cfi_image(const struct cfi_sec *eh, const struct cfi_sec *dbg, uint8
 	eh64.e_ident[EI_DATA] = ELFDATA2LSB;
 	eh64.e_ident[EI_VERSION] = EV_CURRENT;
 	memcpy(b, &eh64, sizeof(eh64));
-	for (int i = 0; i < 2; i++)
-		if (secs[i]->buf)
-			memcpy(b + at[i], secs[i]->buf, secs[i]->size);
+	for (int i = 0; i < 2; i++) {
+		if (!secs[i]->src)
+			continue;
+		secs[i]->buf = b + at[i];
+		memcpy(secs[i]->buf, secs[i]->src, secs[i]->size);
+	}
 	memcpy(b + sh[n - 1].sh_offset, names, sizeof(names));
 	memcpy(b + off, sh, (size_t)n * sizeof(Elf64_Shdr));
-	Elf *e = elf_memory((char *)b, off + (size_t)n * sizeof(Elf64_Shdr));
-	if (!e) {
-		free(b);
-		return NULL;
-	}
-	*img = b;
-	return e;
+	*len = off + (size_t)n * sizeof(Elf64_Shdr);
+	return b;
 }
 
 static bool frame_at(Dwarf_CFI *a, Dwarf_CFI *b, uint64_t addr, Dwarf_Frame **fr)
@@ -949,21 +948,28 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		goto cleanup;
 	}
 	/* Copied out of the file, checked, and only then shown to libdw (see CFI_MAX_REG). */
-	if ((rc = copy_eh_frame(e, t, &ehs)) || (rc = copy_debug_frame(e, t, &dbgs))) {
+	find_eh_frame(e, t, &ehs);
+	find_debug_frame(e, t, &dbgs);
+	size_t imglen = 0;
+	if (!t->refused[0] && (ehs.src || dbgs.src) && !(imgbuf = cfi_image(&ehs, &dbgs, &imglen))) {
 		set_err(err, errlen, "out of memory copying the unwind sections%s", "");
+		rc = -ENOMEM;
 		goto cleanup;
 	}
-	for (int i = 0; i < 2 && !t->refused[0]; i++) {
+	/* The file is not read again (an inflated .debug_frame goes with it). */
+	elf_end(e);
+	e = NULL;
+	for (int i = 0; i < 2 && imgbuf && !t->refused[0]; i++) {
 		struct cfi_sec *sec = i ? &dbgs : &ehs;
 
 		if (sec->buf && !check_section(sec, eh.e_ident, &starts, &nstarts, &capstarts, t->refused,
 					       sizeof(t->refused)))
 			break;
 	}
-	if (!t->refused[0] && (ehs.buf || dbgs.buf)) {
-		if (!(img = cfi_image(&ehs, &dbgs, &imgbuf))) {
+	if (imgbuf && !t->refused[0]) {
+		if (!(img = elf_memory((char *)imgbuf, imglen))) {
+			set_err(err, errlen, "libelf cannot read the unwind sections' image%s", "");
 			rc = -ENOMEM;
-			set_err(err, errlen, "out of memory%s", "");
 			goto cleanup;
 		}
 		if (ehs.buf)
@@ -1002,8 +1008,6 @@ cleanup:
 	if (img)
 		elf_end(img);
 	free(imgbuf);
-	free(ehs.buf);
-	free(dbgs.buf);
 	if (e)
 		elf_end(e);
 	if (rc) {
