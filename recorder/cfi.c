@@ -417,13 +417,13 @@ static bool check_program(struct cfi_check *c, uint64_t off, const uint8_t *p, c
  * after the 'z'. False (with the reason) for a CIE that has not. */
 static bool augmentation_ok(struct cfi_check *c, uint64_t off)
 {
+	if (off >= c->s->size || c->s->size - off < 4)
+		return true;                 /* dwarf_next_cfi: the end */
 	const uint8_t *p = c->s->buf + off, *end = c->s->buf + c->s->size;
 	uint64_t len, id = 0;
 	uint32_t len32;
 	size_t osz = 4;
 
-	if (off > c->s->size || end - p < 4)
-		return true;                 /* dwarf_next_cfi: the end */
 	memcpy(&len32, p, 4);
 	p += 4;
 	len = len32;
