@@ -9,7 +9,9 @@
  *     an FDE, in a CIE's initial instructions, in DW_CFA_restore_extended; in
  *     .debug_frame; in an .eh_frame found only through PT_GNU_EH_FRAME (no section
  *     headers); remember_state nested 65 deep; a return-address register of 1000; an
- *     unknown opcode; a truncated operand;
+ *     unknown opcode; a truncated operand; and an FDE with a register of 100 million
+ *     hidden after .eh_frame's terminator, where .eh_frame_hdr's search table points
+ *     (libdw used to follow the table: now it reads only the checked entries);
  *   - the same generator's well-formed file gets its rules (the checks refuse only what
  *     is bad).
  * Usage: test-cfi-crafted (the fixture path is compiled in). */
@@ -91,7 +93,12 @@ struct spec {
 	uint64_t ra;             /* the CIEs' return-address register */
 	struct prog cie, fde;    /* appended to a sane CIE (CFA rsp+8, ra at CFA-8) and FDE */
 	bool bad;                /* the file's CFI must be refused */
+	struct prog hidden;      /* an FDE after .eh_frame's terminator, which the
+				  * .eh_frame_hdr search table names for .text (libdw used to
+				  * follow the table there) */
 };
+
+static size_t hidden_fde;        /* its offset in .eh_frame */
 
 /* .eh_frame: CIE "zR" (FDE addresses pcrel|sdata4), one FDE over .text, a terminator. */
 static void eh_frame(struct buf *b, const struct spec *s)
@@ -121,6 +128,18 @@ static void eh_frame(struct buf *b, const struct spec *s)
 	align(b, 4, 0);
 	set32(b, fde, (uint32_t)(b->n - fde - 4));
 	put32(b, 0);                         /* terminator */
+	hidden_fde = 0;
+	if (s->hidden.n) {
+		hidden_fde = b->n - cie;
+		put32(b, 0);
+		put32(b, (uint32_t)(b->n - cie));
+		put32(b, (uint32_t)(TEXT - b->n));
+		put32(b, TEXT_SIZE);
+		uleb(b, 0);
+		put(b, s->hidden.b, s->hidden.n);
+		align(b, 4, 0);
+		set32(b, cie + hidden_fde, (uint32_t)(b->n - (cie + hidden_fde) - 4));
+	}
 }
 
 /* .debug_frame: the same in DWARF's own form (CIE id ~0, CIE pointer = offset, 8-byte
@@ -187,7 +206,7 @@ static void make_elf(const char *path, const struct spec *s)
 		/* The FDE follows the CIE: its offset is the CIE's length field + 4. */
 		uint32_t cielen;
 		memcpy(&cielen, b->b + ehf, 4);
-		set32(b, hdr + 16, (uint32_t)(ehf + 4 + cielen - hdr));
+		set32(b, hdr + 16, (uint32_t)(ehf + (hidden_fde ? hidden_fde : 4 + cielen) - hdr));
 	}
 	if (s->flags & WITH_DBG) {
 		align(b, 8, 0);
@@ -301,7 +320,7 @@ int main(void)
 		FAIL("mkdtemp: %s", strerror(errno));
 	build_in_child(CFI_CRAFTED_REGS, "crafted-regs.elf (fuzz-cfi)", true);
 
-	static struct spec specs[16];
+	static struct spec specs[20];
 	int ns = 0;
 	specs[ns++] = (struct spec){ "well-formed .eh_frame", WITH_EH, 16 };
 	specs[ns++] = (struct spec){ "well-formed .debug_frame", WITH_DBG, 16 };
@@ -318,6 +337,12 @@ int main(void)
 	s = &specs[ns++], *s = (struct spec){ "no section headers, FDE: val_offset r100000000", WITH_EH | NO_SHDR, 16,
 					       .bad = true };
 	op(&s->fde, 0x14), op_uleb(&s->fde, BIG_REG), op_uleb(&s->fde, 1);
+	/* Not refused, and harmless: libdw reads the checked copy in order, never the table. */
+	s = &specs[ns++], *s = (struct spec){ "hidden FDE (undefined r100000000) named by .eh_frame_hdr", WITH_EH, 16 };
+	op(&s->hidden, 0x07), op_uleb(&s->hidden, BIG_REG);
+	s = &specs[ns++], *s = (struct spec){ "no section headers, hidden FDE named by .eh_frame_hdr", WITH_EH | NO_SHDR,
+					       16 };
+	op(&s->hidden, 0x07), op_uleb(&s->hidden, BIG_REG);
 	s = &specs[ns++], *s = (struct spec){ "FDE: r200000 then remember_state x 65", WITH_EH, 16, .bad = true };
 	op(&s->fde, 0x07), op_uleb(&s->fde, 200000);
 	for (int i = 0; i < 65; i++)
