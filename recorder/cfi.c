@@ -690,7 +690,7 @@ static void find_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 		/* The entries' lengths up to the terminator: where .eh_frame ends. */
 		const uint8_t *q = d->d_buf;
 		uint64_t n = 0;
-		while (n + 4 <= avail) {
+		while (n + 4 <= avail && n <= CFI_MAX_BYTES) {
 			uint32_t l32;
 			uint64_t l, hl = 4;
 
