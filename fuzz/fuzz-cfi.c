@@ -4,7 +4,8 @@
  * ELF file image, given to vp_cfi__build as a memfd (as the unwinder gives it a
  * map_files descriptor); a table built is then walked the way the unwinder and the BPF
  * upload read it. Seeds: small ELF files of gcc's, with .eh_frame (-O2, -O0 with frame
- * pointers) and with .debug_frame only. */
+ * pointers) and with .debug_frame only, and crafted-regs, a find of this target's (its CFI
+ * made libdw ask for 1.5 GB; scripts/fuzz.sh runs it under a 256 MB malloc limit). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>

@@ -47,6 +47,7 @@ struct vp_cfi {
 	const char *source;
 	bool failed;             /* out of memory while building */
 	bool cut;                /* a row limit left part of the text VPB_RULE_NONE */
+	char refused[160];       /* why the file's CFI was refused (vp_cfi__refused), "" if it was not */
 	uint64_t steps;          /* rows libdw has interpreted so far (see MAX_STEPS) */
 	uint64_t done;           /* the address up to which rules exist */
 };
@@ -185,38 +186,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* FDE start addresses from .eh_frame_hdr's search table (the usual encodings only), for
- * files whose section headers are gone: libdw then finds .eh_frame through it too. */
-static size_t hdr_starts(Elf *e, const GElf_Phdr *ph, uint64_t **out)
-{
-	Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph->p_offset, ph->p_filesz, ELF_T_BYTE);
-	const uint8_t *b;
-	size_t len;
-
-	if (!d || !d->d_buf || d->d_size < 12)
-		return 0;
-	b = d->d_buf;
-	len = d->d_size;
-	/* version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4 */
-	if (b[0] != 1 || (b[1] & 0x0f) != 0x0b || b[2] != 0x03 || b[3] != 0x3b)
-		return 0;
-	uint32_t count;
-	memcpy(&count, b + 8, 4);
-	if (count == 0 || (size_t)count > (len - 12) / 8)
-		return 0;
-	uint64_t *v = malloc((size_t)count * sizeof(*v));
-	if (!v)
-		return 0;
-	for (uint32_t i = 0; i < count; i++) {
-		int32_t rel;
-
-		memcpy(&rel, b + 12 + (size_t)i * 8, 4);
-		v[i] = ph->p_vaddr + (uint64_t)(int64_t)rel;
-	}
-	*out = v;
-	return count;
-}
-
 /* One DW_EH_PE-encoded value at *pp (advanced past it), within [*pp, end). Only what
  * x86-64 toolchains emit for FDE addresses: absolute or pc-relative, fixed-size or
  * LEB128. field_vaddr is the address *pp has when loaded, for pc-relative values. */
@@ -274,109 +243,598 @@ static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, ui
 	return true;
 }
 
-/* The DW_EH_PE encoding a CIE's augmentation gives its FDEs' addresses ('R'); -1 when
- * the augmentation is one we cannot step through. */
-static int cie_fde_encoding(const Dwarf_CIE *cie)
-{
-	const char *a = cie->augmentation;
-	const uint8_t *p = cie->augmentation_data, *end = p + cie->augmentation_data_size;
-	uint64_t skip;
+/* ---- Checking the CFI before libdw interprets it ----
+ *
+ * libdw sizes a frame's register array by the highest register number a CFA program
+ * names (16 bytes a register), copies the array at every DW_CFA_remember_state and keeps
+ * one for each CIE it has used: a 1.3 KB file (fuzz-cfi) made it ask for 1.5 GB. And
+ * libdw reads the bytes where they lie, in a file its owner may rewrite while root reads
+ * it. So the builder copies each CFI section out of the file, checks the copy the way
+ * libdw will read it (every entry its in-order search can reach, every CIE an FDE names,
+ * every CFA instruction of both), and gives libdw an ELF image made of the checked copies
+ * alone. A check that fails refuses the file's CFI as a whole: its table is that of a
+ * file without CFI, and vp_cfi__refused says why. Real code stays far inside these
+ * bounds: x86-64 DWARF numbers its registers below 67, compilers nest remember_state once
+ * or twice, and libLLVM's .eh_frame (5 MB, 100k FDEs) is among the largest. */
+#define CFI_MAX_REG      255
+#define CFI_MAX_NEST     64
+#define CFI_MAX_BYTES    (64u << 20)   /* one section */
+#define CFI_MAX_ENTRIES  (1u << 20)    /* CIEs and FDEs libdw would keep (~100 bytes each) */
+#define CFI_MAX_CIE_REGS (1u << 20)    /* the CIEs' register arrays together (16 MB) */
+#define CFI_MAX_EXPR     (1u << 20)    /* bytes of DWARF expressions together */
+#define CFI_PAD          64            /* zeros after each copy: libdw reads a byte or two past an entry */
 
-	if (!a || a[0] != 'z')
-		return a && a[0] == 0 ? 0 : -1;
-	for (a++; *a; a++) {
+struct cfi_sec {
+	const uint8_t *src;     /* the section's bytes in the file's mapping (or libelf's inflated copy) */
+	uint8_t *buf;           /* the copy in the image for libdw, CFI_PAD zero bytes after it */
+	size_t size;
+	uint64_t vaddr;         /* where buf[0] is loaded: pc-relative values count from it */
+	bool eh;                /* .eh_frame (else .debug_frame) */
+};
+
+struct cie_info {
+	uint64_t key;           /* the CIE's offset + 1; 0: a free slot */
+	uint8_t fde_enc;
+	bool sized, usable;     /* usable: libdw takes it as a CIE */
+};
+
+struct cfi_check {
+	const struct cfi_sec *s;
+	Elf_Data d;             /* the copy, as dwarf_next_cfi reads it */
+	unsigned char ident[EI_NIDENT];
+	struct cie_info *cies;  /* the CIEs checked (check_cie) */
+	size_t ncies, capcies;
+	uint64_t entries, cie_regs, expr, work;
+	uint64_t **starts;      /* FDE start addresses, for walk_segment */
+	size_t *nstarts, *capstarts;
+	char *why;              /* the refusal, set once */
+	size_t whylen;
+};
+
+__attribute__((format(printf, 3, 0)))
+static bool refuse(struct cfi_check *c, uint64_t off, const char *fmt, unsigned long long a)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), fmt, a);
+	snprintf(c->why, c->whylen, "%s entry at offset %#llx: %s", c->s->eh ? ".eh_frame" : ".debug_frame",
+		 (unsigned long long)off, what);
+	return false;
+}
+
+/* A LEB128 number at *pp, as libdw reads it (at most 10 bytes, 9 signed); false when it
+ * runs past end or on, which libdw would read differently from here. */
+static bool leb(const uint8_t **pp, const uint8_t *end, bool sign, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t r = 0;
+
+	for (unsigned i = 0; i < (sign ? 9u : 10u) && p < end; i++) {
+		uint8_t b = *p++;
+
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = r;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The bytes a DW_EH_PE-encoded address takes (libdw's read_encoded_value), 0 for the
+ * encodings not checked here (LEB128, aligned; no x86-64 toolchain emits them). */
+static size_t enc_size(uint8_t enc)
+{
+	if ((enc & 0x70) > 0x40)
+		return 0;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: case 0x0c: return 8;
+	case 0x03: case 0x0b: return 4;
+	case 0x02: case 0x0a: return 2;
+	default: return 0;
+	}
+}
+
+/* Operands of the DW_CFA opcodes below 0x40 that libdw knows: r a register (ULEB128),
+ * u ULEB128, s SLEB128, 1 2 4 8 fixed bytes, a an address in the CIE's FDE encoding,
+ * b a block (ULEB128 length, bytes). Opcodes without an entry are unknown. */
+static const char *const cfa_ops[0x30] = {
+	[0x00] = "", [0x01] = "a", [0x02] = "1", [0x03] = "2", [0x04] = "4", [0x05] = "ru", [0x06] = "r",
+	[0x07] = "r", [0x08] = "r", [0x09] = "rr", [0x0a] = "", [0x0b] = "", [0x0c] = "ru", [0x0d] = "r",
+	[0x0e] = "u", [0x0f] = "b", [0x10] = "rb", [0x11] = "rs", [0x12] = "rs", [0x13] = "s", [0x14] = "ru",
+	[0x15] = "rs", [0x16] = "rb", [0x1d] = "8", [0x2d] = "", [0x2e] = "u", [0x2f] = "ru",
+};
+
+/* One CFA program [p, end) of the entry at off. *maxreg: the highest register it names. */
+static bool check_program(struct cfi_check *c, uint64_t off, const uint8_t *p, const uint8_t *end, uint8_t fde_enc,
+			  uint64_t *maxreg)
+{
+	unsigned depth = 0;
+
+	c->work += (uint64_t)(end - p);
+	while (p < end) {
+		uint8_t o = *p++;
+		uint64_t v;
+		const char *ops;
+
+		if (o >= 0x40) {            /* advance_loc, offset, restore: the register in the opcode */
+			if (*maxreg < (o & 0x3fu) && (o & 0xc0) != 0x40)
+				*maxreg = o & 0x3f;
+			if ((o & 0xc0) == 0x80 && !leb(&p, end, false, &v))
+				return refuse(c, off, "DW_CFA_offset's operand runs past the entry", 0);
+			continue;
+		}
+		if (o >= sizeof(cfa_ops) / sizeof(cfa_ops[0]) || !(ops = cfa_ops[o]))
+			return refuse(c, off, "unknown CFA opcode %#llx", o);
+		if (o == 0x0a && ++depth > CFI_MAX_NEST)
+			return refuse(c, off, "DW_CFA_remember_state nested more than %llu deep", CFI_MAX_NEST);
+		if (o == 0x0b && depth)
+			depth--;
+		for (; *ops; ops++) {
+			size_t n = 0;
+
+			switch (*ops) {
+			case 'r': case 'u': case 's': case 'b':
+				if (!leb(&p, end, *ops == 's', &v))
+					return refuse(c, off, "the operand of CFA opcode %#llx runs past the entry", o);
+				if (*ops == 'r') {
+					if (v > CFI_MAX_REG)
+						return refuse(c, off, "DWARF register %llu, above the 255 checked here",
+							      v);
+					if (v > *maxreg)
+						*maxreg = v;
+				}
+				if (*ops == 'b') {
+					if (v > (uint64_t)(end - p))
+						return refuse(c, off, "a DWARF expression of %llu bytes runs past the entry",
+							      v);
+					if ((c->expr += v) > CFI_MAX_EXPR)
+						return refuse(c, off, "DWARF expressions over %llu bytes in all",
+							      CFI_MAX_EXPR);
+					n = (size_t)v;
+				}
+				break;
+			case 'a':
+				if (!(n = enc_size(fde_enc)))
+					return refuse(c, off, "DW_CFA_set_loc in address encoding %#llx", fde_enc);
+				break;
+			default:
+				n = (size_t)(*ops - '0');
+				break;
+			}
+			if (n > (size_t)(end - p))
+				return refuse(c, off, "the operand of CFA opcode %#llx runs past the entry", o);
+			p += n;
+		}
+	}
+	return true;
+}
+
+/* dwarf_next_cfi steps through a CIE's augmentation data by the letters of its
+ * augmentation string before it compares the data's length, so a long string would have
+ * it read past the section: a CIE here has the letters x86-64 toolchains use, each once,
+ * after the 'z'. False (with the reason) for a CIE that has not. */
+static bool augmentation_ok(struct cfi_check *c, uint64_t off)
+{
+	if (off >= c->s->size || c->s->size - off < 4)
+		return true;                 /* dwarf_next_cfi: the end */
+	const uint8_t *p = c->s->buf + off, *end = c->s->buf + c->s->size;
+	uint64_t len, id = 0;
+	uint32_t len32;
+	size_t osz = 4;
+
+	memcpy(&len32, p, 4);
+	p += 4;
+	len = len32;
+	if (len32 == 0xffffffff) {
+		if (end - p < 8)
+			return true;
+		memcpy(&len, p, 8);
+		p += 8;
+		osz = 8;
+	}
+	if (len < osz + 2 || len > (uint64_t)(end - p))
+		return true;                 /* dwarf_next_cfi refuses it */
+	const uint8_t *lim = p + len;
+	memcpy(&id, p, osz);
+	p += osz + 1;                        /* the id, the version */
+	if (c->s->eh ? id != 0 : id != (osz == 4 ? 0xffffffffull : ~0ull))
+		return true;                 /* an FDE */
+	const uint8_t *nul = memchr(p, 0, (size_t)(lim - p));
+	if (!nul || nul == p)
+		return true;
+	size_t k = (size_t)(nul - p);
+	bool ok = k <= 5 && p[0] == 'z';
+	for (size_t i = 1; ok && i < k; i++)
+		ok = strchr("LPRS", p[i]) && !memchr(p + 1, p[i], i - 1);
+	return ok || refuse(c, off, "a CIE augmentation string of %llu letters that no x86-64 toolchain emits", k);
+}
+
+/* What libdw's intern_new_cie reads from a CIE's augmentation: the FDEs' address encoding
+ * (absolute made 8 bytes, as libdw does) and whether FDEs hold augmentation data. */
+static bool cie_encoding(const Dwarf_CIE *cie, uint8_t *fde_enc, bool *sized)
+{
+	const uint8_t *d = cie->augmentation_data, *end = d + cie->augmentation_data_size;
+
+	*fde_enc = 0;
+	*sized = false;
+	for (const char *a = cie->augmentation; *a; a++) {
 		switch (*a) {
-		case 'R':
-			return p < end ? *p : -1;
-		case 'L':
-			if (p++ >= end)
-				return -1;
+		case 'z':
+			*sized = true;
 			break;
-		case 'P':           /* personality: an encoding byte, then a pointer in it */
-			if (p >= end)
-				return -1;
-			uint8_t penc = *p++;
-			if (!read_encoded(&p, end, penc & 0x0f, 0, &skip))
-				return -1;
+		case 'S':
 			break;
-		case 'S': case 'B':
+		case 'L': case 'R': case 'P':
+			if (d >= end)
+				return false;
+			uint8_t e = *d++;
+			if (*a == 'R')
+				*fde_enc = e;
+			if (*a == 'P') {
+				/* libdw skips the pointer by the size its encoding's low bits give. */
+				size_t n = (e & 7) == 0 || (e & 7) == 4 ? 8 : (e & 7) == 3 ? 4 : (e & 7) == 2 ? 2 : 0;
+				if (!n || n > (size_t)(end - d))
+					return false;
+				d += n;
+			}
 			break;
 		default:
-			return -1;
+			return false;
 		}
 	}
-	return 0;
+	if ((*fde_enc & 0x0f) == 0)
+		*fde_enc |= 0x04;
+	return true;
 }
 
-/* Appends the start of every FDE in one CFI section to *v (dwarf_next_cfi walks the
- * entries; only the address fields are decoded here). A damaged entry ends the walk:
- * the starts read so far are kept. */
-static void section_starts(Elf *e, Elf_Scn *scn, bool eh, uint64_t **v, size_t *n, size_t *cap)
+
+/* The CIE at off, checked once: what it says is kept in an open-addressed table, since
+ * every FDE names one. */
+static bool check_cie(struct cfi_check *c, uint64_t off, struct cie_info *out)
 {
-	GElf_Shdr sh;
-	Elf_Data *d;
-	const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
-	Dwarf_Off off = 0, next, last_cie = (Dwarf_Off)-1;
-	int enc = 0;
+	Dwarf_CFI_Entry ent;
+	Dwarf_Off next = off;
 
-	if (!ident || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-		return;
-	if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-		return;
-	if (!(d = elf_getdata(scn, NULL)) || !d->d_buf || d->d_size == 0)
-		return;
-	while (off < d->d_size) {
-		Dwarf_CFI_Entry ent, cie;
-		uint64_t lo, range;
+	if (c->ncies * 2 + 2 > c->capcies) {
+		size_t cap = c->capcies ? c->capcies * 2 : 64;
+		struct cie_info *v = calloc(cap, sizeof(*v));
 
-		if (dwarf_next_cfi(ident, d, eh, off, &next, &ent) != 0 || next <= off)
-			break;
-		off = next;
-		if (dwarf_cfi_cie_p(&ent))
-			continue;
-		if (!eh) {
-			enc = 0;                    /* .debug_frame: plain 8-byte addresses */
-		} else if (ent.fde.CIE_pointer != last_cie) {
-			Dwarf_Off dummy;
-
-			enc = dwarf_next_cfi(ident, d, eh, ent.fde.CIE_pointer, &dummy, &cie) == 0 &&
-			      dwarf_cfi_cie_p(&cie) ? cie_fde_encoding(&cie.cie) : -1;
-			last_cie = ent.fde.CIE_pointer;
+		if (!v)
+			return refuse(c, off, "out of memory checking the CIEs", 0);
+		for (size_t i = 0; i < c->capcies; i++) {
+			if (!c->cies[i].key)
+				continue;
+			size_t h = (size_t)(c->cies[i].key * 0x9e3779b97f4a7c15ull) & (cap - 1);
+			while (v[h].key)
+				h = (h + 1) & (cap - 1);
+			v[h] = c->cies[i];
 		}
-		const uint8_t *p = ent.fde.start, *end = ent.fde.end;
-		if (enc < 0 || p < (const uint8_t *)d->d_buf || end > (const uint8_t *)d->d_buf + d->d_size ||
-		    !read_encoded(&p, end, (uint8_t)enc, sh.sh_addr + (uint64_t)(p - (const uint8_t *)d->d_buf), &lo) ||
-		    !read_encoded(&p, end, (uint8_t)(enc & 0x0f), 0, &range) || range == 0)
-			continue;
-		if (vp_grow((void **)v, cap, *n + 1, sizeof(**v)))
-			return;
-		(*v)[(*n)++] = lo;
+		free(c->cies);
+		c->cies = v;
+		c->capcies = cap;
 	}
+	size_t h = (size_t)((off + 1) * 0x9e3779b97f4a7c15ull) & (c->capcies - 1);
+	for (; c->cies[h].key; h = (h + 1) & (c->capcies - 1))
+		if (c->cies[h].key == off + 1) {
+			*out = c->cies[h];
+			return true;
+		}
+	struct cie_info *ci = &c->cies[h];
+	*ci = (struct cie_info){ .key = off + 1 };
+	c->ncies++;
+	if (++c->entries > CFI_MAX_ENTRIES)
+		return refuse(c, off, "more than %llu entries", CFI_MAX_ENTRIES);
+	if (!augmentation_ok(c, off))
+		return false;
+	if (dwarf_next_cfi(c->ident, &c->d, c->s->eh, off, &next, &ent) != 0 || !dwarf_cfi_cie_p(&ent)) {
+		*out = *ci;
+		return true;                 /* libdw will not use it: the FDEs naming it are skipped */
+	}
+	if (!cie_encoding(&ent.cie, &ci->fde_enc, &ci->sized))
+		return refuse(c, off, "CIE augmentation data shorter than its letters ask", 0);
+	if (ent.cie.return_address_register > CFI_MAX_REG)
+		return refuse(c, off, "return-address register %llu, above the 255 checked here",
+			      ent.cie.return_address_register);
+	uint64_t maxreg = 16;            /* the ABI's initial rules name 0-16 */
+	if (!check_program(c, off, ent.cie.initial_instructions, ent.cie.initial_instructions_end, ci->fde_enc,
+			   &maxreg))
+		return false;
+	if ((c->cie_regs += maxreg + 1) > CFI_MAX_CIE_REGS)
+		return refuse(c, off, "CIEs with more than %llu register rules in all", CFI_MAX_CIE_REGS);
+	ci->usable = true;
+	*out = *ci;
+	return true;
 }
 
-/* FDE starts from .eh_frame and .debug_frame, both: the walk jumps over code no FDE
- * covers to the next start, so a start missing here would hide that FDE's rules. */
-static size_t fde_starts(Elf *e, uint64_t **out)
+/* One FDE, as libdw's intern_fde and execute_cfi read it. */
+static bool check_fde(struct cfi_check *c, uint64_t off, const Dwarf_FDE *fde)
+{
+	struct cie_info ci;
+
+	if (!check_cie(c, fde->CIE_pointer, &ci))
+		return false;
+	if (!ci.usable)
+		return true;
+	if (++c->entries > CFI_MAX_ENTRIES)
+		return refuse(c, off, "more than %llu entries", CFI_MAX_ENTRIES);
+	const uint8_t *p = fde->start, *end = fde->end, *send = c->s->buf + c->s->size;
+	size_t n = enc_size(ci.fde_enc), m = enc_size(ci.fde_enc & 0x0f);
+	if (!n || !m || n + m > (size_t)(send - p))
+		return refuse(c, off, "FDE address in encoding %#llx", ci.fde_enc);
+	uint64_t lo, range;
+	const uint8_t *q = p;
+	if (read_encoded(&q, end, ci.fde_enc, c->s->vaddr + (uint64_t)(p - c->s->buf), &lo) &&
+	    read_encoded(&q, end, ci.fde_enc & 0x0f, 0, &range) && range) {
+		if (vp_grow((void **)c->starts, c->capstarts, *c->nstarts + 1, sizeof(**c->starts)))
+			return refuse(c, off, "out of memory", 0);
+		(*c->starts)[(*c->nstarts)++] = lo;
+	}
+	p += n + m;
+	if (p >= end)
+		return true;                 /* no instructions */
+	if (ci.sized) {
+		uint64_t len;
+
+		if (!leb(&p, end, false, &len) || len > (uint64_t)(end - p))
+			return refuse(c, off, "FDE augmentation data runs past the entry", 0);
+		p += len;
+	}
+	uint64_t maxreg = 0;
+	return check_program(c, off, p, end, ci.fde_enc, &maxreg);
+}
+
+/* Every entry of one copied section that libdw's in-order search reaches, and every CIE
+ * an FDE names. Appends FDE start addresses to the starts array. */
+static bool check_section(const struct cfi_sec *s, const unsigned char *ident, uint64_t **starts, size_t *nstarts,
+			  size_t *capstarts, char *why, size_t whylen)
+{
+	struct cfi_check c = { .s = s, .starts = starts, .nstarts = nstarts, .capstarts = capstarts, .why = why,
+			       .whylen = whylen };
+	Dwarf_Off off = 0;
+	bool ok = true;
+
+	c.d.d_buf = s->buf;
+	c.d.d_size = s->size;
+	c.d.d_type = ELF_T_BYTE;
+	memcpy(c.ident, ident, EI_NIDENT);
+	while (ok && off < s->size) {
+		Dwarf_CFI_Entry ent;
+		Dwarf_Off next = off;
+
+		if (!(ok = augmentation_ok(&c, off)))
+			break;
+		int rc = dwarf_next_cfi(c.ident, &c.d, s->eh, off, &next, &ent);
+		if (rc > 0)
+			break;                   /* the end */
+		if (next <= off) {
+			/* libdw would stop here too; a toolchain's section is never cut short. */
+			ok = refuse(&c, off, "a length that does not fit the section (%llu bytes)", s->size);
+			break;
+		}
+		if (rc == 0) {
+			struct cie_info ci;
+
+			ok = dwarf_cfi_cie_p(&ent) ? check_cie(&c, off, &ci) : check_fde(&c, off, &ent.fde);
+		}
+		/* A CIE whose pointers overlap everything would be read again and again. */
+		if (ok && c.work > 4 * (uint64_t)s->size + 4096)
+			ok = refuse(&c, off, "CIEs overlapping the rest of the section", 0);
+		off = next;
+	}
+	free(c.cies);
+	return ok;
+}
+
+static void sec_at(struct cfi_sec *s, const void *p, size_t n, uint64_t vaddr, bool eh)
+{
+	s->src = p;
+	s->size = n;
+	s->vaddr = vaddr;
+	s->eh = eh;
+}
+
+/* Where the file's .eh_frame is: the section of that name, or (no section headers, as
+ * the loader sees a file) the one PT_GNU_EH_FRAME's header points at, up to its
+ * terminator. s->src stays NULL when there is none. */
+static void find_eh_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
 {
 	Elf_Scn *scn = NULL;
-	size_t n = 0, cap = 0, shstr;
-	uint64_t *v = NULL;
+	size_t shstr, nph, fsize = 0;
 
-	if (elf_getshdrstrndx(e, &shstr))
-		return 0;
+	if (elf_getshdrstrndx(e, &shstr) == 0 && shstr != 0) {
+		while ((scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstr, sh.sh_name)) ||
+			    strcmp(name, ".eh_frame"))
+				continue;
+			/* Any type with bytes: lld makes it SHT_X86_64_UNWIND. */
+			Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
+			if (!d || !d->d_buf || !d->d_size)
+				return;
+			if (d->d_size > CFI_MAX_BYTES) {
+				snprintf(t->refused, sizeof(t->refused), ".eh_frame of %zu bytes, over the %u MiB checked here",
+					 d->d_size, CFI_MAX_BYTES >> 20);
+				return;
+			}
+			sec_at(s, d->d_buf, d->d_size, sh.sh_addr, true);
+			return;
+		}
+	}
+	GElf_Phdr hdr = { .p_type = PT_NULL }, ph;
+	if (elf_getphdrnum(e, &nph) || !elf_rawfile(e, &fsize))
+		return;
+	for (size_t i = 0; i < nph && hdr.p_type == PT_NULL; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
+			hdr = ph;
+	Elf_Data *d = hdr.p_type == PT_GNU_EH_FRAME ?
+		elf_getdata_rawchunk(e, (int64_t)hdr.p_offset, hdr.p_filesz, ELF_T_BYTE) : NULL;
+	if (!d || !d->d_buf || d->d_size < 8)
+		return;
+	const uint8_t *b = d->d_buf, *p = b + 4;
+	uint64_t ptr;
+	if (b[0] != 1 || !read_encoded(&p, b + d->d_size, b[1], hdr.p_vaddr + 4, &ptr))
+		return;
+	for (size_t i = 0; i < nph; i++) {
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || ptr < ph.p_vaddr ||
+		    ptr - ph.p_vaddr >= ph.p_filesz || ph.p_offset + (ptr - ph.p_vaddr) >= fsize)
+			continue;
+		uint64_t off = ph.p_offset + (ptr - ph.p_vaddr), avail = ph.p_filesz - (ptr - ph.p_vaddr);
+		if (avail > fsize - off)
+			avail = fsize - off;
+		if (!(d = elf_getdata_rawchunk(e, (int64_t)off, avail, ELF_T_BYTE)) || !d->d_buf)
+			return;
+		/* The entries' lengths up to the terminator: where .eh_frame ends. */
+		const uint8_t *q = d->d_buf;
+		uint64_t n = 0;
+		while (n + 4 <= avail && n <= CFI_MAX_BYTES) {
+			uint32_t l32;
+			uint64_t l, hl = 4;
+
+			memcpy(&l32, q + n, 4);
+			l = l32;
+			if (l32 == 0xffffffff) {
+				if (n + 12 > avail)
+					break;
+				memcpy(&l, q + n + 4, 8);
+				hl = 12;
+			}
+			if (l == 0) {
+				n += hl;
+				break;
+			}
+			if (l > avail - n - hl) {
+				snprintf(t->refused, sizeof(t->refused),
+					 ".eh_frame entry at offset %#llx: a length past its segment's end",
+					 (unsigned long long)n);
+				return;
+			}
+			n += hl + l;
+		}
+		if (n > CFI_MAX_BYTES) {
+			snprintf(t->refused, sizeof(t->refused), ".eh_frame of %llu bytes, over the %u MiB checked here",
+				 (unsigned long long)n, CFI_MAX_BYTES >> 20);
+			return;
+		}
+		if (n)
+			sec_at(s, q, (size_t)n, ptr, true);
+		return;
+	}
+}
+
+/* Where the file's .debug_frame (or .zdebug_frame) is, inflated by libelf when it is
+ * compressed: the first of either name, as libdw takes it. */
+static void find_debug_frame(Elf *e, struct vp_cfi *t, struct cfi_sec *s)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+
+	if (elf_getshdrstrndx(e, &shstr) || shstr == 0)
+		return;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstr, sh.sh_name)))
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstr, sh.sh_name)) ||
+		    (strcmp(name, ".debug_frame") && strcmp(name, ".zdebug_frame")))
 			continue;
-		if (!strcmp(name, ".eh_frame"))
-			section_starts(e, scn, true, &v, &n, &cap);
-		else if (!strcmp(name, ".debug_frame"))
-			section_starts(e, scn, false, &v, &n, &cap);
+		if (sh.sh_type == SHT_NOBITS)
+			return;
+		if (name[1] == 'z') {
+			/* GNU's older form: "ZLIB", the size (8 bytes, big-endian), the stream. */
+			Elf_Data *r = elf_rawdata(scn, NULL);
+			uint64_t size = 0;
+
+			if (!r || !r->d_buf || r->d_size < 12 || memcmp(r->d_buf, "ZLIB", 4))
+				return;
+			for (int i = 4; i < 12; i++)
+				size = size << 8 | ((const uint8_t *)r->d_buf)[i];
+			if (size > CFI_MAX_BYTES) {
+				snprintf(t->refused, sizeof(t->refused),
+					 ".zdebug_frame of %llu bytes decompressed, over the %u MiB checked here",
+					 (unsigned long long)size, CFI_MAX_BYTES >> 20);
+				return;
+			}
+			if (elf_compress_gnu(scn, 0, 0) < 0)
+				return;
+		} else if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			/* libelf allocates the size the header states: checked first. */
+			if (!gelf_getchdr(scn, &ch))
+				return;
+			if (ch.ch_size > CFI_MAX_BYTES) {
+				snprintf(t->refused, sizeof(t->refused),
+					 ".debug_frame of %llu bytes decompressed, over the %u MiB checked here",
+					 (unsigned long long)ch.ch_size, CFI_MAX_BYTES >> 20);
+				return;
+			}
+			if (elf_compress(scn, 0, 0) < 0)
+				return;
+		}
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || !d->d_size)
+			return;
+		if (d->d_size > CFI_MAX_BYTES) {
+			snprintf(t->refused, sizeof(t->refused), ".debug_frame of %zu bytes, over the %u MiB checked here",
+				 d->d_size, CFI_MAX_BYTES >> 20);
+			return;
+		}
+		sec_at(s, d->d_buf, d->d_size, 0, false);
+		return;
 	}
-	*out = v;
-	return n;
+}
+
+/* An ELF image of the CFI sections alone, copied out of the file, for libdw: section
+ * headers, .eh_frame (at its address) and .debug_frame, no .eh_frame_hdr (libdw then finds
+ * FDEs by reading .eh_frame in order, as the check does) and no program headers. Sets
+ * each section's buf to its copy, which is checked before libdw is given the image. */
+static uint8_t *cfi_image(struct cfi_sec *eh, struct cfi_sec *dbg, size_t *len)
+{
+	static const char names[] = "\0.eh_frame\0.debug_frame\0.shstrtab";
+	struct cfi_sec *secs[2] = { eh, dbg };
+	const uint32_t name_at[2] = { 1, 11 };
+	Elf64_Shdr sh[4];
+	size_t off = sizeof(Elf64_Ehdr), at[2] = { 0, 0 };
+	int n = 1;
+
+	memset(sh, 0, sizeof(sh));
+	for (int i = 0; i < 2; i++) {
+		if (!secs[i]->src)
+			continue;
+		at[i] = off;
+		sh[n++] = (Elf64_Shdr){ .sh_name = name_at[i], .sh_type = SHT_PROGBITS,
+					.sh_flags = secs[i]->eh ? SHF_ALLOC : 0, .sh_addr = secs[i]->vaddr,
+					.sh_offset = off, .sh_size = secs[i]->size, .sh_addralign = 8 };
+		off += (secs[i]->size + CFI_PAD + 7) & ~(size_t)7;
+	}
+	sh[n++] = (Elf64_Shdr){ .sh_name = 24, .sh_type = SHT_STRTAB, .sh_offset = off, .sh_size = sizeof(names),
+				.sh_addralign = 1 };
+	off += (sizeof(names) + 7) & ~(size_t)7;
+	uint8_t *b = calloc(1, off + (size_t)n * sizeof(Elf64_Shdr));
+	if (!b)
+		return NULL;
+	Elf64_Ehdr eh64 = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = off,
+			    .e_ehsize = sizeof(Elf64_Ehdr), .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = (uint16_t)n,
+			    .e_shstrndx = (uint16_t)(n - 1) };
+	memcpy(eh64.e_ident, ELFMAG, SELFMAG);
+	eh64.e_ident[EI_CLASS] = ELFCLASS64;
+	eh64.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh64.e_ident[EI_VERSION] = EV_CURRENT;
+	memcpy(b, &eh64, sizeof(eh64));
+	for (int i = 0; i < 2; i++) {
+		if (!secs[i]->src)
+			continue;
+		secs[i]->buf = b + at[i];
+		memcpy(secs[i]->buf, secs[i]->src, secs[i]->size);
+	}
+	memcpy(b + sh[n - 1].sh_offset, names, sizeof(names));
+	memcpy(b + off, sh, (size_t)n * sizeof(Elf64_Shdr));
+	*len = off + (size_t)n * sizeof(Elf64_Shdr);
+	return b;
 }
 
 static bool frame_at(Dwarf_CFI *a, Dwarf_CFI *b, uint64_t addr, Dwarf_Frame **fr)
@@ -436,7 +894,10 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 	Dwarf *dw = NULL;
 	Dwarf_CFI *ehcfi = NULL, *dbgcfi = NULL;
 	uint64_t *starts = NULL;
-	size_t nstarts = 0, nph;
+	size_t nstarts = 0, capstarts = 0, nph;
+	struct cfi_sec ehs = { 0 }, dbgs = { 0 };
+	Elf *img = NULL;
+	uint8_t *imgbuf = NULL;
 	int rc = 0;
 
 	if (!t) {
@@ -451,7 +912,7 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		rc = -ENOEXEC;
 		goto cleanup;
 	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64) {
 		set_err(err, errlen, "not an x86-64 ELF file%s", "");
 		rc = -ENOTSUP;
 		goto cleanup;
@@ -462,15 +923,12 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		goto cleanup;
 	}
 	uint64_t top = 0;
-	GElf_Phdr hdr = { .p_type = PT_NULL };
 	t->base = UINT64_MAX;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(e, (int)i, &ph))
 			continue;
-		if (ph.p_type == PT_GNU_EH_FRAME)
-			hdr = ph;
 		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || t->nsegs == MAX_SEGS)
 			continue;
 		t->segs[t->nsegs++] = (struct seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz };
@@ -489,14 +947,36 @@ struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen)
 		rc = -EFBIG;
 		goto cleanup;
 	}
-	ehcfi = dwarf_getcfi_elf(e);
-	dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
-	if (dw)
-		dbgcfi = dwarf_getcfi(dw);
-	/* After dwarf_begin_elf, which has decompressed a compressed .debug_frame. */
-	nstarts = fde_starts(e, &starts);
-	if (!nstarts && hdr.p_type == PT_GNU_EH_FRAME)
-		nstarts = hdr_starts(e, &hdr, &starts);
+	/* Copied out of the file, checked, and only then shown to libdw (see CFI_MAX_REG). */
+	find_eh_frame(e, t, &ehs);
+	find_debug_frame(e, t, &dbgs);
+	size_t imglen = 0;
+	if (!t->refused[0] && (ehs.src || dbgs.src) && !(imgbuf = cfi_image(&ehs, &dbgs, &imglen))) {
+		set_err(err, errlen, "out of memory copying the unwind sections%s", "");
+		rc = -ENOMEM;
+		goto cleanup;
+	}
+	/* The file is not read again (an inflated .debug_frame goes with it). */
+	elf_end(e);
+	e = NULL;
+	for (int i = 0; i < 2 && imgbuf && !t->refused[0]; i++) {
+		struct cfi_sec *sec = i ? &dbgs : &ehs;
+
+		if (sec->buf && !check_section(sec, eh.e_ident, &starts, &nstarts, &capstarts, t->refused,
+					       sizeof(t->refused)))
+			break;
+	}
+	if (imgbuf && !t->refused[0]) {
+		if (!(img = elf_memory((char *)imgbuf, imglen))) {
+			set_err(err, errlen, "libelf cannot read the unwind sections' image%s", "");
+			rc = -ENOMEM;
+			goto cleanup;
+		}
+		if (ehs.buf)
+			ehcfi = dwarf_getcfi_elf(img);
+		if (dbgs.buf && (dw = dwarf_begin_elf(img, DWARF_C_READ, NULL)))
+			dbgcfi = dwarf_getcfi(dw);
+	}
 	vp_sort(starts, nstarts, sizeof(*starts), cmp_u64);
 	t->source = ehcfi ? (dbgcfi ? "eh_frame+debug_frame" : "eh_frame") : dbgcfi ? "debug_frame" : "none";
 	/* Segments in address order, so the rules come out sorted. */
@@ -525,6 +1005,9 @@ cleanup:
 		dwarf_cfi_end(ehcfi);
 	if (dw)
 		dwarf_end(dw);
+	if (img)
+		elf_end(img);
+	free(imgbuf);
 	if (e)
 		elf_end(e);
 	if (rc) {
@@ -590,6 +1073,11 @@ const char *vp_cfi__source(const struct vp_cfi *t)
 bool vp_cfi__cut(const struct vp_cfi *t)
 {
 	return t->cut;
+}
+
+const char *vp_cfi__refused(const struct vp_cfi *t)
+{
+	return t->refused[0] ? t->refused : NULL;
 }
 
 void vp_cfi__free(struct vp_cfi *t)
@@ -846,7 +1334,9 @@ int vp_cfi__cache_store(int dirfd, const struct vp_cfi_key *k, const struct vp_c
 	int e = 0;
 
 	uint64_t max_bytes, max_age_s;
-	if (t->failed || t->n > UINT32_MAX || t->nsegs > VP_CFI_CACHE_SEGS)
+	/* A refused table is rebuilt (quickly: the check fails early) so that its reason is
+	 * reported again. */
+	if (t->failed || t->refused[0] || t->n > UINT32_MAX || t->nsegs > VP_CFI_CACHE_SEGS)
 		return -EINVAL;
 	vp_cfi__cache_bounds(&max_bytes, &max_age_s);
 	if (max_bytes && sizeof(h) + t->n * sizeof(*t->rules) > max_bytes)

@@ -20,7 +20,10 @@ struct vp_cfi;   /* opaque */
  * no FDE covers gets a VPB_RULE_NONE rule, consecutive identical rules are merged, and
  * rule pcs are offsets from base (vp_cfi__base). NULL with errno set and a one-line
  * reason in err when the file is not a usable ELF file; a file without any unwind
- * information gives a table whose rules are all VPB_RULE_NONE (not an error). */
+ * information gives a table whose rules are all VPB_RULE_NONE (not an error), and so
+ * does a file whose unwind information fails the checks made before libdw reads it
+ * (vp_cfi__refused: register numbers, nesting, opcodes, sizes). libdw reads a copy of
+ * the sections, never the file, which its owner may rewrite meanwhile. */
 struct vp_cfi *vp_cfi__build(int fd, char *err, size_t errlen);
 
 /* The rules, sorted by pc, and their count. */
@@ -45,6 +48,11 @@ const char *vp_cfi__source(const struct vp_cfi *t);
  * from its start for every row) left part of the text VPB_RULE_NONE. Real libraries stay
  * far below them; a file that reaches them is crafted or damaged. For messages. */
 bool vp_cfi__cut(const struct vp_cfi *t);
+
+/* Why the file's unwind information was refused as a whole ("<section> entry at offset
+ * <off>: <what>"), or NULL when it was not. A file that gets one is crafted or damaged:
+ * libdw would have allocated in proportion to numbers it states. For messages. */
+const char *vp_cfi__refused(const struct vp_cfi *t);
 
 void vp_cfi__free(struct vp_cfi *t);   /* accepts NULL */
 

@@ -933,6 +933,10 @@ static void finish_unwinder(struct vp_recorder *r)
 	if (us.table_full)
 		fprintf(r->log, "viprof: warning: %llu files' unwind tables did not fit the walker's maps; "
 				"their frames were walked by frame pointer\n", (unsigned long long)us.table_full);
+	if (us.cfi_refused)
+		fprintf(r->log, "viprof: warning: the unwind information of %llu mapped files was refused as crafted "
+				"or damaged (last: %s); their frames have no unwind rules\n",
+			(unsigned long long)us.cfi_refused, us.cfi_error);
 	if (us.jvm_failed)
 		fprintf(r->log, "viprof: warning: the walker could not read HotSpot's layout of %llu JVM(s) (%s); "
 				"their Java frames need -XX:+PreserveFramePointer\n",

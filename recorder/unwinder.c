@@ -344,6 +344,11 @@ static struct file_table *file_for(struct vp_unwinder *u, int fd)
 		if (f->cfi && u->cache_fd >= 0 && vp_cfi__cache_store(u->cache_fd, &key, f->cfi) == 0)
 			u->st.stored++;
 	}
+	if (f->cfi && vp_cfi__refused(f->cfi)) {
+		/* A crafted or damaged file: its frames get no rules, and the recording says so. */
+		u->st.cfi_refused++;
+		snprintf(u->st.cfi_error, sizeof(u->st.cfi_error), "%s", vp_cfi__refused(f->cfi));
+	}
 	if (f->cfi)
 		f->table = upload(u, f->cfi);
 	u->st.parse_ns += mono_ns() - t0;

@@ -49,6 +49,8 @@ struct vp_unwinder_stats {
 	uint64_t refreshes;      /* reads of a process's mappings */
 	uint64_t mmaps_skipped;  /* executable mmaps inside a JVM's code heap: no refresh needed */
 	char jvm_error[160];    /* the last reason a JVM's layout could not be read */
+	uint64_t cfi_refused;    /* files whose unwind information failed the checks (vp_cfi__refused) */
+	char cfi_error[200];     /* the last such file's reason */
 };
 void vp_unwinder__stats(struct vp_unwinder *u, struct vp_unwinder_stats *out);
 

@@ -8,11 +8,17 @@
  *            signal-based profiler) running on top of native code: at least 99% of the
  *            samples in the handler reach, through the signal frame (libc's __restore_rt),
  *            the interrupted function and run() and main() (issue 32 item 5).
- * Usage: test-unwind-native squeeze|read|signal (one ctest entry each). Needs root and BPF. */
+ *   crafted: zcaller with tests/fixtures/cfi/crafted-regs.elf mapped executable, the 1.3 KB
+ *            file whose CFI made libdw ask for 1.5 GB: root's recorder stays under 512 MB
+ *            at its peak, says the file's unwind information was refused, and still walks
+ *            zcaller's own stacks.
+ * Usage: test-unwind-native squeeze|read|signal|crafted (one ctest entry each). Needs root
+ * and BPF. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -47,14 +53,34 @@ int main(int argc, char **argv)
 		SKIP("needs root for the BPF sampler");
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
-	bool sig = !strcmp(mode, "signal");
+	bool sig = !strcmp(mode, "signal"), crafted = !strcmp(mode, "crafted");
+	char fx[PATH_MAX + 16];
+	snprintf(fx, sizeof(fx), "%s/crafted.so", tmp);
+	/* A copy of its own: a new file for the unwind-rule cache, as a user's would be. */
+	if (crafted) {
+		char cp[2 * PATH_MAX + 16];
+		snprintf(cp, sizeof(cp), "cp '%s' '%s'", CFI_CRAFTED_REGS, fx);
+		ASSERT_EQ(system(cp), 0);
+	}
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
-			"--", ZCALLER, (char *)mode, "4", NULL };
+			"--", ZCALLER, crafted ? "map" : (char *)mode, "4", crafted ? fx : NULL, NULL };
 	char *rec_sig[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
 			    "--", SIGPROF_FIXTURE, "4", NULL };
 	int rc = tr_run(tmp, sig ? rec_sig : rec, out, sizeof(out));
 	if (rc != 0)
 		FAIL("viprof record exited %d: %s", rc, out);
+	if (crafted) {
+		/* The recorder is the only child waited for: its peak RSS. */
+		struct rusage ru;
+		getrusage(RUSAGE_CHILDREN, &ru);
+		printf("crafted: viprof record's peak RSS %ld MB\n", ru.ru_maxrss / 1024);
+		if (ru.ru_maxrss > 512 * 1024)
+			FAIL("viprof record took %ld MB building the unwind table of %s (limit 512 MB)", ru.ru_maxrss / 1024,
+			     fx);
+		ASSERT_CONTAINS(out, "unwind information of 1 mapped files was refused");
+		ASSERT_CONTAINS(out, "a length past its segment's end");
+		mode = "read";               /* zcaller's own stacks, below */
+	}
 
 	struct vp_profile *p = vp_profile__new();
 	ASSERT_NOT_NULL(p);
