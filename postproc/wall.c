@@ -7,6 +7,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
+#include "common/steal_est.h"
 #include "postproc/profile_xform.h"
 #include "postproc/wall.h"
 
@@ -28,6 +29,7 @@ const char *vp_sched_state_frame(int state)
 {
 	switch (state) {
 	case VP_SCHED_STEAL:            return "[hypervisor: steal]";
+	case VP_SCHED_HV_ESTIMATED:     return VP_STEAL_EST_FRAME;
 	case VP_SCHED_BLOCKED_SLEEP:    return "[blocked: sleep]";
 	case VP_SCHED_BLOCKED_IO:       return "[blocked: io]";
 	case VP_SCHED_BLOCKED_LOCK:     return "[blocked: lock]";
