@@ -302,7 +302,7 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	/* Measured time says its time; a sampled event its samples (cpu-clock's time
 	 * is in the tooltip and legend). */
 	double nsps = ns_per_sample(p, ev);
-	if (p->nevents && nsps > 0 && vp_event_measured(p, ev))
+	if (p->nevents && nsps > 0 && (vp_event_measured(p, ev) || vp_event_estimated(p, ev)))
 		fprintf(f, "%s%s, %.1f ms", diff ? "Differential flame graph: " : "Flame graph: ", p->events[ev].name,
 			(double)samples * nsps / 1e6);
 	else

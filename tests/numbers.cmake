@@ -32,3 +32,7 @@ viprof_test(test-counters-group SOURCES test-counters-group.c LIBS vp_hvglue Thr
 # gaps against the estimate for it in one recording (live; skips naming the figures
 # when the host took too little to compare).
 viprof_test(test-steal-est SOURCES test-steal-est.c LIBS vp_common LABELS unit)
+add_executable(gap-spinner fixtures/steal/gap-spinner.c)
+viprof_test(test-steal-est-live SOURCES test-steal-est-live.c LIBS vp_common
+            ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:gap-spinner> LABELS live TIMEOUT 90)
+add_dependencies(test-steal-est-live viprof gap-spinner)
