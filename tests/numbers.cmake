@@ -36,3 +36,6 @@ add_executable(gap-spinner fixtures/steal/gap-spinner.c)
 viprof_test(test-steal-est-live SOURCES test-steal-est-live.c LIBS vp_common
             ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:gap-spinner> LABELS live TIMEOUT 90)
 add_dependencies(test-steal-est-live viprof gap-spinner)
+add_test(NAME test-steal-est-stat COMMAND test-steal-est-live $<TARGET_FILE:viprof> $<TARGET_FILE:gap-spinner> stat
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-steal-est-stat PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90 LABELS live)
