@@ -39,3 +39,5 @@ add_dependencies(test-steal-est-live viprof gap-spinner)
 add_test(NAME test-steal-est-stat COMMAND test-steal-est-live $<TARGET_FILE:viprof> $<TARGET_FILE:gap-spinner> stat
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-steal-est-stat PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90 LABELS live)
+# ... and in every view, apart from measured steal, on a synthetic session without a steal clock.
+viprof_test(test-steal-est-views SOURCES test-steal-est-views.c LIBS vp_postproc PkgConfig::ZLIB LABELS unit)
