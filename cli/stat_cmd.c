@@ -136,7 +136,7 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] (-p PID | -- CMD [ARGS...])\n\n"
+	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] [--no-steal-estimate] (-p PID | -- CMD [ARGS...])\n\n"
 		   "Counts events (perf_event_open counting mode) for a command and all it creates,\n"
 		   "or for a running process until it exits or you press Ctrl-C.\n\n"
 		   "  -e, --event EV,..   events (default " STAT_DEFAULT_EVENTS ")\n"
