@@ -677,8 +677,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 		return NULL;
 	}
 	s->cfg = *cfg;
-	/* The threshold is the rule's; measurements of the rule itself (bench/steal-est.sh)
-	 * may move it, never below the guest's own latency they are meant to study. */
+	/* The threshold is the rule's; a study of the rule itself (bench/steal-est.sh, the
+	 * live test) may move it through the environment, to see gaps it does not. */
 	const char *th = getenv("VIPROF_STEAL_EST_THRESHOLD_NS");
 	s->est_threshold = th && *th ? strtoull(th, NULL, 10) : VP_STEAL_EST_THRESHOLD_NS;
 	s->ncpu = ncpu;
