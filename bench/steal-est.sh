@@ -15,7 +15,9 @@
 #   for its thread is printed beside their total (the ground truth of test-steal-est-live),
 #   with the count of gaps. IO_LOAD=1 adds direct-I/O writers (their interrupts and the
 #   host's I/O work make gaps); THRESHOLD moves the estimate's threshold
-#   (VIPROF_STEAL_EST_THRESHOLD_NS) and the spinner's together, to study the rule.
+#   (VIPROF_STEAL_EST_THRESHOLD_NS) and the spinner's together, to study the rule;
+#   SECONDS_PER_ROUND (default 5) lengthens each round where the host takes little;
+#   ERROR_ONLY=1 skips the cost part.
 # Usage: bench/steal-est.sh [BUILD_DIR] [ROUNDS] [HZ]   (root)
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); R=${2:-3}; HZ=${3:-4000}
@@ -23,6 +25,7 @@ VP=$B/cli/viprof
 FW=$B/bench/fixedwork
 GS=$B/tests/gap-spinner
 TH=${THRESHOLD:-100000}
+SEC=${SECONDS_PER_ROUND:-5}
 [ "$(id -u)" = 0 ] || { echo "bench/steal-est.sh: needs root (BPF)" >&2; exit 1; }
 for x in "$FW" "$GS"; do
 	[ -x "$x" ] || { echo "bench/steal-est.sh: $x missing; build it (cmake --build $B)" >&2; exit 1; }
@@ -60,6 +63,7 @@ run() {
 	echo "$(echo "$e - $s" | bc) $(awk '{print $1 + $2}' "$T/time")" >>"$T/$name"
 }
 
+if [ -z "${ERROR_ONLY:-}" ]; then
 echo "== cost of the steal estimate at -F $HZ, $R interleaved rounds"
 sysctl -qw kernel.bpf_stats_enabled=1
 for r in $(seq 1 "$R"); do
@@ -77,14 +81,15 @@ for k in 1 2; do
 	printf "  record -g -- fixedwork, %s: with %.2f s (%s), without %.2f s (%s): x%.3f\n" "$([ $k = 1 ] && echo wall || echo cpu)" \
 		"$ew" "$(cut -d' ' -f$k "$T/est" | spread)" "$ow" "$(cut -d' ' -f$k "$T/off" | spread)" "$(echo "$ew / $ow" | bc -l)"
 done
+fi
 
-echo "== error against gap-spinner's own gaps (>= $TH ns, no switch), -F $HZ, $R rounds${IO_LOAD:+, with I/O load}"
+echo "== error against gap-spinner's own gaps (>= $TH ns, no switch), -F $HZ, $R rounds of $SEC s${IO_LOAD:+, with I/O load}"
 for r in $(seq 1 "$R"); do
 	rm -rf "$T/s.gap"
 	if [ -n "${IO_LOAD:-}" ]; then
 		for i in 1 2 3; do dd if=/dev/zero of="$T/dd$i" bs=4M count=400 oflag=direct 2>/dev/null & done
 	fi
-	VIPROF_STEAL_EST_THRESHOLD_NS=$TH "$VP" record -q -F "$HZ" -o "$T/s.gap" -- "$GS" 5 "$TH" >"$T/gaps" 2>/dev/null
+	VIPROF_STEAL_EST_THRESHOLD_NS=$TH "$VP" record -q -F "$HZ" -o "$T/s.gap" -- "$GS" "$SEC" "$TH" >"$T/gaps" 2>/dev/null
 	wait
 	rm -f "$T"/dd*
 	tid=$(awk '/^tid/{print $2}' "$T/gaps")
