@@ -58,6 +58,9 @@ void record_opts__usage(FILE *f)
 		"                         time each thread spent blocked (sleep, I/O, lock) or\n"
 		"                         runnable on the run queue, under its stack at switch-out\n"
 		"                         (needs BPF and BTF; see 'viprof report --wall')\n"
+		"      --no-steal-estimate  do not estimate the host's share from late sampler timers\n"
+		"                         (event hypervisor-estimated, on by default with a clock\n"
+		"                         event and the bpf backend; see docs/hypervisor.md)\n"
 		"      --xen-pmu-mode M   in a Xen dom0: set /sys/hypervisor/pmu/pmu_mode to off, self,\n"
 		"                         hv (also sample Xen) or all (also other domains) first\n"
 		"  -q, --quiet            no live status line and no progress or summary lines;\n"
@@ -217,7 +220,8 @@ static int take_alloc(struct vp_record_opts *o, char *err, size_t errlen)
 
 int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH };
+	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH,
+	       OPT_NO_STEAL_EST };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -232,6 +236,7 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
 		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "no-steal-estimate", no_argument, NULL, OPT_NO_STEAL_EST },
 		{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
 		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -305,6 +310,9 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 			break;
 		case OPT_OFF_CPU:
 			o->off_cpu = true;
+			break;
+		case OPT_NO_STEAL_EST:
+			o->no_steal_est = true;
 			break;
 		case OPT_NO_JIT:
 			o->no_jit = true;

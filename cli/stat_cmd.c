@@ -51,12 +51,17 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/launch.h"
+#include "common/steal_est.h"
+#include "cli/stat_est.h"
 #include "hv-glue/events.h"
 #include "hv-glue/steal.h"
 #include "common/steal_clock.h"
 #include "sampler-kernel/sched_tracer.h"
 
 #define STAT_POLL_MS 10
+/* The steal estimate's sampling rate: odd, as record's default, so that it does not beat
+ * with 1000 Hz timers; each gap is estimated within one period (1 ms). */
+#define STAT_EST_HZ 999
 #define STAT_DEFAULT_EVENTS "task-clock,context-switches,cpu-migrations,page-faults"
 
 struct stat_thread {
@@ -89,6 +94,7 @@ struct stat_opts {
 	const char *sep;        /* -x: CSV-like output with this separator */
 	pid_t pid;
 	char **cmd;
+	bool no_est;            /* --no-steal-estimate */
 };
 
 struct stat_ctx {
@@ -115,6 +121,10 @@ struct stat_ctx {
 	 * the group): ratios of two events are then not printed. */
 	bool ungrouped;
 	struct stat_steal steal;
+	/* The host's share estimated from late sampler timers (stat_est.h), apart from
+	 * stolen; est_why says why there is none. */
+	struct stat_est *est;
+	char est_why[320];
 };
 
 static volatile sig_atomic_t stat_interrupted;
@@ -126,7 +136,7 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] (-p PID | -- CMD [ARGS...])\n\n"
+	fprintf(f, "usage: viprof stat [-e EV,..] [--per-thread] [--no-group] [-x SEP] [--no-steal-estimate] (-p PID | -- CMD [ARGS...])\n\n"
 		   "Counts events (perf_event_open counting mode) for a command and all it creates,\n"
 		   "or for a running process until it exits or you press Ctrl-C.\n\n"
 		   "  -e, --event EV,..   events (default " STAT_DEFAULT_EVENTS ")\n"
@@ -137,6 +147,8 @@ static void usage(FILE *f)
 		   "  -x, --field-separator SEP  machine-readable rows:\n"
 		   "                      [comm-tid SEP] value SEP unit SEP event SEP running-ns SEP pct-running\n"
 		   "                      (rows only; value <not counted> or <not measured> where none was taken)\n"
+		   "  --no-steal-estimate do not estimate the host's share (row hypervisor-estimated:\n"
+		   "                      a 999 Hz bpf sampler reads its late timers; never stolen)\n"
 		   "  -p, --pid PID       count an existing process\n"
 		   "  -h, --help          this text\n\n"
 		   "examples:\n  viprof stat -- make -j2\n"
@@ -514,6 +526,56 @@ static void print_ratios(const struct stat_ctx *s)
 	}
 }
 
+/* The estimate's row (ms, and its share of the raw clock): never subtracted from the
+ * clock rows nor added to stolen, since it is a guess at time the clock counted (no
+ * steal clock) or that stolen holds already (a steal clock). */
+static void print_est(const struct stat_ctx *s, const char *who, double ns, double raw)
+{
+	double pct = raw > 0 ? 100.0 * ns / raw : 0;
+
+	if (s->o.sep) {
+		const char *x = s->o.sep;
+
+		if (who)
+			fprintf(stderr, "%s%s", who, x);
+		fprintf(stderr, "%.2f%smsec%s%s%s0%s%.2f\n", ns / 1e6, x, x, VP_STEAL_EST_EVENT, x, x, pct);
+		return;
+	}
+	if (who)
+		fprintf(stderr, "%24s ", who);
+	fprintf(stderr, "%20.2f %-5s %s  (%.2f%% of the clock: the host's share estimated from sampler timers that "
+		"fired late; not stolen, and left in the rows above)\n", ns / 1e6, "msec", VP_STEAL_EST_EVENT, pct);
+}
+
+/* The estimate's rows after the clock event's: per thread or in total, as the clock's. */
+static void print_est_rows(const struct stat_ctx *s)
+{
+	if (s->clock_ev < 0 || s->o.no_est)
+		return;
+	if (!s->est) {
+		if (s->o.sep)
+			fprintf(stderr, "<not estimated>%smsec%s%s%s0%s0.00\n", s->o.sep, s->o.sep, VP_STEAL_EST_EVENT,
+				s->o.sep, s->o.sep);
+		else
+			fprintf(stderr, "\n  %s: not estimated: %s\n", VP_STEAL_EST_EVENT, s->est_why);
+		return;
+	}
+	double total = 0;
+	for (int i = 0; i < s->nth; i++) {
+		const struct stat_thread *t = &s->th[i];
+		char who[48];
+
+		total += (double)t->scaled[s->clock_ev];
+		snprintf(who, sizeof(who), "%s-%d", t->comm, (int)t->tid);
+		if (s->o.per_thread)
+			print_est(s, who, stat_est__ns(s->est, t->tid), (double)t->scaled[s->clock_ev]);
+	}
+	if (!s->o.per_thread)
+		print_est(s, NULL, stat_est__ns(s->est, 0), total);
+	if (s->have_all)
+		print_est(s, "[all threads]", stat_est__ns(s->est, 0), (double)s->all.scaled[s->clock_ev]);
+}
+
 static void print_report(const struct stat_ctx *s, double secs)
 {
 	if (!s->o.sep) {
@@ -585,6 +647,7 @@ static void print_report(const struct stat_ctx *s, double secs)
 			print_row(s, "[not per-thread]", e, rest > 0 ? rest : 0, a->run[e], 100.0, false);
 		}
 	}
+	print_est_rows(s);
 	if (!s->o.sep)
 		print_ratios(s);
 	print_no_steal(s);
@@ -628,6 +691,26 @@ static void steal_start(struct stat_ctx *s, pid_t pid, bool launch)
 	if (!s->steal.sched)
 		snprintf(s->steal.why, sizeof(s->steal.why), "stolen time is measured by the switch tracer, which did "
 			 "not start: %s", err);
+}
+
+/* Starts the steal estimate's sampler (stat_est.h) on pid with a clock event counted. */
+static void est_start(struct stat_ctx *s, pid_t pid, bool launch)
+{
+	if (s->clock_ev < 0 || s->o.no_est)
+		return;
+	s->est = stat_est__start(pid, launch, STAT_EST_HZ, s->est_why, sizeof(s->est_why));
+}
+
+/* Stops the estimate's sampler, which drains what is left. */
+static void est_stop(struct stat_ctx *s)
+{
+	int err = stat_est__stop(s->est);
+
+	if (err) {
+		snprintf(s->est_why, sizeof(s->est_why), "the sampler could not deliver its samples: %s", strerror(-err));
+		stat_est__free(s->est);
+		s->est = NULL;
+	}
 }
 
 /* Stops the tracer, which emits its per-thread totals into s->steal. */
@@ -698,6 +781,7 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 		{ "no-group", no_argument, NULL, 'G' },
 		{ "field-separator", required_argument, NULL, 'x' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "no-steal-estimate", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -710,6 +794,7 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 		case 'e': o->events = optarg; break;
 		case 'T': o->per_thread = true; break;
 		case 'G': o->no_group = true; break;
+		case 'E': o->no_est = true; break;
 		case 'x':
 			if (!*optarg) {
 				fprintf(stderr, "viprof stat: -x needs a non-empty separator, e.g. -x,\n");
@@ -791,6 +876,7 @@ static int run(struct stat_ctx *s)
 		const char *base = strrchr(s->o.cmd[0], '/');
 		snprintf(s->th[0].comm, sizeof(s->th[0].comm), "%.15s", base ? base + 1 : s->o.cmd[0]);
 		steal_start(s, pid, true);
+		est_start(s, pid, true);
 		t0 = now_s();
 		/* Let it exec and wait for the exec; then take the command's real name. An
 		 * errno instead means exec failed: the child said why; no counts to show. */
@@ -833,6 +919,7 @@ static int run(struct stat_ctx *s)
 			return 1;
 		}
 		steal_start(s, s->target, false);
+		est_start(s, s->target, false);
 		t0 = now_s();
 	}
 
@@ -856,6 +943,7 @@ static int run(struct stat_ctx *s)
 		read_all(s);
 		if (s->steal.sched)
 			vp_sched__poll(s->steal.sched, (uint64_t)(now_s() * 1e9));
+		stat_est__poll(s->est);
 		if (s->o.per_thread && (err = scan_threads(s, false, false)) < 0 && err != -ENOENT) {
 			fprintf(stderr, "viprof stat: cannot follow the threads of %d: %s\n",
 				(int)s->target, strerror(-err));
@@ -866,6 +954,7 @@ static int run(struct stat_ctx *s)
 	}
 	read_all(s);
 	steal_stop(s);
+	est_stop(s);
 	print_report(s, now_s() - t0);
 	if (ret)
 		return ret;
@@ -908,6 +997,7 @@ int cmd_stat(int argc, char **argv)
 			s.clock_ev = e;   /* :u clocks leave out the kernel, the tracer's steal does not */
 	ret = run(&s);
 	vp_sched__free(s.steal.sched);   /* an early return of run() leaves it running */
+	stat_est__free(s.est);
 	free(s.steal.tt);
 	for (int i = 0; i < s.nth; i++)
 		for (int e = 0; e < s.nev; e++)

@@ -9,6 +9,7 @@ static const char *const layer_names[VP_LAYER__COUNT] = {
 	[VP_LAYER_INLINED] = "inlined",
 	[VP_LAYER_INTERPRETED] = "interpreted",
 	[VP_LAYER_UNKNOWN] = "unknown",
+	[VP_LAYER_HYPERVISOR_EST] = "hypervisor (estimated)",
 };
 
 const char *vp_layer_name(enum vp_layer l)

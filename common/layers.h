@@ -12,6 +12,10 @@ enum vp_layer {
 	VP_LAYER_INLINED,        /* Java methods inlined into a JIT-compiled one */
 	VP_LAYER_INTERPRETED,    /* interpreted Java methods, and the interpreter */
 	VP_LAYER_UNKNOWN,
+	/* Time the host took, estimated from the guest's late timers (common/steal_est.h),
+	 * kept apart from measured steal (VP_LAYER_HYPERVISOR) in every view. Last, so that
+	 * the numbers of the layers above, which code maps store, stay as they were. */
+	VP_LAYER_HYPERVISOR_EST,
 	VP_LAYER__COUNT
 };
 const char *vp_layer_name(enum vp_layer l);  /* "kernel", "jit", ... */

@@ -75,6 +75,10 @@ struct vp_event_desc {
  * clock events the count still holds the time spent in the kernel, which no sample
  * can: a report says so instead of calling it a tail. */
 #define VP_EVENT_USER_ONLY  0x8u
+/* Estimated, not measured: the steal estimate from late sampler timers
+ * (common/steal_est.h), recorded with VP_EVENT_SCHED | VP_EVENT_TIME_UNITS (ns summed
+ * under stacks, never a sampling clock of its own). */
+#define VP_EVENT_ESTIMATE   0x10u
 
 /* Privilege level of the sampled IP. */
 enum vp_mode { VP_MODE_UNKNOWN = 0, VP_MODE_KERNEL = 1, VP_MODE_USER = 2,
@@ -144,6 +148,10 @@ enum vp_sched_state {
 	 * (postproc/wall.c, vp_sched_java_state) where they say more than the kernel. */
 	VP_SCHED_BLOCKED_PARK     = 10, /* LockSupport.park / Unsafe.park */
 	VP_SCHED_BLOCKED_OBJWAIT  = 11, /* Object.wait */
+	/* Running, but the host had the vCPU, by the estimate of a late sampler timer
+	 * (common/steal_est.h): samples of the event VP_STEAL_EST_EVENT (VP_EVENT_ESTIMATE),
+	 * under the stack the late timer interrupted. Never the switch tracer's. */
+	VP_SCHED_HV_ESTIMATED     = 12,
 	VP_SCHED__COUNT
 };
 

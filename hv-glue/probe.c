@@ -354,7 +354,9 @@ static void conclude(struct vp_probe *p)
 		ADD(" The hypervisor has stolen %.1f s of vCPU time since boot: viprof records steal per vCPU so reports "
 		    "can show it.", (double)p->steal_total_ns / 1e9);
 	else if (!vp_steal_clock__ran(p->steal_total_ns, 0))
-		ADD(" " VP_STEAL_NOT_MEASURED ": the hypervisor shows no steal clock, so reports say so rather than 0.");
+		ADD(" " VP_STEAL_NOT_MEASURED ": the hypervisor shows no steal clock, so reports say so rather than 0; "
+		    "with the bpf backend they estimate the host's share from late sampler timers instead "
+		    "(event hypervisor-estimated).");
 	if (p->kptr_restrict > 0 && !has_cap(p, CAP_SYSLOG_BIT))
 		ADD(" kptr_restrict=%d hides kernel addresses: run as root for kernel symbols.", p->kptr_restrict);
 	if (*p->xen_pmu_mode && strcmp(p->xen_pmu_mode, "self") && strcmp(p->xen_pmu_mode, "all"))

@@ -302,7 +302,7 @@ static char *make_title(const struct vp_profile *p, int ev, uint64_t samples, bo
 	/* Measured time says its time; a sampled event its samples (cpu-clock's time
 	 * is in the tooltip and legend). */
 	double nsps = ns_per_sample(p, ev);
-	if (p->nevents && nsps > 0 && vp_event_measured(p, ev))
+	if (p->nevents && nsps > 0 && (vp_event_measured(p, ev) || vp_event_estimated(p, ev)))
 		fprintf(f, "%s%s, %.1f ms", diff ? "Differential flame graph: " : "Flame graph: ", p->events[ev].name,
 			(double)samples * nsps / 1e6);
 	else
@@ -498,10 +498,10 @@ static int write_data(struct vp_out *o, const struct vp_profile *p, const struct
 		vp_out__puts(o, ",\"unit\":");
 		vp_json_str(o, p->events[e].unit, true);
 		/* Time events are drawn from sample counts and shown in milliseconds: the
-		 * page converts with nsPerSample; measured ones (off-cpu, wall, ...) say time
-		 * alone. Each event has its own title for when the page switches to it. */
+		 * page converts with nsPerSample; measured ones (off-cpu, wall, ...) and the
+		 * steal estimate say time alone. Each event has its own title for when the page switches to it. */
 		vp_out__printf(o, ",\"nsPerSample\":%.3f,\"measured\":%s", ns_per_sample(p, (int)e),
-			       vp_event_measured(p, (int)e) ? "true" : "false");
+			       vp_event_measured(p, (int)e) || vp_event_estimated(p, (int)e) ? "true" : "false");
 		if (per_event_titles) {
 			char *et = make_title(p, (int)e, t->val[e], base != NULL);
 			vp_out__puts(o, ",\"title\":");

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/steal_est.h"
 #include "common/pbuf.h"
 #include "common/strtab.h"
 #include "common/util.h"
@@ -410,8 +411,9 @@ static int frame_type(int layer)
 
 bool vp_jfr_refuses_event(const char *name)
 {
-	/* off-cpu has events of its own, written whenever it was recorded, as alloc and lock. */
-	static const char *const off[] = { "steal", "wall", "blocked", "runnable" };
+	/* off-cpu has events of its own, written whenever it was recorded, as alloc and lock; the
+	 * steal estimate (common/steal_est.h) is not CPU time either: the host had the vCPU. */
+	static const char *const off[] = { "steal", "wall", "blocked", "runnable", VP_STEAL_EST_EVENT };
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		if (!strcmp(name, off[i]))
 			return true;

@@ -227,7 +227,12 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 		 * context switches and the wall view, a period of the recording's time event
 		 * (its weight, in the unit above, is the time). */
 		vp_out__printf(o, ",\"measured\":%s,\"samples_are\":", vp_event_measured(p, e) ? "true" : "false");
-		vp_json_str(o, vp_event_measured(p, e) ? "periods of the time event; weight is the time" : "samples", false);
+		vp_json_str(o, vp_event_measured(p, e) ? "periods of the time event; weight is the time" :
+			       vp_event_estimated(p, e) ? "periods of the time event; weight is the time, estimated" : "samples",
+			    false);
+		/* The host's share estimated from late timers, apart from measured steal. */
+		if (vp_event_estimated(p, e))
+			vp_out__puts(o, ",\"estimated\":true");
 		vp_out__puts(o, "}");
 	}
 	vp_out__puts(o, "],\n\"sort_event\":");

@@ -568,8 +568,11 @@ static int pp_comments(struct pp *w)
 	n = 0;
 	for (int e = 0; e < p->nevents; e++) {
 		char *c = NULL;
-		if (asprintf(&c, "event %s: sample types %s/count and %s/%s", p->events[e].name, w->st.v[w->vt[4 * e]],
-			     w->st.v[w->vt[4 * e + 2]], w->st.v[w->vt[4 * e + 3]]) < 0)
+		/* The estimate says so where a pprof user reads what the sample types are. */
+		if (asprintf(&c, "event %s%s: sample types %s/count and %s/%s", p->events[e].name,
+			     vp_event_estimated(p, e) ? " (the host's share estimated from sampler timers that fired late; "
+							"not measured steal)" : "",
+			     w->st.v[w->vt[4 * e]], w->st.v[w->vt[4 * e + 2]], w->st.v[w->vt[4 * e + 3]]) < 0)
 			c = NULL;
 		if ((ids[n++] = vp_strtab__id_owned(&w->st, c)) < 0)
 			goto cleanup;

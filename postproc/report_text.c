@@ -237,6 +237,10 @@ static void header(const struct vp_profile *p, struct vp_out *o, const struct vp
 		if (vp_event_measured(p, e))
 			vp_out__printf(o, " = %.1f ms (time measured at context switches; columns in ms)",
 				       (double)vp_event_weight(p, e) / 1e6);
+		/* Never called measured: the host's share guessed from the guest's clocks. */
+		else if (vp_event_estimated(p, e))
+			vp_out__printf(o, " = %.1f ms (estimated, not measured: sampler timers that fired late while "
+				       "the host had the vCPU; columns in ms)", (double)vp_event_weight(p, e) / 1e6);
 		/* A counting event sampled by frequency stands for more events than samples
 		 * (the kernel's period is above 1 at times: context-switches at -F, 2-6% fewer
 		 * samples than perf stat's count): its count is the weight, said here so that
@@ -371,6 +375,28 @@ cleanup:
 	free(rows);
 }
 
+/* The host's share estimated from late sampler timers (common/steal_est.h), on a line
+ * of its own under measured steal's: never added to it, never called steal. */
+static void est_summary(const struct vp_profile *p, struct vp_out *o, int ev)
+{
+	int es = -1, te = -1;
+	for (int e = 0; e < p->nevents; e++) {
+		if (vp_event_estimated(p, e))
+			es = e;
+		else if (te < 0 && strcmp(p->events[e].name, "steal") && !vp_event_measured(p, e) &&
+			 !strcmp(p->events[e].unit, "nanoseconds"))
+			te = e;
+	}
+	if (es < 0 || es == ev)
+		return;
+	uint64_t ns = vp_event_weight(p, es);
+	vp_out__printf(o, "#   %-18s %.1f ms", "hypervisor (estimated)", (double)ns / 1e6);
+	if (te >= 0)
+		vp_out__printf(o, "  = %.1f%% of sampled time (%s %.1f ms)", vp_pct(ns, vp_event_weight(p, te)),
+			       p->events[te].name, (double)vp_event_weight(p, te) / 1e6);
+	vp_out__puts(o, "  from sampler timers that fired late; an estimate, apart from measured steal\n");
+}
+
 static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, const struct vp_frame_count *fc)
 {
 	uint64_t per[VP_LAYER__COUNT] = { 0 };
@@ -422,6 +448,7 @@ static void layer_summary(const struct vp_profile *p, struct vp_out *o, int ev, 
 				       p->events[te].name, (double)vp_event_weight(p, te) / 1e6);
 		vp_out__puts(o, "\n");
 	}
+	est_summary(p, o, ev);
 	vp_out__puts(o, "#\n");
 }
 
@@ -567,7 +594,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	/* One column per event; steal only when it is the ranked one, since its leaves are
 	 * never a frame of the other events (its summary line is in the layer summary). */
 	for (int e = 0; e < p->nevents && ncols < MAX_COLS; e++)
-		if (e == ev || strcmp(p->events[e].name, "steal"))
+		if (e == ev || (strcmp(p->events[e].name, "steal") && !vp_event_estimated(p, e)))
 			cols[ncols++] = e;
 	struct vp_frame_count *fev = NULL;
 	int top = opts->top > 0 ? opts->top : DEFAULT_TOP, ret = 0;
@@ -634,7 +661,7 @@ static int hotspots(const struct vp_profile *p, struct vp_out *o, const struct v
 	for (int e = 0; e < ncols; e++)
 		vp_out__printf(o, " %*.*s", cw[e], cw[e], ncols > 1 ? p->events[cols[e]].name : "self%");
 	/* A measured time event shows its time, in ms, where others show samples. */
-	double ms_per = vp_event_measured(p, ev) && evtotal ? (double)vp_event_weight(p, ev) / 1e6 / (double)evtotal : 0;
+	double ms_per = (vp_event_measured(p, ev) || vp_event_estimated(p, ev)) && evtotal ? (double)vp_event_weight(p, ev) / 1e6 / (double)evtotal : 0;
 	vp_out__printf(o, "%8s%10s  %-11s %-*s  %s\n", "total%", ms_per ? "self ms" : "samples", "layer", symw, "symbol",
 		       "image");
 	for (size_t i = 0; i < shown; i++) {

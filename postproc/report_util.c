@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/steal_est.h"
 #include "postproc/report_util.h"
 
 static void out_sink(void *ctx, const char *p, size_t n)
@@ -63,6 +64,12 @@ bool vp_event_measured(const struct vp_profile *p, int event)
 		if (!strcmp(p->events[event].name, m[i]))
 			return true;
 	return false;
+}
+
+bool vp_event_estimated(const struct vp_profile *p, int event)
+{
+	return event >= 0 && event < p->nevents && !strcmp(p->events[event].unit, "nanoseconds") &&
+	       !strcmp(p->events[event].name, VP_STEAL_EST_EVENT);
 }
 
 uint64_t vp_event_weight(const struct vp_profile *p, int event)

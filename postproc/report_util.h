@@ -23,6 +23,10 @@ uint64_t vp_event_samples(const struct vp_profile *p, int event);
  * (running, runnable, blocked, wall)? Its samples are then only its nanoseconds in
  * periods of the sampling clock, and reports show its time (ms) instead. */
 bool vp_event_measured(const struct vp_profile *p, int event);
+/* Is the event the host's share estimated from late sampler timers (VP_STEAL_EST_EVENT,
+ * common/steal_est.h)? Its samples are its nanoseconds in periods of the time event, as
+ * a measured event's are, but it is never called measured: views say "estimated". */
+bool vp_event_estimated(const struct vp_profile *p, int event);
 uint64_t vp_event_weight(const struct vp_profile *p, int event);
 /* The index in base of the event called p->events[event].name, or -1. */
 int vp_event_match(const struct vp_profile *p, int event, const struct vp_profile *base);

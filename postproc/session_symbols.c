@@ -792,6 +792,8 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
 		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
 				? loader_add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
+				: s->sched_state == VP_SCHED_HV_ESTIMATED   /* kept apart from measured steal */
+				? loader_add_frame(l, VP_LAYER_HYPERVISOR_EST, sf, "[hypervisor]", "", 0, "", 0)
 				: loader_add_frame(l, VP_LAYER_KERNEL, sf, "[kernel.kallsyms]", "", 0, "", 0);
 		n++;
 		if (by_addr && nl < MAX_OUT_FRAMES && leaf_first[0] != UINT32_MAX) {

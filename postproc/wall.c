@@ -7,6 +7,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
+#include "common/steal_est.h"
 #include "postproc/profile_xform.h"
 #include "postproc/wall.h"
 
@@ -28,6 +29,7 @@ const char *vp_sched_state_frame(int state)
 {
 	switch (state) {
 	case VP_SCHED_STEAL:            return "[hypervisor: steal]";
+	case VP_SCHED_HV_ESTIMATED:     return VP_STEAL_EST_FRAME;
 	case VP_SCHED_BLOCKED_SLEEP:    return "[blocked: sleep]";
 	case VP_SCHED_BLOCKED_IO:       return "[blocked: io]";
 	case VP_SCHED_BLOCKED_LOCK:     return "[blocked: lock]";
@@ -713,6 +715,23 @@ static void steal_header(const struct vp_profile *p, struct vp_out *o, uint64_t 
 	}
 }
 
+/* The host's share estimated from late sampler timers (common/steal_est.h): a line, not
+ * a column, since it is no part of the sum. Where no steal clock runs the guest counted
+ * that time as running (it is inside the running column); where one runs, the host's
+ * preemptions are in the steal column too, seen a second way. */
+static void est_header(const struct vp_profile *p, struct vp_out *o)
+{
+	int es = find_event(p, VP_STEAL_EST_EVENT);
+	if (es < 0)
+		return;
+	uint64_t ns = 0;
+	for (size_t i = 0; i < p->nstacks; i++)
+		ns += p->stacks[i].weight[es];
+	vp_out__printf(o, "# hypervisor (estimated): %.3f ms from sampler timers that fired late (an estimate, not a column: %s)\n",
+		       (double)ns / 1e6, steal_unmeasured ? "with no steal clock the guest counted it as running"
+							  : "with a steal clock, the host time in it is in the steal column too");
+}
+
 int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	char err[256] = "";
@@ -786,6 +805,7 @@ int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	vp_out__puts(o, "# application threads first, then the JVM's own\n");
 	vp_out__puts(o, "# all figures in milliseconds (ms) of time\n");
 	steal_header(p, o, all_steal);
+	est_header(p, o);
 	vp_out__puts(o, "#\n");
 	int top = opts && opts->top > 0 ? opts->top : 25;
 	/* Full thread names (Java's are longer than the kernel's 15 characters), in a

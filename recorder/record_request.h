@@ -39,6 +39,8 @@ struct vp_record_opts {
 	pid_t jvm_pids[RECORD_MAX_PIDS];
 	int jvm_n;
 	bool off_cpu;            /* --off-cpu: the switch tracer charges off-CPU intervals */
+	bool no_steal_est;       /* --no-steal-estimate: no event hypervisor-estimated
+				  * (common/steal_est.h; on by default) */
 	uint64_t alloc_bytes;    /* -e alloc[/period=BYTES/]: the JVM agent samples allocations
 				  * every BYTES on average (0: off); not a perf event */
 	bool lock;               /* -e lock[/period=NS/]: the agent records contended locks */

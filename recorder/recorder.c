@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 
 #include "common/timezero.h"
 #include "common/util.h"
@@ -153,6 +154,21 @@ static const char *target_name(enum record_target t)
 	case RECORD_TARGET_LAUNCH: return "launch";
 	default: return "none";
 	}
+}
+
+/* The session index of the steal estimate (common/steal_est.h), or 0: none. Only the
+ * bpf sampler reads its timers' expiries, and only clock events have timers; the index
+ * follows the switch tracer's two (steal, off-cpu: recorder/offcpu.c), which it never
+ * shares a sample with. */
+static uint32_t steal_est_event(const struct vp_record_opts *o, const struct sampler_config *cfg, const char *backend)
+{
+	if (o->no_steal_est || strcmp(backend, "bpf"))
+		return 0;
+	for (int i = 0; i < cfg->nr_events; i++)
+		if (cfg->events[i].type == PERF_TYPE_SOFTWARE && (cfg->events[i].config == PERF_COUNT_SW_CPU_CLOCK ||
+								  cfg->events[i].config == PERF_COUNT_SW_TASK_CLOCK))
+			return (uint32_t)cfg->nr_events + 2;
+	return 0;
 }
 
 static int write_metadata(struct vp_session_writer *w, const struct vp_record_opts *o, const char *backend, const char *backend_why, const char *event_why,
@@ -563,6 +579,9 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	e = write_metadata(r->w, o, r->be->name, r->why, o->events ? NULL : r->event_why, r->start, start_real);
 	for (int i = 0; !e && i < cfg->nr_events; i++)
 		e = vp_session_writer__event(r->w, &cfg->events[i]);
+	cfg->steal_est_event = steal_est_event(o, cfg, r->be->name);
+	if (!e && cfg->steal_est_event)
+		e = vp_session_writer__estimate_event(r->w, cfg->steal_est_event);
 	if (e) {
 		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
 		goto fail;
@@ -841,6 +860,8 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	e = write_metadata(nw, o, r->be->name, r->why, o->events ? NULL : r->event_why, start_mono, start_real);
 	for (int i = 0; !e && i < r->cfg.nr_events; i++)
 		e = vp_session_writer__event(nw, &r->cfg.events[i]);
+	if (!e && r->cfg.steal_est_event)
+		e = vp_session_writer__estimate_event(nw, r->cfg.steal_est_event);
 	if (e) {
 		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(nw), strerror(-e));
 		vp_session_writer__discard(nw);

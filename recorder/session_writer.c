@@ -3,6 +3,7 @@
 #include "recorder/session_writer.h"
 #include "common/json.h"
 #include "common/safefs.h"
+#include "common/steal_est.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -534,6 +535,15 @@ int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_e
 	snprintf(d.name, sizeof(d.name), "%s", ev->name);
 	snprintf(w->event_names[w->nevents], sizeof(w->event_names[0]), "%s", ev->name);
 	w->nevents++;
+	return append(w, VP_REC_EVENT, 0, &d, sizeof(d));
+}
+
+int vp_session_writer__estimate_event(struct vp_session_writer *w, uint32_t index)
+{
+	struct vp_event_desc d = { .index = index, .perf_type = UINT32_MAX,
+				   .flags = VP_EVENT_SCHED | VP_EVENT_TIME_UNITS | VP_EVENT_ESTIMATE };
+
+	snprintf(d.name, sizeof(d.name), "%s", VP_STEAL_EST_EVENT);
 	return append(w, VP_REC_EVENT, 0, &d, sizeof(d));
 }
 

@@ -56,6 +56,9 @@ const char *vp_session_writer__dir(const struct vp_session_writer *w);
 int vp_session_writer__meta(struct vp_session_writer *w, const char *key, const char *value);
 /* One VP_REC_EVENT; index is assigned in call order. */
 int vp_session_writer__event(struct vp_session_writer *w, const struct sampler_event *ev);
+/* The EVENT record of the steal estimate (common/steal_est.h) at session index index
+ * (sampler_config.steal_est_event): VP_EVENT_ESTIMATE, nanoseconds. */
+int vp_session_writer__estimate_event(struct vp_session_writer *w, uint32_t index);
 /* Appends any record. For VP_REC_SAMPLE it checks the body against its length,
  * counts the sample, and first emits KSYM records for kernel IPs whose symbol has
  * not been seen yet. The first error sticks: later calls return it. */

@@ -31,6 +31,10 @@ const volatile __u32 filter_uid = (__u32)-1;
  * PMU's overflow interrupt can land past a return to it (skid): such a sample is
  * dropped here, not written with a kernel ip and stack. */
 const volatile bool exclude_kernel = false;
+/* The event is a clock event (cpu-clock, task-clock) driven by perf's hrtimer, and steal
+ * is estimated from its lateness (common/steal_est.h): each sample says how late its
+ * timer fired. Never set for other events: their perf_event holds no hrtimer there. */
+const volatile bool est_timer = false;
 
 #define PF_KTHREAD 0x00200000
 
@@ -162,6 +166,23 @@ static __always_inline __u64 true_period(struct bpf_perf_event_data *ctx)
 	return d;
 }
 
+/* How late this sample's hrtimer fired: now minus the expiry it serves. perf's timer
+ * callback (perf_swevent_hrtimer) runs this program before it forwards the timer, so
+ * the expiry is still the grid point that was due; on a vCPU the host did not run,
+ * it is the first one missed. 0 when it cannot be read. */
+static __always_inline __u64 timer_late(struct bpf_perf_event_data *ctx, __u64 now)
+{
+	struct bpf_perf_event_data_kern *k = (void *)ctx;
+	struct perf_event *ev = NULL;
+	__s64 exp = 0;
+
+	if (bpf_probe_read_kernel(&ev, sizeof(ev), __builtin_preserve_access_index(&k->event)) || !ev)
+		return 0;
+	if (bpf_probe_read_kernel(&exp, sizeof(exp), __builtin_preserve_access_index(&ev->hw.hrtimer.node.expires)))
+		return 0;
+	return exp > 0 && now > (__u64)exp ? now - (__u64)exp : 0;
+}
+
 /* Everything but the stacks; shared by the two reservation sizes below. */
 static __always_inline void fill(struct vpb_sample *s, struct bpf_perf_event_data *ctx,
 				 __u64 id, bool kernel)
@@ -180,6 +201,7 @@ static __always_inline void fill(struct vpb_sample *s, struct bpf_perf_event_dat
 	s->ustack_bytes = 0;
 	s->walk_end = 0;
 	s->nr_jframes = 0;
+	s->late_ns = est_timer ? timer_late(ctx, s->time) : 0;
 }
 
 

@@ -159,6 +159,9 @@ struct vpb_sample {
 	__s32 ustack_bytes;
 	__u16 walk_end;        /* VPB_WALK_* */
 	__u16 nr_jframes;
+	/* With est_timer (a clock event's hrtimer): how late the timer fired, now minus
+	 * the grid point it served (common/steal_est.h); 0 otherwise. */
+	__u64 late_ns;
 	/* Present only when the program was loaded with callchain = true; the ring
 	 * buffer entry is then sizeof(struct vpb_sample), else VPB_SAMPLE_HDR.
 	 *

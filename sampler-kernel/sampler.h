@@ -63,6 +63,11 @@ struct sampler_config {
 	const pid_t *pids;      /* SAMPLER_TARGET_PIDS: the processes; LAUNCH: the one child */
 	int nr_pids;
 	bool want_switches;     /* emit VP_REC_SWITCH (for steal-time victim attribution) */
+	/* Session event index of the steal estimate (common/steal_est.h), whose EVENT record
+	 * the recorder writes; 0: not estimated. The bpf backend then adds, after each
+	 * sample of a clock event whose timer fired late, a sample of this event under the
+	 * same stack weighing the estimate (sched_state VP_SCHED_HV_ESTIMATED). */
+	uint32_t steal_est_event;
 	/* Xen PMU mode "all": samples from other domains (guest kernel/user mode) must be
 	 * told from dom0's own; the bpf sampler sees only kernel/user mode and declines. */
 	bool guest_modes;

@@ -1,0 +1,213 @@
+/* The steal estimate in every view, kept apart from measured steal (issue 34 item 1):
+ * a synthetic session of a VM without a steal clock (every STEAL snapshot 0), with
+ * cpu-clock samples of app (pid 100, 1 ms period, 10 under app_hot), off-CPU time for the
+ * wall view, and the bpf backend's estimate: the EVENT hypervisor-estimated (flags
+ * SCHED | TIME_UNITS | ESTIMATE) and two of its samples under app_hot, 2 ms and 1 ms
+ * (sched_state VP_SCHED_HV_ESTIMATED). Worked out by hand: 3 ms estimated for app, under
+ * do_syscall_64;app_hot;[hypervisor: estimated], the leaf in the layer
+ * "hypervisor (estimated)". Checks the profile, then each view: the text report's event
+ * line and layer summary (estimated; measured steal "not measured", never 0 or "took
+ * no time"), the hotspot table without an estimate column unless ranked, folded, JSON
+ * (events[].estimated, its total, steal's null), pprof (its sample type and comment), the
+ * wall view (a header line, not in the steal column). */
+#define _GNU_SOURCE   /* memmem */
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "common/chunkfile.h"
+#include "common/layers.h"
+#include "common/session_format.h"
+#include "common/steal_clock.h"
+#include "common/steal_est.h"
+#include "postproc/report.h"
+#include "postproc/session.h"
+#include "postproc/wall.h"
+#include "test.h"
+#include "test-profile.h"
+
+#define MS 1000000ull
+#define K_SYSCALL 0xffffffff81001000ull
+#define K_APP_HOT 0xffffffff81002000ull
+
+static uint64_t base;
+
+static void w_ksym(struct cfile_writer *w, uint64_t addr, const char *name)
+{
+	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
+	struct vp_ksym *k = (void *)buf;
+	k->addr = addr;
+	k->size = 0x100;
+	strcpy(k->name, name);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_KSYM, base, buf, sizeof(*k) + strlen(name) + 1));
+}
+
+static void w_event(struct cfile_writer *w, uint32_t index, const char *name, uint32_t flags, uint32_t type)
+{
+	struct vp_event_desc ev = { .index = index, .perf_type = type, .period = flags & VP_EVENT_SCHED ? 0 : MS,
+				    .flags = flags };
+	strcpy(ev.name, name);
+	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
+}
+
+/* A sample of app (pid 100) in do_syscall_64 -> app_hot. */
+static void w_sample(struct cfile_writer *w, uint64_t t, uint16_t event, uint64_t period, uint8_t state)
+{
+	char buf[sizeof(struct vp_sample) + 16] = { 0 };
+	struct vp_sample *s = (void *)buf;
+	s->pid = s->tid = 100;
+	s->event = event;
+	s->mode = VP_MODE_KERNEL;
+	s->period = period;
+	s->sched_state = state;
+	s->nr_kernel = 2;
+	s->ips[0] = K_APP_HOT + 0x10;
+	s->ips[1] = K_SYSCALL + 0x20;
+	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 16));
+}
+
+static void write_session(const char *dir)
+{
+	char path[512];
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(w);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* As the recorder numbers them: cpu-clock 0, the tracer's steal 1 and off-cpu 2, the
+	 * estimate 3. */
+	w_event(w, 0, "cpu-clock", VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS, 1);
+	w_event(w, 1, "steal", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX);
+	w_event(w, 2, "off-cpu", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX);
+	w_event(w, 3, VP_STEAL_EST_EVENT, VP_EVENT_SCHED | VP_EVENT_TIME_UNITS | VP_EVENT_ESTIMATE, UINT32_MAX);
+	w_ksym(w, K_SYSCALL, "do_syscall_64");
+	w_ksym(w, K_APP_HOT, "app_hot");
+	struct vp_comm c = { .pid = 100, .tid = 100 };
+	strcpy(c.comm, "app");
+	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &c, sizeof(c)));
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {   /* no steal clock: every snapshot 0 */
+		struct vp_steal st = { .cpu = cpu, .steal_ns = 0 };
+		ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base, &st, sizeof(st)));
+	}
+	for (int i = 0; i < 10; i++)
+		w_sample(w, (uint64_t)(i + 1) * MS, 0, MS, 0);
+	w_sample(w, 4 * MS, 3, 2 * MS, VP_SCHED_HV_ESTIMATED);
+	w_sample(w, 8 * MS, 3, 1 * MS, VP_SCHED_HV_ESTIMATED);
+	w_sample(w, 20 * MS, 2, 5 * MS, VP_SCHED_BLOCKED_SLEEP);
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {
+		struct vp_steal st = { .cpu = cpu, .steal_ns = 0 };
+		ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base + 20 * MS, &st, sizeof(st)));
+	}
+	struct vp_end e = { .samples = 13, .duration_ns = 20 * MS };
+	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
+	ASSERT_OK(cfile_writer__close(w));
+}
+
+/* 0 text, 1 folded of the estimate, 2 JSON, 3 pprof (gunzipped), 4 the wall view. */
+static char *render(struct vp_profile *p, int which, size_t *outlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ASSERT_NOT_NULL(f);
+	struct vp_out o = { .f = f, .width = 200 };
+	struct vp_report_opts ro = { .layers = true, .sort_event = which == 1 ? tp_find_event(p, VP_STEAL_EST_EVENT) : 0 };
+	switch (which) {
+	case 0: ASSERT_OK(report_text(p, NULL, &o, &ro)); break;
+	case 1: ASSERT_OK(report_folded(p, &o, &ro)); break;
+	case 2: ASSERT_OK(report_json(p, NULL, &o, &ro)); break;
+	case 3: ASSERT_OK(report_pprof(p, &o, &ro)); break;
+	default: ASSERT_OK(report_wall_text(p, &o, &ro)); break;
+	}
+	fclose(f);
+	*outlen = len;
+	if (which != 3)
+		return buf;
+	size_t cap = 1 << 22;
+	char *raw = calloc(1, cap);
+	ASSERT_NOT_NULL(raw);
+	z_stream z = { .next_in = (Bytef *)buf, .avail_in = (uInt)len, .next_out = (Bytef *)raw, .avail_out = (uInt)cap - 1 };
+	ASSERT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+	ASSERT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+	*outlen = z.total_out;
+	inflateEnd(&z);
+	free(buf);
+	return raw;
+}
+
+int main(void)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/tmp/eststeal-views-%d", (int)getpid());
+	write_session(dir);
+	struct vp_profile *p = tp_load(dir, NULL);
+
+	/* The profile: 3 ms under app_hot, in the estimate's own layer. */
+	int es = tp_find_event(p, VP_STEAL_EST_EVENT), st = tp_find_event(p, "steal");
+	ASSERT_GE(es, 0);
+	ASSERT_STREQ(p->events[es].unit, "nanoseconds");
+	ASSERT_TRUE(vp_profile__steal_unmeasured(p));
+	uint64_t w = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		if (!s->weight[es])
+			continue;
+		ASSERT_EQ(s->pid, 100);
+		ASSERT_EQ(s->nframes, 3);
+		const struct vp_frame *leaf = &p->frames[s->frames[2]];
+		ASSERT_STREQ(leaf->name, VP_STEAL_EST_FRAME);
+		ASSERT_EQ(leaf->layer, VP_LAYER_HYPERVISOR_EST);
+		ASSERT_STREQ(p->frames[s->frames[1]].name, "app_hot");
+		ASSERT_EQ(st >= 0 ? s->weight[st] : 0, 0);   /* never measured steal */
+		w += s->weight[es];
+	}
+	ASSERT_UEQ(w, 3 * MS);
+	ASSERT_STREQ(vp_layer_name(VP_LAYER_HYPERVISOR_EST), "hypervisor (estimated)");
+
+	size_t len;
+	char *t = render(p, 0, &len);
+	fprintf(stderr, "%s", t);
+	ASSERT_CONTAINS(t, "# event: " VP_STEAL_EST_EVENT " (nanoseconds), 3 samples = 3.0 ms (estimated, not measured");
+	ASSERT_CONTAINS(t, "#   hypervisor (estimated) 3.0 ms  = 30.0% of sampled time (cpu-clock 10.0 ms)");
+	ASSERT_CONTAINS(t, VP_STEAL_NOT_MEASURED);
+	ASSERT_CONTAINS(t, "#   hypervisor (steal) not measured (no steal clock)");
+	ASSERT_NULL(strstr(t, "took no time"));
+	/* Ranked by cpu-clock, the hotspot table has no estimate column. */
+	ASSERT_NULL(strstr(t, "cpu-clock hypervisor-estimated"));
+	free(t);
+
+	t = render(p, 1, &len);
+	fprintf(stderr, "%s", t);
+	/* Folded merges threads (async-profiler's collapsed form): no thread prefix. */
+	ASSERT_CONTAINS(t, "do_syscall_64_[k];app_hot_[k];" VP_STEAL_EST_FRAME " 3");
+	free(t);
+
+	t = render(p, 2, &len);
+	ASSERT_CONTAINS(t, "{\"name\":\"" VP_STEAL_EST_EVENT "\",\"unit\":\"nanoseconds\",\"measured\":false,"
+			   "\"samples_are\":\"periods of the time event; weight is the time, estimated\",\"estimated\":true}");
+	ASSERT_CONTAINS(t, "\"" VP_STEAL_EST_EVENT "\":{\"samples\":3,\"weight\":3000000}");
+	ASSERT_CONTAINS(t, "\"steal\":{\"samples\":null,\"weight\":null");
+	ASSERT_CONTAINS(t, "\"hypervisor (estimated)\"");
+	free(t);
+
+	t = render(p, 3, &len);
+	ASSERT_NOT_NULL(memmem(t, len, VP_STEAL_EST_EVENT, strlen(VP_STEAL_EST_EVENT)));
+	const char *cm = "event " VP_STEAL_EST_EVENT " (the host's share estimated from sampler timers that fired late";
+	ASSERT_NOT_NULL(memmem(t, len, cm, strlen(cm)));
+	free(t);
+
+	t = render(p, 4, &len);
+	fprintf(stderr, "%s", t);
+	ASSERT_CONTAINS(t, "# hypervisor (estimated): 3.000 ms from sampler timers that fired late (an estimate, not a "
+			   "column: with no steal clock the guest counted it as running)");
+	free(t);
+
+	vp_profile__free(p);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+	return 0;
+}
