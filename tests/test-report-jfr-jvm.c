@@ -326,10 +326,10 @@ int main(int argc, char **argv)
 	}
 	ASSERT_GT_F(sum_text, 300);   /* 4 CPU-s at 999 Hz: thousands */
 	for (int h = 0; h < 3; h++) {
-		double t = 100.0 * in_text[h] / sum_text, f = 100.0 * in_jfr[h] / sum_jfr, c = 100.0 * spent[h] / sum_cpu;
-		fprintf(stderr, "%s: fixture %5.1f%% of its CPU, text %5.1f%%, jfr %5.1f%% (of the three)\n", hot[h], c, t, f);
-		ASSERT_DBL_NEAR(t, f, 1.0);
-		ASSERT_DBL_NEAR(t, c, 5.0);
+		double tx = 100.0 * in_text[h] / sum_text, f = 100.0 * in_jfr[h] / sum_jfr, c = 100.0 * spent[h] / sum_cpu;
+		fprintf(stderr, "%s: fixture %5.1f%% of its CPU, text %5.1f%%, jfr %5.1f%% (of the three)\n", hot[h], c, tx, f);
+		ASSERT_DBL_NEAR(tx, f, 1.0);
+		ASSERT_DBL_NEAR(tx, c, 5.0);
 	}
 
 	/* Frame types: interpreted, compiled, inlined and native frames all named so. */
