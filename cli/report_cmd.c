@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "common/util.h"
+#include "fleet/fleet.h"
 #include "postproc/hvsyms.h"
 #include "postproc/profile_xform.h"
 #include "postproc/report.h"
@@ -55,6 +56,7 @@ struct report_args {
 	bool threads;              /* --threads: folded lines per thread */
 	bool reverse;              /* --reverse: inverted, callee first */
 	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
+	const char *where;         /* --where, for clickhouse:// sources */
 };
 
 static void defaults(struct report_args *a)
@@ -129,6 +131,9 @@ static void usage(FILE *f)
 		"                         Shop.buy(String, int))\n"
 		"      --java-only        stacks start at their outermost Java frame (Thread.run),\n"
 		"                         not at the libc and libjvm frames below it\n"
+		"      --where K=V[,K=V..]  a clickhouse:// source's rows: service, host, container,\n"
+		"                         thread, event, interval ('*' any run of characters; a key\n"
+		"                         given twice is either value); there --time is in Unix seconds\n"
 		"      --title TEXT       title of the HTML flame graph\n"
 		"      --no-color         no colour even on a terminal (so does NO_COLOR=1)\n"
 		"  -h, --help             this text\n"
@@ -146,7 +151,9 @@ static void usage(FILE *f)
 		"  viprof report run1 --wall                      on-CPU, run queue, blocked and steal\n"
 		"  viprof report run1 --java-only --simple -I 'Shop\\.' -F html -o shop.html\n"
 		"                                                 the Java stacks through class Shop\n"
-		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n");
+		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n"
+		"  viprof report clickhouse://ch1:8123/viprof --where 'service=shop,host=vm-*'   the fleet\n"
+		"                                                 (docs/fleet.md; aggregated in ClickHouse)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -243,7 +250,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
 	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
 	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
-	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE };
+	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -275,6 +282,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "no-merge-tiers", no_argument, NULL, OPT_NOMERGETIERS },
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
+		{ "where", required_argument, NULL, OPT_WHERE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -297,6 +305,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 			a->format_given = true;
 			break;
 		}
+		case OPT_WHERE:
+			a->where = optarg;
+			break;
 		case 'o':
 			if (!*optarg)
 				return usage_error("--output needs a file name (or - for standard output)");
@@ -483,9 +494,33 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 }
 
 /* Loads dirs into p; prints the one-line reason and returns false on failure. */
-static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const struct vp_session_opts *so)
+static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const struct vp_session_opts *so,
+		 const char *where)
 {
 	for (int i = 0; i < ndirs; i++) {
+		if (vp_fleet__is_url(dirs[i])) {
+			/* The fleet: aggregated in ClickHouse, then the same profile as a session's. */
+			char ferr[1024] = "";
+			struct vp_fleet_url u;
+			struct vp_fleet_filter f = { .where = where, .t_from = so->t_from, .t_to = so->t_to,
+						     .container = so->container, .thread = so->comm };
+			if (so->npids || so->ntids) {
+				fprintf(stderr, "viprof report: %s: --pid and --tid name one machine's processes; a fleet "
+					"is filtered with --where (service, host, container, thread)\n", dirs[i]);
+				return false;
+			}
+			if (vp_fleet__parse_url(dirs[i], &u, ferr, sizeof(ferr)) ||
+			    vp_fleet__load(&u, &f, p, ferr, sizeof(ferr))) {
+				fprintf(stderr, "viprof report: %s\n", ferr);
+				return false;
+			}
+			continue;
+		}
+		if (where) {
+			fprintf(stderr, "viprof report: --where filters a clickhouse:// source; '%s' is a session "
+				"directory (use --pid, --comm, --container, --time)\n", dirs[i]);
+			return false;
+		}
 		struct stat sb;
 		int e = stat(dirs[i], &sb) ? errno : 0;
 		if (e || !S_ISDIR(sb.st_mode)) {
@@ -539,7 +574,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "viprof report: out of memory\n");
 		goto cleanup;
 	}
-	if (!load(p, dirs, ndirs, &so))
+	if (!load(p, dirs, ndirs, &so, a.where))
 		goto cleanup;
 	if (a.diff_base) {
 		base = vp_profile__new();
@@ -548,7 +583,7 @@ int cmd_report(int argc, char **argv)
 			goto cleanup;
 		}
 		const char *bd[] = { a.diff_base };
-		if (!load(base, bd, 1, &so))
+		if (!load(base, bd, 1, &so, a.where))
 			goto cleanup;
 	}
 	if (!vp_profile__has_samples(p)) {
