@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The fleet store (issue 36), live, with ClickHouse servers run by the test from Debian's
+# package (tests/fleet-lib.sh): two `viprof serve --continuous` in two network namespaces
+# (standing for two VMs, hostnames vm-0 and vm-1 in their own UTS namespaces) push their
+# intervals over veth links into a cluster of two shards.
+#   roundtrip  3 intervals per host: `report clickhouse://` per host and for both equals
+#              `viprof report` of the same interval directories (text, folded, and pprof read
+#              by the real pprof): the same top methods, shares within 0.1 pp
+#   outage     the shard server vm-1 pushes to is stopped for two intervals, then started:
+#              every interval the queue held arrives, none twice (sums equal the disk's)
+#   layers     with --off-cpu: the off-CPU kinds and steal per host equal the disk's
+# usage: test-fleet.sh SCENARIO VIPROF SPLIT3
+set -u
+scenario=$1 viprof=$2 split3=$3
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/fleet-lib.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, the sampler)"; exit 77; }
+ch_need
+command -v ip >/dev/null || { echo "SKIP: ip (iproute2) is missing"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: unshare is missing"; exit 77; }
+
+work=$(mktemp -d /tmp/vp-fleet.XXXXXX)
+tag=$$
+ns=(vpfleet${tag}a vpfleet${tag}b)
+sub=10.$((RANDOM % 200 + 30)).$((RANDOM % 250))   # a /24 of its own, at random (other tests may run)
+serve_pid=() busy=
+cleanup() {
+	local p i
+	for p in "${serve_pid[@]}" $busy; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for i in 0 1; do
+		ip netns del "${ns[$i]}" 2>/dev/null
+		ip link del "vpf${tag}h$i" 2>/dev/null
+	done
+	ch_cleanup
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for i in 0 1; do echo "--- serve vm-$i:"; tail -20 "$work/serve$i.log" 2>/dev/null; done
+	exit 1
+}
+
+# Two "VMs": a namespace each, reached over a veth pair; a /30 each inside $sub.0/24.
+for i in 0 1; do
+	host_ip=$sub.$((4 * i + 1)) ns_ip=$sub.$((4 * i + 2))
+	hip[$i]=$host_ip
+	ip netns add "${ns[$i]}" 2>/dev/null || { echo "SKIP: cannot make a network namespace (ip netns add)"; exit 77; }
+	ip link add "vpf${tag}h$i" type veth peer name "vpf${tag}n$i" || fail "ip link add veth"
+	ip link set "vpf${tag}n$i" netns "${ns[$i]}"
+	ip addr add "$host_ip/30" dev "vpf${tag}h$i" && ip link set "vpf${tag}h$i" up || fail "veth address"
+	ip -n "${ns[$i]}" addr add "$ns_ip/30" dev "vpf${tag}n$i"
+	ip -n "${ns[$i]}" link set "vpf${tag}n$i" up
+	ip -n "${ns[$i]}" link set lo up
+done
+ch_start 2 "${hip[0]}" "${hip[1]}" || fail "the ClickHouse servers did not start"
+for i in 0 1; do
+	"$viprof" fleet init "clickhouse://127.0.0.1:${ch_http[$i]}/vpf" --cluster "$ch_cluster" >/dev/null ||
+		fail "viprof fleet init on shard $i"
+done
+store="clickhouse://127.0.0.1:${ch_http[0]}/vpf"
+
+extra=()
+[ "$scenario" = layers ] && extra=(--off-cpu)
+"$split3" 600 >/dev/null & busy=$!
+for i in 0 1; do
+	# Each host pushes to the server of its own shard; the Distributed table there places
+	# the rows by (service, host).
+	ip netns exec "${ns[$i]}" unshare -u bash -c "hostname vm-$i; exec '$viprof' serve --continuous '$work/c$i' \
+		--interval 2 --no-jit -F 49 ${extra[*]} --push 'clickhouse=http://${hip[$i]}:${ch_http[$i]},database=vpf'" \
+		>"$work/serve$i.log" 2>&1 &
+	serve_pid[$i]=$!
+done
+
+intervals() {   # intervals HOST: the interval names the store holds for HOST, oldest first
+	ch_query 0 "SELECT DISTINCT interval_id FROM vpf.viprof_samples WHERE host = '$1' ORDER BY interval_id"
+}
+wait_intervals() {   # wait_intervals N SECONDS: until each host has N intervals in the store
+	local n=$1 t
+	for t in $(seq $(( $2 * 5 ))); do
+		[ "$(intervals vm-0 | wc -l)" -ge "$n" ] && [ "$(intervals vm-1 | wc -l)" -ge "$n" ] && return 0
+		sleep 0.2
+	done
+	fail "after $2 s the store holds $(intervals vm-0 | wc -l) and $(intervals vm-1 | wc -l) intervals, not $n each"
+}
+stop_serves() {
+	local i
+	for i in 0 1; do kill -INT "${serve_pid[$i]}"; done
+	for i in 0 1; do wait "${serve_pid[$i]}"; done
+	serve_pid=()
+}
+
+# compare WHAT FMT ARGS_STORE -- DIRS: the shares of the fleet report and of the local one
+compare() {
+	local what=$1 fmt=$2; shift 2
+	local store_args=() dirs=()
+	while [ "$1" != "--" ]; do store_args+=("$1"); shift; done
+	shift
+	dirs=("$@")
+	local a="$work/store.$fmt" b="$work/disk.$fmt"
+	"$viprof" report "$store" "${store_args[@]}" --no-norm -F "$fmt" -n 30 -o "$a" 2>"$work/err" ||
+		fail "$what: report $store ${store_args[*]} -F $fmt: $(cat "$work/err")"
+	"$viprof" report "${dirs[@]}" "${evargs[@]}" --no-norm -F "$fmt" -n 30 -o "$b" 2>"$work/err" ||
+		fail "$what: report of the directories -F $fmt: $(cat "$work/err")"
+	if [ "$fmt" = pprof ]; then
+		"$pprof" -top -symbolize=none -nodecount=40 "$a" >"$a.top" 2>&1 || fail "pprof cannot read the store's report: $(head -3 "$a.top")"
+		"$pprof" -top -symbolize=none -nodecount=40 "$b" >"$b.top" 2>&1 || fail "pprof cannot read the disk's report"
+		a=$a.top b=$b.top
+	fi
+	python3 "$here/test-fleet-compare.py" "$fmt" "$a" "$b" || fail "$what ($fmt): the fleet report differs from the disk's"
+	echo "ok: $what ($fmt)"
+}
+
+pprof=
+find_pprof() {
+	pprof=./pprof
+	[ -x "$pprof" ] && return 0
+	command -v go >/dev/null || { echo "note: go is missing: pprof comparison skipped"; pprof=; return 1; }
+	[ -d /usr/share/gocode/src/github.com/google/pprof ] || { echo "note: pprof sources missing: skipped"; pprof=; return 1; }
+	GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PWD/.gocache go build -o pprof.tmp github.com/google/pprof &&
+		mv pprof.tmp pprof || { pprof=; return 1; }
+}
+
+# where_of HOST N: --where naming HOST's first N intervals in the store; dirs_of the same dirs
+where_of() { local w="" iv; for iv in $(intervals "$1" | head -"$2"); do w+=",interval=$iv"; done; echo "${w#,}"; }
+dirs_of() { local i=$1 iv; for iv in $(intervals "vm-$i" | head -"$2"); do echo "$work/c$i/$iv"; done; }
+
+evargs=()
+case "$scenario" in
+roundtrip)
+	wait_intervals 3 40
+	stop_serves
+	kill "$busy"; busy=
+	find_pprof
+	fmts=(text folded)
+	[ -n "$pprof" ] && fmts+=(pprof)
+	for i in 0 1; do
+		for f in "${fmts[@]}"; do
+			compare "vm-$i" "$f" --where "host=vm-$i,$(where_of vm-$i 3)" -- $(dirs_of $i 3)
+		done
+	done
+	# Both together: the same intervals of both hosts (the where's interval keys name either).
+	for f in "${fmts[@]}"; do
+		compare "vm-0 and vm-1" "$f" --where "$(where_of vm-0 3),$(where_of vm-1 3)" -- $(dirs_of 0 3) $(dirs_of 1 3)
+	done
+	# A glob over the hosts names both.
+	n=$("$viprof" report "$store" --where 'host=vm-*' -F folded | awk '{s += $NF} END {print s}')
+	m=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock'")
+	[ "$n" = "$m" ] || fail "--where host=vm-* reported $n cpu-clock samples, the store holds $m"
+	;;
+outage)
+	wait_intervals 1 30
+	ch_stop 1
+	# Two intervals end on vm-1 while its server is down: they wait in its queue.
+	before=$(ls "$work/c1" | wc -l)
+	for t in $(seq 100); do [ "$(ls "$work/c1" | wc -l)" -ge $((before + 2)) ] && break; sleep 0.2; done
+	[ "$(ls "$work/c1" | wc -l)" -ge $((before + 2)) ] || fail "vm-1 did not end two intervals in 20 s"
+	grep -q "no answer" "$work/serve1.log" || fail "vm-1's pushes did not fail while its server was down"
+	ch_restart 1 || fail "the server of shard 1 did not start again"
+	# Then the queues empty (the back-off is at most one interval long).
+	for t in $(seq 150); do
+		q=$(find "$work"/c0/.push "$work"/c1/.push -type f -name '0*' | wc -l)
+		[ "$q" = 0 ] && break
+		sleep 0.2
+	done
+	[ "$q" = 0 ] || fail "$q interval(s) still queued 30 s after the server came back"
+	stop_serves
+	kill "$busy"; busy=
+	# Every interval vm-1 ended before it stopped is in the store once: its cpu-clock
+	# samples there (FINAL and, after the merge, without it) equal the directory's. The
+	# last one, queued at the stop, is not sent.
+	ch_query 0 "OPTIMIZE TABLE vpf.viprof_samples_local FINAL" >/dev/null
+	ch_query 1 "OPTIMIZE TABLE vpf.viprof_samples_local FINAL" >/dev/null
+	for i in 0 1; do
+		last=$(ls "$work/c$i" | sort | tail -1)
+		for iv in $(ls "$work/c$i" | sort); do
+			[ "$iv" = "$last" ] && continue
+			d=$("$viprof" report "$work/c$i/$iv" -F folded 2>/dev/null | awk '{s += $NF} END {print s + 0}')
+			s=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE host = 'vm-$i' AND interval_id = '$iv' AND event = 'cpu-clock'")
+			r=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples WHERE host = 'vm-$i' AND interval_id = '$iv' AND event = 'cpu-clock'")
+			[ "$d" = 0 ] && continue   # an interval without samples is not sent
+			[ "$s" = "$d" ] && [ "$r" = "$d" ] ||
+				fail "vm-$i interval $iv: $d cpu-clock samples on disk, $s in the store (FINAL), $r without FINAL"
+			echo "ok: vm-$i $iv: $d samples, once"
+		done
+	done
+	;;
+layers)
+	wait_intervals 3 40
+	stop_serves
+	kill "$busy"; busy=
+	for i in 0 1; do
+		for ev in off-cpu steal; do
+			evargs=(-e "$ev")
+			compare "vm-$i $ev" folded -e "$ev" --where "host=vm-$i,$(where_of vm-$i 3)" -- $(dirs_of $i 3)
+		done
+		# The off-CPU kinds as the store's column says them (a query by kind).
+		k=$(ch_query 0 "SELECT count() FROM vpf.viprof_samples WHERE host = 'vm-$i' AND offcpu LIKE '[blocked%'")
+		[ "$k" -gt 0 ] || fail "vm-$i: no rows of a blocked kind in the store"
+	done
+	;;
+*) echo "usage: test-fleet.sh roundtrip|outage|layers VIPROF SPLIT3"; exit 2 ;;
+esac
+echo "PASS"
