@@ -149,7 +149,8 @@ static void sample_row(struct sb *b, const struct vp_profile *p, const struct vp
 	sb_str(b, p->events[r->event].name);
 	sb_put(b, "\t", 1);
 	sb_str(b, p->events[r->event].unit);
-	sb_printf(b, "\t%u\t", leaf ? leaf->layer : (unsigned)VP_LAYER_UNKNOWN);
+	/* The event's place in the profile: reports draw the first one by default. */
+	sb_printf(b, "\t%d\t%u\t", r->event, leaf ? leaf->layer : (unsigned)VP_LAYER_UNKNOWN);
 	sb_str(b, offcpu_kind(p, s));
 	sb_printf(b, "\t%u\t%llu\t%llu\t%llu\n", r->epoch, (unsigned long long)vp_fleet__stack_hash(p, s),
 		  (unsigned long long)samples, (unsigned long long)weight);

@@ -250,7 +250,7 @@ static const char stacks_cols[] =
 	"(hash UInt64, names Array(String), images Array(String), layers Array(UInt8), tiers Array(UInt8))";
 static const char samples_cols[] =
 	"(ts DateTime, host String, service String, interval_id String, pid UInt32, tid UInt32, thread String, "
-	"container String, event String, unit String, layer UInt8, offcpu String, gc_epoch UInt32, "
+	"container String, event String, unit String, event_idx UInt8, layer UInt8, offcpu String, gc_epoch UInt32, "
 	"stack_hash UInt64, samples UInt64, weight UInt64)";
 
 void vp_fleet__insert_sql(const char *db, const char *prefix, const char *table, char *out, size_t outlen)

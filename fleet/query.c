@@ -172,7 +172,16 @@ struct agg {
 	uint64_t hash;
 	char *thread, *event, *unit;
 	uint64_t samples, weight;
+	unsigned order;                /* the event's first place in the intervals' profiles */
 };
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	return strcmp(x->event, y->event);
+}
 
 struct stk {
 	uint64_t hash;
@@ -196,7 +205,7 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 	size_t naggs = 0, acap = 0, nstks = 0, scap = 0;
 	int e;
 	/* FINAL: rows of an interval sent twice are one before their parts merge. */
-	sql_printf(&q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight) FROM %s.%ssamples FINAL "
+	sql_printf(&q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL "
 		   "WHERE 1", u->db, u->prefix);
 	if ((e = where_sql(&q, f->where, err, errlen)))
 		goto cleanup;
@@ -225,14 +234,15 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 		if (next)
 			*next++ = '\0';
 		char *cur = line, *h = field(&cur), *th = field(&cur), *ev = field(&cur), *un = field(&cur),
-		     *sm = field(&cur), *wt = field(&cur);
-		if (h && th && ev && un && sm && wt) {
+		     *sm = field(&cur), *wt = field(&cur), *ei = field(&cur);
+		if (h && th && ev && un && sm && wt && ei) {
 			if (vp_grow((void **)&aggs, &acap, naggs + 1, sizeof(*aggs))) {
 				e = -ENOMEM;
 				goto cleanup;
 			}
 			aggs[naggs++] = (struct agg){ .hash = strtoull(h, NULL, 10), .thread = th, .event = ev, .unit = un,
-						      .samples = strtoull(sm, NULL, 10), .weight = strtoull(wt, NULL, 10) };
+						      .samples = strtoull(sm, NULL, 10), .weight = strtoull(wt, NULL, 10),
+						      .order = (unsigned)strtoul(ei, NULL, 10) };
 		}
 		line = next;
 	}
@@ -297,6 +307,23 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 	}
 	free(fr);
 	vp_sort(stks, nstks, sizeof(*stks), cmp_stk);
+	/* Events in the order the intervals had them (the recorded event first, then steal,
+	 * off-cpu, ...): reports draw the first by default, as from the directories. */
+	struct agg **byev = malloc(naggs * sizeof(*byev));
+	if (!byev) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < naggs; i++)
+		byev[i] = &aggs[i];
+	vp_sort(byev, naggs, sizeof(*byev), cmp_order);
+	for (size_t i = 0; i < naggs; i++)
+		if (vp_profile__add_event(p, byev[i]->event, byev[i]->unit) < 0) {
+			free(byev);
+			e = -ENOMEM;
+			goto cleanup;
+		}
+	free(byev);
 	size_t missing = 0;
 	for (size_t i = 0; i < naggs; i++) {
 		struct stk key = { .hash = aggs[i].hash };

@@ -8,7 +8,9 @@
 #              by the real pprof): the same top methods, shares within 0.1 pp
 #   outage     the shard server vm-1 pushes to is stopped for two intervals, then started:
 #              every interval the queue held arrives, none twice (sums equal the disk's)
-#   layers     with --off-cpu: the off-CPU kinds and steal per host equal the disk's
+#   layers     with --off-cpu, and a second workload in a pid namespace of its own (a container
+#              made without a runtime, "pidns-<inode>"): the off-CPU kinds, steal per host and
+#              the container's samples (--container, --where container=) equal the disk's
 # usage: test-fleet.sh SCENARIO VIPROF SPLIT3
 set -u
 scenario=$1 viprof=$2 split3=$3
@@ -26,7 +28,8 @@ sub=10.$((RANDOM % 200 + 30)).$((RANDOM % 250))   # a /24 of its own, at random 
 serve_pid=() busy=
 cleanup() {
 	local p i
-	for p in "${serve_pid[@]}" $busy; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	[ -n "$cbusy" ] && pkill -KILL -P "$cbusy"
+	for p in "${serve_pid[@]}" $busy $cbusy; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	for i in 0 1; do
 		ip netns del "${ns[$i]}" 2>/dev/null
 		ip link del "vpf${tag}h$i" 2>/dev/null
@@ -62,7 +65,11 @@ store="clickhouse://127.0.0.1:${ch_http[0]}/vpf"
 
 extra=()
 [ "$scenario" = layers ] && extra=(--off-cpu)
-"$split3" 600 >/dev/null & busy=$!
+"$split3" 600 >/dev/null 2>&1 & busy=$!
+cbusy=
+if [ "$scenario" = layers ]; then
+	unshare -p -f --kill-child "$split3" 600 >/dev/null 2>&1 & cbusy=$!
+fi
 for i in 0 1; do
 	# Each host pushes to the server of its own shard; the Distributed table there places
 	# the rows by (service, host).
@@ -191,13 +198,19 @@ outage)
 	done
 	;;
 layers)
-	wait_intervals 3 40
+	wait_intervals 2 40
 	stop_serves
 	kill "$busy"; busy=
+	cpid=$(pgrep -P "$cbusy" | head -1)
+	cont=pidns-$(stat -L -c %i "/proc/$cpid/ns/pid")
+	kill -KILL "$cpid"; wait "$cbusy"; cbusy=   # pid 1 of its namespace: only KILL ends it
 	for i in 0 1; do
+		evargs=(--container "$cont")
+		compare "vm-$i container $cont" folded --container "$cont" --where "host=vm-$i,$(where_of vm-$i 2)" -- $(dirs_of $i 2)
+		compare "vm-$i container= $cont" folded --where "container=pidns-*,host=vm-$i,$(where_of vm-$i 2)" -- $(dirs_of $i 2)
 		for ev in off-cpu steal; do
 			evargs=(-e "$ev")
-			compare "vm-$i $ev" folded -e "$ev" --where "host=vm-$i,$(where_of vm-$i 3)" -- $(dirs_of $i 3)
+			compare "vm-$i $ev" folded -e "$ev" --where "host=vm-$i,$(where_of vm-$i 2)" -- $(dirs_of $i 2)
 		done
 		# The off-CPU kinds as the store's column says them (a query by kind).
 		k=$(ch_query 0 "SELECT count() FROM vpf.viprof_samples WHERE host = 'vm-$i' AND offcpu LIKE '[blocked%'")
