@@ -176,6 +176,13 @@ outage)
 	# Every interval a host ended is in the store once: its cpu-clock samples there
 	# (FINAL and, after the merge, without it) equal the directory's; or it is still in
 	# the queue on disk (the last ones, ended at the stop), and not in the store.
+	# A resend whose first answer was lost (the rows stored, the 200 not received): the
+	# same rows again, as the queue would send them. The tables' keys make them one.
+	iv1=$(intervals vm-1 | head -1)
+	ch_query 1 "SELECT * FROM vpf.viprof_samples WHERE host = 'vm-1' AND interval_id = '$iv1' FORMAT TabSeparated" >"$work/resend"
+	[ -s "$work/resend" ] || fail "no rows of vm-1's interval $iv1 to send again"
+	curl -sS --fail-with-body "http://127.0.0.1:${ch_http[1]}/?insert_distributed_sync=1&query=INSERT%20INTO%20vpf.viprof_samples%20FORMAT%20TabSeparated" \
+		--data-binary @"$work/resend" || fail "sending vm-1's interval $iv1 again"
 	ch_query 0 "OPTIMIZE TABLE vpf.viprof_samples_local FINAL" >/dev/null
 	ch_query 1 "OPTIMIZE TABLE vpf.viprof_samples_local FINAL" >/dev/null
 	for i in 0 1; do
