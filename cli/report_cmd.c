@@ -57,6 +57,9 @@ struct report_args {
 	bool reverse;              /* --reverse: inverted, callee first */
 	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
 	const char *where;         /* --where, for clickhouse:// sources */
+	const char *base_where;    /* --base-where: the --diff base's, when it differs */
+	bool base_time;            /* --base-time given: the base's window is base_from..base_to */
+	double base_from, base_to;
 };
 
 static void defaults(struct report_args *a)
@@ -134,6 +137,8 @@ static void usage(FILE *f)
 		"      --where K=V[,K=V..]  a clickhouse:// source's rows: service, host, container,\n"
 		"                         thread, event, interval ('*' any run of characters; a key\n"
 		"                         given twice is either value); there --time is in Unix seconds\n"
+		"      --base-where K=V.., --base-time FROM,TO  the --diff base's rows and window when\n"
+		"                         they differ (two label sets, or yesterday against today)\n"
 		"      --title TEXT       title of the HTML flame graph\n"
 		"      --no-color         no colour even on a terminal (so does NO_COLOR=1)\n"
 		"  -h, --help             this text\n"
@@ -250,7 +255,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
 	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
 	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
-	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE };
+	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE, OPT_BASE_WHERE, OPT_BASE_TIME };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -283,6 +288,8 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
 		{ "where", required_argument, NULL, OPT_WHERE },
+		{ "base-where", required_argument, NULL, OPT_BASE_WHERE },
+		{ "base-time", required_argument, NULL, OPT_BASE_TIME },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -308,6 +315,18 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		case OPT_WHERE:
 			a->where = optarg;
 			break;
+		case OPT_BASE_WHERE:
+			a->base_where = optarg;
+			break;
+		case OPT_BASE_TIME: {
+			/* The same syntax as --time, kept apart for the base. */
+			double f = a->t_from, t = a->t_to;
+			if ((ret = parse_time(optarg, a)))
+				return ret;
+			a->base_from = a->t_from, a->base_to = a->t_to, a->base_time = true;
+			a->t_from = f, a->t_to = t;
+			break;
+		}
 		case 'o':
 			if (!*optarg)
 				return usage_error("--output needs a file name (or - for standard output)");
@@ -583,12 +602,17 @@ int cmd_report(int argc, char **argv)
 			goto cleanup;
 		}
 		const char *bd[] = { a.diff_base };
-		if (!load(base, bd, 1, &so, a.where))
+		struct vp_session_opts bso = so;
+		if (a.base_time)
+			bso.t_from = a.base_from, bso.t_to = a.base_to;
+		if (!load(base, bd, 1, &bso, a.base_where ? a.base_where : a.where))
 			goto cleanup;
 	}
 	if (!vp_profile__has_samples(p)) {
 		bool filtered = a.npids || a.ntids || a.comm || a.container || a.t_from > 0 || a.t_to > 0;
 		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
+			vp_fleet__is_url(dirs[0]) ? " for --where/--time/--container/--comm (the store holds no such rows: "
+						    "check the names and that --time is in Unix seconds)" :
 			filtered ? " after --pid/--tid/--comm/--container/--time; widen the filters"
 				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
 				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "

@@ -881,7 +881,10 @@ static void attempt(struct vp_push *p, struct tq *q)
 		count(p, q, 1, 0, 1, 0);
 		return;
 	}
-	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429;
+	/* ClickHouse answers 404 for a database or table not made yet: kept for when
+	 * `viprof fleet init` has run, not dropped. */
+	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429 &&
+			 !(q->t.kind == VP_PUSH_CLICKHOUSE && status == 404);
 	count(p, q, 0, 1, 0, 0);
 	if (permanent)
 		count_more(p, q, 1, 0);
@@ -897,7 +900,8 @@ static void attempt(struct vp_push *p, struct tq *q)
 		fprintf(p->o.log, "viprof serve: push %s: %s: HTTP %d%s%s%s%s\n", q->t.url, name, status,
 			c.answer[0] ? " (" : "", c.answer, c.answer[0] ? ")" : "",
 			permanent ? ": a refusal a retry cannot change, dropped (check the URL, the credentials and "
-				    "the backend's log)" : "; retrying");
+				    "the backend's log)" : status == 404 && q->t.kind == VP_PUSH_CLICKHOUSE ?
+				    "; retrying (make the tables with viprof fleet init)" : "; retrying");
 	if (!permanent)
 		return;
 drop:
