@@ -33,7 +33,7 @@ set +u
 set -u
 ch_need
 T=$(mktemp -d /tmp/vp-fleet-bench.XXXXXX)
-trap 'ch_cleanup; rm -rf "$T"' EXIT
+trap 'set +e; ch_cleanup; rm -rf "$T"' EXIT
 
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 now() { date +%s.%N; }

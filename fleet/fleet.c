@@ -216,8 +216,10 @@ int vp_fleet__query(const struct vp_fleet_url *u, const char *sql, const char *b
 	curl_slist_free_all(hdr);
 	long code = 0;
 	if (r != CURLE_OK) {
-		vp_set_err(err, errlen, "ClickHouse at %s:%s: %s (is the server up, and its HTTP port this one?)", u->host,
-			   u->port, cerr[0] ? cerr : curl_easy_strerror(r));
+		vp_set_err(err, errlen, "ClickHouse at %s:%s: %s%s", u->host, u->port, cerr[0] ? cerr : curl_easy_strerror(r),
+			   r == CURLE_PEER_FAILED_VERIFICATION
+			   ? " (the server's certificate is not signed by a CA of ?ca=FILE, or the system's, or does not "
+			     "name the host of the URL)" : " (is the server up, and its HTTP port this one?)");
 		e = r == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 		goto cleanup;
 	}

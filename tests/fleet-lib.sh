@@ -5,13 +5,15 @@
 #   ch_need                 skips (77) naming what is missing: the package, python3
 #   ch_start N [ADDR..]     starts N servers (shard i's HTTP port in ch_http[i], TCP port in
 #                           ch_tcp[i]), listening on 127.0.0.1 and each ADDR, in one cluster
-#                           named $ch_cluster of N shards; fails when one is not ready in 30 s
+#                           named $ch_cluster of N shards; fails when one is not ready in 30 s.
+#                           With CH_TLS_CERT and CH_TLS_KEY set (PEM files), each also serves
+#                           HTTPS on ch_https[i] with that certificate
 #   ch_stop I / ch_restart I  stops / starts server I again, same directory and ports
 #   ch_query I SQL          runs SQL on server I through its HTTP interface, prints the answer
 #   ch_cleanup              kills the servers and removes their directories (call it from
 #                           the script's own EXIT trap)
 ch_cluster=viprof_test
-ch_http=() ch_tcp=() ch_pid=() ch_dir=()
+ch_http=() ch_tcp=() ch_https=() ch_pid=() ch_dir=()
 
 ch_need() {
 	command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] ||
@@ -34,6 +36,12 @@ ch_write_config() {   # ch_write_config I ADDR..
 	local i=$1; shift
 	local d=${ch_dir[$i]} listen="" shards="" k a
 	for a in 127.0.0.1 "$@"; do listen+="<listen_host>$a</listen_host>"; done
+	local tls=""
+	if [ -n "${CH_TLS_CERT:-}" ]; then
+		tls="<https_port>${ch_https[$i]}</https_port><openSSL><server><certificateFile>$CH_TLS_CERT</certificateFile>"
+		tls+="<privateKeyFile>$CH_TLS_KEY</privateKeyFile><verificationMode>none</verificationMode>"
+		tls+="<loadDefaultCAFile>false</loadDefaultCAFile><disableProtocols>sslv2,sslv3</disableProtocols></server></openSSL>"
+	fi
 	for k in "${!ch_tcp[@]}"; do
 		shards+="<shard><replica><host>127.0.0.1</host><port>${ch_tcp[$k]}</port></replica></shard>"
 	done
@@ -43,6 +51,7 @@ ch_write_config() {   # ch_write_config I ADDR..
   <logger><level>warning</level><log>$d/log/server.log</log><errorlog>$d/log/error.log</errorlog><console>0</console></logger>
   <http_port>${ch_http[$i]}</http_port>
   <tcp_port>${ch_tcp[$i]}</tcp_port>
+  $tls
   $listen
   <path>$d/data/</path>
   <tmp_path>$d/tmp/</tmp_path>
@@ -90,9 +99,9 @@ ch_run() {   # ch_run I: starts server I in the background
 ch_start() {
 	local n=$1; shift
 	local ports i
-	ports=($(ch_free_ports $((2 * n))))
+	ports=($(ch_free_ports $((3 * n))))
 	for ((i = 0; i < n; i++)); do
-		ch_http[$i]=${ports[$((2 * i))]} ch_tcp[$i]=${ports[$((2 * i + 1))]}
+		ch_http[$i]=${ports[$((3 * i))]} ch_tcp[$i]=${ports[$((3 * i + 1))]} ch_https[$i]=${ports[$((3 * i + 2))]}
 		ch_dir[$i]=$(mktemp -d "/tmp/vp-fleet-ch$i.XXXXXX")
 		mkdir -p "${ch_dir[$i]}"/{log,data,tmp,user_files,format_schemas}
 	done

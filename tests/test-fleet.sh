@@ -8,6 +8,9 @@
 #              by the real pprof): the same top methods, shares within 0.1 pp
 #   outage     the shard server vm-1 pushes to is stopped for two intervals, then started:
 #              every interval the queue held arrives, none twice (sums equal the disk's)
+#   tls        (no namespaces) a push over https with the test's CA arrives, and `report
+#              clickhouses://..?ca=` reads it; a target given another CA is refused in one
+#              line and sent nothing
 #   layers     with --off-cpu, and a second workload in a pid namespace of its own (a container
 #              made without a runtime, "pidns-<inode>"): the off-CPU kinds, steal per host and
 #              the container's samples (--container, --where container=) equal the disk's
@@ -22,6 +25,52 @@ command -v ip >/dev/null || { echo "SKIP: ip (iproute2) is missing"; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare is missing"; exit 77; }
 
 work=$(mktemp -d /tmp/vp-fleet.XXXXXX)
+if [ "$scenario" = tls ]; then
+	command -v openssl >/dev/null || { echo "SKIP: openssl is missing (makes the test's CA)"; exit 77; }
+	trap 'kill -KILL $serve_tls 2>/dev/null; ch_cleanup; rm -rf "$work"' EXIT
+	serve_tls=
+	cd "$work" || exit 1
+	# A CA, a server certificate for 127.0.0.1 signed by it, and another CA.
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=vp-fleet-ca 2>/dev/null &&
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=vp-fleet-other 2>/dev/null &&
+	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null &&
+	printf 'subjectAltName=IP:127.0.0.1\n' >ext &&
+	openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext 2>/dev/null ||
+		{ echo "FAIL: openssl could not make the test's certificates"; exit 1; }
+	chmod 644 srv.key
+	cd - >/dev/null
+	CH_TLS_CERT=$work/srv.pem CH_TLS_KEY=$work/srv.key ch_start 1 || { echo "FAIL: ClickHouse with TLS did not start"; exit 1; }
+	for pre in viprof_ other_; do
+		"$viprof" fleet init "clickhouse://127.0.0.1:${ch_http[0]}/vpf?prefix=$pre" --cluster none >/dev/null ||
+			{ echo "FAIL: fleet init"; exit 1; }
+	done
+	tgt=https://127.0.0.1:${ch_https[0]}
+	"$viprof" serve --continuous "$work/c" --interval 2 --no-jit --push "clickhouse=$tgt,database=vpf,ca=$work/ca.pem" \
+		--push "clickhouse=$tgt/,database=vpf,prefix=other_,ca=$work/other.pem" >"$work/serve.log" 2>&1 &
+	serve_tls=$!
+	"$split3" 3 >/dev/null 2>&1
+	for t in $(seq 100); do
+		[ "$(ch_query 0 "SELECT count() FROM vpf.viprof_samples")" -gt 0 ] && break
+		sleep 0.2
+	done
+	kill -INT "$serve_tls"; wait "$serve_tls"; serve_tls=
+	n=$(ch_query 0 "SELECT count() FROM vpf.viprof_samples")
+	[ "$n" -gt 0 ] || { echo "FAIL: nothing arrived over https with the test's CA"; cat "$work/serve.log"; exit 1; }
+	m=$(ch_query 0 "SELECT count() FROM vpf.other_samples")
+	[ "$m" = 0 ] || { echo "FAIL: $m rows arrived through the target given another CA"; exit 1; }
+	grep "$tgt/:" "$work/serve.log" | grep -q "certificate" ||
+		{ echo "FAIL: the other CA's refusal does not name the certificate"; cat "$work/serve.log"; exit 1; }
+	grep "$tgt/:" "$work/serve.log" | head -1
+	"$viprof" report "clickhouses://127.0.0.1:${ch_https[0]}/vpf?ca=$work/ca.pem" -F folded >"$work/f" ||
+		{ echo "FAIL: report clickhouses:// with the test's CA"; exit 1; }
+	[ -s "$work/f" ] || { echo "FAIL: report clickhouses:// is empty"; exit 1; }
+	if "$viprof" report "clickhouses://127.0.0.1:${ch_https[0]}/vpf?ca=$work/other.pem" -F folded >/dev/null 2>"$work/e"; then
+		echo "FAIL: report clickhouses:// trusted another CA"; exit 1
+	fi
+	echo "ok: $n rows over https; the other CA: $(cat "$work/e")"
+	echo PASS
+	exit 0
+fi
 tag=$$
 ns=(vpfleet${tag}a vpfleet${tag}b)
 sub=10.$((RANDOM % 200 + 30)).$((RANDOM % 250))   # a /24 of its own, at random (other tests may run)
@@ -224,6 +273,6 @@ layers)
 		[ "$k" -gt 0 ] || fail "vm-$i: no rows of a blocked kind in the store"
 	done
 	;;
-*) echo "usage: test-fleet.sh roundtrip|outage|layers VIPROF SPLIT3"; exit 2 ;;
+*) echo "usage: test-fleet.sh roundtrip|outage|layers|tls VIPROF SPLIT3"; exit 2 ;;
 esac
 echo "PASS"
