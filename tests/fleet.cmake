@@ -6,3 +6,7 @@ foreach(s roundtrip outage layers tls)
            $<TARGET_FILE:split3> WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-fleet-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "live;tools" RUN_SERIAL TRUE)
 endforeach()
+# GC epochs from a JVM's agent (the jvm lane: JDK 17 and the test classes).
+add_test(NAME test-fleet-gc COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test-fleet.sh gc $<TARGET_FILE:viprof>
+         $<TARGET_FILE:split3> ${VIPROF_JDK_HOME}/bin/java ${VIPROF_JAVA_CLASSES} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-fleet-gc PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "jvm" RUN_SERIAL TRUE)

@@ -11,12 +11,16 @@
 #   tls        (no namespaces) a push over https with the test's CA arrives, and `report
 #              clickhouses://..?ca=` reads it; a target given another CA is refused in one
 #              line and sent nothing
+#   gc         (jvm; no namespaces) a JVM that collects garbage on purpose (CodeReuse), its
+#              agent loaded by the service (--jvm-attach PID): its rows carry several GC
+#              epochs, each a span of time after the one before, and each interval's
+#              samples of it equal the directory's
 #   layers     with --off-cpu, and a second workload in a pid namespace of its own (a container
 #              made without a runtime, "pidns-<inode>"): the off-CPU kinds, steal per host and
 #              the container's samples (--container, --where container=) equal the disk's
-# usage: test-fleet.sh SCENARIO VIPROF SPLIT3
+# usage: test-fleet.sh SCENARIO VIPROF SPLIT3 [JAVA CLASSES]
 set -u
-scenario=$1 viprof=$2 split3=$3
+scenario=$1 viprof=$2 split3=$3 java=${4:-} classes=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/fleet-lib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, the sampler)"; exit 77; }
@@ -25,6 +29,40 @@ command -v ip >/dev/null || { echo "SKIP: ip (iproute2) is missing"; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare is missing"; exit 77; }
 
 work=$(mktemp -d /tmp/vp-fleet.XXXXXX)
+if [ "$scenario" = gc ]; then
+	[ -x "$java" ] && [ -f "$classes/CodeReuse.class" ] || { echo "SKIP: no JDK or test classes ($java, $classes)"; exit 77; }
+	jpid= serve_gc=
+	trap 'kill -KILL $serve_gc $jpid 2>/dev/null; ch_cleanup; rm -rf "$work"' EXIT
+	ch_start 1 || { echo "FAIL: ClickHouse did not start"; exit 1; }
+	"$viprof" fleet init "clickhouse://127.0.0.1:${ch_http[0]}/vpf" --cluster none >/dev/null || { echo "FAIL: fleet init"; exit 1; }
+	# 40 generations, each ending in System.gc(): an epoch boundary every 0.3 s or so.
+	"$java" -cp "$classes" CodeReuse 40 0.3 >"$work/java.log" 2>&1 & jpid=$!
+	# Only this JVM: the machine's other JVMs (other tests') are not the service's to touch.
+	"$viprof" serve --continuous "$work/c" --interval 3 --jvm-attach "$jpid" \
+		--push "clickhouse=http://127.0.0.1:${ch_http[0]},database=vpf" >"$work/serve.log" 2>&1 & serve_gc=$!
+	wait "$jpid"; jpid=
+	sleep 3.5   # the interval the JVM ended in ends too (the service's rotation, not a result)
+	kill -INT "$serve_gc"; wait "$serve_gc"; serve_gc=
+	q() { ch_query 0 "$1"; }
+	pid=$(q "SELECT pid FROM vpf.viprof_samples WHERE thread != '' AND gc_epoch > 0 GROUP BY pid ORDER BY count() DESC LIMIT 1")
+	[ -n "$pid" ] || { echo "FAIL: no row of the JVM carries a GC epoch"; tail -20 "$work/serve.log"; exit 1; }
+	n=$(q "SELECT uniqExact(gc_epoch) FROM vpf.viprof_samples WHERE pid = $pid")
+	[ "$n" -ge 3 ] || { echo "FAIL: the JVM's rows carry $n distinct GC epochs, not 3 or more"; exit 1; }
+	# Within an interval, epoch k+1 begins no earlier than epoch k (rows are per second).
+	bad=$(q "SELECT count() FROM (SELECT interval_id, gc_epoch, min(ts) AS lo, max(ts) AS hi FROM vpf.viprof_samples
+		WHERE pid = $pid GROUP BY interval_id, gc_epoch) AS a ALL INNER JOIN (SELECT interval_id, toUInt32(gc_epoch - 1) AS gc_epoch,
+		min(ts) AS lo2 FROM vpf.viprof_samples WHERE pid = $pid GROUP BY interval_id, gc_epoch) AS b USING (interval_id, gc_epoch)
+		WHERE lo2 < lo")
+	[ "$bad" = 0 ] || { echo "FAIL: $bad GC epochs begin before the one they follow"; exit 1; }
+	for iv in $(q "SELECT DISTINCT interval_id FROM vpf.viprof_samples WHERE pid = $pid ORDER BY interval_id"); do
+		d=$("$viprof" report "$work/c/$iv" -p "$pid" -F folded 2>/dev/null | awk '{s += $NF} END {print s + 0}')
+		s=$(q "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE pid = $pid AND interval_id = '$iv' AND event_idx = 0")
+		[ "$d" = "$s" ] || { echo "FAIL: interval $iv: $d samples of the JVM on disk, $s in the store"; exit 1; }
+		echo "ok: $iv: $s samples of the JVM, epochs $(q "SELECT arrayStringConcat(groupUniqArray(toString(gc_epoch)), ',') FROM vpf.viprof_samples WHERE pid = $pid AND interval_id = '$iv'")"
+	done
+	echo PASS
+	exit 0
+fi
 if [ "$scenario" = tls ]; then
 	command -v openssl >/dev/null || { echo "SKIP: openssl is missing (makes the test's CA)"; exit 77; }
 	trap 'kill -KILL $serve_tls 2>/dev/null; ch_cleanup; rm -rf "$work"' EXIT
@@ -273,6 +311,6 @@ layers)
 		[ "$k" -gt 0 ] || fail "vm-$i: no rows of a blocked kind in the store"
 	done
 	;;
-*) echo "usage: test-fleet.sh roundtrip|outage|layers|tls VIPROF SPLIT3"; exit 2 ;;
+*) echo "usage: test-fleet.sh roundtrip|outage|layers|tls|gc VIPROF SPLIT3 [JAVA CLASSES]"; exit 2 ;;
 esac
 echo "PASS"
