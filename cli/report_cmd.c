@@ -522,7 +522,7 @@ static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const
 			char ferr[1024] = "";
 			struct vp_fleet_url u;
 			struct vp_fleet_filter f = { .where = where, .t_from = so->t_from, .t_to = so->t_to,
-						     .container = so->container, .thread = so->comm };
+						     .container = so->container, .thread = so->comm, .times = so->times };
 			if (so->npids || so->ntids) {
 				fprintf(stderr, "viprof report: %s: --pid and --tid name one machine's processes; a fleet "
 					"is filtered with --where (service, host, container, thread)\n", dirs[i]);

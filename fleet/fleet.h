@@ -75,6 +75,8 @@ struct vp_fleet_filter {
 	double t_from, t_to;
 	const char *container;         /* report --container: an id prefix, or NULL */
 	const char *thread;            /* report --comm, or NULL */
+	bool times;                    /* also when (per second, from the first row's), for the
+					* HTML report's time strip: a second aggregation by ts */
 };
 /* Aggregates in ClickHouse (GROUP BY stack hash, thread and event; sums of samples and
  * weight) and adds the result to p as stacks of pid 0. 0, or -errno with a reason. */

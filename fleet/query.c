@@ -173,7 +173,17 @@ struct agg {
 	char *thread, *event, *unit;
 	uint64_t samples, weight;
 	unsigned order;                /* the event's first place in the intervals' profiles */
+	uint32_t stack;                /* its index in the profile, once added */
 };
+
+static int cmp_agg_key(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	int c = strcmp(x->thread, y->thread);
+	return c ? c : strcmp(x->event, y->event);
+}
 
 static int cmp_order(const void *a, const void *b)
 {
@@ -199,16 +209,22 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 		   size_t errlen)
 {
 	struct sql q = { 0 };
-	char *ans = NULL, *ans2 = NULL;
+	char *ans = NULL, *ans2 = NULL, *tans = NULL;
 	struct agg *aggs = NULL;
 	struct stk *stks = NULL;
 	size_t naggs = 0, acap = 0, nstks = 0, scap = 0;
 	int e;
-	/* FINAL: rows of an interval sent twice are one before their parts merge. */
-	sql_printf(&q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL "
-		   "WHERE 1", u->db, u->prefix);
-	if ((e = where_sql(&q, f->where, err, errlen)))
+	struct sql w = { 0 };
+	sql_put(&w, "WHERE 1", 7);
+	if ((e = where_sql(&w, f->where, err, errlen))) {
+		free(w.p);
 		goto cleanup;
+	}
+	/* FINAL: rows of an interval sent twice are one before their parts merge. */
+	sql_printf(&q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL ",
+		   u->db, u->prefix);
+	sql_put(&q, w.p ? w.p : "", w.n);
+	free(w.p);
 	if (f->t_from > 0)
 		sql_printf(&q, " AND ts >= toDateTime(%llu)", (unsigned long long)f->t_from);
 	if (f->t_to > 0)
@@ -222,6 +238,7 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 		sql_put(&q, " AND thread = ", 14);
 		sql_lit(&q, f->thread, strlen(f->thread), false);
 	}
+	size_t where_end = q.n;   /* the SELECT and its WHERE, again for the times */
 	sql_put(&q, " GROUP BY stack_hash, thread, event FORMAT TabSeparated", 55);
 	if (q.err) {
 		e = q.err;
@@ -229,6 +246,18 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 	}
 	if ((e = vp_fleet__query(u, q.p, NULL, 0, &ans, err, errlen)))
 		goto cleanup;
+	if (f->times) {
+		/* The same rows by second: "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples) FROM ..". */
+		static const char head[] = "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx)";
+		struct sql t = { 0 };
+		sql_put(&t, "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples)", 60);
+		sql_put(&t, q.p + sizeof(head) - 1, where_end - (sizeof(head) - 1));
+		sql_put(&t, " GROUP BY stack_hash, thread, event, ts ORDER BY ts FORMAT TabSeparated", 71);
+		e = t.err ? t.err : vp_fleet__query(u, t.p, NULL, 0, &tans, err, errlen);
+		free(t.p);
+		if (e)
+			goto cleanup;
+	}
 	for (char *line = ans; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
@@ -333,10 +362,40 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 			continue;
 		}
 		int ev = vp_profile__add_event(p, aggs[i].event, aggs[i].unit);
-		if (ev < 0 || (e = vp_profile__add(p, s->frames, s->n, 0, 0, aggs[i].thread, ev, aggs[i].samples,
-						   aggs[i].weight)) < 0) {
+		aggs[i].stack = UINT32_MAX;
+		if (ev < 0 || (e = vp_profile__add_stack(p, s->frames, s->n, 0, 0, aggs[i].thread, ev, aggs[i].samples,
+							 aggs[i].weight, &aggs[i].stack)) < 0) {
 			e = ev < 0 ? ev : e;
 			goto cleanup;
+		}
+	}
+	if (tans) {
+		/* Each second's samples at their offset from the first row's second. */
+		vp_sort(aggs, naggs, sizeof(*aggs), cmp_agg_key);
+		long long t0 = -1;
+		for (char *line = tans; *line;) {
+			char *next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			char *cur = line, *h = field(&cur), *th = field(&cur), *ev = field(&cur), *ts = field(&cur),
+			     *sm = field(&cur);
+			line = next ? next : line + strlen(line);
+			if (!h || !th || !ev || !ts || !sm)
+				continue;
+			struct agg key = { .hash = strtoull(h, NULL, 10), .thread = th, .event = ev };
+			const struct agg *a = bsearch(&key, aggs, naggs, sizeof(*aggs), cmp_agg_key);
+			int evi = -1;
+			for (int k = 0; k < p->nevents; k++)
+				if (!strcmp(p->events[k].name, ev))
+					evi = k;
+			if (!a || a->stack == UINT32_MAX || evi < 0)
+				continue;
+			long long sec = strtoll(ts, NULL, 10);
+			if (t0 < 0)
+				t0 = sec;
+			if ((e = vp_profile__add_time(p, a->stack, evi, (uint64_t)(sec - t0) * 1000000000ull,
+						      strtoull(sm, NULL, 10))))
+				goto cleanup;
 		}
 	}
 	if (missing)
@@ -350,6 +409,7 @@ cleanup:
 	free(aggs);
 	free(ans);
 	free(ans2);
+	free(tans);
 	free(q.p);
 	return e;
 }
