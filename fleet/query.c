@@ -130,7 +130,20 @@ static char *field(char **cur)
 	return start;
 }
 
-/* The next element of an array's text (already unescaped once by field()):
+/* A field as it is, escapes kept: an array's text, whose elements carry their own
+ * (ClickHouse writes an array into TabSeparated without escaping it again). */
+static char *field_raw(char **cur)
+{
+	char *s = *cur;
+	if (!s)
+		return NULL;
+	size_t n = strcspn(s, "\t\n");
+	*cur = s[n] == '\t' ? s + n + 1 : NULL;
+	s[n] = '\0';
+	return s;
+}
+
+/* The next element of an array's text (its raw field, field_raw()):
  * ['a','b\'c'] or [1,2]. Returns it (NUL-terminated in place) or NULL at the end. */
 static char *elem(char **cur)
 {
@@ -297,8 +310,8 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 		char *next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		char *cur = line, *h = field(&cur), *names = field(&cur), *images = field(&cur), *layers = field(&cur),
-		     *tiers = field(&cur);
+		char *cur = line, *h = field_raw(&cur), *names = field_raw(&cur), *images = field_raw(&cur),
+		     *layers = field_raw(&cur), *tiers = field_raw(&cur);
 		line = next;
 		if (!h || !names || !images || !layers || !tiers)
 			continue;

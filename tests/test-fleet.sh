@@ -15,6 +15,9 @@
 #              agent loaded by the service (--jvm-attach PID): its rows carry several GC
 #              epochs, each a span of time after the one before, and each interval's
 #              samples of it equal the directory's
+#   escapes    (no namespaces, no sampling) a stack whose frame names hold a quote, a
+#              backslash, a tab and commas, stored as the pusher's TabSeparated writes it:
+#              report clickhouse:// gives the names back exactly
 #   layers     with --off-cpu, and a second workload in a pid namespace of its own (a container
 #              made without a runtime, "pidns-<inode>"): the off-CPU kinds, steal per host and
 #              the container's samples (--container, --where container=) equal the disk's
@@ -29,6 +32,25 @@ command -v ip >/dev/null || { echo "SKIP: ip (iproute2) is missing"; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare is missing"; exit 77; }
 
 work=$(mktemp -d /tmp/vp-fleet.XXXXXX)
+if [ "$scenario" = escapes ]; then
+	trap 'ch_cleanup; rm -rf "$work"' EXIT
+	ch_start 1 || { echo "FAIL: ClickHouse did not start"; exit 1; }
+	"$viprof" fleet init "clickhouse://127.0.0.1:${ch_http[0]}/vpf" --cluster none >/dev/null || { echo "FAIL: fleet init"; exit 1; }
+	# Names as fleet/encode.c writes them: \\ \' \t escaped inside the quoted elements.
+	printf '%s\t%s\t%s\t%s\t%s\n' 42 "['main','it\\'s','C:\\\\dir','a\\tb','f(int, long)']" \
+		"['/bin/x','/bin/x','/bin/x','/bin/x','/bin/x']" "[2,2,2,2,2]" "[0,0,0,0,0]" >"$work/stacks.tsv"
+	printf '1795900000\tvm-0\tsvc\tiv\t1\t1\tt\\tx\t\tcpu-clock\tnanoseconds\t0\t2\t\t0\t42\t7\t7000\n' >"$work/samples.tsv"
+	for t in stacks samples; do
+		curl -sS --fail-with-body "http://127.0.0.1:${ch_http[0]}/?query=INSERT%20INTO%20vpf.viprof_$t%20FORMAT%20TabSeparated" \
+			--data-binary @"$work/$t.tsv" || { echo "FAIL: insert into $t"; exit 1; }
+	done
+	got=$("$viprof" report "clickhouse://127.0.0.1:${ch_http[0]}/vpf" -F folded)
+	want=$(printf "t\tx;main;it's;C:\\\\dir;a\tb;f(int, long) 7")
+	[ "$got" = "$want" ] || { echo "FAIL: folded from the store:"; printf '%s\n' "$got" | od -c | head; echo "expected:"; printf '%s\n' "$want" | od -c | head; exit 1; }
+	echo "ok: $got"
+	echo PASS
+	exit 0
+fi
 if [ "$scenario" = gc ]; then
 	[ -x "$java" ] && [ -f "$classes/CodeReuse.class" ] || { echo "SKIP: no JDK or test classes ($java, $classes)"; exit 77; }
 	jpid= serve_gc=
@@ -311,6 +333,6 @@ layers)
 		[ "$k" -gt 0 ] || fail "vm-$i: no rows of a blocked kind in the store"
 	done
 	;;
-*) echo "usage: test-fleet.sh roundtrip|outage|layers|tls|gc VIPROF SPLIT3 [JAVA CLASSES]"; exit 2 ;;
+*) echo "usage: test-fleet.sh roundtrip|outage|layers|tls|gc|escapes VIPROF SPLIT3 [JAVA CLASSES]"; exit 2 ;;
 esac
 echo "PASS"
