@@ -10,3 +10,5 @@ endforeach()
 add_test(NAME test-fleet-gc COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test-fleet.sh gc $<TARGET_FILE:viprof>
          $<TARGET_FILE:split3> ${VIPROF_JDK_HOME}/bin/java ${VIPROF_JAVA_CLASSES} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-fleet-gc PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "jvm" RUN_SERIAL TRUE)
+# The encoding of an interval into rows (unit: no server).
+viprof_test(test-fleet-encode SOURCES test-fleet-encode.c LIBS vp_fleet LABELS unit TIMEOUT 30)
