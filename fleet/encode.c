@@ -119,15 +119,44 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The code-map epoch of pid at t: how many of its epoch boundaries (the marks the loader
- * adds at each GC or address reuse) came before, within the interval. */
-static uint32_t epoch_at(const struct vp_profile *p, uint32_t pid, uint64_t t)
+/* The JVMs' epoch boundaries (the marks the loader adds at each GC or address reuse),
+ * sorted by (pid, t): a sample's epoch is how many of its process's came before it,
+ * within the interval. Binary searches: a JVM that collects often has many marks. */
+struct mark {
+	uint32_t pid;
+	uint64_t t;
+};
+
+static int cmp_mark(const void *a, const void *b)
 {
-	uint32_t n = 0;
-	for (size_t i = 0; i < p->nmarks; i++)
-		if (p->marks[i].pid == pid && p->marks[i].t <= t)
-			n++;
-	return n;
+	const struct mark *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The first mark at or after (pid, t) in the sorted marks. */
+static size_t lower(const struct mark *m, size_t n, uint32_t pid, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m[mid].pid < pid || (m[mid].pid == pid && m[mid].t < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint32_t epoch_at(const struct mark *m, size_t n, uint32_t pid, uint64_t t)
+{
+	if (!n)
+		return 0;
+	/* Marks at t count (the epoch began then): the first past t is the bound (t has 56
+	 * bits: t + 1 does not wrap). */
+	size_t end = lower(m, n, pid, t + 1);
+	return (uint32_t)(end - lower(m, n, pid, 0));
 }
 
 static void sample_row(struct sb *b, const struct vp_profile *p, const struct vp_fleet_meta *m, const struct row *r,
@@ -161,10 +190,16 @@ int vp_fleet__encode(const struct vp_profile *p, const struct vp_fleet_meta *m, 
 {
 	struct sb st = { 0 }, sa = { 0 };
 	struct row *rows = NULL;
+	struct mark *marks = NULL;
 	uint64_t *hashes = NULL;
 	size_t nrows = 0;
 	int e = -ENOMEM;
 	*stacks = *samples = NULL;
+	if (p->nmarks && !(marks = malloc(p->nmarks * sizeof(*marks))))
+		goto cleanup;
+	for (size_t i = 0; i < p->nmarks; i++)
+		marks[i] = (struct mark){ .pid = p->marks[i].pid, .t = p->marks[i].t };
+	vp_sort(marks, p->nmarks, sizeof(*marks), cmp_mark);
 	/* Rows from the sample times, one per (stack, event, second, epoch). */
 	if (p->ntimes && !(rows = calloc(p->ntimes, sizeof(*rows))))
 		goto cleanup;
@@ -173,7 +208,8 @@ int vp_fleet__encode(const struct vp_profile *p, const struct vp_fleet_meta *m, 
 		if (t->stack >= p->nstacks || t->event >= (unsigned)p->nevents)
 			continue;
 		rows[nrows++] = (struct row){ .stack = t->stack, .event = t->event, .sec = m->from_s + t->t / 1000000000ull,
-					      .epoch = epoch_at(p, p->stacks[t->stack].pid, t->t), .samples = t->samples };
+					      .epoch = epoch_at(marks, p->nmarks, p->stacks[t->stack].pid, t->t),
+					      .samples = t->samples };
 	}
 	vp_sort(rows, nrows, sizeof(*rows), cmp_row);
 	size_t k = 0;
@@ -287,6 +323,7 @@ cleanup:
 	free(st.p);
 	free(sa.p);
 	free(rows);
+	free(marks);
 	free(hashes);
 	return e;
 }

@@ -42,6 +42,10 @@ int main(void)
 	ASSERT_OK(vp_profile__add_time(p, sa, cpu, 200000000ull, 1));
 	ASSERT_OK(vp_profile__add_time(p, sa, cpu, 2100000000ull, 1));
 	ASSERT_OK(vp_profile__add_mark(p, 1500000000ull, 10, "GC 1"));
+	/* Another JVM's boundaries are not this one's; one at the sample's own time counts. */
+	ASSERT_OK(vp_profile__add_mark(p, 50000000ull, 99, "GC 1"));
+	ASSERT_OK(vp_profile__add_mark(p, 60000000ull, 9, "GC 1"));
+	ASSERT_OK(vp_profile__add_mark(p, 2100000000ull, 10, "GC 2"));
 	/* sa2 and sb have no times: one row at the interval's start. */
 	struct vp_fleet_meta m = { .host = "vm-0", .service = "shop", .interval = "20261128T000000Z", .from_s = 1000 };
 	char *st, *sm;
@@ -75,7 +79,7 @@ int main(void)
 		else
 			ASSERT_STREQ(kind, "");
 		if (!strcmp(ts, "1002")) {
-			ASSERT_STREQ(ep, "1");
+			ASSERT_STREQ(ep, "2");
 			epoch1 = true;
 		} else {
 			ASSERT_STREQ(ep, "0");
