@@ -106,8 +106,8 @@ static int where_sql(struct sql *b, const char *where, char *err, size_t errlen)
 	return 0;
 }
 
-/* TabSeparated's escapes undone in place; returns the next field (after the tab) or NULL
- * at the line's end. */
+/* TabSeparated's escapes undone in place; returns the field and moves *cur to the next
+ * one (NULL after the line's last). */
 static char *field(char **cur)
 {
 	char *s = *cur, *o = s, *start = s;
@@ -121,12 +121,8 @@ static char *field(char **cur)
 			*o++ = *s;
 		}
 	}
-	bool more = *s == '\t';
-	*cur = *s ? s + 1 : s;
-	if (!more && *s != '\n')
-		*cur = NULL;
+	*cur = *s == '\t' ? s + 1 : NULL;
 	*o = '\0';
-	(void)more;
 	return start;
 }
 

@@ -263,6 +263,15 @@ roundtrip)
 	n=$("$viprof" report "$store" --where 'host=vm-*' -F folded | awk '{s += $NF} END {print s}')
 	m=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock'")
 	[ "$n" = "$m" ] || fail "--where host=vm-* reported $n cpu-clock samples, the store holds $m"
+	# --time in Unix seconds: the rows' whole span holds them all, a span before it none.
+	lo=$(ch_query 0 "SELECT toUInt32(min(ts)) FROM vpf.viprof_samples WHERE event = 'cpu-clock'")
+	hi=$(ch_query 0 "SELECT toUInt32(max(ts)) FROM vpf.viprof_samples WHERE event = 'cpu-clock'")
+	n=$("$viprof" report "$store" -e cpu-clock --time "$lo,$((hi + 1))" -F folded | awk '{s += $NF} END {print s}')
+	[ "$n" = "$m" ] || fail "--time $lo,$((hi + 1)) reported $n cpu-clock samples, the store holds $m"
+	n=$("$viprof" report "$store" -e cpu-clock --time "$lo,$((lo + 1))" -F folded | awk '{s += $NF} END {print s + 0}')
+	f=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock' AND ts < toDateTime($((lo + 1)))")
+	[ "$n" = "$f" ] || fail "--time $lo,$((lo + 1)) reported $n cpu-clock samples, the store holds $f in that second"
+	echo "ok: --time (all $m, first second $f)"
 	;;
 outage)
 	wait_intervals 1 30
