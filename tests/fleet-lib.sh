@@ -7,7 +7,8 @@
 #                           ch_tcp[i]), listening on 127.0.0.1 and each ADDR, in one cluster
 #                           named $ch_cluster of N shards; fails when one is not ready in 30 s.
 #                           With CH_TLS_CERT and CH_TLS_KEY set (PEM files), each also serves
-#                           HTTPS on ch_https[i] with that certificate
+#                           HTTPS on ch_https[i] with that certificate. With CH_USER and
+#                           CH_PASSWORD set, that user exists too (beside default)
 #   ch_stop I / ch_restart I  stops / starts server I again, same directory and ports
 #   ch_query I SQL          runs SQL on server I through its HTTP interface, prints the answer
 #   ch_cleanup              kills the servers and removes their directories (call it from
@@ -73,6 +74,7 @@ XML
   <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
   <users>
     <default><password></password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></default>
+    ${CH_USER:+<$CH_USER><password>$CH_PASSWORD</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></$CH_USER>}
   </users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
 </yandex>

@@ -8,9 +8,10 @@
 #              by the real pprof): the same top methods, shares within 0.1 pp
 #   outage     the shard server vm-1 pushes to is stopped for two intervals, then started:
 #              every interval the queue held arrives, none twice (sums equal the disk's)
-#   tls        (no namespaces) a push over https with the test's CA arrives, and `report
-#              clickhouses://..?ca=` reads it; a target given another CA is refused in one
-#              line and sent nothing
+#   tls        (no namespaces) a push over https with the test's CA and a ClickHouse user's
+#              password (basic=FILE) arrives, and `report clickhouses://..?ca=&user=` reads
+#              it; a target given another CA is refused in one line and sent nothing; one
+#              given a wrong password stores nothing
 #   gc         (jvm; no namespaces) a JVM that collects garbage on purpose (CodeReuse), its
 #              agent loaded by the service (--jvm-attach PID): its rows carry several GC
 #              epochs, each a span of time after the one before, and each interval's
@@ -99,14 +100,18 @@ if [ "$scenario" = tls ]; then
 		{ echo "FAIL: openssl could not make the test's certificates"; exit 1; }
 	chmod 644 srv.key
 	cd - >/dev/null
-	CH_TLS_CERT=$work/srv.pem CH_TLS_KEY=$work/srv.key ch_start 1 || { echo "FAIL: ClickHouse with TLS did not start"; exit 1; }
-	for pre in viprof_ other_; do
+	printf 'vpfleet:s3cret-%s\n' "$$" >"$work/auth" && printf 'vpfleet:wrong\n' >"$work/bad" && chmod 600 "$work/auth" "$work/bad"
+	CH_USER=vpfleet CH_PASSWORD=s3cret-$$ CH_TLS_CERT=$work/srv.pem CH_TLS_KEY=$work/srv.key ch_start 1 ||
+		{ echo "FAIL: ClickHouse with TLS did not start"; exit 1; }
+	for pre in viprof_ other_ bad_; do
 		"$viprof" fleet init "clickhouse://127.0.0.1:${ch_http[0]}/vpf?prefix=$pre" --cluster none >/dev/null ||
 			{ echo "FAIL: fleet init"; exit 1; }
 	done
 	tgt=https://127.0.0.1:${ch_https[0]}
-	"$viprof" serve --continuous "$work/c" --interval 2 --no-jit --push "clickhouse=$tgt,database=vpf,ca=$work/ca.pem" \
-		--push "clickhouse=$tgt/,database=vpf,prefix=other_,ca=$work/other.pem" >"$work/serve.log" 2>&1 &
+	"$viprof" serve --continuous "$work/c" --interval 2 --no-jit \
+		--push "clickhouse=$tgt,database=vpf,ca=$work/ca.pem,basic=$work/auth" \
+		--push "clickhouse=$tgt/,database=vpf,prefix=other_,ca=$work/other.pem,basic=$work/auth" \
+		--push "clickhouse=$tgt/x,database=vpf,prefix=bad_,ca=$work/ca.pem,basic=$work/bad" >"$work/serve.log" 2>&1 &
 	serve_tls=$!
 	"$split3" 3 >/dev/null 2>&1
 	for t in $(seq 100); do
@@ -121,7 +126,12 @@ if [ "$scenario" = tls ]; then
 	grep "$tgt/:" "$work/serve.log" | grep -q "certificate" ||
 		{ echo "FAIL: the other CA's refusal does not name the certificate"; cat "$work/serve.log"; exit 1; }
 	grep "$tgt/:" "$work/serve.log" | head -1
-	"$viprof" report "clickhouses://127.0.0.1:${ch_https[0]}/vpf?ca=$work/ca.pem" -F folded >"$work/f" ||
+	m=$(ch_query 0 "SELECT count() FROM vpf.bad_samples")
+	[ "$m" = 0 ] || { echo "FAIL: $m rows arrived with a wrong password"; exit 1; }
+	grep "$tgt/x:" "$work/serve.log" | grep -q "password" ||
+		{ echo "FAIL: the wrong password's refusal is not logged"; grep "$tgt/x" "$work/serve.log" | head -3; exit 1; }
+	grep "$tgt/x:" "$work/serve.log" | head -1
+	"$viprof" report "clickhouses://127.0.0.1:${ch_https[0]}/vpf?ca=$work/ca.pem&user=$work/auth" -F folded >"$work/f" ||
 		{ echo "FAIL: report clickhouses:// with the test's CA"; exit 1; }
 	[ -s "$work/f" ] || { echo "FAIL: report clickhouses:// is empty"; exit 1; }
 	if "$viprof" report "clickhouses://127.0.0.1:${ch_https[0]}/vpf?ca=$work/other.pem" -F folded >/dev/null 2>"$work/e"; then
