@@ -45,7 +45,7 @@ if [ "$scenario" = escapes ]; then
 		curl -sS --fail-with-body "http://127.0.0.1:${ch_http[0]}/?query=INSERT%20INTO%20vpf.viprof_$t%20FORMAT%20TabSeparated" \
 			--data-binary @"$work/$t.tsv" || { echo "FAIL: insert into $t"; exit 1; }
 	done
-	got=$("$viprof" report "clickhouse://127.0.0.1:${ch_http[0]}/vpf" -F folded)
+	got=$("$viprof" report "clickhouse://127.0.0.1:${ch_http[0]}/vpf" -F folded --threads)
 	want=$(printf "t\tx;main;it's;C:\\\\dir;a\tb;f(int, long) 7")
 	[ "$got" = "$want" ] || { echo "FAIL: folded from the store:"; printf '%s\n' "$got" | od -c | head; echo "expected:"; printf '%s\n' "$want" | od -c | head; exit 1; }
 	echo "ok: $got"
