@@ -282,6 +282,14 @@ roundtrip)
 	f=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock' AND ts < toDateTime($((lo + 1)))")
 	[ "$n" = "$f" ] || fail "--time $lo,$((lo + 1)) reported $n cpu-clock samples, the store holds $f in that second"
 	echo "ok: --time (all $m, first second $f)"
+	# --diff between two label sets of the store: vm-1 against vm-0.
+	"$viprof" report "$store" --where "host=vm-1" --diff "$store" --base-where "host=vm-0" -n 5 >"$work/diff.txt" 2>&1 ||
+		fail "report --diff --base-where: $(cat "$work/diff.txt")"
+	base=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock' AND host = 'vm-0'")
+	new=$(ch_query 0 "SELECT sum(samples) FROM vpf.viprof_samples FINAL WHERE event = 'cpu-clock' AND host = 'vm-1'")
+	grep -q "diff on cpu-clock: base $base samples, new $new samples" "$work/diff.txt" ||
+		fail "the diff's header does not say base $base (vm-0) and new $new (vm-1): $(grep diff "$work/diff.txt")"
+	echo "ok: --diff vm-1 against vm-0 ($new against $base samples)"
 	;;
 outage)
 	wait_intervals 1 30
