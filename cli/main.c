@@ -28,6 +28,7 @@ static const struct command {
 	{ "attach", cmd_attach, "load the viprof agent into a running JVM" },
 	{ "stat",   cmd_stat,   "count events per thread (virtualized counters)" },
 	{ "serve",  cmd_serve,  "the service: pprof over HTTP, continuous whole-VM recording" },
+	{ "fleet",  cmd_fleet,  "the fleet store in ClickHouse: fleet init, fleet push (report clickhouse:// reads it)" },
 };
 
 static void usage(FILE *f)

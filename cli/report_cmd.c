@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "common/util.h"
+#include "fleet/fleet.h"
 #include "postproc/hvsyms.h"
 #include "postproc/profile_xform.h"
 #include "postproc/report.h"
@@ -55,6 +56,10 @@ struct report_args {
 	bool threads;              /* --threads: folded lines per thread */
 	bool reverse;              /* --reverse: inverted, callee first */
 	struct vp_xform xf;        /* --include, --exclude, --minwidth, --simple, --java-only */
+	const char *where;         /* --where, for clickhouse:// sources */
+	const char *base_where;    /* --base-where: the --diff base's, when it differs */
+	bool base_time;            /* --base-time given: the base's window is base_from..base_to */
+	double base_from, base_to;
 };
 
 static void defaults(struct report_args *a)
@@ -129,6 +134,11 @@ static void usage(FILE *f)
 		"                         Shop.buy(String, int))\n"
 		"      --java-only        stacks start at their outermost Java frame (Thread.run),\n"
 		"                         not at the libc and libjvm frames below it\n"
+		"      --where K=V[,K=V..]  a clickhouse:// source's rows: service, host, container,\n"
+		"                         thread, event, interval ('*' any run of characters; a key\n"
+		"                         given twice is either value); there --time is in Unix seconds\n"
+		"      --base-where K=V.., --base-time FROM,TO  the --diff base's rows and window when\n"
+		"                         they differ (two label sets, or yesterday against today)\n"
 		"      --title TEXT       title of the HTML flame graph\n"
 		"      --no-color         no colour even on a terminal (so does NO_COLOR=1)\n"
 		"  -h, --help             this text\n"
@@ -146,7 +156,9 @@ static void usage(FILE *f)
 		"  viprof report run1 --wall                      on-CPU, run queue, blocked and steal\n"
 		"  viprof report run1 --java-only --simple -I 'Shop\\.' -F html -o shop.html\n"
 		"                                                 the Java stacks through class Shop\n"
-		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n");
+		"  viprof report run1 -e off-cpu -F html -o off.html   where threads waited\n"
+		"  viprof report clickhouse://ch1:8123/viprof --where 'service=shop,host=vm-*'   the fleet\n"
+		"                                                 (docs/fleet.md; aggregated in ClickHouse)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -243,7 +255,7 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 {
 	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
 	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
-	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE };
+	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE, OPT_BASE_WHERE, OPT_BASE_TIME };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -275,6 +287,9 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 		{ "no-merge-tiers", no_argument, NULL, OPT_NOMERGETIERS },
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
+		{ "where", required_argument, NULL, OPT_WHERE },
+		{ "base-where", required_argument, NULL, OPT_BASE_WHERE },
+		{ "base-time", required_argument, NULL, OPT_BASE_TIME },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -295,6 +310,21 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
 			a->format = (enum vp_report_format)i;
 			a->format_given = true;
+			break;
+		}
+		case OPT_WHERE:
+			a->where = optarg;
+			break;
+		case OPT_BASE_WHERE:
+			a->base_where = optarg;
+			break;
+		case OPT_BASE_TIME: {
+			/* The same syntax as --time, kept apart for the base. */
+			double f = a->t_from, t = a->t_to;
+			if ((ret = parse_time(optarg, a)))
+				return ret;
+			a->base_from = a->t_from, a->base_to = a->t_to, a->base_time = true;
+			a->t_from = f, a->t_to = t;
 			break;
 		}
 		case 'o':
@@ -483,9 +513,33 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 }
 
 /* Loads dirs into p; prints the one-line reason and returns false on failure. */
-static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const struct vp_session_opts *so)
+static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const struct vp_session_opts *so,
+		 const char *where)
 {
 	for (int i = 0; i < ndirs; i++) {
+		if (vp_fleet__is_url(dirs[i])) {
+			/* The fleet: aggregated in ClickHouse, then the same profile as a session's. */
+			char ferr[1024] = "";
+			struct vp_fleet_url u;
+			struct vp_fleet_filter f = { .where = where, .t_from = so->t_from, .t_to = so->t_to,
+						     .container = so->container, .thread = so->comm, .times = so->times };
+			if (so->npids || so->ntids) {
+				fprintf(stderr, "viprof report: %s: --pid and --tid name one machine's processes; a fleet "
+					"is filtered with --where (service, host, container, thread)\n", dirs[i]);
+				return false;
+			}
+			if (vp_fleet__parse_url(dirs[i], &u, ferr, sizeof(ferr)) ||
+			    vp_fleet__load(&u, &f, p, ferr, sizeof(ferr))) {
+				fprintf(stderr, "viprof report: %s\n", ferr);
+				return false;
+			}
+			continue;
+		}
+		if (where) {
+			fprintf(stderr, "viprof report: --where filters a clickhouse:// source; '%s' is a session "
+				"directory (use --pid, --comm, --container, --time)\n", dirs[i]);
+			return false;
+		}
 		struct stat sb;
 		int e = stat(dirs[i], &sb) ? errno : 0;
 		if (e || !S_ISDIR(sb.st_mode)) {
@@ -539,7 +593,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "viprof report: out of memory\n");
 		goto cleanup;
 	}
-	if (!load(p, dirs, ndirs, &so))
+	if (!load(p, dirs, ndirs, &so, a.where))
 		goto cleanup;
 	if (a.diff_base) {
 		base = vp_profile__new();
@@ -548,12 +602,17 @@ int cmd_report(int argc, char **argv)
 			goto cleanup;
 		}
 		const char *bd[] = { a.diff_base };
-		if (!load(base, bd, 1, &so))
+		struct vp_session_opts bso = so;
+		if (a.base_time)
+			bso.t_from = a.base_from, bso.t_to = a.base_to;
+		if (!load(base, bd, 1, &bso, a.base_where ? a.base_where : a.where))
 			goto cleanup;
 	}
 	if (!vp_profile__has_samples(p)) {
 		bool filtered = a.npids || a.ntids || a.comm || a.container || a.t_from > 0 || a.t_to > 0;
 		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
+			vp_fleet__is_url(dirs[0]) ? " for --where/--time/--container/--comm (the store holds no such rows: "
+						    "check the names and that --time is in Unix seconds)" :
 			filtered ? " after --pid/--tid/--comm/--container/--time; widen the filters"
 				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
 				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "

@@ -111,8 +111,9 @@ static void serve_usage(FILE *f)
 		"                         started with VIPROF_NO_AGENT=1 never gets it\n"
 		"  --no-jit               no JVM agent at all\n"
 		"  --push KIND=URL[,OPTION..]  send each continuous interval to a fleet backend\n"
-		"                         (repeatable): KIND pyroscope (Pyroscope's ingest API, pprof) or\n"
-		"                         otlp (OTLP Profiles over HTTP); URL https://HOST[:PORT][/PATH],\n"
+		"                         (repeatable): KIND pyroscope (Pyroscope's ingest API, pprof),\n"
+		"                         otlp (OTLP Profiles over HTTP) or clickhouse (the fleet store,\n"
+		"                         docs/fleet.md; ,database=DB,prefix=P); URL https://HOST[:PORT][/PATH],\n"
 		"                         unix:/SOCKET (with ,path=/P) or http://HOST[:PORT][/PATH];\n"
 		"                         OPTIONs bearer=FILE or basic=FILE (a token or user:password),\n"
 		"                         ca=FILE (the CAs https trusts), cert=FILE and key=FILE (a client\n"
@@ -467,7 +468,7 @@ int cmd_serve(int argc, char **argv)
 			vp_cont__on_ended(cont, push_interval, push);
 			for (int i = 0; i < a.npush; i++)
 				fprintf(stderr, "viprof serve: pushing each interval to %s (%s%s%s), queue of %u intervals\n",
-					a.push[i].url, a.push[i].kind == VP_PUSH_OTLP ? "OTLP Profiles" : "Pyroscope ingest",
+					a.push[i].url, a.push[i].kind == VP_PUSH_OTLP ? "OTLP Profiles" : a.push[i].kind == VP_PUSH_CLICKHOUSE ? "ClickHouse fleet store" : "Pyroscope ingest",
 					a.push[i].scheme == VP_PUSH_HTTPS ? ", TLS" : "",
 					a.push[i].auth[0] ? ", with credentials" : "", a.push_queue);
 		}

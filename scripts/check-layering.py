@@ -25,8 +25,10 @@ ALLOWED = {
     "recorder": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot"},
     "jvm-agent": {"common", "maps", "hotspot"},
     "postproc": {"common", "sampler-kernel", "hv-glue", "maps"},
-    "service": {"common", "sampler-kernel", "hv-glue", "maps", "recorder", "postproc"},
-    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "recorder", "postproc", "service"},
+    # The fleet store in ClickHouse: rows from profiles, profiles from queries.
+    "fleet": {"common", "sampler-kernel", "hv-glue", "maps", "postproc"},
+    "service": {"common", "sampler-kernel", "hv-glue", "maps", "recorder", "postproc", "fleet"},
+    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "recorder", "postproc", "service", "fleet"},
 }
 EXEMPT = {"tests", "bench", "fuzz", "build", "packaging", "docs", "scripts", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

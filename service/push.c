@@ -21,6 +21,7 @@
 
 #include "common/safefs.h"
 #include "common/util.h"
+#include "fleet/fleet.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "service/http.h"
@@ -125,8 +126,10 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 		t->kind = VP_PUSH_PYROSCOPE;
 	else if (!strcmp(buf, "otlp"))
 		t->kind = VP_PUSH_OTLP;
+	else if (!strcmp(buf, "clickhouse"))
+		t->kind = VP_PUSH_CLICKHOUSE;
 	else {
-		vp_set_err(err, errlen, "--push %s: unknown kind '%s': pyroscope or otlp", spec, buf);
+		vp_set_err(err, errlen, "--push %s: unknown kind '%s': pyroscope, otlp or clickhouse", spec, buf);
 		return -EINVAL;
 	}
 	char *url = eq + 1, *opt = strchr(url, ',');
@@ -182,11 +185,23 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 		}
 		snprintf(t->host, sizeof(t->host), "%s", hp);
 	}
+	snprintf(t->db, sizeof(t->db), "%s", VP_FLEET_DEFAULT_DB);
+	snprintf(t->prefix, sizeof(t->prefix), "%s", VP_FLEET_DEFAULT_PREFIX);
 	for (char *o = opt; o && *o;) {
 		char *next = strchr(o, ',');
 		if (next)
 			*next++ = '\0';
-		if (!strncmp(o, "bearer=", 7)) {
+		if (t->kind == VP_PUSH_CLICKHOUSE && (!strncmp(o, "database=", 9) || !strncmp(o, "prefix=", 7))) {
+			/* Names go into SQL as they are: nothing but letters, digits and '_'. */
+			bool db = o[0] == 'd';
+			const char *v = strchr(o, '=') + 1;
+			if (!vp_fleet__ident_ok(v) || strlen(v) >= (db ? sizeof(t->db) : sizeof(t->prefix))) {
+				vp_set_err(err, errlen, "--push %s: %s '%s': letters, digits and '_' only, at most %zu", spec,
+					   db ? "database" : "prefix", v, (db ? sizeof(t->db) : sizeof(t->prefix)) - 1);
+				return -EINVAL;
+			}
+			snprintf(db ? t->db : t->prefix, db ? sizeof(t->db) : sizeof(t->prefix), "%s", v);
+		} else if (!strncmp(o, "bearer=", 7)) {
 			char tok[512];
 			if (vp_http__read_token(o + 7, tok, sizeof(tok), err, errlen))
 				return -EINVAL;
@@ -228,7 +243,11 @@ int vp_push__parse(const char *spec, struct vp_push_target *t, char *err, size_t
 		vp_set_err(err, errlen, "--push %s: a client certificate needs both cert=FILE and key=FILE", spec);
 		return -EINVAL;
 	}
-	if (t->kind == VP_PUSH_PYROSCOPE) {
+	if (t->kind == VP_PUSH_CLICKHOUSE) {
+		/* The statements go in the query string of the server's root (or base path). */
+		size_t pl = strlen(path);
+		snprintf(t->path, sizeof(t->path), "%.*s/", (int)(pl && path[pl - 1] == '/' ? pl - 1 : pl), path);
+	} else if (t->kind == VP_PUSH_PYROSCOPE) {
 		/* The ingest API sits under the server's base path. */
 		size_t pl = strlen(path);
 		snprintf(t->path, sizeof(t->path), "%.*s/ingest", (int)(pl && path[pl - 1] == '/' ? pl - 1 : pl), path);
@@ -372,20 +391,62 @@ static int enqueue(struct vp_push *p, struct tq *q, const struct job *j, const u
 	return 0;
 }
 
+/* The queued form of a ClickHouse push: "VPCH1 <length of the stacks' rows>\n", the
+ * stacks' rows, the samples' rows (fleet/fleet.h). */
+#define CH_MAGIC "VPCH1 "
+
+static int clickhouse_rows(struct vp_push *p, const struct job *j, const char *path, uint8_t **out, size_t *outlen,
+			   char *err, size_t errlen)
+{
+	struct vp_profile *prof = vp_profile__new();
+	/* Sample times: rows per second and the GC epochs they fell in. */
+	struct vp_session_opts so = { .no_locations = true, .times = true };
+	char *st = NULL, *sa = NULL;
+	size_t stl = 0, sal = 0;
+	int e = prof ? vp_session__load(path, prof, &so, err, errlen) : -ENOMEM;
+	if (!e && !vp_profile__has_samples(prof))
+		e = -ENODATA;
+	if (!e) {
+		struct vp_fleet_meta m = { .host = p->hostname, .service = p->app, .interval = j->name, .from_s = j->from };
+		e = vp_fleet__encode(prof, &m, &st, &stl, &sa, &sal);
+	}
+	vp_profile__free(prof);
+	if (!e) {
+		char head[40];
+		int hl = snprintf(head, sizeof(head), CH_MAGIC "%zu\n", stl);
+		*out = malloc((size_t)hl + stl + sal);
+		if (!*out) {
+			e = -ENOMEM;
+		} else {
+			memcpy(*out, head, (size_t)hl);
+			memcpy(*out + hl, st, stl);
+			memcpy(*out + hl + stl, sa, sal);
+			*outlen = (size_t)hl + stl + sal;
+		}
+	}
+	free(st);
+	free(sa);
+	return e;
+}
+
 /* Encodes an ended interval for every target and queues it. */
 static void take(struct vp_push *p, const struct job *j)
 {
 	char path[128], err[768] = "";
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", p->o.dirfd, j->name);
-	uint8_t *pb = NULL, *ob = NULL;
-	size_t pl = 0, ol = 0;
-	int pe = -ENOENT, oe = -ENOENT;
+	uint8_t *pb = NULL, *ob = NULL, *cb = NULL;
+	size_t pl = 0, ol = 0, cl = 0;
+	int pe = -ENOENT, oe = -ENOENT, ce = -ENOENT;
 	for (int i = 0; i < p->n; i++) {
 		struct tq *q = &p->tq[i];
 		const uint8_t *buf;
 		size_t len;
 		int e;
-		if (q->t.kind == VP_PUSH_PYROSCOPE) {
+		if (q->t.kind == VP_PUSH_CLICKHOUSE) {
+			if (ce == -ENOENT)
+				ce = clickhouse_rows(p, j, path, &cb, &cl, err, sizeof(err));
+			e = ce, buf = cb, len = cl;
+		} else if (q->t.kind == VP_PUSH_PYROSCOPE) {
 			if (pe == -ENOENT)
 				pe = vp_pages__pprof(path, false, (char **)&pb, &pl, err, sizeof(err));
 			e = pe, buf = pb, len = pl;
@@ -420,6 +481,7 @@ static void take(struct vp_push *p, const struct job *j)
 	}
 	free(pb);
 	free(ob);
+	free(cb);
 }
 
 /* ---- the client: libcurl, with the sockets opened and checked here ---- */
@@ -432,6 +494,8 @@ struct conn {
 	char why[300];                 /* why, or why the connection failed */
 	int pfd, fd;                   /* unix: the socket file checked (O_PATH), the socket */
 	bool passed;                   /* a connection passed the checks */
+	char answer[240];              /* the answer's first line (a backend's reason for a 4xx/5xx) */
+	size_t nanswer;
 };
 
 static bool owner_ok(const struct vp_push *p, uid_t uid)
@@ -599,10 +663,16 @@ static int check_peer(void *ctx, char *peer_ip, char *local_ip, int peer_port, i
 	return CURL_PREREQFUNC_ABORT;
 }
 
-static size_t discard(char *ptr, size_t size, size_t n, void *ctx)
+/* Keeps the start of the answer (ClickHouse says why it refused there), drops the rest. */
+static size_t keep_head(char *ptr, size_t size, size_t n, void *ctx)
 {
-	(void)ptr, (void)ctx;
-	return size * n;
+	struct conn *c = ctx;
+	size_t len = size * n, room = sizeof(c->answer) - 1 - c->nanswer;
+	memcpy(c->answer + c->nanswer, ptr, len < room ? len : room);
+	c->nanswer += len < room ? len : room;
+	c->answer[c->nanswer] = '\0';
+	c->answer[strcspn(c->answer, "\r\n")] = '\0';
+	return len;
 }
 
 /* One POST of q's target; the answer's status into *status. 0, or -errno when no answer
@@ -645,7 +715,10 @@ static int post(struct conn *c, const char *target, const char *ctype, const cha
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	c->nanswer = 0;
+	c->answer[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_head);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)PUSH_TIMEOUT_S);
 	/* A stalled transfer ends after PUSH_TIMEOUT_S without progress, any after 5 minutes. */
@@ -702,6 +775,54 @@ static void pyro_query(const struct vp_push *p, const char *qname, char *out, si
 		 path, p->app, host, p->app, from, until, freq);
 }
 
+/* "%XX" for every byte a query string cannot carry as it is. */
+static void url_escape(const char *s, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (; *s && o + 4 < outlen; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-_.~", ch))
+			out[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "%%%02X", ch);
+	}
+	out[o] = '\0';
+}
+
+/* A queued ClickHouse interval: its stacks, then its samples, each one INSERT. The stacks
+ * go first so that no sample row names a stack the store lacks; a retry after the
+ * stacks went sends them again, and their table keeps one row per hash. */
+static int post_clickhouse(struct conn *c, const char *iv, const uint8_t *body, size_t len, int *status)
+{
+	const struct vp_push_target *t = &c->q->t;
+	const uint8_t *nl = memchr(body, '\n', len < 40 ? len : 40);
+	size_t hl = nl ? (size_t)(nl - body) : len;
+	unsigned long long stl;
+	if (len < sizeof(CH_MAGIC) || memcmp(body, CH_MAGIC, sizeof(CH_MAGIC) - 1) || !nl ||
+	    sscanf((const char *)body + sizeof(CH_MAGIC) - 1, "%llu", &stl) != 1 || stl > len - hl - 1) {
+		snprintf(c->answer, sizeof(c->answer), "the queued file is not a ClickHouse interval");
+		*status = 400;   /* nothing a retry can mend: dropped as a refusal */
+		return 0;
+	}
+	const uint8_t *parts[2] = { body + hl + 1, body + hl + 1 + stl };
+	size_t lens[2] = { (size_t)stl, len - hl - 1 - (size_t)stl };
+	static const char *const tables[2] = { "stacks", "samples" };
+	for (int i = 0; i < 2; i++) {
+		if (!lens[i])
+			continue;
+		char sql[256], esc[800], target[1400];
+		vp_fleet__insert_sql(t->db, t->prefix, tables[i], sql, sizeof(sql));
+		url_escape(sql, esc, sizeof(esc));
+		/* insert_distributed_sync: the answer comes once every shard holds its rows,
+		 * so a 200 means stored, not queued on the node that took them. */
+		snprintf(target, sizeof(target), "%s?insert_distributed_sync=1&query=%s", t->path, esc);
+		int e = post(c, target, "text/tab-separated-values", iv, parts[i], lens[i], status);
+		if (e || *status < 200 || *status >= 300)
+			return e;
+	}
+	return 0;
+}
+
 /* Tries the oldest queued interval of q. */
 static void attempt(struct vp_push *p, struct tq *q)
 {
@@ -731,8 +852,10 @@ static void attempt(struct vp_push *p, struct tq *q)
 		iv = strchr(iv, '-') + 1;
 	int status = 0;
 	struct conn c = { .p = p, .q = q, .pfd = -1, .fd = -1 };
-	int e = post(&c, target, q->t.kind == VP_PUSH_OTLP ? "application/x-protobuf" : "application/octet-stream",
-		     iv, body, (size_t)st.st_size, &status);
+	int e = q->t.kind == VP_PUSH_CLICKHOUSE
+		? post_clickhouse(&c, iv, body, (size_t)st.st_size, &status)
+		: post(&c, target, q->t.kind == VP_PUSH_OTLP ? "application/x-protobuf" : "application/octet-stream",
+		       iv, body, (size_t)st.st_size, &status);
 	free(body);
 	if (c.pfd >= 0)
 		close(c.pfd);
@@ -758,7 +881,10 @@ static void attempt(struct vp_push *p, struct tq *q)
 		count(p, q, 1, 0, 1, 0);
 		return;
 	}
-	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429;
+	/* ClickHouse answers 404 for a database or table not made yet: kept for when
+	 * `viprof fleet init` has run, not dropped. */
+	bool permanent = !e && status >= 400 && status < 500 && status != 408 && status != 429 &&
+			 !(q->t.kind == VP_PUSH_CLICKHOUSE && status == 404);
 	count(p, q, 0, 1, 0, 0);
 	if (permanent)
 		count_more(p, q, 1, 0);
@@ -771,9 +897,11 @@ static void attempt(struct vp_push *p, struct tq *q)
 		fprintf(p->o.log, "viprof serve: push %s: %s: no answer (%s); retrying in %u s (%zu queued)\n", q->t.url,
 			name, c.why[0] ? c.why : strerror(-e), q->backoff_s, q->n);
 	else if (p->o.log && !e)
-		fprintf(p->o.log, "viprof serve: push %s: %s: HTTP %d%s\n", q->t.url, name, status,
+		fprintf(p->o.log, "viprof serve: push %s: %s: HTTP %d%s%s%s%s\n", q->t.url, name, status,
+			c.answer[0] ? " (" : "", c.answer, c.answer[0] ? ")" : "",
 			permanent ? ": a refusal a retry cannot change, dropped (check the URL, the credentials and "
-				    "the backend's log)" : "; retrying");
+				    "the backend's log)" : status == 404 && q->t.kind == VP_PUSH_CLICKHOUSE ?
+				    "; retrying (make the tables with viprof fleet init)" : "; retrying");
 	if (!permanent)
 		return;
 drop:
@@ -841,6 +969,11 @@ static uint64_t fnv(const char *s)
 	return h;
 }
 
+static const char *kind_name(enum vp_push_kind k)
+{
+	return k == VP_PUSH_OTLP ? "otlp" : k == VP_PUSH_CLICKHOUSE ? "clickhouse" : "pyroscope";
+}
+
 /* Opens (making) DIR/.push/<kind>-<hash> and reads what a previous run left queued. */
 static int open_queue(struct vp_push *p, struct tq *q, char *err, size_t errlen)
 {
@@ -849,7 +982,7 @@ static int open_queue(struct vp_push *p, struct tq *q, char *err, size_t errlen)
 		return -errno;
 	}
 	int top = openat(p->o.dirfd, ".push", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	snprintf(q->dir, sizeof(q->dir), "%s-%016llx", q->t.kind == VP_PUSH_OTLP ? "otlp" : "pyroscope",
+	snprintf(q->dir, sizeof(q->dir), "%s-%016llx", kind_name(q->t.kind),
 		 (unsigned long long)fnv(q->t.url));
 	if (top < 0 || (mkdirat(top, q->dir, 0700) != 0 && errno != EEXIST) ||
 	    (q->dfd = openat(top, q->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -932,7 +1065,7 @@ struct vp_push *vp_push__start(const struct vp_push_opts *o, char *err, size_t e
 			return NULL;
 		}
 		char label[sizeof(q->t.url) + 16];
-		snprintf(label, sizeof(label), "%s %s", q->t.kind == VP_PUSH_OTLP ? "otlp" : "pyroscope", q->t.url);
+		snprintf(label, sizeof(label), "%s %s", kind_name(q->t.kind), q->t.url);
 		q->mi = o->metrics ? vp_svc_metrics__add_push(o->metrics, label) : -1;
 		count(p, q, 0, 0, 0, 0);
 	}

@@ -4,6 +4,11 @@
  *              hostname=H}&from=S&until=S&format=pprof&sampleRate=HZ&spyName=viprof)
  *   otlp       OTLP Profiles over HTTP/protobuf (POST PATH, default /v1development/profiles;
  *              service/otlp.h)
+ *   clickhouse the fleet store (fleet/fleet.h, docs/fleet.md): the interval's stacks and
+ *              its sample rows, two INSERTs ... FORMAT TabSeparated through ClickHouse's
+ *              HTTP interface (options database=DB, prefix=P; basic=FILE is ClickHouse's
+ *              user:password). A retry sends the same rows, which the tables'
+ *              ReplacingMergeTree keys make one.
  * TARGET is https://HOST[:PORT][/PATH], http://HOST[:PORT][/PATH], or unix:/SOCKET (a
  * collector's Unix socket; ,path=P names the HTTP path). Options: bearer=FILE or basic=FILE
  * (a token, or "user:password", read from a file at start), ca=FILE (the CAs that https
@@ -40,7 +45,7 @@
 #define VP_PUSH_DEFAULT_QUEUE 1440     /* intervals per target: a day of 60 s intervals */
 #define VP_PUSH_MAX_OWNERS 16          /* users of --push-owner */
 
-enum vp_push_kind { VP_PUSH_PYROSCOPE, VP_PUSH_OTLP };
+enum vp_push_kind { VP_PUSH_PYROSCOPE, VP_PUSH_OTLP, VP_PUSH_CLICKHOUSE };
 enum vp_push_scheme { VP_PUSH_HTTP, VP_PUSH_HTTPS, VP_PUSH_UNIX };
 
 struct vp_push_target {
@@ -52,9 +57,10 @@ struct vp_push_target {
 	char path[512];                /* the request's path: .../ingest or the OTLP path */
 	char ca[256], cert[256], key[256];   /* https: files, or "" */
 	char auth[600];                /* "Bearer ..." or "Basic ...", or "" */
+	char db[64], prefix[32];       /* clickhouse: the database and the tables' prefix */
 };
 
-/* Parses "pyroscope=TARGET" or "otlp=TARGET" (see above) with the options bearer=FILE or
+/* Parses "pyroscope=TARGET", "otlp=TARGET" or "clickhouse=TARGET" (see above) with the options bearer=FILE or
  * basic=FILE (one line, the file not open to group or others), ca=FILE, cert=FILE,
  * key=FILE (not open to group or others), and path=P for a unix: target.
  * 0, or -EINVAL/-errno with a one-line reason in err. */

@@ -113,6 +113,21 @@ static void test_parse(void)
 	refused("otlp=127.0.0.1:4318", "must start with https://, http:// or unix:/");
 	refused("otlp=http://127.0.0.1:99999", "HOST[:PORT]");
 	refused("otlp=http://127.0.0.1:4318,token=x", "unknown option");
+
+	/* clickhouse (issue 36): the database and the prefix go into SQL, so only names. */
+	ASSERT_OK(vp_push__parse("clickhouse=http://10.0.0.1:8123", &t, err, sizeof(err)));
+	ASSERT_EQ(t.kind, VP_PUSH_CLICKHOUSE);
+	ASSERT_STREQ(t.db, "viprof");
+	ASSERT_STREQ(t.prefix, "viprof_");
+	ASSERT_STREQ(t.path, "/");
+	ASSERT_OK(vp_push__parse("clickhouse=https://ch.internal/base,database=prof,prefix=p1_", &t, err, sizeof(err)));
+	ASSERT_STREQ(t.db, "prof");
+	ASSERT_STREQ(t.prefix, "p1_");
+	ASSERT_STREQ(t.path, "/base/");
+	ASSERT_STREQ(t.port, "443");
+	refused("clickhouse=http://10.0.0.1:8123,database=x;DROP", "letters, digits and '_' only");
+	refused("clickhouse=http://10.0.0.1:8123,prefix=a.b", "letters, digits and '_' only");
+	refused("otlp=http://10.0.0.1:4318,database=x", "unknown option");
 }
 
 static void test_metrics(void)
