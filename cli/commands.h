@@ -11,7 +11,7 @@ int cmd_report(int argc, char **argv);  /* cli/report_cmd.c: postproc/ */
 int cmd_maps(int argc, char **argv);    /* cli/maps_cmd.c: maps/ */
 int cmd_attach(int argc, char **argv);  /* cli/attach_cmd.c: recorder/jvm_attach.h */
 int cmd_stat(int argc, char **argv);    /* cli/stat_cmd.c: hv-glue/ */
-int cmd_serve(int argc, char **argv);   /* cli/serve_cmd.c: service/ */
+int cmd_serve(int argc, char **argv);   /* cli/serve_cmd.c: daemon/ */
 int cmd_fleet(int argc, char **argv);   /* cli/fleet_cmd.c: fleet/ (ClickHouse) */
 
 #endif

@@ -31,7 +31,7 @@
 #include "recorder/recorder.h"
 #include "hv-glue/steal.h"
 #include "hv-glue/xen.h"
-#include "service/sock_proto.h"
+#include "daemon/sock_proto.h"
 
 #define POLL_MS 100
 #define STATUS_INTERVAL_NS (500ull * 1000000)
@@ -486,7 +486,7 @@ static void service_file_drain(struct service_file *f, int dirfd, const char *ab
 	}
 }
 
-/* 'viprof record' through the service (service/sock_proto.h): the same options and the
+/* 'viprof record' through the service (daemon/sock_proto.h): the same options and the
  * same output. This user's process makes the session directory and its jit/, attaches
  * the agent to its own JVMs, launches the command (held before exec), and stores the
  * stream and meta.json that the service sends through pipes; the service, root, only

@@ -21,13 +21,13 @@
 #include "recorder/jvm_attach.h"
 #include "recorder/record_request.h"
 #include "common/util.h"
-#include "service/api.h"
-#include "service/caps.h"
-#include "service/continuous.h"
-#include "service/metrics.h"
-#include "service/push.h"
-#include "service/sock.h"
-#include "service/sock_proto.h"
+#include "daemon/api.h"
+#include "daemon/caps.h"
+#include "daemon/continuous.h"
+#include "daemon/metrics.h"
+#include "daemon/push.h"
+#include "daemon/sock.h"
+#include "daemon/sock_proto.h"
 
 struct serve_args {
 	const char *http, *http_token;

@@ -12,7 +12,7 @@
  * Sharded by cityHash64(service, host): one host's one service lives on one shard.
  *
  * Everything here is a library: the CLI (viprof fleet init, viprof report clickhouse://)
- * and the pusher (service/push.c) call it. Queries go over ClickHouse's HTTP interface
+ * and the pusher (daemon/push.c) call it. Queries go over ClickHouse's HTTP interface
  * through libcurl. */
 #ifndef VIPROF_FLEET_FLEET_H
 #define VIPROF_FLEET_FLEET_H

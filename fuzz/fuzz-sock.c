@@ -1,11 +1,11 @@
-/* The service's socket requests (service/sock_proto.c), as any local user can send
+/* The service's socket requests (daemon/sock_proto.c), as any local user can send
  * them: decoding never fails unsafely, and what decodes re-encodes to a request that
  * decodes to the same options; the audit line's escaping leaves no control byte. */
 #include <assert.h>
 
 #include "common/util.h"
 #include "fuzz-util.h"
-#include "service/sock_proto.h"
+#include "daemon/sock_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -23,7 +23,7 @@
 
 struct vp_recorder;   /* opaque */
 
-/* A recording the service makes for a user (service/sock.c): only processes whose
+/* A recording the service makes for a user (daemon/sock.c): only processes whose
  * real, effective and saved uid are uid are recorded, whatever the target grows into,
  * and the session has no directory on root's side: its stream and meta.json go into
  * stream_fd and meta_fd (vp_session_writer__create_stream), which the user's own

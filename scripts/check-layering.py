@@ -27,8 +27,8 @@ ALLOWED = {
     "postproc": {"common", "sampler-kernel", "hv-glue", "maps"},
     # The fleet store in ClickHouse: rows from profiles, profiles from queries.
     "fleet": {"common", "sampler-kernel", "hv-glue", "maps", "postproc"},
-    "service": {"common", "sampler-kernel", "hv-glue", "maps", "recorder", "postproc", "fleet"},
-    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "recorder", "postproc", "service", "fleet"},
+    "daemon": {"common", "sampler-kernel", "hv-glue", "maps", "recorder", "postproc", "fleet"},
+    "cli": {"common", "sampler-kernel", "hv-glue", "maps", "hotspot", "recorder", "postproc", "daemon", "fleet"},
 }
 EXEMPT = {"tests", "bench", "fuzz", "build", "packaging", "docs", "scripts", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

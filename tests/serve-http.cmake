@@ -1,8 +1,8 @@
 # viprof serve's HTTP side: the HTTP server, the pprof
 # endpoint read by the real pprof, continuous recording with retention and a CPU budget.
-viprof_test(test-http SOURCES test-http.c LIBS vp_service LABELS unit)
+viprof_test(test-http SOURCES test-http.c LIBS vp_daemon LABELS unit)
 # --push specs and the /metrics exposition, without a network.
-viprof_test(test-push SOURCES test-push.c LIBS vp_service LABELS unit)
+viprof_test(test-push SOURCES test-push.c LIBS vp_daemon LABELS unit)
 # One binary, one ctest entry per scenario (root, live sampling; pprof needs go).
 add_executable(test-serve-http test-serve-http.c)
 target_include_directories(test-serve-http PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -10,7 +10,7 @@ endforeach()
 # kernel would let that user do. The fixtures: a raw protocol client, a non-dumpable
 # process, a dump of a session's process side band, and a count of the kernel addresses
 # in a session.
-add_executable(serve-client fixtures/serve-client.c ${CMAKE_SOURCE_DIR}/service/sock_proto.c)
+add_executable(serve-client fixtures/serve-client.c ${CMAKE_SOURCE_DIR}/daemon/sock_proto.c)
 target_link_libraries(serve-client PRIVATE vp_recorder vp_common)
 add_executable(nodump fixtures/nodump.c)
 add_executable(session-sideband fixtures/session-sideband.c)

@@ -1,4 +1,4 @@
-/* The service's HTTP server (service/http.h): the request parser's limits and
+/* The service's HTTP server (daemon/http.h): the request parser's limits and
  * refusals, query values, loopback and listen-address checks, the token file's rules
  * and the bearer comparison, then a real server on 127.0.0.1 answering GET, refusing
  * other methods, oversized heads and garbage, and refusing to bind a non-loopback
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "service/http.h"
+#include "daemon/http.h"
 #include "test.h"
 
 static void test_parse(void)

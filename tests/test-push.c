@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service/metrics.h"
-#include "service/push.h"
+#include "daemon/metrics.h"
+#include "daemon/push.h"
 #include "test.h"
 
 static char dir[] = "/tmp/vp-test-push-XXXXXX";

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/userns.h"
-#include "service/http.h"
+#include "daemon/http.h"
 #include "test.h"
 
 static int write_file(const char *path, const char *text)

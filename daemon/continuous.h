@@ -34,7 +34,7 @@ struct vp_cont_opts {
 	const char *agent;         /* the JVM agent, or NULL: none */
 	bool no_jit;
 	bool off_cpu;              /* also off-CPU time: the switch tracer runs (a cost per switch) */
-	struct vp_svc_metrics *metrics;   /* counted into (service/metrics.h), or NULL */
+	struct vp_svc_metrics *metrics;   /* counted into (daemon/metrics.h), or NULL */
 	FILE *log;
 };
 
@@ -76,7 +76,7 @@ void vp_cont__status(struct vp_cont *c, char *current, size_t curlen, uint64_t *
 int vp_cont__dirfd(const struct vp_cont *c);
 /* Calls fn(ctx, ...) with each interval that ends from now on: its name, its wall-clock
  * span (seconds since the epoch) and its rate. On the recording thread; the service
- * hands intervals to the pusher (service/push.h) this way, so that this room does not
+ * hands intervals to the pusher (daemon/push.h) this way, so that this room does not
  * depend on the pusher (which reads the pages, which read the interval names here). */
 typedef void (*vp_cont_ended_fn)(void *ctx, const char *name, uint64_t from_s, uint64_t until_s, uint64_t freq);
 void vp_cont__on_ended(struct vp_cont *c, vp_cont_ended_fn fn, void *ctx);

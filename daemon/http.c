@@ -1,6 +1,6 @@
 /* The service's HTTP/1.1 server: see http.h. */
 #define _GNU_SOURCE
-#include "service/http.h"
+#include "daemon/http.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

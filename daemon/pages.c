@@ -1,6 +1,6 @@
 /* Sessions as pprof and flame graphs, and the index page: see pages.h. */
 #define _GNU_SOURCE
-#include "service/pages.h"
+#include "daemon/pages.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include "postproc/report.h"
 #include "postproc/report_pipeline.h"
 #include "postproc/session.h"
-#include "service/continuous.h"
+#include "daemon/continuous.h"
 
 /* The session's time zero (common/timezero.h), which the loader's --time windows count
  * from. 0 when unreadable. */

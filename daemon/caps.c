@@ -1,6 +1,6 @@
 /* The service's capabilities: see caps.h. */
 #define _GNU_SOURCE
-#include "service/caps.h"
+#include "daemon/caps.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

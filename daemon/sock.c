@@ -1,6 +1,6 @@
 /* The service's Unix socket: see sock.h. */
 #define _GNU_SOURCE
-#include "service/sock.h"
+#include "daemon/sock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +29,7 @@
 #include "recorder/recorder.h"
 #include "hv-glue/events.h"
 #include "common/session_format.h"
-#include "service/sock_proto.h"
+#include "daemon/sock_proto.h"
 
 #define MAX_USERS 256
 #define MAX_CONNS 64               /* all users together */

@@ -3,7 +3,7 @@
  * a child's start-up (loading the sampler, reading kernel symbols, building unwind
  * tables) per recording. */
 #define _GNU_SOURCE
-#include "service/rec.h"
+#include "daemon/rec.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* viprof serve --http: what the HTTP server (service/http.h) answers.
+/* viprof serve --http: what the HTTP server (daemon/http.h) answers.
  *   GET /debug/pprof/profile?seconds=N   a gzipped pprof of the whole VM for the next N
  *                                        seconds (default 30, at most max_seconds), Go's
  *                                        net/http/pprof convention that pprof and the
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "service/http.h"
+#include "daemon/http.h"
 
 #define VP_API_DEFAULT_SECONDS 30
 #define VP_API_MAX_SECONDS 300

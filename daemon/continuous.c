@@ -1,6 +1,6 @@
 /* Continuous recording, retention and the CPU budget: see continuous.h. */
 #define _GNU_SOURCE
-#include "service/continuous.h"
+#include "daemon/continuous.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -15,8 +15,8 @@
 
 #include "common/safefs.h"
 #include "common/util.h"
-#include "service/metrics.h"
-#include "service/rec.h"
+#include "daemon/metrics.h"
+#include "daemon/rec.h"
 
 uint64_t vp_budget__next_freq(uint64_t cur, uint64_t want, uint64_t min, double used_pct, double budget_pct)
 {

@@ -1,6 +1,6 @@
 /* The service's own figures: see metrics.h. */
 #define _GNU_SOURCE
-#include "service/metrics.h"
+#include "daemon/metrics.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/json.h"
-#include "service/rec.h"
+#include "daemon/rec.h"
 
 void vp_svc_metrics__init(struct vp_svc_metrics *m)
 {

@@ -1,6 +1,6 @@
 /* The socket protocol's messages: see sock_proto.h. */
 #define _GNU_SOURCE
-#include "service/sock_proto.h"
+#include "daemon/sock_proto.h"
 
 #include <errno.h>
 #include <stdarg.h>

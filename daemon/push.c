@@ -1,6 +1,6 @@
 /* Pushing intervals to fleet backends: see push.h. */
 #define _GNU_SOURCE
-#include "service/push.h"
+#include "daemon/push.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,10 +24,10 @@
 #include "fleet/fleet.h"
 #include "postproc/profile.h"
 #include "postproc/session.h"
-#include "service/http.h"
-#include "service/metrics.h"
-#include "service/otlp.h"
-#include "service/pages.h"
+#include "daemon/http.h"
+#include "daemon/metrics.h"
+#include "daemon/otlp.h"
+#include "daemon/pages.h"
 
 #define PUSH_TIMEOUT_S 10       /* connect, send, and the answer's status line */
 #define QNAME_LEN 96

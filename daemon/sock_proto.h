@@ -1,6 +1,6 @@
 /* The protocol of the service's Unix socket, shared by the client ('viprof record' run
  * by a user who cannot sample by themselves, cli/record_service.c) and the service
- * (service/sock.c). A SOCK_SEQPACKET socket: every message is one packet of text.
+ * (daemon/sock.c). A SOCK_SEQPACKET socket: every message is one packet of text.
  *
  *   service -> client   "READY" at once when the connection is admitted, or "ERR ..."
  *                       (over a limit) and the connection closes

@@ -1,6 +1,6 @@
 /* The HTTP endpoints of viprof serve: see api.h. */
 #define _GNU_SOURCE
-#include "service/api.h"
+#include "daemon/api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +13,11 @@
 
 #include "common/safefs.h"
 #include "common/util.h"
-#include "service/continuous.h"
-#include "service/http.h"
-#include "service/metrics.h"
-#include "service/pages.h"
-#include "service/rec.h"
+#include "daemon/continuous.h"
+#include "daemon/http.h"
+#include "daemon/metrics.h"
+#include "daemon/pages.h"
+#include "daemon/rec.h"
 
 /* ---- the shared recording ----
  *
@@ -503,7 +503,7 @@ static void index_page(struct vp_api *a, struct vp_http_conn *c)
 	send_buf(c, e, "cannot build the index page", "text/html; charset=utf-8", NULL, buf, len);
 }
 
-/* GET /metrics: what the service says about itself (service/metrics.h). Behind the
+/* GET /metrics: what the service says about itself (daemon/metrics.h). Behind the
  * same peer rules as every path: the figures name no process, but the push targets'
  * addresses and the service's activity are the operator's to see. */
 static void metrics(struct vp_api *a, struct vp_http_conn *c)

@@ -1,5 +1,5 @@
 /* viprof serve's Unix socket: recordings for users who cannot sample by themselves
- * (protocol: service/sock_proto.h). Each caller is identified by SO_PEERCRED and may
+ * (protocol: daemon/sock_proto.h). Each caller is identified by SO_PEERCRED and may
  * record exactly the processes the kernel would let them ptrace (root: anything); the
  * session is written only through the directory fd the caller passes, and handed to
  * the caller. One thread per connection, each driving its own recorder
