@@ -63,7 +63,7 @@
 #include "jvm-agent/vmflags.h"
 #include "jvm-agent/vthread.h"
 #include "maps/codemap_format.h"
-#include "maps/epoch_rule.h"
+#include "maps/codemap_writer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -312,49 +312,27 @@ cleanup:
 	return err;
 }
 
-/* A METHOD_NAME record, the one builder for the callbacks' queue and the writer's file.
- * Its body size for nm and nlines lines (lines: from GetLineNumberTable, at most
- * MAX_LINES), then the body itself into dst. */
-size_t method_name_size(const struct mnames *nm, jint nlines)
+/* The method's line table, at most MAX_LINES entries, as the code map's lines: JVMTI
+ * memory (Deallocate it) whose entries were turned into struct vp_cm_line in place (each
+ * is half the size of JVMTI's, so entry i is written over bytes already read). None when
+ * the method has no lines or the capability is missing. */
+static jint method_lines(jvmtiEnv *jvmti, jmethodID m, struct vp_cm_line **out)
 {
-	return sizeof(struct vp_cm_method_name) + strlen(nm->readable) + strlen(nm->file) +
-	       (size_t)nlines * sizeof(struct vp_cm_line);
-}
-
-void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
-			     jint nlines)
-{
-	struct vp_cm_method_name *h = dst;
-	size_t nl = strlen(nm->readable), fl = strlen(nm->file);
-
-	h->method_id = id;
-	h->name_len = (uint16_t)nl;
-	h->file_len = (uint16_t)fl;
-	h->nlines = (uint32_t)nlines;
-	uint8_t *p = (uint8_t *)(h + 1);
-	memcpy(p, nm->readable, nl);
-	memcpy(p + nl, nm->file, fl);
-	/* Lines follow the strings unaligned; readers memcpy them out. */
-	p += nl + fl;
-	for (jint i = 0; i < nlines; i++) {
-		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
-					.line = (uint32_t)lines[i].line_number };
-		memcpy(p + (size_t)i * sizeof(l), &l, sizeof(l));
-	}
-}
-
-/* The method's line table (JVMTI memory, Deallocate it), at most MAX_LINES entries;
- * none when the method has no lines or the capability is missing. */
-static jint method_lines(jvmtiEnv *jvmti, jmethodID m, jvmtiLineNumberEntry **lines)
-{
+	jvmtiLineNumberEntry *lines = NULL;
 	jint n = 0;
 
-	*lines = NULL;
-	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, lines) != JVMTI_ERROR_NONE) {
-		*lines = NULL;
+	*out = NULL;
+	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, &lines) != JVMTI_ERROR_NONE)
 		return 0;
+	n = n > MAX_LINES ? MAX_LINES : n;
+	_Static_assert(2 * sizeof(struct vp_cm_line) <= sizeof(jvmtiLineNumberEntry), "lines convert in place");
+	for (jint i = 0; i < n; i++) {
+		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
+					.line = (uint32_t)lines[i].line_number };
+		memcpy((uint8_t *)lines + (size_t)i * sizeof(l), &l, sizeof(l));
 	}
-	return n > MAX_LINES ? MAX_LINES : n;
+	*out = (struct vp_cm_line *)(void *)lines;
+	return n;
 }
 
 /* In a callback: queues METHOD_NAME for m unless one is queued or written already.
@@ -365,7 +343,7 @@ static jint method_lines(jvmtiEnv *jvmti, jmethodID m, jvmtiLineNumberEntry **li
 static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
 {
 	uint64_t id = (uint64_t)(uintptr_t)m;
-	jvmtiLineNumberEntry *lines = NULL;
+	struct vp_cm_line *lines = NULL;
 
 	/* An id with bit 0 set is no jmethodID but a Method* that fallback_id named: JVMTI
 	 * must never see it. */
@@ -376,9 +354,9 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 		return;
 	jint nlines = method_lines(jvmti, m, &lines);
 	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(scratch, nlines));
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(scratch->readable, scratch->file, (uint32_t)nlines));
 	if (b) {
-		method_name_fill(b, id, scratch, lines, nlines);
+		vp_cm_method_name__fill(b, id, scratch->readable, scratch->file, lines, (uint32_t)nlines);
 		seen_add(id);
 	}
 	unlock_notify();
@@ -394,89 +372,33 @@ const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
 	return NULL;
 }
 
-/* The distinct methods of one compiled method's inlining, numbered in order of first
- * appearance: INLINE2's method table. On the callback's stack; no allocation. */
-#define INL_METHODS 2048
-struct inl_table {
-	jmethodID id[INL_METHODS];
-	uint16_t slot[INL_METHODS * 2];  /* index + 1; 0 empty */
-	uint32_t n;
+/* JVMTI's inlining as the encoder reads it (maps/codemap_writer.h). */
+static void inl_pc(const void *ctx, uint32_t i, uint64_t *pc, uint32_t *depth)
+{
+	const PCStackInfo *p = &((const jvmtiCompiledMethodLoadInlineRecord *)ctx)->pcinfo[i];
+
+	*pc = (uint64_t)(uintptr_t)p->pc;
+	*depth = p->numstackframes > 0 ? (uint32_t)p->numstackframes : 0;
+}
+
+static void inl_frame(const void *ctx, uint32_t i, uint32_t k, uint64_t *method, int32_t *bci)
+{
+	const PCStackInfo *p = &((const jvmtiCompiledMethodLoadInlineRecord *)ctx)->pcinfo[i];
+
+	*method = (uint64_t)(uintptr_t)p->methods[k];
+	*bci = p->bcis[k];
+}
+
+struct name_ctx {
+	jvmtiEnv *jvmti;
+	struct mnames *scratch;
 };
 
-/* The slot that holds m, or the empty slot where it would go. */
-static size_t inl_slot(const struct inl_table *t, jmethodID m)
+static void name_fresh(void *ctx, uint64_t id)
 {
-	size_t mask = INL_METHODS * 2 - 1, h = (size_t)((uintptr_t)m * 0x9e3779b97f4a7c15ull >> 40) & mask;
+	struct name_ctx *c = ctx;
 
-	while (t->slot[h] && t->id[t->slot[h] - 1] != m)
-		h = (h + 1) & mask;
-	return h;
-}
-
-/* m's index; *fresh says it was added now. -1 when the table is full. */
-static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
-{
-	size_t h = inl_slot(t, m);
-
-	*fresh = false;
-	if (t->slot[h])
-		return t->slot[h] - 1;
-	if (t->n == INL_METHODS)
-		return -1;
-	t->id[t->n] = m;
-	t->slot[h] = (uint16_t)++t->n;
-	*fresh = true;
-	return (int)t->n - 1;
-}
-
-static bool pc_usable(const PCStackInfo *pc, const void *code_addr, jint code_size)
-{
-	uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
-	return a >= s && a - s <= (uintptr_t)code_size && pc->numstackframes > 0 && pc->numstackframes <= UINT16_MAX;
-}
-
-/* Encodes the inlining into an INLINE2 body at b (maps/codemap_format.h), whose size the
- * caller bounded (compiled_load); t holds every method of it. Returns the bytes used. */
-static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineRecord *inl, const struct inl_table *t,
-			     const void *code_addr, jint code_size, jmethodID method, uint32_t nframes)
-{
-	struct vp_cm_inline2 *h = (struct vp_cm_inline2 *)b;
-	uint8_t *ids = b + sizeof(*h), *p = ids + (size_t)t->n * 8, *start = p;
-	const PCStackInfo *prev = NULL;
-	int64_t prev_off = 0;
-	uint32_t npcs = 0;
-
-	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t id = (uint64_t)(uintptr_t)t->id[i];
-		memcpy(ids + (size_t)i * 8, &id, 8);
-	}
-	for (jint i = 0; i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		if (!pc_usable(pc, code_addr, code_size))
-			continue;
-		int64_t off = (int64_t)((uintptr_t)pc->pc - (uintptr_t)code_addr);
-		jint d = pc->numstackframes, keep = 0;
-		if (prev) {
-			jint pd = prev->numstackframes;
-			while (keep < d && keep < pd && pc->methods[d - 1 - keep] == prev->methods[pd - 1 - keep] &&
-			       pc->bcis[d - 1 - keep] == prev->bcis[pd - 1 - keep])
-				keep++;
-		}
-		p += vp_cm_uleb_put(p, vp_cm_zigzag(off - prev_off));
-		p += vp_cm_uleb_put(p, (uint64_t)keep);
-		p += vp_cm_uleb_put(p, (uint64_t)(d - keep));
-		for (jint k = 0; k < d - keep; k++) {
-			p += vp_cm_uleb_put(p, (uint64_t)(t->slot[inl_slot(t, pc->methods[k])] - 1));
-			p += vp_cm_uleb_put(p, vp_cm_zigzag(pc->bcis[k]));
-		}
-		prev = pc;
-		prev_off = off;
-		npcs++;
-	}
-	*h = (struct vp_cm_inline2){ .code_start = (uint64_t)(uintptr_t)code_addr,
-				     .method_id = (uint64_t)(uintptr_t)method, .npcs = npcs, .nframes = nframes,
-				     .nmethods = t->n, .bytes = (uint32_t)(p - start) };
-	return (size_t)(p - b);
+	queue_method_name(c->jvmti, (jmethodID)(uintptr_t)id, c->scratch);
 }
 
 /* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
@@ -486,27 +408,19 @@ void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void
 			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
 {
 	const jvmtiCompiledMethodLoadInlineRecord *inl = stats.no_inline ? NULL : find_inline(compile_info);
-	struct inl_table tab;
+	struct vp_cm_inl_src src = { .ctx = inl, .npcs = inl && inl->numpcs > 0 ? (uint32_t)inl->numpcs : 0,
+				     .code_start = (uint64_t)(uintptr_t)code_addr, .code_size = (uint32_t)code_size,
+				     .pc = inl_pc, .frame = inl_frame };
+	struct vp_cm_inl_table tab;
+	struct vp_cm_inl_plan plan;
 	struct mnames scratch;
-	size_t nframes = 0, npcs = 0;
-	bool fresh, full = false;
+	struct name_ctx nc = { jvmti, &scratch };
+	bool fresh;
 
-	tab.n = 0;
-	memset(tab.slot, 0, sizeof(tab.slot));
-	inl_index(&tab, method, &fresh);
+	vp_cm_inl_table__init(&tab);
+	vp_cm_inl_table__index(&tab, (uint64_t)(uintptr_t)method, &fresh);
 	queue_method_name(jvmti, method, &scratch);
-	for (jint i = 0; inl && i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		if (!pc_usable(pc, code_addr, code_size))
-			continue;
-		for (jint k = 0; k < pc->numstackframes && !full; k++) {
-			full = inl_index(&tab, pc->methods[k], &fresh) < 0;
-			if (fresh)
-				queue_method_name(jvmti, pc->methods[k], &scratch);
-		}
-		nframes += (size_t)pc->numstackframes;
-		npcs++;
-	}
+	size_t bound = vp_cm_inline2__plan(&tab, &src, &plan, name_fresh, &nc);
 
 	lock();
 	struct vp_cm_method_load2 *b = q_reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
@@ -517,22 +431,19 @@ void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void
 		b->flags = flags;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
-	if (b && npcs) {
-		/* Per pc at most 10 + 3 + 3 bytes, per frame 2 + 5; the record is trimmed to
-		 * what the encoding used. A table overflow drops the record (counted). */
-		size_t bound = sizeof(struct vp_cm_inline2) + (size_t)tab.n * 8 + npcs * 16 + nframes * 7;
+	if (b && plan.npcs) {
 		/* Not zeroed: the bound is far above what the encoding uses, which fills every
-		 * byte but the padding, cleared below. */
-		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL :
-			      q_reserve_(VP_CM_INLINE2, t, bound, false);
+		 * byte but the padding, cleared below. A table overflow drops the record
+		 * (counted). */
+		uint8_t *ib = bound ? q_reserve_(VP_CM_INLINE2, t, bound, false) : NULL;
 		if (ib) {
 			struct vp_record *r = (struct vp_record *)ib - 1;
-			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
+			size_t used = vp_cm_inline2__encode(ib, &src, &tab, (uint64_t)(uintptr_t)method, &plan);
 			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
 			memset(ib + used, 0, size - sizeof(*r) - used);
 			agent.qlen -= r->size - size; /* the last record in the queue: give back the rest */
 			r->size = size;
-		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
+		} else if (!bound) {
 			agent.dropped++;
 		}
 	}
@@ -680,14 +591,10 @@ static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
 
 /* ---- the writer side (agent thread) ---- */
 
-/* flush: write the chunk out now (the map's last epoch, at a session's end). Between
- * two epochs it is not flushed: the next EPOCH_BEGIN goes out in the same chunk, so a
- * reader never sees a map whose last epoch ended while its session goes on. */
-static int write_epoch_end(uint64_t t, bool flush)
+/* The queue's count of dropped events, for each EPOCH_END (the writer asks). */
+static uint64_t queue_dropped(void *ctx)
 {
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < agent.live.n; i++)
-		bytes += agent.live.v[i].end - agent.live.v[i].start;
+	(void)ctx;
 	lock();
 	uint64_t dropped = agent.dropped;
 	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
@@ -697,73 +604,18 @@ static int write_epoch_end(uint64_t t, bool flush)
 			(unsigned long long)dropped);
 		agent.warned_drops = true;
 	}
-	struct vp_cm_epoch_end e = { .epoch = agent.epoch, .live_methods = (uint32_t)agent.live.n,
-				     .live_bytes = bytes, .dropped = dropped };
-	int err = cfile_writer__append(agent.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
-	return err || !flush ? err : cfile_writer__flush(agent.w);
-}
-
-static int begin_epoch(uint32_t reason, uint64_t t)
-{
-	struct vp_cm_epoch_begin b = { .epoch = agent.epoch, .reason = reason };
-	/* Epochs follow one another in time, also when a walked load dated before the
-	 * current epoch's start overlaps code of this epoch. */
-	if (t < agent.epoch_t)
-		t = agent.epoch_t;
-	agent.epoch_t = t;
-	agent.gc_since = 0;
-	vp_cm_ranges__clear(&agent.epoch_used);
-	agent.epoch_dirty = false;
-	return cfile_writer__append(agent.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
-}
-
-static int next_epoch(uint32_t reason, uint64_t t)
-{
-	int err = write_epoch_end(t, false);
-	if (err)
-		return err;
-	agent.epoch++;
-	return begin_epoch(reason, t);
+	return dropped;
 }
 
 static int name_ptr_methods(const struct vp_record *r);
 
-/* Appends one record to the file, counted for the stats. */
-static int emit(uint32_t type, uint64_t time, const void *body, size_t len)
-{
-	if (stats.on) {
-		stats.rec_n[type & 15]++;
-		stats.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
-	}
-	return cfile_writer__append(agent.w, type, time, body, len);
-}
-
+/* One queued record into the file (the writer places the epochs); a METHOD_PTR also
+ * teaches the code-heap walk its Method*s and has its methods named. */
 static int write_record(const struct vp_record *r)
 {
 	const void *body = vp_record_body(r);
-	int err = 0;
-	switch (r->type) {
-	case VP_CM_METHOD_LOAD2: {
-		const struct vp_cm_method_load2 *l = body;
-		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
-		if (vp_cm_load_reuses(&agent.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
-			return err;
-		if ((err = vp_cm_ranges__insert(&agent.epoch_used, s, e)))
-			return err;
-		vp_cm_ranges__remove_start(&agent.live, s); /* a missed unload must not double count */
-		if ((err = vp_cm_ranges__insert(&agent.live, s, e)))
-			return err;
-		agent.epoch_dirty = true;
-		break;
-	}
-	case VP_CM_METHOD_UNLOAD:
-		vp_cm_ranges__remove_start(&agent.live, ((const struct vp_cm_method_unload *)body)->code_start);
-		agent.epoch_dirty = true;
-		break;
-	default:
-		break;
-	}
-	err = emit(r->type, r->time, body, vp_record_body_len(r));
+	int err = vp_cm_writer__put(agent.w, r->type, r->time, body, vp_record_body_len(r));
+
 	if (!err && r->type == VP_CM_METHOD_PTR && scan.on) {
 		const struct vp_cm_method_ptrs *b = body;
 		const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
@@ -872,10 +724,6 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
  * into the file: this is the agent's own thread (or the one shutting it down), so the
  * JVMTI calls cost the application nothing. A class unloaded in between leaves its
  * methods unnamed. */
-/* Per method at most: id 10, name length 3 and NAME_MAX_LEN bytes, line count 3, and
- * 10 bytes a line. */
-#define NAMES_PER_METHOD_MAX (16 + NAME_MAX_LEN + MAX_LINES * 10)
-
 static int name_ptr_methods(const struct vp_record *r)
 {
 	static struct mnames nm;
@@ -884,9 +732,8 @@ static int name_ptr_methods(const struct vp_record *r)
 	const struct vp_cm_method_ptrs *b = vp_record_body(r);
 	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 	jvmtiEnv *jvmti = agent.jvmti;
-	struct vp_cm_method_names h = { 0 };
-	uint8_t *q = NULL, *start = NULL;
-	uint64_t prev_id = 0;
+	struct vp_cm_names_enc enc;
+	bool open = false;
 	uint32_t named = 0;
 	int err = 0;
 
@@ -896,57 +743,31 @@ static int name_ptr_methods(const struct vp_record *r)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < b->n && !err; i++) {
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
-		jvmtiLineNumberEntry *lines;
+		struct vp_cm_line *lines;
 
 		if (!m || seen_has(p[i].method_id))
 			continue;
-		if (!q) {
-			/* The class half once per record: all methods of a METHOD_PTR record
-			 * are of one class (queue_class_ptrs). */
-			if (!named)
-				class_names(jvmti, m, &nm);
-			h = (struct vp_cm_method_names){ .class_len = (uint16_t)strlen(nm.kreadable),
-							  .file_len = (uint16_t)strlen(nm.file) };
-			q = buf + sizeof(h);
-			memcpy(q, nm.kreadable, h.class_len);
-			memcpy(q + h.class_len, nm.file, h.file_len);
-			q += h.class_len + h.file_len;
-			start = q;
-			prev_id = 0;
-		}
+		/* The class half once per record: all methods of a METHOD_PTR record are of
+		 * one class (queue_class_ptrs). */
+		if (!named)
+			class_names(jvmti, m, &nm);
 		if (method_names(jvmti, m, &nm))
 			continue;
 		jint nlines = method_lines(jvmti, m, &lines);
-		size_t ml = strlen(nm.mpart);
-		int64_t bci = 0, line = 0;
-		q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)(p[i].method_id - prev_id)));
-		q += vp_cm_uleb_put(q, ml);
-		memcpy(q, nm.mpart, ml);
-		q += ml;
-		q += vp_cm_uleb_put(q, (uint64_t)nlines);
-		for (jint k = 0; k < nlines; k++) {
-			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].start_location - bci));
-			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].line_number - line));
-			bci = lines[k].start_location;
-			line = lines[k].line_number;
+		/* Full: this record goes out, the method begins the next. */
+		if (open && vp_cm_names_enc__add(&enc, p[i].method_id, nm.mpart, lines, (uint32_t)nlines)) {
+			err = vp_cm_writer__put(agent.w, VP_CM_METHOD_NAMES, r->time, buf, vp_cm_names_enc__end(&enc));
+			open = false;
+		}
+		if (!open && !err) {
+			open = !vp_cm_names_enc__begin(&enc, buf, sizeof(buf), nm.kreadable, nm.file) &&
+			       !vp_cm_names_enc__add(&enc, p[i].method_id, nm.mpart, lines, (uint32_t)nlines);
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		prev_id = p[i].method_id;
-		h.n++;
 		agent.named[named++] = p[i].method_id;
-		/* Full enough that the next method might not fit: write this record. */
-		if ((size_t)(buf + sizeof(buf) - q) < NAMES_PER_METHOD_MAX || i + 1 == b->n) {
-			h.bytes = (uint32_t)(q - start);
-			memcpy(buf, &h, sizeof(h));
-			err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
-			q = NULL;
-		}
 	}
-	if (q && h.n) {
-		h.bytes = (uint32_t)(q - start);
-		memcpy(buf, &h, sizeof(h));
-		err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
-	}
+	if (open && !err)
+		err = vp_cm_writer__put(agent.w, VP_CM_METHOD_NAMES, r->time, buf, vp_cm_names_enc__end(&enc));
 	if (named) {
 		lock();
 		for (uint32_t i = 0; i < named; i++)
@@ -956,8 +777,7 @@ static int name_ptr_methods(const struct vp_record *r)
 	return err;
 }
 
-/* Starts a GC epoch for each GC that finished at or before t.
- * An epoch that saw no code change needs no successor, so idle GCs add no epochs. */
+/* Hands the writer each GC that finished at or before t (it decides which begin epochs). */
 static int apply_gcs(uint64_t t)
 {
 	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
@@ -968,21 +788,11 @@ static int apply_gcs(uint64_t t)
 		if (g > t)
 			break;
 		uint64_t i = (agent.gc_tail++) % GC_RING;
-		uint32_t since = ++agent.gc_since;
-		if (agent.epoch_dirty) {
-			int err = next_epoch(VP_EPOCH_GC, g);   /* resets gc_since */
-			if (err)
-				return err;
-			/* Which GC it was, right after the EPOCH_BEGIN it explains. */
-			uint8_t b[sizeof(struct vp_cm_gc) + sizeof(gc_info.name)];
-			struct vp_cm_gc x = { .epoch = agent.epoch, .gc_id = agent.gc_id[i], .full_gcs = agent.gc_full[i],
-					      .gcs = since, .kind = agent.gc_kind[i],
-					      .name_len = (uint16_t)strnlen(gc_info.name, sizeof(gc_info.name)) };
-			memcpy(b, &x, sizeof(x));
-			memcpy(b + sizeof(x), gc_info.name, x.name_len);
-			if ((err = cfile_writer__append(agent.w, VP_CM_GC, g, b, sizeof(x) + x.name_len)))
-				return err;
-		}
+		char name[sizeof(gc_info.name) + 1];
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(gc_info.name), gc_info.name);
+		int err = vp_cm_writer__gc(agent.w, g, agent.gc_id[i], agent.gc_full[i], agent.gc_kind[i], name);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -1006,7 +816,7 @@ int drain(const uint8_t *buf, size_t len)
 	uint64_t t = now_ns();
 	if (t - agent.last_flush >= 1000000000ull) {
 		agent.last_flush = t;
-		return cfile_writer__flush(agent.w);
+		return vp_cm_writer__flush(agent.w);
 	}
 	return 0;
 }
@@ -1025,14 +835,14 @@ static void finish_file(void)
 {
 	if (!agent.w)
 		return;
+	vp_cm_writer__counts(agent.w, stats.rec_n, stats.rec_bytes);
 	st_print();
 	scan_print();
-	int err = write_epoch_end(now_ns(), true);
-	int cerr = cfile_writer__close(agent.w);
+	int err = vp_cm_writer__close(agent.w, now_ns());
 	agent.w = NULL;
-	if (err || cerr)
+	if (err)
 		fprintf(stderr, "viprof agent: closing %s failed: %s; the last JIT names may be missing\n",
-			agent.path, strerror(-(err ? err : cerr)));
+			agent.path, strerror(-err));
 }
 
 bool vp_agent__idle(void)
@@ -1269,12 +1079,6 @@ static int switch_session(void)
 		agent.qlen = 0;
 	agent.gc_tail = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
 	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	agent.epoch = 0;
-	agent.epoch_t = 0;
-	agent.epoch_used.n = 0;
-	agent.live.n = 0;
-	agent.live_methods = 0;
-	agent.epoch_dirty = false;
 	agent.warned_drops = false;
 	agent.classes_enumerated = false;
 	agent.threads_named = false;
@@ -1284,7 +1088,7 @@ static int switch_session(void)
 	watch_open();
 	int err = open_file();
 	if (!err && (err = write_meta())) {
-		cfile_writer__close(agent.w);
+		vp_cm_writer__close(agent.w, now_ns());
 		agent.w = NULL;
 	}
 	if (err) {
@@ -1940,12 +1744,9 @@ static int open_file(void)
 			snprintf(file, sizeof(file), "codemap.%d.vpm", i);
 		if (snprintf(agent.path, sizeof(agent.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(agent.path))
 			agent.path[sizeof(agent.path) - 1] = '\0';
-		agent.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
-		/* Stored, not compressed: compressing took about a third of the agent thread's
-		 * CPU (the JVM's CPU) on a start-up-heavy JVM, for a map about twice as large. */
-		if (agent.w)
-			cfile_writer__set_level(agent.w, 0);
+		agent.w = vp_cm_writer__create_at(pfd, file);
 		if (agent.w) {
+			vp_cm_writer__on_dropped(agent.w, queue_dropped, NULL);
 			close(pfd);
 			return 0;
 		}
@@ -1969,18 +1770,9 @@ static int write_meta(void)
 	snprintf(vm, sizeof(vm), "%s %s", name ? name : "?", ver ? ver : "?");
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)name);
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)ver);
-	size_t vl = strlen(vm);
-	uint8_t body[sizeof(struct vp_cm_meta) + sizeof(vm)];
-	struct vp_cm_meta m = { .pid = (uint32_t)getpid(), .agent_version = VP_AGENT_VERSION,
-				.vm_len = (uint16_t)vl };
-	m.flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (agent.attached ? VP_CM_META_LATE_ATTACH : 0) |
-		  (scan.on ? VP_CM_META_CODE_WALK : 0);
-	memcpy(body, &m, sizeof(m));
-	memcpy(body + sizeof(m), vm, vl);
-	int err = cfile_writer__append(agent.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
-	if (!err)
-		err = begin_epoch(agent.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
-	return err ? err : cfile_writer__flush(agent.w);
+	uint32_t flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) |
+			 (agent.attached ? VP_CM_META_LATE_ATTACH : 0) | (scan.on ? VP_CM_META_CODE_WALK : 0);
+	return vp_cm_writer__start(agent.w, now_ns(), (uint32_t)getpid(), flags, vm);
 }
 
 static int setup(JavaVM *vm, const char *options, bool attach)
@@ -2101,7 +1893,7 @@ static void disable_events(void)
 		(*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb));
 	}
 	if (agent.w) {
-		cfile_writer__close(agent.w);
+		vp_cm_writer__close(agent.w, now_ns());
 		agent.w = NULL;
 	}
 }

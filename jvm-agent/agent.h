@@ -18,7 +18,7 @@
 #include "hotspot/codeheap.h"
 #include "hotspot/vmstructs.h"
 #include "maps/codemap_format.h"
-#include "maps/epoch_rule.h"
+#include "maps/codemap_writer.h"
 
 /* Each of the two queue halves; callbacks fill one while the agent thread writes the
  * other. Only touched pages cost memory. */
@@ -76,16 +76,9 @@ struct agent {
 	uint8_t gc_kind[GC_RING];                    /* enum vp_cm_gc_kind */
 	uint64_t gc_head;      /* published with release semantics */
 	uint64_t gc_tail;      /* writer side */
-	uint32_t gc_since;     /* writer side: GCs since the current epoch began */
 
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
-	struct cfile_writer *w;
-	uint32_t epoch;
-	uint64_t epoch_t;      /* when the current epoch began */
-	bool epoch_dirty;      /* the current epoch holds loads or unloads */
-	struct vp_cm_ranges epoch_used; /* loads of this epoch (maps/epoch_rule.h) */
-	struct vp_cm_ranges live;
-	uint64_t live_methods;
+	struct vp_cm_writer *w; /* the map: its epochs and encoders (maps/codemap_writer.h) */
 	uint64_t last_flush;
 	bool warned_drops;
 
@@ -150,9 +143,6 @@ void unlock_notify(void);
 void *q_reserve(uint32_t type, uint64_t time, size_t body_len);
 bool seen_has(uint64_t id);
 void seen_add(uint64_t id);
-size_t method_name_size(const struct mnames *nm, jint nlines);
-void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
-		      jint nlines);
 const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info);
 void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
 		   const void *compile_info, uint64_t t, uint8_t level, uint8_t flags);

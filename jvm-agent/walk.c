@@ -214,9 +214,9 @@ static bool queue_name(uint64_t id, struct mnames *nm, const char *name, const c
 		nm->readable[sizeof(nm->readable) - 1] = '\0';
 	nm->file[0] = '\0';
 	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(nm, 0));
+	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(nm->readable, nm->file, 0));
 	if (b) {
-		method_name_fill(b, id, nm, NULL, 0);
+		vp_cm_method_name__fill(b, id, nm->readable, nm->file, NULL, 0);
 		seen_add(id);
 	}
 	unlock_notify();
