@@ -56,6 +56,7 @@
 #include "hotspot/codeheap.h"
 #include "hotspot/memory.h"
 #include "jvm-agent/agent.h"
+#include "jvm-agent/gcs.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
@@ -92,7 +93,77 @@ const struct vp_hs_vm *hotspot_vm(void)
 	return state > 0 ? &vm : NULL;
 }
 
-struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
+/* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
+ * for as long as its session lasts (the agent stops writing when the lock is free). */
+struct session_opts {
+	char dir[PATH_MAX];
+	char lock[PATH_MAX];
+	bool default_dir;      /* no dir= option: the per-user default under /tmp */
+	/* fds=SOCKET: the recorder hands over, on that Unix socket, the session's own
+	 * jit/<pid> directory and its lock file as descriptors (map_fd, lock_fd; -1 until
+	 * received), so that a JVM in a container, or one whose user cannot reach the
+	 * session's path, writes straight into the session and nothing into its own /tmp. */
+	char sock[PATH_MAX];
+	int map_fd, lock_fd;
+	/* The connection they came on, kept: the recorder's next session comes on it
+	 * (channel_thread) instead of another attach. -1 if none. */
+	int chan_fd;
+	/* alloc=BYTES (0: off) and locks=NS (-1: off): each session says what it records. */
+	uint64_t alloc;
+	int64_t locks;
+};
+
+struct agent {
+	jvmtiEnv *jvmti;
+	jrawMonitorID lock;
+	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
+	volatile bool failed;   /* for good: the agent thread is gone or never came */
+	bool idle;              /* agent thread: no session (no file, events off) */
+	bool attached;
+	bool frame_pointers;
+	char dir[PATH_MAX];
+	char path[PATH_MAX + 32];
+
+	/* Under lock: the queue. */
+	uint8_t *qbuf[2];
+	size_t qlen;
+	int qcur;
+	uint64_t dropped;
+	bool stopping, thread_running, thread_done;
+	uint64_t *seen;  /* jmethodIDs with a METHOD_NAME queued; 0 = empty slot */
+	size_t nseen;
+
+	/* Agent thread only (or the unloading thread once the agent thread is gone). */
+	struct vp_cm_writer *w; /* the map: its epochs and encoders (maps/codemap_writer.h) */
+	uint64_t last_flush;
+	bool warned_drops;
+
+	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
+	volatile int method_ptrs;
+	bool classes_enumerated;
+	bool threads_named;    /* this session has the names of the threads it found running */
+	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
+	uint64_t *named;       /* name_ptr_methods' scratch: ids named from one record */
+	size_t named_cap;
+	bool default_dir;      /* no dir= option: the per-user default under /tmp */
+
+	/* The session's end: a recorder holds lock_path locked while it records. */
+	char lock_path[PATH_MAX];
+	int lock_fd;
+	uint64_t lock_checked;
+	/* Handed over by the recorder (fds=), taken by watch_open and open_file; -1 if none. */
+	int given_map_fd, given_lock_fd;
+	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
+	int new_chan;
+
+	/* A new session (another attach), under lock: the attach thread asks (switch_want),
+	 * the agent thread switches files and answers (switch_done, switch_err). */
+	struct session_opts next;
+	uint64_t switch_want, switch_done;
+	int switch_err;
+};
+
+static struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
 /* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
  * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
@@ -458,8 +529,8 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	if (agent.disabled || stats.noop)
 		return;
 	st_begin(&m);
-	if (scan.check)
-		scan_check(method, code_size, code_addr, compile_info);
+	if (vp_scan__checking())
+		vp_scan__check(method, code_size, code_addr, compile_info);
 	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
 	st_end(ST_LOAD, &m);
 }
@@ -500,51 +571,6 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	st_end(ST_DYNAMIC, &m);
 }
 
-/* What each GC was (issue 26), from HotSpot's collection counters: CollectedHeap::
- * _total_collections is in the exported structure tables; _total_full_collections is
- * not, but has been the unsigned int right after it in every JDK from 8 to 25. Read
- * with plain loads in the GC callback (the heap outlives every GC), the previous values
- * kept there: a collection moved one counter or both, a pause of a concurrent cycle
- * neither. name: the collector, from its Use*GC flag. */
-static struct {
-	bool ok;
-	void **heap;           /* &Universe::_collectedHeap */
-	uint64_t total_off;    /* of _total_collections in CollectedHeap */
-	uint32_t last_total, last_full;   /* GC callback only, after init */
-	char name[16];
-} gc_info;
-
-static void gc_info_init(void)
-{
-	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
-						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
-						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
-	const struct vp_hs_vm *vm = hotspot_vm();
-
-	if (!vm)
-		return;
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]) && !gc_info.name[0]; i++) {
-		uint64_t value, fl;
-		if (!vp_hs_vm__find_flag(vm, &vp_hs_mem_direct, flags[i][0], &value, &fl) && value &&
-		    *(const bool *)(uintptr_t)value)
-			snprintf(gc_info.name, sizeof(gc_info.name), "%s", flags[i][1]);
-	}
-	uint64_t heap_at = vp_hs_vm__address(vm, VP_HS_UNIVERSE_HEAP);
-	int64_t off = vp_hs_vm__offset(vm, VP_HS_HEAP_TOTAL_COLLECTIONS);
-	if (heap_at && off >= 0) {
-		gc_info.heap = (void **)(uintptr_t)heap_at;
-		gc_info.total_off = (uint64_t)off;
-		uint32_t c[2];
-		void *heap = *gc_info.heap;
-		/* Before the heap exists (agent loaded at start) both counters are 0. */
-		if (!heap || read_self((uint64_t)(uintptr_t)heap + gc_info.total_off, c, sizeof(c))) {
-			gc_info.last_total = heap ? c[0] : 0;
-			gc_info.last_full = heap ? c[1] : 0;
-			gc_info.ok = gc_info.last_full <= gc_info.last_total;
-		}
-	}
-}
-
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
  * monitor: a Java thread that holds it blocks for this very safepoint inside
  * RawMonitorNotifyAll/Exit, and the GC would then wait for it forever (seen on JDK 25).
@@ -556,37 +582,18 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 		return;
 	if (stats.on)
 		__atomic_add_fetch(&stats.n[ST_GC], 1, __ATOMIC_RELAXED);
-	uint64_t h = __atomic_load_n(&agent.gc_head, __ATOMIC_RELAXED);
-	agent.gc_time[h % GC_RING] = now_ns();
-	uint8_t kind = VP_GC_UNKNOWN;
-	uint32_t total = 0, full = 0;
-	const char *heap = gc_info.ok ? *(char *const *)gc_info.heap : NULL;
-	if (heap) {
-		total = *(const volatile uint32_t *)(heap + gc_info.total_off);
-		full = *(const volatile uint32_t *)(heap + gc_info.total_off + 4);
-		/* A full count above the total means the layout is not the one assumed. */
-		kind = full > total ? VP_GC_UNKNOWN : full != gc_info.last_full ? VP_GC_FULL
-		     : total != gc_info.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
-		if (full > total)
-			full = 0;
-		gc_info.last_total = total;
-		gc_info.last_full = full;
-	}
-	agent.gc_id[h % GC_RING] = total;
-	agent.gc_full[h % GC_RING] = full;
-	agent.gc_kind[h % GC_RING] = kind;
-	__atomic_store_n(&agent.gc_head, h + 1, __ATOMIC_RELEASE);
+	vp_gcs__finished(now_ns());
 }
 
 /* At the start of each GC, on the VM thread at a safepoint: the code heap is read before
- * the GC can free what no walk saw yet (scan_gc_start: plain loads into preallocated
+ * the GC can free what no walk saw yet (vp_scan__gc_start: plain loads into preallocated
  * memory, no lock, no JVMTI call). */
 static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
 {
 	(void)jvmti;
 	if (agent.disabled || stats.noop)
 		return;
-	scan_gc_start();
+	vp_scan__gc_start();
 }
 
 /* ---- the writer side (agent thread) ---- */
@@ -616,11 +623,11 @@ static int write_record(const struct vp_record *r)
 	const void *body = vp_record_body(r);
 	int err = vp_cm_writer__put(agent.w, r->type, r->time, body, vp_record_body_len(r));
 
-	if (!err && r->type == VP_CM_METHOD_PTR && scan.on) {
+	if (!err && r->type == VP_CM_METHOD_PTR && vp_scan__on()) {
 		const struct vp_cm_method_ptrs *b = body;
 		const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 		for (uint32_t i = 0; i < b->n && !err; i++)
-			err = method_ptr_put(p[i].method_ptr, p[i].method_id,
+			err = vp_scan__method_ptr(p[i].method_ptr, p[i].method_id,
 					     (b->flags & VP_CM_PTRS_PREEXISTING) ? 0 : r->time);
 	}
 	if (!err && r->type == VP_CM_METHOD_PTR) {
@@ -777,26 +784,6 @@ static int name_ptr_methods(const struct vp_record *r)
 	return err;
 }
 
-/* Hands the writer each GC that finished at or before t (it decides which begin epochs). */
-static int apply_gcs(uint64_t t)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
-	if (head - agent.gc_tail > GC_RING)
-		agent.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
-	while (agent.gc_tail < head) {
-		uint64_t g = agent.gc_time[agent.gc_tail % GC_RING];
-		if (g > t)
-			break;
-		uint64_t i = (agent.gc_tail++) % GC_RING;
-		char name[sizeof(gc_info.name) + 1];
-		snprintf(name, sizeof(name), "%.*s", (int)sizeof(gc_info.name), gc_info.name);
-		int err = vp_cm_writer__gc(agent.w, g, agent.gc_id[i], agent.gc_full[i], agent.gc_kind[i], name);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
 int drain(const uint8_t *buf, size_t len)
 {
@@ -805,7 +792,7 @@ int drain(const uint8_t *buf, size_t len)
 	st_begin(&m);
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
-		if ((err = apply_gcs(r->time)) || (err = write_record(r)))
+		if ((err = vp_gcs__write(agent.w, r->time)) || (err = write_record(r)))
 			return err;
 		off += r->size;
 	}
@@ -831,13 +818,43 @@ size_t take(const uint8_t **buf)
 	return n;
 }
 
+/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
+ * the one that replaced it), which cannot wait for the queue to make room. */
+void vp_agent__write_queue(size_t at_least)
+{
+	const uint8_t *buf;
+	lock();
+	size_t n = agent.qlen >= at_least ? take(&buf) : 0;
+	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	if (n && agent.w)
+		drain(buf, n);
+}
+
+/* A session's map is open and written: not idle between sessions. */
+bool vp_agent__writing(void)
+{
+	return !agent.idle && agent.w;
+}
+
+/* The classes loaded before the agent could see them have been enumerated (their
+ * METHOD_PTR records queued): every Method* a walk can meet is known. */
+bool vp_agent__classes_known(void)
+{
+	return agent.classes_enumerated;
+}
+
+jvmtiEnv *vp_agent__jvmti(void)
+{
+	return agent.jvmti;
+}
+
 static void finish_file(void)
 {
 	if (!agent.w)
 		return;
 	vp_cm_writer__counts(agent.w, stats.rec_n, stats.rec_bytes);
 	st_print();
-	scan_print();
+	vp_scan__print();
 	int err = vp_cm_writer__close(agent.w, now_ns());
 	agent.w = NULL;
 	if (err)
@@ -983,10 +1000,10 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 {
 	jvmtiError first = JVMTI_ERROR_NONE;
 	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
-		if (scan.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
+		if (vp_scan__on() && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
 			      session_events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
-		if (session_events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
+		if (session_events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && !vp_scan__at_gc())
 			continue;
 		jvmtiError e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, mode, session_events[i], NULL);
 		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
@@ -1044,10 +1061,10 @@ static bool session_ended(void)
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
 {
-	scan_code(agent.jvmti);   /* what was compiled since the last walk */
+	vp_scan__walk(agent.jvmti);   /* what was compiled since the last walk */
 	agent.disabled = true;
 	set_session_events(JVMTI_DISABLE);
-	write_queue(0);
+	vp_agent__write_queue(0);
 	finish_file();
 	if (agent.lock_fd >= 0)
 		close(agent.lock_fd);
@@ -1063,8 +1080,8 @@ static int switch_session(void)
 	bool was_idle = agent.idle;
 
 	if (!was_idle)
-		scan_code(agent.jvmti);
-	write_queue(0);
+		vp_scan__walk(agent.jvmti);
+	vp_agent__write_queue(0);
 	finish_file();
 
 	lock();
@@ -1077,13 +1094,13 @@ static int switch_session(void)
 	agent.dropped = 0;
 	if (was_idle)
 		agent.qlen = 0;
-	agent.gc_tail = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	vp_gcs__skip();
 	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 	agent.warned_drops = false;
 	agent.classes_enumerated = false;
 	agent.threads_named = false;
 	agent.attached = true;
-	scan_reset();
+	vp_scan__reset();
 	agent.lock_checked = 0;
 	watch_open();
 	int err = open_file();
@@ -1117,8 +1134,8 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
 			(*jvmti)->RawMonitorWait(jvmti, agent.lock, 0);
-		if (agent.qlen == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !scan_due())
-			(*jvmti)->RawMonitorWait(jvmti, agent.lock, scan_wait_ms());
+		if (agent.qlen == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !vp_scan__due())
+			(*jvmti)->RawMonitorWait(jvmti, agent.lock, vp_scan__wait_ms());
 		size_t n = agent.idle ? 0 : take(&buf);
 		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
@@ -1153,8 +1170,8 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		}
 		/* A walk of the code heaps needs the Method* of every class that can have code:
 		 * only once the enumeration below has been written. */
-		if (!agent.idle && agent.classes_enumerated && scan_due())
-			scan_code(jvmti);
+		if (!agent.idle && agent.classes_enumerated && vp_scan__due())
+			vp_scan__walk(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
 		if (!agent.idle && !agent.classes_enumerated)
@@ -1211,7 +1228,7 @@ static void shutdown_agent(void)
 	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
 	/* The agent thread is gone: this thread may walk in its place, once. */
 	if (can_write && agent.w && !agent.disabled && agent.classes_enumerated)
-		scan_code(agent.jvmti);
+		vp_scan__walk(agent.jvmti);
 	lock();
 	const uint8_t *buf = NULL;
 	size_t n = can_write ? take(&buf) : 0;
@@ -1222,7 +1239,7 @@ static void shutdown_agent(void)
 		drain(buf, n);
 	finish_file();
 	agent.disabled = true;
-	vp_ch__scopes_free(&scan.sc);   /* nothing walks any more */
+	vp_scan__free();
 }
 
 static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
@@ -1484,7 +1501,8 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
-/* The measurement options (docs/benchmarks.md): stats, noop, inline=no, gcwalk=no. */
+/* The measurement options (docs/benchmarks.md): stats, noop, inline=no; gcwalk=no and
+ * the code source (jit=events, jit=scan, scancheck) are walk.c's. */
 static bool measure_option(const char *p, size_t len)
 {
 	if (len == 5 && !memcmp(p, "stats", 5))
@@ -1493,10 +1511,8 @@ static bool measure_option(const char *p, size_t len)
 		stats.noop = true;
 	else if (len == 9 && !memcmp(p, "inline=no", 9))
 		stats.no_inline = true;
-	else if (len == 9 && !memcmp(p, "gcwalk=no", 9))
-		scan.gc_walk_off = true;
 	else
-		return false;
+		return vp_scan__option(p, len);
 	return true;
 }
 
@@ -1530,12 +1546,6 @@ static int parse_options(const char *options, struct session_opts *o)
 		} else if (len > 4 && !strncmp(p, "fds=", 4)) {
 			dst = o->sock;
 			skip = 4;
-		} else if (len == 10 && !strncmp(p, "jit=events", 10)) {
-			scan.forced_events = true;
-		} else if (len == 8 && !strncmp(p, "jit=scan", 8)) {
-			scan.forced_events = false;
-		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
-			scan.check = true;
 		} else if (len > 6 && !strncmp(p, "locks=", 6)) {
 			char *e;
 			long long v = strtoll(p + 6, &e, 10);
@@ -1771,7 +1781,7 @@ static int write_meta(void)
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)name);
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)ver);
 	uint32_t flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) |
-			 (agent.attached ? VP_CM_META_LATE_ATTACH : 0) | (scan.on ? VP_CM_META_CODE_WALK : 0);
+			 (agent.attached ? VP_CM_META_LATE_ATTACH : 0) | (vp_scan__on() ? VP_CM_META_CODE_WALK : 0);
 	return vp_cm_writer__start(agent.w, now_ns(), (uint32_t)getpid(), flags, vm);
 }
 
@@ -1799,8 +1809,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	agent.new_chan = so.chan_fd;
 	watch_open();
 	agent.frame_pointers = detect_frame_pointers();
-	choose_code_source();
-	gc_info_init();
+	vp_scan__choose_source();
+	vp_gcs__init();
 	agent.qbuf[0] = malloc(QUEUE_BYTES);
 	agent.qbuf[1] = malloc(QUEUE_BYTES);
 	agent.seen = calloc(SEEN_SLOTS, sizeof(*agent.seen));
@@ -1865,9 +1875,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
 			continue;
-		if (events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
+		if (events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && !vp_scan__at_gc())
 			continue;
-		if (scan.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
+		if (vp_scan__on() && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
 		e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, events[i], NULL);
 		if (e != JVMTI_ERROR_NONE) {
@@ -1982,7 +1992,7 @@ static void replay(void)
 	tl_replaying = true;
 	jvmtiError e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	/* A walk finds the compiled code by itself (its first one names all that is live). */
-	if (e == JVMTI_ERROR_NONE && !scan.on)
+	if (e == JVMTI_ERROR_NONE && !vp_scan__on())
 		e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
 	tl_replaying = false;
 	if (e != JVMTI_ERROR_NONE)

@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "hotspot/memory.h"
 #include "jvm-agent/agent.h"
+#include "jvm-agent/gcs.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmflags.h"
 
@@ -58,7 +59,85 @@ struct known {
 	uint8_t mark;            /* enum known_mark */
 };
 
-struct scan scan = { .period_ms = SCAN_MIN_MS };
+/* The code heap at a GC's start (vp_scan__gc_start): compiled methods the agent thread's
+ * last walk did not hold, found at the start of the GC that may free them. Filled by the
+ * GC callback, which cannot malloc: preallocated, SNAP_CAP entries a buffer. */
+#define SNAP_CAP 16384
+#define SNAP_POOL (256u << 10)
+struct snap_nm {
+	uint64_t blob, code_start, method;
+	uint64_t t;               /* the GC's start */
+	uint64_t since;           /* start of the walk it was missing from: installed after */
+	uint32_t code_size;
+	int32_t compile_id;
+	uint32_t names;           /* into pool: class, name and signature, each NUL-ended;
+				   * UINT32_MAX: none copied */
+	int8_t level;
+	bool osr;
+};
+struct snap_buf {
+	struct snap_nm *v;
+	char *pool;               /* the methods' names, read while their classes are loaded */
+	uint32_t pool_used;
+	uint32_t n;
+	uint32_t lost;            /* entries that found the buffer full */
+	uint32_t incomplete;      /* walks that met a changing heap (-EAGAIN) */
+};
+/* The last walk's code as the GC callback reads it: blob addresses and compile ids,
+ * sorted by blob. */
+struct snap_pub {
+	uint64_t *blob;
+	int32_t *cid;
+	size_t n, cap;
+	uint64_t start;           /* that walk's start */
+};
+
+struct scan {
+	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
+	bool check;              /* option scancheck: events on, each checked against a decode */
+	bool forced_events;      /* option jit=events */
+	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
+	uint64_t walk_end;       /* end of the walk being diffed */
+	uint64_t reset_t;        /* this session's first walk was asked for (vp_scan__reset) */
+	uint64_t blobs[8];       /* code of unreported blobs named in this session (blob_visit) */
+	size_t nblobs;
+	struct vp_ch ch;
+	struct vp_ch_scopes sc;
+	struct known *prev, *cur, *next;
+	size_t nprev, ncur, nnext, cap_prev, cap_cur, cap_next;
+	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
+	uint64_t due;            /* next walk at or after this time */
+	uint32_t period_ms;
+	uint64_t gc_seen;        /* GC ring head at the last walk */
+	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
+	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
+	size_t mcap, mn;
+	PCStackInfo *pcinfo;
+	jmethodID *ids;
+	jint *bcis;
+	size_t cap_pcinfo, cap_ids, cap_bcis;
+	uint64_t walks, incomplete, loads, unloads, unknown, undecoded, fallback;
+	/* At each GC's start (vp_scan__gc_start): the callback fills snap[snap_cur] while in_cb
+	 * is set and reads pub[pub_cur]; the agent thread flips either index and waits for
+	 * in_cb to clear before it touches the other buffer (sequentially consistent, so a
+	 * callback that saw the old index is seen in it). */
+	bool gc_walk_off;         /* option gcwalk=no (to measure what the walk at GC costs) */
+	struct snap_buf snap[2];
+	struct snap_pub pub[2];
+	int snap_cur, pub_cur, in_cb;
+	struct known *eph;        /* agent thread: short-lived code found by the last take */
+	const char *eph_pool;     /* ... and the names copied with it */
+	size_t neph, cap_eph;
+	uint64_t gc_walk_max_ns;  /* the longest walk at a GC's start (with stats) */
+	uint64_t ephemeral, ephemeral_unknown, snap_lost, snap_incomplete;
+	/* scancheck */
+	jrawMonitorID chk_lock;
+	struct vp_ch_scopes chk_sc;
+	uint64_t chk_n, chk_same, chk_differ, chk_missing;
+	char chk_first[256];
+};
+
+static struct scan scan = { .period_ms = SCAN_MIN_MS };
 
 
 static size_t method_ptr_slot(uint64_t k)
@@ -71,7 +150,7 @@ static size_t method_ptr_slot(uint64_t k)
 
 /* Remembers that Method* ptr is jmethodID id (from a METHOD_PTR record, on the agent
  * thread); a later record for a reused Method* replaces the earlier one. */
-int method_ptr_put(uint64_t ptr, uint64_t id, uint64_t t)
+int vp_scan__method_ptr(uint64_t ptr, uint64_t id, uint64_t t)
 {
 	if (!ptr || !id)
 		return 0;
@@ -172,22 +251,10 @@ static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
 	return 0;
 }
 
-/* The last GC that finished in (lo, hi], or 0. */
-static uint64_t gc_between(uint64_t lo, uint64_t hi)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
-	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
-		uint64_t g = agent.gc_time[i % GC_RING];
-		if (g > lo && g <= hi && g > best)
-			best = g;
-	}
-	return best;
-}
-
 /* When missed code k went (see the top of this section). */
 static uint64_t unload_time(const struct known *k)
 {
-	uint64_t t = gc_between(k->seen_start, k->missed_end);
+	uint64_t t = vp_gcs__last_between(k->seen_start, k->missed_end);
 	return t ? t : k->missed_end;
 }
 
@@ -264,7 +331,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	 * give to the old class's jmethodID. */
 	if (!scan.redrained) {
 		scan.redrained = true;
-		write_queue(0);
+		vp_agent__write_queue(0);
 	}
 	k->jmid = method_ptr_get(k->method, &prepared);
 	/* Prepared after the walk saw this code: a later class at a reused Method*, and
@@ -313,18 +380,6 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
 		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	scan.loads++;
-}
-
-/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
- * the one that replaced it), which cannot wait for the queue to make room. */
-void write_queue(size_t at_least)
-{
-	const uint8_t *buf;
-	lock();
-	size_t n = agent.qlen >= at_least ? take(&buf) : 0;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	if (n && agent.w)
-		drain(buf, n);
 }
 
 static bool overlaps(const struct known *a, const struct known *b)
@@ -434,7 +489,7 @@ static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
 	return 0;
 }
 
-void scan_gc_start(void)
+void vp_scan__gc_start(void)
 {
 	struct st_mark m;
 	if (!scan.on || scan.gc_walk_off || !scan.snap[0].v || !scan.snap[1].v)
@@ -485,18 +540,6 @@ static void publish_walk(uint64_t start)
 	p->n = scan.nnext;
 	p->start = start;
 	__atomic_store_n(&scan.pub_cur, cur ^ 1, __ATOMIC_SEQ_CST);
-}
-
-/* The end of the first GC that finished after t, or 0. */
-static uint64_t gc_after(uint64_t t)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
-	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
-		uint64_t g = agent.gc_time[i % GC_RING];
-		if (g > t && (!best || g < best))
-			best = g;
-	}
-	return best;
 }
 
 static int cmp_snap(const void *a, const void *b)
@@ -559,7 +602,7 @@ static void take_gc_snapshots(uint64_t now)
 			continue;   /* still there, installed after the walk passed: the next walk's */
 		if (vp_grow((void **)&scan.eph, &scan.cap_eph, scan.neph + 1, sizeof(*scan.eph)))
 			break;
-		uint64_t end = gc_after(e->t);
+		uint64_t end = vp_gcs__first_after(e->t);
 		scan.eph[scan.neph++] = (struct known){ .blob = e->blob, .code_start = e->code_start, .method = e->method,
 						       .code_size = e->code_size, .compile_id = e->compile_id,
 						       .level = e->level, .osr = e->osr, .seen_start = e->since,
@@ -580,7 +623,7 @@ static void take_gc_snapshots(uint64_t now)
 				/* Gone before x came, so by the last GC before x was copied (JDK 20+
 				 * frees code only at GC), not the last GC before this walk: dated
 				 * that late, its life would overlap x's. */
-				uint64_t u = gc_between(o->seen_start, x->gc_t);
+				uint64_t u = vp_gcs__last_between(o->seen_start, x->gc_t);
 				if (!u)
 					u = unload_time(o) < x->gc_t ? unload_time(o) : x->gc_t;
 				if (u < unload_time(o))
@@ -623,7 +666,7 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 	/* Every class with code in the copies was prepared before the GC that copied it:
 	 * its METHOD_PTR record is queued, and written (and named, if it still can be) now. */
 	if (scan.neph)
-		write_queue(0);
+		vp_agent__write_queue(0);
 	for (size_t a = 0; a < scan.neph; a++) {
 		struct known *k = &scan.eph[a];
 		uint64_t prepared = 0, not_before = k->seen_start;
@@ -662,21 +705,21 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 }
 
 /* One walk and its diff against the previous one; on the agent thread. */
-void scan_code(jvmtiEnv *jvmti)
+void vp_scan__walk(jvmtiEnv *jvmti)
 {
 	struct st_mark m, md;
 
-	if (!scan.on || agent.idle || !agent.w || stats.noop)
+	if (!scan.on || !vp_agent__writing() || stats.noop)
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
 	 * (a class prepared during the walk is written in queue_scanned_load). */
-	write_queue(0);
+	vp_agent__write_queue(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
 	st_begin(&m);
 	scan.ncur = 0;
-	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	scan.gc_seen = vp_gcs__count();
 	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
 	uint64_t end = now_ns();
 	scan.walk_end = end;
@@ -765,7 +808,7 @@ void scan_code(jvmtiEnv *jvmti)
 		queue_scanned_load(jvmti, k, scan.last_start);
 		fresh++;
 		if ((fresh & 63) == 0)
-			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
+			vp_agent__write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
 	publish_walk(start);
@@ -785,23 +828,23 @@ out:
 }
 
 /* A walk is due: its time came, or a GC finished since the last one. */
-bool scan_due(void)
+bool vp_scan__due(void)
 {
-	return scan.on && !agent.idle && agent.w && !stats.noop && agent.classes_enumerated &&
-	       (now_ns() >= scan.due || __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE) != scan.gc_seen);
+	return scan.on && vp_agent__writing() && !stats.noop && vp_agent__classes_known() &&
+	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
 }
 
 /* Milliseconds the agent thread may wait for queue records before the next walk. */
-jlong scan_wait_ms(void)
+jlong vp_scan__wait_ms(void)
 {
-	if (!scan.on || agent.idle || !agent.w || stats.noop)
+	if (!scan.on || !vp_agent__writing() || stats.noop)
 		return 1000;
 	uint64_t t = now_ns();
 	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
 }
 
 /* A new session's map starts with every live method again, as at an attach. */
-void scan_reset(void)
+void vp_scan__reset(void)
 {
 	scan.reset_t = now_ns();
 	scan.nblobs = 0;   /* a new session's map names them again */
@@ -842,12 +885,12 @@ static bool same_method(uint64_t a, uint64_t b)
 	       ((!strcmp(n1, n2) && !strcmp(s1, s2)) || !strcmp(k1, "Ljava/lang/invoke/MethodHandle;"));
 }
 
-void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
+void vp_scan__check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
 {
 	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
 	struct vp_ch_nm nm;
 
-	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, scan.chk_lock);
+	(*vp_agent__jvmti())->RawMonitorEnter(vp_agent__jvmti(), scan.chk_lock);
 	scan.chk_n++;
 	if (vp_ch__find(&scan.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
 		scan.chk_missing++;
@@ -900,10 +943,10 @@ void scan_check(jmethodID method, jint code_size, const void *code_addr, const v
 	}
 	scan.chk_same++;
 out:
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, scan.chk_lock);
+	(*vp_agent__jvmti())->RawMonitorExit(vp_agent__jvmti(), scan.chk_lock);
 }
 
-void scan_print(void)
+void vp_scan__print(void)
 {
 	if (scan.check)
 		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
@@ -926,14 +969,14 @@ void scan_print(void)
  * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
  * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
  * samples between safepoints keep their inlined frames. */
-void choose_code_source(void)
+void vp_scan__choose_source(void)
 {
 	char why[160] = "no HotSpot VM structure tables";
 	const struct vp_hs_vm *vm = hotspot_vm();
 	bool ok = vm && vp_ch__init(&scan.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
 
 	if (scan.check) {
-		if (!ok || (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
+		if (!ok || (*vp_agent__jvmti())->CreateRawMonitor(vp_agent__jvmti(), "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
 			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
 			scan.check = false;
 		}
@@ -958,4 +1001,39 @@ void choose_code_source(void)
 			}
 		}
 	}
+}
+
+bool vp_scan__option(const char *p, size_t len)
+{
+	if (len == 10 && !strncmp(p, "jit=events", 10))
+		scan.forced_events = true;
+	else if (len == 8 && !strncmp(p, "jit=scan", 8))
+		scan.forced_events = false;
+	else if (len == 9 && !strncmp(p, "scancheck", 9))
+		scan.check = true;
+	else if (len == 9 && !strncmp(p, "gcwalk=no", 9))
+		scan.gc_walk_off = true;
+	else
+		return false;
+	return true;
+}
+
+bool vp_scan__on(void)
+{
+	return scan.on;
+}
+
+bool vp_scan__checking(void)
+{
+	return scan.check;
+}
+
+bool vp_scan__at_gc(void)
+{
+	return scan.on && !scan.gc_walk_off;
+}
+
+void vp_scan__free(void)
+{
+	vp_ch__scopes_free(&scan.sc);
 }
