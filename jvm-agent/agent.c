@@ -57,6 +57,7 @@
 #include "hotspot/memory.h"
 #include "jvm-agent/agent.h"
 #include "jvm-agent/gcs.h"
+#include "jvm-agent/queue.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/tasks.h"
@@ -76,7 +77,7 @@ static bool read_self(uint64_t addr, void *out, size_t len)
 
 /* HotSpot's VM structure tables, read once (hotspot/vmstructs.h); NULL when this JVM
  * has none. On the agent thread or in setup only. */
-const struct vp_hs_vm *hotspot_vm(void)
+const struct vp_hs_vm *vp_agent__hotspot_vm(void)
 {
 	static struct vp_hs_vm vm;
 	static int state;   /* 0 not read, 1 read, -1 failed */
@@ -115,7 +116,6 @@ struct session_opts {
 
 struct agent {
 	jvmtiEnv *jvmti;
-	jrawMonitorID lock;
 	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
 	volatile bool failed;   /* for good: the agent thread is gone or never came */
 	bool idle;              /* agent thread: no session (no file, events off) */
@@ -124,19 +124,12 @@ struct agent {
 	char dir[PATH_MAX];
 	char path[PATH_MAX + 32];
 
-	/* Under lock: the queue. */
-	uint8_t *qbuf[2];
-	size_t qlen;
-	int qcur;
-	uint64_t dropped;
+	/* Under the queue's lock (jvm-agent/queue.h): the agent thread's life. */
 	bool stopping, thread_running, thread_done;
-	uint64_t *seen;  /* jmethodIDs with a METHOD_NAME queued; 0 = empty slot */
-	size_t nseen;
 
 	/* Agent thread only (or the unloading thread once the agent thread is gone). */
 	struct vp_cm_writer *w; /* the map: its epochs and encoders (maps/codemap_writer.h) */
 	uint64_t last_flush;
-	bool warned_drops;
 
 	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
 	volatile int method_ptrs;
@@ -165,67 +158,8 @@ struct agent {
 
 static struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
-/* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
- * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
- * bytes queued or written per record type, printed to stderr when the agent stops. The
- * clocks are read only when stats are on: off, each site costs one predictable branch. */
-static const char *const st_name[ST_NKINDS] = {
-	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
-	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
-	"GarbageCollectionStart: code heap walk",
-};
-struct agent_stats stats;
-
-static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
 static __thread bool tl_agent_thread; /* this is the agent's own thread */
 static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void st_begin(struct st_mark *m)
-{
-	if (stats.on) {
-		m->wall = now_ns();
-		m->cpu = thread_cpu_ns();
-	}
-}
-
-void st_end(enum st_kind k, const struct st_mark *m)
-{
-	if (!stats.on)
-		return;
-	__atomic_add_fetch(&stats.n[k], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&stats.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&stats.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
-}
-
-static void st_print(void)
-{
-	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
-		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2",
-		"METHOD_NAMES" };
-	if (!stats.on)
-		return;
-	for (int k = 0; k < ST_NKINDS; k++)
-		fprintf(stderr, "viprof agent stats: %-24s n=%-7llu cpu_ms=%.1f wall_ms=%.1f\n", st_name[k],
-			(unsigned long long)stats.n[k], stats.cpu[k] / 1e6, stats.wall[k] / 1e6);
-	for (int t = 0; t < 16; t++)
-		if (stats.rec_n[t])
-			fprintf(stderr, "viprof agent stats: record %-13s n=%-7llu bytes=%llu\n", rec[t] ? rec[t] : "?",
-				(unsigned long long)stats.rec_n[t], (unsigned long long)stats.rec_bytes[t]);
-}
 
 static const char *jvmti_err(jvmtiError e)
 {
@@ -246,88 +180,6 @@ static void fail(const char *what, const char *why)
 	agent.disabled = true;
 	agent.failed = true;
 }
-
-/* ---- the queue (callbacks) ---- */
-
-/* Reserves a record in the queue; the caller holds agent.lock. NULL when full (counted as a
- * drop), except on the replaying thread, which waits for the agent thread to make room:
- * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
-static void *q_reserve_(uint32_t type, uint64_t time, size_t body_len, bool zero)
-{
-	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
-	if (size > VP_MAX_RECORD_SIZE) {
-		agent.dropped++;
-		return NULL;
-	}
-	while (agent.qlen + size > QUEUE_BYTES) {
-		if (!tl_replaying || !agent.thread_running || agent.stopping) {
-			agent.dropped++;
-			return NULL;
-		}
-		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
-	}
-	struct vp_record *r = (struct vp_record *)(agent.qbuf[agent.qcur] + agent.qlen);
-	if (zero)
-		memset(r, 0, size);
-	r->type = type;
-	r->size = (uint32_t)size;
-	r->time = time;
-	agent.qlen += size;
-	return r + 1;
-}
-
-void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
-{
-	return q_reserve_(type, time, body_len, true);
-}
-
-void lock(void) { (*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock); }
-/* Wakes the writer only once the queue is half full: a wakeup per record put a context
- * switch on every compiled method (the cost the sampler avoids with its ring buffer).
- * The writer also wakes every second on its own, and a full queue wakes it too. */
-void unlock_notify(void)
-{
-	if (agent.qlen >= QUEUE_BYTES / 2)
-		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-}
-
-static size_t seen_slot(uint64_t id)
-{
-	uint64_t h = id * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
-}
-
-/* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
- * from 0 to an id (seen_add, under the lock), so a reader sees either. A false "no"
- * only costs a duplicate name, which readers tolerate. */
-bool seen_has(uint64_t id)
-{
-	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
-		uint64_t v = __atomic_load_n(&agent.seen[i], __ATOMIC_ACQUIRE);
-		if (v == id)
-			return true;
-		if (!v)
-			return false;
-	}
-	return false;
-}
-
-/* Under lock. A full table just means names get queued again, which readers tolerate. */
-void seen_add(uint64_t id)
-{
-	if (agent.nseen >= SEEN_SLOTS / 2)
-		return;
-	size_t i = seen_slot(id);
-	while (agent.seen[i] && agent.seen[i] != id)
-		i = (i + 1) & (SEEN_SLOTS - 1);
-	if (!agent.seen[i]) {
-		__atomic_store_n(&agent.seen[i], id, __ATOMIC_RELEASE);
-		agent.nseen++;
-	}
-}
-
 
 static void copy_str(char *dst, size_t len, const char *src)
 {
@@ -418,23 +270,23 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 
 	/* An id with bit 0 set is no jmethodID but a Method* that fallback_id named: JVMTI
 	 * must never see it. */
-	if ((id & 1) || seen_has(id))
+	if ((id & 1) || vp_queue__named(id))
 		return;
 	class_names(jvmti, m, scratch);
 	if (method_names(jvmti, m, scratch))
 		return;
 	jint nlines = method_lines(jvmti, m, &lines);
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(scratch->readable, scratch->file, (uint32_t)nlines));
+	vp_queue__lock();
+	void *b = vp_queue__reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(scratch->readable, scratch->file, (uint32_t)nlines));
 	if (b) {
 		vp_cm_method_name__fill(b, id, scratch->readable, scratch->file, lines, (uint32_t)nlines);
-		seen_add(id);
+		vp_queue__add_named(id);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
 }
 
-const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
+const jvmtiCompiledMethodLoadInlineRecord *vp_agent__find_inline(const void *compile_info)
 {
 	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
 	for (int guard = 0; h && guard < 16; h = h->next, guard++)
@@ -475,10 +327,10 @@ static void name_fresh(void *ctx, uint64_t id)
 /* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
  * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
  * inlining as INLINE2, encoded straight into the queue. */
-void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
+void vp_agent__compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
 			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
 {
-	const jvmtiCompiledMethodLoadInlineRecord *inl = stats.no_inline ? NULL : find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_stats__no_inline() ? NULL : vp_agent__find_inline(compile_info);
 	struct vp_cm_inl_src src = { .ctx = inl, .npcs = inl && inl->numpcs > 0 ? (uint32_t)inl->numpcs : 0,
 				     .code_start = (uint64_t)(uintptr_t)code_addr, .code_size = (uint32_t)code_size,
 				     .pc = inl_pc, .frame = inl_frame };
@@ -493,8 +345,8 @@ void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void
 	queue_method_name(jvmti, method, &scratch);
 	size_t bound = vp_cm_inline2__plan(&tab, &src, &plan, name_fresh, &nc);
 
-	lock();
-	struct vp_cm_method_load2 *b = q_reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
+	vp_queue__lock();
+	struct vp_cm_method_load2 *b = vp_queue__reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->code_size = (uint32_t)code_size;
@@ -506,19 +358,14 @@ void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void
 		/* Not zeroed: the bound is far above what the encoding uses, which fills every
 		 * byte but the padding, cleared below. A table overflow drops the record
 		 * (counted). */
-		uint8_t *ib = bound ? q_reserve_(VP_CM_INLINE2, t, bound, false) : NULL;
+		uint8_t *ib = bound ? vp_queue__reserve_raw(VP_CM_INLINE2, t, bound) : NULL;
 		if (ib) {
-			struct vp_record *r = (struct vp_record *)ib - 1;
-			size_t used = vp_cm_inline2__encode(ib, &src, &tab, (uint64_t)(uintptr_t)method, &plan);
-			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
-			memset(ib + used, 0, size - sizeof(*r) - used);
-			agent.qlen -= r->size - size; /* the last record in the queue: give back the rest */
-			r->size = size;
+			vp_queue__trim(ib, vp_cm_inline2__encode(ib, &src, &tab, (uint64_t)(uintptr_t)method, &plan));
 		} else if (!bound) {
-			agent.dropped++;
+			vp_queue__drop();
 		}
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 }
 
 static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
@@ -526,40 +373,40 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 				     const jvmtiAddrLocationMap *map, const void *compile_info)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	if (vp_scan__checking())
 		vp_scan__check(method, code_size, code_addr, compile_info);
-	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
-	st_end(ST_LOAD, &m);
+	vp_agent__compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
+	vp_stats__end(ST_LOAD, &m);
 }
 
 static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
-	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
+	vp_stats__begin(&m);
+	vp_queue__lock();
+	struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
-	unlock_notify();
-	st_end(ST_UNLOAD, &m);
+	vp_queue__unlock_notify();
+	vp_stats__end(ST_UNLOAD, &m);
 }
 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	size_t nl = strnlen(name ? name : "", 255);
-	lock();
-	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	vp_queue__lock();
+	struct vp_cm_code_blob *b = vp_queue__reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)address;
 		b->code_size = (uint32_t)length;
@@ -567,8 +414,8 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 		b->name_len = (uint16_t)nl;
 		memcpy(b + 1, name, nl);
 	}
-	unlock_notify();
-	st_end(ST_DYNAMIC, &m);
+	vp_queue__unlock_notify();
+	vp_stats__end(ST_DYNAMIC, &m);
 }
 
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
@@ -578,10 +425,9 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
  * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	if (stats.on)
-		__atomic_add_fetch(&stats.n[ST_GC], 1, __ATOMIC_RELAXED);
+	vp_stats__count(ST_GC);
 	vp_gcs__finished(now_ns());
 }
 
@@ -591,30 +437,21 @@ static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
 {
 	(void)jvmti;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
 	vp_scan__gc_start();
 }
 
 /* ---- the writer side (agent thread) ---- */
 
-/* The queue's count of dropped events, for each EPOCH_END (the writer asks). */
-static uint64_t queue_dropped(void *ctx)
+static int name_ptr_methods(const struct vp_record *r);
+
+/* For each EPOCH_END: the events the queue dropped so far. */
+static uint64_t dropped_events(void *ctx)
 {
 	(void)ctx;
-	lock();
-	uint64_t dropped = agent.dropped;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	if (dropped && !agent.warned_drops) {
-		/* Once per JVM: the count itself goes into every EPOCH_END. */
-		fprintf(stderr, "viprof agent: event queue full, %llu events dropped; some JIT frames may be unnamed\n",
-			(unsigned long long)dropped);
-		agent.warned_drops = true;
-	}
-	return dropped;
+	return vp_queue__dropped();
 }
-
-static int name_ptr_methods(const struct vp_record *r);
 
 /* One queued record into the file (the writer places the epochs); a METHOD_PTR also
  * teaches the code-heap walk its Method*s and has its methods named. */
@@ -632,9 +469,9 @@ static int write_record(const struct vp_record *r)
 	}
 	if (!err && r->type == VP_CM_METHOD_PTR) {
 		struct st_mark m;
-		st_begin(&m);
+		vp_stats__begin(&m);
 		err = name_ptr_methods(r);
-		st_end(ST_WRITER_NAMES, &m);
+		vp_stats__end(ST_WRITER_NAMES, &m);
 	}
 	return err;
 }
@@ -668,14 +505,14 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 	jint n = 0;
 	jmethodID *ms = NULL;
 
-	if (agent.disabled || agent.method_ptrs < 0 || stats.noop)
+	if (agent.disabled || agent.method_ptrs < 0 || vp_stats__noop())
 		return;
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
 		goto cleanup;
 	if (!agent.method_ptrs && check_method_ptrs(ms[0]))
 		goto cleanup;
-	lock();
-	struct vp_cm_method_ptrs *b = q_reserve(VP_CM_METHOD_PTR, t,
+	vp_queue__lock();
+	struct vp_cm_method_ptrs *b = vp_queue__reserve(VP_CM_METHOD_PTR, t,
 						 sizeof(*b) + (size_t)n * sizeof(struct vp_cm_method_ptr));
 	if (b) {
 		struct vp_cm_method_ptr *p = (struct vp_cm_method_ptr *)(b + 1);
@@ -687,7 +524,7 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 			p[i].method_ptr = ms[i] ? *(volatile uint64_t *)ms[i] : 0;
 		}
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 cleanup:
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
 }
@@ -695,11 +532,11 @@ cleanup:
 static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
 {
 	struct st_mark m;
-	if (stats.noop)
+	if (vp_stats__noop())
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	queue_class_ptrs(jvmti, klass, now_ns(), 0);
-	st_end(ST_PREPARE, &m);
+	vp_stats__end(ST_PREPARE, &m);
 }
 
 /* Classes loaded before the agent could see them: their pointers were valid before the
@@ -712,7 +549,7 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	agent.classes_enumerated = true;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &cls) != JVMTI_ERROR_NONE)
 		return;
-	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	vp_queue__replaying(true);   /* our own thread: it may wait for queue room */
 	for (jint i = 0; i < n && !agent.disabled; i++) {
 		jint st = 0;
 
@@ -723,7 +560,7 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 		 * class forever and keep them from unloading. */
 		(*jni)->DeleteLocalRef(jni, cls[i]);
 	}
-	tl_replaying = false;
+	vp_queue__replaying(false);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
@@ -752,7 +589,7 @@ static int name_ptr_methods(const struct vp_record *r)
 		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
 		struct vp_cm_line *lines;
 
-		if (!m || seen_has(p[i].method_id))
+		if (!m || vp_queue__named(p[i].method_id))
 			continue;
 		/* The class half once per record: all methods of a METHOD_PTR record are of
 		 * one class (queue_class_ptrs). */
@@ -776,20 +613,20 @@ static int name_ptr_methods(const struct vp_record *r)
 	if (open && !err)
 		err = vp_cm_writer__put(agent.w, VP_CM_METHOD_NAMES, r->time, buf, vp_cm_names_enc__end(&enc));
 	if (named) {
-		lock();
+		vp_queue__lock();
 		for (uint32_t i = 0; i < named; i++)
-			seen_add(agent.named[i]);
-		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+			vp_queue__add_named(agent.named[i]);
+		vp_queue__unlock();
 	}
 	return err;
 }
 
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
-int drain(const uint8_t *buf, size_t len)
+static int drain(const uint8_t *buf, size_t len)
 {
 	struct st_mark m;
 	int err;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
 		if ((err = vp_gcs__write(agent.w, r->time)) || (err = write_record(r)))
@@ -797,7 +634,7 @@ int drain(const uint8_t *buf, size_t len)
 		off += r->size;
 	}
 	if (len)
-		st_end(ST_WRITER, &m);
+		vp_stats__end(ST_WRITER, &m);
 	/* GCs after the last record wait for the next one: records still on their way
 	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
@@ -808,24 +645,14 @@ int drain(const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Takes the current queue half under the lock; returns its length. */
-size_t take(const uint8_t **buf)
-{
-	*buf = agent.qbuf[agent.qcur];
-	size_t n = agent.qlen;
-	agent.qcur ^= 1;
-	agent.qlen = 0;
-	return n;
-}
-
 /* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
  * the one that replaced it), which cannot wait for the queue to make room. */
 void vp_agent__write_queue(size_t at_least)
 {
 	const uint8_t *buf;
-	lock();
-	size_t n = agent.qlen >= at_least ? take(&buf) : 0;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	vp_queue__lock();
+	size_t n = vp_queue__len() >= at_least ? vp_queue__take(&buf) : 0;
+	vp_queue__unlock();
 	if (n && agent.w)
 		drain(buf, n);
 }
@@ -852,8 +679,10 @@ static void finish_file(void)
 {
 	if (!agent.w)
 		return;
-	vp_cm_writer__counts(agent.w, stats.rec_n, stats.rec_bytes);
-	st_print();
+	uint64_t n[16] = { 0 }, bytes[16] = { 0 };
+	vp_cm_writer__counts(agent.w, n, bytes);
+	vp_stats__records(n, bytes);
+	vp_stats__print();
 	vp_scan__print();
 	int err = vp_cm_writer__close(agent.w, now_ns());
 	agent.w = NULL;
@@ -872,8 +701,8 @@ void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen
 {
 	if (agent.disabled)
 		return;
-	lock();
-	uint8_t *b = q_reserve_(type, time, hlen + tlen + t2len, true);
+	vp_queue__lock();
+	uint8_t *b = vp_queue__reserve(type, time, hlen + tlen + t2len);
 	if (b) {
 		memcpy(b, head, hlen);
 		if (tlen)
@@ -881,7 +710,7 @@ void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen
 		if (t2len)
 			memcpy(b + hlen + tlen, tail2, t2len);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 }
 
 /* ---- sampled allocations (record -e alloc; issue 25) ---- */
@@ -912,11 +741,11 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 		sig = NULL;
 	size_t sl = sig ? strnlen(sig, 1024) : 0;
 	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
-	lock();
+	vp_queue__lock();
 	/* Checked again under the queue's lock: a session that turned sampling off before its
 	 * switch (profiles_apply) gets none of it, not even from a thread preempted above. */
 	struct vp_cm_alloc_sample *b = !alloc_interval ? NULL :
-		q_reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
+		vp_queue__reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
 		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
 		b->tid = (uint32_t)syscall(SYS_gettid);
@@ -931,7 +760,7 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 							   .bci = (int32_t)fr[i].location };
 		memcpy(f + n, sig, sl);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	if (sig)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 }
@@ -960,7 +789,7 @@ static void alloc_start(void)
 /* ---- contended locks (record -e lock): locks.c ---- */
 
 /* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
- * the recorder's channel), on a thread that may call JNI (locks_live): called before
+ * the recorder's channel), on a thread that may call JNI (vp_locks__live): called before
  * the switch (starting=false) it turns off what the new session does not record, so that
  * none of it lands in the new map; after the switch (starting=true) it turns on or
  * retunes what the new session asks for, so that none of it lands in the old one. */
@@ -971,14 +800,14 @@ static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t
 			alloc_interval = 0;
 			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 		}
-		locks_apply(jvmti, jni, locks, false);
+		vp_locks__apply(jvmti, jni, locks, false);
 		return;
 	}
 	if (alloc && alloc != alloc_interval) {
 		alloc_interval = alloc;
 		alloc_start();
 	}
-	locks_apply(jvmti, jni, locks, true);
+	vp_locks__apply(jvmti, jni, locks, true);
 }
 
 /* ---- sessions ---- */
@@ -1084,19 +913,14 @@ static int switch_session(void)
 	vp_agent__write_queue(0);
 	finish_file();
 
-	lock();
+	vp_queue__lock();
 	use_options(&agent.next);
 	agent.next.map_fd = agent.next.lock_fd = -1;   /* agent.given_* own them now */
 	/* Every name is written again into the new file; what an idle agent's callbacks
 	 * queued while it turned idle belongs to no session. */
-	memset(agent.seen, 0, SEEN_SLOTS * sizeof(*agent.seen));
-	agent.nseen = 0;
-	agent.dropped = 0;
-	if (was_idle)
-		agent.qlen = 0;
+	vp_queue__new_session(was_idle);
 	vp_gcs__skip();
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	agent.warned_drops = false;
+	vp_queue__unlock();
 	agent.classes_enumerated = false;
 	agent.threads_named = false;
 	agent.attached = true;
@@ -1130,17 +954,17 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 	agent.agent_jni = jni;
 	for (;;) {
 		const uint8_t *buf = NULL;
-		(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
+		vp_queue__lock();
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
-			(*jvmti)->RawMonitorWait(jvmti, agent.lock, 0);
-		if (agent.qlen == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !vp_scan__due())
-			(*jvmti)->RawMonitorWait(jvmti, agent.lock, vp_scan__wait_ms());
-		size_t n = agent.idle ? 0 : take(&buf);
+			vp_queue__wait(0);
+		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !vp_scan__due())
+			vp_queue__wait(vp_scan__wait_ms());
+		size_t n = agent.idle ? 0 : vp_queue__take(&buf);
 		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
-		(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+		vp_queue__notify_all();
+		vp_queue__unlock();
 
 		/* With nothing new, drain still flushes what was written over a second ago: a
 		 * JVM that compiles nothing more (a steady service) would otherwise keep its
@@ -1149,19 +973,20 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		int err = n || (agent.w && !agent.idle) ? drain(buf, n) : 0;
 		if (err) {
 			fail("writing the code map", strerror(-err));
-			lock();
-			agent.qlen = 0;
-			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+			vp_queue__lock();
+			const uint8_t *lost;
+			vp_queue__take(&lost);   /* what the failed writer cannot write */
+			vp_queue__unlock();
 		}
 		if (stop || agent.failed)
 			break;
 		if (sw) {
 			int serr = switch_session();
-			lock();
+			vp_queue__lock();
 			agent.switch_err = serr;
 			agent.switch_done = agent.switch_want;
-			(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+			vp_queue__notify_all();
+			vp_queue__unlock();
 			continue;
 		}
 		if (!agent.idle && session_ended()) {
@@ -1179,12 +1004,13 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		if (!agent.idle && !agent.threads_named)
 			name_running_threads(jvmti, jni);
 	}
-	(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
+	vp_queue__lock();
 	/* Anything queued after the last take is written by whoever waits for us. */
 	agent.thread_done = true;
 	agent.thread_running = false;
-	(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-	(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+	vp_queue__writer(false);
+	vp_queue__notify_all();
+	vp_queue__unlock();
 }
 
 static int start_thread(JNIEnv *jni)
@@ -1200,9 +1026,11 @@ static int start_thread(JNIEnv *jni)
 	if (!th)
 		goto jni_fail;
 	agent.thread_running = true;
+	vp_queue__writer(!agent.stopping);
 	jvmtiError e = (*agent.jvmti)->RunAgentThread(agent.jvmti, th, agent_thread, NULL, JVMTI_THREAD_NORM_PRIORITY);
 	if (e != JVMTI_ERROR_NONE) {
 		agent.thread_running = false;
+		vp_queue__writer(false);
 		fail("RunAgentThread", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -1217,22 +1045,23 @@ jni_fail:
 /* Stops the agent thread (waiting at most ~2 s), then writes what is left and closes. */
 static void shutdown_agent(void)
 {
-	if (!agent.jvmti || !agent.lock)
+	if (!agent.jvmti || !vp_queue__ready())
 		return;
-	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock);
+	vp_queue__lock();
 	agent.stopping = true;
-	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	vp_queue__writer(false);
+	vp_queue__notify_all();
 	for (int i = 0; i < 20 && agent.thread_running; i++)
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+		vp_queue__wait(100);
 	bool can_write = !agent.thread_running;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	vp_queue__unlock();
 	/* The agent thread is gone: this thread may walk in its place, once. */
 	if (can_write && agent.w && !agent.disabled && agent.classes_enumerated)
 		vp_scan__walk(agent.jvmti);
-	lock();
+	vp_queue__lock();
 	const uint8_t *buf = NULL;
-	size_t n = can_write ? take(&buf) : 0;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	size_t n = can_write ? vp_queue__take(&buf) : 0;
+	vp_queue__unlock();
 	if (!can_write)
 		return; /* never race the writer; the file stays readable up to its last chunk */
 	if (agent.w && !agent.disabled && n)
@@ -1246,7 +1075,7 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (!agent.disabled)
 		start_thread(jni);
-	locks_live(jvmti, jni);
+	vp_locks__live(jvmti, jni);
 }
 
 static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
@@ -1265,15 +1094,15 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
 {
 	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
-	lock();
-	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
+	vp_queue__lock();
+	struct vp_cm_thread_name *b = vp_queue__reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
 	if (b) {
 		b->tid = tid;
 		b->name_len = (uint16_t)nl;
 		b->flags = flags;
 		memcpy(b + 1, name, nl);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 }
 
 /* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
@@ -1353,7 +1182,7 @@ static struct {
 static void hs_tid_init(JNIEnv *jni)
 {
 	tid_path.tried = true;
-	const struct vp_hs_vm *vm = hotspot_vm();
+	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
 	int64_t os = vm ? vp_hs_vm__offset(vm, VP_HS_THREAD_OSTHREAD) : -1;
 	int64_t tid = vm ? vp_hs_vm__offset(vm, VP_HS_OSTHREAD_TID) : -1;
 	if (os >= 0 && tid >= 0) {
@@ -1425,7 +1254,7 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		(*jni)->DeleteLocalRef(jni, th[i]);
 	}
 	uint64_t t = now_ns();
-	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	vp_queue__replaying(true);   /* our own thread: it may wait for queue room */
 	for (jint i = 0; names && tids && i < nth; i++) {
 		if (!names[i])
 			continue;
@@ -1454,7 +1283,7 @@ static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
 		else if (same == 1 && nhits == 1)
 			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
 	}
-	tl_replaying = false;
+	vp_queue__replaying(false);
 	for (jint i = 0; names && i < nth; i++)
 		free(names[i]);
 	free(names);
@@ -1505,15 +1334,7 @@ static bool detect_frame_pointers(void)
  * the code source (jit=events, jit=scan, scancheck) are walk.c's. */
 static bool measure_option(const char *p, size_t len)
 {
-	if (len == 5 && !memcmp(p, "stats", 5))
-		stats.on = true;
-	else if (len == 4 && !memcmp(p, "noop", 4))
-		stats.noop = true;
-	else if (len == 9 && !memcmp(p, "inline=no", 9))
-		stats.no_inline = true;
-	else
-		return vp_scan__option(p, len);
-	return true;
+	return vp_stats__option(p, len) || vp_scan__option(p, len);
 }
 
 static int receive_fds(struct session_opts *o);
@@ -1522,12 +1343,10 @@ static int receive_fds(struct session_opts *o);
  * measurement options above (and VIPROF_AGENT_STATS=1 for stats). */
 static int parse_options(const char *options, struct session_opts *o)
 {
-	const char *env = getenv("VIPROF_AGENT_STATS");
-	if (env && *env && strcmp(env, "0"))
-		stats.on = true;
+	vp_stats__env(getenv("VIPROF_AGENT_STATS"));
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
-	vthread_option(NULL, 0);   /* each session says whether it wants virtual threads */
+	vp_vthread__option(NULL, 0);   /* each session says whether it wants virtual threads */
 	o->locks = -1;
 	if (!options)
 		options = "";
@@ -1560,7 +1379,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			if (*e || !v)
 				return -EINVAL;
 			o->alloc = v;
-		} else if (measure_option(p, len) || vthread_option(p, len)) {
+		} else if (measure_option(p, len) || vp_vthread__option(p, len)) {
 			/* taken */
 		} else if (len) {
 			return -EINVAL;
@@ -1586,7 +1405,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
 	}
-	vthread_start(NULL);       /* a later session's: the first one's starts in setup */
+	vp_vthread__start(NULL);       /* a later session's: the first one's starts in setup */
 	return 0;
 }
 
@@ -1756,7 +1575,7 @@ static int open_file(void)
 			agent.path[sizeof(agent.path) - 1] = '\0';
 		agent.w = vp_cm_writer__create_at(pfd, file);
 		if (agent.w) {
-			vp_cm_writer__on_dropped(agent.w, queue_dropped, NULL);
+			vp_cm_writer__on_dropped(agent.w, dropped_events, NULL);
 			close(pfd);
 			return 0;
 		}
@@ -1811,16 +1630,10 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	agent.frame_pointers = detect_frame_pointers();
 	vp_scan__choose_source();
 	vp_gcs__init();
-	agent.qbuf[0] = malloc(QUEUE_BYTES);
-	agent.qbuf[1] = malloc(QUEUE_BYTES);
-	agent.seen = calloc(SEEN_SLOTS, sizeof(*agent.seen));
-	if (!agent.qbuf[0] || !agent.qbuf[1] || !agent.seen) {
-		fail("allocating the event queue", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	if ((e = (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-queue", &agent.lock)) != JVMTI_ERROR_NONE) {
-		fail("CreateRawMonitor", jvmti_err(e));
-		return -EINVAL;
+	const char *what = NULL;
+	if ((err = vp_queue__init(agent.jvmti, &what))) {
+		fail(what, strerror(-err));
+		return err;
 	}
 	if ((err = open_file())) {
 		char why[2 * PATH_MAX + 320];
@@ -1861,7 +1674,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.ThreadStart = cb_thread_start;
 	cb.ThreadEnd = cb_thread_end;
 	cb.SampledObjectAlloc = cb_sampled_alloc;
-	locks_callbacks(&cb);
+	vp_locks__callbacks(&cb);
 	if ((e = (*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -1886,10 +1699,10 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		}
 	}
 	alloc_start();
-	locks_start(&(struct locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = lock,
-					  .unlock_notify = unlock_notify, .q_reserve = q_reserve,
-					  .disabled = &agent.disabled, .verbose = &stats.on }, so.locks);
-	vthread_start(vm);
+	vp_locks__start(&(struct vp_locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = vp_queue__lock,
+					  .unlock_notify = vp_queue__unlock_notify, .q_reserve = vp_queue__reserve,
+					  .disabled = &agent.disabled, .verbose = vp_stats__on_flag() }, so.locks);
+	vp_vthread__start(vm);
 	return 0;
 }
 
@@ -1954,9 +1767,9 @@ static int switch_to(struct session_opts *so_in)
 	struct session_opts so = *so_in;
 	int err;
 
-	lock();
+	vp_queue__lock();
 	if (!agent.thread_running) {
-		(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+		vp_queue__unlock();
 		if (so.map_fd >= 0)
 			close(so.map_fd);
 		if (so.lock_fd >= 0)
@@ -1972,12 +1785,12 @@ static int switch_to(struct session_opts *so_in)
 		close(agent.next.lock_fd);
 	agent.next = so;
 	uint64_t want = ++agent.switch_want;
-	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	vp_queue__notify_all();
 	/* Closing the old map writes what its queue holds: seconds at worst. */
 	for (int i = 0; i < 300 && agent.switch_done < want && agent.thread_running; i++)
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+		vp_queue__wait(100);
 	err = agent.switch_done >= want ? agent.switch_err : -ETIMEDOUT;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	vp_queue__unlock();
 	if (err)
 		fprintf(stderr, "viprof agent: starting a new code map in %s failed: %s (it must be this user's or "
 			"root's and not writable by others); JIT frames of this session will not be named\n", so.dir,
@@ -1989,12 +1802,12 @@ static int switch_to(struct session_opts *so_in)
  * (the attach listener, not application code) may wait for queue room. */
 static void replay(void)
 {
-	tl_replaying = true;
+	vp_queue__replaying(true);
 	jvmtiError e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	/* A walk finds the compiled code by itself (its first one names all that is live). */
 	if (e == JVMTI_ERROR_NONE && !vp_scan__on())
 		e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
-	tl_replaying = false;
+	vp_queue__replaying(false);
 	if (e != JVMTI_ERROR_NONE)
 		fprintf(stderr, "viprof agent: GenerateEvents failed: %s; code compiled before the attach will not be named\n",
 			jvmti_err(e));
@@ -2123,7 +1936,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		agent.new_chan = -1;
 		return JNI_ERR;
 	}
-	locks_live(agent.jvmti, jni);   /* locks= on attach: java.util.concurrent's parks too */
+	vp_locks__live(agent.jvmti, jni);   /* locks= on attach: java.util.concurrent's parks too */
 	replay();
 	start_channel(vm, agent.new_chan);
 	agent.new_chan = -1;

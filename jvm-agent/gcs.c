@@ -41,7 +41,7 @@ void vp_gcs__init(void)
 	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
 						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
 						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
-	const struct vp_hs_vm *vm = hotspot_vm();
+	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
 
 	if (!vm)
 		return;

@@ -56,12 +56,12 @@ static struct { uint64_t id, time; } vt_last[VT_SLOTS];
 #define VT_JUST_STARTED UINT64_MAX
 
 static int vt_wanted = -1;     /* vthreads= of the current session: 1 on, 0 off, -1 not given (off) */
-static JavaVM *vt_vm;          /* from the first vthread_start */
+static JavaVM *vt_vm;          /* from the first vp_vthread__start */
 static bool vt_started;        /* the environment and its events are on */
 static jfieldID tid_field;     /* java.lang.Thread.tid: the id threadId() returns */
 static __thread uint32_t tl_tid;
 
-bool vthread_option(const char *p, size_t len)
+bool vp_vthread__option(const char *p, size_t len)
 {
 	if (!p)
 		vt_wanted = -1;
@@ -149,7 +149,7 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 		if (__atomic_load_n(&vt_last[k].id, __ATOMIC_ACQUIRE) == id)
 			since = __atomic_load_n(&vt_last[k].time, __ATOMIC_RELAXED);
 		if (since != VT_JUST_STARTED && since)
-			locks_vthread_mount(jvmti, jni, vt, since, t);   /* -e lock: a park that unmounted */
+			vp_locks__vthread_mount(jvmti, jni, vt, since, t);   /* -e lock: a park that unmounted */
 		if (since == VT_JUST_STARTED)
 			;
 		else if (since && t > since && t - since < VT_STACK_MIN_NS)
@@ -281,7 +281,7 @@ static const char *err_name(jvmtiEnv *jvmti, jvmtiError e)
 	return buf;
 }
 
-void vthread_start(JavaVM *vm)
+void vp_vthread__start(JavaVM *vm)
 {
 	jvmtiEnv *jvmti = NULL;
 	jvmtiCapabilities caps = { 0 };

@@ -14,6 +14,7 @@
 #include "hotspot/memory.h"
 #include "jvm-agent/agent.h"
 #include "jvm-agent/gcs.h"
+#include "jvm-agent/queue.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmflags.h"
 
@@ -237,8 +238,8 @@ static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
 	if (scan.nblobs == sizeof(scan.blobs) / sizeof(scan.blobs[0]))
 		return 0;
 	size_t nl = strlen(bl->name);
-	lock();
-	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	vp_queue__lock();
+	struct vp_cm_code_blob *b = vp_queue__reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
 	if (b) {
 		b->code_start = bl->code_start;
 		b->code_size = bl->code_size;
@@ -247,7 +248,7 @@ static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
 		memcpy(b + 1, bl->name, nl);
 		scan.blobs[scan.nblobs++] = bl->code_start;
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	return 0;
 }
 
@@ -260,13 +261,13 @@ static uint64_t unload_time(const struct known *k)
 
 static void queue_unload(const struct known *k)
 {
-	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
+	vp_queue__lock();
+	struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
 	if (b) {
 		b->code_start = k->code_start;
 		b->method_id = k->jmid;
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	scan.unloads++;
 }
 
@@ -280,13 +281,13 @@ static bool queue_name(uint64_t id, struct mnames *nm, const char *name, const c
 	if (snprintf(nm->readable, sizeof(nm->readable), "%s.%s", nm->kreadable, nm->mpart) >= (int)sizeof(nm->readable))
 		nm->readable[sizeof(nm->readable) - 1] = '\0';
 	nm->file[0] = '\0';
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(nm->readable, nm->file, 0));
+	vp_queue__lock();
+	void *b = vp_queue__reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(nm->readable, nm->file, 0));
 	if (b) {
 		vp_cm_method_name__fill(b, id, nm->readable, nm->file, NULL, 0);
-		seen_add(id);
+		vp_queue__add_named(id);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	return b != NULL;
 }
 
@@ -303,7 +304,7 @@ static uint64_t fallback_id(uint64_t mptr)
 
 	if (!mptr)
 		return 0;
-	if (seen_has(id))
+	if (vp_queue__named(id))
 		return id;
 	if (vp_ch__method_names(&scan.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
 		return 0;
@@ -352,7 +353,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		scan.unknown++;
 		return;
 	}
-	if (!stats.no_inline) {
+	if (!vp_stats__no_inline()) {
 		int err = vp_ch__scopes(&scan.ch, &nm, &scan.sc);
 		bool ok = !err && !vp_grow((void **)&scan.pcinfo, &scan.cap_pcinfo, scan.sc.npcs + 1, sizeof(*scan.pcinfo)) &&
 			  !vp_grow((void **)&scan.ids, &scan.cap_ids, scan.sc.nframes + 1, sizeof(*scan.ids)) &&
@@ -377,7 +378,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 			scan.undecoded++;
 		}
 	}
-	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
+	vp_agent__compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
 		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	scan.loads++;
 }
@@ -494,7 +495,7 @@ void vp_scan__gc_start(void)
 	struct st_mark m;
 	if (!scan.on || scan.gc_walk_off || !scan.snap[0].v || !scan.snap[1].v)
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	__atomic_store_n(&scan.in_cb, 1, __ATOMIC_SEQ_CST);
 	int sc = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST), pc = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
 	static struct gc_walk w;   /* one GC callback at a time (the VM thread) */
@@ -503,8 +504,8 @@ void vp_scan__gc_start(void)
 	if (vp_ch__walk(&scan.ch, gc_visit, &w))
 		w.b->incomplete++;
 	__atomic_store_n(&scan.in_cb, 0, __ATOMIC_SEQ_CST);
-	st_end(ST_GC_WALK, &m);
-	if (stats.on && now_ns() - w.t > scan.gc_walk_max_ns)
+	vp_stats__end(ST_GC_WALK, &m);
+	if (vp_stats__on() && now_ns() - w.t > scan.gc_walk_max_ns)
 		scan.gc_walk_max_ns = now_ns() - w.t;
 }
 
@@ -673,7 +674,7 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 		k->jmid = method_ptr_get(k->method, &prepared);
 		/* A Method* prepared after the GC that saw the code is a later class's, at the
 		 * address of the unloaded one; one without a name written lost its class first. */
-		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid))) {
+		if (k->jmid && (prepared > k->gc_t || !vp_queue__named(k->jmid))) {
 			k->jmid = 0;
 			prepared = 0;   /* that time is the other class's */
 		}
@@ -689,16 +690,16 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 			not_before = k->after;
 		if (not_before > k->missed_end)
 			not_before = k->missed_end;
-		compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
+		vp_agent__compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
 			      (const void *)(uintptr_t)k->code_start, NULL, not_before, (uint8_t)k->level,
 			      k->osr ? VP_CM_LOAD_OSR : 0);
-		lock();
-		struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
+		vp_queue__lock();
+		struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
 		if (b) {
 			b->code_start = k->code_start;
 			b->method_id = k->jmid;
 		}
-		unlock_notify();
+		vp_queue__unlock_notify();
 		scan.ephemeral++;
 	}
 	scan.neph = 0;
@@ -709,7 +710,7 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 {
 	struct st_mark m, md;
 
-	if (!scan.on || !vp_agent__writing() || stats.noop)
+	if (!scan.on || !vp_agent__writing() || vp_stats__noop())
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
@@ -717,7 +718,7 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 	vp_agent__write_queue(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
-	st_begin(&m);
+	vp_stats__begin(&m);
 	scan.ncur = 0;
 	scan.gc_seen = vp_gcs__count();
 	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
@@ -727,7 +728,7 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 	if (err) {
 		scan.incomplete++;
 		scan.due = end + SCAN_MIN_MS * 1000000ull;
-		st_end(ST_SCAN, &m);
+		vp_stats__end(ST_SCAN, &m);
 		return;
 	}
 	/* The walk goes in address order; sort only if the heaps overlapped oddly. */
@@ -736,8 +737,8 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 			qsort(scan.cur, scan.ncur, sizeof(*scan.cur), cmp_known);
 			break;
 		}
-	st_end(ST_SCAN, &m);
-	st_begin(&md);
+	vp_stats__end(ST_SCAN, &m);
+	vp_stats__begin(&md);
 
 	/* Merge by blob address: carried over, new, or missed. */
 	size_t i = 0, j = 0, fresh = 0, gone = 0;
@@ -808,7 +809,7 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 		queue_scanned_load(jvmti, k, scan.last_start);
 		fresh++;
 		if ((fresh & 63) == 0)
-			vp_agent__write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
+			vp_agent__write_queue(VP_QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
 	publish_walk(start);
@@ -824,20 +825,20 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 out:
 	scan.due = now_ns() + (uint64_t)scan.period_ms * 1000000ull;
 	if (fresh || gone)
-		st_end(ST_SCAN_DECODE, &md);
+		vp_stats__end(ST_SCAN_DECODE, &md);
 }
 
 /* A walk is due: its time came, or a GC finished since the last one. */
 bool vp_scan__due(void)
 {
-	return scan.on && vp_agent__writing() && !stats.noop && vp_agent__classes_known() &&
+	return scan.on && vp_agent__writing() && !vp_stats__noop() && vp_agent__classes_known() &&
 	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
 }
 
 /* Milliseconds the agent thread may wait for queue records before the next walk. */
 jlong vp_scan__wait_ms(void)
 {
-	if (!scan.on || !vp_agent__writing() || stats.noop)
+	if (!scan.on || !vp_agent__writing() || vp_stats__noop())
 		return 1000;
 	uint64_t t = now_ns();
 	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
@@ -887,7 +888,7 @@ static bool same_method(uint64_t a, uint64_t b)
 
 void vp_scan__check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
 {
-	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_agent__find_inline(compile_info);
 	struct vp_ch_nm nm;
 
 	(*vp_agent__jvmti())->RawMonitorEnter(vp_agent__jvmti(), scan.chk_lock);
@@ -952,14 +953,14 @@ void vp_scan__print(void)
 		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
 			(unsigned long long)scan.chk_n, (unsigned long long)scan.chk_same, (unsigned long long)scan.chk_differ,
 			(unsigned long long)scan.chk_missing, scan.chk_first[0] ? "; first: " : "", scan.chk_first);
-	if (stats.on && scan.on)
+	if (vp_stats__on() && scan.on)
 		fprintf(stderr, "viprof agent stats: code heap walks=%llu incomplete=%llu loads=%llu unloads=%llu "
 			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)scan.walks,
 			(unsigned long long)scan.incomplete, (unsigned long long)scan.loads, (unsigned long long)scan.unloads,
 			(unsigned long long)scan.unknown, (unsigned long long)scan.undecoded, (unsigned long long)scan.fallback);
-	if (stats.on && scan.on && !scan.gc_walk_off)
+	if (vp_stats__on() && scan.on && !scan.gc_walk_off)
 		fprintf(stderr, "viprof agent stats: walks at GC start=%llu longest_us=%.1f short_lived_loads=%llu "
-			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)stats.n[ST_GC_WALK],
+			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)vp_stats__n(ST_GC_WALK),
 			scan.gc_walk_max_ns / 1e3, (unsigned long long)scan.ephemeral,
 			(unsigned long long)scan.ephemeral_unknown, (unsigned long long)scan.snap_lost,
 			(unsigned long long)scan.snap_incomplete);
@@ -972,7 +973,7 @@ void vp_scan__print(void)
 void vp_scan__choose_source(void)
 {
 	char why[160] = "no HotSpot VM structure tables";
-	const struct vp_hs_vm *vm = hotspot_vm();
+	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
 	bool ok = vm && vp_ch__init(&scan.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
 
 	if (scan.check) {
