@@ -2,20 +2,27 @@
  * interpreter, and when (epochs), into <dir>/<pid>/codemap.vpm (maps/codemap_format.h).
  *
  * Where records come from. Compiled code: by default the agent thread walks HotSpot's
- * code heaps (hotspot/codeheap.h, the scan_* section below) and diffs each walk against
+ * code heaps (walk.c on hotspot/codeheap.h) and diffs each walk against
  * the last, so HotSpot posts no per-method event; with jit=events, or on a JVM whose
  * layout hotspot/ does not know, the CompiledMethodLoad/Unload callbacks do it instead.
  * Stubs and the interpreter: DynamicCodeGenerated. Method* of interpreted frames:
- * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish. Java thread names:
- * ThreadStart/End. Allocation (alloc=) and lock (locks=) samples: SampledObjectAlloc, and
- * locks.c (monitor events and a wrapper of Unsafe.park).
+ * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish (gcs.c). Java thread names:
+ * ThreadStart/End (threads.c). Allocation (alloc=) and lock (locks=) samples:
+ * SampledObjectAlloc (alloc.c), and locks.c (monitor events and a wrapper of Unsafe.park).
+ *
+ * Who owns what: each file below keeps its state to itself and is asked through its
+ * vp_<name>__ functions. This file: the sessions, the callbacks' dispatch, the agent
+ * thread and the map's file. queue.c: the record queue and the names already queued.
+ * loads.c: what a code load and a class's method names become in the queue and the
+ * map. maps/codemap_writer.c: the encoders and the epoch decisions. gcs.c, threads.c,
+ * alloc.c, locks.c, vthread.c, walk.c, stats.c: as named.
  *
  * Threads: JVMTI callbacks run on compiler threads, the GC thread, application threads
  * and whichever thread calls GenerateEvents. They only append finished records to a
  * preallocated, bounded queue under one raw monitor (the GC callback only publishes its
  * time in a lock-free ring), as the JVMTI spec demands; the agent's own Java thread
- * (RunAgentThread) walks the code heaps, swaps the queue out, decides the epochs and
- * writes the file.
+ * (RunAgentThread) walks the code heaps, swaps the queue out and has the writer place
+ * the epochs and write the file.
  *
  * Sessions: each Agent_OnAttach after the first ends the current map and starts one in
  * the new directory, replaying live code (switch_session, on the agent thread). With
@@ -55,15 +62,18 @@
 #include "common/util.h"
 #include "hotspot/codeheap.h"
 #include "hotspot/memory.h"
-#include "jvm-agent/agent.h"
+#include "jvm-agent/stats.h"
+#include "jvm-agent/alloc.h"
 #include "jvm-agent/gcs.h"
+#include "jvm-agent/loads.h"
 #include "jvm-agent/queue.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
-#include "jvm-agent/tasks.h"
+#include "jvm-agent/threads.h"
 #include "hotspot/vmstructs.h"
 #include "jvm-agent/vmflags.h"
 #include "jvm-agent/vthread.h"
+#include "jvm-agent/walk.h"
 #include "maps/codemap_format.h"
 #include "maps/codemap_writer.h"
 
@@ -77,7 +87,7 @@ static bool read_self(uint64_t addr, void *out, size_t len)
 
 /* HotSpot's VM structure tables, read once (hotspot/vmstructs.h); NULL when this JVM
  * has none. On the agent thread or in setup only. */
-const struct vp_hs_vm *vp_agent__hotspot_vm(void)
+static const struct vp_hs_vm *hotspot_vm(void)
 {
 	static struct vp_hs_vm vm;
 	static int state;   /* 0 not read, 1 read, -1 failed */
@@ -135,9 +145,6 @@ struct agent {
 	volatile int method_ptrs;
 	bool classes_enumerated;
 	bool threads_named;    /* this session has the names of the threads it found running */
-	JNIEnv *agent_jni;     /* the agent thread's, for its local reference frames */
-	uint64_t *named;       /* name_ptr_methods' scratch: ids named from one record */
-	size_t named_cap;
 	bool default_dir;      /* no dir= option: the per-user default under /tmp */
 
 	/* The session's end: a recorder holds lock_path locked while it records. */
@@ -158,8 +165,6 @@ struct agent {
 
 static struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
-static __thread bool tl_agent_thread; /* this is the agent's own thread */
-static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
 
 static const char *jvmti_err(jvmtiError e)
 {
@@ -181,193 +186,6 @@ static void fail(const char *what, const char *why)
 	agent.failed = true;
 }
 
-static void copy_str(char *dst, size_t len, const char *src)
-{
-	snprintf(dst, len, "%s", src ? src : "");
-}
-
-/* The class half of a method's names: its class signature and source file (an
- * unreadable class leaves "L?;"). Asked once per class on the agent thread, where the
- * class reference GetMethodDeclaringClass makes is freed with a local frame: that thread
- * never returns to Java, so it would pin the class (no unloading, no code reuse). In a
- * callback the JVM frees it when the callback returns. */
-static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	JNIEnv *jni = agent.agent_jni && tl_agent_thread ? agent.agent_jni : NULL;
-	char *csig = NULL, *file = NULL;
-	jclass cls = NULL;
-
-	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
-		jni = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
-		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
-			csig = NULL;
-		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
-			file = NULL;
-	}
-	if (jni)
-		(*jni)->PopLocalFrame(jni, NULL);
-	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
-	copy_str(out->file, sizeof(out->file), file);
-	vp_java_readable_class(out->klass, out->kreadable, sizeof(out->kreadable));
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
-}
-
-/* The method half: the method part of the readable name and, with out's class, the
- * whole readable name. */
-static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	char *name = NULL, *sig = NULL;
-	int err = 0;
-
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	vp_java_readable_method(name, sig, out->mpart, sizeof(out->mpart));
-	if (snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
-	    (int)sizeof(out->readable))
-		out->readable[sizeof(out->readable) - 1] = '\0'; /* cut, as vp_java_readable_name cuts */
-cleanup:
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	return err;
-}
-
-/* The method's line table, at most MAX_LINES entries, as the code map's lines: JVMTI
- * memory (Deallocate it) whose entries were turned into struct vp_cm_line in place (each
- * is half the size of JVMTI's, so entry i is written over bytes already read). None when
- * the method has no lines or the capability is missing. */
-static jint method_lines(jvmtiEnv *jvmti, jmethodID m, struct vp_cm_line **out)
-{
-	jvmtiLineNumberEntry *lines = NULL;
-	jint n = 0;
-
-	*out = NULL;
-	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, &lines) != JVMTI_ERROR_NONE)
-		return 0;
-	n = n > MAX_LINES ? MAX_LINES : n;
-	_Static_assert(2 * sizeof(struct vp_cm_line) <= sizeof(jvmtiLineNumberEntry), "lines convert in place");
-	for (jint i = 0; i < n; i++) {
-		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
-					.line = (uint32_t)lines[i].line_number };
-		memcpy((uint8_t *)lines + (size_t)i * sizeof(l), &l, sizeof(l));
-	}
-	*out = (struct vp_cm_line *)(void *)lines;
-	return n;
-}
-
-/* In a callback: queues METHOD_NAME for m unless one is queued or written already.
- * Names are resolved here, not later on the agent thread, because a class can unload
- * (and its jmethodIDs stop answering) before the writer gets to the record; but most
- * methods were named before they are compiled (the writer names every method of each
- * prepared class, name_ptr_methods), so this is the exception. */
-static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
-{
-	uint64_t id = (uint64_t)(uintptr_t)m;
-	struct vp_cm_line *lines = NULL;
-
-	/* An id with bit 0 set is no jmethodID but a Method* that fallback_id named: JVMTI
-	 * must never see it. */
-	if ((id & 1) || vp_queue__named(id))
-		return;
-	class_names(jvmti, m, scratch);
-	if (method_names(jvmti, m, scratch))
-		return;
-	jint nlines = method_lines(jvmti, m, &lines);
-	vp_queue__lock();
-	void *b = vp_queue__reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(scratch->readable, scratch->file, (uint32_t)nlines));
-	if (b) {
-		vp_cm_method_name__fill(b, id, scratch->readable, scratch->file, lines, (uint32_t)nlines);
-		vp_queue__add_named(id);
-	}
-	vp_queue__unlock_notify();
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-}
-
-const jvmtiCompiledMethodLoadInlineRecord *vp_agent__find_inline(const void *compile_info)
-{
-	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
-	for (int guard = 0; h && guard < 16; h = h->next, guard++)
-		if (h->kind == JVMTI_CMLR_INLINE_INFO)
-			return (const jvmtiCompiledMethodLoadInlineRecord *)h;
-	return NULL;
-}
-
-/* JVMTI's inlining as the encoder reads it (maps/codemap_writer.h). */
-static void inl_pc(const void *ctx, uint32_t i, uint64_t *pc, uint32_t *depth)
-{
-	const PCStackInfo *p = &((const jvmtiCompiledMethodLoadInlineRecord *)ctx)->pcinfo[i];
-
-	*pc = (uint64_t)(uintptr_t)p->pc;
-	*depth = p->numstackframes > 0 ? (uint32_t)p->numstackframes : 0;
-}
-
-static void inl_frame(const void *ctx, uint32_t i, uint32_t k, uint64_t *method, int32_t *bci)
-{
-	const PCStackInfo *p = &((const jvmtiCompiledMethodLoadInlineRecord *)ctx)->pcinfo[i];
-
-	*method = (uint64_t)(uintptr_t)p->methods[k];
-	*bci = p->bcis[k];
-}
-
-struct name_ctx {
-	jvmtiEnv *jvmti;
-	struct mnames *scratch;
-};
-
-static void name_fresh(void *ctx, uint64_t id)
-{
-	struct name_ctx *c = ctx;
-
-	queue_method_name(c->jvmti, (jmethodID)(uintptr_t)id, c->scratch);
-}
-
-/* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
- * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
- * inlining as INLINE2, encoded straight into the queue. */
-void vp_agent__compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
-			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
-{
-	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_stats__no_inline() ? NULL : vp_agent__find_inline(compile_info);
-	struct vp_cm_inl_src src = { .ctx = inl, .npcs = inl && inl->numpcs > 0 ? (uint32_t)inl->numpcs : 0,
-				     .code_start = (uint64_t)(uintptr_t)code_addr, .code_size = (uint32_t)code_size,
-				     .pc = inl_pc, .frame = inl_frame };
-	struct vp_cm_inl_table tab;
-	struct vp_cm_inl_plan plan;
-	struct mnames scratch;
-	struct name_ctx nc = { jvmti, &scratch };
-	bool fresh;
-
-	vp_cm_inl_table__init(&tab);
-	vp_cm_inl_table__index(&tab, (uint64_t)(uintptr_t)method, &fresh);
-	queue_method_name(jvmti, method, &scratch);
-	size_t bound = vp_cm_inline2__plan(&tab, &src, &plan, name_fresh, &nc);
-
-	vp_queue__lock();
-	struct vp_cm_method_load2 *b = vp_queue__reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
-	if (b) {
-		b->code_start = (uint64_t)(uintptr_t)code_addr;
-		b->code_size = (uint32_t)code_size;
-		b->level = level;
-		b->flags = flags;
-		b->method_id = (uint64_t)(uintptr_t)method;
-	}
-	if (b && plan.npcs) {
-		/* Not zeroed: the bound is far above what the encoding uses, which fills every
-		 * byte but the padding, cleared below. A table overflow drops the record
-		 * (counted). */
-		uint8_t *ib = bound ? vp_queue__reserve_raw(VP_CM_INLINE2, t, bound) : NULL;
-		if (ib) {
-			vp_queue__trim(ib, vp_cm_inline2__encode(ib, &src, &tab, (uint64_t)(uintptr_t)method, &plan));
-		} else if (!bound) {
-			vp_queue__drop();
-		}
-	}
-	vp_queue__unlock_notify();
-}
-
 static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
 				     const void *code_addr, jint map_length,
 				     const jvmtiAddrLocationMap *map, const void *compile_info)
@@ -378,7 +196,7 @@ static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint cod
 	vp_stats__begin(&m);
 	if (vp_scan__checking())
 		vp_scan__check(method, code_size, code_addr, compile_info);
-	vp_agent__compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
+	vp_loads__compiled(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
 	vp_stats__end(ST_LOAD, &m);
 }
 
@@ -444,7 +262,6 @@ static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
 
 /* ---- the writer side (agent thread) ---- */
 
-static int name_ptr_methods(const struct vp_record *r);
 
 /* For each EPOCH_END: the events the queue dropped so far. */
 static uint64_t dropped_events(void *ctx)
@@ -470,7 +287,7 @@ static int write_record(const struct vp_record *r)
 	if (!err && r->type == VP_CM_METHOD_PTR) {
 		struct st_mark m;
 		vp_stats__begin(&m);
-		err = name_ptr_methods(r);
+		err = vp_loads__name_class(agent.jvmti, agent.w, r);
 		vp_stats__end(ST_WRITER_NAMES, &m);
 	}
 	return err;
@@ -564,63 +381,6 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
-/* The writer names the methods of the METHOD_PTR records it writes, once each, straight
- * into the file: this is the agent's own thread (or the one shutting it down), so the
- * JVMTI calls cost the application nothing. A class unloaded in between leaves its
- * methods unnamed. */
-static int name_ptr_methods(const struct vp_record *r)
-{
-	static struct mnames nm;
-	/* One METHOD_NAMES record: the fixed part, the class and file, the method stream. */
-	static uint8_t buf[VP_MAX_RECORD_SIZE - 64];
-	const struct vp_cm_method_ptrs *b = vp_record_body(r);
-	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
-	jvmtiEnv *jvmti = agent.jvmti;
-	struct vp_cm_names_enc enc;
-	bool open = false;
-	uint32_t named = 0;
-	int err = 0;
-
-	/* The ids named here go into the seen table under one lock per class, not one per
-	 * method: the callbacks (ClassPrepare on application threads) wait less. */
-	if (vp_grow((void **)&agent.named, &agent.named_cap, b->n, sizeof(*agent.named)))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < b->n && !err; i++) {
-		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
-		struct vp_cm_line *lines;
-
-		if (!m || vp_queue__named(p[i].method_id))
-			continue;
-		/* The class half once per record: all methods of a METHOD_PTR record are of
-		 * one class (queue_class_ptrs). */
-		if (!named)
-			class_names(jvmti, m, &nm);
-		if (method_names(jvmti, m, &nm))
-			continue;
-		jint nlines = method_lines(jvmti, m, &lines);
-		/* Full: this record goes out, the method begins the next. */
-		if (open && vp_cm_names_enc__add(&enc, p[i].method_id, nm.mpart, lines, (uint32_t)nlines)) {
-			err = vp_cm_writer__put(agent.w, VP_CM_METHOD_NAMES, r->time, buf, vp_cm_names_enc__end(&enc));
-			open = false;
-		}
-		if (!open && !err) {
-			open = !vp_cm_names_enc__begin(&enc, buf, sizeof(buf), nm.kreadable, nm.file) &&
-			       !vp_cm_names_enc__add(&enc, p[i].method_id, nm.mpart, lines, (uint32_t)nlines);
-		}
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		agent.named[named++] = p[i].method_id;
-	}
-	if (open && !err)
-		err = vp_cm_writer__put(agent.w, VP_CM_METHOD_NAMES, r->time, buf, vp_cm_names_enc__end(&enc));
-	if (named) {
-		vp_queue__lock();
-		for (uint32_t i = 0; i < named; i++)
-			vp_queue__add_named(agent.named[i]);
-		vp_queue__unlock();
-	}
-	return err;
-}
-
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
 static int drain(const uint8_t *buf, size_t len)
 {
@@ -647,7 +407,7 @@ static int drain(const uint8_t *buf, size_t len)
 
 /* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
  * the one that replaced it), which cannot wait for the queue to make room. */
-void vp_agent__write_queue(size_t at_least)
+static void write_queue(size_t at_least)
 {
 	const uint8_t *buf;
 	vp_queue__lock();
@@ -657,22 +417,23 @@ void vp_agent__write_queue(size_t at_least)
 		drain(buf, n);
 }
 
-/* A session's map is open and written: not idle between sessions. */
-bool vp_agent__writing(void)
+/* The code-heap walk (walk.c) runs only while a session's map is open: a walk, whether
+ * one is due (the classes loaded before the agent are enumerated first, so that every
+ * Method* a walk can meet is known), and how long the agent thread may wait for it. */
+static void walk_code(jvmtiEnv *jvmti)
 {
-	return !agent.idle && agent.w;
+	if (!agent.idle && agent.w)
+		vp_scan__walk(jvmti);
 }
 
-/* The classes loaded before the agent could see them have been enumerated (their
- * METHOD_PTR records queued): every Method* a walk can meet is known. */
-bool vp_agent__classes_known(void)
+static bool walk_due(void)
 {
-	return agent.classes_enumerated;
+	return !agent.idle && agent.w && agent.classes_enumerated && vp_scan__due();
 }
 
-jvmtiEnv *vp_agent__jvmti(void)
+static jlong walk_wait_ms(void)
 {
-	return agent.jvmti;
+	return !agent.idle && agent.w ? vp_scan__wait_ms() : 1000;
 }
 
 static void finish_file(void)
@@ -691,99 +452,14 @@ static void finish_file(void)
 			agent.path, strerror(-err));
 }
 
-bool vp_agent__idle(void)
-{
-	return agent.disabled;
-}
 
-void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
-		     const void *tail2, size_t t2len)
-{
-	if (agent.disabled)
-		return;
-	vp_queue__lock();
-	uint8_t *b = vp_queue__reserve(type, time, hlen + tlen + t2len);
-	if (b) {
-		memcpy(b, head, hlen);
-		if (tlen)
-			memcpy(b + hlen, tail, tlen);
-		if (t2len)
-			memcpy(b + hlen + tlen, tail2, t2len);
-	}
-	vp_queue__unlock_notify();
-}
-
-/* ---- sampled allocations (record -e alloc; issue 25) ---- */
-
-/* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
- * sampling interval); 0 = off. */
-static uint64_t alloc_interval;
-#define ALLOC_MAX_FRAMES 128
-
-/* SampledObjectAlloc, on the allocating Java thread. Its stack and the object's class
- * are read here, the only place they can be, and queued as ALLOC_SAMPLE; like the
- * other callbacks it takes the queue's raw monitor briefly and drops the sample when
- * the queue is full. GetClassSignature allocates JVMTI memory, which JVMTI allows in
- * this event (it is posted where the allocating thread may run Java code). */
+/* SampledObjectAlloc, on the allocating Java thread (alloc.c). */
 static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
 				     jclass klass, jlong size)
 {
-	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
-	jint n = 0;
-	char *sig = NULL;
-
 	(void)jni, (void)thread, (void)object;
-	if (agent.disabled || !alloc_interval)
-		return;
-	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
-		n = 0;
-	if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) != JVMTI_ERROR_NONE)
-		sig = NULL;
-	size_t sl = sig ? strnlen(sig, 1024) : 0;
-	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
-	vp_queue__lock();
-	/* Checked again under the queue's lock: a session that turned sampling off before its
-	 * switch (profiles_apply) gets none of it, not even from a thread preempted above. */
-	struct vp_cm_alloc_sample *b = !alloc_interval ? NULL :
-		vp_queue__reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
-	if (b) {
-		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
-		b->tid = (uint32_t)syscall(SYS_gettid);
-		b->nframes = (uint16_t)n;
-		b->class_len = (uint16_t)sl;
-		b->size = sz;
-		/* Sampling picks about one allocation per interval bytes: one sample stands for
-		 * the interval, or for the object itself when it is larger. */
-		b->weight = sz > alloc_interval ? sz : alloc_interval;
-		for (jint i = 0; i < n; i++)
-			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
-							   .bci = (int32_t)fr[i].location };
-		memcpy(f + n, sig, sl);
-	}
-	vp_queue__unlock_notify();
-	if (sig)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-}
-
-/* Turns allocation sampling on when alloc= asked for it; a JVM that cannot (before JDK
- * 11) says so once and records the rest. */
-static void alloc_start(void)
-{
-	jvmtiCapabilities caps = { 0 };
-	jvmtiError e;
-
-	if (!alloc_interval)
-		return;
-	caps.can_generate_sampled_object_alloc_events = 1;
-	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE ||
-	    (e = (*agent.jvmti)->SetHeapSamplingInterval(agent.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
-		    JVMTI_ERROR_NONE ||
-	    (e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
-		    JVMTI_ERROR_NONE) {
-		fprintf(stderr, "viprof agent: allocation sampling is unavailable: %s (SampledObjectAlloc needs JDK 11 or later); "
-			"recording without it\n", jvmti_err(e));
-		alloc_interval = 0;
-	}
+	if (!agent.disabled)
+		vp_alloc__sampled(jvmti, klass, size);
 }
 
 /* ---- contended locks (record -e lock): locks.c ---- */
@@ -795,25 +471,13 @@ static void alloc_start(void)
  * retunes what the new session asks for, so that none of it lands in the old one. */
 static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks, bool starting)
 {
-	if (!starting) {
-		if (!alloc && alloc_interval) {
-			alloc_interval = 0;
-			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
-		}
-		vp_locks__apply(jvmti, jni, locks, false);
-		return;
-	}
-	if (alloc && alloc != alloc_interval) {
-		alloc_interval = alloc;
-		alloc_start();
-	}
-	vp_locks__apply(jvmti, jni, locks, true);
+	vp_alloc__apply(jvmti, alloc, starting);
+	vp_locks__apply(jvmti, jni, locks, starting);
 }
 
 /* ---- sessions ---- */
 
 static int open_file(void);
-static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni);
 static int write_meta(void);
 static void use_options(const struct session_opts *o);
 
@@ -890,10 +554,10 @@ static bool session_ended(void)
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
 {
-	vp_scan__walk(agent.jvmti);   /* what was compiled since the last walk */
+	walk_code(agent.jvmti);   /* what was compiled since the last walk */
 	agent.disabled = true;
 	set_session_events(JVMTI_DISABLE);
-	vp_agent__write_queue(0);
+	write_queue(0);
 	finish_file();
 	if (agent.lock_fd >= 0)
 		close(agent.lock_fd);
@@ -909,8 +573,8 @@ static int switch_session(void)
 	bool was_idle = agent.idle;
 
 	if (!was_idle)
-		vp_scan__walk(agent.jvmti);
-	vp_agent__write_queue(0);
+		walk_code(agent.jvmti);
+	write_queue(0);
 	finish_file();
 
 	vp_queue__lock();
@@ -950,16 +614,15 @@ static int switch_session(void)
 
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
-	tl_agent_thread = true;
-	agent.agent_jni = jni;
+	vp_loads__agent_thread(jni);
 	for (;;) {
 		const uint8_t *buf = NULL;
 		vp_queue__lock();
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
 			vp_queue__wait(0);
-		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !vp_scan__due())
-			vp_queue__wait(vp_scan__wait_ms());
+		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !walk_due())
+			vp_queue__wait(walk_wait_ms());
 		size_t n = agent.idle ? 0 : vp_queue__take(&buf);
 		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
@@ -995,14 +658,16 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		}
 		/* A walk of the code heaps needs the Method* of every class that can have code:
 		 * only once the enumeration below has been written. */
-		if (!agent.idle && agent.classes_enumerated && vp_scan__due())
-			vp_scan__walk(jvmti);
+		if (walk_due())
+			walk_code(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
 		if (!agent.idle && !agent.classes_enumerated)
 			enumerate_classes(jvmti, jni);
-		if (!agent.idle && !agent.threads_named)
-			name_running_threads(jvmti, jni);
+		if (!agent.idle && !agent.threads_named) {
+			agent.threads_named = true;
+			vp_threads__name_running(jvmti, jni, hotspot_vm());
+		}
 	}
 	vp_queue__lock();
 	/* Anything queued after the last take is written by whoever waits for us. */
@@ -1057,7 +722,7 @@ static void shutdown_agent(void)
 	vp_queue__unlock();
 	/* The agent thread is gone: this thread may walk in its place, once. */
 	if (can_write && agent.w && !agent.disabled && agent.classes_enumerated)
-		vp_scan__walk(agent.jvmti);
+		walk_code(agent.jvmti);
 	vp_queue__lock();
 	const uint8_t *buf = NULL;
 	size_t n = can_write ? vp_queue__take(&buf) : 0;
@@ -1085,210 +750,17 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 
 /* ---- full Java thread names (THREAD_NAME) ---- */
 
-/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
- * thread the first 15 bytes of its Java name): only longer names tell more. */
-#define KERNEL_NAME_LEN VP_TASK_NAME_LEN
-
-/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
- * the agent thread. */
-static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
-{
-	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
-	vp_queue__lock();
-	struct vp_cm_thread_name *b = vp_queue__reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
-	if (b) {
-		b->tid = tid;
-		b->name_len = (uint16_t)nl;
-		b->flags = flags;
-		memcpy(b + 1, name, nl);
-	}
-	vp_queue__unlock_notify();
-}
-
-/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
+/* ThreadStart and ThreadEnd run on the thread itself (threads.c names it). */
 static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	jvmtiThreadInfo ti;
-
-	if (agent.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
-		return;
-	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
-		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
-		tl_named = true;
-	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	/* thread_group and context_class_loader are local references: freed on return. */
+	if (!agent.disabled)
+		vp_threads__started(jvmti, thread);
 }
 
-/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
- * A thread that was running before the session began was named (if at all) by
- * name_running_threads, not here: its name is asked again. */
 static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	jvmtiThreadInfo ti;
-	bool named = tl_named;
-
-	if (agent.disabled)
-		return;
-	tl_named = false;
-	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
-		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	}
-	if (named)
-		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
-}
-
-struct task_name {
-	uint32_t tid;
-	char comm[KERNEL_NAME_LEN + 1];
-};
-
-/* The kernel names of this process's threads; returns how many (at most max). */
-struct task_list {
-	struct task_name *v;
-	size_t n, max;
-};
-
-static bool add_task(uint32_t tid, const char *name, void *ctx)
-{
-	struct task_list *l = ctx;
-	struct task_name *t = &l->v[l->n++];
-	t->tid = tid;
-	snprintf(t->comm, sizeof(t->comm), "%s", name);
-	return l->n == l->max;
-}
-
-static size_t read_task_names(struct task_name *out, size_t max)
-{
-	struct task_list l = { out, 0, max };
-	if (max)
-		vp_tasks__each(add_task, &l);
-	return l.n;
-}
-
-#define MAX_TASKS 16384
-
-/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
- * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
- * _thread_id. Read through the exported VM structure tables, once; memory is read with
- * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
-static struct {
-	bool tried, ok;
-	jfieldID eetop;
-	uint64_t osthread, thread_id;
-} tid_path;
-
-static void hs_tid_init(JNIEnv *jni)
-{
-	tid_path.tried = true;
-	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
-	int64_t os = vm ? vp_hs_vm__offset(vm, VP_HS_THREAD_OSTHREAD) : -1;
-	int64_t tid = vm ? vp_hs_vm__offset(vm, VP_HS_OSTHREAD_TID) : -1;
-	if (os >= 0 && tid >= 0) {
-		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
-		tid_path.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
-		if ((*jni)->ExceptionCheck(jni))
-			(*jni)->ExceptionClear(jni);
-		if (cls)
-			(*jni)->DeleteLocalRef(jni, cls);
-		tid_path.osthread = (uint64_t)os;
-		tid_path.thread_id = (uint64_t)tid;
-		tid_path.ok = tid_path.eetop != NULL;
-	}
-}
-
-/* The kernel tid of a running Java thread per HotSpot, or 0. */
-static uint32_t hs_tid(JNIEnv *jni, jthread t)
-{
-	uint64_t jt, os = 0;
-	int32_t tid = 0;
-
-	if (!tid_path.tried)
-		hs_tid_init(jni);
-	if (!tid_path.ok)
-		return 0;
-	jt = (uint64_t)(*jni)->GetLongField(jni, t, tid_path.eetop);
-	if (!read_self(jt + tid_path.osthread, &os, sizeof(os)) || !read_self(os + tid_path.thread_id, &tid, sizeof(tid)))
-		return 0;
-	return tid > 0 ? (uint32_t)tid : 0;
-}
-
-/* The threads already running when a session begins (ThreadStart came before it): the
- * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
- * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
- * another); else the one tid with that kernel name, when exactly one thread has it and
- * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
- * than named wrong). Runs on the agent thread, once per session. */
-static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
-{
-	static struct task_name tasks[MAX_TASKS];
-	jthread *th = NULL;
-	jint nth = 0;
-	char **names = NULL;
-	uint32_t *tids = NULL;
-
-	agent.threads_named = true;
-	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
-		return;
-	size_t ntasks = read_task_names(tasks, MAX_TASKS);
-	names = calloc((size_t)nth + 1, sizeof(*names));
-	tids = calloc((size_t)nth + 1, sizeof(*tids));
-	for (jint i = 0; names && tids && i < nth; i++) {
-		jvmtiThreadInfo ti;
-
-		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			/* Short names too: the launcher's "main" thread keeps the process's
-			 * kernel name ("java"), which no prefix rule can tell. */
-			if (ti.name && ti.name[0]) {
-				names[i] = strdup(ti.name);
-				tids[i] = hs_tid(jni, th[i]);
-			}
-			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-			if (ti.thread_group)
-				(*jni)->DeleteLocalRef(jni, ti.thread_group);
-			if (ti.context_class_loader)
-				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
-		}
-		/* This thread never returns to Java: free what would pin the threads. */
-		(*jni)->DeleteLocalRef(jni, th[i]);
-	}
-	uint64_t t = now_ns();
-	vp_queue__replaying(true);   /* our own thread: it may wait for queue room */
-	for (jint i = 0; names && tids && i < nth; i++) {
-		if (!names[i])
-			continue;
-		if (strlen(names[i]) <= KERNEL_NAME_LEN) {
-			/* A short name is written only for the very thread (its tid from HotSpot)
-			 * whose kernel name differs: HotSpot's own threads carry theirs already. */
-			for (size_t k = 0; tids[i] && k < ntasks; k++)
-				if (tasks[k].tid == tids[i] && strcmp(tasks[k].comm, names[i]))
-					queue_thread_name(tids[i], VP_CM_THREAD_PREEXISTING, names[i], t);
-			continue;
-		}
-		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
-		for (size_t k = 0; k < ntasks; k++) {
-			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
-				continue;
-			hit = k;
-			nhits++;
-			if (tids[i] && tasks[k].tid == tids[i])
-				exact = k;
-		}
-		int same = 0;   /* Java threads with this prefix */
-		for (jint j = 0; j < nth; j++)
-			same += names[j] && strlen(names[j]) > KERNEL_NAME_LEN && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
-		if (exact != SIZE_MAX)
-			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-		else if (same == 1 && nhits == 1)
-			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-	}
-	vp_queue__replaying(false);
-	for (jint i = 0; names && i < nth; i++)
-		free(names[i]);
-	free(names);
-	free(tids);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
+	if (!agent.disabled)
+		vp_threads__ended(jvmti, thread);
 }
 
 /* ---- setup ---- */
@@ -1405,7 +877,7 @@ static int parse_options(const char *options, struct session_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
 	}
-	vp_vthread__start(NULL);       /* a later session's: the first one's starts in setup */
+	vp_vthread__start(NULL, NULL);       /* a later session's: the first one's starts in setup */
 	return 0;
 }
 
@@ -1624,12 +1096,12 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
-	alloc_interval = so.alloc;
+	vp_alloc__set(so.alloc);
 	agent.new_chan = so.chan_fd;
 	watch_open();
 	agent.frame_pointers = detect_frame_pointers();
-	vp_scan__choose_source();
-	vp_gcs__init();
+	vp_scan__choose_source(agent.jvmti, hotspot_vm(), write_queue);
+	vp_gcs__init(hotspot_vm());
 	const char *what = NULL;
 	if ((err = vp_queue__init(agent.jvmti, &what))) {
 		fail(what, strerror(-err));
@@ -1698,11 +1170,11 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 			return -EINVAL;
 		}
 	}
-	alloc_start();
+	vp_alloc__start(agent.jvmti);
 	vp_locks__start(&(struct vp_locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = vp_queue__lock,
 					  .unlock_notify = vp_queue__unlock_notify, .q_reserve = vp_queue__reserve,
 					  .disabled = &agent.disabled, .verbose = vp_stats__on_flag() }, so.locks);
-	vp_vthread__start(vm);
+	vp_vthread__start(vm, &agent.disabled);
 	return 0;
 }
 

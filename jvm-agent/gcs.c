@@ -7,7 +7,8 @@
 
 #include "hotspot/memory.h"
 #include "hotspot/vmstructs.h"
-#include "jvm-agent/agent.h"
+#include "jvm-agent/stats.h"
+#include "maps/codemap_format.h"
 #include "maps/codemap_writer.h"
 
 /* GC finish times, published lock-free by the GC callback (vp_gcs__finished). */
@@ -36,12 +37,11 @@ static struct {
 	char name[16];
 } gc_info;
 
-void vp_gcs__init(void)
+void vp_gcs__init(const struct vp_hs_vm *vm)
 {
 	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
 						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
 						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
-	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
 
 	if (!vm)
 		return;

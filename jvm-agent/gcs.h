@@ -7,9 +7,11 @@
 #include <stdint.h>
 
 struct vp_cm_writer;
+struct vp_hs_vm;
 
-/* Finds the collector and its counters (once, at setup; no HotSpot tables: kinds unknown). */
-void vp_gcs__init(void);
+/* Finds the collector and its counters in vm (once, at setup; NULL, no HotSpot
+ * tables: kinds unknown). */
+void vp_gcs__init(const struct vp_hs_vm *vm);
 /* A GC finished at t: in the GarbageCollectionFinish callback, inside the GC, at a
  * safepoint. Plain stores into preallocated memory: it takes no lock (a Java thread that
  * holds the agent's raw monitor would block for this very safepoint) and never allocates. */

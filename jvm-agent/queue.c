@@ -185,3 +185,18 @@ void vp_queue__add_named(uint64_t id)
 		q.nseen++;
 	}
 }
+
+void vp_queue__put(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
+		   const void *tail2, size_t t2len)
+{
+	vp_queue__lock();
+	uint8_t *b = vp_queue__reserve(type, time, hlen + tlen + t2len);
+	if (b) {
+		memcpy(b, head, hlen);
+		if (tlen)
+			memcpy(b + hlen, tail, tlen);
+		if (t2len)
+			memcpy(b + hlen + tlen, tail2, t2len);
+	}
+	vp_queue__unlock_notify();
+}

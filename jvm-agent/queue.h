@@ -36,6 +36,10 @@ void vp_queue__wait(jlong ms);
 /* Reserves a record (zeroed) under the lock; NULL when full (counted as a drop), except
  * on a replaying thread (vp_queue__replaying), which waits for the writer to make room. */
 void *vp_queue__reserve(uint32_t type, uint64_t time, size_t body_len);
+/* Queues one record whose body is head (hlen bytes) then tail (tlen bytes) then tail2
+ * (t2len bytes): takes the lock briefly, never waits for room. */
+void vp_queue__put(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
+		   const void *tail2, size_t t2len);
 /* The same, not zeroed: for a body whose size is only bounded (vp_queue__trim). */
 void *vp_queue__reserve_raw(uint32_t type, uint64_t time, size_t body_len);
 /* The last record reserved used only used bytes of its body: the rest goes back to the

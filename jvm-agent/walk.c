@@ -1,5 +1,5 @@
 /* The agent's code loads from walking HotSpot's code heaps (the default on HotSpot),
- * on top of hotspot/codeheap.h: see the section comment below and agent.h. */
+ * on top of hotspot/codeheap.h: see the section comment below and walk.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -12,8 +12,18 @@
 
 #include "common/util.h"
 #include "hotspot/memory.h"
-#include "jvm-agent/agent.h"
+#include <jvmti.h>
+#include <jvmticmlr.h>
+
+#include "common/chunkfile.h"
+#include "hotspot/codeheap.h"
+#include "hotspot/vmstructs.h"
+#include "maps/codemap_format.h"
+#include "maps/codemap_writer.h"
+#include "jvm-agent/stats.h"
+#include "jvm-agent/walk.h"
 #include "jvm-agent/gcs.h"
+#include "jvm-agent/loads.h"
 #include "jvm-agent/queue.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmflags.h"
@@ -94,6 +104,8 @@ struct snap_pub {
 };
 
 struct scan {
+	jvmtiEnv *jvmti;
+	void (*flush)(size_t at_least);   /* writes the queue (the agent's writer) */
 	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
 	bool check;              /* option scancheck: events on, each checked against a decode */
 	bool forced_events;      /* option jit=events */
@@ -332,7 +344,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	 * give to the old class's jmethodID. */
 	if (!scan.redrained) {
 		scan.redrained = true;
-		vp_agent__write_queue(0);
+		scan.flush(0);
 	}
 	k->jmid = method_ptr_get(k->method, &prepared);
 	/* Prepared after the walk saw this code: a later class at a reused Method*, and
@@ -378,7 +390,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 			scan.undecoded++;
 		}
 	}
-	vp_agent__compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
+	vp_loads__compiled(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
 		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	scan.loads++;
 }
@@ -667,7 +679,7 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 	/* Every class with code in the copies was prepared before the GC that copied it:
 	 * its METHOD_PTR record is queued, and written (and named, if it still can be) now. */
 	if (scan.neph)
-		vp_agent__write_queue(0);
+		scan.flush(0);
 	for (size_t a = 0; a < scan.neph; a++) {
 		struct known *k = &scan.eph[a];
 		uint64_t prepared = 0, not_before = k->seen_start;
@@ -690,7 +702,7 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 			not_before = k->after;
 		if (not_before > k->missed_end)
 			not_before = k->missed_end;
-		vp_agent__compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
+		vp_loads__compiled(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
 			      (const void *)(uintptr_t)k->code_start, NULL, not_before, (uint8_t)k->level,
 			      k->osr ? VP_CM_LOAD_OSR : 0);
 		vp_queue__lock();
@@ -710,12 +722,12 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 {
 	struct st_mark m, md;
 
-	if (!scan.on || !vp_agent__writing() || vp_stats__noop())
+	if (!scan.on || vp_stats__noop())
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
 	 * (a class prepared during the walk is written in queue_scanned_load). */
-	vp_agent__write_queue(0);
+	scan.flush(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
 	vp_stats__begin(&m);
@@ -809,7 +821,7 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 		queue_scanned_load(jvmti, k, scan.last_start);
 		fresh++;
 		if ((fresh & 63) == 0)
-			vp_agent__write_queue(VP_QUEUE_BYTES / 2);   /* before the queue fills */
+			scan.flush(VP_QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
 	publish_walk(start);
@@ -831,14 +843,14 @@ out:
 /* A walk is due: its time came, or a GC finished since the last one. */
 bool vp_scan__due(void)
 {
-	return scan.on && vp_agent__writing() && !vp_stats__noop() && vp_agent__classes_known() &&
+	return scan.on && !vp_stats__noop() &&
 	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
 }
 
 /* Milliseconds the agent thread may wait for queue records before the next walk. */
 jlong vp_scan__wait_ms(void)
 {
-	if (!scan.on || !vp_agent__writing() || vp_stats__noop())
+	if (!scan.on || vp_stats__noop())
 		return 1000;
 	uint64_t t = now_ns();
 	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
@@ -888,10 +900,10 @@ static bool same_method(uint64_t a, uint64_t b)
 
 void vp_scan__check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
 {
-	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_agent__find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_loads__find_inline(compile_info);
 	struct vp_ch_nm nm;
 
-	(*vp_agent__jvmti())->RawMonitorEnter(vp_agent__jvmti(), scan.chk_lock);
+	(*scan.jvmti)->RawMonitorEnter(scan.jvmti, scan.chk_lock);
 	scan.chk_n++;
 	if (vp_ch__find(&scan.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
 		scan.chk_missing++;
@@ -944,7 +956,7 @@ void vp_scan__check(jmethodID method, jint code_size, const void *code_addr, con
 	}
 	scan.chk_same++;
 out:
-	(*vp_agent__jvmti())->RawMonitorExit(vp_agent__jvmti(), scan.chk_lock);
+	(*scan.jvmti)->RawMonitorExit(scan.jvmti, scan.chk_lock);
 }
 
 void vp_scan__print(void)
@@ -970,14 +982,16 @@ void vp_scan__print(void)
  * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
  * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
  * samples between safepoints keep their inlined frames. */
-void vp_scan__choose_source(void)
+void vp_scan__choose_source(jvmtiEnv *jvmti, const struct vp_hs_vm *vm, void (*flush)(size_t at_least))
 {
 	char why[160] = "no HotSpot VM structure tables";
-	const struct vp_hs_vm *vm = vp_agent__hotspot_vm();
+
+	scan.jvmti = jvmti;
+	scan.flush = flush;
 	bool ok = vm && vp_ch__init(&scan.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
 
 	if (scan.check) {
-		if (!ok || (*vp_agent__jvmti())->CreateRawMonitor(vp_agent__jvmti(), "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
+		if (!ok || (*jvmti)->CreateRawMonitor(jvmti, "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
 			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
 			scan.check = false;
 		}
