@@ -43,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <dirent.h>
@@ -66,6 +65,7 @@
 #include "jvm-agent/alloc.h"
 #include "jvm-agent/gcs.h"
 #include "jvm-agent/loads.h"
+#include "jvm-agent/mapfile.h"
 #include "jvm-agent/queue.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
@@ -131,8 +131,6 @@ struct agent {
 	bool idle;              /* agent thread: no session (no file, events off) */
 	bool attached;
 	bool frame_pointers;
-	char dir[PATH_MAX];
-	char path[PATH_MAX + 32];
 
 	/* Under the queue's lock (jvm-agent/queue.h): the agent thread's life. */
 	bool stopping, thread_running, thread_done;
@@ -145,14 +143,6 @@ struct agent {
 	volatile int method_ptrs;
 	bool classes_enumerated;
 	bool threads_named;    /* this session has the names of the threads it found running */
-	bool default_dir;      /* no dir= option: the per-user default under /tmp */
-
-	/* The session's end: a recorder holds lock_path locked while it records. */
-	char lock_path[PATH_MAX];
-	int lock_fd;
-	uint64_t lock_checked;
-	/* Handed over by the recorder (fds=), taken by watch_open and open_file; -1 if none. */
-	int given_map_fd, given_lock_fd;
 	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
 	int new_chan;
 
@@ -163,7 +153,7 @@ struct agent {
 	int switch_err;
 };
 
-static struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
+static struct agent agent = { .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
 
 
 static const char *jvmti_err(jvmtiError e)
@@ -449,7 +439,7 @@ static void finish_file(void)
 	agent.w = NULL;
 	if (err)
 		fprintf(stderr, "viprof agent: closing %s failed: %s; the last JIT names may be missing\n",
-			agent.path, strerror(-err));
+			vp_mapfile__path(), strerror(-err));
 }
 
 
@@ -505,51 +495,6 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 	return first;
 }
 
-/* Opens the file the recorder holds locked while its session lasts (lock=). Without
- * one (the JVM's own -agentpath, `viprof attach`) a session lasts until the next. */
-static void watch_open(void)
-{
-	struct stat st;
-
-	if (agent.lock_fd >= 0)
-		close(agent.lock_fd);
-	agent.lock_fd = -1;
-	if (agent.given_lock_fd >= 0) {
-		/* The recorder's own lock file, opened by it for us: no path to resolve. */
-		agent.lock_fd = agent.given_lock_fd;
-		agent.given_lock_fd = -1;
-	} else if (!agent.lock_path[0]) {
-		return;
-	} else {
-		agent.lock_fd = open(agent.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	}
-	if (agent.lock_fd >= 0 && (fstat(agent.lock_fd, &st) || !S_ISREG(st.st_mode))) {
-		close(agent.lock_fd);
-		agent.lock_fd = -1;
-		errno = EINVAL;
-	}
-	if (agent.lock_fd < 0)
-		fprintf(stderr, "viprof agent: cannot watch the recording's lock file %s: %s; this session's code map "
-			"goes on after the recording ends, until the next attach\n", agent.lock_path, strerror(errno));
-}
-
-/* Has the recorder let go of its lock (stopped, or was killed: the kernel releases it)?
- * Asked at most twice a second, with a lock attempt that never blocks. */
-static bool session_ended(void)
-{
-	if (agent.lock_fd < 0)
-		return false;
-	uint64_t t = now_ns();
-	if (t - agent.lock_checked < 500000000ull)
-		return false;
-	agent.lock_checked = t;
-	if (flock(agent.lock_fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(agent.lock_fd, LOCK_UN);
-		return true;
-	}
-	return errno != EWOULDBLOCK && errno != EINTR;
-}
-
 /* The session ended: no more events, what is queued written, the file closed. Until
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
@@ -559,9 +504,7 @@ static void go_idle(void)
 	set_session_events(JVMTI_DISABLE);
 	write_queue(0);
 	finish_file();
-	if (agent.lock_fd >= 0)
-		close(agent.lock_fd);
-	agent.lock_fd = -1;
+	vp_mapfile__unwatch();
 	agent.idle = true;
 }
 
@@ -579,7 +522,7 @@ static int switch_session(void)
 
 	vp_queue__lock();
 	use_options(&agent.next);
-	agent.next.map_fd = agent.next.lock_fd = -1;   /* agent.given_* own them now */
+	agent.next.map_fd = agent.next.lock_fd = -1;   /* mapfile.c owns them now */
 	/* Every name is written again into the new file; what an idle agent's callbacks
 	 * queued while it turned idle belongs to no session. */
 	vp_queue__new_session(was_idle);
@@ -589,8 +532,7 @@ static int switch_session(void)
 	agent.threads_named = false;
 	agent.attached = true;
 	vp_scan__reset();
-	agent.lock_checked = 0;
-	watch_open();
+	vp_mapfile__watch();
 	int err = open_file();
 	if (!err && (err = write_meta())) {
 		vp_cm_writer__close(agent.w, now_ns());
@@ -652,7 +594,7 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			vp_queue__unlock();
 			continue;
 		}
-		if (!agent.idle && session_ended()) {
+		if (!agent.idle && vp_mapfile__ended()) {
 			go_idle();
 			continue;
 		}
@@ -883,15 +825,7 @@ static int parse_options(const char *options, struct session_opts *o)
 
 static void use_options(const struct session_opts *o)
 {
-	memcpy(agent.dir, o->dir, sizeof(agent.dir));
-	memcpy(agent.lock_path, o->lock, sizeof(agent.lock_path));
-	agent.default_dir = o->default_dir;
-	if (agent.given_map_fd >= 0)
-		close(agent.given_map_fd);
-	if (agent.given_lock_fd >= 0)
-		close(agent.given_lock_fd);
-	agent.given_map_fd = o->map_fd;
-	agent.given_lock_fd = o->lock_fd;
+	vp_mapfile__use(o->dir, o->lock, o->default_dir, o->map_fd, o->lock_fd);
 }
 
 /* fds=SOCKET: connects to the recorder's socket (made for this attach, in a directory
@@ -965,101 +899,14 @@ cleanup:
 	return err;
 }
 
-/* Opens the map directory. It is walked one component at a time without following a
- * symlink that a user other than root or us could have made (a dir= path an
- * administrator wrote, with /var/run -> /run in it, opens), missing directories made
- * 0700 on the way; it must be ours or root's and not open to others' writes (unless
- * sticky): a JVM running as root must not write where another user points it. The
- * default, /tmp/viprof-jit-<uid>, is the user's own: no link at all, a directory of ours,
- * made 0700; one a user planted is refused. Returns the fd or -errno. */
-static int open_map_dir(void)
-{
-	struct stat st;
-	int dfd;
-
-	if (agent.default_dir) {
-		int tmp = vp_safe_opendir("/tmp", 0);
-
-		if (tmp < 0)
-			return tmp;
-		dfd = vp_safe_mkdirat(tmp, agent.dir + strlen("/tmp/"), 0700, (uid_t)-1, NULL);
-		close(tmp);
-		if (dfd >= 0 && fchmod(dfd, 0700)) {
-			int e = -errno;
-
-			close(dfd);
-			return e;
-		}
-		return dfd == -EPERM ? -EACCES : dfd;
-	}
-	dfd = vp_safe_opendir(agent.dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
-	if (dfd < 0)
-		return dfd;
-	if (fstat(dfd, &st) || (st.st_uid != geteuid() && st.st_uid != 0) ||
-	    ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))) {
-		close(dfd);
-		return -EACCES;
-	}
-	return dfd;
-}
-
-/* <dir>/<pid> must be a directory of our own, made for us (by us, or by the recorder
- * for us), and the code map a new file in it. */
+/* The session's map, a new file where vp_mapfile__use said (maps/codemap_writer.h). */
 static int open_file(void)
 {
-	char real[PATH_MAX], name[32], fdpath[64];
-	int pfd;
+	int err = vp_mapfile__open(&agent.w);
 
-	if (agent.given_map_fd >= 0) {
-		/* The recorder's jit/<pid> itself (checked when received): the pid in its name
-		 * is ours as the recorder sees it, which in a container is not getpid(). */
-		pfd = agent.given_map_fd;
-		agent.given_map_fd = -1;
-		snprintf(real, sizeof(real), "%s", agent.dir);
-		snprintf(name, sizeof(name), "<pid>");
-	} else {
-		int dfd = open_map_dir();
-		if (dfd < 0)
-			return dfd;
-		/* The directory's name as opened, for the messages that name the file. */
-		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
-		ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
-		if (rn <= 0)
-			snprintf(real, sizeof(real), "%s", agent.dir);
-		else
-			real[rn] = '\0';
-		snprintf(name, sizeof(name), "%d", (int)getpid());
-		pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1, NULL);
-		close(dfd);
-		if (pfd < 0)
-			return pfd == -EPERM ? -EACCES : pfd;
-	}
-	/* A second agent in the same pid directory (pid reuse, a second attach) gets its own
-	 * file; readers take all codemap*.vpm files of the directory in creation order. */
-	for (int i = 0; i < 100; i++) {
-		char file[64];
-
-		if (i == 0)
-			snprintf(file, sizeof(file), "%s", VP_CODEMAP_FILE);
-		else
-			snprintf(file, sizeof(file), "codemap.%d.vpm", i);
-		if (snprintf(agent.path, sizeof(agent.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(agent.path))
-			agent.path[sizeof(agent.path) - 1] = '\0';
-		agent.w = vp_cm_writer__create_at(pfd, file);
-		if (agent.w) {
-			vp_cm_writer__on_dropped(agent.w, dropped_events, NULL);
-			close(pfd);
-			return 0;
-		}
-		if (errno != EEXIST) {
-			int e = -errno;
-
-			close(pfd);
-			return e;
-		}
-	}
-	close(pfd);
-	return -EEXIST;
+	if (!err)
+		vp_cm_writer__on_dropped(agent.w, dropped_events, NULL);
+	return err;
 }
 
 static int write_meta(void)
@@ -1081,7 +928,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	jvmtiError e;
 	int err;
 	if (agent.jvmti) {  /* -agentpath twice: the first one serves */
-		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", agent.path);
+		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", vp_mapfile__path());
 		return 0;
 	}
 	agent.attached = attach;
@@ -1098,7 +945,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	use_options(&so);
 	vp_alloc__set(so.alloc);
 	agent.new_chan = so.chan_fd;
-	watch_open();
+	vp_mapfile__watch();
 	agent.frame_pointers = detect_frame_pointers();
 	vp_scan__choose_source(agent.jvmti, hotspot_vm(), write_queue);
 	vp_gcs__init(hotspot_vm());
@@ -1111,7 +958,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		char why[2 * PATH_MAX + 320];
 		snprintf(why, sizeof(why), "%s (in %s: it must be this user's or root's and not writable by others, "
 			 "with no symlink on the way that a user other than root could have made, and %s/%d this "
-			 "user's own; pass dir=<a directory of yours>)", strerror(-err), agent.dir, agent.dir, (int)getpid());
+			 "user's own; pass dir=<a directory of yours>)", strerror(-err), vp_mapfile__dir(), vp_mapfile__dir(), (int)getpid());
 		fail("creating the code map", why);
 		return err;
 	}
