@@ -2,20 +2,27 @@
  * interpreter, and when (epochs), into <dir>/<pid>/codemap.vpm (maps/codemap_format.h).
  *
  * Where records come from. Compiled code: by default the agent thread walks HotSpot's
- * code heaps (hotspot/codeheap.h, the scan_* section below) and diffs each walk against
+ * code heaps (walk.c on hotspot/codeheap.h) and diffs each walk against
  * the last, so HotSpot posts no per-method event; with jit=events, or on a JVM whose
  * layout hotspot/ does not know, the CompiledMethodLoad/Unload callbacks do it instead.
  * Stubs and the interpreter: DynamicCodeGenerated. Method* of interpreted frames:
- * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish. Java thread names:
- * ThreadStart/End. Allocation (alloc=) and lock (locks=) samples: SampledObjectAlloc, and
- * locks.c (monitor events and a wrapper of Unsafe.park).
+ * ClassPrepare (METHOD_PTR). Epochs: GarbageCollectionFinish (gcs.c). Java thread names:
+ * ThreadStart/End (threads.c). Allocation (alloc=) and lock (locks=) samples:
+ * SampledObjectAlloc (alloc.c), and locks.c (monitor events and a wrapper of Unsafe.park).
+ *
+ * Who owns what: each file below keeps its state to itself and is asked through its
+ * vp_<name>__ functions. This file: the sessions, the callbacks' dispatch, the agent
+ * thread and the map's file. queue.c: the record queue and the names already queued.
+ * loads.c: what a code load and a class's method names become in the queue and the
+ * map. maps/codemap_writer.c: the encoders and the epoch decisions. gcs.c, threads.c,
+ * alloc.c, locks.c, vthread.c, walk.c, stats.c: as named.
  *
  * Threads: JVMTI callbacks run on compiler threads, the GC thread, application threads
  * and whichever thread calls GenerateEvents. They only append finished records to a
  * preallocated, bounded queue under one raw monitor (the GC callback only publishes its
  * time in a lock-free ring), as the JVMTI spec demands; the agent's own Java thread
- * (RunAgentThread) walks the code heaps, swaps the queue out, decides the epochs and
- * writes the file.
+ * (RunAgentThread) walks the code heaps, swaps the queue out and has the writer place
+ * the epochs and write the file.
  *
  * Sessions: each Agent_OnAttach after the first ends the current map and starts one in
  * the new directory, replaying live code (switch_session, on the agent thread). With
@@ -36,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <dirent.h>
@@ -55,15 +61,21 @@
 #include "common/util.h"
 #include "hotspot/codeheap.h"
 #include "hotspot/memory.h"
-#include "jvm-agent/agent.h"
+#include "jvm-agent/stats.h"
+#include "jvm-agent/alloc.h"
+#include "jvm-agent/gcs.h"
+#include "jvm-agent/loads.h"
+#include "jvm-agent/mapfile.h"
+#include "jvm-agent/queue.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
-#include "jvm-agent/tasks.h"
+#include "jvm-agent/threads.h"
 #include "hotspot/vmstructs.h"
 #include "jvm-agent/vmflags.h"
 #include "jvm-agent/vthread.h"
+#include "jvm-agent/walk.h"
 #include "maps/codemap_format.h"
-#include "maps/epoch_rule.h"
+#include "maps/codemap_writer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -75,7 +87,7 @@ static bool read_self(uint64_t addr, void *out, size_t len)
 
 /* HotSpot's VM structure tables, read once (hotspot/vmstructs.h); NULL when this JVM
  * has none. On the agent thread or in setup only. */
-const struct vp_hs_vm *hotspot_vm(void)
+static const struct vp_hs_vm *hotspot_vm(void)
 {
 	static struct vp_hs_vm vm;
 	static int state;   /* 0 not read, 1 read, -1 failed */
@@ -92,69 +104,57 @@ const struct vp_hs_vm *hotspot_vm(void)
 	return state > 0 ? &vm : NULL;
 }
 
-struct agent agent = { .lock_fd = -1, .given_map_fd = -1, .given_lock_fd = -1, .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
-
-/* ---- measurement (option "stats" or VIPROF_AGENT_STATS=1; off by default) ----
- * Time spent in each callback kind and in the writer, CPU (this thread's) and wall, and
- * bytes queued or written per record type, printed to stderr when the agent stops. The
- * clocks are read only when stats are on: off, each site costs one predictable branch. */
-static const char *const st_name[ST_NKINDS] = {
-	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
-	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
-	"GarbageCollectionStart: code heap walk",
+/* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
+ * for as long as its session lasts (the agent stops writing when the lock is free). */
+struct session_opts {
+	char dir[PATH_MAX];
+	char lock[PATH_MAX];
+	bool default_dir;      /* no dir= option: the per-user default under /tmp */
+	/* fds=SOCKET: the recorder hands over, on that Unix socket, the session's own
+	 * jit/<pid> directory and its lock file as descriptors (map_fd, lock_fd; -1 until
+	 * received), so that a JVM in a container, or one whose user cannot reach the
+	 * session's path, writes straight into the session and nothing into its own /tmp. */
+	char sock[PATH_MAX];
+	int map_fd, lock_fd;
+	/* The connection they came on, kept: the recorder's next session comes on it
+	 * (channel_thread) instead of another attach. -1 if none. */
+	int chan_fd;
+	/* alloc=BYTES (0: off) and locks=NS (-1: off): each session says what it records. */
+	uint64_t alloc;
+	int64_t locks;
 };
-struct agent_stats stats;
 
-static __thread bool tl_replaying; /* this thread runs GenerateEvents: it may wait for room */
-static __thread bool tl_agent_thread; /* this is the agent's own thread */
-static __thread bool tl_named;        /* ThreadStart wrote this thread's name */
+struct agent {
+	jvmtiEnv *jvmti;
+	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
+	volatile bool failed;   /* for good: the agent thread is gone or never came */
+	bool idle;              /* agent thread: no session (no file, events off) */
+	bool attached;
+	bool frame_pointers;
 
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+	/* Under the queue's lock (jvm-agent/queue.h): the agent thread's life. */
+	bool stopping, thread_running, thread_done;
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+	/* Agent thread only (or the unloading thread once the agent thread is gone). */
+	struct vp_cm_writer *w; /* the map: its epochs and encoders (maps/codemap_writer.h) */
+	uint64_t last_flush;
 
-void st_begin(struct st_mark *m)
-{
-	if (stats.on) {
-		m->wall = now_ns();
-		m->cpu = thread_cpu_ns();
-	}
-}
+	/* Method* records (interpreted frames): -1 unusable here, 0 not checked, 1 usable. */
+	volatile int method_ptrs;
+	bool classes_enumerated;
+	bool threads_named;    /* this session has the names of the threads it found running */
+	/* The channel of the attach in progress, for Agent_OnAttach to start its thread. */
+	int new_chan;
 
-void st_end(enum st_kind k, const struct st_mark *m)
-{
-	if (!stats.on)
-		return;
-	__atomic_add_fetch(&stats.n[k], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&stats.wall[k], now_ns() - m->wall, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&stats.cpu[k], thread_cpu_ns() - m->cpu, __ATOMIC_RELAXED);
-}
+	/* A new session (another attach), under lock: the attach thread asks (switch_want),
+	 * the agent thread switches files and answers (switch_done, switch_err). */
+	struct session_opts next;
+	uint64_t switch_want, switch_done;
+	int switch_err;
+};
 
-static void st_print(void)
-{
-	static const char *const rec[16] = { [1] = "META", "EPOCH_BEGIN", "METHOD_LOAD", "METHOD_UNLOAD",
-		"INLINE", "METHOD_NAME", "CODE_BLOB", "EPOCH_END", "METHOD_PTR", "INLINE2", "METHOD_LOAD2",
-		"METHOD_NAMES" };
-	if (!stats.on)
-		return;
-	for (int k = 0; k < ST_NKINDS; k++)
-		fprintf(stderr, "viprof agent stats: %-24s n=%-7llu cpu_ms=%.1f wall_ms=%.1f\n", st_name[k],
-			(unsigned long long)stats.n[k], stats.cpu[k] / 1e6, stats.wall[k] / 1e6);
-	for (int t = 0; t < 16; t++)
-		if (stats.rec_n[t])
-			fprintf(stderr, "viprof agent stats: record %-13s n=%-7llu bytes=%llu\n", rec[t] ? rec[t] : "?",
-				(unsigned long long)stats.rec_n[t], (unsigned long long)stats.rec_bytes[t]);
-}
+static struct agent agent = { .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
+
 
 static const char *jvmti_err(jvmtiError e)
 {
@@ -176,408 +176,45 @@ static void fail(const char *what, const char *why)
 	agent.failed = true;
 }
 
-/* ---- the queue (callbacks) ---- */
-
-/* Reserves a record in the queue; the caller holds agent.lock. NULL when full (counted as a
- * drop), except on the replaying thread, which waits for the agent thread to make room:
- * that thread is ours for the duration of GenerateEvents, so waiting stalls no Java code. */
-static void *q_reserve_(uint32_t type, uint64_t time, size_t body_len, bool zero)
-{
-	size_t size = (sizeof(struct vp_record) + body_len + 7) & ~(size_t)7;
-	if (size > VP_MAX_RECORD_SIZE) {
-		agent.dropped++;
-		return NULL;
-	}
-	while (agent.qlen + size > QUEUE_BYTES) {
-		if (!tl_replaying || !agent.thread_running || agent.stopping) {
-			agent.dropped++;
-			return NULL;
-		}
-		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
-	}
-	struct vp_record *r = (struct vp_record *)(agent.qbuf[agent.qcur] + agent.qlen);
-	if (zero)
-		memset(r, 0, size);
-	r->type = type;
-	r->size = (uint32_t)size;
-	r->time = time;
-	agent.qlen += size;
-	return r + 1;
-}
-
-void *q_reserve(uint32_t type, uint64_t time, size_t body_len)
-{
-	return q_reserve_(type, time, body_len, true);
-}
-
-void lock(void) { (*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock); }
-/* Wakes the writer only once the queue is half full: a wakeup per record put a context
- * switch on every compiled method (the cost the sampler avoids with its ring buffer).
- * The writer also wakes every second on its own, and a full queue wakes it too. */
-void unlock_notify(void)
-{
-	if (agent.qlen >= QUEUE_BYTES / 2)
-		(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-}
-
-static size_t seen_slot(uint64_t id)
-{
-	uint64_t h = id * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
-}
-
-/* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
- * from 0 to an id (seen_add, under the lock), so a reader sees either. A false "no"
- * only costs a duplicate name, which readers tolerate. */
-bool seen_has(uint64_t id)
-{
-	for (size_t i = seen_slot(id), k = 0; k < SEEN_SLOTS; i = (i + 1) & (SEEN_SLOTS - 1), k++) {
-		uint64_t v = __atomic_load_n(&agent.seen[i], __ATOMIC_ACQUIRE);
-		if (v == id)
-			return true;
-		if (!v)
-			return false;
-	}
-	return false;
-}
-
-/* Under lock. A full table just means names get queued again, which readers tolerate. */
-void seen_add(uint64_t id)
-{
-	if (agent.nseen >= SEEN_SLOTS / 2)
-		return;
-	size_t i = seen_slot(id);
-	while (agent.seen[i] && agent.seen[i] != id)
-		i = (i + 1) & (SEEN_SLOTS - 1);
-	if (!agent.seen[i]) {
-		__atomic_store_n(&agent.seen[i], id, __ATOMIC_RELEASE);
-		agent.nseen++;
-	}
-}
-
-
-static void copy_str(char *dst, size_t len, const char *src)
-{
-	snprintf(dst, len, "%s", src ? src : "");
-}
-
-/* The class half of a method's names: its class signature and source file (an
- * unreadable class leaves "L?;"). Asked once per class on the agent thread, where the
- * class reference GetMethodDeclaringClass makes is freed with a local frame: that thread
- * never returns to Java, so it would pin the class (no unloading, no code reuse). In a
- * callback the JVM frees it when the callback returns. */
-static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	JNIEnv *jni = agent.agent_jni && tl_agent_thread ? agent.agent_jni : NULL;
-	char *csig = NULL, *file = NULL;
-	jclass cls = NULL;
-
-	if (jni && (*jni)->PushLocalFrame(jni, 8) != 0)
-		jni = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &cls) == JVMTI_ERROR_NONE) {
-		if ((*jvmti)->GetClassSignature(jvmti, cls, &csig, NULL) != JVMTI_ERROR_NONE)
-			csig = NULL;
-		if ((*jvmti)->GetSourceFileName(jvmti, cls, &file) != JVMTI_ERROR_NONE)
-			file = NULL;
-	}
-	if (jni)
-		(*jni)->PopLocalFrame(jni, NULL);
-	copy_str(out->klass, sizeof(out->klass), csig ? csig : "L?;");
-	copy_str(out->file, sizeof(out->file), file);
-	vp_java_readable_class(out->klass, out->kreadable, sizeof(out->kreadable));
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
-}
-
-/* The method half: the method part of the readable name and, with out's class, the
- * whole readable name. */
-static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
-{
-	char *name = NULL, *sig = NULL;
-	int err = 0;
-
-	if ((*jvmti)->GetMethodName(jvmti, m, &name, &sig, NULL) != JVMTI_ERROR_NONE) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	vp_java_readable_method(name, sig, out->mpart, sizeof(out->mpart));
-	if (snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
-	    (int)sizeof(out->readable))
-		out->readable[sizeof(out->readable) - 1] = '\0'; /* cut, as vp_java_readable_name cuts */
-cleanup:
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	return err;
-}
-
-/* A METHOD_NAME record, the one builder for the callbacks' queue and the writer's file.
- * Its body size for nm and nlines lines (lines: from GetLineNumberTable, at most
- * MAX_LINES), then the body itself into dst. */
-size_t method_name_size(const struct mnames *nm, jint nlines)
-{
-	return sizeof(struct vp_cm_method_name) + strlen(nm->readable) + strlen(nm->file) +
-	       (size_t)nlines * sizeof(struct vp_cm_line);
-}
-
-void method_name_fill(void *dst, uint64_t id, const struct mnames *nm, const jvmtiLineNumberEntry *lines,
-			     jint nlines)
-{
-	struct vp_cm_method_name *h = dst;
-	size_t nl = strlen(nm->readable), fl = strlen(nm->file);
-
-	h->method_id = id;
-	h->name_len = (uint16_t)nl;
-	h->file_len = (uint16_t)fl;
-	h->nlines = (uint32_t)nlines;
-	uint8_t *p = (uint8_t *)(h + 1);
-	memcpy(p, nm->readable, nl);
-	memcpy(p + nl, nm->file, fl);
-	/* Lines follow the strings unaligned; readers memcpy them out. */
-	p += nl + fl;
-	for (jint i = 0; i < nlines; i++) {
-		struct vp_cm_line l = { .start_bci = (uint32_t)lines[i].start_location,
-					.line = (uint32_t)lines[i].line_number };
-		memcpy(p + (size_t)i * sizeof(l), &l, sizeof(l));
-	}
-}
-
-/* The method's line table (JVMTI memory, Deallocate it), at most MAX_LINES entries;
- * none when the method has no lines or the capability is missing. */
-static jint method_lines(jvmtiEnv *jvmti, jmethodID m, jvmtiLineNumberEntry **lines)
-{
-	jint n = 0;
-
-	*lines = NULL;
-	if ((*jvmti)->GetLineNumberTable(jvmti, m, &n, lines) != JVMTI_ERROR_NONE) {
-		*lines = NULL;
-		return 0;
-	}
-	return n > MAX_LINES ? MAX_LINES : n;
-}
-
-/* In a callback: queues METHOD_NAME for m unless one is queued or written already.
- * Names are resolved here, not later on the agent thread, because a class can unload
- * (and its jmethodIDs stop answering) before the writer gets to the record; but most
- * methods were named before they are compiled (the writer names every method of each
- * prepared class, name_ptr_methods), so this is the exception. */
-static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scratch)
-{
-	uint64_t id = (uint64_t)(uintptr_t)m;
-	jvmtiLineNumberEntry *lines = NULL;
-
-	/* An id with bit 0 set is no jmethodID but a Method* that fallback_id named: JVMTI
-	 * must never see it. */
-	if ((id & 1) || seen_has(id))
-		return;
-	class_names(jvmti, m, scratch);
-	if (method_names(jvmti, m, scratch))
-		return;
-	jint nlines = method_lines(jvmti, m, &lines);
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(scratch, nlines));
-	if (b) {
-		method_name_fill(b, id, scratch, lines, nlines);
-		seen_add(id);
-	}
-	unlock_notify();
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-}
-
-const jvmtiCompiledMethodLoadInlineRecord *find_inline(const void *compile_info)
-{
-	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
-	for (int guard = 0; h && guard < 16; h = h->next, guard++)
-		if (h->kind == JVMTI_CMLR_INLINE_INFO)
-			return (const jvmtiCompiledMethodLoadInlineRecord *)h;
-	return NULL;
-}
-
-/* The distinct methods of one compiled method's inlining, numbered in order of first
- * appearance: INLINE2's method table. On the callback's stack; no allocation. */
-#define INL_METHODS 2048
-struct inl_table {
-	jmethodID id[INL_METHODS];
-	uint16_t slot[INL_METHODS * 2];  /* index + 1; 0 empty */
-	uint32_t n;
-};
-
-/* The slot that holds m, or the empty slot where it would go. */
-static size_t inl_slot(const struct inl_table *t, jmethodID m)
-{
-	size_t mask = INL_METHODS * 2 - 1, h = (size_t)((uintptr_t)m * 0x9e3779b97f4a7c15ull >> 40) & mask;
-
-	while (t->slot[h] && t->id[t->slot[h] - 1] != m)
-		h = (h + 1) & mask;
-	return h;
-}
-
-/* m's index; *fresh says it was added now. -1 when the table is full. */
-static int inl_index(struct inl_table *t, jmethodID m, bool *fresh)
-{
-	size_t h = inl_slot(t, m);
-
-	*fresh = false;
-	if (t->slot[h])
-		return t->slot[h] - 1;
-	if (t->n == INL_METHODS)
-		return -1;
-	t->id[t->n] = m;
-	t->slot[h] = (uint16_t)++t->n;
-	*fresh = true;
-	return (int)t->n - 1;
-}
-
-static bool pc_usable(const PCStackInfo *pc, const void *code_addr, jint code_size)
-{
-	uintptr_t a = (uintptr_t)pc->pc, s = (uintptr_t)code_addr;
-	return a >= s && a - s <= (uintptr_t)code_size && pc->numstackframes > 0 && pc->numstackframes <= UINT16_MAX;
-}
-
-/* Encodes the inlining into an INLINE2 body at b (maps/codemap_format.h), whose size the
- * caller bounded (compiled_load); t holds every method of it. Returns the bytes used. */
-static size_t inline2_encode(uint8_t *b, const jvmtiCompiledMethodLoadInlineRecord *inl, const struct inl_table *t,
-			     const void *code_addr, jint code_size, jmethodID method, uint32_t nframes)
-{
-	struct vp_cm_inline2 *h = (struct vp_cm_inline2 *)b;
-	uint8_t *ids = b + sizeof(*h), *p = ids + (size_t)t->n * 8, *start = p;
-	const PCStackInfo *prev = NULL;
-	int64_t prev_off = 0;
-	uint32_t npcs = 0;
-
-	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t id = (uint64_t)(uintptr_t)t->id[i];
-		memcpy(ids + (size_t)i * 8, &id, 8);
-	}
-	for (jint i = 0; i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		if (!pc_usable(pc, code_addr, code_size))
-			continue;
-		int64_t off = (int64_t)((uintptr_t)pc->pc - (uintptr_t)code_addr);
-		jint d = pc->numstackframes, keep = 0;
-		if (prev) {
-			jint pd = prev->numstackframes;
-			while (keep < d && keep < pd && pc->methods[d - 1 - keep] == prev->methods[pd - 1 - keep] &&
-			       pc->bcis[d - 1 - keep] == prev->bcis[pd - 1 - keep])
-				keep++;
-		}
-		p += vp_cm_uleb_put(p, vp_cm_zigzag(off - prev_off));
-		p += vp_cm_uleb_put(p, (uint64_t)keep);
-		p += vp_cm_uleb_put(p, (uint64_t)(d - keep));
-		for (jint k = 0; k < d - keep; k++) {
-			p += vp_cm_uleb_put(p, (uint64_t)(t->slot[inl_slot(t, pc->methods[k])] - 1));
-			p += vp_cm_uleb_put(p, vp_cm_zigzag(pc->bcis[k]));
-		}
-		prev = pc;
-		prev_off = off;
-		npcs++;
-	}
-	*h = (struct vp_cm_inline2){ .code_start = (uint64_t)(uintptr_t)code_addr,
-				     .method_id = (uint64_t)(uintptr_t)method, .npcs = npcs, .nframes = nframes,
-				     .nmethods = t->n, .bytes = (uint32_t)(p - start) };
-	return (size_t)(p - b);
-}
-
-/* CompiledMethodLoad, on the Service Thread (or the thread running GenerateEvents):
- * names what has none yet (rare, queue_method_name), then queues METHOD_LOAD2 and the
- * inlining as INLINE2, encoded straight into the queue. */
-void compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr,
-			  const void *compile_info, uint64_t t, uint8_t level, uint8_t flags)
-{
-	const jvmtiCompiledMethodLoadInlineRecord *inl = stats.no_inline ? NULL : find_inline(compile_info);
-	struct inl_table tab;
-	struct mnames scratch;
-	size_t nframes = 0, npcs = 0;
-	bool fresh, full = false;
-
-	tab.n = 0;
-	memset(tab.slot, 0, sizeof(tab.slot));
-	inl_index(&tab, method, &fresh);
-	queue_method_name(jvmti, method, &scratch);
-	for (jint i = 0; inl && i < inl->numpcs; i++) {
-		const PCStackInfo *pc = &inl->pcinfo[i];
-		if (!pc_usable(pc, code_addr, code_size))
-			continue;
-		for (jint k = 0; k < pc->numstackframes && !full; k++) {
-			full = inl_index(&tab, pc->methods[k], &fresh) < 0;
-			if (fresh)
-				queue_method_name(jvmti, pc->methods[k], &scratch);
-		}
-		nframes += (size_t)pc->numstackframes;
-		npcs++;
-	}
-
-	lock();
-	struct vp_cm_method_load2 *b = q_reserve(VP_CM_METHOD_LOAD2, t, sizeof(*b));
-	if (b) {
-		b->code_start = (uint64_t)(uintptr_t)code_addr;
-		b->code_size = (uint32_t)code_size;
-		b->level = level;
-		b->flags = flags;
-		b->method_id = (uint64_t)(uintptr_t)method;
-	}
-	if (b && npcs) {
-		/* Per pc at most 10 + 3 + 3 bytes, per frame 2 + 5; the record is trimmed to
-		 * what the encoding used. A table overflow drops the record (counted). */
-		size_t bound = sizeof(struct vp_cm_inline2) + (size_t)tab.n * 8 + npcs * 16 + nframes * 7;
-		/* Not zeroed: the bound is far above what the encoding uses, which fills every
-		 * byte but the padding, cleared below. */
-		uint8_t *ib = (full || nframes > VP_CM_INLINE2_MAX_FRAMES) ? NULL :
-			      q_reserve_(VP_CM_INLINE2, t, bound, false);
-		if (ib) {
-			struct vp_record *r = (struct vp_record *)ib - 1;
-			size_t used = inline2_encode(ib, inl, &tab, code_addr, code_size, method, (uint32_t)nframes);
-			uint32_t size = (uint32_t)((sizeof(*r) + used + 7) & ~(size_t)7);
-			memset(ib + used, 0, size - sizeof(*r) - used);
-			agent.qlen -= r->size - size; /* the last record in the queue: give back the rest */
-			r->size = size;
-		} else if (full || nframes > VP_CM_INLINE2_MAX_FRAMES) {
-			agent.dropped++;
-		}
-	}
-	unlock_notify();
-}
-
 static void JNICALL cb_compiled_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
 				     const void *code_addr, jint map_length,
 				     const jvmtiAddrLocationMap *map, const void *compile_info)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
-	if (scan.check)
-		scan_check(method, code_size, code_addr, compile_info);
-	compiled_load(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
-	st_end(ST_LOAD, &m);
+	vp_stats__begin(&m);
+	if (vp_scan__checking())
+		vp_scan__check(method, code_size, code_addr, compile_info);
+	vp_loads__compiled(jvmti, method, code_size, code_addr, compile_info, now_ns(), VP_CM_LEVEL_UNKNOWN, 0);
+	vp_stats__end(ST_LOAD, &m);
 }
 
 static void JNICALL cb_compiled_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
-	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
+	vp_stats__begin(&m);
+	vp_queue__lock();
+	struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, now_ns(), sizeof(*b));
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)code_addr;
 		b->method_id = (uint64_t)(uintptr_t)method;
 	}
-	unlock_notify();
-	st_end(ST_UNLOAD, &m);
+	vp_queue__unlock_notify();
+	vp_stats__end(ST_UNLOAD, &m);
 }
 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
 	struct st_mark m;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	size_t nl = strnlen(name ? name : "", 255);
-	lock();
-	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	vp_queue__lock();
+	struct vp_cm_code_blob *b = vp_queue__reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
 	if (b) {
 		b->code_start = (uint64_t)(uintptr_t)address;
 		b->code_size = (uint32_t)length;
@@ -585,53 +222,8 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 		b->name_len = (uint16_t)nl;
 		memcpy(b + 1, name, nl);
 	}
-	unlock_notify();
-	st_end(ST_DYNAMIC, &m);
-}
-
-/* What each GC was (issue 26), from HotSpot's collection counters: CollectedHeap::
- * _total_collections is in the exported structure tables; _total_full_collections is
- * not, but has been the unsigned int right after it in every JDK from 8 to 25. Read
- * with plain loads in the GC callback (the heap outlives every GC), the previous values
- * kept there: a collection moved one counter or both, a pause of a concurrent cycle
- * neither. name: the collector, from its Use*GC flag. */
-static struct {
-	bool ok;
-	void **heap;           /* &Universe::_collectedHeap */
-	uint64_t total_off;    /* of _total_collections in CollectedHeap */
-	uint32_t last_total, last_full;   /* GC callback only, after init */
-	char name[16];
-} gc_info;
-
-static void gc_info_init(void)
-{
-	static const char *const flags[][2] = { { "UseG1GC", "G1" }, { "UseParallelGC", "Parallel" },
-						 { "UseSerialGC", "Serial" }, { "UseZGC", "ZGC" },
-						 { "UseShenandoahGC", "Shenandoah" }, { "UseEpsilonGC", "Epsilon" } };
-	const struct vp_hs_vm *vm = hotspot_vm();
-
-	if (!vm)
-		return;
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]) && !gc_info.name[0]; i++) {
-		uint64_t value, fl;
-		if (!vp_hs_vm__find_flag(vm, &vp_hs_mem_direct, flags[i][0], &value, &fl) && value &&
-		    *(const bool *)(uintptr_t)value)
-			snprintf(gc_info.name, sizeof(gc_info.name), "%s", flags[i][1]);
-	}
-	uint64_t heap_at = vp_hs_vm__address(vm, VP_HS_UNIVERSE_HEAP);
-	int64_t off = vp_hs_vm__offset(vm, VP_HS_HEAP_TOTAL_COLLECTIONS);
-	if (heap_at && off >= 0) {
-		gc_info.heap = (void **)(uintptr_t)heap_at;
-		gc_info.total_off = (uint64_t)off;
-		uint32_t c[2];
-		void *heap = *gc_info.heap;
-		/* Before the heap exists (agent loaded at start) both counters are 0. */
-		if (!heap || read_self((uint64_t)(uintptr_t)heap + gc_info.total_off, c, sizeof(c))) {
-			gc_info.last_total = heap ? c[0] : 0;
-			gc_info.last_full = heap ? c[1] : 0;
-			gc_info.ok = gc_info.last_full <= gc_info.last_total;
-		}
-	}
+	vp_queue__unlock_notify();
+	vp_stats__end(ST_DYNAMIC, &m);
 }
 
 /* Runs inside the GC, on the VM thread, at a safepoint. It must not even enter our raw
@@ -641,141 +233,52 @@ static void gc_info_init(void)
  * polls the ring at least once a second and places the epoch boundary by time. */
 static void JNICALL cb_gc_finish(jvmtiEnv *jvmti)
 {
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	if (stats.on)
-		__atomic_add_fetch(&stats.n[ST_GC], 1, __ATOMIC_RELAXED);
-	uint64_t h = __atomic_load_n(&agent.gc_head, __ATOMIC_RELAXED);
-	agent.gc_time[h % GC_RING] = now_ns();
-	uint8_t kind = VP_GC_UNKNOWN;
-	uint32_t total = 0, full = 0;
-	const char *heap = gc_info.ok ? *(char *const *)gc_info.heap : NULL;
-	if (heap) {
-		total = *(const volatile uint32_t *)(heap + gc_info.total_off);
-		full = *(const volatile uint32_t *)(heap + gc_info.total_off + 4);
-		/* A full count above the total means the layout is not the one assumed. */
-		kind = full > total ? VP_GC_UNKNOWN : full != gc_info.last_full ? VP_GC_FULL
-		     : total != gc_info.last_total ? VP_GC_YOUNG : VP_GC_CONCURRENT;
-		if (full > total)
-			full = 0;
-		gc_info.last_total = total;
-		gc_info.last_full = full;
-	}
-	agent.gc_id[h % GC_RING] = total;
-	agent.gc_full[h % GC_RING] = full;
-	agent.gc_kind[h % GC_RING] = kind;
-	__atomic_store_n(&agent.gc_head, h + 1, __ATOMIC_RELEASE);
+	vp_stats__count(ST_GC);
+	vp_gcs__finished(now_ns());
 }
 
 /* At the start of each GC, on the VM thread at a safepoint: the code heap is read before
- * the GC can free what no walk saw yet (scan_gc_start: plain loads into preallocated
+ * the GC can free what no walk saw yet (vp_scan__gc_start: plain loads into preallocated
  * memory, no lock, no JVMTI call). */
 static void JNICALL cb_gc_start(jvmtiEnv *jvmti)
 {
 	(void)jvmti;
-	if (agent.disabled || stats.noop)
+	if (agent.disabled || vp_stats__noop())
 		return;
-	scan_gc_start();
+	vp_scan__gc_start();
 }
 
 /* ---- the writer side (agent thread) ---- */
 
-/* flush: write the chunk out now (the map's last epoch, at a session's end). Between
- * two epochs it is not flushed: the next EPOCH_BEGIN goes out in the same chunk, so a
- * reader never sees a map whose last epoch ended while its session goes on. */
-static int write_epoch_end(uint64_t t, bool flush)
+
+/* For each EPOCH_END: the events the queue dropped so far. */
+static uint64_t dropped_events(void *ctx)
 {
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < agent.live.n; i++)
-		bytes += agent.live.v[i].end - agent.live.v[i].start;
-	lock();
-	uint64_t dropped = agent.dropped;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	if (dropped && !agent.warned_drops) {
-		/* Once per JVM: the count itself goes into every EPOCH_END. */
-		fprintf(stderr, "viprof agent: event queue full, %llu events dropped; some JIT frames may be unnamed\n",
-			(unsigned long long)dropped);
-		agent.warned_drops = true;
-	}
-	struct vp_cm_epoch_end e = { .epoch = agent.epoch, .live_methods = (uint32_t)agent.live.n,
-				     .live_bytes = bytes, .dropped = dropped };
-	int err = cfile_writer__append(agent.w, VP_CM_EPOCH_END, t, &e, sizeof(e));
-	return err || !flush ? err : cfile_writer__flush(agent.w);
+	(void)ctx;
+	return vp_queue__dropped();
 }
 
-static int begin_epoch(uint32_t reason, uint64_t t)
-{
-	struct vp_cm_epoch_begin b = { .epoch = agent.epoch, .reason = reason };
-	/* Epochs follow one another in time, also when a walked load dated before the
-	 * current epoch's start overlaps code of this epoch. */
-	if (t < agent.epoch_t)
-		t = agent.epoch_t;
-	agent.epoch_t = t;
-	agent.gc_since = 0;
-	vp_cm_ranges__clear(&agent.epoch_used);
-	agent.epoch_dirty = false;
-	return cfile_writer__append(agent.w, VP_CM_EPOCH_BEGIN, t, &b, sizeof(b));
-}
-
-static int next_epoch(uint32_t reason, uint64_t t)
-{
-	int err = write_epoch_end(t, false);
-	if (err)
-		return err;
-	agent.epoch++;
-	return begin_epoch(reason, t);
-}
-
-static int name_ptr_methods(const struct vp_record *r);
-
-/* Appends one record to the file, counted for the stats. */
-static int emit(uint32_t type, uint64_t time, const void *body, size_t len)
-{
-	if (stats.on) {
-		stats.rec_n[type & 15]++;
-		stats.rec_bytes[type & 15] += sizeof(struct vp_record) + len;
-	}
-	return cfile_writer__append(agent.w, type, time, body, len);
-}
-
+/* One queued record into the file (the writer places the epochs); a METHOD_PTR also
+ * teaches the code-heap walk its Method*s and has its methods named. */
 static int write_record(const struct vp_record *r)
 {
 	const void *body = vp_record_body(r);
-	int err = 0;
-	switch (r->type) {
-	case VP_CM_METHOD_LOAD2: {
-		const struct vp_cm_method_load2 *l = body;
-		uint64_t s = l->code_start, e = vp_cm_load_end(s, l->code_size);
-		if (vp_cm_load_reuses(&agent.epoch_used, s, l->code_size) && (err = next_epoch(VP_EPOCH_REUSE, r->time)))
-			return err;
-		if ((err = vp_cm_ranges__insert(&agent.epoch_used, s, e)))
-			return err;
-		vp_cm_ranges__remove_start(&agent.live, s); /* a missed unload must not double count */
-		if ((err = vp_cm_ranges__insert(&agent.live, s, e)))
-			return err;
-		agent.epoch_dirty = true;
-		break;
-	}
-	case VP_CM_METHOD_UNLOAD:
-		vp_cm_ranges__remove_start(&agent.live, ((const struct vp_cm_method_unload *)body)->code_start);
-		agent.epoch_dirty = true;
-		break;
-	default:
-		break;
-	}
-	err = emit(r->type, r->time, body, vp_record_body_len(r));
-	if (!err && r->type == VP_CM_METHOD_PTR && scan.on) {
+	int err = vp_cm_writer__put(agent.w, r->type, r->time, body, vp_record_body_len(r));
+
+	if (!err && r->type == VP_CM_METHOD_PTR && vp_scan__on()) {
 		const struct vp_cm_method_ptrs *b = body;
 		const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
 		for (uint32_t i = 0; i < b->n && !err; i++)
-			err = method_ptr_put(p[i].method_ptr, p[i].method_id,
+			err = vp_scan__method_ptr(p[i].method_ptr, p[i].method_id,
 					     (b->flags & VP_CM_PTRS_PREEXISTING) ? 0 : r->time);
 	}
 	if (!err && r->type == VP_CM_METHOD_PTR) {
 		struct st_mark m;
-		st_begin(&m);
-		err = name_ptr_methods(r);
-		st_end(ST_WRITER_NAMES, &m);
+		vp_stats__begin(&m);
+		err = vp_loads__name_class(agent.jvmti, agent.w, r);
+		vp_stats__end(ST_WRITER_NAMES, &m);
 	}
 	return err;
 }
@@ -809,14 +312,14 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 	jint n = 0;
 	jmethodID *ms = NULL;
 
-	if (agent.disabled || agent.method_ptrs < 0 || stats.noop)
+	if (agent.disabled || agent.method_ptrs < 0 || vp_stats__noop())
 		return;
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE || n <= 0 || !ms)
 		goto cleanup;
 	if (!agent.method_ptrs && check_method_ptrs(ms[0]))
 		goto cleanup;
-	lock();
-	struct vp_cm_method_ptrs *b = q_reserve(VP_CM_METHOD_PTR, t,
+	vp_queue__lock();
+	struct vp_cm_method_ptrs *b = vp_queue__reserve(VP_CM_METHOD_PTR, t,
 						 sizeof(*b) + (size_t)n * sizeof(struct vp_cm_method_ptr));
 	if (b) {
 		struct vp_cm_method_ptr *p = (struct vp_cm_method_ptr *)(b + 1);
@@ -828,7 +331,7 @@ static void queue_class_ptrs(jvmtiEnv *jvmti, jclass klass, uint64_t t, uint32_t
 			p[i].method_ptr = ms[i] ? *(volatile uint64_t *)ms[i] : 0;
 		}
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 cleanup:
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
 }
@@ -836,11 +339,11 @@ cleanup:
 static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass klass)
 {
 	struct st_mark m;
-	if (stats.noop)
+	if (vp_stats__noop())
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	queue_class_ptrs(jvmti, klass, now_ns(), 0);
-	st_end(ST_PREPARE, &m);
+	vp_stats__end(ST_PREPARE, &m);
 }
 
 /* Classes loaded before the agent could see them: their pointers were valid before the
@@ -853,7 +356,7 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 	agent.classes_enumerated = true;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &cls) != JVMTI_ERROR_NONE)
 		return;
-	tl_replaying = true;   /* our own thread: it may wait for queue room */
+	vp_queue__replaying(true);   /* our own thread: it may wait for queue room */
 	for (jint i = 0; i < n && !agent.disabled; i++) {
 		jint st = 0;
 
@@ -864,300 +367,107 @@ static void enumerate_classes(jvmtiEnv *jvmti, JNIEnv *jni)
 		 * class forever and keep them from unloading. */
 		(*jni)->DeleteLocalRef(jni, cls[i]);
 	}
-	tl_replaying = false;
+	vp_queue__replaying(false);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)cls);
 }
 
-/* The writer names the methods of the METHOD_PTR records it writes, once each, straight
- * into the file: this is the agent's own thread (or the one shutting it down), so the
- * JVMTI calls cost the application nothing. A class unloaded in between leaves its
- * methods unnamed. */
-/* Per method at most: id 10, name length 3 and NAME_MAX_LEN bytes, line count 3, and
- * 10 bytes a line. */
-#define NAMES_PER_METHOD_MAX (16 + NAME_MAX_LEN + MAX_LINES * 10)
-
-static int name_ptr_methods(const struct vp_record *r)
-{
-	static struct mnames nm;
-	/* One METHOD_NAMES record: the fixed part, the class and file, the method stream. */
-	static uint8_t buf[VP_MAX_RECORD_SIZE - 64];
-	const struct vp_cm_method_ptrs *b = vp_record_body(r);
-	const struct vp_cm_method_ptr *p = (const struct vp_cm_method_ptr *)(b + 1);
-	jvmtiEnv *jvmti = agent.jvmti;
-	struct vp_cm_method_names h = { 0 };
-	uint8_t *q = NULL, *start = NULL;
-	uint64_t prev_id = 0;
-	uint32_t named = 0;
-	int err = 0;
-
-	/* The ids named here go into the seen table under one lock per class, not one per
-	 * method: the callbacks (ClassPrepare on application threads) wait less. */
-	if (vp_grow((void **)&agent.named, &agent.named_cap, b->n, sizeof(*agent.named)))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < b->n && !err; i++) {
-		jmethodID m = (jmethodID)(uintptr_t)p[i].method_id;
-		jvmtiLineNumberEntry *lines;
-
-		if (!m || seen_has(p[i].method_id))
-			continue;
-		if (!q) {
-			/* The class half once per record: all methods of a METHOD_PTR record
-			 * are of one class (queue_class_ptrs). */
-			if (!named)
-				class_names(jvmti, m, &nm);
-			h = (struct vp_cm_method_names){ .class_len = (uint16_t)strlen(nm.kreadable),
-							  .file_len = (uint16_t)strlen(nm.file) };
-			q = buf + sizeof(h);
-			memcpy(q, nm.kreadable, h.class_len);
-			memcpy(q + h.class_len, nm.file, h.file_len);
-			q += h.class_len + h.file_len;
-			start = q;
-			prev_id = 0;
-		}
-		if (method_names(jvmti, m, &nm))
-			continue;
-		jint nlines = method_lines(jvmti, m, &lines);
-		size_t ml = strlen(nm.mpart);
-		int64_t bci = 0, line = 0;
-		q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)(p[i].method_id - prev_id)));
-		q += vp_cm_uleb_put(q, ml);
-		memcpy(q, nm.mpart, ml);
-		q += ml;
-		q += vp_cm_uleb_put(q, (uint64_t)nlines);
-		for (jint k = 0; k < nlines; k++) {
-			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].start_location - bci));
-			q += vp_cm_uleb_put(q, vp_cm_zigzag((int64_t)lines[k].line_number - line));
-			bci = lines[k].start_location;
-			line = lines[k].line_number;
-		}
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)lines);
-		prev_id = p[i].method_id;
-		h.n++;
-		agent.named[named++] = p[i].method_id;
-		/* Full enough that the next method might not fit: write this record. */
-		if ((size_t)(buf + sizeof(buf) - q) < NAMES_PER_METHOD_MAX || i + 1 == b->n) {
-			h.bytes = (uint32_t)(q - start);
-			memcpy(buf, &h, sizeof(h));
-			err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
-			q = NULL;
-		}
-	}
-	if (q && h.n) {
-		h.bytes = (uint32_t)(q - start);
-		memcpy(buf, &h, sizeof(h));
-		err = emit(VP_CM_METHOD_NAMES, r->time, buf, (size_t)(q - buf));
-	}
-	if (named) {
-		lock();
-		for (uint32_t i = 0; i < named; i++)
-			seen_add(agent.named[i]);
-		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
-	}
-	return err;
-}
-
-/* Starts a GC epoch for each GC that finished at or before t.
- * An epoch that saw no code change needs no successor, so idle GCs add no epochs. */
-static int apply_gcs(uint64_t t)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
-	if (head - agent.gc_tail > GC_RING)
-		agent.gc_tail = head - GC_RING; /* overrun: the older boundaries collapse into these */
-	while (agent.gc_tail < head) {
-		uint64_t g = agent.gc_time[agent.gc_tail % GC_RING];
-		if (g > t)
-			break;
-		uint64_t i = (agent.gc_tail++) % GC_RING;
-		uint32_t since = ++agent.gc_since;
-		if (agent.epoch_dirty) {
-			int err = next_epoch(VP_EPOCH_GC, g);   /* resets gc_since */
-			if (err)
-				return err;
-			/* Which GC it was, right after the EPOCH_BEGIN it explains. */
-			uint8_t b[sizeof(struct vp_cm_gc) + sizeof(gc_info.name)];
-			struct vp_cm_gc x = { .epoch = agent.epoch, .gc_id = agent.gc_id[i], .full_gcs = agent.gc_full[i],
-					      .gcs = since, .kind = agent.gc_kind[i],
-					      .name_len = (uint16_t)strnlen(gc_info.name, sizeof(gc_info.name)) };
-			memcpy(b, &x, sizeof(x));
-			memcpy(b + sizeof(x), gc_info.name, x.name_len);
-			if ((err = cfile_writer__append(agent.w, VP_CM_GC, g, b, sizeof(x) + x.name_len)))
-				return err;
-		}
-	}
-	return 0;
-}
-
 /* Writes the queue half the callbacks no longer fill, with GC boundaries placed by time. */
-int drain(const uint8_t *buf, size_t len)
+static int drain(const uint8_t *buf, size_t len)
 {
 	struct st_mark m;
 	int err;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	for (size_t off = 0; off < len;) {
 		const struct vp_record *r = (const struct vp_record *)(buf + off);
-		if ((err = apply_gcs(r->time)) || (err = write_record(r)))
+		if ((err = vp_gcs__write(agent.w, r->time)) || (err = write_record(r)))
 			return err;
 		off += r->size;
 	}
 	if (len)
-		st_end(ST_WRITER, &m);
+		vp_stats__end(ST_WRITER, &m);
 	/* GCs after the last record wait for the next one: records still on their way
 	 * into the other queue half may predate them. */
 	uint64_t t = now_ns();
 	if (t - agent.last_flush >= 1000000000ull) {
 		agent.last_flush = t;
-		return cfile_writer__flush(agent.w);
+		return vp_cm_writer__flush(agent.w);
 	}
 	return 0;
 }
 
-/* Takes the current queue half under the lock; returns its length. */
-size_t take(const uint8_t **buf)
+/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
+ * the one that replaced it), which cannot wait for the queue to make room. */
+static void write_queue(size_t at_least)
 {
-	*buf = agent.qbuf[agent.qcur];
-	size_t n = agent.qlen;
-	agent.qcur ^= 1;
-	agent.qlen = 0;
-	return n;
+	const uint8_t *buf;
+	vp_queue__lock();
+	size_t n = vp_queue__len() >= at_least ? vp_queue__take(&buf) : 0;
+	vp_queue__unlock();
+	if (n && agent.w)
+		drain(buf, n);
+}
+
+/* The code-heap walk (walk.c) runs only while a session's map is open: a walk, whether
+ * one is due (the classes loaded before the agent are enumerated first, so that every
+ * Method* a walk can meet is known), and how long the agent thread may wait for it. */
+static void walk_code(jvmtiEnv *jvmti)
+{
+	if (!agent.idle && agent.w)
+		vp_scan__walk(jvmti);
+}
+
+static bool walk_due(void)
+{
+	return !agent.idle && agent.w && agent.classes_enumerated && vp_scan__due();
+}
+
+static jlong walk_wait_ms(void)
+{
+	return !agent.idle && agent.w ? vp_scan__wait_ms() : 1000;
 }
 
 static void finish_file(void)
 {
 	if (!agent.w)
 		return;
-	st_print();
-	scan_print();
-	int err = write_epoch_end(now_ns(), true);
-	int cerr = cfile_writer__close(agent.w);
+	uint64_t n[16] = { 0 }, bytes[16] = { 0 };
+	vp_cm_writer__counts(agent.w, n, bytes);
+	vp_stats__records(n, bytes);
+	vp_stats__print();
+	vp_scan__print();
+	int err = vp_cm_writer__close(agent.w, now_ns());
 	agent.w = NULL;
-	if (err || cerr)
+	if (err)
 		fprintf(stderr, "viprof agent: closing %s failed: %s; the last JIT names may be missing\n",
-			agent.path, strerror(-(err ? err : cerr)));
+			vp_mapfile__path(), strerror(-err));
 }
 
-bool vp_agent__idle(void)
-{
-	return agent.disabled;
-}
 
-void vp_agent__queue(uint32_t type, uint64_t time, const void *head, size_t hlen, const void *tail, size_t tlen,
-		     const void *tail2, size_t t2len)
-{
-	if (agent.disabled)
-		return;
-	lock();
-	uint8_t *b = q_reserve_(type, time, hlen + tlen + t2len, true);
-	if (b) {
-		memcpy(b, head, hlen);
-		if (tlen)
-			memcpy(b + hlen, tail, tlen);
-		if (t2len)
-			memcpy(b + hlen + tlen, tail2, t2len);
-	}
-	unlock_notify();
-}
-
-/* ---- sampled allocations (record -e alloc; issue 25) ---- */
-
-/* alloc=BYTES: the mean number of bytes between two sampled allocations (JVMTI's heap
- * sampling interval); 0 = off. */
-static uint64_t alloc_interval;
-#define ALLOC_MAX_FRAMES 128
-
-/* SampledObjectAlloc, on the allocating Java thread. Its stack and the object's class
- * are read here, the only place they can be, and queued as ALLOC_SAMPLE; like the
- * other callbacks it takes the queue's raw monitor briefly and drops the sample when
- * the queue is full. GetClassSignature allocates JVMTI memory, which JVMTI allows in
- * this event (it is posted where the allocating thread may run Java code). */
+/* SampledObjectAlloc, on the allocating Java thread (alloc.c). */
 static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
 				     jclass klass, jlong size)
 {
-	jvmtiFrameInfo fr[ALLOC_MAX_FRAMES];
-	jint n = 0;
-	char *sig = NULL;
-
 	(void)jni, (void)thread, (void)object;
-	if (agent.disabled || !alloc_interval)
-		return;
-	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, ALLOC_MAX_FRAMES, fr, &n) != JVMTI_ERROR_NONE)
-		n = 0;
-	if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) != JVMTI_ERROR_NONE)
-		sig = NULL;
-	size_t sl = sig ? strnlen(sig, 1024) : 0;
-	uint64_t t = now_ns(), sz = size > 0 ? (uint64_t)size : 0;
-	lock();
-	/* Checked again under the queue's lock: a session that turned sampling off before its
-	 * switch (profiles_apply) gets none of it, not even from a thread preempted above. */
-	struct vp_cm_alloc_sample *b = !alloc_interval ? NULL :
-		q_reserve(VP_CM_ALLOC_SAMPLE, t, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
-	if (b) {
-		struct vp_cm_alloc_frame *f = (struct vp_cm_alloc_frame *)(b + 1);
-		b->tid = (uint32_t)syscall(SYS_gettid);
-		b->nframes = (uint16_t)n;
-		b->class_len = (uint16_t)sl;
-		b->size = sz;
-		/* Sampling picks about one allocation per interval bytes: one sample stands for
-		 * the interval, or for the object itself when it is larger. */
-		b->weight = sz > alloc_interval ? sz : alloc_interval;
-		for (jint i = 0; i < n; i++)
-			f[i] = (struct vp_cm_alloc_frame){ .method_id = (uint64_t)(uintptr_t)fr[i].method,
-							   .bci = (int32_t)fr[i].location };
-		memcpy(f + n, sig, sl);
-	}
-	unlock_notify();
-	if (sig)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-}
-
-/* Turns allocation sampling on when alloc= asked for it; a JVM that cannot (before JDK
- * 11) says so once and records the rest. */
-static void alloc_start(void)
-{
-	jvmtiCapabilities caps = { 0 };
-	jvmtiError e;
-
-	if (!alloc_interval)
-		return;
-	caps.can_generate_sampled_object_alloc_events = 1;
-	if ((e = (*agent.jvmti)->AddCapabilities(agent.jvmti, &caps)) != JVMTI_ERROR_NONE ||
-	    (e = (*agent.jvmti)->SetHeapSamplingInterval(agent.jvmti, (jint)(alloc_interval > INT32_MAX ? INT32_MAX : alloc_interval))) !=
-		    JVMTI_ERROR_NONE ||
-	    (e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL)) !=
-		    JVMTI_ERROR_NONE) {
-		fprintf(stderr, "viprof agent: allocation sampling is unavailable: %s (SampledObjectAlloc needs JDK 11 or later); "
-			"recording without it\n", jvmti_err(e));
-		alloc_interval = 0;
-	}
+	if (!agent.disabled)
+		vp_alloc__sampled(jvmti, klass, size);
 }
 
 /* ---- contended locks (record -e lock): locks.c ---- */
 
 /* A session's alloc= and locks= on a JVM that has the agent already (a new attach or
- * the recorder's channel), on a thread that may call JNI (locks_live): called before
+ * the recorder's channel), on a thread that may call JNI (vp_locks__live): called before
  * the switch (starting=false) it turns off what the new session does not record, so that
  * none of it lands in the new map; after the switch (starting=true) it turns on or
  * retunes what the new session asks for, so that none of it lands in the old one. */
 static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t locks, bool starting)
 {
-	if (!starting) {
-		if (!alloc && alloc_interval) {
-			alloc_interval = 0;
-			(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
-		}
-		locks_apply(jvmti, jni, locks, false);
-		return;
-	}
-	if (alloc && alloc != alloc_interval) {
-		alloc_interval = alloc;
-		alloc_start();
-	}
-	locks_apply(jvmti, jni, locks, true);
+	vp_alloc__apply(jvmti, alloc, starting);
+	vp_locks__apply(jvmti, jni, locks, starting);
 }
 
 /* ---- sessions ---- */
 
 static int open_file(void);
-static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni);
 static int write_meta(void);
 static void use_options(const struct session_opts *o);
 
@@ -1173,10 +483,10 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 {
 	jvmtiError first = JVMTI_ERROR_NONE;
 	for (size_t i = 0; i < sizeof(session_events) / sizeof(session_events[0]); i++) {
-		if (scan.on && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
+		if (vp_scan__on() && (session_events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD ||
 			      session_events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
-		if (session_events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
+		if (session_events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && !vp_scan__at_gc())
 			continue;
 		jvmtiError e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, mode, session_events[i], NULL);
 		if (e != JVMTI_ERROR_NONE && first == JVMTI_ERROR_NONE)
@@ -1185,63 +495,16 @@ static jvmtiError set_session_events(jvmtiEventMode mode)
 	return first;
 }
 
-/* Opens the file the recorder holds locked while its session lasts (lock=). Without
- * one (the JVM's own -agentpath, `viprof attach`) a session lasts until the next. */
-static void watch_open(void)
-{
-	struct stat st;
-
-	if (agent.lock_fd >= 0)
-		close(agent.lock_fd);
-	agent.lock_fd = -1;
-	if (agent.given_lock_fd >= 0) {
-		/* The recorder's own lock file, opened by it for us: no path to resolve. */
-		agent.lock_fd = agent.given_lock_fd;
-		agent.given_lock_fd = -1;
-	} else if (!agent.lock_path[0]) {
-		return;
-	} else {
-		agent.lock_fd = open(agent.lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	}
-	if (agent.lock_fd >= 0 && (fstat(agent.lock_fd, &st) || !S_ISREG(st.st_mode))) {
-		close(agent.lock_fd);
-		agent.lock_fd = -1;
-		errno = EINVAL;
-	}
-	if (agent.lock_fd < 0)
-		fprintf(stderr, "viprof agent: cannot watch the recording's lock file %s: %s; this session's code map "
-			"goes on after the recording ends, until the next attach\n", agent.lock_path, strerror(errno));
-}
-
-/* Has the recorder let go of its lock (stopped, or was killed: the kernel releases it)?
- * Asked at most twice a second, with a lock attempt that never blocks. */
-static bool session_ended(void)
-{
-	if (agent.lock_fd < 0)
-		return false;
-	uint64_t t = now_ns();
-	if (t - agent.lock_checked < 500000000ull)
-		return false;
-	agent.lock_checked = t;
-	if (flock(agent.lock_fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(agent.lock_fd, LOCK_UN);
-		return true;
-	}
-	return errno != EWOULDBLOCK && errno != EINTR;
-}
-
 /* The session ended: no more events, what is queued written, the file closed. Until
  * the next attach the agent costs nothing but this thread's wait. */
 static void go_idle(void)
 {
-	scan_code(agent.jvmti);   /* what was compiled since the last walk */
+	walk_code(agent.jvmti);   /* what was compiled since the last walk */
 	agent.disabled = true;
 	set_session_events(JVMTI_DISABLE);
 	write_queue(0);
 	finish_file();
-	if (agent.lock_fd >= 0)
-		close(agent.lock_fd);
-	agent.lock_fd = -1;
+	vp_mapfile__unwatch();
 	agent.idle = true;
 }
 
@@ -1253,38 +516,26 @@ static int switch_session(void)
 	bool was_idle = agent.idle;
 
 	if (!was_idle)
-		scan_code(agent.jvmti);
+		walk_code(agent.jvmti);
 	write_queue(0);
 	finish_file();
 
-	lock();
+	vp_queue__lock();
 	use_options(&agent.next);
-	agent.next.map_fd = agent.next.lock_fd = -1;   /* agent.given_* own them now */
+	agent.next.map_fd = agent.next.lock_fd = -1;   /* mapfile.c owns them now */
 	/* Every name is written again into the new file; what an idle agent's callbacks
 	 * queued while it turned idle belongs to no session. */
-	memset(agent.seen, 0, SEEN_SLOTS * sizeof(*agent.seen));
-	agent.nseen = 0;
-	agent.dropped = 0;
-	if (was_idle)
-		agent.qlen = 0;
-	agent.gc_tail = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	agent.epoch = 0;
-	agent.epoch_t = 0;
-	agent.epoch_used.n = 0;
-	agent.live.n = 0;
-	agent.live_methods = 0;
-	agent.epoch_dirty = false;
-	agent.warned_drops = false;
+	vp_queue__new_session(was_idle);
+	vp_gcs__skip();
+	vp_queue__unlock();
 	agent.classes_enumerated = false;
 	agent.threads_named = false;
 	agent.attached = true;
-	scan_reset();
-	agent.lock_checked = 0;
-	watch_open();
+	vp_scan__reset();
+	vp_mapfile__watch();
 	int err = open_file();
 	if (!err && (err = write_meta())) {
-		cfile_writer__close(agent.w);
+		vp_cm_writer__close(agent.w, now_ns());
 		agent.w = NULL;
 	}
 	if (err) {
@@ -1305,21 +556,20 @@ static int switch_session(void)
 
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
-	tl_agent_thread = true;
-	agent.agent_jni = jni;
+	vp_loads__agent_thread(jni);
 	for (;;) {
 		const uint8_t *buf = NULL;
-		(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
+		vp_queue__lock();
 		/* Idle: nothing to do until the next session (or the JVM's end). */
 		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
-			(*jvmti)->RawMonitorWait(jvmti, agent.lock, 0);
-		if (agent.qlen == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !scan_due())
-			(*jvmti)->RawMonitorWait(jvmti, agent.lock, scan_wait_ms());
-		size_t n = agent.idle ? 0 : take(&buf);
+			vp_queue__wait(0);
+		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !walk_due())
+			vp_queue__wait(walk_wait_ms());
+		size_t n = agent.idle ? 0 : vp_queue__take(&buf);
 		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
 		/* Room was made: wake a replaying thread that waits for it. */
-		(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-		(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+		vp_queue__notify_all();
+		vp_queue__unlock();
 
 		/* With nothing new, drain still flushes what was written over a second ago: a
 		 * JVM that compiles nothing more (a steady service) would otherwise keep its
@@ -1328,42 +578,46 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		int err = n || (agent.w && !agent.idle) ? drain(buf, n) : 0;
 		if (err) {
 			fail("writing the code map", strerror(-err));
-			lock();
-			agent.qlen = 0;
-			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+			vp_queue__lock();
+			const uint8_t *lost;
+			vp_queue__take(&lost);   /* what the failed writer cannot write */
+			vp_queue__unlock();
 		}
 		if (stop || agent.failed)
 			break;
 		if (sw) {
 			int serr = switch_session();
-			lock();
+			vp_queue__lock();
 			agent.switch_err = serr;
 			agent.switch_done = agent.switch_want;
-			(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-			(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+			vp_queue__notify_all();
+			vp_queue__unlock();
 			continue;
 		}
-		if (!agent.idle && session_ended()) {
+		if (!agent.idle && vp_mapfile__ended()) {
 			go_idle();
 			continue;
 		}
 		/* A walk of the code heaps needs the Method* of every class that can have code:
 		 * only once the enumeration below has been written. */
-		if (!agent.idle && agent.classes_enumerated && scan_due())
-			scan_code(jvmti);
+		if (walk_due())
+			walk_code(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
 		if (!agent.idle && !agent.classes_enumerated)
 			enumerate_classes(jvmti, jni);
-		if (!agent.idle && !agent.threads_named)
-			name_running_threads(jvmti, jni);
+		if (!agent.idle && !agent.threads_named) {
+			agent.threads_named = true;
+			vp_threads__name_running(jvmti, jni, hotspot_vm());
+		}
 	}
-	(*jvmti)->RawMonitorEnter(jvmti, agent.lock);
+	vp_queue__lock();
 	/* Anything queued after the last take is written by whoever waits for us. */
 	agent.thread_done = true;
 	agent.thread_running = false;
-	(*jvmti)->RawMonitorNotifyAll(jvmti, agent.lock);
-	(*jvmti)->RawMonitorExit(jvmti, agent.lock);
+	vp_queue__writer(false);
+	vp_queue__notify_all();
+	vp_queue__unlock();
 }
 
 static int start_thread(JNIEnv *jni)
@@ -1379,9 +633,11 @@ static int start_thread(JNIEnv *jni)
 	if (!th)
 		goto jni_fail;
 	agent.thread_running = true;
+	vp_queue__writer(!agent.stopping);
 	jvmtiError e = (*agent.jvmti)->RunAgentThread(agent.jvmti, th, agent_thread, NULL, JVMTI_THREAD_NORM_PRIORITY);
 	if (e != JVMTI_ERROR_NONE) {
 		agent.thread_running = false;
+		vp_queue__writer(false);
 		fail("RunAgentThread", jvmti_err(e));
 		return -EINVAL;
 	}
@@ -1396,36 +652,37 @@ jni_fail:
 /* Stops the agent thread (waiting at most ~2 s), then writes what is left and closes. */
 static void shutdown_agent(void)
 {
-	if (!agent.jvmti || !agent.lock)
+	if (!agent.jvmti || !vp_queue__ready())
 		return;
-	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, agent.lock);
+	vp_queue__lock();
 	agent.stopping = true;
-	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	vp_queue__writer(false);
+	vp_queue__notify_all();
 	for (int i = 0; i < 20 && agent.thread_running; i++)
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+		vp_queue__wait(100);
 	bool can_write = !agent.thread_running;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	vp_queue__unlock();
 	/* The agent thread is gone: this thread may walk in its place, once. */
 	if (can_write && agent.w && !agent.disabled && agent.classes_enumerated)
-		scan_code(agent.jvmti);
-	lock();
+		walk_code(agent.jvmti);
+	vp_queue__lock();
 	const uint8_t *buf = NULL;
-	size_t n = can_write ? take(&buf) : 0;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	size_t n = can_write ? vp_queue__take(&buf) : 0;
+	vp_queue__unlock();
 	if (!can_write)
 		return; /* never race the writer; the file stays readable up to its last chunk */
 	if (agent.w && !agent.disabled && n)
 		drain(buf, n);
 	finish_file();
 	agent.disabled = true;
-	vp_ch__scopes_free(&scan.sc);   /* nothing walks any more */
+	vp_scan__free();
 }
 
 static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (!agent.disabled)
 		start_thread(jni);
-	locks_live(jvmti, jni);
+	vp_locks__live(jvmti, jni);
 }
 
 static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
@@ -1435,210 +692,17 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 
 /* ---- full Java thread names (THREAD_NAME) ---- */
 
-/* The kernel keeps 15 bytes of a thread name (HotSpot gives a Java thread's native
- * thread the first 15 bytes of its Java name): only longer names tell more. */
-#define KERNEL_NAME_LEN VP_TASK_NAME_LEN
-
-/* Queues THREAD_NAME for tid; never blocks (a full queue drops it, counted), except on
- * the agent thread. */
-static void queue_thread_name(uint32_t tid, uint16_t flags, const char *name, uint64_t t)
-{
-	size_t nl = name ? strnlen(name, NAME_MAX_LEN) : 0;
-	lock();
-	struct vp_cm_thread_name *b = q_reserve(VP_CM_THREAD_NAME, t, sizeof(*b) + nl);
-	if (b) {
-		b->tid = tid;
-		b->name_len = (uint16_t)nl;
-		b->flags = flags;
-		memcpy(b + 1, name, nl);
-	}
-	unlock_notify();
-}
-
-/* Runs on the new thread itself, before its run(): gettid() is its kernel thread id. */
+/* ThreadStart and ThreadEnd run on the thread itself (threads.c names it). */
 static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	jvmtiThreadInfo ti;
-
-	if (agent.disabled || (*jvmti)->GetThreadInfo(jvmti, thread, &ti) != JVMTI_ERROR_NONE)
-		return;
-	if (ti.name && strlen(ti.name) > KERNEL_NAME_LEN) {
-		queue_thread_name((uint32_t)syscall(SYS_gettid), 0, ti.name, now_ns());
-		tl_named = true;
-	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	/* thread_group and context_class_loader are local references: freed on return. */
+	if (!agent.disabled)
+		vp_threads__started(jvmti, thread);
 }
 
-/* Also on the thread itself: once it ends its tid may go to a thread we do not name.
- * A thread that was running before the session began was named (if at all) by
- * name_running_threads, not here: its name is asked again. */
 static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	jvmtiThreadInfo ti;
-	bool named = tl_named;
-
-	if (agent.disabled)
-		return;
-	tl_named = false;
-	if (!named && (*jvmti)->GetThreadInfo(jvmti, thread, &ti) == JVMTI_ERROR_NONE) {
-		named = ti.name && strlen(ti.name) > KERNEL_NAME_LEN;
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-	}
-	if (named)
-		queue_thread_name((uint32_t)syscall(SYS_gettid), VP_CM_THREAD_ENDED, "", now_ns());
-}
-
-struct task_name {
-	uint32_t tid;
-	char comm[KERNEL_NAME_LEN + 1];
-};
-
-/* The kernel names of this process's threads; returns how many (at most max). */
-struct task_list {
-	struct task_name *v;
-	size_t n, max;
-};
-
-static bool add_task(uint32_t tid, const char *name, void *ctx)
-{
-	struct task_list *l = ctx;
-	struct task_name *t = &l->v[l->n++];
-	t->tid = tid;
-	snprintf(t->comm, sizeof(t->comm), "%s", name);
-	return l->n == l->max;
-}
-
-static size_t read_task_names(struct task_name *out, size_t max)
-{
-	struct task_list l = { out, 0, max };
-	if (max)
-		vp_tasks__each(add_task, &l);
-	return l.n;
-}
-
-#define MAX_TASKS 16384
-
-/* Where HotSpot keeps a Java thread's kernel tid: java.lang.Thread.eetop holds its
- * JavaThread*, whose _osthread (of JavaThread in JDK 17, of Thread in JDK 25) has
- * _thread_id. Read through the exported VM structure tables, once; memory is read with
- * process_vm_readv, which fails instead of faulting on a thread freed meanwhile. */
-static struct {
-	bool tried, ok;
-	jfieldID eetop;
-	uint64_t osthread, thread_id;
-} tid_path;
-
-static void hs_tid_init(JNIEnv *jni)
-{
-	tid_path.tried = true;
-	const struct vp_hs_vm *vm = hotspot_vm();
-	int64_t os = vm ? vp_hs_vm__offset(vm, VP_HS_THREAD_OSTHREAD) : -1;
-	int64_t tid = vm ? vp_hs_vm__offset(vm, VP_HS_OSTHREAD_TID) : -1;
-	if (os >= 0 && tid >= 0) {
-		jclass cls = (*jni)->FindClass(jni, "java/lang/Thread");
-		tid_path.eetop = cls ? (*jni)->GetFieldID(jni, cls, "eetop", "J") : NULL;
-		if ((*jni)->ExceptionCheck(jni))
-			(*jni)->ExceptionClear(jni);
-		if (cls)
-			(*jni)->DeleteLocalRef(jni, cls);
-		tid_path.osthread = (uint64_t)os;
-		tid_path.thread_id = (uint64_t)tid;
-		tid_path.ok = tid_path.eetop != NULL;
-	}
-}
-
-/* The kernel tid of a running Java thread per HotSpot, or 0. */
-static uint32_t hs_tid(JNIEnv *jni, jthread t)
-{
-	uint64_t jt, os = 0;
-	int32_t tid = 0;
-
-	if (!tid_path.tried)
-		hs_tid_init(jni);
-	if (!tid_path.ok)
-		return 0;
-	jt = (uint64_t)(*jni)->GetLongField(jni, t, tid_path.eetop);
-	if (!read_self(jt + tid_path.osthread, &os, sizeof(os)) || !read_self(os + tid_path.thread_id, &tid, sizeof(tid)))
-		return 0;
-	return tid > 0 ? (uint32_t)tid : 0;
-}
-
-/* The threads already running when a session begins (ThreadStart came before it): the
- * long-named ones, each with its tid as HotSpot knows it when that tid's kernel name is
- * the name's first 15 bytes (HotSpot's naming, so a freed or misread thread cannot name
- * another); else the one tid with that kernel name, when exactly one thread has it and
- * exactly one Java thread that prefix (pool threads that share one stay unnamed rather
- * than named wrong). Runs on the agent thread, once per session. */
-static void name_running_threads(jvmtiEnv *jvmti, JNIEnv *jni)
-{
-	static struct task_name tasks[MAX_TASKS];
-	jthread *th = NULL;
-	jint nth = 0;
-	char **names = NULL;
-	uint32_t *tids = NULL;
-
-	agent.threads_named = true;
-	if ((*jvmti)->GetAllThreads(jvmti, &nth, &th) != JVMTI_ERROR_NONE)
-		return;
-	size_t ntasks = read_task_names(tasks, MAX_TASKS);
-	names = calloc((size_t)nth + 1, sizeof(*names));
-	tids = calloc((size_t)nth + 1, sizeof(*tids));
-	for (jint i = 0; names && tids && i < nth; i++) {
-		jvmtiThreadInfo ti;
-
-		if ((*jvmti)->GetThreadInfo(jvmti, th[i], &ti) == JVMTI_ERROR_NONE) {
-			/* Short names too: the launcher's "main" thread keeps the process's
-			 * kernel name ("java"), which no prefix rule can tell. */
-			if (ti.name && ti.name[0]) {
-				names[i] = strdup(ti.name);
-				tids[i] = hs_tid(jni, th[i]);
-			}
-			(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-			if (ti.thread_group)
-				(*jni)->DeleteLocalRef(jni, ti.thread_group);
-			if (ti.context_class_loader)
-				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
-		}
-		/* This thread never returns to Java: free what would pin the threads. */
-		(*jni)->DeleteLocalRef(jni, th[i]);
-	}
-	uint64_t t = now_ns();
-	tl_replaying = true;   /* our own thread: it may wait for queue room */
-	for (jint i = 0; names && tids && i < nth; i++) {
-		if (!names[i])
-			continue;
-		if (strlen(names[i]) <= KERNEL_NAME_LEN) {
-			/* A short name is written only for the very thread (its tid from HotSpot)
-			 * whose kernel name differs: HotSpot's own threads carry theirs already. */
-			for (size_t k = 0; tids[i] && k < ntasks; k++)
-				if (tasks[k].tid == tids[i] && strcmp(tasks[k].comm, names[i]))
-					queue_thread_name(tids[i], VP_CM_THREAD_PREEXISTING, names[i], t);
-			continue;
-		}
-		size_t hit = SIZE_MAX, nhits = 0, exact = SIZE_MAX;
-		for (size_t k = 0; k < ntasks; k++) {
-			if (strlen(tasks[k].comm) != KERNEL_NAME_LEN || strncmp(tasks[k].comm, names[i], KERNEL_NAME_LEN))
-				continue;
-			hit = k;
-			nhits++;
-			if (tids[i] && tasks[k].tid == tids[i])
-				exact = k;
-		}
-		int same = 0;   /* Java threads with this prefix */
-		for (jint j = 0; j < nth; j++)
-			same += names[j] && strlen(names[j]) > KERNEL_NAME_LEN && !strncmp(names[j], names[i], KERNEL_NAME_LEN);
-		if (exact != SIZE_MAX)
-			queue_thread_name(tasks[exact].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-		else if (same == 1 && nhits == 1)
-			queue_thread_name(tasks[hit].tid, VP_CM_THREAD_PREEXISTING, names[i], t);
-	}
-	tl_replaying = false;
-	for (jint i = 0; names && i < nth; i++)
-		free(names[i]);
-	free(names);
-	free(tids);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)th);
+	if (!agent.disabled)
+		vp_threads__ended(jvmti, thread);
 }
 
 /* ---- setup ---- */
@@ -1680,20 +744,11 @@ static bool detect_frame_pointers(void)
 	return state == 1;
 }
 
-/* The measurement options (docs/benchmarks.md): stats, noop, inline=no, gcwalk=no. */
+/* The measurement options (docs/benchmarks.md): stats, noop, inline=no; gcwalk=no and
+ * the code source (jit=events, jit=scan, scancheck) are walk.c's. */
 static bool measure_option(const char *p, size_t len)
 {
-	if (len == 5 && !memcmp(p, "stats", 5))
-		stats.on = true;
-	else if (len == 4 && !memcmp(p, "noop", 4))
-		stats.noop = true;
-	else if (len == 9 && !memcmp(p, "inline=no", 9))
-		stats.no_inline = true;
-	else if (len == 9 && !memcmp(p, "gcwalk=no", 9))
-		scan.gc_walk_off = true;
-	else
-		return false;
-	return true;
+	return vp_stats__option(p, len) || vp_scan__option(p, len);
 }
 
 static int receive_fds(struct session_opts *o);
@@ -1702,12 +757,10 @@ static int receive_fds(struct session_opts *o);
  * measurement options above (and VIPROF_AGENT_STATS=1 for stats). */
 static int parse_options(const char *options, struct session_opts *o)
 {
-	const char *env = getenv("VIPROF_AGENT_STATS");
-	if (env && *env && strcmp(env, "0"))
-		stats.on = true;
+	vp_stats__env(getenv("VIPROF_AGENT_STATS"));
 	memset(o, 0, sizeof(*o));
 	o->map_fd = o->lock_fd = o->chan_fd = -1;
-	vthread_option(NULL, 0);   /* each session says whether it wants virtual threads */
+	vp_vthread__option(NULL, 0);   /* each session says whether it wants virtual threads */
 	o->locks = -1;
 	if (!options)
 		options = "";
@@ -1726,12 +779,6 @@ static int parse_options(const char *options, struct session_opts *o)
 		} else if (len > 4 && !strncmp(p, "fds=", 4)) {
 			dst = o->sock;
 			skip = 4;
-		} else if (len == 10 && !strncmp(p, "jit=events", 10)) {
-			scan.forced_events = true;
-		} else if (len == 8 && !strncmp(p, "jit=scan", 8)) {
-			scan.forced_events = false;
-		} else if (len == 9 && !strncmp(p, "scancheck", 9)) {
-			scan.check = true;
 		} else if (len > 6 && !strncmp(p, "locks=", 6)) {
 			char *e;
 			long long v = strtoll(p + 6, &e, 10);
@@ -1746,7 +793,7 @@ static int parse_options(const char *options, struct session_opts *o)
 			if (*e || !v)
 				return -EINVAL;
 			o->alloc = v;
-		} else if (measure_option(p, len) || vthread_option(p, len)) {
+		} else if (measure_option(p, len) || vp_vthread__option(p, len)) {
 			/* taken */
 		} else if (len) {
 			return -EINVAL;
@@ -1772,21 +819,13 @@ static int parse_options(const char *options, struct session_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
 		o->default_dir = true;
 	}
-	vthread_start(NULL);       /* a later session's: the first one's starts in setup */
+	vp_vthread__start(NULL, NULL);       /* a later session's: the first one's starts in setup */
 	return 0;
 }
 
 static void use_options(const struct session_opts *o)
 {
-	memcpy(agent.dir, o->dir, sizeof(agent.dir));
-	memcpy(agent.lock_path, o->lock, sizeof(agent.lock_path));
-	agent.default_dir = o->default_dir;
-	if (agent.given_map_fd >= 0)
-		close(agent.given_map_fd);
-	if (agent.given_lock_fd >= 0)
-		close(agent.given_lock_fd);
-	agent.given_map_fd = o->map_fd;
-	agent.given_lock_fd = o->lock_fd;
+	vp_mapfile__use(o->dir, o->lock, o->default_dir, o->map_fd, o->lock_fd);
 }
 
 /* fds=SOCKET: connects to the recorder's socket (made for this attach, in a directory
@@ -1860,104 +899,14 @@ cleanup:
 	return err;
 }
 
-/* Opens the map directory. It is walked one component at a time without following a
- * symlink that a user other than root or us could have made (a dir= path an
- * administrator wrote, with /var/run -> /run in it, opens), missing directories made
- * 0700 on the way; it must be ours or root's and not open to others' writes (unless
- * sticky): a JVM running as root must not write where another user points it. The
- * default, /tmp/viprof-jit-<uid>, is the user's own: no link at all, a directory of ours,
- * made 0700; one a user planted is refused. Returns the fd or -errno. */
-static int open_map_dir(void)
-{
-	struct stat st;
-	int dfd;
-
-	if (agent.default_dir) {
-		int tmp = vp_safe_opendir("/tmp", 0);
-
-		if (tmp < 0)
-			return tmp;
-		dfd = vp_safe_mkdirat(tmp, agent.dir + strlen("/tmp/"), 0700, (uid_t)-1, NULL);
-		close(tmp);
-		if (dfd >= 0 && fchmod(dfd, 0700)) {
-			int e = -errno;
-
-			close(dfd);
-			return e;
-		}
-		return dfd == -EPERM ? -EACCES : dfd;
-	}
-	dfd = vp_safe_opendir(agent.dir, VP_SAFE_TRUSTED_LINKS | VP_SAFE_CREATE);
-	if (dfd < 0)
-		return dfd;
-	if (fstat(dfd, &st) || (st.st_uid != geteuid() && st.st_uid != 0) ||
-	    ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))) {
-		close(dfd);
-		return -EACCES;
-	}
-	return dfd;
-}
-
-/* <dir>/<pid> must be a directory of our own, made for us (by us, or by the recorder
- * for us), and the code map a new file in it. */
+/* The session's map, a new file where vp_mapfile__use said (maps/codemap_writer.h). */
 static int open_file(void)
 {
-	char real[PATH_MAX], name[32], fdpath[64];
-	int pfd;
+	int err = vp_mapfile__open(&agent.w);
 
-	if (agent.given_map_fd >= 0) {
-		/* The recorder's jit/<pid> itself (checked when received): the pid in its name
-		 * is ours as the recorder sees it, which in a container is not getpid(). */
-		pfd = agent.given_map_fd;
-		agent.given_map_fd = -1;
-		snprintf(real, sizeof(real), "%s", agent.dir);
-		snprintf(name, sizeof(name), "<pid>");
-	} else {
-		int dfd = open_map_dir();
-		if (dfd < 0)
-			return dfd;
-		/* The directory's name as opened, for the messages that name the file. */
-		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
-		ssize_t rn = readlink(fdpath, real, sizeof(real) - 1);
-		if (rn <= 0)
-			snprintf(real, sizeof(real), "%s", agent.dir);
-		else
-			real[rn] = '\0';
-		snprintf(name, sizeof(name), "%d", (int)getpid());
-		pfd = vp_safe_mkdirat(dfd, name, 0700, (uid_t)-1, NULL);
-		close(dfd);
-		if (pfd < 0)
-			return pfd == -EPERM ? -EACCES : pfd;
-	}
-	/* A second agent in the same pid directory (pid reuse, a second attach) gets its own
-	 * file; readers take all codemap*.vpm files of the directory in creation order. */
-	for (int i = 0; i < 100; i++) {
-		char file[64];
-
-		if (i == 0)
-			snprintf(file, sizeof(file), "%s", VP_CODEMAP_FILE);
-		else
-			snprintf(file, sizeof(file), "codemap.%d.vpm", i);
-		if (snprintf(agent.path, sizeof(agent.path), "%.3800s/%s/%s", real, name, file) >= (int)sizeof(agent.path))
-			agent.path[sizeof(agent.path) - 1] = '\0';
-		agent.w = cfile_writer__create_at(pfd, file, VP_KIND_CODEMAP, VP_CODEMAP_FORMAT_VERSION, 0, true);
-		/* Stored, not compressed: compressing took about a third of the agent thread's
-		 * CPU (the JVM's CPU) on a start-up-heavy JVM, for a map about twice as large. */
-		if (agent.w)
-			cfile_writer__set_level(agent.w, 0);
-		if (agent.w) {
-			close(pfd);
-			return 0;
-		}
-		if (errno != EEXIST) {
-			int e = -errno;
-
-			close(pfd);
-			return e;
-		}
-	}
-	close(pfd);
-	return -EEXIST;
+	if (!err)
+		vp_cm_writer__on_dropped(agent.w, dropped_events, NULL);
+	return err;
 }
 
 static int write_meta(void)
@@ -1969,18 +918,9 @@ static int write_meta(void)
 	snprintf(vm, sizeof(vm), "%s %s", name ? name : "?", ver ? ver : "?");
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)name);
 	(*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)ver);
-	size_t vl = strlen(vm);
-	uint8_t body[sizeof(struct vp_cm_meta) + sizeof(vm)];
-	struct vp_cm_meta m = { .pid = (uint32_t)getpid(), .agent_version = VP_AGENT_VERSION,
-				.vm_len = (uint16_t)vl };
-	m.flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) | (agent.attached ? VP_CM_META_LATE_ATTACH : 0) |
-		  (scan.on ? VP_CM_META_CODE_WALK : 0);
-	memcpy(body, &m, sizeof(m));
-	memcpy(body + sizeof(m), vm, vl);
-	int err = cfile_writer__append(agent.w, VP_CM_META, now_ns(), body, sizeof(m) + vl);
-	if (!err)
-		err = begin_epoch(agent.attached ? VP_EPOCH_ATTACH : VP_EPOCH_START, now_ns());
-	return err ? err : cfile_writer__flush(agent.w);
+	uint32_t flags = (agent.frame_pointers ? VP_CM_META_FRAME_POINTERS : 0) |
+			 (agent.attached ? VP_CM_META_LATE_ATTACH : 0) | (vp_scan__on() ? VP_CM_META_CODE_WALK : 0);
+	return vp_cm_writer__start(agent.w, now_ns(), (uint32_t)getpid(), flags, vm);
 }
 
 static int setup(JavaVM *vm, const char *options, bool attach)
@@ -1988,7 +928,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	jvmtiError e;
 	int err;
 	if (agent.jvmti) {  /* -agentpath twice: the first one serves */
-		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", agent.path);
+		fprintf(stderr, "viprof agent: already loaded in this JVM (writing %s); ignoring the second load\n", vp_mapfile__path());
 		return 0;
 	}
 	agent.attached = attach;
@@ -2003,28 +943,22 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		return err;
 	}
 	use_options(&so);
-	alloc_interval = so.alloc;
+	vp_alloc__set(so.alloc);
 	agent.new_chan = so.chan_fd;
-	watch_open();
+	vp_mapfile__watch();
 	agent.frame_pointers = detect_frame_pointers();
-	choose_code_source();
-	gc_info_init();
-	agent.qbuf[0] = malloc(QUEUE_BYTES);
-	agent.qbuf[1] = malloc(QUEUE_BYTES);
-	agent.seen = calloc(SEEN_SLOTS, sizeof(*agent.seen));
-	if (!agent.qbuf[0] || !agent.qbuf[1] || !agent.seen) {
-		fail("allocating the event queue", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	if ((e = (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-queue", &agent.lock)) != JVMTI_ERROR_NONE) {
-		fail("CreateRawMonitor", jvmti_err(e));
-		return -EINVAL;
+	vp_scan__choose_source(agent.jvmti, hotspot_vm(), write_queue);
+	vp_gcs__init(hotspot_vm());
+	const char *what = NULL;
+	if ((err = vp_queue__init(agent.jvmti, &what))) {
+		fail(what, strerror(-err));
+		return err;
 	}
 	if ((err = open_file())) {
 		char why[2 * PATH_MAX + 320];
 		snprintf(why, sizeof(why), "%s (in %s: it must be this user's or root's and not writable by others, "
 			 "with no symlink on the way that a user other than root could have made, and %s/%d this "
-			 "user's own; pass dir=<a directory of yours>)", strerror(-err), agent.dir, agent.dir, (int)getpid());
+			 "user's own; pass dir=<a directory of yours>)", strerror(-err), vp_mapfile__dir(), vp_mapfile__dir(), (int)getpid());
 		fail("creating the code map", why);
 		return err;
 	}
@@ -2059,7 +993,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	cb.ThreadStart = cb_thread_start;
 	cb.ThreadEnd = cb_thread_end;
 	cb.SampledObjectAlloc = cb_sampled_alloc;
-	locks_callbacks(&cb);
+	vp_locks__callbacks(&cb);
 	if ((e = (*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE) {
 		fail("SetEventCallbacks", jvmti_err(e));
 		return -EINVAL;
@@ -2073,9 +1007,9 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (attach && events[i] == JVMTI_EVENT_VM_INIT)
 			continue;
-		if (events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && (!scan.on || scan.gc_walk_off))
+		if (events[i] == JVMTI_EVENT_GARBAGE_COLLECTION_START && !vp_scan__at_gc())
 			continue;
-		if (scan.on && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
+		if (vp_scan__on() && (events[i] == JVMTI_EVENT_COMPILED_METHOD_LOAD || events[i] == JVMTI_EVENT_COMPILED_METHOD_UNLOAD))
 			continue;
 		e = (*agent.jvmti)->SetEventNotificationMode(agent.jvmti, JVMTI_ENABLE, events[i], NULL);
 		if (e != JVMTI_ERROR_NONE) {
@@ -2083,11 +1017,11 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 			return -EINVAL;
 		}
 	}
-	alloc_start();
-	locks_start(&(struct locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = lock,
-					  .unlock_notify = unlock_notify, .q_reserve = q_reserve,
-					  .disabled = &agent.disabled, .verbose = &stats.on }, so.locks);
-	vthread_start(vm);
+	vp_alloc__start(agent.jvmti);
+	vp_locks__start(&(struct vp_locks_host){ .jvmti = agent.jvmti, .now_ns = now_ns, .lock = vp_queue__lock,
+					  .unlock_notify = vp_queue__unlock_notify, .q_reserve = vp_queue__reserve,
+					  .disabled = &agent.disabled, .verbose = vp_stats__on_flag() }, so.locks);
+	vp_vthread__start(vm, &agent.disabled);
 	return 0;
 }
 
@@ -2101,7 +1035,7 @@ static void disable_events(void)
 		(*agent.jvmti)->SetEventCallbacks(agent.jvmti, &cb, sizeof(cb));
 	}
 	if (agent.w) {
-		cfile_writer__close(agent.w);
+		vp_cm_writer__close(agent.w, now_ns());
 		agent.w = NULL;
 	}
 }
@@ -2152,9 +1086,9 @@ static int switch_to(struct session_opts *so_in)
 	struct session_opts so = *so_in;
 	int err;
 
-	lock();
+	vp_queue__lock();
 	if (!agent.thread_running) {
-		(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+		vp_queue__unlock();
 		if (so.map_fd >= 0)
 			close(so.map_fd);
 		if (so.lock_fd >= 0)
@@ -2170,12 +1104,12 @@ static int switch_to(struct session_opts *so_in)
 		close(agent.next.lock_fd);
 	agent.next = so;
 	uint64_t want = ++agent.switch_want;
-	(*agent.jvmti)->RawMonitorNotifyAll(agent.jvmti, agent.lock);
+	vp_queue__notify_all();
 	/* Closing the old map writes what its queue holds: seconds at worst. */
 	for (int i = 0; i < 300 && agent.switch_done < want && agent.thread_running; i++)
-		(*agent.jvmti)->RawMonitorWait(agent.jvmti, agent.lock, 100);
+		vp_queue__wait(100);
 	err = agent.switch_done >= want ? agent.switch_err : -ETIMEDOUT;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
+	vp_queue__unlock();
 	if (err)
 		fprintf(stderr, "viprof agent: starting a new code map in %s failed: %s (it must be this user's or "
 			"root's and not writable by others); JIT frames of this session will not be named\n", so.dir,
@@ -2187,12 +1121,12 @@ static int switch_to(struct session_opts *so_in)
  * (the attach listener, not application code) may wait for queue room. */
 static void replay(void)
 {
-	tl_replaying = true;
+	vp_queue__replaying(true);
 	jvmtiError e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	/* A walk finds the compiled code by itself (its first one names all that is live). */
-	if (e == JVMTI_ERROR_NONE && !scan.on)
+	if (e == JVMTI_ERROR_NONE && !vp_scan__on())
 		e = (*agent.jvmti)->GenerateEvents(agent.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
-	tl_replaying = false;
+	vp_queue__replaying(false);
 	if (e != JVMTI_ERROR_NONE)
 		fprintf(stderr, "viprof agent: GenerateEvents failed: %s; code compiled before the attach will not be named\n",
 			jvmti_err(e));
@@ -2321,7 +1255,7 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *re
 		agent.new_chan = -1;
 		return JNI_ERR;
 	}
-	locks_live(agent.jvmti, jni);   /* locks= on attach: java.util.concurrent's parks too */
+	vp_locks__live(agent.jvmti, jni);   /* locks= on attach: java.util.concurrent's parks too */
 	replay();
 	start_channel(vm, agent.new_chan);
 	agent.new_chan = -1;

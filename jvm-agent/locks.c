@@ -57,7 +57,7 @@ static __thread uint64_t tl_monitor_start;
 typedef void(JNICALL *park_fn)(JNIEnv *, jobject, jboolean, jlong);
 typedef jint(JNICALL *register_fn)(JNIEnv *, jclass, const JNINativeMethod *, jint);
 
-static struct locks_host host;     /* set once by locks_start, before any callback */
+static struct vp_locks_host host;     /* set once by vp_locks__start, before any callback */
 
 /* Set once, before the wrapper is bound (park_bind), and never again. */
 static park_fn park_jdk;            /* the JDK's Unsafe.park */
@@ -77,7 +77,7 @@ static void queue_lock(uint64_t start, uint64_t end, const char *sig, const jvmt
 	uint64_t waited = end > start ? end - start : 0;
 	host.lock();
 	/* Checked again under the queue's lock: a session that turned locks off before its
-	 * switch (locks_apply) gets none of them, not even from a thread preempted above. */
+	 * switch (vp_locks__apply) gets none of them, not even from a thread preempted above. */
 	struct vp_cm_alloc_sample *b = atomic_load_explicit(&threshold, memory_order_relaxed) < 0 ? NULL :
 		host.q_reserve(VP_CM_LOCK_SAMPLE, end, sizeof(*b) + (size_t)n * sizeof(struct vp_cm_alloc_frame) + sl);
 	if (b) {
@@ -142,7 +142,7 @@ static void JNICALL cb_monitor_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr
 	queue_lock(start, end, sig, fr, n);
 }
 
-void locks_callbacks(jvmtiEventCallbacks *cb)
+void vp_locks__callbacks(jvmtiEventCallbacks *cb)
 {
 	cb->MonitorContendedEnter = cb_monitor_enter;
 	cb->MonitorContendedEntered = cb_monitor_entered;
@@ -210,7 +210,7 @@ static void JNICALL park_hook(JNIEnv *jni, jobject unsafe, jboolean absolute, jl
 /* Mounted again (see locks.h), on the carrier with vt current; LockSupport clears the
  * blocker only once the park returns, after this mount. The stack from LockSupport.park*
  * down, past the frames that unmounted it (VirtualThread.park, Continuation.yield). */
-void locks_vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t since, uint64_t t)
+void vp_locks__vthread_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint64_t since, uint64_t t)
 {
 	jfieldID pb = __atomic_load_n(&park_blocker, __ATOMIC_ACQUIRE);
 	int64_t min = atomic_load_explicit(&threshold, memory_order_relaxed);
@@ -421,7 +421,7 @@ bind:;
 	return park_installed ? NULL : "RegisterNatives(Unsafe.park) failed";
 }
 
-void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
+void vp_locks__live(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	if (atomic_load(&threshold) < 0 || !jni || atomic_load(&park_tried) || atomic_exchange(&park_tried, 1))
 		return;
@@ -443,7 +443,7 @@ void locks_live(jvmtiEnv *jvmti, JNIEnv *jni)
 
 static const jvmtiEvent monitor_ev[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED };
 
-void locks_start(const struct locks_host *h, int64_t ns)
+void vp_locks__start(const struct vp_locks_host *h, int64_t ns)
 {
 	jvmtiEnv *jvmti = h->jvmti;
 	char *name = NULL;
@@ -469,7 +469,7 @@ void locks_start(const struct locks_host *h, int64_t ns)
 		(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, monitor_ev[i], NULL);
 }
 
-void locks_apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting)
+void vp_locks__apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting)
 {
 	int64_t now = atomic_load(&threshold);
 	if (!starting) {
@@ -481,10 +481,10 @@ void locks_apply(jvmtiEnv *jvmti, JNIEnv *jni, int64_t ns, bool starting)
 		return;
 	}
 	if (ns >= 0 && now < 0) {
-		struct locks_host h = host;   /* the agent's, as given at its setup */
+		struct vp_locks_host h = host;   /* the agent's, as given at its setup */
 		h.jvmti = jvmti;
-		locks_start(&h, ns);
-		locks_live(jvmti, jni);
+		vp_locks__start(&h, ns);
+		vp_locks__live(jvmti, jni);
 	} else if (ns >= 0) {
 		atomic_store(&threshold, ns);
 	}

@@ -10,7 +10,7 @@
  * Threads: every callback runs on the carrier thread with the virtual thread mounted
  * (Start, Mount: just mounted; Unmount, End: about to leave), so JVMTI's current thread
  * (NULL) is the virtual thread. None may block: each builds its record on the stack and
- * hands it to vp_agent__queue, which takes the queue's raw monitor briefly and drops the
+ * hands it to vp_queue__put, which takes the queue's raw monitor briefly and drops the
  * record when the queue is full. No JVMTI memory is allocated except GetThreadInfo's
  * name at a virtual thread's start. */
 #ifndef _GNU_SOURCE
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "jvm-agent/locks.h"
+#include "jvm-agent/queue.h"
 #include "jvm-agent/vthread.h"
 #include "maps/codemap_format.h"
 
@@ -56,12 +57,14 @@ static struct { uint64_t id, time; } vt_last[VT_SLOTS];
 #define VT_JUST_STARTED UINT64_MAX
 
 static int vt_wanted = -1;     /* vthreads= of the current session: 1 on, 0 off, -1 not given (off) */
-static JavaVM *vt_vm;          /* from the first vthread_start */
+static JavaVM *vt_vm;          /* from the first vp_vthread__start */
+static const volatile bool vt_never;
+static const volatile bool *vt_disabled = &vt_never;   /* the agent's, from vp_vthread__start */
 static bool vt_started;        /* the environment and its events are on */
 static jfieldID tid_field;     /* java.lang.Thread.tid: the id threadId() returns */
 static __thread uint32_t tl_tid;
 
-bool vthread_option(const char *p, size_t len)
+bool vp_vthread__option(const char *p, size_t len)
 {
 	if (!p)
 		vt_wanted = -1;
@@ -140,7 +143,7 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 {
 	struct vp_cm_alloc_frame f[VT_MAX_FRAMES];
 	jint n = 0;
-	if (vt_wanted != 1 || vp_agent__idle())
+	if (vt_wanted != 1 || *vt_disabled)
 		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt), since = 0;
 	size_t nl = name ? strnlen(name, VT_NAME_MAX) : 0;
@@ -149,7 +152,7 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 		if (__atomic_load_n(&vt_last[k].id, __ATOMIC_ACQUIRE) == id)
 			since = __atomic_load_n(&vt_last[k].time, __ATOMIC_RELAXED);
 		if (since != VT_JUST_STARTED && since)
-			locks_vthread_mount(jvmti, jni, vt, since, t);   /* -e lock: a park that unmounted */
+			vp_locks__vthread_mount(jvmti, jni, vt, since, t);   /* -e lock: a park that unmounted */
 		if (since == VT_JUST_STARTED)
 			;
 		else if (since && t > since && t - since < VT_STACK_MIN_NS)
@@ -159,20 +162,20 @@ static void queue_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt, uint32_t flags
 	}
 	struct vp_cm_vthread b = { .vthread_id = id, .carrier_tid = carrier_tid(), .flags = flags,
 				   .nframes = (uint16_t)n, .name_len = (uint16_t)nl };
-	vp_agent__queue(VP_CM_VTHREAD_MOUNT, t, &b, sizeof(b), f, (size_t)n * sizeof(f[0]), name, nl);
+	vp_queue__put(VP_CM_VTHREAD_MOUNT, t, &b, sizeof(b), f, (size_t)n * sizeof(f[0]), name, nl);
 	if (flags & VP_CM_VT_START)
 		note_unmount(id, VT_JUST_STARTED);
 }
 
 static void queue_unmount(JNIEnv *jni, jthread vt, uint32_t flags)
 {
-	if (vt_wanted != 1 || vp_agent__idle())
+	if (vt_wanted != 1 || *vt_disabled)
 		return;
 	uint64_t t = vt_now(), id = vt_id(jni, vt);
 	if (!(flags & VP_CM_VT_END))
 		note_unmount(id, t);
 	struct vp_cm_vthread b = { .vthread_id = id, .carrier_tid = carrier_tid(), .flags = flags };
-	vp_agent__queue(VP_CM_VTHREAD_UNMOUNT, t, &b, sizeof(b), NULL, 0, NULL, 0);
+	vp_queue__put(VP_CM_VTHREAD_UNMOUNT, t, &b, sizeof(b), NULL, 0, NULL, 0);
 }
 
 static void JNICALL cb_vt_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread vt)
@@ -281,7 +284,7 @@ static const char *err_name(jvmtiEnv *jvmti, jvmtiError e)
 	return buf;
 }
 
-void vthread_start(JavaVM *vm)
+void vp_vthread__start(JavaVM *vm, const volatile bool *disabled)
 {
 	jvmtiEnv *jvmti = NULL;
 	jvmtiCapabilities caps = { 0 };
@@ -291,6 +294,8 @@ void vthread_start(JavaVM *vm)
 
 	if (vm)
 		vt_vm = vm;
+	if (disabled)
+		vt_disabled = disabled;
 	if (vt_wanted != 1 || vt_started || !vt_vm)
 		return;
 	vm = vt_vm;

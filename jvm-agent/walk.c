@@ -1,5 +1,5 @@
 /* The agent's code loads from walking HotSpot's code heaps (the default on HotSpot),
- * on top of hotspot/codeheap.h: see the section comment below and agent.h. */
+ * on top of hotspot/codeheap.h: see the section comment below and walk.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -12,7 +12,19 @@
 
 #include "common/util.h"
 #include "hotspot/memory.h"
-#include "jvm-agent/agent.h"
+#include <jvmti.h>
+#include <jvmticmlr.h>
+
+#include "common/chunkfile.h"
+#include "hotspot/codeheap.h"
+#include "hotspot/vmstructs.h"
+#include "maps/codemap_format.h"
+#include "maps/codemap_writer.h"
+#include "jvm-agent/stats.h"
+#include "jvm-agent/walk.h"
+#include "jvm-agent/gcs.h"
+#include "jvm-agent/loads.h"
+#include "jvm-agent/queue.h"
 #include "jvm-agent/names.h"
 #include "jvm-agent/vmflags.h"
 
@@ -58,7 +70,87 @@ struct known {
 	uint8_t mark;            /* enum known_mark */
 };
 
-struct scan scan = { .period_ms = SCAN_MIN_MS };
+/* The code heap at a GC's start (vp_scan__gc_start): compiled methods the agent thread's
+ * last walk did not hold, found at the start of the GC that may free them. Filled by the
+ * GC callback, which cannot malloc: preallocated, SNAP_CAP entries a buffer. */
+#define SNAP_CAP 16384
+#define SNAP_POOL (256u << 10)
+struct snap_nm {
+	uint64_t blob, code_start, method;
+	uint64_t t;               /* the GC's start */
+	uint64_t since;           /* start of the walk it was missing from: installed after */
+	uint32_t code_size;
+	int32_t compile_id;
+	uint32_t names;           /* into pool: class, name and signature, each NUL-ended;
+				   * UINT32_MAX: none copied */
+	int8_t level;
+	bool osr;
+};
+struct snap_buf {
+	struct snap_nm *v;
+	char *pool;               /* the methods' names, read while their classes are loaded */
+	uint32_t pool_used;
+	uint32_t n;
+	uint32_t lost;            /* entries that found the buffer full */
+	uint32_t incomplete;      /* walks that met a changing heap (-EAGAIN) */
+};
+/* The last walk's code as the GC callback reads it: blob addresses and compile ids,
+ * sorted by blob. */
+struct snap_pub {
+	uint64_t *blob;
+	int32_t *cid;
+	size_t n, cap;
+	uint64_t start;           /* that walk's start */
+};
+
+struct scan {
+	jvmtiEnv *jvmti;
+	void (*flush)(size_t at_least);   /* writes the queue (the agent's writer) */
+	bool on;                 /* code loads come from walks, not CompiledMethodLoad */
+	bool check;              /* option scancheck: events on, each checked against a decode */
+	bool forced_events;      /* option jit=events */
+	bool redrained;          /* this walk wrote the queue again for its new code's Method* */
+	uint64_t walk_end;       /* end of the walk being diffed */
+	uint64_t reset_t;        /* this session's first walk was asked for (vp_scan__reset) */
+	uint64_t blobs[8];       /* code of unreported blobs named in this session (blob_visit) */
+	size_t nblobs;
+	struct vp_ch ch;
+	struct vp_ch_scopes sc;
+	struct known *prev, *cur, *next;
+	size_t nprev, ncur, nnext, cap_prev, cap_cur, cap_next;
+	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
+	uint64_t due;            /* next walk at or after this time */
+	uint32_t period_ms;
+	uint64_t gc_seen;        /* GC ring head at the last walk */
+	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
+	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
+	size_t mcap, mn;
+	PCStackInfo *pcinfo;
+	jmethodID *ids;
+	jint *bcis;
+	size_t cap_pcinfo, cap_ids, cap_bcis;
+	uint64_t walks, incomplete, loads, unloads, unknown, undecoded, fallback;
+	/* At each GC's start (vp_scan__gc_start): the callback fills snap[snap_cur] while in_cb
+	 * is set and reads pub[pub_cur]; the agent thread flips either index and waits for
+	 * in_cb to clear before it touches the other buffer (sequentially consistent, so a
+	 * callback that saw the old index is seen in it). */
+	bool gc_walk_off;         /* option gcwalk=no (to measure what the walk at GC costs) */
+	struct snap_buf snap[2];
+	struct snap_pub pub[2];
+	int snap_cur, pub_cur, in_cb;
+	struct known *eph;        /* agent thread: short-lived code found by the last take */
+	const char *eph_pool;     /* ... and the names copied with it */
+	size_t neph, cap_eph;
+	uint64_t gc_walk_max_ns;  /* the longest walk at a GC's start (with stats) */
+	uint64_t ephemeral, ephemeral_unknown, snap_lost, snap_incomplete;
+	/* scancheck */
+	jrawMonitorID chk_lock;
+	struct vp_ch_scopes chk_sc;
+	uint64_t chk_n, chk_same, chk_differ, chk_missing;
+	char chk_first[256];
+};
+
+static struct scan scan = { .period_ms = SCAN_MIN_MS };
 
 
 static size_t method_ptr_slot(uint64_t k)
@@ -71,7 +163,7 @@ static size_t method_ptr_slot(uint64_t k)
 
 /* Remembers that Method* ptr is jmethodID id (from a METHOD_PTR record, on the agent
  * thread); a later record for a reused Method* replaces the earlier one. */
-int method_ptr_put(uint64_t ptr, uint64_t id, uint64_t t)
+int vp_scan__method_ptr(uint64_t ptr, uint64_t id, uint64_t t)
 {
 	if (!ptr || !id)
 		return 0;
@@ -158,8 +250,8 @@ static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
 	if (scan.nblobs == sizeof(scan.blobs) / sizeof(scan.blobs[0]))
 		return 0;
 	size_t nl = strlen(bl->name);
-	lock();
-	struct vp_cm_code_blob *b = q_reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
+	vp_queue__lock();
+	struct vp_cm_code_blob *b = vp_queue__reserve(VP_CM_CODE_BLOB, now_ns(), sizeof(*b) + nl);
 	if (b) {
 		b->code_start = bl->code_start;
 		b->code_size = bl->code_size;
@@ -168,38 +260,26 @@ static int blob_visit(void *ctx, const struct vp_ch_blob *bl)
 		memcpy(b + 1, bl->name, nl);
 		scan.blobs[scan.nblobs++] = bl->code_start;
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	return 0;
-}
-
-/* The last GC that finished in (lo, hi], or 0. */
-static uint64_t gc_between(uint64_t lo, uint64_t hi)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
-	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
-		uint64_t g = agent.gc_time[i % GC_RING];
-		if (g > lo && g <= hi && g > best)
-			best = g;
-	}
-	return best;
 }
 
 /* When missed code k went (see the top of this section). */
 static uint64_t unload_time(const struct known *k)
 {
-	uint64_t t = gc_between(k->seen_start, k->missed_end);
+	uint64_t t = vp_gcs__last_between(k->seen_start, k->missed_end);
 	return t ? t : k->missed_end;
 }
 
 static void queue_unload(const struct known *k)
 {
-	lock();
-	struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
+	vp_queue__lock();
+	struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, unload_time(k), sizeof(*b));
 	if (b) {
 		b->code_start = k->code_start;
 		b->method_id = k->jmid;
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	scan.unloads++;
 }
 
@@ -213,13 +293,13 @@ static bool queue_name(uint64_t id, struct mnames *nm, const char *name, const c
 	if (snprintf(nm->readable, sizeof(nm->readable), "%s.%s", nm->kreadable, nm->mpart) >= (int)sizeof(nm->readable))
 		nm->readable[sizeof(nm->readable) - 1] = '\0';
 	nm->file[0] = '\0';
-	lock();
-	void *b = q_reserve(VP_CM_METHOD_NAME, now_ns(), method_name_size(nm, 0));
+	vp_queue__lock();
+	void *b = vp_queue__reserve(VP_CM_METHOD_NAME, now_ns(), vp_cm_method_name__size(nm->readable, nm->file, 0));
 	if (b) {
-		method_name_fill(b, id, nm, NULL, 0);
-		seen_add(id);
+		vp_cm_method_name__fill(b, id, nm->readable, nm->file, NULL, 0);
+		vp_queue__add_named(id);
 	}
-	unlock_notify();
+	vp_queue__unlock_notify();
 	return b != NULL;
 }
 
@@ -236,7 +316,7 @@ static uint64_t fallback_id(uint64_t mptr)
 
 	if (!mptr)
 		return 0;
-	if (seen_has(id))
+	if (vp_queue__named(id))
 		return id;
 	if (vp_ch__method_names(&scan.ch, mptr, nm.klass, sizeof(nm.klass), name, sizeof(name), sig, sizeof(sig)))
 		return 0;
@@ -264,7 +344,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 	 * give to the old class's jmethodID. */
 	if (!scan.redrained) {
 		scan.redrained = true;
-		write_queue(0);
+		scan.flush(0);
 	}
 	k->jmid = method_ptr_get(k->method, &prepared);
 	/* Prepared after the walk saw this code: a later class at a reused Method*, and
@@ -285,7 +365,7 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 		scan.unknown++;
 		return;
 	}
-	if (!stats.no_inline) {
+	if (!vp_stats__no_inline()) {
 		int err = vp_ch__scopes(&scan.ch, &nm, &scan.sc);
 		bool ok = !err && !vp_grow((void **)&scan.pcinfo, &scan.cap_pcinfo, scan.sc.npcs + 1, sizeof(*scan.pcinfo)) &&
 			  !vp_grow((void **)&scan.ids, &scan.cap_ids, scan.sc.nframes + 1, sizeof(*scan.ids)) &&
@@ -310,21 +390,9 @@ static void queue_scanned_load(jvmtiEnv *jvmti, struct known *k, uint64_t not_be
 			scan.undecoded++;
 		}
 	}
-	compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
+	vp_loads__compiled(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size, (const void *)(uintptr_t)k->code_start,
 		      info, not_before, (uint8_t)k->level, k->osr ? VP_CM_LOAD_OSR : 0);
 	scan.loads++;
-}
-
-/* Writes what is queued now, if it is at least at_least bytes; on the agent thread (or
- * the one that replaced it), which cannot wait for the queue to make room. */
-void write_queue(size_t at_least)
-{
-	const uint8_t *buf;
-	lock();
-	size_t n = agent.qlen >= at_least ? take(&buf) : 0;
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, agent.lock);
-	if (n && agent.w)
-		drain(buf, n);
 }
 
 static bool overlaps(const struct known *a, const struct known *b)
@@ -434,12 +502,12 @@ static int gc_visit(void *ctx, const struct vp_ch_nm *nm)
 	return 0;
 }
 
-void scan_gc_start(void)
+void vp_scan__gc_start(void)
 {
 	struct st_mark m;
 	if (!scan.on || scan.gc_walk_off || !scan.snap[0].v || !scan.snap[1].v)
 		return;
-	st_begin(&m);
+	vp_stats__begin(&m);
 	__atomic_store_n(&scan.in_cb, 1, __ATOMIC_SEQ_CST);
 	int sc = __atomic_load_n(&scan.snap_cur, __ATOMIC_SEQ_CST), pc = __atomic_load_n(&scan.pub_cur, __ATOMIC_SEQ_CST);
 	static struct gc_walk w;   /* one GC callback at a time (the VM thread) */
@@ -448,8 +516,8 @@ void scan_gc_start(void)
 	if (vp_ch__walk(&scan.ch, gc_visit, &w))
 		w.b->incomplete++;
 	__atomic_store_n(&scan.in_cb, 0, __ATOMIC_SEQ_CST);
-	st_end(ST_GC_WALK, &m);
-	if (stats.on && now_ns() - w.t > scan.gc_walk_max_ns)
+	vp_stats__end(ST_GC_WALK, &m);
+	if (vp_stats__on() && now_ns() - w.t > scan.gc_walk_max_ns)
 		scan.gc_walk_max_ns = now_ns() - w.t;
 }
 
@@ -485,18 +553,6 @@ static void publish_walk(uint64_t start)
 	p->n = scan.nnext;
 	p->start = start;
 	__atomic_store_n(&scan.pub_cur, cur ^ 1, __ATOMIC_SEQ_CST);
-}
-
-/* The end of the first GC that finished after t, or 0. */
-static uint64_t gc_after(uint64_t t)
-{
-	uint64_t head = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE), best = 0;
-	for (uint64_t i = head > GC_RING ? head - GC_RING : 0; i < head; i++) {
-		uint64_t g = agent.gc_time[i % GC_RING];
-		if (g > t && (!best || g < best))
-			best = g;
-	}
-	return best;
 }
 
 static int cmp_snap(const void *a, const void *b)
@@ -559,7 +615,7 @@ static void take_gc_snapshots(uint64_t now)
 			continue;   /* still there, installed after the walk passed: the next walk's */
 		if (vp_grow((void **)&scan.eph, &scan.cap_eph, scan.neph + 1, sizeof(*scan.eph)))
 			break;
-		uint64_t end = gc_after(e->t);
+		uint64_t end = vp_gcs__first_after(e->t);
 		scan.eph[scan.neph++] = (struct known){ .blob = e->blob, .code_start = e->code_start, .method = e->method,
 						       .code_size = e->code_size, .compile_id = e->compile_id,
 						       .level = e->level, .osr = e->osr, .seen_start = e->since,
@@ -580,7 +636,7 @@ static void take_gc_snapshots(uint64_t now)
 				/* Gone before x came, so by the last GC before x was copied (JDK 20+
 				 * frees code only at GC), not the last GC before this walk: dated
 				 * that late, its life would overlap x's. */
-				uint64_t u = gc_between(o->seen_start, x->gc_t);
+				uint64_t u = vp_gcs__last_between(o->seen_start, x->gc_t);
 				if (!u)
 					u = unload_time(o) < x->gc_t ? unload_time(o) : x->gc_t;
 				if (u < unload_time(o))
@@ -623,14 +679,14 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 	/* Every class with code in the copies was prepared before the GC that copied it:
 	 * its METHOD_PTR record is queued, and written (and named, if it still can be) now. */
 	if (scan.neph)
-		write_queue(0);
+		scan.flush(0);
 	for (size_t a = 0; a < scan.neph; a++) {
 		struct known *k = &scan.eph[a];
 		uint64_t prepared = 0, not_before = k->seen_start;
 		k->jmid = method_ptr_get(k->method, &prepared);
 		/* A Method* prepared after the GC that saw the code is a later class's, at the
 		 * address of the unloaded one; one without a name written lost its class first. */
-		if (k->jmid && (prepared > k->gc_t || !seen_has(k->jmid))) {
+		if (k->jmid && (prepared > k->gc_t || !vp_queue__named(k->jmid))) {
 			k->jmid = 0;
 			prepared = 0;   /* that time is the other class's */
 		}
@@ -646,37 +702,37 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 			not_before = k->after;
 		if (not_before > k->missed_end)
 			not_before = k->missed_end;
-		compiled_load(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
+		vp_loads__compiled(jvmti, (jmethodID)(uintptr_t)k->jmid, (jint)k->code_size,
 			      (const void *)(uintptr_t)k->code_start, NULL, not_before, (uint8_t)k->level,
 			      k->osr ? VP_CM_LOAD_OSR : 0);
-		lock();
-		struct vp_cm_method_unload *b = q_reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
+		vp_queue__lock();
+		struct vp_cm_method_unload *b = vp_queue__reserve(VP_CM_METHOD_UNLOAD, k->missed_end, sizeof(*b));
 		if (b) {
 			b->code_start = k->code_start;
 			b->method_id = k->jmid;
 		}
-		unlock_notify();
+		vp_queue__unlock_notify();
 		scan.ephemeral++;
 	}
 	scan.neph = 0;
 }
 
 /* One walk and its diff against the previous one; on the agent thread. */
-void scan_code(jvmtiEnv *jvmti)
+void vp_scan__walk(jvmtiEnv *jvmti)
 {
 	struct st_mark m, md;
 
-	if (!scan.on || agent.idle || !agent.w || stats.noop)
+	if (!scan.on || vp_stats__noop())
 		return;
 	/* Every class with code the walk can meet was prepared before that code was made,
 	 * and its METHOD_PTR record queued: write those first, so that each Method* is known
 	 * (a class prepared during the walk is written in queue_scanned_load). */
-	write_queue(0);
+	scan.flush(0);
 	scan.redrained = false;
 	uint64_t start = now_ns();
-	st_begin(&m);
+	vp_stats__begin(&m);
 	scan.ncur = 0;
-	scan.gc_seen = __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE);
+	scan.gc_seen = vp_gcs__count();
 	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
 	uint64_t end = now_ns();
 	scan.walk_end = end;
@@ -684,7 +740,7 @@ void scan_code(jvmtiEnv *jvmti)
 	if (err) {
 		scan.incomplete++;
 		scan.due = end + SCAN_MIN_MS * 1000000ull;
-		st_end(ST_SCAN, &m);
+		vp_stats__end(ST_SCAN, &m);
 		return;
 	}
 	/* The walk goes in address order; sort only if the heaps overlapped oddly. */
@@ -693,8 +749,8 @@ void scan_code(jvmtiEnv *jvmti)
 			qsort(scan.cur, scan.ncur, sizeof(*scan.cur), cmp_known);
 			break;
 		}
-	st_end(ST_SCAN, &m);
-	st_begin(&md);
+	vp_stats__end(ST_SCAN, &m);
+	vp_stats__begin(&md);
 
 	/* Merge by blob address: carried over, new, or missed. */
 	size_t i = 0, j = 0, fresh = 0, gone = 0;
@@ -765,7 +821,7 @@ void scan_code(jvmtiEnv *jvmti)
 		queue_scanned_load(jvmti, k, scan.last_start);
 		fresh++;
 		if ((fresh & 63) == 0)
-			write_queue(QUEUE_BYTES / 2);   /* before the queue fills */
+			scan.flush(VP_QUEUE_BYTES / 2);   /* before the queue fills */
 	}
 	scan.last_start = start;
 	publish_walk(start);
@@ -781,27 +837,27 @@ void scan_code(jvmtiEnv *jvmti)
 out:
 	scan.due = now_ns() + (uint64_t)scan.period_ms * 1000000ull;
 	if (fresh || gone)
-		st_end(ST_SCAN_DECODE, &md);
+		vp_stats__end(ST_SCAN_DECODE, &md);
 }
 
 /* A walk is due: its time came, or a GC finished since the last one. */
-bool scan_due(void)
+bool vp_scan__due(void)
 {
-	return scan.on && !agent.idle && agent.w && !stats.noop && agent.classes_enumerated &&
-	       (now_ns() >= scan.due || __atomic_load_n(&agent.gc_head, __ATOMIC_ACQUIRE) != scan.gc_seen);
+	return scan.on && !vp_stats__noop() &&
+	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
 }
 
 /* Milliseconds the agent thread may wait for queue records before the next walk. */
-jlong scan_wait_ms(void)
+jlong vp_scan__wait_ms(void)
 {
-	if (!scan.on || agent.idle || !agent.w || stats.noop)
+	if (!scan.on || vp_stats__noop())
 		return 1000;
 	uint64_t t = now_ns();
 	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
 }
 
 /* A new session's map starts with every live method again, as at an attach. */
-void scan_reset(void)
+void vp_scan__reset(void)
 {
 	scan.reset_t = now_ns();
 	scan.nblobs = 0;   /* a new session's map names them again */
@@ -842,12 +898,12 @@ static bool same_method(uint64_t a, uint64_t b)
 	       ((!strcmp(n1, n2) && !strcmp(s1, s2)) || !strcmp(k1, "Ljava/lang/invoke/MethodHandle;"));
 }
 
-void scan_check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
+void vp_scan__check(jmethodID method, jint code_size, const void *code_addr, const void *compile_info)
 {
-	const jvmtiCompiledMethodLoadInlineRecord *inl = find_inline(compile_info);
+	const jvmtiCompiledMethodLoadInlineRecord *inl = vp_loads__find_inline(compile_info);
 	struct vp_ch_nm nm;
 
-	(*agent.jvmti)->RawMonitorEnter(agent.jvmti, scan.chk_lock);
+	(*scan.jvmti)->RawMonitorEnter(scan.jvmti, scan.chk_lock);
 	scan.chk_n++;
 	if (vp_ch__find(&scan.ch, (uint64_t)(uintptr_t)code_addr, &nm)) {
 		scan.chk_missing++;
@@ -900,23 +956,23 @@ void scan_check(jmethodID method, jint code_size, const void *code_addr, const v
 	}
 	scan.chk_same++;
 out:
-	(*agent.jvmti)->RawMonitorExit(agent.jvmti, scan.chk_lock);
+	(*scan.jvmti)->RawMonitorExit(scan.jvmti, scan.chk_lock);
 }
 
-void scan_print(void)
+void vp_scan__print(void)
 {
 	if (scan.check)
 		fprintf(stderr, "viprof agent: scan check: %llu loads, %llu same, %llu differ, %llu not found%s%s\n",
 			(unsigned long long)scan.chk_n, (unsigned long long)scan.chk_same, (unsigned long long)scan.chk_differ,
 			(unsigned long long)scan.chk_missing, scan.chk_first[0] ? "; first: " : "", scan.chk_first);
-	if (stats.on && scan.on)
+	if (vp_stats__on() && scan.on)
 		fprintf(stderr, "viprof agent stats: code heap walks=%llu incomplete=%llu loads=%llu unloads=%llu "
 			"unknown_methods=%llu undecoded=%llu named_from_metadata=%llu\n", (unsigned long long)scan.walks,
 			(unsigned long long)scan.incomplete, (unsigned long long)scan.loads, (unsigned long long)scan.unloads,
 			(unsigned long long)scan.unknown, (unsigned long long)scan.undecoded, (unsigned long long)scan.fallback);
-	if (stats.on && scan.on && !scan.gc_walk_off)
+	if (vp_stats__on() && scan.on && !scan.gc_walk_off)
 		fprintf(stderr, "viprof agent stats: walks at GC start=%llu longest_us=%.1f short_lived_loads=%llu "
-			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)stats.n[ST_GC_WALK],
+			"short_lived_unknown=%llu lost=%llu incomplete=%llu\n", (unsigned long long)vp_stats__n(ST_GC_WALK),
 			scan.gc_walk_max_ns / 1e3, (unsigned long long)scan.ephemeral,
 			(unsigned long long)scan.ephemeral_unknown, (unsigned long long)scan.snap_lost,
 			(unsigned long long)scan.snap_incomplete);
@@ -926,14 +982,16 @@ void scan_print(void)
  * codeheap.c reads (and jit=events was not asked for), else CompiledMethodLoad. With
  * walks the agent sets DebugNonSafepoints as enabling that event would have, so that
  * samples between safepoints keep their inlined frames. */
-void choose_code_source(void)
+void vp_scan__choose_source(jvmtiEnv *jvmti, const struct vp_hs_vm *vm, void (*flush)(size_t at_least))
 {
 	char why[160] = "no HotSpot VM structure tables";
-	const struct vp_hs_vm *vm = hotspot_vm();
+
+	scan.jvmti = jvmti;
+	scan.flush = flush;
 	bool ok = vm && vp_ch__init(&scan.ch, vm, &vp_hs_mem_direct, &vp_hs_mem_self, why, sizeof(why)) == 0;
 
 	if (scan.check) {
-		if (!ok || (*agent.jvmti)->CreateRawMonitor(agent.jvmti, "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
+		if (!ok || (*jvmti)->CreateRawMonitor(jvmti, "viprof-scancheck", &scan.chk_lock) != JVMTI_ERROR_NONE) {
 			fprintf(stderr, "viprof agent: scancheck: %s\n", ok ? "no raw monitor" : why);
 			scan.check = false;
 		}
@@ -958,4 +1016,39 @@ void choose_code_source(void)
 			}
 		}
 	}
+}
+
+bool vp_scan__option(const char *p, size_t len)
+{
+	if (len == 10 && !strncmp(p, "jit=events", 10))
+		scan.forced_events = true;
+	else if (len == 8 && !strncmp(p, "jit=scan", 8))
+		scan.forced_events = false;
+	else if (len == 9 && !strncmp(p, "scancheck", 9))
+		scan.check = true;
+	else if (len == 9 && !strncmp(p, "gcwalk=no", 9))
+		scan.gc_walk_off = true;
+	else
+		return false;
+	return true;
+}
+
+bool vp_scan__on(void)
+{
+	return scan.on;
+}
+
+bool vp_scan__checking(void)
+{
+	return scan.check;
+}
+
+bool vp_scan__at_gc(void)
+{
+	return scan.on && !scan.gc_walk_off;
+}
+
+void vp_scan__free(void)
+{
+	vp_ch__scopes_free(&scan.sc);
 }

@@ -432,7 +432,6 @@ static int cmp_pc(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first; /* stable: the stream's order */
 }
 
-/* Parses one record. 0, or -errno with err set. */
 /* The method loaded at code_start with method_id, which an INLINE or INLINE2 record
  * describes; UINT32_MAX when no such load was seen. */
 static uint32_t inline_owner(const struct vp_codemap *m, uint64_t code_start, uint64_t method_id)
@@ -469,320 +468,428 @@ static void inline_attach(struct vp_codemap *m, uint32_t mi, const struct vp_cm_
 	m->inlines[m->ninlines++] = *in;
 }
 
+/* ---- the records, one reader each ----
+ * Each reader gets a body at least its table entry's min_len long (the fixed part,
+ * copied out: bodies need not be aligned) and returns 0, -ENOMEM, or -EBADMSG with *why
+ * saying what is malformed. A record is all or nothing: a reader that fails leaves m as
+ * it found it, but for memory it may have grown. */
+struct rec {
+	uint32_t type;
+	uint64_t time;
+	const uint8_t *b;        /* the body */
+	size_t len;
+};
+
+static int rd_meta(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_meta x;
+	memcpy(&x, r->b, sizeof(x));
+	if (x.vm_len > r->len - sizeof(x)) {
+		*why = "META string overruns the record";
+		return -EBADMSG;
+	}
+	m->pid = x.pid;
+	m->flags = x.flags;
+	size_t vl = x.vm_len < sizeof(m->vm) - 1 ? x.vm_len : sizeof(m->vm) - 1;
+	memcpy(m->vm, r->b + sizeof(x), vl);
+	m->vm[vl] = '\0';
+	return 0;
+}
+
+static int rd_epoch_begin(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_epoch_begin x;
+	(void)why;
+	memcpy(&x, r->b, sizeof(x));
+	return begin_epoch(m, x.epoch, x.reason, r->time);
+}
+
+static int rd_gc(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_gc x;
+	memcpy(&x, r->b, sizeof(x));
+	if (x.name_len > r->len - sizeof(x)) {
+		*why = "GC name overruns the record";
+		return -EBADMSG;
+	}
+	/* It explains the epoch just begun; one that names another is ignored. */
+	if (pv->cur_epoch < 0 || m->epochs[pv->cur_epoch].id != x.epoch)
+		return 0;
+	struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
+	size_t nl = x.name_len < sizeof(ep->gc_name) - 1 ? x.name_len : sizeof(ep->gc_name) - 1;
+	ep->gc_known = true;
+	ep->gc_kind = x.kind;
+	ep->gc_id = x.gc_id;
+	ep->gc_full = x.full_gcs;
+	ep->gc_count = x.gcs;
+	memcpy(ep->gc_name, r->b + sizeof(x), nl);
+	ep->gc_name[nl] = '\0';
+	return 0;
+}
+
+static int rd_epoch_end(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_epoch_end x;
+	(void)why;
+	memcpy(&x, r->b, sizeof(x));
+	if (pv->cur_epoch >= 0) {
+		struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
+		ep->ended = true;
+		ep->t_end = r->time;
+		ep->live_methods = x.live_methods;
+		ep->live_bytes = x.live_bytes;
+		ep->dropped = x.dropped;
+	}
+	return 0;
+}
+
+/* The compile level and flags of the method add_method just added. */
+static void set_level(struct vp_codemap *m, uint8_t level, uint8_t flags)
+{
+	m->methods[m->nmethods - 1].level = level;
+	m->methods[m->nmethods - 1].flags = flags;
+}
+
+static int rd_method_load(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_method_load x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((size_t)x.name_len + x.class_len + x.mname_len + x.sig_len > r->len - sizeof(x)) {
+		*why = "METHOD_LOAD strings overrun the record";
+		return -EBADMSG;
+	}
+	const char *s = (const char *)r->b + sizeof(x), *cl = s + x.name_len, *mn = cl + x.class_len,
+		   *sig = mn + x.mname_len;
+	int e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, s, x.name_len, cl, x.class_len, mn,
+			   x.mname_len, sig, x.sig_len);
+	if (!e)
+		set_level(m, x.level, x.flags);
+	return e;
+}
+
+static int rd_method_load2(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_method_load2 x;
+	(void)why;
+	memcpy(&x, r->b, sizeof(x));
+	if (GROW(pv->unnamed, pv->cap_unnamed, pv->nunnamed + 1))
+		return -ENOMEM;
+	pv->unnamed[pv->nunnamed] = (uint32_t)m->nmethods;
+	int e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0);
+	if (!e) {
+		pv->nunnamed++;
+		set_level(m, x.level, x.flags);
+	}
+	return e;
+}
+
+static int rd_method_unload(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_method_unload x;
+	(void)why;
+	memcpy(&x, r->b, sizeof(x));
+	uint32_t i = hget(pv, x.code_start);
+	if (i != UINT32_MAX && m->methods[i].method_id == x.method_id && m->methods[i].unload_time == VP_CM_NEVER)
+		m->methods[i].unload_time = r->time;
+	int e = ensure_epoch(m, r->time);
+	if (!e)
+		m->epochs[pv->cur_epoch].nunloads++;
+	return e;
+}
+
+static int rd_inline(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_inline x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((uint64_t)x.npcs * sizeof(struct vp_cm_pc) + (uint64_t)x.nframes * sizeof(struct vp_cm_frame) >
+	    r->len - sizeof(x)) {
+		*why = "INLINE tables overrun the record";
+		return -EBADMSG;
+	}
+	uint32_t mi = inline_owner(m, x.code_start, x.method_id);
+	if (mi == UINT32_MAX)
+		return 0; /* inlining of code we never saw loaded: nothing to attach it to */
+	struct vp_cm_inline_info in;
+	if (inline_alloc(m, x.npcs, x.nframes, &in))
+		return -ENOMEM;
+	memcpy(in.pcs, r->b + sizeof(x), (size_t)x.npcs * sizeof(*in.pcs));
+	memcpy(in.frames, r->b + sizeof(x) + (size_t)x.npcs * sizeof(*in.pcs), (size_t)x.nframes * sizeof(*in.frames));
+	for (uint32_t i = 0; i < x.npcs; i++) {
+		if ((uint64_t)in.pcs[i].first + in.pcs[i].depth > x.nframes ||
+		    (i && in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset)) {
+			inline_free(&in);
+			*why = "INLINE pc table out of range or unsorted";
+			return -EBADMSG;
+		}
+	}
+	inline_attach(m, mi, &in);
+	return 0;
+}
+
+static int rd_inline2(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_inline2 x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((uint64_t)x.nmethods * 8 + x.bytes > r->len - sizeof(x)) {
+		*why = "INLINE2 tables overrun the record";
+		return -EBADMSG;
+	}
+	/* Each pc takes at least 3 bytes of the stream. Kept frames cost no bytes, so the
+	 * frame count is capped (HotSpot's largest methods have a few 100k) to keep a
+	 * damaged record from asking for gigabytes. */
+	if ((uint64_t)x.npcs * 3 > x.bytes || x.nframes > VP_CM_INLINE2_MAX_FRAMES) {
+		*why = "INLINE2 counts do not fit the record";
+		return -EBADMSG;
+	}
+	uint32_t mi = inline_owner(m, x.code_start, x.method_id);
+	if (mi == UINT32_MAX)
+		return 0; /* as for INLINE */
+	struct vp_cm_inline_info in;
+	if (inline_alloc(m, x.npcs, x.nframes, &in))
+		return -ENOMEM;
+	if (decode_inline2(&x, r->b + sizeof(x), &in)) {
+		inline_free(&in);
+		*why = "INLINE2 stream is malformed";
+		return -EBADMSG;
+	}
+	/* Readers look pcs up by offset; HotSpot gives them in address order already. */
+	for (uint32_t i = 1; i < in.npcs; i++) {
+		if (in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset) {
+			qsort(in.pcs, in.npcs, sizeof(*in.pcs), cmp_pc);
+			break;
+		}
+	}
+	inline_attach(m, mi, &in);
+	return 0;
+}
+
+static int rd_method_names(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct vp_cm_method_names x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((uint64_t)x.class_len + x.file_len + x.bytes > r->len - sizeof(x)) {
+		*why = "METHOD_NAMES overruns the record";
+		return -EBADMSG;
+	}
+	/* Each method takes at least 3 bytes. */
+	if ((uint64_t)x.n * 3 > x.bytes) {
+		*why = "METHOD_NAMES count does not fit the record";
+		return -EBADMSG;
+	}
+	size_t before = m->nnames;
+	int e = read_method_names(m, &x, r->b + sizeof(x));
+	if (e == -EBADMSG) {
+		/* A record is all or nothing: drop the names read before the damage. */
+		for (size_t i = before; i < m->nnames; i++)
+			free(m->names[i].lines);
+		m->nnames = before;
+		*why = "METHOD_NAMES stream is malformed";
+	}
+	return e;
+}
+
+static int rd_method_name(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_method_name x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((uint64_t)x.name_len + x.file_len + (uint64_t)x.nlines * sizeof(struct vp_cm_line) > r->len - sizeof(x)) {
+		*why = "METHOD_NAME overruns the record";
+		return -EBADMSG;
+	}
+	if (GROW(m->names, pv->cap_names, m->nnames + 1))
+		return -ENOMEM;
+	const char *s = (const char *)r->b + sizeof(x);
+	struct vp_cm_name_info ni = { .method_id = x.method_id, .nlines = x.nlines };
+	ni.name = own_str(pv, s, x.name_len);
+	ni.file = own_str(pv, s + x.name_len, x.file_len);
+	ni.lines = cm_alloc(pv, ((size_t)x.nlines + 1) * sizeof(*ni.lines));
+	if (!ni.name || !ni.file || !ni.lines) {
+		free(ni.lines);
+		return -ENOMEM;
+	}
+	memcpy(ni.lines, s + x.name_len + x.file_len, (size_t)x.nlines * sizeof(*ni.lines));
+	m->names[m->nnames++] = ni;
+	return 0;
+}
+
+static int rd_method_ptr(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_method_ptrs x;
+	memcpy(&x, r->b, sizeof(x));
+	if ((uint64_t)x.n * sizeof(struct vp_cm_method_ptr) > r->len - sizeof(x)) {
+		*why = "METHOD_PTR overruns the record";
+		return -EBADMSG;
+	}
+	if (GROW(m->ptrs, pv->cap_ptrs, m->nptrs + x.n))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < x.n; i++) {
+		struct vp_cm_method_ptr p;
+
+		memcpy(&p, r->b + sizeof(x) + (size_t)i * sizeof(p), sizeof(p));
+		if (!p.method_ptr || !p.method_id)
+			continue;
+		m->ptrs[m->nptrs++] = (struct vp_cm_ptr_info){ .method_ptr = p.method_ptr, .method_id = p.method_id,
+			.time = r->time, .preexisting = (x.flags & VP_CM_PTRS_PREEXISTING) != 0 };
+	}
+	return 0;
+}
+
+static int rd_thread_name(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_thread_name x;
+	memcpy(&x, r->b, sizeof(x));
+	if (x.name_len > r->len - sizeof(x)) {
+		*why = "THREAD_NAME overruns the record";
+		return -EBADMSG;
+	}
+	if (GROW(m->threads, pv->cap_threads, m->nthreads + 1))
+		return -ENOMEM;
+	const char *name = own_str(pv, (const char *)r->b + sizeof(x), x.name_len);
+	if (!name)
+		return -ENOMEM;
+	m->threads[m->nthreads++] = (struct vp_cm_thread_info){ .tid = x.tid, .time = r->time, .flags = x.flags,
+								 .name = name };
+	return 0;
+}
+
+/* The layout ALLOC_SAMPLE, LOCK_SAMPLE and the VTHREAD records share after their fixed
+ * part of hl bytes: nframes struct vp_cm_alloc_frame, then a string of slen bytes. The
+ * frames go to m->alloc_frames (their first index into *first), the string is owned.
+ * The caller then grows its own array: failing that ends the whole load (-ENOMEM or the
+ * budget), so no frames are left behind in a map that is used. */
+static int rd_frames_and_string(struct vp_codemap *m, const struct rec *r, size_t hl, uint32_t nframes,
+				uint32_t slen, size_t *first, const char **str, const char **why)
+{
+	struct priv *pv = m->priv;
+	size_t fl = (size_t)nframes * sizeof(struct vp_cm_alloc_frame);
+
+	if (fl + slen > r->len - hl) {
+		*why = r->type == VP_CM_ALLOC_SAMPLE || r->type == VP_CM_LOCK_SAMPLE ?
+			       "ALLOC_SAMPLE frames or class overrun the record" : "VTHREAD frames or name overrun the record";
+		return -EBADMSG;
+	}
+	if (GROW(m->alloc_frames, pv->cap_alloc_frames, m->nalloc_frames + nframes))
+		return -ENOMEM;
+	if (!(*str = own_str(pv, (const char *)r->b + hl + fl, slen)))
+		return -ENOMEM;
+	if (fl)   /* a sample with no frame: alloc_frames may still be NULL */
+		memcpy(m->alloc_frames + m->nalloc_frames, r->b + hl, fl);
+	*first = m->nalloc_frames;
+	m->nalloc_frames += nframes;
+	return 0;
+}
+
+/* ALLOC_SAMPLE and LOCK_SAMPLE. */
+static int rd_sample(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_alloc_sample x;
+	const char *klass;
+	size_t first;
+	memcpy(&x, r->b, sizeof(x));
+	int e = rd_frames_and_string(m, r, sizeof(x), x.nframes, x.class_len, &first, &klass, why);
+	if (!e && GROW(m->allocs, pv->cap_allocs, m->nallocs + 1))
+		e = -ENOMEM;
+	if (!e)
+		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid,
+			.nframes = x.nframes, .first = first, .size = x.size, .weight = x.weight, .klass = klass };
+	return e;
+}
+
+/* VTHREAD_MOUNT and VTHREAD_UNMOUNT. */
+static int rd_vthread(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_vthread x;
+	const char *name;
+	size_t first;
+	memcpy(&x, r->b, sizeof(x));
+	int e = rd_frames_and_string(m, r, sizeof(x), x.nframes, x.name_len, &first, &name, why);
+	if (!e && GROW(m->vthreads, pv->cap_vthreads, m->nvthreads + 1))
+		e = -ENOMEM;
+	if (!e)
+		m->vthreads[m->nvthreads++] = (struct vp_cm_vthread_info){ .time = r->time, .id = x.vthread_id,
+			.carrier = x.carrier_tid, .kind = r->type, .flags = x.flags, .nframes = x.nframes,
+			.first = first, .name = name };
+	return e;
+}
+
+static int rd_code_blob(struct vp_codemap *m, const struct rec *r, const char **why)
+{
+	struct priv *pv = m->priv;
+	struct vp_cm_code_blob x;
+	int e;
+	memcpy(&x, r->b, sizeof(x));
+	if (x.name_len > r->len - sizeof(x)) {
+		*why = "CODE_BLOB name overruns the record";
+		return -EBADMSG;
+	}
+	if ((e = ensure_epoch(m, r->time)) || (e = GROW(m->blobs, pv->cap_blobs, m->nblobs + 1)))
+		return e;
+	struct vp_cm_blob_info bi = { .start = x.code_start, .size = x.code_size, .kind = x.kind, .time = r->time,
+				      .epoch = (uint32_t)pv->cur_epoch };
+	if (!(bi.name = own_str(pv, (const char *)r->b + sizeof(x), x.name_len)))
+		return -ENOMEM;
+	m->blobs[m->nblobs++] = bi;
+	return 0;
+}
+
+/* Every record type this reader knows: its fixed part's size and its reader. Unknown
+ * types are skipped (newer writers may add some). */
+static const struct rec_kind {
+	uint32_t type;
+	size_t min_len;
+	const char *name;
+	int (*fn)(struct vp_codemap *m, const struct rec *r, const char **why);
+} rec_kinds[] = {
+	{ VP_CM_META, sizeof(struct vp_cm_meta), "META", rd_meta },
+	{ VP_CM_EPOCH_BEGIN, sizeof(struct vp_cm_epoch_begin), "EPOCH_BEGIN", rd_epoch_begin },
+	{ VP_CM_METHOD_LOAD, sizeof(struct vp_cm_method_load), "METHOD_LOAD", rd_method_load },
+	{ VP_CM_METHOD_UNLOAD, sizeof(struct vp_cm_method_unload), "METHOD_UNLOAD", rd_method_unload },
+	{ VP_CM_INLINE, sizeof(struct vp_cm_inline), "INLINE", rd_inline },
+	{ VP_CM_METHOD_NAME, sizeof(struct vp_cm_method_name), "METHOD_NAME", rd_method_name },
+	{ VP_CM_CODE_BLOB, sizeof(struct vp_cm_code_blob), "CODE_BLOB", rd_code_blob },
+	{ VP_CM_EPOCH_END, sizeof(struct vp_cm_epoch_end), "EPOCH_END", rd_epoch_end },
+	{ VP_CM_METHOD_PTR, sizeof(struct vp_cm_method_ptrs), "METHOD_PTR", rd_method_ptr },
+	{ VP_CM_INLINE2, sizeof(struct vp_cm_inline2), "INLINE2", rd_inline2 },
+	{ VP_CM_METHOD_LOAD2, sizeof(struct vp_cm_method_load2), "METHOD_LOAD2", rd_method_load2 },
+	{ VP_CM_METHOD_NAMES, sizeof(struct vp_cm_method_names), "METHOD_NAMES", rd_method_names },
+	{ VP_CM_THREAD_NAME, sizeof(struct vp_cm_thread_name), "THREAD_NAME", rd_thread_name },
+	{ VP_CM_ALLOC_SAMPLE, sizeof(struct vp_cm_alloc_sample), "ALLOC_SAMPLE", rd_sample },
+	{ VP_CM_LOCK_SAMPLE, sizeof(struct vp_cm_alloc_sample), "LOCK_SAMPLE", rd_sample },
+	{ VP_CM_VTHREAD_MOUNT, sizeof(struct vp_cm_vthread), "VTHREAD_MOUNT", rd_vthread },
+	{ VP_CM_VTHREAD_UNMOUNT, sizeof(struct vp_cm_vthread), "VTHREAD_UNMOUNT", rd_vthread },
+	{ VP_CM_GC, sizeof(struct vp_cm_gc), "GC", rd_gc },
+};
+
+/* Reads one record (record n of path). 0, or -errno with err set. */
 static int parse_record(struct vp_codemap *m, const struct vp_record *r, const char *path, uint64_t n,
 			char *err, size_t errlen)
 {
-	struct priv *pv = m->priv;
-	const uint8_t *b = vp_record_body(r);
-	size_t len = vp_record_body_len(r);
-	int e = 0;
+	const struct rec_kind *k = NULL;
+	struct rec x = { .type = r->type, .time = r->time, .b = vp_record_body(r), .len = vp_record_body_len(r) };
+	const char *why = NULL;
+	char what[64];
 
-	switch (r->type) {
-	case VP_CM_META: {
-		struct vp_cm_meta x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short META", n);
-		memcpy(&x, b, sizeof(x));
-		if (x.vm_len > len - sizeof(x))
-			return bad(err, errlen, path, "META string overruns the record", n);
-		m->pid = x.pid;
-		m->flags = x.flags;
-		size_t vl = x.vm_len < sizeof(m->vm) - 1 ? x.vm_len : sizeof(m->vm) - 1;
-		memcpy(m->vm, b + sizeof(x), vl);
-		m->vm[vl] = '\0';
+	for (size_t i = 0; i < sizeof(rec_kinds) / sizeof(rec_kinds[0]) && !k; i++)
+		if (rec_kinds[i].type == r->type)
+			k = &rec_kinds[i];
+	if (!k)
 		return 0;
+	if (x.len < k->min_len) {
+		snprintf(what, sizeof(what), "short %s", k->name);
+		return bad(err, errlen, path, what, n);
 	}
-	case VP_CM_EPOCH_BEGIN: {
-		struct vp_cm_epoch_begin x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short EPOCH_BEGIN", n);
-		memcpy(&x, b, sizeof(x));
-		return begin_epoch(m, x.epoch, x.reason, r->time);
-	}
-	case VP_CM_GC: {
-		struct vp_cm_gc x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short GC", n);
-		memcpy(&x, b, sizeof(x));
-		if (x.name_len > len - sizeof(x))
-			return bad(err, errlen, path, "GC name overruns the record", n);
-		/* It explains the epoch just begun; one that names another is ignored. */
-		if (pv->cur_epoch >= 0 && m->epochs[pv->cur_epoch].id == x.epoch) {
-			struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
-			size_t nl = x.name_len < sizeof(ep->gc_name) - 1 ? x.name_len : sizeof(ep->gc_name) - 1;
-			ep->gc_known = true;
-			ep->gc_kind = x.kind;
-			ep->gc_id = x.gc_id;
-			ep->gc_full = x.full_gcs;
-			ep->gc_count = x.gcs;
-			memcpy(ep->gc_name, b + sizeof(x), nl);
-			ep->gc_name[nl] = '\0';
-		}
-		return 0;
-	}
-	case VP_CM_EPOCH_END: {
-		struct vp_cm_epoch_end x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short EPOCH_END", n);
-		memcpy(&x, b, sizeof(x));
-		if (pv->cur_epoch >= 0) {
-			struct vp_cm_epoch_info *ep = &m->epochs[pv->cur_epoch];
-			ep->ended = true;
-			ep->t_end = r->time;
-			ep->live_methods = x.live_methods;
-			ep->live_bytes = x.live_bytes;
-			ep->dropped = x.dropped;
-		}
-		return 0;
-	}
-	case VP_CM_METHOD_LOAD: {
-		struct vp_cm_method_load x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_LOAD", n);
-		memcpy(&x, b, sizeof(x));
-		size_t total = (size_t)x.name_len + x.class_len + x.mname_len + x.sig_len;
-		if (total > len - sizeof(x))
-			return bad(err, errlen, path, "METHOD_LOAD strings overrun the record", n);
-		const char *s = (const char *)b + sizeof(x);
-		e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, s, x.name_len,
-			       s + x.name_len, x.class_len, s + x.name_len + x.class_len, x.mname_len,
-			       s + x.name_len + x.class_len + x.mname_len, x.sig_len);
-		if (!e) {
-			m->methods[m->nmethods - 1].level = x.level;
-			m->methods[m->nmethods - 1].flags = x.flags;
-		}
-		break;
-	}
-	case VP_CM_METHOD_UNLOAD: {
-		struct vp_cm_method_unload x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_UNLOAD", n);
-		memcpy(&x, b, sizeof(x));
-		uint32_t i = hget(pv, x.code_start);
-		if (i != UINT32_MAX && m->methods[i].method_id == x.method_id &&
-		    m->methods[i].unload_time == VP_CM_NEVER)
-			m->methods[i].unload_time = r->time;
-		if ((e = ensure_epoch(m, r->time)))
-			break;
-		m->epochs[pv->cur_epoch].nunloads++;
-		return 0;
-	}
-	case VP_CM_INLINE: {
-		struct vp_cm_inline x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short INLINE", n);
-		memcpy(&x, b, sizeof(x));
-		if ((uint64_t)x.npcs * sizeof(struct vp_cm_pc) + (uint64_t)x.nframes * sizeof(struct vp_cm_frame) >
-		    len - sizeof(x))
-			return bad(err, errlen, path, "INLINE tables overrun the record", n);
-		uint32_t mi = inline_owner(m, x.code_start, x.method_id);
-		if (mi == UINT32_MAX)
-			return 0; /* inlining of code we never saw loaded: nothing to attach it to */
-		struct vp_cm_inline_info in;
-		if (inline_alloc(m, x.npcs, x.nframes, &in))
-			return -ENOMEM;
-		memcpy(in.pcs, b + sizeof(x), (size_t)x.npcs * sizeof(*in.pcs));
-		memcpy(in.frames, b + sizeof(x) + (size_t)x.npcs * sizeof(*in.pcs), (size_t)x.nframes * sizeof(*in.frames));
-		for (uint32_t i = 0; i < x.npcs; i++) {
-			if ((uint64_t)in.pcs[i].first + in.pcs[i].depth > x.nframes ||
-			    (i && in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset)) {
-				inline_free(&in);
-				return bad(err, errlen, path, "INLINE pc table out of range or unsorted", n);
-			}
-		}
-		inline_attach(m, mi, &in);
-		return 0;
-	}
-	case VP_CM_METHOD_LOAD2: {
-		struct vp_cm_method_load2 x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_LOAD2", n);
-		memcpy(&x, b, sizeof(x));
-		if (GROW(pv->unnamed, pv->cap_unnamed, pv->nunnamed + 1))
-			return -ENOMEM;
-		pv->unnamed[pv->nunnamed] = (uint32_t)m->nmethods;
-		if (!(e = add_method(m, x.code_start, x.code_size, x.method_id, r->time, "", 0, "", 0, "", 0, "", 0))) {
-			pv->nunnamed++;
-			m->methods[m->nmethods - 1].level = x.level;
-			m->methods[m->nmethods - 1].flags = x.flags;
-		}
-		break;
-	}
-	case VP_CM_INLINE2: {
-		struct vp_cm_inline2 x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short INLINE2", n);
-		memcpy(&x, b, sizeof(x));
-		if ((uint64_t)x.nmethods * 8 + x.bytes > len - sizeof(x))
-			return bad(err, errlen, path, "INLINE2 tables overrun the record", n);
-		/* Each pc takes at least 3 bytes of the stream. Kept frames cost no bytes, so
-		 * the frame count is capped (HotSpot's largest methods have a few 100k) to keep
-		 * a damaged record from asking for gigabytes. */
-		if ((uint64_t)x.npcs * 3 > x.bytes || x.nframes > VP_CM_INLINE2_MAX_FRAMES)
-			return bad(err, errlen, path, "INLINE2 counts do not fit the record", n);
-		uint32_t mi = inline_owner(m, x.code_start, x.method_id);
-		if (mi == UINT32_MAX)
-			return 0; /* as for INLINE */
-		struct vp_cm_inline_info in;
-		if (inline_alloc(m, x.npcs, x.nframes, &in))
-			return -ENOMEM;
-		if (decode_inline2(&x, b + sizeof(x), &in)) {
-			inline_free(&in);
-			return bad(err, errlen, path, "INLINE2 stream is malformed", n);
-		}
-		/* Readers look pcs up by offset; HotSpot gives them in address order already. */
-		for (uint32_t i = 1; i < in.npcs; i++) {
-			if (in.pcs[i].pc_offset < in.pcs[i - 1].pc_offset) {
-				qsort(in.pcs, in.npcs, sizeof(*in.pcs), cmp_pc);
-				break;
-			}
-		}
-		inline_attach(m, mi, &in);
-		return 0;
-	}
-	case VP_CM_METHOD_NAMES: {
-		struct vp_cm_method_names x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_NAMES", n);
-		memcpy(&x, b, sizeof(x));
-		if ((uint64_t)x.class_len + x.file_len + x.bytes > len - sizeof(x))
-			return bad(err, errlen, path, "METHOD_NAMES overruns the record", n);
-		/* Each method takes at least 3 bytes. */
-		if ((uint64_t)x.n * 3 > x.bytes)
-			return bad(err, errlen, path, "METHOD_NAMES count does not fit the record", n);
-		size_t before = m->nnames;
-		if ((e = read_method_names(m, &x, b + sizeof(x))) == -EBADMSG) {
-			/* A record is all or nothing: drop the names read before the damage. */
-			for (size_t i = before; i < m->nnames; i++)
-				free(m->names[i].lines);
-			m->nnames = before;
-			return bad(err, errlen, path, "METHOD_NAMES stream is malformed", n);
-		}
-		break;
-	}
-	case VP_CM_METHOD_NAME: {
-		struct vp_cm_method_name x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_NAME", n);
-		memcpy(&x, b, sizeof(x));
-		if ((uint64_t)x.name_len + x.file_len + (uint64_t)x.nlines * sizeof(struct vp_cm_line) > len - sizeof(x))
-			return bad(err, errlen, path, "METHOD_NAME overruns the record", n);
-		if (GROW(m->names, pv->cap_names, m->nnames + 1))
-			return -ENOMEM;
-		const char *s = (const char *)b + sizeof(x);
-		struct vp_cm_name_info ni = { .method_id = x.method_id, .nlines = x.nlines };
-		ni.name = own_str(pv, s, x.name_len);
-		ni.file = own_str(pv, s + x.name_len, x.file_len);
-		ni.lines = cm_alloc(pv, ((size_t)x.nlines + 1) * sizeof(*ni.lines));
-		if (!ni.name || !ni.file || !ni.lines) {
-			free(ni.lines);
-			return -ENOMEM;
-		}
-		memcpy(ni.lines, s + x.name_len + x.file_len, (size_t)x.nlines * sizeof(*ni.lines));
-		m->names[m->nnames++] = ni;
-		return 0;
-	}
-	case VP_CM_METHOD_PTR: {
-		struct vp_cm_method_ptrs x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short METHOD_PTR", n);
-		memcpy(&x, b, sizeof(x));
-		if ((uint64_t)x.n * sizeof(struct vp_cm_method_ptr) > len - sizeof(x))
-			return bad(err, errlen, path, "METHOD_PTR overruns the record", n);
-		if (GROW(m->ptrs, pv->cap_ptrs, m->nptrs + x.n))
-			return -ENOMEM;
-		for (uint32_t i = 0; i < x.n; i++) {
-			struct vp_cm_method_ptr p;
-
-			memcpy(&p, (const uint8_t *)b + sizeof(x) + (size_t)i * sizeof(p), sizeof(p));
-			if (!p.method_ptr || !p.method_id)
-				continue;
-			m->ptrs[m->nptrs++] = (struct vp_cm_ptr_info){ .method_ptr = p.method_ptr,
-				.method_id = p.method_id, .time = r->time,
-				.preexisting = (x.flags & VP_CM_PTRS_PREEXISTING) != 0 };
-		}
-		return 0;
-	}
-	case VP_CM_THREAD_NAME: {
-		struct vp_cm_thread_name x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short THREAD_NAME", n);
-		memcpy(&x, b, sizeof(x));
-		if (x.name_len > len - sizeof(x))
-			return bad(err, errlen, path, "THREAD_NAME overruns the record", n);
-		if (GROW(m->threads, pv->cap_threads, m->nthreads + 1))
-			return -ENOMEM;
-		const char *name = own_str(pv, (const char *)b + sizeof(x), x.name_len);
-		if (!name)
-			return -ENOMEM;
-		m->threads[m->nthreads++] = (struct vp_cm_thread_info){ .tid = x.tid, .time = r->time,
-			.flags = x.flags, .name = name };
-		return 0;
-	}
-	case VP_CM_ALLOC_SAMPLE:
-	case VP_CM_LOCK_SAMPLE: {
-		struct vp_cm_alloc_sample x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short ALLOC_SAMPLE", n);
-		memcpy(&x, b, sizeof(x));
-		size_t fl = (size_t)x.nframes * sizeof(struct vp_cm_alloc_frame);
-		if (fl + x.class_len > len - sizeof(x))
-			return bad(err, errlen, path, "ALLOC_SAMPLE frames or class overrun the record", n);
-		if (GROW(m->allocs, pv->cap_allocs, m->nallocs + 1) ||
-		    GROW(m->alloc_frames, pv->cap_alloc_frames, m->nalloc_frames + x.nframes))
-			return -ENOMEM;
-		const char *klass = own_str(pv, (const char *)b + sizeof(x) + fl, x.class_len);
-		if (!klass)
-			return -ENOMEM;
-		if (fl)   /* a sample with no frame: alloc_frames may still be NULL */
-			memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
-		m->allocs[m->nallocs++] = (struct vp_cm_alloc_info){ .time = r->time, .kind = r->type, .tid = x.tid, .nframes = x.nframes,
-			.first = m->nalloc_frames, .size = x.size, .weight = x.weight, .klass = klass };
-		m->nalloc_frames += x.nframes;
-		return 0;
-	}
-	case VP_CM_VTHREAD_MOUNT:
-	case VP_CM_VTHREAD_UNMOUNT: {
-		struct vp_cm_vthread x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short VTHREAD record", n);
-		memcpy(&x, b, sizeof(x));
-		size_t fl = (size_t)x.nframes * sizeof(struct vp_cm_alloc_frame);
-		if (fl + x.name_len > len - sizeof(x))
-			return bad(err, errlen, path, "VTHREAD frames or name overrun the record", n);
-		if (GROW(m->vthreads, pv->cap_vthreads, m->nvthreads + 1) ||
-		    GROW(m->alloc_frames, pv->cap_alloc_frames, m->nalloc_frames + x.nframes))
-			return -ENOMEM;
-		const char *name = own_str(pv, (const char *)b + sizeof(x) + fl, x.name_len);
-		if (!name)
-			return -ENOMEM;
-		if (fl)   /* a sample with no frame: alloc_frames may still be NULL */
-			memcpy(m->alloc_frames + m->nalloc_frames, b + sizeof(x), fl);
-		m->vthreads[m->nvthreads++] = (struct vp_cm_vthread_info){ .time = r->time, .id = x.vthread_id,
-			.carrier = x.carrier_tid, .kind = r->type, .flags = x.flags, .nframes = x.nframes,
-			.first = m->nalloc_frames, .name = name };
-		m->nalloc_frames += x.nframes;
-		return 0;
-	}
-	case VP_CM_CODE_BLOB: {
-		struct vp_cm_code_blob x;
-		if (len < sizeof(x))
-			return bad(err, errlen, path, "short CODE_BLOB", n);
-		memcpy(&x, b, sizeof(x));
-		if (x.name_len > len - sizeof(x))
-			return bad(err, errlen, path, "CODE_BLOB name overruns the record", n);
-		if ((e = ensure_epoch(m, r->time)) || (e = GROW(m->blobs, pv->cap_blobs, m->nblobs + 1)))
-			break;
-		struct vp_cm_blob_info bi = { .start = x.code_start, .size = x.code_size, .kind = x.kind,
-					      .time = r->time, .epoch = (uint32_t)pv->cur_epoch };
-		if (!(bi.name = own_str(pv, (const char *)b + sizeof(x), x.name_len)))
-			return -ENOMEM;
-		m->blobs[m->nblobs++] = bi;
-		return 0;
-	}
-	default:
-		return 0; /* unknown types are skipped: newer writers may add some */
-	}
+	int e = k->fn(m, &x, &why);
+	if (e == -EBADMSG)
+		return bad(err, errlen, path, why ? why : k->name, n);
 	if (e == -ENOMEM)
 		vp_set_err(err, errlen, "%s: out of memory reading the code map", path);
 	return e;

@@ -1,5 +1,5 @@
-/* The epoch-on-overlap rule, one rule for the writer and the readers: the JVM agent
- * (jvm-agent/agent.c) decides with it when a METHOD_LOAD opens a new epoch, and the
+/* The epoch-on-overlap rule, one rule for the writer and the readers: the code-map writer
+ * (maps/codemap_writer.c, for the JVM agent) decides with it when a METHOD_LOAD opens a new epoch, and the
  * jitdump import (maps/codemap.c) does the same for JIT_CODE_LOAD/MOVE. Within one epoch
  * an address names at most one method (docs/codemap-format.md, "Epochs").
  *

@@ -12,7 +12,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${VIPROF_FUZZ_BUILD:-$ROOT/build-fuzz}
-ALL="fuzz-chunkfile fuzz-session fuzz-codemap fuzz-jitdump fuzz-perfmap fuzz-procmaps fuzz-events fuzz-sock fuzz-cfi"
+ALL="fuzz-chunkfile fuzz-session fuzz-codemap fuzz-codemap-roundtrip fuzz-jitdump fuzz-perfmap fuzz-procmaps fuzz-events fuzz-sock fuzz-cfi"
 BUILT=0
 if [ "${1:-}" = "--built" ]; then
 	BUILT=1

@@ -11,3 +11,8 @@ add_dependencies(test-maps-export viprof)
 # A code map made to exhaust its reader (root reads users' maps): refused within a budget
 # proportional to its bytes, in a child whose peak memory is measured.
 viprof_test(test-codemap-bomb SOURCES test-codemap-bomb.c LIBS vp_maps LABELS unit)
+# Write -> read with the real writer and reader: seeded random record scripts (the libFuzzer
+# target fuzz-codemap-roundtrip runs the same checks on its own inputs).
+viprof_test(test-codemap-roundtrip SOURCES ${CMAKE_SOURCE_DIR}/fuzz/fuzz-codemap-roundtrip.c LIBS vp_maps LABELS unit)
+target_compile_definitions(test-codemap-roundtrip PRIVATE RT_MAIN)
+target_include_directories(test-codemap-roundtrip PRIVATE ${CMAKE_SOURCE_DIR}/fuzz)

@@ -1,5 +1,6 @@
-/* The compact code-map records of agent version 2 (maps/codemap_format.h): INLINE2 read
- * back equals the INLINE it replaces, on hand-made and random inlinings (shared outer
+/* The compact code-map records of agent version 2 (maps/codemap_format.h), encoded by
+ * the writer the agent uses (maps/codemap_writer.h): INLINE2 read back equals the INLINE
+ * it replaces, on hand-made and random inlinings (shared outer
  * frames, negative bcis, pcs out of order); METHOD_LOAD2 takes its name from
  * METHOD_NAME; METHOD_NAMES gives each method its name, file and lines; malformed
  * streams are skipped and counted, never a crash; old INLINE records still read. */
@@ -11,6 +12,7 @@
 #include "common/chunkfile.h"
 #include "maps/codemap.h"
 #include "maps/codemap_format.h"
+#include "maps/codemap_writer.h"
 
 static char dir[256];
 
@@ -41,54 +43,52 @@ static void load2(struct cfile_writer *w, uint64_t start, uint32_t size, uint64_
 static void mname(struct cfile_writer *w, uint64_t id, const char *name)
 {
 	uint8_t b[256];
-	struct vp_cm_method_name n = { .method_id = id, .name_len = (uint16_t)strlen(name), .file_len = 6 };
-	memcpy(b, &n, sizeof(n));
-	memcpy(b + sizeof(n), name, n.name_len);
-	memcpy(b + sizeof(n) + n.name_len, "A.java", 6);
-	put(w, VP_CM_METHOD_NAME, 1, b, sizeof(n) + n.name_len + 6);
+	size_t len = vp_cm_method_name__size(name, "A.java", 0);
+	ASSERT_LE(len, sizeof(b));
+	vp_cm_method_name__fill(b, id, name, "A.java", NULL, 0);
+	put(w, VP_CM_METHOD_NAME, 1, b, len);
 }
 
-/* A test-side INLINE2 encoder written from the spec in codemap_format.h (the agent's
- * encodes from JVMTI's PCStackInfo). Returns the record's body size. */
+/* The test's inlining as the writer's encoder reads it (the agent's reads JVMTI's
+ * PCStackInfo the same way). */
+static void src_pc(const void *ctx, uint32_t i, uint64_t *pc, uint32_t *depth)
+{
+	const struct inl *in = ctx;
+	*pc = 0x100000 + in->pcs[i].pc_offset;   /* code_start of every src below */
+	*depth = in->pcs[i].depth;
+}
+
+static void src_frame(const void *ctx, uint32_t i, uint32_t k, uint64_t *method, int32_t *bci)
+{
+	const struct inl *in = ctx;
+	*method = in->fr[in->pcs[i].first + k].method_id;
+	*bci = in->fr[in->pcs[i].first + k].bci;
+}
+
+/* INLINE2 by the real encoder (maps/codemap_writer.h), as the agent calls it: the
+ * compiled method first in the table, then the plan, then the encoding. The record is
+ * written for code at start, which the decoder takes from the body. Returns the record's
+ * body size. */
 static size_t encode2(uint8_t *b, const struct inl *in, uint64_t start, uint64_t id)
 {
-	uint64_t ids[1024];
-	uint32_t nids = 0;
-	for (uint32_t f = 0; f < in->nframes; f++) {
-		uint32_t k = 0;
-		while (k < nids && ids[k] != in->fr[f].method_id)
-			k++;
-		if (k == nids)
-			ids[nids++] = in->fr[f].method_id;
-	}
-	struct vp_cm_inline2 h = { .code_start = start, .method_id = id, .npcs = in->npcs,
-				   .nframes = in->nframes, .nmethods = nids };
-	uint8_t *p = b + sizeof(h) + nids * 8, *s0 = p;
-	memcpy(b + sizeof(h), ids, nids * 8);
-	int64_t prev_off = 0;
-	for (uint32_t i = 0; i < in->npcs; i++) {
-		const struct vp_cm_pc *pc = &in->pcs[i], *pv = i ? &in->pcs[i - 1] : NULL;
-		uint32_t keep = 0;
-		while (pv && keep < pc->depth && keep < pv->depth &&
-		       !memcmp(&in->fr[pc->first + pc->depth - 1 - keep], &in->fr[pv->first + pv->depth - 1 - keep],
-			       sizeof(struct vp_cm_frame)))
-			keep++;
-		p += vp_cm_uleb_put(p, vp_cm_zigzag((int64_t)pc->pc_offset - prev_off));
-		p += vp_cm_uleb_put(p, keep);
-		p += vp_cm_uleb_put(p, pc->depth - keep);
-		for (uint32_t k = 0; k < pc->depth - keep; k++) {
-			const struct vp_cm_frame *f = &in->fr[pc->first + k];
-			uint32_t mi = 0;
-			while (ids[mi] != f->method_id)
-				mi++;
-			p += vp_cm_uleb_put(p, mi);
-			p += vp_cm_uleb_put(p, vp_cm_zigzag(f->bci));
-		}
-		prev_off = pc->pc_offset;
-	}
-	h.bytes = (uint32_t)(p - s0);
+	struct vp_cm_inl_src src = { .ctx = in, .npcs = in->npcs, .code_start = 0x100000, .code_size = 0x10000,
+				     .pc = src_pc, .frame = src_frame };
+	static struct vp_cm_inl_table tab;
+	struct vp_cm_inl_plan plan;
+	bool fresh;
+	vp_cm_inl_table__init(&tab);
+	vp_cm_inl_table__index(&tab, id, &fresh);
+	size_t bound = vp_cm_inline2__plan(&tab, &src, &plan, NULL, NULL);
+	ASSERT_GT(bound, 0);
+	ASSERT_EQ(plan.npcs, in->npcs);
+	ASSERT_UEQ(plan.nframes, in->nframes);
+	size_t len = vp_cm_inline2__encode(b, &src, &tab, id, &plan);
+	ASSERT_LE(len, bound);
+	struct vp_cm_inline2 h;
+	memcpy(&h, b, sizeof(h));
+	h.code_start = start;
 	memcpy(b, &h, sizeof(h));
-	return (size_t)(p - b);
+	return len;
 }
 
 static size_t encode1(uint8_t *b, const struct inl *in, uint64_t start, uint64_t id)
@@ -264,36 +264,20 @@ static void check_names(void)
 	vp_codemap__free(m);
 }
 
-/* METHOD_NAMES written from the spec: class "p.K", file "K.java", methods with ids that
+/* METHOD_NAMES by the real encoder: class "p.K", file "K.java", methods with ids that
  * go down as well as up, and line tables out of order. */
 static size_t names_record(uint8_t *b, const uint64_t *ids, const char *const *parts, int n)
 {
-	struct vp_cm_method_names h = { .n = (uint32_t)n, .class_len = 3, .file_len = 6 };
-	uint8_t *p = b + sizeof(h);
-	memcpy(p, "p.KK.java", 9);
-	p += 9;
-	uint8_t *s0 = p;
-	uint64_t prev = 0;
+	struct vp_cm_names_enc e;
+	ASSERT_OK(vp_cm_names_enc__begin(&e, b, 1000, "p.K", "K.java"));
 	for (int i = 0; i < n; i++) {
-		p += vp_cm_uleb_put(p, vp_cm_zigzag((int64_t)(ids[i] - prev)));
-		prev = ids[i];
-		size_t l = strlen(parts[i]);
-		p += vp_cm_uleb_put(p, l);
-		memcpy(p, parts[i], l);
-		p += l;
 		/* i lines: bci 10*k+3 (the last first), line 100+k. */
-		p += vp_cm_uleb_put(p, (uint64_t)i);
-		int64_t bci = 0, line = 0;
-		for (int k = i - 1; k >= 0; k--) {
-			p += vp_cm_uleb_put(p, vp_cm_zigzag(10 * k + 3 - bci));
-			p += vp_cm_uleb_put(p, vp_cm_zigzag(100 + k - line));
-			bci = 10 * k + 3;
-			line = 100 + k;
-		}
+		struct vp_cm_line lines[8];
+		for (int k = i - 1, j = 0; k >= 0; k--, j++)
+			lines[j] = (struct vp_cm_line){ .start_bci = (uint32_t)(10 * k + 3), .line = (uint32_t)(100 + k) };
+		ASSERT_OK(vp_cm_names_enc__add(&e, ids[i], parts[i], lines, (uint32_t)i));
 	}
-	h.bytes = (uint32_t)(p - s0);
-	memcpy(b, &h, sizeof(h));
-	return (size_t)(p - b);
+	return vp_cm_names_enc__end(&e);
 }
 
 static void check_method_names(void)
