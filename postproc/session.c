@@ -322,10 +322,10 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 					     "had no steal clock)");
 	}
 	if (l.saw_sched_cpu && !l.steal_clock_none) {
-		session_meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
-		session_meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
-		session_meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);
-		session_meta_add(p, "sched_steal.kernel_ns", l.sched_cpu[3]);
+		vp_profile__meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
+		vp_profile__meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
+		vp_profile__meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);
+		vp_profile__meta_add(p, "sched_steal.kernel_ns", l.sched_cpu[3]);
 	}
 	if ((ret = loader_add_steal(&l)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));

@@ -191,13 +191,6 @@ static inline const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static inline void hex(const uint8_t *b, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-	out[2 * n] = '\0';
-}
-
 /* A sample whose stack fits its record; others are skipped rather than read past. */
 static inline bool sample_ok(const struct vp_record *r)
 {
@@ -239,15 +232,10 @@ bool loader_in_window(const struct loader *l, uint64_t t);
 const char *loader_thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
 bool loader_comm_selected(const struct loader *l, const char *name, const char *kernel);
 bool loader_container_selected(const struct loader *l, uint32_t pid);
-/* Adds ns to the number in the profile's meta key (sessions merged into one profile
- * sum). */
-void session_meta_add(struct vp_profile *p, const char *key, uint64_t ns);
 
 /* session_symbols.c: the second pass. */
 int loader_resolve_sample(struct loader *l, const struct vp_record *r);
 struct jvm *loader_jvm_open(struct loader *l, uint32_t pid);
-uint32_t loader_add_frame(struct loader *l, uint8_t layer, const char *name, const char *image,
-			  const char *build_id, uint64_t addr, const char *file, uint32_t line);
 #if HAVE_JIT_INDEX
 struct vp_vthreads *loader_jvm_vthreads(struct loader *l, uint32_t pid);
 #endif

@@ -151,7 +151,7 @@ static void note_exe(struct loader *l, const struct vp_mmap *m, const char *name
 	x->m.limit = m->start + m->len;
 	x->m.offset = m->pgoff;
 	if (m->build_id_size && m->build_id_size <= 20)
-		hex(m->build_id, m->build_id_size, x->bid);
+		vp_hex(m->build_id, m->build_id_size, x->bid);
 }
 
 /* --container: the process's container (VP_REC_CONTAINER, read in the first pass)
@@ -314,21 +314,21 @@ int loader_on_record(struct loader *l, const struct vp_record *r)
 		const struct vp_sched_stats *st = b;
 		if (blen < offsetof(struct vp_sched_stats, missed_in))
 			return 0;
-		session_meta_add(l->p, "sched.switches", st->switches);
-		session_meta_add(l->p, "sched.records", st->records);
-		session_meta_add(l->p, "sched.bytes", st->bytes);
-		session_meta_add(l->p, "sched.agg_full", st->agg_full);
-		session_meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
-		session_meta_add(l->p, "sched.no_stack", st->no_stack);
-		session_meta_add(l->p, "sched.no_rq", st->no_rq);
+		vp_profile__meta_add(l->p, "sched.switches", st->switches);
+		vp_profile__meta_add(l->p, "sched.records", st->records);
+		vp_profile__meta_add(l->p, "sched.bytes", st->bytes);
+		vp_profile__meta_add(l->p, "sched.agg_full", st->agg_full);
+		vp_profile__meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
+		vp_profile__meta_add(l->p, "sched.no_stack", st->no_stack);
+		vp_profile__meta_add(l->p, "sched.no_rq", st->no_rq);
 		if (blen >= offsetof(struct vp_sched_stats, missed_ns) + sizeof(st->missed_ns)) {
-			session_meta_add(l->p, "sched.missed_in", st->missed_in);
-			session_meta_add(l->p, "sched.missed_ns", st->missed_ns);
+			vp_profile__meta_add(l->p, "sched.missed_in", st->missed_in);
+			vp_profile__meta_add(l->p, "sched.missed_ns", st->missed_ns);
 		}
 		if (blen >= offsetof(struct vp_sched_stats, ustack_full) + sizeof(st->ustack_full)) {
-			session_meta_add(l->p, "sched.walks", st->walks);
-			session_meta_add(l->p, "sched.walk_ns", st->walk_ns);
-			session_meta_add(l->p, "sched.ustack_full", st->ustack_full);
+			vp_profile__meta_add(l->p, "sched.walks", st->walks);
+			vp_profile__meta_add(l->p, "sched.walk_ns", st->walk_ns);
+			vp_profile__meta_add(l->p, "sched.ustack_full", st->ustack_full);
 			if (st->ustack_full)
 				vp_profile__warn(l->p, "%llu off-CPU intervals lost their user stack: the switch tracer's "
 						 "stack hash was full", (unsigned long long)st->ustack_full);
@@ -528,13 +528,4 @@ void loader_multiplexing(struct loader *l, bool damaged)
 				 "its weights are scaled by %.2f (record fewer hardware events at once for exact counts)",
 				 name, 100.0 * (double)c->time_running / (double)c->time_enabled, l->scale[e]);
 	}
-}
-
-/* Adds ns to the profile meta value key (sessions merged into one profile add up). */
-void session_meta_add(struct vp_profile *p, const char *key, uint64_t ns)
-{
-	const char *old = vp_profile__meta(p, key);
-	char v[32];
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)(ns + (old ? strtoull(old, NULL, 10) : 0)));
-	vp_profile__set_meta(p, key, v);
 }

@@ -164,13 +164,13 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	if (best) {
 		memcpy(out->frames, best->frames, best->nframes * sizeof(uint32_t));
 	} else if (v->pid == 0 && v->tid == 0) {
-		out->frames[0] = loader_add_frame(l, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
 	} else if (v->pid == VP_STEAL_UNKNOWN) {
-		out->frames[0] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
 	} else {
-		out->frames[0] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
 	}
-	out->frames[out->n - 1] = loader_add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
+	out->frames[out->n - 1] = vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
 	for (uint32_t i = 0; i < out->n; i++)
 		if (out->frames[i] == UINT32_MAX)
 			return -ENOMEM;
@@ -213,10 +213,10 @@ int loader_add_steal(struct loader *l)
 			continue;
 		char key[32];
 		snprintf(key, sizeof(key), "steal.cpu%u", c);
-		session_meta_add(l->p, key, l->cpu_steal[c]);
+		vp_profile__meta_add(l->p, key, l->cpu_steal[c]);
 		total += l->cpu_steal[c];
 	}
-	session_meta_add(l->p, "steal.total", total);
+	vp_profile__meta_add(l->p, "steal.total", total);
 	/* Measured per thread at every switch: /proc/stat's totals above stay as the
 	 * cross-check, and the proportional split is not needed. */
 	if (l->exact_steal || !l->nvictims)

@@ -66,14 +66,6 @@ struct jvm *loader_jvm_open(struct loader *l, uint32_t pid)
 	return j;
 }
 
-uint32_t loader_add_frame(struct loader *l, uint8_t layer, const char *name, const char *image,
-			  const char *build_id, uint64_t addr, const char *file, uint32_t line)
-{
-	struct vp_frame f = { .name = name, .image = image ? image : "", .build_id = build_id ? build_id : "",
-			      .file = file ? file : "", .addr = addr, .line = line, .layer = layer };
-	return vp_profile__frame(l->p, &f);
-}
-
 static bool is_file_backed(const char *f)
 {
 	return f[0] == '/' && f[1] != '/' && strncmp(f, "/memfd:", 7) && strncmp(f, "/dev/zero", 9) &&
@@ -86,14 +78,14 @@ static uint32_t kernel_frame(struct loader *l, uint64_t ip, bool caller)
 	const struct vp_ksym_entry *k = vp_ksyms__find(l->ks, caller ? ip - 1 : ip);
 	if (!k) {
 		snprintf(name, sizeof(name), "[kernel] 0x%llx", (unsigned long long)ip);
-		return loader_add_frame(l, VP_LAYER_KERNEL, name, "[kernel.kallsyms]", "", ip, "", 0);
+		return vp_profile__add_frame(l->p, VP_LAYER_KERNEL, name, "[kernel.kallsyms]", "", ip, "", 0);
 	}
 	char image[64 + 2];
 	if (k->module[0])
 		snprintf(image, sizeof(image), "[%s]", k->module);
 	else
 		snprintf(image, sizeof(image), "[kernel.kallsyms]");
-	return loader_add_frame(l, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
+	return vp_profile__add_frame(l->p, VP_LAYER_KERNEL, k->name, image, "", k->addr, "", 0);
 }
 
 /* A sample in Xen itself: taken in hypervisor mode, or at an address in Xen's range
@@ -106,10 +98,10 @@ static uint32_t hypervisor_frame(struct loader *l, uint64_t ip)
 		uint64_t off;
 		const char *s = vp_hvsyms__name(l->hv, ip, &off);
 		if (s)
-			return loader_add_frame(l, VP_LAYER_HYPERVISOR, s, base_name(l->o->hv_syms), "", ip - off, "", 0);
+			return vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR, s, base_name(l->o->hv_syms), "", ip - off, "", 0);
 	}
 	snprintf(name, sizeof(name), "[hypervisor] 0x%llx", (unsigned long long)ip);
-	return loader_add_frame(l, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
+	return vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR, name, "[hypervisor]", "", ip, "", 0);
 }
 
 /* In Xen PMU mode "all", dom0 also receives samples of other domains (guest kernel
@@ -144,7 +136,7 @@ static struct mapinfo *map_info(struct loader *l, struct vp_map *m, uint32_t pid
 	struct vp_elf *e = vp_elfsym__open(l->elfs, m->filename, pid);
 	mi->elf = e;
 	if (m->build_id_size)
-		hex(m->build_id, m->build_id_size, mi->recbid);
+		vp_hex(m->build_id, m->build_id_size, mi->recbid);
 	/* viprof's own agent, loaded into a JVM in a container from a copy the recorder
 	 * made there and removed once loaded (recorder/jvm_attach.c): that copy is gone,
 	 * and this viprof's agent is the same file when the recorded build-id says so (issue 33:
@@ -223,17 +215,17 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		if (trusted && vp_elf__to_vaddr(e, m->start, m->pgoff, look, &vaddr)) {
 			const char *s = vp_elf__symbol(e, vaddr, &off);
 			if (s) {
-				out[0] = loader_add_frame(l, layer, s, m->filename, vp_elf__build_id(e), vaddr - off, "", 0);
+				out[0] = vp_profile__add_frame(l->p, layer, s, m->filename, vp_elf__build_id(e), vaddr - off, "", 0);
 				return 1;
 			}
 			vp_elf__to_vaddr(e, m->start, m->pgoff, ip, &vaddr);
 			snprintf(name, sizeof(name), "%s+0x%llx", bname, (unsigned long long)vaddr);
-			out[0] = loader_add_frame(l, layer, name, m->filename, vp_elf__build_id(e), vaddr, "", 0);
+			out[0] = vp_profile__add_frame(l->p, layer, name, m->filename, vp_elf__build_id(e), vaddr, "", 0);
 			return 1;
 		}
 		uint64_t foff = ip - m->start + m->pgoff;
 		snprintf(name, sizeof(name), "%s+0x%llx", bname, (unsigned long long)foff);
-		out[0] = loader_add_frame(l, layer, name, m->filename, recbid, foff, "", 0);
+		out[0] = vp_profile__add_frame(l->p, layer, name, m->filename, recbid, foff, "", 0);
 		return 1;
 	}
 	struct jvm *j = loader_jvm_open(l, pid);
@@ -267,12 +259,12 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	const char *vs;
 	if (m && !strcmp(m->filename, "[vdso]") && (vd = vdso_elf(l)) && vp_elf__to_vaddr(vd, m->start, 0, look, &vv) &&
 	    (vs = vp_elf__symbol(vd, vv, &voff))) {
-		out[0] = loader_add_frame(l, VP_LAYER_NATIVE, vs, "[vdso]", vp_elf__build_id(vd), vv - voff, "", 0);
+		out[0] = vp_profile__add_frame(l->p, VP_LAYER_NATIVE, vs, "[vdso]", vp_elf__build_id(vd), vv - voff, "", 0);
 		return 1;
 	}
 	if (m && m->filename[0] == '[' && strncmp(m->filename, "[anon", 5)) {  /* [vdso], [vsyscall] */
 		snprintf(name, sizeof(name), "%s+0x%llx", m->filename, (unsigned long long)(ip - m->start));
-		out[0] = loader_add_frame(l, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);
+		out[0] = vp_profile__add_frame(l->p, VP_LAYER_NATIVE, name, m->filename, "", ip - m->start, "", 0);
 		return 1;
 	}
 	if (!m && caller)
@@ -285,11 +277,11 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	if (m && j && j->hotspot < 0)
 		j->hotspot = vp_procmaps__maps_file(l->pm, pid, t, "libjvm.so");
 	if (m && j && j->hotspot > 0) {
-		out[0] = loader_add_frame(l, VP_LAYER_JIT, j->has_dir ? VP_FRAME_JAVA_UNMAPPED : VP_FRAME_JAVA_NO_AGENT, "[jit]",
+		out[0] = vp_profile__add_frame(l->p, VP_LAYER_JIT, j->has_dir ? VP_FRAME_JAVA_UNMAPPED : VP_FRAME_JAVA_NO_AGENT, "[jit]",
 				   "", 0, "", 0);
 		return 1;
 	}
-	out[0] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", m ? "[anon]" : "", "", 0, "", 0);
+	out[0] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[unknown]", m ? "[anon]" : "", "", 0, "", 0);
 	return 1;
 }
 
@@ -322,11 +314,11 @@ static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, co
 
 	if (n && n->name && n->name[0]) {
 		l->jit_lines[0] = vp_codemap__line(n, jf->bci);
-		return loader_add_frame(l, VP_LAYER_INTERPRETED, n->name, "[jit]", "", 0, n->file ? n->file : "",
+		return vp_profile__add_frame(l->p, VP_LAYER_INTERPRETED, n->name, "[jit]", "", 0, n->file ? n->file : "",
 				 l->jit_lines[0]);
 	}
 #endif
-	return loader_add_frame(l, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", "", 0, "", 0);
+	return vp_profile__add_frame(l->p, VP_LAYER_INTERPRETED, "[interpreted]", "[jit]", "", 0, "", 0);
 }
 
 static uint64_t ac_hash(const struct addr_ent *k)
@@ -590,7 +582,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	l->jit_n = 0;
 	if (other_domain(s)) {
 		comm = "[other domains]";
-		leaf_first[n++] = loader_add_frame(l, VP_LAYER_HYPERVISOR,
+		leaf_first[n++] = vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR,
 					    s->mode == VP_MODE_GUEST_KERNEL ? "[other domain: kernel]" : "[other domain: user]",
 					    "[domU]", "", 0, "", 0);
 	}
@@ -623,7 +615,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	}
 	if (in_exec && n < MAX_OUT_FRAMES) {
 		uint32_t no_line = 0;
-		leaf_first[n] = loader_add_frame(l, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
+		leaf_first[n] = vp_profile__add_frame(l->p, VP_LAYER_NATIVE, "[the program before exec]", "[exec]", "", 0, "", 0);
 		/* For pprof, a location of its own without a mapping, like a state frame's:
 		 * no address of the new image is the old program's. */
 		locs[nl++] = leaf_first[n] == UINT32_MAX ? UINT32_MAX
@@ -785,8 +777,8 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		}
 		memmove(leaf_first + 1, leaf_first, (size_t)n * sizeof(leaf_first[0]));
 		leaf_first[0] = s->sched_state == VP_SCHED_STEAL
-				? loader_add_frame(l, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
-				: loader_add_frame(l, VP_LAYER_KERNEL, sf, "[kernel.kallsyms]", "", 0, "", 0);
+				? vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0)
+				: vp_profile__add_frame(l->p, VP_LAYER_KERNEL, sf, "[kernel.kallsyms]", "", 0, "", 0);
 		n++;
 		if (by_addr && nl < MAX_OUT_FRAMES && leaf_first[0] != UINT32_MAX) {
 			uint32_t no_line = 0;
@@ -798,7 +790,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		}
 	}
 	if (n == 0)
-		leaf_first[n++] = loader_add_frame(l, VP_LAYER_UNKNOWN, "[unknown]", "[no stack]", "", 0, "", 0);
+		leaf_first[n++] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[unknown]", "[no stack]", "", 0, "", 0);
 	uint32_t root_first[MAX_OUT_FRAMES];
 	for (int i = 0; i < n; i++) {
 		if (leaf_first[i] == UINT32_MAX)
