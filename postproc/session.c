@@ -62,26 +62,6 @@ static bool recording_in_progress(const char *path)
 	return busy;
 }
 
-/* Samples of an event whose EVENT record was in a skipped chunk (the first chunk
- * holds them all): counted under a stand-in name rather than dropped. Its unit is
- * unknown, so its periods are shown as plain events. */
-static void events_lost_in_damage(struct loader *l)
-{
-	for (unsigned ev = 0; ev < MAX_EVENTS; ev++) {
-		char name[32];
-		int idx;
-
-		if (!l->ev_sampled[ev] || l->evmap[ev] >= 0)
-			continue;
-		snprintf(name, sizeof(name), "event#%u", ev);
-		if ((idx = vp_profile__add_event(l->p, name, "events")) < 0)
-			continue;  /* no room for another event: these samples stay dropped */
-		l->evmap[ev] = idx;
-		vp_profile__warn(l->p, "samples of event %u are counted as '%s': its description was lost with a damaged chunk",
-				 ev, name);
-	}
-}
-
 static void keep_free(struct sample_keep *k)
 {
 	for (size_t i = 0; i < k->nblocks; i++)
@@ -110,12 +90,8 @@ static void loader_free(struct loader *l)
 	}
 #endif
 	free(l->jvms);
-	for (int e = 0; e < VP_MAX_SAMPLED_EVENTS; e++)
-		free(l->mux[e]);
-	vp_steal_acct__free(l->steal);
-	free(l->cpu_steal);
-	free(l->cpu_seen);
-	free(l->victims);
+	vp_weights__free(l->w);
+	vp_steal_ledger__free(l->steal);
 	vp_procmaps__free(l->pm);
 	vp_ksyms__free(l->ks);
 	vp_hvsyms__close(l->hv);
@@ -178,17 +154,16 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		     size_t errlen)
 {
 	static const struct vp_session_opts none;
-	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none, .time_event = -1 };
+	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none };
 	char path[4096];
 	int ret = 0;
 	struct cfile_reader *r = NULL;
-	for (int i = 0; i < MAX_EVENTS; i++)
-		l.evmap[i] = -1;
+	l.w = vp_weights__new(p);
 	l.pm = vp_procmaps__new();
 	l.ks = vp_ksyms__new();
 	l.elfs = vp_elfsym__new(debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT"));
-	l.steal = vp_steal_acct__new();
-	if (!l.pm || !l.ks || !l.elfs || !l.steal) {
+	l.steal = vp_steal_ledger__new();
+	if (!l.w || !l.pm || !l.ks || !l.elfs || !l.steal) {
 		ret = -ENOMEM;
 		vp_set_err(err, errlen, "out of memory loading %s", dir);
 		goto cleanup;
@@ -254,7 +229,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	if (bad_records)
 		vp_profile__warn(p, "%s: skipped %llu malformed record(s)", path, (unsigned long long)bad_records);
 	if (damaged)
-		events_lost_in_damage(&l);
+		vp_weights__damaged_events(l.w);
 	if (k < 0) {
 		p->incomplete = true;
 	} else if (!l.saw_end && damaged && !cfile_reader__truncated(r)) {
@@ -269,7 +244,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		vp_profile__warn(p, "session ended without its end record (the recorder was killed, or could not write: a "
 				 "full disk?); read up to the last complete chunk");
 	}
-	loader_multiplexing(&l, damaged || k < 0);
+	vp_weights__multiplexing(l.w, damaged || k < 0);
 	/* The second pass: every mapping, name, symbol and code map is known now, whatever
 	 * order the recorder's buffers delivered them in. The kept samples first; then, if
 	 * not all were kept, the file again from the first chunk whose samples were not.
@@ -287,7 +262,8 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			}
 		}
 	}
-	if (l.keep.full && seen < l.nsample_recs) {
+	uint64_t nrecs = vp_weights__sample_records(l.w);
+	if (l.keep.full && seen < nrecs) {
 		cfile_reader__close(r);
 		r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
 		if (!r) {
@@ -297,7 +273,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		cfile_reader__seek_chunk(r, l.keep.resume_off);
 	}
 	keep_free(&l.keep);   /* resolved: not needed by what follows */
-	while (l.keep.full && seen < l.nsample_recs && cfile_reader__next(r, &rec) == 1) {
+	while (l.keep.full && seen < nrecs && cfile_reader__next(r, &rec) == 1) {
 		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
 			continue;
 		seen++;
@@ -306,28 +282,8 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			goto cleanup;
 		}
 	}
-	/* Whether a steal clock ran during this recording, from its own snapshots and its
-	 * switch tracer: where none did, steal is unknown, so no view gets a 0 to print. */
-	if (l.saw_steal_snapshot || l.saw_sched_cpu) {
-		bool ran = vp_steal_clock__ran(l.steal_clock_moved, l.sched_cpu[0] + l.sched_cpu[3]);
-		const char *prev = vp_profile__meta(p, "steal.clock");
-		l.steal_clock_none = !ran;
-		if (!prev || strcmp(prev, "runs"))
-			vp_profile__set_meta(p, "steal.clock", ran ? "runs" : "none");
-		/* The JSON report carries the meta as it is: the words, not a 0. */
-		if (!ran && (!prev || strcmp(prev, "runs")))
-			vp_profile__set_meta(p, "steal.note", VP_STEAL_NOT_MEASURED);
-		else if (ran && prev && !strcmp(prev, "none"))   /* merged with a session without one */
-			vp_profile__set_meta(p, "steal.note", "steal: measured in some of the merged sessions only (the others "
-					     "had no steal clock)");
-	}
-	if (l.saw_sched_cpu && !l.steal_clock_none) {
-		vp_profile__meta_add(p, "sched_steal.clock_ns", l.sched_cpu[0]);
-		vp_profile__meta_add(p, "sched_steal.charged_ns", l.sched_cpu[1]);
-		vp_profile__meta_add(p, "sched_steal.idle_ns", l.sched_cpu[2]);
-		vp_profile__meta_add(p, "sched_steal.kernel_ns", l.sched_cpu[3]);
-	}
-	if ((ret = loader_add_steal(&l)) < 0) {
+	vp_steal_ledger__clock(l.steal, p);
+	if ((ret = vp_steal_ledger__add(l.steal, &l)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
 		goto cleanup;
 	}
@@ -335,7 +291,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		vp_set_err(err, errlen, "%s: cannot add sampled allocations: %s", path, strerror(-ret));
 		goto cleanup;
 	}
-	p->lost += l.lost > l.end_lost ? l.lost : l.end_lost;
+	p->lost += vp_weights__lost_total(l.w);
 	uint64_t dur = l.end_duration ? l.end_duration : l.t_last > l.t0 ? l.t_last - l.t0 : 0;
 	/* The duration is the time the samples cover: a --time window (cut to the session),
 	 * and the sum over sessions loaded into one profile, so that shares of it (pprof's

@@ -19,8 +19,9 @@
 #include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
+#include "postproc/session_weights.h"
 #include "postproc/profile.h"
-#include "postproc/steal.h"
+#include "postproc/session_steal.h"
 #include "postproc/vthreads.h"
 
 #if __has_include("maps/jit_index.h")
@@ -32,13 +33,10 @@
 #define HAVE_JIT_INDEX 0
 #endif
 
-#define MAX_EVENTS 256
-#define VP_MAX_SAMPLED_EVENTS 16  /* events with totals: record takes at most 8 */
 #define MAX_OUT_FRAMES 8192   /* a sample's VP_MAX_FRAMES, with room for their inlined frames */
 #define MAX_JIT_DEPTH 16
 
 struct vp_session_opts;
-struct victim;               /* a thread the hypervisor stole from (session_steal.c) */
 
 struct jvm {
 	uint32_t pid;
@@ -116,32 +114,14 @@ struct loader {
 	struct vp_ksyms *ks;
 	struct vp_elfsym *elfs;
 	struct vp_hvsyms *hv;        /* --hv-syms */
-	int evmap[MAX_EVENTS];       /* session event index -> profile event index */
-	/* Per session event: the sampler's totals (COUNTER records) and the factor that
-	 * makes up for loader_multiplexing (time_enabled / time_running, 1 when not multiplexed). */
-	struct vp_counter totals[VP_MAX_SAMPLED_EVENTS];
-	bool has_total[VP_MAX_SAMPLED_EVENTS];
-	double scale[VP_MAX_SAMPLED_EVENTS];
-	/* Per session event: its totals read while recording (VP_COUNTER_INTERVAL) and the
-	 * final ones, in stream order, each with the factor for the samples between the
-	 * one before and it: multiplexing made up for per interval. */
-	struct mux_point { uint64_t time, enabled, running; double scale; } *mux[VP_MAX_SAMPLED_EVENTS];
-	size_t nmux[VP_MAX_SAMPLED_EVENTS], capmux[VP_MAX_SAMPLED_EVENTS];
-	uint64_t period_sum[VP_MAX_SAMPLED_EVENTS]; /* sum of the samples' periods, per event */
-	uint64_t tail_sum[VP_MAX_SAMPLED_EVENTS];   /* of VP_SAMPLE_TAIL records: counts after the last samples */
-	/* Samples are counted in the first pass and resolved in the second, from the
-	 * records kept (at most SAMPLE_KEEP_BYTES) and then as the stream is read again. */
-	uint64_t nsamples;
-	uint64_t nsample_recs;      /* SAMPLE records the first pass read: samples and tails */
+	struct vp_weights *w;
+	/* The sample records the first pass kept for the second (at most SAMPLE_KEEP_BYTES),
+	 * and then the stream is read again. */
 	struct sample_keep keep;
-	bool ev_sampled[MAX_EVENTS]; /* session events that have samples */
-	bool ev_user_clock[MAX_EVENTS]; /* a clock event sampled in user mode only (VP_EVENT_USER_ONLY) */
-	bool ev_software[MAX_EVENTS];   /* a software or tracepoint event: the kernel never multiplexes it */
 	struct addr_cache ac;
 	struct jvm *jvms; size_t njvms, capjvms;
 	uint64_t t0, t_last;
-	uint64_t sample_lo, sample_hi;   /* the first and last sample's times: when it sampled */
-	uint64_t lost, end_lost, end_duration;
+	uint64_t end_duration;
 	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping: leaves (the sampled address) */
 	uint64_t unmapped_callers;   /* ... and return addresses the walk found there (a misread frame) */
@@ -153,22 +133,7 @@ struct loader {
 	bool vdso_tried;
 	void *vdso_img;              /* its image from the VDSO record, when the session has one */
 	size_t vdso_len;
-	struct vp_steal_acct *steal; /* STEAL + SWITCH records, charged to victims at the end */
-	bool saw_steal;
-	bool saw_steal_snapshot;     /* a STEAL record of any time (saw_steal: inside the window) */
-	bool steal_clock_moved;      /* some STEAL record's cumulative steal was above 0 */
-	bool steal_clock_none;       /* decided at the end: no steal clock ran (vp_steal_clock__ran) */
-	uint64_t *cpu_steal;         /* per vCPU: steal charged in the time window */
-	bool *cpu_seen;              /* per vCPU: a STEAL record was fed for it */
-	uint32_t ncpus;
-	size_t cap_steal, cap_seen;  /* allocated lengths of the two above */
-	uint64_t time_period;        /* ns per sample of the first time-based event, 0 if none */
-	int time_event;              /* its profile index, or -1 */
-	struct victim *victims; size_t nvictims, capvictims;
-	int steal_err;
-	bool exact_steal;            /* the switch tracer measured steal per thread ("steal" samples) */
-	uint64_t sched_cpu[4];       /* SCHED_CPU sums: clock, charged, idle, kernel-accounted */
-	bool saw_sched_cpu;
+	struct vp_steal_ledger *steal;
 	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
 	 * lines the JIT index gave for the frames user_frames returned last. */
 	struct exe *exes; size_t nexes, capexes;
@@ -223,10 +188,6 @@ struct mapinfo {
 
 /* session_records.c: the first pass. */
 int loader_on_record(struct loader *l, const struct vp_record *r);
-/* The factors that make up for multiplexing, once the first pass has read every
- * counter; then the factor of a sample of session event e at time t. */
-void loader_multiplexing(struct loader *l, bool damaged);
-double loader_sample_scale(const struct loader *l, uint32_t e, uint64_t t);
 /* Whether t (CLOCK_MONOTONIC) is in the --time window. */
 bool loader_in_window(const struct loader *l, uint64_t t);
 const char *loader_thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
@@ -240,8 +201,6 @@ struct jvm *loader_jvm_open(struct loader *l, uint32_t pid);
 struct vp_vthreads *loader_jvm_vthreads(struct loader *l, uint32_t pid);
 #endif
 
-/* session_steal.c, after the samples. */
-int loader_add_steal(struct loader *l);
 
 /* session_jvm.c, after the samples. */
 int loader_add_allocs(struct loader *l);

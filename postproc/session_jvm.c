@@ -60,12 +60,13 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 			ev = e;
 	if (ev < 0 || !loader_container_selected(l, pid))
 		return 0;
-	uint64_t period = l->time_period ? l->time_period : 1000000;
+	uint64_t period = vp_weights__sample_ns(l->w);
 	/* Only what falls between the session's first and last sample, as for the kernel
 	 * threads' off-CPU time: an agent attached to a running JVM writes from before the
 	 * sampling starts until it notices the recording's end, and on to the JVM's exit when
 	 * it does not (a -p run's code map went on 4.5 s past the session's last record). */
-	uint64_t lo = l->sample_lo, hi = l->sample_hi;
+	uint64_t lo, hi;
+	vp_weights__sampled(l->w, &lo, &hi);
 	for (size_t i = 0; i < nw; i++) {
 		uint32_t vtid = vp_vthread_tid(w[i].id), fr[MAX_OUT_FRAMES];
 		char label[300], detail[64], leaf[128];

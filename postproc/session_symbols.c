@@ -567,7 +567,8 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
 	if (!loader_comm_selected(l, comm, kcomm) || !loader_container_selected(l, s->pid))
 		return 0;
-	if (s->event >= MAX_EVENTS || l->evmap[s->event] < 0)
+	int ev = vp_weights__profile_event(l->w, s->event);
+	if (ev < 0)
 		return 0;  /* a sample of an event never described: nothing to count it as */
 	/* report --vthreads: a carrier's samples while a virtual thread is mounted on it are
 	 * that virtual thread's. */
@@ -798,24 +799,10 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		root_first[n - 1 - i] = leaf_first[i];
 	}
 	uint32_t sid;
-	/* The count after the thread's last sample: a weight under that sample's stack,
-	 * not a sample. */
-	uint64_t nsamp = s->flags & VP_SAMPLE_TAIL ? 0 : 1;
-	if (s->sched_state) {
-		/* A sum of intervals: counted in periods of the time event, like steal, so
-		 * that its sample columns and flame graphs compare with cpu-clock's. */
-		uint64_t period = l->time_period ? l->time_period : 1000000;
-		nsamp = (s->period + period / 2) / period;
-		if (!nsamp)
-			nsamp = 1;
-	}
-	uint64_t weight = s->period;
-	double scale = loader_sample_scale(l, s->event, r->time);
-	if (scale > 1.0)
-		weight = (uint64_t)((double)s->period * scale + 0.5);
-	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, tid, comm, l->evmap[s->event], nsamp,
+	uint64_t nsamp, weight = vp_weights__weigh(l->w, s, r->time, &nsamp);
+	int ret = vp_profile__add_stack(l->p, root_first, (uint32_t)n, s->pid, tid, comm, ev, nsamp,
 					weight, &sid);
-	if (!ret && moved && l->evmap[s->event] == l->time_event) {
+	if (!ret && moved && ev == vp_weights__time_event(l->w)) {
 		struct vp_thread_times tt = { .pid = s->pid, .tid = s->tid, .vthread_ns = weight };
 		ret = vp_profile__thread_times(l->p, &tt);
 	}
@@ -825,8 +812,8 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		if (locs[i] == UINT32_MAX)
 			nl = 0;
 	if (!ret && nl && !(l->o && l->o->no_locations))
-		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, l->evmap[s->event], nsamp, weight);
+		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, ev, nsamp, weight);
 	if (!ret && l->o && l->o->times)
-		ret = vp_profile__add_time(l->p, sid, l->evmap[s->event], r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
+		ret = vp_profile__add_time(l->p, sid, ev, r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
 	return ret;
 }
