@@ -73,30 +73,18 @@ static void keep_free(struct sample_keep *k)
 
 static void loader_free(struct loader *l)
 {
-	for (size_t i = 0; i < l->nexes; i++)
-		free(l->exes[i].file);
-	free(l->exes);
-	free(l->nstids);
 	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
 		n = mi->next;
 		free(mi);
 	}
 	free(l->ac.t);
 	free(l->ac.pool);
-#if HAVE_JIT_INDEX
-	for (size_t i = 0; i < l->njvms; i++) {
-		vp_jit_index__close(l->jvms[i].idx);
-		vp_vthreads__free(l->jvms[i].vt);
-	}
-#endif
-	free(l->jvms);
 	vp_weights__free(l->w);
 	vp_steal_ledger__free(l->steal);
-	vp_procmaps__free(l->pm);
+	vp_timeline__free(l->tl);
 	vp_ksyms__free(l->ks);
 	vp_hvsyms__close(l->hv);
 	vp_elfsym__free(l->elfs);
-	free(l->vdso_img);
 	keep_free(&l->keep);
 }
 
@@ -159,11 +147,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	int ret = 0;
 	struct cfile_reader *r = NULL;
 	l.w = vp_weights__new(p);
-	l.pm = vp_procmaps__new();
+	l.tl = vp_timeline__new(dir, p, l.o);
 	l.ks = vp_ksyms__new();
 	l.elfs = vp_elfsym__new(debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT"));
 	l.steal = vp_steal_ledger__new();
-	if (!l.w || !l.pm || !l.ks || !l.elfs || !l.steal) {
+	if (!l.w || !l.tl || !l.ks || !l.elfs || !l.steal) {
 		ret = -ENOMEM;
 		vp_set_err(err, errlen, "out of memory loading %s", dir);
 		goto cleanup;
@@ -193,14 +181,14 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 			   path, cfile_reader__header(r)->format_version, VP_SESSION_FORMAT_VERSION);
 		goto cleanup;
 	}
-	l.t0 = cfile_reader__header(r)->created_ns;
+	vp_timeline__start(l.tl, cfile_reader__header(r)->created_ns);
 	const struct vp_record *rec;
 	int k;
 	bool first = true;
 	uint64_t bad_records = 0;
 	while ((k = cfile_reader__next(r, &rec)) == 1) {
-		if (first && !l.t0)
-			l.t0 = rec->time;
+		if (first && !vp_timeline__t0(l.tl))
+			vp_timeline__start(l.tl, rec->time);
 		first = false;
 		/* A record that does not make sense is skipped and counted, like a damaged
 		 * chunk; only running out of memory ends the load. */
@@ -232,14 +220,14 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		vp_weights__damaged_events(l.w);
 	if (k < 0) {
 		p->incomplete = true;
-	} else if (!l.saw_end && damaged && !cfile_reader__truncated(r)) {
+	} else if (!vp_timeline__ended(l.tl) && damaged && !cfile_reader__truncated(r)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "session has no end record: it was in a damaged chunk, or the recorder was killed");
-	} else if (!l.saw_end && recording_in_progress(path)) {
+	} else if (!vp_timeline__ended(l.tl) && recording_in_progress(path)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "the recording is still in progress: read up to its last flushed chunk (it flushes "
 				 "every second); report again when it has ended for all of it");
-	} else if (!l.saw_end || cfile_reader__truncated(r)) {
+	} else if (!vp_timeline__ended(l.tl) || cfile_reader__truncated(r)) {
 		p->incomplete = true;
 		vp_profile__warn(p, "session ended without its end record (the recorder was killed, or could not write: a "
 				 "full disk?); read up to the last complete chunk");
@@ -292,7 +280,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		goto cleanup;
 	}
 	p->lost += vp_weights__lost_total(l.w);
-	uint64_t dur = l.end_duration ? l.end_duration : l.t_last > l.t0 ? l.t_last - l.t0 : 0;
+	uint64_t dur = vp_timeline__duration(l.tl);
 	/* The duration is the time the samples cover: a --time window (cut to the session),
 	 * and the sum over sessions loaded into one profile, so that shares of it (pprof's
 	 * "Total samples = ... (NN%)") stay true. */
@@ -329,23 +317,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)(jit_v[k] + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, jit_keys[k], v);
 	}
-#if HAVE_JIT_INDEX
 	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
-	for (size_t i = 0; l.o->times && i < l.njvms; i++) {
-		const struct vp_codemap *cm = l.jvms[i].idx ? vp_jit_index__codemap(l.jvms[i].idx) : NULL;
-		for (size_t e = 1; cm && e < cm->nepochs; e++) {
-			char gc[64];
-			if (cm->epochs[e].t_begin < l.t0)
-				continue;
-			vp_codemap__gc_text(cm, e, gc, sizeof(gc));
-			if ((ret = vp_profile__add_mark(p, cm->epochs[e].t_begin - l.t0, l.jvms[i].pid,
-							gc[0] ? gc : vp_cm_reason_name(cm->epochs[e].reason))) < 0) {
-				vp_set_err(err, errlen, "%s: out of memory", path);
-				goto cleanup;
-			}
-		}
+	if (l.o->times && (ret = vp_timeline__add_marks(l.tl)) < 0) {
+		vp_set_err(err, errlen, "%s: out of memory", path);
+		goto cleanup;
 	}
-#endif
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
 	if (l.unmapped)
@@ -365,10 +341,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's
 	 * run() and most of a start-up) stay unnamed, and nothing else would say why. */
 	const char *be = vp_profile__meta(p, "backend");
-	bool jvm = false;
-	for (size_t i = 0; i < l.njvms && !jvm; i++)
-		jvm = l.jvms[i].idx != NULL;
-	if (jvm && be && !strcmp(be, "perf"))
+	if (vp_timeline__any_jit(l.tl) && be && !strcmp(be, "perf"))
 		vp_profile__warn(p, "interpreted Java frames are unnamed: the perf backend (what an unprivileged user "
 				 "records with alone) reads no Java frames; record through the service ('viprof serve', "
 				 "run by root: 'viprof record' then goes through it) or as root to name them");

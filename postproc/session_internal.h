@@ -19,35 +19,16 @@
 #include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/procmaps.h"
+#include "postproc/session_timeline.h"
 #include "postproc/session_weights.h"
 #include "postproc/profile.h"
 #include "postproc/session_steal.h"
 #include "postproc/vthreads.h"
 
-#if __has_include("maps/jit_index.h")
-#include "maps/codemap.h"
-#include "maps/codemap_format.h"
-#include "maps/jit_index.h"
-#define HAVE_JIT_INDEX 1
-#else
-#define HAVE_JIT_INDEX 0
-#endif
-
 #define MAX_OUT_FRAMES 8192   /* a sample's VP_MAX_FRAMES, with room for their inlined frames */
 #define MAX_JIT_DEPTH 16
 
 struct vp_session_opts;
-
-struct jvm {
-	uint32_t pid;
-	bool tried;
-	bool has_dir;
-	int8_t hotspot;              /* maps libjvm.so: 1 yes, 0 no, -1 not asked yet */
-#if HAVE_JIT_INDEX
-	struct vp_jit_index *idx;
-	struct vp_vthreads *vt;      /* its virtual threads' mounts and waits, or NULL */
-#endif
-};
 
 /* What one sampled address resolved to: its frames (innermost first, more than one for
  * inlined JIT code) and its pprof location. Resolving names the frames by strings
@@ -79,11 +60,6 @@ struct addr_cache {
 	uint32_t *pool; size_t npool, cappool;
 };
 
-/* A container thread's tid in its own pid namespace (VP_REC_NSTID). */
-struct nstid {
-	uint32_t pid, tid, nstid;
-};
-
 /* The sample records the first pass kept for the second, in blocks (records are copied
  * whole, 8-byte aligned as in a chunk). 32 MiB holds about 110k samples of deep Java
  * stacks (280 bytes each), a minute at 99 Hz on 16 vCPUs; keeping every sample would
@@ -105,24 +81,18 @@ struct sample_keep {
 };
 
 struct loader {
-	struct nstid *nstids;        /* threads of processes in other pid namespaces */
-	size_t nnstids, capnstids;
 	const char *dir;
 	struct vp_profile *p;
 	const struct vp_session_opts *o;
-	struct vp_procmaps *pm;
 	struct vp_ksyms *ks;
 	struct vp_elfsym *elfs;
 	struct vp_hvsyms *hv;        /* --hv-syms */
+	struct vp_timeline *tl;
 	struct vp_weights *w;
 	/* The sample records the first pass kept for the second (at most SAMPLE_KEEP_BYTES),
 	 * and then the stream is read again. */
 	struct sample_keep keep;
 	struct addr_cache ac;
-	struct jvm *jvms; size_t njvms, capjvms;
-	uint64_t t0, t_last;
-	uint64_t end_duration;
-	bool saw_end;
 	uint64_t unmapped;           /* user frames in no known mapping: leaves (the sampled address) */
 	uint64_t unmapped_callers;   /* ... and return addresses the walk found there (a misread frame) */
 	uint64_t exec_stacks;        /* samples taken inside execve: the user stack is the caller's */
@@ -131,23 +101,10 @@ struct loader {
 	struct mapinfo *mapinfos;    /* owned; vp_map.priv points at them */
 	struct vp_elf *vdso;         /* the recorded kernel's vDSO */
 	bool vdso_tried;
-	void *vdso_img;              /* its image from the VDSO record, when the session has one */
-	size_t vdso_len;
 	struct vp_steal_ledger *steal;
-	/* Addresses for pprof (profile_loc.c): each process's main executable, and the
-	 * lines the JIT index gave for the frames user_frames returned last. */
-	struct exe *exes; size_t nexes, capexes;
+	/* Addresses for pprof (profile_loc.c): the lines the JIT index gave for the frames
+	 * user_frames returned last. */
 	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
-};
-
-/* A process's main executable: the first file it mapped (after its exec), and the
- * executable mapping of that file, which pprof lists first ("File: ..."). */
-struct exe {
-	uint32_t pid;
-	char *file;
-	char bid[41];                /* the recorded build-id in hex, or "" */
-	struct vp_mapping m;         /* m.file == file, m.build_id == bid; limit 0 until its text is mapped */
-	bool used;                   /* interned into the profile */
 };
 
 static inline const char *base_name(const char *path)
@@ -188,18 +145,9 @@ struct mapinfo {
 
 /* session_records.c: the first pass. */
 int loader_on_record(struct loader *l, const struct vp_record *r);
-/* Whether t (CLOCK_MONOTONIC) is in the --time window. */
-bool loader_in_window(const struct loader *l, uint64_t t);
-const char *loader_thread_name(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
-bool loader_comm_selected(const struct loader *l, const char *name, const char *kernel);
-bool loader_container_selected(const struct loader *l, uint32_t pid);
 
 /* session_symbols.c: the second pass. */
 int loader_resolve_sample(struct loader *l, const struct vp_record *r);
-struct jvm *loader_jvm_open(struct loader *l, uint32_t pid);
-#if HAVE_JIT_INDEX
-struct vp_vthreads *loader_jvm_vthreads(struct loader *l, uint32_t pid);
-#endif
 
 
 /* session_jvm.c, after the samples. */

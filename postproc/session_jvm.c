@@ -53,12 +53,12 @@ static bool unmount_machinery(const char *f)
 static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_codemap *cm)
 {
 	const struct vp_vt_wait *w;
-	size_t nw = vp_vthreads__waits(loader_jvm_vthreads(l, pid), &w);
+	size_t nw = vp_vthreads__waits(vp_timeline__vthreads(l->tl, pid), &w);
 	int ev = -1;
 	for (int e = 0; e < l->p->nevents; e++)
 		if (!strcmp(l->p->events[e].name, "off-cpu"))
 			ev = e;
-	if (ev < 0 || !loader_container_selected(l, pid))
+	if (ev < 0 || !vp_timeline__container_selected(l->tl, pid))
 		return 0;
 	uint64_t period = vp_weights__sample_ns(l->w);
 	/* Only what falls between the session's first and last sample, as for the kernel
@@ -73,8 +73,8 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 		const char *names[MAX_OUT_FRAMES];
 		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
 		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
-		if (to <= from || !loader_in_window(l, to) || !in_list(l->o->tids, l->o->ntids, vtid) ||
-		    (l->o->comm && strcmp(l->o->comm, label)))
+		if (to <= from || !vp_timeline__in_window(l->tl, to) || !vp_timeline__selects_tid(l->tl, vtid) ||
+		    !vp_timeline__comm_selected(l->tl, label, NULL))
 			continue;
 		uint32_t n = jvmti_frames(l, cm, w[i].first, w[i].nframes, fr);
 		int nn = 0, skip = 0;
@@ -122,10 +122,9 @@ int loader_add_allocs(struct loader *l)
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 		/* --pid first: a JVM left out is not worth reading its code map for. */
-		if (*end || end == de->d_name || !pid || pid > UINT32_MAX || !in_list(l->o->pids, l->o->npids, (uint32_t)pid))
+		if (*end || end == de->d_name || !pid || pid > UINT32_MAX || !vp_timeline__selects_pid(l->tl, (uint32_t)pid))
 			continue;
-		struct jvm *j = loader_jvm_open(l, (uint32_t)pid);
-		const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+		const struct vp_codemap *cm = vp_timeline__codemap(l->tl, (uint32_t)pid);
 		if (cm && cm->nvthreads && (ret = add_vthread_waits(l, (uint32_t)pid, cm)))
 			break;
 		if (!cm || !cm->nallocs)
@@ -138,11 +137,10 @@ int loader_add_allocs(struct loader *l)
 				ret = *ev;
 				break;
 			}
-			if (!in_list(l->o->pids, l->o->npids, (uint32_t)pid) || !in_list(l->o->tids, l->o->ntids, a->tid) ||
-			    !loader_in_window(l, a->time))
+			if (!vp_timeline__selects(l->tl, (uint32_t)pid, a->tid) || !vp_timeline__in_window(l->tl, a->time))
 				continue;
-			const char *kcomm, *comm = loader_thread_name(l, (uint32_t)pid, a->tid, a->time, &kcomm);
-			if (!loader_comm_selected(l, comm, kcomm))
+			const char *kcomm, *comm = vp_timeline__thread_name(l->tl, (uint32_t)pid, a->tid, a->time, &kcomm);
+			if (!vp_timeline__comm_selected(l->tl, comm, kcomm))
 				continue;
 			uint32_t fr[MAX_OUT_FRAMES];
 			uint32_t n = jvmti_frames(l, cm, a->first, a->nframes, fr);

@@ -148,13 +148,13 @@ static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint6
 {
 	struct victims_ctx *x = ctx;
 	struct vp_steal_ledger *sl = x->sl;
-	const struct vp_session_opts *o = x->l->o;
+	struct vp_timeline *tl = x->l->tl;
 	if (cpu < sl->ncpus)
 		sl->cpu_steal[cpu] += ns;
 	/* The per-vCPU totals above are the VM's; only the stacks honour --pid/--tid. */
-	if (pid == VP_STEAL_UNKNOWN && (o->npids > 0 || o->ntids > 0))
+	if (pid == VP_STEAL_UNKNOWN && vp_timeline__filters_threads(tl))
 		return;
-	if (pid != VP_STEAL_UNKNOWN && (!in_list(o->pids, o->npids, pid) || !in_list(o->tids, o->ntids, tid)))
+	if (pid != VP_STEAL_UNKNOWN && !vp_timeline__selects(tl, pid, tid))
 		return;
 	if (vp_grow((void **)&sl->victims, &sl->capvictims, sl->nvictims + 1, sizeof(*sl->victims))) {
 		sl->steal_err = -ENOMEM;
@@ -268,11 +268,11 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	} else if (best) {
 		comm = best->comm;
 	} else {
-		comm = loader_thread_name(l, v->pid, v->tid, l->t_last, &kcomm);
+		comm = vp_timeline__thread_name(l->tl, v->pid, v->tid, vp_timeline__last(l->tl), &kcomm);
 	}
 	if (!comm)
 		comm = "";
-	if (!loader_comm_selected(l, comm, kcomm) || !loader_container_selected(l, v->pid))
+	if (!vp_timeline__comm_selected(l->tl, comm, kcomm) || !vp_timeline__container_selected(l->tl, v->pid))
 		return 0;
 	if (!best)
 		extra = 2;  /* a root saying why there is no stack, then the leaf */

@@ -17,55 +17,6 @@
 #include "postproc/session_internal.h"
 #include "postproc/wall.h"
 
-static struct jvm *jvm_get(struct loader *l, uint32_t pid)
-{
-	for (size_t i = 0; i < l->njvms; i++)
-		if (l->jvms[i].pid == pid)
-			return &l->jvms[i];
-	if (vp_grow((void **)&l->jvms, &l->capjvms, l->njvms + 1, sizeof(*l->jvms)))
-		return NULL;
-	struct jvm *j = &l->jvms[l->njvms++];
-	memset(j, 0, sizeof(*j));
-	j->pid = pid;
-	j->hotspot = -1;
-	return j;
-}
-
-/* Opens <session>/jit/<pid> the first time a pid needs it. */
-struct jvm *loader_jvm_open(struct loader *l, uint32_t pid)
-{
-	struct jvm *j = jvm_get(l, pid);
-	if (!j || j->tried)
-		return j;
-	j->tried = true;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s/%u", l->dir, VP_SESSION_JIT_DIR, pid);
-	struct stat st;
-	j->has_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	if (!j->has_dir)
-		return j;
-#if HAVE_JIT_INDEX
-	char err[256] = "";
-	j->idx = vp_jit_index__open(path, err, sizeof(err));
-	if (!j->idx && errno != ENOENT)
-		vp_profile__warn(l->p, "%s", err[0] ? err : "cannot read JIT code maps");
-	const struct vp_codemap *cm = j->idx ? vp_jit_index__codemap(j->idx) : NULL;
-	if (cm && cm->damage[0])
-		vp_profile__warn(l->p, "%s", cm->damage);
-	const char *walk = vp_profile__meta(l->p, "stack_walk");
-	/* Not for a recording without stacks (no -g): no stack of it is cut short. */
-	const char *cc = vp_profile__meta(l->p, "callchain");
-	if (j->idx && !vp_jit_index__frame_pointers(j->idx) && !(walk && !strcmp(walk, "tables")) &&
-	    !(cc && !strcmp(cc, "no")))
-		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
-				 "short; restart it with that flag for full stacks", pid);
-#else
-	vp_profile__warn(l->p, "%s has JIT code maps but this viprof was built without the JIT index "
-			 "(maps/jit_index.h); Java frames are unnamed", path);
-#endif
-	return j;
-}
-
 static bool is_file_backed(const char *f)
 {
 	return f[0] == '/' && f[1] != '/' && strncmp(f, "/memfd:", 7) && strncmp(f, "/dev/zero", 9) &&
@@ -172,8 +123,10 @@ static struct vp_elf *vdso_elf(struct loader *l)
 	if (l->vdso_tried)
 		return l->vdso;
 	l->vdso_tried = true;
-	if (l->vdso_img) {
-		l->vdso = vp_elfsym__open_memory(l->elfs, "[vdso] (recorded)", l->vdso_img, l->vdso_len);
+	size_t ilen;
+	const void *rec = vp_timeline__vdso_image(l->tl, &ilen);
+	if (rec) {
+		l->vdso = vp_elfsym__open_memory(l->elfs, "[vdso] (recorded)", rec, ilen);
 		return l->vdso;
 	}
 	const char *k = vp_profile__meta(l->p, "kernel");
@@ -228,13 +181,14 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 		out[0] = vp_profile__add_frame(l->p, layer, name, m->filename, recbid, foff, "", 0);
 		return 1;
 	}
-	struct jvm *j = loader_jvm_open(l, pid);
+	bool j = vp_timeline__jvm(l->tl, pid);
 #if HAVE_JIT_INDEX
-	if (j && j->idx) {
+	struct vp_jit_index *idx = vp_timeline__jit(l->tl, pid);
+	if (idx) {
 		struct vp_jit_frame jf[MAX_JIT_DEPTH];
 		int cap = max < MAX_JIT_DEPTH ? max : MAX_JIT_DEPTH;
-		int n = h->jit_looked ? vp_jit_index__expand(j->idx, &h->jit, ip, jf, cap)
-				      : vp_jit_index__resolve(j->idx, ip, t, l->o->map_mode_flat, jf, cap);
+		int n = h->jit_looked ? vp_jit_index__expand(idx, &h->jit, ip, jf, cap)
+				      : vp_jit_index__resolve(idx, ip, t, l->o->map_mode_flat, jf, cap);
 		for (int i = 0; i < n; i++) {
 			/* The compiled method's frame carries its tier (issue 25): C1 and C2 code of
 			 * one method are two frames, as in async-profiler's _[1] and _[j]. Whether
@@ -274,10 +228,8 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 	/* Anonymous memory in a HotSpot JVM is Java code (compiled, the interpreter or a
 	 * stub) even when no code map names it: saying so is better than "[unknown]", and
 	 * says what to do (the agent). Other anonymous code is another runtime's. */
-	if (m && j && j->hotspot < 0)
-		j->hotspot = vp_procmaps__maps_file(l->pm, pid, t, "libjvm.so");
-	if (m && j && j->hotspot > 0) {
-		out[0] = vp_profile__add_frame(l->p, VP_LAYER_JIT, j->has_dir ? VP_FRAME_JAVA_UNMAPPED : VP_FRAME_JAVA_NO_AGENT, "[jit]",
+	if (m && j && vp_timeline__hotspot(l->tl, pid, t) > 0) {
+		out[0] = vp_profile__add_frame(l->p, VP_LAYER_JIT, vp_timeline__jvm_has_maps(l->tl, pid) ? VP_FRAME_JAVA_UNMAPPED : VP_FRAME_JAVA_NO_AGENT, "[jit]",
 				   "", 0, "", 0);
 		return 1;
 	}
@@ -294,8 +246,7 @@ static int user_frames(struct loader *l, uint32_t pid, uint64_t t, uint64_t ip, 
 static uint64_t interp_method(struct loader *l, uint32_t pid, uint64_t t, const struct vp_java_frame *jf)
 {
 #if HAVE_JIT_INDEX
-	struct jvm *j = loader_jvm_open(l, pid);
-	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	const struct vp_codemap *cm = vp_timeline__codemap(l->tl, pid);
 	return cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
 #else
 	(void)l, (void)pid, (void)t, (void)jf;
@@ -307,8 +258,7 @@ static uint32_t interpreted_frame(struct loader *l, uint32_t pid, uint64_t t, co
 {
 	l->jit_lines[0] = 0;
 #if HAVE_JIT_INDEX
-	struct jvm *j = loader_jvm_open(l, pid);
-	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
+	const struct vp_codemap *cm = vp_timeline__codemap(l->tl, pid);
 	uint64_t id = cm ? vp_codemap__method_at(cm, jf->method, t) : 0;
 	const struct vp_cm_name_info *n = id ? vp_codemap__name(cm, id) : NULL;
 
@@ -441,11 +391,11 @@ static void count_flat(struct loader *l, int frame, uint8_t v)
 static bool flat_misnames(struct loader *l, uint32_t pid, uint64_t ip, uint64_t t, const char *epoch_name)
 {
 #if HAVE_JIT_INDEX
-	struct jvm *j = loader_jvm_open(l, pid);
+	struct vp_jit_index *idx = vp_timeline__jit(l->tl, pid);
 	struct vp_jit_frame jf[MAX_JIT_DEPTH];
-	if (!j || !j->idx || l->o->map_mode_flat)
+	if (!idx || l->o->map_mode_flat)
 		return false;
-	int n = vp_jit_index__resolve(j->idx, ip, t, true, jf, MAX_JIT_DEPTH);
+	int n = vp_jit_index__resolve(idx, ip, t, true, jf, MAX_JIT_DEPTH);
 	return n > 0 && jf[0].name && strcmp(jf[0].name, epoch_name);
 #else
 	(void)l, (void)pid, (void)ip, (void)t, (void)epoch_name;
@@ -462,9 +412,9 @@ static const void *jit_owner(struct loader *l, uint32_t pid, uint64_t ip, uint64
 	*lo = 1;
 	*hi = 0;
 #if HAVE_JIT_INDEX
-	struct jvm *j = loader_jvm_open(l, pid);
-	if (j && j->idx) {
-		const void *owner = vp_jit_index__lookup(j->idx, ip, t, l->o->map_mode_flat, &h->jit);
+	struct vp_jit_index *idx = vp_timeline__jit(l->tl, pid);
+	if (idx) {
+		const void *owner = vp_jit_index__lookup(idx, ip, t, l->o->map_mode_flat, &h->jit);
 		h->jit_looked = true;
 		*lo = h->jit.lo;
 		*hi = h->jit.hi;
@@ -494,17 +444,8 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t look, const u
 	const struct vp_frame *fr = &l->p->frames[f[k - 1]];
 	struct vp_mapping m = { .file = fr->image, .build_id = fr->build_id, .pid = user ? pid : 0 };
 	uint32_t mid = UINT32_MAX;
-	if (user) {
-		for (size_t i = 0; i < l->nexes; i++) {
-			struct exe *x = &l->exes[i];
-			if (x->pid == pid && x->m.limit && !x->used) {
-				x->used = true;
-				/* Pointed here, not in note_exe: l->exes moves when it grows. */
-				x->m.build_id = x->bid;
-				vp_profile__mapping(l->p, &x->m);
-			}
-		}
-	}
+	if (user)
+		vp_timeline__intern_exe(l->tl, pid);
 	if (user && strcmp(fr->image, "[jit]")) {
 		if (vm && vm->filename[0] && strncmp(vm->filename, "[anon", 5)) {
 			m.file = vm->filename;
@@ -519,53 +460,16 @@ static uint32_t frame_loc(struct loader *l, uint32_t pid, uint64_t look, const u
 	return vp_profile__location(l->p, mid, look, f, lines, (uint32_t)k);
 }
 
-#if HAVE_JIT_INDEX
-/* The virtual-thread index of JVM pid (built the first time), or NULL. */
-struct vp_vthreads *loader_jvm_vthreads(struct loader *l, uint32_t pid)
-{
-	struct jvm *j = pid ? loader_jvm_open(l, pid) : NULL;
-	const struct vp_codemap *cm = j && j->idx ? vp_jit_index__codemap(j->idx) : NULL;
-	if (!cm || !cm->nvthreads)
-		return NULL;
-	if (!j->vt)
-		j->vt = vp_vthreads__build(cm);
-	return j->vt;
-}
-#endif
-
-/* Whether a virtual thread was mounted on carrier tid of pid at t: its report thread id
- * and name. The agent of a JVM in another pid namespace names carriers by their tids
- * there: those are not matched (docs/offcpu.md). */
-static bool vthread_at(struct loader *l, uint32_t pid, uint32_t tid, uint64_t t, uint32_t *vtid, char *label,
-		       size_t len)
-{
-#if HAVE_JIT_INDEX
-	uint64_t id;
-	const char *name;
-	if (!vp_vthreads__at(loader_jvm_vthreads(l, pid), tid, t, &id, &name))
-		return false;
-	*vtid = vp_vthread_tid(id);
-	vp_vthreads__label(id, name, label, len);
-	return true;
-#else
-	(void)l, (void)pid, (void)tid, (void)t, (void)vtid, (void)label, (void)len;
-	return false;
-#endif
-}
-
 int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
 	const struct vp_session_opts *o = l->o;
-	if (!in_list(o->pids, o->npids, s->pid) || !in_list(o->tids, o->ntids, s->tid))
+	if (!vp_timeline__selects(l->tl, s->pid, s->tid) || !vp_timeline__in_window(l->tl, r->time))
 		return 0;
-	double rel = r->time >= l->t0 ? (double)(r->time - l->t0) / 1e9 : 0;
-	if (rel < o->t_from || (o->t_to > 0 && rel > o->t_to))
-		return 0;
-	const char *kcomm, *comm = loader_thread_name(l, s->pid, s->tid, r->time, &kcomm);
+	const char *kcomm, *comm = vp_timeline__thread_name(l->tl, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
 		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
-	if (!loader_comm_selected(l, comm, kcomm) || !loader_container_selected(l, s->pid))
+	if (!vp_timeline__comm_selected(l->tl, comm, kcomm) || !vp_timeline__container_selected(l->tl, s->pid))
 		return 0;
 	int ev = vp_weights__profile_event(l->w, s->event);
 	if (ev < 0)
@@ -574,7 +478,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	 * that virtual thread's. */
 	uint32_t tid = s->tid;
 	char vlabel[300];
-	bool moved = o->vthreads && vthread_at(l, s->pid, s->tid, r->time, &tid, vlabel, sizeof(vlabel));
+	bool moved = o->vthreads && vp_timeline__vthread_at(l->tl, s->pid, s->tid, r->time, &tid, vlabel, sizeof(vlabel));
 	if (moved)
 		comm = vlabel;
 
@@ -675,7 +579,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 		 * owned the address then, are what the address resolves through. */
 		struct addr_ent key = { .ip = ip, .kind = AC_USER, .caller = i > 0, .pid = s->pid };
 		uint64_t lo, hi, jlo, jhi;
-		struct user_hit uh = { .m = vp_procmaps__find_span(l->pm, s->pid, look, r->time, &lo, &hi) };
+		struct user_hit uh = { .m = vp_timeline__map_at(l->tl, s->pid, look, r->time, &lo, &hi) };
 		const struct vp_map *vm = uh.m;
 		key.map = vm;
 		if (!(vm && is_file_backed(vm->filename))) {
@@ -760,7 +664,7 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 			 * were in place, so its stack rarely reaches JLI_Launch to say so. */
 			if (state == s->sched_state && (state == VP_SCHED_BLOCKED_LOCK || state == VP_SCHED_BLOCKED_SLEEP || state == VP_SCHED_BLOCKED_WAIT) &&
 			    s->tid == s->pid && kcomm && !strcmp(kcomm, "java") &&
-			    vp_procmaps__maps_file(l->pm, s->pid, r->time, "libjvm.so")) {
+			    vp_timeline__maps_file(l->tl, s->pid, r->time, "libjvm.so")) {
 				bool java = false;
 				for (int i = 0; i < n && !java; i++)
 					java = leaf_first[i] != UINT32_MAX && (l->p->frames[leaf_first[i]].layer == VP_LAYER_JIT ||
@@ -814,6 +718,6 @@ int loader_resolve_sample(struct loader *l, const struct vp_record *r)
 	if (!ret && nl && !(l->o && l->o->no_locations))
 		ret = vp_profile__add_locs(l->p, sid, locs, (uint32_t)nl, ev, nsamp, weight);
 	if (!ret && l->o && l->o->times)
-		ret = vp_profile__add_time(l->p, sid, ev, r->time >= l->t0 ? r->time - l->t0 : 0, nsamp);
+		ret = vp_profile__add_time(l->p, sid, ev, r->time >= vp_timeline__t0(l->tl) ? r->time - vp_timeline__t0(l->tl) : 0, nsamp);
 	return ret;
 }
