@@ -73,18 +73,11 @@ static void keep_free(struct sample_keep *k)
 
 static void loader_free(struct loader *l)
 {
-	for (struct mapinfo *mi = l->mapinfos, *n; mi; mi = n) {
-		n = mi->next;
-		free(mi);
-	}
-	free(l->ac.t);
-	free(l->ac.pool);
+	vp_resolver__free(l->rs);
+	free(l->out);
 	vp_weights__free(l->w);
 	vp_steal_ledger__free(l->steal);
 	vp_timeline__free(l->tl);
-	vp_ksyms__free(l->ks);
-	vp_hvsyms__close(l->hv);
-	vp_elfsym__free(l->elfs);
 	keep_free(&l->keep);
 }
 
@@ -138,6 +131,49 @@ static void keep_sample(struct sample_keep *k, struct cfile_reader *r, const str
 	k->nrecs++;
 }
 
+/* The second pass, for one sample: the threads, times and events the report selects,
+ * resolved into frames (the resolver, reading the timeline), weighed (the weights), and
+ * added to the profile. */
+static int resolve_sample(struct loader *l, const struct vp_record *r)
+{
+	const struct vp_sample *s = vp_record_body(r);
+	const struct vp_session_opts *o = l->o;
+	if (!vp_timeline__selects(l->tl, s->pid, s->tid) || !vp_timeline__in_window(l->tl, r->time))
+		return 0;
+	const char *kcomm, *comm = vp_timeline__thread_name(l->tl, s->pid, s->tid, r->time, &kcomm);
+	if (!comm)
+		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
+	if (!vp_timeline__comm_selected(l->tl, comm, kcomm) || !vp_timeline__container_selected(l->tl, s->pid))
+		return 0;
+	int ev = vp_weights__profile_event(l->w, s->event);
+	if (ev < 0)
+		return 0;  /* a sample of an event never described: nothing to count it as */
+	/* report --vthreads: a carrier's samples while a virtual thread is mounted on it are
+	 * that virtual thread's. */
+	uint32_t tid = s->tid;
+	char vlabel[300];
+	bool moved = o->vthreads && vp_timeline__vthread_at(l->tl, s->pid, s->tid, r->time, &tid, vlabel, sizeof(vlabel));
+	if (moved)
+		comm = vlabel;
+	struct vp_resolved *out = l->out;
+	int ret = vp_resolver__sample(l->rs, s, vp_record_body_len(r), r->time, comm, kcomm, out);
+	if (ret < 0)
+		return ret;
+	uint32_t sid;
+	uint64_t nsamp, weight = vp_weights__weigh(l->w, s, r->time, &nsamp);
+	ret = vp_profile__add_stack(l->p, out->frames, out->n, s->pid, tid, out->comm, ev, nsamp, weight, &sid);
+	if (!ret && moved && ev == vp_weights__time_event(l->w)) {
+		struct vp_thread_times tt = { .pid = s->pid, .tid = s->tid, .vthread_ns = weight };
+		ret = vp_profile__thread_times(l->p, &tt);
+	}
+	/* The same sample by address, for pprof. */
+	if (!ret && out->nlocs && !(l->o && l->o->no_locations))
+		ret = vp_profile__add_locs(l->p, sid, out->locs, out->nlocs, ev, nsamp, weight);
+	if (!ret && l->o && l->o->times)
+		ret = vp_profile__add_time(l->p, sid, ev, r->time >= vp_timeline__t0(l->tl) ? r->time - vp_timeline__t0(l->tl) : 0, nsamp);
+	return ret;
+}
+
 int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o, char *err,
 		     size_t errlen)
 {
@@ -148,23 +184,16 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	struct cfile_reader *r = NULL;
 	l.w = vp_weights__new(p);
 	l.tl = vp_timeline__new(dir, p, l.o);
-	l.ks = vp_ksyms__new();
-	l.elfs = vp_elfsym__new(debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT"));
+	l.rs = l.tl ? vp_resolver__new(l.tl, p, l.o, debug_root ? debug_root : getenv("VIPROF_DEBUG_ROOT")) : NULL;
+	l.out = malloc(sizeof(*l.out));
 	l.steal = vp_steal_ledger__new();
-	if (!l.w || !l.tl || !l.ks || !l.elfs || !l.steal) {
+	if (!l.w || !l.tl || !l.rs || !l.out || !l.steal) {
 		ret = -ENOMEM;
 		vp_set_err(err, errlen, "out of memory loading %s", dir);
 		goto cleanup;
 	}
-	if (l.o->hv_syms) {
-		char why[512];
-		l.hv = vp_hvsyms__open(l.o->hv_syms, why, sizeof(why));
-		if (!l.hv) {
-			ret = -errno;
-			vp_set_err(err, errlen, "%s", why);
-			goto cleanup;
-		}
-	}
+	if (l.o->hv_syms && (ret = vp_resolver__hv_syms(l.rs, l.o->hv_syms, err, errlen)) < 0)
+		goto cleanup;
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
 	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
 	if (!r) {
@@ -244,7 +273,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		for (size_t at = 0; at < b->used && seen < l.keep.nrecs; seen++) {
 			rec = (const struct vp_record *)(b->b + at);
 			at += rec->size;
-			if ((ret = loader_resolve_sample(&l, rec)) < 0) {
+			if ((ret = resolve_sample(&l, rec)) < 0) {
 				vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 				goto cleanup;
 			}
@@ -265,7 +294,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
 			continue;
 		seen++;
-		if ((ret = loader_resolve_sample(&l, rec)) < 0) {
+		if ((ret = resolve_sample(&l, rec)) < 0) {
 			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
 			goto cleanup;
 		}
@@ -295,47 +324,13 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		snprintf(d, sizeof(d), "%llu", (unsigned long long)(dur + (old ? strtoull(old, NULL, 10) : 0)));
 		vp_profile__set_meta(p, "duration_ns", d);
 	}
-	/* How the user stacks ended, summed over merged sessions. */
-	for (int k = 0; k < VP_WALK__COUNT; k++) {
-		char key[48], v[32];
-		const char *old;
-
-		snprintf(key, sizeof(key), "stack_end.%s", vp_walk_end_name(k));
-		old = vp_profile__meta(p, key);
-		if (!l.walk[k] && !old)
-			continue;
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)(l.walk[k] + (old ? strtoull(old, NULL, 10) : 0)));
-		vp_profile__set_meta(p, key, v);
-	}
-	/* Samples in JIT code, and how many of them a flat map would have misnamed: what
-	 * the epochs are for, summed over merged sessions. */
-	static const char *const jit_keys[2] = { "jit.leaf_samples", "jit.flat_misnamed" };
-	uint64_t jit_v[2] = { l.jit_leaves, l.flat_wrong };
-	for (int k = 0; k < 2 && l.jit_leaves; k++) {
-		const char *old = vp_profile__meta(p, jit_keys[k]);
-		char v[32];
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)(jit_v[k] + (old ? strtoull(old, NULL, 10) : 0)));
-		vp_profile__set_meta(p, jit_keys[k], v);
-	}
+	/* What resolving found: how stacks ended, JIT leaves, addresses in no mapping. */
+	vp_resolver__finish(l.rs);
 	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
 	if (l.o->times && (ret = vp_timeline__add_marks(l.tl)) < 0) {
 		vp_set_err(err, errlen, "%s: out of memory", path);
 		goto cleanup;
 	}
-	/* Frames outside every recorded mapping: anonymous code no agent described, or a
-	 * mapping whose record was lost (the LOST count says whether any were). */
-	if (l.unmapped)
-		vp_profile__warn(p, "%llu sampled user addresses were in no recorded mapping and show as [unknown]%s",
-				 (unsigned long long)l.unmapped,
-				 p->lost ? " (some records were lost while recording)"
-					 : " (code outside every mapping the recorder saw: a mapping made and removed "
-					   "between two of its records, or a process it did not follow from its start)");
-	/* A return address outside every mapping is the walk's error, not unknown code:
-	 * a frame it misread (a JVM stub that uses its frame pointer register for data). */
-	if (l.unmapped_callers)
-		vp_profile__warn(p, "%llu return addresses that stack walks found were in no mapping of their process "
-				 "(frames the walker misread, e.g. in a JVM stub that uses the frame pointer register for "
-				 "data); those callers show as [unknown]", (unsigned long long)l.unmapped_callers);
 #if HAVE_JIT_INDEX
 	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
 	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's

@@ -13,11 +13,11 @@
 
 #if HAVE_JIT_INDEX
 /* Frames the agent recorded through JVMTI (jmethodID and bci, innermost first, at
- * cm->alloc_frames[first ..]) into fr, root first, at most MAX_OUT_FRAMES - 1 (room for a
+ * cm->alloc_frames[first ..]) into fr, root first, at most VP_MAX_OUT_FRAMES - 1 (room for a
  * leaf). JVMTI does not say which frames were compiled: they are drawn in the JIT layer. */
 static uint32_t jvmti_frames(struct loader *l, const struct vp_codemap *cm, size_t first, uint32_t nframes, uint32_t *fr)
 {
-	uint32_t n = 0, nf = nframes < MAX_OUT_FRAMES - 1 ? nframes : MAX_OUT_FRAMES - 1;
+	uint32_t n = 0, nf = nframes < VP_MAX_OUT_FRAMES - 1 ? nframes : VP_MAX_OUT_FRAMES - 1;
 	/* Root first: the outermost caller is the last JVMTI frame. */
 	for (uint32_t k = nf; k-- > 0;) {
 		const struct vp_cm_alloc_frame *f = &cm->alloc_frames[first + k];
@@ -68,9 +68,9 @@ static int add_vthread_waits(struct loader *l, uint32_t pid, const struct vp_cod
 	uint64_t lo, hi;
 	vp_weights__sampled(l->w, &lo, &hi);
 	for (size_t i = 0; i < nw; i++) {
-		uint32_t vtid = vp_vthread_tid(w[i].id), fr[MAX_OUT_FRAMES];
+		uint32_t vtid = vp_vthread_tid(w[i].id), fr[VP_MAX_OUT_FRAMES];
 		char label[300], detail[64], leaf[128];
-		const char *names[MAX_OUT_FRAMES];
+		const char *names[VP_MAX_OUT_FRAMES];
 		uint64_t from = w[i].from > lo ? w[i].from : lo, to = w[i].to < hi ? w[i].to : hi;
 		vp_vthreads__label(w[i].id, w[i].name, label, sizeof(label));
 		if (to <= from || !vp_timeline__in_window(l->tl, to) || !vp_timeline__selects_tid(l->tl, vtid) ||
@@ -142,7 +142,7 @@ int loader_add_allocs(struct loader *l)
 			const char *kcomm, *comm = vp_timeline__thread_name(l->tl, (uint32_t)pid, a->tid, a->time, &kcomm);
 			if (!vp_timeline__comm_selected(l->tl, comm, kcomm))
 				continue;
-			uint32_t fr[MAX_OUT_FRAMES];
+			uint32_t fr[VP_MAX_OUT_FRAMES];
 			uint32_t n = jvmti_frames(l, cm, a->first, a->nframes, fr);
 			char cls[512];
 			if (lk && !a->klass[0])

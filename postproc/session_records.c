@@ -82,20 +82,8 @@ int loader_on_record(struct loader *l, const struct vp_record *r)
 		if (blen >= sizeof(struct vp_lost))
 			vp_weights__lost(l->w, ((const struct vp_lost *)b)->count);
 		return 0;
-	case VP_REC_KSYM: {
-		const struct vp_ksym *k = b;
-		if (blen <= sizeof(*k))
-			return 0;
-		char module[sizeof(k->module) + 1], name[512];
-		memcpy(module, k->module, sizeof(k->module));
-		module[sizeof(k->module)] = '\0';
-		size_t n = blen - sizeof(*k);
-		if (n >= sizeof(name))
-			n = sizeof(name) - 1;
-		memcpy(name, k->name, n);
-		name[n] = '\0';
-		return vp_ksyms__add(l->ks, k->addr, k->size, module, name);
-	}
+	case VP_REC_KSYM:
+		return vp_resolver__ksym(l->rs, b, blen);
 	case VP_REC_JVM: {
 		const struct vp_jvm *j = b;
 		const char *walk = vp_profile__meta(l->p, "stack_walk");
