@@ -7,10 +7,12 @@
  * once. A larger one is read again from the first chunk whose samples were not kept,
  * so that memory holds interned frames and stacks, never all of the samples.
  *
- * The loader's parts: session_records.c reads each record in the first pass,
- * session_symbols.c resolves each sample in the second, session_steal.c charges steal
- * time to its victims and session_jvm.c adds the agent's own samples; they share
- * postproc/session_internal.h. */
+ * The loader's parts, each owning its state: the timeline (session_timeline.c: what ran
+ * where and when), the weights (session_weights.c: what a sample weighs), the resolver
+ * (session_resolver.c: a sample's addresses into frames) and the steal accountant
+ * (session_steal.c); session_jvm.c adds the agent's own samples. The first pass hands
+ * each record to the part that owns what it says; the second resolves, weighs and adds
+ * each sample. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,10 +22,62 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "common/steal_clock.h"
+#include "common/chunkfile.h"
+#include "common/container.h"
+#include "common/session_format.h"
 #include "common/util.h"
 #include "postproc/session.h"
-#include "postproc/session_internal.h"
+#include "postproc/session_jvm.h"
+#include "postproc/session_resolver.h"
+#include "postproc/session_steal.h"
+#include "postproc/session_timeline.h"
+#include "postproc/session_weights.h"
+
+/* The sample records the first pass kept for the second, in blocks (records are copied
+ * whole, 8-byte aligned as in a chunk). 32 MiB holds about 110k samples of deep Java
+ * stacks (280 bytes each), a minute at 99 Hz on 16 vCPUs; keeping every sample would
+ * make a report's memory grow with its length (bench/report-scale.sh holds it to 100 MB
+ * per million samples), so a longer session is read twice past that. */
+#define SAMPLE_KEEP_BYTES (32u << 20)
+#define SAMPLE_KEEP_BLOCK (1u << 20)
+struct sample_keep {
+	struct keep_block { uint8_t *b; size_t used, cap; } *blocks;
+	size_t nblocks, capblocks;
+	size_t bytes;                /* kept, in all blocks */
+	uint64_t nrecs;              /* records kept */
+	bool full;                   /* stopped keeping: the rest is read again from resume_off */
+	uint64_t resume_off;         /* the chunk whose samples were the first not kept */
+	uint64_t chunk;              /* the chunk (cfile_reader__chunks) the last kept record came from */
+	uint64_t chunk_off;          /* its offset */
+	size_t mark_block, mark_used, mark_bytes; /* where that chunk's records start */
+	uint64_t mark_nrecs;
+};
+
+/* The loader: the parts that own what a session says, by pointer, and the samples the
+ * first pass kept for the second. The passes themselves keep nothing else. */
+struct loader {
+	const char *dir;
+	struct vp_profile *p;
+	const struct vp_session_opts *o;
+	struct vp_timeline *tl;
+	struct vp_resolver *rs;
+	struct vp_resolved *out;    /* the sample the second pass resolves */
+	struct vp_weights *w;
+	/* The sample records the first pass kept for the second (at most SAMPLE_KEEP_BYTES),
+	 * and then the stream is read again. */
+	struct sample_keep keep;
+	struct vp_steal_ledger *steal;
+};
+
+/* A sample whose stack fits its record; others are skipped rather than read past. */
+static inline bool sample_ok(const struct vp_record *r)
+{
+	size_t blen = vp_record_body_len(r);
+	if (blen < sizeof(struct vp_sample))
+		return false;
+	const struct vp_sample *s = vp_record_body(r);
+	return sizeof(*s) + 8 * ((size_t)s->nr_kernel + s->nr_user) <= blen;
+}
 
 static char *debug_root;
 static size_t keep_bytes = SAMPLE_KEEP_BYTES;
@@ -41,16 +95,6 @@ size_t vp_session__set_keep_bytes(size_t bytes)
 	return old;
 }
 
-const char *vp_walk_end_name(int k)
-{
-	static const char *const names[VP_WALK__COUNT] = {
-		[VP_WALK_UNKNOWN] = "unknown", [VP_WALK_ROOT] = "root", [VP_WALK_NO_RULE] = "no_rule",
-		[VP_WALK_UNREADABLE] = "unreadable", [VP_WALK_DEPTH] = "depth", [VP_WALK_BAD_FRAME] = "bad_frame",
-		[VP_WALK_NO_PROC] = "tables_not_loaded",
-	};
-	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
-}
-
 /* Whether a recorder still writes the stream at path: it holds an exclusive lock on
  * the file while it does (recorder/session_writer.c, and the service's client). */
 static bool recording_in_progress(const char *path)
@@ -60,6 +104,194 @@ static bool recording_in_progress(const char *path)
 	if (fd >= 0)
 		close(fd);
 	return busy;
+}
+
+static void on_meta(struct loader *l, const struct vp_record *r)
+{
+	const char *b = vp_record_body(r), *end = b + vp_record_body_len(r);
+	while (b < end) {
+		const char *k = b, *kz = memchr(k, '\0', (size_t)(end - k));
+		if (!kz || kz + 1 >= end)
+			break;
+		const char *v = kz + 1, *vz = memchr(v, '\0', (size_t)(end - v));
+		if (!vz)
+			break;
+		/* Sessions loaded into one profile: it starts when the first of them did
+		 * (pprof's "Time:"), whatever order they were named in. */
+		const char *old = NULL;
+		if (!strcmp(k, "start_realtime_ns") || !strcmp(k, "start_monotonic_ns"))
+			old = vp_profile__meta(l->p, k);
+		if (*k && !(old && strtoull(old, NULL, 10) <= strtoull(v, NULL, 10)))
+			vp_profile__set_meta(l->p, k, v);
+		b = vz + 1;
+	}
+}
+
+static int on_event(struct loader *l, const struct vp_record *r)
+{
+	if (vp_record_body_len(r) < sizeof(struct vp_event_desc))
+		return 0;
+	const struct vp_event_desc *e = vp_record_body(r);
+	char name[sizeof(e->name) + 1];
+	memcpy(name, e->name, sizeof(e->name));
+	name[sizeof(e->name)] = '\0';
+	int ret = vp_weights__event(l->w, e, name);
+	if (ret <= 0)
+		return ret;
+	if ((e->flags & VP_EVENT_SCHED) && !strcmp(name, "steal"))
+		vp_steal_ledger__exact(l->steal);
+	return 0;
+}
+
+/* A JVM the recorder met: one without frame pointers cuts the frame-pointer walk short. */
+static int on_jvm(struct loader *l, const void *b, size_t blen)
+{
+	const struct vp_jvm *j = b;
+	const char *walk = vp_profile__meta(l->p, "stack_walk");
+	/* Only the frame-pointer walk needs them (META records come first). */
+	const char *cc = vp_profile__meta(l->p, "callchain");
+	if (blen >= sizeof(*j) && (j->flags & VP_JVM_NO_FRAME_POINTERS) && !(walk && !strcmp(walk, "tables")) &&
+	    !(cc && !strcmp(cc, "no")))
+		vp_profile__warn(l->p, "JVM %u ran without -XX:+PreserveFramePointer: its Java stacks are cut "
+				 "short; restart it with that flag for full stacks", j->pid);
+	return 0;
+}
+
+/* A process's container, into the profile (--container reads it back). */
+static int on_container(struct loader *l, const void *b, size_t blen)
+{
+	const struct vp_container *c = b;
+	if (blen <= sizeof(*c))
+		return 0;
+	char cg[4096];
+	size_t cl = strnlen(c->cgroup, blen - sizeof(*c));
+	struct vp_container_id id;
+	snprintf(cg, sizeof(cg), "%.*s", (int)(cl < sizeof(cg) ? cl : sizeof(cg) - 1), c->cgroup);
+	vp_container__describe(cg, c->pidns, c->host_pidns, &id);
+	return vp_profile__set_container(l->p, c->pid, c->nspid, cg, &id);
+}
+
+/* A thread's exact times from the switch tracer, for the wall view. */
+static int on_thread_time(struct loader *l, const void *b, size_t blen)
+{
+	const struct vp_thread_time *t = b;
+	if (blen < sizeof(*t))
+		return 0;
+	if (!vp_timeline__selects(l->tl, t->pid, t->tid))
+		return 0;
+	/* Totals over the whole recording: they do not fit a --time window (the wall
+	 * view then uses the sampled on-CPU time alone). */
+	if (l->o->t_from > 0 || l->o->t_to > 0)
+		return 0;
+	if (l->o->comm) {
+		const char *k, *c = vp_timeline__thread_name(l->tl, t->pid, t->tid, t->last, &k);
+		if (!c || !vp_timeline__comm_selected(l->tl, c, k))
+			return 0;
+	}
+	struct vp_thread_times tt = { .pid = t->pid, .tid = t->tid, .oncpu_ns = t->oncpu_ns,
+				      .steal_ns = t->steal_ns, .switches = t->switches };
+	return vp_profile__thread_times(l->p, &tt);
+}
+
+/* The switch tracer's own counts, summed into the meta, with warnings for what it lost. */
+static int on_sched_stats(struct loader *l, const void *b, size_t blen)
+{
+	const struct vp_sched_stats *st = b;
+	if (blen < offsetof(struct vp_sched_stats, missed_in))
+		return 0;
+	vp_profile__meta_add(l->p, "sched.switches", st->switches);
+	vp_profile__meta_add(l->p, "sched.records", st->records);
+	vp_profile__meta_add(l->p, "sched.bytes", st->bytes);
+	vp_profile__meta_add(l->p, "sched.agg_full", st->agg_full);
+	vp_profile__meta_add(l->p, "sched.agg_full_ns", st->agg_full_ns);
+	vp_profile__meta_add(l->p, "sched.no_stack", st->no_stack);
+	vp_profile__meta_add(l->p, "sched.no_rq", st->no_rq);
+	if (blen >= offsetof(struct vp_sched_stats, missed_ns) + sizeof(st->missed_ns)) {
+		vp_profile__meta_add(l->p, "sched.missed_in", st->missed_in);
+		vp_profile__meta_add(l->p, "sched.missed_ns", st->missed_ns);
+	}
+	if (blen >= offsetof(struct vp_sched_stats, ustack_full) + sizeof(st->ustack_full)) {
+		vp_profile__meta_add(l->p, "sched.walks", st->walks);
+		vp_profile__meta_add(l->p, "sched.walk_ns", st->walk_ns);
+		vp_profile__meta_add(l->p, "sched.ustack_full", st->ustack_full);
+		if (st->ustack_full)
+			vp_profile__warn(l->p, "%llu off-CPU intervals lost their user stack: the switch tracer's "
+					 "stack hash was full", (unsigned long long)st->ustack_full);
+	}
+	if (st->agg_full)
+		vp_profile__warn(l->p, "%llu off-CPU intervals (%.1f ms) were not recorded: the switch tracer's "
+				 "hash was full", (unsigned long long)st->agg_full, (double)st->agg_full_ns / 1e6);
+	return 0;
+}
+
+/* The first pass, for one record: each goes to the part that owns what it says (the
+ * timeline, the weights, the resolver, the steal accountant), or into the profile. */
+static int on_record(struct loader *l, const struct vp_record *r)
+{
+	size_t blen = vp_record_body_len(r);
+	const void *b = vp_record_body(r);
+	vp_timeline__reached(l->tl, r->time);
+	switch (r->type) {
+	case VP_REC_META:
+		on_meta(l, r);
+		return 0;
+	case VP_REC_VDSO:
+		vp_timeline__vdso(l->tl, b, blen);
+		return 0;
+	case VP_REC_EVENT:
+		return on_event(l, r);
+	case VP_REC_SAMPLE:
+		if (sample_ok(r))
+			vp_weights__count(l->w, b, r->time);
+		return 0;
+	case VP_REC_MMAP:
+		return vp_timeline__mmap(l->tl, r->time, b, blen);
+	case VP_REC_COMM:
+		return blen < sizeof(struct vp_comm) ? 0 : vp_timeline__comm(l->tl, r->time, b);
+	case VP_REC_FORK:
+		return blen < sizeof(struct vp_task) ? 0 : vp_timeline__fork(l->tl, r->time, b);
+	case VP_REC_EXIT:
+		return blen < sizeof(struct vp_task) ? 0 : vp_timeline__exit(l->tl, r->time, b);
+	case VP_REC_COUNTER:
+		return vp_weights__counter(l->w, r->time, b, blen);
+	case VP_REC_LOST:
+		if (blen >= sizeof(struct vp_lost))
+			vp_weights__lost(l->w, ((const struct vp_lost *)b)->count);
+		return 0;
+	case VP_REC_KSYM:
+		return vp_resolver__ksym(l->rs, b, blen);
+	case VP_REC_JVM:
+		return on_jvm(l, b, blen);
+	case VP_REC_CONTAINER:
+		return on_container(l, b, blen);
+	case VP_REC_NSTID:
+		if (blen >= sizeof(struct vp_nstid))
+			vp_timeline__nstid(l->tl, b);
+		return 0;
+	case VP_REC_STEAL:
+		return blen < sizeof(struct vp_steal) ? 0 : vp_steal_ledger__steal(l->steal, r->time, b, vp_timeline__in_window(l->tl, r->time));
+	case VP_REC_THREAD_TIME:
+		return on_thread_time(l, b, blen);
+	case VP_REC_SCHED_STATS:
+		return on_sched_stats(l, b, blen);
+	case VP_REC_SCHED_CPU:
+		if (blen >= sizeof(struct vp_sched_cpu))
+			vp_steal_ledger__sched_cpu(l->steal, b);
+		return 0;
+	case VP_REC_SWITCH:
+		if (blen >= sizeof(struct vp_switch))
+			vp_steal_ledger__switch(l->steal, r->time, b);
+		return 0;
+	case VP_REC_END: {
+		const struct vp_end *e = blen >= sizeof(struct vp_end) ? b : NULL;
+		vp_timeline__end(l->tl, e);
+		if (e)
+			vp_weights__end_lost(l->w, e->lost);
+		return 0;
+	}
+	default:
+		return 0;  /* counters are for other readers; unknown types skipped */
+	}
 }
 
 static void keep_free(struct sample_keep *k)
@@ -221,7 +453,7 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		first = false;
 		/* A record that does not make sense is skipped and counted, like a damaged
 		 * chunk; only running out of memory ends the load. */
-		if ((ret = loader_on_record(&l, rec)) == -ENOMEM) {
+		if ((ret = on_record(&l, rec)) == -ENOMEM) {
 			vp_set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
 			goto cleanup;
 		}
@@ -300,11 +532,11 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 		}
 	}
 	vp_steal_ledger__clock(l.steal, p);
-	if ((ret = vp_steal_ledger__add(l.steal, &l)) < 0) {
+	if ((ret = vp_steal_ledger__add(l.steal, l.tl, l.w, p)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
 		goto cleanup;
 	}
-	if ((ret = loader_add_allocs(&l)) < 0) {
+	if ((ret = vp_session_jvm__add(dir, l.tl, l.w, p)) < 0) {
 		vp_set_err(err, errlen, "%s: cannot add sampled allocations: %s", path, strerror(-ret));
 		goto cleanup;
 	}

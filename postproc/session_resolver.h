@@ -12,7 +12,7 @@
 
 #include "common/session_format.h"
 #include "postproc/profile.h"
-#include "postproc/session.h"
+#include "postproc/session_opts.h"
 #include "postproc/session_timeline.h"
 
 /* A sample's VP_MAX_FRAMES, with room for their inlined frames. */

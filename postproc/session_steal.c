@@ -15,8 +15,6 @@
 
 #include "common/steal_clock.h"
 #include "common/util.h"
-#include "postproc/session.h"
-#include "postproc/session_internal.h"
 #include "postproc/session_steal.h"
 #include "postproc/steal.h"
 
@@ -138,17 +136,20 @@ void vp_steal_ledger__clock(struct vp_steal_ledger *sl, struct vp_profile *p)
 	}
 }
 
-/* What on_victim is called with: the ledger, and the loader's --pid/--tid. */
+/* What the victims are charged with: the ledger, the timeline (the report's filters,
+ * thread names), the weights (the time event) and the profile. */
 struct victims_ctx {
 	struct vp_steal_ledger *sl;
-	struct loader *l;
+	struct vp_timeline *tl;
+	const struct vp_weights *w;
+	struct vp_profile *p;
 };
 
 static void on_victim(void *ctx, uint32_t cpu, uint32_t pid, uint32_t tid, uint64_t ns)
 {
-	struct victims_ctx *x = ctx;
+	const struct victims_ctx *x = ctx;
 	struct vp_steal_ledger *sl = x->sl;
-	struct vp_timeline *tl = x->l->tl;
+	struct vp_timeline *tl = x->tl;
 	if (cpu < sl->ncpus)
 		sl->cpu_steal[cpu] += ns;
 	/* The per-vCPU totals above are the VM's; only the stacks honour --pid/--tid. */
@@ -174,9 +175,9 @@ static int cmp_victim(const void *a, const void *b)
 
 /* Sorts the victims by thread, sums each thread's vCPUs, and finds every thread's most
  * frequent stack in one pass over the profile (a -a recording has many of both). */
-static void victims_index(struct vp_steal_ledger *sl, struct loader *l)
+static void victims_index(struct vp_steal_ledger *sl, const struct victims_ctx *x)
 {
-	const struct vp_profile *p = l->p;
+	const struct vp_profile *p = x->p;
 	size_t n = 0;
 	if (!sl->nvictims)
 		return;
@@ -201,8 +202,8 @@ static void victims_index(struct vp_steal_ledger *sl, struct loader *l)
 		if (!v || v->pid == 0 || v->pid == VP_STEAL_UNKNOWN)
 			continue;
 		uint64_t k = 0;
-		if (vp_weights__time_event(l->w) >= 0)
-			k = s->samples[vp_weights__time_event(l->w)];
+		if (vp_weights__time_event(x->w) >= 0)
+			k = s->samples[vp_weights__time_event(x->w)];
 		else
 			for (int e = 0; e < p->nevents; e++)
 				k += s->samples[e];
@@ -227,9 +228,9 @@ struct steal_stack {
 
 /* Per stack of p, its loc stack with the most samples (as victims count them), or
  * UINT32_MAX: the addresses a victim's steal stack is shown at in pprof. */
-static uint32_t *best_loc_stacks(struct loader *l)
+static uint32_t *best_loc_stacks(const struct victims_ctx *x)
 {
-	const struct vp_profile *p = l->p;
+	const struct vp_profile *p = x->p;
 	uint32_t *best = malloc((p->nstacks ? p->nstacks : 1) * sizeof(*best));
 	uint64_t *best_n = calloc(p->nstacks ? p->nstacks : 1, sizeof(*best_n));
 	if (!best || !best_n) {
@@ -242,8 +243,8 @@ static uint32_t *best_loc_stacks(struct loader *l)
 	for (size_t i = 0; i < p->nloc_stacks; i++) {
 		const struct vp_loc_stack *ls = &p->loc_stacks[i];
 		uint64_t k = 0;
-		if (vp_weights__time_event(l->w) >= 0)
-			k = ls->samples[vp_weights__time_event(l->w)];
+		if (vp_weights__time_event(x->w) >= 0)
+			k = ls->samples[vp_weights__time_event(x->w)];
 		else
 			for (int e = 0; e < p->nevents; e++)
 				k += ls->samples[e];
@@ -256,9 +257,9 @@ static uint32_t *best_loc_stacks(struct loader *l)
 	return best;
 }
 
-static int victim_stack(struct loader *l, const struct victim *v, const uint32_t *best_ls, struct steal_stack *out)
+static int victim_stack(const struct victims_ctx *x, const struct victim *v, const uint32_t *best_ls, struct steal_stack *out)
 {
-	const struct vp_stack *best = v->best_n ? &l->p->stacks[v->best] : NULL;
+	const struct vp_stack *best = v->best_n ? &x->p->stacks[v->best] : NULL;
 	uint32_t extra = 1;
 	const char *comm, *kcomm = NULL;
 	if (v->pid == 0 && v->tid == 0) {
@@ -268,11 +269,11 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	} else if (best) {
 		comm = best->comm;
 	} else {
-		comm = vp_timeline__thread_name(l->tl, v->pid, v->tid, vp_timeline__last(l->tl), &kcomm);
+		comm = vp_timeline__thread_name(x->tl, v->pid, v->tid, vp_timeline__last(x->tl), &kcomm);
 	}
 	if (!comm)
 		comm = "";
-	if (!vp_timeline__comm_selected(l->tl, comm, kcomm) || !vp_timeline__container_selected(l->tl, v->pid))
+	if (!vp_timeline__comm_selected(x->tl, comm, kcomm) || !vp_timeline__container_selected(x->tl, v->pid))
 		return 0;
 	if (!best)
 		extra = 2;  /* a root saying why there is no stack, then the leaf */
@@ -284,26 +285,26 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 	if (best) {
 		memcpy(out->frames, best->frames, best->nframes * sizeof(uint32_t));
 	} else if (v->pid == 0 && v->tid == 0) {
-		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(x->p, VP_LAYER_KERNEL, "[idle]", "[kernel.kallsyms]", "", 0, "", 0);
 	} else if (v->pid == VP_STEAL_UNKNOWN) {
-		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(x->p, VP_LAYER_UNKNOWN, "[thread unknown: no switch records]", "", "", 0, "", 0);
 	} else {
-		out->frames[0] = vp_profile__add_frame(l->p, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
+		out->frames[0] = vp_profile__add_frame(x->p, VP_LAYER_UNKNOWN, "[not sampled]", "", "", 0, "", 0);
 	}
-	out->frames[out->n - 1] = vp_profile__add_frame(l->p, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
+	out->frames[out->n - 1] = vp_profile__add_frame(x->p, VP_LAYER_HYPERVISOR, "[hypervisor: steal]", "[hypervisor]", "", 0, "", 0);
 	for (uint32_t i = 0; i < out->n; i++)
 		if (out->frames[i] == UINT32_MAX)
 			return -ENOMEM;
 	/* By address too when the stack was sampled by address: the steal leaf is a
 	 * location without a mapping (it has no address), over the stack's locations. */
 	if (best && best_ls[v->best] != UINT32_MAX) {
-		const struct vp_loc_stack *ls = &l->p->loc_stacks[best_ls[v->best]];
+		const struct vp_loc_stack *ls = &x->p->loc_stacks[best_ls[v->best]];
 		uint32_t no_line = 0;
 		out->locs = malloc(((size_t)ls->nlocs + 1) * sizeof(uint32_t));
 		if (!out->locs)
 			return -ENOMEM;
 		memcpy(out->locs + 1, ls->locs, ls->nlocs * sizeof(uint32_t));
-		out->locs[0] = vp_profile__location(l->p, UINT32_MAX, 0, &out->frames[out->n - 1], &no_line, 1);
+		out->locs[0] = vp_profile__location(x->p, UINT32_MAX, 0, &out->frames[out->n - 1], &no_line, 1);
 		if (out->locs[0] == UINT32_MAX)
 			return -ENOMEM;
 		out->nlocs = ls->nlocs + 1;
@@ -314,9 +315,10 @@ static int victim_stack(struct loader *l, const struct victim *v, const uint32_t
 /* Charges the session's steal to its victims: per-vCPU totals into the meta, and one
  * stack per victim thread under the event "steal" (weight ns; samples ns divided by
  * the time event's period, so that its columns read like cpu-clock's). */
-int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct loader *l)
+int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct vp_timeline *tl, const struct vp_weights *w,
+			 struct vp_profile *p)
 {
-	struct victims_ctx x = { sl, l };
+	struct victims_ctx x = { sl, tl, w, p };
 	struct steal_stack *ss = NULL;
 	uint32_t *best_ls = NULL;
 	int ret;
@@ -334,24 +336,24 @@ int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct loader *l)
 			continue;
 		char key[32];
 		snprintf(key, sizeof(key), "steal.cpu%u", c);
-		vp_profile__meta_add(l->p, key, sl->cpu_steal[c]);
+		vp_profile__meta_add(p, key, sl->cpu_steal[c]);
 		total += sl->cpu_steal[c];
 	}
-	vp_profile__meta_add(l->p, "steal.total", total);
+	vp_profile__meta_add(p, "steal.total", total);
 	/* Measured per thread at every switch: /proc/stat's totals above stay as the
 	 * cross-check, and the proportional split is not needed. */
 	if (sl->exact_steal || !sl->nvictims)
 		return 0;
-	victims_index(sl, l);
+	victims_index(sl, &x);
 	ss = calloc(sl->nvictims, sizeof(*ss));
-	best_ls = best_loc_stacks(l);
+	best_ls = best_loc_stacks(&x);
 	if (!ss || !best_ls) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
 	size_t nss = 0;
 	for (size_t i = 0; i < sl->nvictims; i++) {
-		ret = victim_stack(l, &sl->victims[i], best_ls, &ss[i]);
+		ret = victim_stack(&x, &sl->victims[i], best_ls, &ss[i]);
 		if (ret < 0)
 			goto cleanup;
 		nss += ret > 0;
@@ -359,12 +361,12 @@ int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct loader *l)
 	ret = 0;
 	if (!nss)
 		goto cleanup;
-	int ev = vp_profile__add_event(l->p, "steal", "nanoseconds");
+	int ev = vp_profile__add_event(p, "steal", "nanoseconds");
 	if (ev < 0) {
 		ret = ev;
 		goto cleanup;
 	}
-	uint64_t period = vp_weights__sample_ns(l->w);
+	uint64_t period = vp_weights__sample_ns(w);
 	for (size_t i = 0; i < sl->nvictims; i++) {
 		const struct victim *v = &sl->victims[i];
 		if (!ss[i].frames)
@@ -372,10 +374,10 @@ int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct loader *l)
 		/* Rounded to the nearest period, but a thread that lost time never shows 0. */
 		uint64_t n = (v->ns + period / 2) / period;
 		uint32_t sid;
-		ret = vp_profile__add_stack(l->p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns,
+		ret = vp_profile__add_stack(p, ss[i].frames, ss[i].n, v->pid, v->tid, ss[i].comm, ev, n ? n : 1, v->ns,
 					    &sid);
 		if (!ret && ss[i].locs)
-			ret = vp_profile__add_locs(l->p, sid, ss[i].locs, ss[i].nlocs, ev, n ? n : 1, v->ns);
+			ret = vp_profile__add_locs(p, sid, ss[i].locs, ss[i].nlocs, ev, n ? n : 1, v->ns);
 		if (ret < 0)
 			goto cleanup;
 	}

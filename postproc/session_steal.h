@@ -10,9 +10,10 @@
 
 #include "common/session_format.h"
 #include "postproc/profile.h"
+#include "postproc/session_timeline.h"
+#include "postproc/session_weights.h"
 
 struct vp_steal_ledger;
-struct loader;
 
 /* NULL with errno set. */
 struct vp_steal_ledger *vp_steal_ledger__new(void);
@@ -29,8 +30,10 @@ void vp_steal_ledger__sched_cpu(struct vp_steal_ledger *sl, const struct vp_sche
 
 /* After the samples: whether a steal clock ran (meta steal.clock, steal.note, and the
  * switch tracer's sched_steal.* sums), then the steal charged to its victims (meta
- * steal.cpuN and steal.total, and stacks of event "steal"). 0 or -errno. */
+ * steal.cpuN and steal.total, and stacks of event "steal": the victims --pid, --tid,
+ * --comm and --container select in tl, counted in w's time-event samples). 0 or -errno. */
 void vp_steal_ledger__clock(struct vp_steal_ledger *sl, struct vp_profile *p);
-int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct loader *l);
+int vp_steal_ledger__add(struct vp_steal_ledger *sl, struct vp_timeline *tl, const struct vp_weights *w,
+			 struct vp_profile *p);
 
 #endif

@@ -14,7 +14,7 @@
 #include "common/session_format.h"
 #include "postproc/procmaps.h"
 #include "postproc/profile.h"
-#include "postproc/session.h"
+#include "postproc/session_opts.h"
 
 #if __has_include("maps/jit_index.h")
 #include "maps/codemap.h"
