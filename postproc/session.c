@@ -406,13 +406,193 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 	return ret;
 }
 
+/* The stream of session directory dir (its path in path), checked to be one this viprof
+ * reads. NULL with *ret set and err saying why. */
+static struct cfile_reader *open_stream(const char *dir, const char *path, int *ret, char *err, size_t errlen)
+{
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+	if (!r) {
+		*ret = errno ? -errno : -EINVAL;
+		struct stat dst;
+		if (*ret == -ENOENT && stat(dir, &dst) == 0 && S_ISDIR(dst.st_mode))
+			vp_set_err(err, errlen, "%s is not a viprof session (it has no " VP_SESSION_STREAM "); record one with "
+				   "'viprof record -o %s ...', or give the session's directory", dir, dir);
+		return NULL;
+	}
+	if (cfile_reader__header(r)->format_version > VP_SESSION_FORMAT_VERSION) {
+		*ret = -EPROTO;
+		vp_set_err(err, errlen, "%s: session format version %u is newer than this viprof reads (%u); use a newer viprof",
+			   path, cfile_reader__header(r)->format_version, VP_SESSION_FORMAT_VERSION);
+		cfile_reader__close(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The first pass: every record to on_record, the samples kept while they fit. *end
+ * gets the reader's last answer (0 at the end of the stream; below 0 a read error or
+ * damage, which cost what they cover), *bad the records that made no sense. 0, or
+ * -ENOMEM with err set: only running out of memory ends the load. */
+static int first_pass(struct loader *l, struct cfile_reader *r, const char *path, int *end, uint64_t *bad, char *err,
+		      size_t errlen)
+{
+	const struct vp_record *rec;
+	bool first = true;
+	int k, ret;
+	vp_timeline__start(l->tl, cfile_reader__header(r)->created_ns);
+	while ((k = cfile_reader__next(r, &rec)) == 1) {
+		if (first && !vp_timeline__t0(l->tl))
+			vp_timeline__start(l->tl, rec->time);
+		first = false;
+		/* A record that does not make sense is skipped and counted, like a damaged
+		 * chunk. */
+		if ((ret = on_record(l, rec)) == -ENOMEM) {
+			vp_set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
+			return ret;
+		}
+		*bad += ret < 0;
+		if (rec->type == VP_REC_SAMPLE && sample_ok(rec))
+			keep_sample(&l->keep, r, rec);
+	}
+	*end = k;
+	if (k == -ENOMEM) {
+		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
+		return k;
+	}
+	return 0;
+}
+
+/* What the first pass could not read, said once: damage, malformed records, a stream
+ * that ended without its END record. Returns whether a chunk was damaged. */
+static bool stream_warnings(struct loader *l, struct cfile_reader *r, const char *path, int end, uint64_t bad)
+{
+	struct vp_profile *p = l->p;
+	/* Damage and read errors cost what they cover, not the report: what was read is
+	 * shown, with one line saying what was not. */
+	if (end < 0)
+		vp_profile__warn(p, "%s; the records before it are shown", cfile_reader__error(r));
+	char what[512];
+	bool damaged = cfile_reader__damage(r, what, sizeof(what));
+	if (damaged)
+		vp_profile__warn(p, "%s", what);
+	if (bad)
+		vp_profile__warn(p, "%s: skipped %llu malformed record(s)", path, (unsigned long long)bad);
+	if (damaged)
+		vp_weights__damaged_events(l->w);
+	if (end < 0) {
+		p->incomplete = true;
+	} else if (!vp_timeline__ended(l->tl) && damaged && !cfile_reader__truncated(r)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "session has no end record: it was in a damaged chunk, or the recorder was killed");
+	} else if (!vp_timeline__ended(l->tl) && recording_in_progress(path)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "the recording is still in progress: read up to its last flushed chunk (it flushes "
+				 "every second); report again when it has ended for all of it");
+	} else if (!vp_timeline__ended(l->tl) || cfile_reader__truncated(r)) {
+		p->incomplete = true;
+		vp_profile__warn(p, "session ended without its end record (the recorder was killed, or could not write: a "
+				 "full disk?); read up to the last complete chunk");
+	}
+	return damaged;
+}
+
+/* The second pass: every mapping, name, symbol and code map is known now, whatever
+ * order the recorder's buffers delivered them in. The kept samples first; then, if
+ * not all were kept, the file again (*r reopened) from the first chunk whose samples
+ * were not. It stops after the samples the first pass counted, should the file have
+ * grown since (a recording still running). 0, or -errno with err set. */
+static int second_pass(struct loader *l, struct cfile_reader **r, const char *path, char *err, size_t errlen)
+{
+	const struct vp_record *rec;
+	uint64_t seen = 0;
+	int ret;
+	for (size_t i = 0; i < l->keep.nblocks; i++) {
+		const struct keep_block *b = &l->keep.blocks[i];
+		for (size_t at = 0; at < b->used && seen < l->keep.nrecs; seen++) {
+			rec = (const struct vp_record *)(b->b + at);
+			at += rec->size;
+			if ((ret = resolve_sample(l, rec)) < 0) {
+				vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	uint64_t nrecs = vp_weights__sample_records(l->w);
+	if (l->keep.full && seen < nrecs) {
+		cfile_reader__close(*r);
+		*r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
+		if (!*r)
+			return errno ? -errno : -EINVAL;
+		cfile_reader__seek_chunk(*r, l->keep.resume_off);
+	}
+	keep_free(&l->keep);   /* resolved: not needed by what follows */
+	while (l->keep.full && seen < nrecs && cfile_reader__next(*r, &rec) == 1) {
+		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
+			continue;
+		seen++;
+		if ((ret = resolve_sample(l, rec)) < 0) {
+			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* After the samples: steal charged to its victims, the agents' own samples, and what the
+ * session says about itself (lost records, its duration, how stacks ended, the code-map
+ * epochs). 0, or -errno with err set. */
+static int after_samples(struct loader *l, const char *path, char *err, size_t errlen)
+{
+	struct vp_profile *p = l->p;
+	int ret;
+	vp_steal_ledger__clock(l->steal, p);
+	if ((ret = vp_steal_ledger__add(l->steal, l->tl, l->w, p)) < 0) {
+		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
+		return ret;
+	}
+	if ((ret = vp_session_jvm__add(l->dir, l->tl, l->w, p)) < 0) {
+		vp_set_err(err, errlen, "%s: cannot add sampled allocations: %s", path, strerror(-ret));
+		return ret;
+	}
+	p->lost += vp_weights__lost_total(l->w);
+	uint64_t dur = vp_timeline__duration(l->tl);
+	/* The duration is the time the samples cover: a --time window (cut to the session),
+	 * and the sum over sessions loaded into one profile, so that shares of it (pprof's
+	 * "Total samples = ... (NN%)") stay true. */
+	if (l->o->t_from > 0 || l->o->t_to > 0) {
+		double to = l->o->t_to > 0 && l->o->t_to * 1e9 < (double)dur ? l->o->t_to * 1e9 : (double)dur;
+		double from = l->o->t_from * 1e9;
+		dur = to > from ? (uint64_t)(to - from) : 0;
+	}
+	vp_profile__meta_add(p, "duration_ns", dur);
+	/* What resolving found: how stacks ended, JIT leaves, addresses in no mapping. */
+	vp_resolver__finish(l->rs);
+	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
+	if (l->o->times && (ret = vp_timeline__add_marks(l->tl)) < 0) {
+		vp_set_err(err, errlen, "%s: out of memory", path);
+		return ret;
+	}
+#if HAVE_JIT_INDEX
+	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
+	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's
+	 * run() and most of a start-up) stay unnamed, and nothing else would say why. */
+	const char *be = vp_profile__meta(p, "backend");
+	if (vp_timeline__any_jit(l->tl) && be && !strcmp(be, "perf"))
+		vp_profile__warn(p, "interpreted Java frames are unnamed: the perf backend (what an unprivileged user "
+				 "records with alone) reads no Java frames; record through the service ('viprof serve', "
+				 "run by root: 'viprof record' then goes through it) or as root to name them");
+#endif
+	return 0;
+}
+
 int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_session_opts *o, char *err,
 		     size_t errlen)
 {
 	static const struct vp_session_opts none;
 	struct loader l = { .dir = dir, .p = p, .o = o ? o : &none };
 	char path[4096];
-	int ret = 0;
+	int ret = 0, end;
+	uint64_t bad = 0;
 	struct cfile_reader *r = NULL;
 	l.w = vp_weights__new(p);
 	l.tl = vp_timeline__new(dir, p, l.o);
@@ -427,152 +607,13 @@ int vp_session__load(const char *dir, struct vp_profile *p, const struct vp_sess
 	if (l.o->hv_syms && (ret = vp_resolver__hv_syms(l.rs, l.o->hv_syms, err, errlen)) < 0)
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
-	r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
-	if (!r) {
-		ret = errno ? -errno : -EINVAL;
-		struct stat dst;
-		if (ret == -ENOENT && stat(dir, &dst) == 0 && S_ISDIR(dst.st_mode))
-			vp_set_err(err, errlen, "%s is not a viprof session (it has no " VP_SESSION_STREAM "); record one with "
-				   "'viprof record -o %s ...', or give the session's directory", dir, dir);
+	if (!(r = open_stream(dir, path, &ret, err, errlen)) ||
+	    (ret = first_pass(&l, r, path, &end, &bad, err, errlen)) < 0)
 		goto cleanup;
-	}
-	if (cfile_reader__header(r)->format_version > VP_SESSION_FORMAT_VERSION) {
-		ret = -EPROTO;
-		vp_set_err(err, errlen, "%s: session format version %u is newer than this viprof reads (%u); use a newer viprof",
-			   path, cfile_reader__header(r)->format_version, VP_SESSION_FORMAT_VERSION);
+	bool damaged = stream_warnings(&l, r, path, end, bad);
+	vp_weights__multiplexing(l.w, damaged || end < 0);
+	if ((ret = second_pass(&l, &r, path, err, errlen)) < 0 || (ret = after_samples(&l, path, err, errlen)) < 0)
 		goto cleanup;
-	}
-	vp_timeline__start(l.tl, cfile_reader__header(r)->created_ns);
-	const struct vp_record *rec;
-	int k;
-	bool first = true;
-	uint64_t bad_records = 0;
-	while ((k = cfile_reader__next(r, &rec)) == 1) {
-		if (first && !vp_timeline__t0(l.tl))
-			vp_timeline__start(l.tl, rec->time);
-		first = false;
-		/* A record that does not make sense is skipped and counted, like a damaged
-		 * chunk; only running out of memory ends the load. */
-		if ((ret = on_record(&l, rec)) == -ENOMEM) {
-			vp_set_err(err, errlen, "%s: cannot load: %s", path, strerror(-ret));
-			goto cleanup;
-		}
-		bad_records += ret < 0;
-		ret = 0;
-		if (rec->type == VP_REC_SAMPLE && sample_ok(rec))
-			keep_sample(&l.keep, r, rec);
-	}
-	if (k == -ENOMEM) {
-		ret = k;
-		vp_set_err(err, errlen, "%s", cfile_reader__error(r));
-		goto cleanup;
-	}
-	/* Damage and read errors cost what they cover, not the report: what was read is
-	 * shown, with one line saying what was not. */
-	if (k < 0)
-		vp_profile__warn(p, "%s; the records before it are shown", cfile_reader__error(r));
-	char what[512];
-	bool damaged = cfile_reader__damage(r, what, sizeof(what));
-	if (damaged)
-		vp_profile__warn(p, "%s", what);
-	if (bad_records)
-		vp_profile__warn(p, "%s: skipped %llu malformed record(s)", path, (unsigned long long)bad_records);
-	if (damaged)
-		vp_weights__damaged_events(l.w);
-	if (k < 0) {
-		p->incomplete = true;
-	} else if (!vp_timeline__ended(l.tl) && damaged && !cfile_reader__truncated(r)) {
-		p->incomplete = true;
-		vp_profile__warn(p, "session has no end record: it was in a damaged chunk, or the recorder was killed");
-	} else if (!vp_timeline__ended(l.tl) && recording_in_progress(path)) {
-		p->incomplete = true;
-		vp_profile__warn(p, "the recording is still in progress: read up to its last flushed chunk (it flushes "
-				 "every second); report again when it has ended for all of it");
-	} else if (!vp_timeline__ended(l.tl) || cfile_reader__truncated(r)) {
-		p->incomplete = true;
-		vp_profile__warn(p, "session ended without its end record (the recorder was killed, or could not write: a "
-				 "full disk?); read up to the last complete chunk");
-	}
-	vp_weights__multiplexing(l.w, damaged || k < 0);
-	/* The second pass: every mapping, name, symbol and code map is known now, whatever
-	 * order the recorder's buffers delivered them in. The kept samples first; then, if
-	 * not all were kept, the file again from the first chunk whose samples were not.
-	 * It stops after the samples the first pass counted, should the file have grown
-	 * since (a recording still running). */
-	uint64_t seen = 0;
-	for (size_t i = 0; i < l.keep.nblocks; i++) {
-		const struct keep_block *b = &l.keep.blocks[i];
-		for (size_t at = 0; at < b->used && seen < l.keep.nrecs; seen++) {
-			rec = (const struct vp_record *)(b->b + at);
-			at += rec->size;
-			if ((ret = resolve_sample(&l, rec)) < 0) {
-				vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
-				goto cleanup;
-			}
-		}
-	}
-	uint64_t nrecs = vp_weights__sample_records(l.w);
-	if (l.keep.full && seen < nrecs) {
-		cfile_reader__close(r);
-		r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, err, errlen);
-		if (!r) {
-			ret = errno ? -errno : -EINVAL;
-			goto cleanup;
-		}
-		cfile_reader__seek_chunk(r, l.keep.resume_off);
-	}
-	keep_free(&l.keep);   /* resolved: not needed by what follows */
-	while (l.keep.full && seen < nrecs && cfile_reader__next(r, &rec) == 1) {
-		if (rec->type != VP_REC_SAMPLE || !sample_ok(rec))
-			continue;
-		seen++;
-		if ((ret = resolve_sample(&l, rec)) < 0) {
-			vp_set_err(err, errlen, "%s: cannot add samples: %s", path, strerror(-ret));
-			goto cleanup;
-		}
-	}
-	vp_steal_ledger__clock(l.steal, p);
-	if ((ret = vp_steal_ledger__add(l.steal, l.tl, l.w, p)) < 0) {
-		vp_set_err(err, errlen, "%s: cannot add steal time: %s", path, strerror(-ret));
-		goto cleanup;
-	}
-	if ((ret = vp_session_jvm__add(dir, l.tl, l.w, p)) < 0) {
-		vp_set_err(err, errlen, "%s: cannot add sampled allocations: %s", path, strerror(-ret));
-		goto cleanup;
-	}
-	p->lost += vp_weights__lost_total(l.w);
-	uint64_t dur = vp_timeline__duration(l.tl);
-	/* The duration is the time the samples cover: a --time window (cut to the session),
-	 * and the sum over sessions loaded into one profile, so that shares of it (pprof's
-	 * "Total samples = ... (NN%)") stay true. */
-	if (l.o->t_from > 0 || l.o->t_to > 0) {
-		double to = l.o->t_to > 0 && l.o->t_to * 1e9 < (double)dur ? l.o->t_to * 1e9 : (double)dur;
-		double from = l.o->t_from * 1e9;
-		dur = to > from ? (uint64_t)(to - from) : 0;
-	}
-	{
-		const char *old = vp_profile__meta(p, "duration_ns");
-		char d[32];
-		snprintf(d, sizeof(d), "%llu", (unsigned long long)(dur + (old ? strtoull(old, NULL, 10) : 0)));
-		vp_profile__set_meta(p, "duration_ns", d);
-	}
-	/* What resolving found: how stacks ended, JIT leaves, addresses in no mapping. */
-	vp_resolver__finish(l.rs);
-	/* The code-map epochs of the JVMs sampled, for the HTML report's time strip. */
-	if (l.o->times && (ret = vp_timeline__add_marks(l.tl)) < 0) {
-		vp_set_err(err, errlen, "%s: out of memory", path);
-		goto cleanup;
-	}
-#if HAVE_JIT_INDEX
-	/* The perf backend (an unprivileged user's own recording) walks frame pointers only:
-	 * it reads no interpreter frame's Method*, so interpreted Java methods (a thread's
-	 * run() and most of a start-up) stay unnamed, and nothing else would say why. */
-	const char *be = vp_profile__meta(p, "backend");
-	if (vp_timeline__any_jit(l.tl) && be && !strcmp(be, "perf"))
-		vp_profile__warn(p, "interpreted Java frames are unnamed: the perf backend (what an unprivileged user "
-				 "records with alone) reads no Java frames; record through the service ('viprof serve', "
-				 "run by root: 'viprof record' then goes through it) or as root to name them");
-#endif
 	ret = 0;
 cleanup:
 	cfile_reader__close(r);
