@@ -24,7 +24,6 @@
 #include "common/util.h"
 #include "common/steal_clock.h"
 #include "postproc/report.h"
-#include "postproc/session.h"
 #include "postproc/report_util.h"
 
 #define DEFAULT_TOP 25
