@@ -370,12 +370,8 @@ static int resolve_sample(struct loader *l, const struct vp_record *r)
 {
 	const struct vp_sample *s = vp_record_body(r);
 	const struct vp_session_opts *o = l->o;
-	if (!vp_timeline__selects(l->tl, s->pid, s->tid) || !vp_timeline__in_window(l->tl, r->time))
-		return 0;
-	const char *kcomm, *comm = vp_timeline__thread_name(l->tl, s->pid, s->tid, r->time, &kcomm);
+	const char *kcomm, *comm = vp_timeline__select(l->tl, s->pid, s->tid, r->time, &kcomm);
 	if (!comm)
-		comm = s->pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
-	if (!vp_timeline__comm_selected(l->tl, comm, kcomm) || !vp_timeline__container_selected(l->tl, s->pid))
 		return 0;
 	int ev = vp_weights__profile_event(l->w, s->event);
 	if (ev < 0)

@@ -363,6 +363,18 @@ bool vp_timeline__comm_selected(const struct vp_timeline *tl, const char *name, 
 	return !tl->o->comm || (name && !strcmp(tl->o->comm, name)) || (kernel && !strcmp(tl->o->comm, kernel));
 }
 
+const char *vp_timeline__select(struct vp_timeline *tl, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel)
+{
+	if (!vp_timeline__selects(tl, pid, tid) || !vp_timeline__in_window(tl, t))
+		return NULL;
+	const char *comm = vp_timeline__thread_name(tl, pid, tid, t, kernel);
+	if (!comm)
+		comm = pid == 0 ? "swapper" : "";  /* the idle task has no COMM record; perf's name */
+	if (!vp_timeline__comm_selected(tl, comm, *kernel) || !vp_timeline__container_selected(tl, pid))
+		return NULL;
+	return comm;
+}
+
 struct vp_map *vp_timeline__map_at(struct vp_timeline *tl, uint32_t pid, uint64_t addr, uint64_t t, uint64_t *lo,
 				   uint64_t *hi)
 {

@@ -64,6 +64,9 @@ bool vp_timeline__selects_tid(const struct vp_timeline *tl, uint32_t tid);
 bool vp_timeline__filters_threads(const struct vp_timeline *tl);   /* --pid or --tid given */
 bool vp_timeline__comm_selected(const struct vp_timeline *tl, const char *name, const char *kernel);
 bool vp_timeline__container_selected(const struct vp_timeline *tl, uint32_t pid);
+/* Whether the report selects thread tid of pid at t (all of the filters above): the
+ * name its samples are shown under, and in *kernel its kernel name; NULL when not. */
+const char *vp_timeline__select(struct vp_timeline *tl, uint32_t pid, uint32_t tid, uint64_t t, const char **kernel);
 /* The name of thread tid of pid at t (the agent's full Java name where it fits the
  * kernel's), and in *kernel the kernel's; NULL when unknown. */
 const char *vp_timeline__thread_name(struct vp_timeline *tl, uint32_t pid, uint32_t tid, uint64_t t,
