@@ -127,6 +127,18 @@ enum vp_walk_end {
 	VP_WALK__COUNT
 };
 
+/* The name of an enum vp_walk_end value in reports ("root", "no_rule", ...); the loader
+ * counts samples by it in the profile's meta as "stack_end.<name>". */
+static inline const char *vp_walk_end_name(int k)
+{
+	static const char *const names[VP_WALK__COUNT] = {
+		[VP_WALK_UNKNOWN] = "unknown", [VP_WALK_ROOT] = "root", [VP_WALK_NO_RULE] = "no_rule",
+		[VP_WALK_UNREADABLE] = "unreadable", [VP_WALK_DEPTH] = "depth", [VP_WALK_BAD_FRAME] = "bad_frame",
+		[VP_WALK_NO_PROC] = "tables_not_loaded",
+	};
+	return k >= 0 && k < VP_WALK__COUNT ? names[k] : "unknown";
+}
+
 /* What a thread did in the interval an off-cpu or steal sample sums (the values of
  * VPS_* in sampler-kernel/sched.h, which sched_tracer.c asserts). Reports end such a stack with a synthetic frame
  * naming it, e.g. "[blocked: sleep]" or "[runnable: preempted]". */

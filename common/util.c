@@ -135,6 +135,13 @@ int vp_read_int_file(const char *path, int dflt)
 	return v;
 }
 
+void vp_hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)

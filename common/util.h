@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
 
@@ -42,6 +43,8 @@ const void *vp_vdso_image(size_t *len);
 /* Grows the array *v of *cap elements of elem bytes so that it holds at least need
  * (doubling, at least 16). 0, or -ENOMEM with the array untouched. */
 int vp_grow(void **v, size_t *cap, size_t need, size_t elem);
+/* b[0..n) as 2n lower-case hex digits and a NUL, into out. */
+void vp_hex(const uint8_t *b, size_t n, char *out);
 
 /* A bump allocator for many small objects freed together (a profile's interned stacks):
  * no per-object header or free, blocks of at least 1 MiB. Zero-initialise with {0}. */

@@ -240,6 +240,14 @@ int vp_profile__add_event(struct vp_profile *p, const char *name, const char *un
 	return p->nevents++;
 }
 
+uint32_t vp_profile__add_frame(struct vp_profile *p, uint8_t layer, const char *name, const char *image,
+			       const char *build_id, uint64_t addr, const char *file, uint32_t line)
+{
+	struct vp_frame f = { .name = name, .image = image ? image : "", .build_id = build_id ? build_id : "",
+			      .file = file ? file : "", .addr = addr, .line = line, .layer = layer };
+	return vp_profile__frame(p, &f);
+}
+
 uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f)
 {
 	struct priv *pv = p->priv;
@@ -448,6 +456,14 @@ int vp_profile__add_stack(struct vp_profile *p, const uint32_t *frames, uint32_t
 	if (stack)
 		*stack = (uint32_t)(s - p->stacks);
 	return 0;
+}
+
+void vp_profile__meta_add(struct vp_profile *p, const char *key, uint64_t n)
+{
+	const char *old = vp_profile__meta(p, key);
+	char v[32];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)(n + (old ? strtoull(old, NULL, 10) : 0)));
+	vp_profile__set_meta(p, key, v);
 }
 
 void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value)

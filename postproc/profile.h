@@ -181,6 +181,9 @@ int vp_profile__add_event(struct vp_profile *p, const char *name, const char *un
 /* Interns a frame by (layer, tier, name, image); strings are copied. Returns its id, or
  * UINT32_MAX on allocation failure. */
 uint32_t vp_profile__frame(struct vp_profile *p, const struct vp_frame *f);
+/* The same, from its fields (NULL image, build_id or file: ""). */
+uint32_t vp_profile__add_frame(struct vp_profile *p, uint8_t layer, const char *name, const char *image,
+			       const char *build_id, uint64_t addr, const char *file, uint32_t line);
 /* Adds samples to the stack (frames root first) of (pid, tid, comm); identical stacks
  * merge. Returns 0 or -errno. */
 int vp_profile__add(struct vp_profile *p, const uint32_t *frames, uint32_t n, uint32_t pid,
@@ -190,6 +193,8 @@ int vp_profile__thread_times(struct vp_profile *p, const struct vp_thread_times 
 const struct vp_thread_times *vp_profile__find_thread(const struct vp_profile *p, uint32_t pid, uint32_t tid);
 void vp_profile__set_meta(struct vp_profile *p, const char *key, const char *value);
 const char *vp_profile__meta(const struct vp_profile *p, const char *key);
+/* Adds n to the number in the meta value key (sessions merged into one profile sum). */
+void vp_profile__meta_add(struct vp_profile *p, const char *key, uint64_t n);
 /* True when the session says no steal clock ran while it was recorded (meta "steal.clock"
  * is "none", set by the loader from the session's own steal snapshots and switch tracer
  * through vp_steal_clock__ran): views then print VP_STEAL_NOT_MEASURED, never a 0. */

@@ -10,7 +10,6 @@
 #include "common/util.h"
 #include "common/steal_clock.h"
 #include "postproc/report_util.h"
-#include "postproc/session.h"
 
 #define DEFAULT_TOP 25
 

@@ -25,7 +25,6 @@
 #include "common/steal_clock.h"
 #include "postproc/calltree.h"
 #include "postproc/report.h"
-#include "postproc/session.h"
 #include "postproc/report_util.h"
 
 #define DEFAULT_TOP 25
