@@ -871,7 +871,10 @@ static void bpf_counts(const struct sampler *s, uint64_t *samples, uint64_t *los
 
 	read_lost(s, l);
 	*samples = s->samples;
-	*lost = l[VPB_LOST_RINGBUF];
+	/* The side-band ring's losses too, as the perf backend counts them: the MMAP
+	 * records travel there, not in the BPF ring, and the recorder reads the
+	 * processes' mappings again only when this count grows (resync_after_loss). */
+	*lost = l[VPB_LOST_RINGBUF] + s->sb.lost;
 }
 
 static void bpf_destroy(struct sampler *s)
