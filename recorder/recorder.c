@@ -722,6 +722,8 @@ static void resync_after_loss(struct vp_recorder *r, uint64_t now)
 	if (r->cfg.filter_uid || now - r->last_resync < 1000000000ull)
 		return;
 	r->be->counts(r->s, &samples, &lost);
+	if (r->be->sideband_lost)   /* the BPF backend's MMAP records are not in its sample ring */
+		lost += r->be->sideband_lost(r->s);
 	if (lost <= r->lost_seen)
 		return;
 	r->lost_seen = lost;

@@ -909,6 +909,13 @@ static void bpf_counts(const struct sampler *s, uint64_t *samples, uint64_t *los
 	*lost = l[VPB_LOST_RINGBUF];
 }
 
+/* The MMAP records travel in the side-band rings, not in the BPF ring: their losses are
+ * what makes the recorder read the processes' mappings again (resync_after_loss). */
+static uint64_t bpf_sideband_lost(const struct sampler *s)
+{
+	return s->sb.lost;
+}
+
 static void bpf_destroy(struct sampler *s)
 {
 	if (!s)
@@ -982,6 +989,7 @@ const struct sampler_backend sampler_backend_bpf = {
 	.poll = bpf_poll,
 	.stop = bpf_stop,
 	.counts = bpf_counts,
+	.sideband_lost = bpf_sideband_lost,
 	.destroy = bpf_destroy,
 	.unwind_tables = bpf_unwind_tables,
 	.set_freq = bpf_set_freq,

@@ -112,6 +112,9 @@ struct sampler_backend {
 	int (*stop)(struct sampler *s);
 	/* Samples stored and lost so far (for the live status line). */
 	void (*counts)(const struct sampler *s, uint64_t *samples, uint64_t *lost);
+	/* Side-band records (MMAP, COMM, FORK) lost so far: after a loss the recorder reads
+	 * the mappings again. May be NULL: counts' lost includes them (one perf ring each). */
+	uint64_t (*sideband_lost)(const struct sampler *s);
 	void (*destroy)(struct sampler *s);  /* accepts NULL */
 	/* The walker's tables when cfg.unwind was honoured; -ENOTSUP otherwise (the perf
 	 * backend walks frame pointers in the kernel). May be NULL. */

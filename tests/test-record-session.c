@@ -4,7 +4,8 @@
  *    within 3 points (the issue's bar); the stream has
  *    META first, one EVENT, STEAL records (every 100 ms per CPU), SWITCH records, and
  *    a clean END whose sample count matches the SAMPLE records;
- *  - -p PID on a running split3: the split again, through the synthesized mappings;
+ *  - -p PID on a running split3 (stopped while the recording attaches, then run to its
+ *    end): the split of its CPU time from there, through the synthesized mappings;
  *  - sysheavy: kernel leaves are named from the session's own KSYM records, each
  *    symbol emitted once and before the first sample that needs it, and the user
  *    function that made the system calls is on their stacks. */
@@ -161,14 +162,15 @@ static struct vp_profile *load(const char *sess)
 	return p;
 }
 
-/* The bar: the report's split within 3 percentage points of 50/30/20. */
-static void check_split(const struct vp_profile *p, uint32_t pid, const char *what)
+/* The issue's bar: the report's split within 3 percentage points of split3's (50/30/20
+ * over whole rounds). */
+static void check_split(const struct vp_profile *p, uint32_t pid, const char *what, const double want[3])
 {
 	double a = tp_share(p, &(struct tp_filter){ .pid = pid }, "work50", TP_EXACT), b = tp_share(p, &(struct tp_filter){ .pid = pid }, "work30", TP_EXACT), c = tp_share(p, &(struct tp_filter){ .pid = pid }, "work20", TP_EXACT);
 	fprintf(stderr, "%s: work50 %.3f work30 %.3f work20 %.3f\n", what, a, b, c);
-	ASSERT_DBL_NEAR(a, 0.50, 0.03);
-	ASSERT_DBL_NEAR(b, 0.30, 0.03);
-	ASSERT_DBL_NEAR(c, 0.20, 0.03);
+	ASSERT_DBL_NEAR(a, want[0], 0.03);
+	ASSERT_DBL_NEAR(b, want[1], 0.03);
+	ASSERT_DBL_NEAR(c, want[2], 0.03);
 }
 
 static void test_launch(const char *backend)
@@ -215,7 +217,7 @@ static void test_launch(const char *backend)
 	ASSERT_GT(sf.mmaps, 0);
 
 	struct vp_profile *p = load(sess);
-	check_split(p, 0, what);
+	check_split(p, 0, what, (const double[3]){ 0.50, 0.30, 0.20 });
 	vp_profile__free(p);
 
 	char path[PATH_MAX + 32];
@@ -227,33 +229,114 @@ static void test_launch(const char *backend)
 	ASSERT_TRUE(S_ISDIR(st.st_mode));
 }
 
+/* split3's thread CPU time in ns (its only thread: /proc/PID/schedstat's first field,
+ * the kernel's sum_exec_runtime, which CLOCK_THREAD_CPUTIME_ID also reads). */
+static uint64_t cpu_ns_of(pid_t pid)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f || fscanf(f, "%llu", &ns) != 1)
+		FAIL("cannot read %s: %s", path, f ? "no number" : strerror(errno));
+	fclose(f);
+	return ns;
+}
+
+/* Whether the session's stream holds its sampling start yet (the recorder writes it once
+ * the sampler runs; the writer flushes at least once a second). */
+static bool sampling_started(const char *sess)
+{
+	char path[PATH_MAX + 32];
+	const struct vp_record *rec;
+	bool seen = false;
+	snprintf(path, sizeof(path), "%s/" VP_SESSION_STREAM, sess);
+	struct cfile_reader *r = cfile_reader__open(path, VP_KIND_SESSION_STREAM, NULL, 0);
+	if (!r)
+		return false;
+	while (!seen && cfile_reader__next(r, &rec) == 1)
+		seen = rec->type == VP_REC_META && !strcmp(vp_record_body(rec), VP_META_SAMPLING_START);
+	cfile_reader__close(r);
+	return seen;
+}
+
+/* split3's shares over its CPU time from c0 (ns) to its end (secs): its phases are a
+ * function of its own CPU clock (50, 30 and 20 ms of each 100 ms round), so the split of
+ * any stretch of it is known exactly. Its clock starts at main, a millisecond or so after
+ * what schedstat counts from (exec, the dynamic linker): taken as 0, at most that much. */
+static void split_from(uint64_t c0, double secs, double share[3])
+{
+	static const double lo[3] = { 0, 50e6, 80e6 }, hi[3] = { 50e6, 80e6, 100e6 };
+	double from = (double)c0, to = secs * 1e9, all = 0, part[3] = { 0 };
+	for (double r = 0; r < to; r += 100e6)
+		for (int k = 0; k < 3; k++) {
+			double a = r + lo[k] > from ? r + lo[k] : from, b = r + hi[k] < to ? r + hi[k] : to;
+			if (b > a)
+				part[k] += b - a;
+		}
+	for (int k = 0; k < 3; k++)
+		all += part[k];
+	for (int k = 0; k < 3; k++)
+		share[k] = all > 0 ? part[k] / all : 0;
+}
+
+/* -p on a running split3. Recorded for a fixed wall time, the window held whatever CPU
+ * time the machine gave split3 (139 samples at load 14: 1.4 rounds, no 50/30/20 split)
+ * and cut its rounds anywhere. So split3 is stopped (SIGSTOP) once running, the recording
+ * attaches, and split3 goes on once sampling has started and runs to its end (the
+ * recording ends with it); the expected split is that of its CPU time from where it was
+ * stopped, read from the kernel, to its end. */
 static void test_pid(void)
 {
 	char sess[PATH_MAX], out[4096], pidarg[32];
+	const double secs = 2;
 	snprintf(sess, sizeof(sess), "%s/pid", tmp);
 	pid_t w = fork();
 	ASSERT_GE(w, 0);
 	if (w == 0) {
-		execl(SPLIT3, SPLIT3, "4", (char *)NULL);
+		execl(SPLIT3, SPLIT3, "2", (char *)NULL);
 		_exit(126);
 	}
-	/* Let it map its libraries and get going before we look at /proc. */
-	struct timespec ts = { 0, 200000000 };
-	nanosleep(&ts, NULL);
+	/* Running its own code (its libraries mapped) before we look at /proc: some CPU
+	 * time past the dynamic linker. */
+	struct timespec ts = { 0, 10000000 };
+	for (int i = 0; cpu_ns_of(w) < 20000000ull; i++) {
+		if (i > 6000)
+			FAIL("split3 (pid %d) used no 20 ms of CPU in 60 s", (int)w);
+		nanosleep(&ts, NULL);
+	}
+	ASSERT_OK(kill(w, SIGSTOP));
+	int st;
+	ASSERT_EQ(waitpid(w, &st, WUNTRACED), w);
+	ASSERT_TRUE(WIFSTOPPED(st));
+	uint64_t c0 = cpu_ns_of(w);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "2", "-o", sess, NULL },
-		     out, sizeof(out));
-	kill(w, SIGKILL);
-	waitpid(w, NULL, 0);
+	pid_t rec = tr_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-o", sess, NULL },
+			     NULL);
+	for (int i = 0; !sampling_started(sess); i++) {
+		if (i > 6000 || waitpid(rec, NULL, WNOHANG) == rec) {
+			kill(w, SIGKILL);
+			FAIL("viprof record -p %d did not start sampling within 60 s", (int)w);
+		}
+		nanosleep(&ts, NULL);
+	}
+	ASSERT_OK(kill(w, SIGCONT));
+	int rc = tr_finish(tmp, rec, out, sizeof(out));   /* ends when split3 has ended */
+	ASSERT_EQ(waitpid(w, &st, 0), w);
 	if (rc)
 		FAIL("viprof record -p exited %d: %s", rc, out);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	struct stream_facts sf;
 	scan_stream(sess, &sf);
 	ASSERT_GE(sf.synth_mmaps, 2);   /* split3 itself and libc, from /proc/PID/maps */
 	ASSERT_GE(sf.comms, 1);
 	ASSERT_GT(sf.samples, 400);
+	double want[3];
+	split_from(c0, secs, want);
+	fprintf(stderr, "pid: stopped at %.1f ms of split3's CPU; its split from there: %.3f %.3f %.3f\n",
+		(double)c0 / 1e6, want[0], want[1], want[2]);
 	struct vp_profile *p = load(sess);
-	check_split(p, (uint32_t)w, "pid");
+	check_split(p, (uint32_t)w, "pid", want);
 	vp_profile__free(p);
 }
 
