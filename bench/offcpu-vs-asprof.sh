@@ -17,7 +17,7 @@
 #     thread whose CPU time moved, else the thread's last sampled sleeping stack is
 #     counted again); a sample has no kernel state, only a stack. Its wait share here is
 #     the share of the thread's samples whose stack holds the wait's frames, by the same
-#     frame rule as viprof's classifier (postproc/wall.c, vp_sched_java_state: the first
+#     frame rule as viprof's classifier (postproc/sched_state.c, vp_sched_java_state: the first
 #     deciding frame from the leaf: Thread.sleep/JVM_Sleep, Unsafe.park/LockSupport.park,
 #     ObjectMonitor::enter/EnterI/ObjectSynchronizer::enter).
 #   - viprof measures every context switch: its "blocked" column is the time from

@@ -19,9 +19,9 @@
 #include "fleet/fleet.h"
 #include "postproc/hvsyms.h"
 #include "postproc/profile_xform.h"
-#include "postproc/report.h"
-#include "postproc/report_pipeline.h"
-#include "postproc/wall.h"
+#include "report/report.h"
+#include "report/report_pipeline.h"
+#include "report/wall.h"
 #include "postproc/session.h"
 
 #define DEFAULT_DIR "viprof.session"

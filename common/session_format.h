@@ -157,7 +157,7 @@ enum vp_sched_state {
 	VP_SCHED_BLOCKED_FD       = 8, /* waiting on a file descriptor: poll, epoll, read, recv, accept */
 	VP_SCHED_BLOCKED_WAIT     = 9, /* another interruptible wait (wait4, pause, ...) */
 	/* Never recorded: the loader names a blocked interval by its Java frames
-	 * (postproc/wall.c, vp_sched_java_state) where they say more than the kernel. */
+	 * (postproc/sched_state.c, vp_sched_java_state) where they say more than the kernel. */
 	VP_SCHED_BLOCKED_PARK     = 10, /* LockSupport.park / Unsafe.park */
 	VP_SCHED_BLOCKED_OBJWAIT  = 11, /* Object.wait */
 	/* Running, but the host had the vCPU, by the estimate of a late sampler timer

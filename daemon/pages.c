@@ -17,8 +17,8 @@
 #include "common/session_format.h"
 #include "common/timezero.h"
 #include "common/util.h"
-#include "postproc/report.h"
-#include "postproc/report_pipeline.h"
+#include "report/report.h"
+#include "report/report_pipeline.h"
 #include "postproc/session.h"
 #include "daemon/continuous.h"
 
@@ -87,7 +87,7 @@ static struct vp_profile *fold_kernel(const struct vp_profile *p)
 }
 
 /* Loads the parts into one profile and writes it into a memory buffer through the
- * report pipeline `viprof report` uses (postproc/report_pipeline.h), so that a page and
+ * report pipeline `viprof report` uses (report/report_pipeline.h), so that a page and
  * the command give the same bytes for one session. What is the page's own: the title,
  * the parts' windows and the interval's duration, and folding the kernel frames for a
  * client that may not see them (which also drops the time strip: the folded copy keeps

@@ -1,5 +1,5 @@
 /* What the service's HTTP side serves from session directories: a recorded session as
- * a gzipped pprof or an HTML flame graph (through postproc/report_pipeline.h, the path
+ * a gzipped pprof or an HTML flame graph (through report/report_pipeline.h, the path
  * `viprof report` takes: the same session gives the same bytes), and the index page listing the continuous recording's intervals. Each returns a malloc'ed
  * buffer the caller frees. */
 #ifndef VIPROF_SERVICE_PAGES_H

@@ -26,7 +26,7 @@
 #include "postproc/session.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
-#include "daemon/otlp.h"
+#include "report/otlp.h"
 #include "daemon/pages.h"
 
 #define PUSH_TIMEOUT_S 10       /* connect, send, and the answer's status line */

@@ -3,7 +3,7 @@
  *   pyroscope  a gzipped pprof to Pyroscope's ingest API (POST BASE/ingest?name=APP.cpu{
  *              hostname=H}&from=S&until=S&format=pprof&sampleRate=HZ&spyName=viprof)
  *   otlp       OTLP Profiles over HTTP/protobuf (POST PATH, default /v1development/profiles;
- *              daemon/otlp.h)
+ *              report/otlp.h)
  *   clickhouse the fleet store (fleet/fleet.h, docs/fleet.md): the interval's stacks and
  *              its sample rows, two INSERTs ... FORMAT TabSeparated through ClickHouse's
  *              HTTP interface (options database=DB, prefix=P; basic=FILE is ClickHouse's

@@ -9,7 +9,7 @@
 #include "common/util.h"
 #include "postproc/session_jvm.h"
 #include "postproc/session_resolver.h"
-#include "postproc/wall.h"
+#include "postproc/sched_state.h"
 
 /* What the agent's samples are added with: the timeline (JVMs, names, the report's
  * filters), the weights (the time event, the span sampled) and the profile. */

@@ -17,7 +17,7 @@
 #include "postproc/hvsyms.h"
 #include "postproc/ksyms.h"
 #include "postproc/session_resolver.h"
-#include "postproc/wall.h"
+#include "postproc/sched_state.h"
 
 #define MAX_JIT_DEPTH 16
 

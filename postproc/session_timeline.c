@@ -122,7 +122,7 @@ void vp_timeline__end(struct vp_timeline *tl, const struct vp_end *e)
 	if (e)
 		tl->end_duration = e->duration_ns;
 	if (e && e->window_start) {
-		/* For JFR's wall-clock times (postproc/report_jfr.c). */
+		/* For JFR's wall-clock times (report/report_jfr.c). */
 		char v[32];
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)e->window_start);
 		vp_profile__set_meta(tl->p, "window.start_monotonic_ns", v);

@@ -1,17 +1,17 @@
 # Java: repeated attach, full thread names, the dynamic-agent warning.
 # Thread names from FORK/COMM in stream order and, later, from the agent's THREAD_NAME
 # records, on synthetic sessions (unit).
-viprof_test(test-thread-names SOURCES test-thread-names.c LIBS vp_postproc vp_common LABELS unit TIMEOUT 60)
+viprof_test(test-thread-names SOURCES test-thread-names.c LIBS vp_report vp_common LABELS unit TIMEOUT 60)
 # Repeated attach: one JVM recorded with `record -p` three times (the third recorder
 # killed); each session's map is its own, closed when its recording ends, and names the
 # JIT samples as well as the first (jvm, JDK 17 and Temurin 25).
-viprof_jvm_test(test-reattach 240 vp_postproc vp_common)
+viprof_jvm_test(test-reattach 240 vp_report vp_common)
 # The JDK 21+ "A JVM TI agent has been loaded dynamically" warning stays out of the
 # application's stderr on attach (jvm, JDK 17 and Temurin 25).
 viprof_jvm_test(test-attach-quiet 120)
 # Full Java thread names (THREAD_NAME) in a `record -p` report: a thread running before
 # the attach and one started during it, longer than 15 characters (jvm, JDK 17 and 25).
-viprof_jvm_test(test-thread-names-jvm 120 vp_postproc vp_common)
+viprof_jvm_test(test-thread-names-jvm 120 vp_report vp_common)
 # Issue 26: the GC that ended each code-map epoch (id, kind, collector) under G1 and Serial,
 # full and young, and 'viprof maps' printing it.
 viprof_jvm_test(test-maps-gc 240 vp_common)

@@ -12,14 +12,14 @@ viprof_test(test-counters-mux SOURCES test-counters-mux.c LIBS vp_hvglue ARGS un
 add_test(NAME test-counters-mux-live COMMAND test-counters-mux live WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-counters-mux-live PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # record's weights: each interval between the sampler's running totals scaled by its own ratio.
-viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_recorder vp_postproc LABELS unit)
+viprof_test(test-mux-weights SOURCES test-mux-weights.c LIBS vp_recorder vp_report LABELS unit)
 # Overflow callbacks (i-mode): per-thread page-fault overflows, each in its own thread.
 viprof_test(test-counters-page SOURCES test-counters-page.c LIBS vp_hvglue LABELS unit)
 viprof_test(test-counters-overflow SOURCES test-counters-overflow.c LIBS viprof-counters Threads::Threads LABELS live)
 # Time-correct JIT names under churn (24 generations, code addresses reused), 5 runs per
 # agent mode under load, per JDK: the stress test of time-correct names. Label stress: it takes
 # minutes, so it is not in the jvm lane's default run.
-viprof_jvm_test(test-jit-churn 1500 vp_postproc LABELS stress)
+viprof_jvm_test(test-jit-churn 1500 vp_report LABELS stress)
 # Issue 32: GC churn on JDK 25 G1 beside two CPU hogs, 5 runs of 24 generations with the
 # code-heap walk: every generation named, no sample in code that no code map holds.
 add_test(NAME test-jit-churn-g1-jdk25 COMMAND test-jit-churn 25 g1 5 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
@@ -40,4 +40,4 @@ add_test(NAME test-steal-est-stat COMMAND test-steal-est-live $<TARGET_FILE:vipr
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-steal-est-stat PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90 LABELS live)
 # ... and in every view, apart from measured steal, on a synthetic session without a steal clock.
-viprof_test(test-steal-est-views SOURCES test-steal-est-views.c LIBS vp_postproc PkgConfig::ZLIB LABELS unit)
+viprof_test(test-steal-est-views SOURCES test-steal-est-views.c LIBS vp_report PkgConfig::ZLIB LABELS unit)

@@ -3,15 +3,15 @@
 viprof_test(test-json SOURCES test-json.c LIBS vp_common LABELS unit)
 viprof_test(test-strtab SOURCES test-strtab.c LIBS vp_common LABELS unit)
 viprof_test(test-pbuf SOURCES test-pbuf.c LIBS vp_common LABELS unit)
-viprof_test(test-calltree SOURCES test-calltree.c LIBS vp_postproc LABELS unit)
+viprof_test(test-calltree SOURCES test-calltree.c LIBS vp_report LABELS unit)
 # The flame graph's views (orientation, callers, per thread, event, tooltip) in chromium.
-viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_postproc TIMEOUT 300 LABELS tools)
+viprof_test(test-report-html-views SOURCES test-report-html-views.c LIBS vp_report TIMEOUT 300 LABELS tools)
 # Issue 33 item 7: every control of the view round-trips through the URL fragment, and an
 # edited fragment is applied live (hashchange), in chromium.
-viprof_test(test-report-html-hash SOURCES test-report-html-hash.c LIBS vp_postproc TIMEOUT 120 LABELS tools)
+viprof_test(test-report-html-hash SOURCES test-report-html-hash.c LIBS vp_report TIMEOUT 120 LABELS tools)
 # Issue 26: the HTML time strip. The embedded per-bucket data equals the profile's (unit);
 # a drag over the strip in chromium narrows the flame graph to that window (tools).
-viprof_test(test-report-html-time SOURCES test-report-html-time.c LIBS vp_postproc LABELS unit)
+viprof_test(test-report-html-time SOURCES test-report-html-time.c LIBS vp_report LABELS unit)
 add_test(NAME test-report-html-time-browser COMMAND test-report-html-time browser WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-report-html-time-browser PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 LABELS tools)
 add_test(NAME test-report-html-time-live COMMAND test-report-html-time live $<TARGET_FILE:viprof> $<TARGET_FILE:vdso-loop>
@@ -25,7 +25,7 @@ add_dependencies(test-export-jitdump-help viprof)
 # The one child launcher (record -- CMD; stat -- CMD once hv-glue uses it).
 viprof_test(test-launch SOURCES test-launch.c LIBS vp_common LABELS unit)
 # The time spans the report's address cache reuses answers for.
-viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_postproc LABELS unit)
+viprof_test(test-procmaps-span SOURCES test-procmaps-span.c LIBS vp_report LABELS unit)
 # The pprof report of real recordings (native with off-CPU states, a JVM with
 # JIT code) read back by the real pprof: addresses inside their mappings, no 0x0/0x0
 # mapping claiming functions, the main executable first. One entry per scenario.

@@ -3,7 +3,7 @@
 # not, nor does one of a user --jvm-attach does not name; one started during an interval is
 # named in it from 5 s after its start (early). One entry per scenario and JDK
 # (jvm: root, live sampling, a JDK).
-viprof_jvm_test(test-serve-jvm 300 vp_postproc vp_common SCENARIOS agent optout select early RUN_SERIAL)
+viprof_jvm_test(test-serve-jvm 300 vp_report vp_common SCENARIOS agent optout select early RUN_SERIAL)
 # The attach as a way in (issue 31): scenarios of test-serve-attack.sh that need a JVM of
 # a user made by the test (jvm: root, live sampling, JDK 17).
 foreach(s attach-stop attach-plant attach-tmp)

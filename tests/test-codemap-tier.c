@@ -12,7 +12,7 @@
 #include "maps/codemap_format.h"
 #include "maps/jit_index.h"
 #include "postproc/profile_xform.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-profile-synth.h"
 #include "test.h"
 

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-profile-synth.h"
 
 static char udd[] = "/tmp/vp-test-report-html-XXXXXX";  /* mkdtemp() it first */

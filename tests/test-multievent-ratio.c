@@ -3,7 +3,7 @@
  * sampled stacks (sums of periods); with only one of them, no IPC line; with several
  * events each column of the hotspot table adds up to 100.0 with its (other) row. */
 #include "postproc/profile.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test.h"
 
 static char *render(const struct vp_profile *p, int top)

@@ -12,7 +12,7 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
-#include "postproc/wall.h"
+#include "report/wall.h"
 #include "test-profile.h"
 
 #define MAX_TIDS 512

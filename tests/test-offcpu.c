@@ -13,7 +13,7 @@
  *            /proc/stat within its 10 ms ticks, and no thread gets steal beyond the
  *            time it ran; and where /proc/stat saw at least 20 ms beyond its ticks, the
  *            charged steal reaches half of that (skipped, with the figures, below it).
- * Sessions are checked through the loader and the wall view (postproc/wall.h), the
+ * Sessions are checked through the loader and the wall view (report/wall.h), the
  * same path 'viprof report --wall' takes. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,7 +26,7 @@
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
-#include "postproc/wall.h"
+#include "report/wall.h"
 #include "common/util.h"
 #include "test.h"
 #include "test-profile.h"

@@ -14,7 +14,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-helpers.h"
 #include "test.h"
 

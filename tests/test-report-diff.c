@@ -1,7 +1,7 @@
 /* --diff semantics: both sides normalized to shares of their own totals, frames matched
  * by (layer, name, image) across profiles whose ids differ, frames only in the base or
  * only in the new profile, a base lacking the event; in the JSON diff and the HTML data. */
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-profile-synth.h"
 
 static char *render(const struct vp_profile *p, const struct vp_profile *base, bool html)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "postproc/profile.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-agent-util.h"
 #include "test-record-util.h"
 

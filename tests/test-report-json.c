@@ -3,7 +3,7 @@
  * profile against itself is all zeros, and a merge with itself doubles every count. */
 #include <sys/wait.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-profile-synth.h"
 
 static char dir[] = "/tmp/vp-test-report-json-XXXXXX";

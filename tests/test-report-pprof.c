@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-profile-synth.h"
 
 #define PPROF_SRC "/usr/share/gocode/src/github.com/google/pprof"

@@ -5,7 +5,7 @@
  * across pids, per event. */
 #include <errno.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test.h"
 
 #define LONGNAME "com.example.very.long.package.name.Interpreter.runSomethingVeryLong(java.lang.String)"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "postproc/profile_xform.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-html-util.h"
 #include "test-profile-synth.h"
 #include "test-profile.h"

@@ -15,7 +15,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "postproc/session.h"
 #include "test.h"
 

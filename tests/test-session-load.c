@@ -15,7 +15,7 @@
 #include "common/session_format.h"
 #include "maps/codemap_format.h"
 #include "postproc/elfsym.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "postproc/session.h"
 #include "test.h"
 #include "test-helpers.h"

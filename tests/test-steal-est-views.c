@@ -21,9 +21,9 @@
 #include "common/session_format.h"
 #include "common/steal_clock.h"
 #include "common/steal_est.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "postproc/session.h"
-#include "postproc/wall.h"
+#include "report/wall.h"
 #include "test.h"
 #include "test-profile.h"
 

@@ -20,7 +20,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "common/steal_clock.h"
-#include "postproc/report.h"
+#include "report/report.h"
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"

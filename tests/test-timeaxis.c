@@ -14,7 +14,7 @@
 #include <limits.h>
 #include <math.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "test-helpers.h"
 #include "test-html-util.h"
 #include "test-record-util.h"

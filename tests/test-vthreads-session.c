@@ -17,7 +17,7 @@
 #include "postproc/session.h"
 #include "test-profile.h"
 #include "postproc/vthreads.h"
-#include "postproc/wall.h"
+#include "report/wall.h"
 #include "test.h"
 #include "test-helpers.h"
 

@@ -1,4 +1,4 @@
-/* The wall view (postproc/wall.h) on a profile built by hand: running scaled to the
+/* The wall view (report/wall.h) on a profile built by hand: running scaled to the
  * exact on-CPU time less steal, off-CPU split into runnable and blocked by its state
  * frame, and running + runnable + blocked + steal = wall, per stack and per thread. */
 #include <errno.h>
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "postproc/profile.h"
-#include "postproc/wall.h"
+#include "report/wall.h"
 #include "common/session_format.h"
 #include "test.h"
 #include "test-profile.h"

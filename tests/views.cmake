@@ -1,7 +1,7 @@
 # What a Java developer reaches for. The report's views on synthetic profiles
 # (names normalised, simple names, include/exclude, Java only, minwidth), one entry per
 # part (unit); the same lambda program recorded twice and diffed (jvm, JDK 17 and 25).
-viprof_test(test-report-views SOURCES test-report-views.c LIBS vp_postproc ARGS names LABELS unit)
+viprof_test(test-report-views SOURCES test-report-views.c LIBS vp_report ARGS names LABELS unit)
 foreach(part norm-merge filters merge-tiers threads-reverse)
   add_test(NAME test-report-views-${part} COMMAND test-report-views ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-report-views-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
@@ -13,7 +13,7 @@ set_tests_properties(test-report-views-html PROPERTIES SKIP_RETURN_CODE 77 TIMEO
 # Compile tiers: METHOD_LOAD2's level and OSR flag through the reader, the resolver and the
 # reports, old and new records (unit); C1 (TieredStopAtLevel=1) and C2 code of a real JVM
 # marked so in text, folded and `maps show` (jvm, JDK 17 and 25).
-viprof_test(test-codemap-tier SOURCES test-codemap-tier.c LIBS vp_postproc vp_maps ARGS map LABELS unit)
+viprof_test(test-codemap-tier SOURCES test-codemap-tier.c LIBS vp_report vp_maps ARGS map LABELS unit)
 foreach(part layout reports)
   add_test(NAME test-codemap-tier-${part} COMMAND test-codemap-tier ${part} WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(test-codemap-tier-${part} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS unit)
@@ -24,7 +24,7 @@ viprof_jvm_test(test-tier-jvm 300)
 # and 25, each JDK reading with its own jfr).
 viprof_jvm_test(test-report-jfr-jvm 300)
 target_compile_definitions(test-report-jfr-jvm PRIVATE SRCDIR="${CMAKE_SOURCE_DIR}")
-target_link_libraries(test-report-jfr-jvm PRIVATE vp_postproc)
+target_link_libraries(test-report-jfr-jvm PRIVATE vp_report)
 # ... and its real times (issue 33): a fixture's sleeps, monitor and ReentrantLock waits
 # of known lengths recorded with lock, alloc and --off-cpu, each wait an event of its own
 # start and duration (test-report-jfr-check.py), the environment events, jfr view's max

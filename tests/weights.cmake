@@ -2,7 +2,7 @@
 # default -F and with -c; one ctest entry per scenario (tests/test-weights.c).
 add_executable(paced fixtures/weights/paced.c)
 target_compile_options(paced PRIVATE -O1 -fno-omit-frame-pointer)
-viprof_test(test-weights-perf-csw-F SOURCES test-weights.c LIBS vp_postproc
+viprof_test(test-weights-perf-csw-F SOURCES test-weights.c LIBS vp_report
 	    ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:paced> perf context-switches F TIMEOUT 120 LABELS live)
 add_dependencies(test-weights-perf-csw-F viprof paced)
 foreach(scn "perf;page-faults;F;pf-F" "perf;context-switches;50;csw-c" "perf;page-faults;50;pf-c"
@@ -33,7 +33,7 @@ foreach(be perf bpf)
   set_tests_properties(test-weights-${be}-pf-F-steady PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
 endforeach()
 # Xen on synthetic sessions and a stand-in /sys/hypervisor tree.
-viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_recorder vp_postproc ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
+viprof_test(test-xen-session SOURCES test-xen-session.c LIBS vp_recorder vp_report ARGS $<TARGET_FILE:xen-fixture> LABELS unit)
 add_dependencies(test-xen-session xen-fixture)
 viprof_test(test-xen-restore SOURCES test-xen-restore.c LIBS vp_hvglue LABELS unit)
 # viprof stat --per-thread -p gives what no thread row holds a row of its own.
@@ -63,6 +63,6 @@ add_dependencies(test-stat-steal viprof)
 # The napper scenario of issue 34 item 4: context-switch weights of comm napper within
 # 1% of perf stat's count in the same run (bpf backend, switch tracer on as root).
 add_executable(napper fixtures/weights/napper.c)
-viprof_test(test-weights-napper SOURCES test-weights-napper.c LIBS vp_postproc
+viprof_test(test-weights-napper SOURCES test-weights-napper.c LIBS vp_report
 	    ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:napper> 3 TIMEOUT 120 LABELS live)
 add_dependencies(test-weights-napper viprof napper)

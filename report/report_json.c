@@ -9,7 +9,7 @@
 #include "common/session_format.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
-#include "postproc/report_util.h"
+#include "report/report_util.h"
 
 #define DEFAULT_TOP 25
 

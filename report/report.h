@@ -1,28 +1,13 @@
 /* Report writers: one output interface with a sticky error, one options struct, one
  * function per format. Callers (report_cmd.c, the service's pages) build the profile
- * (postproc/session.h) and reach the writers through postproc/report_pipeline.h. */
-#ifndef VIPROF_REPORT_H
-#define VIPROF_REPORT_H
+ * (postproc/session.h) and reach the writers through report/report_pipeline.h. */
+#ifndef VIPROF_REPORT_REPORT_H
+#define VIPROF_REPORT_REPORT_H
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "common/output.h"
 #include "postproc/profile.h"
-
-/* Output with a sticky error: once a write fails, every later call is a no-op and
- * close() returns the first error. */
-struct vp_out {
-	FILE *f;
-	int err;            /* 0 or the first -errno */
-	bool owned;         /* close f on close */
-	bool tty;           /* writing to a terminal */
-	int width;          /* terminal columns (80 when not a terminal) */
-	char *path;
-};
-int vp_out__open(struct vp_out *o, const char *path);   /* NULL or "-" = stdout */
-void vp_out__write(struct vp_out *o, const void *buf, size_t len);
-void vp_out__printf(struct vp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void vp_out__puts(struct vp_out *o, const char *s);
-int vp_out__close(struct vp_out *o);   /* returns 0 or the first error */
 
 enum vp_sort { VP_SORT_SELF, VP_SORT_TOTAL };
 

@@ -1,9 +1,9 @@
-#include "postproc/report_pipeline.h"
+#include "report/report_pipeline.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "postproc/wall.h"
+#include "report/wall.h"
 
 static const char *const format_names[VP_REPORT_NFORMATS] = {
 	[VP_REPORT_TEXT] = "text", [VP_REPORT_FOLDED] = "folded", [VP_REPORT_HTML] = "html",

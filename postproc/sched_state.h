@@ -1,23 +1,12 @@
-/* Where a thread's wall time went: running + runnable + blocked + steal = wall.
- *
- * The parts come from three events of a session recorded with --off-cpu:
- *   running   the on-CPU time event (cpu-clock, task-clock: the first time event that
- *             the switch tracer did not measure). Sampled, so its per-stack split is an
- *             estimate; when the session has the switch tracer's exact per-thread times,
- *             each thread's stacks are scaled so that they sum to its exact on-CPU time
- *             minus its steal (the guest clock, and so cpu-clock, runs on while the
- *             hypervisor has the vCPU, so steal is inside on-CPU time until removed);
- *   runnable  "off-cpu" stacks whose leaf is "[runnable: ...]" (waiting on a run queue);
- *   blocked   the other "off-cpu" stacks ("[blocked: sleep|park|wait|lock|io|io wait|...]");
- *   steal     "steal", measured per thread at its switches.
- * vp_wall__add_events() adds them as events "running", "runnable", "blocked" and "wall"
- * (nanoseconds), so every report format can draw or export the combined view;
- * report_wall_text() is the table. */
-#ifndef VIPROF_POSTPROC_WALL_H
-#define VIPROF_POSTPROC_WALL_H
+/* What a thread's wait was, named: the synthetic leaf frames of off-CPU and steal sums
+ * (VP_SCHED_* of common/session_format.h), what a blocked Java thread waits for, and the
+ * JVM's own waits. Pure functions: the loader writes these names and the wall view
+ * (report/wall.h) reads them back. */
+#ifndef VIPROF_POSTPROC_SCHED_STATE_H
+#define VIPROF_POSTPROC_SCHED_STATE_H
 
-#include "postproc/profile.h"
-#include "postproc/report.h"
+#include <stdbool.h>
+#include <stddef.h>
 
 /* The synthetic leaf frame of an off-CPU or steal sum of state VP_SCHED_* (a pure
  * function: the loader writes these names and the wall view reads them back). */
@@ -61,18 +50,7 @@ const char *vp_jvm_thread_kind(const char *thread);
  * thread is returned as it is. A pure function. */
 int vp_sched_jvm_state(int state, const char *thread, const char *const *frames, int n, char *detail, size_t len);
 
-enum vp_wall_part { VP_WALL_RUNNING, VP_WALL_RUNNABLE, VP_WALL_BLOCKED, VP_WALL_STEAL, VP_WALL__COUNT };
-const char *vp_wall_part_name(int part);   /* "running", ... */
-
-/* Adds the events running, runnable, blocked and wall; returns the index of "wall",
- * -ENOENT with a one-line reason in err when the profile has no off-CPU or on-CPU
- * time, or -ENOSPC when the profile has no room for four more events. */
-int vp_wall__add_events(struct vp_profile *p, char *err, size_t errlen);
-
-/* The table: per thread (by wall time), its parts, then its top stacks, grouped by
- * their user-space part (kernel frames and the state leaf dropped, so that a
- * function's running and waiting meet in one row). Calls vp_wall__add_events first
- * if needed. 0 or -errno. */
-int report_wall_text(struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts);
+/* A frame of the JDK's own classes ("java.", "jdk.", "sun.", ...), not the application's. */
+bool vp_jdk_frame(const char *name);
 
 #endif

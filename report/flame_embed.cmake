@@ -4,5 +4,5 @@
 file(READ "${IN}" hex HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
 string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){16})" "\\1\n" bytes "${bytes}")
-file(WRITE "${OUT}" "/* Generated from postproc/flame.html by flame_embed.cmake; do not edit. */\n"
+file(WRITE "${OUT}" "/* Generated from report/flame.html by flame_embed.cmake; do not edit. */\n"
   "extern const char vp_flame_html[];\nconst char vp_flame_html[] = {\n${bytes}0x00 };\n")

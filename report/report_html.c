@@ -1,4 +1,4 @@
-/* The HTML flame graph: one self-contained file (postproc/flame.html, embedded at build
+/* The HTML flame graph: one self-contained file (report/flame.html, embedded at build
  * time) with the call tree embedded as JSON. The tree is merged here, in C, so that the
  * page only has to draw it: every node is [frame, value, children(, base)] in preorder,
  * children sorted by name as flamegraph.pl does. With --diff the base profile's counts
@@ -10,7 +10,7 @@
 
 #include "common/util.h"
 #include "postproc/calltree.h"
-#include "postproc/report_util.h"
+#include "report/report_util.h"
 
 extern const char vp_flame_html[];   /* generated from flame.html, NUL-terminated */
 

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "postproc/session.h"
 
 enum vp_report_format {

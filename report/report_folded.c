@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postproc/report.h"
+#include "report/report.h"
 #include "common/util.h"
 
 static const char *suffix(int layer, uint8_t tier)

@@ -24,8 +24,8 @@
 #include "common/util.h"
 #include "common/steal_clock.h"
 #include "postproc/calltree.h"
-#include "postproc/report.h"
-#include "postproc/report_util.h"
+#include "report/report.h"
+#include "report/report_util.h"
 
 #define DEFAULT_TOP 25
 #define MAX_COLS 8

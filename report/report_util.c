@@ -5,7 +5,7 @@
 
 #include "common/json.h"
 #include "common/steal_est.h"
-#include "postproc/report_util.h"
+#include "report/report_util.h"
 
 static void out_sink(void *ctx, const char *p, size_t n)
 {

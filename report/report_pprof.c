@@ -18,7 +18,7 @@
 #include "common/strtab.h"
 #include "common/util.h"
 #include "common/steal_clock.h"
-#include "postproc/report_util.h"
+#include "report/report_util.h"
 
 /* Field numbers of postproc/profile.proto. */
 enum {

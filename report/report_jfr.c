@@ -37,7 +37,7 @@
 #include "common/strtab.h"
 #include "common/util.h"
 #include "postproc/profile_xform.h"
-#include "postproc/report.h"
+#include "report/report.h"
 
 /* Class ids: 0 and 1 are the metadata and checkpoint events. */
 enum {

@@ -3,7 +3,7 @@
 #ifndef VIPROF_REPORT_UTIL_H
 #define VIPROF_REPORT_UTIL_H
 
-#include "postproc/report.h"
+#include "report/report.h"
 
 /* Writes s as a quoted JSON string: quotes, backslashes and control characters escaped,
  * invalid UTF-8 replaced by U+FFFD. html_safe also escapes '<', '>' and '&' so that the

@@ -1,7 +1,7 @@
 /* OTLP Profiles by hand (common/pbuf.h): see otlp.h. Messages are built inside out: each nested message
  * is written into a buffer of its own, then framed (tag, length) into its parent. */
 #define _GNU_SOURCE
-#include "daemon/otlp.h"
+#include "report/otlp.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "postproc/report.h"
+#include "common/output.h"
 
 int vp_out__open(struct vp_out *o, const char *path)
 {
