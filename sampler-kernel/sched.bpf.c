@@ -11,6 +11,10 @@
 #define WALK_MAX VPS_MAX_UFRAMES
 #define WALK_MAXJ VPS_MAX_JFRAMES
 #define STK_BYTES 65536
+/* The walk logs the words it reads, up to this many, so that the next switch-out of the
+ * same thread can reuse it when none changed (walked_ustack). A 50-frame Java stack
+ * reads about 150; a walk that reads more is not reused. */
+#define WALK_LOG 512
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 
@@ -27,6 +31,9 @@ const volatile bool walker = false;
  * kptr_restrict). The sampler's perf events exclude the kernel themselves; a switch
  * always happens in the kernel, so here it is this program that must not look. */
 const volatile bool user_only = false;
+/* Reuse a thread's last walk when its stack is unchanged (walked_ustack); off only for
+ * benchmarks that measure the walk itself (VIPROF_DEBUG_NO_WALK_REUSE). */
+const volatile bool walk_reuse = true;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -201,26 +208,142 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 	return NULL;
 }
 
+/* A thread's last walk at switch-out, for the next one: the registers it started from,
+ * its process's tables (slot and generation), what it produced, and every word it read
+ * (address and value, in order). */
+struct wlast {
+	__u64 pc, sp, fp, r13;
+	__u64 ustack;      /* the walk's vps_key.ustack; 0: nothing to reuse */
+	__u32 tgid, slot, gen, nlog;
+	__u64 addr[WALK_LOG];
+	__u64 val[WALK_LOG];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wlast);
+} wlasts SEC(".maps");
+
+struct replay_ctx {
+	struct walk *w;
+	struct wlast *l;
+	bool same;
+};
+
+static long replay_word(__u32 i, void *data)
+{
+	struct replay_ctx *c = data;
+	__u64 v;
+
+	if (i >= WALK_LOG)
+		return 1;
+	if (read_u64(c->w, c->l->addr[i], &v) || v != c->l->val[i]) {
+		c->same = false;
+		return 1;
+	}
+	return 0;
+}
+
+/* Is the thread's last walk still its stack? The walk is a function of the registers
+ * it starts from, the process's tables, the words it reads with read_u64 (the stack's
+ * return addresses and saved frame pointers, the interpreter's frame slots, a
+ * Method's ConstMethod) and of code: HotSpot's segment maps, code blob headers and, at
+ * the leaf, instruction bytes. Registers, tables and every word are compared here (the
+ * words read again, in the walk's order, from a fresh copy of the stack): the same
+ * inputs make the same walk. Code is taken as unchanged at an unchanged pc: a code
+ * blob is not freed while a frame on a stack is in it, and the one case left, a blob
+ * freed and another compiled at the same address with a different frame layout under
+ * a stack whose every word read is the same, is not checked (docs/offcpu.md). A thread
+ * whose callers changed below an unchanged leaf (the same SP and pc at the switch,
+ * other return addresses further up) differs in a word and is walked again. */
+static __always_inline bool reusable(struct walk *w, struct wlast *l, __u32 tgid, __u32 slot, __u64 pc, __u64 sp,
+				     __u64 fp, __u64 r13)
+{
+	struct vpb_proc *p = bpf_map_lookup_elem(&unwind_procs, &slot);
+	struct replay_ctx c = { .w = w, .l = l, .same = true };
+	__u32 n = l->nlog;
+
+	if (!p || !l->ustack || l->tgid != tgid || l->slot != slot || l->gen != p->gen || l->pc != pc ||
+	    l->sp != sp || l->fp != fp || l->r13 != r13 || n > WALK_LOG)
+		return false;
+	w->stk_base = sp;
+	w->stk_len = 0;
+	w->stk_stop = 0;
+	w->replay = 1;
+	bpf_loop(n, replay_word, &c, 0);
+	w->replay = 0;
+	return c.same;
+}
+
+/* Keeps the walk just made (and interned as h) in l for the next switch-out. */
+static __always_inline void keep_walk(struct walk *w, struct wlast *l, __u32 tgid, __u64 h, __u64 pc, __u64 sp,
+				      __u64 fp, __u64 r13)
+{
+	__u32 n = w->nlog, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	struct vpb_proc *p = slot ? bpf_map_lookup_elem(&unwind_procs, slot) : NULL;
+
+	l->ustack = 0;
+	if (!p || !h || w->log_bad || w->end == VPB_WALK_UNREADABLE || n > WALK_LOG || *slot != w->slot)
+		return;
+	if (n && (bpf_probe_read_kernel(l->addr, n * sizeof(__u64), w->log_addr) ||
+		  bpf_probe_read_kernel(l->val, n * sizeof(__u64), w->log_val)))
+		return;
+	l->pc = pc;
+	l->sp = sp;
+	l->fp = fp;
+	l->r13 = r13;
+	l->tgid = tgid;
+	l->slot = w->slot;
+	l->gen = p->gen;
+	l->nlog = n;
+	l->ustack = h;
+}
+
 /* The current task's user stack, walked by the sampler's walker from its saved user
  * registers (so a wait inside a libc wrapper without frame pointers shows its
  * callers, and Java frames without -XX:+PreserveFramePointer are found), interned in
- * ustacks. A frame-pointer walk when its process has no tables yet. */
-static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid)
+ * ustacks; or, when keep (the thread blocks), its last walk at a block, when nothing
+ * that walk read has changed (most threads of a server wait at the same place every
+ * time). Preemptions are walked and not kept: their stacks, anywhere in the thread's
+ * work, seldom repeat, and would push out the wait's, which does. A frame-pointer walk
+ * when its process has no tables yet. */
+static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid, bool keep)
 {
 	struct walk *w = walk_scratch();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 t0 = bpf_ktime_get_ns(), h;
+	__u64 t0 = bpf_ktime_get_ns(), h, pc, sp, fp, r13;
+	struct wlast *l = NULL;
+	__u32 *slot;
 	long id;
 
 	if (!w || !r)
 		return 0;
+	pc = BPF_CORE_READ(r, ip);
+	sp = BPF_CORE_READ(r, sp);
+	fp = BPF_CORE_READ(r, bp);
+	r13 = BPF_CORE_READ(r, r13);
+	slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	if (walk_reuse && keep && slot) {
+		l = bpf_task_storage_get(&wlasts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (l && reusable(w, l, tgid, *slot, pc, sp, fp, r13)) {
+			t0 = bpf_ktime_get_ns() - t0;
+			count(VPS_CNT_WALKS, 1);
+			count(VPS_CNT_REUSED, 1);
+			count(VPS_CNT_WALK_NS, t0);
+			count(VPS_CNT_REUSED_NS, t0);
+			return l->ustack;
+		}
+	}
 	w->s.pid = tgid;
-	if (!walk_regs(w, tgid, BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp),
-		       BPF_CORE_READ(r, r13))) {
+	if (!walk_regs(w, tgid, pc, sp, fp, r13)) {
 		id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		return id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 	}
 	h = intern_walk(w);
+	if (l)
+		keep_walk(w, l, tgid, h, pc, sp, fp, r13);
 	count(VPS_CNT_WALKS, 1);
 	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
 	return h;
@@ -286,7 +409,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
 			if (!(prev->flags & PF_KTHREAD)) {
 				if (walker) {
-					us = walked_ustack(ctx, prev, pid);
+					us = walked_ustack(ctx, prev, pid, !preempt && prev_state != TASK_RUNNING);
 				} else {
 					long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 

@@ -91,6 +91,16 @@ struct walk {
 	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
 	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
 	__u64 c_method, c_cm;    /* the last interpreted frame's Method* and its ConstMethod* */
+#ifdef WALK_LOG
+	/* Every word read_u64 read, in order, so that a later switch-out can tell that all
+	 * the memory this walk depended on is unchanged (sched.bpf.c reuses the walk then). */
+	__u32 nlog;
+	__u32 log_bad;           /* a read failed or the log overflowed: not reusable */
+	__u32 replay;            /* read_u64 is checking a log: it logs nothing */
+	__u32 pad1;
+	__u64 log_addr[WALK_LOG];
+	__u64 log_val[WALK_LOG];
+#endif
 	struct vpb_sample s;     /* the header, and the kernel stack */
 	__u64 ustack[WALK_MAX];
 	struct vpb_jframe jframes[WALK_MAXJ];
@@ -136,7 +146,7 @@ _Static_assert(BLOB_HDR == VPB_BLOB_HDR, "recorder/hotspot.c checks the blob fie
  * walk goes up (a copy costs about as much per kilobyte as a frame does, so copying a
  * fixed large window would cost shallow stacks); anything else, and stack beyond the
  * window, is read from the process word by word. */
-static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
+static __always_inline int read_u64_raw(struct walk *w, __u64 addr, __u64 *v)
 {
 	__u64 off = addr - w->stk_base, len = w->stk_len;
 
@@ -152,6 +162,25 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 		return 0;
 	}
 	return WALK_READ(w, v, sizeof(*v), (const void *)addr);
+}
+
+static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
+{
+	int rc = read_u64_raw(w, addr, v);
+#ifdef WALK_LOG
+	__u32 n = w->nlog;
+
+	if (w->replay)
+		return rc;
+	if (rc || n >= WALK_LOG) {
+		w->log_bad = 1;
+		return rc;
+	}
+	w->log_addr[n] = addr;
+	w->log_val[n] = *v;
+	w->nlog = n + 1;
+#endif
+	return rc;
 }
 
 static __always_inline long stop(struct walk *w, __u32 why)
@@ -627,6 +656,11 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 	w->c_pc = 0;
 	w->c_method = 0;
 	w->sig_leaf = 0;
+#ifdef WALK_LOG
+	w->nlog = 0;
+	w->log_bad = 0;
+	w->replay = 0;
+#endif
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
 	 * ends at its root, not at the depth limit. */
