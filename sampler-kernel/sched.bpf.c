@@ -15,6 +15,7 @@
  * same thread can reuse it when none changed (walked_ustack). A 50-frame Java stack
  * reads about 150; a walk that reads more is not reused. */
 #define WALK_LOG 512
+_Static_assert((WALK_LOG & (WALK_LOG - 1)) == 0, "read_u64 wraps its log index with a mask");
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 
@@ -215,6 +216,7 @@ struct wlast {
 	__u64 pc, sp, fp, r13;
 	__u64 ustack;      /* the walk's vps_key.ustack; 0: nothing to reuse */
 	__u32 tgid, slot, gen, nlog;
+	__u64 stk_len;     /* the walk's copy of the stack: copied again at once to check */
 	__u64 addr[WALK_LOG];
 	__u64 val[WALK_LOG];
 };
@@ -229,19 +231,31 @@ struct {
 struct replay_ctx {
 	struct walk *w;
 	struct wlast *l;
+	__u32 n;
 	bool same;
 };
 
-static long replay_word(__u32 i, void *data)
+#define REPLAY_STEP 4    /* words per bpf_loop iteration: the call costs as much as a word */
+
+static long replay_words(__u32 i, void *data)
 {
 	struct replay_ctx *c = data;
 	__u64 v;
 
-	if (i >= WALK_LOG)
-		return 1;
-	if (read_u64(c->w, c->l->addr[i], &v) || v != c->l->val[i]) {
-		c->same = false;
-		return 1;
+	for (int k = 0; k < REPLAY_STEP; k++) {
+		__u32 j = i * REPLAY_STEP + k;
+
+		if (j >= c->n)
+			return 1;
+		/* Checked on the register the access uses (the verifier rejects it when the
+		 * compiler folds the check into the loop's induction variable). */
+		barrier_var(j);
+		if (j >= WALK_LOG)
+			return 1;
+		if (read_u64(c->w, c->l->addr[j], &v) || v != c->l->val[j]) {
+			c->same = false;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -258,47 +272,84 @@ static long replay_word(__u32 i, void *data)
  * a stack whose every word read is the same, is not checked (docs/offcpu.md). A thread
  * whose callers changed below an unchanged leaf (the same SP and pc at the switch,
  * other return addresses further up) differs in a word and is walked again. */
-static __always_inline bool reusable(struct walk *w, struct wlast *l, __u32 tgid, __u32 slot, __u64 pc, __u64 sp,
-				     __u64 fp, __u64 r13)
+struct reuse_ctx {
+	struct walk *w;
+	struct wlast *l;
+	__u64 pc, sp, fp, r13;
+	__u32 tgid;
+	__u64 ustack;      /* out: the walk to reuse, 0: none */
+};
+
+/* Run as a bpf_loop callback of one iteration, like keep_walk. */
+static long reusable(__u32 i, void *data)
 {
-	struct vpb_proc *p = bpf_map_lookup_elem(&unwind_procs, &slot);
+	struct reuse_ctx *rc = data;
+	struct walk *w = rc->w;
+	struct wlast *l = rc->l;
+	__u32 tgid = rc->tgid, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	struct vpb_proc *p = slot ? bpf_map_lookup_elem(&unwind_procs, slot) : NULL;
 	struct replay_ctx c = { .w = w, .l = l, .same = true };
 	__u32 n = l->nlog;
+	__u64 len = l->stk_len, sp = rc->sp;
 
-	if (!p || !l->ustack || l->tgid != tgid || l->slot != slot || l->gen != p->gen || l->pc != pc ||
-	    l->sp != sp || l->fp != fp || l->r13 != r13 || n > WALK_LOG)
-		return false;
+	if (!p || !l->ustack || l->tgid != tgid || l->slot != *slot || l->gen != p->gen || l->pc != rc->pc ||
+	    l->sp != sp || l->fp != rc->fp || l->r13 != rc->r13 || n > WALK_LOG)
+		return 1;
+	/* The part of the stack the walk copied, in one copy (the walk grew it a chunk at
+	 * a time as it went); words outside it are read one by one, as the walk read them. */
 	w->stk_base = sp;
 	w->stk_len = 0;
-	w->stk_stop = 0;
-	w->replay = 1;
-	bpf_loop(n, replay_word, &c, 0);
-	w->replay = 0;
-	return c.same;
+	w->stk_stop = 1;
+	if (len && len <= STK_BYTES && !bpf_probe_read_user(w->stk, len, (const void *)sp))
+		w->stk_len = len;
+	c.n = n;
+	bpf_loop((n + REPLAY_STEP - 1) / REPLAY_STEP, replay_words, &c, 0);
+	if (c.same)
+		rc->ustack = l->ustack;
+	return 1;
 }
 
-/* Keeps the walk just made (and interned as h) in l for the next switch-out. */
-static __always_inline void keep_walk(struct walk *w, struct wlast *l, __u32 tgid, __u64 h, __u64 pc, __u64 sp,
-				      __u64 fp, __u64 r13)
+/* Keeps the walk just made (interned as h) in l for the next switch-out; h 0 (not
+ * interned) is kept as it is, as nothing to reuse. Run as a bpf_loop callback of one
+ * iteration: its tests then end inside it, and do not multiply the verifier's work on
+ * everything after the walk (done inline, they doubled the load time of the program). */
+struct keep_ctx {
+	struct walk *w;
+	struct wlast *l;
+	__u64 h, pc, sp, fp, r13;
+	__u32 tgid;
+};
+
+static long keep_walk(__u32 i, void *data)
 {
-	__u32 n = w->nlog, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	struct keep_ctx *c = data;
+	struct walk *w = c->w;
+	struct wlast *l = c->l;
+	__u32 tgid = c->tgid, n = w->nlog, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
 	struct vpb_proc *p = slot ? bpf_map_lookup_elem(&unwind_procs, slot) : NULL;
 
 	l->ustack = 0;
-	if (!p || !h || w->log_bad || w->end == VPB_WALK_UNREADABLE || n > WALK_LOG || *slot != w->slot)
-		return;
+	/* Only a walk that reached the root (or the depth limit) had a rule or a code
+	 * blob for every frame: one that stopped early may have stopped at a table still
+	 * being loaded (filled in under an index the process's entry already names, so
+	 * its gen does not change), and the first walk after an exec often does. */
+	if (!p || w->log_bad || (w->end != VPB_WALK_ROOT && w->end != VPB_WALK_DEPTH) || n > WALK_LOG ||
+	    *slot != w->slot)
+		return 1;
 	if (n && (bpf_probe_read_kernel(l->addr, n * sizeof(__u64), w->log_addr) ||
 		  bpf_probe_read_kernel(l->val, n * sizeof(__u64), w->log_val)))
-		return;
-	l->pc = pc;
-	l->sp = sp;
-	l->fp = fp;
-	l->r13 = r13;
+		return 1;
+	l->pc = c->pc;
+	l->sp = c->sp;
+	l->fp = c->fp;
+	l->r13 = c->r13;
 	l->tgid = tgid;
 	l->slot = w->slot;
 	l->gen = p->gen;
 	l->nlog = n;
-	l->ustack = h;
+	l->stk_len = w->stk_len;
+	l->ustack = c->h;
+	return 1;
 }
 
 /* The current task's user stack, walked by the sampler's walker from its saved user
@@ -314,8 +365,7 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 	struct walk *w = walk_scratch();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 t0 = bpf_ktime_get_ns(), h, pc, sp, fp, r13;
-	struct wlast *l = NULL;
-	__u32 *slot;
+	struct wlast *l;
 	long id;
 
 	if (!w || !r)
@@ -324,16 +374,24 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 	sp = BPF_CORE_READ(r, sp);
 	fp = BPF_CORE_READ(r, bp);
 	r13 = BPF_CORE_READ(r, r13);
-	slot = bpf_map_lookup_elem(&proc_slots, &tgid);
-	if (walk_reuse && keep && slot) {
-		l = bpf_task_storage_get(&wlasts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (l && reusable(w, l, tgid, *slot, pc, sp, fp, r13)) {
+	/* The reuse's state is kept out of registers across the walk (in the scratch, in
+	 * callbacks, or looked up again after it): the verifier walks the walk once per
+	 * distinct state that reaches it, and a pointer or flag alive across it had it
+	 * walk the walk two or three times (the load took twice as long). */
+	w->keep = walk_reuse && keep;
+	if (w->keep) {
+		struct reuse_ctx rc = { .w = w, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid };
+
+		rc.l = bpf_task_storage_get(&wlasts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (rc.l)
+			bpf_loop(1, reusable, &rc, 0);
+		if (rc.ustack) {
 			t0 = bpf_ktime_get_ns() - t0;
 			count(VPS_CNT_WALKS, 1);
 			count(VPS_CNT_REUSED, 1);
 			count(VPS_CNT_WALK_NS, t0);
 			count(VPS_CNT_REUSED_NS, t0);
-			return l->ustack;
+			return rc.ustack;
 		}
 	}
 	w->s.pid = tgid;
@@ -342,8 +400,11 @@ static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, 
 		return id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 	}
 	h = intern_walk(w);
-	if (l)
-		keep_walk(w, l, tgid, h, pc, sp, fp, r13);
+	if (w->keep && (l = bpf_task_storage_get(&wlasts, task, 0, 0))) {
+		struct keep_ctx kc = { .w = w, .l = l, .h = h, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid };
+
+		bpf_loop(1, keep_walk, &kc, 0);
+	}
 	count(VPS_CNT_WALKS, 1);
 	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
 	return h;

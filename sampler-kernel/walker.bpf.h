@@ -94,9 +94,9 @@ struct walk {
 #ifdef WALK_LOG
 	/* Every word read_u64 read, in order, so that a later switch-out can tell that all
 	 * the memory this walk depended on is unchanged (sched.bpf.c reuses the walk then). */
-	__u32 nlog;
-	__u32 log_bad;           /* a read failed or the log overflowed: not reusable */
-	__u32 replay;            /* read_u64 is checking a log: it logs nothing */
+	__u32 nlog;              /* words read; more than WALK_LOG: not reusable */
+	__s32 log_bad;           /* a read failed: not reusable */
+	__u32 keep;              /* sched.bpf.c: this walk is to be kept for reuse */
 	__u32 pad1;
 	__u64 log_addr[WALK_LOG];
 	__u64 log_val[WALK_LOG];
@@ -168,17 +168,16 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 {
 	int rc = read_u64_raw(w, addr, v);
 #ifdef WALK_LOG
+	/* Without a branch: each one here multiplies the verifier's work at every read.
+	 * An index past the log wraps (the log is then not kept: nlog > WALK_LOG); a
+	 * check's reads (replay) are logged too, into the scratch, where nothing uses
+	 * them. */
 	__u32 n = w->nlog;
 
-	if (w->replay)
-		return rc;
-	if (rc || n >= WALK_LOG) {
-		w->log_bad = 1;
-		return rc;
-	}
-	w->log_addr[n] = addr;
-	w->log_val[n] = *v;
+	w->log_addr[n & (WALK_LOG - 1)] = addr;
+	w->log_val[n & (WALK_LOG - 1)] = *v;
 	w->nlog = n + 1;
+	w->log_bad |= rc;
 #endif
 	return rc;
 }
@@ -659,7 +658,6 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 #ifdef WALK_LOG
 	w->nlog = 0;
 	w->log_bad = 0;
-	w->replay = 0;
 #endif
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames
