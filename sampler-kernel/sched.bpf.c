@@ -237,6 +237,19 @@ struct replay_ctx {
 
 #define REPLAY_STEP 4    /* words per bpf_loop iteration: the call costs as much as a word */
 
+/* A word for the check: from the stack copy the check took (reusable), else from the
+ * process. Simpler than read_u64 (no copy grows here), so cheaper to verify. */
+static __always_inline int check_word(struct walk *w, __u64 addr, __u64 *v)
+{
+	__u64 off = addr - w->stk_base;
+
+	if (addr >= w->stk_base && off + 8 <= w->stk_len && off <= STK_BYTES - 8) {
+		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		return 0;
+	}
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
 static long replay_words(__u32 i, void *data)
 {
 	struct replay_ctx *c = data;
@@ -252,7 +265,7 @@ static long replay_words(__u32 i, void *data)
 		barrier_var(j);
 		if (j >= WALK_LOG)
 			return 1;
-		if (read_u64(c->w, c->l->addr[j], &v) || v != c->l->val[j]) {
+		if (check_word(c->w, c->l->addr[j], &v) || v != c->l->val[j]) {
 			c->same = false;
 			return 1;
 		}
@@ -299,7 +312,6 @@ static long reusable(__u32 i, void *data)
 	 * a time as it went); words outside it are read one by one, as the walk read them. */
 	w->stk_base = sp;
 	w->stk_len = 0;
-	w->stk_stop = 1;
 	if (len && len <= STK_BYTES && !bpf_probe_read_user(w->stk, len, (const void *)sp))
 		w->stk_len = len;
 	c.n = n;
