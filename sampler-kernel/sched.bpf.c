@@ -14,6 +14,7 @@
 /* The walk logs the words it reads, up to this many, so that the next switch-out of the
  * same thread can reuse it when none changed (walked_ustack). A 50-frame Java stack
  * reads about 150; a walk that reads more is not reused. */
+#define WALK_SEG_WIN 16  /* segment-map bytes read at once (walker.bpf.h; a power of 2) */
 #define WALK_LOG 512
 _Static_assert((WALK_LOG & (WALK_LOG - 1)) == 0, "read_u64 wraps its log index with a mask");
 #include "walker.bpf.h"

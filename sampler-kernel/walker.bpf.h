@@ -365,7 +365,24 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	__u32 off;
 	bool rbp_saved = true;
 
+#ifdef WALK_SEG_WIN
+	/* The segment map's bytes up to pc's, read at once: a small blob's first segment
+	 * lies among them, so its hops cost one read, not one each (a walk of 67 frames,
+	 * 50 of them compiled: 16 -> 12 us). Only where the walk is verified once (the
+	 * switch tracer's global walked_ustack): each test here multiplies the verifier's
+	 * work on the walk, and on_sample verifies it per state. */
+	__u8 win[WALK_SEG_WIN];
+	__u64 wlo = seg >= WALK_SEG_WIN - 1 ? seg - (WALK_SEG_WIN - 1) : 0;
+
+	if (WALK_READ(w, win, sizeof(win), (const void *)(h->segmap + wlo)))
+		wlo = seg + 1;       /* nothing in the window */
+#endif
 	for (int i = 0; i < MAX_SEG_HOPS; i++) {
+#ifdef WALK_SEG_WIN
+		if (seg >= wlo)
+			b = win[(seg - wlo) & (WALK_SEG_WIN - 1)];
+		else
+#endif
 		if (WALK_READ(w, &b, 1, (const void *)(h->segmap + seg)))
 			return stop(w, VPB_WALK_UNREADABLE);
 		if (b == 0xff)
