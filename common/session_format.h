@@ -364,6 +364,11 @@ struct vp_sched_stats {
 	/* Added later (issue 32): threads found off CPU when the window opened whose
 	 * interval was opened then, with their stack walked from outside. */
 	uint64_t opened;
+	/* Added later (issue 37): of walks, those that reused the thread's previous walk
+	 * because every word it read was unchanged (sampler-kernel/sched.bpf.c), and
+	 * the nanoseconds the check took. */
+	uint64_t reused;
+	uint64_t reused_ns;         /* of walk_ns: the time those took (the check) */
 };
 
 struct vp_end {

@@ -70,8 +70,11 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 	if (fp && !quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: user stacks at switch-out followed frame pointers: %s\n", fp);
 	else if (!quiet && st.walks)
-		fprintf(log ? log : stderr, "viprof: switch tracer: %llu user stacks walked at switch-out, %.2f us each\n",
-			(unsigned long long)st.walks, (double)st.walk_ns / 1e3 / (double)st.walks);
+		fprintf(log ? log : stderr, "viprof: switch tracer: %llu user stacks walked at switch-out (%llu reused "
+				"unchanged), %.2f us each (walked %.2f us, reused %.2f us)\n",
+			(unsigned long long)st.walks, (unsigned long long)st.reused, (double)st.walk_ns / 1e3 / (double)st.walks,
+			st.walks > st.reused ? (double)(st.walk_ns - st.reused_ns) / 1e3 / (double)(st.walks - st.reused) : 0.0,
+			st.reused ? (double)st.reused_ns / 1e3 / (double)st.reused : 0.0);
 	if (!quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
 			(unsigned long long)st.switches, (unsigned long long)st.records, (unsigned long long)st.bytes);

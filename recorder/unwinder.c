@@ -74,6 +74,7 @@ struct vp_unwinder {
 	bool quit, busy;
 	char **prewarm;          /* files to parse ahead of a launch; under lock */
 	size_t nprewarm, capprewarm;
+	uint32_t proc_gen;       /* the last vpb_proc.gen written */
 	pid_t *dirty;            /* pids to (re)load; under lock */
 	size_t ndirty, capdirty;
 	uint64_t dirty_since;
@@ -578,6 +579,11 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 	}
 	if (p->jvm == 1)
 		vp->hs = p->hs;
+	/* A new generation per write: the switch tracer reuses a thread's last walk only
+	 * while its process's entry (maps, tables, code heaps) is the one it was made with. */
+	if (++u->proc_gen == 0)
+		u->proc_gen = 1;
+	vp->gen = u->proc_gen;
 	uint32_t key = (uint32_t)pid;
 	if (bpf_map_update_elem(u->m.procs_fd, &p->slot, vp, BPF_ANY) == 0 &&
 	    bpf_map_update_elem(u->m.proc_slots_fd, &key, &p->slot, BPF_ANY) == 0)

@@ -121,7 +121,8 @@ struct vpb_hotspot {
 
 struct vpb_proc {
 	__u32 nr_maps;
-	__u32 flags;
+	__u32 gen;             /* changes at every write of the entry (recorder/unwinder.c): a walk
+				* made with an older one may not be reused (sched.bpf.c) */
 	struct vpb_hotspot hs;
 	struct vpb_mapping maps[VPB_MAX_MAPS];
 };

@@ -11,6 +11,12 @@
 #define WALK_MAX VPS_MAX_UFRAMES
 #define WALK_MAXJ VPS_MAX_JFRAMES
 #define STK_BYTES 65536
+/* The walk logs the words it reads, up to this many, so that the next switch-out of the
+ * same thread can reuse it when none changed (walked_ustack). A 50-frame Java stack
+ * reads about 150; a walk that reads more is not reused. */
+#define WALK_SEG_WIN 16  /* segment-map bytes read at once (walker.bpf.h; a power of 2) */
+#define WALK_LOG 512
+_Static_assert((WALK_LOG & (WALK_LOG - 1)) == 0, "read_u64 wraps its log index with a mask");
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 
@@ -29,6 +35,9 @@ const volatile bool walker = false;
 const volatile bool user_only = false;
 /* Off-CPU intervals at least this long are kept apart (sched.h, VPS_SPLIT_NS). */
 const volatile __u64 split_ns = VPS_SPLIT_NS;
+/* Reuse a thread's last walk when its stack is unchanged (walked_ustack); off only for
+ * benchmarks that measure the walk itself (VIPROF_DEBUG_NO_WALK_REUSE). */
+const volatile bool walk_reuse = true;
 
 /* Which aggregation hash the programs add to; user space flips it and drains the other. */
 volatile __u32 agg_sel = 0;
@@ -207,26 +216,221 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 	return NULL;
 }
 
+/* A thread's last walk at switch-out, for the next one: the registers it started from,
+ * its process's tables (slot and generation), what it produced, and every word it read
+ * (address and value, in order). */
+struct wlast {
+	__u64 pc, sp, fp, r13;
+	__u64 ustack;      /* the walk's vps_key.ustack; 0: nothing to reuse */
+	__u32 tgid, slot, gen, nlog;
+	__u64 stk_len;     /* the walk's copy of the stack: copied again at once to check */
+	__u64 addr[WALK_LOG];
+	__u64 val[WALK_LOG];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wlast);
+} wlasts SEC(".maps");
+
+struct replay_ctx {
+	struct walk *w;
+	struct wlast *l;
+	__u32 n;
+	bool same;
+};
+
+#define REPLAY_STEP 4    /* words per bpf_loop iteration: the call costs as much as a word */
+
+/* A word for the check: from the stack copy the check took (reusable), else from the
+ * process. Simpler than read_u64 (no copy grows here), so cheaper to verify. */
+static __always_inline int check_word(struct walk *w, __u64 addr, __u64 *v)
+{
+	__u64 off = addr - w->stk_base;
+
+	if (addr >= w->stk_base && off + 8 <= w->stk_len && off <= STK_BYTES - 8) {
+		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		return 0;
+	}
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+static long replay_words(__u32 i, void *data)
+{
+	struct replay_ctx *c = data;
+	__u64 v;
+
+	for (int k = 0; k < REPLAY_STEP; k++) {
+		__u32 j = i * REPLAY_STEP + k;
+
+		if (j >= c->n)
+			return 1;
+		/* Checked on the register the access uses (the verifier rejects it when the
+		 * compiler folds the check into the loop's induction variable). */
+		barrier_var(j);
+		if (j >= WALK_LOG)
+			return 1;
+		if (check_word(c->w, c->l->addr[j], &v) || v != c->l->val[j]) {
+			c->same = false;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Is the thread's last walk still its stack? The walk is a function of the registers
+ * it starts from, the process's tables, the words it reads with read_u64 (the stack's
+ * return addresses and saved frame pointers, the interpreter's frame slots, a
+ * Method's ConstMethod) and of code: HotSpot's segment maps, code blob headers and, at
+ * the leaf, instruction bytes. Registers, tables and every word are compared here (the
+ * words read again, in the walk's order, from a fresh copy of the stack): the same
+ * inputs make the same walk. Code is taken as unchanged at an unchanged pc: a code
+ * blob is not freed while a frame on a stack is in it, and the one case left, a blob
+ * freed and another compiled at the same address with a different frame layout under
+ * a stack whose every word read is the same, is not checked (docs/offcpu.md). A thread
+ * whose callers changed below an unchanged leaf (the same SP and pc at the switch,
+ * other return addresses further up) differs in a word and is walked again. */
+struct reuse_ctx {
+	struct walk *w;
+	struct wlast *l;
+	__u64 pc, sp, fp, r13;
+	__u32 tgid;
+	__u64 ustack;      /* out: the walk to reuse, 0: none */
+};
+
+/* Run as a bpf_loop callback of one iteration, like keep_walk. */
+static long reusable(__u32 i, void *data)
+{
+	struct reuse_ctx *rc = data;
+	struct walk *w = rc->w;
+	struct wlast *l = rc->l;
+	__u32 tgid = rc->tgid, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	struct vpb_proc *p = slot ? bpf_map_lookup_elem(&unwind_procs, slot) : NULL;
+	struct replay_ctx c = { .w = w, .l = l, .same = true };
+	__u32 n = l->nlog;
+	__u64 len = l->stk_len, sp = rc->sp;
+
+	if (!p || !l->ustack || l->tgid != tgid || l->slot != *slot || l->gen != p->gen || l->pc != rc->pc ||
+	    l->sp != sp || l->fp != rc->fp || l->r13 != rc->r13 || n > WALK_LOG)
+		return 1;
+	/* The part of the stack the walk copied, in one copy (the walk grew it a chunk at
+	 * a time as it went); words outside it are read one by one, as the walk read them. */
+	w->stk_base = sp;
+	w->stk_len = 0;
+	if (len && len <= STK_BYTES && !bpf_probe_read_user(w->stk, len, (const void *)sp))
+		w->stk_len = len;
+	c.n = n;
+	bpf_loop((n + REPLAY_STEP - 1) / REPLAY_STEP, replay_words, &c, 0);
+	if (c.same)
+		rc->ustack = l->ustack;
+	return 1;
+}
+
+/* Keeps the walk just made (interned as h) in l for the next switch-out; h 0 (not
+ * interned) is kept as it is, as nothing to reuse. Run as a bpf_loop callback of one
+ * iteration: its tests then end inside it, and do not multiply the verifier's work on
+ * everything after the walk (done inline, they doubled the load time of the program). */
+struct keep_ctx {
+	struct walk *w;
+	struct wlast *l;
+	__u64 h, pc, sp, fp, r13;
+	__u32 tgid;
+};
+
+static long keep_walk(__u32 i, void *data)
+{
+	struct keep_ctx *c = data;
+	struct walk *w = c->w;
+	struct wlast *l = c->l;
+	__u32 tgid = c->tgid, n = w->nlog, *slot = bpf_map_lookup_elem(&proc_slots, &tgid);
+	struct vpb_proc *p = slot ? bpf_map_lookup_elem(&unwind_procs, slot) : NULL;
+
+	l->ustack = 0;
+	/* Only a walk that reached the root (or the depth limit) had a rule or a code
+	 * blob for every frame: one that stopped early may have stopped at a table still
+	 * being loaded (filled in under an index the process's entry already names, so
+	 * its gen does not change), and the first walk after an exec often does. */
+	if (!p || w->log_bad || (w->end != VPB_WALK_ROOT && w->end != VPB_WALK_DEPTH) || n > WALK_LOG ||
+	    *slot != w->slot)
+		return 1;
+	if (n && (bpf_probe_read_kernel(l->addr, n * sizeof(__u64), w->log_addr) ||
+		  bpf_probe_read_kernel(l->val, n * sizeof(__u64), w->log_val)))
+		return 1;
+	l->pc = c->pc;
+	l->sp = c->sp;
+	l->fp = c->fp;
+	l->r13 = c->r13;
+	l->tgid = tgid;
+	l->slot = w->slot;
+	l->gen = p->gen;
+	l->nlog = n;
+	l->stk_len = w->stk_len;
+	l->ustack = c->h;
+	return 1;
+}
+
 /* The current task's user stack, walked by the sampler's walker from its saved user
  * registers (so a wait inside a libc wrapper without frame pointers shows its
  * callers, and Java frames without -XX:+PreserveFramePointer are found), interned in
- * ustacks. A frame-pointer walk when its process has no tables yet. */
-static __always_inline __u64 walked_ustack(void *ctx, struct task_struct *task, __u32 tgid)
+ * ustacks; or, when keep (the thread blocks), its last walk at a block, when nothing
+ * that walk read has changed (most threads of a server wait at the same place every
+ * time). Preemptions are walked and not kept: their stacks, anywhere in the thread's
+ * work, seldom repeat, and would push out the wait's, which does. A frame-pointer walk
+ * when its process has no tables yet.
+ *
+ * A global function (not static), so that the verifier checks it once, on its own:
+ * inlined, it walked the walker once per distinct state of on_switch that reached it,
+ * and loading the walking object took 0.43 s of CPU (0.58 s with the reuse); now 0.14 s
+ * (VIPROF_DEBUG_TIMING=1). Its arguments are scalars only (a global function's context
+ * argument needs a BTF tag kernels read only since 6.8), so the frame-pointer walk,
+ * which needs the context, is the caller's: NO_TABLES asks for it. */
+#define NO_TABLES (~0ull)   /* not a ustacks key: those have VPS_USTACK_FP clear */
+__noinline __u64 walked_ustack(__u32 tgid, __u32 keep)
 {
+	/* The switching-out task is still current at sched_switch. */
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk *w = walk_scratch();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 t0 = bpf_ktime_get_ns(), h;
-	long id;
+	__u64 t0 = bpf_ktime_get_ns(), h, pc, sp, fp, r13;
+	struct wlast *l;
 
 	if (!w || !r)
 		return 0;
-	w->s.pid = tgid;
-	if (!walk_regs(w, tgid, BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp),
-		       BPF_CORE_READ(r, r13))) {
-		id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		return id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
+	pc = BPF_CORE_READ(r, ip);
+	sp = BPF_CORE_READ(r, sp);
+	fp = BPF_CORE_READ(r, bp);
+	r13 = BPF_CORE_READ(r, r13);
+	/* The reuse's state is kept out of registers across the walk (in the scratch, in
+	 * callbacks, or looked up again after it): the verifier walks the walk once per
+	 * distinct state that reaches it, and a pointer or flag alive across it had it
+	 * walk the walk two or three times (the load took twice as long). */
+	w->keep = walk_reuse && keep;
+	if (w->keep) {
+		struct reuse_ctx rc = { .w = w, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid };
+
+		rc.l = bpf_task_storage_get(&wlasts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (rc.l)
+			bpf_loop(1, reusable, &rc, 0);
+		if (rc.ustack) {
+			t0 = bpf_ktime_get_ns() - t0;
+			count(VPS_CNT_WALKS, 1);
+			count(VPS_CNT_REUSED, 1);
+			count(VPS_CNT_WALK_NS, t0);
+			count(VPS_CNT_REUSED_NS, t0);
+			return rc.ustack;
+		}
 	}
+	w->s.pid = tgid;
+	if (!walk_regs(w, tgid, pc, sp, fp, r13))
+		return NO_TABLES;
 	h = intern_walk(w);
+	if (w->keep && (l = bpf_task_storage_get(&wlasts, task, 0, 0))) {
+		struct keep_ctx kc = { .w = w, .l = l, .h = h, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid };
+
+		bpf_loop(1, keep_walk, &kc, 0);
+	}
 	count(VPS_CNT_WALKS, 1);
 	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
 	return h;
@@ -292,7 +496,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
 			if (!(prev->flags & PF_KTHREAD)) {
 				if (walker) {
-					us = walked_ustack(ctx, prev, pid);
+					us = walked_ustack(pid, !preempt && prev_state != TASK_RUNNING);
+					if (us == NO_TABLES) {
+						long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+
+						us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
+					}
 				} else {
 					long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 

@@ -50,13 +50,15 @@
 #define VPS_CNT_NO_RQ      4     /* a switch where this CPU's run queue could not be found */
 #define VPS_CNT_MISSED_IN  5     /* a tracked thread's switch-in the program did not see (see sched.bpf.c) */
 #define VPS_CNT_MISSED_NS  6     /* the on-CPU time of those runs, from the task's own runtime */
-#define VPS_CNT_WALKS      7     /* user stacks walked with the sampler's walker */
-#define VPS_CNT_WALK_NS    8     /* the time those walks took (with interning) */
+#define VPS_CNT_WALKS      7     /* user stacks taken with the sampler's walker (walked or reused) */
+#define VPS_CNT_WALK_NS    8     /* the time those took (walk, interning, or the check for reuse) */
 #define VPS_CNT_USTACK_FULL 9    /* a walked stack not interned: the ustacks hash was full */
 #define VPS_CNT_EARLY      10    /* an interval dropped: opened before the walking object took over */
 #define VPS_CNT_EARLY_NS   11    /* their duration */
 #define VPS_CNT_OPENED     12    /* intervals opened at the window's start by sched_open.bpf.c */
-#define VPS_CNT_NR         13
+#define VPS_CNT_REUSED     13    /* of VPS_CNT_WALKS: the thread's last walk reused (its stack unchanged) */
+#define VPS_CNT_REUSED_NS  14    /* the time those took (the check) */
+#define VPS_CNT_NR         15
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =

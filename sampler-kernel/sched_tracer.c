@@ -372,6 +372,8 @@ int vp_sched__stop(struct vp_sched *s)
 	s->st.early = percpu_sum(s, VPS_CNT_EARLY);
 	s->st.early_ns = percpu_sum(s, VPS_CNT_EARLY_NS);
 	s->st.opened = percpu_sum(s, VPS_CNT_OPENED);
+	s->st.reused = percpu_sum(s, VPS_CNT_REUSED);
+	s->st.reused_ns = percpu_sum(s, VPS_CNT_REUSED_NS);
 	if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_STATS, t, &s->st, sizeof(s->st))) < 0)
 		return err;
 	return 0;
@@ -500,6 +502,8 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 	}
 	configure(k, &s->cfg);
 	k->rodata->walker = true;
+	/* For benchmarks (bench/cost-breakdown.sh): every switch-out walked, as before issue 37. */
+	k->rodata->walk_reuse = !getenv("VIPROF_DEBUG_NO_WALK_REUSE");
 	/* The walk's scratch is an array indexed by CPU (walker.bpf.h). */
 	bpf_map__set_max_entries(k->maps.scratch, (uint32_t)libbpf_num_possible_cpus());
 #define REUSE(m, fd) (rc = bpf_map__reuse_fd(k->maps.m, (fd)))

@@ -22,6 +22,14 @@ target_compile_definitions(test-offcpu-walk PRIVATE NAP_FIXTURE="$<TARGET_FILE:n
 add_dependencies(test-offcpu-walk nap-fixture)
 add_test(NAME test-offcpu-walk-nap COMMAND test-offcpu-walk nap WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-offcpu-walk-nap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# Issue 37: a thread's last walk is reused only while every word it read is unchanged:
+# the same leaf under two callers that differ nine frames up keeps its 3:1 split.
+add_executable(chain-fixture fixtures/offcpu/chain-fixture.c)
+target_compile_options(chain-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")
+target_compile_definitions(test-offcpu-walk PRIVATE CHAIN_FIXTURE="$<TARGET_FILE:chain-fixture>")
+add_dependencies(test-offcpu-walk chain-fixture)
+add_test(NAME test-offcpu-walk-reuse COMMAND test-offcpu-walk chain WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-offcpu-walk-reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # Issue 21 item 3: virtual threads. The index of the agent's mount/unmount records,
 # without a JVM (unit), and a live run on Temurin 25 (JDK 17 has no virtual threads:
 # one test, skipped where that JDK is absent).

@@ -3,6 +3,11 @@
  * walker, so that a wait inside a libc wrapper without frame pointers keeps its callers.
  *   nap  tests/fixtures/offcpu/nap-fixture.c (-fomit-frame-pointer): >= 95% of the
  *        "napper" thread's blocked time lies under nap(), classified sleep.
+ *   chain  tests/fixtures/offcpu/chain-fixture.c (issue 37): the same sleep under the same
+ *        eight calls, entered from via_a() three times and via_b() once; the recorder
+ *        reused some walks (its log says so), and the blocked time still splits 3:1
+ *        (via_a 65-85%, via_b 15-35%, together >= 95%): a reused walk is never another
+ *        caller's.
  *   17 / 25  tests/java/WaitSplit.java on JDK 17 / Temurin 25, no PreserveFramePointer:
  *        for each of sleep-, park- and lock-request-worker (full names, longer than
  *        the kernel's 15 characters), >= 95% of its blocked
@@ -129,23 +134,64 @@ static void check_units(const char *dir, const char *sess)
 	ASSERT_TRUE(ns);
 }
 
+/* The chain scenario: the walks reused, and the split between the two callers. */
+static void check_chain(const struct vp_profile *p, int off, const char *rout)
+{
+	uint64_t total = 0, a = 0, b = 0;
+	unsigned long long walks = 0, reused = 0;
+	char *log = tu_read(rout);
+	const char *m = strstr(log, "user stacks walked at switch-out (");
+
+	ASSERT_NOT_NULL(m);
+	while (m > log && m[-1] != '\n' && m[-1] != ':')
+		m--;
+	ASSERT_EQ(sscanf(m, " %llu user stacks walked at switch-out (%llu reused", &walks, &reused), 2);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		uint64_t w = s->weight[off];
+		if (!w || strcmp(s->comm, "chainer") || strncmp(leaf(p, s), "[blocked:", 9))
+			continue;
+		total += w;
+		if (tp_stack_has(p, s, "via_a", TP_EXACT))
+			a += w;
+		if (tp_stack_has(p, s, "via_b", TP_EXACT))
+			b += w;
+	}
+	fprintf(stderr, "chainer: %llu walks, %llu reused; blocked %.1f ms, via_a %.1f%%, via_b %.1f%%\n", walks, reused,
+		(double)total / 1e6, total ? 100.0 * (double)a / (double)total : 0.0,
+		total ? 100.0 * (double)b / (double)total : 0.0);
+	/* Without reuse this scenario tests nothing: three in four switch-outs repeat the
+	 * last one's stack. */
+	ASSERT_GT(reused, 0ull);
+	ASSERT_GT(total, 100000000ull);
+	ASSERT_GE((a + b) * 100, total * 95);
+	ASSERT_GE(a * 100, total * 65);
+	ASSERT_LE(a * 100, total * 85);
+	ASSERT_GE(b * 100, total * 15);
+	ASSERT_LE(b * 100, total * 35);
+	free(log);
+}
+
 int main(int argc, char **argv)
 {
-	bool nap = argc > 1 && !strcmp(argv[1], "nap"), jdk17 = false;
+	bool chain = argc > 1 && !strcmp(argv[1], "chain");
+	bool nap = chain || (argc > 1 && !strcmp(argv[1], "nap")), jdk17 = false;
 	const char *java = NULL;
 	REQUIRE_ROOT();
 	if (!nap) {
 		tu_require_fixtures();
 		java = tu_jdk_from_args(argc, argv, &jdk17);
 	}
-	char *dir = tu_tmpdir(nap ? "offwalk-nap" : jdk17 ? "offwalk17" : "offwalk25");
+	char *dir = tu_tmpdir(chain ? "offwalk-chain" : nap ? "offwalk-nap" : jdk17 ? "offwalk17" : "offwalk25");
 	char sess[400], rout[400];
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 	char *nap_argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", NAP_FIXTURE, "3", NULL };
 	char *java_argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			      VIPROF_JAVA_CLASSES, "WaitSplit", "6", NULL };
-	int rc = tu_run(nap ? nap_argv : java_argv, rout, rout, 90);
+	/* Not -q: the recorder's log says how many walks it reused. */
+	char *chain_argv[] = { VIPROF_BIN, "record", "-g", "--off-cpu", "-o", sess, "--", CHAIN_FIXTURE, "3", NULL };
+	int rc = tu_run(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
 	if (rc != 0) {
 		char *o = tu_read(rout);
 		FAIL("viprof record exited with %d: %s", rc, o);
@@ -162,7 +208,9 @@ int main(int argc, char **argv)
 		FAIL("load %s: %s", sess, err);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
-	if (nap) {
+	if (chain) {
+		check_chain(p, off, rout);
+	} else if (nap) {
 		check_blocked(p, off, "napper", "nap", false, "[blocked: sleep]");
 	} else {
 		check_blocked(p, off, "sleep-request-worker", "WaitSplit.handleRequest", true, "[blocked: sleep]");
