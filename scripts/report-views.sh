@@ -102,7 +102,7 @@ golden_generate() {
 					one "$s" "$name" "$s" $args
 				done
 				pid=$(first_pid "$v" "$s")
-				[ -z "$pid" ] || one "$s" "pid_-F_folded_-p_first" "$s" -F folded -p "$pid"
+				[ -z "$pid" ] || one "$s" "v25_-F_folded_-p_FIRSTPID" "$s" -F folded -p "$pid"
 			) &
 		done
 		n=0
