@@ -5,7 +5,7 @@ pkgs=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       linux-perf openjdk-17-jdk-headless
       golang-go golang-github-google-pprof-dev chromium procps bc libclang-rt-14-dev python3
       prometheus protobuf-compiler uidmap libcurl4-openssl-dev openssl iproute2
-      clickhouse-server clickhouse-client)
+      clickhouse-server clickhouse-client strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

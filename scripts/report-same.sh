@@ -18,33 +18,9 @@ T=${KEEP:-$(mktemp -d /tmp/vp-same.XXXXXX)}
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/a" "$T/b"
 
-# The views of one session, one a line: report arguments after the session's directory.
-VIEWS=(
-	"-F text"
-	"-F text -n 200 -s total"
-	"-F text --layers"
-	"-F folded"
-	"-F json"
-	"-F html"
-	"-F jfr"
-	"-F pprof"
-	"-F text --wall"
-	"-F folded --wall"
-	"-F json --wall"
-	"-F text -e off-cpu"
-	"-F folded -e off-cpu"
-	"-F text -e steal"
-	"-F folded -e steal"
-	"-F text -e alloc"
-	"-F folded -e lock"
-	"-F folded --vthreads"
-	"-F text --vthreads --wall"
-	"-F folded --map-mode flat"
-	"-F text --time 0.5,2"
-	"-F folded --time 1,"
-	"-F folded --comm java"
-	"-F text --java-only --simple"
-)
+# The views (VIEWS, MERGED_VIEWS, first_pid): one list for this and the golden test.
+# shellcheck source=scripts/report-views.sh
+. "$(dirname "$0")/report-views.sh"
 
 # run SIDE VIPROF NAME ARGS...: one report into $T/SIDE/NAME.{out,err,rc}.
 run() {
@@ -85,13 +61,16 @@ for S in "$@"; do
 		compare "s$s-v$v" "$S" $args
 	done
 	# One process of it: the pid of its first stack.
-	first=$("$A" report "$S" -F json 2>/dev/null | grep -A1 '"stacks":\[' | sed -n 's/^{"frames":\[[0-9,]*\],"pid":\([0-9]*\).*/\1/p' | head -1) || true
+	first=$(first_pid "$A" "$S")
 	[ -z "$first" ] || compare "s$s-pid" "$S" -F folded -p "$first"
 done
 if [ $# -gt 1 ]; then
-	compare merged-text "$@" -F text
-	compare merged-folded "$@" -F folded
-	compare merged-pprof "$@" -F pprof
+	m=0
+	for args in "${MERGED_VIEWS[@]}"; do
+		m=$((m + 1))
+		# shellcheck disable=SC2086
+		compare "merged-$m" "$@" $args
+	done
 fi
 if [ "$bad" -gt 0 ]; then
 	echo "report-same: $bad of $n reports differ (outputs under $T${KEEP:+, kept})" >&2
