@@ -159,12 +159,14 @@ static void fail_wants(struct hub *hb, enum want_state from, const char *err)
 }
 
 /* The hub thread's recording: the recorder, its current segment, the requests it answered and
- * when it started. Only the hub thread touches it. */
+ * when it started, and the recorder's last error (one buffer, as the calls on it leave it).
+ * Only the hub thread touches it. */
 struct hub_run {
 	struct vp_svc_rec *r;
 	struct seg *cur;
 	unsigned served;
 	uint64_t t0;
+	char err[768];
 };
 
 /* Starts the shared recording for the joining requests (their windows begin once it samples),
@@ -172,7 +174,8 @@ struct hub_run {
 static void hub_start(struct vp_api *a, struct hub_run *run)
 {
 	struct hub *hb = &a->hub;
-	char err[768], path[4200];
+	char *err = run->err, path[4200];
+	size_t errlen = sizeof(run->err);
 	struct seg *s = seg_new(hb);
 	if (!s) {
 		fail_wants(hb, WANT_JOIN, "out of memory");
@@ -186,7 +189,7 @@ static void hub_start(struct vp_api *a, struct hub_run *run)
 				      .no_jit = a->o.no_jit, .log = a->o.log };
 	pthread_mutex_unlock(&hb->lock);
 	err[0] = '\0';
-	struct vp_svc_rec *nr = vp_svc_rec__start(&ro, err, sizeof(err));
+	struct vp_svc_rec *nr = vp_svc_rec__start(&ro, err, errlen);
 	pthread_mutex_lock(&hb->lock);
 	if (!nr) {
 		seg_drop(hb, s);
@@ -210,14 +213,14 @@ static void hub_start(struct vp_api *a, struct hub_run *run)
 static void hub_wait(struct vp_api *a, struct hub_run *run, uint64_t now, uint64_t end_at)
 {
 	struct hub *hb = &a->hub;
-	char err[768] = "";
+	char *err = run->err;
 	uint64_t left_ms = (end_at - now) / 1000000 + 1;
 	pthread_mutex_unlock(&hb->lock);
 	int p = vp_svc_rec__poll(run->r, left_ms > 100 ? 100 : (int)left_ms);
 	pthread_mutex_lock(&hb->lock);
 	if (p <= 0) {
 		pthread_mutex_unlock(&hb->lock);
-		vp_svc_rec__stop(run->r, err, sizeof(err));
+		vp_svc_rec__stop(run->r, err, sizeof(run->err));
 		vp_svc_rec__free(run->r);
 		pthread_mutex_lock(&hb->lock);
 		run->r = NULL;
@@ -232,7 +235,8 @@ static void hub_wait(struct vp_api *a, struct hub_run *run, uint64_t now, uint64
 static void hub_end_due(struct vp_api *a, struct hub_run *run, uint64_t now)
 {
 	struct hub *hb = &a->hub;
-	char err[768] = "", path[4200];
+	char *err = run->err, path[4200];
+	size_t errlen = sizeof(run->err);
 	int due = 0, rest = 0;
 	for (struct want *w = hb->wants; w; w = w->next)
 		if (w->state == WANT_RECORDING) {
@@ -247,7 +251,7 @@ static void hub_end_due(struct vp_api *a, struct hub_run *run, uint64_t now)
 		struct seg *s = seg_new(hb);
 		snprintf(path, sizeof(path), "%s/%s", hb->dir, s ? s->name : "?");
 		pthread_mutex_unlock(&hb->lock);
-		int e = s ? vp_svc_rec__rotate(run->r, hb->dirfd, s->name, path, err, sizeof(err)) : -ENOMEM;
+		int e = s ? vp_svc_rec__rotate(run->r, hb->dirfd, s->name, path, err, errlen) : -ENOMEM;
 		pthread_mutex_lock(&hb->lock);
 		uint64_t t = mono_ns();
 		if (e == 0) {
@@ -266,7 +270,7 @@ static void hub_end_due(struct vp_api *a, struct hub_run *run, uint64_t now)
 	}
 	if (!rest || failed) {
 		pthread_mutex_unlock(&hb->lock);
-		int e = vp_svc_rec__stop(run->r, err, sizeof(err));
+		int e = vp_svc_rec__stop(run->r, err, errlen);
 		vp_svc_rec__free(run->r);
 		pthread_mutex_lock(&hb->lock);
 		run->r = NULL;
