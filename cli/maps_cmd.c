@@ -17,6 +17,7 @@
 #include "common/session_format.h"
 #include "common/timezero.h"
 #include "maps/codemap.h"
+#include "maps/codemap_io.h"
 #include "maps/codemap_format.h"
 #include "maps/jit_index.h"
 #include "postproc/profile.h"

@@ -158,15 +158,148 @@ static void fail_wants(struct hub *hb, enum want_state from, const char *err)
 		}
 }
 
+/* The hub thread's recording: the recorder, its current segment, the requests it answered and
+ * when it started, and the recorder's last error (one buffer, as the calls on it leave it).
+ * Only the hub thread touches it. */
+struct hub_run {
+	struct vp_svc_rec *r;
+	struct seg *cur;
+	unsigned served;
+	uint64_t t0;
+	char err[768];
+};
+
+/* Starts the shared recording for the joining requests (their windows begin once it samples),
+ * or fails them. Under the lock, dropped while the recorder starts. */
+static void hub_start(struct vp_api *a, struct hub_run *run)
+{
+	struct hub *hb = &a->hub;
+	char *err = run->err, path[4200];
+	size_t errlen = sizeof(run->err);
+	struct seg *s = seg_new(hb);
+	if (!s) {
+		fail_wants(hb, WANT_JOIN, "out of memory");
+		pthread_cond_broadcast(&hb->cv);
+		return;
+	}
+	unsigned id = ++hb->starts;
+	snprintf(path, sizeof(path), "%s/%s", hb->dir, s->name);
+	struct vp_svc_rec_opts ro = { .parent_fd = hb->dirfd, .name = s->name, .dir = path,
+				      .freq = a->o.freq, .jvm = a->o.jvm, .agent = a->o.agent,
+				      .no_jit = a->o.no_jit, .log = a->o.log };
+	pthread_mutex_unlock(&hb->lock);
+	err[0] = '\0';
+	struct vp_svc_rec *nr = vp_svc_rec__start(&ro, err, errlen);
+	pthread_mutex_lock(&hb->lock);
+	if (!nr) {
+		seg_drop(hb, s);
+		fail_wants(hb, WANT_JOIN, err[0] ? err : "cannot start the recording");
+		pthread_cond_broadcast(&hb->cv);
+		return;
+	}
+	run->r = nr;
+	run->cur = s;
+	run->served = 0;
+	run->t0 = mono_ns();
+	int n = 0;
+	for (struct want *w = hb->wants; w; w = w->next)
+		n += w->state == WANT_JOIN;
+	if (a->o.log)
+		fprintf(a->o.log, "viprof serve: http: shared recording #%u started for %d request(s)\n", id, n);
+}
+
+/* Waits for the recording until end_at at most 100 ms; one that ends by itself (it has no
+ * duration) failed, and so did the windows on it. Under the lock, dropped while waiting. */
+static void hub_wait(struct vp_api *a, struct hub_run *run, uint64_t now, uint64_t end_at)
+{
+	struct hub *hb = &a->hub;
+	char *err = run->err;
+	uint64_t left_ms = (end_at - now) / 1000000 + 1;
+	pthread_mutex_unlock(&hb->lock);
+	int p = vp_svc_rec__poll(run->r, left_ms > 100 ? 100 : (int)left_ms);
+	pthread_mutex_lock(&hb->lock);
+	if (p <= 0) {
+		pthread_mutex_unlock(&hb->lock);
+		vp_svc_rec__stop(run->r, err, sizeof(run->err));
+		vp_svc_rec__free(run->r);
+		pthread_mutex_lock(&hb->lock);
+		run->r = NULL;
+		run->cur->end_ns = mono_ns();
+		fail_wants(hb, WANT_RECORDING, err[0] ? err : "the recording failed");
+		pthread_cond_broadcast(&hb->cv);
+	}
+}
+
+/* The windows due end now: the segment ends, by a rotation when other windows go on, else by
+ * the recorder's stop; either way it is complete when they read it. Under the lock. */
+static void hub_end_due(struct vp_api *a, struct hub_run *run, uint64_t now)
+{
+	struct hub *hb = &a->hub;
+	char *err = run->err, path[4200];
+	size_t errlen = sizeof(run->err);
+	int due = 0, rest = 0;
+	for (struct want *w = hb->wants; w; w = w->next)
+		if (w->state == WANT_RECORDING) {
+			if (w->to_ns <= now)
+				due++;
+			else
+				rest++;
+		}
+	struct seg *old = run->cur;
+	bool failed = false;
+	if (rest) {
+		struct seg *s = seg_new(hb);
+		snprintf(path, sizeof(path), "%s/%s", hb->dir, s ? s->name : "?");
+		pthread_mutex_unlock(&hb->lock);
+		int e = s ? vp_svc_rec__rotate(run->r, hb->dirfd, s->name, path, err, errlen) : -ENOMEM;
+		pthread_mutex_lock(&hb->lock);
+		uint64_t t = mono_ns();
+		if (e == 0) {
+			old->end_ns = t;
+			s->start_ns = t < s->start_ns ? t : s->start_ns;
+			run->cur = s;
+		} else {
+			/* Not rotated: the recorder stops, the windows due are answered from
+			 * what it has, and the others start over with a new one. */
+			if (s)
+				seg_drop(hb, s);
+			if (a->o.log)
+				fprintf(a->o.log, "viprof serve: http: cannot rotate the shared recording: %s\n", err);
+			failed = true;
+		}
+	}
+	if (!rest || failed) {
+		pthread_mutex_unlock(&hb->lock);
+		int e = vp_svc_rec__stop(run->r, err, errlen);
+		vp_svc_rec__free(run->r);
+		pthread_mutex_lock(&hb->lock);
+		run->r = NULL;
+		old->end_ns = mono_ns();
+		if (e)
+			fail_wants(hb, WANT_RECORDING, err);
+	}
+	for (struct want *w = hb->wants; w; w = w->next) {
+		if (w->state != WANT_RECORDING)
+			continue;
+		if (w->to_ns <= now) {
+			w->state = WANT_READY;
+			run->served++;
+		} else if (failed) {
+			w->state = WANT_JOIN;   /* a new window, on the next recorder */
+		}
+	}
+	if (!run->r && a->o.log)
+		fprintf(a->o.log, "viprof serve: http: shared recording #%u stopped after %.1f s (%u request(s) "
+			"answered from it)\n", hb->starts, (double)(mono_ns() - run->t0) / 1e9, run->served);
+	pthread_cond_broadcast(&hb->cv);
+}
+
 static void *hub_thread(void *arg)
 {
 	struct vp_api *a = arg;
 	struct hub *hb = &a->hub;
-	struct vp_svc_rec *r = NULL;
-	struct seg *cur = NULL;
-	char err[768], path[4200], gone[64][24];
-	unsigned served = 0;
-	uint64_t rec_t0 = 0;
+	struct hub_run run = { 0 };
+	char gone[64][24];
 
 	pthread_mutex_lock(&hb->lock);
 	while (!hb->stopping) {
@@ -188,55 +321,25 @@ static void *hub_thread(void *arg)
 			}
 		}
 		if (!joining && !recording) {
-			if (r) {
+			if (run.r) {
 				/* Everyone left (hung up): nothing to answer, the recording ends. */
 				pthread_mutex_unlock(&hb->lock);
-				vp_svc_rec__stop(r, NULL, 0);
-				vp_svc_rec__free(r);
+				vp_svc_rec__stop(run.r, NULL, 0);
+				vp_svc_rec__free(run.r);
 				pthread_mutex_lock(&hb->lock);
-				r = NULL;
-				cur->end_ns = mono_ns();
+				run.r = NULL;
+				run.cur->end_ns = mono_ns();
 				if (a->o.log)
 					fprintf(a->o.log, "viprof serve: http: shared recording #%u stopped after %.1f s: no "
 						"request wants it any more (%u answered)\n", hb->starts,
-						(double)(mono_ns() - rec_t0) / 1e9, served);
+						(double)(mono_ns() - run.t0) / 1e9, run.served);
 				continue;
 			}
 			pthread_cond_wait(&hb->cv, &hb->lock);
 			continue;
 		}
-		if (!r) {
-			/* Start: the joining requests' windows begin once it samples. */
-			struct seg *s = seg_new(hb);
-			if (!s) {
-				fail_wants(hb, WANT_JOIN, "out of memory");
-				pthread_cond_broadcast(&hb->cv);
-				continue;
-			}
-			unsigned id = ++hb->starts;
-			snprintf(path, sizeof(path), "%s/%s", hb->dir, s->name);
-			struct vp_svc_rec_opts ro = { .parent_fd = hb->dirfd, .name = s->name, .dir = path,
-						      .freq = a->o.freq, .jvm = a->o.jvm, .agent = a->o.agent,
-						      .no_jit = a->o.no_jit, .log = a->o.log };
-			pthread_mutex_unlock(&hb->lock);
-			err[0] = '\0';
-			struct vp_svc_rec *nr = vp_svc_rec__start(&ro, err, sizeof(err));
-			pthread_mutex_lock(&hb->lock);
-			if (!nr) {
-				seg_drop(hb, s);
-				fail_wants(hb, WANT_JOIN, err[0] ? err : "cannot start the recording");
-				pthread_cond_broadcast(&hb->cv);
-				continue;
-			}
-			r = nr;
-			cur = s;
-			served = 0;
-			rec_t0 = mono_ns();
-			int n = 0;
-			for (struct want *w = hb->wants; w; w = w->next)
-				n += w->state == WANT_JOIN;
-			if (a->o.log)
-				fprintf(a->o.log, "viprof serve: http: shared recording #%u started for %d request(s)\n", id, n);
+		if (!run.r) {
+			hub_start(a, &run);
 			continue;   /* take them in below, with the time it really started */
 		}
 		uint64_t now = mono_ns();
@@ -256,86 +359,15 @@ static void *hub_thread(void *arg)
 			if (w->state == WANT_RECORDING && w->to_ns <= min_to + VP_API_END_GRACE_MS * 1000000ull &&
 			    w->to_ns > end_at)
 				end_at = w->to_ns;
-		if (now < end_at) {
-			uint64_t left_ms = (end_at - now) / 1000000 + 1;
-			pthread_mutex_unlock(&hb->lock);
-			int p = vp_svc_rec__poll(r, left_ms > 100 ? 100 : (int)left_ms);
-			pthread_mutex_lock(&hb->lock);
-			if (p <= 0) {
-				/* It cannot end by itself (no duration): it failed. */
-				pthread_mutex_unlock(&hb->lock);
-				vp_svc_rec__stop(r, err, sizeof(err));
-				vp_svc_rec__free(r);
-				pthread_mutex_lock(&hb->lock);
-				r = NULL;
-				cur->end_ns = mono_ns();
-				fail_wants(hb, WANT_RECORDING, err[0] ? err : "the recording failed");
-				pthread_cond_broadcast(&hb->cv);
-			}
-			continue;
-		}
-		/* The windows due end now: the segment ends, by a rotation when other windows go
-		 * on, else by the recorder's stop; either way it is complete when they read it. */
-		int due = 0, rest = 0;
-		for (struct want *w = hb->wants; w; w = w->next)
-			if (w->state == WANT_RECORDING) {
-				if (w->to_ns <= now)
-					due++;
-				else
-					rest++;
-			}
-		struct seg *old = cur;
-		bool failed = false;
-		if (rest) {
-			struct seg *s = seg_new(hb);
-			snprintf(path, sizeof(path), "%s/%s", hb->dir, s ? s->name : "?");
-			pthread_mutex_unlock(&hb->lock);
-			int e = s ? vp_svc_rec__rotate(r, hb->dirfd, s->name, path, err, sizeof(err)) : -ENOMEM;
-			pthread_mutex_lock(&hb->lock);
-			uint64_t t = mono_ns();
-			if (e == 0) {
-				old->end_ns = t;
-				s->start_ns = t < s->start_ns ? t : s->start_ns;
-				cur = s;
-			} else {
-				/* Not rotated: the recorder stops, the windows due are answered from
-				 * what it has, and the others start over with a new one. */
-				if (s)
-					seg_drop(hb, s);
-				if (a->o.log)
-					fprintf(a->o.log, "viprof serve: http: cannot rotate the shared recording: %s\n", err);
-				failed = true;
-			}
-		}
-		if (!rest || failed) {
-			pthread_mutex_unlock(&hb->lock);
-			int e = vp_svc_rec__stop(r, err, sizeof(err));
-			vp_svc_rec__free(r);
-			pthread_mutex_lock(&hb->lock);
-			r = NULL;
-			old->end_ns = mono_ns();
-			if (e)
-				fail_wants(hb, WANT_RECORDING, err);
-		}
-		for (struct want *w = hb->wants; w; w = w->next) {
-			if (w->state != WANT_RECORDING)
-				continue;
-			if (w->to_ns <= now) {
-				w->state = WANT_READY;
-				served++;
-			} else if (failed) {
-				w->state = WANT_JOIN;   /* a new window, on the next recorder */
-			}
-		}
-		if (!r && a->o.log)
-			fprintf(a->o.log, "viprof serve: http: shared recording #%u stopped after %.1f s (%u request(s) "
-				"answered from it)\n", hb->starts, (double)(mono_ns() - rec_t0) / 1e9, served);
-		pthread_cond_broadcast(&hb->cv);
+		if (now < end_at)
+			hub_wait(a, &run, now, end_at);
+		else
+			hub_end_due(a, &run, now);
 	}
 	pthread_mutex_unlock(&hb->lock);
-	if (r) {
-		vp_svc_rec__stop(r, NULL, 0);
-		vp_svc_rec__free(r);
+	if (run.r) {
+		vp_svc_rec__stop(run.r, NULL, 0);
+		vp_svc_rec__free(run.r);
 	}
 	return NULL;
 }

@@ -516,6 +516,126 @@ static void describe(const struct vp_record_opts *o, char *buf, size_t len)
 		 o->output ? o->output : "?");
 }
 
+/* The request, within REQUEST_TIMEOUT_S, waited for in slices so that a client that
+ * connects and says nothing does not hold the service's stop. Its length, or -errno, 0 closed;
+ * a descriptor it carries in *passed. */
+static ssize_t read_request(struct conn *c, char *req, size_t len, int *passed)
+{
+	struct timeval tv = { .tv_sec = REQUEST_TIMEOUT_S };
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	tv.tv_sec = SEND_TIMEOUT_S;
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	ssize_t n = -ETIMEDOUT;
+	for (uint64_t until = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull; !c->s->stopping && mono_ns() < until;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, 200) > 0) {
+			n = vp_sock__recv(c->fd, req, len, passed);
+			break;
+		}
+	}
+	return n;
+}
+
+/* Counts the session against its user's limit (root has none): false when the user is at it. */
+static bool count_session(struct conn *c)
+{
+	struct vp_sock *s = c->s;
+	pthread_mutex_lock(&s->mu);
+	bool over = c->cred.uid != 0 && c->u->sessions >= s->o.limits.sessions;
+	if (!over)
+		c->u->sessions++;
+	pthread_mutex_unlock(&s->mu);
+	return !over;
+}
+
+/* What the service does for an authorized request, narrowed to what the user may have. */
+static void narrow_request(const struct conn *c, struct vp_record_opts *o, struct vp_recorder_owner *owner,
+			   const struct vp_sock_jvm *jvms, int njvms)
+{
+	/* Unprivileged users get what the kernel would give them: kernel samples and the
+	 * kernel's symbols (which root reads) only where the kernel shows a user kernel
+	 * addresses itself, as /proc/kallsyms decides (kallsyms_show_value: kptr_restrict 0
+	 * and perf_event_paranoid <= 1); with kptr_restrict 1 the kernel would sample a
+	 * user's kernel frames but hide its symbol addresses from them. */
+	if (c->cred.uid != 0 && (vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2 ||
+				 vp_read_int_file("/proc/sys/kernel/kptr_restrict", 1) != 0))
+		o->user_only = true;
+	if (c->cred.uid != 0 && o->duration <= 0)
+		o->duration = c->s->o.limits.max_seconds;
+	/* The client attached its JVMs itself, as the user; the service attaches none. */
+	o->agent = NULL;
+	o->no_jit = true;
+	o->force = false;
+	for (int i = 0; i < njvms; i++) {
+		owner->jvms[i].pid = jvms[i].pid;
+		owner->jvms[i].flags = jvms[i].flags;
+	}
+	owner->njvms = njvms;
+}
+
+/* Runs the recording until it ends, the client says STOP (its wait status in *status) or goes,
+ * or the service stops, forwarding the recorder's log and STATUS news. What ended it, for the
+ * audit; a failure's cause in detail. */
+static const char *watch_recording(struct conn *c, struct vp_recorder *rec, FILE *log, char **logbuf, size_t *logsent,
+				   int *status, char *detail, size_t dlen)
+{
+	struct vp_sock *s = c->s;
+	struct vp_recorder_stats st;
+	uint64_t last_status = mono_ns();
+	const char *result = "ok";
+	for (;;) {
+		if (c->gone) {
+			result = "client gone";
+			break;
+		}
+		int r = vp_recorder__poll(rec, 100);
+		forward_log(c, log, logbuf, logsent);
+		if (r < 0 && client_hung_up(c->fd)) {
+			/* The stream's pipe broke because its reader, the client, is gone. */
+			result = "client gone";
+			break;
+		}
+		if (r < 0) {
+			csend(c, "LOG viprof record: %s", vp_recorder__error(rec));
+			result = "failed";
+			snprintf(detail, dlen, "%s; ", vp_recorder__error(rec));
+			break;
+		}
+		if (r == 0)
+			break;
+		int m = client_message(c->fd, status);
+		if (m < 0) {
+			result = "client gone";
+			break;
+		}
+		if (m > 0)
+			break;
+		if (s->stopping) {
+			csend(c, "LOG viprof record: the service is stopping; the recording ends here");
+			result = "service stopping";
+			break;
+		}
+		uint64_t now = mono_ns();
+		vp_recorder__stats(rec, &st);
+		if (c->cred.uid != 0 && st.stream_bytes > s->o.limits.max_bytes) {
+			csend(c, "LOG viprof record: the session reached this service's limit of %llu bytes; stopped",
+			      (unsigned long long)s->o.limits.max_bytes);
+			result = "byte limit";
+			break;
+		}
+		if (now - last_status >= STATUS_INTERVAL_NS) {
+			/* Only news: dropped, not waited for, when the client reads nothing. */
+			char msg[128];
+			int k = snprintf(msg, sizeof(msg), "STATUS %llu %llu %llu", (unsigned long long)st.samples,
+					 (unsigned long long)st.lost, (unsigned long long)st.elapsed_ns);
+			if (send(c->fd, msg, (size_t)k, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+				c->gone = true;
+			last_status = now;
+		}
+	}
+	return result;
+}
+
 static void serve_conn(struct conn *c)
 {
 	struct vp_sock *s = c->s;
@@ -531,25 +651,12 @@ static void serve_conn(struct conn *c)
 	int passed = -1, e, status = -1, njvms = 0, stream_r = -1, meta_r = -1;
 	bool counted = false;
 
-	struct timeval tv = { .tv_sec = REQUEST_TIMEOUT_S };
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	tv.tv_sec = SEND_TIMEOUT_S;
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* The request, within REQUEST_TIMEOUT_S, waited for in slices so that a client that
-	 * connects and says nothing does not hold the service's stop. */
-	ssize_t n = -ETIMEDOUT;
-	for (uint64_t until = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull; !s->stopping && mono_ns() < until;) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		if (poll(&p, 1, 200) > 0) {
-			n = vp_sock__recv(c->fd, req, sizeof(req), &passed);
-			break;
-		}
-	}
+	ssize_t n = read_request(c, req, sizeof(req), &passed);
 	if (n <= 0) {
 		audit(s, &c->cred, c->owner, what, "client gone before its request (%s)", n < 0 ? strerror((int)-n) : "closed");
 		goto out;
 	}
-	tv.tv_sec = 0;
+	struct timeval tv = { .tv_sec = 0 };
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (vp_sock__decode_request(req, &o, cmdv, jvms, &njvms, why, sizeof(why))) {
 		csend(c, "ERR 2 %s", why);
@@ -571,14 +678,8 @@ static void serve_conn(struct conn *c)
 		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
-	pthread_mutex_lock(&s->mu);
-	bool over = c->cred.uid != 0 && c->u->sessions >= s->o.limits.sessions;
-	if (!over) {
-		c->u->sessions++;
-		counted = true;
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (over) {
+	counted = count_session(c);
+	if (!counted) {
 		snprintf(why, sizeof(why), "you (uid %u%s) already have %u recordings running, this service's limit "
 			 "per user (your subordinate uids count as you); wait for one to end", (unsigned)c->owner,
 			 c->owner != c->cred.uid ? ", the owner of this subordinate uid" : "", s->o.limits.sessions);
@@ -586,25 +687,7 @@ static void serve_conn(struct conn *c)
 		audit(s, &c->cred, c->owner, what, "refused: %s", why);
 		goto out;
 	}
-	/* Unprivileged users get what the kernel would give them: kernel samples and the
-	 * kernel's symbols (which root reads) only where the kernel shows a user kernel
-	 * addresses itself, as /proc/kallsyms decides (kallsyms_show_value: kptr_restrict 0
-	 * and perf_event_paranoid <= 1); with kptr_restrict 1 the kernel would sample a
-	 * user's kernel frames but hide its symbol addresses from them. */
-	if (c->cred.uid != 0 && (vp_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2) >= 2 ||
-				 vp_read_int_file("/proc/sys/kernel/kptr_restrict", 1) != 0))
-		o.user_only = true;
-	if (c->cred.uid != 0 && o.duration <= 0)
-		o.duration = s->o.limits.max_seconds;
-	/* The client attached its JVMs itself, as the user; the service attaches none. */
-	o.agent = NULL;
-	o.no_jit = true;
-	o.force = false;
-	for (int i = 0; i < njvms; i++) {
-		owner.jvms[i].pid = jvms[i].pid;
-		owner.jvms[i].flags = jvms[i].flags;
-	}
-	owner.njvms = njvms;
+	narrow_request(c, &o, &owner, jvms, njvms);
 	if ((e = session_pipe(&owner.stream_fd, &stream_r, STREAM_PIPE_BYTES)) ||
 	    (e = session_pipe(&owner.meta_fd, &meta_r, 0))) {
 		if (owner.stream_fd >= 0)
@@ -639,59 +722,8 @@ static void serve_conn(struct conn *c)
 	close(meta_r);
 	stream_r = meta_r = -1;
 	csend(c, "STARTED %s", vp_recorder__backend(rec));
-	uint64_t last_status = mono_ns();
-	const char *result = "ok";
 	char detail[600] = "";
-	for (;;) {
-		if (c->gone) {
-			result = "client gone";
-			break;
-		}
-		int r = vp_recorder__poll(rec, 100);
-		forward_log(c, log, &logbuf, &logsent);
-		if (r < 0 && client_hung_up(c->fd)) {
-			/* The stream's pipe broke because its reader, the client, is gone. */
-			result = "client gone";
-			break;
-		}
-		if (r < 0) {
-			csend(c, "LOG viprof record: %s", vp_recorder__error(rec));
-			result = "failed";
-			snprintf(detail, sizeof(detail), "%s; ", vp_recorder__error(rec));
-			break;
-		}
-		if (r == 0)
-			break;
-		int m = client_message(c->fd, &status);
-		if (m < 0) {
-			result = "client gone";
-			break;
-		}
-		if (m > 0)
-			break;
-		if (s->stopping) {
-			csend(c, "LOG viprof record: the service is stopping; the recording ends here");
-			result = "service stopping";
-			break;
-		}
-		uint64_t now = mono_ns();
-		vp_recorder__stats(rec, &st);
-		if (c->cred.uid != 0 && st.stream_bytes > s->o.limits.max_bytes) {
-			csend(c, "LOG viprof record: the session reached this service's limit of %llu bytes; stopped",
-			      (unsigned long long)s->o.limits.max_bytes);
-			result = "byte limit";
-			break;
-		}
-		if (now - last_status >= STATUS_INTERVAL_NS) {
-			/* Only news: dropped, not waited for, when the client reads nothing. */
-			char msg[128];
-			int k = snprintf(msg, sizeof(msg), "STATUS %llu %llu %llu", (unsigned long long)st.samples,
-					 (unsigned long long)st.lost, (unsigned long long)st.elapsed_ns);
-			if (send(c->fd, msg, (size_t)k, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
-				c->gone = true;
-			last_status = now;
-		}
-	}
+	const char *result = watch_recording(c, rec, log, &logbuf, &logsent, &status, detail, sizeof(detail));
 	if (status >= 0)
 		vp_recorder__set_exit_status(rec, status);
 	e = vp_recorder__stop(rec);

@@ -1,5 +1,6 @@
 /* perf-PID.map import (maps/codemap.c). */
 #include "maps/codemap.h"
+#include "maps/codemap_io.h"
 #include "fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

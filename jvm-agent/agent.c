@@ -69,6 +69,7 @@
 #include "jvm-agent/queue.h"
 #include "jvm-agent/locks.h"
 #include "jvm-agent/names.h"
+#include "jvm-agent/options.h"
 #include "jvm-agent/threads.h"
 #include "hotspot/vmstructs.h"
 #include "jvm-agent/vmflags.h"
@@ -104,26 +105,6 @@ static const struct vp_hs_vm *hotspot_vm(void)
 	return state > 0 ? &vm : NULL;
 }
 
-/* Where one session's maps go: dir=, and lock= when a recorder holds that file locked
- * for as long as its session lasts (the agent stops writing when the lock is free). */
-struct session_opts {
-	char dir[PATH_MAX];
-	char lock[PATH_MAX];
-	bool default_dir;      /* no dir= option: the per-user default under /tmp */
-	/* fds=SOCKET: the recorder hands over, on that Unix socket, the session's own
-	 * jit/<pid> directory and its lock file as descriptors (map_fd, lock_fd; -1 until
-	 * received), so that a JVM in a container, or one whose user cannot reach the
-	 * session's path, writes straight into the session and nothing into its own /tmp. */
-	char sock[PATH_MAX];
-	int map_fd, lock_fd;
-	/* The connection they came on, kept: the recorder's next session comes on it
-	 * (channel_thread) instead of another attach. -1 if none. */
-	int chan_fd;
-	/* alloc=BYTES (0: off) and locks=NS (-1: off): each session says what it records. */
-	uint64_t alloc;
-	int64_t locks;
-};
-
 struct agent {
 	jvmtiEnv *jvmti;
 	volatile bool disabled; /* callbacks queue nothing: idle between sessions, or failed */
@@ -148,7 +129,7 @@ struct agent {
 
 	/* A new session (another attach), under lock: the attach thread asks (switch_want),
 	 * the agent thread switches files and answers (switch_done, switch_err). */
-	struct session_opts next;
+	struct vp_agent_opts next;
 	uint64_t switch_want, switch_done;
 	int switch_err;
 };
@@ -469,7 +450,7 @@ static void profiles_apply(jvmtiEnv *jvmti, JNIEnv *jni, uint64_t alloc, int64_t
 
 static int open_file(void);
 static int write_meta(void);
-static void use_options(const struct session_opts *o);
+static void use_options(const struct vp_agent_opts *o);
 
 /* The events a session needs; VMInit and VMDeath stay on between sessions. */
 static const jvmtiEvent session_events[] = {
@@ -707,196 +688,10 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 
 /* ---- setup ---- */
 
-/* -XX:[+-]PreserveFramePointer in one whitespace- or NUL-separated list; last one wins. */
-static void scan_fp(const char *s, size_t len, int *state)
-{
-	static const char on[] = "-XX:+PreserveFramePointer", off[] = "-XX:-PreserveFramePointer";
-	for (size_t i = 0; i + sizeof(on) - 1 <= len; i++) {
-		if (i > 0 && s[i - 1] != '\0' && s[i - 1] != ' ' && s[i - 1] != '\t')
-			continue;
-		if (!memcmp(s + i, on, sizeof(on) - 1))
-			*state = 1;
-		else if (!memcmp(s + i, off, sizeof(off) - 1))
-			*state = 0;
-	}
-}
 
-/* JVMTI does not expose VM flags, so read them where the JVM did: JAVA_TOOL_OPTIONS,
- * then JDK_JAVA_OPTIONS, then the command line, then _JAVA_OPTIONS (HotSpot's order). */
-static bool detect_frame_pointers(void)
-{
-	int state = 0;
-	const char *env = getenv("JAVA_TOOL_OPTIONS");
-	if (env)
-		scan_fp(env, strlen(env), &state);
-	if ((env = getenv("JDK_JAVA_OPTIONS")))
-		scan_fp(env, strlen(env), &state);
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char buf[65536];
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n > 0)
-			scan_fp(buf, (size_t)n, &state);
-		close(fd);
-	}
-	if ((env = getenv("_JAVA_OPTIONS")))
-		scan_fp(env, strlen(env), &state);
-	return state == 1;
-}
-
-/* The measurement options (docs/benchmarks.md): stats, noop, inline=no; gcwalk=no and
- * the code source (jit=events, jit=scan, scancheck) are walk.c's. */
-static bool measure_option(const char *p, size_t len)
-{
-	return vp_stats__option(p, len) || vp_scan__option(p, len);
-}
-
-static int receive_fds(struct session_opts *o);
-
-/* dir=DIR[,lock=FILE][,fds=SOCKET]: all optional; DIR defaults to /tmp/viprof-jit-<euid>. Also the
- * measurement options above (and VIPROF_AGENT_STATS=1 for stats). */
-static int parse_options(const char *options, struct session_opts *o)
-{
-	vp_stats__env(getenv("VIPROF_AGENT_STATS"));
-	memset(o, 0, sizeof(*o));
-	o->map_fd = o->lock_fd = o->chan_fd = -1;
-	vp_vthread__option(NULL, 0);   /* each session says whether it wants virtual threads */
-	o->locks = -1;
-	if (!options)
-		options = "";
-	const char *p = options;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char *dst = NULL;
-		size_t skip = 0;
-		if (len > 4 && !strncmp(p, "dir=", 4)) {
-			dst = o->dir;
-			skip = 4;
-		} else if (len > 5 && !strncmp(p, "lock=", 5)) {
-			dst = o->lock;
-			skip = 5;
-		} else if (len > 4 && !strncmp(p, "fds=", 4)) {
-			dst = o->sock;
-			skip = 4;
-		} else if (len > 6 && !strncmp(p, "locks=", 6)) {
-			char *e;
-			long long v = strtoll(p + 6, &e, 10);
-			if ((e != p + len) || v < 0)
-				return -EINVAL;
-			o->locks = v;
-		} else if (len > 6 && !strncmp(p, "alloc=", 6)) {
-			char num[24];
-			snprintf(num, sizeof(num), "%.*s", (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
-			char *e;
-			unsigned long long v = strtoull(num, &e, 10);
-			if (*e || !v)
-				return -EINVAL;
-			o->alloc = v;
-		} else if (measure_option(p, len) || vp_vthread__option(p, len)) {
-			/* taken */
-		} else if (len) {
-			return -EINVAL;
-		}
-		if (dst) {
-			if (len - skip >= PATH_MAX)
-				return -ENAMETOOLONG;
-			memcpy(dst, p + skip, len - skip);
-			dst[len - skip] = '\0';
-		}
-		p += len + (end ? 1 : 0);
-	}
-	if (o->sock[0]) {
-		int e = receive_fds(o);
-
-		if (e) {
-			fprintf(stderr, "viprof agent: receiving the session's directory from the recorder on %s failed: %s\n",
-				o->sock, strerror(-e));
-			return e;
-		}
-	}
-	if (!o->dir[0]) {
-		snprintf(o->dir, sizeof(o->dir), "/tmp/viprof-jit-%u", (unsigned)geteuid());
-		o->default_dir = true;
-	}
-	vp_vthread__start(NULL, NULL);       /* a later session's: the first one's starts in setup */
-	return 0;
-}
-
-static void use_options(const struct session_opts *o)
+static void use_options(const struct vp_agent_opts *o)
 {
 	vp_mapfile__use(o->dir, o->lock, o->default_dir, o->map_fd, o->lock_fd);
-}
-
-/* fds=SOCKET: connects to the recorder's socket (made for this attach, in a directory
- * of the recorder's in our /tmp) and takes the two descriptors it sends: the session's
- * jit/<pid> directory and its lock file. The directory must be ours and closed to
- * others, as the one we would make ourselves; the lock a regular file. Runs on the
- * attaching thread, which the recorder answers while it waits for the attach; a
- * recorder that does not answer within 5 s fails the attach. 0 or -errno. */
-static int receive_fds(struct session_opts *o)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-	} cm;
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
-	struct timeval tv = { .tv_sec = 5 };
-	struct stat st;
-	int s = -1, err = 0, got[2] = { -1, -1 }, ngot = 0;
-
-	if (strlen(o->sock) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, o->sock);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = -errno;
-		goto cleanup;
-	}
-	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0) {
-		err = n < 0 ? -errno : -ECONNRESET;
-		goto cleanup;
-	}
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (ngot < 2)
-				got[ngot++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if (ngot != 2 || (mh.msg_flags & MSG_CTRUNC)) {
-		err = -EPROTO;
-		goto cleanup;
-	}
-	if (fstat(got[0], &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
-	    fstat(got[1], &st) || !S_ISREG(st.st_mode)) {
-		err = -EACCES;
-		goto cleanup;
-	}
-	o->map_fd = got[0];
-	o->lock_fd = got[1];
-	got[0] = got[1] = -1;
-	o->chan_fd = s;
-	s = -1;
-cleanup:
-	for (int i = 0; i < 2; i++)
-		if (got[i] >= 0)
-			close(got[i]);
-	if (s >= 0)
-		close(s);
-	return err;
 }
 
 /* The session's map, a new file where vp_mapfile__use said (maps/codemap_writer.h). */
@@ -937,8 +732,8 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 		fail("GetEnv(JVMTI 1.2)", "this JVM offers no JVMTI 1.2");
 		return -ENOTSUP;
 	}
-	struct session_opts so;
-	if ((err = parse_options(options, &so))) {
+	struct vp_agent_opts so;
+	if ((err = vp_agent_opts__parse(options, &so))) {
 		fail("parsing the options", err == -EINVAL ? "expected dir=<directory>[,lock=<file>]" : strerror(-err));
 		return err;
 	}
@@ -946,7 +741,7 @@ static int setup(JavaVM *vm, const char *options, bool attach)
 	vp_alloc__set(so.alloc);
 	agent.new_chan = so.chan_fd;
 	vp_mapfile__watch();
-	agent.frame_pointers = detect_frame_pointers();
+	agent.frame_pointers = vp_agent_opts__frame_pointers();
 	vp_scan__choose_source(agent.jvmti, hotspot_vm(), write_queue);
 	vp_gcs__init(hotspot_vm());
 	const char *what = NULL;
@@ -1047,13 +842,13 @@ EXPORT JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *rese
 	return JNI_OK; /* a failed agent must not stop the JVM from starting */
 }
 
-static int switch_to(struct session_opts *so);
+static int switch_to(struct vp_agent_opts *so);
 
 /* A second attach to a JVM that has the agent: the agent thread ends the current
  * session's map (if any) and opens the new one; then this thread replays. */
 static int new_session(JavaVM *vm, const char *options)
 {
-	struct session_opts so;
+	struct vp_agent_opts so;
 	int err;
 
 	if (agent.failed) {
@@ -1061,7 +856,7 @@ static int new_session(JavaVM *vm, const char *options)
 			"restart the JVM to profile its JIT code\n");
 		return -EALREADY;
 	}
-	if ((err = parse_options(options, &so))) {
+	if ((err = vp_agent_opts__parse(options, &so))) {
 		fprintf(stderr, "viprof agent: loading again failed: %s; expected dir=<directory>[,lock=<file>]\n",
 			strerror(-err));
 		return err;
@@ -1081,9 +876,9 @@ static int new_session(JavaVM *vm, const char *options)
 
 /* Hands so (its descriptors with it) to the agent thread for a new session and waits
  * until it switched. 0 or -errno. */
-static int switch_to(struct session_opts *so_in)
+static int switch_to(struct vp_agent_opts *so_in)
 {
-	struct session_opts so = *so_in;
+	struct vp_agent_opts so = *so_in;
 	int err;
 
 	vp_queue__lock();
@@ -1173,8 +968,8 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 					close(x);
 			}
 		}
-		struct session_opts so;
-		int err = ngot == 2 && strncmp(payload, "dir=", 4) == 0 && parse_options(payload, &so) == 0 ? 0 : -EPROTO;
+		struct vp_agent_opts so;
+		int err = ngot == 2 && strncmp(payload, "dir=", 4) == 0 && vp_agent_opts__parse(payload, &so) == 0 ? 0 : -EPROTO;
 		if (!err && (fstat(got[0], &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
 			     fstat(got[1], &st) || !S_ISREG(st.st_mode)))
 			err = -EACCES;

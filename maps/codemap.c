@@ -1,8 +1,10 @@
-/* Reading code maps (maps/codemap_format.h) into struct vp_codemap, importing perf maps
- * and jitdump, and exporting to them. Every length inside a record is checked against
- * the record; a bad record is an error naming the file and offset, never a crash. */
+/* Reading code maps (maps/codemap_format.h) into struct vp_codemap (perf maps and jitdump
+ * are imported and exported in maps/codemap_io.c; lookups are in maps/codemap_lookup.c).
+ * Every length inside a record is checked against the record; a bad record is an error
+ * naming the file and offset, never a crash. */
 #define _GNU_SOURCE /* qsort_r */
 #include "maps/codemap.h"
+#include "maps/codemap_build.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,22 +18,10 @@
 
 #include "common/chunkfile.h"
 #include "common/util.h"
+#include "maps/codemap_budget.h"
+#include "maps/codemap_flat.h"
 #include "maps/codemap_format.h"
 #include "maps/epoch_rule.h"
-
-struct flat_iv {
-	uint64_t start, end;
-	uint32_t method;
-};
-
-/* What reading a code map may cost. The file is the JVM user's, and root reads it (the
- * service, every interval): its records' counts must not make the reader allocate more
- * than a small multiple of the file's own bytes (INLINE2's kept frames cost no bytes, and
- * zlib packs a thousand repeated bytes into a few), nor more than a cap in all. A map
- * that asks for more is not read, and says so; a real one takes about 4 times its size. */
-#define VP_CM_READ_RATIO 64u                 /* bytes per byte of the file read so far */
-#define VP_CM_READ_FLOOR (4ull << 20)        /* what any map may take */
-#define VP_CM_READ_CAP   (1ull << 30)        /* what no map may take */
 
 struct priv {
 	char **strs;           /* every string we own */
@@ -40,61 +30,22 @@ struct priv {
 	uint64_t *hkeys;
 	uint32_t *hvals;
 	size_t hcap, hn;
-	struct flat_iv *flat;
-	size_t nflat, capflat;
+	struct vp_cm_flat flat;
 	size_t cap_methods, cap_blobs, cap_epochs, cap_names, cap_inlines, cap_ptrs, cap_threads;
 	size_t cap_allocs, cap_alloc_frames, cap_vthreads;
 	int32_t cur_epoch;     /* -1 before the first EPOCH_BEGIN */
-	struct vp_cm_ranges placed; /* jitdump import: the loads of the current epoch */
 	uint32_t *unnamed;     /* METHOD_LOAD2 methods, named from METHOD_NAME in finish() */
 	size_t nunnamed, cap_unnamed;
 	uint32_t file;
-	/* The budget (VP_CM_READ_*): on for the agent's maps (not for imports, which the
-	 * user runs on their own files), what was charged, and the bytes read. */
-	bool bounded, over;    /* over: a charge failed (every later failure is that one) */
-	uint64_t spent, read_before;
-	const struct cfile_reader *rd;   /* the file being read */
+	struct vp_cm_budget budget;   /* maps/codemap_budget.h */
 };
 
-/* Charges bytes about to be allocated to the map's budget: 0, or -E2BIG once the map
- * asks for more than its bytes read so far allow. */
-static int charge(struct priv *pv, uint64_t bytes)
-{
-	pv->spent += bytes;
-	if (!pv->bounded)
-		return 0;
-	uint64_t read = pv->read_before + (pv->rd ? cfile_reader__offset(pv->rd) : 0);
-	uint64_t allow = VP_CM_READ_FLOOR + VP_CM_READ_RATIO * read;
-	if (pv->spent <= (allow < VP_CM_READ_CAP ? allow : VP_CM_READ_CAP))
-		return 0;
-	pv->over = true;
-	return -E2BIG;
-}
+#define GROW(arr, cap, need) vp_cm_budget__grow(&pv->budget, (void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
-/* vp_grow, its growth charged first (at most twice what is needed: vp_grow doubles). */
-static int grow(struct priv *pv, void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	uint64_t to = (uint64_t)(need > 2 * *cap ? 2 * need : 2 * *cap);
-	int e = charge(pv, (to - *cap) * elem);
-	return e ? e : vp_grow(v, cap, need, elem);
-}
-
-#define GROW(arr, cap, need) grow(pv, (void **)&(arr), &(cap), (need), sizeof(*(arr)))
-
-/* malloc(n), charged; NULL with errno E2BIG or ENOMEM. */
+/* malloc(n), charged to the map's budget; NULL with errno E2BIG or ENOMEM. */
 static void *cm_alloc(struct priv *pv, size_t n)
 {
-	int e = charge(pv, n + 16);   /* with malloc's own header */
-	if (e) {
-		errno = -e;
-		return NULL;
-	}
-	void *p = malloc(n);
-	if (!p)
-		errno = ENOMEM;
-	return p;
+	return vp_cm_budget__alloc(&pv->budget, n);
 }
 
 static const char *own_str(struct priv *pv, const char *s, size_t len)
@@ -186,8 +137,7 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(pv->strs);
 	free(pv->hkeys);
 	free(pv->hvals);
-	free(pv->flat);
-	vp_cm_ranges__free(&pv->placed);
+	vp_cm_flat__free(&pv->flat);
 	free(pv->unnamed);
 	for (size_t i = 0; i < m->nepochs; i++)
 		free(m->epochs[i].by_addr);
@@ -209,42 +159,6 @@ void vp_codemap__free(struct vp_codemap *m)
 	free(m->vthreads);
 	free(pv);
 	free(m);
-}
-
-const char *vp_cm_reason_name(uint32_t reason)
-{
-	switch (reason) {
-	case VP_EPOCH_START: return "start";
-	case VP_EPOCH_GC: return "gc";
-	case VP_EPOCH_REUSE: return "reuse";
-	case VP_EPOCH_ATTACH: return "attach";
-	case VP_EPOCH_IMPORT: return "import";
-	default: return "unknown";
-	}
-}
-
-const char *vp_cm_gc_kind_name(uint32_t kind)
-{
-	switch (kind) {
-	case VP_GC_YOUNG: return "young";
-	case VP_GC_FULL: return "full";
-	case VP_GC_CONCURRENT: return "concurrent";
-	default: return "unknown";
-	}
-}
-
-const char *vp_codemap__gc_text(const struct vp_codemap *m, size_t e, char *buf, size_t len)
-{
-	const struct vp_cm_epoch_info *ep = e < m->nepochs ? &m->epochs[e] : NULL;
-	if (!ep || !ep->gc_known) {
-		snprintf(buf, len, "%s", "");
-		return buf;
-	}
-	char id[16] = "";
-	if (ep->gc_id)
-		snprintf(id, sizeof(id), " %u", ep->gc_id);
-	snprintf(buf, len, "GC%s (%s%s%s)", id, vp_cm_gc_kind_name(ep->gc_kind), ep->gc_name[0] ? ", " : "", ep->gc_name);
-	return buf;
 }
 
 /* ---- building ---- */
@@ -920,108 +834,6 @@ static int cmp_name(const void *a, const void *b)
 	return c ? c : (x->name < y->name ? -1 : x->name > y->name);
 }
 
-/* The ranges of the flat map: method i's [start, start + size), an empty one as 1 byte. */
-static uint64_t flat_end(const struct vp_cm_method_info *x)
-{
-	return x->start + (x->size ? x->size : 1);
-}
-
-static int cmp_by_start_only(const void *a, const void *b, void *ctx)
-{
-	const struct vp_codemap *m = ctx;
-	return cmp_u64(m->methods[*(const uint32_t *)a].start, m->methods[*(const uint32_t *)b].start);
-}
-
-/* A max-heap of method indices: the latest loaded on top. */
-static void heap_push(uint32_t *h, size_t *n, uint32_t v)
-{
-	size_t i = (*n)++;
-	while (i && h[(i - 1) / 2] < v) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = v;
-}
-
-static void heap_pop(uint32_t *h, size_t *n)
-{
-	uint32_t v = h[--*n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1] > h[c])
-			c++;
-		if (h[c] <= v)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = v;
-}
-
-/* Appends [s, e) of method i to the flat map, joined to the last range if that is the
- * same method's and ends at s. */
-static int flat_add(struct priv *pv, uint64_t s, uint64_t e, uint32_t i)
-{
-	struct flat_iv *l = pv->nflat ? &pv->flat[pv->nflat - 1] : NULL;
-	if (l && l->method == i && l->end == s) {
-		l->end = e;
-		return 0;
-	}
-	if (GROW(pv->flat, pv->capflat, pv->nflat + 1))
-		return -ENOMEM;
-	pv->flat[pv->nflat++] = (struct flat_iv){ s, e, i };
-	return 0;
-}
-
-/* The flat map: every address of a method's range belongs to the last method loaded
- * over it (older ranges are trimmed). A sweep over the ranges by start, with a heap of
- * those that cover the sweep point, latest on top: O(n log n). (Inserting each range
- * into a sorted array in load order was O(n^2) for ranges loaded at falling addresses:
- * minutes of root's CPU for a map of a million tiny methods.) */
-static int build_flat(struct vp_codemap *m)
-{
-	struct priv *pv = m->priv;
-	size_t n = m->nmethods, nh = 0, i = 0;
-	uint32_t *by = n ? cm_alloc(pv, n * sizeof(*by)) : NULL, *h = n ? cm_alloc(pv, n * sizeof(*h)) : NULL;
-	int e = 0;
-
-	pv->nflat = 0;
-	if (n && (!by || !h)) {
-		e = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t k = 0; k < n; k++)
-		by[k] = (uint32_t)k;
-	if (n)
-		qsort_r(by, n, sizeof(*by), cmp_by_start_only, m);
-	uint64_t x = 0;
-	while (i < n || nh) {
-		if (!nh)
-			x = m->methods[by[i]].start;
-		while (i < n && m->methods[by[i]].start <= x)
-			heap_push(h, &nh, by[i++]);
-		while (nh && flat_end(&m->methods[h[0]]) <= x)
-			heap_pop(h, &nh);
-		if (!nh)
-			continue;
-		/* The top owns [x, y): until it ends or a range starts (which may be later). */
-		uint64_t y = flat_end(&m->methods[h[0]]);
-		if (i < n && m->methods[by[i]].start < y)
-			y = m->methods[by[i]].start;
-		if ((e = flat_add(pv, x, y, h[0])))
-			goto cleanup;
-		x = y;
-	}
-cleanup:
-	free(by);
-	free(h);
-	return e;
-}
-
 static int cmp_ptr(const void *a, const void *b)
 {
 	const struct vp_cm_ptr_info *x = a, *y = b;
@@ -1031,29 +843,6 @@ static int cmp_ptr(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
-uint64_t vp_codemap__method_at(const struct vp_codemap *m, uint64_t method_ptr, uint64_t t)
-{
-	size_t lo = 0, hi = m->nptrs;
-
-	/* The first entry for method_ptr. */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (m->ptrs[mid].method_ptr < method_ptr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == m->nptrs || m->ptrs[lo].method_ptr != method_ptr)
-		return 0;
-	size_t best = SIZE_MAX;
-	for (size_t i = lo; i < m->nptrs && m->ptrs[i].method_ptr == method_ptr && m->ptrs[i].time <= t; i++)
-		best = i;
-	if (best != SIZE_MAX)
-		return m->ptrs[best].method_id;
-	return m->ptrs[lo].preexisting ? m->ptrs[lo].method_id : 0;
-}
-
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct vp_cm_thread_info *x = a, *y = b;
@@ -1061,32 +850,6 @@ static int cmp_thread(const void *a, const void *b)
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return x->time < y->time ? -1 : x->time > y->time;
-}
-
-const char *vp_codemap__thread_name(const struct vp_codemap *m, uint32_t tid, uint64_t t)
-{
-	size_t lo = 0, hi = m->nthreads;
-
-	while (lo < hi) {   /* the first record of tid */
-		size_t mid = (lo + hi) / 2;
-
-		if (m->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == m->nthreads || m->threads[lo].tid != tid)
-		return NULL;
-	size_t best = SIZE_MAX;
-	for (size_t i = lo; i < m->nthreads && m->threads[i].tid == tid && m->threads[i].time <= t; i++)
-		best = i;
-	const struct vp_cm_thread_info *x = best != SIZE_MAX ? &m->threads[best]
-					    : (m->threads[lo].flags & VP_CM_THREAD_PREEXISTING) ? &m->threads[lo] : NULL;
-	/* A sample a moment before its thread's ThreadStart reached the agent: the thread
-	 * ran already (the record is written from the thread itself). */
-	if (!x && t + VP_CM_THREAD_EARLY_NS >= m->threads[lo].time)
-		x = &m->threads[lo];
-	return x && !(x->flags & VP_CM_THREAD_ENDED) && x->name[0] ? x->name : NULL;
 }
 
 static int finish(struct vp_codemap *m, char *err, size_t errlen)
@@ -1119,7 +882,7 @@ static int finish(struct vp_codemap *m, char *err, size_t errlen)
 		x->name = ni ? ni->name : "[unknown compiled method]";
 	}
 	pv->nunnamed = 0;
-	if (build_flat(m))
+	if (vp_cm_flat__build(&pv->flat, m->methods, m->nmethods, &pv->budget))
 		goto nomem;
 	return 0;
 nomem:
@@ -1131,11 +894,11 @@ nomem:
 static int over_budget(const struct vp_codemap *m, const char *path, char *err, size_t errlen)
 {
 	const struct priv *pv = m->priv;
-	uint64_t read = pv->read_before + (pv->rd ? cfile_reader__offset(pv->rd) : 0);
+	uint64_t read = vp_cm_budget__read(&pv->budget);
 
 	vp_set_err(err, errlen, "%s: code map not read: its records ask for over %llu MiB from %llu KiB of file (a map may "
 		   "take %u times its size, at most %llu MiB); it is damaged or made to exhaust its reader",
-		   path, (unsigned long long)(pv->spent >> 20), (unsigned long long)(read >> 10), VP_CM_READ_RATIO,
+		   path, (unsigned long long)(pv->budget.spent >> 20), (unsigned long long)(read >> 10), VP_CM_READ_RATIO,
 		   (unsigned long long)(VP_CM_READ_CAP >> 20));
 	return -E2BIG;
 }
@@ -1147,8 +910,8 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 	if (!r)
 		return -errno;
 	int ret = 0;
-	pv->bounded = true;
-	pv->rd = r;
+	pv->budget.bounded = true;
+	pv->budget.rd = r;
 	const struct vp_file_header *h = cfile_reader__header(r);
 	if (h->format_version != VP_CODEMAP_FORMAT_VERSION) {
 		vp_set_err(err, errlen, "%s: code map format version %u, this viprof reads %u; use a matching viprof",
@@ -1166,7 +929,7 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 		/* A malformed record is skipped (counted); only running out of memory ends
 		 * the load. */
 		if ((ret = parse_record(m, rec, path, n++, err, errlen))) {
-			if (pv->over)
+			if (pv->budget.over)
 				ret = over_budget(m, path, err, errlen);
 			if (ret != -EBADMSG)
 				goto cleanup;
@@ -1198,8 +961,8 @@ static int load_one(struct vp_codemap *m, const char *path, char *err, size_t er
 	if (cfile_reader__truncated(r))
 		m->truncated = true;
 cleanup:
-	pv->read_before += cfile_reader__offset(r);
-	pv->rd = NULL;
+	pv->budget.read_before += cfile_reader__offset(r);
+	pv->budget.rd = NULL;
 	cfile_reader__close(r);
 	return ret;
 }
@@ -1210,7 +973,7 @@ struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t err
 	if (!m)
 		return NULL;
 	int ret = load_one(m, path, err, errlen);
-	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->over)
+	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->budget.over)
 		ret = over_budget(m, path, err, errlen);
 	if (ret) {
 		vp_codemap__free(m);
@@ -1277,7 +1040,7 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 		((struct priv *)m->priv)->file = (uint32_t)i;
 		ret = load_one(m, p, err, errlen);
 	}
-	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->over)
+	if (!ret && (ret = finish(m, err, errlen)) && ((struct priv *)m->priv)->budget.over)
 		ret = over_budget(m, dir, err, errlen);
 cleanup:
 	if (d)
@@ -1291,387 +1054,43 @@ cleanup:
 	return m;
 }
 
-/* ---- imports ---- */
+/* ---- building, for the importers (maps/codemap_build.h) ---- */
 
-struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size_t errlen)
+struct vp_codemap *vp_cm_build__new(void)
 {
-	FILE *f = fopen(path, "re");
-	struct vp_codemap *m = NULL;
-	int ret = 0;
-	char line[8192];
-	if (!f) {
-		ret = -errno;
-		vp_set_err(err, errlen, "%s: %s", path, strerror(errno));
-		goto cleanup;
-	}
-	if (!(m = codemap_new())) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, 0)))
-		goto cleanup;
-	for (unsigned long ln = 1; fgets(line, sizeof(line), f); ln++) {
-		char *e1, *e2;
-		unsigned long long start = strtoull(line, &e1, 16);
-		unsigned long long size = strtoull(e1, &e2, 16);
-		if (e1 == line || e2 == e1 || (*e2 != ' ' && *e2 != '\t')) {
-			vp_set_err(err, errlen, "%s:%lu: expected \"START SIZE name\" in hex; is this a perf-PID.map?", path, ln);
-			ret = -EBADMSG;
-			goto cleanup;
-		}
-		char *name = e2 + 1;
-		size_t nl = strcspn(name, "\n");
-		if ((ret = add_method(m, start, (uint32_t)size, 0, 0, name, nl, "", 0, "", 0, "", 0)))
-			goto cleanup;
-	}
-	ret = finish(m, err, errlen);
-cleanup:
-	if (f)
-		fclose(f);
-	if (ret) {
-		vp_codemap__free(m);
-		errno = -ret;
-		return NULL;
-	}
-	return m;
+	return codemap_new();
 }
 
-#define JITDUMP_MAGIC 0x4A695444u
-struct jd_header {
-	uint32_t magic, version, total_size, elf_mach, pad1, pid;
-	uint64_t timestamp, flags;
-};
-struct jd_rec {
-	uint32_t id, total_size;
-	uint64_t timestamp;
-};
-struct jd_load {
-	uint32_t pid, tid;
-	uint64_t vma, code_addr, code_size, code_index;
-};
-struct jd_move {
-	uint32_t pid, tid;
-	uint64_t vma, old_code_addr, new_code_addr, code_size, code_index;
-};
-enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1 };
-
-/* Opens a new epoch when a load of size bytes at s overlaps a load of the current one:
- * the agent's rule (maps/epoch_rule.h). */
-static int import_place(struct vp_codemap *m, uint64_t s, uint64_t size, uint64_t t)
+int vp_cm_build__epoch(struct vp_codemap *m, uint32_t id, uint32_t reason, uint64_t t)
 {
-	struct priv *pv = m->priv;
-	int err;
-
-	if (vp_cm_load_reuses(&pv->placed, s, size)) {
-		if ((err = begin_epoch(m, m->epochs[pv->cur_epoch].id + 1, VP_EPOCH_REUSE, t)))
-			return err;
-		vp_cm_ranges__clear(&pv->placed);
-	}
-	return vp_cm_ranges__insert(&pv->placed, s, vp_cm_load_end(s, size));
+	return begin_epoch(m, id, reason, t);
 }
 
-struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen)
+int vp_cm_build__method(struct vp_codemap *m, uint64_t start, uint32_t size, uint64_t id, uint64_t t, const char *name,
+			size_t name_len)
 {
-	FILE *f = fopen(path, "re");
-	struct vp_codemap *m = NULL;
-	uint8_t *buf = NULL;
-	int ret = 0;
-	struct jd_header h;
-	if (!f) {
-		ret = -errno;
-		vp_set_err(err, errlen, "%s: %s", path, strerror(errno));
-		goto cleanup;
-	}
-	if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != JITDUMP_MAGIC || h.version != 1 ||
-	    h.total_size < sizeof(h) || h.total_size > 4096) {
-		ret = -EBADMSG;
-		vp_set_err(err, errlen, "%s: not a little-endian jitdump version 1 file (magic 0x4A695444)", path);
-		goto cleanup;
-	}
-	if (fseek(f, h.total_size, SEEK_SET) || !(m = codemap_new()) || !(buf = malloc(1 << 20))) {
-		ret = errno ? -errno : -ENOMEM;
-		goto cleanup;
-	}
-	m->pid = h.pid;
-	m->created_ns = h.timestamp;
-	if ((ret = begin_epoch(m, 0, VP_EPOCH_IMPORT, 0)))
-		goto cleanup;
-	struct jd_rec r;
-	while (fread(&r, sizeof(r), 1, f) == 1) {
-		if (r.total_size < sizeof(r)) {
-			ret = -EBADMSG;
-			vp_set_err(err, errlen, "%s: jitdump record of size %u is too short; the file is damaged", path, r.total_size);
-			goto cleanup;
-		}
-		size_t body = r.total_size - sizeof(r);
-		if (r.id != JIT_CODE_LOAD && r.id != JIT_CODE_MOVE) {
-			if (fseek(f, (long)body, SEEK_CUR))
-				break;
-			continue;
-		}
-		/* Load records carry the code after the name; read only the head we need. */
-		size_t want = body < (1 << 20) ? body : (1 << 20);
-		if (fread(buf, 1, want, f) != want)
-			break; /* torn tail: keep what we have */
-		if (body > want && fseek(f, (long)(body - want), SEEK_CUR))
-			break;
-		if (r.id == JIT_CODE_LOAD) {
-			struct jd_load l;
-			if (want < sizeof(l) + 1)
-				goto short_rec;
-			memcpy(&l, buf, sizeof(l));
-			const char *name = (const char *)buf + sizeof(l);
-			size_t nl = strnlen(name, want - sizeof(l));
-			if (nl == want - sizeof(l) || l.code_size > UINT32_MAX)
-				goto short_rec;
-			if ((ret = import_place(m, l.code_addr, l.code_size, r.timestamp)) ||
-			    (ret = add_method(m, l.code_addr, (uint32_t)l.code_size, l.code_index, r.timestamp,
-					      name, nl, "", 0, "", 0, "", 0)))
-				goto cleanup;
-		} else {
-			struct jd_move mv;
-			if (want < sizeof(mv))
-				goto short_rec;
-			memcpy(&mv, buf, sizeof(mv));
-			uint32_t i = hget(m->priv, mv.old_code_addr);
-			if (i == UINT32_MAX)
-				continue;
-			const char *name = m->methods[i].name;
-			m->methods[i].unload_time = r.timestamp;
-			if ((ret = import_place(m, mv.new_code_addr, mv.code_size, r.timestamp)) ||
-			    (ret = add_method(m, mv.new_code_addr, (uint32_t)mv.code_size, mv.code_index, r.timestamp,
-					      name, strlen(name), "", 0, "", 0, "", 0)))
-				goto cleanup;
-		}
-		continue;
-short_rec:
-		ret = -EBADMSG;
-		vp_set_err(err, errlen, "%s: jitdump record id %u is malformed; the file is damaged", path, r.id);
-		goto cleanup;
-	}
-	ret = finish(m, err, errlen);
-cleanup:
-	free(buf);
-	if (f)
-		fclose(f);
-	if (ret) {
-		vp_codemap__free(m);
-		errno = -ret;
-		return NULL;
-	}
-	return m;
+	return add_method(m, start, size, id, t, name, name_len, "", 0, "", 0, "", 0);
+}
+
+uint32_t vp_cm_build__last_at(const struct vp_codemap *m, uint64_t start)
+{
+	return hget(m->priv, start);
+}
+
+int vp_cm_build__finish(struct vp_codemap *m, char *err, size_t errlen)
+{
+	return finish(m, err, errlen);
+}
+
+const struct vp_cm_flat *vp_cm_build__flat(const struct vp_codemap *m)
+{
+	return &((const struct priv *)m->priv)->flat;
 }
 
 /* ---- lookups ---- */
 
-const struct vp_cm_name_info *vp_codemap__name(const struct vp_codemap *m, uint64_t id)
-{
-	size_t lo = 0, hi = m->nnames; /* last with method_id <= id */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->names[mid].method_id <= id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && m->names[lo - 1].method_id == id ? &m->names[lo - 1] : NULL;
-}
-
-uint32_t vp_codemap__line(const struct vp_cm_name_info *n, int32_t bci)
-{
-	uint32_t line = 0, best = 0;
-	bool have = false;
-	if (!n || bci < 0)
-		return 0;
-	for (uint32_t i = 0; i < n->nlines; i++) {
-		if (n->lines[i].start_bci <= (uint32_t)bci && (!have || n->lines[i].start_bci >= best)) {
-			best = n->lines[i].start_bci;
-			line = n->lines[i].line;
-			have = true;
-		}
-	}
-	return line;
-}
-
-const struct vp_cm_method_info *vp_codemap__in_epoch(const struct vp_codemap *m, size_t e, uint64_t addr)
-{
-	if (e >= m->nepochs)
-		return NULL;
-	const struct vp_cm_epoch_info *ep = &m->epochs[e];
-	size_t lo = 0, hi = ep->nloads; /* last with start <= addr */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->methods[ep->by_addr[mid]].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* Within one epoch ranges do not overlap, except in damaged or imported maps: look a
-	 * few entries back so a long range is still found behind a short one. */
-	for (size_t k = lo, n = 0; k-- > 0 && n < 8; n++) {
-		const struct vp_cm_method_info *x = &m->methods[ep->by_addr[k]];
-		if (addr < x->start + (x->size ? x->size : 1))
-			return x;
-	}
-	return NULL;
-}
-
 const struct vp_cm_method_info *vp_codemap__flat(const struct vp_codemap *m, uint64_t addr)
 {
-	const struct priv *pv = m->priv;
-	size_t lo = 0, hi = pv->nflat;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (pv->flat[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo && addr < pv->flat[lo - 1].end)
-		return &m->methods[pv->flat[lo - 1].method];
-	return NULL;
-}
-
-const struct vp_cm_blob_info *vp_codemap__blob(const struct vp_codemap *m, uint64_t addr)
-{
-	size_t lo = 0, hi = m->nblobs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->blobs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t k = lo, n = 0; k-- > 0 && n < 8; n++)
-		if (addr < m->blobs[k].start + m->blobs[k].size)
-			return &m->blobs[k];
-	return NULL;
-}
-
-size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t)
-{
-	size_t lo = 0, hi = m->nepochs; /* last with t_begin <= t */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->epochs[mid].t_begin <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : 0;
-}
-
-/* ---- exports ---- */
-
-/* Opens path to export into: a regular file only (O_NONBLOCK: a FIFO planted there
- * neither blocks nor is written), created 0600 like a session when missing. */
-static int open_export(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	struct stat st;
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
-int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path)
-{
-	int fd = open_export(path);
-	return fd < 0 ? fd : vp_codemap__export_perf_map_fd(m, fd);
-}
-
-int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path)
-{
-	int fd = open_export(path);
-	return fd < 0 ? fd : vp_codemap__export_jitdump_fd(m, fd);
-}
-
-int vp_codemap__export_perf_map_fd(const struct vp_codemap *m, int fd)
-{
-	const struct priv *pv = m->priv;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -errno;
-	}
-	for (size_t i = 0; i < pv->nflat; i++)
-		fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", pv->flat[i].start, pv->flat[i].end - pv->flat[i].start,
-			m->methods[pv->flat[i].method].name);
-	for (size_t i = 0; i < m->nblobs; i++)
-		fprintf(f, "%" PRIx64 " %x %s\n", m->blobs[i].start, m->blobs[i].size, m->blobs[i].name);
-	int bad_write = ferror(f);
-	if (fclose(f) || bad_write)
-		return -EIO;
-	return 0;
-}
-
-int vp_codemap__export_jitdump_fd(const struct vp_codemap *m, int fd)
-{
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -errno;
-	}
-	struct jd_header h = { .magic = JITDUMP_MAGIC, .version = 1, .total_size = sizeof(h),
-			       .elf_mach = 62 /* EM_X86_64 */, .pid = m->pid, .timestamp = m->created_ns };
-	fwrite(&h, sizeof(h), 1, f);
-	static const uint8_t zeros[4096];
-	for (size_t i = 0; i < m->nmethods; i++) {
-		const struct vp_cm_method_info *x = &m->methods[i];
-		size_t nl = strlen(x->name) + 1;
-		struct jd_rec r = { .id = JIT_CODE_LOAD, .timestamp = x->load_time };
-		r.total_size = (uint32_t)(sizeof(r) + sizeof(struct jd_load) + nl + x->size);
-		struct jd_load l = { .pid = m->pid, .tid = m->pid, .vma = x->start, .code_addr = x->start,
-				     .code_size = x->size, .code_index = i };
-		fwrite(&r, sizeof(r), 1, f);
-		fwrite(&l, sizeof(l), 1, f);
-		fwrite(x->name, 1, nl, f);
-		for (size_t left = x->size; left;) {
-			size_t k = left < sizeof(zeros) ? left : sizeof(zeros);
-			fwrite(zeros, 1, k, f);
-			left -= k;
-		}
-	}
-	int bad_write = ferror(f);
-	if (fclose(f) || bad_write)
-		return -EIO;
-	return 0;
-}
-
-void vp_cm_class_name(const char *sig, char *out, size_t len)
-{
-	static const struct { char c; const char *name; } prim[] = {
-		{ 'Z', "boolean" }, { 'B', "byte" }, { 'C', "char" }, { 'S', "short" }, { 'I', "int" },
-		{ 'J', "long" }, { 'F', "float" }, { 'D', "double" }, { 'V', "void" },
-	};
-	int dims = 0;
-	size_t o = 0;
-	if (!len)
-		return;
-	while (sig[dims] == '[')
-		dims++;
-	const char *b = sig + dims;
-	if (*b == 'L') {
-		size_t n = strcspn(b + 1, ";");
-		for (size_t k = 0; k < n && o + 1 < len; k++)
-			out[o++] = b[1 + k] == '/' ? '.' : b[1 + k];
-	} else {
-		const char *name = NULL;
-		for (size_t k = 0; k < sizeof(prim) / sizeof(prim[0]); k++)
-			if (*b == prim[k].c && !b[1])
-				name = prim[k].name;
-		if (!name)
-			name = *sig ? sig : "[unknown class]";
-		for (; *name && o + 1 < len; name++)
-			out[o++] = *name;
-	}
-	for (int d = 0; d < dims && o + 2 < len; d++) {
-		out[o++] = '[';
-		out[o++] = ']';
-	}
-	out[o] = '\0';
+	const struct vp_cm_flat_iv *f = vp_cm_flat__find(&((const struct priv *)m->priv)->flat, addr);
+	return f ? &m->methods[f->method] : NULL;
 }

@@ -8,25 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maps/codemap_method.h"
+
 #define VP_CM_NEVER UINT64_MAX /* unload_time of code that was never unloaded */
 
 struct vp_cm_inline_info {
 	uint32_t npcs, nframes;
 	struct vp_cm_pc *pcs;        /* sorted by pc_offset */
 	struct vp_cm_frame *frames;
-};
-
-struct vp_cm_method_info {
-	uint64_t start;
-	uint32_t size;
-	uint32_t epoch;              /* index into vp_codemap.epochs of the epoch it was loaded in */
-	uint64_t method_id;
-	uint64_t load_time, unload_time; /* CLOCK_MONOTONIC ns; unload VP_CM_NEVER if never */
-	const char *name, *klass, *mname, *sig; /* klass/mname/sig are "" for imports */
-	int32_t inl;                 /* index into vp_codemap.inlines, or -1 */
-	uint8_t level;               /* HotSpot compile level; VP_CM_LEVEL_UNKNOWN for imports and
-				      * loads from CompiledMethodLoad, which does not say */
-	uint8_t flags;               /* VP_CM_LOAD_* */
 };
 
 /* A sampled allocation (VP_CM_ALLOC_SAMPLE); frames innermost first, in
@@ -127,11 +116,6 @@ struct vp_codemap *vp_codemap__load_dir(const char *dir, char *err, size_t errle
 void vp_cm_class_name(const char *sig, char *out, size_t len);
 /* Reads one code-map file. */
 struct vp_codemap *vp_codemap__load_file(const char *path, char *err, size_t errlen);
-/* Imports a perf-PID.map ("START SIZE name" per line, hex) as one timeless epoch. */
-struct vp_codemap *vp_codemap__import_perf_map(const char *path, char *err, size_t errlen);
-/* Imports a jitdump file's JIT_CODE_LOAD/JIT_CODE_MOVE records; a load that overlaps code
- * already placed starts a new epoch, as the agent does. */
-struct vp_codemap *vp_codemap__import_jitdump(const char *path, char *err, size_t errlen);
 void vp_codemap__free(struct vp_codemap *m);
 
 const char *vp_cm_reason_name(uint32_t reason);   /* "start", "gc", ... */
@@ -158,15 +142,5 @@ const struct vp_cm_method_info *vp_codemap__flat(const struct vp_codemap *m, uin
 const struct vp_cm_blob_info *vp_codemap__blob(const struct vp_codemap *m, uint64_t addr);
 /* The epoch a time falls in (last one begun at or before t; 0 if t is before them all). */
 size_t vp_codemap__epoch_at(const struct vp_codemap *m, uint64_t t);
-
-/* Exports the flat map as perf-PID.map text, or as a jitdump file (code bytes are not
- * kept by viprof, so JIT_CODE_LOAD carries zeros of the right size). The path versions
- * write only a regular file (created 0600; -EINVAL for anything else, never blocking on
- * a FIFO); the _fd versions write to fd, which the caller opened (as 'viprof maps' does
- * with O_EXCL), and close it. 0 or -errno. */
-int vp_codemap__export_perf_map(const struct vp_codemap *m, const char *path);
-int vp_codemap__export_jitdump(const struct vp_codemap *m, const char *path);
-int vp_codemap__export_perf_map_fd(const struct vp_codemap *m, int fd);
-int vp_codemap__export_jitdump_fd(const struct vp_codemap *m, int fd);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "maps/codemap.h"
+#include "maps/codemap_io.h"
 #include "maps/codemap_format.h"
 #include "common/layers.h"
 

@@ -51,58 +51,50 @@ static int cmp_exe(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, uint8_t **buf, size_t *len)
+/* Tables, each with its null entry 0: mappings (none other: frames carry no address), then one
+ * Function and one Location per frame (ids frame + 1), then the null link. */
+static int dict_frames(struct vp_buf *dict, const struct vp_profile *p, struct vp_strtab *st, struct vp_buf *a, struct vp_buf *b)
 {
-	struct vp_buf dict = { 0 }, req = { 0 }, prof = { 0 }, a = { 0 }, b = { 0 };
-	struct vp_strtab st = { 0 };
-	int32_t *idx = NULL, *attr_of_stack = NULL;
+	vp_pb__msg(dict, 1, a);                        /* mapping_table[0] */
+	vp_pb__msg(dict, 2, a);                        /* location_table[0] */
+	for (size_t f = 0; f < p->nframes; f++) {
+		const struct vp_frame *fr = &p->frames[f];
+		vp_pb__int(a, 1, 0);                   /* mapping_index: the null mapping */
+		vp_pb__int(b, 1, (int64_t)f + 1);      /* Line.function_index */
+		vp_pb__int(b, 2, fr->line);
+		vp_pb__msg(a, 3, b);                   /* Location.lines */
+		vp_pb__msg(dict, 2, a);
+	}
+	vp_pb__msg(dict, 3, a);                        /* function_table[0] */
+	for (size_t f = 0; f < p->nframes; f++) {
+		const struct vp_frame *fr = &p->frames[f];
+		int32_t name = vp_strtab__id(st, fr->name), file = vp_strtab__id(st, *fr->file ? fr->file : fr->image);
+		if (name < 0 || file < 0)
+			return -ENOMEM;
+		vp_pb__int(a, 1, name);
+		vp_pb__int(a, 2, name);
+		vp_pb__int(a, 3, file);
+		vp_pb__msg(dict, 3, a);
+	}
+	vp_pb__msg(dict, 4, a);                        /* link_table[0] */
+	return 0;
+}
+
+/* Attributes: attribute_table[0] null, then four per stack (they differ by thread):
+ * KeyValueAndUnit {key_strindex 1, value 2, unit_strindex 3}. attr_of_stack[i] is stack i's first. */
+static int dict_attributes(struct vp_buf *dict, const struct vp_profile *p, struct vp_strtab *st, int32_t *attr_of_stack,
+			   struct vp_buf *a, struct vp_buf *b)
+{
 	struct exe *exes = NULL;
 	size_t nexes = 0;
-	size_t idx_cap = 0;
 	int err = -ENOMEM;
-	*buf = NULL;
-	*len = 0;
-	if (vp_strtab__id(&st, "") != 0)
-		goto cleanup;
-	bool cpu = p->nevents > 0 && !strcmp(p->events[0].unit, "nanoseconds");
-	int32_t s_type = vp_strtab__id(&st, cpu ? "cpu" : p->nevents ? p->events[0].name : "samples");
-	int32_t s_unit = vp_strtab__id(&st, cpu ? "nanoseconds" : "count");
-
-	/* Tables, each with its null entry 0: mappings (none other: frames carry no
-	 * address), then one Function and one Location per frame (ids frame + 1). */
-	vp_pb__msg(&dict, 1, &a);                      /* mapping_table[0] */
-	vp_pb__msg(&dict, 2, &a);                      /* location_table[0] */
-	for (size_t f = 0; f < p->nframes; f++) {
-		const struct vp_frame *fr = &p->frames[f];
-		vp_pb__int(&a, 1, 0);                  /* mapping_index: the null mapping */
-		vp_pb__int(&b, 1, (int64_t)f + 1);     /* Line.function_index */
-		vp_pb__int(&b, 2, fr->line);
-		vp_pb__msg(&a, 3, &b);                 /* Location.lines */
-		vp_pb__msg(&dict, 2, &a);
-	}
-	vp_pb__msg(&dict, 3, &a);                      /* function_table[0] */
-	for (size_t f = 0; f < p->nframes; f++) {
-		const struct vp_frame *fr = &p->frames[f];
-		int32_t name = vp_strtab__id(&st, fr->name), file = vp_strtab__id(&st, *fr->file ? fr->file : fr->image);
-		if (name < 0 || file < 0)
-			goto cleanup;
-		vp_pb__int(&a, 1, name);
-		vp_pb__int(&a, 2, name);
-		vp_pb__int(&a, 3, file);
-		vp_pb__msg(&dict, 3, &a);
-	}
-	vp_pb__msg(&dict, 4, &a);                      /* link_table[0] */
-
-	/* Attributes: attribute_table[0] null, then four per stack (they differ by thread):
-	 * KeyValueAndUnit {key_strindex 1, value 2, unit_strindex 3}. */
-	int32_t k_pid = vp_strtab__id(&st, "process.pid"), k_exe = vp_strtab__id(&st, "process.executable.name");
-	int32_t k_tid = vp_strtab__id(&st, "thread.id"), k_tname = vp_strtab__id(&st, "thread.name");
+	int32_t k_pid = vp_strtab__id(st, "process.pid"), k_exe = vp_strtab__id(st, "process.executable.name");
+	int32_t k_tid = vp_strtab__id(st, "thread.id"), k_tname = vp_strtab__id(st, "thread.name");
 	if (k_pid < 0 || k_exe < 0 || k_tid < 0 || k_tname < 0)
 		goto cleanup;
-	vp_pb__msg(&dict, 6, &a);
-	attr_of_stack = calloc(p->nstacks ? p->nstacks : 1, sizeof(*attr_of_stack));
+	vp_pb__msg(dict, 6, a);
 	exes = malloc((p->nmappings ? p->nmappings : 1) * sizeof(*exes));
-	if (!attr_of_stack || !exes)
+	if (!exes)
 		goto cleanup;
 	for (size_t k = 0; k < p->nmappings; k++)
 		if (p->mappings[k].exe && p->mappings[k].pid)
@@ -116,37 +108,56 @@ int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, ui
 		const struct exe *x = nexes ? bsearch(&key, exes, nexes, sizeof(*exes), cmp_exe) : NULL;
 		const char *exe = x ? x->name : s->comm ? s->comm : "";
 		attr_of_stack[i] = nattr;
-		vp_pb__int(&a, 1, k_pid);
-		any_value(&a, 2, NULL, s->pid, &b);
-		vp_pb__msg(&dict, 6, &a);
-		vp_pb__int(&a, 1, k_exe);
-		any_value(&a, 2, exe, 0, &b);
-		vp_pb__msg(&dict, 6, &a);
-		vp_pb__int(&a, 1, k_tid);
-		any_value(&a, 2, NULL, s->tid, &b);
-		vp_pb__msg(&dict, 6, &a);
-		vp_pb__int(&a, 1, k_tname);
-		any_value(&a, 2, s->comm ? s->comm : "", 0, &b);
-		vp_pb__msg(&dict, 6, &a);
+		vp_pb__int(a, 1, k_pid);
+		any_value(a, 2, NULL, s->pid, b);
+		vp_pb__msg(dict, 6, a);
+		vp_pb__int(a, 1, k_exe);
+		any_value(a, 2, exe, 0, b);
+		vp_pb__msg(dict, 6, a);
+		vp_pb__int(a, 1, k_tid);
+		any_value(a, 2, NULL, s->tid, b);
+		vp_pb__msg(dict, 6, a);
+		vp_pb__int(a, 1, k_tname);
+		any_value(a, 2, s->comm ? s->comm : "", 0, b);
+		vp_pb__msg(dict, 6, a);
 		nattr += 4;
 	}
-	/* stack_table: [0] null, then stack i + 1 = p->stacks[i], leaf first. */
-	vp_pb__msg(&dict, 7, &a);
+	err = 0;
+cleanup:
+	free(exes);
+	return err;
+}
+
+/* stack_table: [0] null, then stack i + 1 = p->stacks[i], leaf first. */
+static int dict_stacks(struct vp_buf *dict, const struct vp_profile *p, struct vp_buf *a)
+{
+	int32_t *idx = NULL;
+	size_t idx_cap = 0;
+	int err = -ENOMEM;
+	vp_pb__msg(dict, 7, a);
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		if (vp_grow((void **)&idx, &idx_cap, s->nframes + 1, sizeof(*idx)))
 			goto cleanup;
 		for (uint32_t k = 0; k < s->nframes; k++)
 			idx[k] = (int32_t)s->frames[s->nframes - 1 - k] + 1;
-		vp_pb__packed_i32(&a, 1, idx, s->nframes);
-		vp_pb__msg(&dict, 7, &a);
+		vp_pb__packed_i32(a, 1, idx, s->nframes);
+		vp_pb__msg(dict, 7, a);
 	}
+	err = 0;
+cleanup:
+	free(idx);
+	return err;
+}
 
-	/* The profile: sample_type 1, samples 2, time 3 (fixed64), duration 4, period_type 5,
-	 * period 6. A sample: stack_index 1, attribute_indices 2, values 4. */
-	vp_pb__int(&a, 1, s_type);
-	vp_pb__int(&a, 2, s_unit);
-	vp_pb__msg(&prof, 1, &a);
+/* The profile: sample_type 1, samples 2, time 3 (fixed64), duration 4, period_type 5,
+ * period 6. A sample: stack_index 1, attribute_indices 2, values 4. */
+static void profile_msg(struct vp_buf *prof, const struct vp_profile *p, const struct vp_otlp_meta *m, bool cpu, int32_t s_type,
+			int32_t s_unit, const int32_t *attr_of_stack, struct vp_buf *a)
+{
+	vp_pb__int(a, 1, s_type);
+	vp_pb__int(a, 2, s_unit);
+	vp_pb__msg(prof, 1, a);
 	uint64_t nsamp = 0, weight = 0;
 	for (size_t i = 0; i < p->nstacks && p->nevents; i++) {
 		const struct vp_stack *s = &p->stacks[i];
@@ -155,40 +166,70 @@ int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, ui
 			continue;
 		nsamp += s->samples[0];
 		weight += s->weight[0];
-		vp_pb__int(&a, 1, (int64_t)i + 1);
+		vp_pb__int(a, 1, (int64_t)i + 1);
 		int32_t ai[4] = { attr_of_stack[i], attr_of_stack[i] + 1, attr_of_stack[i] + 2, attr_of_stack[i] + 3 };
-		vp_pb__packed_i32(&a, 2, ai, 4);
-		vp_pb__packed_u64(&a, 4, &v, 1);  /* values */
-		vp_pb__msg(&prof, 2, &a);
+		vp_pb__packed_i32(a, 2, ai, 4);
+		vp_pb__packed_u64(a, 4, &v, 1);  /* values */
+		vp_pb__msg(prof, 2, a);
 	}
-	vp_pb__fixed64(&prof, 3, m->time_unix_nano);
-	vp_pb__uint(&prof, 4, m->duration_nano);
-	vp_pb__int(&a, 1, s_type);
-	vp_pb__int(&a, 2, s_unit);
-	vp_pb__msg(&prof, 5, &a);
-	vp_pb__int(&prof, 6, cpu && nsamp ? (int64_t)(weight / nsamp) : 1);
+	vp_pb__fixed64(prof, 3, m->time_unix_nano);
+	vp_pb__uint(prof, 4, m->duration_nano);
+	vp_pb__int(a, 1, s_type);
+	vp_pb__int(a, 2, s_unit);
+	vp_pb__msg(prof, 5, a);
+	vp_pb__int(prof, 6, cpu && nsamp ? (int64_t)(weight / nsamp) : 1);
+}
+
+/* ExportProfilesServiceRequest { resource_profiles 1, dictionary 2 }; ResourceProfiles
+ * { resource 1 { attributes 1 }, scope_profiles 2 { scope 1 { name 1, version 2 },
+ * profiles 2 } }. */
+static void request_msg(struct vp_buf *req, struct vp_buf *dict, struct vp_buf *prof, const struct vp_otlp_meta *m,
+			struct vp_buf *a, struct vp_buf *b)
+{
+	struct vp_buf rp = { 0 }, res = { 0 }, sp = { 0 };
+	key_value(&res, 1, "host.name", m->host ? m->host : "", a, b);
+	key_value(&res, 1, "service.name", m->service ? m->service : "viprof", a, b);
+	vp_pb__msg(&rp, 1, &res);
+	vp_pb__str(a, 1, "viprof");
+	vp_pb__str(a, 2, VIPROF_VERSION);
+	vp_pb__msg(&sp, 1, a);
+	vp_pb__msg(&sp, 2, prof);
+	vp_pb__msg(&rp, 2, &sp);
+	vp_pb__msg(req, 1, &rp);
+	vp_pb__msg(req, 2, dict);
+	free(rp.b);
+	free(res.b);
+	free(sp.b);
+}
+
+int vp_otlp__encode(const struct vp_profile *p, const struct vp_otlp_meta *m, uint8_t **buf, size_t *len)
+{
+	struct vp_buf dict = { 0 }, req = { 0 }, prof = { 0 }, a = { 0 }, b = { 0 };
+	struct vp_strtab st = { 0 };
+	int32_t *attr_of_stack = NULL;
+	int err = -ENOMEM;
+	*buf = NULL;
+	*len = 0;
+	if (vp_strtab__id(&st, "") != 0)
+		goto cleanup;
+	bool cpu = p->nevents > 0 && !strcmp(p->events[0].unit, "nanoseconds");
+	int32_t s_type = vp_strtab__id(&st, cpu ? "cpu" : p->nevents ? p->events[0].name : "samples");
+	int32_t s_unit = vp_strtab__id(&st, cpu ? "nanoseconds" : "count");
+
+	attr_of_stack = calloc(p->nstacks ? p->nstacks : 1, sizeof(*attr_of_stack));
+	if (!attr_of_stack)
+		goto cleanup;
+	if ((err = dict_frames(&dict, p, &st, &a, &b)) || (err = dict_attributes(&dict, p, &st, attr_of_stack, &a, &b)) ||
+	    (err = dict_stacks(&dict, p, &a)))
+		goto cleanup;
+	err = -ENOMEM;
+	profile_msg(&prof, p, m, cpu, s_type, s_unit, attr_of_stack, &a);
 
 	/* The strings last: everything above has interned its own. */
 	for (size_t i = 0; i < st.n; i++)
 		vp_pb__str(&dict, 5, st.v[i]);
 
-	/* ExportProfilesServiceRequest { resource_profiles 1, dictionary 2 }; ResourceProfiles
-	 * { resource 1 { attributes 1 }, scope_profiles 2 { scope 1 { name 1, version 2 },
-	 * profiles 2 } }. */
-	struct vp_buf rp = { 0 }, res = { 0 }, sp = { 0 };
-	key_value(&res, 1, "host.name", m->host ? m->host : "", &a, &b);
-	key_value(&res, 1, "service.name", m->service ? m->service : "viprof", &a, &b);
-	vp_pb__msg(&rp, 1, &res);
-	vp_pb__str(&a, 1, "viprof");
-	vp_pb__str(&a, 2, VIPROF_VERSION);
-	vp_pb__msg(&sp, 1, &a);
-	vp_pb__msg(&sp, 2, &prof);
-	vp_pb__msg(&rp, 2, &sp);
-	vp_pb__msg(&req, 1, &rp);
-	vp_pb__msg(&req, 2, &dict);
-	free(rp.b);
-	free(res.b);
-	free(sp.b);
+	request_msg(&req, &dict, &prof, m, &a, &b);
 	if (req.err || a.err || b.err)
 		goto cleanup;
 	*buf = req.b;
@@ -201,9 +242,7 @@ cleanup:
 	free(prof.b);
 	free(a.b);
 	free(b.b);
-	free(idx);
 	free(attr_of_stack);
-	free(exes);
 	vp_strtab__free(&st);
 	return err;
 }

@@ -880,6 +880,164 @@ static void environment(const struct vp_profile *p, struct vp_buf *evs, uint64_t
 		evs->err = b.err;
 	free(b.b);
 }
+
+/* A thread of the Thread pool: its index + 1 is its id. */
+struct thr {
+	uint32_t pid, tid;
+	const char *comm;
+};
+
+/* Stack traces, classes, methods and threads of every stack an event uses. The
+ * allocation and lock stacks end in the class (the profile's leaf frame), which JFR
+ * has as a field of the event rather than as a frame; an off-CPU stack in its state
+ * ("[blocked: sleep]"), a field of its event too. */
+static int collect_stacks(struct jw *w, const int kev[K__COUNT], const bool *exact, struct refs *r, bool types[K__COUNT],
+			  bool off_types[2], struct thr **th, size_t *nth)
+{
+	const struct vp_profile *p = w->p;
+	size_t thcap = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		bool used = false;
+		for (int k = 0; k < K__COUNT; k++) {
+			if (kev[k] < 0 || !s->samples[kev[k]] || (k == K_OFF && !exact[i]))
+				continue;
+			used = true;
+			bool leaf_class = k != K_CPU && s->nframes > 0;
+			if (!(r->trace[k][i] = trace_key(w, s, s->nframes - (leaf_class ? 1 : 0))))
+				return -ENOMEM;
+			if (k == K_OFF) {
+				const char *st = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "[off-cpu]";
+				r->state[i] = st[0] == '[' ? st : "[off-cpu]";
+				off_types[!strncmp(r->state[i], "[runnable", 9)] = true;
+			} else if (leaf_class) {
+				char jn[1024];
+				internal_class(p->frames[s->frames[s->nframes - 1]].name, jn, sizeof(jn));
+				if (!(r->cls[i] = class_key(w, jn)))
+					return -ENOMEM;
+			}
+			types[k] = true;
+			if (k == K_LOCK)
+				for (uint32_t f = 0; f < s->nframes; f++)
+					r->park[i] |= !strncmp(p->frames[s->frames[f]].name,
+							    "java.util.concurrent.locks.LockSupport.park", 43) ||
+						   !strncmp(p->frames[s->frames[f]].name, "jdk.internal.misc.Unsafe.park", 29);
+		}
+		if (!used)
+			continue;
+		size_t t;
+		for (t = 0; t < *nth && !((*th)[t].pid == s->pid && (*th)[t].tid == s->tid); t++)
+			;
+		if (t == *nth) {
+			if (vp_grow((void **)th, &thcap, *nth + 1, sizeof(**th)))
+				return -ENOMEM;
+			(*th)[(*nth)++] = (struct thr){ s->pid, s->tid, s->comm && *s->comm ? s->comm : "[unknown]" };
+		}
+		r->thread[i] = (uint32_t)t + 1;
+	}
+	return 0;
+}
+
+/* The checkpoint: every constant pool. */
+static void checkpoint(struct vp_buf *cp, const struct jw *w, const struct thr *th, size_t nth, uint64_t t0)
+{
+	vp_buf__varint9(cp, 1);          /* type: checkpoint */
+	vp_buf__varint9(cp, t0);
+	vp_buf__varint9(cp, 0);          /* duration */
+	vp_buf__varint9(cp, 0);          /* delta to the previous checkpoint: none */
+	vp_buf__u8(cp, 0);           /* a generic checkpoint, not a flush */
+	vp_buf__varint9(cp, 8);          /* pools */
+	vp_buf__varint9(cp, T_THREAD_STATE);
+	vp_buf__varint9(cp, 1);
+	vp_buf__varint9(cp, 1);
+	b_str(cp, "STATE_RUNNABLE");
+	vp_buf__varint9(cp, T_FRAME_TYPE);
+	vp_buf__varint9(cp, 4);
+	for (int k = FT_INTERPRETED; k <= FT_NATIVE; k++) {
+		vp_buf__varint9(cp, (uint64_t)k);
+		b_str(cp, frame_types[k]);
+	}
+	vp_buf__varint9(cp, T_THREAD);
+	vp_buf__varint9(cp, nth);
+	for (size_t k = 0; k < nth; k++) {
+		vp_buf__varint9(cp, k + 1);
+		b_str(cp, th[k].comm);
+		vp_buf__varint9(cp, th[k].tid);
+		b_str(cp, th[k].comm);
+		vp_buf__varint9(cp, th[k].tid);
+		vp_buf__varint9(cp, 0);      /* no thread group */
+	}
+	vp_buf__varint9(cp, T_SYMBOL);
+	vp_buf__varint9(cp, w->syms.n + w->pkgs.n);
+	for (size_t k = 0; k < w->syms.n; k++) {
+		vp_buf__varint9(cp, k + 1);
+		b_str(cp, w->syms.v[k]);
+	}
+	/* Package names are symbols too, numbered after the others. */
+	for (size_t k = 0; k < w->pkgs.n; k++) {
+		vp_buf__varint9(cp, w->syms.n + k + 1);
+		b_str(cp, w->pkgs.v[k]);
+	}
+	vp_buf__varint9(cp, T_PACKAGE);
+	vp_buf__varint9(cp, w->pkgs.n);
+	for (size_t k = 0; k < w->pkgs.n; k++) {
+		vp_buf__varint9(cp, k + 1);
+		vp_buf__varint9(cp, w->syms.n + k + 1);
+		vp_buf__varint9(cp, 0);      /* no module */
+		vp_buf__u8(cp, 1);
+	}
+	vp_buf__varint9(cp, T_CLASS);
+	vp_buf__varint9(cp, w->classes.n);
+	for (size_t k = 0; k < w->classes.n; k++) {
+		vp_buf__varint9(cp, k + 1);
+		vp_buf__varint9(cp, 0);      /* no class loader */
+		vp_buf__varint9(cp, w->cls_sym[k] + 1);
+		vp_buf__varint9(cp, w->cls_pkg[k] + 1);
+		vp_buf__varint9(cp, 0);
+		vp_buf__u8(cp, w->cls_hidden[k]);
+	}
+	vp_buf__varint9(cp, T_METHOD);
+	vp_buf__varint9(cp, w->nmethods);
+	vp_buf__put(cp, w->methods.b, w->methods.len);
+	vp_buf__varint9(cp, T_STACK_TRACE);
+	vp_buf__varint9(cp, w->ntraces);
+	vp_buf__put(cp, w->traces.b, w->traces.len);
+}
+
+/* The chunk's span: the recording's, widened to hold every event (a wait that began before the
+ * window opened keeps its real start). jevs are in time order. */
+static void widen_window(const struct jev *jevs, size_t njevs, uint64_t *t0, uint64_t *dur, uint64_t *real0)
+{
+	if (!njevs)
+		return;
+	uint64_t end = *t0 + *dur;
+	for (size_t i = 0; i < njevs; i++)
+		if (jevs[i].start + jevs[i].dur > end)
+			end = jevs[i].start + jevs[i].dur;
+	if (jevs[0].start < *t0) {
+		*real0 -= *real0 > *t0 - jevs[0].start ? *t0 - jevs[0].start : *real0;
+		*t0 = jevs[0].start;
+	}
+	*dur = end - *t0;
+}
+
+/* The chunk header: positions are from the chunk's start, the header's 68 bytes included. */
+static void chunk_header(struct vp_buf *chunk, uint64_t size, uint64_t cp_pos, uint64_t meta_pos, uint64_t real0, uint64_t dur,
+			 uint64_t t0)
+{
+	vp_buf__put(chunk, "FLR", 4);
+	vp_buf__be(chunk, 2, 2);
+	vp_buf__be(chunk, 1, 2);
+	vp_buf__be(chunk, size, 8);
+	vp_buf__be(chunk, cp_pos, 8);
+	vp_buf__be(chunk, meta_pos, 8);
+	vp_buf__be(chunk, real0, 8);
+	vp_buf__be(chunk, dur, 8);
+	vp_buf__be(chunk, t0, 8);
+	vp_buf__be(chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
+	vp_buf__be(chunk, 3, 4);                /* varint integers, final chunk */
+}
+
 int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_report_opts *opts)
 {
 	int ev = opts ? opts->sort_event : 0, err = -ENOMEM;
@@ -907,8 +1065,8 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	struct jev *jevs = NULL;
 	size_t njevs = 0;
 	bool *exact = NULL, types[K__COUNT] = { false }, off_types[2] = { false };
-	struct thr { uint32_t pid, tid; const char *comm; } *th = NULL;
-	size_t nth = 0, thcap = 0;
+	struct thr *th = NULL;
+	size_t nth = 0;
 	const int kev[K__COUNT] = { cpu_ev, alloc_ev, lock_ev, off_ev };
 
 	w.frame_method = calloc(p->nframes + 1, sizeof(*w.frame_method));
@@ -927,52 +1085,10 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 		if (p->spans[i].event == off_ev && (p->spans[i].flags & VP_SPAN_ONE_INTERVAL) && p->spans[i].stack < p->nstacks)
 			exact[p->spans[i].stack] = true;
 
-	/* Stack traces, classes, methods and threads of every stack an event uses. The
-	 * allocation and lock stacks end in the class (the profile's leaf frame), which JFR
-	 * has as a field of the event rather than as a frame; an off-CPU stack in its state
-	 * ("[blocked: sleep]"), a field of its event too. */
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		bool used = false;
-		for (int k = 0; k < K__COUNT; k++) {
-			if (kev[k] < 0 || !s->samples[kev[k]] || (k == K_OFF && !exact[i]))
-				continue;
-			used = true;
-			bool leaf_class = k != K_CPU && s->nframes > 0;
-			if (!(r.trace[k][i] = trace_key(&w, s, s->nframes - (leaf_class ? 1 : 0))))
-				goto cleanup;
-			if (k == K_OFF) {
-				const char *st = s->nframes ? p->frames[s->frames[s->nframes - 1]].name : "[off-cpu]";
-				r.state[i] = st[0] == '[' ? st : "[off-cpu]";
-				off_types[!strncmp(r.state[i], "[runnable", 9)] = true;
-			} else if (leaf_class) {
-				char jn[1024];
-				internal_class(p->frames[s->frames[s->nframes - 1]].name, jn, sizeof(jn));
-				if (!(r.cls[i] = class_key(&w, jn)))
-					goto cleanup;
-			}
-			types[k] = true;
-			if (k == K_LOCK)
-				for (uint32_t f = 0; f < s->nframes; f++)
-					r.park[i] |= !strncmp(p->frames[s->frames[f]].name,
-							    "java.util.concurrent.locks.LockSupport.park", 43) ||
-						   !strncmp(p->frames[s->frames[f]].name, "jdk.internal.misc.Unsafe.park", 29);
-		}
-		if (!used)
-			continue;
-		size_t t;
-		for (t = 0; t < nth && !(th[t].pid == s->pid && th[t].tid == s->tid); t++)
-			;
-		if (t == nth) {
-			if (vp_grow((void **)&th, &thcap, nth + 1, sizeof(*th)))
-				goto cleanup;
-			th[nth++] = (struct thr){ s->pid, s->tid, s->comm && *s->comm ? s->comm : "[unknown]" };
-		}
-		r.thread[i] = (uint32_t)t + 1;
-	}
+	if (collect_stacks(&w, kev, exact, &r, types, off_types, &th, &nth))
+		goto cleanup;
 
-	/* The events in time order, and the chunk's span: the recording's, widened to hold
-	 * every event (a wait that began before the window opened keeps its real start). */
+	/* The events in time order, and the chunk's span (widen_window). */
 	/* The recording's window: from where sampling began (start_monotonic_ns is the
 	 * recorder's start, before its setup) for duration_ns. */
 	uint64_t t0 = meta_u64(p, "start_monotonic_ns"), dur = meta_u64(p, "duration_ns");
@@ -984,80 +1100,9 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 	if (timed && (err = timed_events(p, kev, &r, &jevs, &njevs)))
 		goto cleanup;
 	err = -ENOMEM;
-	if (njevs) {
-		uint64_t end = t0 + dur;
-		for (size_t i = 0; i < njevs; i++)
-			if (jevs[i].start + jevs[i].dur > end)
-				end = jevs[i].start + jevs[i].dur;
-		if (jevs[0].start < t0) {
-			real0 -= real0 > t0 - jevs[0].start ? t0 - jevs[0].start : real0;
-			t0 = jevs[0].start;
-		}
-		dur = end - t0;
-	}
+	widen_window(jevs, njevs, &t0, &dur, &real0);
 
-	/* The checkpoint: every constant pool. */
-	vp_buf__varint9(&cp, 1);          /* type: checkpoint */
-	vp_buf__varint9(&cp, t0);
-	vp_buf__varint9(&cp, 0);          /* duration */
-	vp_buf__varint9(&cp, 0);          /* delta to the previous checkpoint: none */
-	vp_buf__u8(&cp, 0);           /* a generic checkpoint, not a flush */
-	vp_buf__varint9(&cp, 8);          /* pools */
-	vp_buf__varint9(&cp, T_THREAD_STATE);
-	vp_buf__varint9(&cp, 1);
-	vp_buf__varint9(&cp, 1);
-	b_str(&cp, "STATE_RUNNABLE");
-	vp_buf__varint9(&cp, T_FRAME_TYPE);
-	vp_buf__varint9(&cp, 4);
-	for (int k = FT_INTERPRETED; k <= FT_NATIVE; k++) {
-		vp_buf__varint9(&cp, (uint64_t)k);
-		b_str(&cp, frame_types[k]);
-	}
-	vp_buf__varint9(&cp, T_THREAD);
-	vp_buf__varint9(&cp, nth);
-	for (size_t k = 0; k < nth; k++) {
-		vp_buf__varint9(&cp, k + 1);
-		b_str(&cp, th[k].comm);
-		vp_buf__varint9(&cp, th[k].tid);
-		b_str(&cp, th[k].comm);
-		vp_buf__varint9(&cp, th[k].tid);
-		vp_buf__varint9(&cp, 0);      /* no thread group */
-	}
-	vp_buf__varint9(&cp, T_SYMBOL);
-	vp_buf__varint9(&cp, w.syms.n + w.pkgs.n);
-	for (size_t k = 0; k < w.syms.n; k++) {
-		vp_buf__varint9(&cp, k + 1);
-		b_str(&cp, w.syms.v[k]);
-	}
-	/* Package names are symbols too, numbered after the others. */
-	for (size_t k = 0; k < w.pkgs.n; k++) {
-		vp_buf__varint9(&cp, w.syms.n + k + 1);
-		b_str(&cp, w.pkgs.v[k]);
-	}
-	vp_buf__varint9(&cp, T_PACKAGE);
-	vp_buf__varint9(&cp, w.pkgs.n);
-	for (size_t k = 0; k < w.pkgs.n; k++) {
-		vp_buf__varint9(&cp, k + 1);
-		vp_buf__varint9(&cp, w.syms.n + k + 1);
-		vp_buf__varint9(&cp, 0);      /* no module */
-		vp_buf__u8(&cp, 1);
-	}
-	vp_buf__varint9(&cp, T_CLASS);
-	vp_buf__varint9(&cp, w.classes.n);
-	for (size_t k = 0; k < w.classes.n; k++) {
-		vp_buf__varint9(&cp, k + 1);
-		vp_buf__varint9(&cp, 0);      /* no class loader */
-		vp_buf__varint9(&cp, w.cls_sym[k] + 1);
-		vp_buf__varint9(&cp, w.cls_pkg[k] + 1);
-		vp_buf__varint9(&cp, 0);
-		vp_buf__u8(&cp, w.cls_hidden[k]);
-	}
-	vp_buf__varint9(&cp, T_METHOD);
-	vp_buf__varint9(&cp, w.nmethods);
-	vp_buf__put(&cp, w.methods.b, w.methods.len);
-	vp_buf__varint9(&cp, T_STACK_TRACE);
-	vp_buf__varint9(&cp, w.ntraces);
-	vp_buf__put(&cp, w.traces.b, w.traces.len);
+	checkpoint(&cp, &w, th, nth, t0);
 	if ((err = cp.err ? cp.err : w.methods.err ? w.methods.err : w.traces.err))
 		goto cleanup;
 	err = -ENOMEM;
@@ -1088,17 +1133,7 @@ int report_jfr(const struct vp_profile *p, struct vp_out *o, const struct vp_rep
 
 	/* The chunk: header, events, metadata, checkpoint. */
 	uint64_t meta_pos = 68 + evs.len, cp_pos = meta_pos + mev.len, size = cp_pos + cev.len;
-	vp_buf__put(&chunk, "FLR", 4);
-	vp_buf__be(&chunk, 2, 2);
-	vp_buf__be(&chunk, 1, 2);
-	vp_buf__be(&chunk, size, 8);
-	vp_buf__be(&chunk, cp_pos, 8);
-	vp_buf__be(&chunk, meta_pos, 8);
-	vp_buf__be(&chunk, real0, 8);
-	vp_buf__be(&chunk, dur, 8);
-	vp_buf__be(&chunk, t0, 8);
-	vp_buf__be(&chunk, 1000000000ull, 8);   /* ticks are CLOCK_MONOTONIC ns */
-	vp_buf__be(&chunk, 3, 4);                /* varint integers, final chunk */
+	chunk_header(&chunk, size, cp_pos, meta_pos, real0, dur, t0);
 	err = chunk.err ? chunk.err : evs.err ? evs.err : mev.err ? mev.err : cev.err;
 	if (!err) {
 		vp_out__write(o, chunk.b, chunk.len);

@@ -9,6 +9,7 @@
 
 #include "common/chunkfile.h"
 #include "maps/codemap.h"
+#include "maps/codemap_io.h"
 #include "maps/codemap_format.h"
 #include "maps/jit_index.h"
 #include "postproc/profile.h"
