@@ -436,18 +436,12 @@ __noinline __u64 walked_ustack(__u32 tgid, __u32 keep)
 	return h;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* The steal this switch charges: the vCPU's steal clock since its last switch, read in
+ * the recording's window only (c and rq may be NULL). */
+static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, struct task_struct *prev, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns(), steal = 0, kstat = 0, delta = 0;
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
-	struct rq *rq = this_rq(prev, next, cpu);
-	struct tstate *ts;
-	bool dead = prev_state & TASK_DEAD;
+	__u64 steal = 0, kstat = 0, delta = 0;
 
-	count(VPS_CNT_SWITCHES, 1);
 	if (!rq) {
 		/* Not this CPU's run queue: nothing read, the steal of this interval goes to
 		 * whoever leaves the CPU at the next switch that can read it. */
@@ -482,123 +476,153 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		c->last_time = now;
 	}
 
-	if (is_tracked(prev)) {
-		__u32 pid = prev->tgid, tid = prev->pid;
-		bool open = off_cpu && !dead;
-		__s32 ks = -1;
-		__u64 us = 0;
-		struct vps_thread *th;
+	return delta;
+}
 
-		/* Stacks only when something will hang under them: the stack ids cost a
-		 * walk each. Current is still prev here, so these are its stacks. */
-		if (delta || open) {
-			if (!user_only)
-				ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
-			if (!(prev->flags & PF_KTHREAD)) {
-				if (walker) {
-					us = walked_ustack(pid, !preempt && prev_state != TASK_RUNNING);
-					if (us == NO_TABLES) {
-						long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+/* prev leaves the CPU: its steal, its on-CPU run, and (--off-cpu) the stacks and state its
+ * off-CPU interval will hang under. */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt, unsigned int prev_state,
+				       __u64 delta, __u64 now)
+{
+	bool dead = prev_state & TASK_DEAD;
+	struct tstate *ts;
+	__u32 pid = prev->tgid, tid = prev->pid;
+	bool open = off_cpu && !dead;
+	__s32 ks = -1;
+	__u64 us = 0;
+	struct vps_thread *th;
 
-						us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
-					}
-				} else {
+	/* Stacks only when something will hang under them: the stack ids cost a
+	 * walk each. Current is still prev here, so these are its stacks. */
+	if (delta || open) {
+		if (!user_only)
+			ks = bpf_get_stackid(ctx, &stacks, KSTACK_SKIP);
+		if (!(prev->flags & PF_KTHREAD)) {
+			if (walker) {
+				us = walked_ustack(pid, !preempt && prev_state != TASK_RUNNING);
+				if (us == NO_TABLES) {
 					long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 
 					us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 				}
+			} else {
+				long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+
+				us = id < 0 ? 0 : VPS_USTACK_FP | (__u32)id;
 			}
-			if ((!user_only && ks < 0) || (!(prev->flags & PF_KTHREAD) && !us))
-				count(VPS_CNT_NO_STACK, 1);
 		}
-		/* delta is 0 outside the window (the clock is read at switches only: a run
-		 * that straddles an edge has the steal since the switch before it). */
-		agg(pid, tid, VPS_STEAL, ks, us, delta, 0, now);
-		ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if ((!user_only && ks < 0) || (!(prev->flags & PF_KTHREAD) && !us))
+			count(VPS_CNT_NO_STACK, 1);
+	}
+	/* delta is 0 outside the window (the clock is read at switches only: a run
+	 * that straddles an edge has the steal since the switch before it). */
+	agg(pid, tid, VPS_STEAL, ks, us, delta, 0, now);
+	ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	th = bpf_map_lookup_elem(&threads, &tid);
+	if (!th) {
+		struct vps_thread z = { .pid = pid, .first = ts && ts->in_time ? ts->in_time : now };
+
+		bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
 		th = bpf_map_lookup_elem(&threads, &tid);
-		if (!th) {
-			struct vps_thread z = { .pid = pid, .first = ts && ts->in_time ? ts->in_time : now };
-
-			bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
-			th = bpf_map_lookup_elem(&threads, &tid);
-		}
-		/* On-CPU since the switch-in. When that switch-in was not seen (in_time 0
-		 * after a switch-out that was), the run is measured by the task's own
-		 * runtime since that switch-out, and the off-CPU interval it ended is
-		 * charged less that run. */
-		__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), run = 0;
-
-		if (ts && ts->in_time && now > ts->in_time) {
-			run = now - ts->in_time;
-		} else if (ts && ts->last_out && now > ts->last_out) {
-			run = sum > ts->sum_out ? sum - ts->sum_out : 0;
-			if (run > now - ts->last_out)
-				run = now - ts->last_out;
-			count(VPS_CNT_MISSED_IN, 1);
-			count(VPS_CNT_MISSED_NS, run);
-			if (off_cpu)
-				charge_off(ts, pid, tid, now, run);
-		}
-		if (th) {
-			th->oncpu_ns += run_in_window(now, run);
-			th->switches++;
-			th->steal_ns += delta;
-			th->last = now;
-		}
-		if (ts) {
-			ts->last_out = now;
-			ts->sum_out = sum;
-			ts->in_time = 0;
-			ts->wake_time = 0;
-			ts->out_time = open ? now : 0;
-			if (open) {
-				ts->kstack = ks;
-				ts->ustack = us;
-				ts->state = preempt || prev_state == TASK_RUNNING ? VPS_RUNNABLE_PREEMPT
-										 : blocked_state(prev, prev_state);
-			}
-		}
 	}
+	/* On-CPU since the switch-in. When that switch-in was not seen (in_time 0
+	 * after a switch-out that was), the run is measured by the task's own
+	 * runtime since that switch-out, and the off-CPU interval it ended is
+	 * charged less that run. */
+	__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), run = 0;
 
-	if (is_tracked(next)) {
-		__u32 pid = next->tgid, tid = next->pid;
-
-		ts = bpf_task_storage_get(&tstates, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!ts)
-			return 0;
-		/* Runtime since the last switch-out seen: 0, unless a switch-in and the
-		 * switch-out after it were both missed; then that run is on-CPU time. */
-		__u64 ran = 0;
-
-		if (ts->last_out) {
-			__u64 sum = BPF_CORE_READ(next, se.sum_exec_runtime);
-
-			ran = sum > ts->sum_out ? sum - ts->sum_out : 0;
-			if (ran) {
-				struct vps_thread *th = bpf_map_lookup_elem(&threads, &tid);
-
-				if (ran > now - ts->last_out)
-					ran = now - ts->last_out;
-				if (th)
-					th->oncpu_ns += run_in_window(now, ran);
-				ts->sum_out = sum;
-				count(VPS_CNT_MISSED_IN, 1);
-				count(VPS_CNT_MISSED_NS, ran);
-			}
-		}
-		if (off_cpu && ts->out_time && now > ts->out_time) {
-			charge_off(ts, pid, tid, now, ran);
-		} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
-			/* A new thread's first wait on the run queue (sched_wakeup_new). */
-			__u64 from = ts->wake_time, to = now;
-
-			if (in_window(&from, &to))
-				agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, to - from, from, to);
-		}
-		ts->out_time = 0;
+	if (ts && ts->in_time && now > ts->in_time) {
+		run = now - ts->in_time;
+	} else if (ts && ts->last_out && now > ts->last_out) {
+		run = sum > ts->sum_out ? sum - ts->sum_out : 0;
+		if (run > now - ts->last_out)
+			run = now - ts->last_out;
+		count(VPS_CNT_MISSED_IN, 1);
+		count(VPS_CNT_MISSED_NS, run);
+		if (off_cpu)
+			charge_off(ts, pid, tid, now, run);
+	}
+	if (th) {
+		th->oncpu_ns += run_in_window(now, run);
+		th->switches++;
+		th->steal_ns += delta;
+		th->last = now;
+	}
+	if (ts) {
+		ts->last_out = now;
+		ts->sum_out = sum;
+		ts->in_time = 0;
 		ts->wake_time = 0;
-		ts->in_time = now;
+		ts->out_time = open ? now : 0;
+		if (open) {
+			ts->kstack = ks;
+			ts->ustack = us;
+			ts->state = preempt || prev_state == TASK_RUNNING ? VPS_RUNNABLE_PREEMPT
+									 : blocked_state(prev, prev_state);
+		}
 	}
+}
+
+/* next comes on the CPU: its off-CPU interval (or a new thread's first run-queue wait)
+ * is charged, and its run begins. */
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
+{
+	struct tstate *ts;
+	__u32 pid = next->tgid, tid = next->pid;
+
+	ts = bpf_task_storage_get(&tstates, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return;
+	/* Runtime since the last switch-out seen: 0, unless a switch-in and the
+	 * switch-out after it were both missed; then that run is on-CPU time. */
+	__u64 ran = 0;
+
+	if (ts->last_out) {
+		__u64 sum = BPF_CORE_READ(next, se.sum_exec_runtime);
+
+		ran = sum > ts->sum_out ? sum - ts->sum_out : 0;
+		if (ran) {
+			struct vps_thread *th = bpf_map_lookup_elem(&threads, &tid);
+
+			if (ran > now - ts->last_out)
+				ran = now - ts->last_out;
+			if (th)
+				th->oncpu_ns += run_in_window(now, ran);
+			ts->sum_out = sum;
+			count(VPS_CNT_MISSED_IN, 1);
+			count(VPS_CNT_MISSED_NS, ran);
+		}
+	}
+	if (off_cpu && ts->out_time && now > ts->out_time) {
+		charge_off(ts, pid, tid, now, ran);
+	} else if (off_cpu && !ts->out_time && ts->wake_time && now > ts->wake_time) {
+		/* A new thread's first wait on the run queue (sched_wakeup_new). */
+		__u64 from = ts->wake_time, to = now;
+
+		if (in_window(&from, &to))
+			agg(pid, tid, VPS_RUNNABLE_WOKEN, -1, 0, to - from, from, to);
+	}
+	ts->out_time = 0;
+	ts->wake_time = 0;
+	ts->in_time = now;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
+	struct rq *rq = this_rq(prev, next, cpu);
+
+	count(VPS_CNT_SWITCHES, 1);
+	__u64 delta = switch_steal(c, rq, prev, now);
+
+	if (is_tracked(prev))
+		switch_out(ctx, prev, preempt, prev_state, delta, now);
+	if (is_tracked(next))
+		switch_in(next, now);
 	return 0;
 }
 
