@@ -808,12 +808,103 @@ static int record_via_service(struct vp_record_opts *o, int sock)
 	return s.ret;
 }
 
-int cmd_record(int argc, char **argv)
+/* Through the service: what it does not take is said here, before anything starts;
+ * returns the exit status. */
+static int record_through_service(struct vp_record_opts *o, int sock)
 {
-	struct vp_record_opts o;
-	struct vp_recorder *rec = NULL;
+	const char *no = o->xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
+		       : o->jvm_attach == RECORD_JVM_UIDS || o->jvm_attach == RECORD_JVM_PIDS
+			 ? "--jvm-attach with users or pids selects among other processes" : NULL;
+	if (no) {
+		fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
+				"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
+		close(sock);
+		return 2;
+	}
+	/* Through the service the client attaches the user's own -p JVMs; on -a nobody
+	 * attaches any (the user cannot load an agent into other users' JVMs). */
+	if ((o->alloc_bytes || o->lock) && o->target == RECORD_TARGET_ALL) {
+		fprintf(stderr, "viprof record: -e %s with -a: through the service (uid %u) no running JVM gets the "
+				"agent that records it; name your own JVMs with -p PID\n", o->alloc_bytes ? "alloc" : "lock",
+			(unsigned)getuid());
+		close(sock);
+		return 2;
+	}
+	if (o->jvm_attach == RECORD_JVM_NONE && o->target == RECORD_TARGET_PIDS)
+		o->no_jit = true;   /* the same for -p: running JVMs keep no agent */
+	return record_via_service(o, sock);
+}
+
+/* The local recording's loop: polls the recorder, shows the status line and reaps the
+ * command; returns true when the recorder failed. */
+static bool local_wait(struct vp_recorder *rec, const struct vp_record_opts *o, pid_t child, int *child_status,
+		       bool *child_done)
+{
 	struct vp_recorder_stats st;
-	char err[1024] = "", cmdline[4096], dir[PATH_MAX + 8];
+	bool tty = isatty(STDERR_FILENO) && !o->quiet, failed = false;
+	uint64_t last_status = 0;
+	while (!stop_signal) {
+		int r = vp_recorder__poll(rec, child_exited ? 0 : POLL_MS);
+		if (r < 0) {
+			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "", vp_recorder__error(rec));
+			failed = true;
+			break;
+		}
+		uint64_t now = now_ns();
+		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
+			vp_recorder__stats(rec, &st);
+			print_status(st.elapsed_ns, st.samples, st.lost);
+			last_status = now;
+		}
+		if (r == 0)
+			break;
+		if (child) {
+			/* Reap the command and any orphaned descendant; stop when none is left. */
+			int status;
+			pid_t p;
+			child_exited = 0;   /* before reaping: a later exit sets it again */
+			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (p == child) {
+					*child_status = status;
+					*child_done = true;
+				}
+			}
+			if (p < 0 && errno == ECHILD)
+				break;
+		}
+	}
+	vp_timing("record: loop left (command exited)");
+	if (tty)
+		fputc('\n', stderr);
+	return failed;
+}
+
+/* The local recording's summary line, after the recorder stopped. */
+static void local_summary(struct vp_recorder *rec, bool failed)
+{
+	struct vp_recorder_stats st;
+	vp_recorder__stats(rec, &st);
+	double secs = (double)st.elapsed_ns / 1e9;
+	if (failed && st.written < st.samples)
+		/* Not "N samples": what the session holds is what counts. */
+		fprintf(stderr, "viprof: the recording failed: the session holds %llu of the %llu samples taken in "
+				"%.1f s (the rest could not be written); session %s (%llu bytes)\n",
+			(unsigned long long)st.written, (unsigned long long)st.samples, secs,
+			vp_recorder__session_dir(rec), (unsigned long long)st.disk_bytes);
+	else
+		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
+			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
+			(unsigned long long)st.disk_bytes);
+	say_steal();
+}
+
+/* Records with the recorder library in this process (root, or what this user may use);
+ * returns the exit status. */
+static int record_local(struct vp_record_opts *o)
+{
+	struct vp_recorder *rec = NULL;
+	char err[1024] = "", dir[PATH_MAX + 8];
 	char *java_opts = NULL, *opts[4] = { NULL };
 	char **launch_argv = NULL;
 	int nopts = 0;
@@ -821,6 +912,85 @@ int cmd_record(int argc, char **argv)
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
 	int child_status = 0, ret = 1;
 	bool child_done = false, failed = false;
+
+	bool on_my_own = !can_sample_fully();
+	/* Also under -q: the report will lack what it names. */
+	if (on_my_own)
+		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
+				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
+				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "
+				"of it\n",
+			(unsigned)getuid(), vp_sock__path());
+	if (o->target == RECORD_TARGET_LAUNCH) {
+		absolute_dir(o->output, dir, sizeof(dir));
+		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
+		nopts = java_agent_options(dir, o->no_jit, o->callchain && (o->fp_walk || !strcmp(o->backend, "perf") ||
+									      (on_my_own && !strcmp(o->backend, "auto"))),
+					   o->alloc_bytes, o->lock, o->lock_ns, o->off_cpu, opts);
+		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
+		/* Held before exec until the sampler watches its pid (released below). */
+		if (launch_held(launch_argv, java_opts, &held))
+			goto cleanup;
+		child = held.pid;
+		launched_child = child;
+		o->launched = child;
+		vp_timing("record: command launched (held)");
+	}
+
+	rec = vp_recorder__start(o, -1, err, sizeof(err));
+	if (!rec) {
+		ret = errno == EINVAL ? 2 : 1;
+		fprintf(stderr, "viprof record: %s\n", err);
+		goto cleanup;
+	}
+	vp_child__release(&held, NULL);
+	vp_timing("record: command released");
+	failed = local_wait(rec, o, child, &child_status, &child_done);
+
+	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
+	 * status is known and nothing keeps running unprofiled behind the user's back. */
+	bool we_stopped_child = false;
+	if (child && !child_done && failed && !stop_signal)
+		wait_unprofiled(o->cmd[0], child, &child_status, &child_done);   /* the recorder stopped sampling */
+	if (child && !child_done) {
+		we_stopped_child = true;
+		terminate_child(child, &child_status, &child_done);
+	}
+	if (child_done && !we_stopped_child)
+		vp_recorder__set_exit_status(rec, child_status);
+	if (vp_recorder__stop(rec) < 0)
+		failed = true;
+	local_summary(rec, failed);
+	if (stop_signal && !o->quiet)
+		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
+	/* A command that ran to its own end gives its own status, also when the recording
+	 * failed (said above): a profiler must not turn a program's success into failure
+	 * because it could not write. */
+	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
+
+cleanup:
+	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
+	if (child && !rec) {
+		int status;
+		waitpid(child, &status, 0);
+	}
+	vp_recorder__free(rec);
+	free(java_opts);
+	if (nopts)
+		free(opts[0]);
+	if (launch_argv && launch_argv != o->cmd)
+		free(launch_argv);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	vp_timing("record: cleaned up");
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct vp_record_opts o;
+	char err[1024] = "", cmdline[4096];
 
 	vp_record_opts__defaults(&o);
 	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
@@ -852,148 +1022,7 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	/* A user who cannot load BPF records through the service when one runs. */
 	int sock = service_connect(&o);
-	if (sock >= 0) {
-		/* What the service does not take is said here, before anything starts. */
-		const char *no = o.xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
-			       : o.jvm_attach == RECORD_JVM_UIDS || o.jvm_attach == RECORD_JVM_PIDS
-				 ? "--jvm-attach with users or pids selects among other processes" : NULL;
-		if (no) {
-			fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
-					"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
-			close(sock);
-			return 2;
-		}
-		/* Through the service the client attaches the user's own -p JVMs; on -a nobody
-		 * attaches any (the user cannot load an agent into other users' JVMs). */
-		if ((o.alloc_bytes || o.lock) && o.target == RECORD_TARGET_ALL) {
-			fprintf(stderr, "viprof record: -e %s with -a: through the service (uid %u) no running JVM gets the "
-					"agent that records it; name your own JVMs with -p PID\n", o.alloc_bytes ? "alloc" : "lock",
-				(unsigned)getuid());
-			close(sock);
-			return 2;
-		}
-		if (o.jvm_attach == RECORD_JVM_NONE && o.target == RECORD_TARGET_PIDS)
-			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
-		return record_via_service(&o, sock);
-	}
-	bool on_my_own = !can_sample_fully();
-	/* Also under -q: the report will lack what it names. */
-	if (on_my_own)
-		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
-				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
-				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "
-				"of it\n",
-			(unsigned)getuid(), vp_sock__path());
-	if (o.target == RECORD_TARGET_LAUNCH) {
-		absolute_dir(o.output, dir, sizeof(dir));
-		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
-		nopts = java_agent_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
-									    (on_my_own && !strcmp(o.backend, "auto"))),
-					   o.alloc_bytes, o.lock, o.lock_ns, o.off_cpu, opts);
-		launch_argv = java_launch(o.cmd, opts, nopts, &java_opts);
-		/* Held before exec until the sampler watches its pid (released below). */
-		if (launch_held(launch_argv, java_opts, &held))
-			goto cleanup;
-		child = held.pid;
-		launched_child = child;
-		o.launched = child;
-		vp_timing("record: command launched (held)");
-	}
-
-	rec = vp_recorder__start(&o, -1, err, sizeof(err));
-	if (!rec) {
-		ret = errno == EINVAL ? 2 : 1;
-		fprintf(stderr, "viprof record: %s\n", err);
-		goto cleanup;
-	}
-	vp_child__release(&held, NULL);
-	vp_timing("record: command released");
-
-	bool tty = isatty(STDERR_FILENO) && !o.quiet;
-	uint64_t last_status = 0;
-	while (!stop_signal) {
-		int r = vp_recorder__poll(rec, child_exited ? 0 : POLL_MS);
-		if (r < 0) {
-			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "", vp_recorder__error(rec));
-			failed = true;
-			break;
-		}
-		uint64_t now = now_ns();
-		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
-			vp_recorder__stats(rec, &st);
-			print_status(st.elapsed_ns, st.samples, st.lost);
-			last_status = now;
-		}
-		if (r == 0)
-			break;
-		if (child) {
-			/* Reap the command and any orphaned descendant; stop when none is left. */
-			int status;
-			pid_t p;
-			child_exited = 0;   /* before reaping: a later exit sets it again */
-			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-				if (p == child) {
-					child_status = status;
-					child_done = true;
-				}
-			}
-			if (p < 0 && errno == ECHILD)
-				break;
-		}
-	}
-	vp_timing("record: loop left (command exited)");
-	if (tty)
-		fputc('\n', stderr);
-
-	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
-	 * status is known and nothing keeps running unprofiled behind the user's back. */
-	bool we_stopped_child = false;
-	if (child && !child_done && failed && !stop_signal)
-		wait_unprofiled(o.cmd[0], child, &child_status, &child_done);   /* the recorder stopped sampling */
-	if (child && !child_done) {
-		we_stopped_child = true;
-		terminate_child(child, &child_status, &child_done);
-	}
-	if (child_done && !we_stopped_child)
-		vp_recorder__set_exit_status(rec, child_status);
-	if (vp_recorder__stop(rec) < 0)
-		failed = true;
-	vp_recorder__stats(rec, &st);
-	double secs = (double)st.elapsed_ns / 1e9;
-	if (failed && st.written < st.samples)
-		/* Not "N samples": what the session holds is what counts. */
-		fprintf(stderr, "viprof: the recording failed: the session holds %llu of the %llu samples taken in "
-				"%.1f s (the rest could not be written); session %s (%llu bytes)\n",
-			(unsigned long long)st.written, (unsigned long long)st.samples, secs,
-			vp_recorder__session_dir(rec), (unsigned long long)st.disk_bytes);
-	else
-		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
-			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
-			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
-			(unsigned long long)st.disk_bytes);
-	say_steal();
-	if (stop_signal && !o.quiet)
-		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
-	/* A command that ran to its own end gives its own status, also when the recording
-	 * failed (said above): a profiler must not turn a program's success into failure
-	 * because it could not write. */
-	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
-
-cleanup:
-	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
-	if (child && !rec) {
-		int status;
-		waitpid(child, &status, 0);
-	}
-	vp_recorder__free(rec);
-	free(java_opts);
-	if (nopts)
-		free(opts[0]);
-	if (launch_argv && launch_argv != o.cmd)
-		free(launch_argv);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
-	vp_timing("record: cleaned up");
-	return ret;
+	if (sock >= 0)
+		return record_through_service(&o, sock);
+	return record_local(&o);
 }
