@@ -501,239 +501,410 @@ static void say_steal(void)
 		fprintf(stderr, "viprof: %s\n", why);
 }
 
-static int record_via_service(struct vp_record_opts *o, int sock)
-{
-	char err[1024] = "", abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
-	char *java_opts = NULL, *opts[4] = { NULL };
-	char **launch_argv = NULL;
-	int nopts = 0;
-	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
-	struct record_jvm_lock lock = { .fd = -1 };
-	struct vp_sock_jvm jvms[RECORD_MAX_PIDS];
-	pid_t jvm_pids[RECORD_MAX_PIDS];
-	uint32_t jvm_flags[RECORD_MAX_PIDS];
-	struct service_file files[2] = {
-		{ .name = VP_SESSION_STREAM, .pipe = -1, .fd = -1 },
-		{ .name = VP_SESSION_META_JSON, .tmp = VP_SESSION_META_JSON ".tmp", .pipe = -1, .fd = -1 },
-	};
-	pid_t child = 0;
-	int child_status = 0, ret = 1, e, parentfd = -1, dirfd, njvms = 0;
-	bool made = false, child_done = false, failed = false, done = false, started = false, stop_sent = false;
-	uint64_t samples = 0, lost = 0, elapsed = 0;
-	int done_rc = 0;
+/* One recording through the service: what the client holds from the handshake to the
+ * cleanup, so that each step below reads and leaves it as the one function did. */
+struct svc_run {
+	struct vp_record_opts *o;
+	int sock;
+	char abs[PATH_MAX + 8], base[NAME_MAX + 1], msg[VP_SOCK_MAX_MSG];
+	char *java_opts, *opts[4];
+	char **launch_argv;
+	int nopts;
+	struct vp_held_child held;
+	struct record_jvm_lock lock;
+	struct service_file files[2];
+	pid_t child;
+	int child_status, ret, parentfd, dirfd, done_rc;
+	bool made, child_done, failed, done, started, stop_sent;
+	bool tty, status_shown;
+	uint64_t samples, lost, elapsed, done_at;
+};
 
-	/* The service says first whether it takes us (a limit refuses at once): nothing is
-	 * created or launched for a request it would not take. */
+/* The service says first whether it takes us (a limit refuses at once): nothing is
+ * created or launched for a request it would not take. */
+static bool svc_wait_ready(struct svc_run *s)
+{
 	struct timeval tv = { .tv_sec = 10 };
-	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ssize_t hn = vp_sock__recv(sock, msg, sizeof(msg), NULL);
+	setsockopt(s->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t hn = vp_sock__recv(s->sock, s->msg, sizeof(s->msg), NULL);
 	tv.tv_sec = 0;
-	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (hn <= 0 || strncmp(msg, "READY", 5)) {
-		const char *line = hn > 4 && !strncmp(msg, "ERR ", 4) ? strchr(msg + 4, ' ') : NULL;
+	setsockopt(s->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (hn <= 0 || strncmp(s->msg, "READY", 5)) {
+		const char *line = hn > 4 && !strncmp(s->msg, "ERR ", 4) ? strchr(s->msg + 4, ' ') : NULL;
 		if (line)
 			fprintf(stderr, "viprof record: %s\n", line + 1);
 		else
 			fprintf(stderr, "viprof record: the service on %s did not answer (%s); try again, or record without it "
 					"(VIPROF_NO_SERVICE=1)\n", vp_sock__path(), hn < 0 ? strerror((int)-hn) : "closed");
-		dirfd = -1;
-		goto cleanup;
+		s->dirfd = -1;
+		return false;
 	}
-	dirfd = open_session_for_service(o, abs, sizeof(abs), &made, &parentfd, base, sizeof(base), err, sizeof(err));
-	if (dirfd < 0) {
+	return true;
+}
+
+/* Makes the session, launches the command held (or attaches our own JVMs' agents) and
+ * sends the request; false after printing why. */
+static bool svc_send_request(struct svc_run *s)
+{
+	struct vp_record_opts *o = s->o;
+	char err[1024] = "";
+	struct vp_sock_jvm jvms[RECORD_MAX_PIDS];
+	pid_t jvm_pids[RECORD_MAX_PIDS];
+	uint32_t jvm_flags[RECORD_MAX_PIDS];
+	int njvms = 0;
+
+	s->dirfd = open_session_for_service(o, s->abs, sizeof(s->abs), &s->made, &s->parentfd, s->base,
+					    sizeof(s->base), err, sizeof(err));
+	if (s->dirfd < 0) {
 		fprintf(stderr, "viprof record: %s\n", err);
-		goto cleanup;
+		return false;
 	}
 	/* The session is this user's: its jit/ too, where the agents write as this user. */
-	if (mkdirat(dirfd, VP_SESSION_JIT_DIR, 0700)) {
-		fprintf(stderr, "viprof record: cannot create %s/" VP_SESSION_JIT_DIR ": %s\n", abs, strerror(errno));
-		goto cleanup;
+	if (mkdirat(s->dirfd, VP_SESSION_JIT_DIR, 0700)) {
+		fprintf(stderr, "viprof record: cannot create %s/" VP_SESSION_JIT_DIR ": %s\n", s->abs, strerror(errno));
+		return false;
 	}
 	if (o->target == RECORD_TARGET_LAUNCH) {
-		nopts = java_agent_options(abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes, o->lock, o->lock_ns,
-					   o->off_cpu, opts);
-		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
-		if (launch_held(launch_argv, java_opts, &held))
-			goto cleanup;
-		child = held.pid;
-		launched_child = child;
-		o->launched = child;
+		s->nopts = java_agent_options(s->abs, o->no_jit, o->callchain && o->fp_walk, o->alloc_bytes, o->lock,
+					      o->lock_ns, o->off_cpu, s->opts);
+		s->launch_argv = java_launch(o->cmd, s->opts, s->nopts, &s->java_opts);
+		if (launch_held(s->launch_argv, s->java_opts, &s->held))
+			return false;
+		s->child = s->held.pid;
+		launched_child = s->child;
+		o->launched = s->child;
 	} else if (o->target == RECORD_TARGET_PIDS && !o->no_jit) {
 		/* Our own JVMs get the agent from us, before sampling starts (every sample of
 		 * their JIT code then falls after their code maps began). */
 		const char *agent = agent_or_warn();
 		if (agent)
-			njvms = record_jvm__attach_own(abs, &lock, o->pids, o->npids, agent, o, jvm_pids, jvm_flags);
+			njvms = record_jvm__attach_own(s->abs, &s->lock, o->pids, o->npids, agent, o, jvm_pids, jvm_flags);
 		for (int i = 0; i < njvms; i++)
 			jvms[i] = (struct vp_sock_jvm){ .pid = jvm_pids[i], .flags = jvm_flags[i] };
 	}
-	if (vp_sock__encode_request(o, jvms, njvms, msg, sizeof(msg)) || (e = vp_sock__send(sock, msg, strlen(msg), -1))) {
+	if (vp_sock__encode_request(o, jvms, njvms, s->msg, sizeof(s->msg)) ||
+	    vp_sock__send(s->sock, s->msg, strlen(s->msg), -1)) {
 		fprintf(stderr, "viprof record: cannot send the request to the service on %s; the command line is too long?\n",
 			vp_sock__path());
-		goto cleanup;
+		return false;
 	}
-	bool tty = isatty(STDERR_FILENO) && !o->quiet;
-	bool status_shown = false;
-	uint64_t done_at = 0;
+	return true;
+}
+
+/* A FILE message passes the pipe of one session file; false when the message was not
+ * one (passed is then still ours). */
+static bool svc_take_file(struct svc_run *s, int passed)
+{
+	if (strncmp(s->msg, "FILE ", 5) || passed < 0)
+		return false;
+	int k = !strcmp(s->msg + 5, s->files[0].name) ? 0 : !strcmp(s->msg + 5, s->files[1].name) ? 1 : -1;
+	if (k >= 0) {
+		fcntl(passed, F_SETFL, O_NONBLOCK);
+		service_file_open(&s->files[k], s->dirfd, passed, s->abs);
+	} else {
+		close(passed);   /* a file this viprof does not know: not stored */
+	}
+	return true;
+}
+
+/* What the wait loop does after one message of the service. */
+enum svc_next { SVC_REAP, SVC_LOOP, SVC_END };
+
+/* One message of the service: SVC_END when the recording ends at once (an error before
+ * it started), SVC_LOOP to poll again at once (a closed connection, a passed file),
+ * SVC_REAP to look at the command first. */
+static enum svc_next svc_on_message(struct svc_run *s)
+{
+	int passed = -1;
+	ssize_t n = vp_sock__recv(s->sock, s->msg, sizeof(s->msg), &passed);
+	if (n <= 0) {
+		fprintf(stderr, "%sviprof record: the service closed the connection before the recording ended; "
+				"%s keeps what was flushed\n", s->status_shown ? "\n" : "", s->abs);
+		s->failed = true;
+		s->done = true;   /* the pipes still end what was sent */
+		s->done_at = now_ns();
+		return SVC_LOOP;
+	}
+	if (svc_take_file(s, passed))
+		return SVC_LOOP;
+	if (passed >= 0)
+		close(passed);
+	const char *msg = s->msg;
+	if (!strncmp(msg, "LOG ", 4)) {
+		fprintf(stderr, "%s%s\n", s->status_shown ? "\n" : "", msg + 4);
+		s->status_shown = false;
+	} else if (!strncmp(msg, "ERR ", 4)) {
+		int code = atoi(msg + 4);
+		const char *line = strchr(msg + 4, ' ');
+		fprintf(stderr, "viprof record: %s\n", line ? line + 1 : msg + 4);
+		s->ret = code == 2 ? 2 : 1;
+		s->failed = true;
+		if (!s->started)
+			return SVC_END;
+		s->done = true;
+		s->done_at = now_ns();
+	} else if (!strncmp(msg, "STARTED", 7)) {
+		s->started = true;
+		vp_child__release(&s->held, NULL);
+	} else if (!strncmp(msg, "STATUS ", 7)) {
+		unsigned long long sm, ls, el;
+		if (s->tty && sscanf(msg + 7, "%llu %llu %llu", &sm, &ls, &el) == 3) {
+			double t = (double)el / 1e9;
+			fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, sm, ls,
+				t > 0 ? (double)sm / t : 0.0);
+			s->status_shown = true;
+		}
+	} else if (!strncmp(msg, "DONE ", 5)) {
+		unsigned long long sm, ls, el, by;
+		if (sscanf(msg + 5, "%llu %llu %llu %llu %d", &sm, &ls, &el, &by, &s->done_rc) == 5) {
+			s->samples = sm, s->lost = ls, s->elapsed = el;
+		}
+		s->done = true;
+		s->done_at = now_ns();
+	}
+	return SVC_REAP;
+}
+
+/* Reap the command and any orphaned descendant; when none is left, the recording ends
+ * with its status. */
+static void svc_reap(struct svc_run *s)
+{
+	int status;
+	pid_t q;
+	child_exited = 0;
+	while ((q = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (q == s->child) {
+			s->child_status = status;
+			s->child_done = true;
+		}
+	}
+	if (q < 0 && errno == ECHILD) {
+		snprintf(s->msg, sizeof(s->msg), "STOP %d", s->child_done ? s->child_status : -1);
+		s->stop_sent = vp_sock__send(s->sock, s->msg, strlen(s->msg), -1) == 0;
+	}
+}
+
+/* The wait loop: the service's messages, the file pipes, a stop signal and the command's
+ * end, until the recording is done; false when it ends at once (an error before it
+ * started). */
+static bool svc_wait(struct svc_run *s)
+{
+	s->tty = isatty(STDERR_FILENO) && !s->o->quiet;
 	for (;;) {
 		/* After DONE, what is left in the pipes (they end with the recording); a
 		 * service that dies leaves them ended too. */
-		if (done && (files[0].pipe < 0 && files[1].pipe < 0))
+		if (s->done && (s->files[0].pipe < 0 && s->files[1].pipe < 0))
 			break;
-		if (done && now_ns() - done_at > 5000000000ull)
+		if (s->done && now_ns() - s->done_at > 5000000000ull)
 			break;
-		if (stop_signal && started && !stop_sent) {
-			stop_sent = vp_sock__send(sock, "STOP -1", 7, -1) == 0;
+		if (stop_signal && s->started && !s->stop_sent) {
+			s->stop_sent = vp_sock__send(s->sock, "STOP -1", 7, -1) == 0;
 		}
-		struct pollfd p[3] = { { .fd = done ? -1 : sock, .events = POLLIN },
-				       { .fd = files[0].pipe, .events = POLLIN },
-				       { .fd = files[1].pipe, .events = POLLIN } };
+		struct pollfd p[3] = { { .fd = s->done ? -1 : s->sock, .events = POLLIN },
+				       { .fd = s->files[0].pipe, .events = POLLIN },
+				       { .fd = s->files[1].pipe, .events = POLLIN } };
 		int pr = poll(p, 3, child_exited ? 0 : POLL_MS);
 		for (int i = 0; i < 2; i++)
 			if (pr > 0 && p[i + 1].revents)
-				service_file_drain(&files[i], dirfd, abs);
+				service_file_drain(&s->files[i], s->dirfd, s->abs);
 		if (pr > 0 && p[0].revents) {
-			int passed = -1;
-			ssize_t n = vp_sock__recv(sock, msg, sizeof(msg), &passed);
-			if (n <= 0) {
-				fprintf(stderr, "%sviprof record: the service closed the connection before the recording ended; "
-						"%s keeps what was flushed\n", status_shown ? "\n" : "", abs);
-				failed = true;
-				done = true;   /* the pipes still end what was sent */
-				done_at = now_ns();
+			enum svc_next next = svc_on_message(s);
+			if (next == SVC_END)
+				return false;
+			if (next == SVC_LOOP)
 				continue;
-			}
-			if (!strncmp(msg, "FILE ", 5) && passed >= 0) {
-				int k = !strcmp(msg + 5, files[0].name) ? 0 : !strcmp(msg + 5, files[1].name) ? 1 : -1;
-				if (k >= 0) {
-					fcntl(passed, F_SETFL, O_NONBLOCK);
-					service_file_open(&files[k], dirfd, passed, abs);
-				} else {
-					close(passed);   /* a file this viprof does not know: not stored */
-				}
-				continue;
-			}
-			if (passed >= 0)
-				close(passed);
-			if (!strncmp(msg, "LOG ", 4)) {
-				fprintf(stderr, "%s%s\n", status_shown ? "\n" : "", msg + 4);
-				status_shown = false;
-			} else if (!strncmp(msg, "ERR ", 4)) {
-				int code = atoi(msg + 4);
-				const char *line = strchr(msg + 4, ' ');
-				fprintf(stderr, "viprof record: %s\n", line ? line + 1 : msg + 4);
-				ret = code == 2 ? 2 : 1;
-				failed = true;
-				if (!started)
-					goto cleanup;
-				done = true;
-				done_at = now_ns();
-			} else if (!strncmp(msg, "STARTED", 7)) {
-				started = true;
-				vp_child__release(&held, NULL);
-			} else if (!strncmp(msg, "STATUS ", 7)) {
-				unsigned long long sm, ls, el;
-				if (tty && sscanf(msg + 7, "%llu %llu %llu", &sm, &ls, &el) == 3) {
-					double t = (double)el / 1e9;
-					fprintf(stderr, "\rviprof: %6.1f s  %10llu samples  %8llu lost  %8.0f/s   ", t, sm, ls,
-						t > 0 ? (double)sm / t : 0.0);
-					status_shown = true;
-				}
-			} else if (!strncmp(msg, "DONE ", 5)) {
-				unsigned long long sm, ls, el, by;
-				if (sscanf(msg + 5, "%llu %llu %llu %llu %d", &sm, &ls, &el, &by, &done_rc) == 5) {
-					samples = sm, lost = ls, elapsed = el;
-				}
-				done = true;
-				done_at = now_ns();
-			}
 		}
-		if (child && started && !stop_sent && !done) {
-			/* Reap the command and any orphaned descendant; when none is left, the
-			 * recording ends with its status. */
-			int status;
-			pid_t q;
-			child_exited = 0;
-			while ((q = waitpid(-1, &status, WNOHANG)) > 0) {
-				if (q == child) {
-					child_status = status;
-					child_done = true;
-				}
-			}
-			if (q < 0 && errno == ECHILD) {
-				snprintf(msg, sizeof(msg), "STOP %d", child_done ? child_status : -1);
-				stop_sent = vp_sock__send(sock, msg, strlen(msg), -1) == 0;
-			}
-		}
+		if (s->child && s->started && !s->stop_sent && !s->done)
+			svc_reap(s);
 	}
+	return true;
+}
+
+/* After the wait: the rest of the pipes, our JVMs' maps, the command's end, the summary;
+ * sets s->ret to the exit status. */
+static void svc_result(struct svc_run *s)
+{
 	for (int i = 0; i < 2; i++)
-		if (files[i].pipe >= 0)
-			service_file_drain(&files[i], dirfd, abs);
-	if (status_shown)
+		if (s->files[i].pipe >= 0)
+			service_file_drain(&s->files[i], s->dirfd, s->abs);
+	if (s->status_shown)
 		fputc('\n', stderr);
-	record_jvm__end(&lock);   /* our JVMs' agents finish this session's maps */
+	record_jvm__end(&s->lock);   /* our JVMs' agents finish this session's maps */
 	bool we_stopped_child = false;
-	if (child && !child_done && failed && !stop_signal && started)
-		wait_unprofiled(o->cmd[0], child, &child_status, &child_done);
-	if (child && !child_done && started) {
+	if (s->child && !s->child_done && s->failed && !stop_signal && s->started)
+		wait_unprofiled(s->o->cmd[0], s->child, &s->child_status, &s->child_done);
+	if (s->child && !s->child_done && s->started) {
 		we_stopped_child = true;
-		terminate_child(child, &child_status, &child_done);
+		terminate_child(s->child, &s->child_status, &s->child_done);
 	}
-	if (done && !failed) {
-		double secs = (double)elapsed / 1e9;
+	if (s->done && !s->failed) {
+		double secs = (double)s->elapsed / 1e9;
 		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
-			(unsigned long long)samples, (unsigned long long)lost, secs, secs > 0 ? (double)samples / secs : 0.0,
-			abs, (unsigned long long)vp_safe_tree_bytes(dirfd));
+			(unsigned long long)s->samples, (unsigned long long)s->lost, secs,
+			secs > 0 ? (double)s->samples / secs : 0.0, s->abs, (unsigned long long)vp_safe_tree_bytes(s->dirfd));
 		say_steal();
-		if (!files[1].done || !files[1].bytes) {
+		if (!s->files[1].done || !s->files[1].bytes) {
 			fprintf(stderr, "viprof record: the service sent no %s; %s reads to its last chunk\n",
-				VP_SESSION_META_JSON, abs);
-			failed = true;
+				VP_SESSION_META_JSON, s->abs);
+			s->failed = true;
 		}
-		failed |= done_rc != 0;
+		s->failed |= s->done_rc != 0;
 	}
-	if (stop_signal && !o->quiet)
+	if (stop_signal && !s->o->quiet)
 		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
-	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? (ret == 2 ? 2 : 1) : 0;
-cleanup:
+	s->ret = s->child && s->child_done && !we_stopped_child ? exit_code(s->child_status)
+		 : s->failed ? (s->ret == 2 ? 2 : 1) : 0;
+}
+
+/* Closes what is open; a session that never started is removed (or emptied, when it
+ * was given), and a held command that never ran is reaped. */
+static void svc_cleanup(struct svc_run *s)
+{
 	for (int i = 0; i < 2; i++) {
-		if (files[i].pipe >= 0)
-			close(files[i].pipe);
-		if (files[i].fd >= 0)
-			close(files[i].fd);
+		if (s->files[i].pipe >= 0)
+			close(s->files[i].pipe);
+		if (s->files[i].fd >= 0)
+			close(s->files[i].fd);
 	}
-	record_jvm__end(&lock);
-	vp_child__close(&held);
-	if (child && !started) {
+	record_jvm__end(&s->lock);
+	vp_child__close(&s->held);
+	if (s->child && !s->started) {
 		int status;
-		waitpid(child, &status, 0);
+		waitpid(s->child, &status, 0);
 	}
-	if (!started && made && parentfd >= 0)
-		vp_safe_remove_tree(parentfd, base);   /* nothing was recorded: the directory we made goes */
-	else if (!started && dirfd >= 0)
-		vp_safe_remove_tree(dirfd, VP_SESSION_JIT_DIR);   /* an empty one given: back to empty */
-	if (dirfd >= 0)
-		close(dirfd);
-	if (parentfd >= 0)
-		close(parentfd);
-	free(java_opts);
-	if (nopts)
-		free(opts[0]);
-	if (launch_argv && launch_argv != o->cmd)
-		free(launch_argv);
-	close(sock);
+	if (!s->started && s->made && s->parentfd >= 0)
+		vp_safe_remove_tree(s->parentfd, s->base);   /* nothing was recorded: the directory we made goes */
+	else if (!s->started && s->dirfd >= 0)
+		vp_safe_remove_tree(s->dirfd, VP_SESSION_JIT_DIR);   /* an empty one given: back to empty */
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	if (s->parentfd >= 0)
+		close(s->parentfd);
+	free(s->java_opts);
+	if (s->nopts)
+		free(s->opts[0]);
+	if (s->launch_argv && s->launch_argv != s->o->cmd)
+		free(s->launch_argv);
+	close(s->sock);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
-	return ret;
 }
 
-int cmd_record(int argc, char **argv)
+static int record_via_service(struct vp_record_opts *o, int sock)
 {
-	struct vp_record_opts o;
-	struct vp_recorder *rec = NULL;
+	struct svc_run s = {
+		.o = o, .sock = sock, .ret = 1, .parentfd = -1, .dirfd = -1,
+		.held = { .pid = -1, .go_fd = -1, .exec_fd = -1 },
+		.lock = { .fd = -1 },
+		.files = {
+			{ .name = VP_SESSION_STREAM, .pipe = -1, .fd = -1 },
+			{ .name = VP_SESSION_META_JSON, .tmp = VP_SESSION_META_JSON ".tmp", .pipe = -1, .fd = -1 },
+		},
+	};
+	if (svc_wait_ready(&s) && svc_send_request(&s) && svc_wait(&s))
+		svc_result(&s);
+	svc_cleanup(&s);
+	return s.ret;
+}
+
+/* Through the service: what it does not take is said here, before anything starts;
+ * returns the exit status. */
+static int record_through_service(struct vp_record_opts *o, int sock)
+{
+	const char *no = o->xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
+		       : o->jvm_attach == RECORD_JVM_UIDS || o->jvm_attach == RECORD_JVM_PIDS
+			 ? "--jvm-attach with users or pids selects among other processes" : NULL;
+	if (no) {
+		fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
+				"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
+		close(sock);
+		return 2;
+	}
+	/* Through the service the client attaches the user's own -p JVMs; on -a nobody
+	 * attaches any (the user cannot load an agent into other users' JVMs). */
+	if ((o->alloc_bytes || o->lock) && o->target == RECORD_TARGET_ALL) {
+		fprintf(stderr, "viprof record: -e %s with -a: through the service (uid %u) no running JVM gets the "
+				"agent that records it; name your own JVMs with -p PID\n", o->alloc_bytes ? "alloc" : "lock",
+			(unsigned)getuid());
+		close(sock);
+		return 2;
+	}
+	if (o->jvm_attach == RECORD_JVM_NONE && o->target == RECORD_TARGET_PIDS)
+		o->no_jit = true;   /* the same for -p: running JVMs keep no agent */
+	return record_via_service(o, sock);
+}
+
+/* The local recording's loop: polls the recorder, shows the status line and reaps the
+ * command; returns true when the recorder failed. */
+static bool local_wait(struct vp_recorder *rec, const struct vp_record_opts *o, pid_t child, int *child_status,
+		       bool *child_done)
+{
 	struct vp_recorder_stats st;
-	char err[1024] = "", cmdline[4096], dir[PATH_MAX + 8];
+	bool tty = isatty(STDERR_FILENO) && !o->quiet, failed = false;
+	uint64_t last_status = 0;
+	while (!stop_signal) {
+		int r = vp_recorder__poll(rec, child_exited ? 0 : POLL_MS);
+		if (r < 0) {
+			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "", vp_recorder__error(rec));
+			failed = true;
+			break;
+		}
+		uint64_t now = now_ns();
+		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
+			vp_recorder__stats(rec, &st);
+			print_status(st.elapsed_ns, st.samples, st.lost);
+			last_status = now;
+		}
+		if (r == 0)
+			break;
+		if (child) {
+			/* Reap the command and any orphaned descendant; stop when none is left. */
+			int status;
+			pid_t p;
+			child_exited = 0;   /* before reaping: a later exit sets it again */
+			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (p == child) {
+					*child_status = status;
+					*child_done = true;
+				}
+			}
+			if (p < 0 && errno == ECHILD)
+				break;
+		}
+	}
+	vp_timing("record: loop left (command exited)");
+	if (tty)
+		fputc('\n', stderr);
+	return failed;
+}
+
+/* The local recording's summary line, after the recorder stopped. */
+static void local_summary(struct vp_recorder *rec, bool failed)
+{
+	struct vp_recorder_stats st;
+	vp_recorder__stats(rec, &st);
+	double secs = (double)st.elapsed_ns / 1e9;
+	if (failed && st.written < st.samples)
+		/* Not "N samples": what the session holds is what counts. */
+		fprintf(stderr, "viprof: the recording failed: the session holds %llu of the %llu samples taken in "
+				"%.1f s (the rest could not be written); session %s (%llu bytes)\n",
+			(unsigned long long)st.written, (unsigned long long)st.samples, secs,
+			vp_recorder__session_dir(rec), (unsigned long long)st.disk_bytes);
+	else
+		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
+			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
+			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
+			(unsigned long long)st.disk_bytes);
+	say_steal();
+}
+
+/* Records with the recorder library in this process (root, or what this user may use);
+ * returns the exit status. */
+static int record_local(struct vp_record_opts *o)
+{
+	struct vp_recorder *rec = NULL;
+	char err[1024] = "", dir[PATH_MAX + 8];
 	char *java_opts = NULL, *opts[4] = { NULL };
 	char **launch_argv = NULL;
 	int nopts = 0;
@@ -741,6 +912,85 @@ int cmd_record(int argc, char **argv)
 	struct vp_held_child held = { .pid = -1, .go_fd = -1, .exec_fd = -1 };
 	int child_status = 0, ret = 1;
 	bool child_done = false, failed = false;
+
+	bool on_my_own = !can_sample_fully();
+	/* Also under -q: the report will lack what it names. */
+	if (on_my_own)
+		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
+				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
+				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "
+				"of it\n",
+			(unsigned)getuid(), vp_sock__path());
+	if (o->target == RECORD_TARGET_LAUNCH) {
+		absolute_dir(o->output, dir, sizeof(dir));
+		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
+		nopts = java_agent_options(dir, o->no_jit, o->callchain && (o->fp_walk || !strcmp(o->backend, "perf") ||
+									      (on_my_own && !strcmp(o->backend, "auto"))),
+					   o->alloc_bytes, o->lock, o->lock_ns, o->off_cpu, opts);
+		launch_argv = java_launch(o->cmd, opts, nopts, &java_opts);
+		/* Held before exec until the sampler watches its pid (released below). */
+		if (launch_held(launch_argv, java_opts, &held))
+			goto cleanup;
+		child = held.pid;
+		launched_child = child;
+		o->launched = child;
+		vp_timing("record: command launched (held)");
+	}
+
+	rec = vp_recorder__start(o, -1, err, sizeof(err));
+	if (!rec) {
+		ret = errno == EINVAL ? 2 : 1;
+		fprintf(stderr, "viprof record: %s\n", err);
+		goto cleanup;
+	}
+	vp_child__release(&held, NULL);
+	vp_timing("record: command released");
+	failed = local_wait(rec, o, child, &child_status, &child_done);
+
+	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
+	 * status is known and nothing keeps running unprofiled behind the user's back. */
+	bool we_stopped_child = false;
+	if (child && !child_done && failed && !stop_signal)
+		wait_unprofiled(o->cmd[0], child, &child_status, &child_done);   /* the recorder stopped sampling */
+	if (child && !child_done) {
+		we_stopped_child = true;
+		terminate_child(child, &child_status, &child_done);
+	}
+	if (child_done && !we_stopped_child)
+		vp_recorder__set_exit_status(rec, child_status);
+	if (vp_recorder__stop(rec) < 0)
+		failed = true;
+	local_summary(rec, failed);
+	if (stop_signal && !o->quiet)
+		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
+	/* A command that ran to its own end gives its own status, also when the recording
+	 * failed (said above): a profiler must not turn a program's success into failure
+	 * because it could not write. */
+	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
+
+cleanup:
+	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
+	if (child && !rec) {
+		int status;
+		waitpid(child, &status, 0);
+	}
+	vp_recorder__free(rec);
+	free(java_opts);
+	if (nopts)
+		free(opts[0]);
+	if (launch_argv && launch_argv != o->cmd)
+		free(launch_argv);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	vp_timing("record: cleaned up");
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct vp_record_opts o;
+	char err[1024] = "", cmdline[4096];
 
 	vp_record_opts__defaults(&o);
 	if (record_opts__parse(&o, argc, argv, err, sizeof(err))) {
@@ -772,148 +1022,7 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	/* A user who cannot load BPF records through the service when one runs. */
 	int sock = service_connect(&o);
-	if (sock >= 0) {
-		/* What the service does not take is said here, before anything starts. */
-		const char *no = o.xen_pmu_mode ? "--xen-pmu-mode changes the hypervisor's PMU mode for every domain"
-			       : o.jvm_attach == RECORD_JVM_UIDS || o.jvm_attach == RECORD_JVM_PIDS
-				 ? "--jvm-attach with users or pids selects among other processes" : NULL;
-		if (no) {
-			fprintf(stderr, "viprof record: %s: only root may ask for it, and the service records for you "
-					"(uid %u) without it; leave it out\n", no, (unsigned)getuid());
-			close(sock);
-			return 2;
-		}
-		/* Through the service the client attaches the user's own -p JVMs; on -a nobody
-		 * attaches any (the user cannot load an agent into other users' JVMs). */
-		if ((o.alloc_bytes || o.lock) && o.target == RECORD_TARGET_ALL) {
-			fprintf(stderr, "viprof record: -e %s with -a: through the service (uid %u) no running JVM gets the "
-					"agent that records it; name your own JVMs with -p PID\n", o.alloc_bytes ? "alloc" : "lock",
-				(unsigned)getuid());
-			close(sock);
-			return 2;
-		}
-		if (o.jvm_attach == RECORD_JVM_NONE && o.target == RECORD_TARGET_PIDS)
-			o.no_jit = true;   /* the same for -p: running JVMs keep no agent */
-		return record_via_service(&o, sock);
-	}
-	bool on_my_own = !can_sample_fully();
-	/* Also under -q: the report will lack what it names. */
-	if (on_my_own)
-		fprintf(stderr, "viprof: recording as uid %u with what an unprivileged user may use (perf events; no "
-				"kernel frames, interpreted Java method names, exact steal or --off-cpu), because no viprof "
-				"service answers on %s: ask root to run 'viprof serve' (packaging/viprof.service) for all "
-				"of it\n",
-			(unsigned)getuid(), vp_sock__path());
-	if (o.target == RECORD_TARGET_LAUNCH) {
-		absolute_dir(o.output, dir, sizeof(dir));
-		/* The perf sampler walks by frame pointers only: so must the JVM it starts. */
-		nopts = java_agent_options(dir, o.no_jit, o.callchain && (o.fp_walk || !strcmp(o.backend, "perf") ||
-									    (on_my_own && !strcmp(o.backend, "auto"))),
-					   o.alloc_bytes, o.lock, o.lock_ns, o.off_cpu, opts);
-		launch_argv = java_launch(o.cmd, opts, nopts, &java_opts);
-		/* Held before exec until the sampler watches its pid (released below). */
-		if (launch_held(launch_argv, java_opts, &held))
-			goto cleanup;
-		child = held.pid;
-		launched_child = child;
-		o.launched = child;
-		vp_timing("record: command launched (held)");
-	}
-
-	rec = vp_recorder__start(&o, -1, err, sizeof(err));
-	if (!rec) {
-		ret = errno == EINVAL ? 2 : 1;
-		fprintf(stderr, "viprof record: %s\n", err);
-		goto cleanup;
-	}
-	vp_child__release(&held, NULL);
-	vp_timing("record: command released");
-
-	bool tty = isatty(STDERR_FILENO) && !o.quiet;
-	uint64_t last_status = 0;
-	while (!stop_signal) {
-		int r = vp_recorder__poll(rec, child_exited ? 0 : POLL_MS);
-		if (r < 0) {
-			fprintf(stderr, "%sviprof record: %s\n", tty ? "\n" : "", vp_recorder__error(rec));
-			failed = true;
-			break;
-		}
-		uint64_t now = now_ns();
-		if (tty && now - last_status >= STATUS_INTERVAL_NS) {
-			vp_recorder__stats(rec, &st);
-			print_status(st.elapsed_ns, st.samples, st.lost);
-			last_status = now;
-		}
-		if (r == 0)
-			break;
-		if (child) {
-			/* Reap the command and any orphaned descendant; stop when none is left. */
-			int status;
-			pid_t p;
-			child_exited = 0;   /* before reaping: a later exit sets it again */
-			while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-				if (p == child) {
-					child_status = status;
-					child_done = true;
-				}
-			}
-			if (p < 0 && errno == ECHILD)
-				break;
-		}
-	}
-	vp_timing("record: loop left (command exited)");
-	if (tty)
-		fputc('\n', stderr);
-
-	/* A clean end even when the command still runs (-d, Ctrl-C): stop it, so its exit
-	 * status is known and nothing keeps running unprofiled behind the user's back. */
-	bool we_stopped_child = false;
-	if (child && !child_done && failed && !stop_signal)
-		wait_unprofiled(o.cmd[0], child, &child_status, &child_done);   /* the recorder stopped sampling */
-	if (child && !child_done) {
-		we_stopped_child = true;
-		terminate_child(child, &child_status, &child_done);
-	}
-	if (child_done && !we_stopped_child)
-		vp_recorder__set_exit_status(rec, child_status);
-	if (vp_recorder__stop(rec) < 0)
-		failed = true;
-	vp_recorder__stats(rec, &st);
-	double secs = (double)st.elapsed_ns / 1e9;
-	if (failed && st.written < st.samples)
-		/* Not "N samples": what the session holds is what counts. */
-		fprintf(stderr, "viprof: the recording failed: the session holds %llu of the %llu samples taken in "
-				"%.1f s (the rest could not be written); session %s (%llu bytes)\n",
-			(unsigned long long)st.written, (unsigned long long)st.samples, secs,
-			vp_recorder__session_dir(rec), (unsigned long long)st.disk_bytes);
-	else
-		fprintf(stderr, "viprof: %llu samples (%llu lost) in %.1f s, %.0f/s; session %s (%llu bytes)\n",
-			(unsigned long long)st.samples, (unsigned long long)st.lost, secs,
-			secs > 0 ? (double)st.samples / secs : 0.0, vp_recorder__session_dir(rec),
-			(unsigned long long)st.disk_bytes);
-	say_steal();
-	if (stop_signal && !o.quiet)
-		fprintf(stderr, "viprof: stopped by %s\n", strsignal(stop_signal));
-	/* A command that ran to its own end gives its own status, also when the recording
-	 * failed (said above): a profiler must not turn a program's success into failure
-	 * because it could not write. */
-	ret = child && child_done && !we_stopped_child ? exit_code(child_status) : failed ? 1 : 0;
-
-cleanup:
-	vp_child__close(&held);   /* a held child reads EOF and exits without running the command */
-	if (child && !rec) {
-		int status;
-		waitpid(child, &status, 0);
-	}
-	vp_recorder__free(rec);
-	free(java_opts);
-	if (nopts)
-		free(opts[0]);
-	if (launch_argv && launch_argv != o.cmd)
-		free(launch_argv);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
-	vp_timing("record: cleaned up");
-	return ret;
+	if (sock >= 0)
+		return record_through_service(&o, sock);
+	return record_local(&o);
 }

@@ -218,31 +218,67 @@ static int take_alloc(struct vp_record_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH,
+       OPT_NO_STEAL_EST };
+static const struct option record_longopts[] = {
+	{ "event", required_argument, NULL, 'e' },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "count", required_argument, NULL, 'c' },
+	{ "call-graph", no_argument, NULL, 'g' },
+	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+	{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "no-steal-estimate", no_argument, NULL, OPT_NO_STEAL_EST },
+	{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
+	{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* After the options: one target (-a, -p or a command), and the options that each parse
+ * alone but have no meaning together. */
+static int check_target(struct vp_record_opts *o, int argc, char **argv, bool have_freq, bool have_all,
+			bool have_pids, char *err, size_t errlen)
+{
+	int ret;
+	if (have_freq && o->period)
+		return fail(err, errlen, "-F and -c exclude each other: sample by frequency (-F HZ) or every N events (-c N)");
+	if (o->events && (ret = take_alloc(o, err, errlen)))
+		return ret;
+	bool have_cmd = optind < argc;
+	if (have_all + have_pids + have_cmd > 1)
+		return fail(err, errlen, "choose one target: -a, -p PID, or -- CMD");
+	if (!have_all && !have_pids && !have_cmd)
+		return fail(err, errlen, "nothing to record: give -a, -p PID, or -- CMD; see 'viprof record --help'");
+	if (have_all)
+		o->target = RECORD_TARGET_ALL;
+	else if (have_pids)
+		o->target = RECORD_TARGET_PIDS;
+	else {
+		o->target = RECORD_TARGET_LAUNCH;
+		o->cmd = argv + optind;
+	}
+	if (o->period)
+		o->freq = 0;
+	/* On -p and -a the agent goes into running JVMs by attach, with the session's alloc=
+	 * and locks= (issue 25); --jvm-attach none would leave nothing to record them. */
+	if ((o->alloc_bytes || o->lock) && o->target != RECORD_TARGET_LAUNCH && o->jvm_attach == RECORD_JVM_NONE)
+		return fail(err, errlen, "-e %s needs the JVM agent in the running JVMs, which --jvm-attach none keeps out; "
+			    "leave --jvm-attach none out, or name the JVMs (--jvm-attach PID,..)", o->alloc_bytes ? "alloc" : "lock");
+	if ((o->alloc_bytes || o->lock) && o->no_jit)
+		return fail(err, errlen, "-e alloc and -e lock need the JVM agent, which --no-jit turns off");
+	return 0;
+}
+
 int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_FORCE = 256, OPT_BACKEND, OPT_NO_JIT, OPT_XEN_PMU_MODE, OPT_STACK_WALK, OPT_OFF_CPU, OPT_JVM_ATTACH,
-	       OPT_NO_STEAL_EST };
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "call-graph", no_argument, NULL, 'g' },
-		{ "all-cpus", no_argument, NULL, 'a' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "backend", required_argument, NULL, OPT_BACKEND },
-		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
-		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
-		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-		{ "no-steal-estimate", no_argument, NULL, OPT_NO_STEAL_EST },
-		{ "stack-walk", required_argument, NULL, OPT_STACK_WALK },
-		{ "xen-pmu-mode", required_argument, NULL, OPT_XEN_PMU_MODE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	bool have_freq = false, have_all = false, have_pids = false;
 	int c, ret;
 	long long v;
@@ -250,7 +286,7 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 	optind = 0;   /* full reinitialization: we may be called more than once */
 	opterr = 0;   /* our own one-line messages instead of getopt's */
 	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+:e:F:c:gap:d:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:e:F:c:gap:d:o:qh", record_longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (!*optarg)
@@ -344,31 +380,5 @@ int record_opts__parse(struct vp_record_opts *o, int argc, char **argv, char *er
 				    argv[optind - 1]);
 		}
 	}
-	if (have_freq && o->period)
-		return fail(err, errlen, "-F and -c exclude each other: sample by frequency (-F HZ) or every N events (-c N)");
-	if (o->events && (ret = take_alloc(o, err, errlen)))
-		return ret;
-	bool have_cmd = optind < argc;
-	if (have_all + have_pids + have_cmd > 1)
-		return fail(err, errlen, "choose one target: -a, -p PID, or -- CMD");
-	if (!have_all && !have_pids && !have_cmd)
-		return fail(err, errlen, "nothing to record: give -a, -p PID, or -- CMD; see 'viprof record --help'");
-	if (have_all)
-		o->target = RECORD_TARGET_ALL;
-	else if (have_pids)
-		o->target = RECORD_TARGET_PIDS;
-	else {
-		o->target = RECORD_TARGET_LAUNCH;
-		o->cmd = argv + optind;
-	}
-	if (o->period)
-		o->freq = 0;
-	/* On -p and -a the agent goes into running JVMs by attach, with the session's alloc=
-	 * and locks= (issue 25); --jvm-attach none would leave nothing to record them. */
-	if ((o->alloc_bytes || o->lock) && o->target != RECORD_TARGET_LAUNCH && o->jvm_attach == RECORD_JVM_NONE)
-		return fail(err, errlen, "-e %s needs the JVM agent in the running JVMs, which --jvm-attach none keeps out; "
-			    "leave --jvm-attach none out, or name the JVMs (--jvm-attach PID,..)", o->alloc_bytes ? "alloc" : "lock");
-	if ((o->alloc_bytes || o->lock) && o->no_jit)
-		return fail(err, errlen, "-e alloc and -e lock need the JVM agent, which --no-jit turns off");
-	return 0;
+	return check_target(o, argc, argv, have_freq, have_all, have_pids, err, errlen);
 }

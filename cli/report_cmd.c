@@ -250,239 +250,251 @@ static int format_for_path(const char *path)
 	return -1;
 }
 
-/* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
-static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
+enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
+       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
+       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE, OPT_BASE_WHERE, OPT_BASE_TIME };
+static const struct option report_longopts[] = {
+	{ "format", required_argument, NULL, 'F' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "top", required_argument, NULL, 'n' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "layers", no_argument, NULL, OPT_LAYERS },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "tid", required_argument, NULL, 't' },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "container", required_argument, NULL, OPT_CONTAINER },
+	{ "time", required_argument, NULL, OPT_TIME },
+	{ "map-mode", required_argument, NULL, OPT_MAPMODE },
+	{ "hv-syms", required_argument, NULL, OPT_HVSYMS },
+	{ "diff", required_argument, NULL, OPT_DIFF },
+	{ "no-color", no_argument, NULL, OPT_NOCOLOR },
+	{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
+	{ "title", required_argument, NULL, OPT_TITLE },
+	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "vthreads", no_argument, NULL, OPT_VTHREADS },
+	{ "norm", no_argument, NULL, OPT_NORM },
+	{ "no-norm", no_argument, NULL, OPT_NONORM },
+	{ "include", required_argument, NULL, 'I' },
+	{ "exclude", required_argument, NULL, 'X' },
+	{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
+	{ "simple", no_argument, NULL, OPT_SIMPLE },
+	{ "java-only", no_argument, NULL, OPT_JAVAONLY },
+	{ "merge-tiers", no_argument, NULL, OPT_MERGETIERS },
+	{ "no-merge-tiers", no_argument, NULL, OPT_NOMERGETIERS },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "reverse", no_argument, NULL, OPT_REVERSE },
+	{ "where", required_argument, NULL, OPT_WHERE },
+	{ "base-where", required_argument, NULL, OPT_BASE_WHERE },
+	{ "base-time", required_argument, NULL, OPT_BASE_TIME },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The per-group option parsers below return 0 when they took option c, the exit status
+ * (2) after printing a usage error, or NOT_MINE when c belongs to another group. */
+#define NOT_MINE (-1)
+
+/* What the report looks like: its format, file, size, order and decorations. */
+static int parse_output_opt(int c, const char *arg, struct report_args *a)
 {
-	enum { OPT_LAYERS = 256, OPT_COMM, OPT_TIME, OPT_MAPMODE, OPT_HVSYMS, OPT_DIFF, OPT_NOCOLOR, OPT_TITLE, OPT_WALL,
-	       OPT_VTHREADS, OPT_CONTAINER, OPT_NORM, OPT_NONORM, OPT_MINWIDTH, OPT_SIMPLE, OPT_JAVAONLY,
-	       OPT_MERGETIERS, OPT_NOMERGETIERS, OPT_THREADS, OPT_REVERSE, OPT_WHERE, OPT_BASE_WHERE, OPT_BASE_TIME };
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "layers", no_argument, NULL, OPT_LAYERS },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "comm", required_argument, NULL, OPT_COMM },
-		{ "container", required_argument, NULL, OPT_CONTAINER },
-		{ "time", required_argument, NULL, OPT_TIME },
-		{ "map-mode", required_argument, NULL, OPT_MAPMODE },
-		{ "hv-syms", required_argument, NULL, OPT_HVSYMS },
-		{ "diff", required_argument, NULL, OPT_DIFF },
-		{ "no-color", no_argument, NULL, OPT_NOCOLOR },
-		{ "no-colour", no_argument, NULL, OPT_NOCOLOR },
-		{ "title", required_argument, NULL, OPT_TITLE },
-		{ "wall", no_argument, NULL, OPT_WALL },
-		{ "vthreads", no_argument, NULL, OPT_VTHREADS },
-		{ "norm", no_argument, NULL, OPT_NORM },
-		{ "no-norm", no_argument, NULL, OPT_NONORM },
-		{ "include", required_argument, NULL, 'I' },
-		{ "exclude", required_argument, NULL, 'X' },
-		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
-		{ "simple", no_argument, NULL, OPT_SIMPLE },
-		{ "java-only", no_argument, NULL, OPT_JAVAONLY },
-		{ "merge-tiers", no_argument, NULL, OPT_MERGETIERS },
-		{ "no-merge-tiers", no_argument, NULL, OPT_NOMERGETIERS },
-		{ "threads", no_argument, NULL, OPT_THREADS },
-		{ "reverse", no_argument, NULL, OPT_REVERSE },
-		{ "where", required_argument, NULL, OPT_WHERE },
-		{ "base-where", required_argument, NULL, OPT_BASE_WHERE },
-		{ "base-time", required_argument, NULL, OPT_BASE_TIME },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, ret;
-	*help = false;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:I:X:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F': {
-			int i;
-			for (i = 0; i < VP_REPORT_NFORMATS; i++)
-				if (!strcmp(optarg, vp_report_format_name((enum vp_report_format)i)))
-					break;
-			if (i == VP_REPORT_NFORMATS)
-				return usage_error("unknown format '%s' (text, folded, html, pprof, json or jfr)%s", optarg,
-						   optarg[0] >= '0' && optarg[0] <= '9'
-						   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
-			a->format = (enum vp_report_format)i;
-			a->format_given = true;
-			break;
-		}
-		case OPT_WHERE:
-			a->where = optarg;
-			break;
-		case OPT_BASE_WHERE:
-			a->base_where = optarg;
-			break;
-		case OPT_BASE_TIME: {
-			/* The same syntax as --time, kept apart for the base. */
-			double f = a->t_from, t = a->t_to;
-			if ((ret = parse_time(optarg, a)))
-				return ret;
-			a->base_from = a->t_from, a->base_to = a->t_to, a->base_time = true;
-			a->t_from = f, a->t_to = t;
-			break;
-		}
-		case 'o':
-			if (!*optarg)
-				return usage_error("--output needs a file name (or - for standard output)");
-			a->output = strcmp(optarg, "-") ? optarg : NULL;
-			break;
-		case 'n': {
-			long long v = vp_parse_num(optarg, 1, MAX_TOP);
-			if (v < 0)
-				return usage_error("--top '%s': expected a number from 1 to %d", optarg, MAX_TOP);
-			a->top = (int)v;
-			break;
-		}
-		case 's':
-			if (!strcmp(optarg, "self"))
-				a->sort = VP_SORT_SELF;
-			else if (!strcmp(optarg, "total"))
-				a->sort = VP_SORT_TOTAL;
-			else
-				return usage_error("--sort '%s': expected self or total", optarg);
-			break;
-		case 'e':
-			if (!*optarg || strlen(optarg) >= sizeof(((struct vp_prof_event *)0)->name))
-				return usage_error("--event '%s': not an event name (e.g. cpu-clock)", optarg);
-			a->event = optarg;
-			break;
-		case OPT_WALL:
-			a->wall = true;
-			break;
-		case OPT_VTHREADS:
-			a->vthreads = true;
-			break;
-		case OPT_LAYERS:
-			a->layers = true;
-			break;
-		case 'p':
-			if ((ret = parse_ids(optarg, a->pids, &a->npids, "pid")))
-				return ret;
-			break;
-		case 't':
-			if ((ret = parse_ids(optarg, a->tids, &a->ntids, "tid")))
-				return ret;
-			break;
-		case OPT_COMM:
-			/* The name reports print (a Java thread's full name) or the kernel's
-			 * 15-character one: both select the thread. */
-			if (!*optarg || strlen(optarg) > 255)
-				return usage_error("--comm '%s': a thread name has 1 to 255 characters", optarg);
-			a->comm = optarg;
-			break;
-		case OPT_CONTAINER:
-			if (strcmp(optarg, "host") && optarg[0] != '/' && strlen(optarg) < 4)
-				return usage_error("--container '%s': give at least 4 characters of the container id, a pod "
-						   "UID, a cgroup path starting with '/', or 'host'", optarg);
-			a->container = optarg;
-			break;
-		case OPT_TIME:
-			if ((ret = parse_time(optarg, a)))
-				return ret;
-			break;
-		case OPT_MAPMODE:
-			if (!strcmp(optarg, "epoch"))
-				a->map_flat = false;
-			else if (!strcmp(optarg, "flat"))
-				a->map_flat = true;
-			else
-				return usage_error("--map-mode '%s': expected epoch or flat", optarg);
-			break;
-		case OPT_HVSYMS:
-		{
-			/* Checked here, before any session is read: a file that is not a Xen
-			 * image (e.g. /bin/true) would name Xen's samples after its own symbols. */
-			char why[512];
-			struct vp_hvsyms *x = vp_hvsyms__open(optarg, why, sizeof(why));
-			if (!x)
-				return usage_error("--hv-syms: %s", why);
-			vp_hvsyms__close(x);
-			a->hv_syms = optarg;
-		}
-			break;
-		case OPT_DIFF:
-			if (!*optarg)
-				return usage_error("--diff needs the base session directory");
-			a->diff_base = optarg;
-			break;
-		case OPT_NOCOLOR:
-			a->no_color = true;
-			break;
-		case OPT_TITLE:
-			a->title = optarg;
-			break;
-		case OPT_NORM:
-		case OPT_NONORM:
-			a->norm = c == OPT_NORM;
-			break;
-		case 'I':
-		case 'X': {
-			const char **v = c == 'I' ? a->xf.include : a->xf.exclude;
-			int *n = c == 'I' ? &a->xf.ninclude : &a->xf.nexclude;
-			if (!*optarg)
-				return usage_error("--%s needs a regular expression", c == 'I' ? "include" : "exclude");
-			if (*n >= VP_XFORM_MAX_RE)
-				return usage_error("more than %d --%s patterns; join them with |", VP_XFORM_MAX_RE,
-						   c == 'I' ? "include" : "exclude");
-			v[(*n)++] = optarg;
-			break;
-		}
-		case OPT_MINWIDTH: {
-			char *end;
-			errno = 0;
-			double v = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(v) || v < 0 || v >= 100)
-				return usage_error("--minwidth '%s': expected a percentage from 0 to 100 (e.g. --minwidth 0.5)", optarg);
-			a->xf.minwidth = v;
-			break;
-		}
-		case OPT_SIMPLE:
-			a->xf.simple = true;
-			break;
-		case OPT_JAVAONLY:
-			a->xf.java_only = true;
-			break;
-		case OPT_MERGETIERS:
-		case OPT_NOMERGETIERS:
-			a->merge_tiers = c == OPT_MERGETIERS;
-			break;
-		case OPT_THREADS:
-			a->threads = true;
-			break;
-		case OPT_REVERSE:
-			a->reverse = true;
-			break;
-		case 'h':
-			*help = true;
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		}
+	switch (c) {
+	case 'F': {
+		int i;
+		for (i = 0; i < VP_REPORT_NFORMATS; i++)
+			if (!strcmp(arg, vp_report_format_name((enum vp_report_format)i)))
+				break;
+		if (i == VP_REPORT_NFORMATS)
+			return usage_error("unknown format '%s' (text, folded, html, pprof, json or jfr)%s", arg,
+					   arg[0] >= '0' && arg[0] <= '9'
+					   ? "; in report -F is the output format: the sampling rate is record's -F" : "");
+		a->format = (enum vp_report_format)i;
+		a->format_given = true;
+		return 0;
 	}
-	a->dirs = (const char **)(argv + optind);
-	a->ndirs = argc - optind;
-	/* -o flame.html writes HTML unless -F says otherwise; an extension that disagrees
-	 * with -F is most likely a mistake, so it is refused rather than guessed. */
-	if (a->output) {
-		int f = format_for_path(a->output);
-		if (f >= 0 && !a->format_given) {
-			a->format = (enum vp_report_format)f;
-			if (f != VP_REPORT_TEXT)
-				fprintf(stderr, "viprof report: writing %s to %s (from its extension; -F picks another format)\n",
-					vp_report_format_name(a->format), a->output);
-		} else if (f >= 0 && f != VP_REPORT_TEXT && (enum vp_report_format)f != a->format)
-			return usage_error("-F %s but -o '%s' names a %s file; drop -F or change the file name",
-					   vp_report_format_name(a->format), a->output,
-					   vp_report_format_name((enum vp_report_format)f));
+	case 'o':
+		if (!*arg)
+			return usage_error("--output needs a file name (or - for standard output)");
+		a->output = strcmp(arg, "-") ? arg : NULL;
+		return 0;
+	case 'n': {
+		long long v = vp_parse_num(arg, 1, MAX_TOP);
+		if (v < 0)
+			return usage_error("--top '%s': expected a number from 1 to %d", arg, MAX_TOP);
+		a->top = (int)v;
+		return 0;
 	}
+	case 's':
+		if (!strcmp(arg, "self"))
+			a->sort = VP_SORT_SELF;
+		else if (!strcmp(arg, "total"))
+			a->sort = VP_SORT_TOTAL;
+		else
+			return usage_error("--sort '%s': expected self or total", arg);
+		return 0;
+	case 'e':
+		if (!*arg || strlen(arg) >= sizeof(((struct vp_prof_event *)0)->name))
+			return usage_error("--event '%s': not an event name (e.g. cpu-clock)", arg);
+		a->event = arg;
+		return 0;
+	case OPT_WALL:
+		a->wall = true;
+		return 0;
+	case OPT_VTHREADS:
+		a->vthreads = true;
+		return 0;
+	case OPT_LAYERS:
+		a->layers = true;
+		return 0;
+	case OPT_NOCOLOR:
+		a->no_color = true;
+		return 0;
+	case OPT_TITLE:
+		a->title = arg;
+		return 0;
+	case OPT_THREADS:
+		a->threads = true;
+		return 0;
+	case OPT_REVERSE:
+		a->reverse = true;
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* Which samples count: processes, threads, containers, a time window, the sources and
+ * the --diff base, and how their addresses are named. */
+static int parse_select_opt(int c, const char *arg, struct report_args *a)
+{
+	switch (c) {
+	case OPT_WHERE:
+		a->where = arg;
+		return 0;
+	case OPT_BASE_WHERE:
+		a->base_where = arg;
+		return 0;
+	case OPT_BASE_TIME: {
+		/* The same syntax as --time, kept apart for the base. */
+		double f = a->t_from, t = a->t_to;
+		int ret = parse_time(arg, a);
+		if (ret)
+			return ret;
+		a->base_from = a->t_from, a->base_to = a->t_to, a->base_time = true;
+		a->t_from = f, a->t_to = t;
+		return 0;
+	}
+	case 'p':
+		return parse_ids(arg, a->pids, &a->npids, "pid");
+	case 't':
+		return parse_ids(arg, a->tids, &a->ntids, "tid");
+	case OPT_COMM:
+		/* The name reports print (a Java thread's full name) or the kernel's
+		 * 15-character one: both select the thread. */
+		if (!*arg || strlen(arg) > 255)
+			return usage_error("--comm '%s': a thread name has 1 to 255 characters", arg);
+		a->comm = arg;
+		return 0;
+	case OPT_CONTAINER:
+		if (strcmp(arg, "host") && arg[0] != '/' && strlen(arg) < 4)
+			return usage_error("--container '%s': give at least 4 characters of the container id, a pod "
+					   "UID, a cgroup path starting with '/', or 'host'", arg);
+		a->container = arg;
+		return 0;
+	case OPT_TIME:
+		return parse_time(arg, a);
+	case OPT_MAPMODE:
+		if (!strcmp(arg, "epoch"))
+			a->map_flat = false;
+		else if (!strcmp(arg, "flat"))
+			a->map_flat = true;
+		else
+			return usage_error("--map-mode '%s': expected epoch or flat", arg);
+		return 0;
+	case OPT_HVSYMS: {
+		/* Checked here, before any session is read: a file that is not a Xen
+		 * image (e.g. /bin/true) would name Xen's samples after its own symbols. */
+		char why[512];
+		struct vp_hvsyms *x = vp_hvsyms__open(arg, why, sizeof(why));
+		if (!x)
+			return usage_error("--hv-syms: %s", why);
+		vp_hvsyms__close(x);
+		a->hv_syms = arg;
+		return 0;
+	}
+	case OPT_DIFF:
+		if (!*arg)
+			return usage_error("--diff needs the base session directory");
+		a->diff_base = arg;
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* The views of the profile (struct vp_xform): names, filters, cuts, normalising. */
+static int parse_view_opt(int c, const char *arg, struct report_args *a)
+{
+	switch (c) {
+	case OPT_NORM:
+	case OPT_NONORM:
+		a->norm = c == OPT_NORM;
+		return 0;
+	case 'I':
+	case 'X': {
+		const char **v = c == 'I' ? a->xf.include : a->xf.exclude;
+		int *n = c == 'I' ? &a->xf.ninclude : &a->xf.nexclude;
+		if (!*arg)
+			return usage_error("--%s needs a regular expression", c == 'I' ? "include" : "exclude");
+		if (*n >= VP_XFORM_MAX_RE)
+			return usage_error("more than %d --%s patterns; join them with |", VP_XFORM_MAX_RE,
+					   c == 'I' ? "include" : "exclude");
+		v[(*n)++] = arg;
+		return 0;
+	}
+	case OPT_MINWIDTH: {
+		char *end;
+		errno = 0;
+		double v = strtod(arg, &end);
+		if (errno || end == arg || *end || !isfinite(v) || v < 0 || v >= 100)
+			return usage_error("--minwidth '%s': expected a percentage from 0 to 100 (e.g. --minwidth 0.5)", arg);
+		a->xf.minwidth = v;
+		return 0;
+	}
+	case OPT_SIMPLE:
+		a->xf.simple = true;
+		return 0;
+	case OPT_JAVAONLY:
+		a->xf.java_only = true;
+		return 0;
+	case OPT_MERGETIERS:
+	case OPT_NOMERGETIERS:
+		a->merge_tiers = c == OPT_MERGETIERS;
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* -o flame.html writes HTML unless -F says otherwise; an extension that disagrees
+ * with -F is most likely a mistake, so it is refused rather than guessed. */
+static int format_from_output(struct report_args *a)
+{
+	if (!a->output)
+		return 0;
+	int f = format_for_path(a->output);
+	if (f >= 0 && !a->format_given) {
+		a->format = (enum vp_report_format)f;
+		if (f != VP_REPORT_TEXT)
+			fprintf(stderr, "viprof report: writing %s to %s (from its extension; -F picks another format)\n",
+				vp_report_format_name(a->format), a->output);
+	} else if (f >= 0 && f != VP_REPORT_TEXT && (enum vp_report_format)f != a->format)
+		return usage_error("-F %s but -o '%s' names a %s file; drop -F or change the file name",
+				   vp_report_format_name(a->format), a->output,
+				   vp_report_format_name((enum vp_report_format)f));
+	return 0;
+}
+
+/* The options that each parse alone but have no meaning together. */
+static int check_combinations(const struct report_args *a)
+{
 	if (a->format == VP_REPORT_FOLDED && a->diff_base)
 		return usage_error("--diff has no folded form; use text, html or json (or fold each run and use difffolded.pl)");
 	if (a->format == VP_REPORT_PPROF && a->diff_base)
@@ -510,6 +522,37 @@ static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
 	if (a->xf.minwidth > 0 && a->format != VP_REPORT_FOLDED && a->format != VP_REPORT_HTML)
 		return usage_error("--minwidth cuts the call tree of html and folded reports; use -F html or -F folded (text has --top)");
 	return 0;
+}
+
+/* Returns 0, or the exit status (2) after printing the usage error; *help on --help. */
+static int parse_args(int argc, char **argv, struct report_args *a, bool *help)
+{
+	int c, ret;
+	*help = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":F:o:n:s:e:p:t:I:X:h", report_longopts, NULL)) != -1) {
+		if (c == 'h') {
+			*help = true;
+			return 0;
+		}
+		if (c == ':')
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		ret = parse_output_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			ret = parse_select_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			ret = parse_view_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		if (ret)
+			return ret;
+	}
+	a->dirs = (const char **)(argv + optind);
+	a->ndirs = argc - optind;
+	if ((ret = format_from_output(a)))
+		return ret;
+	return check_combinations(a);
 }
 
 /* Loads dirs into p; prints the one-line reason and returns false on failure. */
@@ -562,6 +605,175 @@ static bool load(struct vp_profile *p, const char *const *dirs, int ndirs, const
 	return true;
 }
 
+/* Loads the sessions into p and the --diff base into *base (freed by the caller, also on
+ * failure); false after printing why, also when p holds no samples. */
+static bool load_profiles(const struct report_args *a, const char *const *dirs, int ndirs,
+			  const struct vp_session_opts *so, struct vp_profile *p, struct vp_profile **base)
+{
+	if (!load(p, dirs, ndirs, so, a->where))
+		return false;
+	if (a->diff_base) {
+		*base = vp_profile__new();
+		if (!*base) {
+			fprintf(stderr, "viprof report: out of memory\n");
+			return false;
+		}
+		const char *bd[] = { a->diff_base };
+		struct vp_session_opts bso = *so;
+		if (a->base_time)
+			bso.t_from = a->base_from, bso.t_to = a->base_to;
+		if (!load(*base, bd, 1, &bso, a->base_where ? a->base_where : a->where))
+			return false;
+	}
+	if (!vp_profile__has_samples(p)) {
+		bool filtered = a->npids || a->ntids || a->comm || a->container || a->t_from > 0 || a->t_to > 0;
+		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
+			vp_fleet__is_url(dirs[0]) ? " for --where/--time/--container/--comm (the store holds no such rows: "
+						    "check the names and that --time is in Unix seconds)" :
+			filtered ? " after --pid/--tid/--comm/--container/--time; widen the filters"
+				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
+				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "
+				   "shorter than one sample period");
+		return false;
+	}
+	return true;
+}
+
+/* Adds the derived views and events (--wall) to p and picks the event the report sorts
+ * by into ro->sort_event; false after printing why. */
+static bool pick_event(const struct report_args *a, struct vp_profile *p, const struct vp_profile *base,
+		       const char *dir0, struct vp_report_opts *ro)
+{
+	/* The wall view's events are derived from the recorded ones, also when one of
+	 * them is asked for by name (-e blocked). */
+	bool wall_event = a->event && (!strcmp(a->event, "wall") || !strcmp(a->event, "running") ||
+				       !strcmp(a->event, "runnable") || !strcmp(a->event, "blocked"));
+	if (a->wall && base) {
+		fprintf(stderr, "viprof report: --wall has no --diff form; compare two runs' --wall tables\n");
+		return false;
+	}
+	if (a->wall || wall_event) {
+		char werr[256] = "";
+		int w = vp_wall__add_events(p, werr, sizeof(werr));
+		if (w < 0) {
+			fprintf(stderr, "viprof report: --wall: %s: %s\n", dir0, werr);
+			return false;
+		}
+		ro->sort_event = w;
+	}
+	vp_report__add_views(p, a->format, base, a->wall || wall_event);
+	if (a->event) {
+		ro->sort_event = -1;
+		for (int e = 0; e < p->nevents; e++)
+			if (!strcmp(p->events[e].name, a->event))
+				ro->sort_event = e;
+		if (ro->sort_event < 0) {
+			char list[600] = "";
+			for (int e = 0; e < p->nevents; e++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", e ? ", " : "", p->events[e].name);
+			fprintf(stderr, "viprof report: event '%s' was not recorded in %s; recorded: %s\n", a->event, dir0, list);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The views (names, filters, cuts) come last, on the events as the report draws them;
+ * the base of a diff gets the same view so that both sides name frames alike. Replaces
+ * *p and *base by their views; returns 0, or the exit status after printing why. */
+static int apply_views(struct report_args *a, struct vp_profile **p, struct vp_profile **base, int ndirs,
+		       int sort_event)
+{
+	a->xf.norm = a->norm == 1 || (a->norm < 0 && (*base || ndirs > 1));
+	a->xf.minwidth_event = sort_event;
+	a->xf.minwidth_by_thread = a->format == VP_REPORT_FOLDED && a->threads;
+	a->xf.merge_tiers = a->merge_tiers == 1 || (a->merge_tiers < 0 && *base);
+	if (!vp_xform__active(&a->xf))
+		return 0;
+	char xerr[512] = "";
+	struct vp_profile *v = vp_profile__transform(*p, &a->xf, xerr, sizeof(xerr)), *bv = NULL;
+	/* The base's minimum width is of the same event, by name: its events may be
+	 * numbered differently. */
+	struct vp_xform bxf = a->xf;
+	bxf.minwidth_event = -1;
+	for (int e = 0; *base && e < (*base)->nevents; e++)
+		if (!strcmp((*base)->events[e].name, (*p)->events[sort_event].name))
+			bxf.minwidth_event = e;
+	if (v && *base && !(bv = vp_profile__transform(*base, &bxf, xerr, sizeof(xerr)))) {
+		vp_profile__free(v);
+		v = NULL;
+	}
+	if (!v) {
+		fprintf(stderr, "viprof report: %s\n", xerr);
+		return errno == EINVAL ? 2 : 1;
+	}
+	vp_profile__free(*p);
+	*p = v;
+	if (bv) {
+		vp_profile__free(*base);
+		*base = bv;
+	}
+	if (!vp_profile__has_samples(*p)) {
+		fprintf(stderr, "viprof report: no samples left after --include/--exclude; loosen the patterns\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Opens the output, refuses binary data on a terminal, writes the report and repeats its
+ * warnings on stderr; returns 0 or 1 after printing why. */
+static int write_report(const struct report_args *a, struct vp_profile *p, const struct vp_profile *base,
+			struct vp_report_opts *ro)
+{
+	struct vp_out o = { 0 };
+	bool out_open = false;
+	int ret = 1;
+	int r = vp_out__open(&o, a->output);
+	if (r) {
+		fprintf(stderr, "viprof report: cannot write '%s': %s; choose another -o path\n", a->output, strerror(-r));
+		goto cleanup;
+	}
+	out_open = true;
+	/* Colour only for a person at a terminal who has not opted out. */
+	const char *nc = getenv("NO_COLOR");
+	ro->color = o.tty && !a->no_color && !(nc && *nc);
+	if (o.tty && (a->format == VP_REPORT_PPROF)) {
+		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
+		goto cleanup;
+	}
+	if (o.tty && a->format == VP_REPORT_JFR) {
+		fprintf(stderr, "viprof report: not writing JFR's binary data to a terminal; add -o FILE.jfr\n");
+		goto cleanup;
+	}
+	if (a->format == VP_REPORT_JFR && vp_jfr_refuses_event(p->events[ro->sort_event].name)) {
+		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is not time on the CPU: choose a CPU event with -e (e.g. -e %s)\n",
+			p->events[ro->sort_event].name, p->events[0].name);
+		goto cleanup;
+	}
+
+	r = vp_report__write(p, base, a->format, a->wall && !a->event, &o, ro);
+	int cr = vp_out__close(&o);
+	out_open = false;
+	if (r || cr) {
+		fprintf(stderr, "viprof report: writing the %s report to %s failed: %s\n", vp_report_format_name(a->format),
+			a->output ? a->output : "standard output", strerror(-(r ? r : cr)));
+		goto cleanup;
+	}
+	/* The text report prints warnings itself; the file formats carry them inside (not
+	 * folded: it has no place for them), and a person running the command should see
+	 * them, also when the report goes to standard output (stderr stays apart). */
+	for (const char *w = p->warnings; a->format != VP_REPORT_TEXT && w && *w;) {
+		size_t l = strcspn(w, "\n");
+		fprintf(stderr, "viprof report: warning: %.*s\n", (int)l, w);
+		w += l + (w[l] == '\n');
+	}
+	ret = 0;
+cleanup:
+	if (out_open)
+		vp_out__close(&o);
+	return ret;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a;
@@ -586,154 +798,21 @@ int cmd_report(int argc, char **argv)
 	};
 	vp_report__session_opts(a.format, &so);
 	struct vp_profile *p = vp_profile__new(), *base = NULL;
-	struct vp_out o = { 0 };
-	bool out_open = false;
 	ret = 1;
 	if (!p) {
 		fprintf(stderr, "viprof report: out of memory\n");
 		goto cleanup;
 	}
-	if (!load(p, dirs, ndirs, &so, a.where))
+	if (!load_profiles(&a, dirs, ndirs, &so, p, &base))
 		goto cleanup;
-	if (a.diff_base) {
-		base = vp_profile__new();
-		if (!base) {
-			fprintf(stderr, "viprof report: out of memory\n");
-			goto cleanup;
-		}
-		const char *bd[] = { a.diff_base };
-		struct vp_session_opts bso = so;
-		if (a.base_time)
-			bso.t_from = a.base_from, bso.t_to = a.base_to;
-		if (!load(base, bd, 1, &bso, a.base_where ? a.base_where : a.where))
-			goto cleanup;
-	}
-	if (!vp_profile__has_samples(p)) {
-		bool filtered = a.npids || a.ntids || a.comm || a.container || a.t_from > 0 || a.t_to > 0;
-		fprintf(stderr, "viprof report: no samples in %s%s%s\n", dirs[0], ndirs > 1 ? " and the others" : "",
-			vp_fleet__is_url(dirs[0]) ? " for --where/--time/--container/--comm (the store holds no such rows: "
-						    "check the names and that --time is in Unix seconds)" :
-			filtered ? " after --pid/--tid/--comm/--container/--time; widen the filters"
-				 : ": the recorded processes never ran on a CPU while sampling (an idle -p target: "
-				   "record it while it works, or add --off-cpu to see where it waits), or the recording was "
-				   "shorter than one sample period");
-		goto cleanup;
-	}
-
 	struct vp_report_opts ro = { .top = a.top, .sort = a.sort, .layers = a.layers, .title = a.title,
 				     .threads = a.threads, .reverse = a.reverse };
-	/* The wall view's events are derived from the recorded ones, also when one of
-	 * them is asked for by name (-e blocked). */
-	bool wall_event = a.event && (!strcmp(a.event, "wall") || !strcmp(a.event, "running") ||
-				      !strcmp(a.event, "runnable") || !strcmp(a.event, "blocked"));
-	if (a.wall && base) {
-		fprintf(stderr, "viprof report: --wall has no --diff form; compare two runs' --wall tables\n");
+	if (!pick_event(&a, p, base, dirs[0], &ro))
 		goto cleanup;
-	}
-	if (a.wall || wall_event) {
-		char werr[256] = "";
-		int w = vp_wall__add_events(p, werr, sizeof(werr));
-		if (w < 0) {
-			fprintf(stderr, "viprof report: --wall: %s: %s\n", dirs[0], werr);
-			goto cleanup;
-		}
-		ro.sort_event = w;
-	}
-	vp_report__add_views(p, a.format, base, a.wall || wall_event);
-	if (a.event) {
-		ro.sort_event = -1;
-		for (int e = 0; e < p->nevents; e++)
-			if (!strcmp(p->events[e].name, a.event))
-				ro.sort_event = e;
-		if (ro.sort_event < 0) {
-			char list[600] = "";
-			for (int e = 0; e < p->nevents; e++)
-				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", e ? ", " : "", p->events[e].name);
-			fprintf(stderr, "viprof report: event '%s' was not recorded in %s; recorded: %s\n", a.event, dirs[0], list);
-			goto cleanup;
-		}
-	}
-
-	/* The views (names, filters, cuts) come last, on the events as the report draws them;
-	 * the base of a diff gets the same view so that both sides name frames alike. */
-	a.xf.norm = a.norm == 1 || (a.norm < 0 && (base || ndirs > 1));
-	a.xf.minwidth_event = ro.sort_event;
-	a.xf.minwidth_by_thread = a.format == VP_REPORT_FOLDED && a.threads;
-	a.xf.merge_tiers = a.merge_tiers == 1 || (a.merge_tiers < 0 && base);
-	if (vp_xform__active(&a.xf)) {
-		char xerr[512] = "";
-		struct vp_profile *v = vp_profile__transform(p, &a.xf, xerr, sizeof(xerr)), *bv = NULL;
-		/* The base's minimum width is of the same event, by name: its events may be
-		 * numbered differently. */
-		struct vp_xform bxf = a.xf;
-		bxf.minwidth_event = -1;
-		for (int e = 0; base && e < base->nevents; e++)
-			if (!strcmp(base->events[e].name, p->events[ro.sort_event].name))
-				bxf.minwidth_event = e;
-		if (v && base && !(bv = vp_profile__transform(base, &bxf, xerr, sizeof(xerr)))) {
-			vp_profile__free(v);
-			v = NULL;
-		}
-		if (!v) {
-			fprintf(stderr, "viprof report: %s\n", xerr);
-			ret = errno == EINVAL ? 2 : 1;
-			goto cleanup;
-		}
-		vp_profile__free(p);
-		p = v;
-		if (bv) {
-			vp_profile__free(base);
-			base = bv;
-		}
-		if (!vp_profile__has_samples(p)) {
-			fprintf(stderr, "viprof report: no samples left after --include/--exclude; loosen the patterns\n");
-			goto cleanup;
-		}
-	}
-
-	int r = vp_out__open(&o, a.output);
-	if (r) {
-		fprintf(stderr, "viprof report: cannot write '%s': %s; choose another -o path\n", a.output, strerror(-r));
+	if ((ret = apply_views(&a, &p, &base, ndirs, ro.sort_event)))
 		goto cleanup;
-	}
-	out_open = true;
-	/* Colour only for a person at a terminal who has not opted out. */
-	const char *nc = getenv("NO_COLOR");
-	ro.color = o.tty && !a.no_color && !(nc && *nc);
-	if (o.tty && (a.format == VP_REPORT_PPROF)) {
-		fprintf(stderr, "viprof report: not writing gzip data to a terminal; add -o FILE.pb.gz\n");
-		goto cleanup;
-	}
-	if (o.tty && a.format == VP_REPORT_JFR) {
-		fprintf(stderr, "viprof report: not writing JFR's binary data to a terminal; add -o FILE.jfr\n");
-		goto cleanup;
-	}
-	if (a.format == VP_REPORT_JFR && vp_jfr_refuses_event(p->events[ro.sort_event].name)) {
-		fprintf(stderr, "viprof report: JFR output holds CPU samples (jdk.ExecutionSample); '%s' is not time on the CPU: choose a CPU event with -e (e.g. -e %s)\n",
-			p->events[ro.sort_event].name, p->events[0].name);
-		goto cleanup;
-	}
-
-	r = vp_report__write(p, base, a.format, a.wall && !a.event, &o, &ro);
-	int cr = vp_out__close(&o);
-	out_open = false;
-	if (r || cr) {
-		fprintf(stderr, "viprof report: writing the %s report to %s failed: %s\n", vp_report_format_name(a.format),
-			a.output ? a.output : "standard output", strerror(-(r ? r : cr)));
-		goto cleanup;
-	}
-	/* The text report prints warnings itself; the file formats carry them inside (not
-	 * folded: it has no place for them), and a person running the command should see
-	 * them, also when the report goes to standard output (stderr stays apart). */
-	for (const char *w = p->warnings; a.format != VP_REPORT_TEXT && w && *w;) {
-		size_t l = strcspn(w, "\n");
-		fprintf(stderr, "viprof report: warning: %.*s\n", (int)l, w);
-		w += l + (w[l] == '\n');
-	}
-	ret = 0;
+	ret = write_report(&a, p, base, &ro);
 cleanup:
-	if (out_open)
-		vp_out__close(&o);
 	vp_profile__free(p);
 	vp_profile__free(base);
 	return ret;

@@ -199,171 +199,195 @@ static long long parse_with_unit(const char *s, const char *units, const long lo
 	return v < 0 ? -1 : v * m;
 }
 
-static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
+enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
+       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
+       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER, OPT_PUSH, OPT_PUSH_QUEUE,
+       OPT_PUSH_APP, OPT_OFF_CPU, OPT_PUSH_OWNER };
+static const struct option serve_longopts[] = {
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-token", required_argument, NULL, OPT_TOKEN },
+	{ "http-allow-group", required_argument, NULL, OPT_ALLOW_GROUP },
+	{ "http-allow-user", required_argument, NULL, OPT_ALLOW_USER },
+	{ "continuous", required_argument, NULL, OPT_CONT },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
+	{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
+	{ "cpu-budget", required_argument, NULL, OPT_BUDGET },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
+	{ "no-jit", no_argument, NULL, OPT_NO_JIT },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
+	{ "push", required_argument, NULL, OPT_PUSH },
+	{ "push-queue", required_argument, NULL, OPT_PUSH_QUEUE },
+	{ "push-app", required_argument, NULL, OPT_PUSH_APP },
+	{ "push-owner", required_argument, NULL, OPT_PUSH_OWNER },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
+	{ "max-seconds", required_argument, NULL, OPT_MAX_SECONDS },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+	{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+static const long long tmult[] = { 1, 60, 3600, 86400 }, bmult[] = { 1ll << 10, 1ll << 20, 1ll << 30 };
+
+/* The per-group option parsers below return 0 when they took option c, the exit status
+ * (2) after printing a usage error, or NOT_MINE when c belongs to another group. */
+#define NOT_MINE (-1)
+
+/* The HTTP endpoint and who may use it. */
+static int parse_http_opt(int c, const char *arg, struct serve_args *a)
 {
-	enum { OPT_HTTP = 256, OPT_TOKEN, OPT_CONT, OPT_INTERVAL, OPT_KEEP_AGE, OPT_KEEP_BYTES, OPT_BUDGET,
-	       OPT_JVM_ATTACH, OPT_NO_JIT, OPT_TMPDIR, OPT_SOCKET, OPT_MAX_SESSIONS, OPT_MAX_FREQ, OPT_MAX_SECONDS,
-	       OPT_MAX_BYTES, OPT_MAX_REQUESTS, OPT_ALLOW_GROUP, OPT_ALLOW_USER, OPT_PUSH, OPT_PUSH_QUEUE,
-	       OPT_PUSH_APP, OPT_OFF_CPU, OPT_PUSH_OWNER };
-	static const struct option longopts[] = {
-		{ "http", required_argument, NULL, OPT_HTTP },
-		{ "http-token", required_argument, NULL, OPT_TOKEN },
-		{ "http-allow-group", required_argument, NULL, OPT_ALLOW_GROUP },
-		{ "http-allow-user", required_argument, NULL, OPT_ALLOW_USER },
-		{ "continuous", required_argument, NULL, OPT_CONT },
-		{ "interval", required_argument, NULL, OPT_INTERVAL },
-		{ "keep-age", required_argument, NULL, OPT_KEEP_AGE },
-		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
-		{ "cpu-budget", required_argument, NULL, OPT_BUDGET },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "jvm-attach", required_argument, NULL, OPT_JVM_ATTACH },
-		{ "no-jit", no_argument, NULL, OPT_NO_JIT },
-		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-		{ "tmpdir", required_argument, NULL, OPT_TMPDIR },
-		{ "push", required_argument, NULL, OPT_PUSH },
-		{ "push-queue", required_argument, NULL, OPT_PUSH_QUEUE },
-		{ "push-app", required_argument, NULL, OPT_PUSH_APP },
-		{ "push-owner", required_argument, NULL, OPT_PUSH_OWNER },
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
-		{ "max-freq", required_argument, NULL, OPT_MAX_FREQ },
-		{ "max-seconds", required_argument, NULL, OPT_MAX_SECONDS },
-		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const long long tmult[] = { 1, 60, 3600, 86400 }, bmult[] = { 1ll << 10, 1ll << 20, 1ll << 30 };
-	int c, ret;
-	long long v;
-	*help = false;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":F:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_HTTP: a->http = optarg; break;
-		case OPT_TOKEN: a->http_token = optarg; break;
-		case OPT_ALLOW_GROUP: {
-			struct group gr, *grp = NULL;
-			char buf[8192];
-			if (getgrnam_r(optarg, &gr, buf, sizeof(buf), &grp) != 0 || !grp)
-				return serve_usage_error("--http-allow-group %s: no such group on this machine "
-							 "(groupadd it, or name another)", optarg);
-			a->allow.gid = gr.gr_gid;
-			a->allow.group = true;
-			a->allow_group = optarg;
-			break;
-		}
-		case OPT_ALLOW_USER:
-			if ((ret = parse_users("--http-allow-user", optarg, a->allow.uids, &a->allow.nuids, VP_HTTP_MAX_ALLOW,
-					       " (name a group with --http-allow-group instead)")))
-				return ret;
-			break;
-		case OPT_CONT:
-			if (!*optarg)
-				return serve_usage_error("--continuous needs a directory");
-			a->continuous = optarg;
-			break;
-		case OPT_INTERVAL:
-			if ((v = vp_parse_num(optarg, 2, 86400)) < 0)
-				return serve_usage_error("--interval '%s': expected whole seconds from 2 to 86400", optarg);
-			a->interval_s = (unsigned)v;
-			break;
-		case OPT_KEEP_AGE:
-			if ((v = parse_with_unit(optarg, "smhd", tmult)) < 0)
-				return serve_usage_error("--keep-age '%s': expected a duration such as 3600, 90m, 24h or 7d", optarg);
-			a->keep_age_s = (uint64_t)v;
-			break;
-		case OPT_KEEP_BYTES:
-			if ((v = parse_with_unit(optarg, "KMG", bmult)) < 0)
-				return serve_usage_error("--keep-bytes '%s': expected a size such as 500M or 10G", optarg);
-			a->keep_bytes = (uint64_t)v;
-			break;
-		case OPT_BUDGET: {
-			char *end;
-			errno = 0;
-			double d = strtod(optarg, &end);
-			if (errno || *end || !*optarg || !(d >= 0 && d <= 100))
-				return serve_usage_error("--cpu-budget '%s': expected a percentage of one CPU from 0 to 100 "
-							 "(e.g. 1.5)", optarg);
-			a->cpu_budget = d;
-			break;
-		}
-		case 'F':
-			if ((v = vp_parse_num(optarg, VP_CONT_MIN_FREQ, 10000)) < 0)
-				return serve_usage_error("--freq '%s': expected a rate in Hz from %d to 10000", optarg,
-							 VP_CONT_MIN_FREQ);
-			a->freq = (uint64_t)v;
-			break;
-		case OPT_JVM_ATTACH: a->jvm_attach = optarg; break;
-		case OPT_NO_JIT: a->no_jit = true; break;
-		case OPT_OFF_CPU: a->off_cpu = true; break;
-		case OPT_TMPDIR: a->tmpdir = optarg; break;
-		case OPT_PUSH: {
-			char perr[768];
-			if (a->npush == VP_PUSH_MAX)
-				return serve_usage_error("--push: at most %d targets", VP_PUSH_MAX);
-			if (vp_push__parse(optarg, &a->push[a->npush], perr, sizeof(perr)))
-				return serve_usage_error("%s", perr);
-			a->npush++;
-			break;
-		}
-		case OPT_PUSH_QUEUE:
-			if ((v = vp_parse_num(optarg, 1, 1000000)) < 0)
-				return serve_usage_error("--push-queue %s: expected a number of intervals from 1 to 1000000",
-							 optarg);
-			a->push_queue = (unsigned)v;
-			break;
-		case OPT_PUSH_OWNER:
-			if ((ret = parse_users("--push-owner", optarg, a->push_owners, &a->npush_owners, VP_PUSH_MAX_OWNERS, "")))
-				return ret;
-			break;
-		case OPT_PUSH_APP:
-			/* It goes into URLs and Pyroscope's name syntax unescaped: keep it plain. */
-			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-					    strlen(optarg) || strlen(optarg) > 100)
-				return serve_usage_error("--push-app %s: letters, digits, '.', '_' and '-' only", optarg);
-			a->push_app = optarg;
-			break;
-		case OPT_SOCKET:
-			if (!*optarg)
-				return serve_usage_error("--socket needs a path");
-			a->socket = optarg;
-			break;
-		case OPT_MAX_SESSIONS:
-			if ((v = vp_parse_num(optarg, 1, 1000)) < 0)
-				return serve_usage_error("--max-sessions '%s': expected 1 to 1000 recordings per user", optarg);
-			a->limits.sessions = (unsigned)v;
-			break;
-		case OPT_MAX_FREQ:
-			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
-				return serve_usage_error("--max-freq '%s': expected 1 to 100000 Hz", optarg);
-			a->limits.max_freq = (uint64_t)v;
-			break;
-		case OPT_MAX_SECONDS:
-			if ((v = parse_with_unit(optarg, "smhd", tmult)) <= 0)
-				return serve_usage_error("--max-seconds '%s': expected a duration such as 600, 10m or 1h", optarg);
-			a->limits.max_seconds = (double)v;
-			break;
-		case OPT_MAX_BYTES:
-			if ((v = parse_with_unit(optarg, "KMG", bmult)) <= 0)
-				return serve_usage_error("--max-bytes '%s': expected a size such as 500M or 10G", optarg);
-			a->limits.max_bytes = (uint64_t)v;
-			break;
-		case OPT_MAX_REQUESTS:
-			if ((v = vp_parse_num(optarg, 1, 100000)) < 0)
-				return serve_usage_error("--max-requests '%s': expected 1 to 100000 requests per minute", optarg);
-			a->limits.requests_per_min = (unsigned)v;
-			break;
-		case 'h':
-			*help = true;
-			return 0;
-		case ':':
-			return serve_usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return serve_usage_error("unknown option '%s'", argv[optind - 1]);
-		}
+	switch (c) {
+	case OPT_HTTP: a->http = arg; return 0;
+	case OPT_TOKEN: a->http_token = arg; return 0;
+	case OPT_ALLOW_GROUP: {
+		struct group gr, *grp = NULL;
+		char buf[8192];
+		if (getgrnam_r(arg, &gr, buf, sizeof(buf), &grp) != 0 || !grp)
+			return serve_usage_error("--http-allow-group %s: no such group on this machine "
+						 "(groupadd it, or name another)", arg);
+		a->allow.gid = gr.gr_gid;
+		a->allow.group = true;
+		a->allow_group = arg;
+		return 0;
 	}
+	case OPT_ALLOW_USER:
+		return parse_users("--http-allow-user", arg, a->allow.uids, &a->allow.nuids, VP_HTTP_MAX_ALLOW,
+				   " (name a group with --http-allow-group instead)");
+	}
+	return NOT_MINE;
+}
+
+/* The continuous recording: where, how often, how much is kept, what it costs. */
+static int parse_continuous_opt(int c, const char *arg, struct serve_args *a)
+{
+	long long v;
+
+	switch (c) {
+	case OPT_CONT:
+		if (!*arg)
+			return serve_usage_error("--continuous needs a directory");
+		a->continuous = arg;
+		return 0;
+	case OPT_INTERVAL:
+		if ((v = vp_parse_num(arg, 2, 86400)) < 0)
+			return serve_usage_error("--interval '%s': expected whole seconds from 2 to 86400", arg);
+		a->interval_s = (unsigned)v;
+		return 0;
+	case OPT_KEEP_AGE:
+		if ((v = parse_with_unit(arg, "smhd", tmult)) < 0)
+			return serve_usage_error("--keep-age '%s': expected a duration such as 3600, 90m, 24h or 7d", arg);
+		a->keep_age_s = (uint64_t)v;
+		return 0;
+	case OPT_KEEP_BYTES:
+		if ((v = parse_with_unit(arg, "KMG", bmult)) < 0)
+			return serve_usage_error("--keep-bytes '%s': expected a size such as 500M or 10G", arg);
+		a->keep_bytes = (uint64_t)v;
+		return 0;
+	case OPT_BUDGET: {
+		char *end;
+		errno = 0;
+		double d = strtod(arg, &end);
+		if (errno || *end || !*arg || !(d >= 0 && d <= 100))
+			return serve_usage_error("--cpu-budget '%s': expected a percentage of one CPU from 0 to 100 "
+						 "(e.g. 1.5)", arg);
+		a->cpu_budget = d;
+		return 0;
+	}
+	case 'F':
+		if ((v = vp_parse_num(arg, VP_CONT_MIN_FREQ, 10000)) < 0)
+			return serve_usage_error("--freq '%s': expected a rate in Hz from %d to 10000", arg,
+						 VP_CONT_MIN_FREQ);
+		a->freq = (uint64_t)v;
+		return 0;
+	case OPT_JVM_ATTACH: a->jvm_attach = arg; return 0;
+	case OPT_NO_JIT: a->no_jit = true; return 0;
+	case OPT_OFF_CPU: a->off_cpu = true; return 0;
+	case OPT_TMPDIR: a->tmpdir = arg; return 0;
+	}
+	return NOT_MINE;
+}
+
+/* Pushing the intervals to Pyroscope. */
+static int parse_push_opt(int c, const char *arg, struct serve_args *a)
+{
+	long long v;
+
+	switch (c) {
+	case OPT_PUSH: {
+		char perr[768];
+		if (a->npush == VP_PUSH_MAX)
+			return serve_usage_error("--push: at most %d targets", VP_PUSH_MAX);
+		if (vp_push__parse(arg, &a->push[a->npush], perr, sizeof(perr)))
+			return serve_usage_error("%s", perr);
+		a->npush++;
+		return 0;
+	}
+	case OPT_PUSH_QUEUE:
+		if ((v = vp_parse_num(arg, 1, 1000000)) < 0)
+			return serve_usage_error("--push-queue %s: expected a number of intervals from 1 to 1000000",
+						 arg);
+		a->push_queue = (unsigned)v;
+		return 0;
+	case OPT_PUSH_OWNER:
+		return parse_users("--push-owner", arg, a->push_owners, &a->npush_owners, VP_PUSH_MAX_OWNERS, "");
+	case OPT_PUSH_APP:
+		/* It goes into URLs and Pyroscope's name syntax unescaped: keep it plain. */
+		if (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+				    strlen(arg) || strlen(arg) > 100)
+			return serve_usage_error("--push-app %s: letters, digits, '.', '_' and '-' only", arg);
+		a->push_app = arg;
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* The socket that users record through, and its limits per user. */
+static int parse_socket_opt(int c, const char *arg, struct serve_args *a)
+{
+	long long v;
+
+	switch (c) {
+	case OPT_SOCKET:
+		if (!*arg)
+			return serve_usage_error("--socket needs a path");
+		a->socket = arg;
+		return 0;
+	case OPT_MAX_SESSIONS:
+		if ((v = vp_parse_num(arg, 1, 1000)) < 0)
+			return serve_usage_error("--max-sessions '%s': expected 1 to 1000 recordings per user", arg);
+		a->limits.sessions = (unsigned)v;
+		return 0;
+	case OPT_MAX_FREQ:
+		if ((v = vp_parse_num(arg, 1, 100000)) < 0)
+			return serve_usage_error("--max-freq '%s': expected 1 to 100000 Hz", arg);
+		a->limits.max_freq = (uint64_t)v;
+		return 0;
+	case OPT_MAX_SECONDS:
+		if ((v = parse_with_unit(arg, "smhd", tmult)) <= 0)
+			return serve_usage_error("--max-seconds '%s': expected a duration such as 600, 10m or 1h", arg);
+		a->limits.max_seconds = (double)v;
+		return 0;
+	case OPT_MAX_BYTES:
+		if ((v = parse_with_unit(arg, "KMG", bmult)) <= 0)
+			return serve_usage_error("--max-bytes '%s': expected a size such as 500M or 10G", arg);
+		a->limits.max_bytes = (uint64_t)v;
+		return 0;
+	case OPT_MAX_REQUESTS:
+		if ((v = vp_parse_num(arg, 1, 100000)) < 0)
+			return serve_usage_error("--max-requests '%s': expected 1 to 100000 requests per minute", arg);
+		a->limits.requests_per_min = (unsigned)v;
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* The options that each parse alone but need another. */
+static int serve_check(int argc, char **argv, const struct serve_args *a)
+{
 	if (optind < argc)
 		return serve_usage_error("unexpected argument '%s'", argv[optind]);
 	if (a->http_token && !a->http)
@@ -377,6 +401,34 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
 	if ((a->allow_group || a->allow.nuids) && !a->http)
 		return serve_usage_error("--http-allow-group/--http-allow-user without --http");
 	return 0;
+}
+
+static int serve_parse(int argc, char **argv, struct serve_args *a, bool *help)
+{
+	int c, ret;
+	*help = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":F:h", serve_longopts, NULL)) != -1) {
+		if (c == 'h') {
+			*help = true;
+			return 0;
+		}
+		if (c == ':')
+			return serve_usage_error("option '%s' needs a value", argv[optind - 1]);
+		ret = parse_http_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			ret = parse_continuous_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			ret = parse_push_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			ret = parse_socket_opt(c, optarg, a);
+		if (ret == NOT_MINE)
+			return serve_usage_error("unknown option '%s'", argv[optind - 1]);
+		if (ret)
+			return ret;
+	}
+	return serve_check(argc, argv, a);
 }
 
 static volatile sig_atomic_t serve_stop;
