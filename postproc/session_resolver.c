@@ -76,6 +76,7 @@ struct vp_resolver {
 	uint32_t jit_lines[MAX_JIT_DEPTH]; int jit_n;
 	uint64_t unmapped;           /* user frames in no known mapping: leaves (the sampled address) */
 	uint64_t unmapped_callers;   /* ... and return addresses the walk found there (a misread frame) */
+	uint64_t user_leaves;        /* sampled user addresses resolved, mapped or not */
 	uint64_t exec_stacks;        /* samples taken inside execve: the user stack is the caller's */
 	uint64_t jit_leaves, flat_wrong; /* samples whose leaf is JIT code; of them, misnamed by a flat map */
 	uint64_t walk[VP_WALK__COUNT]; /* samples with a user stack, by how its walk ended */
@@ -678,6 +679,7 @@ static void interp_address(struct vp_resolver *rs, uint32_t pid, uint64_t t, boo
 static void user_address(struct vp_resolver *rs, uint32_t pid, uint64_t t, int i, uint64_t ip, struct build *b)
 {
 	uint64_t look = i > 0 ? ip - 1 : ip;
+	rs->user_leaves += i == 0;
 	/* Seen at a time its last answer holds for: that answer. */
 	struct addr_ent skey = { .ip = ip, .kind = AC_SPAN, .caller = i > 0, .pid = pid };
 	const struct addr_ent *e = ac_find(&rs->ac, &skey);
@@ -905,7 +907,12 @@ void vp_resolver__finish(struct vp_resolver *rs)
 	}
 	/* Frames outside every recorded mapping: anonymous code no agent described, or a
 	 * mapping whose record was lost (the LOST count says whether any were). */
+	/* Below one in a thousand of the sampled addresses (a mapping made and removed
+	 * between two records: one sample in a JVM's 4 s had it) the count is kept in the
+	 * meta, not said on every report: a warning says something about the profile. */
 	if (rs->unmapped)
+		vp_profile__meta_add(p, "unmapped.user_leaves", rs->unmapped);
+	if (rs->unmapped && (p->lost || rs->unmapped * 1000 >= rs->user_leaves))
 		vp_profile__warn(p, "%llu sampled user addresses were in no recorded mapping and show as [unknown]%s",
 				 (unsigned long long)rs->unmapped,
 				 p->lost ? " (some records were lost while recording)"
