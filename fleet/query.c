@@ -214,59 +214,66 @@ static int cmp_stk(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f, struct vp_profile *p, char *err,
-		   size_t errlen)
+/* What the load gathered: the samples' rows by stack, thread and event, and the
+ * stacks they name (sorted by hash once all are read). */
+struct rows {
+	struct agg *aggs;
+	struct stk *stks;
+	size_t naggs, acap, nstks, scap;
+};
+
+/* The samples' query into q, grouped by stack, thread and event; *where_end is where its
+ * SELECT and WHERE end, for the times' query. */
+static int samples_sql(struct sql *q, size_t *where_end, const struct vp_fleet_url *u,
+		       const struct vp_fleet_filter *f, char *err, size_t errlen)
 {
-	struct sql q = { 0 };
-	char *ans = NULL, *ans2 = NULL, *tans = NULL;
-	struct agg *aggs = NULL;
-	struct stk *stks = NULL;
-	size_t naggs = 0, acap = 0, nstks = 0, scap = 0;
 	int e;
 	struct sql w = { 0 };
 	sql_put(&w, "WHERE 1", 7);
 	if ((e = where_sql(&w, f->where, err, errlen))) {
 		free(w.p);
-		goto cleanup;
+		return e;
 	}
 	/* FINAL: rows of an interval sent twice are one before their parts merge. */
-	sql_printf(&q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL ",
+	sql_printf(q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL ",
 		   u->db, u->prefix);
-	sql_put(&q, w.p ? w.p : "", w.n);
+	sql_put(q, w.p ? w.p : "", w.n);
 	free(w.p);
 	if (f->t_from > 0)
-		sql_printf(&q, " AND ts >= toDateTime(%llu)", (unsigned long long)f->t_from);
+		sql_printf(q, " AND ts >= toDateTime(%llu)", (unsigned long long)f->t_from);
 	if (f->t_to > 0)
-		sql_printf(&q, " AND ts < toDateTime(%llu)", (unsigned long long)(f->t_to + 0.999999));
+		sql_printf(q, " AND ts < toDateTime(%llu)", (unsigned long long)(f->t_to + 0.999999));
 	if (f->container) {
-		sql_put(&q, " AND startsWith(container, ", 26);
-		sql_lit(&q, f->container, strlen(f->container), false);
-		sql_put(&q, ")", 1);
+		sql_put(q, " AND startsWith(container, ", 26);
+		sql_lit(q, f->container, strlen(f->container), false);
+		sql_put(q, ")", 1);
 	}
 	if (f->thread) {
-		sql_put(&q, " AND thread = ", 14);
-		sql_lit(&q, f->thread, strlen(f->thread), false);
+		sql_put(q, " AND thread = ", 14);
+		sql_lit(q, f->thread, strlen(f->thread), false);
 	}
-	size_t where_end = q.n;   /* the SELECT and its WHERE, again for the times */
-	sql_put(&q, " GROUP BY stack_hash, thread, event FORMAT TabSeparated", 55);
-	if (q.err) {
-		e = q.err;
-		goto cleanup;
-	}
-	if ((e = vp_fleet__query(u, q.p, NULL, 0, &ans, err, errlen)))
-		goto cleanup;
-	if (f->times) {
-		/* The same rows by second: "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples) FROM ..". */
-		static const char head[] = "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx)";
-		struct sql t = { 0 };
-		sql_put(&t, "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples)", 60);
-		sql_put(&t, q.p + sizeof(head) - 1, where_end - (sizeof(head) - 1));
-		sql_put(&t, " GROUP BY stack_hash, thread, event, ts ORDER BY ts FORMAT TabSeparated", 71);
-		e = t.err ? t.err : vp_fleet__query(u, t.p, NULL, 0, &tans, err, errlen);
-		free(t.p);
-		if (e)
-			goto cleanup;
-	}
+	*where_end = q->n;   /* the SELECT and its WHERE, again for the times */
+	sql_put(q, " GROUP BY stack_hash, thread, event FORMAT TabSeparated", 55);
+	return q->err;
+}
+
+/* The same rows by second: "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples) FROM ..". */
+static int query_times(const struct vp_fleet_url *u, const struct sql *q, size_t where_end, char **tans, char *err,
+		       size_t errlen)
+{
+	static const char head[] = "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx)";
+	struct sql t = { 0 };
+	sql_put(&t, "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples)", 60);
+	sql_put(&t, q->p + sizeof(head) - 1, where_end - (sizeof(head) - 1));
+	sql_put(&t, " GROUP BY stack_hash, thread, event, ts ORDER BY ts FORMAT TabSeparated", 71);
+	int e = t.err ? t.err : vp_fleet__query(u, t.p, NULL, 0, tans, err, errlen);
+	free(t.p);
+	return e;
+}
+
+/* The samples' answer (cut in place) into r->aggs. */
+static int parse_aggs(struct rows *r, char *ans)
+{
 	for (char *line = ans; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
@@ -274,34 +281,24 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 		char *cur = line, *h = field(&cur), *th = field(&cur), *ev = field(&cur), *un = field(&cur),
 		     *sm = field(&cur), *wt = field(&cur), *ei = field(&cur);
 		if (h && th && ev && un && sm && wt && ei) {
-			if (vp_grow((void **)&aggs, &acap, naggs + 1, sizeof(*aggs))) {
-				e = -ENOMEM;
-				goto cleanup;
-			}
-			aggs[naggs++] = (struct agg){ .hash = strtoull(h, NULL, 10), .thread = th, .event = ev, .unit = un,
-						      .samples = strtoull(sm, NULL, 10), .weight = strtoull(wt, NULL, 10),
-						      .order = (unsigned)strtoul(ei, NULL, 10) };
+			if (vp_grow((void **)&r->aggs, &r->acap, r->naggs + 1, sizeof(*r->aggs)))
+				return -ENOMEM;
+			r->aggs[r->naggs++] = (struct agg){ .hash = strtoull(h, NULL, 10), .thread = th, .event = ev,
+							    .unit = un, .samples = strtoull(sm, NULL, 10),
+							    .weight = strtoull(wt, NULL, 10),
+							    .order = (unsigned)strtoul(ei, NULL, 10) };
 		}
 		line = next;
 	}
-	if (!naggs) {
-		e = 0;
-		goto cleanup;
-	}
-	/* The stacks of those hashes. */
-	q.n = 0;
-	sql_printf(&q, "SELECT hash, names, images, layers, tiers FROM %s.%sstacks WHERE hash IN (", u->db, u->prefix);
-	for (size_t i = 0; i < naggs; i++)
-		sql_printf(&q, "%s%llu", i ? "," : "", (unsigned long long)aggs[i].hash);
-	sql_put(&q, ") FORMAT TabSeparated", 21);
-	if (q.err) {
-		e = q.err;
-		goto cleanup;
-	}
-	if ((e = vp_fleet__query(u, q.p, NULL, 0, &ans2, err, errlen)))
-		goto cleanup;
+	return 0;
+}
+
+/* The stacks' answer (cut in place) into r->stks, their frames interned in p. */
+static int parse_stacks(struct rows *r, char *ans2, struct vp_profile *p)
+{
 	uint32_t *fr = NULL;
 	size_t frcap = 0;
+	int e = -ENOMEM;
 	for (char *line = ans2; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
@@ -319,103 +316,150 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 					       .layer = (uint8_t)strtoul(ly ? ly : "7", NULL, 10),
 					       .tier = (uint8_t)strtoul(ti ? ti : "0", NULL, 10) };
 			uint32_t id = vp_profile__frame(p, &fm);
-			if (id == UINT32_MAX || vp_grow((void **)&fr, &frcap, n + 1, sizeof(*fr))) {
-				free(fr);
-				e = -ENOMEM;
+			if (id == UINT32_MAX || vp_grow((void **)&fr, &frcap, n + 1, sizeof(*fr)))
 				goto cleanup;
-			}
 			fr[n++] = id;
 		}
-		if (vp_grow((void **)&stks, &scap, nstks + 1, sizeof(*stks))) {
-			free(fr);
-			e = -ENOMEM;
+		if (vp_grow((void **)&r->stks, &r->scap, r->nstks + 1, sizeof(*r->stks)))
 			goto cleanup;
-		}
-		stks[nstks].hash = strtoull(h, NULL, 10);
-		stks[nstks].n = n;
-		stks[nstks].frames = n ? malloc(n * sizeof(*fr)) : NULL;
-		if (n && !stks[nstks].frames) {
-			free(fr);
-			e = -ENOMEM;
+		struct stk *st = &r->stks[r->nstks];
+		st->hash = strtoull(h, NULL, 10);
+		st->n = n;
+		st->frames = n ? malloc(n * sizeof(*fr)) : NULL;
+		if (n && !st->frames)
 			goto cleanup;
-		}
 		if (n)
-			memcpy(stks[nstks].frames, fr, n * sizeof(*fr));
-		nstks++;
+			memcpy(st->frames, fr, n * sizeof(*fr));
+		r->nstks++;
 	}
+	e = 0;
+cleanup:
 	free(fr);
-	vp_sort(stks, nstks, sizeof(*stks), cmp_stk);
-	/* Events in the order the intervals had them (the recorded event first, then steal,
-	 * off-cpu, ...): reports draw the first by default, as from the directories. */
+	return e;
+}
+
+/* Events in the order the intervals had them (the recorded event first, then steal,
+ * off-cpu, ...): reports draw the first by default, as from the directories. */
+static int add_events(struct vp_profile *p, struct agg *aggs, size_t naggs)
+{
 	struct agg **byev = malloc(naggs * sizeof(*byev));
-	if (!byev) {
-		e = -ENOMEM;
-		goto cleanup;
-	}
+	if (!byev)
+		return -ENOMEM;
 	for (size_t i = 0; i < naggs; i++)
 		byev[i] = &aggs[i];
 	vp_sort(byev, naggs, sizeof(*byev), cmp_order);
 	for (size_t i = 0; i < naggs; i++)
 		if (vp_profile__add_event(p, byev[i]->event, byev[i]->unit) < 0) {
 			free(byev);
-			e = -ENOMEM;
-			goto cleanup;
+			return -ENOMEM;
 		}
 	free(byev);
-	size_t missing = 0;
-	for (size_t i = 0; i < naggs; i++) {
-		struct stk key = { .hash = aggs[i].hash };
-		const struct stk *s = bsearch(&key, stks, nstks, sizeof(*stks), cmp_stk);
+	return 0;
+}
+
+/* Each row's stack into p; *missing counts the rows whose stack was not found. */
+static int add_stacks(struct vp_profile *p, struct rows *r, size_t *missing)
+{
+	int e;
+	for (size_t i = 0; i < r->naggs; i++) {
+		struct agg *a = &r->aggs[i];
+		struct stk key = { .hash = a->hash };
+		const struct stk *s = bsearch(&key, r->stks, r->nstks, sizeof(*r->stks), cmp_stk);
 		if (!s) {
-			missing++;
+			(*missing)++;
 			continue;
 		}
-		int ev = vp_profile__add_event(p, aggs[i].event, aggs[i].unit);
-		aggs[i].stack = UINT32_MAX;
-		if (ev < 0 || (e = vp_profile__add_stack(p, s->frames, s->n, 0, 0, aggs[i].thread, ev, aggs[i].samples,
-							 aggs[i].weight, &aggs[i].stack)) < 0) {
-			e = ev < 0 ? ev : e;
-			goto cleanup;
-		}
+		int ev = vp_profile__add_event(p, a->event, a->unit);
+		a->stack = UINT32_MAX;
+		if (ev < 0 || (e = vp_profile__add_stack(p, s->frames, s->n, 0, 0, a->thread, ev, a->samples, a->weight,
+							 &a->stack)) < 0)
+			return ev < 0 ? ev : e;
 	}
-	if (tans) {
-		/* Each second's samples at their offset from the first row's second. */
-		vp_sort(aggs, naggs, sizeof(*aggs), cmp_agg_key);
-		long long t0 = -1;
-		for (char *line = tans; *line;) {
-			char *next = strchr(line, '\n');
-			if (next)
-				*next++ = '\0';
-			char *cur = line, *h = field(&cur), *th = field(&cur), *ev = field(&cur), *ts = field(&cur),
-			     *sm = field(&cur);
-			line = next ? next : line + strlen(line);
-			if (!h || !th || !ev || !ts || !sm)
-				continue;
-			struct agg key = { .hash = strtoull(h, NULL, 10), .thread = th, .event = ev };
-			const struct agg *a = bsearch(&key, aggs, naggs, sizeof(*aggs), cmp_agg_key);
-			int evi = -1;
-			for (int k = 0; k < p->nevents; k++)
-				if (!strcmp(p->events[k].name, ev))
-					evi = k;
-			if (!a || a->stack == UINT32_MAX || evi < 0)
-				continue;
-			long long sec = strtoll(ts, NULL, 10);
-			if (t0 < 0)
-				t0 = sec;
-			if ((e = vp_profile__add_time(p, a->stack, evi, (uint64_t)(sec - t0) * 1000000000ull,
-						      strtoull(sm, NULL, 10))))
-				goto cleanup;
-		}
+	return 0;
+}
+
+/* Each second's samples at their offset from the first row's second. */
+static int add_times(struct vp_profile *p, struct rows *r, char *tans)
+{
+	int e;
+	vp_sort(r->aggs, r->naggs, sizeof(*r->aggs), cmp_agg_key);
+	long long t0 = -1;
+	for (char *line = tans; *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *cur = line, *h = field(&cur), *th = field(&cur), *ev = field(&cur), *ts = field(&cur),
+		     *sm = field(&cur);
+		line = next ? next : line + strlen(line);
+		if (!h || !th || !ev || !ts || !sm)
+			continue;
+		struct agg key = { .hash = strtoull(h, NULL, 10), .thread = th, .event = ev };
+		const struct agg *a = bsearch(&key, r->aggs, r->naggs, sizeof(*r->aggs), cmp_agg_key);
+		int evi = -1;
+		for (int k = 0; k < p->nevents; k++)
+			if (!strcmp(p->events[k].name, ev))
+				evi = k;
+		if (!a || a->stack == UINT32_MAX || evi < 0)
+			continue;
+		long long sec = strtoll(ts, NULL, 10);
+		if (t0 < 0)
+			t0 = sec;
+		if ((e = vp_profile__add_time(p, a->stack, evi, (uint64_t)(sec - t0) * 1000000000ull,
+					      strtoull(sm, NULL, 10))))
+			return e;
 	}
+	return 0;
+}
+
+int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f, struct vp_profile *p, char *err,
+		   size_t errlen)
+{
+	struct sql q = { 0 };
+	char *ans = NULL, *ans2 = NULL, *tans = NULL;
+	struct rows r = { 0 };
+	size_t where_end = 0, missing = 0;
+	int e;
+
+	if ((e = samples_sql(&q, &where_end, u, f, err, errlen)))
+		goto cleanup;
+	if ((e = vp_fleet__query(u, q.p, NULL, 0, &ans, err, errlen)))
+		goto cleanup;
+	if (f->times && (e = query_times(u, &q, where_end, &tans, err, errlen)))
+		goto cleanup;
+	if ((e = parse_aggs(&r, ans)))
+		goto cleanup;
+	if (!r.naggs) {
+		e = 0;
+		goto cleanup;
+	}
+	/* The stacks of those hashes. */
+	q.n = 0;
+	sql_printf(&q, "SELECT hash, names, images, layers, tiers FROM %s.%sstacks WHERE hash IN (", u->db, u->prefix);
+	for (size_t i = 0; i < r.naggs; i++)
+		sql_printf(&q, "%s%llu", i ? "," : "", (unsigned long long)r.aggs[i].hash);
+	sql_put(&q, ") FORMAT TabSeparated", 21);
+	if (q.err) {
+		e = q.err;
+		goto cleanup;
+	}
+	if ((e = vp_fleet__query(u, q.p, NULL, 0, &ans2, err, errlen)))
+		goto cleanup;
+	if ((e = parse_stacks(&r, ans2, p)))
+		goto cleanup;
+	vp_sort(r.stks, r.nstks, sizeof(*r.stks), cmp_stk);
+	if ((e = add_events(p, r.aggs, r.naggs)) || (e = add_stacks(p, &r, &missing)))
+		goto cleanup;
+	if (tans && (e = add_times(p, &r, tans)))
+		goto cleanup;
 	if (missing)
 		vp_profile__warn(p, "%zu stack(s) of the samples are not in %s.%sstacks (an insert cut short?): left out",
 				 missing, u->db, u->prefix);
 	e = 0;
 cleanup:
-	for (size_t i = 0; i < nstks; i++)
-		free(stks[i].frames);
-	free(stks);
-	free(aggs);
+	for (size_t i = 0; i < r.nstks; i++)
+		free(r.stks[i].frames);
+	free(r.stks);
+	free(r.aggs);
 	free(ans);
 	free(ans2);
 	free(tans);

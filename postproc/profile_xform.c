@@ -204,17 +204,48 @@ static int compile_all(regex_t *re, const char *const *src, int n, const char *o
 	return 0;
 }
 
-struct vp_profile *vp_profile__transform(const struct vp_profile *src, const struct vp_xform *x, char *err,
-					 size_t errlen)
-{
+/* One transform's state, from the source profile to the view being built. */
+struct xf {
+	const struct vp_profile *src;
+	const struct vp_xform *x;
+	struct vp_profile *dst;
 	regex_t inc[VP_XFORM_MAX_RE], exc[VP_XFORM_MAX_RE];
-	int ninc = 0, nexc = 0, evmap[8], ret = -ENOMEM;
-	uint32_t *fmap = NULL, *smap = NULL, *start = NULL, *len = NULL, *buf = NULL;
-	uint8_t *match = NULL;   /* per source frame: 1 include matched, 2 exclude matched */
+	int ninc, nexc, evmap[8];
+	uint32_t *fmap;    /* per source frame: its frame in dst */
+	uint8_t *match;    /* per source frame: 1 include matched, 2 exclude matched */
+	uint32_t *smap, *start, *len;   /* per source stack: dst stack, first frame kept, frames kept or NONE */
+	struct mw_tree mw;
+};
+
+/* A frame's name as the view shows it, into *name (grown to twice the name's size, the
+ * second half scratch). Returns it, NULL on ENOMEM. */
+static char *view_name(const struct vp_xform *x, const struct vp_frame *f, char **name, size_t *namecap)
+{
+	size_t need = strlen(f->name) + 1;
+	if (vp_grow((void **)name, namecap, 2 * need, 1))
+		return NULL;
+	char *a = *name, *b = *name + need;
+	memcpy(a, f->name, need);
+	if (x->norm && is_java_layer(f->layer)) {
+		vp_name__norm(a, b, need);
+		memcpy(a, b, need);
+	}
+	if (x->simple) {
+		vp_name__simple(a, b, need);
+		memcpy(a, b, need);
+	}
+	return a;
+}
+
+/* Frames: renamed, re-interned into dst, and matched once each rather than once per
+ * stack. Fills t->fmap and t->match. */
+static int xf_frames(struct xf *t)
+{
+	const struct vp_profile *src = t->src;
+	const struct vp_xform *x = t->x;
+	int ret = -ENOMEM;
 	char *name = NULL;
-	size_t namecap = 0, bufcap = 0;
-	struct mw_tree mw = { 0 };
-	struct vp_profile *dst = NULL;
+	size_t namecap = 0;
 	/* --merge-tiers: each frame's group (a Java method by name), each frame's samples,
 	 * and each group's samples by layer (JIT, inlined, interpreted). */
 	struct vp_strtab groups = { 0 };
@@ -223,29 +254,9 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	struct { uint64_t w[3]; } *gw = NULL;
 	size_t gwcap = 0, ngroups = 0;
 
-	if (err && errlen)
-		err[0] = '\0';
-	if (x->ninclude > VP_XFORM_MAX_RE || x->nexclude > VP_XFORM_MAX_RE) {
-		ret = -EINVAL;
-		snprintf(err, errlen, "at most %d --include and %d --exclude patterns", VP_XFORM_MAX_RE, VP_XFORM_MAX_RE);
-		goto cleanup;
-	}
-	if ((ret = compile_all(inc, x->include, x->ninclude, "include", &ninc, err, errlen)) ||
-	    (ret = compile_all(exc, x->exclude, x->nexclude, "exclude", &nexc, err, errlen)))
-		goto cleanup;
-	ret = -ENOMEM;
-	if (!(dst = vp_profile__new()))
-		goto cleanup;
-	for (int e = 0; e < src->nevents; e++)
-		if ((evmap[e] = vp_profile__add_event(dst, src->events[e].name, src->events[e].unit)) < 0) {
-			ret = evmap[e];
-			goto cleanup;
-		}
-
-	/* Frames: renamed, re-interned, and matched once each rather than once per stack. */
-	fmap = malloc((src->nframes + 1) * sizeof(*fmap));
-	match = calloc(src->nframes + 1, 1);
-	if (!fmap || !match)
+	t->fmap = malloc((src->nframes + 1) * sizeof(*t->fmap));
+	t->match = calloc(src->nframes + 1, 1);
+	if (!t->fmap || !t->match)
 		goto cleanup;
 	/* --merge-tiers: each Java method's frames in one group by name, and the layer
 	 * that had most of its samples (a method run mostly interpreted stays
@@ -267,19 +278,9 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	for (int pass = x->merge_tiers ? 0 : 1; pass < 2; pass++)
 	for (size_t i = 0; i < src->nframes; i++) {
 		struct vp_frame f = src->frames[i];
-		size_t need = strlen(f.name) + 1;
-		if (vp_grow((void **)&name, &namecap, 2 * need, 1))
+		char *a = view_name(x, &f, &name, &namecap);
+		if (!a)
 			goto cleanup;
-		char *a = name, *b = name + need;
-		memcpy(a, f.name, need);
-		if (x->norm && is_java_layer(f.layer)) {
-			vp_name__norm(a, b, need);
-			memcpy(a, b, need);
-		}
-		if (x->simple) {
-			vp_name__simple(a, b, need);
-			memcpy(a, b, need);
-		}
 		f.name = a;
 		/* A method's C1 and C2 code are one frame for comparison: which tier ran when
 		 * differs from run to run with the JIT's timing. */
@@ -312,91 +313,134 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 			f.tier = 0;
 			f.image = "[jit]";
 		}
-		if ((fmap[i] = vp_profile__frame(dst, &f)) == NONE)
+		if ((t->fmap[i] = vp_profile__frame(t->dst, &f)) == NONE)
 			goto cleanup;
-		for (int r = 0; r < ninc && !(match[i] & 1); r++)
-			if (!regexec(&inc[r], a, 0, NULL, 0))
-				match[i] |= 1;
-		for (int r = 0; r < nexc && !(match[i] & 2); r++)
-			if (!regexec(&exc[r], a, 0, NULL, 0))
-				match[i] |= 2;
+		for (int r = 0; r < t->ninc && !(t->match[i] & 1); r++)
+			if (!regexec(&t->inc[r], a, 0, NULL, 0))
+				t->match[i] |= 1;
+		for (int r = 0; r < t->nexc && !(t->match[i] & 2); r++)
+			if (!regexec(&t->exc[r], a, 0, NULL, 0))
+				t->match[i] |= 2;
 	}
+	ret = 0;
+cleanup:
+	vp_strtab__free(&groups);
+	free(group);
+	free(fw);
+	free(gw);
+	free(name);
+	return ret;
+}
 
-	/* Stacks: which are kept, and where each starts (--java-only). */
+/* Stacks: which are kept (--include, --exclude), and where each starts (--java-only). */
+static int xf_select(struct xf *t)
+{
+	const struct vp_profile *src = t->src;
 	size_t ns = src->nstacks;
-	smap = malloc((ns + 1) * sizeof(*smap));
-	start = calloc(ns + 1, sizeof(*start));
-	len = calloc(ns + 1, sizeof(*len));
-	if (!smap || !start || !len)
-		goto cleanup;
+	t->smap = malloc((ns + 1) * sizeof(*t->smap));
+	t->start = calloc(ns + 1, sizeof(*t->start));
+	t->len = calloc(ns + 1, sizeof(*t->len));
+	if (!t->smap || !t->start || !t->len)
+		return -ENOMEM;
 	for (size_t i = 0; i < ns; i++) {
 		const struct vp_stack *s = &src->stacks[i];
 		bool any_inc = false, any_exc = false;
-		smap[i] = NONE;
+		t->smap[i] = NONE;
 		for (uint32_t k = 0; k < s->nframes; k++) {
-			any_inc |= match[s->frames[k]] & 1;
-			any_exc |= (match[s->frames[k]] & 2) != 0;
+			any_inc |= t->match[s->frames[k]] & 1;
+			any_exc |= (t->match[s->frames[k]] & 2) != 0;
 		}
-		if ((ninc && !any_inc) || any_exc) {
-			len[i] = NONE;   /* dropped */
+		if ((t->ninc && !any_inc) || any_exc) {
+			t->len[i] = NONE;   /* dropped */
 			continue;
 		}
-		len[i] = s->nframes;
-		if (x->java_only) {
+		t->len[i] = s->nframes;
+		if (t->x->java_only) {
 			/* Stacks with no Java frame at all (GC, compiler threads) stay whole, so
 			 * that the view's total is the profile's and their cost stays in sight. */
 			for (uint32_t k = 0; k < s->nframes; k++)
 				if (is_java_layer(src->frames[s->frames[k]].layer)) {
-					start[i] = k;
-					len[i] = s->nframes - k;
+					t->start[i] = k;
+					t->len[i] = s->nframes - k;
 					break;
 				}
 		}
 	}
-	if (x->minwidth > 0 && x->minwidth_event >= 0 && x->minwidth_event < src->nevents) {
-		int ev = x->minwidth_event;
-		uint64_t all = 0;
-		for (size_t i = 0; i < ns; i++) {
-			const struct vp_stack *s = &src->stacks[i];
-			if (len[i] == NONE || !s->samples[ev])
-				continue;
-			all += s->samples[ev];
-			if (mw_walk(&mw, x, s, fmap, start[i], len[i], s->samples[ev], 0) == NONE)
-				goto cleanup;
-		}
-		/* Each stack cut at its first node narrower than the minimum. */
-		double min = all * x->minwidth / 100.0;
-		for (size_t i = 0; i < ns; i++)
-			if (len[i] != NONE && (len[i] = mw_walk(&mw, x, &src->stacks[i], fmap, start[i], len[i], 0, min)) == NONE)
-				goto cleanup;
-	}
+	return 0;
+}
+
+/* --minwidth: each stack cut at its first node narrower than the minimum. */
+static int xf_minwidth(struct xf *t)
+{
+	const struct vp_profile *src = t->src;
+	const struct vp_xform *x = t->x;
+	size_t ns = src->nstacks;
+	int ev = x->minwidth_event;
+	uint64_t all = 0;
 	for (size_t i = 0; i < ns; i++) {
 		const struct vp_stack *s = &src->stacks[i];
-		if (len[i] == NONE)
+		if (t->len[i] == NONE || !s->samples[ev])
 			continue;
-		if (vp_grow((void **)&buf, &bufcap, len[i] + 1, sizeof(*buf)))
+		all += s->samples[ev];
+		if (mw_walk(&t->mw, x, s, t->fmap, t->start[i], t->len[i], s->samples[ev], 0) == NONE)
+			return -ENOMEM;
+	}
+	double min = all * x->minwidth / 100.0;
+	for (size_t i = 0; i < ns; i++)
+		if (t->len[i] != NONE &&
+		    (t->len[i] = mw_walk(&t->mw, x, &src->stacks[i], t->fmap, t->start[i], t->len[i], 0, min)) == NONE)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The kept stacks, as cut, into dst. */
+static int xf_add_stacks(struct xf *t)
+{
+	const struct vp_profile *src = t->src;
+	uint32_t *buf = NULL;
+	size_t bufcap = 0;
+	int ret = -ENOMEM;
+	for (size_t i = 0; i < src->nstacks; i++) {
+		const struct vp_stack *s = &src->stacks[i];
+		if (t->len[i] == NONE)
+			continue;
+		if (vp_grow((void **)&buf, &bufcap, t->len[i] + 1, sizeof(*buf))) {
+			ret = -ENOMEM;
 			goto cleanup;
-		for (uint32_t k = 0; k < len[i]; k++)
-			buf[k] = fmap[s->frames[start[i] + k]];
+		}
+		for (uint32_t k = 0; k < t->len[i]; k++)
+			buf[k] = t->fmap[s->frames[t->start[i] + k]];
 		for (int e = 0; e < src->nevents; e++) {
 			if (!s->samples[e] && !s->weight[e])
 				continue;
-			if ((ret = vp_profile__add_stack(dst, buf, len[i], s->pid, s->tid, s->comm, evmap[e], s->samples[e],
-							 s->weight[e], &smap[i])))
+			if ((ret = vp_profile__add_stack(t->dst, buf, t->len[i], s->pid, s->tid, s->comm, t->evmap[e],
+							 s->samples[e], s->weight[e], &t->smap[i])))
 				goto cleanup;
 		}
 	}
-	ret = -ENOMEM;
+	ret = 0;
+cleanup:
+	free(buf);
+	return ret;
+}
+
+/* What else the view keeps of the source: addresses, times, metadata, warnings. */
+static int xf_copy_rest(struct xf *t)
+{
+	const struct vp_profile *src = t->src;
+	const struct vp_xform *x = t->x;
+	struct vp_profile *dst = t->dst;
+	int ret;
 	/* Addresses (pprof) only where the stacks keep all their frames: a cut stack's
 	 * locations would still name the frames it lost; pprof then takes one location per
 	 * frame instead. */
-	if (!x->java_only && !(x->minwidth > 0) && (ret = vp_profile__merge_locs(dst, src, fmap, smap, evmap)))
-		goto cleanup;
-	if ((ret = vp_profile__merge_times(dst, src, smap, evmap)))
-		goto cleanup;
+	if (!x->java_only && !(x->minwidth > 0) && (ret = vp_profile__merge_locs(dst, src, t->fmap, t->smap, t->evmap)))
+		return ret;
+	if ((ret = vp_profile__merge_times(dst, src, t->smap, t->evmap)))
+		return ret;
 	for (size_t i = 0; i < src->nthreads; i++)
 		if ((ret = vp_profile__thread_times(dst, &src->threads[i])))
-			goto cleanup;
+			return ret;
 	for (size_t i = 0; i < src->nmeta; i++)
 		vp_profile__set_meta(dst, src->meta[i].key, src->meta[i].value);
 	for (const char *w = src->warnings; w && *w;) {
@@ -406,30 +450,57 @@ struct vp_profile *vp_profile__transform(const struct vp_profile *src, const str
 	}
 	dst->lost = src->lost;
 	dst->incomplete = src->incomplete;
-	ret = 0;
+	return 0;
+}
+
+struct vp_profile *vp_profile__transform(const struct vp_profile *src, const struct vp_xform *x, char *err,
+					 size_t errlen)
+{
+	struct xf t = { .src = src, .x = x };
+	int ret = -ENOMEM;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (x->ninclude > VP_XFORM_MAX_RE || x->nexclude > VP_XFORM_MAX_RE) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "at most %d --include and %d --exclude patterns", VP_XFORM_MAX_RE, VP_XFORM_MAX_RE);
+		goto cleanup;
+	}
+	if ((ret = compile_all(t.inc, x->include, x->ninclude, "include", &t.ninc, err, errlen)) ||
+	    (ret = compile_all(t.exc, x->exclude, x->nexclude, "exclude", &t.nexc, err, errlen)))
+		goto cleanup;
+	ret = -ENOMEM;
+	if (!(t.dst = vp_profile__new()))
+		goto cleanup;
+	for (int e = 0; e < src->nevents; e++)
+		if ((t.evmap[e] = vp_profile__add_event(t.dst, src->events[e].name, src->events[e].unit)) < 0) {
+			ret = t.evmap[e];
+			goto cleanup;
+		}
+	if ((ret = xf_frames(&t)) || (ret = xf_select(&t)))
+		goto cleanup;
+	if (x->minwidth > 0 && x->minwidth_event >= 0 && x->minwidth_event < src->nevents &&
+	    (ret = xf_minwidth(&t)))
+		goto cleanup;
+	if ((ret = xf_add_stacks(&t)) || (ret = xf_copy_rest(&t)))
+		goto cleanup;
 cleanup:
-	for (int r = 0; r < ninc; r++)
-		regfree(&inc[r]);
-	for (int r = 0; r < nexc; r++)
-		regfree(&exc[r]);
-	mw_free(&mw);
-	vp_strtab__free(&groups);
-	free(group);
-	free(fw);
-	free(gw);
-	free(fmap);
-	free(match);
-	free(smap);
-	free(start);
-	free(len);
-	free(buf);
-	free(name);
+	for (int r = 0; r < t.ninc; r++)
+		regfree(&t.inc[r]);
+	for (int r = 0; r < t.nexc; r++)
+		regfree(&t.exc[r]);
+	mw_free(&t.mw);
+	free(t.fmap);
+	free(t.match);
+	free(t.smap);
+	free(t.start);
+	free(t.len);
 	if (ret) {
-		vp_profile__free(dst);
+		vp_profile__free(t.dst);
 		if (err && errlen && !err[0])
 			snprintf(err, errlen, "%s", strerror(-ret));
 		errno = -ret;
 		return NULL;
 	}
-	return dst;
+	return t.dst;
 }

@@ -839,14 +839,11 @@ int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char 
 	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, NULL, err, errlen);
 }
 
-int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
-		       int *chan, char *err, size_t errlen)
+/* The checks before anything is asked of process pid, in this order: it exists, we may
+ * act on it (its uid, or root), it is a HotSpot JVM, and the descriptors are few. */
+static int check_target(pid_t pid, struct target *t, int nfds, char *err, size_t errlen)
 {
-	struct target t = { 0 };
-	int ls = -1, cs = -1, sp[2] = { -1, -1 };
-	if (chan)
-		*chan = -1;
-	int ret = read_target(pid, &t);
+	int ret = read_target(pid, t);
 	if (ret == -ESRCH || ret == -ENOENT)
 		return vp_err_no_process(err, errlen, (long)pid);
 	if (ret) {
@@ -854,9 +851,9 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		return ret;
 	}
 	/* The uid check comes first: another user's /proc/PID/maps is not readable. */
-	if (geteuid() != 0 && geteuid() != t.uid) {
+	if (geteuid() != 0 && geteuid() != t->uid) {
 		vp_set_err(err, errlen, "process %d runs as uid %u and we are uid %u; run viprof as that user or as root",
-			(int)pid, (unsigned)t.uid, (unsigned)geteuid());
+			(int)pid, (unsigned)t->uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (!vp_jvm__is_hotspot(pid)) {
@@ -868,6 +865,109 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "internal: %d descriptors for the agent (at most 4)", nfds);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The forked helper: becomes the JVM's user, asks the JVM, and sends the result on
+ * sp[1]. Never returns. */
+static _Noreturn void run_helper(pid_t pid, const struct target *t, struct ask *ask, int sp[2])
+{
+	char msg[1024] = "";
+	int r = 0;
+	close(sp[0]);
+	ask->sp = sp[1];
+	alarm(HELPER_ALARM_S);   /* a JVM that never answers must not hang us */
+	/* The JVM's user, wholly: ids, groups (none of ours), so that what it makes
+	 * in the JVM's /tmp and cwd is theirs and where they may write. */
+	if (geteuid() == 0 && (t->uid != 0 || t->gid != 0)) {
+		if (setgroups(0, NULL) || setresgid(t->gid, t->gid, t->gid) || setresuid(t->uid, t->uid, t->uid)) {
+			r = -errno;
+			snprintf(msg, sizeof(msg), "switching to JVM %d's uid %u/gid %u failed: %s", (int)pid,
+				 (unsigned)t->uid, (unsigned)t->gid, strerror(errno));
+		}
+	}
+	if (!r)
+		r = attach_child(t, ask, msg, sizeof(msg));
+	/* The result, and whether the JVM is not to be signalled again: it has the
+	 * attach mechanism off, or did not open its listener when signalled. */
+	char out[1100];
+	int n = snprintf(out, sizeof(out), "%d\t%c%s", r, ask->refuses ? 'R' : '-', msg);
+	if (n >= (int)sizeof(out))
+		n = (int)sizeof(out) - 1;
+	if (n < 0 || send(sp[1], out, (size_t)n, MSG_NOSIGNAL) < 0)
+		_exit(2);
+	_exit(0);
+}
+
+/* How the wait for the helper ended, and its answer ("result\t[R-]message"). */
+struct helper_wait {
+	char buf[1100];
+	size_t got;
+	bool eof, late, cancelled;
+};
+
+/* While the helper speaks the attach protocol, the agent (loading in the JVM) comes
+ * for its descriptors: both are served until the helper is done, its deadline
+ * passes, or the service stops. *ls gets the helper's listening socket, *cs the
+ * agent's channel. */
+static void serve_helper(struct helper_wait *w, int sp0, pid_t pid, const int *fds, int nfds, int *ls, int *cs)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!w->eof) {
+		struct pollfd pf[3] = { { .fd = sp0, .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN },
+					{ .fd = *ls, .events = POLLIN } };
+		long left = HELPER_DEADLINE_MS - elapsed_ms(&t0);
+
+		if (left <= 0) {
+			w->late = true;
+			break;
+		}
+		if (poll(pf, *ls >= 0 ? 3 : 2, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents) {
+			w->cancelled = true;
+			break;
+		}
+		if (*ls >= 0 && (pf[2].revents & POLLIN)) {
+			int c = agent_sock__serve(*ls, pid, fds, nfds);
+			if (c >= 0 && *cs < 0)
+				*cs = c;
+			else if (c >= 0)
+				close(c);
+		}
+		if (!pf[0].revents)
+			continue;
+		char m[sizeof(w->buf)];
+		int fd;
+		ssize_t k = recv_helper(sp0, m, sizeof(m), &fd);
+		if (k == -EINTR || k == -EAGAIN)
+			continue;
+		w->eof = k == 0;
+		if (k < 0)
+			break;
+		if (fd >= 0 && *ls < 0 && m[0] == 'L' && nfds > 0)
+			*ls = fd;   /* the helper's listening socket (non-blocking) */
+		else if (fd >= 0)
+			close(fd);
+		else if (k > 0 && !w->got)
+			w->got = (size_t)snprintf(w->buf, sizeof(w->buf), "%s", m);
+	}
+}
+
+int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, const int *fds, int nfds,
+		       int *chan, char *err, size_t errlen)
+{
+	struct target t = { 0 };
+	int ls = -1, cs = -1, sp[2] = { -1, -1 };
+	if (chan)
+		*chan = -1;
+	int ret = check_target(pid, &t, nfds, err, errlen);
+	if (ret)
+		return ret;
 	/* Not asked at all where the answer is known: no SIGQUIT, no 5 s wait. Whether
 	 * its listener is up the helper sees, as the JVM's user: the caller resolves no
 	 * name in the JVM's /tmp. */
@@ -904,96 +1004,26 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
 		vp_set_err(err, errlen, "fork: %s", strerror(errno));
 		goto cleanup;
 	}
-	if (child == 0) {
-		char msg[1024] = "";
-		int r = 0;
-		close(sp[0]);
-		ask.sp = sp[1];
-		alarm(HELPER_ALARM_S);   /* a JVM that never answers must not hang us */
-		/* The JVM's user, wholly: ids, groups (none of ours), so that what it makes
-		 * in the JVM's /tmp and cwd is theirs and where they may write. */
-		if (geteuid() == 0 && (t.uid != 0 || t.gid != 0)) {
-			if (setgroups(0, NULL) || setresgid(t.gid, t.gid, t.gid) || setresuid(t.uid, t.uid, t.uid)) {
-				r = -errno;
-				snprintf(msg, sizeof(msg), "switching to JVM %d's uid %u/gid %u failed: %s", (int)pid,
-					 (unsigned)t.uid, (unsigned)t.gid, strerror(errno));
-			}
-		}
-		if (!r)
-			r = attach_child(&t, &ask, msg, sizeof(msg));
-		/* The result, and whether the JVM is not to be signalled again: it has the
-		 * attach mechanism off, or did not open its listener when signalled. */
-		char out[1100];
-		int n = snprintf(out, sizeof(out), "%d\t%c%s", r, ask.refuses ? 'R' : '-', msg);
-		if (n >= (int)sizeof(out))
-			n = (int)sizeof(out) - 1;
-		if (n < 0 || send(sp[1], out, (size_t)n, MSG_NOSIGNAL) < 0)
-			_exit(2);
-		_exit(0);
-	}
+	if (child == 0)
+		run_helper(pid, &t, &ask, sp);
 	close(sp[1]);
 	sp[1] = -1;
 	close(ask.agent_fd);
 	ask.agent_fd = -1;
-	char buf[1100] = "";
-	size_t got = 0;
-	bool eof = false, late = false, cancelled = false;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* While the helper speaks the attach protocol, the agent (loading in the JVM) comes
-	 * for its descriptors: both are served until the helper is done, its deadline
-	 * passes, or the service stops. */
-	while (!eof) {
-		struct pollfd pf[3] = { { .fd = sp[0], .events = POLLIN }, { .fd = abort_pollfd(), .events = POLLIN },
-					{ .fd = ls, .events = POLLIN } };
-		long left = HELPER_DEADLINE_MS - elapsed_ms(&t0);
-
-		if (left <= 0) {
-			late = true;
-			break;
-		}
-		if (poll(pf, ls >= 0 ? 3 : 2, (int)left) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[1].revents) {
-			cancelled = true;
-			break;
-		}
-		if (ls >= 0 && (pf[2].revents & POLLIN)) {
-			int c = agent_sock__serve(ls, pid, fds, nfds);
-			if (c >= 0 && cs < 0)
-				cs = c;
-			else if (c >= 0)
-				close(c);
-		}
-		if (!pf[0].revents)
-			continue;
-		char m[sizeof(buf)];
-		int fd;
-		ssize_t k = recv_helper(sp[0], m, sizeof(m), &fd);
-		if (k == -EINTR || k == -EAGAIN)
-			continue;
-		eof = k == 0;
-		if (k < 0)
-			break;
-		if (fd >= 0 && ls < 0 && m[0] == 'L' && nfds > 0)
-			ls = fd;   /* the helper's listening socket (non-blocking) */
-		else if (fd >= 0)
-			close(fd);
-		else if (k > 0 && !got)
-			got = (size_t)snprintf(buf, sizeof(buf), "%s", m);
-	}
+	struct helper_wait hw = { .buf = "" };
+	serve_helper(&hw, sp[0], pid, fds, nfds, &ls, &cs);
+	bool late = hw.late;
+	size_t got = hw.got;
+	char *buf = hw.buf;
 	/* A helper whose socket is closed is exiting (it cannot be stopped any more); any
 	 * other is killed, stopped or not, so that the wait below ends. */
-	if (!eof)
+	if (!hw.eof)
 		kill(child, SIGKILL);
 	int status = 0;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	char *tab = strchr(buf, '\t');
-	if (cancelled) {
+	if (hw.cancelled) {
 		vp_set_err(err, errlen, "JVM %d: attach abandoned: the service is stopping", (int)pid);
 		ret = -ECANCELED;
 		goto cleanup;

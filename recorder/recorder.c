@@ -436,6 +436,230 @@ static void scan_processes(struct vp_recorder *r, struct vp_sink *sink)
 				"their native frames will show as [unknown]\n", strerror(-e));
 }
 
+/* The session writer (the owner's streams, a directory under session_dirfd, or a
+ * new directory), and the kernel's symbols read on a thread of their own from here on
+ * (the most costly step of starting: ~60 ms of kernel time), while the sampler loads
+ * and the command runs; the session gets them when they are ready, at the latest at
+ * the end. */
+static int open_session(struct vp_recorder *r, int session_dirfd, const struct vp_recorder_owner *owner, char *err,
+			size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+	r->ksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
+	if (owner)
+		r->w = vp_session_writer__create_stream(owner->stream_fd, owner->meta_fd, o->output, 0, err, errlen);
+	else if (session_dirfd >= 0)
+		r->w = vp_session_writer__create_at(session_dirfd, o->output, 0, err, errlen);
+	else
+		r->w = vp_session_writer__create(o->output, o->force, 0, err, errlen);
+	if (!r->w)
+		return -errno;
+	if (r->ksl)
+		vp_session_writer__defer_ksyms(r->w);
+	else if (!o->user_only)
+		take_kallsyms(&r->ksl, r->w, cfg, r->log);   /* no thread: read them here */
+	return 0;
+}
+
+/* The sampler's configuration from the options, and the sinks every record passes
+ * on its way to the session. */
+static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_owner *owner)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+
+	cfg->callchain = o->callchain;
+	cfg->unwind = o->callchain && !o->fp_walk;
+	/* Steal-time victim attribution needs who ran when; the service asks for switch
+	 * records only when it records off-CPU time (each costs per context switch of the VM). */
+	cfg->want_switches = !o->switches_if_off_cpu || o->off_cpu;
+	/* The walker takes its tables from samples, not from the sideband: the sideband can
+	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
+	cfg->sideband_batched = o->unwind_sampled_only;
+	cfg->buffer_pages = o->ring_pages;
+	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
+	cfg->want_sideband = true;
+	/* Every record passes the unwinder on its way to the session, so that it learns of
+	 * new processes and mappings (it is attached once the sampler has started). */
+	r->unwind_sink.next = vp_session_writer__sink(r->w);
+	/* ... and the container labeller, which adds a process's cgroup and namespaces
+	 * before its first record in the session. */
+	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next))) {
+		if (o->unwind_sampled_only)   /* the service: only what is sampled costs */
+			vp_container_sink__set_lazy(r->ctr);
+		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
+	}
+	cfg->sink = vp_unwind_sink(&r->unwind_sink);
+	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o, .prewarm = !owner };
+	cfg->before_sampling = start_unwinder;
+	cfg->before_ctx = &r->unwind_start;
+}
+
+/* Whom to sample: a user of the service their own processes only; -a, -p or the
+ * launched command. */
+static int set_target(struct vp_recorder *r, const struct vp_recorder_owner *owner, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+	int e;
+
+	/* For a user of the service: their processes only, whatever the target grows into
+	 * (a set-uid program they start is not theirs), and never the whole VM. */
+	if (owner && owner->uid != 0) {
+		if (o->target == RECORD_TARGET_ALL) {
+			vp_set_err(err, errlen, "-a records every user's processes: only root may ask for it");
+			e = -EPERM;
+			return e;
+		}
+		cfg->filter_uid = true;
+		cfg->only_uid = owner->uid;
+		/* Only the bpf sampler filters by user (tasks, side band, set-uid execs): the
+		 * perf one would record whatever the pids grow into. */
+		r->o.backend = "bpf";
+	}
+	switch (o->target) {
+	case RECORD_TARGET_ALL:
+		cfg->target = SAMPLER_TARGET_ALL;
+		break;
+	case RECORD_TARGET_PIDS:
+		cfg->target = SAMPLER_TARGET_PIDS;
+		cfg->pids = o->pids;
+		cfg->nr_pids = o->npids;
+		break;
+	case RECORD_TARGET_LAUNCH:
+		if (o->launched <= 0) {
+			vp_set_err(err, errlen, "no launched process to record (the caller launches the command)");
+			e = -ESRCH;
+			return e;
+		}
+		cfg->target = SAMPLER_TARGET_LAUNCH;
+		r->launched = o->launched;
+		cfg->pids = &r->launched;
+		cfg->nr_pids = 1;
+		break;
+	default:
+		vp_set_err(err, errlen, "nothing to record: give -a, -p PID or a command");
+		e = -ENOENT;
+		return e;
+	}
+	return 0;
+}
+
+/* The sampler backend, and the session's metadata and events (which name it). */
+static int select_backend(struct vp_recorder *r, uint64_t start_real, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+	int e;
+
+	r->be = sampler__select(o->backend, cfg, r->why, sizeof(r->why));
+	if (!r->be) {
+		vp_set_err(err, errlen, "%s%s%s", strstr(r->why, "no sampler backend") ? "" : "no sampler backend can run here: ",
+			   r->why, geteuid() != 0 && !names_privilege_fix(r->why) ? PRIVILEGE_FIX : "");
+		e = -EPERM;
+		return e;
+	}
+	e = write_metadata(r->w, o, r->be->name, r->why, o->events ? NULL : r->event_why, r->start, start_real);
+	for (int i = 0; !e && i < cfg->nr_events; i++)
+		e = vp_session_writer__event(r->w, &cfg->events[i]);
+	cfg->steal_est_event = steal_est_event(o, cfg, r->be->name);
+	if (!e && cfg->steal_est_event)
+		e = vp_session_writer__estimate_event(r->w, cfg->steal_est_event);
+	if (e) {
+		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+/* Running JVMs get the agent before sampling starts, so that every sample of their
+ * JIT code falls after the code maps began. */
+static int attach_jvms(struct vp_recorder *r, const struct vp_recorder_owner *owner, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	int e;
+
+	if (owner) {
+		/* The user's client attached its own JVMs (as that user); their records. */
+		for (int i = 0; i < owner->njvms; i++) {
+			char body[sizeof(struct vp_jvm) + 32];
+			struct vp_jvm *j = (struct vp_jvm *)body;
+			memset(body, 0, sizeof(body));
+			j->pid = (uint32_t)owner->jvms[i].pid;
+			j->flags = owner->jvms[i].flags & (VP_JVM_AGENT_LOADED | VP_JVM_NO_FRAME_POINTERS | VP_JVM_ATTACH_REFUSED);
+			int n = snprintf(j->maps_dir, sizeof(body) - sizeof(*j), VP_SESSION_JIT_DIR "/%d", (int)j->pid);
+			if ((e = vp_session_writer__emit(r->w, VP_REC_JVM, now_ns(CLOCK_MONOTONIC), body,
+							 sizeof(*j) + (size_t)n + 1))) {
+				vp_set_err(err, errlen, "cannot write the session's stream: %s", strerror(-e));
+				return e;
+			}
+		}
+	} else if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit) {
+		if (!o->agent || !*o->agent) {
+			fprintf(r->log, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
+					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
+		} else {
+			e = record_jvm__attach(r->w, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+			if (e < 0) {
+				vp_set_err(err, errlen, "cannot write the session in %s: %s",
+					   vp_session_writer__dir(r->w), strerror(-e));
+				return e;
+			}
+			/* From here the watch looks for JVMs that start later (its first look
+			 * takes what runs now as the attach's above). */
+			if (WATCH_JVMS(o))
+				record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now_ns(CLOCK_MONOTONIC));
+		}
+	}
+	return 0;
+}
+
+/* The switch tracer, then the sampler; time zero from here. */
+static int start_sampling(struct vp_recorder *r, char *err, size_t errlen)
+{
+	const struct vp_record_opts *o = &r->o;
+	struct sampler_config *cfg = &r->cfg;
+	int e;
+
+	if (cfg->want_switches &&
+	    (e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
+		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
+		r->err[0] = '\0';
+		return e;
+	}
+	/* With the switch tracer measuring steal per thread, the sampler's record of every
+	 * context switch of the VM (for the proportional split, which the report then
+	 * skips) would be read by nobody: 50-120 thousand per javac run on a busy VM, each
+	 * a BPF run charged to the task switching and a record for this process to drain. */
+	if (r->sched)
+		cfg->want_switches = false;
+	r->s = r->be->start(cfg, r->err, sizeof(r->err));
+	if (!r->s) {
+		e = errno ? -errno : -EIO;
+		vp_set_err(err, errlen, "%s backend: %s%s", r->be->name, r->err,
+			   geteuid() != 0 && !names_privilege_fix(r->err) ? PRIVILEGE_FIX : "");
+		r->err[0] = '\0';
+		return e;
+	}
+	r->started = true;
+	vp_timing("record: sampler started");
+	if (r->unwind_start.failed)
+		fprintf(r->log, "viprof: warning: cannot start the stack walker's table loader (%s); "
+				"user stacks will follow frame pointers only\n", strerror(r->unwind_start.failed));
+	/* Durations (-d, the status line, END) count from here, not from the setup above;
+	 * the switch tracer charges time from here on too. */
+	r->start = now_ns(CLOCK_MONOTONIC);
+	record_sched__window(r->sched, r->start, 0);
+	/* Every view's time zero (common/timezero.h): written before the first drain, so
+	 * that it precedes every sample in the stream. */
+	if ((e = write_sampling_start(r->w, r->start))) {
+		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
 static struct vp_recorder *start(const struct vp_record_opts *opts, int session_dirfd,
 				 const struct vp_recorder_owner *owner, char *err, size_t errlen)
 {
@@ -479,113 +703,21 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 	}
 
 	vp_timing("record: options and events checked");
-	/* Kernel symbols are read on a thread of their own from here on (the most costly
-	 * step of starting: ~60 ms of kernel time), while the sampler loads and the command
-	 * runs; the session gets them when they are ready, at the latest at the end. */
-	r->ksl = o->user_only ? NULL : vp_kallsyms_loader__start(NULL);
 	streams_taken = owner != NULL;
-	if (owner)
-		r->w = vp_session_writer__create_stream(owner->stream_fd, owner->meta_fd, o->output, 0, err, errlen);
-	else if (session_dirfd >= 0)
-		r->w = vp_session_writer__create_at(session_dirfd, o->output, 0, err, errlen);
-	else
-		r->w = vp_session_writer__create(o->output, o->force, 0, err, errlen);
-	if (!r->w) {
-		e = -errno;
+	if ((e = open_session(r, session_dirfd, owner, err, errlen)))
 		goto fail;
-	}
-	if (r->ksl)
-		vp_session_writer__defer_ksyms(r->w);
-	else if (!o->user_only)
-		take_kallsyms(&r->ksl, r->w, cfg, r->log);   /* no thread: read them here */
 
 	uint64_t start_real = now_ns(CLOCK_REALTIME);
 	r->start = now_ns(CLOCK_MONOTONIC);
-	cfg->callchain = o->callchain;
-	cfg->unwind = o->callchain && !o->fp_walk;
-	/* Steal-time victim attribution needs who ran when; the service asks for switch
-	 * records only when it records off-CPU time (each costs per context switch of the VM). */
-	cfg->want_switches = !o->switches_if_off_cpu || o->off_cpu;
-	/* The walker takes its tables from samples, not from the sideband: the sideband can
-	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
-	cfg->sideband_batched = o->unwind_sampled_only;
-	cfg->buffer_pages = o->ring_pages;
-	cfg->guest_modes = o->xen_pmu_mode && !strcmp(o->xen_pmu_mode, "all");   /* bpf declines: perf */
-	cfg->want_sideband = true;
-	/* Every record passes the unwinder on its way to the session, so that it learns of
-	 * new processes and mappings (it is attached once the sampler has started). */
-	r->unwind_sink.next = vp_session_writer__sink(r->w);
-	/* ... and the container labeller, which adds a process's cgroup and namespaces
-	 * before its first record in the session. */
-	if ((r->ctr = vp_container_sink__new(r->unwind_sink.next))) {
-		if (o->unwind_sampled_only)   /* the service: only what is sampled costs */
-			vp_container_sink__set_lazy(r->ctr);
-		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
-	}
-	cfg->sink = vp_unwind_sink(&r->unwind_sink);
-	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o, .prewarm = !owner };
-	cfg->before_sampling = start_unwinder;
-	cfg->before_ctx = &r->unwind_start;
-	/* For a user of the service: their processes only, whatever the target grows into
-	 * (a set-uid program they start is not theirs), and never the whole VM. */
-	if (owner && owner->uid != 0) {
-		if (o->target == RECORD_TARGET_ALL) {
-			vp_set_err(err, errlen, "-a records every user's processes: only root may ask for it");
-			e = -EPERM;
-			goto fail;
-		}
-		cfg->filter_uid = true;
-		cfg->only_uid = owner->uid;
-		/* Only the bpf sampler filters by user (tasks, side band, set-uid execs): the
-		 * perf one would record whatever the pids grow into. */
-		r->o.backend = "bpf";
-	}
-	switch (o->target) {
-	case RECORD_TARGET_ALL:
-		cfg->target = SAMPLER_TARGET_ALL;
-		break;
-	case RECORD_TARGET_PIDS:
-		cfg->target = SAMPLER_TARGET_PIDS;
-		cfg->pids = o->pids;
-		cfg->nr_pids = o->npids;
-		break;
-	case RECORD_TARGET_LAUNCH:
-		if (o->launched <= 0) {
-			vp_set_err(err, errlen, "no launched process to record (the caller launches the command)");
-			e = -ESRCH;
-			goto fail;
-		}
-		cfg->target = SAMPLER_TARGET_LAUNCH;
-		r->launched = o->launched;
-		cfg->pids = &r->launched;
-		cfg->nr_pids = 1;
-		break;
-	default:
-		vp_set_err(err, errlen, "nothing to record: give -a, -p PID or a command");
-		e = -ENOENT;
+	configure_sampler(r, owner);
+	if ((e = set_target(r, owner, err, errlen)))
 		goto fail;
-	}
 
 	vp_timing("record: session created");
 	r->unwind_start.pids = cfg->pids;
 	r->unwind_start.npids = cfg->nr_pids;
-	r->be = sampler__select(o->backend, cfg, r->why, sizeof(r->why));
-	if (!r->be) {
-		vp_set_err(err, errlen, "%s%s%s", strstr(r->why, "no sampler backend") ? "" : "no sampler backend can run here: ",
-			   r->why, geteuid() != 0 && !names_privilege_fix(r->why) ? PRIVILEGE_FIX : "");
-		e = -EPERM;
+	if ((e = select_backend(r, start_real, err, errlen)))
 		goto fail;
-	}
-	e = write_metadata(r->w, o, r->be->name, r->why, o->events ? NULL : r->event_why, r->start, start_real);
-	for (int i = 0; !e && i < cfg->nr_events; i++)
-		e = vp_session_writer__event(r->w, &cfg->events[i]);
-	cfg->steal_est_event = steal_est_event(o, cfg, r->be->name);
-	if (!e && cfg->steal_est_event)
-		e = vp_session_writer__estimate_event(r->w, cfg->steal_est_event);
-	if (e) {
-		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
-		goto fail;
-	}
 
 	/* A -p target that is gone is refused before anything is recorded. */
 	for (int i = 0; o->target == RECORD_TARGET_PIDS && i < o->npids; i++) {
@@ -595,77 +727,12 @@ static struct vp_recorder *start(const struct vp_record_opts *opts, int session_
 		}
 	}
 
-	/* Running JVMs get the agent before sampling starts, so that every sample of their
-	 * JIT code falls after the code maps began. */
-	if (owner) {
-		/* The user's client attached its own JVMs (as that user); their records. */
-		for (int i = 0; i < owner->njvms; i++) {
-			char body[sizeof(struct vp_jvm) + 32];
-			struct vp_jvm *j = (struct vp_jvm *)body;
-			memset(body, 0, sizeof(body));
-			j->pid = (uint32_t)owner->jvms[i].pid;
-			j->flags = owner->jvms[i].flags & (VP_JVM_AGENT_LOADED | VP_JVM_NO_FRAME_POINTERS | VP_JVM_ATTACH_REFUSED);
-			int n = snprintf(j->maps_dir, sizeof(body) - sizeof(*j), VP_SESSION_JIT_DIR "/%d", (int)j->pid);
-			if ((e = vp_session_writer__emit(r->w, VP_REC_JVM, now_ns(CLOCK_MONOTONIC), body,
-							 sizeof(*j) + (size_t)n + 1))) {
-				vp_set_err(err, errlen, "cannot write the session's stream: %s", strerror(-e));
-				goto fail;
-			}
-		}
-	} else if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit) {
-		if (!o->agent || !*o->agent) {
-			fprintf(r->log, "viprof: warning: the JVM agent libviprof-jvmti.so was not found next to viprof; "
-					"Java methods will not be named (build it, or set VIPROF_AGENT=/path/to/libviprof-jvmti.so)\n");
-		} else {
-			e = record_jvm__attach(r->w, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
-			if (e < 0) {
-				vp_set_err(err, errlen, "cannot write the session in %s: %s",
-					   vp_session_writer__dir(r->w), strerror(-e));
-				goto fail;
-			}
-			/* From here the watch looks for JVMs that start later (its first look
-			 * takes what runs now as the attach's above). */
-			if (WATCH_JVMS(o))
-				record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now_ns(CLOCK_MONOTONIC));
-		}
-	}
+	if ((e = attach_jvms(r, owner, err, errlen)))
+		goto fail;
 
 	vp_timing("record: backend selected, metadata written");
-	if (cfg->want_switches &&
-	    (e = record_sched__start(cfg, o->off_cpu, o->quiet, r->log, &r->sched, r->err, sizeof(r->err)))) {
-		vp_set_err(err, errlen, "--off-cpu: %s", r->err);
-		r->err[0] = '\0';
+	if ((e = start_sampling(r, err, errlen)))
 		goto fail;
-	}
-	/* With the switch tracer measuring steal per thread, the sampler's record of every
-	 * context switch of the VM (for the proportional split, which the report then
-	 * skips) would be read by nobody: 50-120 thousand per javac run on a busy VM, each
-	 * a BPF run charged to the task switching and a record for this process to drain. */
-	if (r->sched)
-		cfg->want_switches = false;
-	r->s = r->be->start(cfg, r->err, sizeof(r->err));
-	if (!r->s) {
-		e = errno ? -errno : -EIO;
-		vp_set_err(err, errlen, "%s backend: %s%s", r->be->name, r->err,
-			   geteuid() != 0 && !names_privilege_fix(r->err) ? PRIVILEGE_FIX : "");
-		r->err[0] = '\0';
-		goto fail;
-	}
-	r->started = true;
-	vp_timing("record: sampler started");
-	if (r->unwind_start.failed)
-		fprintf(r->log, "viprof: warning: cannot start the stack walker's table loader (%s); "
-				"user stacks will follow frame pointers only\n", strerror(r->unwind_start.failed));
-	/* Durations (-d, the status line, END) count from here, not from the setup above;
-	 * the switch tracer charges time from here on too. */
-	r->start = now_ns(CLOCK_MONOTONIC);
-	record_sched__window(r->sched, r->start, 0);
-	/* Every view's time zero (common/timezero.h): written before the first drain, so
-	 * that it precedes every sample in the stream. */
-	if ((e = write_sampling_start(r->w, r->start))) {
-		vp_set_err(err, errlen, "cannot write the session in %s: %s", vp_session_writer__dir(r->w), strerror(-e));
-		goto fail;
-	}
 	scan_processes(r, &r->cfg.sink);
 	r->steal = calloc(MAX_CPUS, sizeof(*r->steal));
 	if (r->steal)

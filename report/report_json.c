@@ -195,6 +195,153 @@ cleanup:
 	return err;
 }
 
+/* "events": each event's name and unit, and what one of its samples is. */
+static void write_events(struct vp_out *o, const struct vp_profile *p)
+{
+	vp_out__puts(o, "\"events\":[");
+	for (int e = 0; e < p->nevents; e++) {
+		vp_out__puts(o, e ? ",{" : "{");
+		kv_str(o, "name", p->events[e].name);
+		vp_out__puts(o, ",");
+		kv_str(o, "unit", p->events[e].unit);
+		/* What a sample of it is: one sample of the event, or, for time measured at
+		 * context switches and the wall view, a period of the recording's time event
+		 * (its weight, in the unit above, is the time). */
+		vp_out__printf(o, ",\"measured\":%s,\"samples_are\":", vp_event_measured(p, e) ? "true" : "false");
+		vp_json_str(o, vp_event_measured(p, e) ? "periods of the time event; weight is the time" :
+			       vp_event_estimated(p, e) ? "periods of the time event; weight is the time, estimated" : "samples",
+			    false);
+		/* The host's share estimated from late timers, apart from measured steal. */
+		if (vp_event_estimated(p, e))
+			vp_out__puts(o, ",\"estimated\":true");
+		vp_out__puts(o, "}");
+	}
+}
+
+/* The body of "totals": per event, its samples and weight. */
+static void write_totals(struct vp_out *o, const struct vp_profile *p)
+{
+	for (int e = 0; e < p->nevents; e++) {
+		vp_out__puts(o, e ? "," : "");
+		vp_json_str(o, p->events[e].name, false);
+		/* No steal clock ran: the steal event's figures are unknown, not 0. */
+		if (!strcmp(p->events[e].name, "steal") && vp_profile__steal_unmeasured(p))
+			vp_out__puts(o, ":{\"samples\":null,\"weight\":null,\"note\":\"" VP_STEAL_NOT_MEASURED "\"}");
+		else
+			vp_out__printf(o, ":{\"samples\":%llu,\"weight\":%llu}", (unsigned long long)vp_event_samples(p, e),
+				       (unsigned long long)vp_event_weight(p, e));
+	}
+}
+
+/* The body of "layers": layers by the leaf frame, where the samples landed, summing
+ * to 100% per event. */
+static void write_layers(struct vp_out *o, const struct vp_profile *p)
+{
+	uint64_t lay[VP_LAYER__COUNT][8] = { { 0 } }, evt[8] = { 0 };
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		int l = s->nframes ? p->frames[s->frames[s->nframes - 1]].layer : VP_LAYER_UNKNOWN;
+		for (int e = 0; e < p->nevents; e++) {
+			lay[l][e] += s->samples[e];
+			evt[e] += s->samples[e];
+		}
+	}
+	for (int l = 0; l < VP_LAYER__COUNT; l++) {
+		vp_out__puts(o, l ? ",\n{" : "\n{");
+		kv_str(o, "layer", vp_layer_name(l));
+		vp_out__puts(o, ",\"samples\":");
+		write_u64_array(o, lay[l], p->nevents);
+		vp_out__puts(o, ",\"percent\":[");
+		for (int e = 0; e < p->nevents; e++) {
+			vp_out__puts(o, e ? "," : "");
+			num(o, vp_pct(lay[l][e], evt[e]));
+		}
+		vp_out__puts(o, "]}");
+	}
+}
+
+/* The body of "stacks": frame ids leaf last, the thread, its container, the counts. */
+static void write_stacks(struct vp_out *o, const struct vp_profile *p)
+{
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct vp_stack *s = &p->stacks[i];
+		vp_out__puts(o, i ? ",\n{\"frames\":[" : "\n{\"frames\":[");
+		for (uint32_t k = 0; k < s->nframes; k++)
+			vp_out__printf(o, "%s%u", k ? "," : "", s->frames[k]);
+		vp_out__printf(o, "],\"pid\":%u,\"tid\":%u,", s->pid, s->tid);
+		const char *cid = vp_profile__container_id(p, s->pid);
+		if (*cid) {
+			kv_str(o, "container", cid);
+			vp_out__puts(o, ",");
+		}
+		kv_str(o, "comm", s->comm);
+		vp_out__puts(o, ",\"samples\":");
+		write_u64_array(o, s->samples, p->nevents);
+		vp_out__puts(o, ",\"weight\":");
+		write_u64_array(o, s->weight, p->nevents);
+		vp_out__puts(o, "}");
+	}
+}
+
+/* The body of "containers": the processes that ran in one. */
+static void write_containers(struct vp_out *o, const struct vp_profile *p)
+{
+	const struct vp_proc_container *pc;
+	size_t npc = vp_profile__containers(p, &pc);
+	for (size_t i = 0, k = 0; i < npc; i++) {
+		if (!pc[i].c.id[0])
+			continue;
+		vp_out__printf(o, "%s\n{\"pid\":%u,\"nspid\":%u,", k++ ? "," : "", pc[i].pid, pc[i].nspid);
+		kv_str(o, "container", pc[i].c.id);
+		if (pc[i].c.pod[0]) {
+			vp_out__puts(o, ",");
+			kv_str(o, "pod", pc[i].c.pod);
+		}
+		vp_out__puts(o, ",");
+		kv_str(o, "cgroup", pc[i].cgroup);
+		vp_out__puts(o, "}");
+	}
+}
+
+/* The body of "frames": every frame, by id. */
+static void write_frames(struct vp_out *o, const struct vp_profile *p)
+{
+	for (size_t i = 0; i < p->nframes; i++) {
+		const struct vp_frame *f = &p->frames[i];
+		vp_out__printf(o, "%s\n{\"id\":%zu,", i ? "," : "", i);
+		kv_str(o, "name", f->name);
+		vp_out__puts(o, ",");
+		kv_str(o, "layer", vp_layer_name(f->layer));
+		vp_out__puts(o, ",");
+		kv_str(o, "image", f->image);
+		tier_fields(o, f);
+		vp_out__puts(o, ",");
+		kv_str(o, "build_id", f->build_id);
+		vp_out__puts(o, ",");
+		kv_str(o, "file", f->file);
+		vp_out__printf(o, ",\"line\":%u,\"addr\":%llu}", f->line, (unsigned long long)f->addr);
+	}
+}
+
+/* The body of "warnings": one string per line of the session's warnings. */
+static int write_warnings(struct vp_out *o, const struct vp_profile *p)
+{
+	bool first = true;
+	for (const char *w = p->warnings; w && *w;) {
+		const char *nl = strchr(w, '\n');
+		size_t l = nl ? (size_t)(nl - w) : strlen(w);
+		char *line = strndup(w, l);
+		if (!line)
+			return -ENOMEM;
+		vp_out__puts(o, first ? "" : ",");
+		first = false;
+		vp_json_str(o, line, false);
+		free(line);
+		w = nl ? nl + 1 : w + l;
+	}
+	return 0;
+}
+
 int report_json(const struct vp_profile *p, const struct vp_profile *base, struct vp_out *o,
 		const struct vp_report_opts *opts)
 {
@@ -216,129 +363,25 @@ int report_json(const struct vp_profile *p, const struct vp_profile *base, struc
 	vp_out__printf(o, "},\n\"lost\":%llu,\"incomplete\":%s,\n", (unsigned long long)p->lost,
 		       p->incomplete ? "true" : "false");
 	stack_ends(p, o);
-	vp_out__puts(o, "\"events\":[");
-	for (int e = 0; e < p->nevents; e++) {
-		vp_out__puts(o, e ? ",{" : "{");
-		kv_str(o, "name", p->events[e].name);
-		vp_out__puts(o, ",");
-		kv_str(o, "unit", p->events[e].unit);
-		/* What a sample of it is: one sample of the event, or, for time measured at
-		 * context switches and the wall view, a period of the recording's time event
-		 * (its weight, in the unit above, is the time). */
-		vp_out__printf(o, ",\"measured\":%s,\"samples_are\":", vp_event_measured(p, e) ? "true" : "false");
-		vp_json_str(o, vp_event_measured(p, e) ? "periods of the time event; weight is the time" :
-			       vp_event_estimated(p, e) ? "periods of the time event; weight is the time, estimated" : "samples",
-			    false);
-		/* The host's share estimated from late timers, apart from measured steal. */
-		if (vp_event_estimated(p, e))
-			vp_out__puts(o, ",\"estimated\":true");
-		vp_out__puts(o, "}");
-	}
+	write_events(o, p);
 	vp_out__puts(o, "],\n\"sort_event\":");
 	vp_json_str(o, p->nevents ? p->events[ev].name : "", false);
 	vp_out__puts(o, ",\n\"totals\":{");
-	for (int e = 0; e < p->nevents; e++) {
-		vp_out__puts(o, e ? "," : "");
-		vp_json_str(o, p->events[e].name, false);
-		/* No steal clock ran: the steal event's figures are unknown, not 0. */
-		if (!strcmp(p->events[e].name, "steal") && vp_profile__steal_unmeasured(p))
-			vp_out__puts(o, ":{\"samples\":null,\"weight\":null,\"note\":\"" VP_STEAL_NOT_MEASURED "\"}");
-		else
-			vp_out__printf(o, ":{\"samples\":%llu,\"weight\":%llu}", (unsigned long long)vp_event_samples(p, e),
-				       (unsigned long long)vp_event_weight(p, e));
-	}
-	/* Layers by the leaf frame: where the samples landed, summing to 100% per event. */
-	uint64_t lay[VP_LAYER__COUNT][8] = { { 0 } }, evt[8] = { 0 };
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		int l = s->nframes ? p->frames[s->frames[s->nframes - 1]].layer : VP_LAYER_UNKNOWN;
-		for (int e = 0; e < p->nevents; e++) {
-			lay[l][e] += s->samples[e];
-			evt[e] += s->samples[e];
-		}
-	}
+	write_totals(o, p);
 	vp_out__puts(o, "},\n\"layers\":[");
-	for (int l = 0; l < VP_LAYER__COUNT; l++) {
-		vp_out__puts(o, l ? ",\n{" : "\n{");
-		kv_str(o, "layer", vp_layer_name(l));
-		vp_out__puts(o, ",\"samples\":");
-		write_u64_array(o, lay[l], p->nevents);
-		vp_out__puts(o, ",\"percent\":[");
-		for (int e = 0; e < p->nevents; e++) {
-			vp_out__puts(o, e ? "," : "");
-			num(o, vp_pct(lay[l][e], evt[e]));
-		}
-		vp_out__puts(o, "]}");
-	}
+	write_layers(o, p);
 	vp_out__puts(o, "],\n");
 	write_top(o, p, c, tot, opts);
 	vp_out__puts(o, ",\n\"stacks\":[");
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct vp_stack *s = &p->stacks[i];
-		vp_out__puts(o, i ? ",\n{\"frames\":[" : "\n{\"frames\":[");
-		for (uint32_t k = 0; k < s->nframes; k++)
-			vp_out__printf(o, "%s%u", k ? "," : "", s->frames[k]);
-		vp_out__printf(o, "],\"pid\":%u,\"tid\":%u,", s->pid, s->tid);
-		const char *cid = vp_profile__container_id(p, s->pid);
-		if (*cid) {
-			kv_str(o, "container", cid);
-			vp_out__puts(o, ",");
-		}
-		kv_str(o, "comm", s->comm);
-		vp_out__puts(o, ",\"samples\":");
-		write_u64_array(o, s->samples, p->nevents);
-		vp_out__puts(o, ",\"weight\":");
-		write_u64_array(o, s->weight, p->nevents);
-		vp_out__puts(o, "}");
-	}
+	write_stacks(o, p);
 	vp_out__puts(o, "],\n\"containers\":[");
-	const struct vp_proc_container *pc;
-	size_t npc = vp_profile__containers(p, &pc);
-	for (size_t i = 0, k = 0; i < npc; i++) {
-		if (!pc[i].c.id[0])
-			continue;
-		vp_out__printf(o, "%s\n{\"pid\":%u,\"nspid\":%u,", k++ ? "," : "", pc[i].pid, pc[i].nspid);
-		kv_str(o, "container", pc[i].c.id);
-		if (pc[i].c.pod[0]) {
-			vp_out__puts(o, ",");
-			kv_str(o, "pod", pc[i].c.pod);
-		}
-		vp_out__puts(o, ",");
-		kv_str(o, "cgroup", pc[i].cgroup);
-		vp_out__puts(o, "}");
-	}
+	write_containers(o, p);
 	vp_out__puts(o, "],\n\"frames\":[");
-	for (size_t i = 0; i < p->nframes; i++) {
-		const struct vp_frame *f = &p->frames[i];
-		vp_out__printf(o, "%s\n{\"id\":%zu,", i ? "," : "", i);
-		kv_str(o, "name", f->name);
-		vp_out__puts(o, ",");
-		kv_str(o, "layer", vp_layer_name(f->layer));
-		vp_out__puts(o, ",");
-		kv_str(o, "image", f->image);
-		tier_fields(o, f);
-		vp_out__puts(o, ",");
-		kv_str(o, "build_id", f->build_id);
-		vp_out__puts(o, ",");
-		kv_str(o, "file", f->file);
-		vp_out__printf(o, ",\"line\":%u,\"addr\":%llu}", f->line, (unsigned long long)f->addr);
-	}
+	write_frames(o, p);
 	vp_out__puts(o, "],\n\"warnings\":[");
-	bool first = true;
-	for (const char *w = p->warnings; w && *w;) {
-		const char *nl = strchr(w, '\n');
-		size_t l = nl ? (size_t)(nl - w) : strlen(w);
-		char *line = strndup(w, l);
-		if (!line) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		vp_out__puts(o, first ? "" : ",");
-		first = false;
-		vp_json_str(o, line, false);
-		free(line);
-		w = nl ? nl + 1 : w + l;
-	}
+	err = write_warnings(o, p);
+	if (err)
+		goto cleanup;
 	vp_out__puts(o, "]");
 	if (base && p->nevents) {
 		err = write_diff(o, p, base, ev, c, tot);
