@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "fleet/sbuf.h"
 
 static uint64_t fnv_add(uint64_t h, const void *data, size_t n)
 {
@@ -33,37 +34,9 @@ uint64_t vp_fleet__stack_hash(const struct vp_profile *p, const struct vp_stack 
 	return h;
 }
 
-struct sb {
-	char *p;
-	size_t n, cap;
-	int err;
-};
-
-static void sb_put(struct sb *b, const char *s, size_t n)
-{
-	if (b->err || vp_grow((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
-		b->err = -ENOMEM;
-		return;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
-}
-
-static void sb_printf(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sb *b, const char *fmt, ...)
-{
-	char tmp[256];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	sb_put(b, tmp, n < 0 ? 0 : (size_t)n >= sizeof(tmp) ? sizeof(tmp) - 1 : (size_t)n);
-}
-
 /* A string as TabSeparated wants it, and as an array's quoted element wants it: the
  * same escapes serve both (a backslash before the quote is read as the quote in both). */
-static void sb_str(struct sb *b, const char *s)
+static void sb_str(struct vp_sbuf *b, const char *s)
 {
 	for (; s && *s; s++) {
 		char e = 0;
@@ -77,9 +50,9 @@ static void sb_str(struct sb *b, const char *s)
 		}
 		if (e) {
 			char two[2] = { '\\', e };
-			sb_put(b, two, 2);
+			vp_sbuf__put(b, two, 2);
 		} else {
-			sb_put(b, s, 1);
+			vp_sbuf__put(b, s, 1);
 		}
 	}
 }
@@ -159,36 +132,36 @@ static uint32_t epoch_at(const struct mark *m, size_t n, uint32_t pid, uint64_t 
 	return (uint32_t)(end - lower(m, n, pid, 0));
 }
 
-static void sample_row(struct sb *b, const struct vp_profile *p, const struct vp_fleet_meta *m, const struct row *r,
+static void sample_row(struct vp_sbuf *b, const struct vp_profile *p, const struct vp_fleet_meta *m, const struct row *r,
 		       uint64_t samples, uint64_t weight)
 {
 	const struct vp_stack *s = &p->stacks[r->stack];
 	const struct vp_frame *leaf = s->nframes ? &p->frames[s->frames[s->nframes - 1]] : NULL;
-	sb_printf(b, "%llu\t", (unsigned long long)r->sec);
+	vp_sbuf__printf(b, "%llu\t", (unsigned long long)r->sec);
 	sb_str(b, m->host);
-	sb_put(b, "\t", 1);
+	vp_sbuf__put(b, "\t", 1);
 	sb_str(b, m->service);
-	sb_put(b, "\t", 1);
+	vp_sbuf__put(b, "\t", 1);
 	sb_str(b, m->interval);
-	sb_printf(b, "\t%u\t%u\t", s->pid, s->tid);
+	vp_sbuf__printf(b, "\t%u\t%u\t", s->pid, s->tid);
 	sb_str(b, s->comm);
-	sb_put(b, "\t", 1);
+	vp_sbuf__put(b, "\t", 1);
 	sb_str(b, vp_profile__container_id(p, s->pid));
-	sb_put(b, "\t", 1);
+	vp_sbuf__put(b, "\t", 1);
 	sb_str(b, p->events[r->event].name);
-	sb_put(b, "\t", 1);
+	vp_sbuf__put(b, "\t", 1);
 	sb_str(b, p->events[r->event].unit);
 	/* The event's place in the profile: reports draw the first one by default. */
-	sb_printf(b, "\t%d\t%u\t", r->event, leaf ? leaf->layer : (unsigned)VP_LAYER_UNKNOWN);
+	vp_sbuf__printf(b, "\t%d\t%u\t", r->event, leaf ? leaf->layer : (unsigned)VP_LAYER_UNKNOWN);
 	sb_str(b, offcpu_kind(p, s));
-	sb_printf(b, "\t%u\t%llu\t%llu\t%llu\n", r->epoch, (unsigned long long)vp_fleet__stack_hash(p, s),
+	vp_sbuf__printf(b, "\t%u\t%llu\t%llu\t%llu\n", r->epoch, (unsigned long long)vp_fleet__stack_hash(p, s),
 		  (unsigned long long)samples, (unsigned long long)weight);
 }
 
 int vp_fleet__encode(const struct vp_profile *p, const struct vp_fleet_meta *m, char **stacks, size_t *stacks_len,
 		     char **samples, size_t *samples_len)
 {
-	struct sb st = { 0 }, sa = { 0 };
+	struct vp_sbuf st = { 0 }, sa = { 0 };
 	struct row *rows = NULL;
 	struct mark *marks = NULL;
 	uint64_t *hashes = NULL;
@@ -281,26 +254,26 @@ int vp_fleet__encode(const struct vp_profile *p, const struct vp_fleet_meta *m, 
 			continue;
 		seen_done[pos] = 1;
 		const struct vp_stack *s = &p->stacks[i];
-		sb_printf(&st, "%llu\t[", (unsigned long long)hashes[i]);
+		vp_sbuf__printf(&st, "%llu\t[", (unsigned long long)hashes[i]);
 		for (uint32_t f = 0; f < s->nframes; f++) {
-			sb_put(&st, f ? ",'" : "'", f ? 2 : 1);
+			vp_sbuf__put(&st, f ? ",'" : "'", f ? 2 : 1);
 			sb_str(&st, p->frames[s->frames[f]].name);
-			sb_put(&st, "'", 1);
+			vp_sbuf__put(&st, "'", 1);
 		}
-		sb_put(&st, "]\t[", 3);
+		vp_sbuf__put(&st, "]\t[", 3);
 		for (uint32_t f = 0; f < s->nframes; f++) {
 			const char *img = p->frames[s->frames[f]].image;
-			sb_put(&st, f ? ",'" : "'", f ? 2 : 1);
+			vp_sbuf__put(&st, f ? ",'" : "'", f ? 2 : 1);
 			sb_str(&st, img ? img : "");
-			sb_put(&st, "'", 1);
+			vp_sbuf__put(&st, "'", 1);
 		}
-		sb_put(&st, "]\t[", 3);
+		vp_sbuf__put(&st, "]\t[", 3);
 		for (uint32_t f = 0; f < s->nframes; f++)
-			sb_printf(&st, "%s%u", f ? "," : "", p->frames[s->frames[f]].layer);
-		sb_put(&st, "]\t[", 3);
+			vp_sbuf__printf(&st, "%s%u", f ? "," : "", p->frames[s->frames[f]].layer);
+		vp_sbuf__put(&st, "]\t[", 3);
 		for (uint32_t f = 0; f < s->nframes; f++)
-			sb_printf(&st, "%s%u", f ? "," : "", p->frames[s->frames[f]].tier);
-		sb_put(&st, "]\n", 2);
+			vp_sbuf__printf(&st, "%s%u", f ? "," : "", p->frames[s->frames[f]].tier);
+		vp_sbuf__put(&st, "]\n", 2);
 	}
 	free(sorted);
 	free(seen_done);

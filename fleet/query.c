@@ -10,55 +10,28 @@
 #include <string.h>
 
 #include "common/util.h"
-
-struct sql {
-	char *p;
-	size_t n, cap;
-	int err;
-};
-
-static void sql_put(struct sql *b, const char *s, size_t n)
-{
-	if (b->err || vp_grow((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
-		b->err = -ENOMEM;
-		return;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
-}
-
-static void sql_printf(struct sql *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sql_printf(struct sql *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	sql_put(b, tmp, n < 0 ? 0 : (size_t)n >= sizeof(tmp) ? sizeof(tmp) - 1 : (size_t)n);
-}
+#include "fleet/sbuf.h"
 
 /* A value as a SQL string literal; with like, '*' becomes LIKE's '%' and LIKE's own
  * wildcards are taken literally. */
-static void sql_lit(struct sql *b, const char *s, size_t n, bool like)
+static void sql_lit(struct vp_sbuf *b, const char *s, size_t n, bool like)
 {
-	sql_put(b, "'", 1);
+	vp_sbuf__put(b, "'", 1);
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 		if (like && c == '*') {
-			sql_put(b, "%", 1);
+			vp_sbuf__put(b, "%", 1);
 		} else if (like && (c == '%' || c == '_')) {
-			sql_put(b, "\\\\", 2);
-			sql_put(b, &c, 1);
+			vp_sbuf__put(b, "\\\\", 2);
+			vp_sbuf__put(b, &c, 1);
 		} else if (c == '\\' || c == '\'') {
-			sql_put(b, "\\", 1);
-			sql_put(b, &c, 1);
+			vp_sbuf__put(b, "\\", 1);
+			vp_sbuf__put(b, &c, 1);
 		} else {
-			sql_put(b, &c, 1);
+			vp_sbuf__put(b, &c, 1);
 		}
 	}
-	sql_put(b, "'", 1);
+	vp_sbuf__put(b, "'", 1);
 }
 
 static const char *const where_keys[][2] = {
@@ -67,7 +40,7 @@ static const char *const where_keys[][2] = {
 };
 
 /* --where 'k=v,k=v': the same key twice is either value; different keys all hold. */
-static int where_sql(struct sql *b, const char *where, char *err, size_t errlen)
+static int where_sql(struct vp_sbuf *b, const char *where, char *err, size_t errlen)
 {
 	size_t nk = sizeof(where_keys) / sizeof(where_keys[0]);
 	for (size_t k = 0; k < nk; k++) {
@@ -92,16 +65,16 @@ static int where_sql(struct sql *b, const char *where, char *err, size_t errlen)
 			if (strlen(where_keys[k][0]) == kl && !strncmp(c, where_keys[k][0], kl)) {
 				const char *v = eq + 1;
 				size_t vl = len - kl - 1;
-				sql_put(b, any ? " OR " : " AND (", any ? 4 : 6);
+				vp_sbuf__put(b, any ? " OR " : " AND (", any ? 4 : 6);
 				bool glob = memchr(v, '*', vl) != NULL;
-				sql_printf(b, "%s %s ", where_keys[k][1], glob ? "LIKE" : "=");
+				vp_sbuf__printf(b, "%s %s ", where_keys[k][1], glob ? "LIKE" : "=");
 				sql_lit(b, v, vl, glob);
 				any = true;
 			}
 			c += len + (c[len] == ',');
 		}
 		if (any)
-			sql_put(b, ")", 1);
+			vp_sbuf__put(b, ")", 1);
 	}
 	return 0;
 }
@@ -224,48 +197,48 @@ struct rows {
 
 /* The samples' query into q, grouped by stack, thread and event; *where_end is where its
  * SELECT and WHERE end, for the times' query. */
-static int samples_sql(struct sql *q, size_t *where_end, const struct vp_fleet_url *u,
+static int samples_sql(struct vp_sbuf *q, size_t *where_end, const struct vp_fleet_url *u,
 		       const struct vp_fleet_filter *f, char *err, size_t errlen)
 {
 	int e;
-	struct sql w = { 0 };
-	sql_put(&w, "WHERE 1", 7);
+	struct vp_sbuf w = { 0 };
+	vp_sbuf__put(&w, "WHERE 1", 7);
 	if ((e = where_sql(&w, f->where, err, errlen))) {
 		free(w.p);
 		return e;
 	}
 	/* FINAL: rows of an interval sent twice are one before their parts merge. */
-	sql_printf(q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL ",
+	vp_sbuf__printf(q, "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx) FROM %s.%ssamples FINAL ",
 		   u->db, u->prefix);
-	sql_put(q, w.p ? w.p : "", w.n);
+	vp_sbuf__put(q, w.p ? w.p : "", w.n);
 	free(w.p);
 	if (f->t_from > 0)
-		sql_printf(q, " AND ts >= toDateTime(%llu)", (unsigned long long)f->t_from);
+		vp_sbuf__printf(q, " AND ts >= toDateTime(%llu)", (unsigned long long)f->t_from);
 	if (f->t_to > 0)
-		sql_printf(q, " AND ts < toDateTime(%llu)", (unsigned long long)(f->t_to + 0.999999));
+		vp_sbuf__printf(q, " AND ts < toDateTime(%llu)", (unsigned long long)(f->t_to + 0.999999));
 	if (f->container) {
-		sql_put(q, " AND startsWith(container, ", 26);
+		vp_sbuf__put(q, " AND startsWith(container, ", 26);
 		sql_lit(q, f->container, strlen(f->container), false);
-		sql_put(q, ")", 1);
+		vp_sbuf__put(q, ")", 1);
 	}
 	if (f->thread) {
-		sql_put(q, " AND thread = ", 14);
+		vp_sbuf__put(q, " AND thread = ", 14);
 		sql_lit(q, f->thread, strlen(f->thread), false);
 	}
 	*where_end = q->n;   /* the SELECT and its WHERE, again for the times */
-	sql_put(q, " GROUP BY stack_hash, thread, event FORMAT TabSeparated", 55);
+	vp_sbuf__put(q, " GROUP BY stack_hash, thread, event FORMAT TabSeparated", 55);
 	return q->err;
 }
 
 /* The same rows by second: "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples) FROM ..". */
-static int query_times(const struct vp_fleet_url *u, const struct sql *q, size_t where_end, char **tans, char *err,
+static int query_times(const struct vp_fleet_url *u, const struct vp_sbuf *q, size_t where_end, char **tans, char *err,
 		       size_t errlen)
 {
 	static const char head[] = "SELECT stack_hash, thread, event, any(unit), sum(samples), sum(weight), min(event_idx)";
-	struct sql t = { 0 };
-	sql_put(&t, "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples)", 60);
-	sql_put(&t, q->p + sizeof(head) - 1, where_end - (sizeof(head) - 1));
-	sql_put(&t, " GROUP BY stack_hash, thread, event, ts ORDER BY ts FORMAT TabSeparated", 71);
+	struct vp_sbuf t = { 0 };
+	vp_sbuf__put(&t, "SELECT stack_hash, thread, event, toUInt32(ts), sum(samples)", 60);
+	vp_sbuf__put(&t, q->p + sizeof(head) - 1, where_end - (sizeof(head) - 1));
+	vp_sbuf__put(&t, " GROUP BY stack_hash, thread, event, ts ORDER BY ts FORMAT TabSeparated", 71);
 	int e = t.err ? t.err : vp_fleet__query(u, t.p, NULL, 0, tans, err, errlen);
 	free(t.p);
 	return e;
@@ -414,7 +387,7 @@ static int add_times(struct vp_profile *p, struct rows *r, char *tans)
 int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f, struct vp_profile *p, char *err,
 		   size_t errlen)
 {
-	struct sql q = { 0 };
+	struct vp_sbuf q = { 0 };
 	char *ans = NULL, *ans2 = NULL, *tans = NULL;
 	struct rows r = { 0 };
 	size_t where_end = 0, missing = 0;
@@ -434,10 +407,10 @@ int vp_fleet__load(const struct vp_fleet_url *u, const struct vp_fleet_filter *f
 	}
 	/* The stacks of those hashes. */
 	q.n = 0;
-	sql_printf(&q, "SELECT hash, names, images, layers, tiers FROM %s.%sstacks WHERE hash IN (", u->db, u->prefix);
+	vp_sbuf__printf(&q, "SELECT hash, names, images, layers, tiers FROM %s.%sstacks WHERE hash IN (", u->db, u->prefix);
 	for (size_t i = 0; i < r.naggs; i++)
-		sql_printf(&q, "%s%llu", i ? "," : "", (unsigned long long)r.aggs[i].hash);
-	sql_put(&q, ") FORMAT TabSeparated", 21);
+		vp_sbuf__printf(&q, "%s%llu", i ? "," : "", (unsigned long long)r.aggs[i].hash);
+	vp_sbuf__put(&q, ") FORMAT TabSeparated", 21);
 	if (q.err) {
 		e = q.err;
 		goto cleanup;
