@@ -881,11 +881,41 @@ static void environment(const struct vp_profile *p, struct vp_buf *evs, uint64_t
 	free(b.b);
 }
 
-/* A thread of the Thread pool: its index + 1 is its id. */
+/* A thread of the Thread pool: its index + 1 is its id. A thread is named once in the
+ * pool, by the name most of its stacks' samples carry: a JVM thread starts with the
+ * launcher's name ("java") and names itself a moment later, so the first name seen may
+ * be the inherited one (under load, a sleeper's first waits were). */
 struct thr {
 	uint32_t pid, tid;
 	const char *comm;
+	uint64_t n;              /* samples under comm */
+	const char *alt;         /* the other name seen, and its samples */
+	uint64_t altn;
 };
+
+/* Counts samples under name for t, and keeps the name with the most. */
+static void thr_name(struct thr *t, const char *name, uint64_t samples)
+{
+	if (!strcmp(t->comm, name)) {
+		t->n += samples;
+		return;
+	}
+	if (!t->alt || strcmp(t->alt, name)) {
+		if (t->alt && t->altn >= samples)
+			return;   /* a third name with fewer samples than the second: not kept */
+		t->alt = name;
+		t->altn = 0;
+	}
+	t->altn += samples;
+	if (t->altn > t->n) {
+		const char *c = t->comm;
+		uint64_t cn = t->n;
+		t->comm = t->alt;
+		t->n = t->altn;
+		t->alt = c;
+		t->altn = cn;
+	}
+}
 
 /* Stack traces, classes, methods and threads of every stack an event uses. The
  * allocation and lock stacks end in the class (the profile's leaf frame), which JFR
@@ -928,10 +958,16 @@ static int collect_stacks(struct jw *w, const int kev[K__COUNT], const bool *exa
 		size_t t;
 		for (t = 0; t < *nth && !((*th)[t].pid == s->pid && (*th)[t].tid == s->tid); t++)
 			;
+		const char *name = s->comm && *s->comm ? s->comm : "[unknown]";
+		uint64_t ns = 0;
+		for (int e = 0; e < p->nevents; e++)
+			ns += s->samples[e];
 		if (t == *nth) {
 			if (vp_grow((void **)th, &thcap, *nth + 1, sizeof(**th)))
 				return -ENOMEM;
-			(*th)[(*nth)++] = (struct thr){ s->pid, s->tid, s->comm && *s->comm ? s->comm : "[unknown]" };
+			(*th)[(*nth)++] = (struct thr){ s->pid, s->tid, name, ns, NULL, 0 };
+		} else {
+			thr_name(&(*th)[t], name, ns);
 		}
 		r->thread[i] = (uint32_t)t + 1;
 	}
