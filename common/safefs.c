@@ -410,3 +410,35 @@ cleanup:
 	close(cur);
 	return e;
 }
+
+int vp_safe_read_userpass(const char *opt, const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int e = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		vp_set_err(err, errlen, "%s=%s: cannot read it (%s): give a regular file holding user:password", opt,
+			   path, strerror(e));
+		return -e;
+	}
+	char line[400];
+	ssize_t n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (st.st_mode & 077) {
+		vp_set_err(err, errlen, "%s=%s is open to group or others (mode %04o): chmod 600 %s", opt, path,
+			   (unsigned)(st.st_mode & 07777), path);
+		return -EPERM;
+	}
+	line[n > 0 ? n : 0] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strchr(line, ':') || line[0] == ':' || strlen(line) >= outlen) {
+		vp_set_err(err, errlen, "%s=%s: expected one line user:password", opt, path);
+		explicit_bzero(line, sizeof(line));
+		return -EINVAL;
+	}
+	snprintf(out, outlen, "%s", line);
+	explicit_bzero(line, sizeof(line));
+	return 0;
+}

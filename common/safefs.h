@@ -82,4 +82,10 @@ uint64_t vp_dir__usage(int dirfd);
  * directory descriptors: no path is walked, no symlink followed. */
 uint64_t vp_safe_tree_bytes(int dirfd);
 
+/* A credential file given as opt=path (push basic=, fleet user=): "user:password" on
+ * one line of a regular file, not a symlink, not open to group or others, into out
+ * (shorter than outlen). 0, or -errno with err saying what is wrong with the file and
+ * how to fix it (opt names the option). */
+int vp_safe_read_userpass(const char *opt, const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

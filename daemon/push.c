@@ -53,33 +53,13 @@ static void base64(const char *in, char *out, size_t outlen)
 	out[o] = '\0';
 }
 
-/* "user:password" on one line of a file not open to group or others. */
+/* basic=FILE: the Authorization header's value for the user:password it holds. */
 static int read_basic(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
 	char line[400];
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
-		if (fd >= 0)
-			close(fd);
-		vp_set_err(err, errlen, "basic=%s: cannot read it (%s): give a regular file holding user:password",
-			   path, strerror(e));
-		return -e;
-	}
-	ssize_t n = read(fd, line, sizeof(line) - 1);
-	close(fd);
-	if (st.st_mode & 077) {
-		vp_set_err(err, errlen, "basic=%s is open to group or others (mode %04o): chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 07777), path);
-		return -EPERM;
-	}
-	line[n > 0 ? n : 0] = '\0';
-	line[strcspn(line, "\r\n")] = '\0';
-	if (!strchr(line, ':') || line[0] == ':') {
-		vp_set_err(err, errlen, "basic=%s: expected one line user:password", path);
-		return -EINVAL;
-	}
+	int ret = vp_safe_read_userpass("basic", path, line, sizeof(line), err, errlen);
+	if (ret)
+		return ret;
 	char enc[540];
 	base64(line, enc, sizeof(enc));
 	snprintf(out, outlen, "Basic %s", enc);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/safefs.h"
 #include "common/util.h"
 
 bool vp_fleet__is_url(const char *s)
@@ -28,38 +29,6 @@ bool vp_fleet__ident_ok(const char *s)
 		if (!isalnum((unsigned char)*s) && *s != '_')
 			return false;
 	return true;
-}
-
-/* "user:password" on one line of a file not open to group or others. */
-static int read_userpass(const char *path, char *out, size_t outlen, char *err, size_t errlen)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
-		if (fd >= 0)
-			close(fd);
-		vp_set_err(err, errlen, "user=%s: cannot read it (%s): give a regular file holding user:password", path,
-			   strerror(e));
-		return -e;
-	}
-	char line[400];
-	ssize_t n = read(fd, line, sizeof(line) - 1);
-	close(fd);
-	if (st.st_mode & 077) {
-		vp_set_err(err, errlen, "user=%s is open to group or others (mode %04o): chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 07777), path);
-		return -EPERM;
-	}
-	line[n > 0 ? n : 0] = '\0';
-	line[strcspn(line, "\r\n")] = '\0';
-	if (!strchr(line, ':') || line[0] == ':' || strlen(line) >= outlen) {
-		vp_set_err(err, errlen, "user=%s: expected one line user:password", path);
-		return -EINVAL;
-	}
-	snprintf(out, outlen, "%s", line);
-	explicit_bzero(line, sizeof(line));
-	return 0;
 }
 
 int vp_fleet__parse_url(const char *url, struct vp_fleet_url *u, char *err, size_t errlen)
@@ -124,7 +93,7 @@ int vp_fleet__parse_url(const char *url, struct vp_fleet_url *u, char *err, size
 			}
 			snprintf(u->prefix, sizeof(u->prefix), "%s", o + 7);
 		} else if (!strncmp(o, "user=", 5)) {
-			int e = read_userpass(o + 5, u->auth, sizeof(u->auth), err, errlen);
+			int e = vp_safe_read_userpass("user", o + 5, u->auth, sizeof(u->auth), err, errlen);
 			if (e)
 				return e;
 		} else if (!strncmp(o, "ca=", 3) && u->https && o[3] && strlen(o + 3) < sizeof(u->ca)) {
