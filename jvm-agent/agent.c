@@ -132,6 +132,9 @@ struct agent {
 	struct vp_agent_opts next;
 	uint64_t switch_want, switch_done;
 	int switch_err;
+	/* The recorder's "end" over its channel, under lock: the channel thread asks
+	 * (end_want), the agent thread looks at the lock at once and answers (end_done). */
+	uint64_t end_want, end_done;
 };
 
 static struct agent agent = { .next = { .map_fd = -1, .lock_fd = -1, .chan_fd = -1 }, .new_chan = -1 };
@@ -542,12 +545,15 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		const uint8_t *buf = NULL;
 		vp_queue__lock();
 		/* Idle: nothing to do until the next session (or the JVM's end). */
-		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done)
+		while (agent.idle && !agent.stopping && agent.switch_want == agent.switch_done &&
+		       agent.end_want == agent.end_done)
 			vp_queue__wait(0);
-		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done && !walk_due())
+		if (vp_queue__len() == 0 && !agent.stopping && agent.switch_want == agent.switch_done &&
+		    agent.end_want == agent.end_done && !walk_due())
 			vp_queue__wait(walk_wait_ms());
 		size_t n = agent.idle ? 0 : vp_queue__take(&buf);
 		bool stop = agent.stopping, sw = agent.switch_want != agent.switch_done;
+		uint64_t end = agent.end_want != agent.end_done ? agent.end_want : 0;
 		/* Room was made: wake a replaying thread that waits for it. */
 		vp_queue__notify_all();
 		vp_queue__unlock();
@@ -575,7 +581,17 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			vp_queue__unlock();
 			continue;
 		}
-		if (!agent.idle && vp_mapfile__ended()) {
+		if (end) {
+			/* Only a session whose lock is free ends: a later recorder's goes on. */
+			if (!agent.idle && vp_mapfile__ended(true))
+				go_idle();
+			vp_queue__lock();
+			agent.end_done = end;
+			vp_queue__notify_all();
+			vp_queue__unlock();
+			continue;
+		}
+		if (!agent.idle && vp_mapfile__ended(false)) {
 			go_idle();
 			continue;
 		}
@@ -912,6 +928,26 @@ static int switch_to(struct vp_agent_opts *so_in)
 	return err;
 }
 
+/* The recorder of this channel let go of its lock and asks for its map's end now,
+ * rather than at the agent's next look at the lock (up to 1.5 s later: a JVM killed as
+ * the recording returns lost that much of its waits and allocations). Waits for the
+ * agent thread's answer, 5 s at most. 0 or -errno. */
+static int end_now(void)
+{
+	vp_queue__lock();
+	if (!agent.thread_running) {
+		vp_queue__unlock();
+		return -ESRCH;
+	}
+	uint64_t want = ++agent.end_want;
+	vp_queue__notify_all();
+	for (int i = 0; i < 50 && agent.end_done < want && agent.thread_running; i++)
+		vp_queue__wait(100);
+	int err = agent.end_done >= want ? 0 : -ETIMEDOUT;
+	vp_queue__unlock();
+	return err;
+}
+
 /* Replays what was compiled and generated before the session began. The calling thread
  * (the attach listener, not application code) may wait for queue room. */
 static void replay(void)
@@ -929,7 +965,8 @@ static void replay(void)
 
 /* The recorder's channel (fds=): each message is a next session, "dir=<path>" with the
  * session's jit/<pid> and lock file as descriptors, answered with one byte (0: the new
- * map is open and the live code replayed) once done; the recorder then needs no
+ * map is open and the live code replayed) once done, or "end" (the recorder let go of
+ * its lock: the map ends now, answered once it is closed); the recorder then needs no
  * attach, so the JVM sees no attach listener traffic at all. Blocks in recvmsg between
  * sessions (no wakeups); ends when the recorder closes the channel or goes away. A JVMTI
  * agent thread, so that it may replay. */
@@ -956,6 +993,19 @@ static void JNICALL channel_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 		if (n <= 0)
 			break;
 		payload[n] = '\0';
+		if (!strcmp(payload, "end")) {   /* no descriptors with it; any sent are closed below */
+			char ack = end_now() ? 1 : 0;
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+					for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+						int x;
+						memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+						close(x);
+					}
+			if (send(fd, &ack, 1, MSG_NOSIGNAL) != 1)
+				break;
+			continue;
+		}
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			size_t k = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS ?
 				   (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;

@@ -88,13 +88,14 @@ void vp_mapfile__watch(void)
 }
 
 /* Has the recorder let go of its lock (stopped, or was killed: the kernel releases it)?
- * Asked at most twice a second, with a lock attempt that never blocks. */
-bool vp_mapfile__ended(void)
+ * Asked at most twice a second unless now (the recorder said "end"), with a lock
+ * attempt that never blocks. */
+bool vp_mapfile__ended(bool now)
 {
 	if (mf.lock_fd < 0)
 		return false;
 	uint64_t t = now_ns();
-	if (t - mf.lock_checked < 500000000ull)
+	if (!now && t - mf.lock_checked < 500000000ull)
 		return false;
 	mf.lock_checked = t;
 	if (flock(mf.lock_fd, LOCK_SH | LOCK_NB) == 0) {

@@ -16,8 +16,8 @@ void vp_mapfile__use(const char *dir, const char *lock, bool default_dir, int ma
 void vp_mapfile__watch(void);
 void vp_mapfile__unwatch(void);
 /* Has the recorder let go of its lock (stopped, or was killed)? Asked at most twice a
- * second, never blocking. */
-bool vp_mapfile__ended(void);
+ * second unless now, never blocking. */
+bool vp_mapfile__ended(bool now);
 /* Creates the session's map: <dir>/<pid>/codemap.vpm, or codemap.N.vpm when that exists.
  * 0 or -errno. */
 int vp_mapfile__open(struct vp_cm_writer **w);

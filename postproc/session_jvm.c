@@ -162,6 +162,12 @@ int vp_session_jvm__add(const char *dir, struct vp_timeline *tl, const struct vp
 			break;
 		if (!cm || !cm->nallocs)
 			continue;
+		/* Only what falls between the session's first and last sample, as for the
+		 * waits above: an attached agent records from before the sampling starts, and
+		 * those waits, clamped to the time zero, went into --time 0,x (6.5 s of lock
+		 * waits in the first 0.5 s of a -p recording). */
+		uint64_t lo, hi;
+		vp_weights__sampled(x->w, &lo, &hi);
 		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
 			const struct vp_cm_alloc_info *a = &cm->allocs[i];
 			bool lk = a->kind == VP_CM_LOCK_SAMPLE;
@@ -170,7 +176,8 @@ int vp_session_jvm__add(const char *dir, struct vp_timeline *tl, const struct vp
 				ret = *ev;
 				break;
 			}
-			if (!vp_timeline__selects(x->tl, (uint32_t)pid, a->tid) || !vp_timeline__in_window(x->tl, a->time))
+			if (!vp_timeline__selects(x->tl, (uint32_t)pid, a->tid) || !vp_timeline__in_window(x->tl, a->time) ||
+			    (hi && (a->time < lo || a->time > hi)))
 				continue;
 			const char *kcomm, *comm = vp_timeline__thread_name(x->tl, (uint32_t)pid, a->tid, a->time, &kcomm);
 			if (!vp_timeline__comm_selected(x->tl, comm, kcomm))

@@ -834,6 +834,48 @@ int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds
 	return ack == 0 ? 0 : -EPROTO;
 }
 
+int vp_jvm__end_sessions(const int *chans, int n, int timeout_ms)
+{
+	struct pollfd *pf = calloc((size_t)n + 1, sizeof(*pf));
+	int sent = 0, answered = 0;
+
+	if (!pf)
+		return 0;   /* the agents end their maps at their next look at the lock */
+	/* A channel is the agent's, in a JVM its user controls: one that does not read,
+	 * or does not answer, costs this wait and nothing more. */
+	for (int i = 0; i < n; i++) {
+		ssize_t k;
+		while ((k = send(chans[i], "end", 3, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 && errno == EINTR)
+			;
+		if (k == 3)
+			pf[sent++] = (struct pollfd){ .fd = chans[i], .events = POLLIN };
+	}
+	pf[sent] = (struct pollfd){ .fd = abort_pollfd(), .events = POLLIN };
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int left = sent; left > 0;) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long ms = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		int r = ms > 0 ? poll(pf, (nfds_t)sent + 1, (int)ms) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || pf[sent].revents)
+			break;
+		for (int i = 0; i < sent; i++) {
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			char ack = 1;
+			if (recv(pf[i].fd, &ack, 1, MSG_DONTWAIT) == 1 && ack == 0)
+				answered++;
+			pf[i].fd = -1;   /* answered, refused or gone: not waited for again */
+			left--;
+		}
+	}
+	free(pf);
+	return answered;
+}
+
 int vp_jvm__attach(pid_t pid, const char *agent_path, const char *options, char *err, size_t errlen)
 {
 	return vp_jvm__attach_fds(pid, agent_path, options, NULL, 0, NULL, err, errlen);

@@ -37,6 +37,12 @@ int vp_jvm__attach_fds(pid_t pid, const char *agent_path, const char *options, c
  * say its new map is open. 0, or -errno (then attach again, and close the channel). */
 int vp_jvm__send_session(int chan, const char *options, const int *fds, int nfds, int timeout_ms);
 
+/* The session is over (its lock let go): each agent on chans[0..n) ends its map now and
+ * answers once it is closed; waits up to timeout_ms in all (a stop of the service does
+ * not wait). Returns how many answered that they ended it or had nothing to end; the
+ * others end theirs when they next look at the lock, as before. */
+int vp_jvm__end_sessions(const int *chans, int n, int timeout_ms);
+
 /* Ends every attach under way in this process, and refuses later ones (-ECANCELED): a
  * helper child that its JVM's user stopped, or an agent that does not answer, must not
  * hold the service's stop. Called once, when the process is stopping; thread-safe. */

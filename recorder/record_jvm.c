@@ -119,6 +119,14 @@ void record_jvm__end(struct record_jvm_lock *l)
 	if (l->fd >= 0)
 		close(l->fd);   /* the agents see the lock free and finish their maps */
 	l->fd = -1;
+	/* Those on our channels are told, and waited for: the session is whole when we
+	 * return, even if the JVM is killed the moment after. */
+	int *fds = l->nchans ? calloc((size_t)l->nchans, sizeof(int)) : NULL;
+	for (int i = 0; fds && i < l->nchans; i++)
+		fds[i] = l->chans[i].fd;
+	if (fds)
+		vp_jvm__end_sessions(fds, l->nchans, RECORD_JVM_END_MS);
+	free(fds);
 	chans_close(l);
 }
 

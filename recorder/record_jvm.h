@@ -49,7 +49,9 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags);
 
 /* The recording ended: the agents it attached stop writing its code maps (they watch
- * the lock the first attach took on <session>/jit/recording.lock) and turn idle. */
+ * the lock the first attach took on <session>/jit/recording.lock) and turn idle; those
+ * it has channels to are told so and waited for, RECORD_JVM_END_MS at most in all. */
+#define RECORD_JVM_END_MS 3000
 void record_jvm__end(struct record_jvm_lock *l);
 
 /* A new session of the same recorder (continuous mode): the agents' channels go from
