@@ -76,3 +76,7 @@ add_dependencies(test-weights-exec-csw viprof execsplit)
 add_test(NAME test-weights-exec-pf COMMAND test-weights-exec-csw $<TARGET_FILE:viprof> $<TARGET_FILE:execsplit> pf
 	 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-weights-exec-pf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
+# The same at the default rate, where the program after the exec is sampled too.
+add_test(NAME test-weights-exec-csw-F999 COMMAND test-weights-exec-csw $<TARGET_FILE:viprof> $<TARGET_FILE:execsplit> csw 999
+	 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-weights-exec-csw-F999 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
