@@ -10,7 +10,7 @@
  * moments between the fixture's last read and its exit); the old comm at least its own.
  * Recorded at a low rate (-F, default 10) so that most of the events before the exec come
  * after that thread's last sample there. Exit 77 when not root or the bpf backend
- * cannot run here. argv = viprof execsplit csw|pf [HZ] */
+ * cannot run here. argv = viprof execsplit csw|pf [HZ [BACKEND]] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -47,10 +47,10 @@ int main(int argc, char **argv)
 {
 	char cmd[5 * PATH_MAX], dir[64], out[PATH_MAX], post[PATH_MAX], fix[PATH_MAX], err[512];
 	if (argc < 4 || (strcmp(argv[3], "csw") && strcmp(argv[3], "pf")))
-		FAIL("usage: test-weights-exec viprof execsplit csw|pf [HZ]");
+		FAIL("usage: test-weights-exec viprof execsplit csw|pf [HZ [BACKEND]]");
 	REQUIRE_ROOT();
 	const char *ev = argv[3], *event = !strcmp(ev, "csw") ? "context-switches" : "page-faults";
-	const char *hz = argc > 4 ? argv[4] : "10";
+	const char *hz = argc > 4 ? argv[4] : "10", *backend = argc > 5 ? argv[5] : "bpf";
 	/* 400 before, 100 after: naps of 100 us, or fresh pages. */
 	const long n_pre = 400, n_post = 100;
 
@@ -61,13 +61,13 @@ int main(int argc, char **argv)
 	/* The same file under another name: the exec gives the thread another comm. */
 	snprintf(post, sizeof(post), "%s/xsplit-post", dir);
 	ASSERT_OK(symlink(fix, post));
-	snprintf(cmd, sizeof(cmd), "%s record -q --backend bpf -e %s -F %s -o %s/s -- %s %s %ld %ld %s %s >%s/log 2>&1",
-		 argv[1], event, hz, dir, fix, ev, n_pre, n_post, out, post, dir);
+	snprintf(cmd, sizeof(cmd), "%s record -q --backend %s -e %s -F %s -o %s/s -- %s %s %ld %ld %s %s >%s/log 2>&1",
+		 argv[1], backend, event, hz, dir, fix, ev, n_pre, n_post, out, post, dir);
 	int rc = run(cmd);
 	if (rc) {
 		snprintf(cmd, sizeof(cmd), "grep -q 'sampler' %s/log", dir);
 		if (run(cmd) == 0)
-			SKIP("the bpf backend cannot run here; see %s/log", dir);
+			SKIP("the %s backend cannot run here; see %s/log", backend, dir);
 		FAIL("viprof record failed (%d); see %s/log", rc, dir);
 	}
 	uint64_t want_pre = counted(out, "pre"), want_post = counted(out, "post");
@@ -99,9 +99,9 @@ int main(int argc, char **argv)
 			w_other += s->weight[e];
 		}
 	}
-	fprintf(stderr, "%s -F %s: before the exec %" PRIu64 " samples weigh %" PRIu64 " (kernel from main: %" PRIu64
+	fprintf(stderr, "%s, %s -F %s: before the exec %" PRIu64 " samples weigh %" PRIu64 " (kernel from main: %" PRIu64
 		"); after it %" PRIu64 " samples weigh %" PRIu64 " (kernel: %" PRIu64 ", %+.1f%%); other comms %" PRIu64 "\n",
-		event, hz, n_pre_s, w_pre, want_pre, n_post_s, w_post, want_post,
+		backend, event, hz, n_pre_s, w_pre, want_pre, n_post_s, w_post, want_post,
 		100.0 * ((double)w_post - (double)want_post) / (double)want_post, w_other);
 	double tol = 0.01 * (double)want_post < 2.0 ? 2.0 : 0.01 * (double)want_post;
 	ASSERT_DBL_NEAR((double)w_post, (double)want_post, tol);
