@@ -63,6 +63,7 @@ struct sampler {
 	int nr_counted;
 	struct bpf_link *fork_link, *switch_link, *creds_link;
 	struct bpf_link *exit_links[VP_MAX_EVENTS];   /* on_exit of exactly weighed events */
+	struct bpf_link *exec_links[VP_MAX_EVENTS];   /* their on_exec */
 	/* Each thread's last sample of those events, for the count after it (tails.h). */
 	struct vp_tails *tails;
 	bool no_sample_read;           /* the kernel refused PERF_SAMPLE_READ on inherited events */
@@ -411,6 +412,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		bpf_program__set_autoload(k->progs.on_creds, e == 0 && tracked && s->cfg.filter_uid);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
 		bpf_program__set_autoload(k->progs.on_exit, tracked && k->rodata->exact_period);
+		bpf_program__set_autoload(k->progs.on_exec, tracked && k->rodata->exact_period);
 		if (e == 0) {
 			bool any_exact = false;
 			for (int i = 0; i < s->cfg.nr_events; i++)
@@ -731,7 +733,8 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			goto cleanup;
 		}
 	}
-	/* The count after each thread's last sample, read as it exits (tails.h). */
+	/* The count after each thread's last sample, read as it exits (tails.h), and at each
+	 * exec, where it is the old program's (on_exec in profile.bpf.c). */
 	for (int e = 0; cfg->target != SAMPLER_TARGET_ALL && e < s->nr_skel; e++) {
 		if (!s->skel[e]->rodata->exact_period)
 			continue;
@@ -744,6 +747,13 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 		if (!s->exit_links[e]) {
 			rc = -errno;
 			snprintf(err, errlen, "bpf sampler: cannot attach to sched_process_exit: %s", strerror(-rc));
+			goto cleanup;
+		}
+		s->exec_links[e] = bpf_program__attach(s->skel[e]->progs.on_exec);
+		if (!s->exec_links[e]) {
+			rc = -errno;
+			snprintf(err, errlen, "bpf sampler: cannot attach to task_rename (to split counts at execs): %s",
+				 strerror(-rc));
 			goto cleanup;
 		}
 	}
@@ -925,8 +935,10 @@ static void bpf_destroy(struct sampler *s)
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->creds_link);
-	for (int e = 0; e < VP_MAX_EVENTS; e++)
+	for (int e = 0; e < VP_MAX_EVENTS; e++) {
 		bpf_link__destroy(s->exit_links[e]);
+		bpf_link__destroy(s->exec_links[e]);
+	}
 	vp_tails__free(s->tails);
 	ring_buffer__free(s->rb);
 	for (int i = 0; i < s->nr_sb; i++) {

@@ -431,11 +431,13 @@ int BPF_PROG(on_creds, struct task_struct *task, struct linux_binprm *bprm)
 /* A thread exits (before the kernel folds its perf events into their parents): what
  * its event counted since its last sample is in no sample yet. It goes to user space,
  * which charges it to the thread's last sampled stack (sampler-kernel/tails.h). A
- * thread never sampled has no event here: its count stays in the totals only. */
+ * thread never sampled has no event here: its count stays in the totals only. The same
+ * is done at an exec (on_exec), where the count so far belongs to the program before it. */
 #define MAX_TASK_EVENTS 16
 
 /* The task's copy of this program's event, among the events of its perf context
- * (Linux 6.2+: one context per task), by its parent; 0 when not found. */
+ * (Linux 6.2+: one context per task), by its parent, or the event itself when user space
+ * opened it on this task (no parent); 0 when not found. */
 static __always_inline __u64 task_event(struct task_struct *p)
 {
 	struct perf_event_context *ctx = BPF_CORE_READ(p, perf_event_ctxp);
@@ -447,8 +449,8 @@ static __always_inline __u64 task_event(struct task_struct *p)
 	pos = (__u64)BPF_CORE_READ(ctx, event_list.next);
 	for (int i = 0; i < MAX_TASK_EVENTS && pos && pos != head; i++) {
 		struct perf_event *e = (struct perf_event *)(pos - bpf_core_field_offset(struct perf_event, event_entry));
-		__u64 par = (__u64)BPF_CORE_READ(e, parent);
-		__u32 *ei = par ? bpf_map_lookup_elem(&families, &par) : NULL;
+		__u64 par = (__u64)BPF_CORE_READ(e, parent), fam = par ? par : (__u64)e;
+		__u32 *ei = bpf_map_lookup_elem(&families, &fam);
 
 		if (ei && *ei == event_index)
 			return (__u64)e;
@@ -457,10 +459,13 @@ static __always_inline __u64 task_event(struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
+/* Sends what thread p's event counted since its last sample as a VPB_KIND_TAIL entry
+ * stamped now. exiting: the thread is gone, its entries go; else (an exec) the count
+ * read becomes the one the thread's next sample is weighed from. */
+static __always_inline void send_rest(struct task_struct *p, bool exiting)
 {
-	struct vpb_thread_key tk = { .tid = (__u32)p->pid, .event = event_index };
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct vpb_thread_key tk = { .tid = tid, .event = event_index };
 	__u64 *evp = bpf_map_lookup_elem(&thread_ev, &tk), key, count = 0, *last, rest;
 	struct perf_event *ev;
 	struct vpb_tail *t;
@@ -468,32 +473,70 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* A thread never sampled: its inherited copy of the event, if any. */
 	key = evp ? *evp : task_event(p);
 	if (!key)
-		return 0;
+		return;
 	ev = (struct perf_event *)key;
-	if (evp)
+	if (evp && exiting)
 		bpf_map_delete_elem(&thread_ev, &tk);
 	if (bpf_probe_read_kernel(&count, sizeof(count), __builtin_preserve_access_index(&ev->count)))
-		return 0;
+		return;
 	last = bpf_map_lookup_elem(&last_count, &key);
 	__u64 lastv = last ? *last : 0;
 	rest = last ? (count > lastv ? count - lastv : 0) : count;
-	bpf_map_delete_elem(&last_count, &key);
+	if (exiting)
+		bpf_map_delete_elem(&last_count, &key);
+	else
+		bpf_map_update_elem(&last_count, &key, &count, BPF_ANY);
 	if (!rest)
-		return 0;
+		return;
 	t = bpf_ringbuf_reserve(&events, sizeof(*t), 0);
 	if (!t) {
 		count_lost(VPB_LOST_RINGBUF);
-		return 0;
+		return;
 	}
 	t->kind = VPB_KIND_TAIL;
 	t->cpu = bpf_get_smp_processor_id();
 	t->time = bpf_ktime_get_ns();
-	t->pid = p->tgid;
-	t->tid = p->pid;
+	t->pid = BPF_CORE_READ(p, tgid);
+	t->tid = tid;
 	t->event = event_index;
-	t->pad = 0;
+	t->flags = exiting ? 0 : VPB_TAIL_EXEC;
 	t->count = rest;
 	bpf_ringbuf_submit(t, 0);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	send_rest(p, true);
+	return 0;
+}
+
+/* The kernel's in_execve bit (set for the whole execve); looked up by CO-RE so that a
+ * kernel without it still loads the program. */
+struct task_struct___execve {
+	unsigned in_execve:1;
+} __attribute__((preserve_access_index));
+
+/* An exec renames the thread right after perf_event_exec (begin_new_exec: the point
+ * where perf stat's enable_on_exec counters start), before the kernel's COMM record:
+ * what the thread counted since its last sample was the old program's, so it is sent
+ * now, stamped before the new name, and the thread's next sample is weighed from here.
+ * Without it the first sample after the exec (or the exit tail) carried it: perf stat's
+ * forked child blocks on a pipe before it execs the command, and the command's comm came
+ * out 3 context switches over perf stat's count. A rename that is no exec (prctl,
+ * /proc/PID/comm) changes no program and is left alone; where the kernel has no
+ * in_execve bit every rename splits, which only moves counts to the name they were
+ * made under. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_exec, struct task_struct *task, const char *comm)
+{
+	struct task_struct___execve *x = (void *)task;
+
+	if (bpf_core_field_exists(x->in_execve) && !BPF_CORE_READ_BITFIELD_PROBED(x, in_execve))
+		return 0;
+	if ((__u64)task != bpf_get_current_task())
+		return 0;   /* an exec renames only itself */
+	send_rest(task, false);
 	return 0;
 }
 

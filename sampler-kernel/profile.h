@@ -175,13 +175,15 @@ struct vpb_sample {
 };
 #define VPB_SAMPLE_HDR (sizeof(struct vpb_sample) - (VPB_MAX_KSTACK + VPB_MAX_USTACK) * sizeof(__u64))
 
-/* A thread exited: its count of an exactly weighed event after its last sample. */
+/* A thread exited, or exec'd (VPB_TAIL_EXEC): its count of an exactly weighed event
+ * since its last sample, which belongs to the program it ran until now. */
+#define VPB_TAIL_EXEC 1
 struct vpb_tail {
 	__u32 kind;            /* VPB_KIND_TAIL */
 	__u32 cpu;
 	__u64 time;
 	__u32 pid, tid;
-	__u32 event, pad;
+	__u32 event, flags;    /* VPB_TAIL_* */
 	__u64 count;
 };
 

@@ -66,3 +66,17 @@ add_executable(napper fixtures/weights/napper.c)
 viprof_test(test-weights-napper SOURCES test-weights-napper.c LIBS vp_report
 	    ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:napper> 3 TIMEOUT 120 LABELS live)
 add_dependencies(test-weights-napper viprof napper)
+# Counts before an exec belong to the comm before it, those after to the new one (the
+# napper scenario's +3 under load: perf stat's child switched before its exec), for
+# context switches and page faults, bpf backend.
+add_executable(execsplit fixtures/weights/execsplit.c)
+viprof_test(test-weights-exec-csw SOURCES test-weights-exec.c LIBS vp_report
+	    ARGS $<TARGET_FILE:viprof> $<TARGET_FILE:execsplit> csw TIMEOUT 120 LABELS live)
+add_dependencies(test-weights-exec-csw viprof execsplit)
+add_test(NAME test-weights-exec-pf COMMAND test-weights-exec-csw $<TARGET_FILE:viprof> $<TARGET_FILE:execsplit> pf
+	 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-weights-exec-pf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
+# The same at the default rate, where the program after the exec is sampled too.
+add_test(NAME test-weights-exec-csw-F999 COMMAND test-weights-exec-csw $<TARGET_FILE:viprof> $<TARGET_FILE:execsplit> csw 999
+	 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-weights-exec-csw-F999 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live)
