@@ -312,9 +312,15 @@ static long reusable(__u32 i, void *data)
 	__u32 n = l->nlog;
 	__u64 len = l->stk_len, sp = rc->sp;
 
-	if (!p || !l->ustack || l->tgid != tgid || l->slot != *slot || l->gen != p->gen || l->pc != rc->pc ||
-	    l->sp != sp || l->fp != rc->fp || l->r13 != rc->r13 || n > WALK_LOG)
+	if (!l->ustack) {
+		count(VPS_CNT_MISS_NOLAST, 1);
 		return 1;
+	}
+	if (!p || l->tgid != tgid || l->slot != *slot || l->gen != p->gen || l->pc != rc->pc ||
+	    l->sp != sp || l->fp != rc->fp || l->r13 != rc->r13 || n > WALK_LOG) {
+		count(VPS_CNT_MISS_REGS, 1);
+		return 1;
+	}
 	/* The part of the stack the walk copied, in one copy (the walk grew it a chunk at
 	 * a time as it went); words outside it are read one by one, as the walk read them. */
 	w->stk_base = sp;
@@ -323,8 +329,13 @@ static long reusable(__u32 i, void *data)
 		w->stk_len = len;
 	c.n = n;
 	bpf_loop((n + REPLAY_STEP - 1) / REPLAY_STEP, replay_words, &c, 0);
-	if (c.same)
+	if (c.same) {
 		rc->ustack = l->ustack;
+		count(VPS_CNT_CHECK_WORDS, n);
+		count(VPS_CNT_CHECK_BYTES, w->stk_len);
+	} else {
+		count(VPS_CNT_MISS_WORDS, 1);
+	}
 	return 1;
 }
 
@@ -431,8 +442,14 @@ __noinline __u64 walked_ustack(__u32 tgid, __u32 keep)
 
 		bpf_loop(1, keep_walk, &kc, 0);
 	}
+	t0 = bpf_ktime_get_ns() - t0;
 	count(VPS_CNT_WALKS, 1);
-	count(VPS_CNT_WALK_NS, bpf_ktime_get_ns() - t0);
+	count(VPS_CNT_WALK_NS, t0);
+	count(VPS_CNT_WALK_FRAMES, w->n);
+	if (!keep) {
+		count(VPS_CNT_WALK_PREEMPT, 1);
+		count(VPS_CNT_WALK_PREEMPT_NS, t0);
+	}
 	return h;
 }
 
