@@ -322,11 +322,16 @@ static long reusable(__u32 i, void *data)
 		return 1;
 	}
 	/* The part of the stack the walk copied, in one copy (the walk grew it a chunk at
-	 * a time as it went); words outside it are read one by one, as the walk read them. */
+	 * a time as it went); words outside it are read one by one, as the walk read them.
+	 * The copy must succeed: it is what shows the words the log left out (read_fp)
+	 * still readable. */
 	w->stk_base = sp;
 	w->stk_len = 0;
-	if (len && len <= STK_BYTES && !bpf_probe_read_user(w->stk, len, (const void *)sp))
-		w->stk_len = len;
+	if (len > STK_BYTES || (len && bpf_probe_read_user(w->stk, len, (const void *)sp))) {
+		count(VPS_CNT_MISS_WORDS, 1);
+		return 1;
+	}
+	w->stk_len = len;
 	c.n = n;
 	bpf_loop((n + REPLAY_STEP - 1) / REPLAY_STEP, replay_words, &c, 0);
 	if (c.same) {
@@ -363,7 +368,7 @@ static long keep_walk(__u32 i, void *data)
 	 * blob for every frame: one that stopped early may have stopped at a table still
 	 * being loaded (filled in under an index the process's entry already names, so
 	 * its gen does not change), and the first walk after an exec often does. */
-	if (!p || w->log_bad || (w->end != VPB_WALK_ROOT && w->end != VPB_WALK_DEPTH) || n > WALK_LOG ||
+	if (!p || w->log_bad || (w->end != VPB_WALK_ROOT && w->end != VPB_WALK_DEPTH) || n >= WALK_LOG ||
 	    *slot != w->slot)
 		return 1;
 	if (n && (bpf_probe_read_kernel(l->addr, n * sizeof(__u64), w->log_addr) ||
