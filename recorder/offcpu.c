@@ -84,10 +84,10 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 				   frames = vp_sched__counter(s, VPS_CNT_WALK_FRAMES),
 				   walked = st.walks - st.reused;
 
-		fprintf(log ? log : stderr, "viprof: switch tracer: walk breakdown: %llu at preemptions (%.2f us each), "
+		fprintf(log ? log : stderr, "viprof: switch tracer: walk breakdown: %llu at preemptions reused, %llu walked (%.2f us each), "
 				"blocks walked: %llu with nothing kept, %llu other registers, %llu a word changed; "
 				"%.1f frames per walk (%.0f ns per frame); checks that passed: %.1f words, %.0f stack bytes each\n",
-			pre, pre ? (double)pre_ns / 1e3 / (double)pre : 0.0, (unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_NOLAST),
+			(unsigned long long)vp_sched__counter(s, VPS_CNT_REUSED_PREEMPT), pre, pre ? (double)pre_ns / 1e3 / (double)pre : 0.0, (unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_NOLAST),
 			(unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_REGS), (unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_WORDS),
 			walked ? (double)frames / (double)walked : 0.0,
 			frames ? (double)(st.walk_ns - st.reused_ns) / (double)frames : 0.0,

@@ -251,7 +251,7 @@ static __always_inline int check_word(struct walk *w, __u64 addr, __u64 *v)
 	__u64 off = addr - w->stk_base;
 
 	if (addr >= w->stk_base && off + 8 <= w->stk_len && off <= STK_BYTES - 8) {
-		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		*v = *(__u64 *)&w->stk[off & (STK_BYTES - 1)];   /* one load (read_u64_raw) */
 		return 0;
 	}
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
@@ -297,6 +297,7 @@ struct reuse_ctx {
 	struct wlast *l;
 	__u64 pc, sp, fp, r13;
 	__u32 tgid;
+	__u32 blocked;     /* a block, not a preemption: its misses are counted */
 	__u64 ustack;      /* out: the walk to reuse, 0: none */
 };
 
@@ -313,12 +314,14 @@ static long reusable(__u32 i, void *data)
 	__u64 len = l->stk_len, sp = rc->sp;
 
 	if (!l->ustack) {
-		count(VPS_CNT_MISS_NOLAST, 1);
+		if (rc->blocked)
+			count(VPS_CNT_MISS_NOLAST, 1);
 		return 1;
 	}
 	if (!p || l->tgid != tgid || l->slot != *slot || l->gen != p->gen || l->pc != rc->pc ||
 	    l->sp != sp || l->fp != rc->fp || l->r13 != rc->r13 || n > WALK_LOG) {
-		count(VPS_CNT_MISS_REGS, 1);
+		if (rc->blocked)
+			count(VPS_CNT_MISS_REGS, 1);
 		return 1;
 	}
 	/* The part of the stack the walk copied, in one copy (the walk grew it a chunk at
@@ -328,7 +331,8 @@ static long reusable(__u32 i, void *data)
 	w->stk_base = sp;
 	w->stk_len = 0;
 	if (len > STK_BYTES || (len && bpf_probe_read_user(w->stk, len, (const void *)sp))) {
-		count(VPS_CNT_MISS_WORDS, 1);
+		if (rc->blocked)
+			count(VPS_CNT_MISS_WORDS, 1);
 		return 1;
 	}
 	w->stk_len = len;
@@ -338,7 +342,7 @@ static long reusable(__u32 i, void *data)
 		rc->ustack = l->ustack;
 		count(VPS_CNT_CHECK_WORDS, n);
 		count(VPS_CNT_CHECK_BYTES, w->stk_len);
-	} else {
+	} else if (rc->blocked) {
 		count(VPS_CNT_MISS_WORDS, 1);
 	}
 	return 1;
@@ -423,8 +427,13 @@ __noinline __u64 walked_ustack(__u32 tgid, __u32 keep)
 	 * distinct state that reaches it, and a pointer or flag alive across it had it
 	 * walk the walk two or three times (the load took twice as long). */
 	w->keep = walk_reuse && keep;
-	if (w->keep) {
-		struct reuse_ctx rc = { .w = w, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid };
+	/* A preempted thread's walk is not kept, but may reuse the one kept at its last
+	 * block: preempted in the kernel on its way back from that block (a wakeup
+	 * preemption before the return to user mode), its user registers and stack are
+	 * those of the block. Elsewhere its pc differs, and the check ends at the first
+	 * compare. */
+	if (walk_reuse) {
+		struct reuse_ctx rc = { .w = w, .pc = pc, .sp = sp, .fp = fp, .r13 = r13, .tgid = tgid, .blocked = keep };
 
 		rc.l = bpf_task_storage_get(&wlasts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (rc.l)
@@ -435,6 +444,8 @@ __noinline __u64 walked_ustack(__u32 tgid, __u32 keep)
 			count(VPS_CNT_REUSED, 1);
 			count(VPS_CNT_WALK_NS, t0);
 			count(VPS_CNT_REUSED_NS, t0);
+			if (!keep)
+				count(VPS_CNT_REUSED_PREEMPT, 1);
 			return rc.ustack;
 		}
 	}

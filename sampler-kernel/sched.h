@@ -67,7 +67,8 @@
 #define VPS_CNT_CHECK_WORDS 20   /* words compared by the reuse checks that passed */
 #define VPS_CNT_CHECK_BYTES 21   /* stack bytes those checks copied */
 #define VPS_CNT_WALK_FRAMES 22   /* frames walked by the walks not reused */
-#define VPS_CNT_NR         23
+#define VPS_CNT_REUSED_PREEMPT 23 /* of VPS_CNT_REUSED: at a preemption (the walk kept at the thread's last block) */
+#define VPS_CNT_NR         24
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =
