@@ -133,6 +133,6 @@ if [ -x "$JDK/bin/javac" ]; then
 		printf "  walk per switch-out (ParkDeep, 50 Java methods deep, 4 x %s parks): %.2f us (%s)\n" "$PARKS" "$a" "$(spread <"$T/pd.after")"
 	fi
 fi
-printf "  load average at the end: %s\n" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf "  --off-cpu vs plain record: bytes into user space x%.3f, session size/s x%.3f\n" \
 	"$(echo "($off_rb + $off_tb) / $plain_rb" | bc -l)" "$(echo "$off_ss / $plain_ss" | bc -l)"
+printf "  load average at the end: %s\n" "$(cut -d' ' -f1-3 /proc/loadavg)"
