@@ -139,9 +139,9 @@ try:
     print(f"== ParkDeep: {threads} threads x {parks} parks 50 methods deep, {rounds} interleaved rounds, "
           f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians [min-max]")
     w = max(len(k) for k in keys) + 2
-    print("".ljust(w) + "".join(n.rjust(26) for n in names))
+    print("".ljust(w) + "".join(n.rjust(30) for n in names))
     for k in keys:
-        print(k.ljust(w) + "".join(cell(n, k).rjust(26) for n in names))
+        print(k.ljust(w) + "".join(cell(n, k).rjust(30) for n in names))
     def med(n, k):
         v = res.get(n, {}).get(k)
         return statistics.median(v) if v else None
