@@ -217,7 +217,8 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 }
 
 /* A thread's last walk at switch-out, for the next one: the registers it started from,
- * its process's tables (slot and generation), what it produced, and every word it read:
+ * its process's tables (slot and generation), what it produced, and every word it read
+ * that a step used (a saved rbp only once used: walker.bpf.h, read_fp):
  * those of the stack copy as offsets into it (8-byte aligned), the others (metadata,
  * stack beyond the copy) with their address. The check compares the first kind without
  * a branch per word (replay_stack): compared like the others, word by word with an
@@ -315,8 +316,8 @@ static long replay_stack(__u32 i, void *data)
 }
 
 /* Is the thread's last walk still its stack? The walk is a function of the registers
- * it starts from, the process's tables, the words it reads with read_u64 (the stack's
- * return addresses and saved frame pointers, the interpreter's frame slots, a
+ * it starts from, the process's tables, the words it reads with read_u64 and uses (the
+ * stack's return addresses, saved frame pointers a step used, the interpreter's frame slots, a
  * Method's ConstMethod) and of code: HotSpot's segment maps, code blob headers and, at
  * the leaf, instruction bytes. Registers, tables and every word are compared here (the
  * words read again, in the walk's order, from a fresh copy of the stack): the same
