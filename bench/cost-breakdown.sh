@@ -17,7 +17,10 @@
 # Prints medians [min-max] of ROUNDS rounds:
 #   - CPU (user+sys of the whole command tree, the profiler's own included) and wall;
 #   - viprof's per-switch-out walk cost from its own counters (all, walked, reused) and
-#     the share reused;
+#     the share reused; where the walks' time goes (builds that print the tracer's "walk
+#     breakdown" line): walks at preemptions, blocks walked again by cause (a word changed,
+#     other registers), frames per walk and ns per frame, words and stack bytes per check;
+#   - the per-switch-out cost before / after side by side (VIPROF_BEFORE);
 #   - start-up CPU from VIPROF_DEBUG_TIMING=1: BPF skeletons (load + verification), the
 #     switch tracer's walking object, /proc/kallsyms.
 # Usage: bench/cost-breakdown.sh [BUILD_DIR]   (root; ROUNDS=5 THREADS=4 PARKS=5000
@@ -99,6 +102,19 @@ try:
                     if int(m.group(2)):
                         add(name, "us per reuse", float(m.group(5)))
                     add(name, "reused %", 100.0 * int(m.group(2)) / max(1, int(m.group(1))))
+            m = re.search(r"walk breakdown: (\d+) at preemptions reused, (\d+) walked \(([0-9.]+) us each\), "
+                          r"blocks walked: (\d+) with nothing kept, (\d+) other registers, (\d+) a word changed; "
+                          r"([0-9.]+) frames per walk \((\d+) ns per frame\); checks that passed: ([0-9.]+) words, "
+                          r"(\d+) stack bytes each", p.stderr)
+            if m:
+                add(name, "walks at preemptions", int(m.group(2)))
+                add(name, "us per preemption walk", float(m.group(3)))
+                add(name, "blocks re-walked: regs", int(m.group(5)))
+                add(name, "blocks re-walked: word", int(m.group(6)))
+                add(name, "frames per walk", float(m.group(7)))
+                add(name, "ns per frame walked", float(m.group(8)))
+                add(name, "words per check", float(m.group(9)))
+                add(name, "bytes copied per check", float(m.group(10)))
             if tool not in (None, "perf", "asprof"):
                 for k, v in timing(p.stderr).items():
                     if v is not None:
@@ -123,9 +139,9 @@ try:
     print(f"== ParkDeep: {threads} threads x {parks} parks 50 methods deep, {rounds} interleaved rounds, "
           f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians [min-max]")
     w = max(len(k) for k in keys) + 2
-    print("".ljust(w) + "".join(n.rjust(26) for n in names))
+    print("".ljust(w) + "".join(n.rjust(30) for n in names))
     for k in keys:
-        print(k.ljust(w) + "".join(cell(n, k).rjust(26) for n in names))
+        print(k.ljust(w) + "".join(cell(n, k).rjust(30) for n in names))
     def med(n, k):
         v = res.get(n, {}).get(k)
         return statistics.median(v) if v else None
@@ -135,6 +151,9 @@ try:
         c = med(n, "cpu s")
         if base and c:
             print(f"  {n}: cpu x{c / base:.3f} of no profiler (+{c - base:.2f} s)")
+    x, y = med("before", "us per switch-out"), med("viprof", "us per switch-out")
+    if x and y:
+        print(f"  per switch-out walk: before {x:.2f} us, after {y:.2f} us: after / before = {y / x:.3f}")
     for a, b in (("viprof", "viprof-walk"), ("viprof", "before")):
         for k in ("us per switch-out", "cpu s", "start: walking object cpu ms"):
             x, y = med(a, k), med(b, k)

@@ -15,9 +15,15 @@
 #   emits for steal attribution) and, with --off-cpu, the switch tracer's summed
 #   records (drained from its kernel hash every 250 ms, no ring buffer: sched.bytes
 #   in the session); and the session's size per second.
-# Usage: bench/offcpu.sh [BUILD_DIR] [ROUNDS] [THREADS] [ITERS]   (root)
+# Then the switch-out walk's cost per switch-out (the tracer's own counters), on this
+# workload and on bench/workloads/ParkDeep.java (4 threads x PARKS parks, 50 Java
+# methods deep; when JDK has a javac), medians of the rounds, next to VIPROF_BEFORE's
+# (another viprof, e.g. main's build) when set: the before / after column.
+# Usage: bench/offcpu.sh [BUILD_DIR] [ROUNDS] [THREADS] [ITERS]   (root; VIPROF_BEFORE=<viprof>
+#        JDK=<JDK home> PARKS=5000 in the environment)
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); R=${2:-3}; TH=${3:-4}; IT=${4:-8000}
+BEFORE=${VIPROF_BEFORE:-}; JDK=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}; PARKS=${PARKS:-5000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VP=$B/cli/viprof
 FX=$B/tests/offcpu-fixture
@@ -61,6 +67,12 @@ for r in $(seq 1 "$R"); do
 	rm -rf "$T/s.plain" "$T/s.off"
 	run plain "$VP" record -q -g -o "$T/s.plain" -- "$FX" server 1 "$TH" "$IT"
 	run off "$VP" record -q -g --off-cpu -o "$T/s.off" -- "$FX" server 1 "$TH" "$IT"
+	echo "$(meta sched.walks "$T/s.off") $(meta sched.walk_ns "$T/s.off")" >>"$T/off.walks"
+	if [ -n "$BEFORE" ]; then
+		rm -rf "$T/s.before"
+		run before "$BEFORE" record -q -g --off-cpu -o "$T/s.before" -- "$FX" server 1 "$TH" "$IT"
+		echo "$(meta sched.walks "$T/s.before") $(meta sched.walk_ns "$T/s.before")" >>"$T/before.walks"
+	fi
 	for n in plain off; do
 		d=$(meta duration_ns "$T/s.$n"); s=$(samples "$T/s.$n"); sb=$(meta sched.bytes "$T/s.$n")
 		sz=$(du -sb "$T/s.$n" | cut -f1); sw=$(tail -1 "$T/$n" | cut -d' ' -f3)
@@ -92,5 +104,35 @@ done
 # switch-out; older builds walk by frame pointer and record none).
 wk=$(meta sched.walks "$T/s.off"); wn=$(meta sched.walk_ns "$T/s.off")
 [ "$wk" != 0 ] && printf "  walks at switch-out (last round): %s, %.2f us each (walk + interning)\n" "$wk" "$(echo "$wn / $wk / 1000" | bc -l)"
+# per switch-out, medians of the rounds: after (this build), before (VIPROF_BEFORE)
+us_each() { awk '$1 > 0 {print $2 / $1 / 1000}' "$1" | med; }
+a=$(us_each "$T/off.walks")
+if [ -n "$BEFORE" ] && [ -s "$T/before.walks" ]; then
+	b=$(us_each "$T/before.walks")
+	printf "  walk per switch-out (server fixture): before %.2f us, after %.2f us: after / before = %.3f\n" "$b" "$a" "$(echo "$a / $b" | bc -l)"
+fi
+# ParkDeep: a Java stack 50 methods deep at every switch-out (issue 37: at most 2 us).
+if [ -x "$JDK/bin/javac" ]; then
+	"$JDK/bin/javac" -d "$T" "$ROOT/bench/workloads/ParkDeep.java"
+	pd() {   # pd VIPROF FILE: appends this run's us per switch-out
+		rm -rf "$T/s.pd"
+		"$1" record -g --off-cpu -o "$T/s.pd" -- "$JDK/bin/java" -XX:CompileCommand=quiet \
+			-XX:CompileCommand=dontinline,ParkDeep::* -cp "$T" ParkDeep 4 "$PARKS" 2>&1 >/dev/null |
+			sed -n 's/.*user stacks walked at switch-out.*, \([0-9.]*\) us each.*/\1/p' >>"$2"
+	}
+	for r in $(seq 1 "$R"); do
+		pd "$VP" "$T/pd.after"
+		[ -n "$BEFORE" ] && pd "$BEFORE" "$T/pd.before"
+	done
+	a=$(med <"$T/pd.after")
+	if [ -n "$BEFORE" ] && [ -s "$T/pd.before" ]; then
+		b=$(med <"$T/pd.before")
+		printf "  walk per switch-out (ParkDeep, 50 Java methods deep, 4 x %s parks): before %.2f us (%s), after %.2f us (%s): after / before = %.3f\n" \
+			"$PARKS" "$b" "$(spread <"$T/pd.before")" "$a" "$(spread <"$T/pd.after")" "$(echo "$a / $b" | bc -l)"
+	else
+		printf "  walk per switch-out (ParkDeep, 50 Java methods deep, 4 x %s parks): %.2f us (%s)\n" "$PARKS" "$a" "$(spread <"$T/pd.after")"
+	fi
+fi
 printf "  --off-cpu vs plain record: bytes into user space x%.3f, session size/s x%.3f\n" \
 	"$(echo "($off_rb + $off_tb) / $plain_rb" | bc -l)" "$(echo "$off_ss / $plain_ss" | bc -l)"
+printf "  load average at the end: %s\n" "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "recorder/offcpu.h"
+#include <linux/types.h>
+#include "sampler-kernel/sched.h"        /* VPS_CNT_* */
 #include "sampler-kernel/sched_tracer.h"
 
 int record_sched__start(struct sampler_config *cfg, bool off_cpu, bool quiet, FILE *log,
@@ -75,6 +77,23 @@ int record_sched__finish(struct vp_sched *s, bool quiet, FILE *log)
 			(unsigned long long)st.walks, (unsigned long long)st.reused, (double)st.walk_ns / 1e3 / (double)st.walks,
 			st.walks > st.reused ? (double)(st.walk_ns - st.reused_ns) / 1e3 / (double)(st.walks - st.reused) : 0.0,
 			st.reused ? (double)st.reused_ns / 1e3 / (double)st.reused : 0.0);
+	if (!quiet && st.walks && getenv("VIPROF_DEBUG_TIMING")) {
+		/* Where the switch-out walks' time goes (bench/cost-breakdown.sh). */
+		unsigned long long pre = vp_sched__counter(s, VPS_CNT_WALK_PREEMPT),
+				   pre_ns = vp_sched__counter(s, VPS_CNT_WALK_PREEMPT_NS),
+				   frames = vp_sched__counter(s, VPS_CNT_WALK_FRAMES),
+				   walked = st.walks - st.reused;
+
+		fprintf(log ? log : stderr, "viprof: switch tracer: walk breakdown: %llu at preemptions reused, %llu walked (%.2f us each), "
+				"blocks walked: %llu with nothing kept, %llu other registers, %llu a word changed; "
+				"%.1f frames per walk (%.0f ns per frame); checks that passed: %.1f words, %.0f stack bytes each\n",
+			(unsigned long long)vp_sched__counter(s, VPS_CNT_REUSED_PREEMPT), pre, pre ? (double)pre_ns / 1e3 / (double)pre : 0.0, (unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_NOLAST),
+			(unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_REGS), (unsigned long long)vp_sched__counter(s, VPS_CNT_MISS_WORDS),
+			walked ? (double)frames / (double)walked : 0.0,
+			frames ? (double)(st.walk_ns - st.reused_ns) / (double)frames : 0.0,
+			st.reused ? (double)vp_sched__counter(s, VPS_CNT_CHECK_WORDS) / (double)st.reused : 0.0,
+			st.reused ? (double)vp_sched__counter(s, VPS_CNT_CHECK_BYTES) / (double)st.reused : 0.0);
+	}
 	if (!quiet)
 		fprintf(log ? log : stderr, "viprof: switch tracer: %llu switches, %llu records (%llu bytes)\n",
 			(unsigned long long)st.switches, (unsigned long long)st.records, (unsigned long long)st.bytes);

@@ -58,7 +58,17 @@
 #define VPS_CNT_OPENED     12    /* intervals opened at the window's start by sched_open.bpf.c */
 #define VPS_CNT_REUSED     13    /* of VPS_CNT_WALKS: the thread's last walk reused (its stack unchanged) */
 #define VPS_CNT_REUSED_NS  14    /* the time those took (the check) */
-#define VPS_CNT_NR         15
+/* Where the switch-out walks' time goes (bench/cost-breakdown.sh, VIPROF_DEBUG_TIMING). */
+#define VPS_CNT_WALK_PREEMPT 15  /* of VPS_CNT_WALKS: at a preemption (walked, not kept for reuse) */
+#define VPS_CNT_WALK_PREEMPT_NS 16
+#define VPS_CNT_MISS_NOLAST 17   /* a block walked: no kept walk for its thread (first, or last not kept) */
+#define VPS_CNT_MISS_REGS  18    /* a block walked: its registers or tables differ from the kept walk's */
+#define VPS_CNT_MISS_WORDS 19    /* a block walked: the same registers, a word the kept walk read differs */
+#define VPS_CNT_CHECK_WORDS 20   /* words compared by the reuse checks that passed */
+#define VPS_CNT_CHECK_BYTES 21   /* stack bytes those checks copied */
+#define VPS_CNT_WALK_FRAMES 22   /* frames walked by the walks not reused */
+#define VPS_CNT_REUSED_PREEMPT 23 /* of VPS_CNT_REUSED: at a preemption (the walk kept at the thread's last block) */
+#define VPS_CNT_NR         24
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =

@@ -315,6 +315,11 @@ static uint64_t percpu_sum(struct vp_sched *s, uint32_t idx)
 	return sum;
 }
 
+uint64_t vp_sched__counter(struct vp_sched *s, uint32_t idx)
+{
+	return s && s->skel && idx < VPS_CNT_NR ? percpu_sum(s, idx) : 0;
+}
+
 int vp_sched__stop(struct vp_sched *s)
 {
 	uint64_t t;

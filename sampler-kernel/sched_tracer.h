@@ -60,6 +60,9 @@ int vp_sched__emit_events(struct vp_sched *s);
  * 0 or -errno. */
 int vp_sched__stop(struct vp_sched *s);
 void vp_sched__stats(const struct vp_sched *s, struct vp_sched_stats *out);
+/* One of the BPF side's counters (VPS_CNT_*, sched.h) summed over CPUs; 0 when unknown.
+ * Valid until vp_sched__free. */
+uint64_t vp_sched__counter(struct vp_sched *s, uint32_t idx);
 /* Call before the sampler starts with cfg. Unless -a: sets cfg->tracked_fd, so that the
  * bpf sampler follows the processes this tracer follows in the same map (valid until
  * vp_sched__free). With off_cpu, cfg->unwind and cfg->callchain: wraps

@@ -97,7 +97,8 @@ struct walk {
 	__u32 nlog;              /* words read; more than WALK_LOG: not reusable */
 	__s32 log_bad;           /* a read failed: not reusable */
 	__u32 keep;              /* sched.bpf.c: this walk is to be kept for reuse */
-	__u32 pad1;
+	__u32 fp_pend;           /* fp was read from the stack copy at fp_addr and not yet used */
+	__u64 fp_addr;
 	__u64 log_addr[WALK_LOG];
 	__u64 log_val[WALK_LOG];
 #endif
@@ -158,7 +159,10 @@ static __always_inline int read_u64_raw(struct walk *w, __u64 addr, __u64 *v)
 			w->stk_len = len = len + STK_CHUNK;
 	}
 	if (addr >= w->stk_base && off + 8 <= len && off <= STK_BYTES - 8) {
-		__builtin_memcpy(v, &w->stk[off & (STK_BYTES - 1)], 8);
+		/* One 8-byte load: a memcpy from the byte array compiles to eight byte loads
+		 * and fourteen shifts and ors (the BPF target assumes no unaligned access; the
+		 * verifier allows it on x86-64, and stack words are aligned anyway). */
+		*v = *(__u64 *)&w->stk[off & (STK_BYTES - 1)];
 		return 0;
 	}
 	return WALK_READ(w, v, sizeof(*v), (const void *)addr);
@@ -180,6 +184,48 @@ static __always_inline int read_u64(struct walk *w, __u64 addr, __u64 *v)
 	w->log_bad |= rc;
 #endif
 	return rc;
+}
+
+/* A frame's saved rbp, read into w->fp for the frames above. The log (WALK_LOG) takes
+ * the word only once w->fp is used (fp_use): compiled Java code keeps data in rbp, not a
+ * frame pointer, so the rbp a native frame (the park path) saved from its Java caller is
+ * a Java local that changes from one switch-out to the next, while the compiled frames
+ * above step by their frame size and restore rbp without reading it. A word that no step
+ * used cannot change the walk, and a walk reused only because such words were the same
+ * was reused in vain (a thread parking in a loop on ParkDeep: 29% of blocks walked
+ * again). Only a word served from the stack copy is left out: the check copies the same
+ * span again, which proves it still readable; any other is logged at once. */
+static __always_inline int read_fp(struct walk *w, __u64 addr)
+{
+	__u64 v = 0;
+	int rc = read_u64_raw(w, addr, &v);
+#ifdef WALK_LOG
+	__u32 n = w->nlog, in = addr >= w->stk_base && addr - w->stk_base + 8 <= w->stk_len;
+
+	w->log_addr[n & (WALK_LOG - 1)] = addr;
+	w->log_val[n & (WALK_LOG - 1)] = v;
+	w->nlog = n + !in;       /* left pending (not counted) when in the copy */
+	w->fp_pend = in;
+	w->fp_addr = addr;
+	w->log_bad |= rc;
+#endif
+	w->fp = v;
+	return rc;
+}
+
+/* w->fp is about to decide a step: its word, if pending, joins the log. Without a branch
+ * (see read_u64): a log of exactly WALK_LOG words is never kept (sched.bpf.c), so the
+ * slot written when nothing is pending is never one that counts. */
+static __always_inline void fp_use(struct walk *w)
+{
+#ifdef WALK_LOG
+	__u32 n = w->nlog;
+
+	w->log_addr[n & (WALK_LOG - 1)] = w->fp_addr;
+	w->log_val[n & (WALK_LOG - 1)] = w->fp;
+	w->nlog = n + w->fp_pend;
+	w->fp_pend = 0;
+#endif
 }
 
 static __always_inline long stop(struct walk *w, __u32 why)
@@ -248,10 +294,11 @@ static __always_inline struct vpb_rule *find_rule(__u32 t, __u64 off)
 
 static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf)
 {
-	__u64 method = 0, bcp = 0, cm = 0, ra, sender_sp, link;
+	__u64 method = 0, bcp = 0, cm = 0, ra, sender_sp;
 	__s64 bci = -1;
 	__u64 fp = w->fp;
 
+	fp_use(w);
 	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 		return stop(w, VPB_WALK_BAD_FRAME);
 	if (read_u64(w, fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
@@ -281,7 +328,7 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 			w->nj = j + 1;
 		}
 	}
-	if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &link) ||
+	if (read_u64(w, fp + 8, &ra) || read_fp(w, fp) ||
 	    read_u64(w, fp + (__s64)hs->slot_sender_sp * 8, &sender_sp))
 		return stop(w, VPB_WALK_UNREADABLE);
 	/* A compiled caller's frame is found from its unextended SP, which the interpreter
@@ -290,7 +337,6 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
 		sender_sp = fp + 16;
 	w->pc = ra;
 	w->sp = sender_sp;
-	w->fp = link;
 	return 0;
 }
 
@@ -414,23 +460,23 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 			w->sp += 8;
 			return 0;
 		}
+		fp_use(w);
 		bool fp_ok = w->fp > w->sp && w->fp - w->sp <= MAX_STACK_SPAN;
 		if (fp_ok && (read_u64(w, w->fp + 8, &ra) || !ra))
 			fp_ok = false;
 		if (!fp_ok && leaf && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
-		    read_u64(w, w->sp, &code) == 0) {
+		    read_fp(w, w->sp) == 0) {
 			w->pc = ra;
 			w->sp += 16;
-			w->fp = code;
 			return 0;
 		}
 		if (!fp_ok)
 			return stop(w, VPB_WALK_BAD_FRAME);
-		if (read_u64(w, w->fp + 8, &ra) || read_u64(w, w->fp, &code))
+		code = w->fp;
+		if (read_u64(w, code + 8, &ra) || read_fp(w, code))
 			return stop(w, VPB_WALK_UNREADABLE);
 		w->pc = ra;
-		w->sp = w->fp + 16;
-		w->fp = code;
+		w->sp = code + 16;
 		return 0;
 	}
 	cfa = w->sp + (__u64)fsize * 8;
@@ -470,7 +516,7 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 	}
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (rbp_saved && cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
+	if (rbp_saved && cfa != w->sp + 8 && read_fp(w, cfa - 16))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -487,6 +533,7 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 		cfa = w->sp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_FP:
+		fp_use(w);
 		cfa = w->fp + (__s64)r->cfa_off * 8;
 		break;
 	case VPB_RULE_PLT:
@@ -499,7 +546,7 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 	}
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (r->fp_off != VPB_FP_SAME && read_u64(w, cfa + (__s64)r->fp_off * 8, &w->fp))
+	if (r->fp_off != VPB_FP_SAME && read_fp(w, cfa + (__s64)r->fp_off * 8))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -525,17 +572,16 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 static __always_inline long sigframe(struct walk *w)
 {
 	__u8 c[9];
-	__u64 uc = w->sp, rip, rsp, rbp, r13;
+	__u64 uc = w->sp, rip, rsp, r13;
 
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc) || c[0] != 0x48 || c[1] != 0xc7 || c[2] != 0xc0 ||
 	    c[3] != 0x0f || c[4] || c[5] || c[6] || c[7] != 0x0f || c[8] != 0x05)
 		return stop(w, VPB_WALK_NO_RULE);
-	if (read_u64(w, uc + UC_RIP, &rip) || read_u64(w, uc + UC_RSP, &rsp) || read_u64(w, uc + UC_RBP, &rbp) ||
+	if (read_u64(w, uc + UC_RIP, &rip) || read_u64(w, uc + UC_RSP, &rsp) || read_fp(w, uc + UC_RBP) ||
 	    read_u64(w, uc + UC_R13, &r13))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = rip;
 	w->sp = rsp;
-	w->fp = rbp;
 	w->r13 = r13;
 	w->sig_leaf = 1;
 	return 0;
@@ -548,9 +594,10 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 
 	if (m->table == VPB_NO_TABLE) {
 		/* No unwind information at all: frame pointers are all there is. */
+		fp_use(w);
 		if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 			return stop(w, VPB_WALK_NO_RULE);
-		if (read_u64(w, fp + 8, &ra) || read_u64(w, fp, &w->fp))
+		if (read_u64(w, fp + 8, &ra) || read_fp(w, fp))
 			return stop(w, VPB_WALK_UNREADABLE);
 		w->pc = ra;
 		w->sp = fp + 16;
@@ -577,7 +624,7 @@ static __always_inline long cached_frame(struct walk *w)
 	cfa = w->sp + (__u64)w->c_fsize * 8;
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
-	if (cfa != w->sp + 8 && read_u64(w, cfa - 16, &w->fp))
+	if (cfa != w->sp + 8 && read_fp(w, cfa - 16))
 		return stop(w, VPB_WALK_UNREADABLE);
 	w->pc = ra;
 	w->sp = cfa;
@@ -675,6 +722,7 @@ static __always_inline bool walk_regs(struct walk *w, __u32 tgid, __u64 pc, __u6
 #ifdef WALK_LOG
 	w->nlog = 0;
 	w->log_bad = 0;
+	w->fp_pend = 0;
 #endif
 	w->end = VPB_WALK_DEPTH;
 	/* One more iteration than frames, so that a stack of exactly WALK_MAX frames

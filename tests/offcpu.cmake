@@ -30,6 +30,14 @@ target_compile_definitions(test-offcpu-walk PRIVATE CHAIN_FIXTURE="$<TARGET_FILE
 add_dependencies(test-offcpu-walk chain-fixture)
 add_test(NAME test-offcpu-walk-reuse COMMAND test-offcpu-walk chain WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(test-offcpu-walk-reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
+# A saved rbp joins the reuse log only when a step uses it (walker.bpf.h read_fp): two
+# callers told apart by that rbp alone, their stale words left in place, keep the split.
+add_executable(fpchain-fixture fixtures/offcpu/fpchain-fixture.c)
+target_compile_options(fpchain-fixture PRIVATE "SHELL:-O1 -fno-omit-frame-pointer")
+target_compile_definitions(test-offcpu-walk PRIVATE FPCHAIN_FIXTURE="$<TARGET_FILE:fpchain-fixture>")
+add_dependencies(test-offcpu-walk fpchain-fixture)
+add_test(NAME test-offcpu-walk-reuse-fp COMMAND test-offcpu-walk fpchain WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(test-offcpu-walk-reuse-fp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS live)
 # Issue 21 item 3: virtual threads. The index of the agent's mount/unmount records,
 # without a JVM (unit), and a live run on Temurin 25 (JDK 17 has no virtual threads:
 # one test, skipped where that JDK is absent).

@@ -8,6 +8,10 @@
  *        reused some walks (its log says so), and the blocked time still splits 3:1
  *        (via_a 65-85%, via_b 15-35%, together >= 95%): a reused walk is never another
  *        caller's.
+ *   fpchain  tests/fixtures/offcpu/fpchain-fixture.c: the same, but the two callers'
+ *        frames differ only in where they lie, which only the saved rbp that the walk
+ *        uses to step over a frame-pointer frame shows (the words where via_a's frame
+ *        was are unchanged under via_b): that rbp is in the reuse log.
  *   17 / 25  tests/java/WaitSplit.java on JDK 17 / Temurin 25, no PreserveFramePointer:
  *        for each of sleep-, park- and lock-request-worker (full names, longer than
  *        the kernel's 15 characters), >= 95% of its blocked
@@ -134,8 +138,8 @@ static void check_units(const char *dir, const char *sess)
 	ASSERT_TRUE(ns);
 }
 
-/* The chain scenario: the walks reused, and the split between the two callers. */
-static void check_chain(const struct vp_profile *p, int off, const char *rout)
+/* The chain scenarios: the walks reused, and the split between the two callers. */
+static void check_chain(const struct vp_profile *p, int off, const char *rout, const char *comm)
 {
 	uint64_t total = 0, a = 0, b = 0;
 	unsigned long long walks = 0, reused = 0;
@@ -149,7 +153,7 @@ static void check_chain(const struct vp_profile *p, int off, const char *rout)
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct vp_stack *s = &p->stacks[i];
 		uint64_t w = s->weight[off];
-		if (!w || strcmp(s->comm, "chainer") || strncmp(leaf(p, s), "[blocked:", 9))
+		if (!w || strcmp(s->comm, comm) || strncmp(leaf(p, s), "[blocked:", 9))
 			continue;
 		total += w;
 		if (tp_stack_has(p, s, "via_a", TP_EXACT))
@@ -157,7 +161,7 @@ static void check_chain(const struct vp_profile *p, int off, const char *rout)
 		if (tp_stack_has(p, s, "via_b", TP_EXACT))
 			b += w;
 	}
-	fprintf(stderr, "chainer: %llu walks, %llu reused; blocked %.1f ms, via_a %.1f%%, via_b %.1f%%\n", walks, reused,
+	fprintf(stderr, "%s: %llu walks, %llu reused; blocked %.1f ms, via_a %.1f%%, via_b %.1f%%\n", comm, walks, reused,
 		(double)total / 1e6, total ? 100.0 * (double)a / (double)total : 0.0,
 		total ? 100.0 * (double)b / (double)total : 0.0);
 	/* Without reuse this scenario tests nothing: three in four switch-outs repeat the
@@ -174,7 +178,8 @@ static void check_chain(const struct vp_profile *p, int off, const char *rout)
 
 int main(int argc, char **argv)
 {
-	bool chain = argc > 1 && !strcmp(argv[1], "chain");
+	bool fpchain = argc > 1 && !strcmp(argv[1], "fpchain");
+	bool chain = fpchain || (argc > 1 && !strcmp(argv[1], "chain"));
 	bool nap = chain || (argc > 1 && !strcmp(argv[1], "nap")), jdk17 = false;
 	const char *java = NULL;
 	REQUIRE_ROOT();
@@ -182,7 +187,7 @@ int main(int argc, char **argv)
 		tu_require_fixtures();
 		java = tu_jdk_from_args(argc, argv, &jdk17);
 	}
-	char *dir = tu_tmpdir(chain ? "offwalk-chain" : nap ? "offwalk-nap" : jdk17 ? "offwalk17" : "offwalk25");
+	char *dir = tu_tmpdir(fpchain ? "offwalk-fpchain" : chain ? "offwalk-chain" : nap ? "offwalk-nap" : jdk17 ? "offwalk17" : "offwalk25");
 	char sess[400], rout[400];
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
@@ -190,7 +195,8 @@ int main(int argc, char **argv)
 	char *java_argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			      VIPROF_JAVA_CLASSES, "WaitSplit", "6", NULL };
 	/* Not -q: the recorder's log says how many walks it reused. */
-	char *chain_argv[] = { VIPROF_BIN, "record", "-g", "--off-cpu", "-o", sess, "--", CHAIN_FIXTURE, "3", NULL };
+	char *chain_argv[] = { VIPROF_BIN, "record", "-g", "--off-cpu", "-o", sess, "--",
+			       fpchain ? FPCHAIN_FIXTURE : CHAIN_FIXTURE, "3", NULL };
 	int rc = tu_run(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
 	if (rc != 0) {
 		char *o = tu_read(rout);
@@ -209,7 +215,7 @@ int main(int argc, char **argv)
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	if (chain) {
-		check_chain(p, off, rout);
+		check_chain(p, off, rout, fpchain ? "fpchainer" : "chainer");
 	} else if (nap) {
 		check_blocked(p, off, "napper", "nap", false, "[blocked: sleep]");
 	} else {
