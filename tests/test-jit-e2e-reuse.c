@@ -99,7 +99,10 @@ static int run(const char *java, bool jdk17)
 	}
 	fprintf(stderr, "%s: reuse %s; epoch maps: %ld own, %ld other generation; flat: %ld own, %ld other\n", java,
 		r ? "seen" : "not seen", e_own, e_other, f_own, f_other);
-	ASSERT_GT(e_own, 500);
+	/* Enough samples that "none named after another generation" says something: 500
+	 * on a quiet machine, 308 at load 16 (the JVM's share of 2 vCPUs, not its windows,
+	 * shrank); 100 still leaves a wrong map nowhere to hide. */
+	ASSERT_GT(e_own, 100);
 	ASSERT_EQ(e_other, 0);
 	/* Flat is wrong one way or the other: samples named after another generation, or
 	 * lost to whatever code came to those addresses later. */
