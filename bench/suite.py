@@ -404,10 +404,11 @@ def _task_ns(pid):
             with open(f"/proc/{pid}/task/{t}/comm") as f:
                 comm = f.read().strip()
             with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-                ns = int(f.read().split()[0])
+                st = f.read().split()
+            ns, runs = int(st[0]), int(st[2])
         except (OSError, ValueError, IndexError):
             continue
-        out[t] = (comm, ns)
+        out[t] = (comm, ns, runs)
     return out
 
 
@@ -482,9 +483,12 @@ def breakdown_once(vp, cmd, tmp, t1, t2):
         x[0] += n - n0
         x[1] += ns - ns0
     for which, a_, b_ in (("recorder", r1, r2), ("jvm", j1, j2)):
-        for tid, (comm, ns) in b_.items():
+        for tid, (comm, ns, runs) in b_.items():
             grp = comm if which == "recorder" else ("agent" if comm == "viprof-jvmti" else "jvm")
-            d[which][grp] = d[which].get(grp, 0) + ns - a_.get(tid, (comm, 0))[1]
+            d[which][grp] = d[which].get(grp, 0) + ns - a_.get(tid, (comm, 0, 0))[1]
+    # Times the JVM's threads were switched in (schedstat's run count): about as many
+    # switch-outs, each an on_switch run charged to the JVM's CPU.
+    d["jvm_switches"] = sum(runs - j1.get(tid, ("", 0, 0))[2] for tid, (_, _, runs) in j2.items())
     return d
 
 
@@ -536,6 +540,12 @@ def part_service_breakdown(a, tmp):
         print(f"    {'total':<60} {tot / 1e6:8.1f} {tot / samples / 1e3 if samples else 0:10.2f} {tot / work * 100:9.2f}%")
         print(f"    (work = the JVM's CPU in the window less BPF run time and the agent: {work / 1e6:.0f} ms; "
               "BPF time is charged to whatever task it interrupted, mostly the JVM)")
+        sw = med([d["jvm_switches"] for d in runs])
+        onsw = [d["progs"].get("on_switch", [0, 0]) for d in runs]
+        per = med([x[1] / x[0] for x in onsw if x[0]]) if any(x[0] for x in onsw) else 0
+        print(f"    the JVM's own context switches in the window: {sw:.0f} ({sw / med([d['wall'] for d in runs]) * 1e9:.0f}/s);"
+              f" the switch tracer's runs charged to the JVM: about {sw * per / 1e6:.1f} ms = {sw * per / work * 100:.2f}% "
+              "of work (the rest is the VM's other tasks')")
 
 
 def part_native(a, tmp):
