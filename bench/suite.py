@@ -373,10 +373,18 @@ def part_service(a, tmp):
                          [a.before, "record", "-q", "-g", "-F", str(RATE), "-o", sess, "--"] + cmd, "viprof",
                          lambda: shutil.rmtree(sess, ignore_errors=True))
         variants.append(before)
+    if a.no_switches:   # what the switch tracer (exact steal per thread) costs
+        sess2 = os.path.join(tmp, "s2")
+        nosw = Variant(f"viprof record -g -F {RATE} (no switch tracer)",
+                       [v.cmd[0], "record", "-q", "-g", "-F", str(RATE), "-o", sess2, "--"] + cmd, "viprof",
+                       lambda: shutil.rmtree(sess2, ignore_errors=True),
+                       env=dict(os.environ, VIPROF_DEBUG_NO_SWITCHES="1"))
+        variants.append(nosw)
     interleave(variants, a.rounds, tmp)
     print_variants(variants, base)
     # Issue 37: a service owner accepts +2% CPU for always-on profiling.
-    for name, x in (("service-cpu-vs-alone", v), ("service-cpu-vs-alone-before", before)):
+    for name, x in (("service-cpu-vs-alone", v), ("service-cpu-vs-alone-before", before),
+                    ("service-cpu-vs-alone-no-switches", nosw if a.no_switches else None)):
         if x:
             over = [c / b - 1 for c, b in zip(x.cpu, base.cpu)]
             m = med(over)
@@ -634,6 +642,8 @@ def main():
     ap.add_argument("--requests", type=int, default=None, help="Service requests (default 300000; --quick 100000)")
     ap.add_argument("--fw-iters", type=int, default=None, help="fixedwork size (default 500; --quick 200)")
     ap.add_argument("--before", help="(startup, javac-breakdown, service, service-breakdown) another viprof binary to time in the same rounds, e.g. main's")
+    ap.add_argument("--no-switches", action="store_true",
+                    help="(service) add viprof without its switch tracer (VIPROF_DEBUG_NO_SWITCHES=1)")
     ap.add_argument("--missing", action="append", default=[], help="(table) a script that is not there")
     a = ap.parse_args()
     if a.parts[0] == "table":

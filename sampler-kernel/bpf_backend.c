@@ -47,10 +47,11 @@ _Static_assert(VPB_MAX_JFRAMES <= VPB_MAX_WALK && VPB_MAX_JFRAMES <= UINT16_MAX,
 #define SIDEBAND_PAGES 64
 /* The sideband rings wake the recorder at each record when the walker is on
  * (open_sideband), so that it learns a new process's mappings at once. On a VM that
- * keeps starting programs (a build, other users' jobs, a JVM growing its heap) that was
- * 370 wakeups a second, each a drain of every ring and the switch tracer's, about 2% of
- * a CPU: a record that comes sooner than this after the last drain waits for the rest
- * of it, and one drain takes all that came meanwhile. A new process's tables come at
+ * keeps starting programs (a build, other users' jobs) that was 370 wakeups a second,
+ * each a drain of every ring: the recorder took 1.3% of a recorded JVM's CPU, 0.9% with
+ * this gap (bench/suite.py service-breakdown). A record that comes sooner than this
+ * after the last drain waits for the rest of it, and one drain takes all that came
+ * meanwhile. A new process's tables come at
  * most this much later; building them takes longer. */
 #define SIDEBAND_GAP_NS 10000000ull
 
