@@ -474,6 +474,10 @@ static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_ow
 	/* Steal-time victim attribution needs who ran when; the service asks for switch
 	 * records only when it records off-CPU time (each costs per context switch of the VM). */
 	cfg->want_switches = !o->switches_if_off_cpu || o->off_cpu;
+	/* Benchmarks measure what the switch tracer costs by leaving it out
+	 * (bench/suite.py service): steal is then neither measured per thread nor split. */
+	if (!o->off_cpu && getenv("VIPROF_DEBUG_NO_SWITCHES"))
+		cfg->want_switches = false;
 	/* The walker takes its tables from samples, not from the sideband: the sideband can
 	 * wait for the next drain instead of waking the recorder at every mmap of the VM. */
 	cfg->sideband_batched = o->unwind_sampled_only;

@@ -29,6 +29,8 @@ struct meta_pair {
 	char *key, *value;
 };
 
+#define KS_SEEN 4096   /* a power of two */
+
 struct vp_session_writer {
 	char dir[PATH_MAX];
 	int dirfd, jitfd;        /* the session directory and its jit/, opened once */
@@ -51,6 +53,12 @@ struct vp_session_writer {
 	uint64_t *ks_pending;
 	size_t ks_npending, ks_pending_cap;
 	uint64_t ks_pending_dropped, last_time;
+	/* Kernel addresses whose symbol is already in the stream (or that have none),
+	 * direct-mapped: a sample's kernel frames are mostly the same few hundred
+	 * addresses, and each one missed here costs a binary search of 200 thousand
+	 * symbols (the recorder's hottest function on a JVM service). Empty while ks is
+	 * NULL; emptied when it changes. */
+	uint64_t ks_seen[KS_SEEN];
 	struct meta_pair *meta;
 	int nmeta;
 	size_t meta_cap;
@@ -434,6 +442,7 @@ void vp_session_writer__set_ksyms(struct vp_session_writer *w, struct vp_kallsym
 {
 	vp_kallsyms__free(w->ks);
 	w->ks = ks;
+	memset(w->ks_seen, 0, sizeof(w->ks_seen));
 	if (w->ks_deferred) {
 		w->ks_deferred = false;
 		if (ks && w->ks_npending)
@@ -560,6 +569,10 @@ static int emit_ksym_ips(struct vp_session_writer *w, uint64_t time, const uint6
 		uint64_t ip = ips[i];
 		if (ip < KERNEL_START || ip >= (uint64_t)-4095)
 			continue;
+		uint64_t *seen = &w->ks_seen[((ip >> 2) ^ (ip >> 14)) & (KS_SEEN - 1)];
+		if (*seen == ip)
+			continue;
+		*seen = ip;
 		long idx = vp_kallsyms__find(w->ks, ip);
 		if (idx < 0 || !vp_kallsyms__mark(w->ks, idx))
 			continue;

@@ -202,6 +202,15 @@ void pid_set__free(struct pid_set *s)
 	free(s);
 }
 
+void pid_set__clear(struct pid_set *s)
+{
+	if (!s || (!s->used && !s->has_zero))
+		return;
+	memset(s->slot, 0, s->cap * sizeof(*s->slot));
+	s->used = 0;
+	s->has_zero = false;
+}
+
 int perf_sample_id__parse(const struct perf_event_header *h, uint64_t st,
 			  struct perf_sample_id *out)
 {
@@ -241,16 +250,32 @@ int perf_sample_id__parse(const struct perf_event_header *h, uint64_t st,
 	return (int)(n * 8);
 }
 
-static bool wanted(const struct perf_sideband *sb, uint32_t pid)
+static bool wanted(struct perf_sideband *sb, uint32_t pid)
 {
 	if (!sb->filter || pid_set__has(sb->filter, pid))
 		return true;
-	if (sb->follows && sb->follows(sb->follows_ctx, pid)) {
+	if (!sb->follows || (sb->declined && pid_set__has(sb->declined, pid)))
+		return false;
+	if (sb->follows(sb->follows_ctx, pid)) {
 		/* Cache it; if memory runs out we just ask again next time. */
 		pid_set__add(sb->filter, pid);
 		return true;
 	}
+	/* Likewise: without memory the next record asks again. */
+	if (sb->declined || (sb->declined = pid_set__new()))
+		pid_set__add(sb->declined, pid);
 	return false;
+}
+
+void perf_sideband__batch(struct perf_sideband *sb)
+{
+	pid_set__clear(sb->declined);
+}
+
+void perf_sideband__fini(struct perf_sideband *sb)
+{
+	pid_set__free(sb->declined);
+	sb->declined = NULL;
 }
 
 static int emit(struct perf_sideband *sb, uint32_t type, uint64_t time, const void *b, size_t len)

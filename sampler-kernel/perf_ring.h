@@ -36,6 +36,7 @@ struct pid_set *pid_set__new(void);            /* NULL + errno */
 int pid_set__add(struct pid_set *s, uint32_t pid);
 bool pid_set__has(const struct pid_set *s, uint32_t pid);
 void pid_set__free(struct pid_set *s);         /* accepts NULL */
+void pid_set__clear(struct pid_set *s);        /* empties it, keeping its memory */
 
 /* The sample_id trailer (sample_id_all) of a non-sample record, per attr.sample_type. */
 struct perf_sample_id {
@@ -57,6 +58,9 @@ struct perf_sideband {
 	 * when it happened (the BPF tracked map) closes that gap. */
 	bool (*follows)(void *ctx, uint32_t pid);
 	void *follows_ctx;
+	/* The pids follows() said no to in this batch (perf_sideband__batch): asked once
+	 * per drain, not at each of their records. Internal. */
+	struct pid_set *declined;
 	/* Optional (follows_ctx is its ctx): true when pid was no longer the recorded
 	 * user's at time (a set-uid exec): its records from then on are dropped. */
 	bool (*foreign)(void *ctx, uint32_t pid, uint64_t time);
@@ -68,5 +72,11 @@ struct perf_sideband {
  * out), 0 if not sideband (e.g. PERF_RECORD_SAMPLE), -errno on a malformed record or
  * a sink error. */
 int perf_sideband__handle(struct perf_sideband *sb, const struct perf_event_header *h);
+/* A new drain begins: pids follows() declined are asked about again (a process can
+ * only become followed at its fork, which puts it in the authority's map before any
+ * record of its own: within one drain, a no stays a no). */
+void perf_sideband__batch(struct perf_sideband *sb);
+/* Frees what the sideband allocated itself (not filter); accepts a zeroed one. */
+void perf_sideband__fini(struct perf_sideband *sb);
 
 #endif
