@@ -352,6 +352,7 @@ struct vp_recorder {
 	pid_t launched;              /* cfg.pids points here for RECORD_TARGET_LAUNCH */
 	uint64_t start, deadline, last_steal, last_alive_check;
 	uint64_t lost_seen, last_resync;   /* resync_after_loss: the sampler's lost count, when */
+	uint64_t sb_lost_seen;             /* ... and its side band's */
 	bool started;                /* sampling began: the session is kept from here on */
 	bool halted;                 /* the sampler was stopped after a failure */
 	bool stopped;                /* vp_recorder__stop ran */
@@ -360,6 +361,7 @@ struct vp_recorder {
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
 	struct record_jvm_watch jwatch;    /* o.watch_jvms: JVMs started while recording */
+	struct vp_sink watched;            /* with the watch: where its sink (cfg.sink) passes records on */
 	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
@@ -464,6 +466,17 @@ static int open_session(struct vp_recorder *r, int session_dirfd, const struct v
 
 /* The sampler's configuration from the options, and the sinks every record passes
  * on its way to the session. */
+/* With the JVM watch, every record passes here first: a libjvm.so mapped is a JVM
+ * starting (on the recording's thread, which drains the side band). */
+static int watch_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	struct vp_recorder *r = ctx;
+
+	if (type == VP_REC_MMAP)
+		record_jvm__watch_mmap(&r->jwatch, body, len, now_ns(CLOCK_MONOTONIC));
+	return r->watched.emit(r->watched.ctx, type, time, body, len);
+}
+
 static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_owner *owner)
 {
 	const struct vp_record_opts *o = &r->o;
@@ -491,6 +504,10 @@ static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_ow
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
+	if (WATCH_JVMS(o)) {
+		r->watched = cfg->sink;
+		cfg->sink = (struct vp_sink){ .emit = watch_emit, .ctx = r };
+	}
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o, .prewarm = !owner };
 	cfg->before_sampling = start_unwinder;
 	cfg->before_ctx = &r->unwind_start;
@@ -789,11 +806,16 @@ static void resync_after_loss(struct vp_recorder *r, uint64_t now)
 	if (r->cfg.filter_uid || now - r->last_resync < 1000000000ull)
 		return;
 	r->be->counts(r->s, &samples, &lost);
+	uint64_t sb = r->be->sideband_lost ? r->be->sideband_lost(r->s) : lost;
 	if (r->be->sideband_lost)   /* the BPF backend's MMAP records are not in its sample ring */
-		lost += r->be->sideband_lost(r->s);
+		lost += sb;
 	if (lost <= r->lost_seen)
 		return;
 	r->lost_seen = lost;
+	/* A JVM's libjvm.so mapping may be among the records lost: the watch lists /proc. */
+	if (WATCH_JVMS(o) && sb > r->sb_lost_seen)
+		record_jvm__watch_lost(&r->jwatch);
+	r->sb_lost_seen = sb;
 	r->last_resync = now;
 	struct vp_procsynth *ps = vp_procsynth__new();
 	if (!ps)
