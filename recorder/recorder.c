@@ -353,6 +353,8 @@ struct vp_recorder {
 	uint64_t start, deadline, last_steal, last_alive_check;
 	uint64_t lost_seen, last_resync;   /* resync_after_loss: the sampler's lost count, when */
 	uint64_t sb_lost_seen;             /* ... and its side band's */
+	uint64_t jvm_cpu_ns, rotate_cpu_ns;   /* vp_recorder_stats */
+	uint64_t tables_ns, table_files;      /* ... the walker's, once it is freed */
 	bool started;                /* sampling began: the session is kept from here on */
 	bool halted;                 /* the sampler was stopped after a failure */
 	bool stopped;                /* vp_recorder__stop ran */
@@ -869,10 +871,15 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 		return 0;
 	/* A JVM that started since the last look gets the agent now, not at the next
 	 * session: a service's whole start-up would otherwise go unnamed. */
-	if (WATCH_JVMS(o) && (e = record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now)) < 0) {
-		vp_set_err(r->err, sizeof(r->err), "cannot write the session in %s: %s; stopping",
-			   vp_session_writer__dir(r->w), strerror(-e));
-		return fail_poll(r, e);
+	if (WATCH_JVMS(o) && now >= r->jwatch.next_ns) {
+		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		e = record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now);
+		r->jvm_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		if (e < 0) {
+			vp_set_err(r->err, sizeof(r->err), "cannot write the session in %s: %s; stopping",
+				   vp_session_writer__dir(r->w), strerror(-e));
+			return fail_poll(r, e);
+		}
 	}
 	if (o->target == RECORD_TARGET_PIDS && now - r->last_alive_check >= ALIVE_INTERVAL_NS) {
 		r->last_alive_check = now;
@@ -927,6 +934,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 		vp_set_err(err, errlen, "the recording has %s; nothing to rotate", r->stopped ? "ended" : "failed");
 		return -EINVAL;
 	}
+	uint64_t rot0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* Everything the kernel has buffered so far belongs to the old session: drained
 	 * until a pass finds nothing (bounded: new samples keep coming). */
 	int n = 0;
@@ -1003,7 +1011,9 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	r->jvm_lock = nlock;
 	record_jvm__carry(&olock, &r->jvm_lock);   /* the agents' channels serve the new session */
 	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit && o->agent && *o->agent) {
+		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 		e = record_jvm__attach(nw, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+		r->jvm_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (e < 0)
 			fprintf(r->log, "viprof: warning: cannot give the JVMs' code maps to %s: %s\n",
 				vp_session_writer__dir(nw), strerror(-e));
@@ -1014,6 +1024,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	finish_session(r, ow, &oksl, ostart, olost, end_time);
 	record_jvm__end(&olock);   /* agents not moved to the new session end the old maps */
 	vp_session_writer__free(ow);
+	r->rotate_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - rot0;
 	return 0;
 }
 
@@ -1036,6 +1047,8 @@ static void finish_unwinder(struct vp_recorder *r)
 	if (!uw)
 		return;
 	vp_unwinder__stats(uw, &us);
+	r->tables_ns = us.parse_ns;   /* vp_recorder__stats after the walker is gone */
+	r->table_files = us.files;
 	if (!r->o.quiet)
 		fprintf(r->log, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build, "
 				"%llu of them from the unwind-rule cache), %llu JVM(s) understood; %llu reads of mappings, "
@@ -1148,6 +1161,16 @@ void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *s
 		st->elapsed_ns = now_ns(CLOCK_MONOTONIC) - r->start;
 	}
 	st->stream_bytes = vp_session_writer__bytes(r->w);
+	st->jvm_cpu_ns = r->jvm_cpu_ns;
+	st->rotate_cpu_ns = r->rotate_cpu_ns;
+	st->tables_ns = r->tables_ns;
+	st->table_files = r->table_files;
+	if (r->unwind_start.u) {
+		struct vp_unwinder_stats us;
+		vp_unwinder__stats(r->unwind_start.u, &us);
+		st->tables_ns = us.parse_ns;
+		st->table_files = us.files;
+	}
 	st->written = vp_session_writer__samples_written(r->w);
 }
 
