@@ -363,7 +363,8 @@ struct vp_recorder {
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
 	struct record_jvm_watch jwatch;    /* o.watch_jvms: JVMs started while recording */
-	struct vp_sink watched;            /* with the watch: where its sink (cfg.sink) passes records on */
+	struct vp_sink watched;            /* -a: where the recorder's sink (cfg.sink) passes records on */
+	struct vp_procsynth_cache *pcache; /* -a, from the first rotation: the last scan's records */
 	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
@@ -440,6 +441,27 @@ static void scan_processes(struct vp_recorder *r, struct vp_sink *sink)
 				"their native frames will show as [unknown]\n", strerror(-e));
 }
 
+/* At a rotation, -a: the processes that did not change since the last rotation (by
+ * the side band) are replayed from what it read, the rest read from /proc. */
+static void rescan_processes(struct vp_recorder *r, struct vp_sink *sink)
+{
+	struct vp_procsynth *ps = vp_procsynth__new();
+	int e = 0;
+
+	if (!r->pcache)
+		r->pcache = vp_procsynth_cache__new();
+	if (!ps || !r->pcache) {
+		e = -ENOMEM;
+	} else {
+		e = vp_procsynth_cache__all(r->pcache, ps, now_ns(CLOCK_MONOTONIC), sink, NULL);
+		e = e < 0 ? e : 0;
+	}
+	vp_procsynth__free(ps);
+	if (e)
+		fprintf(r->log, "viprof: warning: cannot read the running processes' mappings (%s); "
+				"their native frames will show as [unknown]\n", strerror(-e));
+}
+
 /* The session writer (the owner's streams, a directory under session_dirfd, or a
  * new directory), and the kernel's symbols read on a thread of their own from here on
  * (the most costly step of starting: ~60 ms of kernel time), while the sampler loads
@@ -468,14 +490,18 @@ static int open_session(struct vp_recorder *r, int session_dirfd, const struct v
 
 /* The sampler's configuration from the options, and the sinks every record passes
  * on its way to the session. */
-/* With the JVM watch, every record passes here first: a libjvm.so mapped is a JVM
- * starting (on the recording's thread, which drains the side band). */
+/* With -a, every record passes here first: a libjvm.so mapped is a JVM starting, for
+ * the watch (on the recording's thread, which drains the side band) ... */
 static int watch_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
 {
 	struct vp_recorder *r = ctx;
 
-	if (type == VP_REC_MMAP)
+	if (type == VP_REC_SAMPLE)
+		return r->watched.emit(r->watched.ctx, type, time, body, len);
+	if (type == VP_REC_MMAP && WATCH_JVMS(&r->o))
 		record_jvm__watch_mmap(&r->jwatch, body, len, now_ns(CLOCK_MONOTONIC));
+	/* ... and a process that changed is read again at the next rotation. */
+	vp_procsynth_cache__observe(r->pcache, type, body, len);
 	return r->watched.emit(r->watched.ctx, type, time, body, len);
 }
 
@@ -506,7 +532,7 @@ static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_ow
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
-	if (WATCH_JVMS(o)) {
+	if (o->target == RECORD_TARGET_ALL) {
 		r->watched = cfg->sink;
 		cfg->sink = (struct vp_sink){ .emit = watch_emit, .ctx = r };
 	}
@@ -814,6 +840,7 @@ static void resync_after_loss(struct vp_recorder *r, uint64_t now)
 	if (lost <= r->lost_seen)
 		return;
 	r->lost_seen = lost;
+	vp_procsynth_cache__invalidate(r->pcache);   /* an exec or a mapping may be among them */
 	/* A JVM's libjvm.so mapping may be among the records lost: the watch lists /proc. */
 	if (WATCH_JVMS(o) && sb > r->sb_lost_seen)
 		record_jvm__watch_lost(&r->jwatch);
@@ -1005,7 +1032,10 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	/* Through the container labeller (pointed at nw already): the new session gets its
 	 * processes' containers and their threads' namespace tids too. */
 	struct vp_sink ws = r->ctr ? vp_container_sink__sink(r->ctr) : vp_session_writer__sink(nw);
-	scan_processes(r, &ws);
+	if (o->target == RECORD_TARGET_ALL)
+		rescan_processes(r, &ws);
+	else
+		scan_processes(r, &ws);
 	if (r->steal)
 		steal_snapshot(nw, r->steal, MAX_CPUS);
 	r->jvm_lock = nlock;
@@ -1123,6 +1153,7 @@ void vp_recorder__free(struct vp_recorder *r)
 	if (!r)
 		return;
 	record_jvm__watch_free(&r->jwatch);
+	vp_procsynth_cache__free(r->pcache);
 	if (r->ksl)
 		take_kallsyms(&r->ksl, NULL, &r->cfg, r->log);
 	/* The unwinder writes into the sampler's maps: it goes first. */

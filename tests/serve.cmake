@@ -41,3 +41,5 @@ endforeach()
 
 # The whole-VM recording's JVM watch: only live libjvm.so mappings make a process watched.
 viprof_test(test-jvm-watch SOURCES test-jvm-watch.c LIBS vp_recorder vp_common LABELS unit TIMEOUT 30)
+# The rotation's scan of /proc: unchanged processes replayed, changed ones read again.
+viprof_test(test-procsynth-cache SOURCES test-procsynth-cache.c LIBS vp_recorder vp_common LABELS unit TIMEOUT 30)
