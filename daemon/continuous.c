@@ -149,8 +149,23 @@ static void set_error(struct vp_cont *c, const char *msg)
 struct interval_stats {
 	uint64_t samples, lost, bytes;
 	uint64_t rss_peak;       /* the service's peak resident memory in the interval, bytes */
+	struct vp_svc_rec_costs cost;   /* the interval's share of them (table_files: the total) */
 	bool failed;
 };
+
+/* The interval's costs: the recorder's running totals now, less those at the last
+ * interval's end (*last, updated; zeroed by the caller for a new recorder). */
+static void interval_costs(const struct vp_svc_rec *r, struct vp_svc_rec_costs *last, struct vp_svc_rec_costs *out)
+{
+	struct vp_svc_rec_costs now;
+	vp_svc_rec__costs(r, &now);
+	/* Never below zero, whatever a recorder's figures do. */
+#define VP_DELTA(f) (now.f > last->f ? now.f - last->f : 0)
+	*out = (struct vp_svc_rec_costs){ VP_DELTA(jvm_cpu_ns), VP_DELTA(rotate_cpu_ns), VP_DELTA(tables_ns),
+					  now.table_files };
+#undef VP_DELTA
+	*last = now;
+}
 
 static void write_interval_file(struct vp_cont *c, const char *name, uint64_t freq, uint64_t wall_ns,
 				uint64_t cpu_ns, double pct, uint64_t next, const struct interval_stats *st)
@@ -175,10 +190,13 @@ static void write_interval_file(struct vp_cont *c, const char *name, uint64_t fr
 	}
 	fprintf(f, "{\n  \"format_version\": 1,\n  \"interval_s\": %u,\n  \"wall_ns\": %llu,\n  \"freq\": %llu,\n"
 		   "  \"cpu_ns\": %llu,\n  \"cpu_pct\": %.3f,\n  \"cpu_budget_pct\": %.3f,\n  \"next_freq\": %llu,\n"
-		   "  \"samples\": %llu,\n  \"lost\": %llu,\n  \"bytes\": %llu,\n  \"rss_peak_bytes\": %llu",
+		   "  \"samples\": %llu,\n  \"lost\": %llu,\n  \"bytes\": %llu,\n  \"rss_peak_bytes\": %llu,\n"
+		   "  \"jvm_attach_cpu_ns\": %llu,\n  \"rotation_cpu_ns\": %llu,\n  \"unwind_tables_ns\": %llu",
 		c->o.interval_s, (unsigned long long)wall_ns, (unsigned long long)freq, (unsigned long long)cpu_ns, pct,
 		c->o.cpu_budget_pct, (unsigned long long)next, (unsigned long long)st->samples,
-		(unsigned long long)st->lost, (unsigned long long)st->bytes, (unsigned long long)st->rss_peak);
+		(unsigned long long)st->lost, (unsigned long long)st->bytes, (unsigned long long)st->rss_peak,
+		(unsigned long long)st->cost.jvm_cpu_ns, (unsigned long long)st->cost.rotate_cpu_ns,
+		(unsigned long long)st->cost.tables_ns);
 	/* The service's running totals, the figures of GET /metrics, as of this interval's end. */
 	char *mj = NULL;
 	size_t mlen = 0;
@@ -373,6 +391,9 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 		m->samples += st->samples;
 		m->lost += st->lost;
 		m->bytes += st->bytes;
+		m->jvm_cpu_ns += st->cost.jvm_cpu_ns;
+		m->rotate_cpu_ns += st->cost.rotate_cpu_ns;
+		m->tables_ns += st->cost.tables_ns;
 		m->cur_samples = m->cur_lost = 0;
 		m->freq = next;
 		pthread_mutex_unlock(&m->lock);
@@ -389,9 +410,12 @@ static void end_interval(struct vp_cont *c, const char *name, uint64_t freq, uin
 	carry_maps(c, name);
 	if (c->o.log) {
 		fprintf(c->o.log, "viprof serve: continuous: %s: %.1f s at %llu Hz, service CPU %.0f ms = %.2f%% of one CPU "
-				  "(budget %.2f%%), memory peak %.0f MiB, %llu samples%s", name, (double)wall / 1e9,
+				  "(budget %.2f%%; JVM attaches %.0f ms, rotation %.0f ms, unwind tables %.0f ms), "
+				  "memory peak %.0f MiB, %llu samples%s", name, (double)wall / 1e9,
 			(unsigned long long)freq, (double)cpu / 1e6, pct, c->o.cpu_budget_pct,
-			(double)st->rss_peak / (1 << 20), (unsigned long long)samples, next != freq ? "" : "\n");
+			(double)st->cost.jvm_cpu_ns / 1e6, (double)st->cost.rotate_cpu_ns / 1e6,
+			(double)st->cost.tables_ns / 1e6, (double)st->rss_peak / (1 << 20), (unsigned long long)samples,
+			next != freq ? "" : "\n");
 		if (next != freq)
 			fprintf(c->o.log, "; next interval at %llu Hz%s\n", (unsigned long long)next,
 				next < freq && next == VP_CONT_MIN_FREQ ? " (the lowest rate; the budget is still missed)" : "");
@@ -410,6 +434,7 @@ static void *cont_thread(void *arg)
 	struct vp_svc_rec *r = NULL;
 	char name[VP_INTERVAL_NAME_LEN + 1] = "", path[4200], err[768] = "";
 	uint64_t t0 = 0, cpu0 = 0, rfreq = 0;
+	struct vp_svc_rec_costs last = { 0 };   /* the recorder's totals at the last interval's end */
 
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
@@ -432,6 +457,7 @@ static void *cont_thread(void *arg)
 				cpu0 = vp_svc__cpu_ns();
 			}
 			r = vp_svc_rec__start(&ro, err, sizeof(err));
+			last = (struct vp_svc_rec_costs){ 0 };
 			if (!r) {
 				set_error(c, err);
 				t0 = 0;
@@ -479,12 +505,15 @@ static void *cont_thread(void *arg)
 		if (!rotated) {
 			int e = vp_svc_rec__stop(r, err, sizeof(err));
 			vp_svc_rec__counts(r, &ist.samples, &ist.lost);
+			interval_costs(r, &last, &ist.cost);
 			vp_svc_rec__free(r);
 			r = NULL;
 			ist.failed = e || failed;
 			if (e || failed)
 				set_error(c, err[0] ? err : "the interval's recording failed");
 		}
+		if (rotated)
+			interval_costs(r, &last, &ist.cost);
 		/* The rotation's (or the stop's) own work is charged to the interval it ends. */
 		uint64_t t1 = mono_ns(), cpu1 = vp_svc__cpu_ns();
 		end_interval(c, ended, rfreq, t1 - t0, cpu1 - cpu0, &ist, next);
@@ -505,6 +534,7 @@ static void *cont_thread(void *arg)
 			set_error(c, err);
 		struct interval_stats ist = { .failed = e != 0 };
 		vp_svc_rec__counts(r, &ist.samples, &ist.lost);
+		interval_costs(r, &last, &ist.cost);
 		end_interval(c, name, rfreq, mono_ns() - t0, vp_svc__cpu_ns() - cpu0, &ist, rfreq);
 		vp_svc_rec__free(r);
 	}

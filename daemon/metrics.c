@@ -74,6 +74,11 @@ static void push_metric(FILE *f, const struct vp_svc_metrics *m, const char *nam
 	}
 }
 
+static void seconds(FILE *f, const char *name, const char *help, uint64_t ns)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %.6f\n", name, help, name, name, (double)ns / 1e9);
+}
+
 int vp_svc_metrics__render(struct vp_svc_metrics *m, char **buf, size_t *len)
 {
 	*buf = NULL;
@@ -101,6 +106,13 @@ int vp_svc_metrics__render(struct vp_svc_metrics *m, char **buf, size_t *len)
 		   "# TYPE viprof_service_cpu_seconds_total counter\nviprof_service_cpu_seconds_total %.6f\n",
 		(double)cpu / 1e9);
 	metric(f, "viprof_service_resident_memory_bytes", "gauge", "Resident memory of the service process.", rss);
+	seconds(f, "viprof_service_jvm_attach_cpu_seconds_total",
+		"CPU time the continuous recording spent attaching its agent to JVMs (ended intervals).", c.jvm_cpu_ns);
+	seconds(f, "viprof_service_rotation_cpu_seconds_total",
+		"CPU time of the continuous recording's interval boundaries (ended intervals; their attaches included).",
+		c.rotate_cpu_ns);
+	seconds(f, "viprof_service_unwind_tables_seconds_total",
+		"Time the stack walker spent building or loading unwind tables (ended intervals).", c.tables_ns);
 	metric(f, "viprof_profile_requests_total", "counter", "GET /debug/pprof/profile requests answered.",
 	       c.profile_requests);
 	metric(f, "viprof_scrapes_total", "counter", "GET /metrics requests served (this one included).", c.scrapes);
@@ -141,11 +153,13 @@ int vp_svc_metrics__json(struct vp_svc_metrics *m, char **buf, size_t *len)
 	fprintf(f, "\"samples_total\": %llu, \"lost_samples_total\": %llu, \"intervals_total\": %llu, "
 		   "\"interval_errors_total\": %llu, \"interval_bytes_total\": %llu, \"service_cpu_seconds_total\": %.6f, "
 		   "\"service_resident_memory_bytes\": %llu, \"profile_requests_total\": %llu, \"scrapes_total\": %llu, "
-		   "\"push\": [",
+		   "\"jvm_attach_cpu_seconds_total\": %.6f, \"rotation_cpu_seconds_total\": %.6f, "
+		   "\"unwind_tables_seconds_total\": %.6f, \"push\": [",
 		(unsigned long long)(c.samples + c.cur_samples), (unsigned long long)(c.lost + c.cur_lost),
 		(unsigned long long)c.intervals, (unsigned long long)c.interval_errors, (unsigned long long)c.bytes,
 		(double)cpu / 1e9, (unsigned long long)rss, (unsigned long long)c.profile_requests,
-		(unsigned long long)c.scrapes);
+		(unsigned long long)c.scrapes, (double)c.jvm_cpu_ns / 1e9, (double)c.rotate_cpu_ns / 1e9,
+		(double)c.tables_ns / 1e9);
 	for (int i = 0; i < c.npush; i++) {
 		fprintf(f, "%s{\"target\": ", i ? ", " : "");
 		vp_json_fputs(f, c.push[i].target, 0);

@@ -30,6 +30,9 @@ struct vp_svc_metrics {
 	uint64_t samples, lost, bytes;    /* over the ended intervals */
 	uint64_t cur_samples, cur_lost;   /* the interval being recorded, so far */
 	uint64_t freq;                    /* its rate now (Hz), 0 when none */
+	/* Its costs besides sampling, over the ended intervals (ns): the JVM attaches' CPU,
+	 * the rotations' CPU (their attaches included), the unwind tables' building or loading. */
+	uint64_t jvm_cpu_ns, rotate_cpu_ns, tables_ns;
 	/* The HTTP side. */
 	uint64_t profile_requests, scrapes;
 	struct vp_push_counts push[VP_METRICS_MAX_PUSH];

@@ -23,6 +23,7 @@ struct vp_svc_rec {
 	bool stopped;
 	int stop_err;
 	uint64_t samples, lost;    /* after stop */
+	struct vp_svc_rec_costs costs;   /* after stop */
 	char dir[4096];
 };
 
@@ -164,6 +165,7 @@ int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen)
 	vp_recorder__stats(r->rec, &st);
 	r->samples = st.samples;
 	r->lost = st.lost;
+	r->costs = (struct vp_svc_rec_costs){ st.jvm_cpu_ns, st.rotate_cpu_ns, st.tables_ns, st.table_files };
 	if (e) {
 		const char *why = vp_recorder__error(r->rec);
 		vp_set_err(err, errlen, "the recording %s failed: %s", r->dir, why && *why ? why : strerror(-e));
@@ -192,6 +194,17 @@ void vp_svc_rec__counts(const struct vp_svc_rec *r, uint64_t *samples, uint64_t 
 	vp_recorder__stats(r->rec, &st);
 	*samples = st.samples;
 	*lost = st.lost;
+}
+
+void vp_svc_rec__costs(const struct vp_svc_rec *r, struct vp_svc_rec_costs *c)
+{
+	if (r->stopped) {
+		*c = r->costs;
+		return;
+	}
+	struct vp_recorder_stats st;
+	vp_recorder__stats(r->rec, &st);
+	*c = (struct vp_svc_rec_costs){ st.jvm_cpu_ns, st.rotate_cpu_ns, st.tables_ns, st.table_files };
 }
 
 void vp_svc_rec__free(struct vp_svc_rec *r)

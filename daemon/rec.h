@@ -47,6 +47,13 @@ int vp_svc_rec__stop(struct vp_svc_rec *r, char *err, size_t errlen);
 uint64_t vp_svc_rec__samples(const struct vp_svc_rec *r);
 /* Its samples and lost samples so far (final after stop). */
 void vp_svc_rec__counts(const struct vp_svc_rec *r, uint64_t *samples, uint64_t *lost);
+/* What the recording cost besides sampling so far, over its life (all its sessions):
+ * CPU time of JVM attaches and of rotations, time spent on unwind tables (ns), and the
+ * files with tables. Running totals, also after stop. */
+struct vp_svc_rec_costs {
+	uint64_t jvm_cpu_ns, rotate_cpu_ns, tables_ns, table_files;
+};
+void vp_svc_rec__costs(const struct vp_svc_rec *r, struct vp_svc_rec_costs *c);
 void vp_svc_rec__free(struct vp_svc_rec *r);   /* stops first if needed; accepts NULL */
 
 /* CPU time (user + system, ns) the whole service process has used so far, every

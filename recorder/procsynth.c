@@ -291,3 +291,191 @@ int vp_procsynth__all(struct vp_procsynth *ps, uint64_t time, const struct vp_si
 	closedir(d);
 	return ret ? ret : n;
 }
+
+/* ---- The scan's cache (procsynth.h) ---- */
+
+struct pc_entry {
+	pid_t pid;
+	bool dirty;
+	uint32_t gen;        /* the last scan that saw it */
+	uint8_t *recs;       /* {uint32_t type, uint32_t len, body, padded to 8}... */
+	size_t len;
+};
+
+struct vp_procsynth_cache {
+	struct pc_entry *v;  /* sorted by pid */
+	size_t n, cap;
+	uint32_t gen;
+};
+
+struct vp_procsynth_cache *vp_procsynth_cache__new(void)
+{
+	return calloc(1, sizeof(struct vp_procsynth_cache));
+}
+
+void vp_procsynth_cache__free(struct vp_procsynth_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].recs);
+	free(c->v);
+	free(c);
+}
+
+/* In the first n entries (sorted). */
+static struct pc_entry *pc_find(struct vp_procsynth_cache *c, size_t n, pid_t pid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->v[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && c->v[lo].pid == pid ? &c->v[lo] : NULL;
+}
+
+void vp_procsynth_cache__observe(struct vp_procsynth_cache *c, uint32_t type, const void *body, size_t len)
+{
+	uint32_t pid;
+	if (!c || !c->n)
+		return;
+	switch (type) {
+	case VP_REC_MMAP:
+		if (len < sizeof(struct vp_mmap) || ((const struct vp_mmap *)body)->synthesized)
+			return;
+		pid = ((const struct vp_mmap *)body)->pid;
+		break;
+	case VP_REC_COMM:
+		if (len < sizeof(struct vp_comm))
+			return;
+		pid = ((const struct vp_comm *)body)->pid;
+		break;
+	case VP_REC_FORK:
+	case VP_REC_EXIT:
+		if (len < sizeof(struct vp_task))
+			return;
+		pid = ((const struct vp_task *)body)->pid;
+		break;
+	default:
+		return;
+	}
+	struct pc_entry *e = pc_find(c, c->n, (pid_t)pid);
+	if (e)
+		e->dirty = true;
+}
+
+void vp_procsynth_cache__invalidate(struct vp_procsynth_cache *c)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		c->v[i].dirty = true;
+}
+
+/* Passes a synthesized record on and keeps a copy for the next scan. */
+struct pc_capture {
+	const struct vp_sink *next;
+	uint8_t *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static int pc_capture_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	struct pc_capture *k = ctx;
+	size_t need = 8 + ((len + 7) & ~(size_t)7);
+	if (!k->failed && len <= UINT32_MAX && !vp_grow((void **)&k->buf, &k->cap, k->len + need, 1)) {
+		uint32_t h[2] = { type, (uint32_t)len };
+		memcpy(k->buf + k->len, h, 8);
+		memcpy(k->buf + k->len + 8, body, len);
+		memset(k->buf + k->len + 8 + len, 0, need - 8 - len);
+		k->len += need;
+	} else {
+		k->failed = true;   /* not kept: read again next time */
+	}
+	return k->next->emit(k->next->ctx, type, time, body, len);
+}
+
+static int pc_replay(const struct pc_entry *e, uint64_t time, const struct vp_sink *sink)
+{
+	for (size_t off = 0; off + 8 <= e->len;) {
+		uint32_t h[2];
+		memcpy(h, e->recs + off, 8);
+		int r = sink->emit(sink->ctx, h[0], time, e->recs + off + 8, h[1]);
+		if (r)
+			return r;
+		off += 8 + (((size_t)h[1] + 7) & ~(size_t)7);
+	}
+	return 0;
+}
+
+static int cmp_pc(const void *a, const void *b)
+{
+	const struct pc_entry *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int vp_procsynth_cache__all(struct vp_procsynth_cache *c, struct vp_procsynth *ps, uint64_t time,
+			    const struct vp_sink *sink, int *read)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int n = 0, ret = 0, nread = 0;
+	size_t known = c->n;
+	uint32_t gen = ++c->gen;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		struct pc_entry *e = pc_find(c, known, pid);   /* the sorted part: this scan's are new */
+		if (e && !e->dirty) {
+			if ((ret = pc_replay(e, time, sink)))
+				break;
+			e->gen = gen;
+			n++;
+			continue;
+		}
+		struct pc_capture k = { .next = sink };
+		struct vp_sink ks = { .emit = pc_capture_emit, .ctx = &k };
+		int r = vp_procsynth__process(ps, pid, time, &ks);
+		nread++;
+		if (r == 0 && !k.failed) {
+			if (!e && !vp_grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v))) {
+				e = &c->v[c->n++];
+				*e = (struct pc_entry){ .pid = pid };
+			}
+			if (e) {
+				free(e->recs);
+				e->recs = k.buf;
+				e->len = k.len;
+				e->dirty = false;
+				e->gen = gen;
+				k.buf = NULL;
+			}
+		}
+		free(k.buf);
+		if (r == 0)
+			n++;
+		else if (r != -ESRCH && r != -EACCES && r != -EPERM && r != -ENOENT) {
+			ret = r;
+			break;
+		}
+	}
+	closedir(d);
+	/* Processes gone (or unreadable, or not seen because the walk stopped) leave. */
+	size_t keep = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->v[i].gen == gen)
+			c->v[keep++] = c->v[i];
+		else
+			free(c->v[i].recs);
+	}
+	c->n = keep;
+	qsort(c->v, c->n, sizeof(*c->v), cmp_pc);
+	if (read)
+		*read = nread;
+	return ret ? ret : n;
+}

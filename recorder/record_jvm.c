@@ -469,10 +469,10 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 enum { W_NEW, W_DONE };
 struct record_jvm_watch_pid {
 	pid_t pid;
-	uint64_t start;          /* its start time (/proc/PID/stat), against pid reuse */
+	uint64_t start;          /* its start time (/proc/PID/stat), against pid reuse; 0: not read yet */
 	uint64_t first_ns;       /* when this watch first saw it */
-	uint32_t gen;            /* the last look that saw it */
 	uint8_t state;
+	bool renoted;            /* libjvm.so mapped again since: a new JVM under a reused pid? */
 };
 
 /* Field 22 of /proc/PID/stat: the start time in clock ticks (0: unreadable). */
@@ -522,16 +522,94 @@ static bool has_own_agent(pid_t pid)
 	return false;
 }
 
-static int cmp_watch(const void *a, const void *b)
-{
-	const struct record_jvm_watch_pid *x = a, *y = b;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
 static struct record_jvm_watch_pid *watch_find(struct record_jvm_watch *wt, pid_t pid)
 {
-	struct record_jvm_watch_pid key = { .pid = pid };
-	return wt->n ? bsearch(&key, wt->v, wt->n, sizeof(*wt->v), cmp_watch) : NULL;
+	for (size_t i = 0; i < wt->n; i++)   /* JVMs only: a handful */
+		if (wt->v[i].pid == pid)
+			return &wt->v[i];
+	return NULL;
+}
+
+static struct record_jvm_watch_pid *watch_add(struct record_jvm_watch *wt, pid_t pid, uint64_t now)
+{
+	if (wt->n == wt->cap) {
+		size_t nc = wt->cap ? wt->cap * 2 : 16;
+		void *nv = realloc(wt->v, nc * sizeof(*wt->v));
+		if (!nv)
+			return NULL;
+		wt->v = nv;
+		wt->cap = nc;
+	}
+	struct record_jvm_watch_pid *e = &wt->v[wt->n++];
+	*e = (struct record_jvm_watch_pid){ .pid = pid, .first_ns = now, .state = W_NEW };
+	return e;
+}
+
+bool record_jvm__is_libjvm_mmap(const void *body, size_t len)
+{
+	const struct vp_mmap *m = body;
+	static const char tail[] = "/libjvm.so";
+	if (len <= sizeof(*m) || m->synthesized)
+		return false;   /* a process that ran before: the attach of its session's start */
+	size_t fl = strnlen(m->filename, len - sizeof(*m));
+	return fl >= sizeof(tail) - 1 && fl < len - sizeof(*m) &&
+	       !memcmp(m->filename + fl - (sizeof(tail) - 1), tail, sizeof(tail) - 1);
+}
+
+void record_jvm__watch_mmap(struct record_jvm_watch *wt, const void *body, size_t len, uint64_t now)
+{
+	if (!record_jvm__is_libjvm_mmap(body, len))
+		return;
+	const struct vp_mmap *m = body;
+	struct record_jvm_watch_pid *e = watch_find(wt, (pid_t)m->pid);
+	if (e)
+		e->renoted = true;
+	else
+		watch_add(wt, (pid_t)m->pid, now);
+}
+
+void record_jvm__watch_lost(struct record_jvm_watch *wt)
+{
+	wt->rescan = true;
+}
+
+/* Clock ticks since boot, as /proc/PID/stat's start times count them. */
+static uint64_t boot_ticks(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0 || hz <= 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000ull / (uint64_t)hz);
+}
+
+/* After lost side-band records (or before the sampler ran): the JVMs that started
+ * since the watch began and that it has not heard of, from /proc, once. */
+static void watch_rescan(struct record_jvm_watch *wt, uint64_t now, bool first)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	pid_t self = getpid();
+	struct dirent *de;
+	wt->rescans++;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid == self || watch_find(wt, pid))
+			continue;
+		uint64_t st = proc_start(pid);
+		/* One tick of slack: a JVM started in the tick the watch began is looked at.
+		 * At the first look, also a JVM older than that whose signal dispatcher did not
+		 * run yet: too early for the start's attach. */
+		if (st && (st + 1 >= wt->since_ticks || (first && !catches_sigquit(pid))) && vp_jvm__is_hotspot(pid)) {
+			struct record_jvm_watch_pid *e = watch_add(wt, pid, now);
+			if (e)
+				e->start = st;
+		}
+	}
+	closedir(d);
 }
 
 int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, struct record_jvm_lock *l,
@@ -540,58 +618,41 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 	if (now < wt->next_ns)
 		return 0;
 	wt->next_ns = now + 1000000000ull;
-	DIR *d = opendir("/proc");
-	if (!d)
+	if (!wt->primed) {
+		/* What runs now is the start's attach's. JVMs that start from here are heard
+		 * of through the side band (their libjvm.so mapped); the one look at /proc
+		 * at the next pass covers those started before the sampler ran. */
+		wt->primed = true;
+		wt->since_ticks = boot_ticks();
+		wt->rescan = true;
+		wt->n = 0;
 		return 0;
-	size_t known = wt->n;
-	uint32_t gen = ++wt->gen;
-	pid_t self = getpid();
-	int loaded = 0, err = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		struct record_jvm_watch_pid *e = watch_find(wt, pid);
-		if (e) {
-			e->gen = gen;
-			continue;
-		}
-		if (pid == self)
-			continue;
-		if (wt->n == wt->cap) {
-			size_t nc = wt->cap ? wt->cap * 2 : 1024;
-			void *nv = realloc(wt->v, nc * sizeof(*wt->v));
-			if (!nv)
-				break;
-			wt->v = nv;
-			wt->cap = nc;
-		}
-		/* What ran a JVM when the watch began was the start's attach's; a process that
-		 * catches no SIGQUIT yet may still become one (a launcher script that execs
-		 * java keeps its pid), so it is watched as a new one. */
-		wt->v[wt->n++] = (struct record_jvm_watch_pid){ .pid = pid, .start = proc_start(pid), .first_ns = now,
-								.gen = gen,
-								.state = wt->primed || !catches_sigquit(pid) ? W_NEW : W_DONE };
 	}
-	closedir(d);
-	if (wt->n != known)
-		qsort(wt->v, wt->n, sizeof(*wt->v), cmp_watch);
-	wt->primed = true;
-	/* Gone processes leave; new ones are looked at until they are JVMs ready for the
-	 * attach, or for RECORD_JVM_WATCH_S. */
+	if (wt->rescan) {
+		watch_rescan(wt, now, wt->rescans == 0);
+		wt->rescan = false;
+	}
+	int loaded = 0, err = 0;
 	size_t keep = 0;
 	for (size_t i = 0; i < wt->n; i++) {
 		struct record_jvm_watch_pid *e = &wt->v[i];
-		if (e->gen != gen)
-			continue;
+		uint64_t st = proc_start(e->pid);
+		if (!st)
+			continue;   /* gone */
+		if (!e->start)
+			e->start = st;
+		if (st != e->start) {
+			if (!e->renoted)
+				continue;   /* the pid went to another process, which mapped no libjvm.so */
+			*e = (struct record_jvm_watch_pid){ .pid = e->pid, .start = st, .first_ns = now, .state = W_NEW };
+		}
+		e->renoted = false;
 		if (e->state == W_NEW && !err) {
-			if (now - e->first_ns > RECORD_JVM_WATCH_S * 1000000000ull || proc_start(e->pid) != e->start) {
+			if (now - e->first_ns > RECORD_JVM_WATCH_S * 1000000000ull) {
 				e->state = W_DONE;
 			} else if (catches_sigquit(e->pid)) {
 				/* Decided once: a JVM catches SIGQUIT from when its signal dispatcher
-				 * runs (its VM Thread exists by then), a program that is none need
-				 * not be read again (vp_jvm__is_hotspot reads its mappings). */
+				 * runs (its VM Thread exists by then). */
 				e->state = W_DONE;
 				if (vp_jvm__is_hotspot(e->pid) && !has_own_agent(e->pid) &&
 				    allowed(o, e->pid, owner(e->pid))) {

@@ -58,27 +58,43 @@ void record_jvm__end(struct record_jvm_lock *l);
  * the old session's lock to the new one's, before its attach. */
 void record_jvm__carry(struct record_jvm_lock *from, struct record_jvm_lock *to);
 
-/* JVMs that start while a whole-VM recording (-a) runs: each new process is looked at
- * for up to RECORD_JVM_WATCH_S seconds after it was first seen, and a HotSpot JVM gets the
- * agent (the attach above, with its refusal memory and --jvm-attach) once it catches
- * SIGQUIT (its signal dispatcher runs: before that, the attach's SIGQUIT would kill it,
- * which is the JDK's own attach client's check too). Processes that caught SIGQUIT at
- * the start were the start's attach's (JVMs) or are none; a JVM started with the viprof
- * agent (-agentpath, as 'viprof record -- java' starts one) is its own recording's and
- * is left to the next session's attach, as before. Zero-initialized;
- * record_jvm__watch_free frees it. */
+/* JVMs that start while a whole-VM recording (-a) runs: a process is watched from
+ * when the side band shows it mapping libjvm.so (record_jvm__watch_mmap), for up to
+ * RECORD_JVM_WATCH_S seconds, and a HotSpot JVM gets the agent (the attach above, with its
+ * refusal memory and --jvm-attach) once it catches SIGQUIT (its signal dispatcher runs:
+ * before that, the attach's SIGQUIT would kill it, which is the JDK's own attach
+ * client's check too). Only those processes are read, once a second: the watch costs
+ * nothing for the programs a busy VM starts that are no JVMs (reading every new
+ * process's /proc files each second for 30 s was most of the service's CPU on a VM that
+ * builds software). /proc is listed only once after the start (JVMs started before the
+ * sampler ran, or still starting at the start's attach) and once after side-band
+ * records were lost (record_jvm__watch_lost). A JVM started with the viprof agent
+ * (-agentpath, as 'viprof record -- java' starts one) is its own recording's and is
+ * left to the next session's attach, as before. Zero-initialized;
+ * record_jvm__watch_free frees it. Used from the recording's thread only. */
 #define RECORD_JVM_WATCH_S 30
 struct record_jvm_watch_pid;
 struct record_jvm_watch {
-	struct record_jvm_watch_pid *v;
+	struct record_jvm_watch_pid *v;   /* the processes that mapped libjvm.so */
 	size_t n, cap;
-	uint64_t next_ns;        /* the next look at /proc (monotonic) */
+	uint64_t next_ns;        /* the next look (monotonic) */
+	uint64_t since_ticks;    /* when the watch began, in /proc's start-time ticks */
+	uint64_t rescans;        /* how often /proc was listed */
 	bool primed;
-	uint32_t gen;
+	bool rescan;             /* list /proc at the next look */
 };
 
-/* Looks at /proc once a second (now: CLOCK_MONOTONIC ns); attaches to the JVMs that
- * became ready. Returns how many got the agent, or the session writer's -errno. */
+/* A live side-band record of type VP_REC_MMAP: a libjvm.so mapped (not a synthesized
+ * record) makes its process watched. */
+void record_jvm__watch_mmap(struct record_jvm_watch *wt, const void *body, size_t len, uint64_t now);
+/* Whether body (a VP_REC_MMAP record of len bytes) is a live mapping of a libjvm.so. Pure. */
+bool record_jvm__is_libjvm_mmap(const void *body, size_t len);
+/* Side-band records were lost (a libjvm.so mapping may be among them). */
+void record_jvm__watch_lost(struct record_jvm_watch *wt);
+
+/* Looks at the watched processes once a second (now: CLOCK_MONOTONIC ns); attaches to
+ * the JVMs that became ready. The first call (before sampling starts) only marks the
+ * start. Returns how many got the agent, or the session writer's -errno. */
 int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, struct record_jvm_lock *l,
 		      const char *agent, const struct vp_record_opts *o, uint64_t now);
 void record_jvm__watch_free(struct record_jvm_watch *wt);

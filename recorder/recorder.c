@@ -352,6 +352,9 @@ struct vp_recorder {
 	pid_t launched;              /* cfg.pids points here for RECORD_TARGET_LAUNCH */
 	uint64_t start, deadline, last_steal, last_alive_check;
 	uint64_t lost_seen, last_resync;   /* resync_after_loss: the sampler's lost count, when */
+	uint64_t sb_lost_seen;             /* ... and its side band's */
+	uint64_t jvm_cpu_ns, rotate_cpu_ns;   /* vp_recorder_stats */
+	uint64_t tables_ns, table_files;      /* ... the walker's, once it is freed */
 	bool started;                /* sampling began: the session is kept from here on */
 	bool halted;                 /* the sampler was stopped after a failure */
 	bool stopped;                /* vp_recorder__stop ran */
@@ -360,6 +363,8 @@ struct vp_recorder {
 	struct vp_end end;
 	struct record_jvm_lock jvm_lock;   /* held while the JVM agents write this session */
 	struct record_jvm_watch jwatch;    /* o.watch_jvms: JVMs started while recording */
+	struct vp_sink watched;            /* -a: where the recorder's sink (cfg.sink) passes records on */
+	struct vp_procsynth_cache *pcache; /* -a, from the first rotation: the last scan's records */
 	struct vp_container_sink *ctr;     /* labels processes with their containers, or NULL */
 };
 
@@ -436,6 +441,27 @@ static void scan_processes(struct vp_recorder *r, struct vp_sink *sink)
 				"their native frames will show as [unknown]\n", strerror(-e));
 }
 
+/* At a rotation, -a: the processes that did not change since the last rotation (by
+ * the side band) are replayed from what it read, the rest read from /proc. */
+static void rescan_processes(struct vp_recorder *r, struct vp_sink *sink)
+{
+	struct vp_procsynth *ps = vp_procsynth__new();
+	int e = 0;
+
+	if (!r->pcache)
+		r->pcache = vp_procsynth_cache__new();
+	if (!ps || !r->pcache) {
+		e = -ENOMEM;
+	} else {
+		e = vp_procsynth_cache__all(r->pcache, ps, now_ns(CLOCK_MONOTONIC), sink, NULL);
+		e = e < 0 ? e : 0;
+	}
+	vp_procsynth__free(ps);
+	if (e)
+		fprintf(r->log, "viprof: warning: cannot read the running processes' mappings (%s); "
+				"their native frames will show as [unknown]\n", strerror(-e));
+}
+
 /* The session writer (the owner's streams, a directory under session_dirfd, or a
  * new directory), and the kernel's symbols read on a thread of their own from here on
  * (the most costly step of starting: ~60 ms of kernel time), while the sampler loads
@@ -464,6 +490,21 @@ static int open_session(struct vp_recorder *r, int session_dirfd, const struct v
 
 /* The sampler's configuration from the options, and the sinks every record passes
  * on its way to the session. */
+/* With -a, every record passes here first: a libjvm.so mapped is a JVM starting, for
+ * the watch (on the recording's thread, which drains the side band) ... */
+static int watch_emit(void *ctx, uint32_t type, uint64_t time, const void *body, size_t len)
+{
+	struct vp_recorder *r = ctx;
+
+	if (type == VP_REC_SAMPLE)
+		return r->watched.emit(r->watched.ctx, type, time, body, len);
+	if (type == VP_REC_MMAP && WATCH_JVMS(&r->o))
+		record_jvm__watch_mmap(&r->jwatch, body, len, now_ns(CLOCK_MONOTONIC));
+	/* ... and a process that changed is read again at the next rotation. */
+	vp_procsynth_cache__observe(r->pcache, type, body, len);
+	return r->watched.emit(r->watched.ctx, type, time, body, len);
+}
+
 static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_owner *owner)
 {
 	const struct vp_record_opts *o = &r->o;
@@ -495,6 +536,10 @@ static void configure_sampler(struct vp_recorder *r, const struct vp_recorder_ow
 		r->unwind_sink.next = vp_container_sink__sink(r->ctr);
 	}
 	cfg->sink = vp_unwind_sink(&r->unwind_sink);
+	if (o->target == RECORD_TARGET_ALL) {
+		r->watched = cfg->sink;
+		cfg->sink = (struct vp_sink){ .emit = watch_emit, .ctx = r };
+	}
 	r->unwind_start = (struct unwind_start){ .sink = &r->unwind_sink, .o = o, .prewarm = !owner };
 	cfg->before_sampling = start_unwinder;
 	cfg->before_ctx = &r->unwind_start;
@@ -793,11 +838,17 @@ static void resync_after_loss(struct vp_recorder *r, uint64_t now)
 	if (r->cfg.filter_uid || now - r->last_resync < 1000000000ull)
 		return;
 	r->be->counts(r->s, &samples, &lost);
+	uint64_t sb = r->be->sideband_lost ? r->be->sideband_lost(r->s) : lost;
 	if (r->be->sideband_lost)   /* the BPF backend's MMAP records are not in its sample ring */
-		lost += r->be->sideband_lost(r->s);
+		lost += sb;
 	if (lost <= r->lost_seen)
 		return;
 	r->lost_seen = lost;
+	vp_procsynth_cache__invalidate(r->pcache);   /* an exec or a mapping may be among them */
+	/* A JVM's libjvm.so mapping may be among the records lost: the watch lists /proc. */
+	if (WATCH_JVMS(o) && sb > r->sb_lost_seen)
+		record_jvm__watch_lost(&r->jwatch);
+	r->sb_lost_seen = sb;
 	r->last_resync = now;
 	struct vp_procsynth *ps = vp_procsynth__new();
 	if (!ps)
@@ -851,10 +902,15 @@ int vp_recorder__poll(struct vp_recorder *r, int timeout_ms)
 		return 0;
 	/* A JVM that started since the last look gets the agent now, not at the next
 	 * session: a service's whole start-up would otherwise go unnamed. */
-	if (WATCH_JVMS(o) && (e = record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now)) < 0) {
-		vp_set_err(r->err, sizeof(r->err), "cannot write the session in %s: %s; stopping",
-			   vp_session_writer__dir(r->w), strerror(-e));
-		return fail_poll(r, e);
+	if (WATCH_JVMS(o) && now >= r->jwatch.next_ns) {
+		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		e = record_jvm__watch(&r->jwatch, r->w, &r->jvm_lock, o->agent, o, now);
+		r->jvm_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		if (e < 0) {
+			vp_set_err(r->err, sizeof(r->err), "cannot write the session in %s: %s; stopping",
+				   vp_session_writer__dir(r->w), strerror(-e));
+			return fail_poll(r, e);
+		}
 	}
 	if (o->target == RECORD_TARGET_PIDS && now - r->last_alive_check >= ALIVE_INTERVAL_NS) {
 		r->last_alive_check = now;
@@ -909,6 +965,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 		vp_set_err(err, errlen, "the recording has %s; nothing to rotate", r->stopped ? "ended" : "failed");
 		return -EINVAL;
 	}
+	uint64_t rot0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* Everything the kernel has buffered so far belongs to the old session: drained
 	 * until a pass finds nothing (bounded: new samples keep coming). */
 	int n = 0;
@@ -979,13 +1036,18 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	/* Through the container labeller (pointed at nw already): the new session gets its
 	 * processes' containers and their threads' namespace tids too. */
 	struct vp_sink ws = r->ctr ? vp_container_sink__sink(r->ctr) : vp_session_writer__sink(nw);
-	scan_processes(r, &ws);
+	if (o->target == RECORD_TARGET_ALL)
+		rescan_processes(r, &ws);
+	else
+		scan_processes(r, &ws);
 	if (r->steal)
 		steal_snapshot(nw, r->steal, MAX_CPUS);
 	r->jvm_lock = nlock;
 	record_jvm__carry(&olock, &r->jvm_lock);   /* the agents' channels serve the new session */
 	if (o->target != RECORD_TARGET_LAUNCH && !o->no_jit && o->agent && *o->agent) {
+		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 		e = record_jvm__attach(nw, &r->jvm_lock, o->pids, o->npids, o->target == RECORD_TARGET_ALL, o->agent, o);
+		r->jvm_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (e < 0)
 			fprintf(r->log, "viprof: warning: cannot give the JVMs' code maps to %s: %s\n",
 				vp_session_writer__dir(nw), strerror(-e));
@@ -996,6 +1058,7 @@ int vp_recorder__rotate(struct vp_recorder *r, int session_dirfd, const char *na
 	finish_session(r, ow, &oksl, ostart, olost, end_time);
 	record_jvm__end(&olock);   /* agents not moved to the new session end the old maps */
 	vp_session_writer__free(ow);
+	r->rotate_cpu_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - rot0;
 	return 0;
 }
 
@@ -1018,6 +1081,8 @@ static void finish_unwinder(struct vp_recorder *r)
 	if (!uw)
 		return;
 	vp_unwinder__stats(uw, &us);
+	r->tables_ns = us.parse_ns;   /* vp_recorder__stats after the walker is gone */
+	r->table_files = us.files;
 	if (!r->o.quiet)
 		fprintf(r->log, "viprof: stack walker: unwind tables of %llu files (%llu rules, %.0f ms to build, "
 				"%llu of them from the unwind-rule cache), %llu JVM(s) understood; %llu reads of mappings, "
@@ -1092,6 +1157,7 @@ void vp_recorder__free(struct vp_recorder *r)
 	if (!r)
 		return;
 	record_jvm__watch_free(&r->jwatch);
+	vp_procsynth_cache__free(r->pcache);
 	if (r->ksl)
 		take_kallsyms(&r->ksl, NULL, &r->cfg, r->log);
 	/* The unwinder writes into the sampler's maps: it goes first. */
@@ -1130,6 +1196,16 @@ void vp_recorder__stats(const struct vp_recorder *r, struct vp_recorder_stats *s
 		st->elapsed_ns = now_ns(CLOCK_MONOTONIC) - r->start;
 	}
 	st->stream_bytes = vp_session_writer__bytes(r->w);
+	st->jvm_cpu_ns = r->jvm_cpu_ns;
+	st->rotate_cpu_ns = r->rotate_cpu_ns;
+	st->tables_ns = r->tables_ns;
+	st->table_files = r->table_files;
+	if (r->unwind_start.u) {
+		struct vp_unwinder_stats us;
+		vp_unwinder__stats(r->unwind_start.u, &us);
+		st->tables_ns = us.parse_ns;
+		st->table_files = us.files;
+	}
 	st->written = vp_session_writer__samples_written(r->w);
 }
 

@@ -43,6 +43,12 @@ struct vp_recorder_stats {
 	uint64_t elapsed_ns;       /* since sampling started (the END record's duration after stop) */
 	uint64_t stream_bytes;     /* bytes written to the stream so far */
 	uint64_t disk_bytes;       /* after stop: every file of the session, the JVMs' maps too */
+	/* What the recording cost besides sampling, over the recorder's life (all its
+	 * sessions), so that a service can show it per interval: */
+	uint64_t jvm_cpu_ns;       /* CPU time of the JVM attaches (the watch's and each rotation's) */
+	uint64_t rotate_cpu_ns;    /* CPU time of the rotations (a session's end, the next one's start) */
+	uint64_t tables_ns;        /* time the stack walker spent building or loading unwind tables */
+	uint64_t table_files;      /* files whose unwind tables it has */
 };
 
 /* Checks the events, creates the session and starts sampling. session_dirfd < 0:

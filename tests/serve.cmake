@@ -38,3 +38,8 @@ foreach(s security caps missing)
                    ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
   set_tests_properties(test-serve-unit-${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS live RUN_SERIAL TRUE)
 endforeach()
+
+# The whole-VM recording's JVM watch: only live libjvm.so mappings make a process watched.
+viprof_test(test-jvm-watch SOURCES test-jvm-watch.c LIBS vp_recorder vp_common LABELS unit TIMEOUT 30)
+# The rotation's scan of /proc: unchanged processes replayed, changed ones read again.
+viprof_test(test-procsynth-cache SOURCES test-procsynth-cache.c LIBS vp_recorder vp_common LABELS unit TIMEOUT 30)
