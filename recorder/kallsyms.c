@@ -435,6 +435,7 @@ static struct vp_kallsyms *load_system(bool *all_zero)
 		if ((k = vp_kallsyms__cache_load(dirfd, &key))) {
 			close(dirfd);
 			*all_zero = false;
+			vp_timing("kallsyms: read from the per-boot cache");
 			return k;
 		}
 	} else if (dirfd >= 0) {
@@ -442,6 +443,7 @@ static struct vp_kallsyms *load_system(bool *all_zero)
 		dirfd = -1;
 	}
 	k = load_file(NULL, all_zero);
+	vp_timing("kallsyms: /proc/kallsyms read in full");
 	/* Hidden addresses (kptr_restrict=2 hides them from root too) are not kept. */
 	if (k && dirfd >= 0 && k->n)
 		vp_kallsyms__cache_store(dirfd, k, &key);
@@ -561,6 +563,7 @@ static int upgrade(struct vp_kallsyms *k)
 	struct vp_kallsyms *f = load_file(NULL, &zero);
 	if (!f)
 		return -errno;
+	vp_timing("kallsyms: read in full for an address the per-boot cache cannot answer");
 	for (size_t i = 0; i < k->n; i++) {
 		if (!(k->emitted[i / 64] & (1ull << (i & 63))))
 			continue;
