@@ -487,7 +487,8 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		}
 		rc = profile__load(k);
 		if (vstats && !rc) {
-			for (char *l = strtok(vlog, "\n"); l; l = strtok(NULL, "\n"))
+			char *save = NULL;
+			for (char *l = strtok_r(vlog, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 				if (!strncmp(l, "verification time", 17) || !strncmp(l, "processed", 9))
 					fprintf(stderr, "viprof timing: bpf: on_sample: %s\n", l);
 		}
