@@ -475,7 +475,23 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				return rc;
 			}
 		}
+		/* VIPROF_DEBUG_TIMING: the verifier's own account of on_sample (its time and
+		 * the instructions it walked), the bulk of start-up. */
+		static char vlog[4096];
+		const char *dbg = getenv("VIPROF_DEBUG_TIMING");
+		bool vstats = dbg && *dbg && *dbg != '0' && bpf_program__autoload(k->progs.on_sample);
+		if (vstats) {
+			vlog[0] = '\0';
+			bpf_program__set_log_buf(k->progs.on_sample, vlog, sizeof(vlog));
+			bpf_program__set_log_level(k->progs.on_sample, 4);
+		}
 		rc = profile__load(k);
+		if (vstats && !rc) {
+			char *save = NULL;
+			for (char *l = strtok_r(vlog, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+				if (!strncmp(l, "verification time", 17) || !strncmp(l, "processed", 9))
+					fprintf(stderr, "viprof timing: bpf: on_sample: %s\n", l);
+		}
 		if (rc) {
 			snprintf(err, errlen, "bpf sampler: the kernel refused the BPF program (%s); use --backend perf",
 				 strerror(-rc));
