@@ -1,0 +1,267 @@
+/* The one way a test runs a child process: start it with its output in files, wait for
+ * it with a time-out, read its exit status and what it wrote. Every function is run_*;
+ * a child that outlives its time-out is killed and reaped, never left behind, and the
+ * test fails naming it unless the caller asked to see the time-out (run_reap).
+ *
+ *   run_argv(argv, out, err, timeout_s)   start, wait; the exit code (FAIL on signal)
+ *   run_output(dir, argv, what)           the same, must exit 0; its standard output
+ *   run_start / run_start_env + run_wait  a child that runs beside the test (a JVM)
+ *   run_exited(pid, &code) / run_reap     has it ended? / wait, see a time-out
+ *   run_logged(dir, argv, log, len, t)    viprof with its stderr read back into log
+ *   run_sh(cmd, t) / run_shf(t, fmt, ...) a shell command line, its exit code
+ *   run_sh_read(cmd, &code) / run_sh_output(cmd)  a shell command's standard output
+ */
+#ifndef VIPROF_TEST_RUN_H
+#define VIPROF_TEST_RUN_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test-helpers.h"
+#include "test.h"
+
+/* Where a child's stream goes: a path (created or truncated), NULL for /dev/null, or
+ * RUN_KEEP for the test's own (the child's output then lands in the test's log). */
+#define RUN_KEEP ""
+
+/* The fd 1 or 2 of the child opens path (NULL: /dev/null, RUN_KEEP: stays as it is). */
+static inline int run_open_stream(const char *path, int fd)
+{
+	if (path && !*path)
+		return fd;
+	return open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+
+/* Starts argv with environment envp (NULL: ours), its stdout in out and its stderr in
+ * err (see RUN_KEEP; out and err the same path: one file, in order). */
+static inline pid_t run_start_env(char *const argv[], char *const envp[], const char *out, const char *err)
+{
+	fflush(stdout);   /* what the test printed is not printed again by the child */
+	fflush(stderr);
+	pid_t p = fork();
+	if (p < 0)
+		FAIL("fork for %s: %s", argv[0], strerror(errno));
+	if (p == 0) {
+		int o = run_open_stream(out, 1);
+		int e = out && err && *out && !strcmp(out, err) ? dup(o) : run_open_stream(err, 2);
+		if (o < 0 || e < 0)
+			_exit(126);
+		if (o != 1)
+			dup2(o, 1);
+		if (e != 2)
+			dup2(e, 2);
+		if (envp)
+			execve(argv[0], argv, envp);
+		else
+			execv(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+static inline pid_t run_start(char *const argv[], const char *out, const char *err)
+{
+	return run_start_env(argv, NULL, out, err);
+}
+
+static inline long run_elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* Whether child p has ended (reaped: its exit code, 128 + signal, in *code when code is
+ * not NULL); false while it runs. Never waits: for loops that wait on an event and
+ * must notice the child died first. */
+static inline bool run_exited(pid_t p, int *code)
+{
+	int st;
+	pid_t r = waitpid(p, &st, WNOHANG);
+
+	if (r < 0)
+		FAIL("waitpid %d: %s", (int)p, strerror(errno));
+	if (r != p)
+		return false;
+	if (code)
+		*code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return true;
+}
+
+/* Waits up to timeout_ms for child p: true once it ended, its exit code in *code (128 +
+ * the signal when one killed it). False when it still runs after timeout_ms: then it has
+ * been killed and reaped, and *code is -1. The caller decides whether that fails. */
+static inline bool run_reap(pid_t p, long timeout_ms, int *code)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (run_exited(p, code))
+			return true;
+		if (run_elapsed_ms(&t0) >= timeout_ms)
+			break;
+		usleep(20000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	*code = -1;
+	return false;
+}
+
+/* Waits up to timeout_s for child p; its exit code, or 128 + the signal that killed it.
+ * Kills it and fails when it is still running then. */
+static inline int run_wait_code(pid_t p, int timeout_s)
+{
+	int code;
+
+	if (!run_reap(p, timeout_s * 1000L, &code))
+		FAIL("child %d did not finish within %d s (killed)", (int)p, timeout_s);
+	return code;
+}
+
+/* Waits up to timeout_s for child p; its exit code. Fails when a signal killed it or it
+ * is still running then (it is killed). */
+static inline int run_wait(pid_t p, int timeout_s)
+{
+	int code = run_wait_code(p, timeout_s);
+
+	if (code >= 128)
+		FAIL("child %d exited %d (128 + signal %d?)", (int)p, code, code - 128);
+	return code;
+}
+
+/* Runs argv with its stdout and stderr in the files out and err (NULL: /dev/null), up
+ * to timeout_s; its exit code (fails on a signal or the time-out). */
+static inline int run_argv(char *const argv[], const char *out, const char *err, int timeout_s)
+{
+	return run_wait(run_start(argv, out, err), timeout_s);
+}
+
+/* Runs argv (up to 240 s) with its output in dir/out and dir/err, which must exit 0
+ * (what names it in the failure, with its stderr); its standard output. */
+static inline char *run_output(const char *dir, char *const argv[], const char *what)
+{
+	char outp[PATH_MAX], errp[PATH_MAX];
+
+	snprintf(outp, sizeof(outp), "%s/out", dir);
+	snprintf(errp, sizeof(errp), "%s/err", dir);
+	int rc = run_argv(argv, outp, errp, 240);
+	if (rc)
+		FAIL("%s exited %d: %s", what, rc, test_slurp_str(errp));
+	return test_slurp_str(outp);
+}
+
+/* viprof with its stdout to /dev/null and its stderr in dir/log (envp NULL: ours), for
+ * run_logged_finish. */
+static inline pid_t run_logged_start(const char *dir, char *const argv[], char *const envp[])
+{
+	char log[PATH_MAX];
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	return run_start_env(argv, envp, NULL, log);
+}
+
+/* Waits up to timeout_s for pid started by run_logged_start and reads dir/log into
+ * log[len] (so that asserts can quote what viprof said); its exit code, 128 + signal
+ * when killed. A machine where no sampler backend can run makes the test skip. */
+static inline int run_logged_finish(const char *dir, pid_t pid, char *log, size_t len, int timeout_s)
+{
+	char path[PATH_MAX];
+	int rc = run_wait_code(pid, timeout_s);
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	FILE *f = fopen(path, "r");
+	log[0] = '\0';
+	if (f) {
+		size_t n = fread(log, 1, len - 1, f);
+		log[n] = '\0';
+		fclose(f);
+	}
+	if (strstr(log, "no sampler backend can run here"))
+		SKIP("%s", log);
+	return rc;
+}
+
+static inline int run_logged(const char *dir, char *const argv[], char *log, size_t len, int timeout_s)
+{
+	return run_logged_finish(dir, run_logged_start(dir, argv, NULL), log, len, timeout_s);
+}
+
+/* Runs the shell command line cmd (its redirections its own; its output otherwise goes
+ * where the test's does) up to timeout_s; its exit code. Fails when it is killed by a
+ * signal or runs past timeout_s: a crash never reads as "exited non-zero". */
+static inline int run_sh(const char *cmd, int timeout_s)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t p = fork();
+	if (p < 0)
+		FAIL("fork for '%s': %s", cmd, strerror(errno));
+	if (p == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	int code;
+	if (!run_reap(p, timeout_s * 1000L, &code))
+		FAIL("'%s' did not finish within %d s (killed)", cmd, timeout_s);
+	if (code >= 128)
+		FAIL("'%s' exited %d (128 + signal %d?)", cmd, code, code - 128);
+	return code;
+}
+
+/* run_sh of the command line printf(fmt, ...) makes. */
+static inline int run_shf(int timeout_s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int run_shf(int timeout_s, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		FAIL("command line too long: %.200s...", cmd);
+	return run_sh(cmd, timeout_s);
+}
+
+/* The standard output of the shell command line cmd, NUL-terminated (never NULL); its
+ * exit code (128 + signal) in *code when code is not NULL. */
+static inline char *run_sh_read(const char *cmd, int *code)
+{
+	fflush(stdout);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		FAIL("popen %s: %s", cmd, strerror(errno));
+	char *b = test_read_all(p, cmd, NULL);
+	int st = pclose(p);
+	if (code)
+		*code = st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return b;
+}
+
+/* The standard output of the shell command line cmd, which must exit 0 (its standard
+ * error goes into the failure message). It runs in the current directory, leaving
+ * out.txt and err.txt there. */
+static inline char *run_sh_output(const char *cmd)
+{
+	char full[4096];
+
+	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
+	int rc = run_sh(full, 600);
+	if (rc != 0)
+		FAIL("'%s' failed (%d): %s", cmd, rc, test_slurp_str("err.txt"));
+	return test_slurp_str("out.txt");
+}
+
+#endif
