@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 	char stop[600];
 	snprintf(stop, sizeof(stop), "%s/stop", dir);
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop, NULL };
-	pid_t pid = tu_spawn(jargv, out, err);
+	pid_t pid = run_start(jargv, out, err);
 	for (int i = 0; i < 500; i++) {
 		char *o = tu_read(out);
 		bool ready = strstr(o, "ready") != NULL;
@@ -33,11 +33,11 @@ int main(int argc, char **argv)
 	sleep(1);
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	char *aargv[] = { VIPROF_BIN, "attach", spid, "--dir", maps, NULL };
-	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
+	ASSERT_EQ(run_argv(aargv, aout, aout, 30), 0);
 	sleep(1);
-	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
+	ASSERT_EQ(run_argv(aargv, aout, aout, 30), 0);
 	tu_touch(stop);
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(run_wait(pid, 60), 7);
 	char *e = tu_read(err);
 	fprintf(stderr, "JVM stderr after two attaches: \"%s\"\n", e);
 	ASSERT_TRUE(strstr(e, "loaded dynamically") == NULL);

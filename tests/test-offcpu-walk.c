@@ -78,7 +78,7 @@ static char *report(const char *dir, const char *sess, char *const *args)
 	argv[n] = NULL;
 	snprintf(out, sizeof(out), "%s/report.out", dir);
 	snprintf(err, sizeof(err), "%s/report.err", dir);
-	ASSERT_EQ(tu_run(argv, out, err, 60), 0);
+	ASSERT_EQ(run_argv(argv, out, err, 60), 0);
 	return tu_read(out);
 }
 
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 			      VIPROF_JAVA_CLASSES, "WaitSplit", "6", NULL };
 	/* Not -q: the recorder's log says how many walks it reused. */
 	char *chain_argv[] = { VIPROF_BIN, "record", "-g", "--off-cpu", "-o", sess, "--", CHAIN_FIXTURE, "3", NULL };
-	int rc = tu_run(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
+	int rc = run_argv(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
 	if (rc != 0) {
 		char *o = tu_read(rout);
 		FAIL("viprof record exited with %d: %s", rc, o);

@@ -26,6 +26,7 @@
 #include "common/steal_est.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 #define MIN_TRUTH_NS 20000000.0
 
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
 	}
 	/* The views say what the figure is, whatever it is. */
 	snprintf(cmd, sizeof(cmd), "%s report %s --tid %ld 2>/dev/null", argv[1], dir, tid);
-	char *text = test_popen_slurp(cmd);
+	char *text = run_sh_read(cmd, NULL);
 	if (!strstr(text, "# event: " VP_STEAL_EST_EVENT)) {
 		if (strstr(text, "backend: perf"))
 			SKIP("the perf backend recorded (the estimate needs the bpf sampler)");
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 	/* Never in measured steal's line or column. */
 	ASSERT_NULL(strstr(text, "hypervisor (steal) " VP_STEAL_EST_EVENT));
 	snprintf(cmd, sizeof(cmd), "%s report %s --tid %ld --format json 2>/dev/null", argv[1], dir, tid);
-	char *json = test_popen_slurp(cmd);
+	char *json = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(json, "{\"name\":\"" VP_STEAL_EST_EVENT "\",\"unit\":\"nanoseconds\",\"measured\":false,");
 	ASSERT_CONTAINS(json, "\"estimated\":true");
 	est = json_total(json, VP_STEAL_EST_EVENT);

@@ -26,13 +26,13 @@ int main(int argc, char **argv)
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(out, sizeof(out), "%s/record.log", dir);
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
-	pid_t jvm = tu_spawn(jargv, jout, jerr);
+	pid_t jvm = run_start(jargv, jout, jerr);
 	if (!tu_wait_for(jout, "ready", 30000))
 		FAIL("Stubs did not start within 30 s");
 	sleep(4);   /* the call sites went megamorphic and were compiled */
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
-	ASSERT_EQ(tu_run(rargv, out, out, 120), 0);
+	ASSERT_EQ(run_argv(rargv, out, out, 120), 0);
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
 

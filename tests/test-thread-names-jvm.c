@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	/* The late thread starts 4 s in: during the recording below. */
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LongNames", "30", "4", NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	jvm = run_start(jargv, jout, jerr);
 	tu_wait_until(early_running, NULL, 30, "the JVM's early worker thread");
 	uint32_t early = tid_named("viprof-early-wo");
 	ASSERT_GT(early, 0);
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-q", "-p", spid, "-d", "6", "-o", sess, NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(rargv, rout, rout), 60), 0);
+	ASSERT_EQ(run_wait(run_start(rargv, rout, rout), 60), 0);
 	uint32_t late = tid_named("viprof-late-wor");
 	ASSERT_GT(late, 0);
 
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 	snprintf(sess, sizeof(sess), "%s/launch", dir);
 	char *largv[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
 			  "LongNames", "5", "2", NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(largv, rout, rout), 60), 0);
+	ASSERT_EQ(run_wait(run_start(largv, rout, rout), 60), 0);
 	p = vp_profile__new();
 	ASSERT_NOT_NULL(p);
 	if (vp_session__load(sess, p, NULL, err, sizeof(err)))

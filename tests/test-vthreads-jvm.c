@@ -32,7 +32,7 @@ static void socket_waits(const char *java, char *dir)
 	snprintf(rerr, sizeof(rerr), "%s/record.err", dir);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			 VIPROF_JAVA_CLASSES, "VThreads", "3", "socket", NULL };
-	int rc = tu_run(argv, rout, rerr, 90);
+	int rc = run_argv(argv, rout, rerr, 90);
 	char *out = tu_read(rout), *err_text = tu_read(rerr);
 	if (rc != 0)
 		FAIL("viprof record exited with %d: %s %s", rc, out, err_text);
@@ -88,7 +88,7 @@ int main(int ac, char **av)
 	snprintf(rerr, sizeof(rerr), "%s/record.err", dir);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			 VIPROF_JAVA_CLASSES, "VThreads", "4", NULL };
-	int rc = tu_run(argv, rout, rerr, 90);
+	int rc = run_argv(argv, rout, rerr, 90);
 	char *out = tu_read(rout), *err_text = tu_read(rerr);
 	if (rc != 0)
 		FAIL("viprof record exited with %d: %s %s", rc, out, err_text);
@@ -154,7 +154,7 @@ int main(int ac, char **av)
 		char *rargv[10] = { VIPROF_BIN, "report", sess, "--vthreads" };
 		for (int a = 0; fmts[k][a]; a++)
 			rargv[4 + a] = (char *)fmts[k][a];
-		ASSERT_EQ(tu_run(rargv, fout, ferr, 60), 0);
+		ASSERT_EQ(run_argv(rargv, fout, ferr, 60), 0);
 		char *text = tu_read(fout);
 		ASSERT_CONTAINS(text, "[vthread #");
 		if (k != 2) {
