@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "test-run.h"
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 
@@ -148,29 +149,16 @@ static struct split session_split(const char *dir)
 
 static pid_t start_record(const char *event, const char *dir, const char *secs, const char *log)
 {
-	pid_t pid = fork();
-
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		/* 2999 Hz: thousands of samples per run even when other work shares the two
-		 * vCPUs, so that sampling noise stays well inside the 3 pp budget. */
-		execl(viprof, "viprof", "record", "-q", "--force", "-F", "2999", "-e", event, "-o", dir, "--",
-		      split3, secs, (char *)NULL);
-		_exit(126);
-	}
-	return pid;
+	/* 2999 Hz: thousands of samples per run even when other work shares the two
+	 * vCPUs, so that sampling noise stays well inside the 3 pp budget. */
+	return run_start((char *const[]){ (char *)viprof, "record", "-q", "--force", "-F", "2999", "-e", (char *)event,
+					  "-o", (char *)dir, "--", (char *)split3, (char *)secs, NULL }, log, log);
 }
-
 static void finish_record(pid_t pid, const char *log)
 {
-	int status;
+	int status = run_wait_code(pid, 100);
 
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (status != 0) {
 		char buf[2048] = "";
 		FILE *f = fopen(log, "r");
 

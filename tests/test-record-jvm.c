@@ -21,7 +21,7 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-record-jvm-XXXXXX";
 static char java[PATH_MAX], classes[PATH_MAX + 16], out[8192];
@@ -31,11 +31,6 @@ static void sleep_ms(long ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static int run(char *const argv[])
-{
-	return tr_run(tmp, argv, out, sizeof(out));
 }
 
 /* Number of files in <sess>/jit/<pid>/, or -1 when the directory is missing. */
@@ -176,8 +171,8 @@ int main(void)
 
 	/* Launch: the Java program's exit status comes through; its maps are in jit/<pid>. */
 	snprintf(sess, sizeof(sess), "%s/launch", tmp);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", java, "-cp", classes,
-				      "JitSplit", "4", "3", NULL });
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", java, "-cp", classes,
+				      "JitSplit", "4", "3", NULL }, out, sizeof(out), 100);
 	if (rc != 3)
 		FAIL("viprof record -- java exited %d (want the program's 3): %s", rc, out);
 	DIR *d = opendir(strcat(strcpy(cmd, sess), "/jit"));
@@ -201,7 +196,7 @@ int main(void)
 	sleep_ms(2000);   /* let it reach its hot loop */
 	snprintf(sess, sizeof(sess), "%s/pid", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc) {
 		kill(jvm, SIGKILL);
 		FAIL("viprof record -p exited %d: %s", rc, out);
@@ -218,20 +213,20 @@ int main(void)
 	/* -a with --jvm-attach limited to another user, or to another pid: this JVM is left
 	 * alone, and -a says how many JVMs got the agent. */
 	snprintf(sess, sizeof(sess), "%s/all-other-user", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-a", "--jvm-attach", "user:65534", "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-a", "--jvm-attach", "user:65534", "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record -a exited %d: %s", rc, out);
 	ASSERT_CONTAINS(out, "the JVM agent went into 0 of ");
 	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
 	snprintf(sess, sizeof(sess), "%s/pid-other", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "-p", pidarg, "--jvm-attach", "1", "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-p", pidarg, "--jvm-attach", "1", "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record -p --jvm-attach 1 exited %d: %s", rc, out);
 	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
 
 	/* --no-jit: no attach, no record, no maps. */
 	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
 	ASSERT_EQ(rc, 0);

@@ -63,6 +63,7 @@
 
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static const char *viprof, *split3;
 static pid_t serve_pid;
@@ -86,24 +87,18 @@ static int start_serve(const char *const *args, const char *ready)
 	strcpy(logpath, "/tmp/vp-test-serve-http-log-XXXXXX");
 	int lfd = mkstemp(logpath);
 	ASSERT_TRUE(lfd >= 0);
-	serve_pid = fork();
-	if (serve_pid == 0) {
-		dup2(lfd, 2);
-		dup2(lfd, 1);
-		const char *argv[32] = { viprof, "serve" };
-		int n = 2;
-		for (; *args && n < 31; args++)
-			argv[n++] = *args;
-		argv[n] = NULL;
-		execv(viprof, (char **)argv);
-		_exit(127);
-	}
 	close(lfd);
+	const char *argv[32] = { viprof, "serve" };
+	int n = 2;
+	for (; *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	serve_pid = run_start((char **)argv, logpath, logpath);
 	for (int i = 0; i < 200; i++) {
-		int status;
-		if (waitpid(serve_pid, &status, WNOHANG) == serve_pid) {
+		int code;
+		if (run_exited(serve_pid, &code)) {
 			serve_pid = 0;
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			return code;
 		}
 		char *log = test_slurp_str(logpath);
 		bool ok = strstr(log, ready) != NULL;
@@ -234,7 +229,7 @@ static void scenario_pprof(void)
 	usleep(500000);
 	snprintf(cmd, sizeof(cmd), "%s -top -nodecount=40 -symbolize=none "
 		 "'http://127.0.0.1:%d/debug/pprof/profile?seconds=3' 2>&1", pprof, port);
-	char *top = test_popen_slurp(cmd);
+	char *top = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s\n", top);
 	kill(w, SIGTERM);
 	waitpid(w, NULL, 0);
@@ -743,7 +738,7 @@ static void scenario_access(void)
 		ASSERT_EQ(fwrite(reads[i]->body, 1, reads[i]->len, f), reads[i]->len);
 		fclose(f);
 		snprintf(cmd, sizeof(cmd), "%s -raw %s 2>&1", pprof_tool, file);
-		char *raw = test_popen_slurp(cmd);
+		char *raw = run_sh_read(cmd, NULL);
 		unlink(file);
 		ASSERT_CONTAINS(raw, "Locations");
 		if (i == 0) {
@@ -893,7 +888,7 @@ static void scenario_slow(void)
 		free(head);
 		unlink(hf);
 		snprintf(cmd, sizeof(cmd), "%s -top -nodecount=10 -symbolize=none %s 2>&1", pprof, files[i]);
-		char *top = test_popen_slurp(cmd);
+		char *top = run_sh_read(cmd, NULL);
 		fprintf(stderr, "%s\n", top);
 		ASSERT_CONTAINS(top, "Type: cpu");
 		ASSERT_CONTAINS(top, "Duration: 5");
@@ -1413,11 +1408,11 @@ static void scenario_push(void)
 	/* The Pyroscope body, by the real pprof. */
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[pi].file) - 5), pushed[pi].file);
 	snprintf(cmd, sizeof(cmd), "%s -raw -symbolize=none %s 2>&1", pprof, path);
-	char *raw = test_popen_slurp(cmd);
+	char *raw = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
 	free(raw);
 	snprintf(cmd, sizeof(cmd), "%s -top -symbolize=none -nodecount=2000 %s 2>&1", pprof, path);
-	raw = test_popen_slurp(cmd);
+	raw = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(raw, "work50");
 	free(raw);
 	h = test_slurp_str(pushed[oi].file);
@@ -1429,7 +1424,7 @@ static void scenario_push(void)
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
 	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 2>&1", TESTS_SRC, path,
 		 TESTS_SRC);
-	char *out = test_popen_slurp(cmd);
+	char *out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	ASSERT_CONTAINS(out, "otlp body: ");
 	ASSERT_NOT_CONTAINS(out, "no sample");
@@ -1509,7 +1504,7 @@ static void scenario_push_host(void)
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
 	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 %s 2>&1", TESTS_SRC, path,
 		 TESTS_SRC, host);
-	char *out = test_popen_slurp(cmd);
+	char *out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	snprintf(want, sizeof(want), "host.name=%s\n", host);
 	ASSERT_CONTAINS(out, want);
@@ -1926,17 +1921,9 @@ static char *report_file(const char *dir, const char *fmt, const char *title, si
 	int fd = mkstemp(out);
 	ASSERT_TRUE(fd >= 0);
 	close(fd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (title)
-			execl(viprof, viprof, "report", dir, "-F", fmt, "--title", title, "-o", out, (char *)NULL);
-		else
-			execl(viprof, viprof, "report", dir, "-F", fmt, "-o", out, (char *)NULL);
-		_exit(127);
-	}
-	int status;
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char *with[] = { (char *)viprof, "report", (char *)dir, "-F", (char *)fmt, "--title", (char *)title, "-o", out, NULL };
+	char *without[] = { (char *)viprof, "report", (char *)dir, "-F", (char *)fmt, "-o", out, NULL };
+	ASSERT_EQ(run_argv(title ? with : without, RUN_KEEP, RUN_KEEP, 100), 0);
 	char *buf = test_slurp(out, len);
 	unlink(out);
 	return buf;

@@ -23,7 +23,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-unwind-native-XXXXXX";
 
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 			"--", ZCALLER, crafted ? "map" : (char *)mode, "4", crafted ? fx : NULL, NULL };
 	char *rec_sig[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
 			    "--", SIGPROF_FIXTURE, "4", NULL };
-	int rc = tr_run(tmp, sig ? rec_sig : rec, out, sizeof(out));
+	int rc = run_logged(tmp, sig ? rec_sig : rec, out, sizeof(out), 50);
 	if (rc != 0)
 		FAIL("viprof record exited %d: %s", rc, out);
 	if (crafted) {
