@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 static char dir[] = "/tmp/vp-test-report-agree-XXXXXX";
 

@@ -5,6 +5,7 @@
 
 #include "report/report.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 static char dir[] = "/tmp/vp-test-report-json-XXXXXX";
 
