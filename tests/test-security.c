@@ -549,7 +549,7 @@ static void fifoino(void)
 	ASSERT_LT_F(took, 8.0);
 }
 
-tatic void mapfifo(void)
+static void mapfifo(void)
 {
 	char sess[PATH_MAX], jit[PATH_MAX + 8], map[2 * PATH_MAX], out[8192], pidarg[16] = "";
 	struct dirent *e;
