@@ -270,29 +270,6 @@ static inline void tu_pid_dir(const char *dir, char *out, size_t len)
 		FAIL("expected one pid directory in %s, found %d", dir, n);
 }
 
-/* The CPU time (user + system, all threads) process pid has used so far, in ms, from
- * /proc/PID/stat; -1 when it cannot be read. Tests hold sample counts to what the
- * process actually ran, which a busy machine changes. */
-static inline double tu_proc_cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-	unsigned long long ut = 0, st = 0;
-	/* After the comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static inline void tu_rm_rf(const char *dir)
 {
 	char cmd[600];

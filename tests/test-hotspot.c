@@ -1007,7 +1007,7 @@ static int live(int argc, char **argv)
 	/* Not a JVM. */
 	char *sl[] = { "/bin/sleep", "30", NULL };
 	pid_t sp = run_start(sl, NULL, NULL);
-	usleep(200000);
+	run_wait_state(sp, 0, 10000, "running /bin/sleep");
 	ASSERT_EQ(vp_hotspot__read_pid(sp, &hs, err, sizeof(err)), -ENOENT);
 	ASSERT_EQ(hs.nr_heaps, 0);
 	fprintf(stderr, "sleep: %s\n", err);

@@ -92,7 +92,7 @@ static bool map_written(void *name)
 static bool jvm_warm(void *unused)
 {
 	(void)unused;
-	return tu_proc_cpu_ms(jvm) >= 1500;
+	return run_cpu_ms(jvm) >= 1500;
 }
 
 /* The session's map was closed: read whole, its last epoch ended. */

@@ -106,34 +106,28 @@ static int jvm_records(const char *sess, pid_t pid, uint32_t *flags)
 	return n;
 }
 
+/* JitSplit for seconds, without the JAVA_TOOL_OPTIONS of whoever runs the test. */
 static pid_t start_jvm(const char *seconds)
 {
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		unsetenv("JAVA_TOOL_OPTIONS");
-		execl(java, java, "-XX:+PreserveFramePointer", "-cp", classes, "JitSplit", seconds, (char *)NULL);
-		_exit(126);
-	}
+	char *jto = getenv("JAVA_TOOL_OPTIONS") ? strdup(getenv("JAVA_TOOL_OPTIONS")) : NULL;
+	unsetenv("JAVA_TOOL_OPTIONS");
+	pid_t pid = run_start((char *const[]){ java, "-XX:+PreserveFramePointer", "-cp", classes, "JitSplit",
+					      (char *)seconds, NULL }, NULL, RUN_KEEP);
+	if (jto)
+		setenv("JAVA_TOOL_OPTIONS", jto, 1);
+	free(jto);
 	return pid;
 }
 
 /* A sleeping shell with jto as JAVA_TOOL_OPTIONS (or none) and flag in its argv. */
 static bool fp_of(const char *jto, const char *flag)
 {
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (jto)
-			setenv("JAVA_TOOL_OPTIONS", jto, 1);
-		else
-			unsetenv("JAVA_TOOL_OPTIONS");
-		execl("/bin/sh", "sh", "-c", "sleep 5", "sh", flag, (char *)NULL);
-		_exit(126);
-	}
-	sleep_ms(100);
+	char env[512];
+	snprintf(env, sizeof(env), "JAVA_TOOL_OPTIONS=%s", jto ? jto : "");
+	char *envp[] = { jto ? env : "PATH=/usr/bin:/bin", NULL };
+	pid_t pid = run_start_env((char *const[]){ "/bin/sh", "-c", "sleep 5", "sh", (char *)flag, NULL }, envp, RUN_KEEP,
+				  RUN_KEEP);
+	run_wait_state(pid, 0, 10000, "running sh");
 	bool fp = record_jvm__frame_pointers(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -193,7 +187,16 @@ int main(void)
 	/* Long enough for all four recordings below at any load (a 10 s JVM had exited
 	 * before the last ones on a loaded machine); killed at the end. */
 	pid_t jvm = start_jvm("120");
-	sleep_ms(2000);   /* let it reach its hot loop */
+	/* In its hot loop once it has run 1.5 CPU-s (start-up and JIT threads included; the
+	 * 2 s of wall time this waited before gave it less on a loaded machine). */
+	for (int i = 0; run_cpu_ms(jvm) < 1500; i++) {
+		int code;
+		if (run_exited(jvm, &code))
+			FAIL("JitSplit exited %d before its hot loop", code);
+		if (i > 6000)
+			FAIL("JitSplit ran less than 1.5 CPU-s in 60 s");
+		sleep_ms(10);
+	}
 	snprintf(sess, sizeof(sess), "%s/pid", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL }, out, sizeof(out), 100);

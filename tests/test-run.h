@@ -7,6 +7,8 @@
  *   run_output(dir, argv, what)           the same, must exit 0; its standard output
  *   run_start / run_start_env + run_wait  a child that runs beside the test (a JVM)
  *   run_exited(pid, &code) / run_reap     has it ended? / wait, see a time-out
+ *   run_wait_state(pid, sig, ms, what)    wait until it has exec'd (0) or catches sig
+ *   run_cpu_ms(pid)                       the CPU time it has used (a busy machine gives less)
  *   run_logged(dir, argv, log, len, t)    viprof with its stderr read back into log
  *   run_sh(cmd, t) / run_shf(t, fmt, ...) a shell command line, its exit code
  *   run_sh_read(cmd, &code) / run_sh_output(cmd)  a shell command's standard output
@@ -117,6 +119,79 @@ static inline bool run_reap(pid_t p, long timeout_ms, int *code)
 	waitpid(p, NULL, 0);
 	*code = -1;
 	return false;
+}
+
+/* The CPU time (user + system, all threads) process pid has used so far, in ms, from
+ * /proc/PID/stat; -1 when it cannot be read. Tests hold sample counts to what the
+ * process actually ran, which a busy machine changes. */
+static inline double run_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	unsigned long long ut = 0, st = 0;
+	/* After the comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime. */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Whether pid's state holds: it has exec'd (its /proc/PID/exe is no longer ours), or it
+ * catches signal sig (a handler in SigCgt of /proc/PID/status: a JVM catches SIGQUIT
+ * once it can be attached to). */
+static inline bool run_has_execed(pid_t pid)
+{
+	char path[64], a[PATH_MAX], b[PATH_MAX];
+	ssize_t na, nb;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	na = readlink(path, a, sizeof(a) - 1);
+	nb = readlink("/proc/self/exe", b, sizeof(b) - 1);
+	return na > 0 && nb > 0 && (na != nb || memcmp(a, b, (size_t)na));
+}
+
+static inline bool run_catches(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	bool yes = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigCgt:", 7)) {
+			unsigned long long m = strtoull(line + 7, NULL, 16);
+			yes = (m >> (sig - 1)) & 1;
+		}
+	fclose(f);
+	return yes;
+}
+
+/* Waits up to timeout_ms until child p has exec'd (sig 0) or catches sig, polling every
+ * 10 ms: a test waits on the state it needs, never a fixed sleep. Fails naming what when
+ * the child ends first or the time is up. */
+static inline void run_wait_state(pid_t p, int sig, long timeout_ms, const char *what)
+{
+	struct timespec t0;
+	int code;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!(sig ? run_catches(p, sig) : run_has_execed(p))) {
+		if (run_exited(p, &code))
+			FAIL("child %d exited %d before %s", (int)p, code, what);
+		if (run_elapsed_ms(&t0) >= timeout_ms)
+			FAIL("child %d: not %s after %ld ms", (int)p, what, timeout_ms);
+		usleep(10000);
+	}
 }
 
 /* Waits up to timeout_s for child p; its exit code, or 128 + the signal that killed it.

@@ -406,7 +406,8 @@ static void agentcopy(void)
 	double t0 = now();
 	while (access(path, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
 		usleep(50000);
-	usleep(500000);
+	/* Attachable once it catches SIGQUIT (before, the attach's SIGQUIT would kill it). */
+	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
 	snprintf(planted, sizeof(planted), "%s/.viprof-jvmti-%d.so", victim, (int)jvm);
 	write_file(planted, "precious\n");
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
@@ -455,7 +456,7 @@ static void otheruser(void)
 	double t0 = now();
 	while (access(hs, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
 		usleep(50000);
-	usleep(500000);
+	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "2", "-o", sess, NULL };

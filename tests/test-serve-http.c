@@ -221,12 +221,8 @@ static void scenario_pprof(void)
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	const char *args[] = { "--http", listen, NULL };
 	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
-	pid_t w = fork();
-	if (w == 0) {
-		execl(split3, split3, "10", (char *)NULL);
-		_exit(127);
-	}
-	usleep(500000);
+	pid_t w = run_start((char *const[]){ (char *)split3, "10", NULL }, RUN_KEEP, RUN_KEEP);
+	run_wait_state(w, 0, 10000, "running split3");   /* before the profile's window opens */
 	snprintf(cmd, sizeof(cmd), "%s -top -nodecount=40 -symbolize=none "
 		 "'http://127.0.0.1:%d/debug/pprof/profile?seconds=3' 2>&1", pprof, port);
 	char *top = run_sh_read(cmd, NULL);

@@ -30,9 +30,9 @@ static void run(const char *java)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)jpid);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-p", pid, "-d", "5", "-o", sess, NULL };
-	double cpu0 = tu_proc_cpu_ms(jpid);
+	double cpu0 = run_cpu_ms(jpid);
 	int rc = run_argv(rec, out, err, 90);
-	double cpu_ms = tu_proc_cpu_ms(jpid) - cpu0;
+	double cpu_ms = run_cpu_ms(jpid) - cpu0;
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
 	if (rc)
