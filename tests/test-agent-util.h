@@ -276,7 +276,7 @@ static inline void tu_rm_rf(const char *dir)
 	if (strncmp(dir, "/tmp/vp-", 8))
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 60)) {
 		/* best effort */
 	}
 }

@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 	char cmd[1600];
 	snprintf(cmd, sizeof(cmd), "zcat %s | grep -c alloc_space > %s/pp.txt; zcat %s | grep -c alloc_objects >> %s/pp.txt", pb,
 		 tmp, pb, tmp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 230), 0);
 
 	/* JFR: as many jdk.ObjectAllocationSample events as samples, class and stack named. */
 	char jfr[512], jf[700];

@@ -16,6 +16,7 @@
 
 #include "recorder/cfi.h"
 #include "test.h"
+#include "test-run.h"
 
 static void same(const struct vp_cfi *a, const struct vp_cfi *b)
 {
@@ -246,7 +247,7 @@ int main(void)
 	vp_cfi__free(built);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	printf("test-cfi-cache: ok\n");
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "recorder/cfi.h"
 #include "test.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-cfi-XXXXXX";
 
@@ -131,14 +132,14 @@ static void copy(const char *from, const char *to)
 	char cmd[2 * PATH_MAX + 16];
 
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 }
 
 int main(void)
 {
 	char path[PATH_MAX], err[256];
 
-	if (system("readelf --version >/dev/null 2>&1"))
+	if (run_sh("readelf --version >/dev/null 2>&1", 110))
 		SKIP("readelf (binutils) is not installed");
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	ASSERT_GT(agree("/lib/x86_64-linux-gnu/libz.so.1"), 500);
@@ -165,7 +166,7 @@ int main(void)
 	char cmd[2 * PATH_MAX];
 	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'",
 		 CFI_NOFP, path);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	struct vp_cfi *t = build(path, err, sizeof(err));
 	if (!t)
 		FAIL("%s: %s", path, err);
@@ -214,6 +215,6 @@ int main(void)
 	close(open(path, O_CREAT | O_WRONLY, 0600));
 	ASSERT_NULL(build(path, err, sizeof(err)));
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	return 0;
 }

@@ -27,6 +27,7 @@
 
 #include "common/util.h"
 #include "test.h"
+#include "test-run.h"
 #include "recorder/cfi.h"
 
 #define LIBZ "/lib/x86_64-linux-gnu/libz.so.1"
@@ -758,7 +759,7 @@ static void test_variants(const char *o2, const char *dbg)
 	snprintf(path, sizeof(path), "%s/dbg-only", dir);
 	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'", dbg,
 		 path);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	struct vp_cfi *t = build_path(path, err, sizeof(err));
 	if (!t)
 		FAIL("%s: %s", path, err);
@@ -870,7 +871,7 @@ static void test_timing(void)
 
 int main(void)
 {
-	if (system("readelf --version >/dev/null 2>&1 && objdump --version >/dev/null 2>&1") != 0)
+	if (run_sh("readelf --version >/dev/null 2>&1 && objdump --version >/dev/null 2>&1", 110) != 0)
 		SKIP("needs readelf and objdump (binutils) as the independent oracles");
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_prologues(CFI_FX_O2, CFI_FX_O0, CFI_FX_DBG);

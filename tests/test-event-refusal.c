@@ -74,6 +74,6 @@ int main(void)
 	free(serr);
 	free(rerr);
 	snprintf(args, sizeof(args), "rm -rf %s", tmpl);
-	ASSERT_OK(system(args));
+	ASSERT_OK(run_sh(args, 50));
 	return 0;
 }

@@ -155,7 +155,7 @@ static void live(const char *viprof)
 		free(err);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd))
+	if (run_sh(cmd, 50))
 		fprintf(stderr, "could not remove %s\n", tmp);
 	printf("test-hv-identity live: every message says %s\n", id->name);
 }

@@ -81,7 +81,7 @@ static void sums(const char *tmp, const char *dir, const char *ev, const char *w
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s report %s -e %s -F json %s%s 2>/dev/null | python3 %s %s > %s", VIPROF_BIN, dir, ev,
 		 win ? "--time " : "", win ? win : "", py, ev, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *s = tu_read(outp);
 	ASSERT_EQ(sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]), 4);
 	free(s);
@@ -116,7 +116,7 @@ static void jfr_sums(const char *java, const char *tmp, double *mon, double *lk)
 		 "        t[1] += ns(v[\"duration\"])\n"
 		 "print(t[0], t[1])' > %s",
 		 jfr, tmp, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *s = tu_read(outp);
 	ASSERT_EQ(sscanf(s, "%lf %lf", mon, lk), 2);
 	free(s);
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 	bool attach = argc > 2 && !strcmp(argv[2], "attach"), natives = argc > 2 && !strcmp(argv[2], "natives");
 	bool vthreads = argc > 2 && !strcmp(argv[2], "vthreads");
 	tu_require_fixtures();
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to sum the JSON report's weights");
 	bool root = geteuid() == 0;
 	if (attach && !root)

@@ -26,7 +26,7 @@ static void cleanup(void)
 {
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s; userdel " USER " 2>/dev/null", dir);
-	if (system(cmd) != 0) {
+	if (run_sh(cmd, 110) != 0) {
 		/* Nothing left to remove. */
 	}
 }
@@ -70,7 +70,7 @@ int main(void)
 	REQUIRE_ROOT();
 	char p[300];
 	struct stat st;
-	if (system("userdel " USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " USER) != 0)
+	if (run_sh("userdel " USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " USER, 110) != 0)
 		SKIP("cannot create the test user with useradd");
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	atexit(cleanup);

@@ -58,7 +58,7 @@ static void check_cli(const char *piddir, const char *want)
 	snprintf(out, sizeof(out), "%s.list", piddir);
 	snprintf(cmd, sizeof(cmd), "%s maps %s list > %s 2>&1 && %s maps %s show 1 >> %s 2>&1 && %s maps %s timeline >> %s 2>&1",
 		 VIPROF_BIN, piddir, out, VIPROF_BIN, piddir, out, VIPROF_BIN, piddir, out);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 230), 0);
 	char *o = tu_read(out);
 	ASSERT_CONTAINS(o, "ended-by");
 	ASSERT_CONTAINS(o, want);                      /* list and show */

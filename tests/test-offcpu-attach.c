@@ -85,11 +85,7 @@ int main(int argc, char **argv)
 		FAIL("viprof record exited with %d: %s", rc, tu_read(rout));
 
 	struct vp_session_opts o = { 0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	const char *d = vp_profile__meta(p, "duration_ns");
 	ASSERT_NOT_NULL(d);
 	uint64_t dur = strtoull(d, NULL, 10);
@@ -100,6 +96,7 @@ int main(int argc, char **argv)
 	check_caller(p, off, "long-waiter", "LongWaits.waitLong", dur);
 	check_caller(p, off, "parked-forever", "LongWaits.parkForever", dur);
 
+	char err[512];
 	int wall = vp_wall__add_events(p, err, sizeof(err));
 	if (wall < 0)
 		FAIL("wall view: %s", err);

@@ -118,7 +118,7 @@ static void check_units(const char *dir, const char *sess)
 	snprintf(pb, sizeof(pb), "%s/wall.pb.gz", dir);
 	free(report(dir, sess, (char *[]){ "--wall", "-F", "pprof", "-o", pb, NULL }));
 	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s/wall.pb'", pb, dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 	snprintf(pb, sizeof(pb), "%s/wall.pb", dir);
 	FILE *f = fopen(pb, "rb");
 	ASSERT_NOT_NULL(f);
@@ -201,11 +201,7 @@ int main(int argc, char **argv)
 	 * loaded machine), switch-outs are walked by frame pointers, which is not what this
 	 * test is about (a loaded CI run rooted 98.2% of one worker's runnable time). */
 	struct vp_session_opts o = { .t_from = nap ? 0 : 1.0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	if (chain) {

@@ -30,6 +30,7 @@
 #include "common/util.h"
 #include "test.h"
 #include "test-profile.h"
+#include "test-run.h"
 
 struct fthread {
 	uint32_t tid;
@@ -75,7 +76,7 @@ static void cleanup(void)
 
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd)) {
+		if (run_sh(cmd, 110)) {
 		}
 	}
 }
@@ -248,14 +249,13 @@ static int split(void)
 
 	/* The flame graph's event switch, in a real browser when there is one: the page
 	 * drawn with #view=wall says it shows wall samples. */
-	if (system("command -v chromium >/dev/null 2>&1") == 0) {
+	if (run_sh("command -v chromium >/dev/null 2>&1", 110) == 0) {
 		char cmd[2048], html[300];
 		snprintf(html, sizeof(html), "%s/flame.html", dir);
 		snprintf(cmd, sizeof(cmd), "%s report %s -F html -o %s 2>/dev/null && timeout 90 chromium --headless "
 			 "--no-sandbox --disable-gpu --user-data-dir=%s/chromium --virtual-time-budget=5000 --dump-dom "
 			 "'file://%s#view=wall' 2>/dev/null | grep -q 'ms of wall'", VIPROF_BIN, dir, html, dir, html);
-		int st = system(cmd);
-		if (st != 0)
+		if (run_sh(cmd, 110) != 0)
 			FAIL("the flame graph did not switch to the wall view: %s", cmd);
 		fprintf(stderr, "split: the flame graph draws #view=wall\n");
 	}

@@ -324,7 +324,7 @@ static void test_quiet(void)
 	ASSERT_CONTAINS(out, "warning: -F");
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 }
 
 /* Issue 33: a pid that names no process gets one message from record, attach and stat

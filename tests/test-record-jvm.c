@@ -161,7 +161,7 @@ int main(void)
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	snprintf(classes, sizeof(classes), "%s/classes", tmp);
 	snprintf(cmd, sizeof(cmd), "%s --release 17 -nowarn -d %s %s/tests/java/JitSplit.java", javac, classes, SRCDIR);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 
 	/* Launch: the Java program's exit status comes through; its maps are in jit/<pid>. */
 	snprintf(sess, sizeof(sess), "%s/launch", tmp);
@@ -237,7 +237,7 @@ int main(void)
 	ASSERT_EQ(maps_files(sess, jvm), -1);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

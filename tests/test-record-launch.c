@@ -323,7 +323,7 @@ int main(void)
 	ASSERT_STREQ(jto, "-Xmx64m");
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 80) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

@@ -368,6 +368,6 @@ int main(void)
 
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 50));
 	return 0;
 }

@@ -407,7 +407,7 @@ static void test_live(const char *viprof, const char *workload)
 	free(d);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 50)) {
 		/* left in /tmp */
 	}
 }

@@ -76,7 +76,7 @@ static void synth_write(struct vp_profile *p, const char *path)
 
 static int synth(const char *jfr)
 {
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to read jfr print --json");
 	char *tmp = tu_tmpdir("jfrsynth");
 	struct vp_profile *p = vp_profile__new();
@@ -125,7 +125,7 @@ static int synth(const char *jfr)
 	fclose(f_py);
 	snprintf(cmd, sizeof(cmd), "%s print --json --events viprof.ThreadBlocked,jdk.JavaMonitorEnter,jdk.ExecutionSample %s"
 		 " | python3 %s > %s", jfr, file, py, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *t = tu_read(outp);
 	fprintf(stderr, "%s", t);
 	/* ns since wall 1700000000 s = monotonic 5e9. */
@@ -147,7 +147,7 @@ static int synth(const char *jfr)
 	synth_write(p, file);
 	snprintf(cmd, sizeof(cmd), "%s print --json --events viprof.ThreadBlocked,jdk.ExecutionSample %s | python3 %s > %s",
 		 jfr, file, py, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	t = tu_read(outp);
 	ASSERT_EQ(tu_count_lines(t, "jdk.ExecutionSample"), 3);
 	ASSERT_EQ(tu_count_lines(t, "viprof.ThreadBlocked"), 0);
@@ -162,7 +162,7 @@ static int times(const char *java, const char *jfr)
 {
 	if (geteuid() != 0)
 		SKIP("--off-cpu needs root here (BPF)");
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to read jfr print --json");
 	char *tmp = tu_tmpdir("jfrtimes");
 	char dir[600], file[600], log[600], out[16384], cmd[4000];
@@ -183,7 +183,7 @@ static int times(const char *java, const char *jfr)
 	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-jfr-check.py %s %s %s %s", SRCDIR, jfr, file, json,
 		 log);
 	fprintf(stderr, "%s\n", cmd);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	tu_rm_rf(tmp);
 	return 0;
 }

@@ -64,7 +64,7 @@ static void need_pprof(void)
 	struct stat sb;
 	if (geteuid() != 0)
 		SKIP("needs root (BPF sampler)");
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (run_sh("command -v go >/dev/null 2>&1", 290) != 0)
 		SKIP("go is not installed (apt-get install golang-go)");
 	if (stat(PPROF_SRC, &sb) != 0)
 		SKIP("pprof sources missing at %s (apt-get install golang-github-google-pprof-dev)", PPROF_SRC);
@@ -77,7 +77,7 @@ static void need_pprof(void)
 		 "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/gocache GOFLAGS= HOME=%s "
 		 "go build -o %s/pprof.%d github.com/google/pprof && mv %s/pprof.%d %s/pprof",
 		 cwd, cwd, cwd, (int)getpid(), cwd, (int)getpid(), cwd);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 290) != 0)
 		SKIP("could not build pprof from %s", PPROF_SRC);
 }
 
@@ -444,7 +444,7 @@ int main(int argc, char **argv)
 		FAIL("unknown scenario '%s'", argv[1]);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 290) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 	return 0;
 }

@@ -227,7 +227,7 @@ static void test_merge(const struct vp_profile *one)
 int main(void)
 {
 	struct stat sb;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (run_sh("command -v go >/dev/null 2>&1", 590) != 0)
 		SKIP("go is not installed (apt-get install golang-go)");
 	if (stat(PPROF_SRC, &sb) != 0)
 		SKIP("pprof sources missing at %s (apt-get install golang-github-google-pprof-dev)", PPROF_SRC);
@@ -239,7 +239,7 @@ int main(void)
 			 "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/gocache GOFLAGS= HOME=%s "
 			 "go build -o %s/pprof.tmp github.com/google/pprof && mv %s/pprof.tmp %s/pprof",
 			 cwd, cwd, cwd, cwd, cwd);
-		if (system(cmd) != 0)
+		if (run_sh(cmd, 590) != 0)
 			SKIP("could not build pprof from %s", PPROF_SRC);
 	}
 

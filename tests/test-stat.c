@@ -367,7 +367,7 @@ static void test_steal_never_moved(const char *self)
 	const char *ns = "";
 	char nsbuf[600];
 	if (moved) {
-		if (geteuid() != 0 || system("unshare -m true 2>/dev/null") != 0) {
+		if (geteuid() != 0 || run_sh("unshare -m true 2>/dev/null", 110) != 0) {
 			unlink(fake);
 			fprintf(stderr, "steal moved here and no private mount namespace can hide it (not root, or no "
 					"unshare): the never-moved case is left to a VM where it is so\n");
@@ -412,7 +412,7 @@ static void test_steal_never_moved(const char *self)
 		ASSERT_CONTAINS(out, "viprof: steal: not measured (no steal clock)");
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", rdir);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 	unlink(fake);
 }
 

@@ -61,10 +61,10 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "rm -rf %s && %s record -q -F 4000 --backend bpf -o %s -- %s 5 %llu >%s", dir,
 			 argv[1], dir, argv[2], (unsigned long long)th, out);
 	fprintf(stderr, "+ %s\n", cmd);
-	if (system(cmd) != 0) {
+	if (run_sh(cmd, 80) != 0) {
 		char *o = test_slurp_str(out);
 		snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s.csv", dir, out, dir);
-		if (system(cmd) != 0)
+		if (run_sh(cmd, 80) != 0)
 			fprintf(stderr, "cannot remove %s\n", dir);
 		SKIP("viprof %s did not run here (no BPF?): %s", stat ? "stat" : "record --backend bpf", o);
 	}
@@ -138,7 +138,7 @@ compare:
 		(double)th / 1e6, (double)truth / 1e6, nboth, (double)both / 1e6, nmono,
 		(double)mono / 1e6, est / 1e6);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, out);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 80) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
 	if ((double)truth < MIN_TRUTH_NS)
 		SKIP("the spinner saw %.2f ms of gaps without a switch (%d gaps of at least %.1f ms) in 5 s, under the "

@@ -27,6 +27,7 @@
 #include "test.h"
 #include "test-profile.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 #define MS SYNTH_MS
 #define K_APP_HOT 0xffffffff81002000ull
@@ -166,6 +167,6 @@ int main(void)
 	vp_profile__free(p);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	return 0;
 }

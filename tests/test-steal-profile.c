@@ -25,6 +25,7 @@
 #include "test.h"
 #include "test-profile.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 #define MS SYNTH_MS
 #define K_APP_HOT 0xffffffff81002000ull
@@ -400,7 +401,7 @@ int main(void)
 
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 	printf("test-steal-profile: ok\n");
 	return 0;
 }

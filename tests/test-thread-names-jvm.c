@@ -11,6 +11,7 @@
  * names, every sample under them.
  * JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -91,11 +92,7 @@ int main(int argc, char **argv)
 
 	uint32_t pid = (uint32_t)jvm;
 	struct vp_session_opts o = { .pids = &pid, .npids = 1 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	uint32_t t_early, t_late, t_x;
 	uint64_t n_early = samples_named(p, "viprof-early-worker-thread", &t_early);
 	uint64_t n_late = samples_named(p, "viprof-late-worker-thread", &t_late);
@@ -126,10 +123,7 @@ int main(int argc, char **argv)
 	char *largv[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
 			  "LongNames", "5", "2", NULL };
 	ASSERT_EQ(run_wait(run_start(largv, rout, rout), 60), 0);
-	p = vp_profile__new();
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, NULL, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	p = tp_load(sess, NULL);
 	n_early = samples_named(p, "viprof-early-worker-thread", &t_x);
 	n_late = samples_named(p, "viprof-late-worker-thread", &t_x);
 	n_pool1 = samples_named(p, "viprof-pool-thread-1", &t_x);

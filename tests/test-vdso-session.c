@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 50)) {
 		/* left behind in /tmp */
 	}
 	printf("PASS: %llu vDSO samples named from the session's image\n", (unsigned long long)c.all);

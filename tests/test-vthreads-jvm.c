@@ -42,11 +42,7 @@ static void socket_waits(const char *java, char *dir)
 	double read_ms = strtod(rd + 8, NULL);
 	ASSERT_GT_F(read_ms, 1000.0);
 	struct vp_session_opts o = { .vthreads = true };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	uint64_t unm = 0, unm_io = 0, poller = 0;
@@ -101,11 +97,7 @@ int main(int ac, char **av)
 	ASSERT_GT_F(slept_ms, 1000.0);
 
 	struct vp_session_opts o = { .vthreads = true };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int cpu = tp_find_event(p, "cpu-clock"), off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(cpu, 0);
 	ASSERT_GE(off, 0);

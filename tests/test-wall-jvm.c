@@ -106,11 +106,7 @@ static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 static void check_calm(const char *dir, const char *sess)
 {
 	struct vp_session_opts o = { 0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	uint64_t blocked = 0, lock = 0, nap = 0, nap_sleep = 0;
