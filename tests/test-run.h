@@ -43,6 +43,30 @@ static inline int run_open_stream(const char *path, int fd)
 	return open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
+/* The children run_start started: when the test exits (a FAIL or SKIP half-way
+ * included) those still running are killed and reaped, so that no JVM or root recorder
+ * outlives its test holding ctest's output open. Only a pid that is still our child is
+ * touched (waitpid says so), never one the kernel gave to someone else since. */
+static pid_t run_children[256];
+static int run_nchildren;
+
+static inline void run_kill_children(void)
+{
+	for (int i = 0; i < run_nchildren; i++)
+		if (run_children[i] > 0 && waitpid(run_children[i], NULL, WNOHANG) == 0) {
+			kill(run_children[i], SIGKILL);
+			waitpid(run_children[i], NULL, 0);
+		}
+}
+
+static inline void run_remember(pid_t p)
+{
+	if (run_nchildren == 0)
+		atexit(run_kill_children);
+	if (run_nchildren < (int)(sizeof(run_children) / sizeof(run_children[0])))
+		run_children[run_nchildren++] = p;
+}
+
 /* Starts argv with environment envp (NULL: ours), its stdout in out and its stderr in
  * err (see RUN_KEEP; out and err the same path: one file, in order). */
 static inline pid_t run_start_env(char *const argv[], char *const envp[], const char *out, const char *err)
@@ -67,6 +91,7 @@ static inline pid_t run_start_env(char *const argv[], char *const envp[], const 
 			execv(argv[0], argv);
 		_exit(127);
 	}
+	run_remember(p);
 	return p;
 }
 
