@@ -303,15 +303,7 @@ static inline int run_logged(const char *dir, char *const argv[], char *log, siz
  * signal or runs past timeout_s: a crash never reads as "exited non-zero". */
 static inline int run_sh(const char *cmd, int timeout_s)
 {
-	fflush(stdout);
-	fflush(stderr);
-	pid_t p = fork();
-	if (p < 0)
-		FAIL("fork for '%s': %s", cmd, strerror(errno));
-	if (p == 0) {
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
+	pid_t p = run_start((char *const[]){ "/bin/sh", "-c", (char *)cmd, NULL }, RUN_KEEP, RUN_KEEP);
 	int code;
 	if (!run_reap(p, timeout_s * 1000L, &code))
 		FAIL("'%s' did not finish within %d s (killed)", cmd, timeout_s);
@@ -336,17 +328,25 @@ static inline int run_shf(int timeout_s, const char *fmt, ...)
 }
 
 /* The standard output of the shell command line cmd, NUL-terminated (never NULL); its
- * exit code (128 + signal) in *code when code is not NULL. */
+ * exit code (128 + signal) in *code when code is not NULL. It may run 300 s: longer, it
+ * is killed and the test fails. */
 static inline char *run_sh_read(const char *cmd, int *code)
 {
-	fflush(stdout);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen %s: %s", cmd, strerror(errno));
-	char *b = test_read_all(p, cmd, NULL);
-	int st = pclose(p);
+	char path[] = "/tmp/vp-test-run-out-XXXXXX";
+	int fd = mkstemp(path), rc;
+
+	if (fd < 0)
+		FAIL("mkstemp %s: %s", path, strerror(errno));
+	close(fd);
+	pid_t p = run_start((char *const[]){ "/bin/sh", "-c", (char *)cmd, NULL }, path, RUN_KEEP);
+	if (!run_reap(p, 300000, &rc)) {
+		unlink(path);
+		FAIL("'%s' did not finish within 300 s (killed)", cmd);
+	}
+	char *b = test_slurp_str(path);
+	unlink(path);
 	if (code)
-		*code = st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		*code = rc;
 	return b;
 }
 
