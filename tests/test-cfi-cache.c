@@ -43,11 +43,11 @@ static void find_entry(const char *dir)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "ls %s | head -1", dir);
-	FILE *p = popen(cmd, "r");
+	FILE *p = run_sh_file(cmd, NULL);
 	ASSERT_NOT_NULL(p);
 	char name[256] = "";
 	ASSERT_NOT_NULL(fgets(name, sizeof(name), p));
-	pclose(p);
+	fclose(p);
 	name[strcspn(name, "\n")] = '\0';
 	snprintf(entry, sizeof(entry), "%s/%s", dir, name);
 }

@@ -42,7 +42,7 @@ static long agree(const char *path)
 	if (!t)
 		FAIL("%s: %s", path, err);
 	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
-	FILE *f = popen(cmd, "r");
+	FILE *f = run_sh_file(cmd, NULL);
 	ASSERT_NOT_NULL(f);
 	bool in_eh = false;
 	while (fgets(line, sizeof(line), f)) {
@@ -118,7 +118,7 @@ static long agree(const char *path)
 		}
 		rows++;
 	}
-	pclose(f);
+	fclose(f);
 	size_t n;
 	vp_cfi__rules(t, &n);
 	fprintf(stderr, "%s: %ld rows agree with readelf (%ld expression rows), %zu rules, from %s\n", path, rows,
@@ -180,11 +180,11 @@ int main(void)
 	 * error each time. */
 	snprintf(path, sizeof(path), "%s/corrupt.so", tmp);
 	snprintf(cmd, sizeof(cmd), "readelf -SW /lib/x86_64-linux-gnu/libz.so.1 | awk '$2==\".eh_frame\" {print $5, $6}'");
-	FILE *p = popen(cmd, "r");
+	FILE *p = run_sh_file(cmd, NULL);
 	unsigned long off = 0, size = 0;
 	ASSERT_NOT_NULL(p);
 	ASSERT_EQ(fscanf(p, "%lx %lx", &off, &size), 2);
-	pclose(p);
+	fclose(p);
 	srand(4242);
 	int tables = 0, errors = 0;
 	for (int k = 0; k < 40; k++) {

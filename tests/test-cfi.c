@@ -220,9 +220,7 @@ static int follow_prologue(const struct vp_cfi *t, const char *file, const char 
 
 	*checked = 0;
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --disassemble=%s '%s'", func, file);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen objdump: %s", strerror(errno));
+	FILE *p = run_sh_file(cmd, NULL);
 	bool done = false;
 	while (fgets(line, sizeof(line), p)) {
 		unsigned long long addr;
@@ -262,7 +260,7 @@ static int follow_prologue(const struct vp_cfi *t, const char *file, const char 
 			done = true;      /* rbp now holds something else: stop before it matters */
 		}
 	}
-	pclose(p);
+	fclose(p);
 	if (*checked == 0)
 		FAIL("objdump printed no instructions of %s in %s", func, file);
 	return saw;
@@ -378,9 +376,7 @@ static void oracle_load(struct oracle *o, const char *path)
 
 	memset(o, 0, sizeof(*o));
 	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen readelf: %s", strerror(errno));
+	FILE *p = run_sh_file(cmd, NULL);
 	int sec = -1, cur_cie = -1, ncols = 0, col_rbp = -1, col_ra = -1;
 	struct fde *cur = NULL;
 	while (fgets(line, sizeof(line), p)) {
@@ -461,7 +457,7 @@ static void oracle_load(struct oracle *o, const char *path)
 	/* readelf exits 1 after warnings about a separate debug file it found (libc's has a
 	 * NOBITS .eh_frame); the frames it printed are the file's own, so only an empty
 	 * result counts as failure (the caller checks). */
-	pclose(p);
+	fclose(p);
 	qsort(o->fdes, o->nfdes, sizeof(*o->fdes), cmp_fde);
 }
 

@@ -12,6 +12,7 @@
  *   run_logged(dir, argv, log, len, t)    viprof with its stderr read back into log
  *   run_sh(cmd, t) / run_shf(t, fmt, ...) a shell command line, its exit code
  *   run_sh_read(cmd, &code) / run_sh_output(cmd)  a shell command's standard output
+ *   run_sh_file(cmd, &code)               the same as a FILE * (for parsers of popen's)
  */
 #ifndef VIPROF_TEST_RUN_H
 #define VIPROF_TEST_RUN_H
@@ -327,10 +328,11 @@ static inline int run_shf(int timeout_s, const char *fmt, ...)
 	return run_sh(cmd, timeout_s);
 }
 
-/* The standard output of the shell command line cmd, NUL-terminated (never NULL); its
- * exit code (128 + signal) in *code when code is not NULL. It may run 300 s: longer, it
- * is killed and the test fails. */
-static inline char *run_sh_read(const char *cmd, int *code)
+
+/* The standard output of the shell command line cmd as a stream to read (fclose it), once
+ * the command has ended (up to 300 s); its exit code (128 + signal) in *code when code
+ * is not NULL. For parsers written against popen(). */
+static inline FILE *run_sh_file(const char *cmd, int *code)
 {
 	char path[] = "/tmp/vp-test-run-out-XXXXXX";
 	int fd = mkstemp(path), rc;
@@ -343,10 +345,23 @@ static inline char *run_sh_read(const char *cmd, int *code)
 		unlink(path);
 		FAIL("'%s' did not finish within 300 s (killed)", cmd);
 	}
-	char *b = test_slurp_str(path);
+	FILE *f = fopen(path, "r");
 	unlink(path);
+	if (!f)
+		FAIL("cannot read the output of '%s': %s", cmd, strerror(errno));
 	if (code)
 		*code = rc;
+	return f;
+}
+
+/* The standard output of the shell command line cmd, NUL-terminated (never NULL); its
+ * exit code (128 + signal) in *code when code is not NULL. */
+static inline char *run_sh_read(const char *cmd, int *code)
+{
+	FILE *f = run_sh_file(cmd, code);
+	char *b = test_read_all(f, cmd, NULL);
+
+	fclose(f);
 	return b;
 }
 

@@ -87,11 +87,7 @@ int main(int argc, char **argv)
 		/* The text report's header gives that weight as the count, beside the samples. */
 		char *out = NULL, want_s[64];
 		snprintf(cmd, sizeof(cmd), "%s report %s --comm napper 2>&1", argv[1], dir);
-		FILE *f = popen(cmd, "r");
-		ASSERT_NOT_NULL(f);
-		size_t len = 0;
-		ASSERT_GE(getdelim(&out, &len, '\0', f), 0);
-		pclose(f);
+		out = run_sh_read(cmd, NULL);
 		snprintf(want_s, sizeof(want_s), "%" PRIu64 " samples%s", n, n == w ? "\n" : " weighing ");
 		ASSERT_CONTAINS(out, want_s);
 		if (n != w) {
