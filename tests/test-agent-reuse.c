@@ -26,8 +26,8 @@ static int check(const char *java, bool jdk17)
 	char *argv17[] = { (char *)java, "-XX:-SegmentedCodeCache", "-XX:ReservedCodeCacheSize=8m", opt, "-cp",
 			   VIPROF_JAVA_CLASSES, "CodeReuse", "8", "0.7", NULL };
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "CodeReuse", "8", "0.7", NULL };
-	pid_t pid = tu_spawn(jdk17 ? argv17 : argv, out, NULL);
-	ASSERT_EQ(tu_wait(pid, 90), 0);
+	pid_t pid = run_start(jdk17 ? argv17 : argv, out, NULL);
+	ASSERT_EQ(run_wait(pid, 90), 0);
 	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
 
 	struct gen gens[MAX_GENS + 1] = { 0 };
@@ -105,7 +105,7 @@ static int check(const char *java, bool jdk17)
 	char tl[600];
 	snprintf(tl, sizeof(tl), "%s/timeline", dir);
 	char *targv[] = { VIPROF_BIN, "maps", piddir, "timeline", "--all", NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(targv, tl, NULL), 30), 0);
+	ASSERT_EQ(run_wait(run_start(targv, tl, NULL), 30), 0);
 	char *t = tu_read(tl);
 	int rows = 0, marked_r = 0;
 	for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
@@ -126,7 +126,7 @@ static int check(const char *java, bool jdk17)
 	ASSERT_GE(run_compiled, ngens / 2);
 	/* lookup by name: every copy of a method, by part of its name. */
 	char *largv[] = { VIPROF_BIN, "maps", piddir, "lookup", "GenR0001.step", NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(largv, tl, NULL), 30), 0);
+	ASSERT_EQ(run_wait(run_start(largv, tl, NULL), 30), 0);
 	t = tu_read(tl);
 	ASSERT_CONTAINS(t, "GenR0001.step(long)  epoch ");
 	free(t);

@@ -1,6 +1,6 @@
-/* Helpers for the JVM tests: find JDKs, run a JVM with the agent with a timeout, read
- * files. Paths come from CMake (VIPROF_AGENT_SO, VIPROF_JAVA_CLASSES, VIPROF_JDK17_HOME,
- * VIPROF_JDK25_HOME). */
+/* Helpers for the JVM tests: find JDKs, wait on what a JVM writes, read a session's
+ * files (a JVM itself is run with tests/test-run.h). Paths come from CMake
+ * (VIPROF_AGENT_SO, VIPROF_JAVA_CLASSES, VIPROF_JDK17_HOME, VIPROF_JDK25_HOME). */
 #ifndef VIPROF_TEST_AGENT_UTIL_H
 #define VIPROF_TEST_AGENT_UTIL_H
 
@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 /* The java binary of a JDK home, or NULL when that JDK is not installed. */
 static inline const char *tu_java(const char *home)
@@ -62,44 +63,6 @@ static inline char *tu_tmpdir(const char *tag)
 	return b;
 }
 
-/* Starts argv with stdout/stderr to files (NULL: /dev/null); returns the pid. */
-static inline pid_t tu_spawn(char *const argv[], const char *out, const char *err)
-{
-	pid_t p = fork();
-	if (p < 0)
-		FAIL("fork: %s", strerror(errno));
-	if (p == 0) {
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return p;
-}
-
-/* Waits up to timeout_s; kills on timeout and fails. Returns the exit code. */
-static inline int tu_wait(pid_t p, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 50; i++) {
-		int st;
-		pid_t r = waitpid(p, &st, WNOHANG);
-		if (r == p) {
-			if (WIFSIGNALED(st))
-				FAIL("child %d died of signal %d", (int)p, WTERMSIG(st));
-			return WEXITSTATUS(st);
-		}
-		usleep(20000);
-	}
-	kill(p, SIGKILL);
-	waitpid(p, NULL, 0);
-	FAIL("child %d did not finish within %d s", (int)p, timeout_s);
-	return -1;
-}
-
 /* Polls cond(ctx) every 50 ms until it holds: a test waits on the event it needs, not
  * on a fixed sleep. Fails naming what after timeout_s. */
 static inline void tu_wait_until(bool (*cond)(void *ctx), void *ctx, int timeout_s, const char *what)
@@ -112,28 +75,10 @@ static inline void tu_wait_until(bool (*cond)(void *ctx), void *ctx, int timeout
 	FAIL("waited %d s for %s", timeout_s, what);
 }
 
-static inline int tu_run(char *const argv[], const char *out, const char *err, int timeout_s)
-{
-	return tu_wait(tu_spawn(argv, out, err), timeout_s);
-}
-
 /* The text of the file at path, "" when it cannot be opened (test_slurp_str). */
 static inline char *tu_read(const char *path)
 {
 	return test_slurp_str(path);
-}
-
-/* Runs argv (up to 240 s) with its output in tmp/out and tmp/err, which must succeed
- * (what names it in the failure, with its stderr); its standard output. */
-static inline char *tu_output(const char *tmp, char *const argv[], const char *what)
-{
-	char outp[600], errp[600];
-	snprintf(outp, sizeof(outp), "%s/out", tmp);
-	snprintf(errp, sizeof(errp), "%s/err", tmp);
-	int rc = tu_run(argv, outp, errp, 240);
-	if (rc)
-		FAIL("%s exited %d: %s", what, rc, tu_read(errp));
-	return tu_read(outp);
 }
 
 /* The session's time zero, CLOCK_MONOTONIC ns, from its meta.json: when sampling
@@ -325,36 +270,13 @@ static inline void tu_pid_dir(const char *dir, char *out, size_t len)
 		FAIL("expected one pid directory in %s, found %d", dir, n);
 }
 
-/* The CPU time (user + system, all threads) process pid has used so far, in ms, from
- * /proc/PID/stat; -1 when it cannot be read. Tests hold sample counts to what the
- * process actually ran, which a busy machine changes. */
-static inline double tu_proc_cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-	unsigned long long ut = 0, st = 0;
-	/* After the comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static inline void tu_rm_rf(const char *dir)
 {
 	char cmd[600];
 	if (strncmp(dir, "/tmp/vp-", 8))
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 60)) {
 		/* best effort */
 	}
 }

@@ -24,7 +24,7 @@ static void scancheck(const char *java)
 	char *argv[] = { javac, opt, "-d", outdir, SRCDIR "/tests/java/CodeReuse.java", SRCDIR "/tests/java/JitSplit.java",
 			 SRCDIR "/tests/java/InterpSplit.java", SRCDIR "/tests/java/Workers.java",
 			 SRCDIR "/tests/java/LongNames.java", SRCDIR "/tests/java/LateAttach.java", NULL };
-	ASSERT_EQ(tu_run(argv, NULL, err, 120), 0);
+	ASSERT_EQ(run_argv(argv, NULL, err, 120), 0);
 	char *e = tu_read(err);
 	unsigned long long n = 0, same = 0, differ = 0, missing = 0;
 	const char *l = strstr(e, "viprof agent: scan check: ");
@@ -47,8 +47,8 @@ static const struct vp_codemap *load_map(const char *java, const char *extra, pi
 	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s,stats%s", VIPROF_AGENT_SO, dir, extra);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "2", "2", NULL };
-	pid_t pid = tu_spawn(argv, NULL, err);
-	ASSERT_EQ(tu_wait(pid, 60), 2);
+	pid_t pid = run_start(argv, NULL, err);
+	ASSERT_EQ(run_wait(pid, 60), 2);
 	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
 	char e[512] = "";
 	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));

@@ -26,8 +26,8 @@ static void check_jitsplit(const char *java, bool fp)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *argv[] = { (char *)java, fp ? "-XX:+PreserveFramePointer" : "-XX:-PreserveFramePointer", opt,
 			 "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "3", "3", NULL };
-	pid_t pid = tu_spawn(argv, out, err);
-	ASSERT_EQ(tu_wait(pid, 60), 3);
+	pid_t pid = run_start(argv, out, err);
+	ASSERT_EQ(run_wait(pid, 60), 3);
 	char *errs = tu_read(err);
 	ASSERT_EQ(tu_count_lines(errs, "viprof agent"), 0);
 	free(errs);
@@ -144,7 +144,7 @@ static void check_unwritable(const char *java)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "0.5", "3", NULL };
-	ASSERT_EQ(tu_run(argv, out, err, 60), 3);
+	ASSERT_EQ(run_argv(argv, out, err, 60), 3);
 	char *errs = tu_read(err), *outs = tu_read(out);
 	ASSERT_EQ(tu_count_lines(errs, "viprof agent"), 1);
 	ASSERT_EQ(tu_count_lines(errs, "\n"), 1);
@@ -164,9 +164,9 @@ static void check_tool_options(const char *java)
 	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
 	setenv("JAVA_TOOL_OPTIONS", "-XX:+PreserveFramePointer", 1);
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "0.3", "3", NULL };
-	pid_t pid = tu_spawn(argv, NULL, NULL);
+	pid_t pid = run_start(argv, NULL, NULL);
 	unsetenv("JAVA_TOOL_OPTIONS");
-	ASSERT_EQ(tu_wait(pid, 60), 3);
+	ASSERT_EQ(run_wait(pid, 60), 3);
 	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
 	struct vp_codemap *m = vp_codemap__load_dir(piddir, e, sizeof(e));
 	if (!m)
@@ -197,7 +197,7 @@ static void check_killed(const char *java)
 	char opt[600], piddir[600], e[512];
 	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
 	char *argv[] = { (char *)java, opt, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "30", NULL };
-	pid_t pid = tu_spawn(argv, NULL, NULL);
+	pid_t pid = run_start(argv, NULL, NULL);
 	snprintf(piddir, sizeof(piddir), "%s/%d", dir, (int)pid);
 	tu_wait_until(hot_flushed, piddir, 60, "the hot methods compiled and in the map");
 	ASSERT_OK(kill(pid, SIGKILL));

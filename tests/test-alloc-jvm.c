@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 /* The count of folded lines whose stack ends in ";<method>_[j];<leaf>". */
 static long folded_count(const char *folded, const char *method, const char *leaf)
@@ -83,12 +83,12 @@ int main(int argc, char **argv)
 		memmove(&rec[11], &rec[10], 4 * sizeof(rec[0]));
 		rec[10] = apopt;
 	}
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 200);
 	if (rc)
 		FAIL("viprof record -e alloc exited %d: %s", rc, out);
 
 	char *fo[] = { (char *)VIPROF_BIN, "report", dir, "-e", "alloc", "-F", "folded", NULL };
-	char *folded = tu_output(tmp, fo, "viprof report -e alloc -F folded");
+	char *folded = run_output(tmp, fo, "viprof report -e alloc -F folded");
 	long a = folded_count(folded, "AllocSplit.a(int)", "long[]"), b = folded_count(folded, "AllocSplit.b(int)", "double[]");
 	long all = 0;
 	for (const char *l = folded; *l;) {
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 
 	/* By bytes: the text report's alloc column (the class rows). */
 	char *tx[] = { (char *)VIPROF_BIN, "report", dir, "-e", "alloc", "-n", "10", NULL };
-	char *txt = tu_output(tmp, tx, "viprof report -e alloc");
+	char *txt = run_output(tmp, tx, "viprof report -e alloc");
 	double la = -1, ld = -1;
 	for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
 		double cpu, al, tot;
@@ -144,26 +144,26 @@ int main(int argc, char **argv)
 	char pb[700];
 	snprintf(pb, sizeof(pb), "%s/a.pb.gz", tmp);
 	char *pp[] = { (char *)VIPROF_BIN, "report", dir, "-F", "pprof", "-o", pb, NULL };
-	free(tu_output(tmp, pp, "viprof report -F pprof"));
+	free(run_output(tmp, pp, "viprof report -F pprof"));
 	char cmd[1600];
 	snprintf(cmd, sizeof(cmd), "zcat %s | grep -c alloc_space > %s/pp.txt; zcat %s | grep -c alloc_objects >> %s/pp.txt", pb,
 		 tmp, pb, tmp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 230), 0);
 
 	/* JFR: as many jdk.ObjectAllocationSample events as samples, class and stack named. */
 	char jfr[512], jf[700];
 	snprintf(jfr, sizeof(jfr), "%.*sjfr", (int)(strlen(java) - 4), java);
 	snprintf(jf, sizeof(jf), "%s/a.jfr", tmp);
 	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
-	free(tu_output(tmp, wj, "viprof report -F jfr"));
+	free(run_output(tmp, wj, "viprof report -F jfr"));
 	char *sm[] = { jfr, "summary", jf, NULL };
-	char *sum = tu_output(tmp, sm, "jfr summary");
+	char *sum = run_output(tmp, sm, "jfr summary");
 	const char *es = strstr(sum, "jdk.ObjectAllocationSample");
 	ASSERT_NOT_NULL(es);
 	ASSERT_EQ(strtol(es + strlen("jdk.ObjectAllocationSample"), NULL, 10), all);
 	free(sum);
 	char *pj[] = { jfr, "print", "--events", "jdk.ObjectAllocationSample", "--stack-depth", "1", jf, NULL };
-	char *pr = tu_output(tmp, pj, "jfr print");
+	char *pr = run_output(tmp, pj, "jfr print");
 	ASSERT_CONTAINS(pr, "objectClass = long[]");
 	ASSERT_CONTAINS(pr, "objectClass = double[]");
 	ASSERT_CONTAINS(pr, "AllocSplit.a(int) line:");

@@ -7,6 +7,16 @@
 
 #include "maps/codemap.h"
 
+static bool map_has_methods(void *piddir)
+{
+	char why[512];
+	struct vp_codemap *m = vp_codemap__load_dir(piddir, why, sizeof(why));
+	bool yes = m && m->nmethods > 0;
+
+	vp_codemap__free(m);
+	return yes;
+}
+
 int main(int argc, char **argv)
 {
 	tu_require_fixtures();
@@ -21,30 +31,24 @@ int main(int argc, char **argv)
 	char stop[600];
 	snprintf(stop, sizeof(stop), "%s/stop", dir);
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop, NULL };
-	pid_t pid = tu_spawn(jargv, out, err);
-	for (int i = 0; i < 500; i++) {
-		char *o = tu_read(out);
-		bool ready = strstr(o, "ready") != NULL;
-		free(o);
-		if (ready)
-			break;
-		usleep(20000);
-	}
-	sleep(1);
+	pid_t pid = run_start(jargv, out, err);
+	if (!tu_wait_for(out, "ready", 30000))
+		FAIL("LateAttach did not say ready within 30 s");
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	char *aargv[] = { VIPROF_BIN, "attach", spid, "--dir", maps, NULL };
-	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
-	sleep(1);
-	ASSERT_EQ(tu_run(aargv, aout, aout, 30), 0);
+	ASSERT_EQ(run_argv(aargv, aout, aout, 30), 0);
+	/* The first session is under way (its code map holds methods) before the second. */
+	char piddir[700], why[512];
+	snprintf(piddir, sizeof(piddir), "%s/%d", maps, (int)pid);
+	tu_wait_until(map_has_methods, piddir, 30, "the first attach's code map to hold methods");
+	ASSERT_EQ(run_argv(aargv, aout, aout, 30), 0);
 	tu_touch(stop);
-	ASSERT_EQ(tu_wait(pid, 60), 7);
+	ASSERT_EQ(run_wait(pid, 60), 7);
 	char *e = tu_read(err);
 	fprintf(stderr, "JVM stderr after two attaches: \"%s\"\n", e);
 	ASSERT_TRUE(strstr(e, "loaded dynamically") == NULL);
 	ASSERT_STREQ(e, "");
 	free(e);
-	char piddir[700], why[512];
-	snprintf(piddir, sizeof(piddir), "%s/%d", maps, (int)pid);
 	struct vp_codemap *m = vp_codemap__load_dir(piddir, why, sizeof(why));
 	if (!m)
 		FAIL("%s", why);

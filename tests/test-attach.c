@@ -30,7 +30,7 @@ static int stop_late(const char *dir, pid_t pid)
 	char stop[600];
 
 	tu_touch(stop_path(dir, stop, sizeof(stop)));
-	return tu_wait(pid, 60);
+	return run_wait(pid, 60);
 }
 
 static pid_t start_late(const char *java, const char *dir, bool disable)
@@ -39,7 +39,7 @@ static pid_t start_late(const char *java, const char *dir, bool disable)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	char *argv[] = { (char *)java, disable ? "-XX:+DisableAttachMechanism" : "-Xshare:auto", "-XX:+PrintCompilation",
 			 "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop_path(dir, stop, sizeof(stop)), NULL };
-	pid_t pid = tu_spawn(argv, out, NULL);
+	pid_t pid = run_start(argv, out, NULL);
 	wait_hot(out);
 	ASSERT_TRUE(vp_jvm__is_hotspot(pid));
 	return pid;
@@ -86,7 +86,7 @@ static void attach_cmd(const char *java)
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(out, sizeof(out), "%s/attach-out", dir);
 	char *argv[] = { VIPROF_BIN, "attach", spid, "--dir", dir, NULL };
-	ASSERT_EQ(tu_run(argv, out, NULL, 30), 0);
+	ASSERT_EQ(run_argv(argv, out, NULL, 30), 0);
 	char *o = tu_read(out);
 	ASSERT_CONTAINS(o, "viprof agent loaded");
 	free(o);
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 		int rr = vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, e2, sizeof(e2));
 		_exit(rr == -EPERM && strstr(e2, "run viprof as that user or as root") ? 0 : 1);
 	}
-	ASSERT_EQ(tu_wait(ch, 30), 0);
+	ASSERT_EQ(run_wait(ch, 30), 0);
 	/* A second attach starts a new map (codemap.1.vpm in the same directory here). */
 	ASSERT_OK(vp_jvm__attach(pid, VIPROF_AGENT_SO, opt, err, sizeof(err)));
 	ASSERT_EQ(stop_late(dir, pid), 7);
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", (char *)j17,
 				 "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7",
 				 stop_path(dir, stop, sizeof(stop)), NULL };
-		pid_t sp = tu_spawn(argv, out, NULL);
+		pid_t sp = run_start(argv, out, NULL);
 		wait_hot(out);
 		/* setpriv execs java: same pid. */
 		ASSERT_TRUE(vp_jvm__is_hotspot(sp));
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 		char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", (char *)j17, "-XX:+PrintCompilation",
 				 "-cp", VIPROF_JAVA_CLASSES, "LateAttach", "60", "7", stop_path(dir, stop, sizeof(stop)),
 				 NULL };
-		pid_t up = tu_spawn(argv, out, NULL);
+		pid_t up = run_start(argv, out, NULL);
 		wait_hot(out);
 		/* The JVM is unshare's child: find it by its parent. */
 		pid_t jp = 0;

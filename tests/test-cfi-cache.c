@@ -16,6 +16,7 @@
 
 #include "recorder/cfi.h"
 #include "test.h"
+#include "test-run.h"
 
 static void same(const struct vp_cfi *a, const struct vp_cfi *b)
 {
@@ -42,11 +43,11 @@ static void find_entry(const char *dir)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "ls %s | head -1", dir);
-	FILE *p = popen(cmd, "r");
+	FILE *p = run_sh_file(cmd, NULL);
 	ASSERT_NOT_NULL(p);
 	char name[256] = "";
 	ASSERT_NOT_NULL(fgets(name, sizeof(name), p));
-	pclose(p);
+	fclose(p);
 	name[strcspn(name, "\n")] = '\0';
 	snprintf(entry, sizeof(entry), "%s/%s", dir, name);
 }
@@ -246,7 +247,7 @@ int main(void)
 	vp_cfi__free(built);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	printf("test-cfi-cache: ok\n");
 	return 0;
 }

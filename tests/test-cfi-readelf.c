@@ -15,6 +15,7 @@
 
 #include "recorder/cfi.h"
 #include "test.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-cfi-XXXXXX";
 
@@ -41,7 +42,7 @@ static long agree(const char *path)
 	if (!t)
 		FAIL("%s: %s", path, err);
 	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
-	FILE *f = popen(cmd, "r");
+	FILE *f = run_sh_file(cmd, NULL);
 	ASSERT_NOT_NULL(f);
 	bool in_eh = false;
 	while (fgets(line, sizeof(line), f)) {
@@ -117,7 +118,7 @@ static long agree(const char *path)
 		}
 		rows++;
 	}
-	pclose(f);
+	fclose(f);
 	size_t n;
 	vp_cfi__rules(t, &n);
 	fprintf(stderr, "%s: %ld rows agree with readelf (%ld expression rows), %zu rules, from %s\n", path, rows,
@@ -131,14 +132,14 @@ static void copy(const char *from, const char *to)
 	char cmd[2 * PATH_MAX + 16];
 
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 }
 
 int main(void)
 {
 	char path[PATH_MAX], err[256];
 
-	if (system("readelf --version >/dev/null 2>&1"))
+	if (run_sh("readelf --version >/dev/null 2>&1", 110))
 		SKIP("readelf (binutils) is not installed");
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	ASSERT_GT(agree("/lib/x86_64-linux-gnu/libz.so.1"), 500);
@@ -165,7 +166,7 @@ int main(void)
 	char cmd[2 * PATH_MAX];
 	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'",
 		 CFI_NOFP, path);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	struct vp_cfi *t = build(path, err, sizeof(err));
 	if (!t)
 		FAIL("%s: %s", path, err);
@@ -179,11 +180,11 @@ int main(void)
 	 * error each time. */
 	snprintf(path, sizeof(path), "%s/corrupt.so", tmp);
 	snprintf(cmd, sizeof(cmd), "readelf -SW /lib/x86_64-linux-gnu/libz.so.1 | awk '$2==\".eh_frame\" {print $5, $6}'");
-	FILE *p = popen(cmd, "r");
+	FILE *p = run_sh_file(cmd, NULL);
 	unsigned long off = 0, size = 0;
 	ASSERT_NOT_NULL(p);
 	ASSERT_EQ(fscanf(p, "%lx %lx", &off, &size), 2);
-	pclose(p);
+	fclose(p);
 	srand(4242);
 	int tables = 0, errors = 0;
 	for (int k = 0; k < 40; k++) {
@@ -214,6 +215,6 @@ int main(void)
 	close(open(path, O_CREAT | O_WRONLY, 0600));
 	ASSERT_NULL(build(path, err, sizeof(err)));
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	return 0;
 }

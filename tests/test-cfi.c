@@ -27,6 +27,7 @@
 
 #include "common/util.h"
 #include "test.h"
+#include "test-run.h"
 #include "recorder/cfi.h"
 
 #define LIBZ "/lib/x86_64-linux-gnu/libz.so.1"
@@ -219,9 +220,7 @@ static int follow_prologue(const struct vp_cfi *t, const char *file, const char 
 
 	*checked = 0;
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --disassemble=%s '%s'", func, file);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen objdump: %s", strerror(errno));
+	FILE *p = run_sh_file(cmd, NULL);
 	bool done = false;
 	while (fgets(line, sizeof(line), p)) {
 		unsigned long long addr;
@@ -261,7 +260,7 @@ static int follow_prologue(const struct vp_cfi *t, const char *file, const char 
 			done = true;      /* rbp now holds something else: stop before it matters */
 		}
 	}
-	pclose(p);
+	fclose(p);
 	if (*checked == 0)
 		FAIL("objdump printed no instructions of %s in %s", func, file);
 	return saw;
@@ -377,9 +376,7 @@ static void oracle_load(struct oracle *o, const char *path)
 
 	memset(o, 0, sizeof(*o));
 	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen readelf: %s", strerror(errno));
+	FILE *p = run_sh_file(cmd, NULL);
 	int sec = -1, cur_cie = -1, ncols = 0, col_rbp = -1, col_ra = -1;
 	struct fde *cur = NULL;
 	while (fgets(line, sizeof(line), p)) {
@@ -460,7 +457,7 @@ static void oracle_load(struct oracle *o, const char *path)
 	/* readelf exits 1 after warnings about a separate debug file it found (libc's has a
 	 * NOBITS .eh_frame); the frames it printed are the file's own, so only an empty
 	 * result counts as failure (the caller checks). */
-	pclose(p);
+	fclose(p);
 	qsort(o->fdes, o->nfdes, sizeof(*o->fdes), cmp_fde);
 }
 
@@ -758,7 +755,7 @@ static void test_variants(const char *o2, const char *dbg)
 	snprintf(path, sizeof(path), "%s/dbg-only", dir);
 	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'", dbg,
 		 path);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	struct vp_cfi *t = build_path(path, err, sizeof(err));
 	if (!t)
 		FAIL("%s: %s", path, err);
@@ -870,7 +867,7 @@ static void test_timing(void)
 
 int main(void)
 {
-	if (system("readelf --version >/dev/null 2>&1 && objdump --version >/dev/null 2>&1") != 0)
+	if (run_sh("readelf --version >/dev/null 2>&1 && objdump --version >/dev/null 2>&1", 110) != 0)
 		SKIP("needs readelf and objdump (binutils) as the independent oracles");
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_prologues(CFI_FX_O2, CFI_FX_O0, CFI_FX_DBG);

@@ -13,6 +13,7 @@
  *   test-codemap-bomb [OUT]   with OUT: writes the crafted map there and exits (the
  *                             fuzz corpus, fuzz/corpus/fuzz-codemap/, holds one) */
 #include "test.h"
+#include "test-run.h"
 
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -180,7 +181,7 @@ int main(int argc, char **argv)
 	free(err);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (run_sh(cmd, 110))
 		fprintf(stderr, "could not remove %s\n", dir);
 	printf("crafted code map: refused within its budget; ok\n");
 	return 0;

@@ -4,6 +4,7 @@
  * record (older agents) reads as before; a short or overrunning one is skipped and
  * counted, never attached to the wrong epoch. */
 #include "test.h"
+#include "test-run.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -82,7 +83,7 @@ int main(void)
 
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (run_sh(cmd, 110))
 		fprintf(stderr, "could not remove %s\n", dir);
 	printf("codemap GC records: ok\n");
 	return 0;

@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "test-profile-synth.h"
 #include "test.h"
+#include "test-run.h"
 
 static char dir[256];
 
@@ -158,7 +159,7 @@ int main(int argc, char **argv)
 		test_reports();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (run_sh(cmd, 50))
 		fprintf(stderr, "could not remove %s\n", dir);
 	return 0;
 }

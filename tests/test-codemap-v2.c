@@ -5,6 +5,7 @@
  * METHOD_NAME; METHOD_NAMES gives each method its name, file and lines; malformed
  * streams are skipped and counted, never a crash; old INLINE records still read. */
 #include "test.h"
+#include "test-run.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -428,7 +429,7 @@ int main(void)
 	check_bad();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (run_sh(cmd, 110))
 		fprintf(stderr, "could not remove %s\n", dir);
 	printf("codemap v2 records: ok\n");
 	return 0;

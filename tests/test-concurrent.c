@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "test-run.h"
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 
@@ -148,29 +149,16 @@ static struct split session_split(const char *dir)
 
 static pid_t start_record(const char *event, const char *dir, const char *secs, const char *log)
 {
-	pid_t pid = fork();
-
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		/* 2999 Hz: thousands of samples per run even when other work shares the two
-		 * vCPUs, so that sampling noise stays well inside the 3 pp budget. */
-		execl(viprof, "viprof", "record", "-q", "--force", "-F", "2999", "-e", event, "-o", dir, "--",
-		      split3, secs, (char *)NULL);
-		_exit(126);
-	}
-	return pid;
+	/* 2999 Hz: thousands of samples per run even when other work shares the two
+	 * vCPUs, so that sampling noise stays well inside the 3 pp budget. */
+	return run_start((char *const[]){ (char *)viprof, "record", "-q", "--force", "-F", "2999", "-e", (char *)event,
+					  "-o", (char *)dir, "--", (char *)split3, (char *)secs, NULL }, log, log);
 }
-
 static void finish_record(pid_t pid, const char *log)
 {
-	int status;
+	int status = run_wait_code(pid, 100);
 
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (status != 0) {
 		char buf[2048] = "";
 		FILE *f = fopen(log, "r");
 
@@ -219,6 +207,30 @@ static int open_files(pid_t pid, char keys[][48], int max)
 	return n;
 }
 
+/* Whether pid has a file whose path ends with suffix open (its session's stream). */
+static bool has_open(pid_t pid, const char *suffix)
+{
+	char dir[64], p[PATH_MAX], target[PATH_MAX];
+	struct dirent *d;
+	bool found = false;
+	size_t ls = strlen(suffix);
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	DIR *dd = opendir(dir);
+	if (!dd)
+		return false;
+	while (!found && (d = readdir(dd))) {
+		snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
+		ssize_t n = readlink(p, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		found = (size_t)n >= ls && !strcmp(target + n - ls, suffix);
+	}
+	closedir(dd);
+	return found;
+}
+
 static int bpffs_entries;
 
 static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -257,8 +269,13 @@ int main(int argc, char **argv)
 	bpf_before = count_bpffs();
 	pid_t a = start_record("cpu-clock", "conc-A", "3", "conc-A.log");
 	pid_t b = start_record("task-clock", "conc-B", "2.5", "conc-B.log");
-	/* Mid-run: no open file in common (each writes only its own session directory). */
-	usleep(1500 * 1000);
+	/* Mid-run, both recording (each has its session's stream open): no open file in
+	 * common (each writes only its own session directory). */
+	for (int i = 0; !has_open(a, "/conc-A/" VP_SESSION_STREAM) || !has_open(b, "/conc-B/" VP_SESSION_STREAM); i++) {
+		if (i > 3000)
+			FAIL("the two recorders did not both open their session's stream within 60 s");
+		usleep(20000);
+	}
 	int na = open_files(a, fa, 64), nb = open_files(b, fb, 64), nm = open_files(getpid(), mine, 64);
 	ASSERT_GT(na, 0);
 	for (int i = 0; i < na; i++) {

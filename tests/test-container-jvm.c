@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 		 "exec 3< '%s' && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec setpriv --reuid nobody --regid nogroup "
 		 "--clear-groups %s -XX:+PrintCompilation -cp /proc/self/fd/3 Workers 300", VIPROF_JAVA_CLASSES, java);
 	char *uargv[] = { "/usr/bin/unshare", "--pid", "--mount", "--fork", "--mount-proc", "/bin/sh", "-c", cmd, NULL };
-	outer = tu_spawn(uargv, jout, jerr);
+	outer = run_start(uargv, jout, jerr);
 	atexit(cleanup);
 	/* The JVM is unshare's child (sh execs it): wait for it to say it is running. */
 	for (int i = 0; i < 300 && !jvm; i++) {
@@ -192,10 +192,10 @@ int main(int argc, char **argv)
 		snprintf(cdir, sizeof(cdir), "%s/c", dir);
 		char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
 				  "-F", "499", "--jvm-attach", spid, NULL };
-		pid_t serve = tu_spawn(sargv, out, out);
+		pid_t serve = run_start(sargv, out, out);
 		tu_wait_intervals(out, 4, 200);
 		ASSERT_OK(kill(serve, SIGINT));
-		ASSERT_EQ(tu_wait(serve, 60), 0);
+		ASSERT_EQ(run_wait(serve, 60), 0);
 		char *names[64];
 		int n = tu_list_intervals(cdir, names, 64);
 		ASSERT_GE(n, 3);
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 		snprintf(sess, sizeof(sess), "%s/s", dir);
 		char *rargv_p[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
 		char *rargv_a[] = { VIPROF_BIN, "record", "-g", "-a", "--jvm-attach", spid, "-d", "5", "-o", sess, NULL };
-		ASSERT_EQ(tu_run(!strcmp(mode, "a") ? rargv_a : rargv_p, out, out, 120), 0);
+		ASSERT_EQ(run_argv(!strcmp(mode, "a") ? rargv_a : rargv_p, out, out, 120), 0);
 		struct share s = measure(sess);
 		/* The JVM runs without -XX:+PreserveFramePointer, which the default walker
 		 * does not need: no warning that says it would. */

@@ -28,14 +28,14 @@ static void judge(const char *what, char *const argv[], const char *leaf, const 
 	snprintf(errf, sizeof(errf), "%s/err", dir);
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(log, sizeof(log), "%s/record.log", dir);
-	pid_t child = tu_spawn(argv, out, errf);
+	pid_t child = run_start(argv, out, errf);
 	if (!tu_wait_for(out, "ready", 30000)) {
 		kill(child, SIGKILL);
 		FAIL("%s: no \"ready\" in 30 s: %s", what, tu_read(errf));
 	}
 	snprintf(spid, sizeof(spid), "%d", (int)child);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "6", "-o", sess, NULL };
-	int rc = tu_run(rargv, log, log, 120);
+	int rc = run_argv(rargv, log, log, 120);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	if (rc)

@@ -12,18 +12,8 @@
 #include <unistd.h>
 
 #include "test-helpers.h"
+#include "test-run.h"
 #include "test.h"
-
-static int run(const char *args, char **err)
-{
-	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "%s %s > out.txt 2> err.txt", VIPROF_BIN, args);
-	int st = system(cmd);
-	ASSERT_TRUE(WIFEXITED(st));
-	*err = test_slurp("err.txt", NULL);
-	ASSERT_NOT_NULL(*err);
-	return WEXITSTATUS(st);
-}
 
 static int lines(const char *s)
 {
@@ -37,7 +27,7 @@ int main(void)
 {
 	static const char *const cands[] = { "cycles", "instructions", "branch-misses", "cache-misses",
 					     "ref-cycles", "bus-cycles" };
-	char tmpl[] = "/tmp/viprof-event-refusal.XXXXXX", args[1024], marker[600];
+	char tmpl[] = "/tmp/viprof-event-refusal.XXXXXX", args[1024], cmd[2048], marker[600], errp[600];
 	const char *ev = NULL;
 	char *serr = NULL, *rerr = NULL;
 	int sst = 0;
@@ -45,10 +35,13 @@ int main(void)
 
 	ASSERT_NOT_NULL(mkdtemp(tmpl));
 	snprintf(marker, sizeof(marker), "%s/ran", tmpl);
+	snprintf(errp, sizeof(errp), "%s/err", tmpl);
 	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]) && !ev; i++) {
 		snprintf(args, sizeof(args), "stat -e %s -- touch %s", cands[i], marker);
 		free(serr);
-		sst = run(args, &serr);
+		snprintf(cmd, sizeof(cmd), "%s %s > /dev/null 2> %s", VIPROF_BIN, args, errp);
+		sst = run_sh(cmd, 50);
+		serr = test_slurp_str(errp);
 		if (sst != 0)
 			ev = cands[i];
 		unlink(marker);
@@ -65,7 +58,9 @@ int main(void)
 	ASSERT_NE(stat(marker, &sb), 0);   /* refused before the command ran */
 
 	snprintf(args, sizeof(args), "record -q -e %s -o %s/s -- touch %s", ev, tmpl, marker);
-	int rst = run(args, &rerr);
+	snprintf(cmd, sizeof(cmd), "%s %s > /dev/null 2> %s", VIPROF_BIN, args, errp);
+	int rst = run_sh(cmd, 50);
+	rerr = test_slurp_str(errp);
 	fprintf(stderr, "record -e %s: %d: %s", ev, rst, rerr);
 	ASSERT_EQ(rst, sst);
 	ASSERT_EQ(lines(rerr), 1);
@@ -79,6 +74,6 @@ int main(void)
 	free(serr);
 	free(rerr);
 	snprintf(args, sizeof(args), "rm -rf %s", tmpl);
-	ASSERT_OK(system(args));
+	ASSERT_OK(run_sh(args, 50));
 	return 0;
 }

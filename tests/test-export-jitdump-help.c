@@ -4,13 +4,13 @@
 #include <sys/wait.h>
 
 #include "test-helpers.h"
+#include "test-run.h"
 
 int main(void)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "%s maps --help > maps-help.txt 2>&1", VIPROF_BIN);
-	int st = system(cmd);
-	ASSERT_TRUE(WIFEXITED(st));
+	run_sh(cmd, 110);
 	char *help = test_slurp("maps-help.txt", NULL);
 	ASSERT_NOT_NULL(help);
 	const char *e = strstr(help, "export-jitdump FILE");

@@ -64,7 +64,12 @@ if [ "$scenario" = gc ]; then
 	"$viprof" serve --continuous "$work/c" --interval 3 --jvm-attach "$jpid" \
 		--push "clickhouse=http://127.0.0.1:${ch_http[0]},database=vpf" >"$work/serve.log" 2>&1 & serve_gc=$!
 	wait "$jpid"; jpid=
-	sleep 3.5   # the interval the JVM ended in ends too (the service's rotation, not a result)
+	# The interval the JVM ended in ends too (the service's rotation, not a result): one
+	# more "continuous: ... s at ... Hz" line than now.
+	ended() { grep -c "continuous: .* s at .* Hz" "$work/serve.log"; }
+	n=$(ended)
+	for _ in $(seq 150); do [ "$(ended)" -gt "$n" ] && break; sleep 0.1; done
+	[ "$(ended)" -gt "$n" ] || { echo "FAIL: no interval ended within 15 s after the JVM"; tail -20 "$work/serve.log"; exit 1; }
 	kill -INT "$serve_gc"; wait "$serve_gc"; serve_gc=
 	q() { ch_query 0 "$1"; }
 	pid=$(q "SELECT pid FROM vpf.viprof_samples WHERE thread != '' AND gc_epoch > 0 GROUP BY pid ORDER BY count() DESC LIMIT 1")

@@ -1,4 +1,6 @@
-/* Small helpers more than one test needs; header-only, each test is its own program. */
+/* Small helpers more than one test needs: reading a file whole, burning CPU time, an
+ * address from nm. Header-only, each test is its own program; running a child process
+ * is tests/test-run.h. */
 #ifndef VIPROF_TEST_HELPERS_H
 #define VIPROF_TEST_HELPERS_H
 
@@ -8,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 
 #include "common/util.h"
 #include "test.h"
@@ -52,34 +53,6 @@ static inline char *test_slurp_str(const char *path)
 {
 	char *s = test_slurp(path, NULL);
 	return s ? s : strdup("");
-}
-
-/* The standard output of the shell command cmd, NUL-terminated (never NULL). */
-static inline char *test_popen_slurp(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		FAIL("popen %s: %s", cmd, strerror(errno));
-	char *b = test_read_all(p, cmd, NULL);
-	pclose(p);
-	return b;
-}
-
-/* The standard output of the shell command cmd, which must succeed (its standard error
- * goes into the failure message). It runs in the current directory, leaving out.txt and
- * err.txt there. */
-static inline char *test_sh_output(const char *cmd)
-{
-	char full[4096];
-	snprintf(full, sizeof(full), "%s > out.txt 2> err.txt", cmd);
-	int st = system(full);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		char *e = test_slurp("err.txt", NULL);
-		FAIL("'%s' failed (%d): %s", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
-	}
-	char *out = test_slurp("out.txt", NULL);
-	ASSERT_NOT_NULL(out);
-	return out;
 }
 
 /* Burns ms of this thread's CPU time (not wall time: others may share the machine). */

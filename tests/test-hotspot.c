@@ -916,7 +916,7 @@ static char *jcmd(const char *java, pid_t pid, const char *cmd, const char *arg)
 	snprintf(jc, sizeof(jc), "%.*s/jcmd", (int)(strlen(java) - 5), java);
 	snprintf(ps, sizeof(ps), "%d", (int)pid);
 	char *argv[] = { jc, ps, (char *)cmd, (char *)arg, NULL };
-	int rc = tu_run(argv, out, NULL, 60);
+	int rc = run_argv(argv, out, NULL, 60);
 	char *s = tu_read(out);
 	unlink(out);
 	if (rc)
@@ -1006,8 +1006,8 @@ static int live(int argc, char **argv)
 
 	/* Not a JVM. */
 	char *sl[] = { "/bin/sleep", "30", NULL };
-	pid_t sp = tu_spawn(sl, NULL, NULL);
-	usleep(200000);
+	pid_t sp = run_start(sl, NULL, NULL);
+	run_wait_state(sp, 0, 10000, "running /bin/sleep");
 	ASSERT_EQ(vp_hotspot__read_pid(sp, &hs, err, sizeof(err)), -ENOENT);
 	ASSERT_EQ(hs.nr_heaps, 0);
 	fprintf(stderr, "sleep: %s\n", err);
@@ -1017,7 +1017,7 @@ static int live(int argc, char **argv)
 	/* A JVM, asked from its first moments on: until it is up, the answer is an error
 	 * (not initialised, no libjvm.so yet, half-relocated tables), then a layout. */
 	char *jv[] = { (char *)java, "-XX:-PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "40", NULL };
-	pid_t pid = tu_spawn(jv, NULL, NULL);
+	pid_t pid = run_start(jv, NULL, NULL);
 	double t0 = now_s();
 	int rc, tries = 0, eagain = 0, enoent = 0, other = 0;
 	while ((rc = vp_hotspot__read_pid(pid, &hs, err, sizeof(err))) != 0 && now_s() - t0 < 20) {
@@ -1157,7 +1157,7 @@ static int live(int argc, char **argv)
 	usleep(300000);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	ASSERT_EQ(tu_wait(rd, 30), 0);
+	ASSERT_EQ(run_wait(rd, 30), 0);
 	ASSERT_TRUE(vp_hotspot__read_pid(pid, &hs, err, sizeof(err)) != 0);
 	fprintf(stderr, "after exit: %s\n", err);
 	return 0;

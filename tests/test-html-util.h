@@ -8,6 +8,7 @@
 
 #include "report/report.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 static char udd[] = "/tmp/vp-test-report-html-XXXXXX";  /* mkdtemp() it first */
 static char cwd[512];
@@ -35,11 +36,11 @@ static inline char *browse_opts(const char *file, const char *hash, const char *
 		 "--enable-logging=stderr --v=0 %s%s %s 'file://%s/%s%s%s' > %s/dom.html 2> %s",
 		 udd, png ? "--window-size=1400,900 --screenshot=" : "--dump-dom", png ? png : "", extra,
 		 cwd, file, hash ? "#" : "", hash ? hash : "", udd, err_path);
-	int st = system(cmd);
+	int rc = run_sh(cmd, 100);
 	char *err = test_slurp(err_path, NULL);
 	ASSERT_NOT_NULL(err);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		FAIL("chromium failed on %s: %s", file, err);
+	if (rc != 0)
+		FAIL("chromium failed on %s (exit %d): %s", file, rc, err);
 	if (strstr(err, "Uncaught") || strstr(err, "ERROR:CONSOLE") || strstr(err, ":CONSOLE("))
 		FAIL("console errors loading %s#%s:\n%s", file, hash ? hash : "", err);
 	free(err);
@@ -93,7 +94,7 @@ static inline void attr(const char *tag, const char *attr, char *out, size_t len
 /* Skips without chromium; makes the browser's profile directory. */
 static inline void html_test_start(void)
 {
-	if (system("command -v chromium >/dev/null 2>&1") != 0)
+	if (run_sh("command -v chromium >/dev/null 2>&1", 60) != 0)
 		SKIP("chromium is not installed (apt-get install chromium)");
 	ASSERT_NOT_NULL(mkdtemp(udd));
 	ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
@@ -104,7 +105,7 @@ static inline void html_test_end(void)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", udd);
-	if (system(cmd)) {
+	if (run_sh(cmd, 60)) {
 		/* nothing more to do */
 	}
 }

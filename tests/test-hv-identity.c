@@ -14,6 +14,7 @@
 #include "hv-glue/probe.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static void decide(const char *cpuid, const char *log, const char *name, const char *outer)
 {
@@ -99,7 +100,7 @@ static void live(const char *viprof)
 		SKIP("the kernel log is not readable here (not root, kernel.dmesg_restrict=1): the name comes from CPUID "
 		     "alone, which the unit entry covers");
 	/* The kernel's word, read apart from the product's reader. */
-	char *klog = test_popen_slurp("dmesg 2>/dev/null");
+	char *klog = run_sh_read("dmesg 2>/dev/null", NULL);
 	struct vp_probe_klog k;
 	ASSERT_OK(vp_probe__parse_klog(klog, &k));
 	free(klog);
@@ -109,7 +110,7 @@ static void live(const char *viprof)
 		ASSERT_STREQ(id->name, k.kernel_hv);
 
 	snprintf(cmd, sizeof(cmd), "%s probe 2>&1", viprof);
-	char *probe = test_popen_slurp(cmd);
+	char *probe = run_sh_read(cmd, NULL);
 	ASSERT_STREQ(row(probe, "\n  hypervisor ", v, sizeof(v)), id->name);
 	bool vm = strcmp(id->name, "none") != 0;
 	char why[512];
@@ -126,7 +127,7 @@ static void live(const char *viprof)
 	ASSERT_GT(sl, 0);
 	self[sl] = '\0';
 	snprintf(cmd, sizeof(cmd), "%s record -o %s/s -- %s spin 2>&1", viprof, tmp, self);
-	char *rec = test_popen_slurp(cmd);
+	char *rec = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(rec, "sampling ");
 	if (vm && strstr(rec, "VM ("))
 		ASSERT_CONTAINS(rec, id->name);
@@ -139,13 +140,13 @@ static void live(const char *viprof)
 	free(meta);
 	/* The report of the session says it too. */
 	snprintf(cmd, sizeof(cmd), "%s report %s/s 2>&1", viprof, tmp);
-	char *rep = test_popen_slurp(cmd);
+	char *rep = run_sh_read(cmd, NULL);
 	ASSERT_STREQ(row(rep, "\n# hypervisor", v, sizeof(v)), id->name);
 	free(rep);
 
 	if (!cycles) {
 		snprintf(cmd, sizeof(cmd), "%s record -e cycles -o %s/c -- /bin/true 2>&1", viprof, tmp);
-		char *err = test_popen_slurp(cmd);
+		char *err = run_sh_read(cmd, NULL);
 		ASSERT_CONTAINS(err, "'cycles'");
 		if (vm && strstr(err, "VM ("))
 			ASSERT_CONTAINS(err, id->name);
@@ -154,7 +155,7 @@ static void live(const char *viprof)
 		free(err);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd))
+	if (run_sh(cmd, 50))
 		fprintf(stderr, "could not remove %s\n", tmp);
 	printf("test-hv-identity live: every message says %s\n", id->name);
 }

@@ -203,7 +203,7 @@ static void one_run(const char *java, bool events, bool g1, int run, struct tall
 			   "CodeReuse", (char *)GENS_STR, SECS, NULL };
 	pid_t busy[2];
 	load(busy);
-	int rc = tu_run(g1 ? rec_g1 : events ? rec_ev : rec, out, err, 300);
+	int rc = run_argv(g1 ? rec_g1 : events ? rec_ev : rec, out, err, 300);
 	unload(busy);
 	if (rc) {
 		char *e = tu_read(err);

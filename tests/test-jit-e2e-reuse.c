@@ -64,7 +64,7 @@ static int run(const char *java, bool jdk17)
 			  "-XX:ReservedCodeCacheSize=8m", "-cp", VIPROF_JAVA_CLASSES, "CodeReuse", "8", "0.7", NULL };
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
 			"CodeReuse", "8", "0.7", NULL };
-	int rc = tu_run(jdk17 ? rec17 : rec, out, err, 120);
+	int rc = run_argv(jdk17 ? rec17 : rec, out, err, 120);
 	if (rc) {
 		char *e = tu_read(err);
 		FAIL("viprof record exited %d: %s", rc, e);
@@ -84,7 +84,7 @@ static int run(const char *java, bool jdk17)
 		for (int flat = 0; flat < 2; flat++) {
 			char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "--time", win, "--map-mode",
 					flat ? "flat" : "epoch", "-o", folded, NULL };
-			ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+			ASSERT_EQ(run_argv(rep, NULL, err, 120), 0);
 			struct counts c = count(folded, g);
 			if (flat) {
 				f_own += c.own;
@@ -111,7 +111,7 @@ static int run(const char *java, bool jdk17)
 	/* The report says what the epochs saved: samples in JIT code, and how many of them
 	 * a flat map names after another method; some exactly when flat was caught wrong. */
 	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "3", "-o", folded, NULL };
-	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	ASSERT_EQ(run_argv(rep, NULL, err, 120), 0);
 	char *t = tu_read(folded);
 	const char *jl = strstr(t, "# jit: ");
 	unsigned long long leaves = 0, wrong = 0;
@@ -130,7 +130,7 @@ static int run(const char *java, bool jdk17)
 	char cmdl[2400];
 	snprintf(cmdl, sizeof(cmdl), "'%s' maps '%s' list > '%s'", VIPROF_BIN, sess, folded);
 	ml[2] = cmdl;
-	ASSERT_EQ(tu_run(ml, NULL, err, 60), 0);
+	ASSERT_EQ(run_argv(ml, NULL, err, 60), 0);
 	t = tu_read(folded);
 	ASSERT_CONTAINS(t, "times in seconds since the session's time zero (its sampling start), as 'report --time' counts them");
 	free(t);

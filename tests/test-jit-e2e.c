@@ -14,13 +14,13 @@ static void run(const char *java)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
 			"JitSplit", "8", NULL };
-	int rc = tu_run(rec, out, err, 90);
+	int rc = run_argv(rec, out, err, 90);
 	if (rc) {
 		char *e = tu_read(err);
 		FAIL("viprof record exited %d: %s", rc, e);
 	}
 	char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "--threads", "-o", folded, NULL };
-	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	ASSERT_EQ(run_argv(rep, NULL, err, 120), 0);
 
 	FILE *f = fopen(folded, "r");
 	ASSERT_NOT_NULL(f);

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 /* Sums a session's JSON report (stdin): argv[1] is "lock" or "off-cpu".
  * lock: the waits under LockSplit.onMonitor and LockSplit.onLock.
@@ -81,7 +81,7 @@ static void sums(const char *tmp, const char *dir, const char *ev, const char *w
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s report %s -e %s -F json %s%s 2>/dev/null | python3 %s %s > %s", VIPROF_BIN, dir, ev,
 		 win ? "--time " : "", win ? win : "", py, ev, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *s = tu_read(outp);
 	ASSERT_EQ(sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]), 4);
 	free(s);
@@ -116,7 +116,7 @@ static void jfr_sums(const char *java, const char *tmp, double *mon, double *lk)
 		 "        t[1] += ns(v[\"duration\"])\n"
 		 "print(t[0], t[1])' > %s",
 		 jfr, tmp, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *s = tu_read(outp);
 	ASSERT_EQ(sscanf(s, "%lf %lf", mon, lk), 2);
 	free(s);
@@ -126,7 +126,7 @@ static void jfr_sums(const char *java, const char *tmp, double *mon, double *lk)
 static pid_t start_fixture(const char *java, const char *out)
 {
 	char *argv[] = { (char *)java, "-cp", (char *)VIPROF_JAVA_CLASSES, "LockSplit", "120", "3", NULL };
-	pid_t pid = tu_spawn(argv, out, NULL);
+	pid_t pid = run_start(argv, out, NULL);
 	for (int i = 0; i < 1500; i++) {   /* 30 s: a JVM starting on a loaded machine */
 		char *o = tu_read(out);
 		bool ready = strstr(o, "ready") != NULL;
@@ -204,7 +204,7 @@ static void attach_window(const char *tmp, const char *dir, pid_t pid, const cha
 	double start = (double)tu_session_zero(dir), dur = strtod(q + 1, NULL);
 	free(mj);
 	char *ml[] = { (char *)VIPROF_BIN, "maps", (char *)dir, "--pid", ps, "list", NULL };
-	char *list = tu_output(tmp, ml, "viprof maps list");
+	char *list = run_output(tmp, ml, "viprof maps list");
 	const char *b = strstr(list, "the map began at ");
 	ASSERT_NOT_NULL(b);
 	double began = strtod(b + 17, NULL);
@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 	bool attach = argc > 2 && !strcmp(argv[2], "attach"), natives = argc > 2 && !strcmp(argv[2], "natives");
 	bool vthreads = argc > 2 && !strcmp(argv[2], "vthreads");
 	tu_require_fixtures();
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to sum the JSON report's weights");
 	bool root = geteuid() == 0;
 	if (attach && !root)
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 		setenv("VIPROF_AGENT_STATS", "1", 1);
 		if (natives)
 			setenv("VIPROF_AGENT_PARK", "natives", 1);
-		char *fixture = tu_output(tmp, rec, "viprof record -e lock");
+		char *fixture = run_output(tmp, rec, "viprof record -e lock");
 		char errp[700];
 		snprintf(errp, sizeof(errp), "%s/err", tmp);
 		char *err = tu_read(errp);
@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
 		char *rec[] = { (char *)VIPROF_BIN, "record", "-g", "-e", "lock", "--off-cpu", "-p", ps, "-d", "6", "-o",
 				dir, NULL };
-		int rc = tr_run(tmp, rec, out, sizeof(out));
+		int rc = run_logged(tmp, rec, out, sizeof(out), 240);
 		if (rc)
 			FAIL("viprof record -p %d exited %d: %s", (int)pid, rc, out);
 		/* Issue 32: an attached JVM had monitors only, and the recorder said so. */
@@ -304,7 +304,7 @@ int main(int argc, char **argv)
 
 	/* The lock classes as leaves under the waiting methods. */
 	char *fo[] = { (char *)VIPROF_BIN, "report", dir, "-e", "lock", "-F", "folded", NULL };
-	char *folded = tu_output(tmp, fo, "viprof report -e lock -F folded");
+	char *folded = run_output(tmp, fo, "viprof report -e lock -F folded");
 	ASSERT_CONTAINS(folded, ";LockSplit.onMonitor()_[j];LockSplit$Monitor ");
 	ASSERT_CONTAINS(folded, "ReentrantLock$NonfairSync ");
 	ASSERT_CONTAINS(folded, "LockSplit.onLock()_[j];java.util.concurrent.locks.ReentrantLock.lock()");
@@ -345,14 +345,14 @@ int main(int argc, char **argv)
 		jfr_tool(java, jfr, sizeof(jfr));
 		snprintf(jf, sizeof(jf), "%s/l.jfr", tmp);
 		char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", jf, NULL };
-		free(tu_output(tmp, wj, "viprof report -F jfr"));
+		free(run_output(tmp, wj, "viprof report -F jfr"));
 		char *pm[] = { jfr, "print", "--events", "jdk.JavaMonitorEnter", "--stack-depth", "1", jf, NULL };
-		char *pr = tu_output(tmp, pm, "jfr print --events jdk.JavaMonitorEnter");
+		char *pr = run_output(tmp, pm, "jfr print --events jdk.JavaMonitorEnter");
 		ASSERT_CONTAINS(pr, "monitorClass = LockSplit$Monitor");
 		ASSERT_CONTAINS(pr, "LockSplit.onMonitor() line:");
 		free(pr);
 		char *pp[] = { jfr, "print", "--events", "jdk.ThreadPark", "--stack-depth", "1", jf, NULL };
-		pr = tu_output(tmp, pp, "jfr print --events jdk.ThreadPark");
+		pr = run_output(tmp, pp, "jfr print --events jdk.ThreadPark");
 		ASSERT_CONTAINS(pr, "parkedClass = java.util.concurrent.locks.ReentrantLock$NonfairSync");
 		ASSERT_CONTAINS(pr, "java.util.concurrent.locks.LockSupport.park(Object) line:");
 		free(pr);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "test-run.h"
 
 #define USER "vpmapsx"
 
@@ -25,7 +26,7 @@ static void cleanup(void)
 {
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s; userdel " USER " 2>/dev/null", dir);
-	if (system(cmd) != 0) {
+	if (run_sh(cmd, 110) != 0) {
 		/* Nothing left to remove. */
 	}
 }
@@ -34,24 +35,13 @@ static void cleanup(void)
  * still running after 5 s (blocked). */
 static int export_to(const char *cmd, const char *f, bool force)
 {
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 1);
-		execl(VIPROF_BIN, "viprof", "maps", "--perf-map", in, cmd, f, force ? "--force" : NULL, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 500; i++) {
-		int status;
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	FAIL("viprof maps %s %s%s still ran after 5 s: blocked on it", cmd, f, force ? " --force" : "");
-}
+	int code;
 
+	if (!run_reap(run_start((char *const[]){ VIPROF_BIN, "maps", "--perf-map", in, (char *)cmd, (char *)f,
+						  force ? "--force" : NULL, NULL }, NULL, RUN_KEEP), 5000, &code))
+		FAIL("viprof maps %s %s%s still ran after 5 s: blocked on it", cmd, f, force ? " --force" : "");
+	return code;
+}
 /* As the user: a FIFO and a file with known contents in dir. */
 static void plant(uid_t uid, gid_t gid)
 {
@@ -80,7 +70,7 @@ int main(void)
 	REQUIRE_ROOT();
 	char p[300];
 	struct stat st;
-	if (system("userdel " USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " USER) != 0)
+	if (run_sh("userdel " USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " USER, 110) != 0)
 		SKIP("cannot create the test user with useradd");
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	atexit(cleanup);

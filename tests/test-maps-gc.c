@@ -17,8 +17,8 @@ static struct vp_codemap *run(const char *java, const char *gc_opt, char **dirp,
 	snprintf(opt, sizeof(opt), "-agentpath:%s=dir=%s", VIPROF_AGENT_SO, dir);
 	snprintf(out, sizeof(out), "%s/out", dir);
 	char *argv[] = { (char *)java, (char *)gc_opt, opt, "-cp", VIPROF_JAVA_CLASSES, "CodeReuse", "4", "0.3", NULL };
-	pid_t pid = tu_spawn(argv, out, NULL);
-	ASSERT_EQ(tu_wait(pid, 90), 0);
+	pid_t pid = run_start(argv, out, NULL);
+	ASSERT_EQ(run_wait(pid, 90), 0);
 	snprintf(piddir, len, "%s/%d", dir, (int)pid);
 	struct vp_codemap *m = vp_codemap__load_dir(piddir, why, sizeof(why));
 	if (!m)
@@ -58,7 +58,7 @@ static void check_cli(const char *piddir, const char *want)
 	snprintf(out, sizeof(out), "%s.list", piddir);
 	snprintf(cmd, sizeof(cmd), "%s maps %s list > %s 2>&1 && %s maps %s show 1 >> %s 2>&1 && %s maps %s timeline >> %s 2>&1",
 		 VIPROF_BIN, piddir, out, VIPROF_BIN, piddir, out, VIPROF_BIN, piddir, out);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 230), 0);
 	char *o = tu_read(out);
 	ASSERT_CONTAINS(o, "ended-by");
 	ASSERT_CONTAINS(o, want);                      /* list and show */

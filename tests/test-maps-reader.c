@@ -3,6 +3,7 @@
  * jitdump import/export; truncated, corrupt and fuzzed files give an error, never a crash. */
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -539,6 +540,6 @@ int main(void)
 
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	return 0;
 }

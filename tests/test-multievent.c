@@ -22,17 +22,12 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-run.h"
 #include "test-profile.h"
 
 #define WORK_ARGS "20000 4000 200"
 #define SPIN_REPORT "multievent-spin.txt"
 #define EVENTS "cpu-clock/period=1000000/,page-faults/period=1/,context-switches/period=1/"
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 /* perf stat's count of one event from its CSV (-x,) output. */
 static uint64_t perf_count(const char *file, const char *event)
@@ -178,12 +173,12 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		FAIL("usage: test-multievent viprof faulty");
 	REQUIRE_ROOT();
-	if (run("perf --version >/dev/null 2>&1"))
+	if (run_sh("perf --version >/dev/null 2>&1", 100))
 		SKIP("perf is not installed: it gives the reference counts (apt-get install linux-perf)");
 
 	snprintf(cmd, sizeof(cmd), "perf stat -x, -e page-faults,context-switches -o multievent-perf.csv -- %s "
 		 WORK_ARGS " >/dev/null 2>&1", argv[2]);
-	ASSERT_EQ(run(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 100), 0);
 	uint64_t pf = perf_count("multievent-perf.csv", "page-faults");
 	uint64_t cs = perf_count("multievent-perf.csv", "context-switches");
 	ASSERT_GE(pf, 20000);
@@ -195,7 +190,7 @@ int main(int argc, char **argv)
 	unlink(SPIN_REPORT);
 	snprintf(cmd, sizeof(cmd), "%s record -q --force -e '" EVENTS "' -o multievent -- %s " WORK_ARGS
 		 " " SPIN_REPORT " >multievent.log 2>&1", argv[1], argv[2]);
-	if (run(cmd))
+	if (run_sh(cmd, 100))
 		FAIL("viprof record failed; see multievent.log");
 	static const uint64_t want[] = { 1000000, 1, 1 };
 	check_periods("multievent", want, 3);
@@ -255,21 +250,21 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++) {
 		snprintf(cmd, sizeof(cmd), "%s report multievent --no-color -e %s > multievent-%d.txt 2>&1", argv[1],
 			 evs[i], i);
-		ASSERT_EQ(run(cmd), 0);
+		ASSERT_EQ(run_sh(cmd, 100), 0);
 		snprintf(cmd, sizeof(cmd), "multievent-%d.txt", i);
 		check_columns(cmd, 3);
 	}
 	/* As in perf, -c sets the period of the events without a term of their own. */
 	snprintf(cmd, sizeof(cmd), "%s record -q --force -e 'cpu-clock,page-faults/period=1/' -c 2000000 -o multievent-c "
 		 "-- %s 100 10 10 >multievent-c.log 2>&1", argv[1], argv[2]);
-	if (run(cmd))
+	if (run_sh(cmd, 100))
 		FAIL("viprof record -c failed; see multievent-c.log");
 	static const uint64_t want_c[] = { 2000000, 1 };
 	check_periods("multievent-c", want_c, 2);
 	/* The perf backend writes the running totals too. */
 	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend perf -e 'cpu-clock/period=1000000/' -o multievent-perf "
 		 "-- %s 20000 4000 200 >multievent-perfb.log 2>&1", argv[1], argv[2]);
-	if (run(cmd))
+	if (run_sh(cmd, 100))
 		FAIL("viprof record --backend perf failed; see multievent-perfb.log");
 	nint = interval_totals("multievent-perf", 1);
 	fprintf(stderr, "running totals in the perf backend's session: %d\n", nint);

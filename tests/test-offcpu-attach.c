@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LongWaits", "120", NULL };
-	pid_t jpid = tu_spawn(jargv, jout, NULL);
+	pid_t jpid = run_start(jargv, jout, NULL);
 	if (!tu_wait_for(jout, "ready", 60000)) {
 		kill(jpid, SIGKILL);
 		FAIL("LongWaits did not print ready within 60 s");
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	int nbefore = list_tids(jpid, before);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jpid);
 	char *rargv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-p", pidarg, "-d", "4", "-o", sess, NULL };
-	int rc = tu_run(rargv, rout, rout, 120);
+	int rc = run_argv(rargv, rout, rout, 120);
 	int nafter = list_tids(jpid, after);
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
@@ -85,11 +85,7 @@ int main(int argc, char **argv)
 		FAIL("viprof record exited with %d: %s", rc, tu_read(rout));
 
 	struct vp_session_opts o = { 0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	const char *d = vp_profile__meta(p, "duration_ns");
 	ASSERT_NOT_NULL(d);
 	uint64_t dur = strtoull(d, NULL, 10);
@@ -100,6 +96,7 @@ int main(int argc, char **argv)
 	check_caller(p, off, "long-waiter", "LongWaits.waitLong", dur);
 	check_caller(p, off, "parked-forever", "LongWaits.parkForever", dur);
 
+	char err[512];
 	int wall = vp_wall__add_events(p, err, sizeof(err));
 	if (wall < 0)
 		FAIL("wall view: %s", err);

@@ -27,14 +27,14 @@ int main(int argc, char **argv)
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "DeepStack", "1000", "120", "sleep", NULL };
-	pid_t jpid = tu_spawn(jargv, jout, NULL);
+	pid_t jpid = run_start(jargv, jout, NULL);
 	if (!tu_wait_for(jout, "ready", 60000)) {
 		kill(jpid, SIGKILL);
 		FAIL("DeepStack did not print ready within 60 s");
 	}
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jpid);
 	char *rargv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-p", pidarg, "-d", "4", "-o", sess, NULL };
-	int rc = tu_run(rargv, rout, rout, 120);
+	int rc = run_argv(rargv, rout, rout, 120);
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
 	if (rc != 0)

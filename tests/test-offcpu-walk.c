@@ -82,7 +82,7 @@ static char *report(const char *dir, const char *sess, char *const *args)
 	argv[n] = NULL;
 	snprintf(out, sizeof(out), "%s/report.out", dir);
 	snprintf(err, sizeof(err), "%s/report.err", dir);
-	ASSERT_EQ(tu_run(argv, out, err, 60), 0);
+	ASSERT_EQ(run_argv(argv, out, err, 60), 0);
 	return tu_read(out);
 }
 
@@ -122,7 +122,7 @@ static void check_units(const char *dir, const char *sess)
 	snprintf(pb, sizeof(pb), "%s/wall.pb.gz", dir);
 	free(report(dir, sess, (char *[]){ "--wall", "-F", "pprof", "-o", pb, NULL }));
 	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s/wall.pb'", pb, dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 	snprintf(pb, sizeof(pb), "%s/wall.pb", dir);
 	FILE *f = fopen(pb, "rb");
 	ASSERT_NOT_NULL(f);
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 	/* Not -q: the recorder's log says how many walks it reused. */
 	char *chain_argv[] = { VIPROF_BIN, "record", "-g", "--off-cpu", "-o", sess, "--",
 			       fpchain ? FPCHAIN_FIXTURE : CHAIN_FIXTURE, "3", NULL };
-	int rc = tu_run(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
+	int rc = run_argv(chain ? chain_argv : nap ? nap_argv : java_argv, rout, rout, 90);
 	if (rc != 0) {
 		char *o = tu_read(rout);
 		FAIL("viprof record exited with %d: %s", rc, o);
@@ -207,11 +207,7 @@ int main(int argc, char **argv)
 	 * loaded machine), switch-outs are walked by frame pointers, which is not what this
 	 * test is about (a loaded CI run rooted 98.2% of one worker's runnable time). */
 	struct vp_session_opts o = { .t_from = nap ? 0 : 1.0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	if (chain) {

@@ -30,6 +30,7 @@
 #include "common/util.h"
 #include "test.h"
 #include "test-profile.h"
+#include "test-run.h"
 
 struct fthread {
 	uint32_t tid;
@@ -52,20 +53,19 @@ static void record(const char *args)
 	snprintf(dir, sizeof(dir), "/tmp/vp-offcpu-%d", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s record -q -g --off-cpu -o %s %s", dir, VIPROF_BIN, dir, args);
 	fprintf(stderr, "+ %s\n", cmd);
-	f = popen(cmd, "r");
-	ASSERT_NOT_NULL(f);
+	f = run_sh_file(cmd, &st);
 	while (fgets(line, sizeof(line), f)) {
 		struct fthread t = { 0 };
 
 		if (nft < 16 && sscanf(line, "thread %" SCNu32 " %31s %" SCNu64 " %" SCNu64, &t.tid, t.name, &t.wall, &t.cpu) == 4)
 			ft[nft++] = t;
 	}
-	st = pclose(f);
-	if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+	fclose(f);
+	if (st != 0) {
 		/* Say why when BPF cannot be had here; anything else is a failure. */
 		if (geteuid() != 0)
 			SKIP("needs root");
-		FAIL("viprof record exited with %d", WEXITSTATUS(st));
+		FAIL("viprof record exited with %d", st);
 	}
 }
 
@@ -75,7 +75,7 @@ static void cleanup(void)
 
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd)) {
+		if (run_sh(cmd, 110)) {
 		}
 	}
 }
@@ -228,8 +228,8 @@ static int split(void)
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof(cmd), "%s report %s %s", VIPROF_BIN, dir, fmts[i].args);
-		FILE *f = popen(cmd, "r");
-		ASSERT_NOT_NULL(f);
+		int st;
+		FILE *f = run_sh_file(cmd, &st);
 		/* The whole output, then one search. */
 		size_t len = 0, cap = 0, n;
 		char *out = NULL;
@@ -240,22 +240,21 @@ static int split(void)
 		} while (n > 0);
 		bool found = memmem(out, len, fmts[i].want, strlen(fmts[i].want)) != NULL;
 		free(out);
-		int st = pclose(f);
-		if (!found || !WIFEXITED(st) || WEXITSTATUS(st))
-			FAIL("'%s': %s (exit %d)", cmd, found ? "failed" : "the output lacks the expected text", WEXITSTATUS(st));
+		fclose(f);
+		if (!found || st)
+			FAIL("'%s': %s (exit %d)", cmd, found ? "failed" : "the output lacks the expected text", st);
 		fprintf(stderr, "split: '%s' has '%s'\n", fmts[i].args, fmts[i].want);
 	}
 
 	/* The flame graph's event switch, in a real browser when there is one: the page
 	 * drawn with #view=wall says it shows wall samples. */
-	if (system("command -v chromium >/dev/null 2>&1") == 0) {
+	if (run_sh("command -v chromium >/dev/null 2>&1", 110) == 0) {
 		char cmd[2048], html[300];
 		snprintf(html, sizeof(html), "%s/flame.html", dir);
 		snprintf(cmd, sizeof(cmd), "%s report %s -F html -o %s 2>/dev/null && timeout 90 chromium --headless "
 			 "--no-sandbox --disable-gpu --user-data-dir=%s/chromium --virtual-time-budget=5000 --dump-dom "
 			 "'file://%s#view=wall' 2>/dev/null | grep -q 'ms of wall'", VIPROF_BIN, dir, html, dir, html);
-		int st = system(cmd);
-		if (st != 0)
+		if (run_sh(cmd, 110) != 0)
 			FAIL("the flame graph did not switch to the wall view: %s", cmd);
 		fprintf(stderr, "split: the flame graph draws #view=wall\n");
 	}

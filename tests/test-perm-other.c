@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "test-run.h"
 
 static pid_t as_user(uid_t uid, const char *out, char *const argv[])
 {
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
 	waitpid(target, NULL, 0);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 50));
 	printf("test-perm-other: ok\n");
 	return 0;
 }

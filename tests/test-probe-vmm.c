@@ -15,6 +15,7 @@
 #include "hv-glue/probe.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static void table(const char *dir, const char *name, const char *oem, size_t len)
 {
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
 		bool fc = vp_probe__acpi_oem_at("/sys/firmware/acpi/tables", oem, sizeof(oem)) == 0 && !strcmp(oem, "FIRECK");
 		bool no_pmu = access("/sys/bus/event_source/devices/cpu", F_OK) != 0 &&
 			      access("/sys/bus/event_source/devices/cpu_core", F_OK) != 0;
-		char *klog = test_popen_slurp("dmesg 2>/dev/null");
+		char *klog = run_sh_read("dmesg 2>/dev/null", NULL);
 		/* Every form kernels log (test-hv-identity quotes them) through the one parser. */
 		struct vp_probe_klog kl;
 		vp_probe__parse_klog(klog, &kl);
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
 		if (!fc && !no_pmu && !pvm_guest && !pvm_absent && !pvm_host)
 			SKIP("neither Firecracker, a kernel without PMU, nor a kernel log that speaks of PVM here");
 		snprintf(cmd, sizeof(cmd), "%s probe 2>&1", argv[1]);
-		char *out = test_popen_slurp(cmd);
+		char *out = run_sh_read(cmd, NULL);
 		if (pvm_guest) {
 			ASSERT_CONTAINS(out, "  hypervisor                 PVM\n");
 			ASSERT_CONTAINS(out, "this kernel runs as a PVM guest");
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 	ASSERT_STREQ(oem, "FIRECK");
 	ASSERT_EQ(vp_probe__acpi_oem_at(dir, oem, 4), -EINVAL);
 	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 50));
 
 	/* The kernel's view (issue 23): a PVM guest, whose user-mode CPUID names the outer
 	 * host, is told by its log; a VM that only hosts PVM guests is not one. */

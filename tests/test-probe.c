@@ -13,6 +13,7 @@
 #include "hv-glue/probe.h"
 #include "common/util.h"
 #include "test.h"
+#include "test-run.h"
 
 #ifndef VIPROF_BIN
 #error "VIPROF_BIN must name the built viprof binary"
@@ -216,23 +217,6 @@ static void test_validator(void)
 
 /* ---- running the binary ---- */
 
-static char *run(const char *cmd, int *status)
-{
-	FILE *f = popen(cmd, "r");
-	ASSERT_NOT_NULL(f);
-	size_t cap = 0, n = 0, k;
-	char *buf = NULL;
-	do {
-		ASSERT_OK(vp_grow((void **)&buf, &cap, n + 4097, 1));
-		k = fread(buf + n, 1, 4096, f);
-		n += k;
-	} while (k > 0);
-	buf[n] = '\0';
-	int st = pclose(f);
-	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-	return buf;
-}
-
 /* The hypervisor this test expects, from its own CPUID reading. NULL = no opinion. */
 static const char *expected_hypervisor(void)
 {
@@ -300,7 +284,7 @@ int main(void)
 		FAIL("%s is not built (%s)", VIPROF_BIN, strerror(errno));
 
 	int st;
-	char *json = run(VIPROF_BIN " probe --json", &st);
+	char *json = run_sh_read(VIPROF_BIN " probe --json", &st);
 	ASSERT_EQ(st, 0);
 	struct jp j = { .want = { "hypervisor.name", "pmu.hw_sampling", "recommendation", "default_event",
 				  "kernel.release", "events[4].name", "events[4].sample" },
@@ -309,7 +293,7 @@ int main(void)
 		FAIL("probe --json is not one valid JSON object; stopped at: %.60s", j.s);
 	if (access("/usr/bin/python3", X_OK) == 0) {
 		int pst;
-		free(run(VIPROF_BIN " probe --json | /usr/bin/python3 -m json.tool >/dev/null", &pst));
+		free(run_sh_read(VIPROF_BIN " probe --json | /usr/bin/python3 -m json.tool >/dev/null", &pst));
 		ASSERT_EQ(pst, 0);
 	}
 	const char *hv = j.got[0];
@@ -334,7 +318,7 @@ int main(void)
 	}
 
 	/* Text: aligned sections, ending with the same recommendation. */
-	char *text = run(VIPROF_BIN " probe", &st);
+	char *text = run_sh_read(VIPROF_BIN " probe", &st);
 	ASSERT_EQ(st, 0);
 	ASSERT_CONTAINS(text, "Hypervisor\n");
 	ASSERT_CONTAINS(text, "\nEvents ");
@@ -351,11 +335,11 @@ int main(void)
 	ASSERT_STREQ(figures_masked(rec, a, sizeof(a)), figures_masked(j.got[2], b, sizeof(b)));
 
 	/* Usage errors exit 2, --help 0. */
-	free(run(VIPROF_BIN " probe --bogus 2>/dev/null", &st));
+	free(run_sh_read(VIPROF_BIN " probe --bogus 2>/dev/null", &st));
 	ASSERT_EQ(st, 2);
-	free(run(VIPROF_BIN " probe extra 2>/dev/null", &st));
+	free(run_sh_read(VIPROF_BIN " probe extra 2>/dev/null", &st));
 	ASSERT_EQ(st, 2);
-	char *help = run(VIPROF_BIN " probe --help", &st);
+	char *help = run_sh_read(VIPROF_BIN " probe --help", &st);
 	ASSERT_EQ(st, 0);
 	ASSERT_CONTAINS(help, "--json");
 

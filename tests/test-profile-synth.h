@@ -1,9 +1,16 @@
 /* Synthetic but realistic profiles for the report tests, built through the profile API:
  * a Java service with hypervisor, kernel, native, JVM, JIT, inlined and interpreted
- * frames and known shares, and a large tree for the size and speed tests. */
+ * frames and known shares, and a large tree for the size and speed tests. And synthetic
+ * sessions (synth_session_*): a stream.vps written record by record as the recorder
+ * writes it, for the loader's tests whose answer is worked out by hand. */
 #ifndef VIPROF_TEST_PROFILE_SYNTH_H
 #define VIPROF_TEST_PROFILE_SYNTH_H
 
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/chunkfile.h"
+#include "common/session_format.h"
 #include "postproc/profile.h"
 #include "test-helpers.h"
 #include "test.h"
@@ -121,6 +128,105 @@ static inline struct vp_profile *synth_big_profile(int digits)
 		ASSERT_OK(vp_profile__add(p, st, (uint32_t)digits + 1, 1, 1, "big", cpu, c, c * SYNTH_PERIOD_NS));
 	}
 	return p;
+}
+
+/* A session stream being written; its records' times are ns after base, the clock read
+ * when the file was created (so that --to and --from count from the header's clock: a
+ * base taken earlier let a slow start move a record inside a window). */
+struct synth_session {
+	struct cfile_writer *w;
+	uint64_t base;
+};
+
+#define SYNTH_MS 1000000ull
+#define SYNTH_K_SYSCALL 0xffffffff81001000ull   /* do_syscall_64, under every kernel leaf */
+
+static inline void synth_session_open(struct synth_session *s, const char *dir)
+{
+	char path[512];
+	struct timespec ts;
+
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
+	s->w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
+	ASSERT_NOT_NULL(s->w);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void synth_event(struct synth_session *s, uint32_t index, const char *name, uint32_t flags,
+			       uint32_t perf_type, uint64_t period)
+{
+	struct vp_event_desc ev = { .index = index, .perf_type = perf_type, .period = period, .flags = flags };
+	snprintf(ev.name, sizeof(ev.name), "%s", name);
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_EVENT, s->base, &ev, sizeof(ev)));
+}
+
+static inline void synth_ksym(struct synth_session *s, uint64_t addr, const char *name)
+{
+	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
+	struct vp_ksym *k = (void *)buf;
+	k->addr = addr;
+	k->size = 0x100;
+	snprintf(k->name, 64, "%s", name);
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_KSYM, s->base, buf, sizeof(*k) + strlen(k->name) + 1));
+}
+
+static inline void synth_comm(struct synth_session *s, uint32_t pid, const char *comm)
+{
+	struct vp_comm r = { .pid = pid, .tid = pid };
+	strncpy(r.comm, comm, sizeof(r.comm) - 1);
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_COMM, s->base, &r, sizeof(r)));
+}
+
+/* What a kernel-mode sample of synth_ksample says beside its stack. */
+struct synth_sample {
+	uint32_t pid;          /* its tid too */
+	uint32_t cpu;
+	uint16_t event;
+	uint64_t period;
+	uint8_t sched_state;
+	uint64_t leaf;         /* the address of the leaf's symbol: the stack is do_syscall_64 -> leaf */
+};
+
+/* times samples at t of the two-frame kernel stack do_syscall_64 -> m->leaf. */
+static inline void synth_ksample(struct synth_session *s, uint64_t t, const struct synth_sample *m, int times)
+{
+	char buf[sizeof(struct vp_sample) + 16] = { 0 };
+	struct vp_sample *v = (void *)buf;
+	v->pid = v->tid = m->pid;
+	v->cpu = m->cpu;
+	v->event = m->event;
+	v->mode = VP_MODE_KERNEL;
+	v->period = m->period;
+	v->sched_state = m->sched_state;
+	v->nr_kernel = 2;
+	v->ips[0] = m->leaf + 0x10;
+	v->ips[1] = SYNTH_K_SYSCALL + 0x20;
+	for (int i = 0; i < times; i++)
+		ASSERT_OK(cfile_writer__append(s->w, VP_REC_SAMPLE, s->base + t, buf, sizeof(*v) + 16));
+}
+
+/* A STEAL snapshot: vCPU cpu's cumulative steal clock at t. */
+static inline void synth_steal(struct synth_session *s, uint64_t t, uint32_t cpu, uint64_t ns)
+{
+	struct vp_steal r = { .cpu = cpu, .steal_ns = ns };
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_STEAL, s->base + t, &r, sizeof(r)));
+}
+
+static inline void synth_switch(struct synth_session *s, uint64_t t, uint32_t cpu, uint32_t prev, uint32_t next)
+{
+	struct vp_switch r = { .cpu = cpu, .prev_pid = prev, .prev_tid = prev, .next_pid = next, .next_tid = next };
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_SWITCH, s->base + t, &r, sizeof(r)));
+}
+
+/* END at t (the session's duration), saying it holds samples samples; closes the file. */
+static inline void synth_session_close(struct synth_session *s, uint64_t t, uint64_t samples)
+{
+	struct vp_end e = { .samples = samples, .duration_ns = t };
+	ASSERT_OK(cfile_writer__append(s->w, VP_REC_END, s->base + t, &e, sizeof(e)));
+	ASSERT_OK(cfile_writer__close(s->w));
+	s->w = NULL;
 }
 
 #endif

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 /* Starts `java -cp classes CLASS SECONDS` and waits for its "ready" line. */
 static pid_t start_fixture(const char *java, const char *tmp, const char *cls, const char *secs)
@@ -26,7 +26,7 @@ static pid_t start_fixture(const char *java, const char *tmp, const char *cls, c
 	char out[600];
 	snprintf(out, sizeof(out), "%s/%s.out", tmp, cls);
 	char *argv[] = { (char *)java, "-cp", (char *)VIPROF_JAVA_CLASSES, (char *)cls, (char *)secs, NULL };
-	pid_t pid = tu_spawn(argv, out, NULL);
+	pid_t pid = run_start(argv, out, NULL);
 	for (int i = 0; i < 1500; i++) {   /* 30 s: a JVM starting on a loaded machine */
 		char *o = tu_read(out);
 		bool ready = strstr(o, "ready") != NULL;
@@ -57,7 +57,7 @@ static void record(const char *tmp, const char *dir, const char *ev, pid_t pid, 
 	char *with[] = { (char *)VIPROF_BIN, "record", "-g", "-e", (char *)ev, "-p", ps, "-d", (char *)secs, "-o",
 			 (char *)dir, NULL };
 	char *without[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-p", ps, "-d", (char *)secs, "-o", (char *)dir, NULL };
-	int rc = tr_run(tmp, ev ? with : without, out, len);
+	int rc = run_logged(tmp, ev ? with : without, out, len, 240);
 	if (rc)
 		FAIL("viprof record -p %d exited %d: %s", (int)pid, rc, out);
 }
@@ -68,7 +68,7 @@ static char *folded(const char *tmp, const char *dir, const char *ev)
 	char outp[600];
 	snprintf(outp, sizeof(outp), "%s/folded", tmp);
 	char *argv[] = { (char *)VIPROF_BIN, "report", (char *)dir, "-e", (char *)ev, "-F", "folded", NULL };
-	if (tu_run(argv, outp, NULL, 120))
+	if (run_argv(argv, outp, NULL, 120))
 		return strdup("");
 	return tu_read(outp);
 }
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	/* Refused before anything starts: no agent, nothing to record allocations. */
 	char *no[] = { (char *)VIPROF_BIN, "record", "-e", "alloc", "-p", "1", "--jvm-attach", "none", "-o", dir, NULL };
 	snprintf(dir, sizeof(dir), "%s/refused", tmp);
-	ASSERT_EQ(tr_run(tmp, no, out, sizeof(out)), 2);
+	ASSERT_EQ(run_logged(tmp, no, out, sizeof(out), 240), 2);
 	ASSERT_CONTAINS(out, "--jvm-attach none");
 
 	pid_t pid = start_fixture(java, tmp, "AllocSplit", "60");
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 	record(tmp, dir, NULL, pid, "1", out, sizeof(out));
 	char txtp[700], *tx[] = { (char *)VIPROF_BIN, "report", dir, "-n", "1", NULL };
 	snprintf(txtp, sizeof(txtp), "%s/text", tmp);
-	ASSERT_EQ(tu_run(tx, txtp, NULL, 120), 0);
+	ASSERT_EQ(run_argv(tx, txtp, NULL, 120), 0);
 	char *txt = tu_read(txtp);
 	ASSERT_CONTAINS(txt, "# event: cpu-clock");   /* a session, with samples ... */
 	ASSERT_TRUE(strstr(txt, "# event: alloc") == NULL);   /* ... and no allocations */

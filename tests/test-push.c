@@ -10,6 +10,7 @@
 #include "daemon/metrics.h"
 #include "daemon/push.h"
 #include "test.h"
+#include "test-run.h"
 
 static char dir[] = "/tmp/vp-test-push-XXXXXX";
 
@@ -178,7 +179,7 @@ int main(void)
 	test_metrics();
 	char cmd[100];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 	printf("test-push: ok\n");
 	return 0;

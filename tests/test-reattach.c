@@ -26,7 +26,7 @@ static pid_t record(const char *name, const char *secs)
 	snprintf(out, sizeof(out), "%s/%s.out", dir, name);
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "-p", spid, "-d", (char *)secs, "-o", sess, NULL };
-	return tu_spawn(argv, out, out);
+	return run_start(argv, out, out);
 }
 
 /* Context switches (voluntary + involuntary) of the JVM's agent thread; -1 if none. */
@@ -92,7 +92,7 @@ static bool map_written(void *name)
 static bool jvm_warm(void *unused)
 {
 	(void)unused;
-	return tu_proc_cpu_ms(jvm) >= 1500;
+	return run_cpu_ms(jvm) >= 1500;
 }
 
 /* The session's map was closed: read whole, its last epoch ended. */
@@ -157,10 +157,10 @@ int main(int argc, char **argv)
 	snprintf(jout, sizeof(jout), "%s/jvm.out", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "45", "7", NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	jvm = run_start(jargv, jout, jerr);
 	tu_wait_until(jvm_warm, NULL, 60, "the JVM to run 1.5 s of CPU");
 
-	ASSERT_EQ(tu_wait(record("s1", "3"), 60), 0);
+	ASSERT_EQ(run_wait(record("s1", "3"), 60), 0);
 	/* The agent sees the recording's lock free within a second and ends the map. */
 	tu_wait_until(map_closed, "s1", 10, "the first session's map to be closed");
 	long s1_after = map_size("s1");
@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 	ASSERT_GE(sw0, 0);
 	ASSERT_EQ(sw1, sw0);
 
-	ASSERT_EQ(tu_wait(record("s2", "3"), 60), 0);
+	ASSERT_EQ(run_wait(record("s2", "3"), 60), 0);
 	tu_wait_until(map_closed, "s2", 10, "the second session's map to be closed");
 	long s2_after = map_size("s2");
 	check_closed("s2");

@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "recorder/jvm_find.h"
 #include "test.h"
+#include "test-run.h"
 
 static int parse(struct vp_record_opts *o, char *err, size_t errlen, ...)
 {
@@ -153,29 +154,19 @@ static void test_parser(void)
 }
 
 /* Runs the viprof binary with argv; returns its exit status and its stdout+stderr. */
+/* Runs viprof with its stdout and stderr in one file, read back into out. */
 static int run_viprof(char *out, size_t outlen, char *const argv[])
 {
 	char path[] = "/tmp/vp-test-record-cli-out-XXXXXX";
 	int fd = mkstemp(path);
 	ASSERT_GE(fd, 0);
-	unlink(path);
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(VIPROF_BIN, argv);
-		_exit(126);
-	}
-	int status;
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	int rc = run_argv(argv, path, path, 50);
 	ssize_t n = pread(fd, out, outlen - 1, 0);
 	out[n > 0 ? n : 0] = '\0';
 	close(fd);
-	ASSERT_TRUE(WIFEXITED(status));
-	return WEXITSTATUS(status);
+	unlink(path);
+	return rc;
 }
-
 #define RUN(out, ...) run_viprof(out, sizeof(out), (char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL })
 
 /* Whether this machine can sample cycles at all (a PMU, virtualized or not). */
@@ -333,7 +324,7 @@ static void test_quiet(void)
 	ASSERT_CONTAINS(out, "warning: -F");
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 }
 
 /* Issue 33: a pid that names no process gets one message from record, attach and stat

@@ -21,7 +21,7 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-record-jvm-XXXXXX";
 static char java[PATH_MAX], classes[PATH_MAX + 16], out[8192];
@@ -31,11 +31,6 @@ static void sleep_ms(long ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static int run(char *const argv[])
-{
-	return tr_run(tmp, argv, out, sizeof(out));
 }
 
 /* Number of files in <sess>/jit/<pid>/, or -1 when the directory is missing. */
@@ -111,34 +106,28 @@ static int jvm_records(const char *sess, pid_t pid, uint32_t *flags)
 	return n;
 }
 
+/* JitSplit for seconds, without the JAVA_TOOL_OPTIONS of whoever runs the test. */
 static pid_t start_jvm(const char *seconds)
 {
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		unsetenv("JAVA_TOOL_OPTIONS");
-		execl(java, java, "-XX:+PreserveFramePointer", "-cp", classes, "JitSplit", seconds, (char *)NULL);
-		_exit(126);
-	}
+	char *jto = getenv("JAVA_TOOL_OPTIONS") ? strdup(getenv("JAVA_TOOL_OPTIONS")) : NULL;
+	unsetenv("JAVA_TOOL_OPTIONS");
+	pid_t pid = run_start((char *const[]){ java, "-XX:+PreserveFramePointer", "-cp", classes, "JitSplit",
+					      (char *)seconds, NULL }, NULL, RUN_KEEP);
+	if (jto)
+		setenv("JAVA_TOOL_OPTIONS", jto, 1);
+	free(jto);
 	return pid;
 }
 
 /* A sleeping shell with jto as JAVA_TOOL_OPTIONS (or none) and flag in its argv. */
 static bool fp_of(const char *jto, const char *flag)
 {
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (jto)
-			setenv("JAVA_TOOL_OPTIONS", jto, 1);
-		else
-			unsetenv("JAVA_TOOL_OPTIONS");
-		execl("/bin/sh", "sh", "-c", "sleep 5", "sh", flag, (char *)NULL);
-		_exit(126);
-	}
-	sleep_ms(100);
+	char env[512];
+	snprintf(env, sizeof(env), "JAVA_TOOL_OPTIONS=%s", jto ? jto : "");
+	char *envp[] = { jto ? env : "PATH=/usr/bin:/bin", NULL };
+	pid_t pid = run_start_env((char *const[]){ "/bin/sh", "-c", "sleep 5", "sh", (char *)flag, NULL }, envp, RUN_KEEP,
+				  RUN_KEEP);
+	run_wait_state(pid, 0, 10000, "running sh");
 	bool fp = record_jvm__frame_pointers(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -172,12 +161,12 @@ int main(void)
 	ASSERT_NOT_NULL(mkdtemp(tmp));
 	snprintf(classes, sizeof(classes), "%s/classes", tmp);
 	snprintf(cmd, sizeof(cmd), "%s --release 17 -nowarn -d %s %s/tests/java/JitSplit.java", javac, classes, SRCDIR);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 
 	/* Launch: the Java program's exit status comes through; its maps are in jit/<pid>. */
 	snprintf(sess, sizeof(sess), "%s/launch", tmp);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", java, "-cp", classes,
-				      "JitSplit", "4", "3", NULL });
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", java, "-cp", classes,
+				      "JitSplit", "4", "3", NULL }, out, sizeof(out), 100);
 	if (rc != 3)
 		FAIL("viprof record -- java exited %d (want the program's 3): %s", rc, out);
 	DIR *d = opendir(strcat(strcpy(cmd, sess), "/jit"));
@@ -198,10 +187,19 @@ int main(void)
 	/* Long enough for all four recordings below at any load (a 10 s JVM had exited
 	 * before the last ones on a loaded machine); killed at the end. */
 	pid_t jvm = start_jvm("120");
-	sleep_ms(2000);   /* let it reach its hot loop */
+	/* In its hot loop once it has run 1.5 CPU-s (start-up and JIT threads included; the
+	 * 2 s of wall time this waited before gave it less on a loaded machine). */
+	for (int i = 0; run_cpu_ms(jvm) < 1500; i++) {
+		int code;
+		if (run_exited(jvm, &code))
+			FAIL("JitSplit exited %d before its hot loop", code);
+		if (i > 6000)
+			FAIL("JitSplit ran less than 1.5 CPU-s in 60 s");
+		sleep_ms(10);
+	}
 	snprintf(sess, sizeof(sess), "%s/pid", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-d", "3", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc) {
 		kill(jvm, SIGKILL);
 		FAIL("viprof record -p exited %d: %s", rc, out);
@@ -218,20 +216,20 @@ int main(void)
 	/* -a with --jvm-attach limited to another user, or to another pid: this JVM is left
 	 * alone, and -a says how many JVMs got the agent. */
 	snprintf(sess, sizeof(sess), "%s/all-other-user", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-a", "--jvm-attach", "user:65534", "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-a", "--jvm-attach", "user:65534", "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record -a exited %d: %s", rc, out);
 	ASSERT_CONTAINS(out, "the JVM agent went into 0 of ");
 	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
 	snprintf(sess, sizeof(sess), "%s/pid-other", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "-p", pidarg, "--jvm-attach", "1", "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-p", pidarg, "--jvm-attach", "1", "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record -p --jvm-attach 1 exited %d: %s", rc, out);
 	ASSERT_EQ(jvm_records(sess, jvm, &flags), 0);
 
 	/* --no-jit: no attach, no record, no maps. */
 	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
-	rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL });
+	rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-p", pidarg, "-d", "0.5", "-o", sess, NULL }, out, sizeof(out), 100);
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
 	ASSERT_EQ(rc, 0);
@@ -239,7 +237,7 @@ int main(void)
 	ASSERT_EQ(maps_files(sess, jvm), -1);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

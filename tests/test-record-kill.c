@@ -13,6 +13,7 @@
 #include "common/session_format.h"
 #include "common/timezero.h"
 #include "test.h"
+#include "test-run.h"
 
 static void sleep_ms(long ms)
 {
@@ -151,7 +152,7 @@ int main(void)
 	ASSERT_EQ(ends, 0);           /* killed: no clean end */
 
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
-	if (system(path) != 0)
+	if (run_sh(path, 50) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
 	printf("ok\n");
 	return 0;

@@ -14,7 +14,7 @@
 
 #include "common/session_format.h"
 #include "test.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-record-launch-XXXXXX";
 static char out[8192];
@@ -33,17 +33,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static pid_t start(char *const argv[], char *const envp[])
-{
-	return tr_start(tmp, argv, envp);
-}
-
-static int finish(pid_t pid)
-{
-	return tr_finish(tmp, pid, out, sizeof(out));
-}
-
-#define RUN(...) finish(start((char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, NULL))
+#define RUN(...) run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", __VA_ARGS__, NULL }, out, sizeof(out), 80)
 
 /* Reads the stream; returns whether it has END, with its body and the sample count,
  * and (when split3_samples) the samples of processes whose comm is split3 or that were
@@ -219,12 +209,12 @@ int main(void)
 	/* -d ends a longer command's recording cleanly and stops the command. */
 	snprintf(sess, sizeof(sess), "%s/duration", tmp);
 	uint64_t t0 = mono_ns();
-	pid_t v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-d", "1", "-o", sess, "--", SPLIT3, "31.5", NULL },
+	pid_t v = run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-d", "1", "-o", sess, "--", SPLIT3, "31.5", NULL },
 			NULL);
 	/* What split3 measured of its CPU (as the kernel accounts it) while it was recorded:
 	 * a busy machine gives it less than the 1 s of wall time. */
 	long long cpu = watch_split3("31.5");
-	ASSERT_EQ(finish(v), 0);
+	ASSERT_EQ(run_logged_finish(tmp, v, out, sizeof(out), 80), 0);
 	ASSERT_LT(mono_ns() - t0, 10000000000ull);
 	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
 	fprintf(stderr, "-d 1: %ld samples, split3 seen with %.3f CPU-s\n", samples, cpu / 1e9);
@@ -238,12 +228,12 @@ int main(void)
 
 	/* SIGINT: the same clean end. */
 	snprintf(sess, sizeof(sess), "%s/sigint", tmp);
-	v = start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", SPLIT3, "32.5", NULL }, NULL);
+	v = run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", SPLIT3, "32.5", NULL }, NULL);
 	/* Until split3 has run 0.3 CPU-s under the recording (so the check below can see
 	 * it, and there are samples to count), however long the machine takes to give it. */
 	wait_split3_cpu("32.5", 300000000);
 	ASSERT_OK(kill(v, SIGINT));
-	ASSERT_EQ(finish(v), 0);
+	ASSERT_EQ(run_logged_finish(tmp, v, out, sizeof(out), 80), 0);
 	ASSERT_TRUE(read_end(sess, &end, &samples, NULL));
 	ASSERT_GT(samples, 100);
 	ASSERT_TRUE(exists(sess, "meta.json"));
@@ -271,8 +261,8 @@ int main(void)
 	snprintf(env_file, sizeof(env_file), "%s/jto.txt", tmp);
 	snprintf(cmd, sizeof(cmd), "printf '%%s' \"$JAVA_TOOL_OPTIONS\" > %s", env_file);
 	char *envp[] = { "JAVA_TOOL_OPTIONS=-Xmx64m", "VIPROF_AGENT=/bin/true", "PATH=/usr/bin:/bin", NULL };
-	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", "/bin/sh", "-c", cmd, NULL },
-			       envp)), 0);
+	ASSERT_EQ(run_logged_finish(tmp, run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess, "--", "/bin/sh", "-c", cmd, NULL },
+			       envp), out, sizeof(out), 80), 0);
 	char jto[4096] = "", expect[PATH_MAX + 256];
 	FILE *f = fopen(env_file, "r");
 	ASSERT_NOT_NULL(f);
@@ -284,8 +274,8 @@ int main(void)
 	ASSERT_STREQ(jto, expect);
 	char sess_fp[PATH_MAX];
 	snprintf(sess_fp, sizeof(sess_fp), "%s/jto-fp", tmp);
-	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-g", "--stack-walk", "fp", "-o", sess_fp,
-					       "--", "/bin/sh", "-c", cmd, NULL }, envp)), 0);
+	ASSERT_EQ(run_logged_finish(tmp, run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-g", "--stack-walk", "fp", "-o", sess_fp,
+					       "--", "/bin/sh", "-c", cmd, NULL }, envp), out, sizeof(out), 80), 0);
 	f = fopen(env_file, "r");
 	ASSERT_NOT_NULL(f);
 	n = fread(jto, 1, sizeof(jto) - 1, f);
@@ -306,8 +296,8 @@ int main(void)
 	fclose(f);
 	ASSERT_OK(chmod(fake_java, 0755));
 	snprintf(sess_j, sizeof(sess_j), "%s/jto-java", tmp);
-	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess_j, "--", fake_java, "-cp", "x",
-					       "Main", NULL }, envp)), 0);
+	ASSERT_EQ(run_logged_finish(tmp, run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-o", sess_j, "--", fake_java, "-cp", "x",
+					       "Main", NULL }, envp), out, sizeof(out), 80), 0);
 	f = fopen(env_file, "r");
 	ASSERT_NOT_NULL(f);
 	n = fread(jto, 1, sizeof(jto) - 1, f);
@@ -322,9 +312,9 @@ int main(void)
 	ASSERT_EQ(st.st_mode & 0777, 0700);   /* private; a JVM of another user is let in by an ACL */
 
 	snprintf(sess, sizeof(sess), "%s/nojit", tmp);
-	ASSERT_EQ(finish(start((char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-o", sess, "--", "/bin/sh", "-c",
+	ASSERT_EQ(run_logged_finish(tmp, run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "--no-jit", "-o", sess, "--", "/bin/sh", "-c",
 						 cmd, NULL },
-			       envp)), 0);
+			       envp), out, sizeof(out), 80), 0);
 	f = fopen(env_file, "r");
 	ASSERT_NOT_NULL(f);
 	n = fread(jto, 1, sizeof(jto) - 1, f);
@@ -333,7 +323,7 @@ int main(void)
 	ASSERT_STREQ(jto, "-Xmx64m");
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 80) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

@@ -24,18 +24,13 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 /* test.h's ASSERT_GT compares integers; these are shares. */
 #define ASSERT_SHARE_GT(a, b) do { double _a = (a), _b = (b); \
 	if (!(_a > _b)) FAIL("%s > %s (%.3f vs %.3f)", #a, #b, _a, _b); } while (0)
 
 static char tmp[] = "/tmp/vp-test-record-session-XXXXXX";
-
-static int run(char *const argv[], char *out, size_t outlen)
-{
-	return tr_run(tmp, argv, out, outlen);
-}
 
 struct stream_facts {
 	long records, meta, meta_after, sampling_start, events, samples, steals, switches, comms, mmaps, synth_mmaps, ends, ksyms;
@@ -178,7 +173,7 @@ static void test_launch(const char *backend)
 	char sess[PATH_MAX], out[4096], what[64];
 	snprintf(sess, sizeof(sess), "%s/launch-%s", tmp, backend);
 	snprintf(what, sizeof(what), "launch (%s)", backend);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "--backend", (char *)backend, "-o", sess, "--", SPLIT3, "2", NULL }, out, sizeof(out));
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "--backend", (char *)backend, "-o", sess, "--", SPLIT3, "2", NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	ASSERT_CONTAINS(out, "samples (");   /* the summary line */
@@ -311,7 +306,7 @@ static void test_pid(void)
 	ASSERT_TRUE(WIFSTOPPED(st));
 	uint64_t c0 = cpu_ns_of(w);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w);
-	pid_t rec = tr_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-o", sess, NULL },
+	pid_t rec = run_logged_start(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-p", pidarg, "-o", sess, NULL },
 			     NULL);
 	for (int i = 0; !sampling_started(sess); i++) {
 		if (i > 6000 || waitpid(rec, NULL, WNOHANG) == rec) {
@@ -321,7 +316,7 @@ static void test_pid(void)
 		nanosleep(&ts, NULL);
 	}
 	ASSERT_OK(kill(w, SIGCONT));
-	int rc = tr_finish(tmp, rec, out, sizeof(out));   /* ends when split3 has ended */
+	int rc = run_logged_finish(tmp, rec, out, sizeof(out), 100);   /* ends when split3 has ended */
 	ASSERT_EQ(waitpid(w, &st, 0), w);
 	if (rc)
 		FAIL("viprof record -p exited %d: %s", rc, out);
@@ -344,8 +339,8 @@ static void test_kernel_symbols(void)
 {
 	char sess[PATH_MAX], out[4096];
 	snprintf(sess, sizeof(sess), "%s/sys", tmp);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", SYSHEAVY, "2", NULL }, out,
-		     sizeof(out));
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", SYSHEAVY, "2", NULL }, out,
+		     sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	struct stream_facts sf;
@@ -391,8 +386,8 @@ static void test_short_command_ksyms(void)
 {
 	char sess[PATH_MAX], out[8192];
 	snprintf(sess, sizeof(sess), "%s/short", tmp);
-	int rc = run((char *const[]){ VIPROF_BIN, "record", "-q", "-F", "4999", "-o", sess, "--", SYSHEAVY, "0.04",
-				      NULL }, out, sizeof(out));
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-q", "-F", "4999", "-o", sess, "--", SYSHEAVY, "0.04",
+				      NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	struct stream_facts sf;
@@ -435,7 +430,7 @@ int main(void)
 	test_short_command_ksyms();
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

@@ -26,6 +26,7 @@
 #include "maps/codemap_format.h"
 #include "test-helpers.h"
 #include "test.h"
+#include "test-run.h"
 
 #define GROUPS 5
 #define PER_GROUP 100
@@ -68,14 +69,9 @@ static void write_file(const char *path, const void *b, size_t len)
 static int viprof(const char *args)
 {
 	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "timeout 20 %s %s > out.txt 2> err.txt", VIPROF_BIN, args);
-	int st = system(cmd);
-	ASSERT_TRUE(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 124)
-		FAIL("viprof %s did not finish in 20 s", args);
-	return WEXITSTATUS(st);
+	snprintf(cmd, sizeof(cmd), "%s %s > out.txt 2> err.txt", VIPROF_BIN, args);
+	return run_sh(cmd, 20);
 }
-
 static void put(struct cfile_writer *w, uint32_t type, uint64_t t, const void *b, size_t n)
 {
 	ASSERT_OK(cfile_writer__append(w, type, t, b, n));
@@ -494,6 +490,6 @@ int main(void)
 	ASSERT_OK(chdir("/"));
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 	return 0;
 }

@@ -7,20 +7,9 @@
 #include <sys/wait.h>
 
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 static char dir[] = "/tmp/vp-test-report-agree-XXXXXX";
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static char *slurp_in(const char *name)
 {
@@ -110,15 +99,15 @@ int main(void)
 	REQUIRE_ROOT();
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	const char *v = VIPROF_BIN;
-	if (sh("%s record -q -g -o %s/S -- %s 2 > %s/record.out 2>&1", v, dir, SPLIT3_BIN, dir) != 0) {
+	if (run_shf(100, "%s record -q -g -o %s/S -- %s 2 > %s/record.out 2>&1", v, dir, SPLIT3_BIN, dir) != 0) {
 		char *out = slurp_in("record.out");
 		FAIL("viprof record failed: %s", out);
 	}
-	ASSERT_EQ(sh("%s report %s/S --no-color -n 40 -o %s/text.txt", v, dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/S -F folded -o %s/folded.txt", v, dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/S -F json -o %s/one.json", v, dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/S -F pprof -o %s/s.pb.gz", v, dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/S -F html -o %s/s.html", v, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --no-color -n 40 -o %s/text.txt", v, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S -F folded -o %s/folded.txt", v, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S -F json -o %s/one.json", v, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S -F pprof -o %s/s.pb.gz", v, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S -F html -o %s/s.html", v, dir, dir), 0);
 	char *text = slurp_in("text.txt"), *folded = slurp_in("folded.txt"), *json = slurp_in("one.json");
 
 	/* Totals. */
@@ -153,11 +142,11 @@ int main(void)
 
 	/* pprof, when it can be built here (see test-report-pprof). */
 	struct stat sb;
-	if (stat("pprof", &sb) != 0 && sh("command -v go >/dev/null") == 0)
-		sh("GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PWD/gocache GOFLAGS= HOME=$PWD "
-		   "go build -o pprof.tmp github.com/google/pprof && mv pprof.tmp pprof");
+	if (stat("pprof", &sb) != 0 && run_shf(100, "command -v go >/dev/null") == 0)
+		run_shf(250, "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PWD/gocache GOFLAGS= HOME=$PWD "
+			"go build -o pprof.tmp github.com/google/pprof && mv pprof.tmp pprof");
 	if (stat("pprof", &sb) == 0) {
-		ASSERT_EQ(sh("./pprof -top -nodecount=1000 -symbolize=none -sample_index=samples %s/s.pb.gz > %s/top.txt 2>&1",
+		ASSERT_EQ(run_shf(100, "./pprof -top -nodecount=1000 -symbolize=none -sample_index=samples %s/s.pb.gz > %s/top.txt 2>&1",
 			     dir, dir), 0);
 		char *top = slurp_in("top.txt");
 		char tot[64];
@@ -179,30 +168,30 @@ int main(void)
 	free(html);
 
 	/* Two sessions merge: S with itself doubles every count; --diff against itself is 0. */
-	ASSERT_EQ(sh("%s report %s/S %s/S -F json -o %s/two.json", v, dir, dir, dir), 0);
-	ASSERT_EQ(sh("python3 %s/tests/test-report-json-validate.py doubled %s/one.json %s/two.json", SRCDIR, dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/S --diff %s/S -F json -o %s/diff.json", v, dir, dir, dir), 0);
-	ASSERT_EQ(sh("python3 %s/tests/test-report-json-validate.py diff-zero %s/diff.json", SRCDIR, dir), 0);
-	ASSERT_EQ(sh("python3 %s/tests/test-report-json-validate.py validate %s/docs/report-json-schema.json %s/one.json",
+	ASSERT_EQ(run_shf(100, "%s report %s/S %s/S -F json -o %s/two.json", v, dir, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "python3 %s/tests/test-report-json-validate.py doubled %s/one.json %s/two.json", SRCDIR, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --diff %s/S -F json -o %s/diff.json", v, dir, dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "python3 %s/tests/test-report-json-validate.py diff-zero %s/diff.json", SRCDIR, dir), 0);
+	ASSERT_EQ(run_shf(100, "python3 %s/tests/test-report-json-validate.py validate %s/docs/report-json-schema.json %s/one.json",
 		     SRCDIR, SRCDIR, dir), 0);
 
 	/* Errors: one line naming the path and the fix; exit 1 (runtime) or 2 (usage). */
-	ASSERT_EQ(sh("%s report %s/missing > %s/err.txt 2>&1", v, dir, dir), 1);
+	ASSERT_EQ(run_shf(100, "%s report %s/missing > %s/err.txt 2>&1", v, dir, dir), 1);
 	char *err = slurp_in("err.txt");
 	ASSERT_CONTAINS(err, "/missing");
 	ASSERT_CONTAINS(err, "viprof record");
 	ASSERT_EQ(strchr(err, '\n') - err + 1, (long)strlen(err));
 	free(err);
-	ASSERT_EQ(sh("%s report %s/S --event no-such-event > %s/err.txt 2>&1", v, dir, dir), 1);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --event no-such-event > %s/err.txt 2>&1", v, dir, dir), 1);
 	err = slurp_in("err.txt");
 	ASSERT_CONTAINS(err, "recorded: cpu-clock");
 	free(err);
-	ASSERT_EQ(sh("%s report %s/S --format xml > /dev/null 2>&1", v, dir), 2);
-	ASSERT_EQ(sh("%s report %s/S --pid 1,x > /dev/null 2>&1", v, dir), 2);
-	ASSERT_EQ(sh("%s report %s/S --time 3,1 > /dev/null 2>&1", v, dir), 2);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --format xml > /dev/null 2>&1", v, dir), 2);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --pid 1,x > /dev/null 2>&1", v, dir), 2);
+	ASSERT_EQ(run_shf(100, "%s report %s/S --time 3,1 > /dev/null 2>&1", v, dir), 2);
 	/* A session that is not one. */
-	ASSERT_EQ(sh("mkdir -p %s/bogus && echo garbage > %s/bogus/stream.vps", dir, dir), 0);
-	ASSERT_EQ(sh("%s report %s/bogus > %s/err.txt 2>&1", v, dir, dir), 1);
+	ASSERT_EQ(run_shf(100, "mkdir -p %s/bogus && echo garbage > %s/bogus/stream.vps", dir, dir), 0);
+	ASSERT_EQ(run_shf(100, "%s report %s/bogus > %s/err.txt 2>&1", v, dir, dir), 1);
 	err = slurp_in("err.txt");
 	ASSERT_CONTAINS(err, "bogus");
 	ASSERT_EQ(strchr(err, '\n') - err + 1, (long)strlen(err));
@@ -211,6 +200,6 @@ int main(void)
 	free(text);
 	free(folded);
 	free(json);
-	sh("rm -rf %s", dir);
+	run_shf(100, "rm -rf %s", dir);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "test-helpers.h"
 #include "test.h"
+#include "test-run.h"
 
 #define MS 1000000ull
 #define K_IDLE 0xffffffff81003000ull
@@ -30,11 +31,8 @@ static int viprof(const char *args)
 {
 	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "%s %s > out.txt 2> err.txt", VIPROF_BIN, args);
-	int st = system(cmd);
-	ASSERT_TRUE(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	return run_sh(cmd, 50);
 }
-
 static void w_comm(struct cfile_writer *w, uint32_t pid, const char *c)
 {
 	struct vp_comm r = { .pid = pid, .tid = pid };
@@ -370,6 +368,6 @@ int main(void)
 
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 50));
 	return 0;
 }

@@ -9,7 +9,7 @@
 
 #include "postproc/profile_xform.h"
 #include "test-html-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 #include "test-profile.h"
 
 #define NS 1000000000ull
@@ -356,12 +356,12 @@ static void test_live(const char *viprof, const char *workload)
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(html, sizeof(html), "%s/f.html", dir);
-	int rc = tr_run(dir, (char *const[]){ (char *)viprof, "record", "-q", "-F", "999", "-o", sess, "--",
-					     (char *)workload, "1.5", NULL }, log, sizeof(log));
+	int rc = run_logged(dir, (char *const[]){ (char *)viprof, "record", "-q", "-F", "999", "-o", sess, "--",
+					     (char *)workload, "1.5", NULL }, log, sizeof(log), 150);
 	if (rc)
 		FAIL("record exited %d: %s", rc, log);
-	rc = tr_run(dir, (char *const[]){ (char *)viprof, "report", sess, "--format", "html", "-o", html, NULL }, log,
-		    sizeof(log));
+	rc = run_logged(dir, (char *const[]){ (char *)viprof, "report", sess, "--format", "html", "-o", html, NULL }, log,
+		    sizeof(log), 150);
 	if (rc)
 		FAIL("report exited %d: %s", rc, log);
 	char *d = data_of(html);
@@ -387,8 +387,8 @@ static void test_live(const char *viprof, const char *workload)
 	char win[64], folded[PATH_MAX + 16];
 	snprintf(win, sizeof(win), "%.9f,%.9f", (double)(from + lo * bw) / 1e9, (double)(from + hi * bw) / 1e9);
 	snprintf(folded, sizeof(folded), "%s/w.folded", dir);
-	rc = tr_run(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "--format", "folded", "-o",
-					     folded, NULL }, log, sizeof(log));
+	rc = run_logged(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "--format", "folded", "-o",
+					     folded, NULL }, log, sizeof(log), 150);
 	if (rc)
 		FAIL("report --time %s exited %d: %s", win, rc, log);
 	char *f = test_slurp(folded, NULL);
@@ -407,7 +407,7 @@ static void test_live(const char *viprof, const char *workload)
 	free(d);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 50)) {
 		/* left in /tmp */
 	}
 }

@@ -23,7 +23,7 @@
 #include "postproc/profile.h"
 #include "report/report.h"
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 #define MAXN 512
 
@@ -76,7 +76,7 @@ static void synth_write(struct vp_profile *p, const char *path)
 
 static int synth(const char *jfr)
 {
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to read jfr print --json");
 	char *tmp = tu_tmpdir("jfrsynth");
 	struct vp_profile *p = vp_profile__new();
@@ -125,7 +125,7 @@ static int synth(const char *jfr)
 	fclose(f_py);
 	snprintf(cmd, sizeof(cmd), "%s print --json --events viprof.ThreadBlocked,jdk.JavaMonitorEnter,jdk.ExecutionSample %s"
 		 " | python3 %s > %s", jfr, file, py, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	char *t = tu_read(outp);
 	fprintf(stderr, "%s", t);
 	/* ns since wall 1700000000 s = monotonic 5e9. */
@@ -147,7 +147,7 @@ static int synth(const char *jfr)
 	synth_write(p, file);
 	snprintf(cmd, sizeof(cmd), "%s print --json --events viprof.ThreadBlocked,jdk.ExecutionSample %s | python3 %s > %s",
 		 jfr, file, py, outp);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	t = tu_read(outp);
 	ASSERT_EQ(tu_count_lines(t, "jdk.ExecutionSample"), 3);
 	ASSERT_EQ(tu_count_lines(t, "viprof.ThreadBlocked"), 0);
@@ -162,7 +162,7 @@ static int times(const char *java, const char *jfr)
 {
 	if (geteuid() != 0)
 		SKIP("--off-cpu needs root here (BPF)");
-	if (system("python3 -c 'import json' 2>/dev/null") != 0)
+	if (run_sh("python3 -c 'import json' 2>/dev/null", 290) != 0)
 		SKIP("python3 is needed to read jfr print --json");
 	char *tmp = tu_tmpdir("jfrtimes");
 	char dir[600], file[600], log[600], out[16384], cmd[4000];
@@ -171,19 +171,19 @@ static int times(const char *java, const char *jfr)
 	snprintf(log, sizeof(log), "%s/waits", tmp);
 	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-e", "cpu-clock,lock,alloc", "--off-cpu", "-o", dir, "--",
 			(char *)java, "-cp", (char *)VIPROF_JAVA_CLASSES, "JfrTimes", "4", log, NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 240);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
-	free(tu_output(tmp, w, "viprof report -F jfr"));
+	free(run_output(tmp, w, "viprof report -F jfr"));
 	char json[700];
 	snprintf(json, sizeof(json), "%s/s.json", tmp);
 	char *wj[] = { (char *)VIPROF_BIN, "report", dir, "-F", "json", "-o", json, NULL };
-	free(tu_output(tmp, wj, "viprof report -F json"));
+	free(run_output(tmp, wj, "viprof report -F json"));
 	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-jfr-check.py %s %s %s %s", SRCDIR, jfr, file, json,
 		 log);
 	fprintf(stderr, "%s\n", cmd);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 290), 0);
 	tu_rm_rf(tmp);
 	return 0;
 }
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	snprintf(totals_file, sizeof(totals_file), "%s/totals", tmp);
 	char *rec[] = { (char *)VIPROF_BIN, "record", "-q", "-g", "-F", "999", "-o", dir, "--", (char *)java, "-cp",
 			(char *)VIPROF_JAVA_CLASSES, "JitSplit", "4", "0", totals_file, NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 240);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	/* What the fixture measured of its own CPU per hot method (ns). */
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 
 	/* The text report: samples per symbol over the Java layers, and the total. */
 	char *rep[] = { (char *)VIPROF_BIN, "report", dir, "-n", "100000", NULL };
-	char *txt = tu_output(tmp, rep, "viprof report");
+	char *txt = run_output(tmp, rep, "viprof report");
 	const char *tl = strstr(txt, "# event: ");
 	ASSERT_NOT_NULL(tl);
 	long total = 0;
@@ -255,10 +255,10 @@ int main(int argc, char **argv)
 	free(txt);
 
 	char *w[] = { (char *)VIPROF_BIN, "report", dir, "-F", "jfr", "-o", file, NULL };
-	free(tu_output(tmp, w, "viprof report -F jfr"));
+	free(run_output(tmp, w, "viprof report -F jfr"));
 
 	char *sum[] = { jfr, "summary", file, NULL };
-	char *s = tu_output(tmp, sum, "jfr summary");
+	char *s = run_output(tmp, sum, "jfr summary");
 	fprintf(stderr, "%s\n", s);
 	ASSERT_CONTAINS(s, "Version: 2.1");
 	const char *es = strstr(s, "jdk.ExecutionSample");
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 
 	/* Leaf frames of every event, by name ("Class.method(args) line: N" in jfr's print). */
 	char *pr[] = { jfr, "print", "--events", "jdk.ExecutionSample", "--stack-depth", "1", file, NULL };
-	char *p = tu_output(tmp, pr, "jfr print");
+	char *p = run_output(tmp, pr, "jfr print");
 	long events = 0;
 	bool main_thread = false;
 	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n")) {
@@ -334,7 +334,7 @@ int main(int argc, char **argv)
 
 	/* Frame types: interpreted, compiled, inlined and native frames all named so. */
 	char *js[] = { jfr, "print", "--json", "--events", "jdk.ExecutionSample", "--stack-depth", "64", file, NULL };
-	char *j = tu_output(tmp, js, "jfr print --json");
+	char *j = run_output(tmp, js, "jfr print --json");
 	ASSERT_CONTAINS(j, "\"type\": \"Interpreted\"");
 	ASSERT_CONTAINS(j, "\"type\": \"JIT compiled\"");
 	ASSERT_CONTAINS(j, "\"type\": \"Inlined\"");

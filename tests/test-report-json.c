@@ -5,6 +5,7 @@
 
 #include "report/report.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 static char dir[] = "/tmp/vp-test-report-json-XXXXXX";
 
@@ -21,14 +22,11 @@ static int py(const char *args)
 {
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "python3 %s/tests/test-report-json-validate.py %s", SRCDIR, args);
-	int st = system(cmd);
-	ASSERT_TRUE(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	return run_sh(cmd, 100);
 }
-
 int main(void)
 {
-	if (system("python3 -c 'import json' >/dev/null 2>&1") != 0)
+	if (run_sh("python3 -c 'import json' >/dev/null 2>&1", 110) != 0)
 		SKIP("python3 is not installed; it runs the schema validator");
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	char a[256], b[256], c[256], d[256], args[1024];
@@ -81,7 +79,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof(cmd), "sed '%s' %s > %s", breaks[i][0], a, d);
-		ASSERT_EQ(system(cmd), 0);
+		ASSERT_EQ(run_sh(cmd, 110), 0);
 		snprintf(args, sizeof(args), "validate %s/docs/report-json-schema.json %s 2>/dev/null", SRCDIR, d);
 		if (py(args) != 1)
 			FAIL("the validator accepted a broken document (%s)", breaks[i][1]);
@@ -126,6 +124,6 @@ int main(void)
 	vp_profile__free(single);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	system(cmd);
+	run_sh(cmd, 110);
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 #define MAXROWS 4096
 
@@ -28,7 +28,7 @@ static void record(const char *java, const char *dir)
 	char parent[512];
 	snprintf(parent, sizeof(parent), "%s", dir);
 	*strrchr(parent, '/') = '\0';
-	int rc = tr_run(parent, argv, out, sizeof(out));
+	int rc = run_logged(parent, argv, out, sizeof(out), 200);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 }
@@ -42,7 +42,7 @@ static int diff_rows(const char *tmp, const char *run2, const char *run1, bool n
 	snprintf(errp, sizeof(errp), "%s/diff.err", tmp);
 	char *argv[] = { (char *)VIPROF_BIN, "report", (char *)run2, "--diff", (char *)run1, "--sort", "total",
 			 "--comm", "java", "-n", "100000", norm ? "--norm" : "--no-norm", NULL };
-	int rc = tu_run(argv, outp, errp, 120);
+	int rc = run_argv(argv, outp, errp, 120);
 	if (rc)
 		FAIL("viprof report --diff exited %d: %s", rc, tu_read(errp));
 	char *txt = tu_read(outp);

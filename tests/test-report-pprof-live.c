@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "test-helpers.h"
+#include "test-run.h"
 #include "test.h"
 
 #define PPROF_SRC "/usr/share/gocode/src/github.com/google/pprof"
@@ -63,7 +64,7 @@ static void need_pprof(void)
 	struct stat sb;
 	if (geteuid() != 0)
 		SKIP("needs root (BPF sampler)");
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (run_sh("command -v go >/dev/null 2>&1", 290) != 0)
 		SKIP("go is not installed (apt-get install golang-go)");
 	if (stat(PPROF_SRC, &sb) != 0)
 		SKIP("pprof sources missing at %s (apt-get install golang-github-google-pprof-dev)", PPROF_SRC);
@@ -76,7 +77,7 @@ static void need_pprof(void)
 		 "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/gocache GOFLAGS= HOME=%s "
 		 "go build -o %s/pprof.%d github.com/google/pprof && mv %s/pprof.%d %s/pprof",
 		 cwd, cwd, cwd, (int)getpid(), cwd, (int)getpid(), cwd);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 290) != 0)
 		SKIP("could not build pprof from %s", PPROF_SRC);
 }
 
@@ -213,19 +214,17 @@ static void record(const char *args)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s record -q -g -o %s %s > rec.out 2> rec.err", dir, VIPROF_BIN, dir,
 		 args);
 	fprintf(stderr, "+ %s\n", cmd);
-	int st = system(cmd);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		char *e = test_slurp("rec.err", NULL);
-		FAIL("viprof record exited with %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, e ? e : "");
-	}
+	int rc = run_sh(cmd, 250);
+	if (rc != 0)
+		FAIL("viprof record exited with %d: %s", rc, test_slurp_str("rec.err"));
 	snprintf(cmd, sizeof(cmd), "%s report %s -F pprof -o live.pb.gz", VIPROF_BIN, dir);
-	free(test_sh_output(cmd));
+	free(run_sh_output(cmd));
 }
 
 static void test_native(void)
 {
 	record("--off-cpu -- " OFFCPU_FIXTURE " split 2");
-	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = run_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
 	ASSERT_CONTAINS(raw, "off-cpu_samples/count off-cpu/nanoseconds");
 	parse_raw(raw);
@@ -242,13 +241,13 @@ static void test_native(void)
 	ASSERT_GE(n, 1);
 	free(raw);
 
-	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
+	char *top = run_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(top, "File: offcpu-fixture\n");
 	ASSERT_CONTAINS(top, "Type: cpu\n");
 	ASSERT_CONTAINS(top, "busy_30ms");
 	free(top);
 	/* The local symbolizer has nothing to redo: every mapping says it is symbolized. */
-	top = test_sh_output("./pprof -top -sample_index=off-cpu live.pb.gz");
+	top = run_sh_output("./pprof -top -sample_index=off-cpu live.pb.gz");
 	ASSERT_CONTAINS(top, "[blocked: sleep]");
 	ASSERT_CONTAINS(top, "sleep_70ms");
 	free(top);
@@ -262,7 +261,7 @@ static void test_jvm(const char *java)
 		SKIP("no JDK at %s", java);
 	snprintf(args, sizeof(args), "--off-cpu -- %s -cp %s JitSplit 3", java, JAVA_CLASSES);
 	record(args);
-	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = run_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
 	check_addresses();
 	unsigned jit = 0, inl = 0, hot = 0;
@@ -285,7 +284,7 @@ static void test_jvm(const char *java)
 	ASSERT_GE(hot, 3);
 	ASSERT_GE(inl, 1);
 	free(raw);
-	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
+	char *top = run_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	ASSERT_CONTAINS(top, "File: java\n");
 	ASSERT_TRUE(strstr(top, "File: ld-linux") == NULL);
 	ASSERT_CONTAINS(top, "JitSplit.hotA(long)");
@@ -293,20 +292,6 @@ static void test_jvm(const char *java)
 }
 
 /* Starts argv with its output in out; returns its pid. */
-static pid_t launch(char *const argv[], const char *out)
-{
-	pid_t pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 /* Waits (up to 60 s) for word in file: a program's own word that it runs. */
 static void wait_for_word(const char *file, const char *word, pid_t pid)
 {
@@ -390,7 +375,7 @@ static void test_wholevm(void)
 		SKIP("no JDK at %s", JAVA17);
 	char *j1[] = { JAVA17, "-cp", JAVA_CLASSES, "Workers", "60", NULL };
 	char *c1[] = { SPLIT3, "60", NULL };
-	pid_t p1 = launch(j1, "j1.out"), p2 = launch(j1, "j2.out"), p3 = launch(c1, "c1.out");
+	pid_t p1 = run_start(j1, "j1.out", "j1.out"), p2 = run_start(j1, "j2.out", "j2.out"), p3 = run_start(c1, "c1.out", "c1.out");
 	wait_for_word("j1.out", "ready", p1);
 	wait_for_word("j2.out", "ready", p2);
 	char args[256];
@@ -403,18 +388,18 @@ static void test_wholevm(void)
 		waitpid(pids[i], NULL, 0);
 	}
 
-	char *top = test_sh_output("./pprof -top -symbolize=none live.pb.gz");
+	char *top = run_sh_output("./pprof -top -symbolize=none live.pb.gz");
 	fprintf(stderr, "%.*s", (int)(strstr(top, "flat%") ? strstr(top, "flat%") - top : 0), top);
 	ASSERT_TRUE(strstr(top, "File: java\n") == NULL);
 	ASSERT_CONTAINS(top, "File: whole VM");
 	free(top);
 	/* pprof's own way to split by process: the label as the stacks' root. */
-	top = test_sh_output("./pprof -top -symbolize=none -tagroot=process -nodecount=2000 live.pb.gz");
+	top = run_sh_output("./pprof -top -symbolize=none -tagroot=process -nodecount=2000 live.pb.gz");
 	ASSERT_CONTAINS(top, " java\n");
 	ASSERT_CONTAINS(top, " split3\n");
 	free(top);
 
-	char *raw = test_sh_output("./pprof -raw -symbolize=none live.pb.gz");
+	char *raw = run_sh_output("./pprof -raw -symbolize=none live.pb.gz");
 	parse_raw(raw);
 	check_addresses();
 	struct proc_tally t[] = { { p1, "java", 0, 0, 0 }, { p2, "java", 0, 0, 0 }, { p3, "split3", 0, 0, 0 } };
@@ -459,7 +444,7 @@ int main(int argc, char **argv)
 		FAIL("unknown scenario '%s'", argv[1]);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 290) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "report/report.h"
 #include "test-profile-synth.h"
+#include "test-run.h"
 
 #define PPROF_SRC "/usr/share/gocode/src/github.com/google/pprof"
 
@@ -54,7 +55,7 @@ static char *write_and_run(const struct vp_profile *p, const char *file, const c
 	ASSERT_OK(report_pprof(p, &o, &opts));
 	ASSERT_OK(vp_out__close(&o));
 	snprintf(cmd, sizeof(cmd), "./pprof %s %s", args, file);
-	return test_sh_output(cmd);
+	return run_sh_output(cmd);
 }
 
 /* A profile with addresses, as the session loader builds it: two processes, the main
@@ -226,7 +227,7 @@ static void test_merge(const struct vp_profile *one)
 int main(void)
 {
 	struct stat sb;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (run_sh("command -v go >/dev/null 2>&1", 590) != 0)
 		SKIP("go is not installed (apt-get install golang-go)");
 	if (stat(PPROF_SRC, &sb) != 0)
 		SKIP("pprof sources missing at %s (apt-get install golang-github-google-pprof-dev)", PPROF_SRC);
@@ -238,7 +239,7 @@ int main(void)
 			 "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/gocache GOFLAGS= HOME=%s "
 			 "go build -o %s/pprof.tmp github.com/google/pprof && mv %s/pprof.tmp %s/pprof",
 			 cwd, cwd, cwd, cwd, cwd);
-		if (system(cmd) != 0)
+		if (run_sh(cmd, 590) != 0)
 			SKIP("could not build pprof from %s", PPROF_SRC);
 	}
 
@@ -259,7 +260,7 @@ int main(void)
 	free(raw);
 
 	/* Sample counts: the top frames and their shares. */
-	char *top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=samples synth.pb.gz");
+	char *top = run_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=samples synth.pb.gz");
 	ASSERT_CONTAINS(top, "of 1000 total");
 	expect(top, "com.example.Codec.encode", 400, 40.00, 400, 40.00);
 	expect(top, "java.util.HashMap.get", 200, 20.00, 200, 20.00);
@@ -272,7 +273,7 @@ int main(void)
 	free(top);
 
 	/* The default sample type is the event's weight, in nanoseconds. */
-	top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none synth.pb.gz");
+	top = run_sh_output("./pprof -top -nodecount=100 -symbolize=none synth.pb.gz");
 	ASSERT_CONTAINS(top, "Type: cpu\n");
 	ASSERT_CONTAINS(top, "Total samples = 1000ms");
 	ASSERT_CONTAINS(top, "Duration: 1s");
@@ -280,7 +281,7 @@ int main(void)
 	free(top);
 
 	/* The second event has its own pair of sample types. */
-	top = test_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=page-faults synth.pb.gz");
+	top = run_sh_output("./pprof -top -nodecount=100 -symbolize=none -sample_index=page-faults synth.pb.gz");
 	ASSERT_CONTAINS(top, "of 40 total");
 	ASSERT_TRUE(strstr(top, "events") == NULL);
 	expect(top, "G1CollectedHeap::do_collection", 30, 75.00, 30, 75.00);
@@ -289,7 +290,7 @@ int main(void)
 
 	/* -raw: the sample types, every sample with its values and labels, and totals equal
 	 * to the profile's. */
-	raw = test_sh_output("./pprof -raw -symbolize=none synth.pb.gz");
+	raw = run_sh_output("./pprof -raw -symbolize=none synth.pb.gz");
 	ASSERT_CONTAINS(raw, "PeriodType: cpu nanoseconds");
 	ASSERT_CONTAINS(raw, "Period: 1000000");
 	/* The CPU-profile convention of pprof and the fleet tools; counts are "count". */
@@ -341,7 +342,7 @@ int main(void)
 	free(raw);
 
 	/* -traces shows the leaf first: the kernel stack under the JIT method. */
-	raw = test_sh_output("./pprof -traces -symbolize=none -sample_index=samples synth.pb.gz");
+	raw = run_sh_output("./pprof -traces -symbolize=none -sample_index=samples synth.pb.gz");
 	const char *k = strstr(raw, "   150   ksys_write\n");
 	ASSERT_NOT_NULL(k);
 	const char *d = strstr(k, "do_syscall_64");

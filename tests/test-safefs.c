@@ -17,6 +17,7 @@
 
 #include "common/safefs.h"
 #include "test.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-safefs-XXXXXX";
 
@@ -25,7 +26,7 @@ static void cleanup(void)
 	char cmd[PATH_MAX + 16];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd)) {
+	if (run_sh(cmd, 110)) {
 		/* nothing more to do */
 	}
 }

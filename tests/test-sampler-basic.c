@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/sysinfo.h>
 #include "test-sampler-util.h"
+#include "test-run.h"
 
 struct sym { uint64_t addr, size; };
 
@@ -32,7 +33,7 @@ static uint64_t nm_size(const char *name)
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", fixture);
-	f = popen(cmd, "r");
+	f = run_sh_file(cmd, NULL);
 	ASSERT_NOT_NULL(f);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a, sz;
@@ -41,7 +42,7 @@ static uint64_t nm_size(const char *name)
 		if (sscanf(line, "%llx %llx %c %127s", &a, &sz, &t, n) == 4 && !strcmp(n, name))
 			size = sz;
 	}
-	pclose(f);
+	fclose(f);
 	if (!size)
 		FAIL("nm found no size for %s in %s", name, fixture);
 	return size;

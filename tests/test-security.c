@@ -34,25 +34,12 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 #define USER "vpsectest"
 
 static char tmp[] = "/tmp/vp-test-security-XXXXXX";
 static bool made_user;
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static void cleanup(void)
 {
@@ -60,7 +47,7 @@ static void cleanup(void)
 	struct stat st;
 
 	if (made_user)
-		sh("userdel -r " USER " >/dev/null 2>&1");
+		run_shf(50, "userdel -r " USER " >/dev/null 2>&1");
 	/* agentcopy bind-mounts /usr into tmp/root in a mount namespace of its own; if
 	 * that mount were ever visible here, rm -rf would go through it. */
 	snprintf(usr, sizeof(usr), "%s/root/usr/lib", tmp);
@@ -68,7 +55,7 @@ static void cleanup(void)
 		fprintf(stderr, "%s is mounted here: not removing %s\n", usr, tmp);
 		return;
 	}
-	sh("rm -rf %s", tmp);
+	run_shf(50, "rm -rf %s", tmp);
 }
 
 static void write_file(const char *path, const char *text)
@@ -95,7 +82,7 @@ static struct passwd *user(void)
 	struct passwd *pw = getpwnam(USER);
 
 	if (!pw) {
-		if (sh("useradd -M -s /bin/sh " USER " >/dev/null 2>&1") != 0)
+		if (run_shf(50, "useradd -M -s /bin/sh " USER " >/dev/null 2>&1") != 0)
 			SKIP("cannot create a test user with useradd");
 		made_user = true;
 		pw = getpwnam(USER);
@@ -159,7 +146,7 @@ static void odir(void)
 	ASSERT_OK(mkdir(dir, 0777));
 	ASSERT_OK(chown(dir, pw->pw_uid, pw->pw_gid));
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", dir, "--", "/bin/true", NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 50);
 	fprintf(stderr, "record -o <another user's empty directory>: exit %d: %s", rc, out);
 	ASSERT_NE(rc, 0);
 	ASSERT_NOT_NULL(strstr(out, "belongs to uid"));
@@ -173,7 +160,7 @@ static void perms(void)
 
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", dir, "--", "/bin/true", NULL };
-	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
+	ASSERT_EQ(run_logged(tmp, rec, out, sizeof(out), 50), 0);
 	ASSERT_OK(stat(dir, &st));
 	ASSERT_EQ(st.st_mode & 07777, 0700);
 	const char *files[] = { "stream.vps", "meta.json" };
@@ -184,7 +171,7 @@ static void perms(void)
 	}
 	/* And the user cannot read the stream. */
 	user();
-	ASSERT_NE(sh("su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", dir), 0);
+	ASSERT_NE(run_shf(50, "su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", dir), 0);
 }
 
 static void agentdir(void)
@@ -201,11 +188,11 @@ static void agentdir(void)
 	ASSERT_OK(chown(evil, pw->pw_uid, pw->pw_gid));
 	/* The user plants the root JVM's default map directory as a link to theirs (and the
 	 * shared one older agents used, if nobody has it). */
-	ASSERT_EQ(sh("su -s /bin/sh " USER " -c 'ln -s %s %s'", evil, def), 0);
+	ASSERT_EQ(run_shf(50, "su -s /bin/sh " USER " -c 'ln -s %s %s'", evil, def), 0);
 	bool old_planted = lstat("/tmp/viprof-jit", &st) != 0 &&
-			   sh("su -s /bin/sh " USER " -c 'ln -s %s /tmp/viprof-jit'", evil) == 0;
+			   run_shf(50, "su -s /bin/sh " USER " -c 'ln -s %s /tmp/viprof-jit'", evil) == 0;
 	snprintf(out, sizeof(out), "%s/java.err", tmp);
-	int rc = sh("%s -agentpath:%s -cp %s JitSplit 1 >/dev/null 2>%s", JAVA17, VIPROF_AGENT_SO,
+	int rc = run_shf(50, "%s -agentpath:%s -cp %s JitSplit 1 >/dev/null 2>%s", JAVA17, VIPROF_AGENT_SO,
 		    VIPROF_JAVA_CLASSES, out);
 	unlink(def);
 	if (old_planted)
@@ -213,7 +200,7 @@ static void agentdir(void)
 	ASSERT_EQ(rc, 0);   /* the JVM runs on without the agent */
 	fprintf(stderr, "entries in the user's directory: %d\n", count_entries(evil));
 	ASSERT_EQ(count_entries(evil), 0);
-	ASSERT_EQ(sh("grep -q 'viprof agent' %s", out), 0);
+	ASSERT_EQ(run_shf(50, "grep -q 'viprof agent' %s", out), 0);
 }
 
 static void fifo(void)
@@ -225,34 +212,23 @@ static void fifo(void)
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(sess2, sizeof(sess2), "%s/s2", tmp);
 	ASSERT_OK(mkdir(libdir, 0755));
-	ASSERT_EQ(sh("cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
+	ASSERT_EQ(run_shf(50, "cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
 	setenv("LD_LIBRARY_PATH", libdir, 1);
 
 	/* 1. A recording of a program that maps the library; then a FIFO takes the place
 	 * of the recorded path: the report must not wait on it. */
 	char *rec1[] = { VIPROF_BIN, "record", "-q", "-o", sess2, "--", ZCALLER, "squeeze", "1", NULL };
-	ASSERT_EQ(tr_run(tmp, rec1, out, sizeof(out)), 0);
+	ASSERT_EQ(run_logged(tmp, rec1, out, sizeof(out), 50), 0);
 	/* viprof itself links libz: it must not look for it in there from now on. */
 	unsetenv("LD_LIBRARY_PATH");
-	ASSERT_EQ(sh("rm %s && mkfifo %s", lib, lib), 0);
+	ASSERT_EQ(run_shf(50, "rm %s && mkfifo %s", lib, lib), 0);
 	char *rep1[] = { VIPROF_BIN, "report", sess2, "--top", "5", NULL };
 	double t0 = now();
-	pid_t rp = tr_start(tmp, rep1, NULL);
-	int rc1 = -1;
-	while (now() - t0 < 10) {
-		int st;
-		if (waitpid(rp, &st, WNOHANG) == rp) {
-			rc1 = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-			break;
-		}
-		usleep(50000);
-	}
-	if (rc1 < 0) {
-		kill(rp, SIGKILL);
-		waitpid(rp, NULL, 0);
-	}
+	pid_t rp = run_logged_start(tmp, rep1, NULL);
+	int rc1;
+	run_reap(rp, 10000, &rc1);   /* -1: still waiting after 10 s (killed) */
 	double took1 = now() - t0;
-	ASSERT_EQ(sh("rm %s && cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib, lib), 0);
+	ASSERT_EQ(run_shf(50, "rm %s && cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib, lib), 0);
 
 	/* 2. A running program whose mapped library's path becomes a FIFO: record -p
 	 * must not wait on it either. */
@@ -266,11 +242,11 @@ static void fifo(void)
 		_exit(127);
 	}
 	wait_mapped(p, lib);
-	ASSERT_EQ(sh("rm %s && mkfifo %s", lib, lib), 0);
+	ASSERT_EQ(run_shf(50, "rm %s && mkfifo %s", lib, lib), 0);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
 	t0 = now();
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 50);
 	double took = now() - t0;
 	kill(p, SIGKILL);
 	waitpid(p, NULL, 0);
@@ -300,7 +276,7 @@ static void sigquit(void)
 	char *bin = strstr(real, "/bin/java");
 	if (bin)
 		snprintf(bin, sizeof(real) - (size_t)(bin - real), "/lib/server/libjvm.so");
-	ASSERT_EQ(sh("cp %s %s", access(real, R_OK) == 0 ? real : VIPROF_AGENT_SO, lib), 0);
+	ASSERT_EQ(run_shf(50, "cp %s %s", access(real, R_OK) == 0 ? real : VIPROF_AGENT_SO, lib), 0);
 	pid_t p = fork();
 	ASSERT_GE(p, 0);
 	if (p == 0) {
@@ -314,7 +290,7 @@ static void sigquit(void)
 	wait_mapped(p, lib);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pid, "-d", "1", "-o", sess, NULL };
-	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
+	ASSERT_EQ(run_logged(tmp, rec, out, sizeof(out), 50), 0);
 	pid_t r = waitpid(p, &status, WNOHANG);
 	bool alive = r == 0;
 	kill(p, SIGKILL);
@@ -338,11 +314,11 @@ static void diskfull(void)
 	/* About 2.5 s of shell arithmetic, then a marker: the program's own end. */
 	snprintf(cmd, sizeof(cmd), "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done; touch %s; exit 7", marker);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-g", "-F", "4999", "-o", sess, "--", "/bin/sh", "-c", cmd, NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 50);
 	bool done = access(marker, F_OK) == 0;
 	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "3", NULL };
 	char rout[8192];
-	int rc2 = tr_run(tmp, rep, rout, sizeof(rout));
+	int rc2 = run_logged(tmp, rep, rout, sizeof(rout), 50);
 	umount(mnt);
 	fprintf(stderr, "record on a full disk: exit %d, program %s; report of what was written: exit %d\n%s", rc,
 		done ? "ran to its end" : "was stopped", rc2, out);
@@ -365,14 +341,14 @@ static void metatmp(void)
 	snprintf(meta, sizeof(meta), "%s/meta.json", sess);
 	write_file(victim, "precious\n");
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", "/bin/sleep", "2", NULL };
-	pid_t p = tr_start(tmp, rec, NULL);
+	pid_t p = run_logged_start(tmp, rec, NULL);
 	double t0 = now();
 	while (stat(stream, &st) && now() - t0 < 10)
 		usleep(20000);
 	/* Planted while the recording runs: as a user could when -o was theirs (now
 	 * refused, see odir), here as root to check the file-level defence on its own. */
 	ASSERT_OK(symlink(victim, link));
-	int rc = tr_finish(tmp, p, out, sizeof(out));
+	int rc = run_logged_finish(tmp, p, out, sizeof(out), 50);
 	read_file(victim, buf, sizeof(buf));
 	fprintf(stderr, "record with a symlink at meta.json.tmp: exit %d; the link's target now holds: %.20s\n", rc, buf);
 	ASSERT_STREQ(buf, "precious\n");
@@ -409,7 +385,7 @@ static void agentcopy(void)
 	}
 	ASSERT_NOT_NULL(mkdtemp(victim));
 	snprintf(inside, sizeof(inside), "%s%s", root, victim);
-	ASSERT_EQ(sh("mkdir -p %s && chmod 1777 %s", inside, inside), 0);
+	ASSERT_EQ(run_shf(50, "mkdir -p %s && chmod 1777 %s", inside, inside), 0);
 	snprintf(path, sizeof(path), "%s/tmp", root);
 	ASSERT_OK(symlink(victim, path));
 	snprintf(script, sizeof(script),
@@ -430,13 +406,14 @@ static void agentcopy(void)
 	double t0 = now();
 	while (access(path, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
 		usleep(50000);
-	usleep(500000);
+	/* Attachable once it catches SIGQUIT (before, the attach's SIGQUIT would kill it). */
+	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
 	snprintf(planted, sizeof(planted), "%s/.viprof-jvmti-%d.so", victim, (int)jvm);
 	write_file(planted, "precious\n");
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "1", "-o", sess, NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 50);
 	bool alive = waitpid(jvm, &status, WNOHANG) == 0;
 	int entries = count_entries(victim);
 	buf[0] = '\0';
@@ -444,7 +421,7 @@ static void agentcopy(void)
 		read_file(planted, buf, sizeof(buf));
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
-	sh("rm -rf %s", victim);
+	run_shf(50, "rm -rf %s", victim);
 	fprintf(stderr, "record -p of a chrooted JVM whose tmp links to %s: exit %d, JVM %s, %d entries there, "
 		"the planted file %s\n%s", victim, rc, alive ? "alive" : "dead", entries,
 		!buf[0] ? "is gone" : strcmp(buf, "precious\n") ? "was overwritten" : "is intact", out);
@@ -479,20 +456,20 @@ static void otheruser(void)
 	double t0 = now();
 	while (access(hs, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
 		usleep(50000);
-	usleep(500000);
+	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "2", "-o", sess, NULL };
-	int rc = tr_run(tmp, rec, out, sizeof(out));
+	int rc = run_logged(tmp, rec, out, sizeof(out), 50);
 	fprintf(stderr, "record -p of uid %u's JVM: exit %d\n%s", (unsigned)pw->pw_uid, rc, out);
 	/* What the user can do in the session, tried as the user. */
-	int ls_sess = sh("su -s /bin/sh " USER " -c 'ls %s' >/dev/null 2>&1", sess);
-	int cat_stream = sh("su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", sess);
-	int ls_own = sh("su -s /bin/sh " USER " -c 'ls %s/jit/%d' >/dev/null 2>&1", sess, (int)jvm);
+	int ls_sess = run_shf(50, "su -s /bin/sh " USER " -c 'ls %s' >/dev/null 2>&1", sess);
+	int cat_stream = run_shf(50, "su -s /bin/sh " USER " -c 'cat %s/stream.vps' >/dev/null 2>&1", sess);
+	int ls_own = run_shf(50, "su -s /bin/sh " USER " -c 'ls %s/jit/%d' >/dev/null 2>&1", sess, (int)jvm);
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
 	snprintf(path, sizeof(path), "/tmp/hsperfdata_%s", pw->pw_name);
-	sh("rm -rf %s", path);
+	run_shf(50, "rm -rf %s", path);
 	ASSERT_EQ(rc, 0);
 	ASSERT_OK(stat(sess, &st));
 	ASSERT_EQ(st.st_uid, 0);
@@ -523,7 +500,7 @@ static void fifoino(void)
 	ASSERT_OK(mkdir(libdir, 0755));
 	if (mount("tmpfs", libdir, "tmpfs", 0, "size=4m"))
 		SKIP("cannot mount a tmpfs: %s", strerror(errno));
-	ASSERT_EQ(sh("cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
+	ASSERT_EQ(run_shf(50, "cp -L /lib/x86_64-linux-gnu/libz.so.1 %s", lib), 0);
 	ASSERT_OK(stat(lib, &a));
 	pid_t p = fork();
 	ASSERT_GE(p, 0);
@@ -544,7 +521,7 @@ static void fifoino(void)
 	if (same) {
 		snprintf(pidarg, sizeof(pidarg), "%d", (int)p);
 		char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "1", "-o", sess, NULL };
-		pid_t r = tr_start(tmp, rec, NULL);
+		pid_t r = run_logged_start(tmp, rec, NULL);
 		double t0 = now();
 		int st;
 		while (now() - t0 < 10) {
@@ -573,24 +550,6 @@ static void fifoino(void)
 	ASSERT_LT_F(took, 8.0);
 }
 
-static pid_t wait_or_kill(pid_t p, double secs, int *rc)
-{
-	double t0 = now();
-	int st;
-
-	*rc = -1;
-	while (now() - t0 < secs) {
-		if (waitpid(p, &st, WNOHANG) == p) {
-			*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-			return p;
-		}
-		usleep(50000);
-	}
-	kill(p, SIGKILL);
-	waitpid(p, NULL, 0);
-	return p;
-}
-
 static void mapfifo(void)
 {
 	char sess[PATH_MAX], jit[PATH_MAX + 8], map[2 * PATH_MAX], out[8192], pidarg[16] = "";
@@ -601,7 +560,7 @@ static void mapfifo(void)
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(jit, sizeof(jit), "%s/jit", sess);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", JAVA17, "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "1", NULL };
-	ASSERT_EQ(tr_run(tmp, rec, out, sizeof(out)), 0);
+	ASSERT_EQ(run_logged(tmp, rec, out, sizeof(out), 50), 0);
 	DIR *d = opendir(jit);
 	ASSERT_NOT_NULL(d);
 	while ((e = readdir(d)))
@@ -615,8 +574,8 @@ static void mapfifo(void)
 	char *rep[] = { VIPROF_BIN, "report", sess, "--top", "3", NULL };
 	char *maps[] = { VIPROF_BIN, "maps", sess, "--pid", pidarg, "list", NULL };
 	int rc1, rc2;
-	wait_or_kill(tr_start(tmp, rep, NULL), 10, &rc1);
-	wait_or_kill(tr_start(tmp, maps, NULL), 10, &rc2);
+	run_reap(run_logged_start(tmp, rep, NULL), 10000, &rc1);
+	run_reap(run_logged_start(tmp, maps, NULL), 10000, &rc2);
 	fprintf(stderr, "a FIFO as JVM %s's code map: report exit %d, maps exit %d (-1: still waiting after 10 s)\n",
 		pidarg, rc1, rc2);
 	ASSERT_EQ(rc1, 0);   /* the report stands without the JIT names */

@@ -63,6 +63,7 @@
 
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static const char *viprof, *split3;
 static pid_t serve_pid;
@@ -86,24 +87,18 @@ static int start_serve(const char *const *args, const char *ready)
 	strcpy(logpath, "/tmp/vp-test-serve-http-log-XXXXXX");
 	int lfd = mkstemp(logpath);
 	ASSERT_TRUE(lfd >= 0);
-	serve_pid = fork();
-	if (serve_pid == 0) {
-		dup2(lfd, 2);
-		dup2(lfd, 1);
-		const char *argv[32] = { viprof, "serve" };
-		int n = 2;
-		for (; *args && n < 31; args++)
-			argv[n++] = *args;
-		argv[n] = NULL;
-		execv(viprof, (char **)argv);
-		_exit(127);
-	}
 	close(lfd);
+	const char *argv[32] = { viprof, "serve" };
+	int n = 2;
+	for (; *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	serve_pid = run_start((char **)argv, logpath, logpath);
 	for (int i = 0; i < 200; i++) {
-		int status;
-		if (waitpid(serve_pid, &status, WNOHANG) == serve_pid) {
+		int code;
+		if (run_exited(serve_pid, &code)) {
 			serve_pid = 0;
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			return code;
 		}
 		char *log = test_slurp_str(logpath);
 		bool ok = strstr(log, ready) != NULL;
@@ -206,13 +201,13 @@ static const char *pprof_bin(void)
 {
 	static char path[] = "./pprof";
 	struct stat sb;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (run_sh("command -v go >/dev/null 2>&1", 110) != 0)
 		SKIP("go is not installed (apt-get install golang-go golang-github-google-pprof-dev)");
 	if (stat(path, &sb) != 0) {
 		if (stat("/usr/share/gocode/src/github.com/google/pprof", &sb) != 0)
 			SKIP("pprof sources missing (apt-get install golang-github-google-pprof-dev)");
-		if (system("GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PWD/.gocache go build -o pprof.tmp "
-			   "github.com/google/pprof && mv pprof.tmp pprof") != 0)
+		if (run_sh("GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PWD/.gocache go build -o pprof.tmp "
+			   "github.com/google/pprof && mv pprof.tmp pprof", 110) != 0)
 			SKIP("could not build pprof");
 	}
 	return path;
@@ -226,15 +221,11 @@ static void scenario_pprof(void)
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	const char *args[] = { "--http", listen, NULL };
 	ASSERT_EQ(start_serve(args, "pprof over HTTP on"), -1);
-	pid_t w = fork();
-	if (w == 0) {
-		execl(split3, split3, "10", (char *)NULL);
-		_exit(127);
-	}
-	usleep(500000);
+	pid_t w = run_start((char *const[]){ (char *)split3, "10", NULL }, RUN_KEEP, RUN_KEEP);
+	run_wait_state(w, 0, 10000, "running split3");   /* before the profile's window opens */
 	snprintf(cmd, sizeof(cmd), "%s -top -nodecount=40 -symbolize=none "
 		 "'http://127.0.0.1:%d/debug/pprof/profile?seconds=3' 2>&1", pprof, port);
-	char *top = test_popen_slurp(cmd);
+	char *top = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s\n", top);
 	kill(w, SIGTERM);
 	waitpid(w, NULL, 0);
@@ -277,14 +268,14 @@ static void scenario_pprof(void)
 static bool made_dummy;
 static void drop_dummy(void)
 {
-	if (made_dummy && system("ip link del vptesthttp0 2>/dev/null") != 0)
+	if (made_dummy && run_sh("ip link del vptesthttp0 2>/dev/null", 110) != 0)
 		fprintf(stderr, "could not remove vptesthttp0\n");
 }
 
 static bool own_address(char *buf, size_t len)
 {
-	if (system("ip link add vptesthttp0 type dummy 2>/dev/null && ip addr add 10.254.77.1/32 dev vptesthttp0 "
-		   "&& ip link set vptesthttp0 up") == 0) {
+	if (run_sh("ip link add vptesthttp0 type dummy 2>/dev/null && ip addr add 10.254.77.1/32 dev vptesthttp0 "
+		   "&& ip link set vptesthttp0 up", 110) == 0) {
 		made_dummy = true;
 		atexit(drop_dummy);
 		snprintf(buf, len, "10.254.77.1");
@@ -502,7 +493,7 @@ static void scenario_continuous(void)
 	stop_serve();
 	char rm[600];
 	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
-	ASSERT_EQ(system(rm), 0);
+	ASSERT_EQ(run_sh(rm, 110), 0);
 }
 
 /* ---- issue 20: who may read, slow heads, the shared recording ---- */
@@ -522,8 +513,8 @@ static pid_t squat_pid;
 
 static void drop_users(void)
 {
-	if (system("userdel " USER_A " 2>/dev/null; userdel " USER_B " 2>/dev/null; groupdel " GROUP_G
-		   " 2>/dev/null") != 0) {
+	if (run_sh("userdel " USER_A " 2>/dev/null; userdel " USER_B " 2>/dev/null; groupdel " GROUP_G
+		   " 2>/dev/null", 110) != 0) {
 		/* Gone already: nothing to do. */
 	}
 }
@@ -532,8 +523,8 @@ static void drop_users(void)
 static void make_users(void)
 {
 	drop_users();
-	if (system("groupadd " GROUP_G " && useradd -M -N -s /usr/sbin/nologin " USER_A
-		   " && useradd -M -N -s /usr/sbin/nologin -G " GROUP_G " " USER_B) != 0)
+	if (run_sh("groupadd " GROUP_G " && useradd -M -N -s /usr/sbin/nologin " USER_A
+		   " && useradd -M -N -s /usr/sbin/nologin -G " GROUP_G " " USER_B, 110) != 0)
 		SKIP("cannot create the test users with useradd/groupadd");
 	users_made = true;
 }
@@ -552,7 +543,7 @@ static void at_end(void)
 		}
 	if (users_made)
 		drop_users();
-	if (push_user_made && system("userdel " PUSH_USER " 2>/dev/null") != 0)
+	if (push_user_made && run_sh("userdel " PUSH_USER " 2>/dev/null", 110) != 0)
 		fprintf(stderr, "could not remove the user " PUSH_USER "\n");
 }
 
@@ -743,7 +734,7 @@ static void scenario_access(void)
 		ASSERT_EQ(fwrite(reads[i]->body, 1, reads[i]->len, f), reads[i]->len);
 		fclose(f);
 		snprintf(cmd, sizeof(cmd), "%s -raw %s 2>&1", pprof_tool, file);
-		char *raw = test_popen_slurp(cmd);
+		char *raw = run_sh_read(cmd, NULL);
 		unlink(file);
 		ASSERT_CONTAINS(raw, "Locations");
 		if (i == 0) {
@@ -763,7 +754,7 @@ static void scenario_access(void)
 	stop_serve();
 	char rm[600];
 	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
-	ASSERT_EQ(system(rm), 0);
+	ASSERT_EQ(run_sh(rm, 110), 0);
 }
 
 static double now_s(void)
@@ -893,7 +884,7 @@ static void scenario_slow(void)
 		free(head);
 		unlink(hf);
 		snprintf(cmd, sizeof(cmd), "%s -top -nodecount=10 -symbolize=none %s 2>&1", pprof, files[i]);
-		char *top = test_popen_slurp(cmd);
+		char *top = run_sh_read(cmd, NULL);
 		fprintf(stderr, "%s\n", top);
 		ASSERT_CONTAINS(top, "Type: cpu");
 		ASSERT_CONTAINS(top, "Duration: 5");
@@ -947,7 +938,7 @@ static void scenario_contdir(void)
 	stop_serve();
 	char rm[600];
 	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
-	ASSERT_EQ(system(rm), 0);
+	ASSERT_EQ(run_sh(rm, 110), 0);
 }
 
 /* --jvm-attach alone is a service option (it said "nothing to record" before); the
@@ -991,7 +982,7 @@ static double prom_query(int port, const char *query)
 static void scenario_metrics(void)
 {
 	REQUIRE_ROOT();
-	if (system("command -v prometheus >/dev/null 2>&1") != 0)
+	if (run_sh("command -v prometheus >/dev/null 2>&1", 110) != 0)
 		SKIP("prometheus is not installed (apt-get install prometheus; scripts/deps.sh does)");
 	char dir[] = "/tmp/vp-test-serve-metrics-XXXXXX", listen[64], path[600], cont[512], name[300] = "";
 	ASSERT_NOT_NULL(mkdtemp(dir));
@@ -1092,7 +1083,7 @@ static void scenario_metrics(void)
 	ASSERT_CONTAINS(js, "\"scrapes_total\": ");
 	free(js);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
-	if (system(path) != 0)
+	if (run_sh(path, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1204,7 +1195,7 @@ static pid_t receiver_run(int port, const char *upath, const char *dir, const ch
 			snprintf(cmd, sizeof(cmd), "ss -xlnH src %s | grep -q .", upath);
 		else
 			snprintf(cmd, sizeof(cmd), "ss -tlnH src 127.0.0.1:%d | grep -q .", port);
-		if (system(cmd) == 0)
+		if (run_sh(cmd, 110) == 0)
 			return pid;
 		usleep(50000);
 	}
@@ -1290,7 +1281,7 @@ static void scenario_push(void)
 {
 	REQUIRE_ROOT();
 	const char *pprof = pprof_bin();
-	if (system("command -v protoc >/dev/null 2>&1") != 0)
+	if (run_sh("command -v protoc >/dev/null 2>&1", 110) != 0)
 		SKIP("protoc is not installed (apt-get install protobuf-compiler; scripts/deps.sh does)");
 	char dir[] = "/tmp/vp-test-serve-push-XXXXXX", cont[300], rdir[300], basic[300], bearer[300], path[900];
 	char pyro[400], otlp[400], names[256][32], cmd[1400];
@@ -1413,11 +1404,11 @@ static void scenario_push(void)
 	/* The Pyroscope body, by the real pprof. */
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[pi].file) - 5), pushed[pi].file);
 	snprintf(cmd, sizeof(cmd), "%s -raw -symbolize=none %s 2>&1", pprof, path);
-	char *raw = test_popen_slurp(cmd);
+	char *raw = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(raw, "samples/count cpu/nanoseconds[dflt]");
 	free(raw);
 	snprintf(cmd, sizeof(cmd), "%s -top -symbolize=none -nodecount=2000 %s 2>&1", pprof, path);
-	raw = test_popen_slurp(cmd);
+	raw = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(raw, "work50");
 	free(raw);
 	h = test_slurp_str(pushed[oi].file);
@@ -1429,7 +1420,7 @@ static void scenario_push(void)
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
 	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 2>&1", TESTS_SRC, path,
 		 TESTS_SRC);
-	char *out = test_popen_slurp(cmd);
+	char *out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	ASSERT_CONTAINS(out, "otlp body: ");
 	ASSERT_NOT_CONTAINS(out, "no sample");
@@ -1437,7 +1428,7 @@ static void scenario_push(void)
 	ASSERT_NOT_CONTAINS(out, "without");
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1473,7 +1464,7 @@ static long long metric_value(const char *text, const char *prefix)
 static void scenario_push_host(void)
 {
 	REQUIRE_ROOT();
-	if (system("command -v protoc >/dev/null 2>&1") != 0)
+	if (run_sh("command -v protoc >/dev/null 2>&1", 110) != 0)
 		SKIP("protoc is not installed (apt-get install protobuf-compiler; scripts/deps.sh does)");
 	char dir[] = "/tmp/vp-test-serve-pushhost-XXXXXX", cont[300], rdir[300], pyro[400], otlp[400], listen[64];
 	char host[256] = "", want[600], path[900], cmd[1400];
@@ -1509,7 +1500,7 @@ static void scenario_push_host(void)
 	snprintf(path, sizeof(path), "%.*s.body", (int)(strlen(pushed[oi].file) - 5), pushed[oi].file);
 	snprintf(cmd, sizeof(cmd), "python3 %s/test-push-otlp-check.py %s %s split3 work50 %s 2>&1", TESTS_SRC, path,
 		 TESTS_SRC, host);
-	char *out = test_popen_slurp(cmd);
+	char *out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	snprintf(want, sizeof(want), "host.name=%s\n", host);
 	ASSERT_CONTAINS(out, want);
@@ -1517,7 +1508,7 @@ static void scenario_push_host(void)
 	ASSERT_NOT_CONTAINS(out, "host.name is not");
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1571,7 +1562,7 @@ static void scenario_push_rejected(void)
 	ASSERT_GE(rejected, 1);
 	free(m.head);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1579,7 +1570,7 @@ static void scenario_push_rejected(void)
 
 static void make_push_user(void)
 {
-	if (system("userdel " PUSH_USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " PUSH_USER) != 0)
+	if (run_sh("userdel " PUSH_USER " 2>/dev/null; useradd -M -N -s /usr/sbin/nologin " PUSH_USER, 110) != 0)
 		SKIP("cannot create the test user " PUSH_USER " with useradd");
 	push_user_made = true;
 }
@@ -1686,7 +1677,7 @@ static void scenario_push_squatter(void)
 	ASSERT_CONTAINS(h, "Authorization: Bearer squatter-must-not-see-this-token\r\n");
 	free(h);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1732,7 +1723,7 @@ static void scenario_push_handoff(void)
 	ASSERT_GE(n, n0 + 3);
 	ASSERT_CONTAINS(last_log, "(" PUSH_USER "), not root");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1821,7 +1812,7 @@ static void scenario_push_unix(void)
 	ASSERT_TRUE(!strncmp(h, "POST /base/ingest?", 18));
 	free(h);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1831,7 +1822,7 @@ static void scenario_push_unix(void)
 static void scenario_push_https(void)
 {
 	REQUIRE_ROOT();
-	if (system("command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1") != 0)
+	if (run_sh("command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1", 110) != 0)
 		SKIP("openssl or python3 is not installed (apt-get install openssl python3; scripts/deps.sh does)");
 	char dir[] = "/tmp/vp-test-serve-pushtls-XXXXXX", cont[300], rdir[300], good[400], bad[400], cmd[3000];
 	ASSERT_NOT_NULL(mkdtemp(dir));
@@ -1850,7 +1841,7 @@ static void scenario_push_https(void)
 		 "openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj /CN=viprof-client && "
 		 "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 2 && "
 		 "chmod 600 cli.key", dir);
-	if (system(cmd) != 0) {
+	if (run_sh(cmd, 110) != 0) {
 		snprintf(cmd, sizeof(cmd), "%s/openssl.log", dir);
 		char *l = test_slurp_str(cmd);
 		FAIL("openssl could not make the test certificates:\n%s", l);
@@ -1870,7 +1861,7 @@ static void scenario_push_https(void)
 	}
 	for (int i = 0; i < 200; i++) {
 		snprintf(cmd, sizeof(cmd), "ss -tlnH src 127.0.0.1:%d | grep -q .", port);
-		if (system(cmd) == 0)
+		if (run_sh(cmd, 110) == 0)
 			break;
 		ASSERT_LT(i, 199);
 		usleep(50000);
@@ -1913,7 +1904,7 @@ static void scenario_push_https(void)
 	free(h);
 	ASSERT_CONTAINS(last_log, "SSL certificate problem");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -1926,17 +1917,9 @@ static char *report_file(const char *dir, const char *fmt, const char *title, si
 	int fd = mkstemp(out);
 	ASSERT_TRUE(fd >= 0);
 	close(fd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (title)
-			execl(viprof, viprof, "report", dir, "-F", fmt, "--title", title, "-o", out, (char *)NULL);
-		else
-			execl(viprof, viprof, "report", dir, "-F", fmt, "-o", out, (char *)NULL);
-		_exit(127);
-	}
-	int status;
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char *with[] = { (char *)viprof, "report", (char *)dir, "-F", (char *)fmt, "--title", (char *)title, "-o", out, NULL };
+	char *without[] = { (char *)viprof, "report", (char *)dir, "-F", (char *)fmt, "-o", out, NULL };
+	ASSERT_EQ(run_argv(title ? with : without, RUN_KEEP, RUN_KEEP, 100), 0);
 	char *buf = test_slurp(out, len);
 	unlink(out);
 	return buf;
@@ -1999,7 +1982,7 @@ static void scenario_same_report(void)
 	free(pprof.head);
 	char rm[700];
 	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
-	ASSERT_EQ(system(rm), 0);
+	ASSERT_EQ(run_sh(rm, 110), 0);
 }
 
 int main(int argc, char **argv)

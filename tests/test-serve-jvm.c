@@ -73,11 +73,11 @@ static int scenario_early(const char *java)
 	snprintf(script, sizeof(script), "read x < %s; exec %s -XX:+PreserveFramePointer -cp %s JitSplit 60", fifo, java,
 		 VIPROF_JAVA_CLASSES);
 	char *jargv[] = { "/bin/sh", "-c", script, NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	jvm = run_start(jargv, jout, jerr);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "12", "--cpu-budget", "0",
 			  "--jvm-attach", pidarg, "-F", "99", NULL };
-	pid_t serve = tu_spawn(sargv, sout, sout);
+	pid_t serve = run_start(sargv, sout, sout);
 	/* Right after a boundary: the rest of the interval is the JVM's start and more. */
 	tu_wait_intervals(sout, 1, 150);
 	struct timespec ts;
@@ -89,7 +89,7 @@ static int scenario_early(const char *java)
 	close(go);
 	tu_wait_intervals(sout, 2, 90);   /* the interval it started in has ended */
 	ASSERT_OK(kill(serve, SIGINT));
-	ASSERT_EQ(tu_wait(serve, 60), 0);
+	ASSERT_EQ(run_wait(serve, 60), 0);
 	char *log = tu_read(sout);
 	fprintf(stderr, "%s", log);
 	free(log);
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 	 * samples to judge its naming. */
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0",
 			  "--jvm-attach", pick ? "user:nobody" : "all", "-F", "99", NULL };
-	pid_t serve = tu_spawn(sargv, sout, sout);
+	pid_t serve = run_start(sargv, sout, sout);
 	/* The first interval ended: the sampler is loaded (its start can take long on a
 	 * loaded machine: the BPF verifier), and the recorder rotates from here on. */
 	tu_wait_intervals(sout, 1, 150);
@@ -180,13 +180,13 @@ int main(int argc, char **argv)
 	if (optout && !pick)
 		setenv("VIPROF_NO_AGENT", "1", 1);
 	char *jargv[] = { (char *)java, "-XX:+PreserveFramePointer", "-cp", VIPROF_JAVA_CLASSES, "JitSplit", "40", NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	jvm = run_start(jargv, jout, jerr);
 	unsetenv("VIPROF_NO_AGENT");
 	tu_wait_intervals(sout, 5, 90);   /* four more boundaries */
 	sleep(1);
 	bool agent_thread = has_agent_thread();
 	ASSERT_OK(kill(serve, SIGINT));
-	ASSERT_EQ(tu_wait(serve, 60), 0);
+	ASSERT_EQ(run_wait(serve, 60), 0);
 	char *log = tu_read(sout);
 	fprintf(stderr, "%s", log);
 

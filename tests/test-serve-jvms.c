@@ -44,7 +44,7 @@ static pid_t start(const char *java, const char *name, char *const extra[], int 
 	argv[n++] = "Workers";
 	argv[n++] = "300";
 	argv[n] = NULL;
-	pid_t p = tu_spawn(argv, out, err);
+	pid_t p = run_start(argv, out, err);
 	for (int i = 0; i < 300; i++) {
 		char *o = tu_read(out);
 		bool ready = strstr(o, "ready") != NULL;
@@ -112,10 +112,10 @@ int main(int argc, char **argv)
 	snprintf(sel, sizeof(sel), "%d,%d,%d", (int)jvms[0], (int)jvms[1], (int)jvms[2]);
 	char *sargv[] = { VIPROF_BIN, "serve", "--continuous", cdir, "--interval", "4", "--cpu-budget", "0", "-F", "499",
 			  "--jvm-attach", sel, NULL };
-	pid_t serve = tu_spawn(sargv, sout, sout);
+	pid_t serve = run_start(sargv, sout, sout);
 	tu_wait_intervals(sout, 5, 240);
 	ASSERT_OK(kill(serve, SIGINT));
-	ASSERT_EQ(tu_wait(serve, 60), 0);
+	ASSERT_EQ(run_wait(serve, 60), 0);
 	char *log = tu_read(sout);
 	fprintf(stderr, "%s", log);
 	/* The refusals are said once each, in the service's log. */

@@ -52,8 +52,7 @@ refuse)
 	start_service
 	su "$v" -s /bin/sh -c "exec sleep 30" &
 	other=$!
-	sleep 0.3
-	victim=$(pgrep -u "$v" -x sleep | head -1)
+	for _ in $(seq 100); do victim=$(pgrep -u "$v" -x sleep | head -1); [ -n "$victim" ] && break; sleep 0.05; done
 	[ -n "$victim" ] || fail "no process of $v"
 	if as "$u" "'$viprof' record -p $victim -d 2 -o '$work/a/s2'" 2>"$work/a.err"; then fail "recording another user's process was allowed"; fi
 	cat "$work/a.err"

@@ -19,6 +19,7 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 #define FX(name) FIXTURE_DIR "/" name
 #define MS 1000000ull
@@ -386,7 +387,7 @@ static void check_exec_and_agent_copy(void)
 	snprintf(agent, sizeof(agent), "%s/libviprof-jvmti.so", dir);
 	char cmd[1400];
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", FX("libfx.so"), agent);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	setenv("VIPROF_AGENT", agent, 1);   /* before anything asks viprof_agent_path() */
 	struct vp_elfsym *es = vp_elfsym__new(NULL);
 	ASSERT_NOT_NULL(es);

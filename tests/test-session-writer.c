@@ -18,6 +18,7 @@
 #include "recorder/session_writer.h"
 #include "postproc/steal.h"
 #include "test.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-session-XXXXXX";
 
@@ -565,7 +566,7 @@ int main(void)
 	test_procsynth();
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	printf("ok\n");
 	return 0;

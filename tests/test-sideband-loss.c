@@ -27,6 +27,7 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-flaky-sbloss-XXXXXX";
 
@@ -98,7 +99,7 @@ int main(void)
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		char cmd[PATH_MAX + 16];
 		snprintf(cmd, sizeof(cmd), "cat '%s' >&2", out);
-		(void)system(cmd);
+		run_sh(cmd, 110);
 		FAIL("viprof record ended with status %#x", st);
 	}
 
@@ -122,7 +123,7 @@ int main(void)
 	vp_profile__free(p);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 110) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmp);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include "hv-glue/steal.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static uint64_t now_ns(void)
 {
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 	ASSERT_GT(vp_steal__read(c0, 256), cpu);
 	uint64_t w0 = now_ns();
 	snprintf(cmd, sizeof(cmd), "%s stat -x, -e task-clock -- %s spin %d 2>stat-steal.csv", argv[1], argv[2], cpu);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 	uint64_t w1 = now_ns();
 	ASSERT_GT(vp_steal__read(c1, 256), cpu);
 	uint64_t st1 = total_steal();
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
 	st0 = total_steal();
 	snprintf(cmd, sizeof(cmd), "%s stat --per-thread -x, -e task-clock -- %s spin 2>stat-steal-thread.csv", argv[1],
 		 argv[2]);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 50), 0);
 	st1 = total_steal();
 	double all = field("stat-steal-thread.csv", "[all threads]", "task-clock");
 	double all_stolen = field("stat-steal-thread.csv", "[all threads]", "stolen");

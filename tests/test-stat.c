@@ -23,6 +23,7 @@
 
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 static const char *viprof;
 static int go_pipe[2], ready_pipe[2], done_pipe[2];
@@ -118,23 +119,6 @@ static int count_perf_fds(pid_t pid)
 }
 
 /* Runs viprof with args, stderr into a file; returns the pid (not waited). */
-static pid_t spawn(char *const args[], const char *errfile)
-{
-	pid_t pid = fork();
-
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		if (fd < 0)
-			_exit(126);
-		dup2(fd, 2);
-		execv(viprof, args);
-		_exit(126);
-	}
-	return pid;
-}
-
 /* Value (ms) of the "-x ," row "<comm>-<tid>,<value>,msec,task-clock,..." of tid. */
 static double row_ms(const char *out, int tid)
 {
@@ -177,8 +161,8 @@ static bool test_per_thread_vs_schedstat(void)
 		s0[i] = schedstat_ns(wl, tids[i]);
 
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)wl);
-	char *args[] = { "viprof", "stat", "--per-thread", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
-	st = spawn(args, errfile);
+	char *args[] = { (char *)viprof, "stat", "--per-thread", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
+	st = run_start(args, RUN_KEEP, errfile);
 	/* Three threads (main + two workers), one task-clock event each. */
 	for (int i = 0; count_perf_fds(st) < 3; i++) {
 		if (i > 1000 || waitpid(st, &status, WNOHANG) == st)
@@ -230,8 +214,8 @@ static void test_inherit_and_status(const char *self)
 	int status;
 
 	snprintf(script, sizeof(script), "%s --touch 2000 && %s --touch 2000; exit 7", self, self);
-	char *args[] = { "viprof", "stat", "-x", ";", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
-	pid_t st = spawn(args, errfile);
+	char *args[] = { (char *)viprof, "stat", "-x", ";", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
+	pid_t st = run_start(args, RUN_KEEP, errfile);
 
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_TRUE(WIFEXITED(status));
@@ -257,8 +241,8 @@ static void test_per_thread_total(const char *self)
 	int status;
 
 	snprintf(script, sizeof(script), "%s --touch 3000", self);
-	char *args[] = { "viprof", "stat", "--per-thread", "-x", ",", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
-	pid_t st = spawn(args, errfile);
+	char *args[] = { (char *)viprof, "stat", "--per-thread", "-x", ",", "-e", "minor-faults", "--", "sh", "-c", script, NULL };
+	pid_t st = run_start(args, RUN_KEEP, errfile);
 
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 0);
@@ -295,8 +279,8 @@ static void test_pid_exit(void)
 		_exit(0);
 	}
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)wl);
-	char *args[] = { "viprof", "stat", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
-	st = spawn(args, errfile);
+	char *args[] = { (char *)viprof, "stat", "-x", ",", "-e", "task-clock", "-p", pidarg, NULL };
+	st = run_start(args, RUN_KEEP, errfile);
 	for (int i = 0; count_perf_fds(st) < 1; i++) {
 		if (i > 1000)
 			FAIL("viprof stat did not open its event:\n%s", test_slurp_str(errfile));
@@ -383,7 +367,7 @@ static void test_steal_never_moved(const char *self)
 	const char *ns = "";
 	char nsbuf[600];
 	if (moved) {
-		if (geteuid() != 0 || system("unshare -m true 2>/dev/null") != 0) {
+		if (geteuid() != 0 || run_sh("unshare -m true 2>/dev/null", 110) != 0) {
 			unlink(fake);
 			fprintf(stderr, "steal moved here and no private mount namespace can hide it (not root, or no "
 					"unshare): the never-moved case is left to a VM where it is so\n");
@@ -396,23 +380,23 @@ static void test_steal_never_moved(const char *self)
 		moved ? "checking with it hidden" : "checking as is");
 	snprintf(cmd, sizeof(cmd), "%s%s stat -x, -e task-clock,page-faults -- %s --touch 10 2>&1 >/dev/null", ns, viprof,
 		 self);
-	char *out = test_popen_slurp(cmd);
+	char *out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	check_rows(out);
 	ASSERT_CONTAINS(out, "<not measured>,msec,stolen,0,");
 	free(out);
 	snprintf(cmd, sizeof(cmd), "%s%s stat -e task-clock -- %s --touch 10 2>&1 >/dev/null", ns, viprof, self);
-	out = test_popen_slurp(cmd);
+	out = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(out, "\n  steal: not measured (no steal clock): ");
 	free(out);
 	/* probe, with the same facts: the words, in text and JSON, never "none so far". */
 	snprintf(cmd, sizeof(cmd), "%s%s probe 2>&1", ns, viprof);
-	out = test_popen_slurp(cmd);
+	out = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(out, "steal: not measured (no steal clock)");
 	ASSERT_NULL(strstr(out, "none so far"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "%s%s probe --json 2>&1", ns, viprof);
-	out = test_popen_slurp(cmd);
+	out = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(out, "\"clock\": false");
 	ASSERT_CONTAINS(out, "\"measured\": \"steal: not measured (no steal clock)\"");
 	free(out);
@@ -420,7 +404,7 @@ static void test_steal_never_moved(const char *self)
 	char rdir[] = "/tmp/steal-rec-XXXXXX";
 	ASSERT_NOT_NULL(mkdtemp(rdir));
 	snprintf(cmd, sizeof(cmd), "%s%s record -o %s/s -- /bin/true 2>&1", ns, viprof, rdir);
-	out = test_popen_slurp(cmd);
+	out = run_sh_read(cmd, NULL);
 	fprintf(stderr, "%s", out);
 	if (!strstr(out, "samples ("))
 		fprintf(stderr, "record did not run here (see above): its line is left unchecked\n");
@@ -428,7 +412,7 @@ static void test_steal_never_moved(const char *self)
 		ASSERT_CONTAINS(out, "viprof: steal: not measured (no steal clock)");
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", rdir);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 	unlink(fake);
 }
 
@@ -436,22 +420,22 @@ static void test_errors(void)
 {
 	const char *errfile = "test-stat.errors.txt";
 	int status;
-	char *a1[] = { "viprof", "stat", "-e", "bogus-event", "--", "true", NULL };
-	pid_t st = spawn(a1, errfile);
+	char *a1[] = { (char *)viprof, "stat", "-e", "bogus-event", "--", "true", NULL };
+	pid_t st = run_start(a1, RUN_KEEP, errfile);
 
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 2);
 	ASSERT_CONTAINS(test_slurp_str(errfile), "bogus-event");
 
-	char *a2[] = { "viprof", "stat", "-e", "task-clock", NULL };
-	st = spawn(a2, errfile);
+	char *a2[] = { (char *)viprof, "stat", "-e", "task-clock", NULL };
+	st = run_start(a2, RUN_KEEP, errfile);
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 2);
 	ASSERT_CONTAINS(test_slurp_str(errfile), "-p PID or -- CMD");
 
 	/* A command that cannot run: 127 like a shell, one line, no counts. */
-	char *a4[] = { "viprof", "stat", "--", "/nonexistent/cmd", NULL };
-	st = spawn(a4, errfile);
+	char *a4[] = { (char *)viprof, "stat", "--", "/nonexistent/cmd", NULL };
+	st = run_start(a4, RUN_KEEP, errfile);
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	ASSERT_EQ(WEXITSTATUS(status), 127);
 	ASSERT_CONTAINS(test_slurp_str(errfile), "cannot run '/nonexistent/cmd'");
@@ -459,9 +443,9 @@ static void test_errors(void)
 
 	/* Where the VM exposes no PMU, cycles must fail before the command runs. */
 	if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0) {
-		char *a3[] = { "viprof", "stat", "-e", "cycles", "--", "sh", "-c", "echo ran >&2", NULL };
+		char *a3[] = { (char *)viprof, "stat", "-e", "cycles", "--", "sh", "-c", "echo ran >&2", NULL };
 
-		st = spawn(a3, errfile);
+		st = run_start(a3, RUN_KEEP, errfile);
 		ASSERT_EQ(waitpid(st, &status, 0), st);
 		ASSERT_EQ(WEXITSTATUS(status), 2);
 		const char *out = test_slurp_str(errfile);
@@ -480,11 +464,11 @@ static void test_ratio_grouped(const char *self)
 	int status;
 
 	for (int no_group = 0; no_group < 2; no_group++) {
-		char *grouped[] = { "viprof", "stat", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "3000",
+		char *grouped[] = { (char *)viprof, "stat", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "3000",
 				    NULL };
-		char *separate[] = { "viprof", "stat", "--no-group", "-e", "task-clock,page-faults", "--", (char *)self,
+		char *separate[] = { (char *)viprof, "stat", "--no-group", "-e", "task-clock,page-faults", "--", (char *)self,
 				     "--touch", "3000", NULL };
-		pid_t st = spawn(no_group ? separate : grouped, errfile);
+		pid_t st = run_start(no_group ? separate : grouped, RUN_KEEP, errfile);
 
 		ASSERT_EQ(waitpid(st, &status, 0), st);
 		ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -517,8 +501,8 @@ static void test_ratio_grouped(const char *self)
 		free(out);
 	}
 	/* Machine-readable rows stay rows only, whether stolen time is measured here or not. */
-	char *csv[] = { "viprof", "stat", "-x,", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "10", NULL };
-	pid_t st = spawn(csv, errfile);
+	char *csv[] = { (char *)viprof, "stat", "-x,", "-e", "task-clock,page-faults", "--", (char *)self, "--touch", "10", NULL };
+	pid_t st = run_start(csv, RUN_KEEP, errfile);
 	ASSERT_EQ(waitpid(st, &status, 0), st);
 	char *out = test_slurp_str(errfile);
 	check_rows(out);

@@ -26,6 +26,7 @@
 #include "common/steal_est.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 #define MIN_TRUTH_NS 20000000.0
 
@@ -60,10 +61,10 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "rm -rf %s && %s record -q -F 4000 --backend bpf -o %s -- %s 5 %llu >%s", dir,
 			 argv[1], dir, argv[2], (unsigned long long)th, out);
 	fprintf(stderr, "+ %s\n", cmd);
-	if (system(cmd) != 0) {
+	if (run_sh(cmd, 80) != 0) {
 		char *o = test_slurp_str(out);
 		snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s.csv", dir, out, dir);
-		if (system(cmd) != 0)
+		if (run_sh(cmd, 80) != 0)
 			fprintf(stderr, "cannot remove %s\n", dir);
 		SKIP("viprof %s did not run here (no BPF?): %s", stat ? "stat" : "record --backend bpf", o);
 	}
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
 	}
 	/* The views say what the figure is, whatever it is. */
 	snprintf(cmd, sizeof(cmd), "%s report %s --tid %ld 2>/dev/null", argv[1], dir, tid);
-	char *text = test_popen_slurp(cmd);
+	char *text = run_sh_read(cmd, NULL);
 	if (!strstr(text, "# event: " VP_STEAL_EST_EVENT)) {
 		if (strstr(text, "backend: perf"))
 			SKIP("the perf backend recorded (the estimate needs the bpf sampler)");
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 	/* Never in measured steal's line or column. */
 	ASSERT_NULL(strstr(text, "hypervisor (steal) " VP_STEAL_EST_EVENT));
 	snprintf(cmd, sizeof(cmd), "%s report %s --tid %ld --format json 2>/dev/null", argv[1], dir, tid);
-	char *json = test_popen_slurp(cmd);
+	char *json = run_sh_read(cmd, NULL);
 	ASSERT_CONTAINS(json, "{\"name\":\"" VP_STEAL_EST_EVENT "\",\"unit\":\"nanoseconds\",\"measured\":false,");
 	ASSERT_CONTAINS(json, "\"estimated\":true");
 	est = json_total(json, VP_STEAL_EST_EVENT);
@@ -137,7 +138,7 @@ compare:
 		(double)th / 1e6, (double)truth / 1e6, nboth, (double)both / 1e6, nmono,
 		(double)mono / 1e6, est / 1e6);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, out);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 80) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
 	if ((double)truth < MIN_TRUTH_NS)
 		SKIP("the spinner saw %.2f ms of gaps without a switch (%d gaps of at least %.1f ms) in 5 s, under the "

@@ -26,84 +26,43 @@
 #include "report/wall.h"
 #include "test.h"
 #include "test-profile.h"
+#include "test-profile-synth.h"
+#include "test-run.h"
 
-#define MS 1000000ull
-#define K_SYSCALL 0xffffffff81001000ull
+#define MS SYNTH_MS
 #define K_APP_HOT 0xffffffff81002000ull
 
-static uint64_t base;
-
-static void w_ksym(struct cfile_writer *w, uint64_t addr, const char *name)
-{
-	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
-	struct vp_ksym *k = (void *)buf;
-	k->addr = addr;
-	k->size = 0x100;
-	strcpy(k->name, name);
-	ASSERT_OK(cfile_writer__append(w, VP_REC_KSYM, base, buf, sizeof(*k) + strlen(name) + 1));
-}
-
-static void w_event(struct cfile_writer *w, uint32_t index, const char *name, uint32_t flags, uint32_t type)
-{
-	struct vp_event_desc ev = { .index = index, .perf_type = type, .period = flags & VP_EVENT_SCHED ? 0 : MS,
-				    .flags = flags };
-	strcpy(ev.name, name);
-	ASSERT_OK(cfile_writer__append(w, VP_REC_EVENT, base, &ev, sizeof(ev)));
-}
+static struct synth_session ss;
 
 /* A sample of app (pid 100) in do_syscall_64 -> app_hot. */
-static void w_sample(struct cfile_writer *w, uint64_t t, uint16_t event, uint64_t period, uint8_t state)
+static void w_sample(uint64_t t, uint16_t event, uint64_t period, uint8_t state)
 {
-	char buf[sizeof(struct vp_sample) + 16] = { 0 };
-	struct vp_sample *s = (void *)buf;
-	s->pid = s->tid = 100;
-	s->event = event;
-	s->mode = VP_MODE_KERNEL;
-	s->period = period;
-	s->sched_state = state;
-	s->nr_kernel = 2;
-	s->ips[0] = K_APP_HOT + 0x10;
-	s->ips[1] = K_SYSCALL + 0x20;
-	ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 16));
+	synth_ksample(&ss, t, &(struct synth_sample){ .pid = 100, .event = event, .period = period, .sched_state = state,
+						      .leaf = K_APP_HOT }, 1);
 }
 
 static void write_session(const char *dir)
 {
-	char path[512];
-	mkdir(dir, 0700);
-	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
-	struct cfile_writer *w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
-	ASSERT_NOT_NULL(w);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	synth_session_open(&ss, dir);
 	/* As the recorder numbers them: cpu-clock 0, the tracer's steal 1 and off-cpu 2, the
 	 * estimate 3. */
-	w_event(w, 0, "cpu-clock", VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS, 1);
-	w_event(w, 1, "steal", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX);
-	w_event(w, 2, "off-cpu", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX);
-	w_event(w, 3, VP_STEAL_EST_EVENT, VP_EVENT_SCHED | VP_EVENT_TIME_UNITS | VP_EVENT_ESTIMATE, UINT32_MAX);
-	w_ksym(w, K_SYSCALL, "do_syscall_64");
-	w_ksym(w, K_APP_HOT, "app_hot");
-	struct vp_comm c = { .pid = 100, .tid = 100 };
-	strcpy(c.comm, "app");
-	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &c, sizeof(c)));
-	for (uint32_t cpu = 0; cpu < 2; cpu++) {   /* no steal clock: every snapshot 0 */
-		struct vp_steal st = { .cpu = cpu, .steal_ns = 0 };
-		ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base, &st, sizeof(st)));
-	}
+	synth_event(&ss, 0, "cpu-clock", VP_EVENT_SOFTWARE | VP_EVENT_TIME_UNITS, 1, MS);
+	synth_event(&ss, 1, "steal", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX, 0);
+	synth_event(&ss, 2, "off-cpu", VP_EVENT_SCHED | VP_EVENT_TIME_UNITS, UINT32_MAX, 0);
+	synth_event(&ss, 3, VP_STEAL_EST_EVENT, VP_EVENT_SCHED | VP_EVENT_TIME_UNITS | VP_EVENT_ESTIMATE, UINT32_MAX, 0);
+	synth_ksym(&ss, SYNTH_K_SYSCALL, "do_syscall_64");
+	synth_ksym(&ss, K_APP_HOT, "app_hot");
+	synth_comm(&ss, 100, "app");
+	for (uint32_t cpu = 0; cpu < 2; cpu++)   /* no steal clock: every snapshot 0 */
+		synth_steal(&ss, 0, cpu, 0);
 	for (int i = 0; i < 10; i++)
-		w_sample(w, (uint64_t)(i + 1) * MS, 0, MS, 0);
-	w_sample(w, 4 * MS, 3, 2 * MS, VP_SCHED_HV_ESTIMATED);
-	w_sample(w, 8 * MS, 3, 1 * MS, VP_SCHED_HV_ESTIMATED);
-	w_sample(w, 20 * MS, 2, 5 * MS, VP_SCHED_BLOCKED_SLEEP);
-	for (uint32_t cpu = 0; cpu < 2; cpu++) {
-		struct vp_steal st = { .cpu = cpu, .steal_ns = 0 };
-		ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base + 20 * MS, &st, sizeof(st)));
-	}
-	struct vp_end e = { .samples = 13, .duration_ns = 20 * MS };
-	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + 20 * MS, &e, sizeof(e)));
-	ASSERT_OK(cfile_writer__close(w));
+		w_sample((uint64_t)(i + 1) * MS, 0, MS, 0);
+	w_sample(4 * MS, 3, 2 * MS, VP_SCHED_HV_ESTIMATED);
+	w_sample(8 * MS, 3, 1 * MS, VP_SCHED_HV_ESTIMATED);
+	w_sample(20 * MS, 2, 5 * MS, VP_SCHED_BLOCKED_SLEEP);
+	for (uint32_t cpu = 0; cpu < 2; cpu++)
+		synth_steal(&ss, 20 * MS, cpu, 0);
+	synth_session_close(&ss, 20 * MS, 13);
 }
 
 /* 0 text, 1 folded of the estimate, 2 JSON, 3 pprof (gunzipped), 4 the wall view. */
@@ -208,6 +167,6 @@ int main(void)
 	vp_profile__free(p);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	ASSERT_EQ(run_sh(cmd, 110), 0);
 	return 0;
 }

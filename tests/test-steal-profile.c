@@ -24,137 +24,84 @@
 #include "postproc/session.h"
 #include "test.h"
 #include "test-profile.h"
+#include "test-profile-synth.h"
+#include "test-run.h"
 
-#define MS 1000000ull
-#define K_SYSCALL 0xffffffff81001000ull
+#define MS SYNTH_MS
 #define K_APP_HOT 0xffffffff81002000ull
 #define K_APP_COLD 0xffffffff81003000ull
 #define K_DB_LOOP 0xffffffff81004000ull
 
-static uint64_t base;
-
-static void w_ksym(struct cfile_writer *w, uint64_t addr, const char *name)
-{
-	char buf[sizeof(struct vp_ksym) + 64] = { 0 };
-	struct vp_ksym *k = (void *)buf;
-	k->addr = addr;
-	k->size = 0x100;
-	strcpy(k->name, name);
-	ASSERT_OK(cfile_writer__append(w, VP_REC_KSYM, base, buf, sizeof(*k) + strlen(name) + 1));
-}
-
-static void w_comm(struct cfile_writer *w, uint32_t pid, const char *c)
-{
-	struct vp_comm r = { .pid = pid, .tid = pid };
-	strncpy(r.comm, c, sizeof(r.comm) - 1);
-	ASSERT_OK(cfile_writer__append(w, VP_REC_COMM, base, &r, sizeof(r)));
-}
+static struct synth_session ss;
 
 /* times cpu-clock samples of a two-frame kernel stack: do_syscall_64 -> leaf. */
-static void w_sample(struct cfile_writer *w, uint64_t t, uint32_t pid, uint32_t cpu, uint64_t leaf, int times)
+static void w_sample(uint64_t t, uint32_t pid, uint32_t cpu, uint64_t leaf, int times)
 {
-	char buf[sizeof(struct vp_sample) + 16] = { 0 };
-	struct vp_sample *s = (void *)buf;
-	s->pid = s->tid = pid;
-	s->cpu = cpu;
-	s->mode = VP_MODE_KERNEL;
-	s->period = MS;
-	s->nr_kernel = 2;
-	s->ips[0] = leaf + 0x10;
-	s->ips[1] = K_SYSCALL + 0x20;
-	for (int i = 0; i < times; i++)
-		ASSERT_OK(cfile_writer__append(w, VP_REC_SAMPLE, base + t, buf, sizeof(*s) + 16));
+	synth_ksample(&ss, t, &(struct synth_sample){ .pid = pid, .cpu = cpu, .period = MS, .leaf = leaf }, times);
 }
 
-static void w_steal(struct cfile_writer *w, uint64_t t, uint32_t cpu, uint64_t ns)
+/* A session of app (pid 100) and db (200) whose event 0 is cpu-clock (clock) or
+ * page-faults. */
+static void open_session(const char *dir, bool clock)
 {
-	struct vp_steal s = { .cpu = cpu, .steal_ns = ns };
-	ASSERT_OK(cfile_writer__append(w, VP_REC_STEAL, base + t, &s, sizeof(s)));
+	synth_session_open(&ss, dir);
+	synth_event(&ss, 0, clock ? "cpu-clock" : "page-faults", VP_EVENT_SOFTWARE | (clock ? VP_EVENT_TIME_UNITS : 0), 1,
+		    clock ? MS : 1);
+	synth_ksym(&ss, SYNTH_K_SYSCALL, "do_syscall_64");
+	synth_ksym(&ss, K_APP_HOT, "app_hot");
+	synth_ksym(&ss, K_APP_COLD, "app_cold");
+	synth_ksym(&ss, K_DB_LOOP, "db_loop");
+	synth_comm(&ss, 100, "app");
+	synth_comm(&ss, 200, "db");
 }
 
-static void w_switch(struct cfile_writer *w, uint64_t t, uint32_t cpu, uint32_t prev, uint32_t next)
+static void close_session(uint64_t end)
 {
-	struct vp_switch s = { .cpu = cpu, .prev_pid = prev, .prev_tid = prev, .next_pid = next, .next_tid = next };
-	ASSERT_OK(cfile_writer__append(w, VP_REC_SWITCH, base + t, &s, sizeof(s)));
-}
-
-static void open_session(const char *dir, struct cfile_writer **w, bool clock)
-{
-	char path[512];
-	mkdir(dir, 0700);
-	snprintf(path, sizeof(path), "%s/%s", dir, VP_SESSION_STREAM);
-	*w = cfile_writer__create(path, VP_KIND_SESSION_STREAM, VP_SESSION_FORMAT_VERSION, 0, false);
-	ASSERT_NOT_NULL(*w);
-	/* Record times start at the file's creation (its header's clock, read just before),
-	 * so that --to is relative to them: a base taken earlier let a slow start (8 ms
-	 * between the two) move cpu1's STEAL at 20 ms inside --to 12 ms. */
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	base = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	struct vp_event_desc ev = { .index = 0, .perf_type = 1, .period = clock ? MS : 1,
-				    .flags = VP_EVENT_SOFTWARE | (clock ? VP_EVENT_TIME_UNITS : 0) };
-	strcpy(ev.name, clock ? "cpu-clock" : "page-faults");
-	ASSERT_OK(cfile_writer__append(*w, VP_REC_EVENT, base, &ev, sizeof(ev)));
-	w_ksym(*w, K_SYSCALL, "do_syscall_64");
-	w_ksym(*w, K_APP_HOT, "app_hot");
-	w_ksym(*w, K_APP_COLD, "app_cold");
-	w_ksym(*w, K_DB_LOOP, "db_loop");
-	w_comm(*w, 100, "app");
-	w_comm(*w, 200, "db");
-}
-
-static void close_session(struct cfile_writer *w, uint64_t end)
-{
-	struct vp_end e = { .samples = 60, .duration_ns = end };
-	ASSERT_OK(cfile_writer__append(w, VP_REC_END, base + end, &e, sizeof(e)));
-	ASSERT_OK(cfile_writer__close(w));
+	synth_session_close(&ss, end, 60);
 }
 
 static void write_steal_session(const char *dir)
 {
-	struct cfile_writer *w;
-	open_session(dir, &w, true);
-	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 30);
-	w_sample(w, 4 * MS, 100, 0, K_APP_COLD, 10);
-	w_sample(w, 7 * MS, 200, 0, K_DB_LOOP, 20);
+	open_session(dir, true);
+	w_sample(3 * MS, 100, 0, K_APP_HOT, 30);
+	w_sample(4 * MS, 100, 0, K_APP_COLD, 10);
+	w_sample(7 * MS, 200, 0, K_DB_LOOP, 20);
 	/* Per-CPU buffers drain independently: cpu1's records come before cpu0's. */
-	w_steal(w, 0, 1, 500);
-	w_switch(w, 5 * MS, 1, 100, 0);
-	w_steal(w, 10 * MS, 1, 500 + 3 * MS);
-	w_steal(w, 20 * MS, 1, 500 + 5 * MS);
-	w_steal(w, 0, 0, 1000);
-	w_switch(w, 2 * MS, 0, 0, 100);
-	w_switch(w, 6 * MS, 0, 100, 200);
-	w_steal(w, 10 * MS, 0, 1000 + 10 * MS);
-	close_session(w, 20 * MS);
+	synth_steal(&ss, 0, 1, 500);
+	synth_switch(&ss, 5 * MS, 1, 100, 0);
+	synth_steal(&ss, 10 * MS, 1, 500 + 3 * MS);
+	synth_steal(&ss, 20 * MS, 1, 500 + 5 * MS);
+	synth_steal(&ss, 0, 0, 1000);
+	synth_switch(&ss, 2 * MS, 0, 0, 100);
+	synth_switch(&ss, 6 * MS, 0, 100, 200);
+	synth_steal(&ss, 10 * MS, 0, 1000 + 10 * MS);
+	close_session(20 * MS);
 }
 
 static void write_zero_session(const char *dir)
 {
-	struct cfile_writer *w;
-	open_session(dir, &w, true);
-	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 5);
+	open_session(dir, true);
+	w_sample(3 * MS, 100, 0, K_APP_HOT, 5);
 	for (uint32_t cpu = 0; cpu < 2; cpu++) {
-		w_steal(w, 0, cpu, 7000 * MS);
-		w_switch(w, 2 * MS, cpu, 0, 100);
-		w_steal(w, 10 * MS, cpu, 7000 * MS);
+		synth_steal(&ss, 0, cpu, 7000 * MS);
+		synth_switch(&ss, 2 * MS, cpu, 0, 100);
+		synth_steal(&ss, 10 * MS, cpu, 7000 * MS);
 	}
-	close_session(w, 10 * MS);
+	close_session(10 * MS);
 }
 
 /* A VM without a steal clock (a PVM or nested guest): every snapshot's cumulative steal
  * is 0, so steal is unknown, and no view may print it as 0 (issue 34 item 2). */
 static void write_noclock_session(const char *dir)
 {
-	struct cfile_writer *w;
-	open_session(dir, &w, true);
-	w_sample(w, 3 * MS, 100, 0, K_APP_HOT, 5);
+	open_session(dir, true);
+	w_sample(3 * MS, 100, 0, K_APP_HOT, 5);
 	for (uint32_t cpu = 0; cpu < 2; cpu++) {
-		w_steal(w, 0, cpu, 0);
-		w_switch(w, 2 * MS, cpu, 0, 100);
-		w_steal(w, 10 * MS, cpu, 0);
+		synth_steal(&ss, 0, cpu, 0);
+		synth_switch(&ss, 2 * MS, cpu, 0, 100);
+		synth_steal(&ss, 10 * MS, cpu, 0);
 	}
-	close_session(w, 10 * MS);
+	close_session(10 * MS);
 }
 
 /* No time event (page-faults only, so steal samples are whole milliseconds); a thread
@@ -163,15 +110,14 @@ static void write_noclock_session(const char *dir)
  *   cpu1: STEAL 0 = 0; STEAL 10 ms = 1 ms, nobody said who ran -> unknown 1 ms */
 static void write_other_session(const char *dir)
 {
-	struct cfile_writer *w;
-	open_session(dir, &w, false);
-	w_comm(w, 300, "cron");
-	w_steal(w, 0, 0, 0);
-	w_switch(w, 5 * MS, 0, 0, 300);
-	w_steal(w, 10 * MS, 0, 4 * MS);
-	w_steal(w, 0, 1, 0);
-	w_steal(w, 10 * MS, 1, 1 * MS);
-	close_session(w, 10 * MS);
+	open_session(dir, false);
+	synth_comm(&ss, 300, "cron");
+	synth_steal(&ss, 0, 0, 0);
+	synth_switch(&ss, 5 * MS, 0, 0, 300);
+	synth_steal(&ss, 10 * MS, 0, 4 * MS);
+	synth_steal(&ss, 0, 1, 0);
+	synth_steal(&ss, 10 * MS, 1, 1 * MS);
+	close_session(10 * MS);
 }
 
 static struct vp_profile *load(const char *dir, const struct vp_session_opts *o)
@@ -236,7 +182,7 @@ static void check_steal_addresses(const struct vp_profile *p, int st)
 		ASSERT_EQ(ls->nlocs, 3);
 		ASSERT_UEQ(p->locations[ls->locs[1]].addr, K_APP_HOT + 0x10);
 		ASSERT_NE(p->locations[ls->locs[1]].mapping, UINT32_MAX);
-		ASSERT_UEQ(p->locations[ls->locs[2]].addr, K_SYSCALL + 0x20 - 1);   /* a return address */
+		ASSERT_UEQ(p->locations[ls->locs[2]].addr, SYNTH_K_SYSCALL + 0x20 - 1);   /* a return address */
 	}
 	ASSERT_EQ(found, 1);
 }
@@ -455,7 +401,7 @@ int main(void)
 
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
-	ASSERT_OK(system(cmd));
+	ASSERT_OK(run_sh(cmd, 110));
 	printf("test-steal-profile: ok\n");
 	return 0;
 }

@@ -25,14 +25,19 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(out, sizeof(out), "%s/record.log", dir);
-	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
-	pid_t jvm = tu_spawn(jargv, jout, jerr);
+	char *jargv[] = { (char *)java, "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "Stubs", "60", NULL };
+	pid_t jvm = run_start(jargv, jout, jerr);
 	if (!tu_wait_for(jout, "ready", 30000))
 		FAIL("Stubs did not start within 30 s");
-	sleep(4);   /* the call sites went megamorphic and were compiled */
+	/* The call sites went megamorphic and were compiled: C2 (tier 4) compiled the three
+	 * loops after their profiles saw every receiver type. */
+	static const char *const loops[] = { "Stubs::interfaces", "Stubs::virtuals", "Stubs::copies" };
+	for (int i = 0; i < 3; i++)
+		if (!tu_wait_compiled(jout, loops[i], 4, 60000))
+			FAIL("%s was not compiled by C2 within 60 s (-XX:+PrintCompilation in %s)", loops[i], jout);
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-g", "-p", spid, "-d", "5", "-o", sess, NULL };
-	ASSERT_EQ(tu_run(rargv, out, out, 120), 0);
+	ASSERT_EQ(run_argv(rargv, out, out, 120), 0);
 	kill(jvm, SIGKILL);
 	waitpid(jvm, NULL, 0);
 

@@ -11,6 +11,7 @@
  * names, every sample under them.
  * JDK 17 and Temurin 25 (argv[1]). */
 #include "test-agent-util.h"
+#include "test-profile.h"
 
 #include "postproc/profile.h"
 #include "postproc/session.h"
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
 	snprintf(jerr, sizeof(jerr), "%s/jvm.err", dir);
 	/* The late thread starts 4 s in: during the recording below. */
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "LongNames", "30", "4", NULL };
-	jvm = tu_spawn(jargv, jout, jerr);
+	jvm = run_start(jargv, jout, jerr);
 	tu_wait_until(early_running, NULL, 30, "the JVM's early worker thread");
 	uint32_t early = tid_named("viprof-early-wo");
 	ASSERT_GT(early, 0);
@@ -85,17 +86,13 @@ int main(int argc, char **argv)
 	snprintf(rout, sizeof(rout), "%s/record.out", dir);
 	snprintf(spid, sizeof(spid), "%d", (int)jvm);
 	char *rargv[] = { VIPROF_BIN, "record", "-q", "-p", spid, "-d", "6", "-o", sess, NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(rargv, rout, rout), 60), 0);
+	ASSERT_EQ(run_wait(run_start(rargv, rout, rout), 60), 0);
 	uint32_t late = tid_named("viprof-late-wor");
 	ASSERT_GT(late, 0);
 
 	uint32_t pid = (uint32_t)jvm;
 	struct vp_session_opts o = { .pids = &pid, .npids = 1 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	uint32_t t_early, t_late, t_x;
 	uint64_t n_early = samples_named(p, "viprof-early-worker-thread", &t_early);
 	uint64_t n_late = samples_named(p, "viprof-late-worker-thread", &t_late);
@@ -125,11 +122,8 @@ int main(int argc, char **argv)
 	snprintf(sess, sizeof(sess), "%s/launch", dir);
 	char *largv[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp", VIPROF_JAVA_CLASSES,
 			  "LongNames", "5", "2", NULL };
-	ASSERT_EQ(tu_wait(tu_spawn(largv, rout, rout), 60), 0);
-	p = vp_profile__new();
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, NULL, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	ASSERT_EQ(run_wait(run_start(largv, rout, rout), 60), 0);
+	p = tp_load(sess, NULL);
 	n_early = samples_named(p, "viprof-early-worker-thread", &t_x);
 	n_late = samples_named(p, "viprof-late-worker-thread", &t_x);
 	n_pool1 = samples_named(p, "viprof-pool-thread-1", &t_x);

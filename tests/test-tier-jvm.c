@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "test-agent-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 struct tiers {
 	long step_c1, step_c2, loop_c1, loop_c2, other;
@@ -23,7 +23,7 @@ static void record(const char *java, const char *tmp, const char *dir, bool c1)
 			 (char *)java, c1 ? "-XX:TieredStopAtLevel=1" : "-XX:+UseSerialGC",
 			 "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Tiers::step",
 			 "-cp", (char *)VIPROF_JAVA_CLASSES, "Tiers", "3", NULL };
-	int rc = tr_run(tmp, argv, out, sizeof(out));
+	int rc = run_logged(tmp, argv, out, sizeof(out), 240);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 }
@@ -33,7 +33,7 @@ static char *run_report(const char *tmp, char *const argv[])
 	char outp[600], errp[600];
 	snprintf(outp, sizeof(outp), "%s/report.out", tmp);
 	snprintf(errp, sizeof(errp), "%s/report.err", tmp);
-	int rc = tu_run(argv, outp, errp, 120);
+	int rc = run_argv(argv, outp, errp, 120);
 	char *err = tu_read(errp);
 	if (rc)
 		FAIL("%s %s exited %d: %s", argv[1], argv[2], rc, err);
@@ -84,7 +84,7 @@ static char *maps_show(const char *tmp, const char *dir)
 		snprintf(es, sizeof(es), "%d", e);
 		snprintf(outp, sizeof(outp), "%s/maps.out", tmp);
 		char *argv[] = { (char *)VIPROF_BIN, "maps", (char *)dir, "show", es, NULL };
-		if (tu_run(argv, outp, NULL, 60))
+		if (run_argv(argv, outp, NULL, 60))
 			break;   /* past the last epoch */
 		char *s = tu_read(outp);
 		size_t l = strlen(s);

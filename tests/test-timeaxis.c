@@ -17,7 +17,7 @@
 #include "report/report.h"
 #include "test-helpers.h"
 #include "test-html-util.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 #define NS 1000000000ull
 
@@ -115,13 +115,12 @@ static uint64_t folded_sum(const char *path, const char *frame)
 
 static char rlog[65536];   /* the last run's stderr */
 
-static void run(const char *dir, char *const argv[])
+/* Runs viprof, which must exit 0 (the failure quotes its log). */
+static void viprof_ok(const char *dir, char *const argv[])
 {
-	char *log = rlog;
-	fflush(stdout);   /* not again from the child */
-	int rc = tr_run(dir, argv, log, sizeof(rlog));
+	int rc = run_logged(dir, argv, rlog, sizeof(rlog), 100);
 	if (rc)
-		FAIL("%s %s exited %d: %s", argv[0], argv[1], rc, log);
+		FAIL("%s %s exited %d: %s", argv[0], argv[1], rc, rlog);
 }
 
 static void test_live(const char *viprof, const char *fixture)
@@ -131,7 +130,7 @@ static void test_live(const char *viprof, const char *fixture)
 	char dir[] = "/tmp/vp-timeaxis-XXXXXX", sess[PATH_MAX], out[PATH_MAX + 32], cmd[PATH_MAX + 16];
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	snprintf(sess, sizeof(sess), "%s/s", dir);
-	run(dir, (char *const[]){ (char *)viprof, "record", "-q", "--off-cpu", "-F", "499", "-o", sess, "--",
+	viprof_ok(dir, (char *const[]){ (char *)viprof, "record", "-q", "--off-cpu", "-F", "499", "-o", sess, "--",
 				  (char *)fixture, "phases", "1", NULL });
 
 	/* The phases as the fixture saw them (on its stderr, in the recorder's log). */
@@ -153,7 +152,7 @@ static void test_live(const char *viprof, const char *fixture)
 
 	/* The zero, as the text report's header states it. */
 	snprintf(out, sizeof(out), "%s/r.txt", dir);
-	run(dir, (char *const[]){ (char *)viprof, "report", sess, "-o", out, NULL });
+	viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "-o", out, NULL });
 	char *txt = test_slurp(out, NULL);
 	ASSERT_NOT_NULL(txt);
 	const char *z = strstr(txt, "# time zero: ");
@@ -181,7 +180,7 @@ static void test_live(const char *viprof, const char *fixture)
 	for (int i = 0; i < 3; i++) {
 		char html[PATH_MAX + 32];
 		snprintf(html, sizeof(html), "%s/%s.html", dir, fr[i]);
-		run(dir, (char *const[]){ (char *)viprof, "report", sess, "-I", (char *)fr[i], "-F", "html", "-o", html, NULL });
+		viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "-I", (char *)fr[i], "-F", "html", "-o", html, NULL });
 		uint64_t from, bw, nb, *h = strip_hist(html, event_index(html, evn[i]), &from, &bw, &nb);
 		uint64_t all = hist_sum(h, from, bw, nb, 0, 1e30),
 			 in = hist_sum(h, from, bw, nb, off[i][0] - (double)bw, off[i][1] + (double)bw);
@@ -219,7 +218,7 @@ static void test_live(const char *viprof, const char *fixture)
 	{
 		char html[PATH_MAX + 32];
 		snprintf(html, sizeof(html), "%s/all.html", dir);
-		run(dir, (char *const[]){ (char *)viprof, "report", sess, "-F", "html", "-o", html, NULL });
+		viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "-F", "html", "-o", html, NULL });
 		uint64_t from, bw, nb, *h = strip_hist(html, event_index(html, "wall"), &from, &bw, &nb);
 		uint64_t all = hist_sum(h, from, bw, nb, 0, 1e30);
 		printf("INFO: wall: %llu samples on the strip from %.3f s\n", (unsigned long long)all, (double)from / 1e9);
@@ -236,7 +235,7 @@ static void test_live(const char *viprof, const char *fixture)
 	char win[64];
 	snprintf(out, sizeof(out), "%s/first.folded", dir);
 	snprintf(win, sizeof(win), "0,0.2");
-	run(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "-e", "cpu-clock", "-F", "folded", "-o",
+	viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "-e", "cpu-clock", "-F", "folded", "-o",
 				  out, NULL });
 	uint64_t n0 = folded_sum(out, "compute_first");
 	printf("INFO: --time %s: %llu cpu-clock samples in compute_first\n", win, (unsigned long long)n0);
@@ -247,11 +246,11 @@ static void test_live(const char *viprof, const char *fixture)
 	double wa = off[1][0] / 1e9 + 0.2, wb = off[1][0] / 1e9 + 0.6;
 	snprintf(win, sizeof(win), "%.3f,%.3f", wa, wb);
 	snprintf(out, sizeof(out), "%s/sleep.folded", dir);
-	run(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "-e", "off-cpu", "-F", "folded", "-o",
+	viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "--time", win, "-e", "off-cpu", "-F", "folded", "-o",
 				  out, NULL });
 	uint64_t ns = folded_sum(out, "sleep_phase");
 	snprintf(out, sizeof(out), "%s/sleep-all.folded", dir);
-	run(dir, (char *const[]){ (char *)viprof, "report", sess, "-e", "off-cpu", "-F", "folded", "-o", out, NULL });
+	viprof_ok(dir, (char *const[]){ (char *)viprof, "report", sess, "-e", "off-cpu", "-F", "folded", "-o", out, NULL });
 	uint64_t all = folded_sum(out, "sleep_phase");
 	printf("INFO: --time %s: %llu of the sleep's %llu off-CPU samples\n", win, (unsigned long long)ns,
 	       (unsigned long long)all);
@@ -261,7 +260,7 @@ static void test_live(const char *viprof, const char *fixture)
 		     win, (unsigned long long)ns, (unsigned long long)all);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 110)) {
 		/* left in /tmp */
 	}
 }

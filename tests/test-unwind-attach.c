@@ -22,7 +22,7 @@ static void run(const char *java)
 	snprintf(jout, sizeof(jout), "%s/jout", dir);
 	snprintf(jerr, sizeof(jerr), "%s/jerr", dir);
 	char *jv[] = { (char *)java, "-XX:+PrintCompilation", "-cp", VIPROF_JAVA_CLASSES, "Workers", "120", NULL };
-	pid_t jpid = tu_spawn(jv, jout, jerr);
+	pid_t jpid = run_start(jv, jout, jerr);
 	/* Warm up: the workers' methods get compiled by C2 before the recording, as in a
 	 * service that has been running for a while. */
 	if (!tu_wait_compiled(jout, "Workers$Worker::handle", 4, 60000))
@@ -30,9 +30,9 @@ static void run(const char *java)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)jpid);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-p", pid, "-d", "5", "-o", sess, NULL };
-	double cpu0 = tu_proc_cpu_ms(jpid);
-	int rc = tu_run(rec, out, err, 90);
-	double cpu_ms = tu_proc_cpu_ms(jpid) - cpu0;
+	double cpu0 = run_cpu_ms(jpid);
+	int rc = run_argv(rec, out, err, 90);
+	double cpu_ms = run_cpu_ms(jpid) - cpu0;
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
 	if (rc)

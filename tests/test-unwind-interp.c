@@ -21,11 +21,11 @@ static void run(const char *java)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "-o", sess, "--", (char *)java, "-cp",
 			VIPROF_JAVA_CLASSES, "InterpSplit", "5", NULL };
-	int rc = tu_run(rec, out, err, 90);
+	int rc = run_argv(rec, out, err, 90);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, tu_read(err));
 	char *rep[] = { VIPROF_BIN, "report", sess, "--format", "folded", "-o", folded, NULL };
-	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	ASSERT_EQ(run_argv(rep, NULL, err, 120), 0);
 
 	FILE *f = fopen(folded, "r");
 	ASSERT_NOT_NULL(f);
@@ -77,11 +77,11 @@ static void run_perf(const char *java)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-q", "--backend", "perf", "-o", sess, "--", (char *)java, "-cp",
 			VIPROF_JAVA_CLASSES, "InterpSplit", "2", NULL };
-	int rc = tu_run(rec, out, err, 90);
+	int rc = run_argv(rec, out, err, 90);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, tu_read(err));
 	char *rep[] = { VIPROF_BIN, "report", sess, "-o", rep_out, NULL };
-	ASSERT_EQ(tu_run(rep, NULL, err, 120), 0);
+	ASSERT_EQ(run_argv(rep, NULL, err, 120), 0);
 	char *text = tu_read(rep_out), *e = tu_read(err);
 	fprintf(stderr, "report warnings:\n");
 	for (char *l = strstr(text, "# warning:"); l; l = strstr(l + 1, "# warning:"))

@@ -23,7 +23,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 static char tmp[] = "/tmp/vp-test-unwind-native-XXXXXX";
 
@@ -60,13 +60,13 @@ int main(int argc, char **argv)
 	if (crafted) {
 		char cp[2 * PATH_MAX + 16];
 		snprintf(cp, sizeof(cp), "cp '%s' '%s'", CFI_CRAFTED_REGS, fx);
-		ASSERT_EQ(system(cp), 0);
+		ASSERT_EQ(run_sh(cp, 50), 0);
 	}
 	char *rec[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
 			"--", ZCALLER, crafted ? "map" : (char *)mode, "4", crafted ? fx : NULL, NULL };
 	char *rec_sig[] = { VIPROF_BIN, "record", "-g", "-F", "999", "-q", "--backend", "bpf", "-o", sess,
 			    "--", SIGPROF_FIXTURE, "4", NULL };
-	int rc = tr_run(tmp, sig ? rec_sig : rec, out, sizeof(out));
+	int rc = run_logged(tmp, sig ? rec_sig : rec, out, sizeof(out), 50);
 	if (rc != 0)
 		FAIL("viprof record exited %d: %s", rc, out);
 	if (crafted) {
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	vp_profile__free(p);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
+	if (run_sh(cmd, 50) != 0)
 		fprintf(stderr, "cannot remove %s\n", tmp);
 	return 0;
 }

@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 
 	char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "DeepStack", "10", "60", NULL };
 	setenv("LD_PRELOAD", SIGPROF_PRELOAD, 1);
-	pid_t jpid = tu_spawn(jargv, jout, NULL);
+	pid_t jpid = run_start(jargv, jout, NULL);
 	unsetenv("LD_PRELOAD");
 	if (!tu_wait_for(jout, "ready", 60000)) {
 		kill(jpid, SIGKILL);
@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jpid);
 	char *rargv[] = { VIPROF_BIN, "record", "-q", "-g", "-p", pidarg, "-d", "5", "-o", sess, NULL };
-	int rc = tu_run(rargv, rout, rout, 120);
+	int rc = run_argv(rargv, rout, rout, 120);
 	kill(jpid, SIGKILL);
 	waitpid(jpid, NULL, 0);
 	if (rc != 0)

@@ -14,7 +14,7 @@
 #include "common/chunkfile.h"
 #include "common/session_format.h"
 #include "postproc/session.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 /* The symbols of this process's vDSO (the kernel the recording ran on), read here from
  * the image's .dynsym apart from the report's ELF reader: which addresses a name covers.
@@ -196,8 +196,8 @@ int main(int argc, char **argv)
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	snprintf(sess, sizeof(sess), "%s/s", dir);
 	snprintf(other, sizeof(other), "%s/other", dir);
-	int rc = tr_run(dir, (char *const[]){ argv[1], "record", "-q", "-g", "-F", "999", "-o", sess, "--", argv[2], "1", NULL },
-			log, sizeof(log));
+	int rc = run_logged(dir, (char *const[]){ argv[1], "record", "-q", "-g", "-F", "999", "-o", sess, "--", argv[2], "1", NULL },
+			log, sizeof(log), 100);
 	if (rc)
 		FAIL("record exited %d: %s", rc, log);
 
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
+	if (run_sh(cmd, 50)) {
 		/* left behind in /tmp */
 	}
 	printf("PASS: %llu vDSO samples named from the session's image\n", (unsigned long long)c.all);

@@ -32,7 +32,7 @@ static void socket_waits(const char *java, char *dir)
 	snprintf(rerr, sizeof(rerr), "%s/record.err", dir);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			 VIPROF_JAVA_CLASSES, "VThreads", "3", "socket", NULL };
-	int rc = tu_run(argv, rout, rerr, 90);
+	int rc = run_argv(argv, rout, rerr, 90);
 	char *out = tu_read(rout), *err_text = tu_read(rerr);
 	if (rc != 0)
 		FAIL("viprof record exited with %d: %s %s", rc, out, err_text);
@@ -42,11 +42,7 @@ static void socket_waits(const char *java, char *dir)
 	double read_ms = strtod(rd + 8, NULL);
 	ASSERT_GT_F(read_ms, 1000.0);
 	struct vp_session_opts o = { .vthreads = true };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	uint64_t unm = 0, unm_io = 0, poller = 0;
@@ -88,7 +84,7 @@ int main(int ac, char **av)
 	snprintf(rerr, sizeof(rerr), "%s/record.err", dir);
 	char *argv[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-o", sess, "--", (char *)java, "-cp",
 			 VIPROF_JAVA_CLASSES, "VThreads", "4", NULL };
-	int rc = tu_run(argv, rout, rerr, 90);
+	int rc = run_argv(argv, rout, rerr, 90);
 	char *out = tu_read(rout), *err_text = tu_read(rerr);
 	if (rc != 0)
 		FAIL("viprof record exited with %d: %s %s", rc, out, err_text);
@@ -101,11 +97,7 @@ int main(int ac, char **av)
 	ASSERT_GT_F(slept_ms, 1000.0);
 
 	struct vp_session_opts o = { .vthreads = true };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int cpu = tp_find_event(p, "cpu-clock"), off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(cpu, 0);
 	ASSERT_GE(off, 0);
@@ -154,7 +146,7 @@ int main(int ac, char **av)
 		char *rargv[10] = { VIPROF_BIN, "report", sess, "--vthreads" };
 		for (int a = 0; fmts[k][a]; a++)
 			rargv[4 + a] = (char *)fmts[k][a];
-		ASSERT_EQ(tu_run(rargv, fout, ferr, 60), 0);
+		ASSERT_EQ(run_argv(rargv, fout, ferr, 60), 0);
 		char *text = tu_read(fout);
 		ASSERT_CONTAINS(text, "[vthread #");
 		if (k != 2) {

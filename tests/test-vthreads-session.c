@@ -20,6 +20,7 @@
 #include "report/wall.h"
 #include "test.h"
 #include "test-helpers.h"
+#include "test-run.h"
 
 #define MS 1000000ull
 #define K_A 0xffffffff81001000ull
@@ -201,7 +202,7 @@ int main(void)
 		check(dir, offcpu, true);
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		ASSERT_EQ(system(cmd), 0);
+		ASSERT_EQ(run_sh(cmd, 110), 0);
 	}
 	printf("vthreads through the loader: ok\n");
 	return 0;

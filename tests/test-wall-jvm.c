@@ -38,7 +38,7 @@ static char *report(const char *dir, const char *sess, char *const *args)
 		argv[n++] = *args;
 	argv[n] = NULL;
 	snprintf(out, sizeof(out), "%s/report.out", dir);
-	ASSERT_EQ(tu_run(argv, out, out, 60), 0);   /* warnings on stderr land in it too */
+	ASSERT_EQ(run_argv(argv, out, out, 60), 0);   /* warnings on stderr land in it too */
 	return tu_read(out);
 }
 
@@ -106,11 +106,7 @@ static const char *leaf(const struct vp_profile *p, const struct vp_stack *s)
 static void check_calm(const char *dir, const char *sess)
 {
 	struct vp_session_opts o = { 0 };
-	struct vp_profile *p = vp_profile__new();
-	char err[512];
-	ASSERT_NOT_NULL(p);
-	if (vp_session__load(sess, p, &o, err, sizeof(err)))
-		FAIL("load %s: %s", sess, err);
+	struct vp_profile *p = tp_load(sess, &o);
 	int off = tp_find_event(p, "off-cpu");
 	ASSERT_GE(off, 0);
 	uint64_t blocked = 0, lock = 0, nap = 0, nap_sleep = 0;
@@ -180,7 +176,7 @@ int main(int argc, char **argv)
 		char jout[400], pid[16];
 		snprintf(jout, sizeof(jout), "%s/java.out", dir);
 		char *jargv[] = { (char *)java, "-cp", VIPROF_JAVA_CLASSES, "WaitMix", "mix", "12", NULL };
-		pid_t jvm = tu_spawn(jargv, jout, jout);
+		pid_t jvm = run_start(jargv, jout, jout);
 		if (!tu_wait_for(jout, "ready", 30000)) {
 			kill(jvm, SIGKILL);
 			waitpid(jvm, NULL, 0);
@@ -188,7 +184,7 @@ int main(int argc, char **argv)
 		}
 		snprintf(pid, sizeof(pid), "%d", (int)jvm);
 		char *att[] = { VIPROF_BIN, "record", "-q", "-g", "--off-cpu", "-p", pid, "-d", "4", "-o", sess, NULL };
-		int arc = tu_run(att, rout, rout, 90);
+		int arc = run_argv(att, rout, rout, 90);
 		kill(jvm, SIGKILL);
 		waitpid(jvm, NULL, 0);
 		if (arc != 0)
@@ -201,7 +197,7 @@ int main(int argc, char **argv)
 			VIPROF_JAVA_CLASSES, "WaitMix", plain ? "calm" : (char *)mode, "4", NULL };
 	char *rec_plain[] = { VIPROF_BIN, "record", "-q", "-o", sess, "--", (char *)java, "-cp",
 			      VIPROF_JAVA_CLASSES, "WaitMix", "calm", "3", NULL };
-	int rc = tu_run(plain ? rec_plain : rec, rout, rout, 90);
+	int rc = run_argv(plain ? rec_plain : rec, rout, rout, 90);
 	if (rc != 0) {
 		char *o = tu_read(rout);
 		FAIL("viprof record exited with %d: %s", rc, o);

@@ -18,12 +18,7 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+#include "test-run.h"
 
 /* perf stat -x, writes "COUNT,,context-switches,..." after its comment lines. */
 static uint64_t perf_count(const char *file)
@@ -50,7 +45,7 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		FAIL("usage: test-weights-napper viprof napper [RUNS]");
 	REQUIRE_ROOT();
-	if (run("perf stat -e context-switches -x, -o /dev/null true >/dev/null 2>&1"))
+	if (run_sh("perf stat -e context-switches -x, -o /dev/null true >/dev/null 2>&1", 100))
 		SKIP("perf stat cannot count context-switches here (perf missing: scripts/deps.sh installs linux-perf)");
 	int runs = argc > 3 ? atoi(argv[3]) : 3;
 	for (int r = 0; r < runs; r++) {
@@ -59,10 +54,10 @@ int main(int argc, char **argv)
 		unlink(ref);
 		snprintf(cmd, sizeof(cmd), "%s record -q --force --backend bpf -e context-switches -o %s -- perf stat -e "
 			 "context-switches -x, -o %s %s 5 >%s.log 2>&1", argv[1], dir, ref, argv[2], dir);
-		int rc = run(cmd);
+		int rc = run_sh(cmd, 100);
 		if (rc) {
 			snprintf(cmd, sizeof(cmd), "grep -q 'sampler' %s.log", dir);
-			if (run(cmd) == 0)
+			if (run_sh(cmd, 100) == 0)
 				SKIP("the bpf backend cannot run here; see %s.log", dir);
 			FAIL("viprof record failed (%d); see %s.log", rc, dir);
 		}
@@ -92,11 +87,7 @@ int main(int argc, char **argv)
 		/* The text report's header gives that weight as the count, beside the samples. */
 		char *out = NULL, want_s[64];
 		snprintf(cmd, sizeof(cmd), "%s report %s --comm napper 2>&1", argv[1], dir);
-		FILE *f = popen(cmd, "r");
-		ASSERT_NOT_NULL(f);
-		size_t len = 0;
-		ASSERT_GE(getdelim(&out, &len, '\0', f), 0);
-		pclose(f);
+		out = run_sh_read(cmd, NULL);
 		snprintf(want_s, sizeof(want_s), "%" PRIu64 " samples%s", n, n == w ? "\n" : " weighing ");
 		ASSERT_CONTAINS(out, want_s);
 		if (n != w) {

@@ -22,15 +22,10 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-run.h"
 
 /* paced's arguments: page faults and sleeps per round, rounds. */
 static const char *paced_args = "400 80 50";
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 /* Runs paced with a counting event on it (and its threads), enabled at its exec. */
 static uint64_t reference(const char *paced, uint64_t config)
@@ -130,10 +125,10 @@ int main(int argc, char **argv)
 	unlink(ref);
 	snprintf(cmd, sizeof(cmd), "%s record -q --force --backend %s %s -e %s -o %s -- %s wrap %s %" PRIu64 " %s %s "
 		 ">%s.log 2>&1", viprof, backend, rate, event, dir, self, ref, config, paced, paced_args, dir);
-	int rc = run(cmd);
+	int rc = run_sh(cmd, 100);
 	if (rc) {
 		snprintf(cmd, sizeof(cmd), "grep -q 'sampler' %s.log", dir);
-		if (!strcmp(backend, "bpf") && run(cmd) == 0)
+		if (!strcmp(backend, "bpf") && run_sh(cmd, 100) == 0)
 			SKIP("the bpf backend cannot run here; see %s.log", dir);
 		FAIL("viprof record failed (%d); see %s.log", rc, dir);
 	}
