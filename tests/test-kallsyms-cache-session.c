@@ -15,7 +15,7 @@
 #include "common/session_format.h"
 #include "recorder/kallsyms.h"
 #include "test.h"
-#include "test-record-util.h"
+#include "test-run.h"
 
 #define MAXK 8192
 #define MAXIPS 200000
@@ -52,8 +52,8 @@ int main(void)
 	ASSERT_OK(vp_kallsyms__cache_store(dfd, full, &key));
 	vp_kallsyms__free(full);
 
-	int rc = tr_run(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-F", "999", "-o", sess, "--",
-					     SYSHEAVY, "1", NULL }, out, sizeof(out));
+	int rc = run_logged(tmp, (char *const[]){ VIPROF_BIN, "record", "-g", "-q", "-F", "999", "-o", sess, "--",
+					     SYSHEAVY, "1", NULL }, out, sizeof(out), 100);
 	if (rc)
 		FAIL("viprof record exited %d: %s", rc, out);
 	ASSERT_CONTAINS(out, "kallsyms: read from the per-boot cache");
@@ -125,9 +125,6 @@ int main(void)
 	ASSERT_GT(compared, 100);
 	vp_kallsyms__free(now);
 	close(dfd);
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	run_shf(60, "rm -rf '%s'", tmp);
 	return 0;
 }

@@ -21,11 +21,12 @@
 #include "postproc/profile.h"
 #include "postproc/session.h"
 #include "test.h"
+#include "test-run.h"
 
+/* Under ctest's 120 s. */
 static int run(const char *cmd)
 {
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return run_sh(cmd, 100);
 }
 
 static uint64_t counted(const char *file, const char *tag)
