@@ -162,12 +162,13 @@ int vp_session_jvm__add(const char *dir, struct vp_timeline *tl, const struct vp
 			break;
 		if (!cm || !cm->nallocs)
 			continue;
-		/* Only what falls between the session's first and last sample, as for the
-		 * waits above: an attached agent records from before the sampling starts, and
-		 * those waits, clamped to the time zero, went into --time 0,x (6.5 s of lock
-		 * waits in the first 0.5 s of a -p recording). */
-		uint64_t lo, hi;
-		vp_weights__sampled(x->w, &lo, &hi);
+		/* Not what ended before the time zero: an attached agent records from before
+		 * the sampling starts, and those waits, clamped to the zero, went into
+		 * --time 0,x (6.5 s of lock waits in the first 0.5 s of a -p recording). What
+		 * the agent records after the sampling ends stays: it is told to stop then
+		 * (record_jvm__end), and an allocation profile with few CPU samples would lose
+		 * its last allocations to a "last sample" bound. */
+		uint64_t t0 = vp_timeline__t0(x->tl);
 		for (size_t i = 0; i < cm->nallocs && !ret; i++) {
 			const struct vp_cm_alloc_info *a = &cm->allocs[i];
 			bool lk = a->kind == VP_CM_LOCK_SAMPLE;
@@ -177,7 +178,7 @@ int vp_session_jvm__add(const char *dir, struct vp_timeline *tl, const struct vp
 				break;
 			}
 			if (!vp_timeline__selects(x->tl, (uint32_t)pid, a->tid) || !vp_timeline__in_window(x->tl, a->time) ||
-			    (hi && (a->time < lo || a->time > hi)))
+			    a->time < t0)
 				continue;
 			const char *kcomm, *comm = vp_timeline__thread_name(x->tl, (uint32_t)pid, a->tid, a->time, &kcomm);
 			if (!vp_timeline__comm_selected(x->tl, comm, kcomm))

@@ -191,7 +191,7 @@ static uint8_t *copy(void)
 /* "skipped 1 damaged chunk (N bytes at offset X) of DIR/stream.vps: why" */
 static const char *skipped_one(const char *name, size_t bytes, size_t at, const char *why)
 {
-	static char w[512];
+	static char w[1200];
 	snprintf(w, sizeof(w), "skipped 1 damaged chunk (%zu bytes at offset %zu) of %s/%s: %s", bytes, at, name,
 		 VP_SESSION_STREAM, why);
 	return w;
