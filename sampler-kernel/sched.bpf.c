@@ -206,12 +206,15 @@ static __always_inline void charge_off(struct tstate *ts, __u32 pid, __u32 tid, 
  * for its CPU (set_task_rq), also the idle task's and RT tasks'. */
 static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_struct *next, __u32 cpu)
 {
-	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
+	/* Direct loads (the verifier makes them faulting loads, as safe as a probe read):
+	 * this runs at every switch of the VM, and the three bpf_probe_read_kernel calls
+	 * of BPF_CORE_READ were a large part of its cost. */
+	struct rq *rq = prev->se.cfs_rq->rq;
 
-	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+	if (rq && rq->cpu == (int)cpu)
 		return rq;
-	rq = BPF_CORE_READ(next, se.cfs_rq, rq);
-	if (rq && BPF_CORE_READ(rq, cpu) == (int)cpu)
+	rq = next->se.cfs_rq->rq;
+	if (rq && rq->cpu == (int)cpu)
 		return rq;
 	return NULL;
 }
@@ -547,8 +550,8 @@ static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, stru
 		 * whoever leaves the CPU at the next switch that can read it. */
 		count(VPS_CNT_NO_RQ, 1);
 	} else if (c && now >= win_start && (!win_end || now <= win_end)) {
-		steal = BPF_CORE_READ(rq, prev_steal_time_rq);
-		kstat = BPF_CORE_READ(rq, prev_steal_time);
+		steal = rq->prev_steal_time_rq;
+		kstat = rq->prev_steal_time;
 		/* Seen once is first_time set, not a steal clock above 0: on a vCPU whose
 		 * steal clock starts moving during the recording, the first steal is charged
 		 * like every later one. The first switch in the window charges the steal
@@ -571,8 +574,8 @@ static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, stru
 		/* Before the window: the clocks' last readings only, so that the window's
 		 * first switch on this vCPU knows where its steal began. After the window
 		 * nothing changes, so that the vCPU's figures are the window's. */
-		c->steal_last = BPF_CORE_READ(rq, prev_steal_time_rq);
-		c->kstat_last = BPF_CORE_READ(rq, prev_steal_time);
+		c->steal_last = rq->prev_steal_time_rq;
+		c->kstat_last = rq->prev_steal_time;
 		c->last_time = now;
 	}
 
@@ -581,11 +584,10 @@ static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, stru
 
 /* prev leaves the CPU: its steal, its on-CPU run, and (--off-cpu) the stacks and state its
  * off-CPU interval will hang under. */
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt, unsigned int prev_state,
-				       __u64 delta, __u64 now)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, struct tstate *ts, bool preempt,
+				       unsigned int prev_state, __u64 delta, __u64 now)
 {
 	bool dead = prev_state & TASK_DEAD;
-	struct tstate *ts;
 	__u32 pid = prev->tgid, tid = prev->pid;
 	bool open = off_cpu && !dead;
 	__s32 ks = -1;
@@ -617,7 +619,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	/* delta is 0 outside the window (the clock is read at switches only: a run
 	 * that straddles an edge has the steal since the switch before it). */
 	agg(pid, tid, VPS_STEAL, ks, us, delta, 0, now);
-	ts = bpf_task_storage_get(&tstates, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	th = bpf_map_lookup_elem(&threads, &tid);
 	if (!th) {
 		struct vps_thread z = { .pid = pid, .first = ts && ts->in_time ? ts->in_time : now };
@@ -629,7 +630,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	 * after a switch-out that was), the run is measured by the task's own
 	 * runtime since that switch-out, and the off-CPU interval it ended is
 	 * charged less that run. */
-	__u64 sum = BPF_CORE_READ(prev, se.sum_exec_runtime), run = 0;
+	__u64 sum = prev->se.sum_exec_runtime, run = 0;
 
 	if (ts && ts->in_time && now > ts->in_time) {
 		run = now - ts->in_time;
@@ -665,20 +666,15 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 
 /* next comes on the CPU: its off-CPU interval (or a new thread's first run-queue wait)
  * is charged, and its run begins. */
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct task_struct *next, struct tstate *ts, __u64 now)
 {
-	struct tstate *ts;
 	__u32 pid = next->tgid, tid = next->pid;
-
-	ts = bpf_task_storage_get(&tstates, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		return;
 	/* Runtime since the last switch-out seen: 0, unless a switch-in and the
 	 * switch-out after it were both missed; then that run is on-CPU time. */
 	__u64 ran = 0;
 
 	if (ts->last_out) {
-		__u64 sum = BPF_CORE_READ(next, se.sum_exec_runtime);
+		__u64 sum = next->se.sum_exec_runtime;
 
 		ran = sum > ts->sum_out ? sum - ts->sum_out : 0;
 		if (ran) {
@@ -707,6 +703,27 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	ts->in_time = now;
 }
 
+/* Is t recorded, and its state (NULL when it could not be made)? A task has a tstate
+ * only once it was found recorded, and a process stays recorded (nothing leaves the
+ * tracked map while the tracer runs): a task with one is recorded without a lookup in
+ * tracked, which then costs only the first switch of each recorded task and the
+ * switches of the others (most of which have no task storage at all, so that their
+ * lookup ends at once). The uid filter is checked every time: a task's uid can change. */
+static __always_inline bool tracked_state(struct task_struct *t, struct tstate **ts)
+{
+	if (t->pid == 0)
+		return false;   /* the idle task: its steal goes to the CPU's idle total */
+	if (!uid_ok(t))
+		return false;
+	*ts = bpf_task_storage_get(&tstates, t, 0, 0);
+	if (*ts)
+		return true;
+	if (!follows(t->tgid))
+		return false;
+	*ts = bpf_task_storage_get(&tstates, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return true;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -715,14 +732,16 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
 	struct rq *rq = this_rq(prev, next, cpu);
+	struct tstate *ts = NULL;
 
 	count(VPS_CNT_SWITCHES, 1);
 	__u64 delta = switch_steal(c, rq, prev, now);
 
-	if (is_tracked(prev))
-		switch_out(ctx, prev, preempt, prev_state, delta, now);
-	if (is_tracked(next))
-		switch_in(next, now);
+	if (tracked_state(prev, &ts))
+		switch_out(ctx, prev, ts, preempt, prev_state, delta, now);
+	ts = NULL;
+	if (tracked_state(next, &ts) && ts)
+		switch_in(next, ts, now);
 	return 0;
 }
 

@@ -77,15 +77,21 @@ static __always_inline void count(__u32 idx, __u64 n)
 		*v += n;
 }
 
+/* Does t pass the uid filter (every task does without one)? */
+static __always_inline bool uid_ok(struct task_struct *t)
+{
+	return filter_uid == (__u32)-1 ||
+	       (BPF_CORE_READ(t, cred, uid.val) == filter_uid && BPF_CORE_READ(t, cred, euid.val) == filter_uid &&
+		BPF_CORE_READ(t, cred, suid.val) == filter_uid);
+}
+
 static __always_inline bool is_tracked(struct task_struct *t)
 {
 	__u32 tgid = t->tgid;
 
 	if (t->pid == 0)
 		return false;   /* the idle task: its steal goes to the CPU's idle total */
-	if (filter_uid != (__u32)-1 &&
-	    (BPF_CORE_READ(t, cred, uid.val) != filter_uid || BPF_CORE_READ(t, cred, euid.val) != filter_uid ||
-	     BPF_CORE_READ(t, cred, suid.val) != filter_uid))
+	if (!uid_ok(t))
 		return false;
 	return follows(tgid);
 }
