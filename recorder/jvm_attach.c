@@ -479,6 +479,115 @@ static bool attach_disabled(pid_t pid)
 	return state == 1;
 }
 
+/* The last -XX:±DisableAttachMechanism in text[0..len): 1 (+), 0 (-), -1 (neither). */
+static int disable_flag(const char *text, size_t len)
+{
+	static const char on[] = "-XX:+DisableAttachMechanism", off[] = "-XX:-DisableAttachMechanism";
+	int state = -1;
+	for (size_t i = 0; i + sizeof(on) - 1 <= len; i++) {
+		if (!memcmp(text + i, on, sizeof(on) - 1))
+			state = 1;
+		else if (!memcmp(text + i, off, sizeof(off) - 1))
+			state = 0;
+	}
+	return state;
+}
+
+#define PERFDATA_MAX (1 << 20)
+
+/* The value of the string counter name in a HotSpot perf data file (buf, len bytes;
+ * perfMemory.hpp: a 32-byte prologue, then entries of 20-byte headers, native byte
+ * order) and its length (*vlen); NULL if the file is not one or has no such counter.
+ * Every offset is checked against the entry it is in: the file is the JVM user's. */
+static const char *perfdata_string(char *buf, size_t len, const char *name, size_t *vlen)
+{
+	static const unsigned char magic[4] = { 0xca, 0xfe, 0xc0, 0xc0 };
+	uint32_t off, n, elen, noff, vl, doff;
+	const uint16_t one = 1;
+
+	if (len < 32 || memcmp(buf, magic, 4) || buf[4] != (*(const char *)&one ? 1 : 0))
+		return NULL;   /* not perf data, or written in another byte order than ours */
+	memcpy(&off, buf + 24, 4);
+	memcpy(&n, buf + 28, 4);
+	for (uint32_t i = 0; i < n && off <= len - 20; i++, off += elen) {
+		memcpy(&elen, buf + off, 4);
+		memcpy(&noff, buf + off + 4, 4);
+		memcpy(&vl, buf + off + 8, 4);
+		memcpy(&doff, buf + off + 16, 4);
+		if (elen < 20 || elen > len - off)
+			return NULL;
+		if (noff >= elen || doff > elen || vl > elen - doff || !memchr(buf + off + noff, 0, elen - noff))
+			continue;
+		if (buf[off + 12] == 'B' && !strcmp(buf + off + noff, name)) {
+			char *v = buf + off + doff;
+			*vlen = strnlen(v, vl);
+			return v;
+		}
+	}
+	return NULL;
+}
+
+/* -XX:+DisableAttachMechanism in the options the JVM itself parsed, as its perf data
+ * (<its /tmp>/hsperfdata_<user>/<nspid>, as jstat reads it) records them in java.rt.vmArgs
+ * and java.rt.vmFlags: that includes options the launcher took from an @argfile or a
+ * -XX:Flags= file, which neither /proc/PID/cmdline nor the environment shows. Another
+ * viprof process (each remembers its own refusals) would otherwise signal such a JVM
+ * again, one more thread dump in its output each time. Runs in the helper, as the JVM's
+ * user; only a regular file of that uid is read. 1 (+), 0 (-), -1 (neither, or no perf
+ * data: -XX:-UsePerfData). */
+static int perfdata_disabled(const struct target *t)
+{
+	char path[64], name[32];
+	int root = -1, tmp = -1, state = -1;
+	DIR *d = NULL;
+	char *buf = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
+	snprintf(name, sizeof(name), "%d", (int)t->nspid);
+	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (tmp = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    !(d = fdopendir(tmp)) || !(buf = malloc(PERFDATA_MAX)))
+		goto cleanup;
+	tmp = -1;   /* d has it */
+	/* hsperfdata_<the JVM's user name as the JVM sees it>: its file of the JVM's uid */
+	struct dirent *e;
+	while (state < 0 && (e = readdir(d))) {
+		if (strncmp(e->d_name, "hsperfdata_", 11))
+			continue;
+		int dd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = dd >= 0 ? openat(dd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+		struct stat st;
+		if (dd >= 0)
+			close(dd);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == t->uid) {
+			size_t got = 0;
+			ssize_t k;
+			while (got < PERFDATA_MAX - 1 && (k = read(fd, buf + got, PERFDATA_MAX - 1 - got)) > 0)
+				got += (size_t)k;
+			static const char *const counters[] = { "java.rt.vmFlags", "java.rt.vmArgs" };
+			for (int c = 0; c < 2; c++) {   /* the flags file first: the command line has the last word */
+				size_t vl = 0;
+				const char *v = perfdata_string(buf, got, counters[c], &vl);
+				int s = v ? disable_flag(v, vl) : -1;
+				if (s >= 0)
+					state = s;
+			}
+		}
+		close(fd);
+	}
+cleanup:
+	free(buf);
+	if (d)
+		closedir(d);
+	if (tmp >= 0)
+		close(tmp);
+	if (root >= 0)
+		close(root);
+	return state;
+}
+
 /* The JVM's attach socket, <its /tmp>/.java_pid<nspid>, opened as a file (O_PATH, the
  * name not followed if it is a link) so that the file checked is the one connected to
  * (through /proc/self/fd). In a shared sticky /tmp anyone may create that name: only a
@@ -543,7 +652,7 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
-	if (sfd == -ENOENT && ask->disabled) {
+	if (sfd == -ENOENT && (ask->disabled || perfdata_disabled(t) == 1)) {
 		ask->refuses = true;
 		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
 			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
