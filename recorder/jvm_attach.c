@@ -479,16 +479,37 @@ static bool attach_disabled(pid_t pid)
 	return state == 1;
 }
 
-/* The last -XX:±DisableAttachMechanism in text[0..len): 1 (+), 0 (-), -1 (neither). */
+/* The last setting of DisableAttachMechanism in text[0..len) (options separated by
+ * spaces, as the perf data joins them): -XX:+Name / -XX:-Name / -XX:Name=true|false on
+ * the command line, +Name / -Name / Name=true|false in a flags file. 1 (on), 0 (off),
+ * -1 (not set). */
 static int disable_flag(const char *text, size_t len)
 {
-	static const char on[] = "-XX:+DisableAttachMechanism", off[] = "-XX:-DisableAttachMechanism";
+	static const char name[] = "DisableAttachMechanism";
+	const size_t nl = sizeof(name) - 1;
 	int state = -1;
-	for (size_t i = 0; i + sizeof(on) - 1 <= len; i++) {
-		if (!memcmp(text + i, on, sizeof(on) - 1))
-			state = 1;
-		else if (!memcmp(text + i, off, sizeof(off) - 1))
-			state = 0;
+	for (size_t i = 0; i + nl <= len; i++) {
+		if (memcmp(text + i, name, nl))
+			continue;
+		/* what precedes the name: [-XX:]+ or [-XX:]- or [-XX:] from a token's start */
+		size_t b = i;
+		char sign = 0;
+		if (b > 0 && (text[b - 1] == '+' || text[b - 1] == '-'))
+			sign = text[--b];
+		if (b >= 4 && !memcmp(text + b - 4, "-XX:", 4))
+			b -= 4;
+		if (b > 0 && text[b - 1] != ' ')
+			continue;
+		const char *e = text + i + nl, *end = text + len;
+		int v = -1;
+		if (sign && (e == end || *e == ' '))
+			v = sign == '+';
+		else if (!sign && end - e >= 5 && !memcmp(e, "=true", 5) && (e + 5 == end || e[5] == ' '))
+			v = 1;
+		else if (!sign && end - e >= 6 && !memcmp(e, "=false", 6) && (e + 6 == end || e[6] == ' '))
+			v = 0;
+		if (v >= 0)
+			state = v;
 	}
 	return state;
 }
@@ -652,7 +673,14 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
-	if (sfd == -ENOENT && (ask->disabled || perfdata_disabled(t) == 1)) {
+	/* A JVM with the attach mechanism off never listens: a .java_pid file in its /tmp
+	 * is a dead JVM's of the same pid, not to be connected to. Its perf data, when it
+	 * has some, holds every option it parsed in order (JAVA_TOOL_OPTIONS, the command
+	 * line with its @argfiles, the flags file): that answer has the last word. */
+	int pd = perfdata_disabled(t);
+	if (pd >= 0 ? pd == 1 : ask->disabled) {
+		if (sfd >= 0)
+			close(sfd);
 		ask->refuses = true;
 		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
 			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
