@@ -662,29 +662,83 @@ struct ask {
 static int agent_sock__listen(struct agent_copy *c);
 static int send_fd(int sp, int fd);
 
+/* Connects to the JVM's attach socket (sfd, O_PATH) and checks that the JVM serves it.
+ * 0 (*fd connected), -ECONNREFUSED (nobody listens: a dead process's socket), or
+ * another -errno with err set. */
+static int attach_sock__connect(const struct target *t, int sfd, int *fd, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	int ret;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sfd);
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0 || connect(*fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
+			(int)t->pid, strerror(errno), (unsigned)t->uid);
+		goto fail;
+	}
+	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
+	 * listens on (one they put there) gets none of our paths or options. */
+	if (getsockopt(*fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
+		ret = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
+			   (int)t->pid, (int)t->nspid, (int)cr.pid);
+		goto fail;
+	}
+	return 0;
+fail:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	return ret;
+}
+
+/* Whether the socket file sfd is the one st described (the same inode). */
+static bool same_file(int sfd, const struct stat *st)
+{
+	struct stat now;
+	return !fstat(sfd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
 /* Runs in the helper, as the target's uid/gid. Returns 0 or -errno with err set. */
 static int attach_child(const struct target *t, struct ask *ask, char *err, size_t errlen)
 {
-	char sock[64], agent[PATH_MAX], options[PATH_MAX * 2];
+	char agent[PATH_MAX], options[PATH_MAX * 2];
 	struct agent_copy copy = { .tmpfd = -1, .dfd = -1 };
+	struct stat dead = { 0 };
+	bool have_dead = false;
 	int fd = -1, ret = 0, sfd = attach_sock__open(t, err, errlen);
 
+	/* A socket nobody listens on is a dead JVM's of the same pid (HotSpot leaves it
+	 * when killed): the JVM has no listener yet, as if there were none. */
+	if (sfd >= 0 && (ret = attach_sock__connect(t, sfd, &fd, err, errlen)) == -ECONNREFUSED) {
+		have_dead = !fstat(sfd, &dead);
+		close(sfd);
+		sfd = -ENOENT;
+		err[0] = '\0';
+	} else if (sfd >= 0 && ret) {
+		close(sfd);
+		return ret;
+	}
+	ret = 0;
 	if (sfd == -ENOENT && ask->refused) {
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
-	/* A JVM with the attach mechanism off never listens: a .java_pid file in its /tmp
-	 * is a dead JVM's of the same pid, not to be connected to. Its perf data, when it
-	 * has some, holds every option it parsed in order (JAVA_TOOL_OPTIONS, the command
-	 * line with its @argfiles, the flags file): that answer has the last word. */
-	int pd = perfdata_disabled(t);
-	if (pd >= 0 ? pd == 1 : ask->disabled) {
-		if (sfd >= 0)
-			close(sfd);
-		ask->refuses = true;
-		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
-			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
-		return -EPERM;
+	/* A JVM with the attach mechanism off never listens. Its perf data, when it has
+	 * some, holds every option it parsed in order (JAVA_TOOL_OPTIONS, the command line
+	 * with its @argfiles, the flags file): that answer has the last word. */
+	if (sfd == -ENOENT) {
+		int pd = perfdata_disabled(t);
+		if (pd >= 0 ? pd == 1 : ask->disabled) {
+			ask->refuses = true;
+			vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+				   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
+			return -EPERM;
+		}
 	}
 	if (sfd < 0 && sfd != -ENOENT) {
 		if (sfd != -EACCES)
@@ -693,7 +747,8 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		return sfd;
 	}
 	if (sfd == -ENOENT) {
-		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
+		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp.
+		 * Its socket replaces a dead one (rename): it is the one of another inode. */
 		struct trigger tr;
 		if ((ret = trigger__create(t, &tr))) {
 			vp_set_err(err, errlen, "cannot create the attach trigger .attach_pid%d in JVM %d's cwd or /tmp: %s; "
@@ -708,7 +763,9 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		}
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT) {
+		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT || (sfd >= 0 && have_dead && same_file(sfd, &dead))) {
+			if (sfd >= 0)
+				close(sfd);
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
 				trigger__remove(&tr);
 				ask->refuses = true;
@@ -721,6 +778,10 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 			usleep(20000);
 		}
 		trigger__remove(&tr);
+		if (sfd >= 0 && (ret = attach_sock__connect(t, sfd, &fd, err, errlen))) {
+			close(sfd);
+			return ret;
+		}
 	}
 	if (sfd < 0) {
 		if (sfd != -EACCES)
@@ -729,8 +790,9 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		return sfd;
 	}
 
-	/* The JVM listens: the agent where it can open it, and the socket for its
-	 * descriptors, whose listening end goes to the caller (who serves it). */
+	/* The JVM listens, and we are connected (fd): the agent where it can open it, and
+	 * the socket for its descriptors, whose listening end goes to the caller (who
+	 * serves it). */
 	if ((ret = agent_visible_path(t, ask->agent, ask->agent_fd, &ask->agent_st, agent, sizeof(agent), &copy,
 				      ask->need_dir, err, errlen)))
 		goto cleanup;
@@ -750,26 +812,6 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		snprintf(options + ol, sizeof(options) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
 	}
 
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cr;
-	socklen_t crl = sizeof(cr);
-	snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sfd);
-	strcpy(sa.sun_path, sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ret = -errno;
-		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
-			(int)t->pid, strerror(errno), (unsigned)t->uid);
-		goto cleanup;
-	}
-	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
-	 * listens on (one they put there) gets none of our paths or options. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
-		ret = -EACCES;
-		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
-			   (int)t->pid, (int)t->nspid, (int)cr.pid);
-		goto cleanup;
-	}
 	char req[PATH_MAX * 3];
 	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options, 0);
 	if (n <= 0 || (size_t)n >= sizeof(req)) {
