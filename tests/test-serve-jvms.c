@@ -82,6 +82,11 @@ static void cleanup(void)
 		if (jvms[i] > 0) {
 			kill(jvms[i], SIGKILL);
 			waitpid(jvms[i], NULL, 0);
+			/* A killed JVM leaves its attach socket: a later JVM of this pid (another
+			 * user's, maybe) would find it in its way. */
+			char sock[64];
+			snprintf(sock, sizeof(sock), "/tmp/.java_pid%d", (int)jvms[i]);
+			unlink(sock);
 			jvms[i] = 0;
 		}
 }
