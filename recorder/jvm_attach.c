@@ -479,6 +479,136 @@ static bool attach_disabled(pid_t pid)
 	return state == 1;
 }
 
+/* The last setting of DisableAttachMechanism in text[0..len) (options separated by
+ * spaces, as the perf data joins them): -XX:+Name / -XX:-Name / -XX:Name=true|false on
+ * the command line, +Name / -Name / Name=true|false in a flags file. 1 (on), 0 (off),
+ * -1 (not set). */
+static int disable_flag(const char *text, size_t len)
+{
+	static const char name[] = "DisableAttachMechanism";
+	const size_t nl = sizeof(name) - 1;
+	int state = -1;
+	for (size_t i = 0; i + nl <= len; i++) {
+		if (memcmp(text + i, name, nl))
+			continue;
+		/* what precedes the name: [-XX:]+ or [-XX:]- or [-XX:] from a token's start */
+		size_t b = i;
+		char sign = 0;
+		if (b > 0 && (text[b - 1] == '+' || text[b - 1] == '-'))
+			sign = text[--b];
+		if (b >= 4 && !memcmp(text + b - 4, "-XX:", 4))
+			b -= 4;
+		if (b > 0 && text[b - 1] != ' ')
+			continue;
+		const char *e = text + i + nl, *end = text + len;
+		int v = -1;
+		if (sign && (e == end || *e == ' '))
+			v = sign == '+';
+		else if (!sign && end - e >= 5 && !memcmp(e, "=true", 5) && (e + 5 == end || e[5] == ' '))
+			v = 1;
+		else if (!sign && end - e >= 6 && !memcmp(e, "=false", 6) && (e + 6 == end || e[6] == ' '))
+			v = 0;
+		if (v >= 0)
+			state = v;
+	}
+	return state;
+}
+
+#define PERFDATA_MAX (1 << 20)
+
+/* The value of the string counter name in a HotSpot perf data file (buf, len bytes;
+ * perfMemory.hpp: a 32-byte prologue, then entries of 20-byte headers, native byte
+ * order) and its length (*vlen); NULL if the file is not one or has no such counter.
+ * Every offset is checked against the entry it is in: the file is the JVM user's. */
+static const char *perfdata_string(char *buf, size_t len, const char *name, size_t *vlen)
+{
+	static const unsigned char magic[4] = { 0xca, 0xfe, 0xc0, 0xc0 };
+	uint32_t off, n, elen, noff, vl, doff;
+	const uint16_t one = 1;
+
+	if (len < 32 || memcmp(buf, magic, 4) || buf[4] != (*(const char *)&one ? 1 : 0))
+		return NULL;   /* not perf data, or written in another byte order than ours */
+	memcpy(&off, buf + 24, 4);
+	memcpy(&n, buf + 28, 4);
+	for (uint32_t i = 0; i < n && off <= len - 20; i++, off += elen) {
+		memcpy(&elen, buf + off, 4);
+		memcpy(&noff, buf + off + 4, 4);
+		memcpy(&vl, buf + off + 8, 4);
+		memcpy(&doff, buf + off + 16, 4);
+		if (elen < 20 || elen > len - off)
+			return NULL;
+		if (noff >= elen || doff > elen || vl > elen - doff || !memchr(buf + off + noff, 0, elen - noff))
+			continue;
+		if (buf[off + 12] == 'B' && !strcmp(buf + off + noff, name)) {
+			char *v = buf + off + doff;
+			*vlen = strnlen(v, vl);
+			return v;
+		}
+	}
+	return NULL;
+}
+
+/* -XX:+DisableAttachMechanism in the options the JVM itself parsed, as its perf data
+ * (<its /tmp>/hsperfdata_<user>/<nspid>, as jstat reads it) records them in java.rt.vmArgs
+ * and java.rt.vmFlags: that includes options the launcher took from an @argfile or a
+ * -XX:Flags= file, which neither /proc/PID/cmdline nor the environment shows. Another
+ * viprof process (each remembers its own refusals) would otherwise signal such a JVM
+ * again, one more thread dump in its output each time. Runs in the helper, as the JVM's
+ * user; only a regular file of that uid is read. 1 (+), 0 (-), -1 (neither, or no perf
+ * data: -XX:-UsePerfData). */
+static int perfdata_disabled(const struct target *t)
+{
+	char path[64], name[32];
+	int root = -1, tmp = -1, state = -1;
+	DIR *d = NULL;
+	char *buf = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
+	snprintf(name, sizeof(name), "%d", (int)t->nspid);
+	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (tmp = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    !(d = fdopendir(tmp)) || !(buf = malloc(PERFDATA_MAX)))
+		goto cleanup;
+	tmp = -1;   /* d has it */
+	/* hsperfdata_<the JVM's user name as the JVM sees it>: its file of the JVM's uid */
+	struct dirent *e;
+	while (state < 0 && (e = readdir(d))) {
+		if (strncmp(e->d_name, "hsperfdata_", 11))
+			continue;
+		int dd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = dd >= 0 ? openat(dd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+		struct stat st;
+		if (dd >= 0)
+			close(dd);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == t->uid) {
+			size_t got = 0;
+			ssize_t k;
+			while (got < PERFDATA_MAX - 1 && (k = read(fd, buf + got, PERFDATA_MAX - 1 - got)) > 0)
+				got += (size_t)k;
+			static const char *const counters[] = { "java.rt.vmFlags", "java.rt.vmArgs" };
+			for (int c = 0; c < 2; c++) {   /* the flags file first: the command line has the last word */
+				size_t vl = 0;
+				const char *v = perfdata_string(buf, got, counters[c], &vl);
+				int s = v ? disable_flag(v, vl) : -1;
+				if (s >= 0)
+					state = s;
+			}
+		}
+		close(fd);
+	}
+cleanup:
+	free(buf);
+	if (d)
+		closedir(d);
+	if (tmp >= 0)
+		close(tmp);
+	if (root >= 0)
+		close(root);
+	return state;
+}
+
 /* The JVM's attach socket, <its /tmp>/.java_pid<nspid>, opened as a file (O_PATH, the
  * name not followed if it is a link) so that the file checked is the one connected to
  * (through /proc/self/fd). In a shared sticky /tmp anyone may create that name: only a
@@ -532,22 +662,83 @@ struct ask {
 static int agent_sock__listen(struct agent_copy *c);
 static int send_fd(int sp, int fd);
 
+/* Connects to the JVM's attach socket (sfd, O_PATH) and checks that the JVM serves it.
+ * 0 (*fd connected), -ECONNREFUSED (nobody listens: a dead process's socket), or
+ * another -errno with err set. */
+static int attach_sock__connect(const struct target *t, int sfd, int *fd, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	int ret;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sfd);
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0 || connect(*fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
+			(int)t->pid, strerror(errno), (unsigned)t->uid);
+		goto fail;
+	}
+	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
+	 * listens on (one they put there) gets none of our paths or options. */
+	if (getsockopt(*fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
+		ret = -EACCES;
+		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
+			   (int)t->pid, (int)t->nspid, (int)cr.pid);
+		goto fail;
+	}
+	return 0;
+fail:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	return ret;
+}
+
+/* Whether the socket file sfd is the one st described (the same inode). */
+static bool same_file(int sfd, const struct stat *st)
+{
+	struct stat now;
+	return !fstat(sfd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
 /* Runs in the helper, as the target's uid/gid. Returns 0 or -errno with err set. */
 static int attach_child(const struct target *t, struct ask *ask, char *err, size_t errlen)
 {
-	char sock[64], agent[PATH_MAX], options[PATH_MAX * 2];
+	char agent[PATH_MAX], options[PATH_MAX * 2];
 	struct agent_copy copy = { .tmpfd = -1, .dfd = -1 };
+	struct stat dead = { 0 };
+	bool have_dead = false;
 	int fd = -1, ret = 0, sfd = attach_sock__open(t, err, errlen);
 
+	/* A socket nobody listens on is a dead JVM's of the same pid (HotSpot leaves it
+	 * when killed): the JVM has no listener yet, as if there were none. */
+	if (sfd >= 0 && (ret = attach_sock__connect(t, sfd, &fd, err, errlen)) == -ECONNREFUSED) {
+		have_dead = !fstat(sfd, &dead);
+		close(sfd);
+		sfd = -ENOENT;
+		err[0] = '\0';
+	} else if (sfd >= 0 && ret) {
+		close(sfd);
+		return ret;
+	}
+	ret = 0;
 	if (sfd == -ENOENT && ask->refused) {
 		err[0] = '\0';   /* said at its first refusal */
 		return -EALREADY;
 	}
-	if (sfd == -ENOENT && ask->disabled) {
-		ask->refuses = true;
-		vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
-			   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
-		return -EPERM;
+	/* A JVM with the attach mechanism off never listens. Its perf data, when it has
+	 * some, holds every option it parsed in order (JAVA_TOOL_OPTIONS, the command line
+	 * with its @argfiles, the flags file): that answer has the last word. */
+	if (sfd == -ENOENT) {
+		int pd = perfdata_disabled(t);
+		if (pd >= 0 ? pd == 1 : ask->disabled) {
+			ask->refuses = true;
+			vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
+				   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
+			return -EPERM;
+		}
 	}
 	if (sfd < 0 && sfd != -ENOENT) {
 		if (sfd != -EACCES)
@@ -556,7 +747,8 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		return sfd;
 	}
 	if (sfd == -ENOENT) {
-		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp. */
+		/* Start the listener: the JVM looks for the trigger in its cwd, then its /tmp.
+		 * Its socket replaces a dead one (rename): it is the one of another inode. */
 		struct trigger tr;
 		if ((ret = trigger__create(t, &tr))) {
 			vp_set_err(err, errlen, "cannot create the attach trigger .attach_pid%d in JVM %d's cwd or /tmp: %s; "
@@ -571,7 +763,9 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		}
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT) {
+		while ((sfd = attach_sock__open(t, err, errlen)) == -ENOENT || (sfd >= 0 && have_dead && same_file(sfd, &dead))) {
+			if (sfd >= 0)
+				close(sfd);
 			if (elapsed_ms(&t0) > LISTENER_WAIT_MS || kill(t->pid, 0)) {
 				trigger__remove(&tr);
 				ask->refuses = true;
@@ -584,6 +778,10 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 			usleep(20000);
 		}
 		trigger__remove(&tr);
+		if (sfd >= 0 && (ret = attach_sock__connect(t, sfd, &fd, err, errlen))) {
+			close(sfd);
+			return ret;
+		}
 	}
 	if (sfd < 0) {
 		if (sfd != -EACCES)
@@ -592,8 +790,9 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		return sfd;
 	}
 
-	/* The JVM listens: the agent where it can open it, and the socket for its
-	 * descriptors, whose listening end goes to the caller (who serves it). */
+	/* The JVM listens, and we are connected (fd): the agent where it can open it, and
+	 * the socket for its descriptors, whose listening end goes to the caller (who
+	 * serves it). */
 	if ((ret = agent_visible_path(t, ask->agent, ask->agent_fd, &ask->agent_st, agent, sizeof(agent), &copy,
 				      ask->need_dir, err, errlen)))
 		goto cleanup;
@@ -613,26 +812,6 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 		snprintf(options + ol, sizeof(options) - ol, "%sfds=/tmp/%s/" VP_AGENT_SOCK_NAME, ol ? "," : "", copy.name);
 	}
 
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cr;
-	socklen_t crl = sizeof(cr);
-	snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sfd);
-	strcpy(sa.sun_path, sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ret = -errno;
-		vp_set_err(err, errlen, "connecting to JVM %d's attach socket failed: %s; is it still running and of uid %u?",
-			(int)t->pid, strerror(errno), (unsigned)t->uid);
-		goto cleanup;
-	}
-	/* HotSpot listens in the JVM itself: a socket another process of the JVM's user
-	 * listens on (one they put there) gets none of our paths or options. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid != t->pid) {
-		ret = -EACCES;
-		vp_set_err(err, errlen, "JVM %d's attach socket /tmp/.java_pid%d is served by process %d, not the JVM: not used",
-			   (int)t->pid, (int)t->nspid, (int)cr.pid);
-		goto cleanup;
-	}
 	char req[PATH_MAX * 3];
 	int n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%s%c", 0, 0, agent, 0, 0, options, 0);
 	if (n <= 0 || (size_t)n >= sizeof(req)) {

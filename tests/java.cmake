@@ -9,6 +9,10 @@ viprof_jvm_test(test-reattach 240 vp_report vp_common)
 # The JDK 21+ "A JVM TI agent has been loaded dynamically" warning stays out of the
 # application's stderr on attach (jvm, JDK 17 and Temurin 25).
 viprof_jvm_test(test-attach-quiet 120)
+# A JVM with -XX:+DisableAttachMechanism from an @argfile or a -XX:Flags= file is not signalled by any viprof
+# process (the flag read from its perf data): two `viprof attach` runs, no thread dump
+# in its output (jvm, JDK 17 and Temurin 25).
+viprof_jvm_test(test-attach-argfile 120)
 # Full Java thread names (THREAD_NAME) in a `record -p` report: a thread running before
 # the attach and one started during it, longer than 15 characters (jvm, JDK 17 and 25).
 viprof_jvm_test(test-thread-names-jvm 120 vp_report vp_common)
