@@ -25,7 +25,7 @@ static pid_t start(const char *java, const char *opt, const char *out, const cha
 	 * this machine that attaches to every JVM (-a, serve --jvm-attach all) leaves it
 	 * alone, so that the signals counted here are this test's. */
 	setenv("VIPROF_NO_AGENT", "1", 1);
-	pid_t pid = tu_spawn(jargv, out, err);
+	pid_t pid = run_start(jargv, out, err);
 	unsetenv("VIPROF_NO_AGENT");
 	for (int i = 0; i < 600; i++) {
 		char *o = tu_read(out);
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 		int said = 0;
 		for (int run = 0; run < 2; run++) {
 			char *aargv[] = { VIPROF_BIN, "attach", spid, "--dir", maps, NULL };
-			int rc = tu_run(aargv, aout, aout, 60);
+			int rc = run_argv(aargv, aout, aout, 60);
 			char *a = tu_read(aout);
 			fprintf(stderr, "%s: viprof attach %d: exit %d: %s", opt[j], run + 1, rc, a);
 			if (j == 3) {   /* attached; the second over the listener the first started */
