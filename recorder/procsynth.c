@@ -269,6 +269,13 @@ int vp_procsynth__process(struct vp_procsynth *ps, pid_t pid, uint64_t time, con
 	return synth_maps(ps, pid, time, sink);
 }
 
+/* A process that is gone or that we may not read is skipped by a /proc walk; any other
+ * error (a failing sink) stops it. */
+static bool unreadable(int r)
+{
+	return r == -ESRCH || r == -EACCES || r == -EPERM || r == -ENOENT;
+}
+
 int vp_procsynth__all(struct vp_procsynth *ps, uint64_t time, const struct vp_sink *sink)
 {
 	DIR *d = opendir("/proc");
@@ -282,8 +289,7 @@ int vp_procsynth__all(struct vp_procsynth *ps, uint64_t time, const struct vp_si
 		int r = vp_procsynth__process(ps, atoi(e->d_name), time, sink);
 		if (r == 0)
 			n++;
-		else if (r != -ESRCH && r != -EACCES && r != -EPERM && r != -ENOENT) {
-			/* Only a failing sink stops the walk; a process we cannot read is skipped. */
+		else if (!unreadable(r)) {
 			ret = r;
 			break;
 		}
@@ -459,7 +465,7 @@ int vp_procsynth_cache__all(struct vp_procsynth_cache *c, struct vp_procsynth *p
 		free(k.buf);
 		if (r == 0)
 			n++;
-		else if (r != -ESRCH && r != -EACCES && r != -EPERM && r != -ENOENT) {
+		else if (!unreadable(r)) {
 			ret = r;
 			break;
 		}
