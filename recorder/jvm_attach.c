@@ -102,6 +102,30 @@ bool vp_jvm__is_hotspot(pid_t pid)
 	return hs && has_vm_thread(pid);
 }
 
+int vp_jvm__wait_hotspot(pid_t pid, int timeout_ms)
+{
+	struct vp_hs_libjvm *jm = malloc(sizeof(*jm));
+	bool lib = false;
+
+	if (jm && vp_hs_libjvm__find(pid, jm) == 0) {
+		int fd = vp_hs_libjvm__open(pid, jm, false);
+		lib = fd >= 0 && vp_hs__elf_is_hotspot(fd);
+		if (fd >= 0)
+			close(fd);
+	}
+	free(jm);
+	if (!lib)
+		return 0;
+	/* HotSpot's libjvm is mapped: its VM thread comes once the VM is created, which
+	 * a JVM started a moment ago (or slowed by a busy machine) has not finished. */
+	for (int waited = 0; !has_vm_thread(pid); waited += 20) {
+		if (waited >= timeout_ms || kill(pid, 0))
+			return -ETIMEDOUT;
+		usleep(20000);
+	}
+	return 1;
+}
+
 /* Readable once vp_jvm__abort_all was called: every wait of an attach, in any thread,
  * polls it too and gives up (the service's stop must not wait for a JVM's user). */
 static pthread_once_t abort_once = PTHREAD_ONCE_INIT;

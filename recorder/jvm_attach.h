@@ -9,6 +9,10 @@
 
 /* libjvm.so mapped in /proc/PID/maps. */
 bool vp_jvm__is_hotspot(pid_t pid);
+/* For a pid named by the user (-p): 1 once it is a HotSpot JVM, waiting up to
+ * timeout_ms for the VM thread of one whose HotSpot libjvm.so is mapped (a JVM still
+ * starting); 0 when it maps none (not a JVM); -ETIMEDOUT when it did not get there. */
+int vp_jvm__wait_hotspot(pid_t pid, int timeout_ms);
 
 /* Loads agent_path with options into the running JVM pid via the attach protocol (acting
  * as the target's uid/gid, through /proc/PID/root for containers). 0 or -errno with a

@@ -423,13 +423,31 @@ fail:
 	return NULL;
 }
 
+/* Whether /proc/kallsyms shows this process real addresses (its first line is enough:
+ * kptr_restrict hides all or none). A process it hides them from, such as a service
+ * without CAP_SYSLOG, must not get them from the cache either: the kernel decides
+ * who may see kernel addresses, not a file root wrote. */
+static bool kernel_shows_addresses(void)
+{
+	char buf[128];
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 16) != 0;
+}
+
 /* Below the in-process cache: root's per-boot file, else a full read (which then
  * refreshes the file). */
 static struct vp_kallsyms *load_system(bool *all_zero)
 {
 	struct vp_kallsyms_key key;
 	struct vp_kallsyms *k;
-	int dirfd = vp_kallsyms__cache_open();
+	int dirfd = kernel_shows_addresses() ? vp_kallsyms__cache_open() : -1;
 
 	if (dirfd >= 0 && vp_kallsyms__key(&key) == 0) {
 		if ((k = vp_kallsyms__cache_load(dirfd, &key))) {

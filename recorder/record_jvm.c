@@ -390,7 +390,13 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 
 	for (int i = 0; i < npids; i++) {
 		pid_t pid = pids[i];
-		if (owner(pid) != self || !vp_jvm__is_hotspot(pid) || !allowed(o, pid, self))
+		if (owner(pid) != self)
+			continue;
+		int hs = vp_jvm__wait_hotspot(pid, RECORD_JVM_START_MS);   /* as record_jvm__attach */
+		if (hs == -ETIMEDOUT)
+			fprintf(log, "viprof: JVM %d is still starting (no VM thread after %d s): not attached, its Java "
+				"methods will not be named; record it again once it runs\n", (int)pid, RECORD_JVM_START_MS / 1000);
+		if (hs != 1 || !allowed(o, pid, self))
 			continue;
 		/* The user's own JVM writes its maps by path into the user's own session:
 		 * no descriptors to hand over, no other user to let in. */
@@ -418,7 +424,14 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 	int loaded = 0, r;
 	if (!all) {
 		for (int i = 0; i < npids; i++) {
-			if (!vp_jvm__is_hotspot(pids[i]) || !allowed(o, pids[i], owner(pids[i])))
+			/* A JVM the user named that is still starting is waited for, not
+			 * skipped in silence (its Java methods would go unnamed). */
+			int hs = vp_jvm__wait_hotspot(pids[i], RECORD_JVM_START_MS);
+			if (hs == -ETIMEDOUT)
+				fprintf(o->log ? o->log : stderr, "viprof: JVM %d is still starting (no VM thread after %d s): "
+					"not attached, its Java methods will not be named; record it again once it runs\n",
+					(int)pids[i], RECORD_JVM_START_MS / 1000);
+			if (hs != 1 || !allowed(o, pids[i], owner(pids[i])))
 				continue;
 			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), o)) < 0)
 				return r;

@@ -52,6 +52,8 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
  * the lock the first attach took on <session>/jit/recording.lock) and turn idle; those
  * it has channels to are told so and waited for, RECORD_JVM_END_MS at most in all. */
 #define RECORD_JVM_END_MS 3000
+/* How long record -p waits for a named JVM that is still starting (no VM thread yet). */
+#define RECORD_JVM_START_MS 5000
 void record_jvm__end(struct record_jvm_lock *l);
 
 /* A new session of the same recorder (continuous mode): the agents' channels go from

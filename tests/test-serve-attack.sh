@@ -516,8 +516,9 @@ attach-stop)
 		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
 		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done" &
 	# JVMs whose attach listener never starts (the flag in an @argfile, which the
-	# service cannot see): each helper waits 5 s for it, long enough to be caught.
-	echo "-XX:+DisableAttachMechanism" >"$work/a/noattach" && chown "$u:" "$work/a/noattach"
+	# service cannot see, and no perf data, where the helper would read it): each
+	# helper waits 5 s for it, long enough to be caught.
+	echo "-XX:+DisableAttachMechanism -XX:-UsePerfData" >"$work/a/noattach" && chown "$u:" "$work/a/noattach"
 	user_jvm "$u" jvm1 "@$work/a/noattach"
 	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
 	[ -s "$work/a/stopped" ] || { ps -o pid,ppid,uid,stat,wchan:20,args --ppid "$serve_pid";
@@ -599,9 +600,11 @@ attach-tmp)
 	as "$u" "while :; do for p in \$(pgrep -u $(id -u "$u") -P $serve_pid); do kill -STOP \$p &&
 		[ \"\$(ps -o stat= -p \$p)\" = T ] && { grep -qx \$p '$work/a/stopped' 2>/dev/null ||
 		echo \$p >>'$work/a/stopped'; }; done; sleep 0.01; done & echo \$! >'$work/a/stopper'; wait" &
-	# Its attach listener never starts (the flag in an @argfile, in its /tmp): each
-	# helper lives 5 s, long enough to be caught.
-	echo "-XX:+DisableAttachMechanism" >"$work/hostdir/sticky/noattach" && chown "$u:" "$work/hostdir/sticky/noattach"
+	# Its attach listener never starts (the flag in an @argfile, in its /tmp, and no
+	# perf data, where the helper would read it): each helper lives 5 s, long enough to
+	# be caught.
+	echo "-XX:+DisableAttachMechanism -XX:-UsePerfData" >"$work/hostdir/sticky/noattach" &&
+		chown "$u:" "$work/hostdir/sticky/noattach"
 	jvm_userns_tmp=$work/hostdir/sticky user_jvm "$u" jvm1 @/tmp/noattach
 	for _ in $(seq 300); do [ -s "$work/a/stopped" ] && break; sleep 0.1; done
 	[ -s "$work/a/stopped" ] || fail "no attach helper was seen to stop within 30 s (the test would pass on nothing)"
