@@ -87,7 +87,7 @@ static bool has_vm_thread(pid_t pid)
  * it maps (the mapped object itself, through map_files, if it is a regular file) exports
  * HotSpot's VM structure table and it runs HotSpot's VM thread: a file merely named
  * libjvm.so is not enough (SIGQUIT kills most programs). */
-bool vp_jvm__is_hotspot(pid_t pid)
+static bool maps_hotspot_libjvm(pid_t pid)
 {
 	struct vp_hs_libjvm *jm = malloc(sizeof(*jm));
 	bool hs = false;
@@ -99,22 +99,17 @@ bool vp_jvm__is_hotspot(pid_t pid)
 			close(fd);
 	}
 	free(jm);
-	return hs && has_vm_thread(pid);
+	return hs;
+}
+
+bool vp_jvm__is_hotspot(pid_t pid)
+{
+	return maps_hotspot_libjvm(pid) && has_vm_thread(pid);
 }
 
 int vp_jvm__wait_hotspot(pid_t pid, int timeout_ms)
 {
-	struct vp_hs_libjvm *jm = malloc(sizeof(*jm));
-	bool lib = false;
-
-	if (jm && vp_hs_libjvm__find(pid, jm) == 0) {
-		int fd = vp_hs_libjvm__open(pid, jm, false);
-		lib = fd >= 0 && vp_hs__elf_is_hotspot(fd);
-		if (fd >= 0)
-			close(fd);
-	}
-	free(jm);
-	if (!lib)
+	if (!maps_hotspot_libjvm(pid))
 		return 0;
 	/* HotSpot's libjvm is mapped: its VM thread comes once the VM is created, which
 	 * a JVM started a moment ago (or slowed by a busy machine) has not finished. */

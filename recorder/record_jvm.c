@@ -380,6 +380,18 @@ static uid_t owner(pid_t pid)
 	return stat(proc, &st) == 0 ? st.st_uid : (uid_t)-1;
 }
 
+/* Whether pid, named by the user (-p), is a HotSpot JVM to attach: one still starting
+ * is waited for (RECORD_JVM_START_MS), not skipped in silence, and one that does not get
+ * there is said on log (its Java methods would go unnamed). */
+static bool named_jvm_ready(pid_t pid, FILE *log)
+{
+	int hs = vp_jvm__wait_hotspot(pid, RECORD_JVM_START_MS);
+	if (hs == -ETIMEDOUT)
+		fprintf(log, "viprof: JVM %d is still starting (no VM thread after %d s): not attached, its Java methods "
+			"will not be named; record it again once it runs\n", (int)pid, RECORD_JVM_START_MS / 1000);
+	return hs == 1;
+}
+
 int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const pid_t *pids, int npids,
 			   const char *agent, const struct vp_record_opts *o, pid_t *jvm_pids, uint32_t *jvm_flags)
 {
@@ -392,11 +404,7 @@ int record_jvm__attach_own(const char *session, struct record_jvm_lock *l, const
 		pid_t pid = pids[i];
 		if (owner(pid) != self)
 			continue;
-		int hs = vp_jvm__wait_hotspot(pid, RECORD_JVM_START_MS);   /* as record_jvm__attach */
-		if (hs == -ETIMEDOUT)
-			fprintf(log, "viprof: JVM %d is still starting (no VM thread after %d s): not attached, its Java "
-				"methods will not be named; record it again once it runs\n", (int)pid, RECORD_JVM_START_MS / 1000);
-		if (hs != 1 || !allowed(o, pid, self))
+		if (!named_jvm_ready(pid, log) || !allowed(o, pid, self))
 			continue;
 		/* The user's own JVM writes its maps by path into the user's own session:
 		 * no descriptors to hand over, no other user to let in. */
@@ -424,14 +432,7 @@ int record_jvm__attach(struct vp_session_writer *w, struct record_jvm_lock *l, c
 	int loaded = 0, r;
 	if (!all) {
 		for (int i = 0; i < npids; i++) {
-			/* A JVM the user named that is still starting is waited for, not
-			 * skipped in silence (its Java methods would go unnamed). */
-			int hs = vp_jvm__wait_hotspot(pids[i], RECORD_JVM_START_MS);
-			if (hs == -ETIMEDOUT)
-				fprintf(o->log ? o->log : stderr, "viprof: JVM %d is still starting (no VM thread after %d s): "
-					"not attached, its Java methods will not be named; record it again once it runs\n",
-					(int)pids[i], RECORD_JVM_START_MS / 1000);
-			if (hs != 1 || !allowed(o, pids[i], owner(pids[i])))
+			if (!named_jvm_ready(pids[i], o->log ? o->log : stderr) || !allowed(o, pids[i], owner(pids[i])))
 				continue;
 			if ((r = attach_one(w, l, pids[i], agent, o->log ? o->log : stderr, FP_WALK(o), o)) < 0)
 				return r;
