@@ -178,6 +178,17 @@ int vp_safe_open_regular(const char *path, bool nofollow)
 	return fd >= 0 ? fd : e;
 }
 
+int vp_safe_open_regular_stat(const char *path, struct stat *st)
+{
+	int fd = vp_safe_open_regular(path, true);
+	if (fd >= 0 && fstat(fd, st) != 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
 DIR *vp_dir__stream(int dirfd)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -413,15 +424,12 @@ cleanup:
 
 int vp_safe_read_userpass(const char *opt, const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
-		if (fd >= 0)
-			close(fd);
+	int fd = vp_safe_open_regular_stat(path, &st);
+	if (fd < 0) {
 		vp_set_err(err, errlen, "%s=%s: cannot read it (%s): give a regular file holding user:password", opt,
-			   path, strerror(e));
-		return -e;
+			   path, strerror(-fd));
+		return fd;
 	}
 	char line[400];
 	ssize_t n = read(fd, line, sizeof(line) - 1);

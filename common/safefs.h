@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <dirent.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Flags of vp_safe_opendir. */
@@ -44,6 +45,10 @@ int vp_safe_create(int dirfd, const char *name, mode_t mode);
  * final symlink when nofollow, and only if it is a regular file. Returns the fd,
  * -EINVAL for a special file, or -errno. */
 int vp_safe_open_regular(const char *path, bool nofollow);
+
+/* vp_safe_open_regular(path, nofollow: true), and the file's stat in *st (its mode and
+ * owner, for a file whose secrecy is checked). The fd or -errno. */
+int vp_safe_open_regular_stat(const char *path, struct stat *st);
 
 /* Removes everything inside the directory dirfd, relative to descriptors only: no
  * symlink is followed and no path is walked again, so a tree a user can change while

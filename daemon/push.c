@@ -71,15 +71,12 @@ static int read_basic(const char *path, char *out, size_t outlen, char *err, siz
  * a regular file now; a key must not be open to group or others. */
 static int check_file(const char *spec, const char *opt, const char *path, bool secret, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
-		if (fd >= 0)
-			close(fd);
+	int fd = vp_safe_open_regular_stat(path, &st);
+	if (fd < 0) {
 		vp_set_err(err, errlen, "--push %s: %s=%s: cannot read it (%s): give a regular file in PEM form", spec,
-			   opt, path, strerror(e));
-		return -e;
+			   opt, path, strerror(-fd));
+		return fd;
 	}
 	close(fd);
 	if (secret && (st.st_mode & 077)) {
