@@ -44,7 +44,10 @@
 
 #define LISTENER_WAIT_MS 5000
 /* The attach helper's own alarm: a JVM that never answers must not hang it. */
-#define HELPER_ALARM_S (LISTENER_WAIT_MS / 1000 + 10)
+/* A JVM still creating itself is waited for before it is signalled: its VM is not
+ * live for an agent yet. */
+#define CREATE_WAIT_MS 5000
+#define HELPER_ALARM_S ((LISTENER_WAIT_MS + CREATE_WAIT_MS) / 1000 + 10)
 /* How long the caller waits for the helper at most. The helper runs as the JVM's user,
  * who may stop it (SIGSTOP is not held up by its alarm): at this deadline it is killed,
  * so that a user cannot hold the service's recorder, and its rotation, for as long as
@@ -535,11 +538,12 @@ static int disable_flag(const char *text, size_t len)
 
 #define PERFDATA_MAX (1 << 20)
 
-/* The value of the string counter name in a HotSpot perf data file (buf, len bytes;
- * perfMemory.hpp: a 32-byte prologue, then entries of 20-byte headers, native byte
- * order) and its length (*vlen); NULL if the file is not one or has no such counter.
- * Every offset is checked against the entry it is in: the file is the JVM user's. */
-static const char *perfdata_string(char *buf, size_t len, const char *name, size_t *vlen)
+/* The entry of counter name, of type type ('B' a byte string, 'J' a long), in a HotSpot
+ * perf data file (buf, len bytes; perfMemory.hpp: a 32-byte prologue, then entries of
+ * 20-byte headers, native byte order): its data and its length (*vlen); NULL if the file
+ * is not one or has no such counter. Every offset is checked against the entry it is
+ * in: the file is the JVM user's. */
+static const char *perfdata_entry(const char *buf, size_t len, const char *name, char type, size_t *vlen)
 {
 	static const unsigned char magic[4] = { 0xca, 0xfe, 0xc0, 0xc0 };
 	uint32_t off, n, elen, noff, vl, doff;
@@ -556,42 +560,38 @@ static const char *perfdata_string(char *buf, size_t len, const char *name, size
 		memcpy(&doff, buf + off + 16, 4);
 		if (elen < 20 || elen > len - off)
 			return NULL;
-		if (noff >= elen || doff > elen || vl > elen - doff || !memchr(buf + off + noff, 0, elen - noff))
+		if (noff >= elen || doff > elen || !memchr(buf + off + noff, 0, elen - noff))
 			continue;
-		if (buf[off + 12] == 'B' && !strcmp(buf + off + noff, name)) {
-			char *v = buf + off + doff;
-			*vlen = strnlen(v, vl);
-			return v;
-		}
+		if (buf[off + 12] != type || strcmp(buf + off + noff, name))
+			continue;
+		size_t dl = type == 'J' ? 8 : vl;   /* a scalar's vector length is 0 */
+		if (dl > elen - doff)
+			return NULL;
+		*vlen = type == 'B' ? strnlen(buf + off + doff, dl) : dl;
+		return buf + off + doff;
 	}
 	return NULL;
 }
 
-/* -XX:+DisableAttachMechanism in the options the JVM itself parsed, as its perf data
- * (<its /tmp>/hsperfdata_<user>/<nspid>, as jstat reads it) records them in java.rt.vmArgs
- * and java.rt.vmFlags: that includes options the launcher took from an @argfile or a
- * -XX:Flags= file, which neither /proc/PID/cmdline nor the environment shows. Another
- * viprof process (each remembers its own refusals) would otherwise signal such a JVM
- * again, one more thread dump in its output each time. Runs in the helper, as the JVM's
- * user; only a regular file of that uid is read. 1 (+), 0 (-), -1 (neither, or no perf
- * data: -XX:-UsePerfData). */
-static int perfdata_disabled(const struct target *t)
+/* The JVM's perf data (<its /tmp>/hsperfdata_<user>/<nspid>, as jstat reads it) into
+ * buf (PERFDATA_MAX bytes): its length, or -1 if it has none (-XX:-UsePerfData) or none
+ * that is a regular file of the JVM's uid. Runs in the helper, as the JVM's user. */
+static ssize_t perfdata_load(const struct target *t, char *buf)
 {
 	char path[64], name[32];
-	int root = -1, tmp = -1, state = -1;
+	int root = -1, tmp = -1;
+	ssize_t got = -1;
 	DIR *d = NULL;
-	char *buf = NULL;
 
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)t->pid);
 	snprintf(name, sizeof(name), "%d", (int)t->nspid);
 	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    (tmp = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    !(d = fdopendir(tmp)) || !(buf = malloc(PERFDATA_MAX)))
+	    (tmp = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || !(d = fdopendir(tmp)))
 		goto cleanup;
 	tmp = -1;   /* d has it */
 	/* hsperfdata_<the JVM's user name as the JVM sees it>: its file of the JVM's uid */
 	struct dirent *e;
-	while (state < 0 && (e = readdir(d))) {
+	while (got < 0 && (e = readdir(d))) {
 		if (strncmp(e->d_name, "hsperfdata_", 11))
 			continue;
 		int dd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -602,30 +602,57 @@ static int perfdata_disabled(const struct target *t)
 		if (fd < 0)
 			continue;
 		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == t->uid) {
-			size_t got = 0;
 			ssize_t k;
-			while (got < PERFDATA_MAX - 1 && (k = read(fd, buf + got, PERFDATA_MAX - 1 - got)) > 0)
-				got += (size_t)k;
-			static const char *const counters[] = { "java.rt.vmFlags", "java.rt.vmArgs" };
-			for (int c = 0; c < 2; c++) {   /* the flags file first: the command line has the last word */
-				size_t vl = 0;
-				const char *v = perfdata_string(buf, got, counters[c], &vl);
-				int s = v ? disable_flag(v, vl) : -1;
-				if (s >= 0)
-					state = s;
-			}
+			got = 0;
+			while (got < PERFDATA_MAX && (k = read(fd, buf + got, (size_t)(PERFDATA_MAX - got))) > 0)
+				got += k;
 		}
 		close(fd);
 	}
 cleanup:
-	free(buf);
 	if (d)
 		closedir(d);
 	if (tmp >= 0)
 		close(tmp);
 	if (root >= 0)
 		close(root);
+	return got;
+}
+
+/* -XX:+DisableAttachMechanism in the options the JVM itself parsed, as its perf data
+ * records them in java.rt.vmArgs and java.rt.vmFlags: that includes options the launcher
+ * took from an @argfile or a -XX:Flags= file, which neither /proc/PID/cmdline nor the
+ * environment shows. Another viprof process (each remembers its own refusals) would
+ * otherwise signal such a JVM again, one more thread dump in its output each time.
+ * 1 (+), 0 (-), -1 (neither, or no perf data). */
+static int perfdata_disabled(const char *buf, ssize_t len)
+{
+	static const char *const counters[] = { "java.rt.vmFlags", "java.rt.vmArgs" };
+	int state = -1;
+
+	for (int c = 0; len > 0 && c < 2; c++) {   /* the flags file first: the command line has the last word */
+		size_t vl = 0;
+		const char *v = perfdata_entry(buf, (size_t)len, counters[c], 'B', &vl);
+		int s = v ? disable_flag(v, vl) : -1;
+		if (s >= 0)
+			state = s;
+	}
 	return state;
+}
+
+/* Whether the JVM finished creating itself (sun.rt.createVmEndTime set), 1 or 0; -1 if
+ * its perf data does not say. A JVM catches SIGQUIT and runs its VM thread well before
+ * JVMTI's live phase: an agent loaded by an attach before it fails GetEnv. */
+static int perfdata_created(const char *buf, ssize_t len)
+{
+	size_t vl = 0;
+	const char *v = len > 0 ? perfdata_entry(buf, (size_t)len, "sun.rt.createVmEndTime", 'J', &vl) : NULL;
+	int64_t end;
+
+	if (!v)
+		return -1;
+	memcpy(&end, v, sizeof(end));
+	return end != 0;
 }
 
 /* The JVM's attach socket, <its /tmp>/.java_pid<nspid>, opened as a file (O_PATH, the
@@ -750,15 +777,30 @@ static int attach_child(const struct target *t, struct ask *ask, char *err, size
 	/* A JVM with the attach mechanism off never listens. Its perf data, when it has
 	 * some, holds every option it parsed in order (JAVA_TOOL_OPTIONS, the command line
 	 * with its @argfiles, the flags file): that answer has the last word. */
+	char *pdata = sfd == -ENOENT ? malloc(PERFDATA_MAX) : NULL;
+	ssize_t plen = pdata ? perfdata_load(t, pdata) : -1;
 	if (sfd == -ENOENT) {
-		int pd = perfdata_disabled(t);
+		int pd = perfdata_disabled(pdata, plen);
 		if (pd >= 0 ? pd == 1 : ask->disabled) {
+			free(pdata);
 			ask->refuses = true;
 			vp_set_err(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism: not signalled (start it with "
 				   "-agentpath:<libviprof-jvmti.so> to name its Java methods)", (int)t->pid);
 			return -EPERM;
 		}
 	}
+	/* A JVM with no listener yet may still be creating itself: the agent waits for the
+	 * live phase, as its perf data tells (CREATE_WAIT_MS at most; with no perf data, the
+	 * VM thread the caller waited for is all there is to go by). */
+	if (sfd == -ENOENT && pdata) {
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (perfdata_created(pdata, plen) == 0 && elapsed_ms(&t0) < CREATE_WAIT_MS && !kill(t->pid, 0)) {
+			usleep(20000);
+			plen = perfdata_load(t, pdata);
+		}
+	}
+	free(pdata);
 	if (sfd < 0 && sfd != -ENOENT) {
 		if (sfd != -EACCES)
 			vp_set_err(err, errlen, "cannot open JVM %d's /tmp: %s; it must be a directory, not a symbolic link "

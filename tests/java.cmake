@@ -19,3 +19,13 @@ viprof_jvm_test(test-thread-names-jvm 120 vp_report vp_common)
 # Issue 26: the GC that ended each code-map epoch (id, kind, collector) under G1 and Serial,
 # full and young, and 'viprof maps' printing it.
 viprof_jvm_test(test-maps-gc 240 vp_common)
+# record -p of a JVM caught after it handles SIGQUIT but before JVMTI's live phase (a
+# fixture agent holds it there 3 s): the recorder waits for the live phase (the JVM's
+# perf data) and the agent names its code (jvm, JDK 17 and Temurin 25).
+add_library(slowstart-agent MODULE fixtures/slowstart-agent.c)
+target_include_directories(slowstart-agent PRIVATE ${VIPROF_JDK_HOME}/include ${VIPROF_JDK_HOME}/include/linux)
+target_compile_options(slowstart-agent PRIVATE -fno-sanitize=all)
+target_link_options(slowstart-agent PRIVATE -fno-sanitize=all)
+viprof_jvm_test(test-attach-young 180)
+target_compile_definitions(test-attach-young PRIVATE SLOWSTART_SO="$<TARGET_FILE:slowstart-agent>")
+add_dependencies(test-attach-young slowstart-agent)

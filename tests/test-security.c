@@ -432,40 +432,6 @@ static void agentcopy(void)
 	ASSERT_CONTAINS(out, "not a symbolic link");
 }
 
-/* Whether the JVM whose perf data file is path finished creating itself (the counter
- * sun.rt.createVmEndTime is set): before that, an attach's agent finds no JVMTI (a JVM
- * catches SIGQUIT and has its VM thread well before; under two hogs the agent failed
- * with "GetEnv(JVMTI 1.2) failed"). The layout of perfMemory.hpp: a 32-byte prologue,
- * then entries of a 20-byte header (length, name offset, vector length, type, flags,
- * units, variability, data offset). */
-static bool jvm_created(const char *path)
-{
-	static char buf[1 << 16];
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	uint32_t off, n, elen, noff, doff;
-	if (len < 32)
-		return false;
-	memcpy(&off, buf + 24, 4);
-	memcpy(&n, buf + 28, 4);
-	for (uint32_t i = 0; i < n && off + 20 <= len; i++, off += elen) {
-		memcpy(&elen, buf + off, 4);
-		memcpy(&noff, buf + off + 4, 4);
-		memcpy(&doff, buf + off + 16, 4);
-		if (elen < 20 || off + elen > len || noff >= elen || doff + 8 > elen)
-			return false;
-		if (!memchr(buf + off + noff, 0, elen - noff) || strcmp(buf + off + noff, "sun.rt.createVmEndTime"))
-			continue;
-		int64_t v;
-		memcpy(&v, buf + off + doff, 8);
-		return v != 0;
-	}
-	return false;
-}
-
 /* The user's own JVM, recorded by root with -p: the agent (running as the user) writes
  * its maps into jit/<pid>, made for it and given to it; the session itself stays
  * root's, which the user can pass through (an ACL entry for them alone) to reach their
@@ -490,10 +456,9 @@ static void otheruser(void)
 	double t0 = now();
 	while (access(hs, F_OK) && now() - t0 < 15 && waitpid(jvm, &status, WNOHANG) == 0)
 		usleep(50000);
+	/* Attached as soon as it catches SIGQUIT: the recorder waits for its live phase
+	 * (test-attach-young). */
 	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
-	t0 = now();
-	while (!jvm_created(hs) && now() - t0 < 30 && waitpid(jvm, &status, WNOHANG) == 0)
-		usleep(20000);
 	/* A root JVM an earlier test killed with this pid (pid_max is 32768 here) left its
 	 * /tmp/.java_pid<pid>: the user's JVM cannot replace root's file in the sticky /tmp,
 	 * and the attach rightly refuses it, naming it. Not what this test is about. */
