@@ -43,10 +43,10 @@
 #include "hotspot/symbols.h"
 
 #define LISTENER_WAIT_MS 5000
-/* The attach helper's own alarm: a JVM that never answers must not hang it. */
 /* A JVM still creating itself is waited for before it is signalled: its VM is not
  * live for an agent yet. */
 #define CREATE_WAIT_MS 5000
+/* The attach helper's own alarm: a JVM that never answers must not hang it. */
 #define HELPER_ALARM_S ((LISTENER_WAIT_MS + CREATE_WAIT_MS) / 1000 + 10)
 /* How long the caller waits for the helper at most. The helper runs as the JVM's user,
  * who may stop it (SIGSTOP is not held up by its alarm): at this deadline it is killed,
