@@ -662,6 +662,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, stru
 	 * charged less that run. */
 	__u64 sum = prev->se.sum_exec_runtime, run = 0, in = off_cpu ? (ts ? ts->in_time : 0) : cin;
 
+	/* A CPU's record older than the thread's last switch-out seen is of an earlier
+	 * run there (it left that CPU unseen, ran elsewhere, and came back unseen): no
+	 * switch-in seen, so its runtime measures the run, as with in_time 0. */
+	if (!off_cpu && ts && in <= ts->last_out)
+		in = 0;
 	/* Without off-CPU intervals the switch-in is the CPU's record of it (cin, cin_sum:
 	 * on_switch), and what switch_in does for a run before it that no switch showed
 	 * (a switch-in and -out both missed) is done here. */
