@@ -137,6 +137,11 @@ struct vps_cpu {
 					* accounted (at ticks) into CPUTIME_STEAL, /proc/stat's steal */
 	__u64 first_time, last_time;
 	__u64 idle_steal;            /* of charged: while the idle task ran */
+	/* The thread the last switch on this CPU brought in, when, and its runtime then:
+	 * without off-CPU intervals, a thread's switch-in is this, not a task storage
+	 * lookup per switch (sched.bpf.c, on_switch). 0: none seen yet. */
+	__u32 in_tid, pad;
+	__u64 in_time, in_sum;
 };
 
 /* Per tracked thread: exact on-CPU time and switches (read at the end). */

@@ -60,6 +60,15 @@ struct tstate {
 	__u64 ustack;      /* vps_key.ustack of the open interval */
 	__s32 kstack;
 	__u32 state;       /* VPS_* of the open interval */
+	/* The thread's sums (struct vps_thread) since they were last added to the threads
+	 * hash: here, in the storage every switch already looks up, they cost no hash
+	 * lookup per switch. Added to the hash at the thread's last switch (TASK_DEAD) and,
+	 * for threads alive then, by the pass at the end (flush_threads in sched.bpf.c). */
+	__u64 oncpu_ns;
+	__u64 switches;
+	__u64 steal_ns;
+	__u64 first;       /* first switch-in (or switch-out) seen, 0 = none yet */
+	__u64 last;        /* last switch-out */
 };
 
 struct {

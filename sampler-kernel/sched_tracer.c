@@ -336,6 +336,12 @@ int vp_sched__stop(struct vp_sched *s)
 	t = mono_ns();
 	if ((n = drain(s, t)) < 0 || (n = drain(s, t)) < 0)
 		return n;
+	/* The live threads' sums are in their task storage (sched.bpf.c, flush_thread). */
+	if ((err = run_iter(s->skel->progs.flush_threads))) {
+		fprintf(stderr, "viprof: switch tracer: cannot collect the threads' on-CPU times and switches "
+			"(task iterator: %s); the session has those of the threads that ended only\n", strerror(-err));
+		err = 0;
+	}
 	int tfd = bpf_map__fd(s->skel->maps.threads);
 	while (bpf_map_get_next_key(tfd, prev, &tid) == 0) {
 		struct vps_thread th;

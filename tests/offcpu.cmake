@@ -12,6 +12,12 @@ viprof_test(test-wall SOURCES test-wall.c LIBS vp_report LABELS unit)
 # The sampler and the switch tracer in one -p recording follow one set of processes
 # (one shared tracked map): a child forked after the start, and a process added later.
 viprof_test(test-offcpu-follow SOURCES test-offcpu-follow.c LIBS vp_sampler PkgConfig::LIBBPF TIMEOUT 60 LABELS live)
+# The tracer's per-thread switches against the kernel's count, for a thread that ends
+# during the recording and one alive at its end (sums in task storage, flush_thread).
+viprof_test(test-sched-switches SOURCES test-sched-switches.c LIBS vp_sampler PkgConfig::LIBBPF Threads::Threads
+            ARGS off TIMEOUT 60 LABELS live)
+add_test(NAME test-sched-switches-offcpu COMMAND test-sched-switches on)
+set_tests_properties(test-sched-switches-offcpu PROPERTIES TIMEOUT 60 LABELS live SKIP_RETURN_CODE 77)
 # Whole stacks at switch-out (the sampler's walker), wait states, units.
 add_executable(nap-fixture fixtures/offcpu/nap-fixture.c)
 target_compile_options(nap-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")

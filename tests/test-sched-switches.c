@@ -1,0 +1,239 @@
+/* The switch tracer's per-thread switches and on-CPU time against the kernel's own
+ * account of the same threads (root, BPF). The sums live in each thread's task storage
+ * and reach the threads hash that user space reads in two ways (sched.bpf.c,
+ * flush_thread): at the thread's last switch (it ended during the recording) and by
+ * the task iterator at the end (it is alive then). This test has one thread of each
+ * kind in a process started after the tracer:
+ *   - "dead" threads nap 300 times, read their own switch count (getrusage
+ *     RUSAGE_THREAD: nvcsw + nivcsw, the kernel's count of its sched_switch events) and
+ *     exit: the tracer must have that count + 1 (the exit's own last switch), +2 at
+ *     most (a preemption in the few microseconds between the read and the exit);
+ *   - an "alive" thread naps 300 times and blocks until the process is killed after
+ *     the tracer stopped: the tracer's count must equal the kernel's exactly
+ *     (/proc/PID/task/TID/status after the stop), and its on-CPU time must be
+ *     schedstat's within half (the tracer's runs go from switch to switch, schedstat's
+ *     from pick to pick: a thread that naps 300 times has about a third less here, on
+ *     main before the task storage too; 0 or twice is a sum dropped or doubled).
+ * A sum dropped (no flush, or lost) or added twice (flushed at the last switch and
+ * again by the iterator) fails here. ARGS: "off" (record -g: steal only) or "on"
+ * (--off-cpu, which also runs the wakeup programs). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "sampler-kernel/sched_tracer.h"
+#include "test-sampler-util.h"
+
+#define NAPS 300
+#define NDEAD 2
+
+struct tinfo {
+	int tid;
+	uint64_t k;          /* the thread's own count when it reported */
+};
+
+static struct tinfo dead[NDEAD], alive;
+
+static uint64_t own_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+static void naps(void)
+{
+	for (int i = 0; i < NAPS; i++)
+		usleep(200);
+}
+
+static void *dying(void *arg)
+{
+	struct tinfo *t = arg;
+
+	t->tid = (int)syscall(SYS_gettid);
+	naps();
+	t->k = own_switches();
+	return NULL;
+}
+
+static int hold_fd = -1;
+
+static void *staying(void *arg)
+{
+	struct tinfo *t = arg;
+	char c;
+
+	t->tid = (int)syscall(SYS_gettid);
+	naps();
+	t->k = own_switches();
+	__atomic_store_n(&t->tid, -t->tid, __ATOMIC_RELEASE);   /* reported: about to block */
+	if (read(hold_fd, &c, 1) < 0)   /* nobody writes: blocked until killed */
+		_exit(7);
+	return NULL;
+}
+
+/* The target: told to go, runs the threads and reports "dead TID K" and "alive TID K". */
+static void target(int go_fd, int report_fd)
+{
+	pthread_t d[NDEAD], a;
+	int hold[2];
+	char g;
+	FILE *f = fdopen(report_fd, "w");
+
+	if (!f || pipe(hold) || read(go_fd, &g, 1) != 1)
+		_exit(8);
+	hold_fd = hold[0];
+	for (int i = 0; i < NDEAD; i++)
+		if (pthread_create(&d[i], NULL, dying, &dead[i]))
+			_exit(9);
+	if (pthread_create(&a, NULL, staying, &alive))
+		_exit(9);
+	for (int i = 0; i < NDEAD; i++)
+		if (pthread_join(d[i], NULL))
+			_exit(10);
+	while (__atomic_load_n(&alive.tid, __ATOMIC_ACQUIRE) >= 0)
+		usleep(1000);
+	for (int i = 0; i < NDEAD; i++)
+		fprintf(f, "dead %d %" PRIu64 "\n", dead[i].tid, dead[i].k);
+	fprintf(f, "alive %d %" PRIu64 "\n", -alive.tid, alive.k);
+	fclose(f);
+	pause();
+	_exit(0);
+}
+
+/* A thread's switches and CPU time as the kernel counts them. */
+static bool kernel_counts(pid_t pid, int tid, uint64_t *sw, uint64_t *ns)
+{
+	char path[128], line[256];
+	uint64_t v = 0, nv = 0, x;
+	FILE *f;
+	int got = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "voluntary_ctxt_switches: %" SCNu64, &x) == 1)
+			v = x, got++;
+		else if (sscanf(line, "nonvoluntary_ctxt_switches: %" SCNu64, &x) == 1)
+			nv = x, got++;
+	}
+	fclose(f);
+	*sw = v + nv;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, tid);
+	*ns = 0;
+	if ((f = fopen(path, "r"))) {
+		if (fscanf(f, "%" SCNu64, &x) == 1)
+			*ns = x;
+		fclose(f);
+	}
+	return got == 2;
+}
+
+static const struct vp_thread_time *find(const struct mem_sink *m, int tid)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct vp_thread_time *t = m->r[i].body;
+
+		if (m->r[i].type == VP_REC_THREAD_TIME && t->tid == (uint32_t)tid)
+			return t;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct mem_sink m = { .keep_stacks = false };
+	struct vp_sched_config sc = { .target = SAMPLER_TARGET_PIDS, .nr_pids = 1,
+				      .off_cpu = argc > 1 && !strcmp(argv[1], "on"), .first_event = 1,
+				      .drain_ns = 50 * 1000000ull, .sink = { mem_sink__emit, &m } };
+	int go[2], rep[2], st, n = 0, atid = 0;
+	uint64_t ak = 0, ksw = 0, kns = 0;
+	struct tinfo got[NDEAD];
+	struct vp_sched *sched;
+	char err[512], line[128], kind[16];
+	FILE *f;
+	pid_t pid;
+
+	REQUIRE_ROOT();
+	if (access("/proc/self/schedstat", R_OK) != 0)
+		SKIP("no /proc/PID/schedstat (CONFIG_SCHED_INFO off): no kernel CPU time to compare with");
+	if (pipe(go) || pipe(rep))
+		FAIL("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		close(rep[0]);
+		target(go[0], rep[1]);
+	}
+	close(go[0]);
+	close(rep[1]);
+	sc.pids = &pid;
+	sched = vp_sched__start(&sc, err, sizeof(err));
+	if (!sched) {
+		kill(pid, SIGKILL);
+		if (errno == ENOTSUP)
+			SKIP("%s", err);
+		FAIL("%s", err);
+	}
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	f = fdopen(rep[0], "r");
+	ASSERT_TRUE(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		int tid;
+		uint64_t k;
+
+		ASSERT_TRUE(vp_sched__poll(sched, mono_ns()) >= 0);
+		if (sscanf(line, "%15s %d %" SCNu64, kind, &tid, &k) != 3)
+			continue;
+		if (!strcmp(kind, "dead") && n < NDEAD)
+			got[n++] = (struct tinfo){ .tid = tid, .k = k };
+		else if (!strcmp(kind, "alive"))
+			atid = tid, ak = k;
+	}
+	fclose(f);
+	ASSERT_EQ(n, NDEAD);
+	ASSERT_NE(atid, 0);
+	/* The alive thread's block is a switch the kernel has counted once it shows. */
+	while (kernel_counts(pid, atid, &ksw, &kns) && ksw < ak + 1)
+		usleep(1000);
+	ASSERT_OK(vp_sched__stop(sched));
+	ASSERT_TRUE(kernel_counts(pid, atid, &ksw, &kns));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+
+	for (int i = 0; i < NDEAD; i++) {
+		const struct vp_thread_time *t = find(&m, got[i].tid);
+
+		fprintf(stderr, "dead thread %d: tracer %" PRIu64 " switches, the kernel %" PRIu64 " before its exit\n",
+			got[i].tid, t ? t->switches : 0, got[i].k);
+		if (!t)
+			FAIL("no THREAD_TIME for the ended thread %d: its sums were not flushed at its last switch",
+			     got[i].tid);
+		ASSERT_TRUE(got[i].k >= NAPS);
+		if (t->switches < got[i].k + 1 || t->switches > got[i].k + 2)
+			FAIL("ended thread %d: the tracer counted %" PRIu64 " switches, the kernel %" PRIu64
+			     " + its exit's 1 (+1 preemption at most)", got[i].tid, t->switches, got[i].k);
+	}
+	const struct vp_thread_time *a = find(&m, atid);
+
+	fprintf(stderr, "alive thread %d: tracer %" PRIu64 " switches %.3f ms on-CPU, the kernel %" PRIu64
+		" switches %.3f ms\n", atid, a ? a->switches : 0, a ? a->oncpu_ns / 1e6 : 0, ksw, kns / 1e6);
+	if (!a)
+		FAIL("no THREAD_TIME for the live thread %d: the pass at the end did not flush it", atid);
+	ASSERT_EQ(a->switches, ksw);
+	double d = (double)a->oncpu_ns - (double)kns;
+
+	if (d < 0)
+		d = -d;
+	if (d > 0.5 * (double)kns)
+		FAIL("live thread %d: on-CPU %.3f ms by the tracer, %.3f ms by schedstat", atid, a->oncpu_ns / 1e6,
+		     kns / 1e6);
+	vp_sched__free(sched);
+	free(m.r);
+	return 0;
+}
