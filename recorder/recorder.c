@@ -683,6 +683,7 @@ static int start_sampling(struct vp_recorder *r, char *err, size_t errlen)
 	 * a BPF run charged to the task switching and a record for this process to drain. */
 	if (r->sched)
 		cfg->want_switches = false;
+	vp_timing("record: switch tracer started");
 	r->s = r->be->start(cfg, r->err, sizeof(r->err));
 	if (!r->s) {
 		e = errno ? -errno : -EIO;
