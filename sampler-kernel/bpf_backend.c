@@ -823,8 +823,10 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			goto cleanup;
 		}
 	}
-	if (s->uw.rules && cfg->before_sampling)
+	if (s->uw.rules && cfg->before_sampling) {
 		cfg->before_sampling(cfg->before_ctx, &s->uw);
+		vp_timing("bpf: stack walker's tables loaded");
+	}
 	rc = attach_events(s, err, errlen);
 	vp_timing("bpf: events attached");
 	if (rc == 0 && s->nr_links == 0) {
