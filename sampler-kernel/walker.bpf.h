@@ -380,10 +380,12 @@ WALK_SUBPROG long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf
  * and the return address are; before either, only the return address (the stack
  * bang, the sub of the first form). Small methods are sampled here often: taking the
  * whole prologue for "nothing pushed" made their callers [unknown]. */
-static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
+WALK_SUBPROG __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
 {
 	__u8 c[8], prev = 0;
 
+	if (!w || !rbp_saved)
+		return cfa;
 	*rbp_saved = false;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return w->sp + 8;
@@ -408,10 +410,12 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
  * later). A leaf pc at the pop leaves rbp's slot and the return address above SP; past
  * it, the return address is at SP. Small methods spend a good part of their time there;
  * walked by their frame size, their callers came out as [unknown]. Returns the CFA. */
-static __always_inline __u64 epilogue_cfa(struct walk *w, __u64 cfa)
+WALK_SUBPROG __u64 epilogue_cfa(struct walk *w, __u64 cfa)
 {
 	__u8 c[16];
 
+	if (!w)
+		return cfa;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return cfa;
 	if (c[0] == 0xc3)                                              /* ret */
@@ -604,11 +608,14 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
  * interrupted registers, and walks that frame as a leaf (the pc is not a return
  * address). Another agent's signal handler (a profiler's SIGPROF) then keeps the
  * interrupted code's callers under it. */
-static __always_inline long sigframe(struct walk *w)
+WALK_SUBPROG long sigframe(struct walk *w)
 {
 	__u8 c[9];
-	__u64 uc = w->sp, rip, rsp, r13;
+	__u64 uc, rip, rsp, r13;
 
+	if (!w)
+		return 1;
+	uc = w->sp;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc) || c[0] != 0x48 || c[1] != 0xc7 || c[2] != 0xc0 ||
 	    c[3] != 0x0f || c[4] || c[5] || c[6] || c[7] != 0x0f || c[8] != 0x05)
 		return stop(w, VPB_WALK_NO_RULE);
