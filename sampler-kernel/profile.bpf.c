@@ -7,8 +7,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
-/* The walker's frame kinds as global functions, verified once each (walker.bpf.h). */
-#define WALK_SUBPROG __noinline
+/* The walker's once-per-walk steps as global functions, verified once each (walker.bpf.h);
+ * its per-frame steps stay inlined: a BPF call per frame is not free. */
+#define WALK_RARE __noinline
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 

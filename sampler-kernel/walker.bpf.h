@@ -135,15 +135,21 @@ static __always_inline struct walk *walk_scratch(void)
  * .eh_frame. Each step checks that the stack grows towards the caller, so a wrong rule
  * cannot loop. */
 
-/* The frame walkers below (interp_frame, jit_frame, native_frame) are inlined into the
- * step by default. An object that defines WALK_SUBPROG as __noinline first makes each
- * a global BPF function, which the verifier checks once, on its own, with arguments it
- * knows nothing of, instead of once per state of the step that reaches it (the
- * unrolled segment-map hops and binary searches multiplied by the step's branches):
- * the sampler's on_sample, 80,616 -> see docs/record.md. A call costs a few ns per
- * frame. Their pointer arguments may then be NULL to the verifier: each checks. */
+/* The frame walkers below (interp_frame, jit_frame, native_frame, mapping_index) are
+ * inlined into the step by default. An object that defines WALK_SUBPROG as __noinline
+ * first makes each a global BPF function, which the verifier checks once, on its own,
+ * with arguments it knows nothing of, instead of once per state of the step that
+ * reaches it; their pointer arguments may then be NULL to the verifier, so each checks.
+ * on_sample measured 14,218 instructions so against 20,349 inlined, but at one or two
+ * BPF calls more per frame, so the sampler keeps them inlined (docs/record.md). */
 #ifndef WALK_SUBPROG
 #define WALK_SUBPROG static __always_inline
+#endif
+/* The same for the steps a walk takes at most once (a leaf compiled frame's prologue or
+ * epilogue) or only for a frame without a rule (a signal frame): global, they cost a
+ * walk one call at most, and the sampler (profile.bpf.c) makes them so. */
+#ifndef WALK_RARE
+#define WALK_RARE static __always_inline
 #endif
 #define MAX_SEG_HOPS 16
 _Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "recorder/hotspot.c's reference lookup steps as far");
@@ -380,7 +386,7 @@ WALK_SUBPROG long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf
  * and the return address are; before either, only the return address (the stack
  * bang, the sub of the first form). Small methods are sampled here often: taking the
  * whole prologue for "nothing pushed" made their callers [unknown]. */
-WALK_SUBPROG __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
+WALK_RARE __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
 {
 	__u8 c[8], prev = 0;
 
@@ -410,7 +416,7 @@ WALK_SUBPROG __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
  * later). A leaf pc at the pop leaves rbp's slot and the return address above SP; past
  * it, the return address is at SP. Small methods spend a good part of their time there;
  * walked by their frame size, their callers came out as [unknown]. Returns the CFA. */
-WALK_SUBPROG __u64 epilogue_cfa(struct walk *w, __u64 cfa)
+WALK_RARE __u64 epilogue_cfa(struct walk *w, __u64 cfa)
 {
 	__u8 c[16];
 
@@ -608,7 +614,7 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
  * interrupted registers, and walks that frame as a leaf (the pc is not a return
  * address). Another agent's signal handler (a profiler's SIGPROF) then keeps the
  * interrupted code's callers under it. */
-WALK_SUBPROG long sigframe(struct walk *w)
+WALK_RARE long sigframe(struct walk *w)
 {
 	__u8 c[9];
 	__u64 uc, rip, rsp, r13;
