@@ -120,8 +120,14 @@ static void start_unwinder(void *ctx, const struct sampler_unwind *uwm)
 		return;
 	}
 	us->sink->u = us->u;
+	/* Not a launched command: it is held before exec (recorder.h), so its mappings are
+	 * still its launcher's (viprof's own forty libraries), whose tables were read, copied
+	 * into the walker's maps and thrown away at its exec, 13-20 ms of start-up CPU. Its
+	 * exec's COMM record schedules it (vp_unwinder__observe), as does its first sample
+	 * that finds no tables; the prewarm below builds its program's tables meanwhile. */
 	for (int i = 0; i < us->npids; i++)
-		vp_unwinder__add_pid(us->u, us->pids[i]);
+		if (!(us->o->target == RECORD_TARGET_LAUNCH && us->pids[i] == us->o->launched))
+			vp_unwinder__add_pid(us->u, us->pids[i]);
 	/* A launched command is still held: its files' tables are built before it runs.
 	 * Not for the service's users: the name is only what a client says it runs, and
 	 * root would resolve and open it (a device, a file in a directory only root may
@@ -683,6 +689,7 @@ static int start_sampling(struct vp_recorder *r, char *err, size_t errlen)
 	 * a BPF run charged to the task switching and a record for this process to drain. */
 	if (r->sched)
 		cfg->want_switches = false;
+	vp_timing("record: switch tracer started");
 	r->s = r->be->start(cfg, r->err, sizeof(r->err));
 	if (!r->s) {
 		e = errno ? -errno : -EIO;

@@ -434,6 +434,15 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				bpf_map__set_max_entries(k->maps.families, 1);
 			}
 			bpf_map__set_max_entries(k->maps.events, ringbuf_size(&s->cfg, s->ncpu));
+			/* Maps this recording never touches get one entry: a preallocated hash of
+			 * 65536 is 5 MB the kernel allocates, fills in and frees again at every
+			 * start and stop. foreign serves only the one-user filter (on_creds,
+			 * on_fork, foreign_in_kernel, all behind filter_uid); tracked is not read
+			 * with -a (follows() returns early). */
+			if (!s->cfg.filter_uid)
+				bpf_map__set_max_entries(k->maps.foreign, 1);
+			if (!tracked)
+				bpf_map__set_max_entries(k->maps.tracked, 1);
 			if (tracked && s->cfg.tracked_fd > 0 &&
 			    (rc = bpf_map__reuse_fd(k->maps.tracked, s->cfg.tracked_fd))) {
 				snprintf(err, errlen, "bpf sampler: cannot share the switch tracer's process map: %s",
@@ -485,6 +494,7 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 			bpf_program__set_log_buf(k->progs.on_sample, vlog, sizeof(vlog));
 			bpf_program__set_log_level(k->progs.on_sample, 4);
 		}
+		vp_timing("bpf: skeleton opened and configured");
 		rc = profile__load(k);
 		if (vstats && !rc) {
 			char *save = NULL;
@@ -813,8 +823,10 @@ static struct sampler *bpf_start(const struct sampler_config *cfg, char *err, si
 			goto cleanup;
 		}
 	}
-	if (s->uw.rules && cfg->before_sampling)
+	if (s->uw.rules && cfg->before_sampling) {
 		cfg->before_sampling(cfg->before_ctx, &s->uw);
+		vp_timing("bpf: stack walker's tables loaded");
+	}
 	rc = attach_events(s, err, errlen);
 	vp_timing("bpf: events attached");
 	if (rc == 0 && s->nr_links == 0) {

@@ -82,7 +82,7 @@ struct walk {
 	__u32 end;               /* VPB_WALK_* once the walk stops */
 	__u32 nj;
 	__u32 sig_leaf;          /* the next frame is one a signal interrupted: walk it as a leaf */
-	__u32 pad0;
+	__u32 bs_mid;            /* mapping_index's probe, passed through memory (see there) */
 	/* The last caller frame walked through a table or a code blob's frame size (one
 	 * entry, this walk only): a recursion's frames return to one pc over and over, and
 	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
@@ -135,6 +135,22 @@ static __always_inline struct walk *walk_scratch(void)
  * .eh_frame. Each step checks that the stack grows towards the caller, so a wrong rule
  * cannot loop. */
 
+/* The frame walkers below (interp_frame, jit_frame, native_frame, mapping_index) are
+ * inlined into the step by default. An object that defines WALK_SUBPROG as __noinline
+ * first makes each a global BPF function, which the verifier checks once, on its own,
+ * with arguments it knows nothing of, instead of once per state of the step that
+ * reaches it; their pointer arguments may then be NULL to the verifier, so each checks.
+ * on_sample measured 14,218 instructions so against 20,349 inlined, but at one or two
+ * BPF calls more per frame, so the sampler keeps them inlined (docs/record.md). */
+#ifndef WALK_SUBPROG
+#define WALK_SUBPROG static __always_inline
+#endif
+/* The same for the steps a walk takes at most once (a leaf compiled frame's prologue or
+ * epilogue) or only for a frame without a rule (a signal frame): global, they cost a
+ * walk one call at most, and the sampler (profile.bpf.c) makes them so. */
+#ifndef WALK_RARE
+#define WALK_RARE static __always_inline
+#endif
 #define MAX_SEG_HOPS 16
 _Static_assert(MAX_SEG_HOPS == VPB_MAX_SEG_HOPS, "recorder/hotspot.c's reference lookup steps as far");
 #define C_NATIVE 1               /* struct walk's cache kinds */
@@ -234,26 +250,45 @@ static __always_inline long stop(struct walk *w, __u32 why)
 	return 1;
 }
 
-/* Binary search of the process's mappings (sorted by start) for pc. */
-static __always_inline struct vpb_mapping *find_mapping(struct vpb_proc *p, __u64 pc)
+/* Binary search of the process's mappings (sorted by start) for pc: its index, or -1.
+ * An index, not a pointer, so that it may be a global function (WALK_SUBPROG). Each
+ * probe passes through w->bs_mid: read back from memory, it is a value the verifier
+ * bounds by its own check, not one it derives from lo and hi; otherwise it tracks lo
+ * and hi exactly through the ten unrolled halvings and cannot merge their states
+ * (on_sample: 21,494 of the 37,753 instructions it verified). One store and one load. */
+WALK_SUBPROG long mapping_index(struct walk *w, struct vpb_proc *p, __u64 pc)
 {
-	__u32 lo = 0, hi = p->nr_maps;
+	__u32 lo = 0, hi;
 
+	if (!w || !p)
+		return -1;
+	hi = p->nr_maps;
 	if (hi > VPB_MAX_MAPS)
 		hi = VPB_MAX_MAPS;
 	for (int i = 0; i < 10 && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
+		__u32 mid;
 
+		w->bs_mid = (lo + hi) / 2;
+		mid = *(volatile __u32 *)&w->bs_mid;
 		if (mid >= VPB_MAX_MAPS)
-			return NULL;
+			return -1;
 		if (pc < p->maps[mid].start)
 			hi = mid;
 		else if (pc >= p->maps[mid].end)
 			lo = mid + 1;
 		else
-			return &p->maps[mid];
+			return (long)mid;
 	}
-	return NULL;
+	return -1;
+}
+
+static __always_inline struct vpb_mapping *find_mapping(struct walk *w, struct vpb_proc *p, __u64 pc)
+{
+	/* 64 bits, compared unsigned: the verifier bounds the index by the one compare. */
+	__u64 i = (__u64)mapping_index(w, p, pc);
+
+	barrier_var(i);
+	return i < VPB_MAX_MAPS ? &p->maps[i] : NULL;
 }
 
 /* The last rule of table t whose pc is <= off, narrowed by the page index. */
@@ -292,11 +327,15 @@ static __always_inline struct vpb_rule *find_rule(__u32 t, __u64 off)
 	return bpf_map_lookup_elem(&unwind_rules, &k);
 }
 
-static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf)
+WALK_SUBPROG long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf)
 {
 	__u64 method = 0, bcp = 0, cm = 0, ra, sender_sp;
 	__s64 bci = -1;
-	__u64 fp = w->fp;
+	__u64 fp;
+
+	if (!w || !hs)
+		return 1;
+	fp = w->fp;
 
 	fp_use(w);
 	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
@@ -347,10 +386,12 @@ static __always_inline long interp_frame(struct walk *w, struct vpb_hotspot *hs,
  * and the return address are; before either, only the return address (the stack
  * bang, the sub of the first form). Small methods are sampled here often: taking the
  * whole prologue for "nothing pushed" made their callers [unknown]. */
-static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
+WALK_RARE __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_saved)
 {
 	__u8 c[8], prev = 0;
 
+	if (!w || !rbp_saved)
+		return cfa;
 	*rbp_saved = false;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return w->sp + 8;
@@ -375,10 +416,12 @@ static __always_inline __u64 prologue_cfa(struct walk *w, __u64 cfa, bool *rbp_s
  * later). A leaf pc at the pop leaves rbp's slot and the return address above SP; past
  * it, the return address is at SP. Small methods spend a good part of their time there;
  * walked by their frame size, their callers came out as [unknown]. Returns the CFA. */
-static __always_inline __u64 epilogue_cfa(struct walk *w, __u64 cfa)
+WALK_RARE __u64 epilogue_cfa(struct walk *w, __u64 cfa)
 {
 	__u8 c[16];
 
+	if (!w)
+		return cfa;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc))
 		return cfa;
 	if (c[0] == 0xc3)                                              /* ret */
@@ -402,15 +445,17 @@ static __always_inline bool in_java_code(struct vpb_hotspot *hs, __u64 v)
 }
 
 /* Finds the code blob holding pc through heap i's segment map. 0 or a stop. */
-static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_codeheap *h,
-				      bool leaf)
+WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_codeheap *h, bool leaf)
 {
-	__u64 seg = (w->pc - h->lo) >> (h->log2_seg & 63), blob, cfa, ra, code;
+	__u64 seg, blob, cfa, ra, code;
 	__u8 hdr[BLOB_HDR], b;
 	__s32 fsize = 0, fc = -1;
 	__u32 off;
 	bool rbp_saved = true;
 
+	if (!w || !hs || !h)
+		return 1;
+	seg = (w->pc - h->lo) >> (h->log2_seg & 63);
 #ifdef WALK_SEG_WIN
 	/* The segment map's bytes up to pc's, read at once: a small blob's first segment
 	 * lies among them, so its hops cost one read, not one each (a walk of 67 frames,
@@ -569,11 +614,14 @@ static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
  * interrupted registers, and walks that frame as a leaf (the pc is not a return
  * address). Another agent's signal handler (a profiler's SIGPROF) then keeps the
  * interrupted code's callers under it. */
-static __always_inline long sigframe(struct walk *w)
+WALK_RARE long sigframe(struct walk *w)
 {
 	__u8 c[9];
-	__u64 uc = w->sp, rip, rsp, r13;
+	__u64 uc, rip, rsp, r13;
 
+	if (!w)
+		return 1;
+	uc = w->sp;
 	if (WALK_READ(w, c, sizeof(c), (const void *)w->pc) || c[0] != 0x48 || c[1] != 0xc7 || c[2] != 0xc0 ||
 	    c[3] != 0x0f || c[4] || c[5] || c[6] || c[7] != 0x0f || c[8] != 0x05)
 		return stop(w, VPB_WALK_NO_RULE);
@@ -587,10 +635,15 @@ static __always_inline long sigframe(struct walk *w)
 	return 0;
 }
 
-static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
 {
-	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
+	__u64 lookup, ra, fp;
 	struct vpb_rule *r;
+
+	if (!w || !m)
+		return 1;
+	lookup = leaf ? w->pc : w->pc - 1;
+	fp = w->fp;
 
 	if (m->table == VPB_NO_TABLE) {
 		/* No unwind information at all: frame pointers are all there is. */
@@ -675,14 +728,14 @@ static long walk_step(__u32 i, void *ctx)
 		if (h) {
 			rc = jit_frame(w, &p->hs, h, leaf);
 		} else {
-			m = find_mapping(p, pc);
+			m = find_mapping(w, p, pc);
 			if (!m)
 				return stop(w, VPB_WALK_NO_RULE);
 			rc = native_frame(w, m, leaf);
 		}
 	}
 	if (rc)
-		return rc;
+		return 1;    /* a bpf_loop callback returns 0 or 1 (rc is unknown from a global function) */
 	if (w->pc == 0)
 		return stop(w, VPB_WALK_ROOT);
 	/* Past a signal frame the interrupted SP may lie anywhere (a handler on an
