@@ -7,6 +7,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
+/* The walker's per-CPU cache of native caller rules (walker.bpf.h): on_sample only. */
+#define WALK_RCACHE 4096
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 

@@ -126,6 +126,66 @@ static __always_inline struct walk *walk_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
+#ifdef WALK_RCACHE
+/* A per-CPU cache of the unwind rules of recent native caller pcs, across walks: a
+ * caller frame (a return address) of a process's native code is found through a binary
+ * search of its mappings and one of its table's rules (a dozen dependent loads from maps
+ * that the samples in between have evicted); a profile's samples return to the same few
+ * thousand pcs over and over. Direct-mapped, WALK_RCACHE entries (a power of 2). An entry
+ * holds for the process's unwind_procs entry it was made with (slot and gen: every
+ * write of an entry takes a new gen, recorder/unwinder.c) and rules never change once
+ * uploaded (tables are append-only), so it can never outlive what it was derived from.
+ * Only for programs that do not nest on their CPU (on_sample: perf_event programs never
+ * interrupt each other), so no entry is read half-written: the object that defines
+ * WALK_RCACHE has its own copy (it is not shared with the switch tracer's objects). */
+struct rc_entry {
+	__u64 pc;
+	__u32 slot;
+	__u32 gen;               /* 0: empty (unwinder.c never writes gen 0) */
+	struct vpb_rule r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WALK_RCACHE);
+	__type(key, __u32);
+	__type(value, struct rc_entry);
+} walk_rcache SEC(".maps");
+
+static __always_inline struct rc_entry *rcache_entry(__u64 pc)
+{
+	__u32 k = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & (WALK_RCACHE - 1);
+
+	return bpf_map_lookup_elem(&walk_rcache, &k);
+}
+
+/* Global functions, not inlined: the verifier checks each once, on its own, instead of
+ * at every state of the walk that reaches them (inlined, the two cost on_sample 40-50%
+ * more verified instructions). gen 0: no cache (entries are never made with it). */
+__noinline int walk_rcache_get(__u64 pc, __u32 slot, __u32 gen, struct vpb_rule *out)
+{
+	struct rc_entry *e = rcache_entry(pc);
+
+	if (!out || !e || !gen || e->pc != pc || e->slot != slot || e->gen != gen)
+		return 0;
+	*out = e->r;
+	return 1;
+}
+
+__noinline int walk_rcache_put(__u64 pc, __u32 slot, __u32 gen, const struct vpb_rule *r)
+{
+	struct rc_entry *e = rcache_entry(pc);
+
+	if (!r || !e || !gen)
+		return 0;
+	e->pc = pc;
+	e->slot = slot;
+	e->gen = gen;
+	e->r = *r;
+	return 0;
+}
+#endif
+
 /* ---- The user stack walker.
  *
  * One frame per bpf_loop iteration. A frame's pc is classified: HotSpot's interpreter
@@ -587,7 +647,7 @@ static __always_inline long sigframe(struct walk *w)
 	return 0;
 }
 
-static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf, __u32 gen)
 {
 	__u64 lookup = leaf ? w->pc : w->pc - 1, ra, fp = w->fp;
 	struct vpb_rule *r;
@@ -610,6 +670,9 @@ static __always_inline long native_frame(struct walk *w, struct vpb_mapping *m, 
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
 		w->c_rule = *r;
+#ifdef WALK_RCACHE
+		walk_rcache_put(w->pc, w->slot, gen, r);
+#endif
 	}
 	return apply_rule(w, r);
 }
@@ -638,6 +701,7 @@ static long walk_step(__u32 i, void *ctx)
 	struct vpb_mapping *m;
 	__u64 old_sp, pc;
 	bool leaf = i == 0;
+	__u32 gen;
 	long rc;
 
 	if (!w)
@@ -649,6 +713,9 @@ static long walk_step(__u32 i, void *ctx)
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
+	/* Read before the mappings: a cache entry is filled under the gen read before what it
+	 * was derived from (unwinder.c writes an entry twice, each time with a new gen). */
+	gen = *(volatile __u32 *)&p->gen;
 	pc = w->pc;
 	if (pc == 0)
 		return stop(w, VPB_WALK_ROOT);
@@ -662,6 +729,15 @@ static long walk_step(__u32 i, void *ctx)
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
+#ifdef WALK_RCACHE
+	/* A native caller pc this process's entry (gen) saw before: its rule, as the
+	 * mapping and table searches found it then. The entry's gen also covers the code
+	 * heaps and the interpreter, so such a pc is still native code. */
+	if (!leaf && pc != w->c_pc && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
+		w->c_pc = pc;
+		w->c_kind = C_NATIVE;
+	}
+#endif
 	if (!leaf && pc == w->c_pc) {
 		rc = cached_frame(w);
 	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
@@ -678,7 +754,7 @@ static long walk_step(__u32 i, void *ctx)
 			m = find_mapping(p, pc);
 			if (!m)
 				return stop(w, VPB_WALK_NO_RULE);
-			rc = native_frame(w, m, leaf);
+			rc = native_frame(w, m, leaf, gen);
 		}
 	}
 	if (rc)
