@@ -152,6 +152,20 @@ struct {
 	__type(value, struct rc_entry);
 } walk_rcache SEC(".maps");
 
+/* VIPROF_DEBUG_RCACHE (bpf_backend.c): 0 the cache serves walks; 1 it never serves one,
+ * and every caller pc walked through the searches is compared with what the cache holds
+ * for it (test-walk-rcache: the cache must agree with the slow path); 2 as 1, and every
+ * entry is stored with a wrong rule (the test proves the comparison sees a bad entry). */
+const volatile __u32 walk_rcache_mode = 0;
+
+/* The cache's counts (VPB_RC_*), read by bpf_backend.c at stop in modes 1 and 2. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VPB_RC_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} walk_rcache_stats SEC(".maps");
+
 static __always_inline struct rc_entry *rcache_entry(__u64 pc)
 {
 	__u32 k = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & (WALK_RCACHE - 1);
@@ -166,22 +180,44 @@ __noinline int walk_rcache_get(__u64 pc, __u32 slot, __u32 gen, struct vpb_rule 
 {
 	struct rc_entry *e = rcache_entry(pc);
 
-	if (!out || !e || !gen || e->pc != pc || e->slot != slot || e->gen != gen)
+	if (walk_rcache_mode || !out || !e || !gen || e->pc != pc || e->slot != slot || e->gen != gen)
 		return 0;
 	*out = e->r;
 	return 1;
 }
 
+static __always_inline void rcache_count(__u32 k)
+{
+	__u64 *v = bpf_map_lookup_elem(&walk_rcache_stats, &k);
+
+	if (v)
+		*v += 1;
+}
+
+/* Stores r, the searches' rule for caller pc; in modes 1 and 2 first compares it with
+ * the entry the cache holds for pc, if any. */
 __noinline int walk_rcache_put(__u64 pc, __u32 slot, __u32 gen, const struct vpb_rule *r)
 {
 	struct rc_entry *e = rcache_entry(pc);
 
 	if (!r || !e || !gen)
 		return 0;
+	if (walk_rcache_mode) {
+		if (e->pc == pc && e->slot == slot && e->gen == gen) {
+			rcache_count(VPB_RC_HIT);
+			if (e->r.pc != r->pc || e->r.cfa_off != r->cfa_off || e->r.fp_off != r->fp_off ||
+			    e->r.kind != r->kind)
+				rcache_count(VPB_RC_WRONG);
+		} else {
+			rcache_count(VPB_RC_FILL);
+		}
+	}
 	e->pc = pc;
 	e->slot = slot;
 	e->gen = gen;
 	e->r = *r;
+	if (walk_rcache_mode == 2)
+		e->r.cfa_off += 1;       /* planted: a wrong rule */
 	return 0;
 }
 #endif
