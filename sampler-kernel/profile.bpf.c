@@ -7,8 +7,10 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
-/* The walker's per-CPU cache of native caller rules (walker.bpf.h): on_sample only. */
+/* The walker's per-CPU cache of native caller rules, and its code-heap segment map read
+ * 128 bytes at once by a global function (walker.bpf.h): on_sample only. */
 #define WALK_RCACHE 4096
+#define WALK_SEG_FN 128
 #include "walker.bpf.h"
 #include "tracked.bpf.h"
 
