@@ -903,8 +903,10 @@ static void report_rcache(const struct sampler *s)
 			if (bpf_map_lookup_elem(bpf_map__fd(s->skel[e]->maps.walk_rcache_stats), &k, v) == 0)
 				for (int c = 0; c < s->ncpu; c++)
 					n[k] += v[c];
-	fprintf(stderr, "viprof debug: walker rule cache: %llu hits compared, %llu wrong, %llu fills\n",
-		(unsigned long long)n[VPB_RC_HIT], (unsigned long long)n[VPB_RC_WRONG], (unsigned long long)n[VPB_RC_FILL]);
+	fprintf(stderr, "viprof debug: walker rule cache: %llu hits compared, %llu wrong, %llu fills; "
+		"segment map window: %llu blobs compared, %llu wrong\n",
+		(unsigned long long)n[VPB_RC_HIT], (unsigned long long)n[VPB_RC_WRONG], (unsigned long long)n[VPB_RC_FILL],
+		(unsigned long long)n[VPB_RC_SEG], (unsigned long long)n[VPB_RC_SEG_WRONG]);
 	free(v);
 }
 

@@ -43,7 +43,9 @@
 #define VPB_RC_HIT   0     /* a caller pc the cache held, compared with the searches' rule */
 #define VPB_RC_WRONG 1     /* of those, the cache's rule differed */
 #define VPB_RC_FILL  2     /* a caller pc the cache did not hold */
-#define VPB_RC_NR    3
+#define VPB_RC_SEG   3     /* a compiled frame's blob found with the segment-map window, compared */
+#define VPB_RC_SEG_WRONG 4 /* of those, the byte-per-hop search found another answer */
+#define VPB_RC_NR    5
 
 /* ---- The stack walker's tables (filled by recorder/unwinder.c, read by the BPF walker).
  *

@@ -527,6 +527,38 @@ __noinline __s64 walk_seg_start(__u64 segmap, __u64 seg)
 	}
 	return -2;
 }
+
+#ifdef WALK_RCACHE
+/* VIPROF_DEBUG_RCACHE=check|plant: the window's answer r for segment seg against the
+ * byte-per-hop search it replaced (counted in walk_rcache_stats). */
+__noinline int walk_seg_check(__u64 segmap, __u64 seg, __s64 r)
+{
+	__s64 slow = -2;
+	__u8 b = 0xff;
+
+	for (int i = 0; i < MAX_SEG_HOPS; i++) {
+		if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg))) {
+			slow = -1;
+			break;
+		}
+		if (b == 0xff)
+			break;
+		if (b == 0) {
+			slow = (__s64)seg;
+			break;
+		}
+		if (seg < b) {
+			slow = -3;
+			break;
+		}
+		seg -= b;
+	}
+	rcache_count(VPB_RC_SEG);
+	if (slow != r)
+		rcache_count(VPB_RC_SEG_WRONG);
+	return 0;
+}
+#endif
 #endif
 
 /* Finds the code blob holding pc through heap i's segment map. 0 or a stop. */
@@ -554,6 +586,10 @@ static __always_inline long jit_frame(struct walk *w, struct vpb_hotspot *hs, st
 #ifdef WALK_SEG_FN
 	{
 		__s64 r = walk_seg_start(h->segmap, seg);
+#ifdef WALK_RCACHE
+		if (walk_rcache_mode)
+			walk_seg_check(h->segmap, seg, r);
+#endif
 
 		if (r == -1)
 			return stop(w, VPB_WALK_UNREADABLE);
