@@ -848,15 +848,6 @@ static long walk_step(__u32 i, void *ctx)
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
-#ifdef WALK_RCACHE
-	/* A native caller pc this process's entry (gen) saw before: its rule, as the
-	 * mapping and table searches found it then. The entry's gen also covers the code
-	 * heaps and the interpreter, so such a pc is still native code. */
-	if (!leaf && pc != w->c_pc && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
-		w->c_pc = pc;
-		w->c_kind = C_NATIVE;
-	}
-#endif
 	if (!leaf && pc == w->c_pc) {
 		rc = cached_frame(w);
 	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
@@ -870,10 +861,23 @@ static long walk_step(__u32 i, void *ctx)
 		if (h) {
 			rc = jit_frame(w, &p->hs, h, leaf);
 		} else {
-			m = find_mapping(p, pc);
-			if (!m)
-				return stop(w, VPB_WALK_NO_RULE);
-			rc = native_frame(w, m, leaf, gen);
+#ifdef WALK_RCACHE
+			/* A native caller pc this process's entry (gen) saw before: its rule, as
+			 * the mapping and table searches found it then. Asked only here, for pcs
+			 * outside the JVM's code: each ask is a cache line the samples in between
+			 * have evicted. */
+			if (!leaf && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
+				w->c_pc = pc;
+				w->c_kind = C_NATIVE;
+				rc = apply_rule(w, &w->c_rule);
+			} else
+#endif
+			{
+				m = find_mapping(p, pc);
+				if (!m)
+					return stop(w, VPB_WALK_NO_RULE);
+				rc = native_frame(w, m, leaf, gen);
+			}
 		}
 	}
 	if (rc)
