@@ -581,12 +581,21 @@ static void refresh(struct vp_unwinder *u, pid_t pid)
 		vp->hs = p->hs;
 	/* A new generation per write: the switch tracer reuses a thread's last walk only
 	 * while its process's entry (maps, tables, code heaps) is the one it was made with. */
-	if (++u->proc_gen == 0)
-		u->proc_gen = 1;
-	vp->gen = u->proc_gen;
+	/* Written twice, each time with a new gen: the kernel copies an array entry while
+	 * walks on other CPUs read it, and the sampler's rule cache (walker.bpf.h,
+	 * WALK_RCACHE) keeps what a walk found under the gen it read before the mappings. A
+	 * walk that read a gen and then half-new mappings caches under a gen that the second
+	 * write retires; one that reads the second write's gen reads it during the second
+	 * copy, when the mappings are already all new. */
 	uint32_t key = (uint32_t)pid;
-	if (bpf_map_update_elem(u->m.procs_fd, &p->slot, vp, BPF_ANY) == 0 &&
-	    bpf_map_update_elem(u->m.proc_slots_fd, &key, &p->slot, BPF_ANY) == 0)
+	int e = 0;
+	for (int pass = 0; pass < 2 && !e; pass++) {
+		if (++u->proc_gen == 0)
+			u->proc_gen = 1;
+		vp->gen = u->proc_gen;
+		e = bpf_map_update_elem(u->m.procs_fd, &p->slot, vp, BPF_ANY);
+	}
+	if (!e && bpf_map_update_elem(u->m.proc_slots_fd, &key, &p->slot, BPF_ANY) == 0)
 		p->loaded = true;
 }
 

@@ -419,6 +419,9 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 		k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
 		k->rodata->exclude_kernel = s->cfg.events[e].exclude_kernel;
 		k->rodata->est_timer = s->cfg.steal_est_event && timer_event(&s->cfg.events[e]);
+		/* The walker's rule cache checked against its slow path (walker.bpf.h). */
+		const char *rcm = getenv("VIPROF_DEBUG_RCACHE");
+		k->rodata->walk_rcache_mode = rcm && !strcmp(rcm, "check") ? 1 : rcm && !strcmp(rcm, "plant") ? 2 : 0;
 		bpf_program__set_autoload(k->progs.on_fork, e == 0 && tracked);
 		bpf_program__set_autoload(k->progs.on_creds, e == 0 && tracked && s->cfg.filter_uid);
 		bpf_program__set_autoload(k->progs.on_switch, e == 0 && s->cfg.want_switches);
@@ -897,6 +900,28 @@ out:
 	free(v);
 }
 
+/* VIPROF_DEBUG_RCACHE=check|plant: what the walker's rule cache would have served,
+ * against what the searches found (test-walk-rcache reads this line). */
+static void report_rcache(const struct sampler *s)
+{
+	uint64_t n[VPB_RC_NR] = { 0 }, *v = calloc(s->ncpu, sizeof(*v));
+
+	if (!v || !s->nr_skel || !s->skel[0]->rodata->walk_rcache_mode) {
+		free(v);
+		return;
+	}
+	for (int e = 0; e < s->nr_skel; e++)
+		for (uint32_t k = 0; k < VPB_RC_NR; k++)
+			if (bpf_map_lookup_elem(bpf_map__fd(s->skel[e]->maps.walk_rcache_stats), &k, v) == 0)
+				for (int c = 0; c < s->ncpu; c++)
+					n[k] += v[c];
+	fprintf(stderr, "viprof debug: walker rule cache: %llu hits compared, %llu wrong, %llu fills; "
+		"segment map window: %llu blobs compared, %llu wrong\n",
+		(unsigned long long)n[VPB_RC_HIT], (unsigned long long)n[VPB_RC_WRONG], (unsigned long long)n[VPB_RC_FILL],
+		(unsigned long long)n[VPB_RC_SEG], (unsigned long long)n[VPB_RC_SEG_WRONG]);
+	free(v);
+}
+
 static int emit_lost(struct sampler *s, uint32_t source, uint64_t count, uint64_t t)
 {
 	struct vp_lost l = { .cpu = UINT32_MAX, .source = source, .count = count };
@@ -924,6 +949,7 @@ static int bpf_stop(struct sampler *s)
 	if ((rc = emit_totals(s, 0)))
 		return rc;
 	read_lost(s, lost);
+	report_rcache(s);
 	t = now_ns();
 	rc = emit_lost(s, VP_LOST_KERNEL_RING, lost[VPB_LOST_RINGBUF], t);
 	if (!rc && lost[VPB_LOST_STACK])

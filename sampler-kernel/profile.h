@@ -39,6 +39,14 @@
 #define VPB_LOST_STACK   1     /* a stack that should exist could not be read */
 #define VPB_LOST_NR      2
 
+/* Indexes into the walker's rule cache counts (walker.bpf.h, VIPROF_DEBUG_RCACHE). */
+#define VPB_RC_HIT   0     /* a caller pc the cache held, compared with the searches' rule */
+#define VPB_RC_WRONG 1     /* of those, the cache's rule differed */
+#define VPB_RC_FILL  2     /* a caller pc the cache did not hold */
+#define VPB_RC_SEG   3     /* a compiled frame's blob found with the segment-map window, compared */
+#define VPB_RC_SEG_WRONG 4 /* of those, the byte-per-hop search found another answer */
+#define VPB_RC_NR    5
+
 /* ---- The stack walker's tables (filled by recorder/unwinder.c, read by the BPF walker).
  *
  * For every tracked process, unwind_procs[tgid] holds its executable mappings sorted by

@@ -126,6 +126,102 @@ static __always_inline struct walk *walk_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
+#ifdef WALK_RCACHE
+/* A per-CPU cache of the unwind rules of recent native caller pcs, across walks: a
+ * caller frame (a return address) of a process's native code is found through a binary
+ * search of its mappings and one of its table's rules (a dozen dependent loads from maps
+ * that the samples in between have evicted); a profile's samples return to the same few
+ * thousand pcs over and over. Direct-mapped, WALK_RCACHE entries (a power of 2). An entry
+ * holds for the process's unwind_procs entry it was made with (slot and gen: every
+ * write of an entry takes a new gen, recorder/unwinder.c) and rules never change once
+ * uploaded (tables are append-only), so it can never outlive what it was derived from.
+ * Only for programs that do not nest on their CPU (on_sample: perf_event programs never
+ * interrupt each other), so no entry is read half-written: the object that defines
+ * WALK_RCACHE has its own copy (it is not shared with the switch tracer's objects). */
+struct rc_entry {
+	__u64 pc;
+	__u32 slot;
+	__u32 gen;               /* 0: empty (unwinder.c never writes gen 0) */
+	struct vpb_rule r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WALK_RCACHE);
+	__type(key, __u32);
+	__type(value, struct rc_entry);
+} walk_rcache SEC(".maps");
+
+/* VIPROF_DEBUG_RCACHE (bpf_backend.c): 0 the cache serves walks; 1 it never serves one,
+ * and every caller pc walked through the searches is compared with what the cache holds
+ * for it (test-walk-rcache: the cache must agree with the slow path); 2 as 1, and every
+ * entry is stored with a wrong rule (the test proves the comparison sees a bad entry). */
+const volatile __u32 walk_rcache_mode = 0;
+
+/* The cache's counts (VPB_RC_*), read by bpf_backend.c at stop in modes 1 and 2. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VPB_RC_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} walk_rcache_stats SEC(".maps");
+
+static __always_inline struct rc_entry *rcache_entry(__u64 pc)
+{
+	__u32 k = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & (WALK_RCACHE - 1);
+
+	return bpf_map_lookup_elem(&walk_rcache, &k);
+}
+
+/* Global functions, not inlined: the verifier checks each once, on its own, instead of
+ * at every state of the walk that reaches them (inlined, the two cost on_sample 40-50%
+ * more verified instructions). gen 0: no cache (entries are never made with it). */
+__noinline int walk_rcache_get(__u64 pc, __u32 slot, __u32 gen, struct vpb_rule *out)
+{
+	struct rc_entry *e = rcache_entry(pc);
+
+	if (walk_rcache_mode || !out || !e || !gen || e->pc != pc || e->slot != slot || e->gen != gen)
+		return 0;
+	*out = e->r;
+	return 1;
+}
+
+static __always_inline void rcache_count(__u32 k)
+{
+	__u64 *v = bpf_map_lookup_elem(&walk_rcache_stats, &k);
+
+	if (v)
+		*v += 1;
+}
+
+/* Stores r, the searches' rule for caller pc; in modes 1 and 2 first compares it with
+ * the entry the cache holds for pc, if any. */
+__noinline int walk_rcache_put(__u64 pc, __u32 slot, __u32 gen, const struct vpb_rule *r)
+{
+	struct rc_entry *e = rcache_entry(pc);
+
+	if (!r || !e || !gen)
+		return 0;
+	if (walk_rcache_mode) {
+		if (e->pc == pc && e->slot == slot && e->gen == gen) {
+			rcache_count(VPB_RC_HIT);
+			if (e->r.pc != r->pc || e->r.cfa_off != r->cfa_off || e->r.fp_off != r->fp_off ||
+			    e->r.kind != r->kind)
+				rcache_count(VPB_RC_WRONG);
+		} else {
+			rcache_count(VPB_RC_FILL);
+		}
+	}
+	e->pc = pc;
+	e->slot = slot;
+	e->gen = gen;
+	e->r = *r;
+	if (walk_rcache_mode == 2)
+		e->r.cfa_off += 1;       /* planted: a wrong rule */
+	return 0;
+}
+#endif
+
 /* ---- The user stack walker.
  *
  * One frame per bpf_loop iteration. A frame's pc is classified: HotSpot's interpreter
@@ -444,6 +540,70 @@ static __always_inline bool in_java_code(struct vpb_hotspot *hs, __u64 v)
 	return false;
 }
 
+#ifdef WALK_SEG_FN
+/* The segment where the blob holding segment seg starts, through the code heap's segment
+ * map at segmap; -1 unreadable, -2 no blob (free, or more hops than MAX_SEG_HOPS), -3
+ * a hop past the heap's start. The WALK_SEG_FN bytes of the map up to seg's are read at
+ * once: a blob that starts among them (a compiled method of up to WALK_SEG_FN segments)
+ * costs one read, not one per hop and one for its first segment. A global function:
+ * the verifier checks it once, on its own (inlined in on_sample's walk, the window
+ * cost 50% more verified instructions). Only where WALK_READ reads the current task. */
+__noinline __s64 walk_seg_start(__u64 segmap, __u64 seg)
+{
+	__u8 win[WALK_SEG_FN], b = 0xff;
+	__u64 wlo = seg >= WALK_SEG_FN - 1 ? seg - (WALK_SEG_FN - 1) : 0;
+
+	if (bpf_probe_read_user(win, sizeof(win), (const void *)(segmap + wlo)))
+		wlo = seg + 1;       /* nothing in the window */
+	for (int i = 0; i < MAX_SEG_HOPS; i++) {
+		if (seg >= wlo)
+			b = win[(seg - wlo) & (WALK_SEG_FN - 1)];
+		else if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg)))
+			return -1;
+		if (b == 0xff)
+			return -2;
+		if (b == 0)
+			return (__s64)seg;
+		if (seg < b)
+			return -3;
+		seg -= b;
+	}
+	return -2;
+}
+
+#ifdef WALK_RCACHE
+/* VIPROF_DEBUG_RCACHE=check|plant: the window's answer r for segment seg against the
+ * byte-per-hop search it replaced (counted in walk_rcache_stats). */
+__noinline int walk_seg_check(__u64 segmap, __u64 seg, __s64 r)
+{
+	__s64 slow = -2;
+	__u8 b = 0xff;
+
+	for (int i = 0; i < MAX_SEG_HOPS; i++) {
+		if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg))) {
+			slow = -1;
+			break;
+		}
+		if (b == 0xff)
+			break;
+		if (b == 0) {
+			slow = (__s64)seg;
+			break;
+		}
+		if (seg < b) {
+			slow = -3;
+			break;
+		}
+		seg -= b;
+	}
+	rcache_count(VPB_RC_SEG);
+	if (slow != r)
+		rcache_count(VPB_RC_SEG_WRONG);
+	return 0;
+}
+#endif
+#endif
+
 /* Finds the code blob holding pc through heap i's segment map. 0 or a stop. */
 WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_codeheap *h, bool leaf)
 {
@@ -468,6 +628,24 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 	if (WALK_READ(w, win, sizeof(win), (const void *)(h->segmap + wlo)))
 		wlo = seg + 1;       /* nothing in the window */
 #endif
+#ifdef WALK_SEG_FN
+	{
+		__s64 r = walk_seg_start(h->segmap, seg);
+#ifdef WALK_RCACHE
+		if (walk_rcache_mode)
+			walk_seg_check(h->segmap, seg, r);
+#endif
+
+		if (r == -1)
+			return stop(w, VPB_WALK_UNREADABLE);
+		if (r == -3)
+			return stop(w, VPB_WALK_BAD_FRAME);
+		if (r < 0)
+			return stop(w, VPB_WALK_NO_RULE);
+		seg = (__u64)r;
+		b = 0;
+	}
+#else
 	for (int i = 0; i < MAX_SEG_HOPS; i++) {
 #ifdef WALK_SEG_WIN
 		if (seg >= wlo)
@@ -484,6 +662,7 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 			return stop(w, VPB_WALK_BAD_FRAME);
 		seg -= b;
 	}
+#endif
 	if (b != 0)
 		return stop(w, VPB_WALK_NO_RULE);
 	blob = h->lo + (seg << (h->log2_seg & 63)) + hs->heapblock_size;
@@ -635,7 +814,7 @@ WALK_RARE long sigframe(struct walk *w)
 	return 0;
 }
 
-WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
+WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf, __u32 gen)
 {
 	__u64 lookup, ra, fp;
 	struct vpb_rule *r;
@@ -663,6 +842,9 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf)
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
 		w->c_rule = *r;
+#ifdef WALK_RCACHE
+		walk_rcache_put(w->pc, w->slot, gen, r);
+#endif
 	}
 	return apply_rule(w, r);
 }
@@ -691,6 +873,7 @@ static long walk_step(__u32 i, void *ctx)
 	struct vpb_mapping *m;
 	__u64 old_sp, pc;
 	bool leaf = i == 0;
+	__u32 gen;
 	long rc;
 
 	if (!w)
@@ -702,6 +885,9 @@ static long walk_step(__u32 i, void *ctx)
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
+	/* Read before the mappings: a cache entry is filled under the gen read before what it
+	 * was derived from (unwinder.c writes an entry twice, each time with a new gen). */
+	gen = *(volatile __u32 *)&p->gen;
 	pc = w->pc;
 	if (pc == 0)
 		return stop(w, VPB_WALK_ROOT);
@@ -728,10 +914,23 @@ static long walk_step(__u32 i, void *ctx)
 		if (h) {
 			rc = jit_frame(w, &p->hs, h, leaf);
 		} else {
-			m = find_mapping(w, p, pc);
-			if (!m)
-				return stop(w, VPB_WALK_NO_RULE);
-			rc = native_frame(w, m, leaf);
+#ifdef WALK_RCACHE
+			/* A native caller pc this process's entry (gen) saw before: its rule, as
+			 * the mapping and table searches found it then. Asked only here, for pcs
+			 * outside the JVM's code: each ask is a cache line the samples in between
+			 * have evicted. */
+			if (!leaf && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
+				w->c_pc = pc;
+				w->c_kind = C_NATIVE;
+				rc = apply_rule(w, &w->c_rule);
+			} else
+#endif
+			{
+				m = find_mapping(w, p, pc);
+				if (!m)
+					return stop(w, VPB_WALK_NO_RULE);
+				rc = native_frame(w, m, leaf, gen);
+			}
 		}
 	}
 	if (rc)
