@@ -46,14 +46,15 @@
  * only at GC), else the end of that first walk. */
 #define SCAN_MIN_MS 50
 #define SCAN_MAX_MS 800
-/* ... and never sooner than WALK_DUTY times the last walk's CPU after it: a walk costs the
- * application at most 1/WALK_DUTY of one CPU. A walk reads every block of the heaps and
- * is bound by its cache misses (javac's ~4k nmethods: 0.35 ms on a quiet machine, 0.65 ms
- * under load); every 50 ms that was the agent's largest cost on a JIT-busy JVM (105 of
- * its 190 ms on javac of 300 classes under load, 166 walks). Code a later walk finds is
- * dated at the walk before (installed after its start), and code that a GC frees is read
- * at that GC's start, so fewer walks date nothing later; only the agent's view of the
- * heap (and the map on disk) trails by up to one period. */
+/* ... and not before the JVM has used WALK_DUTY times the last walk's CPU since it (or
+ * SCAN_MAX_MS went by): walks cost at most 1/WALK_DUTY of the JVM's own CPU, however
+ * long its run is stretched. A walk reads every block of the heaps and is bound by its
+ * cache misses (javac's ~4k nmethods: 0.35 ms quiet, 0.65 ms with other processes on the
+ * CPUs); paced by the wall clock alone, a JVM starved by other work (javac of 300
+ * classes taking 10-47 s instead of 2.5 s under load 15) got 160-900 walks, 105-200 ms
+ * of the agent's 190-270 ms. Code a later walk finds is dated at the walk before
+ * (installed after its start) and code that a GC frees is read at that GC's start, so
+ * fewer walks date nothing later; the map on disk trails by up to one period. */
 #define WALK_DUTY 200
 
 /* What the last walk made of known code. */
@@ -130,7 +131,8 @@ struct scan {
 	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
 	uint64_t due;            /* next walk at or after this time */
 	uint32_t period_ms;
-	uint64_t walk_cpu_ns;    /* the last walk's CPU (this thread's clock) */
+	uint64_t cpu_due;        /* the JVM's CPU (all threads) the next walk waits for */
+	uint64_t latest;         /* ... or this time, whichever comes first */
 	uint64_t gc_seen;        /* GC ring head at the last walk */
 	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
 	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
@@ -727,22 +729,12 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 	scan.neph = 0;
 }
 
-static uint64_t thread_cpu_ns(void)
+static uint64_t cpu_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* How long after a walk the next one is due: period_ms, or longer when the last walk
- * cost more than 1/WALK_DUTY of it (WALK_DUTY's comment). A GC still asks for a walk at
- * once (vp_scan__due). */
-static uint64_t next_walk_ns(uint32_t period_ms)
-{
-	uint64_t p = (uint64_t)period_ms * 1000000ull, duty = scan.walk_cpu_ns * WALK_DUTY;
-
-	return duty > p ? (duty < SCAN_MAX_MS * 1000000ull ? duty : SCAN_MAX_MS * 1000000ull) : p;
 }
 
 /* One walk and its diff against the previous one; on the agent thread. */
@@ -761,15 +753,17 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 	vp_stats__begin(&m);
 	scan.ncur = 0;
 	scan.gc_seen = vp_gcs__count();
-	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
-	scan.walk_cpu_ns = thread_cpu_ns() - cpu0;
 	uint64_t end = now_ns();
+	/* The next walk waits for the JVM to do WALK_DUTY times this walk's work. */
+	scan.cpu_due = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) + (cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) * WALK_DUTY;
+	scan.latest = end + SCAN_MAX_MS * 1000000ull;
 	scan.walk_end = end;
 	scan.walks++;
 	if (err) {
 		scan.incomplete++;
-		scan.due = end + next_walk_ns(SCAN_MIN_MS);
+		scan.due = end + SCAN_MIN_MS * 1000000ull;
 		vp_stats__end(ST_SCAN, &m);
 		return;
 	}
@@ -865,25 +859,37 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 	/* Busy code heaps are walked often, quiet ones less and less. */
 	scan.period_ms = fresh || gone ? SCAN_MIN_MS : scan.period_ms * 2 > SCAN_MAX_MS ? SCAN_MAX_MS : scan.period_ms * 2;
 out:
-	scan.due = now_ns() + next_walk_ns(scan.period_ms);
+	scan.due = now_ns() + (uint64_t)scan.period_ms * 1000000ull;
 	if (fresh || gone)
 		vp_stats__end(ST_SCAN_DECODE, &md);
 }
 
-/* A walk is due: its time came, or a GC finished since the last one. */
+/* A walk is due: a GC finished since the last one, or its time came and the JVM did
+ * its share of work since (WALK_DUTY), or SCAN_MAX_MS went by. */
 bool vp_scan__due(void)
 {
-	return scan.on && !vp_stats__noop() &&
-	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
+	if (!scan.on || vp_stats__noop())
+		return false;
+	if (vp_gcs__count() != scan.gc_seen)
+		return true;
+	uint64_t t = now_ns();
+	return t >= scan.due && (t >= scan.latest || cpu_ns(CLOCK_PROCESS_CPUTIME_ID) >= scan.cpu_due);
 }
 
-/* Milliseconds the agent thread may wait for queue records before the next walk. */
+/* Milliseconds the agent thread may wait for queue records before it asks
+ * vp_scan__due again: until the next walk's time, then every SCAN_MIN_MS (the JVM's
+ * CPU is read then) until SCAN_MAX_MS. */
 jlong vp_scan__wait_ms(void)
 {
 	if (!scan.on || vp_stats__noop())
 		return 1000;
-	uint64_t t = now_ns();
-	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
+	uint64_t t = now_ns(), next = scan.due;
+	if (next <= t) {
+		next = t + SCAN_MIN_MS * 1000000ull;
+		if (scan.latest < next)
+			next = scan.latest > t ? scan.latest : t;
+	}
+	return (jlong)((next - t) / 1000000ull) + 1;
 }
 
 /* A new session's map starts with every live method again, as at an attach. */
@@ -894,6 +900,8 @@ void vp_scan__reset(void)
 	scan.nprev = 0;
 	scan.last_start = 0;
 	scan.due = 0;
+	scan.cpu_due = 0;
+	scan.latest = 0;
 	scan.period_ms = SCAN_MIN_MS;
 }
 
