@@ -51,8 +51,8 @@
  * long its run is stretched. A walk reads every block of the heaps and is bound by its
  * cache misses (javac's ~4k nmethods: 0.35 ms quiet, 0.65 ms with other processes on the
  * CPUs); paced by the wall clock alone, a JVM starved by other work (javac of 300
- * classes taking 10-47 s instead of 2.5 s under load 15) got 160-900 walks, 105-200 ms
- * of the agent's 190-270 ms. Code a later walk finds is dated at the walk before
+ * classes taking 10-36 s instead of 2.5 s under load 15-24) got 161-482 walks, 105-310
+ * ms of CPU, most of the agent's. Code a later walk finds is dated at the walk before
  * (installed after its start) and code that a GC frees is read at that GC's start, so
  * fewer walks date nothing later; the map on disk trails by up to one period. */
 #define WALK_DUTY 200
