@@ -116,6 +116,20 @@ def stats_run(javac, files, out, lib, sess, jflags=()):
     print(f"  code map on disk: {size} bytes")
 
 
+def before_lib(path):
+    """The agent of --before: the .so itself, or the one of a build directory or of its
+    cli/viprof."""
+    p = os.path.abspath(path)
+    if p.endswith(".so"):
+        lib = p
+    elif os.path.isdir(p):
+        lib = os.path.join(p, "jvm-agent/libviprof-jvmti.so")
+    else:
+        lib = os.path.join(os.path.dirname(os.path.dirname(p)), "jvm-agent/libviprof-jvmti.so")
+    suite.need(lib, "the --before build's agent")
+    return lib
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(suite.ROOT, "build"))
@@ -123,7 +137,8 @@ def main():
     ap.add_argument("--classes", type=int, default=300)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--study", action="store_true")
-    ap.add_argument("--before", help="another build of the agent (its .so) to run in the same rounds")
+    ap.add_argument("--before", help="another build's agent to run in the same rounds: its .so, its build "
+                    "directory, or its cli/viprof (as bench/suite.py's --before)")
     ap.add_argument("--threads", type=int, default=0, metavar="N",
                     help="(with --study) also N interleaved runs of each variant with CPU per thread group")
     a = ap.parse_args()
@@ -142,7 +157,7 @@ def main():
         agent = agent_variant("javac + agent", javac, files, out, lib, sess)
         variants = [base, agent]
         if a.before:
-            variants.append(agent_variant("javac + agent (before)", javac, files, out, os.path.abspath(a.before), sess))
+            variants.append(agent_variant("javac + agent (before)", javac, files, out, before_lib(a.before), sess))
         if a.study:
             dns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:+DebugNonSafepoints")
             nodns = ("-J-XX:+UnlockDiagnosticVMOptions", "-J-XX:-DebugNonSafepoints")

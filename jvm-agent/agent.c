@@ -374,7 +374,10 @@ static int drain(const uint8_t *buf, size_t len)
 	uint64_t t = now_ns();
 	if (t - agent.last_flush >= 1000000000ull) {
 		agent.last_flush = t;
-		return vp_cm_writer__flush(agent.w);
+		vp_stats__begin(&m);
+		err = vp_cm_writer__flush(agent.w);
+		vp_stats__end(ST_FLUSH, &m);
+		return err;
 	}
 	return 0;
 }
@@ -540,6 +543,9 @@ static int switch_session(void)
 
 static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
+	struct st_mark all;
+
+	vp_stats__begin(&all);
 	vp_loads__agent_thread(jni);
 	for (;;) {
 		const uint8_t *buf = NULL;
@@ -601,13 +607,21 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 			walk_code(jvmti);
 		/* Classes prepared before ClassPrepare was on (or before an attach), after the
 		 * first batch of code records so that those reach the file first. */
-		if (!agent.idle && !agent.classes_enumerated)
+		if (!agent.idle && !agent.classes_enumerated) {
+			struct st_mark m;
+			vp_stats__begin(&m);
 			enumerate_classes(jvmti, jni);
+			vp_stats__end(ST_ENUMERATE, &m);
+		}
 		if (!agent.idle && !agent.threads_named) {
+			struct st_mark m;
+			vp_stats__begin(&m);
 			agent.threads_named = true;
 			vp_threads__name_running(jvmti, jni, hotspot_vm());
+			vp_stats__end(ST_THREAD_NAMES, &m);
 		}
 	}
+	vp_stats__end(ST_AGENT_THREAD, &all);
 	vp_queue__lock();
 	/* Anything queued after the last take is written by whoever waits for us. */
 	agent.thread_done = true;

@@ -8,7 +8,8 @@
 static const char *const st_name[ST_NKINDS] = {
 	"CompiledMethodLoad", "CompiledMethodUnload", "DynamicCodeGenerated", "ClassPrepare",
 	"GarbageCollectionFinish", "writer (all)", "writer: naming", "code heap walk", "code heap: new code",
-	"GarbageCollectionStart: code heap walk",
+	"GarbageCollectionStart: code heap walk", "writer: flush (zlib, write)", "class enumeration",
+	"thread names", "agent thread (all)",
 };
 
 static struct {

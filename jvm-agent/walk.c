@@ -46,6 +46,16 @@
  * only at GC), else the end of that first walk. */
 #define SCAN_MIN_MS 50
 #define SCAN_MAX_MS 800
+/* ... and not before the JVM has used WALK_DUTY times the last walk's CPU since it (or
+ * SCAN_MAX_MS went by): walks cost at most 1/WALK_DUTY of the JVM's own CPU, however
+ * long its run is stretched. A walk reads every block of the heaps and is bound by its
+ * cache misses (javac's ~4k nmethods: 0.35 ms quiet, 0.65 ms with other processes on the
+ * CPUs); paced by the wall clock alone, a JVM starved by other work (javac of 300
+ * classes taking 10-36 s instead of 2.5 s under load 15-24) got 161-482 walks, 105-310
+ * ms of CPU, most of the agent's. Code a later walk finds is dated at the walk before
+ * (installed after its start) and code that a GC frees is read at that GC's start, so
+ * fewer walks date nothing later; the map on disk trails by up to one period. */
+#define WALK_DUTY 200
 
 /* What the last walk made of known code. */
 enum known_mark {
@@ -121,6 +131,8 @@ struct scan {
 	uint64_t last_start;     /* start of the last complete walk (0: none yet) */
 	uint64_t due;            /* next walk at or after this time */
 	uint32_t period_ms;
+	uint64_t cpu_due;        /* the JVM's CPU (all threads) the next walk waits for */
+	uint64_t latest;         /* ... or this time, whichever comes first */
 	uint64_t gc_seen;        /* GC ring head at the last walk */
 	uint64_t *mkey, *mval;   /* Method* -> jmethodID, open addressing */
 	uint64_t *mtime;         /* ... and the time of its METHOD_PTR record */
@@ -717,6 +729,14 @@ static void queue_ephemeral(jvmtiEnv *jvmti)
 	scan.neph = 0;
 }
 
+static uint64_t cpu_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* One walk and its diff against the previous one; on the agent thread. */
 void vp_scan__walk(jvmtiEnv *jvmti)
 {
@@ -733,8 +753,12 @@ void vp_scan__walk(jvmtiEnv *jvmti)
 	vp_stats__begin(&m);
 	scan.ncur = 0;
 	scan.gc_seen = vp_gcs__count();
+	uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	int err = vp_ch__walk_all(&scan.ch, walk_visit, blob_visit, NULL);
 	uint64_t end = now_ns();
+	/* The next walk waits for the JVM to do WALK_DUTY times this walk's work. */
+	scan.cpu_due = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) + (cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) * WALK_DUTY;
+	scan.latest = end + SCAN_MAX_MS * 1000000ull;
 	scan.walk_end = end;
 	scan.walks++;
 	if (err) {
@@ -840,20 +864,32 @@ out:
 		vp_stats__end(ST_SCAN_DECODE, &md);
 }
 
-/* A walk is due: its time came, or a GC finished since the last one. */
+/* A walk is due: a GC finished since the last one, or its time came and the JVM did
+ * its share of work since (WALK_DUTY), or SCAN_MAX_MS went by. */
 bool vp_scan__due(void)
 {
-	return scan.on && !vp_stats__noop() &&
-	       (now_ns() >= scan.due || vp_gcs__count() != scan.gc_seen);
+	if (!scan.on || vp_stats__noop())
+		return false;
+	if (vp_gcs__count() != scan.gc_seen)
+		return true;
+	uint64_t t = now_ns();
+	return t >= scan.due && (t >= scan.latest || cpu_ns(CLOCK_PROCESS_CPUTIME_ID) >= scan.cpu_due);
 }
 
-/* Milliseconds the agent thread may wait for queue records before the next walk. */
+/* Milliseconds the agent thread may wait for queue records before it asks
+ * vp_scan__due again: until the next walk's time, then every SCAN_MIN_MS (the JVM's
+ * CPU is read then) until SCAN_MAX_MS. */
 jlong vp_scan__wait_ms(void)
 {
 	if (!scan.on || vp_stats__noop())
 		return 1000;
-	uint64_t t = now_ns();
-	return scan.due <= t ? 1 : (jlong)((scan.due - t) / 1000000ull) + 1;
+	uint64_t t = now_ns(), next = scan.due;
+	if (next <= t) {
+		next = t + SCAN_MIN_MS * 1000000ull;
+		if (scan.latest < next)
+			next = scan.latest > t ? scan.latest : t;
+	}
+	return (jlong)((next - t) / 1000000ull) + 1;
 }
 
 /* A new session's map starts with every live method again, as at an attach. */
@@ -864,6 +900,8 @@ void vp_scan__reset(void)
 	scan.nprev = 0;
 	scan.last_start = 0;
 	scan.due = 0;
+	scan.cpu_due = 0;
+	scan.latest = 0;
 	scan.period_ms = SCAN_MIN_MS;
 }
 
