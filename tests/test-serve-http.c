@@ -742,7 +742,11 @@ static void scenario_access(void)
 		} else {
 			ASSERT_NOT_CONTAINS(raw, ": 0xffff");
 			ASSERT_NOT_CONTAINS(raw, "entry_SYSCALL_64");
-			ASSERT_CONTAINS(raw, "[kernel]");
+			/* The interval's profile holds the kernel frames its flame graph showed,
+			 * folded; the 1 s profile (about 38 samples at 19 Hz) may hold none
+			 * beside two CPU hogs (busy lane, clean clone at e164ad2). */
+			if (i == 1 && !strstr(raw, "[kernel]"))
+				FAIL("the member's interval pprof has no [kernel] frame where its flame graph had one:\n%s", raw);
 		}
 		free(raw);
 	}
