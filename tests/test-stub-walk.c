@@ -73,7 +73,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "stub-worker: %.0f samples, %.1f%% reach Thread.run, %.1f%% with an [unknown] frame; "
 		"%.0f in stubs, %.1f%% of them reach Thread.run\n", all, all ? 100 * run / all : 0,
 		all ? 100 * unknown / all : 0, stub, stub ? 100 * stub_run / stub : 0);
-	ASSERT_GT_F(all, 1000.0);
+	/* Enough samples for the shares below to mean a walk, not luck: 3 s at 999 Hz give
+	 * about 3000 on a quiet VM, 980 beside the busy lane's two CPU hogs. */
+	ASSERT_GT_F(all, 300.0);
 	ASSERT_GT_F(stub, 0.2 * all);   /* the fixture does what it is for */
 	/* In permille, so that a failure prints the shares. */
 	ASSERT_GE((int64_t)(1000 * stub_run / stub), 950);
