@@ -158,6 +158,7 @@ int main(int argc, char **argv)
 				 stop_path(dir, stop, sizeof(stop)), NULL };
 		pid_t sp = run_start(argv, out, NULL);
 		wait_hot(out);
+		tu_drop_stale_attach_socket(sp, 65534);
 		/* setpriv execs java: same pid. */
 		ASSERT_TRUE(vp_jvm__is_hotspot(sp));
 		snprintf(opt, sizeof(opt), "dir=%s/maps", dir);

@@ -16,7 +16,6 @@
 #include "test-agent-util.h"
 
 #include <pwd.h>
-#include <sys/stat.h>
 #include "test-profile.h"
 
 #include <signal.h>
@@ -120,18 +119,9 @@ int main(int argc, char **argv)
 	snprintf(nparg, sizeof(nparg), "@%s", npfile);
 	char *dis[] = { "-XX:+DisableAttachMechanism" }, *af[] = { afarg }, *np[] = { nparg };
 	jvms[0] = start(java, "other", NULL, 0, true);
-	/* A root JVM an earlier test killed with this pid (pid_max is 32768 here) may have
-	 * left its /tmp/.java_pid<pid>: nobody's JVM cannot replace root's file in the sticky
-	 * /tmp, and the attach rightly refuses it, naming it (as in a CI run at 99a610f).
-	 * Not what this test is about. */
-	char stale[64];
-	struct stat sst;
 	struct passwd *nob = getpwnam("nobody");
-	snprintf(stale, sizeof(stale), "/tmp/.java_pid%d", (int)jvms[0]);
-	if (nob && !lstat(stale, &sst) && sst.st_uid != nob->pw_uid) {
-		fprintf(stderr, "removing %s, left by an earlier JVM of uid %u with this pid\n", stale, (unsigned)sst.st_uid);
-		ASSERT_OK(unlink(stale));
-	}
+	ASSERT_NOT_NULL(nob);
+	tu_drop_stale_attach_socket(jvms[0], nob->pw_uid);   /* as in a CI run at 99a610f */
 	jvms[1] = start(java, "disabled", dis, 1, false);
 	jvms[2] = start(java, "argfile", af, 1, false);
 	jvms[3] = start(java, "noperf", np, 1, false);
