@@ -159,22 +159,6 @@ static inline bool tu_wait_for(const char *path, const char *needle, int timeout
 }
 
 /* Creates the empty file path (a workload's stop file), or the test fails. */
-/* A root JVM an earlier test killed with this pid (pid_max is 32768 here) may have left
- * its /tmp/.java_pid<pid>: a JVM of another uid cannot replace root's file in the sticky
- * /tmp, and an attach rightly refuses it, naming it. Tests that attach to another
- * user's JVM are not about that: the stale file of any uid but the JVM's goes. */
-static inline void tu_drop_stale_attach_socket(pid_t jvm, uid_t jvm_uid)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)jvm);
-	if (!lstat(path, &st) && st.st_uid != jvm_uid) {
-		fprintf(stderr, "removing %s, left by an earlier JVM of uid %u with this pid\n", path, (unsigned)st.st_uid);
-		ASSERT_OK(unlink(path));
-	}
-}
-
 static inline void tu_touch(const char *path)
 {
 	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);

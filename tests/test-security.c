@@ -459,14 +459,7 @@ static void otheruser(void)
 	/* Attached as soon as it catches SIGQUIT: the recorder waits for its live phase
 	 * (test-attach-young). */
 	run_wait_state(jvm, SIGQUIT, 15000, "catching SIGQUIT (attachable)");
-	/* A root JVM an earlier test killed with this pid (pid_max is 32768 here) left its
-	 * /tmp/.java_pid<pid>: the user's JVM cannot replace root's file in the sticky /tmp,
-	 * and the attach rightly refuses it, naming it. Not what this test is about. */
-	snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)jvm);
-	if (!lstat(path, &st) && st.st_uid != pw->pw_uid) {
-		fprintf(stderr, "removing %s, left by an earlier JVM of uid %u with this pid\n", path, (unsigned)st.st_uid);
-		ASSERT_OK(unlink(path));
-	}
+	tu_drop_stale_attach_socket(jvm, pw->pw_uid);
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)jvm);
 	char *rec[] = { VIPROF_BIN, "record", "-q", "-p", pidarg, "-d", "2", "-o", sess, NULL };
