@@ -176,6 +176,24 @@ def cpu_target(name, vp, peer, base, peer_label, goal=1.0):
                 rounds=len(ratios))
 
 
+def floor_line(name, variants, base, peer, goal):
+    """What the sampling interrupt alone costs (the floor variant of jvm_variants), beside
+    what the goal leaves viprof: goal x the peer's CPU, less the command alone. A goal below
+    the floor cannot be met by any sampler of this VM's timer at this rate."""
+    fl = next((x for x in variants if x.name.startswith("timer alone")), None)
+    if not fl:
+        print(f"SKIPPED {name} bench/timer-floor not built")
+        return
+    over = [c / b - 1 for c, b in zip(fl.cpu, base.cpu)]
+    allowed = [goal * p / b - 1 for p, b in zip(peer.cpu, base.cpu)] if peer else []
+    extra = {}
+    if allowed:
+        extra = dict(goal_allows=f"{med(allowed) * 100:+.1f}%cpu", peer=f"{goal:.2f}x{peer.name.split()[0]}",
+                     below_floor=f"{sum(a < o for a, o in zip(allowed, over))}/{len(over)}")
+    print(f"FLOOR {name} timer_alone={med(over) * 100:+.1f}%cpu spread={min(over) * 100:+.1f}..{max(over) * 100:+.1f}% "
+          + " ".join(f"{k}={v}" for k, v in extra.items()) + f" rounds={len(over)}")
+
+
 def need(path, what):
     if not os.path.exists(path):
         sys.exit(f"bench: {what} not found at {path}")
@@ -238,6 +256,12 @@ def jvm_variants(a, tmp, cmd, jopt_prefix, label):
     v = Variant(f"viprof record -g -F {RATE}", [vp, "record", "-q", "-g", "-F", str(RATE), "-o", sess, "--"] + cmd,
                 "viprof", lambda: shutil.rmtree(sess, ignore_errors=True))
     variants = [base, v]
+    floor = os.path.join(a.build, "bench/timer-floor")
+    if os.path.exists(floor):
+        # The sampling interrupt alone (bench/workloads/timer-floor.c): a cpu-clock event at
+        # the same rate on the same command, with no stack, record or reader. No profiler
+        # that samples by this VM's timer costs less (floor_line).
+        variants.append(Variant(f"timer alone at {RATE} Hz (the floor)", [floor, str(RATE), "--"] + cmd, "base"))
     lib = asprof_lib()
     ap = None
     if lib:
@@ -303,6 +327,7 @@ def part_javac(a, tmp):
         print_variants(variants, base)
         if ap:
             cpu_target("javac-cpu-vs-asprof" + suffix, v, ap, base, "async-profiler", JAVAC_GOAL)
+            floor_line("javac-floor" + suffix, variants, base, ap, JAVAC_GOAL)
             if before:
                 cpu_target("javac-cpu-vs-asprof-before" + suffix, before, ap, base, "async-profiler", JAVAC_GOAL)
         else:
@@ -414,6 +439,7 @@ def part_service(a, tmp):
             target_line(name, f"{m * 100:+.1f}%", "<=+2.0%", m <= 0.02, all((o <= 0.02) == (m <= 0.02) for o in over),
                         viprof=f"{m * 100:+.1f}%cpu", ratio=f"{1 + m:.3f}",
                         spread=f"{min(over) * 100:+.1f}..{max(over) * 100:+.1f}%", rounds=len(over))
+    floor_line("service-floor", variants, base, None, 1.0)
     if ap:
         cpu_target("service-cpu-vs-asprof", v, ap, base, "async-profiler")
         if before:
