@@ -361,6 +361,8 @@ def part_javac_breakdown(a, tmp):
         "agent": Variant("javac + agent (+DNS)", [javac, f"-J-agentpath:{agent}=dir={jit}"] + dns + cmd[1:], "base",
                          clean_jit),
         "start": Variant("record -g --no-jit -- /bin/true", rec("-g", "--no-jit") + ["/bin/true"], "viprof", clean),
+        "floor": Variant(f"timer alone at {RATE} Hz (the floor)",
+                         [os.path.join(a.build, "bench/timer-floor"), str(RATE), "--"] + cmd, "base"),
         "nog": Variant("record --no-jit (no -g)", rec("--no-jit") + cmd, "viprof", clean),
         "fp": Variant("record -g --no-jit --stack-walk fp", rec("-g", "--no-jit", "--stack-walk", "fp") + cmd,
                       "viprof", clean),
@@ -369,6 +371,9 @@ def part_javac_breakdown(a, tmp):
     }
     if a.before:   # another viprof (e.g. main's) in the same rounds: before/after
         v["before"] = Variant(f"record -g -F {RATE} (before)", [a.before] + rec("-g")[1:] + cmd, "viprof", clean)
+    if not os.path.exists(v["floor"].cmd[0]):
+        print(f"  bench/timer-floor not built: the floor row is left out")
+        del v["floor"]
     variants = [alone] + list(v.values())
     lib = asprof_lib()
     ap = None
@@ -385,6 +390,8 @@ def part_javac_breakdown(a, tmp):
     print("  parts, in % of javac alone's CPU (medians of per-round differences):")
     rows = [("recorder start+stop (BPF load and verification, symbols; record -- /bin/true)", start),
             ("sampler interrupts and drain at 999 Hz, no stacks (record - start)", med(over(v["nog"])) * 100 - start),
+            *([("  of which the timer interrupt alone (the floor: bench/timer-floor)", med(over(v["floor"])) * 100)]
+              if "floor" in v else []),
             ("stacks by frame pointers (-g --stack-walk fp - no -g)", diff(v["fp"], v["nog"])),
             ("unwind tables and their walk (-g - fp)", diff(v["g"], v["fp"])),
             ("the agent in the recording: walk, naming, DNS (full - -g --no-jit)", diff(v["full"], v["g"])),
