@@ -156,6 +156,12 @@ static __always_inline struct rq *this_rq(struct task_struct *prev, struct task_
 	return NULL;
 }
 
+/* The run queue's steal clock (the injected one for tests: debug_steal_rq_clock). */
+static __always_inline __u64 steal_clock(struct rq *rq)
+{
+	return debug_steal_rq_clock ? rq->clock : rq->prev_steal_time_rq;
+}
+
 /* The steal this switch charges: the vCPU's steal clock since its last switch, read in
  * the recording's window only (c and rq may be NULL). */
 static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, struct task_struct *prev, __u64 now)
@@ -167,7 +173,7 @@ static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, stru
 		 * whoever leaves the CPU at the next switch that can read it. */
 		count(VPS_CNT_NO_RQ, 1);
 	} else if (c && now >= win_start && (!win_end || now <= win_end)) {
-		steal = debug_steal_rq_clock ? rq->clock : rq->prev_steal_time_rq;
+		steal = steal_clock(rq);
 		kstat = rq->prev_steal_time;
 		/* Seen once is first_time set, not a steal clock above 0: on a vCPU whose
 		 * steal clock starts moving during the recording, the first steal is charged
@@ -191,7 +197,7 @@ static __always_inline __u64 switch_steal(struct vps_cpu *c, struct rq *rq, stru
 		/* Before the window: the clocks' last readings only, so that the window's
 		 * first switch on this vCPU knows where its steal began. After the window
 		 * nothing changes, so that the vCPU's figures are the window's. */
-		c->steal_last = debug_steal_rq_clock ? rq->clock : rq->prev_steal_time_rq;
+		c->steal_last = steal_clock(rq);
 		c->kstat_last = rq->prev_steal_time;
 		c->last_time = now;
 	}

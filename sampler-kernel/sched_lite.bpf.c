@@ -137,17 +137,26 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct vps_cpu *c = bpf_map_lookup_elem(&cpus, &cpu);
-	__u64 now = bpf_ktime_get_ns(), delta, we;
+	struct rq *rq = this_rq(prev, next, cpu);
+	__u64 now, delta, we;
 
 	if (c)
 		c->switches++;
-	delta = switch_steal(c, this_rq(prev, next, cpu), prev, now);
-	if (delta)
-		charge_steal(ctx, prev, delta, now);
+	/* Nearly every switch: this vCPU's window has begun and neither steal clock moved
+	 * since its last switch. switch_steal would charge nothing and change nothing but
+	 * the vCPU's last_time (which then means its last switch that found a clock moved,
+	 * or its first in the window): not even the time is read. */
+	if (!c || !rq || !c->first_time || steal_clock(rq) != c->steal_last || rq->prev_steal_time != c->kstat_last) {
+		now = bpf_ktime_get_ns();
+		delta = switch_steal(c, rq, prev, now);
+		if (delta)
+			charge_steal(ctx, prev, delta, now);
+	}
 	/* Its last switch: its counters are final (this switch is counted in them), and
 	 * its task storage goes with it. Inside the window only: a thread that ends after
 	 * it was finished by the closing pass. */
 	if (prev_state & TASK_DEAD) {
+		now = bpf_ktime_get_ns();
 		we = win_end;
 		if (now >= win_start && (!we || now <= we) && is_tracked(prev))
 			finish(prev, now);
