@@ -146,8 +146,6 @@ struct vps_cpu {
 	 * lookup per switch (sched.bpf.c, on_switch). 0: none seen yet. */
 	__u32 in_tid, pad;
 	__u64 in_time, in_sum;
-	__u64 switches;              /* switches seen on it (sched_lite.bpf.c; sched.bpf.c counts
-				      * them in VPS_CNT_SWITCHES) */
 };
 
 /* Per tracked thread: exact on-CPU time and switches (read at the end). With --off-cpu

@@ -140,8 +140,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct rq *rq = this_rq(prev, next, cpu);
 	__u64 now, delta, we;
 
-	if (c)
-		c->switches++;
+	/* Counted per CPU, not in c: a write to c at every switch would share its cache
+	 * line with the next vCPU's record, which that vCPU reads at every switch. */
+	count(VPS_CNT_SWITCHES, 1);
 	/* Nearly every switch: this vCPU's window has begun and neither steal clock moved
 	 * since its last switch. switch_steal would charge nothing and change nothing but
 	 * the vCPU's last_time (which then means its last switch that found a clock moved,

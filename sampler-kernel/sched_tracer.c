@@ -459,14 +459,10 @@ int vp_sched__stop(struct vp_sched *s)
 			return err;
 	}
 	int cfd = bpf_map__fd(s->m.cpus);
-	uint64_t cpu_switches = 0;
 	for (uint32_t c = 0; c < (uint32_t)s->ncpu && c < VPS_MAX_CPUS; c++) {
 		struct vps_cpu v;
 
-		if (bpf_map_lookup_elem(cfd, &c, &v) != 0)
-			continue;
-		cpu_switches += v.switches;
-		if (!v.first_time)
+		if (bpf_map_lookup_elem(cfd, &c, &v) != 0 || !v.first_time)
 			continue;
 		struct vp_sched_cpu sc = { .cpu = c, .first = v.first_time, .last = v.last_time,
 					   .steal_clock_ns = v.steal_last - v.steal_first,
@@ -475,7 +471,7 @@ int vp_sched__stop(struct vp_sched *s)
 		if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_SCHED_CPU, t, &sc, sizeof(sc))) < 0)
 			return err;
 	}
-	s->st.switches = percpu_sum(s, VPS_CNT_SWITCHES) + cpu_switches;
+	s->st.switches = percpu_sum(s, VPS_CNT_SWITCHES);
 	s->st.agg_full = percpu_sum(s, VPS_CNT_AGG_FULL);
 	s->st.agg_full_ns = percpu_sum(s, VPS_CNT_AGG_FULL_NS);
 	s->st.no_stack += percpu_sum(s, VPS_CNT_NO_STACK);
