@@ -25,8 +25,7 @@
  * on its CPU to the thread that leaves). Each thread must then have steal, its
  * per-stack steal samples must add up to exactly its THREAD_TIME steal (charged under
  * its stacks, kernel and user, and to the thread alike), within its time in the
- * recording (and, without --off-cpu, equal to its runtime, which the same clock
- * advances), and no vCPU may charge more than its clock moved (idle steal is not
+ * recording, and no vCPU may charge more than its clock moved (idle steal is not
  * required: on a busy machine no vCPU need idle during the test). What this proves: where the steal clock moves, both
  * objects charge it as they should; not that they read the real steal clock right
  * (the one difference, a field, shared by both objects: sched_common.bpf.h). */
@@ -147,8 +146,6 @@ static bool kernel_counts(pid_t pid, int tid, uint64_t *sw, uint64_t *ns)
 	return got == 2;
 }
 
-static bool lite_mode;
-
 /* The steal charged under tid's stacks, and whether a sample had kernel, user frames. */
 static uint64_t steal_samples(const struct mem_sink *m, int tid, bool *kern, bool *user)
 {
@@ -187,13 +184,9 @@ static void check_steal(const struct mem_sink *m, const struct vp_thread_time *t
 	if (t->steal_ns > t->last - t->first + 1000000)
 		FAIL("thread %u: steal %.3f ms, more than its %.3f ms in the recording", t->tid, t->steal_ns / 1e6,
 		     (t->last - t->first) / 1e6);
-	/* Without --off-cpu its on-CPU time is the kernel's runtime, which the same clock
-	 * advances over the same runs: a steal apart from it is one charged twice, or lost. */
-	if (!lite_mode)
-		return;
-	if ((double)t->steal_ns > 1.1 * (double)t->oncpu_ns || (double)t->steal_ns < 0.9 * (double)t->oncpu_ns)
-		FAIL("thread %u: steal %.3f ms, its runtime %.3f ms by the same clock", t->tid, t->steal_ns / 1e6,
-		     t->oncpu_ns / 1e6);
+	/* Not compared with its runtime: on an idle machine the two are equal, but a run's
+	 * clock move begins at the clock's last update before its switch-in, which on a
+	 * busy one can be well before it (7.0 against 4.3 ms under load 9). */
 }
 
 static const struct vp_thread_time *find(const struct mem_sink *m, int tid)
@@ -226,7 +219,6 @@ int main(int argc, char **argv)
 	REQUIRE_ROOT();
 	if (steal)
 		setenv("VIPROF_DEBUG_STEAL_CLOCK", "rq", 1);
-	lite_mode = !sc.off_cpu;
 	if (access("/proc/self/schedstat", R_OK) != 0)
 		SKIP("no /proc/PID/schedstat (CONFIG_SCHED_INFO off): no kernel CPU time to compare with");
 	if (pipe(go) || pipe(rep))
