@@ -68,7 +68,11 @@
 #define VPS_CNT_CHECK_BYTES 21   /* stack bytes those checks copied */
 #define VPS_CNT_WALK_FRAMES 22   /* frames walked by the walks not reused */
 #define VPS_CNT_REUSED_PREEMPT 23 /* of VPS_CNT_REUSED: at a preemption (the walk kept at the thread's last block) */
-#define VPS_CNT_NR         24
+/* Without --off-cpu (sched_lite.bpf.c): a thread that ended or was counted at the end
+ * although it ran before the window opened and the pass that opened it did not see it
+ * (it was born, or ended, while that pass ran): no sums for it (it had no baseline). */
+#define VPS_CNT_NO_BASE    24
+#define VPS_CNT_NR         25
 
 /* vps_key.ustack: 0 = no user stack; VPS_USTACK_FP | id = a frame-pointer walk, id in
  * the stacks map (no walker, or the process's tables not loaded yet); anything else =
@@ -144,7 +148,10 @@ struct vps_cpu {
 	__u64 in_time, in_sum;
 };
 
-/* Per tracked thread: exact on-CPU time and switches (read at the end). */
+/* Per tracked thread: exact on-CPU time and switches (read at the end). With --off-cpu
+ * (sched.bpf.c) they are summed at its switches; without (sched_lite.bpf.c) they are
+ * the kernel's own counters (se.sum_exec_runtime, nvcsw + nivcsw) at the window's edges
+ * or the thread's end, less what they were when the window opened. */
 struct vps_thread {
 	__u32 pid, pad;
 	__u64 oncpu_ns;

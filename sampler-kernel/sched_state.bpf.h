@@ -3,7 +3,9 @@
  * the intervals of threads already off CPU when the recording's window opens, walking
  * their stacks from outside). Each object declares these maps; user space makes the
  * second reuse the first's (bpf_map__reuse_fd), so there is one of each. Include after
- * walker.bpf.h and tracked.bpf.h, with filter_uid declared (const volatile __u32). */
+ * walker.bpf.h and tracked.bpf.h, with filter_uid declared (const volatile __u32).
+ * sched_lite.bpf.c (the tracer without --off-cpu) defines VPS_LITE and has only the
+ * counters and the task filters: no walker, no off-CPU state, none of their maps. */
 #ifndef VIPROF_SAMPLER_SCHED_STATE_BPF_H
 #define VIPROF_SAMPLER_SCHED_STATE_BPF_H
 
@@ -13,6 +15,41 @@
 #define TASK_DEAD 0x0080
 #define TASK_WAKEKILL 0x0100
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VPS_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+/* Does t pass the uid filter (every task does without one)? */
+static __always_inline bool uid_ok(struct task_struct *t)
+{
+	return filter_uid == (__u32)-1 ||
+	       (BPF_CORE_READ(t, cred, uid.val) == filter_uid && BPF_CORE_READ(t, cred, euid.val) == filter_uid &&
+		BPF_CORE_READ(t, cred, suid.val) == filter_uid);
+}
+
+static __always_inline bool is_tracked(struct task_struct *t)
+{
+	__u32 tgid = t->tgid;
+
+	if (t->pid == 0)
+		return false;   /* the idle task: its steal goes to the CPU's idle total */
+	if (!uid_ok(t))
+		return false;
+	return follows(tgid);
+}
+
+#ifndef VPS_LITE
 /* Walked user stacks, by the hash of their contents and part (sched.h); kept for the
  * whole recording like the stack-trace map (user space reads them when it drains the
  * sums). Allocated as stacks appear, not up front: most recordings need a few hundred. */
@@ -43,13 +80,6 @@ struct {
 	__type(value, struct vps_ustack);
 } ustack_scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, VPS_CNT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
 /* What a thread was doing when it left the CPU, until it is back on one. */
 struct tstate {
 	__u64 in_time;     /* last switch-in, 0 = not seen running yet */
@@ -77,33 +107,6 @@ struct {
 	__type(key, int);
 	__type(value, struct tstate);
 } tstates SEC(".maps");
-
-static __always_inline void count(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		*v += n;
-}
-
-/* Does t pass the uid filter (every task does without one)? */
-static __always_inline bool uid_ok(struct task_struct *t)
-{
-	return filter_uid == (__u32)-1 ||
-	       (BPF_CORE_READ(t, cred, uid.val) == filter_uid && BPF_CORE_READ(t, cred, euid.val) == filter_uid &&
-		BPF_CORE_READ(t, cred, suid.val) == filter_uid);
-}
-
-static __always_inline bool is_tracked(struct task_struct *t)
-{
-	__u32 tgid = t->tgid;
-
-	if (t->pid == 0)
-		return false;   /* the idle task: its steal goes to the CPU's idle total */
-	if (!uid_ok(t))
-		return false;
-	return follows(tgid);
-}
 
 /* What a blocked thread waits for, from what the kernel knows at switch-out: I/O wait,
  * else the system call it is blocked in (its number in pt_regs->orig_ax; -1 when it
@@ -253,5 +256,7 @@ static __always_inline __u64 intern_walk(struct walk *w)
 	}
 	return hc.h;
 }
+
+#endif /* VPS_LITE */
 
 #endif

@@ -17,6 +17,7 @@
 #include "sampler-kernel/sched_tracer.h"
 #include "sched.skel.h"
 #include "sched_open.skel.h"
+#include "sched_lite.skel.h"
 
 /* The BPF program writes its states into the session as they are: the two lists must
  * stay equal, which the compiler checks rather than a comment. */
@@ -38,7 +39,17 @@ _Static_assert(KSTACK_ROOM >= 64 && VPS_MAX_JFRAMES <= VPS_MAX_UFRAMES,
 
 struct vp_sched {
 	struct vp_sched_config cfg;
+	/* With --off-cpu the full object (sched.bpf.c), else the lite one (sched_lite.bpf.c):
+	 * one of the two is loaded. m and the pointers below name the loaded one's maps and
+	 * variables (bind_full, bind_lite), which both objects share by name. */
 	struct sched *skel;
+	struct sched_lite *lite;
+	struct {
+		struct bpf_map *stacks, *agg0, *agg1, *threads, *cpus, *counters, *tracked;
+		struct bpf_map *ustacks, *uparts;   /* NULL in the lite object (no walker) */
+	} m;
+	volatile __u32 *agg_sel;
+	volatile __u64 *win_start, *win_end;
 	struct bpf_link *links[4];
 	int nr_links;
 	int ncpu;
@@ -63,11 +74,87 @@ struct vp_sched {
 	int tracked_fd;
 };
 
+static void bind_full(struct vp_sched *s)
+{
+	struct sched *k = s->skel;
+
+	s->m.stacks = k->maps.stacks;
+	s->m.agg0 = k->maps.agg0;
+	s->m.agg1 = k->maps.agg1;
+	s->m.threads = k->maps.threads;
+	s->m.cpus = k->maps.cpus;
+	s->m.counters = k->maps.counters;
+	s->m.tracked = k->maps.tracked;
+	s->m.ustacks = k->maps.ustacks;
+	s->m.uparts = k->maps.uparts;
+	s->agg_sel = &k->bss->agg_sel;
+	s->win_start = &k->bss->win_start;
+	s->win_end = &k->bss->win_end;
+}
+
+static void bind_lite(struct vp_sched *s)
+{
+	struct sched_lite *k = s->lite;
+
+	s->m.stacks = k->maps.stacks;
+	s->m.agg0 = k->maps.agg0;
+	s->m.agg1 = k->maps.agg1;
+	s->m.threads = k->maps.threads;
+	s->m.cpus = k->maps.cpus;
+	s->m.counters = k->maps.counters;
+	s->m.tracked = k->maps.tracked;
+	s->m.ustacks = NULL;
+	s->m.uparts = NULL;
+	s->agg_sel = &k->bss->agg_sel;
+	s->win_start = &k->bss->win_start;
+	s->win_end = &k->bss->win_end;
+}
+
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	/* Our own message says what failed and what to do; libbpf's lines only with
 	 * VIPROF_DEBUG. */
 	return level == LIBBPF_WARN && getenv("VIPROF_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+/* VIPROF_DEBUG_TIMING: the verifier's account of each program an object loads (its time
+ * and the instructions it walked, global subprograms included), to tell the cost of
+ * verification from that of map creation in the tracer's share of start-up. */
+struct vstats {
+	bool on;
+	int n;
+	struct bpf_program *p[8];
+	char log[8][1024];
+};
+
+static void vstats__arm(struct vstats *v, struct bpf_object *obj)
+{
+	const char *dbg = getenv("VIPROF_DEBUG_TIMING");
+	struct bpf_program *p;
+
+	v->on = dbg && *dbg && *dbg != '0';
+	v->n = 0;
+	if (!v->on)
+		return;
+	bpf_object__for_each_program(p, obj) {
+		if (v->n >= 8 || !bpf_program__autoload(p))
+			continue;
+		v->log[v->n][0] = '\0';
+		bpf_program__set_log_buf(p, v->log[v->n], sizeof(v->log[v->n]));
+		bpf_program__set_log_level(p, 4);
+		v->p[v->n++] = p;
+	}
+}
+
+static void vstats__print(struct vstats *v, const char *obj)
+{
+	for (int i = 0; v->on && i < v->n; i++) {
+		char *save = NULL;
+
+		for (char *l = strtok_r(v->log[i], "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			if (!strncmp(l, "verification time", 17) || !strncmp(l, "processed", 9))
+				fprintf(stderr, "viprof timing: %s: %s: %s\n", obj, bpf_program__name(v->p[i]), l);
+	}
 }
 
 static uint64_t mono_ns(void)
@@ -104,7 +191,7 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 {
 	int n = 0;
 
-	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
+	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->m.stacks), &id, ips))
 		return 0;
 	while (n < VPS_MAX_DEPTH && ips[n])
 		n++;
@@ -118,7 +205,7 @@ static int stack_frames(struct vp_sched *s, int32_t id, uint64_t *ips)
 static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 {
 	struct vps_ukey k = { .hash = us };
-	int fd = bpf_map__fd(s->skel->maps.ustacks), pfd = bpf_map__fd(s->skel->maps.uparts), n, parts;
+	int fd = s->m.ustacks ? bpf_map__fd(s->m.ustacks) : -1, pfd = s->m.uparts ? bpf_map__fd(s->m.uparts) : -1, n, parts;
 
 	*nj = 0;
 	*walk_end = s->walker ? VP_WALK_NO_PROC : VP_WALK_UNKNOWN;
@@ -126,6 +213,8 @@ static int user_frames(struct vp_sched *s, uint64_t us, int *nj, int *walk_end)
 		return 0;
 	if (us & VPS_USTACK_FP)
 		return stack_frames(s, (int32_t)(uint32_t)us, s->uips);
+	if (fd < 0)
+		return 0;   /* the lite object takes frame-pointer stacks only */
 	if (bpf_map_lookup_elem(fd, &k, s->ustk))
 		return 0;
 	n = s->ustk->n < VPS_MAX_UFRAMES ? s->ustk->n : VPS_MAX_UFRAMES;
@@ -238,12 +327,12 @@ static int drain_map(struct vp_sched *s, struct bpf_map *m)
 
 static int drain(struct vp_sched *s, uint64_t now)
 {
-	uint32_t sel = s->skel->bss->agg_sel;
-	int n = drain_map(s, sel & 1 ? s->skel->maps.agg0 : s->skel->maps.agg1);
+	uint32_t sel = *s->agg_sel;
+	int n = drain_map(s, sel & 1 ? s->m.agg0 : s->m.agg1);
 
 	/* The idle hash is empty now: make it the one written, and drain the other
 	 * next time. */
-	s->skel->bss->agg_sel = sel ^ 1;
+	*s->agg_sel = sel ^ 1;
 	s->last_drain = now;
 	return n;
 }
@@ -278,7 +367,15 @@ void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
 	if (!s || s->stopped)
 		return;
 	if (start) {
-		s->skel->bss->win_start = start;
+		*s->win_start = start;
+		/* Without off-CPU: the recorded threads' counters now are their baseline
+		 * (sched_lite.bpf.c); one born since start has none. */
+		if (s->lite) {
+			s->lite->data->base_time = start;
+			if (run_iter(s->lite->progs.base_threads) && getenv("VIPROF_DEBUG"))
+				fprintf(stderr, "viprof: switch tracer: the opening pass failed: %s\n", strerror(errno));
+			vp_timing("switch tracer: baseline pass");
+		}
 		/* Threads that left the CPU before the walking object saw them: their
 		 * intervals open now, with their stacks walked from outside. */
 		if (s->opener) {
@@ -290,9 +387,12 @@ void vp_sched__window(struct vp_sched *s, uint64_t start, uint64_t end)
 		}
 	}
 	if (end) {
-		s->skel->bss->win_end = end;
-		/* Intervals still open are charged up to the end, runs too. */
-		if (s->cfg.off_cpu && run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
+		*s->win_end = end;
+		/* Intervals still open are charged up to the end, runs too; without off-CPU,
+		 * the threads' counters are read. */
+		if (s->lite && run_iter(s->lite->progs.finish_threads) && getenv("VIPROF_DEBUG"))
+			fprintf(stderr, "viprof: switch tracer: the closing pass failed: %s\n", strerror(errno));
+		if (s->skel && s->cfg.off_cpu && run_iter(s->skel->progs.close_open) && getenv("VIPROF_DEBUG"))
 			fprintf(stderr, "viprof: switch tracer: the closing pass failed: %s\n", strerror(errno));
 	}
 }
@@ -308,7 +408,7 @@ static uint64_t percpu_sum(struct vp_sched *s, uint32_t idx)
 {
 	uint64_t *v = calloc((size_t)s->ncpu, sizeof(*v)), sum = 0;
 
-	if (v && bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &idx, v) == 0)
+	if (v && bpf_map_lookup_elem(bpf_map__fd(s->m.counters), &idx, v) == 0)
 		for (int c = 0; c < s->ncpu; c++)
 			sum += v[c];
 	free(v);
@@ -317,7 +417,7 @@ static uint64_t percpu_sum(struct vp_sched *s, uint32_t idx)
 
 uint64_t vp_sched__counter(struct vp_sched *s, uint32_t idx)
 {
-	return s && s->skel && idx < VPS_CNT_NR ? percpu_sum(s, idx) : 0;
+	return s && s->m.counters && idx < VPS_CNT_NR ? percpu_sum(s, idx) : 0;
 }
 
 int vp_sched__stop(struct vp_sched *s)
@@ -336,13 +436,14 @@ int vp_sched__stop(struct vp_sched *s)
 	t = mono_ns();
 	if ((n = drain(s, t)) < 0 || (n = drain(s, t)) < 0)
 		return n;
-	/* The live threads' sums are in their task storage (sched.bpf.c, flush_thread). */
-	if ((err = run_iter(s->skel->progs.flush_threads))) {
+	/* The live threads' sums are in their task storage (sched.bpf.c, flush_thread), or
+	 * their counters in the kernel (sched_lite.bpf.c, finish). */
+	if ((err = run_iter(s->lite ? s->lite->progs.finish_threads : s->skel->progs.flush_threads))) {
 		fprintf(stderr, "viprof: switch tracer: cannot collect the threads' on-CPU times and switches "
 			"(task iterator: %s); the session has those of the threads that ended only\n", strerror(-err));
 		err = 0;
 	}
-	int tfd = bpf_map__fd(s->skel->maps.threads);
+	int tfd = bpf_map__fd(s->m.threads);
 	while (bpf_map_get_next_key(tfd, prev, &tid) == 0) {
 		struct vps_thread th;
 		static uint32_t cur;
@@ -357,7 +458,7 @@ int vp_sched__stop(struct vp_sched *s)
 		if ((err = s->cfg.sink.emit(s->cfg.sink.ctx, VP_REC_THREAD_TIME, t, &tt, sizeof(tt))) < 0)
 			return err;
 	}
-	int cfd = bpf_map__fd(s->skel->maps.cpus);
+	int cfd = bpf_map__fd(s->m.cpus);
 	for (uint32_t c = 0; c < (uint32_t)s->ncpu && c < VPS_MAX_CPUS; c++) {
 		struct vps_cpu v;
 
@@ -402,6 +503,7 @@ void vp_sched__free(struct vp_sched *s)
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	sched__destroy(s->skel);
+	sched_lite__destroy(s->lite);
 	sched_open__destroy(s->opener);
 	if (s->tracked_fd >= 0)
 		close(s->tracked_fd);
@@ -429,6 +531,14 @@ static int attach(struct vp_sched *s, struct bpf_program *p, const char *tp, cha
 	return 0;
 }
 
+/* VIPROF_DEBUG_STEAL_CLOCK=rq: tests only (sched_common.bpf.h, debug_steal_rq_clock). */
+static bool debug_steal_rq_clock(void)
+{
+	const char *v = getenv("VIPROF_DEBUG_STEAL_CLOCK");
+
+	return v && !strcmp(v, "rq");
+}
+
 static void configure(struct sched *k, const struct vp_sched_config *cfg)
 {
 	bool tracked = cfg->target != SAMPLER_TARGET_ALL;
@@ -437,6 +547,7 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
 	k->rodata->off_cpu = cfg->off_cpu;
 	k->rodata->filter_uid = cfg->filter_uid ? (uint32_t)cfg->only_uid : (uint32_t)-1;
 	k->rodata->user_only = cfg->user_only;
+	k->rodata->debug_steal_rq_clock = debug_steal_rq_clock();
 	bpf_program__set_autoload(k->progs.on_fork, tracked);
 	bpf_program__set_autoload(k->progs.on_wakeup, cfg->off_cpu);
 	bpf_program__set_autoload(k->progs.on_wakeup_new, cfg->off_cpu);
@@ -448,13 +559,15 @@ static void configure(struct sched *k, const struct vp_sched_config *cfg)
  * missing. */
 static int attach_all(struct vp_sched *s, char *err, size_t errlen)
 {
-	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
+	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL, off = s->skel && s->cfg.off_cpu;
+	struct bpf_program *fork = s->lite ? s->lite->progs.on_fork : s->skel->progs.on_fork;
+	struct bpf_program *sw = s->lite ? s->lite->progs.on_switch : s->skel->progs.on_switch;
 	int rc = 0;
 
-	if ((tracked && (rc = attach(s, s->skel->progs.on_fork, "sched_process_fork", err, errlen))) ||
-	    (s->cfg.off_cpu && (rc = attach(s, s->skel->progs.on_wakeup, "sched_wakeup", err, errlen))) ||
-	    (s->cfg.off_cpu && (rc = attach(s, s->skel->progs.on_wakeup_new, "sched_wakeup_new", err, errlen))) ||
-	    (rc = attach(s, s->skel->progs.on_switch, "sched_switch", err, errlen)))
+	if ((tracked && (rc = attach(s, fork, "sched_process_fork", err, errlen))) ||
+	    (off && (rc = attach(s, s->skel->progs.on_wakeup, "sched_wakeup", err, errlen))) ||
+	    (off && (rc = attach(s, s->skel->progs.on_wakeup_new, "sched_wakeup_new", err, errlen))) ||
+	    (rc = attach(s, sw, "sched_switch", err, errlen)))
 		return rc;
 	return 0;
 }
@@ -543,12 +656,14 @@ static int use_walker(struct vp_sched *s, const struct sampler_unwind *uw)
 	/* Every interval the old object opened began before this moment. */
 	k->bss->walk_since = mono_ns();
 	s->skel = k;
+	bind_full(s);
 	if ((rc = attach_all(s, s->walker_err, sizeof(s->walker_err)))) {
 		/* Back to the old object, whose programs attached before. */
 		for (int i = 0; i < s->nr_links; i++)
 			bpf_link__destroy(s->links[i]);
 		s->nr_links = 0;
 		s->skel = old;
+		bind_full(s);
 		char ignored[256];
 		attach_all(s, ignored, sizeof(ignored));
 		goto cleanup;
@@ -582,7 +697,7 @@ void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg)
 	 * map, so a child one of them follows is followed by the other (tracked.bpf.h). */
 	if (s->cfg.target != SAMPLER_TARGET_ALL && cfg->target == s->cfg.target) {
 		if (s->tracked_fd < 0)
-			s->tracked_fd = fcntl(bpf_map__fd(s->skel->maps.tracked), F_DUPFD_CLOEXEC, 3);
+			s->tracked_fd = fcntl(bpf_map__fd(s->m.tracked), F_DUPFD_CLOEXEC, 3);
 		if (s->tracked_fd >= 0)
 			cfg->tracked_fd = s->tracked_fd;
 	}
@@ -601,6 +716,83 @@ void vp_sched__hook(struct vp_sched *s, struct sampler_config *cfg)
 const char *vp_sched__walker(const struct vp_sched *s)
 {
 	return !s || s->walker || !s->walker_err[0] ? NULL : s->walker_err;
+}
+
+/* The full object (sched.bpf.c), for --off-cpu. */
+static int load_full(struct vp_sched *s, char *err, size_t errlen)
+{
+	static struct vstats vs;
+	int rc;
+
+	s->skel = sched__open();
+	if (!s->skel) {
+		rc = -errno;
+		snprintf(err, errlen, "switch tracer: cannot open the BPF object: %s", strerror(-rc));
+		return rc;
+	}
+	configure(s->skel, &s->cfg);
+	/* This first object walks user stacks by frame pointer: the walker's maps are the
+	 * sampler's, which does not exist yet (vp_sched__hook swaps in a walking object
+	 * once it does). They get one entry each here. */
+	bpf_map__set_max_entries(s->skel->maps.proc_slots, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_rules, 1);
+	bpf_map__set_max_entries(s->skel->maps.unwind_pages, 2);
+	bpf_map__set_max_entries(s->skel->maps.ustacks, 1);
+	bpf_map__set_max_entries(s->skel->maps.uparts, 1);
+	vstats__arm(&vs, s->skel->obj);
+	vp_timing("switch tracer: object opened and configured");
+	rc = sched__load(s->skel);
+	vstats__print(&vs, "switch tracer");
+	vp_timing("switch tracer: object loaded");
+	if (rc) {
+		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
+			 "and CAP_PERFMON), BTF, and task storage (kernel 5.11+)", strerror(-rc));
+		return rc;
+	}
+	bind_full(s);
+	return 0;
+}
+
+/* The lite object (sched_lite.bpf.c), without --off-cpu: steal, on-CPU time and
+ * switches only, at a fraction of the full one's cost per switch and at load. */
+static int load_lite(struct vp_sched *s, char *err, size_t errlen)
+{
+	static struct vstats vs;
+	struct sched_lite *k;
+	bool tracked = s->cfg.target != SAMPLER_TARGET_ALL;
+	int rc;
+
+	s->lite = k = sched_lite__open();
+	if (!k) {
+		rc = -errno;
+		snprintf(err, errlen, "switch tracer: cannot open the BPF object: %s", strerror(-rc));
+		return rc;
+	}
+	k->rodata->target_mode = tracked ? VPB_TARGET_TRACKED : VPB_TARGET_ALL;
+	k->rodata->filter_uid = s->cfg.filter_uid ? (uint32_t)s->cfg.only_uid : (uint32_t)-1;
+	k->rodata->user_only = s->cfg.user_only;
+	k->rodata->debug_steal_rq_clock = debug_steal_rq_clock();
+	bpf_program__set_autoload(k->progs.on_fork, tracked);
+	/* Written only where steal moved and at threads' ends here, not at every switch:
+	 * allocated as entries come rather than all at load (about 4 of the object's
+	 * 15 ms of map creation on this project's VMs). */
+	bpf_map__set_map_flags(k->maps.threads, bpf_map__map_flags(k->maps.threads) | BPF_F_NO_PREALLOC);
+	bpf_map__set_map_flags(k->maps.agg0, bpf_map__map_flags(k->maps.agg0) | BPF_F_NO_PREALLOC);
+	bpf_map__set_map_flags(k->maps.agg1, bpf_map__map_flags(k->maps.agg1) | BPF_F_NO_PREALLOC);
+	vstats__arm(&vs, k->obj);
+	vp_timing("switch tracer: object opened and configured");
+	rc = sched_lite__load(k);
+	vstats__print(&vs, "switch tracer");
+	vp_timing("switch tracer: object loaded");
+	if (rc) {
+		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
+			 "and CAP_PERFMON), BTF, and task storage (kernel 5.11+)", strerror(-rc));
+		return rc;
+	}
+	bind_lite(s);
+	return 0;
 }
 
 struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, size_t errlen)
@@ -644,35 +836,14 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		snprintf(err, errlen, "switch tracer: out of memory");
 		goto cleanup;
 	}
-	s->skel = sched__open();
-	if (!s->skel) {
-		rc = -errno;
-		snprintf(err, errlen, "switch tracer: cannot open the BPF object: %s", strerror(-rc));
+	if ((rc = cfg->off_cpu ? load_full(s, err, errlen) : load_lite(s, err, errlen)))
 		goto cleanup;
-	}
-	configure(s->skel, cfg);
-	/* This first object walks user stacks by frame pointer: the walker's maps are the
-	 * sampler's, which does not exist yet (vp_sched__hook swaps in a walking object
-	 * once it does). They get one entry each here. */
-	bpf_map__set_max_entries(s->skel->maps.proc_slots, 1);
-	bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
-	bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
-	bpf_map__set_max_entries(s->skel->maps.unwind_rules, 1);
-	bpf_map__set_max_entries(s->skel->maps.unwind_pages, 2);
-	bpf_map__set_max_entries(s->skel->maps.ustacks, 1);
-	bpf_map__set_max_entries(s->skel->maps.uparts, 1);
-	rc = sched__load(s->skel);
-	if (rc) {
-		snprintf(err, errlen, "switch tracer: the kernel refused the BPF program (%s); it needs root (or CAP_BPF "
-			 "and CAP_PERFMON), BTF, and task storage (kernel 5.11+)", strerror(-rc));
-		goto cleanup;
-	}
 	if (cfg->windowed)
-		s->skel->bss->win_start = UINT64_MAX;
+		*s->win_start = UINT64_MAX;
 	for (int i = 0; tracked && i < cfg->nr_pids; i++) {
 		uint32_t pid = (uint32_t)cfg->pids[i];
 
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &pid, &one, BPF_ANY)) {
+		if (bpf_map_update_elem(bpf_map__fd(s->m.tracked), &pid, &one, BPF_ANY)) {
 			rc = -errno;
 			snprintf(err, errlen, "switch tracer: cannot track pid %u: %s", pid, strerror(-rc));
 			goto cleanup;
@@ -682,8 +853,18 @@ struct vp_sched *vp_sched__start(const struct vp_sched_config *cfg, char *err, s
 		snprintf(err, errlen, "switch tracer: cannot write the event records: %s", strerror(-rc));
 		goto cleanup;
 	}
+	/* Without a window, it opens now: base_time before the programs run, so that a
+	 * thread born from here on starts at 0, and the baseline pass after, so that one
+	 * that ends in between is seen ending (sched_lite.bpf.c). */
+	if (s->lite && !cfg->windowed)
+		s->lite->data->base_time = mono_ns();
 	if ((rc = attach_all(s, err, errlen)))
 		goto cleanup;
+	if (s->lite && !cfg->windowed && (rc = run_iter(s->lite->progs.base_threads))) {
+		snprintf(err, errlen, "switch tracer: cannot read the threads' counters (task iterator: %s); the kernel "
+			 "needs task iterators (5.8+)", strerror(-rc));
+		goto cleanup;
+	}
 	s->last_drain = mono_ns();
 cleanup:
 	if (rc) {

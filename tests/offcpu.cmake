@@ -18,6 +18,12 @@ viprof_test(test-sched-switches SOURCES test-sched-switches.c LIBS vp_sampler Pk
             ARGS off TIMEOUT 60 LABELS live)
 add_test(NAME test-sched-switches-offcpu COMMAND test-sched-switches on)
 set_tests_properties(test-sched-switches-offcpu PROPERTIES TIMEOUT 60 LABELS live SKIP_RETURN_CODE 77)
+# Steal charged where the steal clock moves (per stack, per thread, idle), with the run
+# queue's clock read in its place (VIPROF_DEBUG_STEAL_CLOCK=rq): this VM's never moves.
+add_test(NAME test-sched-switches-steal COMMAND test-sched-switches steal-off)
+add_test(NAME test-sched-switches-steal-offcpu COMMAND test-sched-switches steal-on)
+set_tests_properties(test-sched-switches-steal test-sched-switches-steal-offcpu PROPERTIES TIMEOUT 60 LABELS live
+                     SKIP_RETURN_CODE 77)
 # Whole stacks at switch-out (the sampler's walker), wait states, units.
 add_executable(nap-fixture fixtures/offcpu/nap-fixture.c)
 target_compile_options(nap-fixture PRIVATE "SHELL:-O1 -fomit-frame-pointer")

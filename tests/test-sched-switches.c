@@ -15,8 +15,20 @@
  *     switch, schedstat's from pick to pick: a thread that naps 300 times has a third
  *     to a half less here; 0 or twice is a sum dropped or doubled).
  * A sum dropped (no flush, or lost) or added twice (flushed at the last switch and
- * again by the iterator) fails here. ARGS: "off" (record -g: steal only) or "on"
- * (--off-cpu, which also runs the wakeup programs). */
+ * again by the iterator) fails here. ARGS: "off" (record -g: steal only, the lite
+ * object, whose counts are the kernel's counters read at the thread's end and by the
+ * pass at the end) or "on" (--off-cpu, which also runs the wakeup programs).
+ *
+ * "steal-off" and "steal-on" also charge steal where none moves: this VM's steal clock
+ * may never move, so the tracer reads the run queue's own clock in its place
+ * (VIPROF_DEBUG_STEAL_CLOCK=rq: every switch then charges the time since the last one
+ * on its CPU to the thread that leaves). Each thread must then have steal, its
+ * per-stack steal samples must add up to exactly its THREAD_TIME steal (charged under
+ * its stacks, kernel and user, and to the thread alike), within its time in the
+ * recording, and no vCPU may charge more than its clock moved (idle steal is not
+ * required: on a busy machine no vCPU need idle during the test). What this proves: where the steal clock moves, both
+ * objects charge it as they should; not that they read the real steal clock right
+ * (the one difference, a field, shared by both objects: sched_common.bpf.h). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/resource.h>
@@ -134,6 +146,49 @@ static bool kernel_counts(pid_t pid, int tid, uint64_t *sw, uint64_t *ns)
 	return got == 2;
 }
 
+/* The steal charged under tid's stacks, and whether a sample had kernel, user frames. */
+static uint64_t steal_samples(const struct mem_sink *m, int tid, bool *kern, bool *user)
+{
+	uint64_t ns = 0;
+
+	*kern = *user = false;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct vp_sample *x = m->r[i].body;
+
+		if (m->r[i].type != VP_REC_SAMPLE || x->tid != (uint32_t)tid || x->sched_state != VP_SCHED_STEAL)
+			continue;
+		ns += x->period;
+		*kern |= x->nr_kernel > 0;
+		*user |= x->nr_user > 0;
+	}
+	return ns;
+}
+
+/* Injected steal (VIPROF_DEBUG_STEAL_CLOCK=rq): charged to t under its stacks. */
+static void check_steal(const struct mem_sink *m, const struct vp_thread_time *t)
+{
+	bool kern, user;
+	uint64_t ns = steal_samples(m, (int)t->tid, &kern, &user);
+
+	fprintf(stderr, "thread %u: steal %.3f ms (%.3f ms in its steal samples), on-CPU %.3f ms\n", t->tid,
+		t->steal_ns / 1e6, ns / 1e6, t->oncpu_ns / 1e6);
+	if (!t->steal_ns)
+		FAIL("thread %u: no steal charged, although every switch moved the injected steal clock", t->tid);
+	if (ns != t->steal_ns)
+		FAIL("thread %u: its steal samples add up to %" PRIu64 " ns, its THREAD_TIME says %" PRIu64, t->tid, ns,
+		     t->steal_ns);
+	if (!kern || !user)
+		FAIL("thread %u: steal charged without a %s stack", t->tid, kern ? "user" : "kernel");
+	/* Its charges are the run queue clock's moves between the switch before each of its
+	 * runs and the switch that ends it: disjoint, within its time in the recording. */
+	if (t->steal_ns > t->last - t->first + 1000000)
+		FAIL("thread %u: steal %.3f ms, more than its %.3f ms in the recording", t->tid, t->steal_ns / 1e6,
+		     (t->last - t->first) / 1e6);
+	/* Not compared with its runtime: on an idle machine the two are equal, but a run's
+	 * clock move begins at the clock's last update before its switch-in, which on a
+	 * busy one can be well before it (7.0 against 4.3 ms under load 9). */
+}
+
 static const struct vp_thread_time *find(const struct mem_sink *m, int tid)
 {
 	for (size_t i = 0; i < m->n; i++) {
@@ -148,8 +203,10 @@ static const struct vp_thread_time *find(const struct mem_sink *m, int tid)
 int main(int argc, char **argv)
 {
 	struct mem_sink m = { .keep_stacks = false };
+	const char *mode = argc > 1 ? argv[1] : "off";
+	bool steal = !strncmp(mode, "steal-", 6);
 	struct vp_sched_config sc = { .target = SAMPLER_TARGET_PIDS, .nr_pids = 1,
-				      .off_cpu = argc > 1 && !strcmp(argv[1], "on"), .first_event = 1,
+				      .off_cpu = !strcmp(mode + (steal ? 6 : 0), "on"), .first_event = 1,
 				      .drain_ns = 50 * 1000000ull, .sink = { mem_sink__emit, &m } };
 	int go[2], rep[2], st, n = 0, atid = 0;
 	uint64_t ak = 0, ksw = 0, kns = 0;
@@ -160,6 +217,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	REQUIRE_ROOT();
+	if (steal)
+		setenv("VIPROF_DEBUG_STEAL_CLOCK", "rq", 1);
 	if (access("/proc/self/schedstat", R_OK) != 0)
 		SKIP("no /proc/PID/schedstat (CONFIG_SCHED_INFO off): no kernel CPU time to compare with");
 	if (pipe(go) || pipe(rep))
@@ -201,6 +260,9 @@ int main(int argc, char **argv)
 	/* The alive thread's block is a switch the kernel has counted once it shows. */
 	while (kernel_counts(pid, atid, &ksw, &kns) && ksw < ak + 1)
 		usleep(1000);
+	/* As the recorder does: the window closes (its pass reads the live threads'
+	 * counts), then the tracer stops (its pass must not add them again). */
+	vp_sched__window(sched, 0, mono_ns());
 	ASSERT_OK(vp_sched__stop(sched));
 	ASSERT_TRUE(kernel_counts(pid, atid, &ksw, &kns));
 	kill(pid, SIGKILL);
@@ -218,6 +280,11 @@ int main(int argc, char **argv)
 		if (t->switches < got[i].k + 1 || t->switches > got[i].k + 2)
 			FAIL("ended thread %d: the tracer counted %" PRIu64 " switches, the kernel %" PRIu64
 			     " + its exit's 1 (+1 preemption at most)", got[i].tid, t->switches, got[i].k);
+		if (steal)
+			check_steal(&m, t);
+		else if (t->steal_ns)
+			fprintf(stderr, "ended thread %d: %.3f ms of steal (the steal clock moved)\n", got[i].tid,
+				t->steal_ns / 1e6);
 	}
 	const struct vp_thread_time *a = find(&m, atid);
 
@@ -232,6 +299,20 @@ int main(int argc, char **argv)
 	if ((double)a->oncpu_ns < 0.2 * (double)kns || (double)a->oncpu_ns > 1.1 * (double)kns)
 		FAIL("live thread %d: on-CPU %.3f ms by the tracer, %.3f ms by schedstat", atid, a->oncpu_ns / 1e6,
 		     kns / 1e6);
+	if (steal) {
+		check_steal(&m, a);
+		for (size_t i = 0; i < m.n; i++) {
+			const struct vp_sched_cpu *c = m.r[i].body;
+
+			if (m.r[i].type != VP_REC_SCHED_CPU)
+				continue;
+			fprintf(stderr, "vCPU %u: the clock moved %.3f ms, charged %.3f ms (idle %.3f ms)\n", c->cpu,
+				c->steal_clock_ns / 1e6, c->charged_ns / 1e6, c->idle_ns / 1e6);
+			if (c->charged_ns > c->steal_clock_ns || c->idle_ns > c->charged_ns)
+				FAIL("vCPU %u: charged %" PRIu64 " ns (idle %" PRIu64 ") of %" PRIu64 " ns the clock moved",
+				     c->cpu, c->charged_ns, c->idle_ns, c->steal_clock_ns);
+		}
+	}
 	vp_sched__free(sched);
 	free(m.r);
 	return 0;
