@@ -13,7 +13,7 @@
  *     thread's last switch (TASK_DEAD), and when the window closes or the tracer stops
  *     (finish_threads), instead of summed at every switch.
  * No walker, no off-CPU state and none of their maps: the object verifies and loads in a
- * fraction of sched.bpf.c's time (docs/cost.md). User space: sched_tracer.c. */
+ * fraction of sched.bpf.c's time (docs/offcpu.md, "Without --off-cpu: the lite tracer"). User space: sched_tracer.c. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
