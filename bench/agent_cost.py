@@ -140,7 +140,8 @@ def main():
     ap.add_argument("--before", help="another build's agent to run in the same rounds: its .so, its build "
                     "directory, or its cli/viprof (as bench/suite.py's --before)")
     ap.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="(with --study) also N interleaved runs of each variant with CPU per thread group")
+                    help="also N interleaved runs of each variant with CPU per thread group (the agent's "
+                    "own thread and the VM thread, where its GC-start walk runs, are what a build changes)")
     a = ap.parse_args()
     rounds = a.rounds or (3 if a.quick else 9)
     jdk = suite.JDK
@@ -172,7 +173,7 @@ def main():
               f"{rounds} interleaved rounds")
         suite.interleave(variants, rounds, tmp)
         suite.print_variants(variants, base)
-        if a.study and a.threads:
+        if a.threads:
             thread_study(variants, a.threads)
         if a.study:
             print("  agent stats (one more run with the stats option):")

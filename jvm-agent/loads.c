@@ -59,9 +59,9 @@ static void class_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)file);
 }
 
-/* The method half: the method part of the readable name and, with out's class, the
- * whole readable name. */
-static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
+/* The method half: the method part of the readable name and, with out's class and
+ * whole set, the whole readable name (METHOD_NAME's; METHOD_NAMES holds the parts). */
+static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out, bool whole)
 {
 	char *name = NULL, *sig = NULL;
 	int err = 0;
@@ -71,7 +71,7 @@ static int method_names(jvmtiEnv *jvmti, jmethodID m, struct mnames *out)
 		goto cleanup;
 	}
 	vp_java_readable_method(name, sig, out->mpart, sizeof(out->mpart));
-	if (snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
+	if (whole && snprintf(out->readable, sizeof(out->readable), "%s.%s", out->kreadable, out->mpart) >=
 	    (int)sizeof(out->readable))
 		out->readable[sizeof(out->readable) - 1] = '\0'; /* cut, as vp_java_readable_name cuts */
 cleanup:
@@ -118,7 +118,7 @@ static void queue_method_name(jvmtiEnv *jvmti, jmethodID m, struct mnames *scrat
 	if ((id & 1) || vp_queue__named(id))
 		return;
 	class_names(jvmti, m, scratch);
-	if (method_names(jvmti, m, scratch))
+	if (method_names(jvmti, m, scratch, true))
 		return;
 	jint nlines = method_lines(jvmti, m, &lines);
 	vp_queue__lock();
@@ -243,7 +243,7 @@ int vp_loads__name_class(jvmtiEnv *jvmti, struct vp_cm_writer *w, const struct v
 		 * one class (queue_class_ptrs). */
 		if (!named)
 			class_names(jvmti, m, &nm);
-		if (method_names(jvmti, m, &nm))
+		if (method_names(jvmti, m, &nm, false))
 			continue;
 		jint nlines = method_lines(jvmti, m, &lines);
 		/* Full: this record goes out, the method begins the next. */

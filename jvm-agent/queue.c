@@ -157,8 +157,7 @@ void vp_queue__new_session(bool discard)
 
 static size_t seen_slot(uint64_t id)
 {
-	uint64_t h = id * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 40) & (SEEN_SLOTS - 1);
+	return vp_near_slot(id, SEEN_SLOTS - 1);
 }
 
 bool vp_queue__named(uint64_t id)

@@ -62,6 +62,18 @@ uint64_t vp_queue__dropped(void);
  * count starts over, and with discard what is queued belongs to no session. */
 void vp_queue__new_session(bool discard);
 
+/* The first slot for address a in an open-addressing table of mask + 1 slots (a power
+ * of two, at least 512): addresses in one 4 KiB page keep their order in one run of 512
+ * slots, and the pages are spread by a multiplicative hash. One class's jmethodIDs (one
+ * block, 8 bytes apart) and Method*s then share the table's cache lines and pages: each
+ * lookup of a random slot missed the cache and, in a VM, the TLB (a 2 MiB table, walked
+ * for every method of every prepared class). */
+static inline size_t vp_near_slot(uint64_t a, size_t mask)
+{
+	uint64_t page = (a >> 12) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(((page >> 40) << 9) | ((a >> 3) & 511)) & mask;
+}
+
 /* Whether a METHOD_NAME for id is queued or written. Lock-free: a slot only ever goes
  * from 0 to an id (vp_queue__add_named, under the lock), so a reader sees either. A false
  * "no" only costs a duplicate name, which readers tolerate. */

@@ -1,5 +1,5 @@
 /* The agent paces its code-heap walks by the JVM's own CPU (jvm-agent/walk.c,
- * WALK_DUTY): after a walk the next one waits until the JVM has used 200 times that
+ * WALK_DUTY): after a walk the next one waits until the JVM has used 400 times that
  * walk's CPU. A JVM that compiles a little and then idles never pays that much, so
  * without the time bound (SCAN_MAX_MS) its last code would reach the map only when the
  * JVM ends, and a recording of a quiet service would lose its names if the JVM is
