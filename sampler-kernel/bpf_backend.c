@@ -465,6 +465,13 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				/* One process and its children need few slots. */
 				if (s->cfg.target != SAMPLER_TARGET_ALL)
 					bpf_map__set_max_entries(k->maps.unwind_procs, 64);
+				/* The page index needs one entry per 4 KiB of a table's code (and one
+				 * more): clang 14, whose libLLVM and libclang-cpp give one process 2.5
+				 * million rules, needs about 35,000, javac's 272,000 rules about 6,000.
+				 * A quarter of a million (1 GiB of code, 2 MB) leaves the rules array
+				 * to fill first; VPB_MAX_PAGES, four times that, was 6 MB more for the
+				 * kernel to allocate, zero and map at every start. */
+				bpf_map__set_max_entries(k->maps.unwind_pages, VPB_MAX_PAGES / 4);
 			}
 		} else {
 			struct profile *k0 = s->skel[0];
@@ -487,6 +494,10 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				return rc;
 			}
 		}
+		/* The walker's rule cache, each event's own (walker.bpf.h): VPB_RCACHE entries
+		 * per possible CPU, one entry without the walker (nothing reads it then). */
+		bpf_map__set_max_entries(k->maps.walk_rcache, k->rodata->unwind ?
+					 VPB_RCACHE * (uint32_t)libbpf_num_possible_cpus() : 1);
 		/* VIPROF_DEBUG_TIMING: the verifier's own account of on_sample (its time and
 		 * the instructions it walked), the bulk of start-up. */
 		static char vlog[4096];

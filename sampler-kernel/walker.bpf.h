@@ -145,8 +145,14 @@ struct rc_entry {
 	struct vpb_rule r;
 };
 
+/* A plain array, CPU c's cache at [c * WALK_RCACHE, (c + 1) * WALK_RCACHE): user space
+ * sets max_entries to WALK_RCACHE times the number of possible CPUs before load
+ * (bpf_backend.c; left as it is, only CPU 0 has a cache and the others never find an
+ * entry). A per-CPU array of as many entries was one per-CPU allocation per entry: 4096
+ * of them, 3 ms of every start (and as many frees at every stop); this is one
+ * allocation, and its inlined lookup costs no more. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, WALK_RCACHE);
 	__type(key, __u32);
 	__type(value, struct rc_entry);
@@ -170,6 +176,7 @@ static __always_inline struct rc_entry *rcache_entry(__u64 pc)
 {
 	__u32 k = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & (WALK_RCACHE - 1);
 
+	k |= bpf_get_smp_processor_id() * WALK_RCACHE;
 	return bpf_map_lookup_elem(&walk_rcache, &k);
 }
 
