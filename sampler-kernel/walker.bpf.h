@@ -90,6 +90,7 @@ struct walk {
 	__u32 c_kind;            /* C_NATIVE, C_JIT */
 	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
 	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
+	struct vpb_rule rule;    /* the rule this step applies (WALK_APPLY) */
 	__u64 c_method, c_cm;    /* the last interpreted frame's Method* and its ConstMethod* */
 #ifdef WALK_LOG
 	/* Every word read_u64 read, in order, so that a later switch-out can tell that all
@@ -275,7 +276,11 @@ static __always_inline int read_u64_raw(struct walk *w, __u64 addr, __u64 *v)
 		if (WALK_READ(w, &w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
 			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
 		else
-			w->stk_len = len = len + STK_CHUNK;
+			w->stk_len = len + STK_CHUNK;
+		/* Read back through memory: the verifier then sees one len, not one per way
+		 * here (none, grown, stopped), and the paths join at once instead of running
+		 * through the rest of the read, and the step, apart. */
+		len = *(volatile __u64 *)&w->stk_len;
 	}
 	if (addr >= w->stk_base && off + 8 <= len && off <= STK_BYTES - 8) {
 		/* One 8-byte load: a memcpy from the byte array compiles to eight byte loads
@@ -754,6 +759,9 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 	return 0;
 }
 
+/* A frame step's result: apply w->rule (walk_step does, in one place). */
+#define WALK_APPLY 2
+
 /* Steps over a frame by its unwind rule. */
 static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
 {
@@ -853,7 +861,8 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 		walk_rcache_put(w->pc, w->slot, gen, r);
 #endif
 	}
-	return apply_rule(w, r);
+	w->rule = *r;
+	return WALK_APPLY;
 }
 
 /* A caller frame at the pc of the cached one: the same rule or frame size. */
@@ -861,8 +870,10 @@ static __always_inline long cached_frame(struct walk *w)
 {
 	__u64 cfa, ra;
 
-	if (w->c_kind == C_NATIVE)
-		return apply_rule(w, &w->c_rule);
+	if (w->c_kind == C_NATIVE) {
+		w->rule = w->c_rule;
+		return WALK_APPLY;
+	}
 	cfa = w->sp + (__u64)w->c_fsize * 8;
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
@@ -929,7 +940,8 @@ static long walk_step(__u32 i, void *ctx)
 			if (!leaf && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
 				w->c_pc = pc;
 				w->c_kind = C_NATIVE;
-				rc = apply_rule(w, &w->c_rule);
+				w->rule = w->c_rule;
+				rc = WALK_APPLY;
 			} else
 #endif
 			{
@@ -940,6 +952,11 @@ static long walk_step(__u32 i, void *ctx)
 			}
 		}
 	}
+	/* One place applies a rule, whichever way it was found (the cached frame, the rule
+	 * cache, the searches): inlined at each, the rule's step was verified once per path
+	 * that reached it. */
+	if (rc == WALK_APPLY)
+		rc = apply_rule(w, &w->rule);
 	if (rc)
 		return 1;    /* a bpf_loop callback returns 0 or 1 (rc is unknown from a global function) */
 	if (w->pc == 0)
