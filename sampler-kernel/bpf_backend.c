@@ -669,10 +669,13 @@ static int emit_totals(struct sampler *s, uint32_t flags)
 	return 0;
 }
 
-static void *map_shared(struct bpf_map *m, size_t elem, uint32_t n)
+/* Address space for an mmapable array, not a mapping of it: the unwinder maps the part
+ * its tables reach as they grow (recorder/unwinder.c, sampler.h). bpf_destroy unmaps the
+ * whole span, mapped or not. */
+static void *map_reserve(size_t elem, uint32_t n)
 {
 	size_t len = ((size_t)elem * n + 4095) & ~(size_t)4095;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
@@ -691,12 +694,12 @@ static int setup_unwind(struct sampler *s, char *err, size_t errlen)
 	u->max_tables = bpf_map__max_entries(k->maps.unwind_tables);
 	u->max_rules = bpf_map__max_entries(k->maps.unwind_rules);
 	u->max_pages = bpf_map__max_entries(k->maps.unwind_pages);
-	u->rules = map_shared(k->maps.unwind_rules, sizeof(struct vpb_rule), u->max_rules);
-	u->pages = map_shared(k->maps.unwind_pages, sizeof(uint64_t), u->max_pages);
+	u->rules = map_reserve(sizeof(struct vpb_rule), u->max_rules);
+	u->pages = map_reserve(sizeof(uint64_t), u->max_pages);
 	if (!u->rules || !u->pages) {
 		int rc = -errno;
 
-		snprintf(err, errlen, "bpf sampler: cannot map the unwind tables: %s", strerror(-rc));
+		snprintf(err, errlen, "bpf sampler: cannot reserve address space for the unwind tables: %s", strerror(-rc));
 		return rc;
 	}
 	return 0;
