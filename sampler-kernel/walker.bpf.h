@@ -565,12 +565,25 @@ __noinline __s64 walk_seg_start(__u64 segmap, __u64 seg)
 	__u8 win[WALK_SEG_FN], b = 0xff;
 	__u64 wlo = seg >= WALK_SEG_FN - 1 ? seg - (WALK_SEG_FN - 1) : 0;
 
+	int i = 0;
+
 	if (bpf_probe_read_user(win, sizeof(win), (const void *)(segmap + wlo)))
 		wlo = seg + 1;       /* nothing in the window */
-	for (int i = 0; i < MAX_SEG_HOPS; i++) {
-		if (seg >= wlo)
-			b = win[(seg - wlo) & (WALK_SEG_FN - 1)];
-		else if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg)))
+	/* The hops within the window, then those past it (seg only goes down): two loops,
+	 * not one with both ways in each hop, so that the verifier does not follow every
+	 * mix of the two (one loop: 4,200 of on_sample's 21,000 instructions). */
+	for (; i < MAX_SEG_HOPS && seg >= wlo; i++) {
+		b = win[(seg - wlo) & (WALK_SEG_FN - 1)];
+		if (b == 0xff)
+			return -2;
+		if (b == 0)
+			return (__s64)seg;
+		if (seg < b)
+			return -3;
+		seg -= b;
+	}
+	for (; i < MAX_SEG_HOPS; i++) {
+		if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg)))
 			return -1;
 		if (b == 0xff)
 			return -2;
