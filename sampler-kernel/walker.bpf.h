@@ -83,6 +83,7 @@ struct walk {
 	__u32 nj;
 	__u32 sig_leaf;          /* the next frame is one a signal interrupted: walk it as a leaf */
 	__u32 bs_mid;            /* mapping_index's probe, passed through memory (see there) */
+	__u32 is_leaf;           /* this step's frame is a leaf: read through memory (leaf_of) */
 	/* The last caller frame walked through a table or a code blob's frame size (one
 	 * entry, this walk only): a recursion's frames return to one pc over and over, and
 	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
@@ -352,6 +353,15 @@ static __always_inline void fp_use(struct walk *w)
 #endif
 }
 
+/* Whether this step's frame is a leaf, read back from memory at each use: a value the
+ * verifier learnt from one branch on it would split every state of the step that
+ * follows into a leaf and a caller copy until its last use; read back, each use splits
+ * only its own branch. */
+static __always_inline bool leaf_of(struct walk *w)
+{
+	return *(volatile __u32 *)&w->is_leaf != 0;
+}
+
 static __always_inline long stop(struct walk *w, __u32 why)
 {
 	w->end = why;
@@ -449,7 +459,7 @@ WALK_SUBPROG long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf
 	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 		return stop(w, VPB_WALK_BAD_FRAME);
 	if (read_u64(w, fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
-		if (leaf)
+		if (leaf_of(w))
 			bcp = w->r13;
 		else
 			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
@@ -704,7 +714,7 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		 * return address into Java code at SP (or, after a push of rbp, right above it)
 		 * says the stub has no frame yet: step over it by that; otherwise walk its
 		 * frame pointer, and if that makes no sense, try SP once more. */
-		if (leaf && read_u64(w, w->sp, &ra) == 0 && in_java_code(hs, ra)) {
+		if (leaf_of(w) && read_u64(w, w->sp, &ra) == 0 && in_java_code(hs, ra)) {
 			w->pc = ra;
 			w->sp += 8;
 			return 0;
@@ -713,7 +723,7 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		bool fp_ok = w->fp > w->sp && w->fp - w->sp <= MAX_STACK_SPAN;
 		if (fp_ok && (read_u64(w, w->fp + 8, &ra) || !ra))
 			fp_ok = false;
-		if (!fp_ok && leaf && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
+		if (!fp_ok && leaf_of(w) && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
 		    read_fp(w, w->sp) == 0) {
 			w->pc = ra;
 			w->sp += 16;
@@ -729,12 +739,12 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		return 0;
 	}
 	cfa = w->sp + (__u64)fsize * 8;
-	if (!leaf) {
+	if (!leaf_of(w)) {
 		w->c_pc = w->pc;
 		w->c_kind = C_JIT;
 		w->c_fsize = fsize;
 	}
-	if (leaf) {
+	if (leaf_of(w)) {
 		/* Before the frame is complete (the prologue) only the return address has
 		 * been pushed. */
 		off = hs->blob_frame_complete;
@@ -849,7 +859,7 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 
 	if (!w || !m)
 		return 1;
-	lookup = leaf ? w->pc : w->pc - 1;
+	lookup = w->pc - (leaf_of(w) ? 0 : 1);
 	fp = w->fp;
 
 	if (m->table == VPB_NO_TABLE) {
@@ -866,7 +876,7 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 	r = find_rule(m->table, lookup - m->bias);
 	if (!r || r->kind == VPB_RULE_NONE)
 		return sigframe(w);
-	if (!leaf) {
+	if (!leaf_of(w)) {
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
 		w->c_rule = *r;
@@ -913,6 +923,7 @@ static long walk_step(__u32 i, void *ctx)
 		leaf = true;
 		w->sig_leaf = 0;
 	}
+	w->is_leaf = leaf;
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
@@ -932,7 +943,7 @@ static long walk_step(__u32 i, void *ctx)
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
-	if (!leaf && pc == w->c_pc) {
+	if (!leaf_of(w) && pc == w->c_pc) {
 		rc = cached_frame(w);
 	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
 		rc = interp_frame(w, &p->hs, leaf);
@@ -950,7 +961,7 @@ static long walk_step(__u32 i, void *ctx)
 			 * the mapping and table searches found it then. Asked only here, for pcs
 			 * outside the JVM's code: each ask is a cache line the samples in between
 			 * have evicted. */
-			if (!leaf && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
+			if (!leaf_of(w) && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
 				w->c_pc = pc;
 				w->c_kind = C_NATIVE;
 				w->rule = w->c_rule;
