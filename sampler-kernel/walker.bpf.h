@@ -356,7 +356,8 @@ static __always_inline void fp_use(struct walk *w)
 /* Whether this step's frame is a leaf, read back from memory at each use: a value the
  * verifier learnt from one branch on it would split every state of the step that
  * follows into a leaf and a caller copy until its last use; read back, each use splits
- * only its own branch. */
+ * only its own branch. The frame walkers keep their leaf argument (their prototypes as
+ * global functions, WALK_SUBPROG) but decide by this. */
 static __always_inline bool leaf_of(struct walk *w)
 {
 	return *(volatile __u32 *)&w->is_leaf != 0;
