@@ -465,6 +465,13 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				/* One process and its children need few slots. */
 				if (s->cfg.target != SAMPLER_TARGET_ALL)
 					bpf_map__set_max_entries(k->maps.unwind_procs, 64);
+				/* The page index needs one entry per 4 KiB of a table's code (and one
+				 * more): clang 14, whose libLLVM and libclang-cpp give one process 2.5
+				 * million rules, needs about 35,000, javac's 272,000 rules about 6,000.
+				 * A quarter of a million (1 GiB of code, 2 MB) leaves the rules array
+				 * to fill first; VPB_MAX_PAGES, four times that, was 6 MB more for the
+				 * kernel to allocate, zero and map at every start. */
+				bpf_map__set_max_entries(k->maps.unwind_pages, VPB_MAX_PAGES / 4);
 			}
 		} else {
 			struct profile *k0 = s->skel[0];
@@ -487,6 +494,10 @@ static int load_skeletons(struct sampler *s, char *err, size_t errlen)
 				return rc;
 			}
 		}
+		/* The walker's rule cache, each event's own (walker.bpf.h): VPB_RCACHE entries
+		 * per possible CPU, one entry without the walker (nothing reads it then). */
+		bpf_map__set_max_entries(k->maps.walk_rcache, k->rodata->unwind ?
+					 VPB_RCACHE * (uint32_t)libbpf_num_possible_cpus() : 1);
 		/* VIPROF_DEBUG_TIMING: the verifier's own account of on_sample (its time and
 		 * the instructions it walked), the bulk of start-up. */
 		static char vlog[4096];
@@ -658,10 +669,13 @@ static int emit_totals(struct sampler *s, uint32_t flags)
 	return 0;
 }
 
-static void *map_shared(struct bpf_map *m, size_t elem, uint32_t n)
+/* Address space for an mmapable array, not a mapping of it: the unwinder maps the part
+ * its tables reach as they grow (recorder/unwinder.c, sampler.h). bpf_destroy unmaps the
+ * whole span, mapped or not. */
+static void *map_reserve(size_t elem, uint32_t n)
 {
 	size_t len = ((size_t)elem * n + 4095) & ~(size_t)4095;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
@@ -680,12 +694,12 @@ static int setup_unwind(struct sampler *s, char *err, size_t errlen)
 	u->max_tables = bpf_map__max_entries(k->maps.unwind_tables);
 	u->max_rules = bpf_map__max_entries(k->maps.unwind_rules);
 	u->max_pages = bpf_map__max_entries(k->maps.unwind_pages);
-	u->rules = map_shared(k->maps.unwind_rules, sizeof(struct vpb_rule), u->max_rules);
-	u->pages = map_shared(k->maps.unwind_pages, sizeof(uint64_t), u->max_pages);
+	u->rules = map_reserve(sizeof(struct vpb_rule), u->max_rules);
+	u->pages = map_reserve(sizeof(uint64_t), u->max_pages);
 	if (!u->rules || !u->pages) {
 		int rc = -errno;
 
-		snprintf(err, errlen, "bpf sampler: cannot map the unwind tables: %s", strerror(-rc));
+		snprintf(err, errlen, "bpf sampler: cannot reserve address space for the unwind tables: %s", strerror(-rc));
 		return rc;
 	}
 	return 0;

@@ -12,7 +12,7 @@
 #define WALK_RARE __noinline
 /* The walker's per-CPU cache of native caller rules, and its code-heap segment map read
  * 128 bytes at once by a global function (walker.bpf.h): on_sample only. */
-#define WALK_RCACHE 4096
+#define WALK_RCACHE VPB_RCACHE
 #define WALK_SEG_FN 128
 #include "walker.bpf.h"
 #include "tracked.bpf.h"

@@ -46,6 +46,9 @@
 #define VPB_RC_SEG   3     /* a compiled frame's blob found with the segment-map window, compared */
 #define VPB_RC_SEG_WRONG 4 /* of those, the byte-per-hop search found another answer */
 #define VPB_RC_NR    5
+/* Entries of the walker's rule cache per CPU (WALK_RCACHE, a power of 2): the cache is one
+ * array of VPB_RCACHE times the possible CPUs (bpf_backend.c sizes it). */
+#define VPB_RCACHE   4096
 
 /* ---- The stack walker's tables (filled by recorder/unwinder.c, read by the BPF walker).
  *

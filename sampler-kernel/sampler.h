@@ -32,8 +32,11 @@ enum sampler_target {
 };
 
 /* The stack walker's tables of a running sampler (sampler-kernel/profile.h), for the
- * recorder's unwinder (recorder/unwinder.h) to fill. rules and pages are shared memory
- * mappings of the BPF arrays, valid until the sampler is destroyed. */
+ * recorder's unwinder (recorder/unwinder.h) to fill. rules and pages are address space
+ * reserved for shared mappings of the BPF arrays (rules_fd, pages_fd), valid until the
+ * sampler is destroyed: the one who writes maps the part it reaches, at its offset in
+ * the array (mmap MAP_SHARED | MAP_FIXED), so that the kernel puts no more of the
+ * arrays into the page table than the tables use. */
 struct sampler_unwind {
 	int proc_slots_fd;      /* hash: tgid -> slot */
 	int procs_fd;           /* array of struct vpb_proc, max_procs slots */

@@ -83,6 +83,7 @@ struct walk {
 	__u32 nj;
 	__u32 sig_leaf;          /* the next frame is one a signal interrupted: walk it as a leaf */
 	__u32 bs_mid;            /* mapping_index's probe, passed through memory (see there) */
+	__u32 is_leaf;           /* this step's frame is a leaf: read through memory (leaf_of) */
 	/* The last caller frame walked through a table or a code blob's frame size (one
 	 * entry, this walk only): a recursion's frames return to one pc over and over, and
 	 * this skips its mapping, rule or code-blob lookup (its memory reads). */
@@ -90,6 +91,7 @@ struct walk {
 	__u32 c_kind;            /* C_NATIVE, C_JIT */
 	__s32 c_fsize;           /* C_JIT: the blob's frame size in words */
 	struct vpb_rule c_rule;  /* C_NATIVE: the rule */
+	struct vpb_rule rule;    /* the rule this step applies (WALK_APPLY) */
 	__u64 c_method, c_cm;    /* the last interpreted frame's Method* and its ConstMethod* */
 #ifdef WALK_LOG
 	/* Every word read_u64 read, in order, so that a later switch-out can tell that all
@@ -145,8 +147,14 @@ struct rc_entry {
 	struct vpb_rule r;
 };
 
+/* A plain array, CPU c's cache at [c * WALK_RCACHE, (c + 1) * WALK_RCACHE): user space
+ * sets max_entries to WALK_RCACHE times the number of possible CPUs before load
+ * (bpf_backend.c; left as it is, only CPU 0 has a cache and the others never find an
+ * entry). A per-CPU array of as many entries was one per-CPU allocation per entry: 4096
+ * of them, 3 ms of every start (and as many frees at every stop); this is one
+ * allocation, and its inlined lookup costs no more. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, WALK_RCACHE);
 	__type(key, __u32);
 	__type(value, struct rc_entry);
@@ -170,6 +178,7 @@ static __always_inline struct rc_entry *rcache_entry(__u64 pc)
 {
 	__u32 k = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & (WALK_RCACHE - 1);
 
+	k |= bpf_get_smp_processor_id() * WALK_RCACHE;
 	return bpf_map_lookup_elem(&walk_rcache, &k);
 }
 
@@ -268,7 +277,11 @@ static __always_inline int read_u64_raw(struct walk *w, __u64 addr, __u64 *v)
 		if (WALK_READ(w, &w->stk[len & (STK_BYTES - 1)], STK_CHUNK, (const void *)(w->stk_base + len)))
 			w->stk_stop = 1;     /* the stack ends within the chunk: read words */
 		else
-			w->stk_len = len = len + STK_CHUNK;
+			w->stk_len = len + STK_CHUNK;
+		/* Read back through memory: the verifier then sees one len, not one per way
+		 * here (none, grown, stopped), and the paths join at once instead of running
+		 * through the rest of the read, and the step, apart. */
+		len = *(volatile __u64 *)&w->stk_len;
 	}
 	if (addr >= w->stk_base && off + 8 <= len && off <= STK_BYTES - 8) {
 		/* One 8-byte load: a memcpy from the byte array compiles to eight byte loads
@@ -338,6 +351,16 @@ static __always_inline void fp_use(struct walk *w)
 	w->nlog = n + w->fp_pend;
 	w->fp_pend = 0;
 #endif
+}
+
+/* Whether this step's frame is a leaf, read back from memory at each use: a value the
+ * verifier learnt from one branch on it would split every state of the step that
+ * follows into a leaf and a caller copy until its last use; read back, each use splits
+ * only its own branch. The frame walkers keep their leaf argument (their prototypes as
+ * global functions, WALK_SUBPROG) but decide by this. */
+static __always_inline bool leaf_of(struct walk *w)
+{
+	return *(volatile __u32 *)&w->is_leaf != 0;
 }
 
 static __always_inline long stop(struct walk *w, __u32 why)
@@ -437,7 +460,7 @@ WALK_SUBPROG long interp_frame(struct walk *w, struct vpb_hotspot *hs, bool leaf
 	if (fp <= w->sp || fp - w->sp > MAX_STACK_SPAN)
 		return stop(w, VPB_WALK_BAD_FRAME);
 	if (read_u64(w, fp + (__s64)hs->slot_method * 8, &method) == 0 && method) {
-		if (leaf)
+		if (leaf_of(w))
 			bcp = w->r13;
 		else
 			read_u64(w, fp + (__s64)hs->slot_bcp * 8, &bcp);
@@ -553,12 +576,25 @@ __noinline __s64 walk_seg_start(__u64 segmap, __u64 seg)
 	__u8 win[WALK_SEG_FN], b = 0xff;
 	__u64 wlo = seg >= WALK_SEG_FN - 1 ? seg - (WALK_SEG_FN - 1) : 0;
 
+	int i = 0;
+
 	if (bpf_probe_read_user(win, sizeof(win), (const void *)(segmap + wlo)))
 		wlo = seg + 1;       /* nothing in the window */
-	for (int i = 0; i < MAX_SEG_HOPS; i++) {
-		if (seg >= wlo)
-			b = win[(seg - wlo) & (WALK_SEG_FN - 1)];
-		else if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg)))
+	/* The hops within the window, then those past it (seg only goes down): two loops,
+	 * not one with both ways in each hop, so that the verifier does not follow every
+	 * mix of the two (one loop: 4,200 of on_sample's 21,000 instructions). */
+	for (; i < MAX_SEG_HOPS && seg >= wlo; i++) {
+		b = win[(seg - wlo) & (WALK_SEG_FN - 1)];
+		if (b == 0xff)
+			return -2;
+		if (b == 0)
+			return (__s64)seg;
+		if (seg < b)
+			return -3;
+		seg -= b;
+	}
+	for (; i < MAX_SEG_HOPS; i++) {
+		if (bpf_probe_read_user(&b, 1, (const void *)(segmap + seg)))
 			return -1;
 		if (b == 0xff)
 			return -2;
@@ -679,7 +715,7 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		 * return address into Java code at SP (or, after a push of rbp, right above it)
 		 * says the stub has no frame yet: step over it by that; otherwise walk its
 		 * frame pointer, and if that makes no sense, try SP once more. */
-		if (leaf && read_u64(w, w->sp, &ra) == 0 && in_java_code(hs, ra)) {
+		if (leaf_of(w) && read_u64(w, w->sp, &ra) == 0 && in_java_code(hs, ra)) {
 			w->pc = ra;
 			w->sp += 8;
 			return 0;
@@ -688,7 +724,7 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		bool fp_ok = w->fp > w->sp && w->fp - w->sp <= MAX_STACK_SPAN;
 		if (fp_ok && (read_u64(w, w->fp + 8, &ra) || !ra))
 			fp_ok = false;
-		if (!fp_ok && leaf && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
+		if (!fp_ok && leaf_of(w) && read_u64(w, w->sp + 8, &ra) == 0 && in_java_code(hs, ra) &&
 		    read_fp(w, w->sp) == 0) {
 			w->pc = ra;
 			w->sp += 16;
@@ -704,12 +740,12 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 		return 0;
 	}
 	cfa = w->sp + (__u64)fsize * 8;
-	if (!leaf) {
+	if (!leaf_of(w)) {
 		w->c_pc = w->pc;
 		w->c_kind = C_JIT;
 		w->c_fsize = fsize;
 	}
-	if (leaf) {
+	if (leaf_of(w)) {
 		/* Before the frame is complete (the prologue) only the return address has
 		 * been pushed. */
 		off = hs->blob_frame_complete;
@@ -746,6 +782,9 @@ WALK_SUBPROG long jit_frame(struct walk *w, struct vpb_hotspot *hs, struct vpb_c
 	w->sp = cfa;
 	return 0;
 }
+
+/* A frame step's result: apply w->rule (walk_step does, in one place). */
+#define WALK_APPLY 2
 
 /* Steps over a frame by its unwind rule. */
 static __always_inline long apply_rule(struct walk *w, struct vpb_rule *r)
@@ -821,7 +860,7 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 
 	if (!w || !m)
 		return 1;
-	lookup = leaf ? w->pc : w->pc - 1;
+	lookup = w->pc - (leaf_of(w) ? 0 : 1);
 	fp = w->fp;
 
 	if (m->table == VPB_NO_TABLE) {
@@ -838,7 +877,7 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 	r = find_rule(m->table, lookup - m->bias);
 	if (!r || r->kind == VPB_RULE_NONE)
 		return sigframe(w);
-	if (!leaf) {
+	if (!leaf_of(w)) {
 		w->c_pc = w->pc;
 		w->c_kind = C_NATIVE;
 		w->c_rule = *r;
@@ -846,7 +885,8 @@ WALK_SUBPROG long native_frame(struct walk *w, struct vpb_mapping *m, bool leaf,
 		walk_rcache_put(w->pc, w->slot, gen, r);
 #endif
 	}
-	return apply_rule(w, r);
+	w->rule = *r;
+	return WALK_APPLY;
 }
 
 /* A caller frame at the pc of the cached one: the same rule or frame size. */
@@ -854,8 +894,10 @@ static __always_inline long cached_frame(struct walk *w)
 {
 	__u64 cfa, ra;
 
-	if (w->c_kind == C_NATIVE)
-		return apply_rule(w, &w->c_rule);
+	if (w->c_kind == C_NATIVE) {
+		w->rule = w->c_rule;
+		return WALK_APPLY;
+	}
 	cfa = w->sp + (__u64)w->c_fsize * 8;
 	if (read_u64(w, cfa - 8, &ra))
 		return stop(w, VPB_WALK_UNREADABLE);
@@ -882,6 +924,7 @@ static long walk_step(__u32 i, void *ctx)
 		leaf = true;
 		w->sig_leaf = 0;
 	}
+	w->is_leaf = leaf;
 	p = bpf_map_lookup_elem(&unwind_procs, &w->slot);
 	if (!p)
 		return stop(w, VPB_WALK_NO_PROC);
@@ -901,7 +944,7 @@ static long walk_step(__u32 i, void *ctx)
 		w->n = n + 1;
 	}
 	old_sp = w->sp;
-	if (!leaf && pc == w->c_pc) {
+	if (!leaf_of(w) && pc == w->c_pc) {
 		rc = cached_frame(w);
 	} else if (p->hs.nr_heaps && pc >= p->hs.interp_lo && pc < p->hs.interp_hi) {
 		rc = interp_frame(w, &p->hs, leaf);
@@ -919,10 +962,11 @@ static long walk_step(__u32 i, void *ctx)
 			 * the mapping and table searches found it then. Asked only here, for pcs
 			 * outside the JVM's code: each ask is a cache line the samples in between
 			 * have evicted. */
-			if (!leaf && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
+			if (!leaf_of(w) && walk_rcache_get(pc, w->slot, gen, &w->c_rule)) {
 				w->c_pc = pc;
 				w->c_kind = C_NATIVE;
-				rc = apply_rule(w, &w->c_rule);
+				w->rule = w->c_rule;
+				rc = WALK_APPLY;
 			} else
 #endif
 			{
@@ -933,6 +977,11 @@ static long walk_step(__u32 i, void *ctx)
 			}
 		}
 	}
+	/* One place applies a rule, whichever way it was found (the cached frame, the rule
+	 * cache, the searches): inlined at each, the rule's step was verified once per path
+	 * that reached it. */
+	if (rc == WALK_APPLY)
+		rc = apply_rule(w, &w->rule);
 	if (rc)
 		return 1;    /* a bpf_loop callback returns 0 or 1 (rc is unknown from a global function) */
 	if (w->pc == 0)

@@ -14,3 +14,8 @@ endforeach()
 # The README's quick start, verbatim, on a fresh clone (builds viprof again).
 add_test(NAME test-quickstart COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-quickstart.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(test-quickstart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS live)
+
+# What every command loads before main: not libcurl (fleet/curl_lazy.c loads it when the
+# push or fleet client first calls it).
+add_test(NAME test-start-libs COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-start-libs.sh $<TARGET_FILE:viprof>)
+set_tests_properties(test-start-libs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 30 LABELS unit)
