@@ -74,40 +74,35 @@ struct vp_sched {
 	int tracked_fd;
 };
 
+/* The maps and variables both objects have (sched.bpf.c and sched_lite.bpf.c declare them
+ * under the same names; their skeletons are different types). */
+#define BIND_COMMON(s, k)                              \
+	do {                                           \
+		(s)->m.stacks = (k)->maps.stacks;      \
+		(s)->m.agg0 = (k)->maps.agg0;          \
+		(s)->m.agg1 = (k)->maps.agg1;          \
+		(s)->m.threads = (k)->maps.threads;    \
+		(s)->m.cpus = (k)->maps.cpus;          \
+		(s)->m.counters = (k)->maps.counters;  \
+		(s)->m.tracked = (k)->maps.tracked;    \
+		(s)->agg_sel = &(k)->bss->agg_sel;     \
+		(s)->win_start = &(k)->bss->win_start; \
+		(s)->win_end = &(k)->bss->win_end;     \
+	} while (0)
+
 static void bind_full(struct vp_sched *s)
 {
-	struct sched *k = s->skel;
-
-	s->m.stacks = k->maps.stacks;
-	s->m.agg0 = k->maps.agg0;
-	s->m.agg1 = k->maps.agg1;
-	s->m.threads = k->maps.threads;
-	s->m.cpus = k->maps.cpus;
-	s->m.counters = k->maps.counters;
-	s->m.tracked = k->maps.tracked;
-	s->m.ustacks = k->maps.ustacks;
-	s->m.uparts = k->maps.uparts;
-	s->agg_sel = &k->bss->agg_sel;
-	s->win_start = &k->bss->win_start;
-	s->win_end = &k->bss->win_end;
+	BIND_COMMON(s, s->skel);
+	s->m.ustacks = s->skel->maps.ustacks;
+	s->m.uparts = s->skel->maps.uparts;
 }
 
+/* The lite object walks no user stack: no ustacks or uparts. */
 static void bind_lite(struct vp_sched *s)
 {
-	struct sched_lite *k = s->lite;
-
-	s->m.stacks = k->maps.stacks;
-	s->m.agg0 = k->maps.agg0;
-	s->m.agg1 = k->maps.agg1;
-	s->m.threads = k->maps.threads;
-	s->m.cpus = k->maps.cpus;
-	s->m.counters = k->maps.counters;
-	s->m.tracked = k->maps.tracked;
+	BIND_COMMON(s, s->lite);
 	s->m.ustacks = NULL;
 	s->m.uparts = NULL;
-	s->agg_sel = &k->bss->agg_sel;
-	s->win_start = &k->bss->win_start;
-	s->win_end = &k->bss->win_end;
 }
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
