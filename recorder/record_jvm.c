@@ -599,7 +599,18 @@ static uint64_t boot_ticks(void)
 
 /* After lost side-band records (or before the sampler ran): the JVMs that started
  * since the watch began and that it has not heard of, from /proc, once. */
-static void watch_rescan(struct record_jvm_watch *wt, uint64_t now, bool first)
+/* Is pid one of --jvm-attach's pids? */
+static bool listed_pid(const struct vp_record_opts *o, pid_t pid)
+{
+	if (o->jvm_attach != RECORD_JVM_PIDS)
+		return false;
+	for (int i = 0; i < o->jvm_n; i++)
+		if (o->jvm_pids[i] == pid)
+			return true;
+	return false;
+}
+
+static void watch_rescan(struct record_jvm_watch *wt, const struct vp_record_opts *o, uint64_t now, bool first)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -616,8 +627,13 @@ static void watch_rescan(struct record_jvm_watch *wt, uint64_t now, bool first)
 		uint64_t st = proc_start(pid);
 		/* One tick of slack: a JVM started in the tick the watch began is looked at.
 		 * At the first look, also a JVM older than that whose signal dispatcher did not
-		 * run yet: too early for the start's attach. */
-		if (st && (st + 1 >= wt->since_ticks || (first && !catches_sigquit(pid))) && vp_jvm__is_hotspot(pid)) {
+		 * run yet: too early for the start's attach. And a pid --jvm-attach names that
+		 * the start's attach did not find a JVM (watch_find: those it did are noted
+		 * when the watch begins): a process older than the watch that exec'd java
+		 * after that look, before the side band could tell (a shell's `exec java`
+		 * while a loaded VM starts the sampler: test-serve-jvm-early in a CI run). */
+		if (st && (st + 1 >= wt->since_ticks || (first && !catches_sigquit(pid)) || listed_pid(o, pid)) &&
+		    vp_jvm__is_hotspot(pid)) {
 			struct record_jvm_watch_pid *e = watch_add(wt, pid, now);
 			if (e)
 				e->start = st;
@@ -640,10 +656,23 @@ int record_jvm__watch(struct record_jvm_watch *wt, struct vp_session_writer *w, 
 		wt->since_ticks = boot_ticks();
 		wt->rescan = true;
 		wt->n = 0;
+		/* The named pids that are JVMs ready for an attach now were the start's
+		 * attach's (attached or refused then): the look at /proc leaves them alone.
+		 * One still too young for it is looked at again, as before. */
+		for (int i = 0; o->jvm_attach == RECORD_JVM_PIDS && i < o->jvm_n; i++) {
+			uint64_t st = proc_start(o->jvm_pids[i]);
+			struct record_jvm_watch_pid *e;
+
+			if (st && vp_jvm__is_hotspot(o->jvm_pids[i]) && catches_sigquit(o->jvm_pids[i]) &&
+			    (e = watch_add(wt, o->jvm_pids[i], now))) {
+				e->start = st;
+				e->state = W_DONE;
+			}
+		}
 		return 0;
 	}
 	if (wt->rescan) {
-		watch_rescan(wt, now, wt->rescans == 0);
+		watch_rescan(wt, o, now, wt->rescans == 0);
 		wt->rescan = false;
 	}
 	int loaded = 0, err = 0;
