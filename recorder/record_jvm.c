@@ -597,8 +597,6 @@ static uint64_t boot_ticks(void)
 	return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000ull / (uint64_t)hz);
 }
 
-/* After lost side-band records (or before the sampler ran): the JVMs that started
- * since the watch began and that it has not heard of, from /proc, once. */
 /* Is pid one of --jvm-attach's pids? */
 static bool listed_pid(const struct vp_record_opts *o, pid_t pid)
 {
@@ -610,6 +608,8 @@ static bool listed_pid(const struct vp_record_opts *o, pid_t pid)
 	return false;
 }
 
+/* After lost side-band records (or before the sampler ran): the JVMs that started
+ * since the watch began and that it has not heard of, from /proc, once. */
 static void watch_rescan(struct record_jvm_watch *wt, const struct vp_record_opts *o, uint64_t now, bool first)
 {
 	DIR *d = opendir("/proc");
