@@ -349,6 +349,17 @@ static bool opted_out(pid_t pid)
 
 /* Does --jvm-attach let the agent into pid (owned by uid), and did the process not
  * opt out? */
+/* Is pid one of --jvm-attach's pids? */
+static bool listed_pid(const struct vp_record_opts *o, pid_t pid)
+{
+	if (o->jvm_attach != RECORD_JVM_PIDS)
+		return false;
+	for (int i = 0; i < o->jvm_n; i++)
+		if (o->jvm_pids[i] == pid)
+			return true;
+	return false;
+}
+
 static bool allowed(const struct vp_record_opts *o, pid_t pid, uid_t uid)
 {
 	if (o->jvm_attach != RECORD_JVM_NONE && opted_out(pid))
@@ -362,10 +373,7 @@ static bool allowed(const struct vp_record_opts *o, pid_t pid, uid_t uid)
 				return true;
 		return false;
 	case RECORD_JVM_PIDS:
-		for (int i = 0; i < o->jvm_n; i++)
-			if (o->jvm_pids[i] == pid)
-				return true;
-		return false;
+		return listed_pid(o, pid);
 	default:
 		return true;
 	}
@@ -595,17 +603,6 @@ static uint64_t boot_ticks(void)
 	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0 || hz <= 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000ull / (uint64_t)hz);
-}
-
-/* Is pid one of --jvm-attach's pids? */
-static bool listed_pid(const struct vp_record_opts *o, pid_t pid)
-{
-	if (o->jvm_attach != RECORD_JVM_PIDS)
-		return false;
-	for (int i = 0; i < o->jvm_n; i++)
-		if (o->jvm_pids[i] == pid)
-			return true;
-	return false;
 }
 
 /* After lost side-band records (or before the sampler ran): the JVMs that started
